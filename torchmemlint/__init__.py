@@ -1,0 +1,3 @@
+"""torchmemlint: find and fix GPU-memory anti-patterns in PyTorch source."""
+
+__version__ = "0.1.0"

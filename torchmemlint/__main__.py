@@ -1,0 +1,3 @@
+from torchmemlint.cli import main
+
+main(prog_name="torchmemlint")

@@ -1,0 +1,221 @@
+"""Command line: ``torchmemlint [OPTIONS] PATH...`` lints; sub-commands do the rest."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import click
+
+from torchmemlint import __version__
+from torchmemlint.config import ConfigError, Settings, resolve_settings, split_selectors
+from torchmemlint.engine import IO_ERROR, discover, lint_paths, lint_source, run_parallel
+from torchmemlint.findings import Finding, Location
+from torchmemlint.fixer import FixError, fix_text
+from torchmemlint.output.json import format_json
+from torchmemlint.output.text import format_statistics, format_text
+from torchmemlint.rules import all_rules
+from torchmemlint.sourcefile import SourceError, read_source, write_atomic
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _DefaultCommandGroup(click.Group):
+    """``torchmemlint src/`` means ``torchmemlint check src/`` (Ruff's ergonomics)."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        bare_help = not args or args[0] in ("--help", "-h", "--version")
+        if not bare_help and args[0] not in self.commands:
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torchmemlint")
+def main() -> None:
+    """Find and fix GPU-memory anti-patterns in PyTorch code.
+
+    Run `torchmemlint [OPTIONS] PATH...` (same as `torchmemlint check`) to lint, or
+    `torchmemlint --fix PATH...` to apply safe fixes.
+    """
+
+
+def _fail(message: str) -> "click.exceptions.Exit":
+    click.echo(f"torchmemlint: error: {message}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def _selector_option(name: str, help_text: str):
+    return click.option(name, multiple=True, metavar="CODES", help=help_text)
+
+
+@dataclass
+class _FileOutcome:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    fixed: int = 0
+    original: Optional[str] = None
+    fixed_text: Optional[str] = None
+    error: Optional[str] = None
+
+
+def _fix_one(
+    path: str, settings: Settings, unsafe_fixes: bool, ignore_noqa: bool, write: bool
+) -> _FileOutcome:
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return _FileOutcome(path, error=str(error))
+    codes = settings.codes_for_file(path)
+
+    def lint(text: str) -> List[Finding]:
+        return lint_source(text, path, settings, codes, ignore_noqa=ignore_noqa)
+
+    try:
+        result = fix_text(source.text, lint, unsafe_fixes)
+    except FixError as error:
+        findings = lint(source.text)
+        return _FileOutcome(path, findings, error=f"{path}: {error}; file left unchanged")
+    if write and result.fixed:
+        try:
+            write_atomic(source, result.text)
+        except OSError as error:
+            return _FileOutcome(path, result.remaining, error=f"cannot write {path}: {error}")
+    return _FileOutcome(path, result.remaining, len(result.fixed), source.text, result.text)
+
+
+def _error_finding(path: str, message: str) -> Finding:
+    start = Location(1, 1)
+    return Finding(IO_ERROR, message, path, start, start)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also show and apply unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
+@_selector_option("--select", "Rules to enable (codes or prefixes: TML, TML4, TML401, ALL).")
+@_selector_option("--extend-select", "Rules to enable on top of the selection.")
+@_selector_option("--ignore", "Rules to disable.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Replace the excluded globs.")
+@click.option("--extend-exclude", multiple=True, metavar="GLOB", help="Exclude more globs.")
+@click.option("--config", "config_path", type=click.Path(), help="Read settings from this file.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--ignore-noqa", is_flag=True, help="Report findings that `# noqa` suppresses.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel processes [all cores].")
+def check(
+    paths: Tuple[str, ...],
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    select: Tuple[str, ...],
+    extend_select: Tuple[str, ...],
+    ignore: Tuple[str, ...],
+    exclude: Tuple[str, ...],
+    extend_exclude: Tuple[str, ...],
+    config_path: Optional[str],
+    isolated: bool,
+    output_format: str,
+    statistics: bool,
+    exit_zero: bool,
+    ignore_noqa: bool,
+    jobs: Optional[int],
+) -> None:
+    """Lint PATHS (files or directories; default: the current directory)."""
+    overrides = {
+        "select": split_selectors(select) if select else None,
+        "extend_select": split_selectors(extend_select) if extend_select else None,
+        "ignore": split_selectors(ignore) if ignore else None,
+        "exclude": exclude or None,
+        "extend_exclude": extend_exclude or None,
+    }
+    paths = paths or (".",)
+    if config_path is not None and not os.path.isfile(config_path):
+        raise _fail(f"--config: no such file: {config_path}")
+    try:
+        settings = resolve_settings(config_path, isolated, os.getcwd(), overrides)
+    except ConfigError as error:
+        raise _fail(str(error))
+    jobs = jobs or os.cpu_count() or 1
+
+    files, missing = discover(paths, settings)
+    outcomes: List[_FileOutcome] = [_FileOutcome(m.path, error=m.error) for m in missing]
+    if fix or diff:
+        outcomes += run_parallel(
+            _fix_one, files, (settings, unsafe_fixes, ignore_noqa, not diff), jobs
+        )
+    else:
+        outcomes += [
+            _FileOutcome(r.path, r.findings, error=r.error)
+            for r in lint_paths(files, settings, jobs, ignore_noqa)
+        ]
+
+    findings: List[Finding] = []
+    fixed = 0
+    for outcome in outcomes:
+        findings.extend(outcome.findings)
+        fixed += outcome.fixed
+        if outcome.error:
+            findings.append(_error_finding(outcome.path, outcome.error))
+    findings.sort(key=lambda finding: finding.sort_key)
+
+    if diff:
+        patch = "".join(_unified_diff(o) for o in sorted(outcomes, key=lambda o: o.path))
+        click.echo(patch, nl=False)
+        summary = f"Would fix {fixed} finding{'s' if fixed != 1 else ''}."
+        click.echo(summary, err=True)
+        raise click.exceptions.Exit(EXIT_FINDINGS if patch and not exit_zero else EXIT_CLEAN)
+
+    if output_format == "json":
+        click.echo(format_json(findings), nl=False)
+    elif statistics:
+        click.echo(format_statistics(findings, unsafe_fixes), nl=False)
+    else:
+        click.echo(format_text(findings, unsafe_fixes, fixed), nl=False)
+    raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _unified_diff(outcome: _FileOutcome) -> str:
+    if outcome.original is None or outcome.fixed_text in (None, outcome.original):
+        return ""
+    return "".join(
+        difflib.unified_diff(
+            outcome.original.splitlines(keepends=True),
+            (outcome.fixed_text or "").splitlines(keepends=True),
+            fromfile=f"a/{outcome.path}",
+            tofile=f"b/{outcome.path}",
+        )
+    )
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+def rule(code: Optional[str], show_all: bool) -> None:
+    """Explain one rule (`torchmemlint rule TML401`) or list them all (`--all`)."""
+    registry = all_rules()
+    if show_all or code is None:
+        click.echo(f"{'code':<8}{'name':<42}{'default':<9}fix")
+        for rule_code, rule_class in registry.items():
+            default = "on" if rule_class.default_enabled else "off"
+            click.echo(
+                f"{rule_code:<8}{rule_class.name:<42}{default:<9}{rule_class.fix_availability.value}"
+            )
+        return
+    rule_class = registry.get(code.upper())
+    if rule_class is None:
+        raise _fail(f"unknown rule '{code}' (see `torchmemlint rule --all`)")
+    default = "on" if rule_class.default_enabled else "off (enable with --select)"
+    click.echo(f"# {rule_class.name} ({rule_class.code})\n")
+    click.echo(f"Default: {default}. Fix: {rule_class.fix_availability.value}.\n")
+    click.echo(rule_class.documentation())

@@ -1,0 +1,387 @@
+"""Dispatch-level tracking of live tensor memory.
+
+``LiveTracker`` sees every storage that an aten op produces and forgets it
+when its ``StorageImpl`` dies.  Freeing is decided by Python reference counts
+and the autograd engine, which do not depend on the device, so the same
+tracker run under ``FakeTensorMode`` on the cpu device reproduces the byte
+counts of a real run without allocating anything (memory-facts §2).
+"""
+
+from __future__ import annotations
+
+import bisect
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import torch
+from torch import nn
+from torch.nn.modules import module as module_hooks
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+FORWARD = "forward"
+BACKWARD = "backward"
+# Module bucket for allocations made outside any tracked module's forward.
+NO_MODULE = ""
+
+CUDA_BLOCK_BYTES = 512
+
+
+def round_up(nbytes: int, multiple: int) -> int:
+    if multiple <= 1 or nbytes == 0:
+        return nbytes
+    return -(-nbytes // multiple) * multiple
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """One allocation (``delta > 0``) or free (``delta < 0``) of a storage."""
+
+    index: int
+    storage_id: int
+    delta: int
+    op: str
+    module: str
+    phase: str
+
+
+@dataclass
+class _LiveStorage:
+    storage_id: int
+    nbytes: int
+    op: str
+    module: str
+    phase: str
+
+
+@dataclass
+class _PeakInfo:
+    bytes: int = 0
+    phase: str = ""
+    op: str = ""
+    module: str = ""
+
+
+@dataclass
+class TrackerSnapshot:
+    live_bytes: int
+    by_module: Dict[str, int] = field(default_factory=dict)
+
+
+class LiveTracker(TorchDispatchMode):
+    """Counts the bytes of all live storages created by aten ops while active.
+
+    Storages that existed before the tracker (parameters, the input batch)
+    are not counted.  Views and in-place results share their input's storage
+    and are not counted again.  ``round_to=512`` charges each storage the
+    size of the CUDA caching allocator's smallest block multiple.
+
+    The caller sets ``phase`` ("forward"/"backward"); ``track_modules(root)``
+    attributes forward allocations to the innermost running submodule.
+    """
+
+    def __init__(self, round_to: int = 1, keep_events: bool = True) -> None:
+        super().__init__()
+        self.round_to = round_to
+        self.keep_events = keep_events
+        self.phase = FORWARD
+        self.live_bytes = 0
+        self.peak = _PeakInfo()
+        self.phase_peaks: Dict[str, int] = {}
+        self.events: List[MemoryEvent] = []
+        self.allocated_by_module: Dict[str, int] = {}
+        self._live: Dict[int, _LiveStorage] = {}
+        self._next_storage_id = 0
+        self._clock = 0
+        self._module_names: Dict[int, str] = {}
+        self._module_stack: List[str] = []
+        self._hook_handles: List[Any] = []
+
+    # -- module attribution -------------------------------------------------
+
+    def track_modules(self, root: nn.Module) -> "LiveTracker":
+        """Attribute allocations to ``root``'s submodules by qualified name."""
+        self._module_names = {
+            id(mod): name or type(root).__name__
+            for name, mod in root.named_modules(remove_duplicate=False)
+        }
+        self._hook_handles = [
+            module_hooks.register_module_forward_pre_hook(self._enter_module),
+            module_hooks.register_module_forward_hook(self._leave_module, always_call=True),
+        ]
+        return self
+
+    def _enter_module(self, mod: nn.Module, args: Any) -> None:
+        name = self._module_names.get(id(mod))
+        if name is not None:
+            self._module_stack.append(name)
+
+    def _leave_module(self, mod: nn.Module, args: Any, output: Any) -> None:
+        name = self._module_names.get(id(mod))
+        if name is not None and self._module_stack and self._module_stack[-1] == name:
+            self._module_stack.pop()
+
+    def _current_module(self) -> str:
+        if self.phase == BACKWARD:
+            return BACKWARD
+        return self._module_stack[-1] if self._module_stack else NO_MODULE
+
+    def remove_hooks(self) -> None:
+        for handle in self._hook_handles:
+            handle.remove()
+        self._hook_handles = []
+        self._module_stack = []
+
+    # -- dispatch -----------------------------------------------------------
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        input_storages = {
+            id(t.untyped_storage()) for t in _tensors(args, kwargs) if _has_storage(t)
+        }
+        op_name = func.overloadpacket.__name__
+        for tensor in _tensors(out):
+            if not _has_storage(tensor):
+                continue
+            storage = tensor.untyped_storage()
+            key = id(storage)
+            record = self._live.get(key)
+            if record is not None:
+                # resize_ and out= variants can grow an already counted storage.
+                self._resize(record, storage.nbytes(), op_name)
+            elif key not in input_storages:
+                self._allocate(storage, op_name)
+        return out
+
+    def _allocate(self, storage: Any, op: str) -> None:
+        key = id(storage)
+        record = _LiveStorage(
+            storage_id=self._next_storage_id,
+            nbytes=round_up(storage.nbytes(), self.round_to),
+            op=op,
+            module=self._current_module(),
+            phase=self.phase,
+        )
+        self._next_storage_id += 1
+        self._live[key] = record
+        weakref.finalize(storage, self._free, key)
+        self.allocated_by_module[record.module] = (
+            self.allocated_by_module.get(record.module, 0) + record.nbytes
+        )
+        self._change(record, record.nbytes, op)
+
+    def _resize(self, record: _LiveStorage, raw_nbytes: int, op: str) -> None:
+        nbytes = round_up(raw_nbytes, self.round_to)
+        if nbytes == record.nbytes:
+            return
+        # Modelled as free + new allocation, which is what a resize does.
+        self._change(record, -record.nbytes, op)
+        record.nbytes = nbytes
+        record.storage_id = self._next_storage_id
+        self._next_storage_id += 1
+        self._change(record, nbytes, op)
+
+    def _free(self, key: int) -> None:
+        record = self._live.pop(key, None)
+        if record is not None:
+            self._change(record, -record.nbytes, "free")
+
+    def _change(self, record: _LiveStorage, delta: int, op: str) -> None:
+        if delta == 0:
+            return
+        self.live_bytes += delta
+        if self.keep_events:
+            self.events.append(
+                MemoryEvent(self._clock, record.storage_id, delta, op, record.module, self.phase)
+            )
+        self._clock += 1
+        if delta > 0:
+            if self.live_bytes > self.phase_peaks.get(self.phase, 0):
+                self.phase_peaks[self.phase] = self.live_bytes
+            if self.live_bytes > self.peak.bytes:
+                self.peak = _PeakInfo(self.live_bytes, self.phase, op, record.module)
+
+    # -- queries ------------------------------------------------------------
+
+    def snapshot(self) -> TrackerSnapshot:
+        by_module: Dict[str, int] = {}
+        for record in self._live.values():
+            by_module[record.module] = by_module.get(record.module, 0) + record.nbytes
+        return TrackerSnapshot(self.live_bytes, by_module)
+
+    def reset_peak(self) -> None:
+        """Start a new peak window from the bytes live now (like CUDA's reset)."""
+        self.peak = _PeakInfo(self.live_bytes, self.phase, "", "")
+        self.phase_peaks = {}
+
+    def __exit__(self, *exc: Any) -> Optional[bool]:
+        self.remove_hooks()
+        return super().__exit__(*exc)
+
+
+def _tensors(*trees: Any) -> Iterable[torch.Tensor]:
+    for tree in trees:
+        leaves, _ = tree_flatten(tree)
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor):
+                yield leaf
+
+
+def _has_storage(tensor: torch.Tensor) -> bool:
+    # Sparse and some wrapper subclasses have no single storage to count.
+    return tensor.layout == torch.strided
+
+
+def storage_bytes(tensors: Iterable[torch.Tensor], round_to: int = 1) -> int:
+    """Bytes of the distinct storages behind ``tensors`` (shared ones once)."""
+    seen: Dict[int, int] = {}
+    for tensor in tensors:
+        if tensor is None or not _has_storage(tensor):
+            continue
+        storage = tensor.untyped_storage()
+        seen[id(storage)] = round_up(storage.nbytes(), round_to)
+    return sum(seen.values())
+
+
+# -- CUDA caching allocator model ----------------------------------------------
+
+_MIB = 1024 * 1024
+_SMALL_REQUEST = _MIB  # requests up to this size use the small pool
+_SMALL_SEGMENT = 2 * _MIB
+_MEDIUM_REQUEST = 10 * _MIB  # requests below this get a 20 MiB segment
+_MEDIUM_SEGMENT = 20 * _MIB
+_LARGE_ROUNDING = 2 * _MIB
+
+
+@dataclass
+class AllocatorEstimate:
+    """Peaks of a *modelled* CUDA caching allocator (not measured on a GPU)."""
+
+    max_allocated: int
+    max_reserved: int
+    segments: int
+
+
+@dataclass
+class _Block:
+    address: int
+    size: int
+    small_pool: bool
+    allocated: bool = False
+    prev: Optional["_Block"] = None
+    next: Optional["_Block"] = None
+
+    def key(self) -> Tuple[int, int]:
+        return (self.size, self.address)
+
+
+class _CachingAllocatorModel:
+    def __init__(self) -> None:
+        # Free blocks per pool (True = small), sorted best-fit first.
+        self.free: Dict[bool, List[Tuple[int, int, _Block]]] = {True: [], False: []}
+        self.by_storage: Dict[int, _Block] = {}
+        self.next_address = 0
+        self.segments = 0
+        self.allocated = 0
+        self.reserved = 0
+        self.max_allocated = 0
+
+    def malloc(self, storage_id: int, nbytes: int) -> None:
+        size = round_up(nbytes, CUDA_BLOCK_BYTES)
+        small = size <= _SMALL_REQUEST
+        pool = self.free[small]
+        pos = bisect.bisect_left(pool, (size, -1))
+        if pos < len(pool):
+            block = pool.pop(pos)[2]
+        else:
+            block = self._new_segment(size, small)
+        remainder = block.size - size
+        splittable = remainder >= CUDA_BLOCK_BYTES if small else remainder > _SMALL_REQUEST
+        if splittable:
+            rest = _Block(block.address + size, remainder, small, prev=block, next=block.next)
+            if block.next is not None:
+                block.next.prev = rest
+            block.next = rest
+            block.size = size
+            self._add_free(rest)
+        block.allocated = True
+        self.by_storage[storage_id] = block
+        self.allocated += block.size
+        self.max_allocated = max(self.max_allocated, self.allocated)
+
+    def free_storage(self, storage_id: int) -> None:
+        block = self.by_storage.pop(storage_id, None)
+        if block is None:
+            return
+        self.allocated -= block.size
+        block.allocated = False
+        previous = block.prev
+        if previous is not None and not previous.allocated:
+            self._remove_free(previous)
+            self._merge_next_into(previous)
+            block = previous
+        following = block.next
+        if following is not None and not following.allocated:
+            self._remove_free(following)
+            self._merge_next_into(block)
+        self._add_free(block)
+
+    def _new_segment(self, size: int, small: bool) -> _Block:
+        if small:
+            segment_size = _SMALL_SEGMENT
+        elif size < _MEDIUM_REQUEST:
+            segment_size = _MEDIUM_SEGMENT
+        else:
+            segment_size = round_up(size, _LARGE_ROUNDING)
+        block = _Block(self.next_address, segment_size, small)
+        self.next_address += segment_size
+        self.segments += 1
+        self.reserved += segment_size
+        return block
+
+    @staticmethod
+    def _merge_next_into(block: _Block) -> None:
+        following = block.next
+        block.size += following.size
+        block.next = following.next
+        if following.next is not None:
+            following.next.prev = block
+
+    def _add_free(self, block: _Block) -> None:
+        bisect.insort(self.free[block.small_pool], (block.size, block.address, block))
+
+    def _remove_free(self, block: _Block) -> None:
+        pool = self.free[block.small_pool]
+        del pool[bisect.bisect_left(pool, block.key())]
+
+
+def simulate_cuda_caching_allocator(events: Iterable[MemoryEvent]) -> AllocatorEstimate:
+    """Replay an alloc/free stream through a model of PyTorch's CUDA allocator.
+
+    This is a MODEL of c10/cuda/CUDACachingAllocator.cpp with default
+    settings, one stream, infinite device memory and no ``empty_cache``;
+    it has not been validated on a GPU.  Modelled rules:
+
+    * requests are rounded up to 512 B;
+    * requests <= 1 MiB come from the small pool, whose segments are 2 MiB;
+      requests below 10 MiB get 20 MiB segments, larger ones a segment
+      rounded up to 2 MiB;
+    * a free cached block is chosen best-fit (smallest size, then lowest
+      address) from the request's pool; it is split only if the remainder
+      is >= 512 B (small pool) or > 1 MiB (large pool), otherwise the whole
+      block is charged, so an allocation can cost up to ~1 MiB extra;
+    * freed blocks merge with free neighbours of the same segment; segments
+      are never returned, so reserved memory only grows.
+
+    Kernel workspaces (cuDNN, cuBLAS) are not in the event stream and so not
+    in the estimate.  Events of storages allocated before the stream began
+    are ignored.
+    """
+    model = _CachingAllocatorModel()
+    for event in events:
+        if event.delta > 0:
+            model.malloc(event.storage_id, event.delta)
+        elif event.delta < 0:
+            model.free_storage(event.storage_id)
+    return AllocatorEstimate(model.max_allocated, model.reserved, model.segments)

@@ -1,0 +1,285 @@
+"""Discover files, parse each once, run every enabled rule in one traversal, in parallel."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst.metadata import (
+    CodeRange,
+    MetadataWrapper,
+    PositionProvider,
+    WhitespaceInclusivePositionProvider,
+)
+
+from torchmemlint.config import Settings
+from torchmemlint.findings import Edit, Finding, Fix, Location
+from torchmemlint.names import Bindings
+from torchmemlint.noqa import remove_suppressed
+from torchmemlint.rules import all_rules
+from torchmemlint.rules.base import FixSpec, Rule, rule_methods
+from torchmemlint.sourcefile import SourceError, read_source
+
+SYNTAX_ERROR = "E999"
+IO_ERROR = "E902"
+
+# Rules only ever look at torch code; a file that never says "torch" cannot match.
+_RELEVANT_MARKER = "torch"
+
+
+@dataclass
+class _PendingFinding:
+    code: str
+    node: cst.CSTNode
+    message: str
+    fix: Optional[FixSpec]
+    statement: Optional[cst.CSTNode]
+
+
+class FileContext:
+    """What a rule sees of the file being linted."""
+
+    def __init__(self, module: cst.Module, filename: str, options: Dict[str, Any]) -> None:
+        self.module = module
+        self.filename = filename
+        self.options = options
+        self.bindings = Bindings()
+        self.bindings.bind_statements(module.body)
+        self.pending: List[_PendingFinding] = []
+        self.statement_stack: List[cst.CSTNode] = []
+        self._shared: Dict[str, Any] = {}
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.bindings.qualify(node)
+
+    def option_value(self, name: str) -> Any:
+        return self.options[name]
+
+    def shared(self, key: str, build: Callable[[], Any]) -> Any:
+        """A per-file analysis computed once and shared by the rules that need it."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]
+
+    def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
+        statement = self.statement_stack[-1] if self.statement_stack else None
+        self.pending.append(_PendingFinding(code, node, message, fix, statement))
+
+
+class _BatchedVisitor(cst.CSTVisitor):
+    """One traversal that dispatches each node to every rule interested in its type."""
+
+    def __init__(self, context: FileContext, rules: Sequence[Rule]) -> None:
+        self.context = context
+        self.visits: Dict[str, List[Callable[[cst.CSTNode], Any]]] = {}
+        self.leaves: Dict[str, List[Callable[[cst.CSTNode], Any]]] = {}
+        for rule in rules:
+            for attribute, methods in rule_methods(rule).items():
+                kind, _, node_type = attribute.partition("_")
+                table = self.visits if kind == "visit" else self.leaves
+                table.setdefault(node_type, []).extend(methods)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        node_type = type(node).__name__
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.context.statement_stack.append(node)
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            scope = Bindings(self.context.bindings)
+            scope.bind_parameters(node.params)
+            if isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock):
+                scope.bind_statements(node.body.body)
+            self.context.bindings = scope
+        for method in self.visits.get(node_type, ()):
+            method(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for method in self.leaves.get(type(original_node).__name__, ()):
+            method(original_node)
+        if isinstance(original_node, (cst.FunctionDef, cst.Lambda)):
+            parent = self.context.bindings.parent
+            assert parent is not None
+            self.context.bindings = parent
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.context.statement_stack.pop()
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    error: Optional[str] = None  # a one-line I/O or decoding error
+
+
+def _location(position: CodeRange) -> Tuple[Location, Location]:
+    return (
+        Location(position.start.line, position.start.column + 1),
+        Location(position.end.line, position.end.column + 1),
+    )
+
+
+def _resolve_findings(
+    module: cst.Module, filename: str, pending: List[_PendingFinding]
+) -> List[Finding]:
+    """Turn node-based reports into ranges; positions are computed only for files with reports."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    providers = [PositionProvider]
+    if any(p.fix is not None for p in pending):
+        providers.append(WhitespaceInclusivePositionProvider)
+    metadata = wrapper.resolve_many(providers)
+    positions = metadata[PositionProvider]
+    inclusive = metadata.get(WhitespaceInclusivePositionProvider, {})
+    findings = []
+    for item in pending:
+        start, end = _location(positions[item.node])
+        noqa_rows: Tuple[int, ...] = tuple(range(start.row, end.row + 1))
+        if item.statement is not None:
+            statement_range = positions[item.statement]
+            last = (
+                statement_range.end.line
+                if isinstance(item.statement, cst.SimpleStatementLine)
+                else end.row  # a compound statement: its header, up to the flagged node
+            )
+            noqa_rows = tuple(range(statement_range.start.line, max(last, end.row) + 1))
+        fix = None
+        if item.fix is not None:
+            edits = []
+            for edit in item.fix.edits:
+                edit_start, edit_end = _location(inclusive[edit.node])
+                if edit.where == "before":
+                    edit_end = edit_start
+                elif edit.where == "after":
+                    edit_start = edit_end
+                edits.append(Edit(edit.content, edit_start, edit_end))
+            fix = Fix(item.fix.applicability, item.fix.title, tuple(edits))
+        findings.append(
+            Finding(item.code, item.message, filename, start, end, fix, noqa_rows=noqa_rows)
+        )
+    return findings
+
+
+def syntax_error_finding(filename: str, error: cst.ParserSyntaxError) -> Finding:
+    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+    location = Location(error.raw_line, error.raw_column + 1)
+    return Finding(SYNTAX_ERROR, f"SyntaxError: {message}", filename, location, location)
+
+
+def lint_source(
+    text: str,
+    filename: str,
+    settings: Settings,
+    codes: Optional[FrozenSet[str]] = None,
+    ignore_noqa: bool = False,
+) -> List[Finding]:
+    """All findings for one file's text, noqa applied, sorted by position."""
+    if codes is None:
+        codes = settings.codes_for_file(filename)
+    if not codes or _RELEVANT_MARKER not in text:
+        # Nothing can match; still report a file that does not parse, cheaply.
+        return _syntax_check_only(text, filename)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return [syntax_error_finding(filename, error)]
+    registry = all_rules()
+    context = FileContext(module, filename, settings.option_values())
+    rules = [registry[code](context) for code in sorted(codes)]
+    module.visit(_BatchedVisitor(context, rules))
+    if not context.pending:
+        return []
+    findings = _resolve_findings(module, filename, context.pending)
+    if not ignore_noqa:
+        findings = remove_suppressed(text, findings)
+    return sorted(findings, key=lambda finding: finding.sort_key)
+
+
+def _syntax_check_only(text: str, filename: str) -> List[Finding]:
+    try:
+        compile(text, filename, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+    except SyntaxError as error:
+        # CPython's verdict decides whether we pay for the libcst parse to get its message.
+        try:
+            cst.parse_module(text)
+        except cst.ParserSyntaxError as cst_error:
+            return [syntax_error_finding(filename, cst_error)]
+        location = Location(error.lineno or 1, (error.offset or 1))
+        return [
+            Finding(SYNTAX_ERROR, f"SyntaxError: {error.msg}", filename, location, location)
+        ]
+    except ValueError as error:  # e.g. source with NUL bytes
+        return [Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, Location(1, 1), Location(1, 1))]
+    return []
+
+
+def lint_path(path: str, settings: Settings, ignore_noqa: bool = False) -> FileResult:
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return FileResult(path, error=str(error))
+    return FileResult(path, lint_source(source.text, path, settings, ignore_noqa=ignore_noqa))
+
+
+# -- discovery ------------------------------------------------------------------------------
+def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[FileResult]]:
+    """Python files under ``paths``; explicit files are always linted. Also returns errors."""
+    files: List[str] = []
+    errors: List[FileResult] = []
+    seen = set()
+    for path in paths:
+        path = os.path.normpath(path)  # "./a.py" and "a.py" are one file, shown as "a.py"
+        if os.path.isdir(path):
+            found = _walk(path, settings)
+        elif os.path.exists(path) or os.path.islink(path):
+            found = iter([path])
+        else:
+            errors.append(FileResult(path, error=f"{path}: no such file or directory"))
+            continue
+        for file in found:
+            key = os.path.normpath(file)
+            if key not in seen:
+                seen.add(key)
+                files.append(file)
+    return files, errors
+
+
+def _walk(root: str, settings: Settings) -> Iterator[str]:
+    for directory, subdirectories, filenames in os.walk(root):  # never follows symlinked dirs
+        subdirectories[:] = sorted(
+            name
+            for name in subdirectories
+            if not settings.is_excluded(os.path.join(directory, name))
+        )
+        for name in sorted(filenames):
+            if name.endswith((".py", ".pyi")):
+                path = os.path.normpath(os.path.join(directory, name))
+                if not settings.is_excluded(path):
+                    yield path
+
+
+def lint_paths(
+    files: Sequence[str], settings: Settings, jobs: int, ignore_noqa: bool = False
+) -> List[FileResult]:
+    return list(run_parallel(_lint_one, files, (settings, ignore_noqa), jobs))
+
+
+def _lint_one(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
+    return lint_path(path, settings, ignore_noqa)
+
+
+def run_parallel(function: Callable[..., Any], items: Sequence[str], extra: Tuple, jobs: int):
+    """``function(item, *extra)`` for every item, in order, over up to ``jobs`` processes."""
+    if jobs <= 1 or len(items) < 4:
+        return [function(item, *extra) for item in items]
+    workers = min(jobs, len(items))
+    chunk = max(1, len(items) // (workers * 4))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = pool.map(_call, [(function, item, extra) for item in items], chunksize=chunk)
+        return list(futures)
+
+
+def _call(packed: Tuple[Callable[..., Any], str, Tuple]) -> Any:
+    function, item, extra = packed
+    return function(item, *extra)

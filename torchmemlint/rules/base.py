@@ -1,0 +1,123 @@
+"""The rule API: a rule is a small class that visits one parsed file and reports findings.
+
+A rule defines ``visit_<Node>`` / ``leave_<Node>`` methods (libcst node class names); the engine
+runs every enabled rule in one batched traversal. Each rule carries its documentation in its
+docstring (Ruff's sections) and VALID / INVALID examples that the test suite runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from torchmemlint.findings import Applicability
+
+if TYPE_CHECKING:
+    from torchmemlint.engine import FileContext
+
+
+class FixAvailability(str, enum.Enum):
+    NONE = "none"
+    SOMETIMES = "sometimes"
+    ALWAYS = "always"
+
+
+@dataclass(frozen=True)
+class RuleOption:
+    """A per-rule setting, read from ``[tool.torchmemlint.options]`` (kebab-case name)."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An INVALID example: the code must produce a finding of the rule.
+
+    ``fixed`` is the source after applying the fix (safe and unsafe); None means no fix.
+    ``line``/``column`` pin the 1-based start of the first finding when given.
+    """
+
+    code: str
+    fixed: Optional[str] = None
+    line: Optional[int] = None
+    column: Optional[int] = None
+    options: Tuple[Tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeEdit:
+    """An edit expressed on the tree; the engine turns it into a text range after the visit.
+
+    ``where`` is "replace" (the node's code, owned whitespace included), "before" (insert
+    just before the node) or "after" (insert just after it).
+    """
+
+    node: cst.CSTNode
+    content: str
+    where: str = "replace"
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    applicability: Applicability
+    title: str
+    edits: Tuple[NodeEdit, ...]
+
+
+class Rule:
+    """Base class of all rules. Subclasses set the class attributes and visit methods."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, shown by `torchmemlint rule`
+    summary: ClassVar[str]  # one line
+    default_enabled: ClassVar[bool] = True
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    options: ClassVar[Sequence[RuleOption]] = ()
+    VALID: ClassVar[Sequence[str]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def __init__(self, context: "FileContext") -> None:
+        self.context = context
+
+    # -- helpers for subclasses -------------------------------------------------------------
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: Optional[FixSpec] = None,
+    ) -> None:
+        self.context.report(self.code, node, message, fix)
+
+    def option(self, name: str) -> Any:
+        return self.context.option_value(name)
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.context.qualify(node)
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.context.module.code_for_node(node)
+
+    def replace(self, node: cst.CSTNode, new: "cst.CSTNode | str") -> NodeEdit:
+        content = new if isinstance(new, str) else self.code_for(new)
+        return NodeEdit(node, content, "replace")
+
+    # -- documentation ------------------------------------------------------------------------
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+
+def rule_methods(rule: Rule) -> Dict[str, List[Callable[[cst.CSTNode], Any]]]:
+    """``{"visit_Call": [bound method], ...}`` for the visit/leave methods a rule defines."""
+    methods: Dict[str, List[Callable[[cst.CSTNode], Any]]] = {}
+    for attribute in dir(type(rule)):
+        if attribute.startswith(("visit_", "leave_")) and callable(getattr(rule, attribute)):
+            methods.setdefault(attribute, []).append(getattr(rule, attribute))
+    return methods
