@@ -1,0 +1,316 @@
+"""Measure the memory of one training step (forward, scalar loss, backward)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import nn
+from torch.utils._pytree import tree_flatten
+
+from .errors import DynamicError, NoTensorOutputError
+from .tracker import (
+    BACKWARD,
+    FORWARD,
+    AllocatorEstimate,
+    LiveTracker,
+    MemoryEvent,
+    TrackerSnapshot,
+    simulate_cuda_caching_allocator,
+    storage_bytes,
+)
+
+ModuleSource = Union[nn.Module, Callable[[], nn.Module]]
+# A shape, optionally ending with a dtype name: (8, 3, 224, 224) or [8, 128, "int64"].
+InputSpec = Sequence[Union[int, str]]
+DEVICES = ("fake", "cpu", "cuda")
+
+
+@dataclass
+class CudaFigures:
+    """Allocator statistics of the measured step, relative to the step's start."""
+
+    max_allocated: int
+    max_reserved: int
+    # Allocator peak minus the tracker's peak: kernel workspaces and block slack.
+    untracked: int
+
+
+@dataclass
+class StepReport:
+    """Bytes of one training step.
+
+    ``peak_bytes`` counts what the step allocates on top of the parameters,
+    buffers and input batch that exist before it (like CUDA's
+    ``max_memory_allocated() - memory_allocated()`` before the step):
+    activations, gradients and temporaries, in 512-byte blocks by default.
+    """
+
+    device: str
+    peak_bytes: int
+    peak_phase: str
+    peak_op: str
+    peak_module: str
+    forward_peak_bytes: int
+    kept_after_forward: int
+    param_bytes: int
+    buffer_bytes: int
+    input_bytes: int
+    grad_bytes: int
+    modules: List[Tuple[str, int]]
+    events: List[MemoryEvent] = field(repr=False)
+    seconds: float = 0.0
+    flops: Optional[int] = None
+    cuda: Optional[CudaFigures] = None
+
+    @property
+    def resident_bytes(self) -> int:
+        """Parameters, buffers and the input batch, present before the step."""
+        return self.param_bytes + self.buffer_bytes + self.input_bytes
+
+    def total_bytes(self, optimizer_slots: int = 0) -> int:
+        """Device peak including resident tensors and ``optimizer_slots``
+        parameter-sized optimizer states (2 for Adam, 1 for SGD momentum)."""
+        return self.resident_bytes + self.peak_bytes + optimizer_slots * self.param_bytes
+
+    def simulate_allocator(self) -> AllocatorEstimate:
+        """Modelled CUDA ``max_memory_allocated``/``reserved`` of the step."""
+        return simulate_cuda_caching_allocator(self.events)
+
+    def to_dict(self, include_events: bool = False) -> Dict[str, Any]:
+        data = asdict(self)
+        if not include_events:
+            del data["events"]
+        data["modules"] = [list(item) for item in self.modules]
+        return data
+
+
+def measure_training_step(
+    model: ModuleSource,
+    input_shapes: Union[InputSpec, Sequence[InputSpec]],
+    dtype: Union[str, torch.dtype] = torch.float32,
+    device: str = "fake",
+    round_to: int = 512,
+    seed: int = 0,
+    count_flops: bool = False,
+) -> StepReport:
+    """Run forward, a scalar loss and backward once and report its memory.
+
+    ``model`` is an ``nn.Module`` or a zero-argument factory (a class or
+    function).  ``device="fake"`` runs under ``FakeTensorMode`` on the cpu
+    device: exact CPU-dispatch bytes, nothing allocated, no compute (a
+    factory is then built fake too; a module instance is run with fake
+    copies of its tensors).  ``"cpu"`` runs for real.  ``"cuda"`` runs a
+    warm-up step first and adds the allocator's own figures.  A module
+    instance is run in place on "cpu"/"cuda" (its grads and BatchNorm
+    statistics change).
+    """
+    if device not in DEVICES:
+        raise DynamicError("device must be one of %s, not %r" % ("/".join(DEVICES), device))
+    if device == "cuda" and not torch.cuda.is_available():
+        raise DynamicError("device 'cuda' requested but torch.cuda is not available")
+    default_dtype = _as_dtype(dtype)
+    specs = _normalise_specs(input_shapes)
+    started = time.perf_counter()
+    with _device_context(device) as prepare:
+        torch.manual_seed(seed)
+        prepared = prepare(model)
+        prepared.module.train()
+        params = prepared.params
+        inputs = [_make_input(spec, default_dtype, device) for spec in specs]
+        param_bytes = storage_bytes(params, round_to)
+        buffer_bytes = storage_bytes(prepared.buffers, round_to)
+        input_bytes = storage_bytes(inputs, round_to)
+        cuda_start = None
+        if device == "cuda":
+            # Warm-up: cuDNN algorithm search, cuBLAS workspace, lazy init.
+            scalar_loss(prepared.forward(inputs)).backward()
+            _clear_grads(params)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            cuda_start = torch.cuda.memory_allocated()
+        torch.manual_seed(seed)
+        tracker = LiveTracker(round_to)
+        flop_counter = _flop_counter() if count_flops else contextlib.nullcontext()
+        with flop_counter:
+            forward_end = _training_step(prepared, inputs, tracker)
+        grad_bytes = storage_bytes([p.grad for p in params], round_to)
+        cuda = None
+        if cuda_start is not None:
+            torch.cuda.synchronize()
+            max_allocated = torch.cuda.max_memory_allocated() - cuda_start
+            cuda = CudaFigures(
+                max_allocated=max_allocated,
+                max_reserved=torch.cuda.max_memory_reserved(),
+                untracked=max_allocated - tracker.peak.bytes,
+            )
+    modules = sorted(
+        ((name, nbytes) for name, nbytes in forward_end.by_module.items() if nbytes > 0),
+        key=lambda item: (-item[1], item[0]),
+    )
+    return StepReport(
+        device=device,
+        peak_bytes=tracker.peak.bytes,
+        peak_phase=tracker.peak.phase,
+        peak_op=tracker.peak.op,
+        peak_module=tracker.peak.module,
+        forward_peak_bytes=tracker.phase_peaks.get(FORWARD, 0),
+        kept_after_forward=forward_end.live_bytes,
+        param_bytes=param_bytes,
+        buffer_bytes=buffer_bytes,
+        input_bytes=input_bytes,
+        grad_bytes=grad_bytes,
+        modules=modules,
+        events=tracker.events,
+        seconds=time.perf_counter() - started,
+        flops=flop_counter.get_total_flops() if count_flops else None,
+        cuda=cuda,
+    )
+
+
+def scalar_loss(output: Any) -> torch.Tensor:
+    """A differentiable scalar from any output: mean of each floating tensor
+    (as float32), summed over tuple/list/dict outputs."""
+    leaves, _ = tree_flatten(output)
+    tensors = [
+        leaf
+        for leaf in leaves
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.requires_grad
+    ]
+    if not tensors:
+        found = ", ".join(sorted({type(leaf).__name__ for leaf in leaves})) or "nothing"
+        raise NoTensorOutputError(
+            "forward returned no floating-point tensor that requires grad (got %s); "
+            "dynamic mode needs one to build a loss" % found
+        )
+    loss = tensors[0].float().mean()
+    for tensor in tensors[1:]:
+        loss = loss + tensor.float().mean()
+    return loss
+
+
+# -- internals -------------------------------------------------------------
+
+@dataclass
+class _Prepared:
+    module: nn.Module
+    forward: Callable[[Sequence[torch.Tensor]], Any]
+    params: List[torch.Tensor]
+    buffers: List[torch.Tensor]
+
+
+def _training_step(
+    prepared: _Prepared, inputs: Sequence[torch.Tensor], tracker: LiveTracker
+) -> TrackerSnapshot:
+    """Forward + loss + backward under ``tracker``; returns the forward-end snapshot."""
+    tracker.track_modules(prepared.module)
+    with tracker:
+        tracker.phase = FORWARD
+        output = prepared.forward(inputs)
+        loss = scalar_loss(output)
+        forward_end = tracker.snapshot()
+        tracker.phase = BACKWARD
+        loss.backward()
+        del output, loss
+    return forward_end
+
+
+@contextlib.contextmanager
+def _device_context(device: str) -> Iterator[Callable[[ModuleSource], _Prepared]]:
+    if device != "fake":
+        yield lambda source: _prepare_real(source, device)
+        return
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Non-fake tensors (constants created at import time) are converted on use.
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with fake_mode:
+        yield lambda source: _prepare_fake(source, fake_mode)
+
+
+def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
+    module = _build(source).to(device)
+    params = list(module.parameters())
+    _clear_grads(params)
+    return _Prepared(module, lambda inputs: module(*inputs), params, list(module.buffers()))
+
+
+def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
+    if not isinstance(source, nn.Module):
+        module = _build(source)  # built under the fake mode: fake parameters
+        return _Prepared(
+            module, lambda inputs: module(*inputs), list(module.parameters()), list(module.buffers())
+        )
+    # A real instance: run it with fake copies of its parameters and buffers.
+    module = source
+    params = {name: fake_mode.from_tensor(t) for name, t in module.named_parameters()}
+    buffers = {name: fake_mode.from_tensor(t) for name, t in module.named_buffers()}
+    state = {**params, **buffers}
+    _clear_grads(list(params.values()))
+
+    def forward(inputs: Sequence[torch.Tensor]) -> Any:
+        return torch.func.functional_call(module, state, tuple(inputs))
+
+    return _Prepared(module, forward, list(params.values()), list(buffers.values()))
+
+
+def _build(source: ModuleSource) -> nn.Module:
+    if isinstance(source, nn.Module):
+        return source
+    try:
+        module = source()
+    except DynamicError:
+        raise
+    except Exception as exc:  # the user's constructor: report, do not crash
+        raise DynamicError("building the model failed: %s: %s" % (type(exc).__name__, exc)) from exc
+    if not isinstance(module, nn.Module):
+        raise DynamicError("the model factory returned %s, not an nn.Module" % type(module).__name__)
+    return module
+
+
+def _clear_grads(params: Sequence[torch.Tensor]) -> None:
+    for param in params:
+        param.grad = None
+
+
+def _flop_counter() -> Any:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    return FlopCounterMode(display=False)
+
+
+def _as_dtype(dtype: Union[str, torch.dtype]) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    resolved = getattr(torch, str(dtype), None)
+    if not isinstance(resolved, torch.dtype):
+        raise DynamicError("unknown dtype %r" % (dtype,))
+    return resolved
+
+
+def _normalise_specs(input_shapes: Any) -> List[InputSpec]:
+    if isinstance(input_shapes, torch.Size) or (
+        input_shapes and all(isinstance(item, (int, str)) for item in input_shapes)
+    ):
+        return [list(input_shapes)]
+    specs = [list(spec) for spec in input_shapes]
+    if not specs:
+        raise DynamicError("at least one input shape is needed")
+    return specs
+
+
+def _make_input(spec: InputSpec, default_dtype: torch.dtype, device: str) -> torch.Tensor:
+    dims = list(spec)
+    dtype = default_dtype
+    if dims and isinstance(dims[-1], str):
+        dtype = _as_dtype(dims.pop())
+    if not all(isinstance(dim, int) and dim >= 0 for dim in dims):
+        raise DynamicError("input shape must be non-negative integers, got %r" % (list(spec),))
+    target = "cpu" if device == "fake" else device
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(dims, dtype=dtype, device=target)
+    # Index-like inputs: zeros are valid for any embedding or class count.
+    return torch.zeros(dims, dtype=dtype, device=target)
