@@ -90,9 +90,16 @@ class Settings:
 
 
 def matches(pattern: str, relative_path: str) -> bool:
-    """Glob match against the whole relative path or its last component (as Ruff does)."""
+    """Glob match against the last path component, or the whole path for patterns with "/".
+
+    Paths outside the project root (starting with "..") only match by their last component.
+    """
     name = relative_path.rsplit("/", 1)[-1]
-    return fnmatch.fnmatchcase(relative_path, pattern) or fnmatch.fnmatchcase(name, pattern)
+    if fnmatch.fnmatchcase(name, pattern):
+        return True
+    if "/" in pattern and not relative_path.startswith("../"):
+        return fnmatch.fnmatchcase(relative_path, pattern.rstrip("/"))
+    return False
 
 
 def expand_selectors(selectors: Iterable[str], key: str) -> List[str]:
