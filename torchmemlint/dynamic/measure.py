@@ -207,7 +207,7 @@ def _training_step(
 ) -> TrackerSnapshot:
     """Forward + loss + backward under ``tracker``; returns the forward-end snapshot."""
     tracker.track_modules(prepared.module)
-    with tracker:
+    with tracker, _user_code_errors():
         tracker.phase = FORWARD
         output = prepared.forward(inputs)
         loss = scalar_loss(output)
@@ -216,6 +216,31 @@ def _training_step(
         loss.backward()
         del output, loss
     return forward_end
+
+
+@contextlib.contextmanager
+def _user_code_errors() -> Iterator[None]:
+    """Turn exceptions from the user's forward/backward into one-line DynamicErrors."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+
+    try:
+        yield
+    except DynamicError:
+        raise
+    except (DataDependentOutputException, DynamicOutputShapeException) as exc:
+        raise DynamicError(
+            "the model uses a data-dependent op (%s) that fake mode cannot run; "
+            "measure with device='cpu' at a smaller batch" % _first_line(exc)
+        ) from exc
+    except Exception as exc:
+        raise DynamicError(
+            "the training step failed: %s: %s" % (type(exc).__name__, _first_line(exc))
+        ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 @contextlib.contextmanager

@@ -22,8 +22,8 @@ from torch.utils._pytree import tree_flatten
 
 FORWARD = "forward"
 BACKWARD = "backward"
-# Module bucket for allocations made outside any tracked module's forward.
-NO_MODULE = ""
+# Bucket for forward allocations made outside any tracked module (the loss).
+NO_MODULE = "(no module)"
 
 CUDA_BLOCK_BYTES = 512
 
@@ -102,9 +102,9 @@ class LiveTracker(TorchDispatchMode):
 
     def track_modules(self, root: nn.Module) -> "LiveTracker":
         """Attribute allocations to ``root``'s submodules by qualified name."""
+        # A module registered twice keeps its first name, as in named_modules().
         self._module_names = {
-            id(mod): name or type(root).__name__
-            for name, mod in root.named_modules(remove_duplicate=False)
+            id(mod): name or type(root).__name__ for name, mod in root.named_modules()
         }
         self._hook_handles = [
             module_hooks.register_module_forward_pre_hook(self._enter_module),

@@ -1,0 +1,120 @@
+"""Load the model to measure from ``path/file.py:Name`` or ``pkg.mod:Name``."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from types import ModuleType
+from typing import Any, Dict, List, Sequence, Tuple, Union
+
+from torch import nn
+
+from .errors import DynamicError
+
+InitArgs = Union[Dict[str, Any], Sequence[Any], None]
+
+
+def load_target(spec: str, init_args: InitArgs = None) -> nn.Module:
+    """Build the ``nn.Module`` named by ``spec``.
+
+    ``Name`` (dotted attributes allowed) may be an ``nn.Module`` subclass or a
+    factory function, called with ``init_args`` (a dict of keyword arguments
+    or a list of positional ones), or a ready module instance (no args).
+    A file is imported under a private module name, so it neither shadows
+    nor is shadowed by an importable module of the same stem; its directory
+    is on ``sys.path`` while it is imported, for sibling imports.
+    """
+    module = load_module(spec)
+    attr_path = _split(spec)[1]
+    obj: Any = module
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise DynamicError("target not found: %s has no attribute %r" % (_split(spec)[0], attr_path))
+        obj = getattr(obj, part)
+    if isinstance(obj, nn.Module):
+        if init_args:
+            raise DynamicError("target %s is a module instance; it takes no init args" % spec)
+        return obj
+    if not callable(obj):
+        raise DynamicError("target %s is a %s, not a module class or factory" % (spec, type(obj).__name__))
+    args: List[Any] = []
+    kwargs: Dict[str, Any] = {}
+    if isinstance(init_args, dict):
+        kwargs = dict(init_args)
+    elif init_args is not None:
+        args = list(init_args)
+    try:
+        built = obj(*args, **kwargs)
+    except Exception as exc:  # the user's constructor: report it on one line
+        raise DynamicError(
+            "constructing %s failed: %s: %s" % (spec, type(exc).__name__, _one_line(exc))
+        ) from exc
+    if not isinstance(built, nn.Module):
+        raise DynamicError("target %s returned %s, not an nn.Module" % (spec, type(built).__name__))
+    return built
+
+
+def load_module(spec: str) -> ModuleType:
+    """Import the module part of ``spec`` (a ``.py`` path or a dotted name)."""
+    location, _ = _split(spec)
+    if location.endswith(".py") or os.sep in location or "/" in location:
+        return _import_file(location)
+    try:
+        return importlib.import_module(location)
+    except ModuleNotFoundError as exc:
+        if exc.name and location.startswith(exc.name):
+            raise DynamicError("target not found: no module named %r" % location) from exc
+        raise DynamicError("importing %s failed: %s" % (location, _one_line(exc))) from exc
+    except Exception as exc:
+        raise DynamicError(
+            "importing %s failed: %s: %s" % (location, type(exc).__name__, _one_line(exc))
+        ) from exc
+
+
+def _split(spec: str) -> Tuple[str, str]:
+    # rpartition: a Windows path may contain a drive colon.
+    location, sep, name = spec.rpartition(":")
+    if not sep or not location or not name:
+        raise DynamicError("target must look like path/file.py:Name or package.module:Name, got %r" % spec)
+    return location, name
+
+
+def _import_file(path: str) -> ModuleType:
+    full_path = os.path.abspath(path)
+    if not os.path.isfile(full_path):
+        raise DynamicError("target not found: no file %s" % path)
+    digest = hashlib.sha1(full_path.encode()).hexdigest()[:12]
+    stem = os.path.splitext(os.path.basename(full_path))[0]
+    private_name = "_torchmemlint_target_%s_%s" % (stem, digest)
+    file_spec = importlib.util.spec_from_file_location(private_name, full_path)
+    if file_spec is None or file_spec.loader is None:
+        raise DynamicError("cannot import %s as Python source" % path)
+    module = importlib.util.module_from_spec(file_spec)
+    # Registered under its private name only: dataclasses and pickling look
+    # modules up in sys.modules while the file runs.
+    sys.modules[private_name] = module
+    directory = os.path.dirname(full_path)
+    sys.path.insert(0, directory)
+    try:
+        file_spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[private_name]
+        raise DynamicError(
+            "importing %s failed: %s: %s" % (path, type(exc).__name__, _one_line(exc))
+        ) from exc
+    finally:
+        _remove_first(sys.path, directory)
+    return module
+
+
+def _remove_first(items: List[str], value: str) -> None:
+    if value in items:
+        items.remove(value)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
