@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -11,13 +12,23 @@ import click
 
 from torchmemlint import __version__
 from torchmemlint.config import ConfigError, Settings, resolve_settings, split_selectors
-from torchmemlint.engine import IO_ERROR, discover, lint_paths, lint_source, run_parallel
+from torchmemlint.engine import (
+    IO_ERROR,
+    discover,
+    is_excluded_file,
+    lint_paths,
+    lint_source,
+    run_parallel,
+)
 from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
+from torchmemlint.output.github import format_github
 from torchmemlint.output.json import format_json
+from torchmemlint.output.junit import format_junit
+from torchmemlint.output.sarif import format_sarif
 from torchmemlint.output.text import format_statistics, format_text
 from torchmemlint.rules import all_rules
-from torchmemlint.sourcefile import SourceError, read_source, write_atomic
+from torchmemlint.sourcefile import SourceError, SourceFile, decode_source, read_source, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -68,22 +79,42 @@ def _fix_one(
         source = read_source(path)
     except SourceError as error:
         return _FileOutcome(path, error=str(error))
+    outcome = _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
+    if write and outcome.fixed:
+        try:
+            write_atomic(source, outcome.fixed_text or source.text)
+        except OSError as error:
+            return _FileOutcome(path, outcome.findings, error=f"cannot write {path}: {error}")
+    return outcome
+
+
+def _fix_buffer(
+    path: str, text: str, settings: Settings, unsafe_fixes: bool, ignore_noqa: bool
+) -> _FileOutcome:
     codes = settings.codes_for_file(path)
 
     def lint(text: str) -> List[Finding]:
         return lint_source(text, path, settings, codes, ignore_noqa=ignore_noqa)
 
     try:
-        result = fix_text(source.text, lint, unsafe_fixes)
+        result = fix_text(text, lint, unsafe_fixes)
     except FixError as error:
-        findings = lint(source.text)
+        findings = lint(text)
         return _FileOutcome(path, findings, error=f"{path}: {error}; file left unchanged")
-    if write and result.fixed:
-        try:
-            write_atomic(source, result.text)
-        except OSError as error:
-            return _FileOutcome(path, result.remaining, error=f"cannot write {path}: {error}")
-    return _FileOutcome(path, result.remaining, len(result.fixed), source.text, result.text)
+    return _FileOutcome(path, result.remaining, len(result.fixed), text, result.text)
+
+
+def _check_stdin(
+    path: str, settings: Settings, fix: bool, unsafe_fixes: bool, ignore_noqa: bool
+) -> Tuple[SourceFile, _FileOutcome]:
+    """Lint (and fix) the buffer on standard input as if it were the file ``path``."""
+    source = decode_source(path, sys.stdin.buffer.read())
+    if is_excluded_file(path, settings):
+        return source, _FileOutcome(path, original=source.text, fixed_text=source.text)
+    if fix:
+        return source, _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
+    findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
+    return source, _FileOutcome(path, findings, original=source.text)
 
 
 def _error_finding(path: str, message: str) -> Finding:
@@ -105,9 +136,17 @@ def _error_finding(path: str, message: str) -> Finding:
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "sarif", "github", "junit"]),
     default="text",
     show_default=True,
+)
+@click.option(
+    "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file."
+)
+@click.option(
+    "--stdin-filename",
+    metavar="PATH",
+    help="Lint standard input (path `-`) as if it were PATH; with --fix print the fixed source.",
 )
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
@@ -126,12 +165,14 @@ def check(
     config_path: Optional[str],
     isolated: bool,
     output_format: str,
+    output_file: Optional[str],
+    stdin_filename: Optional[str],
     statistics: bool,
     exit_zero: bool,
     ignore_noqa: bool,
     jobs: Optional[int],
 ) -> None:
-    """Lint PATHS (files or directories; default: the current directory)."""
+    """Lint PATHS (files or directories; default: the current directory; `-`: standard input)."""
     overrides = {
         "select": split_selectors(select) if select else None,
         "extend_select": split_selectors(extend_select) if extend_select else None,
@@ -139,17 +180,33 @@ def check(
         "exclude": exclude or None,
         "extend_exclude": extend_exclude or None,
     }
+    reading_stdin = paths == ("-",) or (stdin_filename is not None and not paths)
+    if "-" in paths and not reading_stdin:
+        raise _fail("`-` (standard input) cannot be combined with other paths")
     paths = paths or (".",)
     if config_path is not None and not os.path.isfile(config_path):
         raise _fail(f"--config: no such file: {config_path}")
+    # Standard input takes its config from where its file would be, as an editor expects.
+    start = os.path.dirname(os.path.abspath(stdin_filename)) if stdin_filename else os.getcwd()
     try:
-        settings = resolve_settings(config_path, isolated, os.getcwd(), overrides)
+        settings = resolve_settings(config_path, isolated, start, overrides)
     except ConfigError as error:
         raise _fail(str(error))
     jobs = jobs or os.cpu_count() or 1
 
-    files, missing = discover(paths, settings)
-    outcomes: List[_FileOutcome] = [_FileOutcome(m.path, error=m.error) for m in missing]
+    stdin_source: Optional[SourceFile] = None
+    if reading_stdin:
+        files: List[str] = []
+        try:
+            stdin_source, stdin_outcome = _check_stdin(
+                stdin_filename or "-", settings, fix or diff, unsafe_fixes, ignore_noqa
+            )
+        except SourceError as error:
+            stdin_outcome = _FileOutcome(stdin_filename or "-", error=str(error))
+        outcomes: List[_FileOutcome] = [stdin_outcome]
+    else:
+        files, missing = discover(paths, settings)
+        outcomes = [_FileOutcome(m.path, error=m.error) for m in missing]
     if fix or diff:
         outcomes += run_parallel(
             _fix_one, files, (settings, unsafe_fixes, ignore_noqa, not diff), jobs
@@ -176,13 +233,42 @@ def check(
         click.echo(summary, err=True)
         raise click.exceptions.Exit(EXIT_FINDINGS if patch and not exit_zero else EXIT_CLEAN)
 
+    report_to_stderr = False
+    if stdin_source is not None and fix:
+        # The fixed buffer goes to standard output, for the editor to put in place.
+        fixed_text = outcomes[0].fixed_text
+        stdout = sys.stdout.buffer
+        stdout.write(stdin_source.encode(stdin_source.text if fixed_text is None else fixed_text))
+        stdout.flush()
+        report_to_stderr = True
+
     if output_format == "json":
-        click.echo(format_json(findings), nl=False)
+        report = format_json(findings)
+    elif output_format == "sarif":
+        report = format_sarif(findings)
+    elif output_format == "github":
+        report = format_github(findings)
+    elif output_format == "junit":
+        report = format_junit(findings)
     elif statistics:
-        click.echo(format_statistics(findings, unsafe_fixes), nl=False)
+        report = format_statistics(findings, unsafe_fixes)
     else:
-        click.echo(format_text(findings, unsafe_fixes, fixed), nl=False)
+        report = format_text(findings, unsafe_fixes, fixed)
+    _emit_report(report, output_file, report_to_stderr)
     raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _emit_report(report: str, output_file: Optional[str], to_stderr: bool) -> None:
+    if output_file is None:
+        click.echo(report, nl=False, err=to_stderr)
+        return
+    try:
+        directory = os.path.dirname(os.path.abspath(output_file))
+        os.makedirs(directory, exist_ok=True)
+        with open(output_file, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(report)
+    except OSError as error:
+        raise _fail(f"--output-file: cannot write {output_file}: {error.strerror or error}")
 
 
 def _unified_diff(outcome: _FileOutcome) -> str:
