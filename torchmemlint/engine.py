@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -210,9 +211,26 @@ def _resolve_findings(
     return findings
 
 
-def syntax_error_finding(filename: str, error: cst.ParserSyntaxError) -> Finding:
-    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
+def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
+    """CPython's own verdict: its positions and messages are the ones users know."""
+    try:
+        compile(text, filename, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as error:
+        location = Location(error.lineno or 1, error.offset or 1)
+        return Finding(SYNTAX_ERROR, f"SyntaxError: {error.msg}", filename, location, location)
+    except ValueError as error:  # source with NUL bytes
+        start = Location(1, 1)
+        return Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, start, start)
+    return None
+
+
+def syntax_error_finding(text: str, filename: str, error: cst.ParserSyntaxError) -> Finding:
+    """A file libcst cannot parse, positioned by CPython when CPython rejects it too."""
+    finding = _python_syntax_error(text, filename)
+    if finding is not None:
+        return finding
     location = Location(error.raw_line, error.raw_column + 1)
+    message = str(error.message).splitlines()[0] if error.message else "invalid syntax"
     return Finding(SYNTAX_ERROR, f"SyntaxError: {message}", filename, location, location)
 
 
@@ -228,11 +246,18 @@ def lint_source(
         codes = settings.codes_for_file(filename)
     if not codes or _RELEVANT_MARKER not in text:
         # Nothing can match; still report a file that does not parse, cheaply.
-        return _syntax_check_only(text, filename)
+        if _python_syntax_error(text, filename) is None:
+            return []
+        # Only libcst's verdict counts: it also reads syntax newer than this interpreter.
+        try:
+            cst.parse_module(text)
+        except cst.ParserSyntaxError as error:
+            return [syntax_error_finding(text, filename, error)]
+        return []
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
-        return [syntax_error_finding(filename, error)]
+        return [syntax_error_finding(text, filename, error)]
     registry = all_rules()
     context = FileContext(module, filename, settings.option_values())
     rules = [registry[code](context) for code in sorted(codes)]
@@ -243,24 +268,6 @@ def lint_source(
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)
-
-
-def _syntax_check_only(text: str, filename: str) -> List[Finding]:
-    try:
-        compile(text, filename, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
-    except SyntaxError as error:
-        # CPython's verdict decides whether we pay for the libcst parse to get its message.
-        try:
-            cst.parse_module(text)
-        except cst.ParserSyntaxError as cst_error:
-            return [syntax_error_finding(filename, cst_error)]
-        location = Location(error.lineno or 1, (error.offset or 1))
-        return [
-            Finding(SYNTAX_ERROR, f"SyntaxError: {error.msg}", filename, location, location)
-        ]
-    except ValueError as error:  # e.g. source with NUL bytes
-        return [Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, Location(1, 1), Location(1, 1))]
-    return []
 
 
 def lint_path(path: str, settings: Settings, ignore_noqa: bool = False) -> FileResult:

@@ -1,0 +1,387 @@
+"""The CLI as a user runs it: a subprocess over real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchmemlint.findings import Applicability, Edit, Finding, Fix, Location
+from torchmemlint.fixer import FixError, fix_text
+
+BAD = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+
+    def run(block, x):
+        return checkpoint(block, x)
+    """
+)
+GOOD = BAD.replace("checkpoint(block, x)", "checkpoint(block, x, use_reentrant=False)")
+
+
+def run(args, cwd, stdin=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=env,
+        timeout=120,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- exit codes and output -----------------------------------------------------------------
+def test_clean_code_exits_zero(tmp_path):
+    write(tmp_path / "good.py", GOOD)
+    result = run(["."], tmp_path)
+    assert result.returncode == 0
+    assert result.stdout == "All checks passed!\n"
+
+
+def test_findings_exit_one_with_exact_position_and_summary(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    result = run(["bad.py"], tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("bad.py:6:12: TML401 [*] `checkpoint` without `use_reentrant`")
+    assert lines[1] == "Found 1 finding."
+    assert lines[2] == "[*] 1 fixable with `--fix`."
+
+
+def test_exit_zero(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    assert run(["--exit-zero", "."], tmp_path).returncode == 0
+
+
+def test_runs_without_subcommand_and_with_check(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    assert run(["check", "bad.py"], tmp_path).stdout == run(["bad.py"], tmp_path).stdout
+
+
+def test_json_output_follows_ruff_schema(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    result = run(["--output-format", "json", "bad.py"], tmp_path)
+    assert result.returncode == 1
+    [item] = json.loads(result.stdout)
+    assert item["filename"] == "bad.py"
+    assert item["code"] == "TML401"
+    assert item["location"] == {"row": 6, "column": 12}
+    assert item["end_location"] == {"row": 6, "column": 32}
+    assert item["fix"]["applicability"] == "safe"
+    assert item["fix"]["edits"] == [
+        {
+            "content": ", use_reentrant=False",
+            "location": {"row": 6, "column": 31},
+            "end_location": {"row": 6, "column": 31},
+        }
+    ]
+    assert item["url"].endswith("#tml401")
+
+
+def test_statistics(tmp_path):
+    write(tmp_path / "a.py", BAD)
+    write(tmp_path / "b.py", BAD)
+    result = run(["--statistics", "."], tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.split() == ["2", "TML401", "[*]", "checkpoint-without-use-reentrant"]
+
+
+# -- selection -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--select", "TML401"], 1),
+        (["--select", "TML4"], 1),
+        (["--select", "ALL"], 1),
+        (["--ignore", "TML401"], 0),
+        (["--ignore", "TML4"], 0),
+        (["--select", "TML1", "--extend-select", "TML401"], 1),
+        (["--select", "TML1,TML401"], 1),
+        (["--select", "ALL", "--ignore", "TML"], 0),
+    ],
+)
+def test_selection(tmp_path, args, expected):
+    write(tmp_path / "bad.py", BAD)
+    result = run([*args, "bad.py"], tmp_path)
+    assert result.returncode == expected, result.stdout
+    assert ("TML401" in result.stdout) == bool(expected)
+
+
+@pytest.mark.parametrize("selector", ["TML999", "FOO", "TML4x"])
+def test_unknown_selector_exits_two_with_message(tmp_path, selector):
+    write(tmp_path / "bad.py", BAD)
+    result = run(["--select", selector, "bad.py"], tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"torchmemlint: error: select: unknown rule selector '{selector.upper()}'"
+
+
+def test_default_off_rules_need_select(tmp_path):
+    from torchmemlint.rules import all_rules
+
+    off = [rule for rule in all_rules().values() if not rule.default_enabled]
+    assert off, "the rule set has rules that are off by default"
+    rule = off[0]
+    example = rule.INVALID[0].code
+    write(tmp_path / "example.py", example)
+    assert rule.code not in run(["example.py"], tmp_path).stdout
+    assert rule.code in run(["--select", rule.code, "example.py"], tmp_path).stdout
+
+
+# -- noqa ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "comment, suppressed",
+    [
+        ("# noqa", True),
+        ("# noqa: TML401", True),
+        ("# noqa: TML4", True),
+        ("# NOQA:TML401,TML2", True),
+        ("# noqa: TML2", False),
+        ("# noqa: TML402", False),
+    ],
+)
+def test_noqa(tmp_path, comment, suppressed):
+    write(tmp_path / "bad.py", BAD.replace("checkpoint(block, x)", f"checkpoint(block, x)  {comment}"))
+    result = run(["bad.py"], tmp_path)
+    assert result.returncode == (0 if suppressed else 1)
+    shown = run(["--ignore-noqa", "bad.py"], tmp_path)
+    assert shown.returncode == 1
+
+
+def test_noqa_on_any_line_of_a_multiline_statement(tmp_path):
+    source = BAD.replace("checkpoint(block, x)", "checkpoint(\n        block,\n        x,\n    )  # noqa: TML401")
+    write(tmp_path / "bad.py", source)
+    assert run(["bad.py"], tmp_path).returncode == 0
+
+
+def test_file_level_noqa(tmp_path):
+    write(tmp_path / "bad.py", "# torchmemlint: noqa\n" + BAD)
+    assert run(["bad.py"], tmp_path).returncode == 0
+    write(tmp_path / "other.py", "# torchmemlint: noqa: TML2\n" + BAD)
+    assert run(["other.py"], tmp_path).returncode == 1
+
+
+def test_a_noqa_string_is_not_a_comment(tmp_path):
+    write(tmp_path / "bad.py", BAD.replace("checkpoint(block, x)", "checkpoint(block, '# noqa')"))
+    assert run(["bad.py"], tmp_path).returncode == 1
+
+
+def test_suppressed_findings_are_never_fixed(tmp_path):
+    path = write(tmp_path / "bad.py", BAD.replace("checkpoint(block, x)", "checkpoint(block, x)  # noqa"))
+    before = path.read_text()
+    assert run(["--fix", "bad.py"], tmp_path).returncode == 0
+    assert path.read_text() == before
+
+
+# -- configuration ---------------------------------------------------------------------------
+def test_pyproject_select_ignore_and_per_file_ignores(tmp_path):
+    write(tmp_path / "src" / "model.py", BAD)
+    write(tmp_path / "tests" / "test_model.py", BAD)
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.torchmemlint]\nper-file-ignores = { "tests/*" = ["TML4"] }\n',
+    )
+    result = run(["."], tmp_path)
+    assert "src/model.py:6:12: TML401" in result.stdout
+    assert "tests/" not in result.stdout
+    write(tmp_path / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML401"]\n')
+    assert run(["."], tmp_path).returncode == 0
+    # found from a sub-directory too: the nearest pyproject.toml with the table
+    assert run(["."], tmp_path / "src").returncode == 0
+    assert run(["--isolated", "."], tmp_path / "src").returncode == 1
+
+
+def test_config_option_points_at_a_file(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    write(tmp_path / "conf" / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML4"]\n')
+    assert run(["--config", "conf/pyproject.toml", "bad.py"], tmp_path).returncode == 0
+    missing = run(["--config", "nope.toml", "bad.py"], tmp_path)
+    assert missing.returncode == 2 and "nope.toml" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "table, key",
+    [
+        ('select = "TML4"', "select"),
+        ('select = ["TML9"]', "select"),
+        ("colour = true", "colour"),
+        ('per-file-ignores = { "a.py" = ["BAD"] }', "per-file-ignores"),
+        ("options = { no-such-option = 1 }", "no-such-option"),
+    ],
+)
+def test_bad_config_exits_two_naming_the_key(tmp_path, table, key):
+    write(tmp_path / "bad.py", BAD)
+    write(tmp_path / "pyproject.toml", f"[tool.torchmemlint]\n{table}\n")
+    result = run(["bad.py"], tmp_path)
+    assert result.returncode == 2
+    assert key in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_invalid_toml_exits_two(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    write(tmp_path / "pyproject.toml", "[tool.torchmemlint\nselect = [")
+    result = run(["--config", "pyproject.toml", "bad.py"], tmp_path)
+    assert result.returncode == 2 and "invalid TOML" in result.stderr
+
+
+# -- discovery -------------------------------------------------------------------------------
+def test_discovery_skips_hidden_venv_build_and_honours_excludes(tmp_path):
+    for directory in (".hidden", "venv", "build", "__pycache__", "pkg/.tox", "generated"):
+        write(tmp_path / directory / "bad.py", BAD)
+    write(tmp_path / "pkg" / "bad.py", BAD)
+    write(tmp_path / "pkg" / "stubs.pyi", BAD)
+    write(tmp_path / "pkg" / "notes.txt", BAD)
+    result = run(["--extend-exclude", "generated", "."], tmp_path)
+    files = sorted({line.split(":")[0] for line in result.stdout.splitlines() if ": TML" in line})
+    assert files == ["pkg/bad.py", "pkg/stubs.pyi"]
+    # a file named explicitly is always linted
+    assert run(["--extend-exclude", "generated", "generated/bad.py"], tmp_path).returncode == 1
+
+
+def test_parallel_output_equals_serial(tmp_path):
+    for index in range(12):
+        write(tmp_path / f"m{index:02d}.py", BAD if index % 2 else GOOD)
+    serial = run(["-j", "1", "."], tmp_path)
+    parallel = run(["-j", "2", "."], tmp_path)
+    assert serial.stdout == parallel.stdout
+    assert serial.stdout.count("TML401") == 6
+
+
+# -- bad input -------------------------------------------------------------------------------
+def test_bad_input_is_reported_and_the_run_goes_on(tmp_path):
+    write(tmp_path / "a_syntax.py", "import torch\ndef broken(:\n    pass\n")
+    (tmp_path / "b_binary.py").write_bytes(b"import torch\nx = '\xff\xfe'\n")
+    write(tmp_path / "c_bad.py", BAD)
+    os.symlink("loop", tmp_path / "loop")
+    result = run([".", "missing.py", "loop"], tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("a_syntax.py:2:") and " E999 SyntaxError" in line for line in lines)
+    assert any(line.startswith("b_binary.py:1:1: E902 cannot decode") for line in lines)
+    assert any(line.startswith("c_bad.py:6:12: TML401") for line in lines)
+    assert any(line.startswith("missing.py:1:1: E902") for line in lines)
+    assert any(line.startswith("loop:1:1: E902") for line in lines)
+
+
+def test_syntax_error_in_a_file_without_torch(tmp_path):
+    write(tmp_path / "plain.py", "x = (1,\n")
+    result = run(["plain.py"], tmp_path)
+    assert result.returncode == 1 and "plain.py:" in result.stdout and "E999" in result.stdout
+
+
+def test_unknown_option_is_a_usage_error(tmp_path):
+    result = run(["--no-such-flag", "."], tmp_path)
+    assert result.returncode == 2
+
+
+# -- fixing ----------------------------------------------------------------------------------
+def test_diff_prints_and_writes_nothing(tmp_path):
+    path = write(tmp_path / "bad.py", BAD)
+    result = run(["--diff", "bad.py"], tmp_path)
+    assert result.returncode == 1
+    assert "-        return checkpoint(block, x)" not in result.stdout  # indentation is 4
+    assert "-    return checkpoint(block, x)\n+    return checkpoint(block, x, use_reentrant=False)\n" in result.stdout
+    assert path.read_text() == BAD
+    write(tmp_path / "bad.py", GOOD)
+    clean = run(["--diff", "bad.py"], tmp_path)
+    assert clean.returncode == 0 and clean.stdout == ""
+
+
+def test_fix_writes_and_second_run_finds_nothing(tmp_path):
+    path = write(tmp_path / "bad.py", BAD)
+    os.chmod(path, 0o754)
+    result = run(["--fix", "bad.py"], tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert path.read_text() == GOOD
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o754
+    again = run(["--fix", "bad.py"], tmp_path)
+    assert again.returncode == 0 and again.stdout == "All checks passed!\n"
+    assert path.read_text() == GOOD
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".torchmemlint-")]
+
+
+def test_fix_keeps_bom_and_crlf(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_bytes(b"\xef\xbb\xbf" + BAD.replace("\n", "\r\n").encode())
+    assert run(["--fix", "bad.py"], tmp_path).returncode == 0
+    assert path.read_bytes() == b"\xef\xbb\xbf" + GOOD.replace("\n", "\r\n").encode()
+
+
+def test_fix_keeps_a_declared_encoding(tmp_path):
+    header = "# -*- coding: latin-1 -*-\n# caf\xe9\n"
+    path = tmp_path / "bad.py"
+    path.write_bytes((header + BAD).encode("latin-1"))
+    assert run(["--fix", "bad.py"], tmp_path).returncode == 0
+    assert path.read_bytes() == (header + GOOD).encode("latin-1")
+
+
+def _unsafe_example():
+    """An INVALID example of some rule whose fix is unsafe (found through the real engine)."""
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+    from torchmemlint.rules import all_rules
+
+    for rule in all_rules().values():
+        for case in rule.INVALID:
+            if case.fixed is None or case.options:
+                continue
+            findings = lint_source(case.code, "x.py", Settings(select=(rule.code,)))
+            if findings and all(f.fix and not f.fix.is_safe for f in findings):
+                return rule.code, case
+    raise AssertionError("no rule offers an unsafe fix")
+
+
+def test_unsafe_fixes_need_the_flag(tmp_path):
+    code, case = _unsafe_example()
+    path = write(tmp_path / "model.py", case.code)
+    listed = run(["--select", code, "model.py"], tmp_path)
+    assert "[*]" not in listed.stdout and "more with `--unsafe-fixes`" in listed.stdout
+    assert run(["--select", code, "--fix", "model.py"], tmp_path).returncode == 1
+    assert path.read_text() == case.code
+    shown = run(["--select", code, "--unsafe-fixes", "model.py"], tmp_path)
+    assert "[*]" in shown.stdout
+    fixed = run(["--select", code, "--fix", "--unsafe-fixes", "model.py"], tmp_path)
+    assert path.read_text() == case.fixed, fixed.stdout
+
+
+def test_fix_that_would_not_parse_is_refused():
+    text = "import torch\nx = 1\n"
+    broken = Finding(
+        "TML401",
+        "m",
+        "x.py",
+        Location(2, 1),
+        Location(2, 6),
+        Fix(Applicability.SAFE, "t", (Edit("x = (", Location(2, 1), Location(2, 6)),)),
+    )
+    with pytest.raises(FixError):
+        fix_text(text, lambda source: [broken] if source == text else [], unsafe_fixes=False)
+
+
+# -- rule documentation -------------------------------------------------------------------
+def test_rule_command(tmp_path):
+    one = run(["rule", "TML401"], tmp_path)
+    assert one.returncode == 0
+    assert "## Why is this bad?" in one.stdout and "checkpoint-without-use-reentrant" in one.stdout
+    listing = run(["rule", "--all"], tmp_path)
+    assert "TML401  checkpoint-without-use-reentrant" in listing.stdout
+    assert run(["rule", "TML999"], tmp_path).returncode == 2
