@@ -12,6 +12,7 @@ import click
 
 from torchmemlint import __version__
 from torchmemlint.config import ConfigError, Settings, resolve_settings, split_selectors
+from torchmemlint.docs import default_label, rule_page, rules_markdown
 from torchmemlint.engine import (
     IO_ERROR,
     discover,
@@ -287,21 +288,22 @@ def _unified_diff(outcome: _FileOutcome) -> str:
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
-def rule(code: Optional[str], show_all: bool) -> None:
+@click.option("--markdown", is_flag=True, help="Print every rule's documentation (docs/rules.md).")
+def rule(code: Optional[str], show_all: bool, markdown: bool) -> None:
     """Explain one rule (`torchmemlint rule TML401`) or list them all (`--all`)."""
     registry = all_rules()
+    if markdown:
+        click.echo(rules_markdown(), nl=False)
+        return
     if show_all or code is None:
         click.echo(f"{'code':<8}{'name':<42}{'default':<9}fix")
         for rule_code, rule_class in registry.items():
-            default = "on" if rule_class.default_enabled else "off"
             click.echo(
-                f"{rule_code:<8}{rule_class.name:<42}{default:<9}{rule_class.fix_availability.value}"
+                f"{rule_code:<8}{rule_class.name:<42}{default_label(rule_class):<9}"
+                f"{rule_class.fix_availability.value}"
             )
         return
     rule_class = registry.get(code.upper())
     if rule_class is None:
         raise _fail(f"unknown rule '{code}' (see `torchmemlint rule --all`)")
-    default = "on" if rule_class.default_enabled else "off (enable with --select)"
-    click.echo(f"# {rule_class.name} ({rule_class.code})\n")
-    click.echo(f"Default: {default}. Fix: {rule_class.fix_availability.value}.\n")
-    click.echo(rule_class.documentation())
+    click.echo(rule_page(rule_class), nl=False)
