@@ -1,0 +1,16 @@
+"""Run a program (flake8, torchmemlint) with the test-only rules in ``rules/`` registered.
+
+``python launch.py MODULE ARGS...`` is ``python -m MODULE ARGS...`` after adding this
+directory's ``rules/`` to the rule package, so the surface tests can exercise a rule that is
+off by default, has options and has an unsafe fix, whatever the real rule set holds.
+"""
+
+import os
+import runpy
+import sys
+
+import torchmemlint.rules
+
+torchmemlint.rules.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules"))
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
