@@ -6,7 +6,7 @@ import torch
 from torchmemlint.dynamic.errors import DynamicError, NoTensorOutputError
 from torchmemlint.dynamic.measure import measure_training_step
 from torchmemlint.dynamic.numerics import compare_numerics
-from torchmemlint.dynamic.placements import checkpoint_placements, find_stages
+from torchmemlint.dynamic.placements import checkpoint_placements, default_placements, find_stages
 
 SHAPE = (4, 3, 32, 32)
 
@@ -37,7 +37,9 @@ def test_removing_the_stem_pool_quadruples_deep_stages(models):
     pooled = measure_training_step(lambda: unet.unet_resnet34(pool=True), shape, device="fake")
     unpooled = measure_training_step(lambda: unet.unet_resnet34(pool=False), shape, device="fake")
     assert pooled.param_bytes == unpooled.param_bytes
-    assert 2.2 < unpooled.kept_after_forward / pooled.kept_after_forward < 2.4
+    assert 2.2 < unpooled.saved_bytes / pooled.saved_bytes < 2.4
+    # kept = saved + the output (4x1x128x128 floats) + the scalar loss (one 512-byte block)
+    assert pooled.kept_after_forward - pooled.saved_bytes == 4 * 128 * 128 * 4 + 512
     assert 1.6 < unpooled.peak_bytes / pooled.peak_bytes < 1.7
     layer3_pooled = dict(pooled.modules)["encoder.layer3.0.conv1"]
     layer3_unpooled = dict(unpooled.modules)["encoder.layer3.0.conv1"]
@@ -132,6 +134,9 @@ def test_numerics_report_missing_gradient_and_backward_errors(models):
 def test_checkpoint_placements_rank_by_peak_and_count_recompute(models):
     resnet = models("resnet_unet").resnet18
     assert find_stages(resnet()) == ["layer1", "layer2", "layer3", "layer4"]
+    defaults = default_placements(resnet())
+    assert defaults["late stages"] == ["layer3", "layer4"]
+    assert len(defaults["every block"]) == 8 and defaults["every block"][0] == "layer1.0"
     results = checkpoint_placements(
         resnet, (8, 3, 64, 64), placements={"layer1": ["layer1"], "every block": ["layer1.*", "layer2.*", "layer3.*", "layer4.*"]}
     )
@@ -140,4 +145,19 @@ def test_checkpoint_placements_rank_by_peak_and_count_recompute(models):
     assert by_name["none"].flops_ratio == 1.0
     assert 1.05 < by_name["layer1"].flops_ratio < 1.15
     assert 1.25 < by_name["every block"].flops_ratio < 1.4
+    assert by_name["every block"].kept_after_forward < by_name["none"].kept_after_forward
+
+
+def test_checkpoint_placements_leave_a_module_instance_untouched(models):
+    stack = models("checkpointing").DeepStack(depth=4)
+    results = checkpoint_placements(stack, (2, 3, 16, 16))
+    # One ModuleList stage: its blocks are wrapped one by one, never the list.
+    assert {r.name: r.wrapped for r in results} == {
+        "none": [],
+        "every block": ["blocks.0", "blocks.1", "blocks.2", "blocks.3"],
+        "early blocks": ["blocks.0", "blocks.1"],
+    }
+    assert type(stack.blocks[0]).__name__ == "Block"
+    assert all(p.grad is None and type(p) is torch.nn.Parameter for p in stack.parameters())
+    by_name = {r.name: r for r in results}
     assert by_name["every block"].kept_after_forward < by_name["none"].kept_after_forward

@@ -52,6 +52,16 @@ def test_exact_bytes_of_a_linear_layer():
     assert report.peak_phase == "backward"
 
 
+def test_saved_bytes_count_activations_autograd_keeps_once():
+    # addmm saves the (untracked) input and weight; ReLU saves its output,
+    # which is also the second Linear's saved input: one 3x8 float tensor.
+    def mlp():
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    report = measure_training_step(mlp, (3, 4), device="fake", round_to=1)
+    assert report.saved_bytes == 3 * 8 * 4
+
+
 def test_rounding_charges_512_byte_blocks():
     exact = measure_training_step(lambda: nn.Linear(4, 3), (2, 4), device="fake", round_to=1)
     rounded = measure_training_step(lambda: nn.Linear(4, 3), (2, 4), device="fake", round_to=512)

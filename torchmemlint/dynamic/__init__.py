@@ -20,6 +20,7 @@ _EXPORTS = {
     "CudaFigures": "measure",
     "measure_training_step": "measure",
     "scalar_loss": "measure",
+    "count_training_flops": "measure",
     "NumericsReport": "numerics",
     "compare_numerics": "numerics",
     "PlacementResult": "placements",

@@ -16,7 +16,13 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .errors import DynamicError
-from .measure import InputSpec, ModuleSource, _build, measure_training_step
+from .measure import (
+    InputSpec,
+    ModuleSource,
+    _build,
+    count_training_flops,
+    measure_training_step,
+)
 
 NO_CHECKPOINT = "none"
 
@@ -39,6 +45,7 @@ class PlacementResult:
     wrapped: List[str]
     peak_bytes: int
     kept_after_forward: int
+    grad_bytes: int  # lower than the baseline's when wrapped layers get no gradient
     flops: int
     peak_change: float  # relative to no checkpointing; -0.3 = 30 % lower
     flops_ratio: float
@@ -62,19 +69,40 @@ def find_stages(model: nn.Module) -> List[str]:
 
 
 def default_placements(model: nn.Module) -> Dict[str, List[str]]:
-    """Each stage, every block, the first stage, early and late stages."""
+    """Every block, each stage, the first stage, early and late stages, the
+    first half of all blocks.  A ``ModuleList`` cannot be called, so its
+    "stage" is its blocks.  Placements that wrap the same modules are listed once."""
     stages = find_stages(model)
-    if not stages:
-        return {}
-    half = (len(stages) + 1) // 2
-    placements = {
-        "each stage": stages,
-        "every block": [stage + ".*" for stage in stages],
-        "first stage": stages[:1],
-        "early stages": stages[:half],
-        "late stages": stages[half:],
+    blocks_of = {
+        stage: ["%s.%s" % (stage, name) for name, _ in model.get_submodule(stage).named_children()]
+        for stage in stages
     }
-    return {name: paths for name, paths in placements.items() if paths}
+
+    def units(selected: Sequence[str]) -> List[str]:
+        paths: List[str] = []
+        for stage in selected:
+            is_callable = not isinstance(model.get_submodule(stage), nn.ModuleList)
+            paths.extend([stage] if is_callable else blocks_of[stage])
+        return paths
+
+    all_blocks = [block for stage in stages for block in blocks_of[stage]]
+    half = (len(stages) + 1) // 2
+    candidates = {
+        "every block": all_blocks,
+        "each stage": units(stages),
+        "first stage": units(stages[:1]),
+        "early stages": units(stages[:half]),
+        "late stages": units(stages[half:]),
+        "early blocks": all_blocks[: (len(all_blocks) + 1) // 2],
+    }
+    placements: Dict[str, List[str]] = {}
+    seen = set()
+    for name, paths in candidates.items():
+        key = tuple(sorted(paths))
+        if paths and key not in seen:
+            seen.add(key)
+            placements[name] = paths
+    return placements
 
 
 def wrap_modules(model: nn.Module, paths: Sequence[str], use_reentrant: bool = False) -> nn.Module:
@@ -113,7 +141,8 @@ def checkpoint_placements(
 
     ``placements`` maps a label to module paths to wrap (``"layer1"``,
     ``"layer1.*"`` for each of its children); by default ``default_placements``.
-    A factory is called afresh per placement; a module instance is deep-copied.
+    A factory is called afresh per placement; a module instance is left
+    untouched (its structure is copied, its tensors shared).
     Returns the placements best first (lowest peak, then fewest FLOPs),
     including the unwrapped baseline as ``"none"``.
     """
@@ -125,35 +154,39 @@ def checkpoint_placements(
     candidates.update(placements)
     measured = []
     for name, paths in candidates.items():
+        variant = _wrapped_model(model, paths, use_reentrant)
         report = measure_training_step(
-            _wrapped_factory(model, paths, use_reentrant),
-            input_shapes,
-            dtype=dtype,
-            device=device,
-            round_to=round_to,
-            count_flops=True,
+            variant, input_shapes, dtype=dtype, device=device, round_to=round_to
         )
-        measured.append((name, list(paths), report))
-    baseline = measured[0][2]
+        flops = count_training_flops(variant, input_shapes, dtype=dtype)
+        measured.append((name, list(paths), report, flops))
+    baseline, baseline_flops = measured[0][2], measured[0][3]
     results = [
         PlacementResult(
             name=name,
             wrapped=paths,
             peak_bytes=report.peak_bytes,
             kept_after_forward=report.kept_after_forward,
-            flops=report.flops or 0,
+            grad_bytes=report.grad_bytes,
+            flops=flops,
             peak_change=_relative(report.peak_bytes, baseline.peak_bytes),
-            flops_ratio=(report.flops or 0) / baseline.flops if baseline.flops else 1.0,
+            flops_ratio=flops / baseline_flops if baseline_flops else 1.0,
         )
-        for name, paths, report in measured
+        for name, paths, report, flops in measured
     ]
     return sorted(results, key=lambda result: (result.peak_bytes, result.flops))
 
 
-def _wrapped_factory(model: ModuleSource, paths: Sequence[str], use_reentrant: bool):
+def _wrapped_model(model: ModuleSource, paths: Sequence[str], use_reentrant: bool) -> ModuleSource:
+    """A factory for factories; for an instance, a copy of its module
+    structure that shares the parameter and buffer tensors (cheap, and the
+    fake-mode measurement substitutes fake copies of them anyway)."""
+    if isinstance(model, nn.Module):
+        shared = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
+        return wrap_modules(copy.deepcopy(model, memo=shared), paths, use_reentrant)
+
     def build() -> nn.Module:
-        fresh = copy.deepcopy(model) if isinstance(model, nn.Module) else _build(model)
-        return wrap_modules(fresh, paths, use_reentrant) if paths else fresh
+        return wrap_modules(_build(model), paths, use_reentrant)
 
     return build
 

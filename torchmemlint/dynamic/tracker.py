@@ -78,7 +78,9 @@ class LiveTracker(TorchDispatchMode):
     size of the CUDA caching allocator's smallest block multiple.
 
     The caller sets ``phase`` ("forward"/"backward"); ``track_modules(root)``
-    attributes forward allocations to the innermost running submodule.
+    attributes forward allocations to the innermost running submodule
+    (backward ones go to a "backward" bucket).  ``keep_events=False`` drops
+    the alloc/free stream, for long loops.
     """
 
     def __init__(self, round_to: int = 1, keep_events: bool = True) -> None:
@@ -92,6 +94,7 @@ class LiveTracker(TorchDispatchMode):
         self.events: List[MemoryEvent] = []
         self.allocated_by_module: Dict[str, int] = {}
         self._live: Dict[int, _LiveStorage] = {}
+        self._saved: Dict[int, int] = {}
         self._next_storage_id = 0
         self._clock = 0
         self._module_names: Dict[int, str] = {}
@@ -203,6 +206,26 @@ class LiveTracker(TorchDispatchMode):
                 self.peak = _PeakInfo(self.live_bytes, self.phase, op, record.module)
 
     # -- queries ------------------------------------------------------------
+
+    def record_saved_tensors(self) -> Any:
+        """Context manager: while active, note which tracked storages autograd
+        packs for backward (``saved_bytes``).  Parameters and inputs are not
+        tracked and so not counted; segments of a non-reentrant checkpoint
+        install their own hooks and save nothing here.  Memory behaviour is
+        unchanged: the hooks keep the very tensor autograd would keep."""
+
+        def pack(tensor: torch.Tensor) -> torch.Tensor:
+            if _has_storage(tensor):
+                record = self._live.get(id(tensor.untyped_storage()))
+                if record is not None:
+                    self._saved[record.storage_id] = record.nbytes
+            return tensor
+
+        return torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor)
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(self._saved.values())
 
     def snapshot(self) -> TrackerSnapshot:
         by_module: Dict[str, int] = {}
