@@ -1,0 +1,398 @@
+"""Reproduce the memory figures that torchmemlint's rule docs quote.
+
+    python benchmarks/memory_figures.py            # full shapes, writes results JSON
+    python benchmarks/memory_figures.py --quick    # small shapes, prints only
+
+Every figure is measured with torchmemlint.dynamic's LiveTracker: exact
+CPU-dispatch bytes (``round_to=1``) unless a row says "512-rounded",
+mostly under FakeTensorMode (nothing allocated).  Sections follow
+shared/memory-facts.md: (a) in-place activations, (b) stateless modules vs
+functional, (c) stem max-pool removal in a ResNet-UNet, (d) checkpoint
+placement, (e) checkpoint correctness, (f) training-loop leaks, plus the
+CUDA caching-allocator model (g, a model, not a GPU measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from torchmemlint.dynamic.measure import measure_training_step  # noqa: E402
+from torchmemlint.dynamic.numerics import compare_numerics  # noqa: E402
+from torchmemlint.dynamic.placements import checkpoint_placements  # noqa: E402
+from torchmemlint.dynamic.target import load_module  # noqa: E402
+from torchmemlint.dynamic.tracker import LiveTracker  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "memory_figures.json"
+GIB = 2**30
+
+
+def fixture(stem: str) -> Any:
+    return load_module("%s:_" % (ROOT / "fixtures" / "models" / (stem + ".py")))
+
+
+resnets = fixture("resnet_unet")
+activation_nets = fixture("activations")
+checkpoint_nets = fixture("checkpointing")
+loop_nets = fixture("loops")
+
+
+def pct(new: int, old: int) -> float:
+    return round(100.0 * (new - old) / old, 2) if old else 0.0
+
+
+def with_activation(depth: int, make_act: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
+    """A resnet factory with every ReLU module replaced by ``make_act()``."""
+
+    def build() -> nn.Module:
+        model = resnets.resnet(depth)
+        for parent in list(model.modules()):
+            for name, child in parent.named_children():
+                if isinstance(child, nn.ReLU):
+                    setattr(parent, name, make_act())
+        return model
+
+    return build
+
+
+# -- (a) in-place activations ---------------------------------------------------
+
+ACTIVATIONS = {
+    "ReLU": (lambda: nn.ReLU(), lambda: nn.ReLU(inplace=True)),
+    "LeakyReLU": (lambda: nn.LeakyReLU(0.01), lambda: nn.LeakyReLU(0.01, inplace=True)),
+    "ELU": (lambda: nn.ELU(), lambda: nn.ELU(inplace=True)),
+    "SiLU": (lambda: nn.SiLU(), lambda: nn.SiLU(inplace=True)),
+}
+
+
+def section_inplace(quick: bool) -> List[Dict[str, Any]]:
+    shape = (2, 3, 112, 112) if quick else (8, 3, 224, 224)
+    rows = []
+    for depth in (18, 50):
+        for act, (out_of_place, inplace) in ACTIVATIONS.items():
+            a = measure_training_step(with_activation(depth, out_of_place), shape, round_to=1)
+            b = measure_training_step(with_activation(depth, inplace), shape, round_to=1)
+            rows.append({
+                "model": "resnet%d" % depth, "shape": list(shape), "activation": act,
+                "peak_out_of_place": a.peak_bytes, "peak_inplace": b.peak_bytes,
+                "peak_change_pct": pct(b.peak_bytes, a.peak_bytes),
+                "saved_out_of_place": a.saved_bytes, "saved_inplace": b.saved_bytes,
+                "saved_change_bytes": b.saved_bytes - a.saved_bytes,
+                "forward_peak_change_bytes": b.forward_peak_bytes - a.forward_peak_bytes,
+            })
+    return rows
+
+
+# -- (b) stateless modules vs functional ----------------------------------------
+
+def section_stateless(quick: bool) -> Dict[str, Any]:
+    shape = (1, 3, 128, 176) if quick else (1, 3, 512, 704)
+    modules = measure_training_step(activation_nets.StatelessModulesNet, shape, round_to=1)
+    functional = measure_training_step(activation_nets.FunctionalNet, shape, round_to=1)
+    torch.manual_seed(0)
+    small = torch.randn(1, 3, 64, 64)
+    numerics = compare_numerics(
+        activation_nets.StatelessModulesNet(), activation_nets.FunctionalNet(), small
+    )
+    return {
+        "shape": list(shape),
+        "peak_modules": modules.peak_bytes, "peak_functional": functional.peak_bytes,
+        "saved_modules": modules.saved_bytes, "saved_functional": functional.saved_bytes,
+        "peak_difference_bytes": modules.peak_bytes - functional.peak_bytes,
+        "bitwise_equal_numerics": numerics.equal,
+    }
+
+
+# -- (c) stem max-pool removal ----------------------------------------------------
+
+def section_stem_pool(quick: bool) -> Dict[str, Any]:
+    small_shape = (2, 3, 64, 64) if quick else (4, 3, 128, 128)
+    pooled = measure_training_step(lambda: resnets.unet_resnet34(pool=True), small_shape, round_to=1)
+    unpooled = measure_training_step(lambda: resnets.unet_resnet34(pool=False), small_shape, round_to=1)
+    result: Dict[str, Any] = {
+        "resnet34_small": {
+            "shape": list(small_shape),
+            "saved_pool": pooled.saved_bytes, "saved_no_pool": unpooled.saved_bytes,
+            "saved_ratio": round(unpooled.saved_bytes / pooled.saved_bytes, 3),
+            "peak_pool": pooled.peak_bytes, "peak_no_pool": unpooled.peak_bytes,
+            "peak_ratio": round(unpooled.peak_bytes / pooled.peak_bytes, 3),
+            "layer3_first_conv_output_ratio": dict(unpooled.modules)["encoder.layer3.0.conv1"]
+            / dict(pooled.modules)["encoder.layer3.0.conv1"],
+        },
+        "batch64_gib_512_rounded_with_adam": [],
+    }
+    big_shape = (8, 3, 128, 128) if quick else (64, 3, 128, 128)
+    for depth in (34, 101, 152):
+        row: Dict[str, Any] = {"encoder": "resnet%d" % depth, "shape": list(big_shape)}
+        for pool in (True, False):
+            report = measure_training_step(lambda: resnets.unet_resnet(depth, pool), big_shape)
+            key = "pool" if pool else "no_pool"
+            row["total_gib_" + key] = round(report.total_bytes(optimizer_slots=2) / GIB, 2)
+            row["step_peak_gib_" + key] = round(report.peak_bytes / GIB, 2)
+            row["saved_" + key] = report.saved_bytes
+            row["seconds_" + key] = round(report.seconds, 2)
+        row["param_bytes"] = report.param_bytes
+        row["saved_ratio"] = round(row["saved_no_pool"] / row["saved_pool"], 3)
+        result["batch64_gib_512_rounded_with_adam"].append(row)
+    return result
+
+
+# -- (d) checkpoint placement ------------------------------------------------------
+
+PLACEMENTS = {
+    "single conv (stem conv1)": ["conv1"],
+    "layer3+layer4": ["layer3", "layer4"],
+    "layer1": ["layer1"],
+    "every block": ["layer1.*", "layer2.*", "layer3.*", "layer4.*"],
+}
+
+
+def section_checkpoint_placement(quick: bool) -> List[Dict[str, Any]]:
+    shape = (8, 3, 112, 112) if quick else (64, 3, 224, 224)
+    rows = []
+    for reentrant in (False, True):
+        results = checkpoint_placements(
+            resnets.resnet18, shape, PLACEMENTS, round_to=1, use_reentrant=reentrant
+        )
+        for result in results:
+            rows.append({
+                "shape": list(shape), "use_reentrant": reentrant, "placement": result.name,
+                "peak_bytes": result.peak_bytes, "peak_change_pct": round(100 * result.peak_change, 2),
+                "kept_after_forward": result.kept_after_forward,
+                "flops_ratio": round(result.flops_ratio, 3), "grad_bytes": result.grad_bytes,
+            })
+    return rows
+
+
+# -- (e) checkpoint correctness ---------------------------------------------------
+
+def section_checkpoint_correctness() -> Dict[str, Any]:
+    torch.manual_seed(0)
+    x = torch.randn(8, 3, 16, 16) + 1.0  # non-zero mean so running_mean moves
+    out: Dict[str, Any] = {}
+    for label, reentrant in (("non_reentrant", False), ("reentrant", True)):
+        torch.manual_seed(0)
+        plain = checkpoint_nets.BatchNormInCheckpoint(use_checkpoint=False)
+        wrapped = checkpoint_nets.BatchNormInCheckpoint(use_checkpoint=True, use_reentrant=reentrant)
+        report = compare_numerics(plain, wrapped, x)
+        bn_plain, bn_wrapped = plain.segment[1], wrapped.segment[1]
+        mean_factor = float((bn_wrapped.running_mean / bn_plain.running_mean).mean())
+        out["batchnorm_" + label] = {
+            "num_batches_tracked": [int(bn_plain.num_batches_tracked), int(bn_wrapped.num_batches_tracked)],
+            "running_mean_factor": round(mean_factor, 4),
+            "param_grads_equal": not report.differing_params and not report.missing_params,
+        }
+    torch.manual_seed(0)
+    inputs = torch.randn(16, 32)
+    kept = compare_numerics(
+        checkpoint_nets.DropoutInCheckpoint(use_checkpoint=False),
+        checkpoint_nets.DropoutInCheckpoint(preserve_rng_state=True), inputs,
+    )
+    lost = compare_numerics(
+        checkpoint_nets.DropoutInCheckpoint(use_checkpoint=False),
+        checkpoint_nets.DropoutInCheckpoint(preserve_rng_state=False), inputs,
+    )
+    grad_diffs = [d for d in lost.param_grad_diffs.values() if d is not None]
+    out["dropout_preserve_rng_state"] = {
+        "true_bitwise_equal": kept.equal,
+        "false_output_diff": lost.output_diff,
+        "false_max_abs_param_grad_diff": max(grad_diffs) if grad_diffs else None,
+        "false_differing_params": lost.differing_params,
+    }
+    return out
+
+
+# -- (f) training-loop leaks ---------------------------------------------------------
+
+def _loop(pattern: str, iterations: int, shape: tuple) -> Dict[str, Any]:
+    """Run one loop pattern as user code would, tracking live bytes across iterations."""
+    torch.manual_seed(0)
+    store = {"feats_attr": "attr", "feats_list": "list", "feats_list_detached": "list_detached"}
+    model = loop_nets.FeatureStoringNet(store[pattern]) if pattern in store else loop_nets.LoopNet()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    batches = [(torch.randn(shape), torch.randint(0, 10, (shape[0],))) for _ in range(iterations)]
+    peaks, live_after = [], []
+    total: Any = 0.0
+    evaluating = pattern.startswith("eval")
+    model.train(not evaluating)
+    with LiveTracker() as tracker:
+        for x, y in batches:
+            tracker.reset_peak()
+            if pattern == "eval_no_grad":
+                with torch.no_grad():
+                    loss = F.cross_entropy(model(x), y)
+                total += loss.item()
+            elif evaluating:
+                loss = F.cross_entropy(model(x), y)
+                if pattern == "eval_total_loss":
+                    total += loss
+                else:
+                    total += loss.item()
+            else:
+                optimizer.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(model(x), y)
+                loss.backward(retain_graph=pattern == "train_retain_graph")
+                optimizer.step()
+                if pattern == "train_total_loss":
+                    total += loss
+                else:
+                    total += loss.item()
+            peaks.append(tracker.peak.bytes)
+            live_after.append(tracker.live_bytes)
+    return {
+        "live_between_iterations": live_after,
+        "growth_per_iteration": live_after[-1] - live_after[-2],
+        "peak_last_iteration": peaks[-1],
+    }
+
+
+LOOP_PATTERNS = (
+    "train_item", "train_total_loss", "train_retain_graph",
+    "feats_attr", "feats_list", "feats_list_detached",
+    "eval_no_grad", "eval_item", "eval_total_loss",
+)
+
+
+def section_loops(quick: bool) -> Dict[str, Any]:
+    shape = (4, 3, 16, 16) if quick else (16, 3, 32, 32)
+    rows = {pattern: _loop(pattern, 6, shape) for pattern in LOOP_PATTERNS}
+    base_train = rows["train_item"]["peak_last_iteration"]
+    base_eval = rows["eval_no_grad"]["peak_last_iteration"]
+    return {
+        "shape": list(shape),
+        "one_activation_bytes": shape[0] * 32 * shape[2] * shape[3] * 4,
+        "patterns": rows,
+        "eval_without_no_grad_peak_ratio": round(rows["eval_item"]["peak_last_iteration"] / base_eval, 3),
+        "eval_total_loss_growth_per_iteration": rows["eval_total_loss"]["growth_per_iteration"],
+        "retain_graph_peak_change_pct": pct(rows["train_retain_graph"]["peak_last_iteration"], base_train),
+        "feats_list_growth_per_iteration": rows["feats_list"]["growth_per_iteration"],
+        "feats_list_detached_growth_per_iteration": rows["feats_list_detached"]["growth_per_iteration"],
+        "train_total_loss_growth_per_iteration": rows["train_total_loss"]["growth_per_iteration"],
+    }
+
+
+# -- (g) allocator model --------------------------------------------------------------
+
+def section_allocator_model(quick: bool) -> List[Dict[str, Any]]:
+    cases = [("resnet18", resnets.resnet18, (8, 3, 128, 128)),
+             ("unet_resnet34", resnets.unet_resnet34, (4, 3, 128, 128))]
+    if not quick:
+        cases += [("resnet18", resnets.resnet18, (64, 3, 224, 224)),
+                  ("resnet50", resnets.resnet50, (32, 3, 224, 224)),
+                  ("unet_resnet34", resnets.unet_resnet34, (64, 3, 128, 128))]
+    rows = []
+    for name, factory, shape in cases:
+        exact = measure_training_step(factory, shape, round_to=1)
+        rounded = measure_training_step(factory, shape, round_to=512)
+        model = rounded.simulate_allocator()
+        rows.append({
+            "model": name, "shape": list(shape), "exact_peak": exact.peak_bytes,
+            "rounded_peak_change_pct": pct(rounded.peak_bytes, exact.peak_bytes),
+            "modelled_max_allocated": model.max_allocated,
+            "modelled_allocated_change_pct": pct(model.max_allocated, exact.peak_bytes),
+            "modelled_max_reserved": model.max_reserved,
+            "modelled_reserved_change_pct": pct(model.max_reserved, exact.peak_bytes),
+        })
+    return rows
+
+
+# -- driver -------------------------------------------------------------------------------
+
+SECTIONS = {
+    "a_inplace_activations": section_inplace,
+    "b_stateless_vs_functional": section_stateless,
+    "c_stem_pool": section_stem_pool,
+    "d_checkpoint_placement": section_checkpoint_placement,
+    "e_checkpoint_correctness": lambda quick: section_checkpoint_correctness(),
+    "f_training_loop_leaks": section_loops,
+    "g_allocator_model": section_allocator_model,
+}
+
+
+def print_table(results: Dict[str, Any]) -> None:
+    a = results["a_inplace_activations"]
+    print("\n(a) in-place activations, training peak (exact bytes)")
+    for row in a:
+        print("  %-9s %-9s %14d -> %14d  %+7.2f %%   saved %+d B" % (
+            row["model"], row["activation"], row["peak_out_of_place"], row["peak_inplace"],
+            row["peak_change_pct"], row["saved_change_bytes"]))
+    b = results["b_stateless_vs_functional"]
+    print("\n(b) stateless modules vs functional %s: peak %d vs %d (diff %d B), numerics equal: %s" % (
+        b["shape"], b["peak_modules"], b["peak_functional"], b["peak_difference_bytes"],
+        b["bitwise_equal_numerics"]))
+    c = results["c_stem_pool"]
+    small = c["resnet34_small"]
+    print("\n(c) UNet-resnet34 %s without stem pool: saved %d -> %d (x%.2f), peak %d -> %d (x%.2f)" % (
+        small["shape"], small["saved_pool"], small["saved_no_pool"], small["saved_ratio"],
+        small["peak_pool"], small["peak_no_pool"], small["peak_ratio"]))
+    for row in c["batch64_gib_512_rounded_with_adam"]:
+        print("    %-9s %s  %.2f GiB -> %.2f GiB (params+Adam+step peak; saved x%.2f; %.1f s / %.1f s)" % (
+            row["encoder"], row["shape"], row["total_gib_pool"], row["total_gib_no_pool"],
+            row["saved_ratio"], row["seconds_pool"], row["seconds_no_pool"]))
+    print("\n(d) resnet18 checkpoint placement: peak change, FLOPs ratio")
+    for row in results["d_checkpoint_placement"]:
+        print("  reentrant=%-5s %-26s %+7.2f %%  x%.3f FLOPs  kept %d  grads %d" % (
+            row["use_reentrant"], row["placement"], row["peak_change_pct"], row["flops_ratio"],
+            row["kept_after_forward"], row["grad_bytes"]))
+    print("\n(e) checkpoint correctness:", json.dumps(results["e_checkpoint_correctness"]))
+    f = results["f_training_loop_leaks"]
+    print("\n(f) loop leaks %s: eval w/o no_grad peak x%.3f; eval total+=loss +%d B/iter; "
+          "retain_graph peak %+.1f %%; feats.append +%d B/iter (detached +%d); train total+=loss +%d B/iter" % (
+              f["shape"], f["eval_without_no_grad_peak_ratio"], f["eval_total_loss_growth_per_iteration"],
+              f["retain_graph_peak_change_pct"], f["feats_list_growth_per_iteration"],
+              f["feats_list_detached_growth_per_iteration"], f["train_total_loss_growth_per_iteration"]))
+    print("\n(g) CUDA caching-allocator MODEL (not a GPU measurement)")
+    for row in results["g_allocator_model"]:
+        print("  %-14s %-18s exact %14d  rounded %+.2f %%  allocated %+.2f %%  reserved %+.2f %%" % (
+            row["model"], row["shape"], row["exact_peak"], row["rounded_peak_change_pct"],
+            row["modelled_allocated_change_pct"], row["modelled_reserved_change_pct"]))
+    print("\nseconds per section:", results["seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small shapes; no JSON unless --out")
+    parser.add_argument("--out", type=Path, help="where to write the JSON (default: results file, full runs only)")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore", message=".*use_reentrant.*")
+    warnings.filterwarnings("ignore", message=".*requires_grad=True.*")
+
+    results: Dict[str, Any] = {
+        "torch": torch.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": "%s, %s, %d CPUs, %d torch threads, Python %s" % (
+            platform.platform(), platform.machine(), os.cpu_count() or 0,
+            torch.get_num_threads(), platform.python_version()),
+        "quick": args.quick,
+        "seconds": {},
+    }
+    for name, section in SECTIONS.items():
+        started = time.perf_counter()
+        results[name] = section(args.quick)
+        results["seconds"][name] = round(time.perf_counter() - started, 1)
+        print("done %s in %.1f s" % (name, results["seconds"][name]), flush=True)
+    print_table(results)
+    out = args.out or (None if args.quick else RESULTS)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
