@@ -113,10 +113,11 @@ def _apply_sarif_fixes(text: str, results) -> str:
 def test_sarif_fixes_applied_by_a_consumer_give_what_fix_writes(project):
     report = json.loads(run_cli("--output-format", "sarif", "pkg/bad.py", cwd=project).stdout)
     results = report["runs"][0]["results"]
-    assert all(entry["fixes"][0]["properties"]["applicability"] == "safe" for entry in results)
+    applicability = [entry["fixes"][0]["properties"]["applicability"] for entry in results]
+    assert applicability == [f["fix"]["applicability"] for f in json_findings(project) if f["fix"]]
     from_sarif = _apply_sarif_fixes(BAD, results)
 
-    fixed = run_cli("--fix", "pkg/bad.py", cwd=project)
+    fixed = run_cli("--fix", "--unsafe-fixes", "pkg/bad.py", cwd=project)
     assert fixed.exit_code == 0, fixed.stdout
     assert from_sarif == (project / "pkg" / "bad.py").read_text(encoding="utf-8")
     assert from_sarif != BAD

@@ -74,7 +74,7 @@ def test_config_is_found_from_the_stdin_filename_not_the_working_directory(proje
 
 
 def test_fix_prints_the_fixed_buffer_and_reports_on_stderr(project):
-    result = run_stdin(["--fix", "--stdin-filename", "src/model.py", "-"], BAD.encode(), project)
+    result = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "src/model.py", "-"], BAD.encode(), project)
     assert result.exit_code == 0
     assert result.stdout_bytes.decode("utf-8") == FIXED
     assert "Fixed 1 finding" in result.stderr
@@ -83,15 +83,15 @@ def test_fix_prints_the_fixed_buffer_and_reports_on_stderr(project):
 
 def test_fix_keeps_crlf_and_bom_and_echoes_excluded_buffers_unchanged(project):
     data = b"\xef\xbb\xbf" + BAD.replace("\n", "\r\n").encode("utf-8")
-    fixed = run_stdin(["--fix", "--stdin-filename", "src/model.py", "-"], data, project)
+    fixed = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "src/model.py", "-"], data, project)
     assert fixed.stdout_bytes == b"\xef\xbb\xbf" + FIXED.replace("\n", "\r\n").encode("utf-8")
-    excluded = run_stdin(["--fix", "--stdin-filename", "generated/m.py", "-"], data, project)
+    excluded = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "generated/m.py", "-"], data, project)
     assert (excluded.exit_code, excluded.stdout_bytes) == (0, data)
 
 
 def test_fix_of_an_unparsable_buffer_echoes_it_and_reports_the_syntax_error(project):
     broken = b"import torch\ndef f(:\n"
-    result = run_stdin(["--fix", "--stdin-filename", "src/m.py", "-"], broken, project)
+    result = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "src/m.py", "-"], broken, project)
     assert result.exit_code == 1
     assert result.stdout_bytes == broken
     assert "src/m.py:2:" in result.stderr and "E999" in result.stderr
@@ -106,7 +106,7 @@ def test_dash_cannot_be_mixed_with_paths(project):
 def test_a_real_pipe_into_the_installed_command(project):
     # What ALE / none-ls / efm do: spawn the command and write the buffer to its stdin.
     completed = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--fix", "--stdin-filename", "src/model.py", "-"],
+        [sys.executable, "-m", "torchmemlint", "--fix", "--unsafe-fixes", "--stdin-filename", "src/model.py", "-"],
         input=BAD.encode(),
         cwd=project,
         capture_output=True,

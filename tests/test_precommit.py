@@ -1,0 +1,91 @@
+"""The pre-commit hooks, through the real ``pre-commit try-repo`` on a throwaway git repository."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# What pre-commit needs of this repository to build the hook environment.
+HOOK_SOURCES = ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml", "torchmemlint")
+# The test-only rules (TML990 has a safe fix) go into the snapshot's rule package, so the fix
+# hook has something to fix whatever the real rules' fixes are.
+FIXTURE_RULES = Path(__file__).parent / "data" / "surface_rules" / "rules" / "fixture_rules.py"
+
+CLEAN = "import os\n\nprint(os.getcwd())\n"
+BAD = (
+    "from torch.autograd import Variable\n"
+    "\n"
+    "def forward(self, x):\n"
+    "    return self.block(Variable(x))\n"
+)
+FIXED = BAD.replace("(Variable(x))", "(x)")
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+}
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = {**os.environ, **GIT_IDENTITY}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def snapshot_of_this_repository(destination: Path) -> str:
+    """Commit the working tree's hook sources (committed or not) to a fresh repository.
+
+    try-repo on a dirty checkout makes a new shadow commit, and so a new hook environment,
+    every run; a snapshot commit is built into one environment and reused by every call.
+    """
+    listed = git("ls-files", "-co", "--exclude-standard", "--", *HOOK_SOURCES, cwd=REPO)
+    for relative in listed.splitlines():
+        if (REPO / relative).is_file():
+            (destination / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / relative, destination / relative)
+    shutil.copy2(FIXTURE_RULES, destination / "torchmemlint" / "rules" / FIXTURE_RULES.name)
+    git("init", "-q", cwd=destination)
+    git("add", "-A", cwd=destination)
+    git("commit", "-q", "-m", "snapshot", cwd=destination)
+    return git("rev-parse", "HEAD", cwd=destination).strip()
+
+
+def test_check_fails_fix_rewrites_and_a_second_run_passes(tmp_path):
+    hook_repo, project, home = (tmp_path / name for name in ("hook-repo", "project", "home"))
+    hook_repo.mkdir()
+    project.mkdir()
+    ref = snapshot_of_this_repository(hook_repo)
+    git("init", "-q", cwd=project)
+    (project / "clean.py").write_text(CLEAN, encoding="utf-8")
+    (project / "bad.py").write_text(BAD, encoding="utf-8")
+    git("add", "-A", cwd=project)
+    env = {**os.environ, **GIT_IDENTITY, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+
+    def try_repo() -> subprocess.CompletedProcess:
+        # No hook id: every hook of the manifest, in id order (check, then fix), in one run,
+        # because try-repo builds a fresh hook environment each time it is called.
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), "--ref", ref,
+             "--verbose", "--files", "clean.py", "bad.py"],
+            cwd=project, env=env, capture_output=True, text=True, timeout=540,
+        )
+
+    first = try_repo()
+    output = first.stdout + first.stderr
+    assert first.returncode == 1, output
+    check_part, _, fix_part = output.partition("torchmemlint (fix)")
+    assert "bad.py:4:23: TML990" in check_part and "Failed" in check_part
+    assert "files were modified by this hook" in fix_part
+    assert (project / "bad.py").read_text(encoding="utf-8") == FIXED
+    assert (project / "clean.py").read_text(encoding="utf-8") == CLEAN
+
+    second = try_repo()
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("Passed") == 2
