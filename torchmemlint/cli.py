@@ -286,6 +286,19 @@ def _unified_diff(outcome: _FileOutcome) -> str:
 
 
 @main.command()
+@click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the only transport).")
+def lsp(stdio: bool) -> None:
+    """Run the language server (needs the `lsp` extra: pip install 'torchmemlint[lsp]')."""
+    try:
+        from torchmemlint.lsp import serve
+    except ImportError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        raise _fail("the language server needs pygls: pip install 'torchmemlint[lsp]'")
+    serve()
+
+
+@main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
 @click.option("--markdown", is_flag=True, help="Print every rule's documentation (docs/rules.md).")

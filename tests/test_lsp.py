@@ -1,0 +1,307 @@
+"""The language server end to end: a real LSP client talks to `torchmemlint lsp` over stdio.
+
+The server runs with the test-only rules of tests/data/surface_rules registered: TML990 (on by
+default, safe fix) and TML991 (off by default, unsafe fix), so the test does not depend on the
+fixes the real rules happen to offer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
+
+LAUNCH = str(Path(__file__).parent / "data" / "surface_rules" / "launch.py")
+SERVER = [sys.executable, LAUNCH, "torchmemlint", "lsp"]
+PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+TIMEOUT = 20
+
+CONFIG = '[tool.torchmemlint]\nextend-select = ["TML991"]\n'
+# Non-ASCII before the finding: "ö" is 1 UTF-16 unit and 2 UTF-8 bytes, "😀" 2 units and 4 bytes.
+MODEL = (
+    "import torch\n"
+    "from torch.autograd import Variable\n"
+    "\n"
+    'größe = "😀"; a = Variable(torch.ones(2))\n'
+    "b = torch.zeros(2, 3)\n"
+)
+UNITS = {"utf-8": 1, "utf-16": 2, "utf-32": 4}
+
+
+def units(text: str, encoding: str) -> int:
+    """Length of ``text`` in the code units of an LSP position encoding."""
+    return len(text.encode(f"{encoding}-le" if encoding != "utf-8" else "utf-8")) // UNITS[encoding]
+
+
+def offset(text: str, position: types.Position, encoding: str = "utf-16") -> int:
+    starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+    line_start = starts[position.line]
+    index = line_start
+    while units(text[line_start:index], encoding) < position.character:
+        index += 1
+    return index
+
+
+def apply_edits(text: str, edit: types.WorkspaceEdit, uri: str) -> str:
+    edits = sorted(
+        edit.changes[uri],
+        key=lambda e: (e.range.start.line, e.range.start.character),
+        reverse=True,
+    )
+    for change in edits:
+        start, end = offset(text, change.range.start), offset(text, change.range.end)
+        text = text[:start] + change.new_text + text[end:]
+    return text
+
+
+def client_recording_registrations() -> LanguageClient:
+    client = make_test_lsp_client()
+    client.registrations = []
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(ls: LanguageClient, params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)
+
+    return client
+
+
+async def start(client: LanguageClient, root: Path, capabilities) -> None:
+    (root / "pyproject.toml").write_text(CONFIG, encoding="utf-8")
+    await client.initialize_session(
+        types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri())
+    )
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER, client_factory=client_recording_registrations)
+)
+async def client(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    await start(lsp_client, root, client_capabilities("visual-studio-code"))
+    lsp_client.root = root
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def open_and_wait(client: LanguageClient, name: str, text: str, version: int = 1):
+    uri = (client.root / name).as_uri()
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+    return uri, await asyncio.wait_for(waiting, TIMEOUT)
+
+
+async def change_and_wait(client: LanguageClient, uri: str, text: str, version: int):
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+    return await asyncio.wait_for(waiting, TIMEOUT)
+
+
+async def actions_at(client, uri, diagnostic, only=None) -> List[types.CodeAction]:
+    result = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic], only=only),
+        )
+    )
+    return result or []
+
+
+def by_code(diagnostics) -> dict:
+    return {diagnostic.code: diagnostic for diagnostic in diagnostics}
+
+
+@pytest.mark.asyncio
+async def test_diagnostics_quick_fixes_noqa_and_fix_all(client: LanguageClient):
+    uri, published = await open_and_wait(client, "model.py", MODEL)
+    found = by_code(published.diagnostics)
+    assert sorted(found) == ["TML990", "TML991"]
+
+    # Exact ranges, in UTF-16 units after the non-ASCII prefix.
+    line = MODEL.splitlines()[3]
+    variable = found["TML990"]
+    assert (variable.range.start.line, variable.range.end.line) == (3, 3)
+    assert variable.range.start.character == units(line[: line.index("Variable")], "utf-16")
+    assert variable.range.end.character == units(line[: line.index(")") + 2], "utf-16")
+    assert variable.code_description.href.endswith("#tml990")
+    assert variable.source == "torchmemlint"
+    # Severity by rule: a default rule warns, an opt-in rule informs.
+    assert variable.severity == types.DiagnosticSeverity.Warning
+    assert found["TML991"].severity == types.DiagnosticSeverity.Information
+
+    offered = await actions_at(client, uri, variable)
+    quick = {a.title: a for a in offered if a.kind == types.CodeActionKind.QuickFix}
+    assert set(quick) == {"Fix TML990: Use the tensor", "Ignore TML990 with `# noqa: TML990`"}
+    assert quick["Fix TML990: Use the tensor"].kind == types.CodeActionKind.QuickFix
+    unsafe = {a.title for a in await actions_at(client, uri, found["TML991"])}
+    assert "Fix TML991: Use `torch.empty` (unsafe)" in unsafe
+
+    # source.fixAll applies the safe fix only.
+    fix_all = await actions_at(client, uri, variable, only=[types.CodeActionKind.SourceFixAll])
+    assert [a.kind for a in fix_all] == ["source.fixAll.torchmemlint"]
+    all_fixed = apply_edits(MODEL, fix_all[0].edit, uri)
+    assert "Variable(" not in all_fixed.splitlines()[3] and "torch.zeros(2, 3)" in all_fixed
+
+    # Apply the quick fix: its diagnostic goes away, the other stays.
+    fixed = apply_edits(MODEL, quick["Fix TML990: Use the tensor"].edit, uri)
+    assert fixed == all_fixed
+    published = await change_and_wait(client, uri, fixed, 2)
+    assert [d.code for d in published.diagnostics] == ["TML991"]
+
+    # Ignore the other one with a noqa comment: nothing is left.
+    ignore = [
+        a for a in await actions_at(client, uri, published.diagnostics[0]) if "noqa" in a.title
+    ][0]
+    silenced = apply_edits(fixed, ignore.edit, uri)
+    assert silenced.splitlines()[4] == "b = torch.zeros(2, 3)  # noqa: TML991"
+    published = await change_and_wait(client, uri, silenced, 3)
+    assert list(published.diagnostics) == [] and published.version == 3
+
+
+@pytest.mark.asyncio
+async def test_noqa_goes_where_the_statement_ends_and_extends_an_existing_noqa(client):
+    text = (
+        "import torch\n"
+        "a = torch.autograd.Variable(\n"
+        "    torch.ones(2)\n"
+        ")\n"
+        "b = torch.autograd.Variable(torch.ones(2))  # noqa: E501\n"
+    )
+    uri, published = await open_and_wait(client, "multi.py", text)
+    assert [d.range.start.line for d in published.diagnostics] == [1, 4]
+    for diagnostic in published.diagnostics:
+        action = [a for a in await actions_at(client, uri, diagnostic) if "noqa" in a.title][0]
+        text = apply_edits(text, action.edit, uri)
+    assert text.splitlines()[3] == ")  # noqa: TML990"
+    assert text.splitlines()[4].endswith("# noqa: E501, TML990")
+    assert list((await change_and_wait(client, uri, text, 2)).diagnostics) == []
+
+
+@pytest.mark.asyncio
+async def test_changes_are_debounced_to_the_latest_version(client):
+    uri, _ = await open_and_wait(client, "typing.py", "import torch\n")
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    typed = "import torch\n"
+    for version, piece in enumerate(("a = torch.autograd.", "Variable(", "x)\n"), start=2):
+        typed += piece
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=typed)],
+            )
+        )
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    # Linted once, after the last keystroke: no half-typed version was published first.
+    assert published.version == 4
+    assert [d.code for d in published.diagnostics] == ["TML990"]
+
+
+@pytest.mark.asyncio
+async def test_config_is_reloaded_when_it_changes(client):
+    uri, published = await open_and_wait(client, "model.py", MODEL)
+    # The server asks the editor to watch pyproject.toml files (right after `initialized`).
+    for _ in range(TIMEOUT * 10):
+        if client.registrations:
+            break
+        await asyncio.sleep(0.1)
+    [registration] = client.registrations
+    assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    assert registration.register_options["watchers"][0]["globPattern"] == "**/pyproject.toml"
+    assert sorted(by_code(published.diagnostics)) == ["TML990", "TML991"]
+
+    config = client.root / "pyproject.toml"
+    config.write_text('[tool.torchmemlint]\nignore = ["TML990"]\n', encoding="utf-8")
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    assert list(published.diagnostics) == []  # TML991 is off by default again, TML990 ignored
+
+    config.write_text("[tool.torchmemlint]\nselect = [\"NOPE\"]\n", encoding="utf-8")
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            [types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    assert any("NOPE" in message.message for message in client.messages)
+    assert [d.code for d in published.diagnostics] == ["TML990"]  # the defaults meanwhile
+
+
+@pytest.mark.asyncio
+async def test_unparsable_buffer_gives_one_syntax_diagnostic_and_code_never_runs(client):
+    marker = client.root / "ran.txt"
+    broken = f"import torch\nopen({str(marker)!r}, 'w').close()\ndef f(:\n"
+    uri, published = await open_and_wait(client, "broken.py", broken)
+    assert [(d.code, d.severity) for d in published.diagnostics] == [
+        ("E999", types.DiagnosticSeverity.Error)
+    ]
+    assert published.diagnostics[0].range.start.line == 2
+    repaired = broken.replace("def f(:\n", "a = torch.autograd.Variable(x)\n")
+    published = await change_and_wait(client, uri, repaired, 2)
+    assert [d.code for d in published.diagnostics] == ["TML990"]  # the server lived on
+    assert not marker.exists()
+
+
+@pytest_lsp.fixture(
+    params=["utf-8", "utf-32"],
+    config=ClientServerConfig(server_command=SERVER),
+)
+async def client_with_encoding(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    capabilities = types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=[request.param])
+    )
+    await start(lsp_client, root, capabilities)
+    lsp_client.root = root
+    lsp_client.encoding = request.param
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_ranges_follow_the_negotiated_position_encoding(client_with_encoding):
+    client = client_with_encoding
+    _, published = await open_and_wait(client, "model.py", MODEL)
+    line = MODEL.splitlines()[3]
+    start = by_code(published.diagnostics)["TML990"].range.start
+    assert start.character == units(line[: line.index("Variable")], client.encoding)
+
+
+def test_the_server_and_the_engine_it_runs_never_import_torch(tmp_path):
+    script = (
+        "import sys\n"
+        "from torchmemlint.lsp import create_server\n"
+        "from torchmemlint.config import Settings\n"
+        "from torchmemlint.engine import lint_source\n"
+        "create_server()\n"
+        "text = 'import torch\\nfrom torch.utils.checkpoint import checkpoint\\n'"
+        " 'y = checkpoint(f, x)\\n'\n"
+        "assert lint_source(text, 'm.py', Settings(select=('ALL',)))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.stdout.strip() == "False", result.stderr

@@ -1,0 +1,359 @@
+"""Language server (``torchmemlint lsp``, stdio): diagnostics and fixes in the editor.
+
+The engine does the work, as for the CLI: the server reads the nearest pyproject.toml with a
+``[tool.torchmemlint]`` table for each document (re-read whenever it changes), lints the
+buffer's text and turns findings into diagnostics and their fixes into code actions. It never
+imports or runs the code it checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import re
+import tokenize
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from torchmemlint import __version__
+from torchmemlint.config import ConfigError, Settings, find_config, load_settings
+from torchmemlint.engine import SYNTAX_ERROR, is_excluded_file, lint_source
+from torchmemlint.findings import Edit, Finding, Location
+from torchmemlint.fixer import fix_text
+from torchmemlint.output import rule_url
+from torchmemlint.output.sarif import level_for
+from torchmemlint.sourcefile import newline_of
+
+SOURCE = "torchmemlint"
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
+DEBOUNCE_SECONDS = 0.3
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what libcst (and the LSP) count as line ends
+_NOQA_WITH_CODES = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]+)*", re.I)
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "note": types.DiagnosticSeverity.Information,
+}
+
+log = logging.getLogger(__name__)
+
+
+class _Text:
+    """A document's lines as the engine counts them, and position conversion for the client."""
+
+    def __init__(self, source: str, units) -> None:
+        self.source = source
+        self.units = units  # pygls's counter for the negotiated encoding (UTF-16 by default)
+        self.starts = [0] + [match.end() for match in _LINE_BREAK.finditer(source)]
+
+    def line(self, row: int) -> str:
+        """Row (1-based) without its line break."""
+        start = self.starts[row - 1]
+        end = self.starts[row] if row < len(self.starts) else len(self.source)
+        return self.source[start:end].rstrip("\r\n")
+
+    def position(self, location: Location) -> types.Position:
+        row = min(max(location.row, 1), len(self.starts))
+        prefix = self.line(row)[: max(location.column - 1, 0)]
+        return types.Position(line=row - 1, character=self.units.num_units(prefix))
+
+    def range(self, start: Location, end: Location) -> types.Range:
+        return types.Range(start=self.position(start), end=self.position(end))
+
+    def location(self, position: types.Position) -> Location:
+        """The engine's 1-based character location of a client position."""
+        row = min(position.line + 1, len(self.starts))
+        column = 0
+        units = 0
+        for char in self.line(row):
+            if units >= position.character:
+                break
+            units += self.units.code_units_for_char(char)
+            column += 1
+        return Location(row, column + 1)
+
+    def offset(self, location: Location) -> int:
+        return self.starts[location.row - 1] + location.column - 1
+
+    def location_of_offset(self, offset: int) -> Location:
+        row = max(index for index, start in enumerate(self.starts) if start <= offset) + 1
+        return Location(row, offset - self.starts[row - 1] + 1)
+
+
+class TorchMemLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.pending: Dict[str, asyncio.TimerHandle] = {}
+        self.settings_cache: Dict[Tuple[str, int, int], Settings] = {}
+        self.reported_config_errors: set = set()
+
+    # -- settings ---------------------------------------------------------------------------
+    def settings_for(self, path: str) -> Settings:
+        """The CLI's settings for ``path``: the nearest pyproject.toml, reloaded when it changes."""
+        config = find_config(os.path.dirname(path) or ".")
+        if config is None:
+            return Settings(root=self.workspace.root_path or os.getcwd())
+        stat = os.stat(config)
+        key = (config, stat.st_mtime_ns, stat.st_size)
+        if key not in self.settings_cache:
+            try:
+                self.settings_cache[key] = load_settings(config)
+            except ConfigError as error:
+                if key not in self.reported_config_errors:
+                    self.reported_config_errors.add(key)
+                    self.window_show_message(
+                        types.ShowMessageParams(types.MessageType.Error, f"torchmemlint: {error}")
+                    )
+                self.settings_cache[key] = Settings(root=os.path.dirname(config))
+        return self.settings_cache[key]
+
+    # -- linting ----------------------------------------------------------------------------
+    def findings(self, document: TextDocument) -> Tuple[List[Finding], Settings, str]:
+        path = document.path
+        settings = self.settings_for(path)
+        if is_excluded_file(path, settings):
+            return [], settings, path
+        return lint_source(document.source, path, settings), settings, path
+
+    def publish(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        if uri not in self.workspace.text_documents:
+            return  # closed meanwhile
+        document = self.workspace.get_text_document(uri)
+        if not is_python(document):
+            return
+        try:
+            findings, _, _ = self.findings(document)
+        except Exception:  # a bug in a rule must not take the editor's linting down with it
+            log.exception("linting %s failed", uri)
+            self.window_log_message(
+                types.LogMessageParams(types.MessageType.Error, f"torchmemlint failed on {uri}")
+            )
+            findings = []
+        text = _Text(document.source, self.workspace.position_codec.impl)
+        diagnostics = [diagnostic(finding, text) for finding in findings]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version)
+        )
+
+    def schedule(self, uri: str) -> None:
+        """Lint after the user pauses typing, not on every keystroke."""
+        self.cancel(uri)
+        self.pending[uri] = asyncio.get_running_loop().call_later(
+            DEBOUNCE_SECONDS, self.publish, uri
+        )
+
+    def cancel(self, uri: str) -> None:
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    def relint_all(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.cancel(uri)
+            self.publish(uri)
+
+
+def is_python(document: TextDocument) -> bool:
+    return document.language_id == "python" or document.path.endswith((".py", ".pyi"))
+
+
+def diagnostic(finding: Finding, text: _Text) -> types.Diagnostic:
+    is_rule = finding.code != SYNTAX_ERROR
+    return types.Diagnostic(
+        range=text.range(finding.location, finding.end_location),
+        message=finding.message,
+        severity=_SEVERITY[level_for(finding.code)],
+        code=finding.code,
+        code_description=types.CodeDescription(href=rule_url(finding.code)) if is_rule else None,
+        source=SOURCE,
+    )
+
+
+# -- code actions ---------------------------------------------------------------------------
+def _text_edits(edits: Sequence[Edit], text: _Text) -> List[types.TextEdit]:
+    newline = newline_of(text.source)
+    return [
+        types.TextEdit(
+            range=text.range(edit.location, edit.end_location),
+            new_text=edit.content.replace("\n", newline) if newline != "\n" else edit.content,
+        )
+        for edit in edits
+    ]
+
+
+def _rows_ending_in_code(source: str) -> Optional[set]:
+    """Rows whose end is outside any string (a comment can go there); None if untokenizable."""
+    rows = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in (tokenize.NEWLINE, tokenize.NL):
+                rows.add(token.start[0])
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return rows
+
+
+def noqa_edit(finding: Finding, text: _Text) -> types.TextEdit:
+    """Add the code to a `# noqa` on the finding's statement, or a new one at a line end."""
+    candidates = finding.noqa_rows or (finding.location.row,)
+    safe_rows = _rows_ending_in_code(text.source)
+    usable = [row for row in candidates if safe_rows is None or row in safe_rows]
+    row = usable[-1] if usable else candidates[-1]
+    line = text.line(row)
+    existing = _NOQA_WITH_CODES.search(line)
+    if existing:
+        insert_at, addition = existing.end() + 1, f", {finding.code}"
+    else:
+        insert_at, addition = len(line) + 1, f"  # noqa: {finding.code}"
+    where = Location(row, insert_at)
+    return types.TextEdit(range=text.range(where, where), new_text=addition)
+
+
+def _overlaps(finding: Finding, start: Location, end: Location) -> bool:
+    return finding.location <= end and start <= finding.end_location
+
+
+def _minimal_edit(old: str, new: str, text: _Text) -> types.TextEdit:
+    """One edit covering only the changed middle, so the editor keeps cursor and folds."""
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    start = text.location_of_offset(prefix)
+    end = text.location_of_offset(len(old) - suffix)
+    return types.TextEdit(range=text.range(start, end), new_text=new[prefix : len(new) - suffix])
+
+
+def _wants(only: Optional[Sequence[str]], kind: str) -> bool:
+    return only is None or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+
+def code_actions(
+    server: TorchMemLintServer, params: types.CodeActionParams
+) -> List[types.CodeAction]:
+    uri = params.text_document.uri
+    document = server.workspace.get_text_document(uri)
+    if not is_python(document):
+        return []
+    findings, settings, path = server.findings(document)
+    text = _Text(document.source, server.workspace.position_codec.impl)
+    only = params.context.only
+    actions: List[types.CodeAction] = []
+
+    if _wants(only, types.CodeActionKind.QuickFix.value):
+        start, end = text.location(params.range.start), text.location(params.range.end)
+        for finding in findings:
+            if finding.code == SYNTAX_ERROR or not _overlaps(finding, start, end):
+                continue
+            shown = [diagnostic(finding, text)]
+            if finding.fix is not None:
+                unsafe = "" if finding.fix.is_safe else " (unsafe)"
+                actions.append(
+                    types.CodeAction(
+                        title=f"Fix {finding.code}: {finding.fix.title}{unsafe}",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=shown,
+                        is_preferred=finding.fix.is_safe,
+                        edit=types.WorkspaceEdit(
+                            changes={uri: _text_edits(finding.fix.edits, text)}
+                        ),
+                    )
+                )
+            actions.append(
+                types.CodeAction(
+                    title=f"Ignore {finding.code} with `# noqa: {finding.code}`",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=shown,
+                    edit=types.WorkspaceEdit(changes={uri: [noqa_edit(finding, text)]}),
+                )
+            )
+
+    if _wants(only, FIX_ALL_KIND) and any(f.fix_applies(False) for f in findings):
+
+        def lint(source: str) -> List[Finding]:
+            return lint_source(source, path, settings)
+
+        fixed = fix_text(document.source, lint, unsafe_fixes=False).text
+        if fixed != document.source:
+            actions.append(
+                types.CodeAction(
+                    title="Fix all safely fixable torchmemlint findings",
+                    kind=FIX_ALL_KIND,
+                    edit=types.WorkspaceEdit(
+                        changes={uri: [_minimal_edit(document.source, fixed, text)]}
+                    ),
+                )
+            )
+    return actions
+
+
+# -- wiring ---------------------------------------------------------------------------------
+def create_server() -> TorchMemLintServer:
+    server = TorchMemLintServer()
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: TorchMemLintServer, params: types.InitializedParams) -> None:
+        watching = ls.client_capabilities.workspace
+        dynamic = watching and watching.did_change_watched_files
+        if dynamic and dynamic.dynamic_registration:
+            watcher = types.FileSystemWatcher(glob_pattern="**/pyproject.toml")
+            registration = types.Registration(
+                id="torchmemlint-config",
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions([watcher]),
+            )
+            await ls.client_register_capability_async(types.RegistrationParams([registration]))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchMemLintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchMemLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TorchMemLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        if params.text_document.uri.endswith("/pyproject.toml"):
+            ls.relint_all()  # a config edited in the editor itself
+        else:
+            ls.cancel(params.text_document.uri)
+            ls.publish(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchMemLintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.cancel(params.text_document.uri)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
+        )
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched_files(ls: TorchMemLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
+            ls.relint_all()
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]
+        ),
+    )
+    def code_action(
+        ls: TorchMemLintServer, params: types.CodeActionParams
+    ) -> List[types.CodeAction]:
+        return code_actions(ls, params)
+
+    return server
+
+
+def serve() -> None:
+    create_server().start_io()
