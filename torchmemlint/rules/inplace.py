@@ -1,0 +1,916 @@
+"""TML2xx: ``inplace=True`` on activations and dropout: where it saves memory, where it saves
+nothing, where it corrupts results, and where it costs memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Set
+
+import libcst as cst
+
+from torchmemlint.findings import Applicability
+from torchmemlint.names import canonical
+from torchmemlint.rules._modules import (
+    ACTIVATION_KINDS,
+    INPLACE_FUNCTIONS,
+    INPLACE_METHODS,
+    KIND_BY_FUNCTION,
+    KIND_BY_MODULE,
+    NN,
+    ActivationKind,
+    Category,
+    ClassModel,
+    FileModel,
+    Flow,
+    Layer,
+    Producer,
+    Producers,
+    Saves,
+    argument,
+    class_indent,
+    enclosing,
+    file_model,
+    has_star_args,
+    literal_bool,
+    literal_number,
+    short_name,
+)
+from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
+
+SEQUENTIAL = NN + "Sequential"
+_WATCHED = (
+    frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
+)
+
+
+@dataclass
+class Use:
+    """One tensor an activation receives, and what the data flow says about it."""
+
+    anchor: cst.CSTNode  # where a finding about this use is reported
+    producers: List[Producer]
+    name: Optional[str] = None  # the variable passed, when it is one
+    reused: bool = False  # the tensor may be read after the activation
+    single_use: bool = False  # nothing else reads the tensor, before or after
+    caller_tensor: Optional[str] = None  # `forward`'s own argument
+
+    @property
+    def fresh(self) -> bool:
+        return bool(self.producers) and all(
+            p.category in (Category.FRESH, Category.POOL) for p in self.producers
+        )
+
+    def output_saver(self) -> Optional[Producer]:
+        return next((p for p in self.producers if p.category is Category.SAVES_OUTPUT), None)
+
+
+@dataclass
+class Site:
+    """An activation with an ``inplace`` switch: a module, a function call or a method call."""
+
+    name: str  # functional name: "leaky_relu", "sigmoid"
+    kind: Optional[ActivationKind]
+    form: str  # "module", "functional", "underscore" or "method"
+    node: cst.Call  # the constructor or the call; fixes edit it
+    label: str  # how messages name it
+    inplace: Optional[bool]
+    uses: List[Use] = field(default_factory=list)
+    complete: bool = False  # every tensor it receives is among ``uses``
+
+    def inplace_position(self) -> Optional[int]:
+        if self.kind is None:
+            return None
+        if self.form == "module":
+            return self.kind.module_params.index("inplace")
+        if self.form == "functional":
+            return self.kind.functional_params.index("inplace") + 1
+        return None
+
+
+class InplaceAnalysis:
+    """Activation sites of one file, found from the calls the TML2xx rules visit."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self.file: FileModel = file_model(context)
+        self.watched_names = self._watched_names()
+        self._sites: Dict[int, List[Site]] = {}
+        self._in_sequential: Set[int] = set()
+
+    def _watched_names(self) -> FrozenSet[str]:
+        names = {q.rsplit(".", 1)[-1] for q in _WATCHED} | set(INPLACE_METHODS)
+        root = self.context.bindings
+        while root.parent is not None:
+            root = root.parent
+        for local, qualified in root.names.items():
+            if qualified is not None and canonical(qualified) in _WATCHED:
+                names.add(local)
+        return frozenset(names)
+
+    def sites(self, call: cst.Call) -> List[Site]:
+        func = call.func
+        terminal = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        if terminal not in self.watched_names:
+            return []
+        key = id(call)
+        if key not in self._sites:
+            self._sites[key] = self._discover(call)
+        return self._sites[key]
+
+    # -- discovery ------------------------------------------------------------------------------
+    def _discover(self, call: cst.Call) -> List[Site]:
+        qualified = self.context.qualify(call.func)
+        if qualified == SEQUENTIAL:
+            return self._sequential(call)
+        if qualified in KIND_BY_MODULE:
+            if id(call) in self._in_sequential:
+                return []
+            return [self._module(call, qualified)]
+        if qualified in KIND_BY_FUNCTION:
+            kind = KIND_BY_FUNCTION[qualified]
+            site = Site(kind.name, kind, "functional", call, f"`{short_name(qualified)}`", None)
+            if not has_star_args(call):
+                inplace = argument(call, site.inplace_position(), "inplace")
+                site.inplace = False if inplace is None else literal_bool(inplace.value)
+            self._functional_use(site, argument(call, 0, "input"))
+            return [site]
+        if qualified in INPLACE_FUNCTIONS:
+            name = INPLACE_FUNCTIONS[qualified]
+            site = Site(name, _kind(name), "underscore", call, f"`{short_name(qualified)}`", True)
+            self._functional_use(site, argument(call, 0, "input"))
+            return [site]
+        func = call.func
+        if qualified is None and isinstance(func, cst.Attribute) and func.attr.value in INPLACE_METHODS:
+            if self.context.qualify(func.value) is None:
+                name = INPLACE_METHODS[func.attr.value]
+                site = Site(name, _kind(name), "method", call, f"`.{func.attr.value}()`", True)
+                self._functional_use(site, cst.Arg(func.value))
+                return [site]
+        return []
+
+    def _class(self) -> Optional[ClassModel]:
+        node = enclosing(self.context, cst.ClassDef)
+        if not isinstance(node, cst.ClassDef):
+            return None
+        return self.file.class_model(node, class_indent(self.context, node))
+
+    def _module(self, call: cst.Call, qualified: str) -> Site:
+        layer = Layer(qualified, call)
+        kind = layer.kind
+        assert kind is not None
+        site = Site(kind.name, kind, "module", call, f"`{short_name(qualified)}`", layer.inplace())
+        model = self._class()
+        if model is None:
+            return site
+        attribute = _assigned_attribute(self.context.statement_stack[-1], call, model)
+        if attribute is None:
+            return site
+        site.label = f"`self.{attribute}` ({short_name(qualified)})"
+        self._attribute_uses(site, model, attribute)
+        return site
+
+    def _sequential(self, call: cst.Call) -> List[Site]:
+        model = self._class()
+        method = enclosing(self.context, cst.FunctionDef)
+        self_name = model.self_name(method) if model is not None and isinstance(method, cst.FunctionDef) else None
+        elements = self.file.resolver.sequential(call, self_name)
+        if elements is None:
+            return []
+        for inner in _nested_calls(call, self.file.resolver):
+            self._in_sequential.add(id(inner))
+        producers = Producers(self.file, model)
+        attribute = (
+            _assigned_attribute(self.context.statement_stack[-1], call, model) if model is not None else None
+        )
+        sites = []
+        for position, part in enumerate(elements):
+            layer = part.layer
+            if layer is None or layer.kind is None:
+                continue
+            site = Site(
+                layer.kind.name, layer.kind, "module", layer.call, f"`{short_name(layer.qualified)}`",
+                layer.inplace(),
+            )
+            if position > 0:
+                previous = producers.part(elements[position - 1])
+                site.uses.append(Use(layer.call, [previous], single_use=True))
+                site.complete = True
+            elif attribute is not None and model is not None:
+                site.label = f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
+                self._attribute_uses(site, model, attribute)
+            sites.append(site)
+        return sites
+
+    # -- uses -------------------------------------------------------------------------------------
+    def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
+        complete = (
+            model.single_assignment(attribute) is not None
+            and model.only_called(attribute)
+            and not self.file.subclassed(model.node.name.value)
+            and not self.file.foreign_attribute(attribute)
+        )
+        for reference in model.calls(attribute):
+            call = reference.call
+            assert call is not None
+            if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+                complete = False
+                continue
+            use = self._use(
+                call.args[0].value, call, reference.method, reference.statement, model,
+                model.self_name(reference.method),
+            )
+            if use is None:
+                complete = False
+            else:
+                site.uses.append(use)
+        site.complete = complete and bool(site.uses)
+
+    def _functional_use(self, site: Site, arg: Optional[cst.Arg]) -> None:
+        function = enclosing(self.context, cst.FunctionDef)
+        if arg is None or not isinstance(function, cst.FunctionDef):
+            return
+        model = self._class()
+        self_name = model.self_name(function) if model is not None else None
+        use = self._use(arg.value, site.node, function, self.context.statement_stack[-1], model, self_name)
+        if use is not None:
+            site.uses.append(use)
+            site.complete = True
+
+    def _use(
+        self,
+        expression: cst.BaseExpression,
+        anchor: cst.CSTNode,
+        function: cst.FunctionDef,
+        statement: Optional[cst.CSTNode],
+        model: Optional[ClassModel],
+        self_name: Optional[str],
+    ) -> Optional[Use]:
+        flow: Flow = self.file.flow(function)
+        index = flow.statement_index(statement)
+        if index is None or not flow.reliable:
+            return None
+        producers = Producers(self.file, model).value(expression, flow, index, self_name)
+        use = Use(anchor, producers)
+        if isinstance(expression, cst.Name):
+            name = use.name = expression.value
+            holders = flow.holders(name, index)
+            reads_here = flow.nodes[index].reads
+            use.reused = (
+                reads_here.get(name, 0) > 1
+                or any(reads_here.get(holder, 0) for holder in holders if holder != name)
+                or flow.read_again(holders, index)
+                or name in flow.captured
+            )
+            definitions = flow.definitions(name, index)
+            use.single_use = (
+                not use.reused
+                and len(holders) == 1
+                and len(definitions) == 1
+                and definitions[0].index >= 0
+                and definitions[0].index != index
+                and not flow.read_between(name, definitions[0].index, index)
+            )
+        else:
+            use.single_use = isinstance(expression, (cst.Call, cst.BinaryOperation))
+        if function.name.value == "forward":
+            use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
+        return use
+
+
+def _kind(name: str) -> Optional[ActivationKind]:
+    return next((k for k in ACTIVATION_KINDS if k.name == name), None)
+
+
+def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
+    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if not isinstance(small, cst.Assign) or small.value is not value or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    for name, assignments in model.assignments.items():
+        for assignment in assignments:
+            if assignment.statement is statement and assignment.method.name.value == "__init__":
+                if isinstance(target, cst.Attribute) and target.attr.value == name:
+                    return name
+    return None
+
+
+def _nested_calls(call: cst.Call, resolver) -> List[cst.Call]:
+    """The element constructors and nested Sequentials that ``call``'s flattening covers."""
+    found: List[cst.Call] = []
+    for arg in call.args:
+        value = arg.value
+        if arg.star or not isinstance(value, cst.Call):
+            continue
+        if resolver.constructor(value) == SEQUENTIAL:
+            found.append(value)
+            found.extend(_nested_calls(value, resolver))
+        elif resolver.constructor(value) is not None:
+            found.append(value)
+        elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
+            pairs = value.args[0].value
+            for element in getattr(pairs, "elements", ()):
+                pair = element.value
+                if isinstance(pair, cst.Tuple) and len(pair.elements) == 2:
+                    inner = pair.elements[1].value
+                    if isinstance(inner, cst.Call):
+                        found.append(inner)
+                        if resolver.constructor(inner) == SEQUENTIAL:
+                            found.extend(_nested_calls(inner, resolver))
+    return found
+
+
+def analysis(context) -> InplaceAnalysis:
+    return context.shared("tml.inplace", lambda: InplaceAnalysis(context))
+
+
+# -- fixes -----------------------------------------------------------------------------------------
+def set_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
+    """An edit that adds ``inplace=True`` to ``site`` (module or functional form)."""
+    call = site.node
+    position = site.inplace_position()
+    if position is None or has_star_args(call):
+        return None
+    existing = argument(call, position, "inplace")
+    if existing is not None:
+        return NodeEdit(existing.value, "True")
+    if call.args:
+        return NodeEdit(call.args[-1].value, ", inplace=True", "after")
+    keyword = cst.Arg(
+        value=cst.Name("True"),
+        keyword=cst.Name("inplace"),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )
+    return NodeEdit(call, rule.code_for(call.with_changes(args=[keyword])))
+
+
+def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
+    """An edit that makes ``site`` out of place, keeping everything else as written."""
+    call = site.node
+    func = call.func
+    if site.form in ("underscore", "method"):
+        if not isinstance(func, cst.Attribute):
+            return None  # `from torch import relu_`: the out-of-place name may not be imported
+        return NodeEdit(func.attr, func.attr.value[:-1])
+    position = site.inplace_position()
+    existing = argument(call, position, "inplace") if position is not None else None
+    if existing is None:
+        return None
+    args = list(call.args)
+    index = args.index(existing)
+    if existing.keyword is None and index != len(args) - 1:
+        return NodeEdit(existing.value, "False")  # a positional argument in the middle
+    del args[index]
+    if args and index == len(args):
+        args[-1] = args[-1].with_changes(comma=existing.comma)
+    return NodeEdit(call, rule.code_for(call.with_changes(args=args)))
+
+
+def _negative_parameter(site: Site) -> Optional[bool]:
+    """For LeakyReLU / ELU / CELU / RReLU: whether a slope parameter is negative (None: unknown).
+
+    In place, these activations rebuild their gradient from the result, which torch refuses for
+    negative slopes (RuntimeError in backward).
+    """
+    kind = site.kind
+    assert kind is not None
+    params = kind.module_params if site.form == "module" else kind.functional_params
+    offset = 0 if site.form == "module" else 1
+    negative: Optional[bool] = False
+    for name in ("negative_slope", "alpha", "lower", "upper"):
+        if name not in params:
+            continue
+        arg = argument(site.node, params.index(name) + offset, name)
+        if arg is None:
+            continue
+        number = literal_number(arg.value)
+        if number is None:
+            negative = None
+        elif number < 0:
+            return True
+    return negative
+
+
+# -- rules -----------------------------------------------------------------------------------------
+class _MissingInplace(Rule):
+    """Shared by TML201 and TML202: activations that could run in place without risk."""
+
+    saves: FrozenSet[Saves] = frozenset()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for site in analysis(self.context).sites(node):
+            kind = site.kind
+            if kind is None or kind.saves not in self.saves or kind.name == "threshold":
+                continue
+            if site.inplace is not False or not site.complete:
+                continue
+            if not all(use.single_use and use.fresh for use in site.uses):
+                continue
+            self._report(site)
+
+    def _report(self, site: Site) -> None:
+        raise NotImplementedError
+
+
+class MissingInplaceSavesMemory(_MissingInplace):
+    """
+    ## What it does
+    Flags `LeakyReLU`, `ELU`, `CELU`, `SELU` and `RReLU` (modules or `F.*` calls) that run out of
+    place although they could safely run in place: their input comes straight from a layer that
+    does not need its own output in backward (convolution, linear, normalisation, pooling,
+    upsampling, `cat`, addition) and nothing else reads that input.
+
+    ## Why is this bad?
+    Out of place, these activations keep their *input* for backward, while the next layer keeps
+    their output: two tensors of the same size per activation. In place, autograd keeps the
+    result, which the next layer keeps anyway, so one of the two disappears.
+
+    ## Example
+    ```python
+    self.block = nn.Sequential(nn.Conv2d(64, 64, 3), nn.BatchNorm2d(64), nn.LeakyReLU(0.1))
+    ```
+
+    ## Use instead
+    ```python
+    self.block = nn.Sequential(nn.Conv2d(64, 64, 3), nn.BatchNorm2d(64), nn.LeakyReLU(0.1, inplace=True))
+    ```
+
+    ## Fix safety
+    Adds `inplace=True`. Safe for `LeakyReLU` and `RReLU` with a non-negative slope: outputs and
+    gradients are bit-identical (tests/test_module_rules.py). Unsafe for `ELU`, `CELU` and `SELU`,
+    whose in-place backward is computed from the result: gradients differ in the last bits
+    (about 1e-4 absolute on a large gradient), and for a slope that is not a literal.
+
+    ## Measured
+    Every ReLU of torchvision's resnet18 / resnet50 swapped for LeakyReLU (batch 8x3x224x224):
+    training peak 275,718,824 -> 205,873,832 B (-25.3 %) and 1,022,266,024 -> 732,940,968 B
+    (-28.3 %) with `inplace=True` (`benchmarks/memory_figures.py`, memory-facts table row 4).
+    """
+
+    code = "TML201"
+    name = "missing-inplace-saves-memory"
+    summary = "LeakyReLU/ELU/CELU/SELU/RReLU out of place after a layer that allows in place"
+    fix_availability = FixAvailability.ALWAYS
+    saves = frozenset({Saves.INPUT})
+
+    VALID = (
+        # already in place
+        "import torch.nn as nn\n"
+        "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LeakyReLU(0.1, inplace=True))\n",
+        # ReLU saves nothing by going in place (TML202, off by default)
+        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())\n",
+        # the input is used again: in place would corrupt the residual
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.conv(x)\n"
+        "        z = F.elu(y)\n"
+        "        return z + y\n",
+        # sigmoid keeps its output: in place after it would raise in backward
+        "import torch\nimport torch.nn.functional as F\n\n"
+        "def gate(x):\n"
+        "    return F.leaky_relu(torch.sigmoid(x))\n",
+        # a custom block before: what it keeps is unknown
+        "import torch.nn as nn\nblock = nn.Sequential(MyBlock(), nn.LeakyReLU())\n",
+        # a look-alike class
+        "import torch\nclass LeakyReLU:\n    pass\nblock = [torch.nn.Conv2d(3, 8, 3), LeakyReLU()]\n",
+        # the attribute is called on forward's own argument
+        "import torch.nn as nn\n\n"
+        "class Head(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = nn.LeakyReLU()\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch.nn as nn\n"
+            "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.1))\n",
+            fixed="import torch.nn as nn\n"
+            "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.1, inplace=True))\n",
+            line=2,
+            column=62,
+        ),
+        Invalid(
+            "from torch.nn import LeakyReLU as Act, Conv2d, Module\n\n"
+            "class Block(Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.conv = Conv2d(8, 8, 3)\n"
+            "        self.act = Act()\n\n"
+            "    def forward(self, x):\n"
+            "        x = self.conv(x)\n"
+            "        x = self.act(x)\n"
+            "        return x\n",
+            fixed="from torch.nn import LeakyReLU as Act, Conv2d, Module\n\n"
+            "class Block(Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.conv = Conv2d(8, 8, 3)\n"
+            "        self.act = Act(inplace=True)\n\n"
+            "    def forward(self, x):\n"
+            "        x = self.conv(x)\n"
+            "        x = self.act(x)\n"
+            "        return x\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def decode(a, b, conv):\n"
+            "    y = torch.cat([a, b], 1)\n"
+            "    return conv(F.elu(y, alpha=0.5))\n",
+            fixed="import torch\nimport torch.nn.functional as F\n\n"
+            "def decode(a, b, conv):\n"
+            "    y = torch.cat([a, b], 1)\n"
+            "    return conv(F.elu(y, alpha=0.5, inplace=True))\n",
+        ),
+        Invalid(
+            "import torch.nn as nn\nhead = nn.Sequential(nn.Linear(8, 8), nn.SELU(inplace=False))\n",
+            fixed="import torch.nn as nn\nhead = nn.Sequential(nn.Linear(8, 8), nn.SELU(inplace=True))\n",
+        ),
+    )
+
+    def _report(self, site: Site) -> None:
+        assert site.kind is not None
+        negative = _negative_parameter(site)
+        if negative:
+            return  # in place with a negative slope raises in backward
+        bit_identical = site.kind.name in ("leaky_relu", "rrelu") and negative is False
+        edit = set_inplace(self, site)
+        fix = None
+        if edit is not None:
+            applicability = Applicability.SAFE if bit_identical else Applicability.UNSAFE
+            fix = FixSpec(applicability, "Pass `inplace=True`", (edit,))
+        sources = ", ".join(sorted({p.description for u in site.uses for p in u.producers}))
+        self.report(
+            site.node,
+            f"{site.label} runs out of place after {sources}: it keeps its input for backward "
+            "and the next layer keeps its output, two tensors of this size; with `inplace=True` "
+            "autograd keeps only the result (measured -25 % / -28 % training peak for resnet18 / "
+            "resnet50 with LeakyReLU)",
+            fix,
+        )
+
+
+class MissingInplaceNoSaving(_MissingInplace):
+    """
+    ## What it does
+    Flags `ReLU`, `ReLU6`, `Hardtanh`, `SiLU`, `Hardswish`, `Hardsigmoid` and `Mish` (modules or
+    `F.*` calls) that could run in place without risk. Off by default: it is not a training
+    memory saving.
+
+    ## Why is this bad?
+    Mostly it is not. In training, in place saves nothing: ReLU keeps its output either way, and
+    for the others autograd keeps a copy of the input when they run in place. Only the forward
+    pass loses one temporary tensor, which can lower the peak of inference (`no_grad`) code.
+
+    ## Example
+    ```python
+    self.features = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU())
+    ```
+
+    ## Use instead
+    ```python
+    self.features = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU(inplace=True))
+    ```
+
+    ## Fix safety
+    Safe: adds `inplace=True` only where the input comes from a layer that does not need its
+    output in backward and nothing else reads it; outputs and gradients are bit-identical for all
+    seven activations (tests/test_module_rules.py).
+
+    ## Measured
+    torchvision resnet18 / resnet50, batch 8x3x224x224: training peak unchanged to the byte with
+    ReLU, SiLU, Hardswish or ReLU6 in place; inference peak 0 % (resnet18/50, vgg16) and -12.5 %
+    (vgg11) (`benchmarks/memory_figures.py`, memory-facts table rows 3 and 5).
+    """
+
+    code = "TML202"
+    name = "missing-inplace-no-saving"
+    summary = "ReLU-like activation out of place: in place would save no training memory"
+    default_enabled = False
+    fix_availability = FixAvailability.ALWAYS
+    saves = frozenset({Saves.OUTPUT, Saves.CLONE})
+
+    VALID = (
+        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
+        # after sigmoid, in place would raise in backward
+        "import torch.nn as nn\nblock = nn.Sequential(nn.Sigmoid(), nn.ReLU())\n",
+        # LeakyReLU is TML201's
+        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LeakyReLU())\n",
+        "import keras\nblock = [keras.layers.Conv2D(8, 3), keras.layers.ReLU()]\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())\n",
+            fixed="import torch.nn as nn\n"
+            "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
+            line=2,
+            column=43,
+        ),
+        Invalid(
+            "import torch.nn.functional as F\n\n"
+            "def head(x, weight):\n"
+            "    h = F.linear(x, weight)\n"
+            "    return F.silu(h)\n",
+            fixed="import torch.nn.functional as F\n\n"
+            "def head(x, weight):\n"
+            "    h = F.linear(x, weight)\n"
+            "    return F.silu(h, inplace=True)\n",
+        ),
+    )
+
+    def _report(self, site: Site) -> None:
+        assert site.kind is not None
+        reason = (
+            "ReLU keeps its output for backward either way"
+            if site.kind.saves is Saves.OUTPUT
+            else "in place, autograd keeps a copy of the input instead"
+        )
+        edit = set_inplace(self, site)
+        fix = FixSpec(Applicability.SAFE, "Pass `inplace=True`", (edit,)) if edit else None
+        self.report(
+            site.node,
+            f"{site.label} could run in place, but that saves no training memory ({reason}; "
+            "measured 0 B of training peak); it only drops a forward temporary, which can lower "
+            "an inference peak",
+            fix,
+        )
+
+
+class UnsafeInplace(Rule):
+    """
+    ## What it does
+    Flags in-place activations (`inplace=True` modules and `F.*` calls, `F.relu_`, `x.relu_()`)
+    whose input (a) is read again later in the function, (b) comes from an op that keeps its
+    output for backward (sigmoid, tanh, softmax, log_softmax, exp, sqrt, rsqrt, relu, or another
+    in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
+    that calls it is judged.
+
+    ## Why is this bad?
+    (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
+    gradients are silently wrong. (b) Backward needs the overwritten values and raises
+    `RuntimeError: one of the variables needed for gradient computation has been modified by an
+    inplace operation`. (c) The caller's tensor is modified behind its back (and a leaf that
+    requires grad raises).
+
+    ## Example
+    ```python
+    def forward(self, x):
+        out = self.relu(x)  # self.relu = nn.ReLU(inplace=True)
+        return self.conv(out) + x
+    ```
+
+    ## Use instead
+    ```python
+    self.relu = nn.ReLU()
+    ```
+
+    ## Fix safety
+    The fix drops `inplace` (or the trailing underscore). Safe for (b) and (c): the forward
+    result is the same and backward no longer raises; for (c) the caller's tensor is left
+    alone. Unsafe for (a): the fix changes the outputs, from the silently wrong ones to the ones
+    the code describes.
+
+    ## Measured
+    tests/test_module_rules.py reproduces both failures: `F.relu(torch.sigmoid(x), inplace=True)`
+    raises in backward, and an in-place activation before a residual addition changes the output
+    (memory-facts table row 7: max abs output difference 2.57 in a ResNet block).
+    """
+
+    code = "TML203"
+    name = "unsafe-inplace"
+    summary = "In-place activation on a tensor that is reused, saved for backward, or the caller's"
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        # torchvision's BasicBlock: every call of the shared ReLU is safe
+        "import torch.nn as nn\n\n"
+        "class BasicBlock(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv1 = nn.Conv2d(8, 8, 3, padding=1)\n"
+        "        self.bn1 = nn.BatchNorm2d(8)\n"
+        "        self.relu = nn.ReLU(inplace=True)\n"
+        "        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)\n"
+        "        self.bn2 = nn.BatchNorm2d(8)\n"
+        "        self.downsample = None\n\n"
+        "    def forward(self, x):\n"
+        "        identity = x\n"
+        "        out = self.conv1(x)\n"
+        "        out = self.bn1(out)\n"
+        "        out = self.relu(out)\n"
+        "        out = self.conv2(out)\n"
+        "        out = self.bn2(out)\n"
+        "        if self.downsample is not None:\n"
+        "            identity = self.downsample(x)\n"
+        "        out += identity\n"
+        "        out = self.relu(out)\n"
+        "        return out\n",
+        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
+        "import torch.nn.functional as F\n\n"
+        "def f(conv, x):\n"
+        "    y = conv(x)\n"
+        "    y = F.relu(y, inplace=True)\n"
+        "    return y\n",
+        # mutually exclusive branches: the other branch's read never follows
+        "import torch.nn.functional as F\n\n"
+        "def f(conv, x, flag):\n"
+        "    y = conv(x)\n"
+        "    if flag:\n"
+        "        out = F.relu(y, inplace=True)\n"
+        "    else:\n"
+        "        out = y * 2\n"
+        "    return out\n",
+        # a look-alike: a local function named relu_
+        "import torch\n\ndef relu_(t):\n    return t\n\ndef f(x):\n    y = torch.sigmoid(x)\n    return relu_(y)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n\n"
+            "def gate(x):\n"
+            "    return F.relu(torch.sigmoid(x), inplace=True)\n",
+            fixed="import torch\nimport torch.nn.functional as F\n\n"
+            "def gate(x):\n"
+            "    return F.relu(torch.sigmoid(x))\n",
+            line=5,
+            column=12,
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n"
+            "class PreAct(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.act = nn.ReLU(inplace=True)\n"
+            "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
+            "    def forward(self, x):\n"
+            "        y = self.conv(x)\n"
+            "        out = self.act(y)\n"
+            "        return self.conv(out) + y\n",
+            fixed="import torch.nn as nn\n\n"
+            "class PreAct(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.act = nn.ReLU()\n"
+            "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
+            "    def forward(self, x):\n"
+            "        y = self.conv(x)\n"
+            "        out = self.act(y)\n"
+            "        return self.conv(out) + y\n",
+            line=11,
+            column=15,
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.body = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(8, 8, 1))\n\n"
+            "    def forward(self, x):\n"
+            "        return self.body(x)\n",
+            fixed="import torch.nn as nn\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.body = nn.Sequential(nn.ReLU(), nn.Conv2d(8, 8, 1))\n\n"
+            "    def forward(self, x):\n"
+            "        return self.body(x)\n",
+        ),
+        Invalid(
+            "import torch\n\ndef f(x):\n    y = torch.tanh(x)\n    return y.relu_()\n",
+            fixed="import torch\n\ndef f(x):\n    y = torch.tanh(x)\n    return y.relu()\n",
+        ),
+        Invalid(
+            "import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU(inplace=True))\n",
+            fixed="import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU())\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for site in analysis(self.context).sites(node):
+            if site.inplace is not True:
+                continue
+            problems = [(use, _problem(use)) for use in site.uses]
+            problems = [(use, problem) for use, problem in problems if problem is not None]
+            if not problems:
+                continue
+            edit = drop_inplace(self, site)
+            fix = None
+            if edit is not None:
+                reused = any(use.reused for use, _ in problems)
+                applicability = Applicability.UNSAFE if reused else Applicability.SAFE
+                fix = FixSpec(applicability, "Run it out of place", (edit,))
+            for use, problem in problems:
+                self.report(use.anchor, f"in-place {site.label} {problem}", fix)
+
+
+def _problem(use: Use) -> Optional[str]:
+    saver = use.output_saver()
+    if saver is not None:
+        return (
+            f"overwrites the output of {saver.description}, which autograd keeps for backward: "
+            "backward raises \"one of the variables needed for gradient computation has been "
+            "modified by an inplace operation\""
+        )
+    shown = f"`{use.name}`" if use.name else "its input"
+    if use.reused:
+        return (
+            f"overwrites {shown}, which is read again afterwards: the later code silently sees "
+            "the activated values (wrong outputs and gradients)"
+        )
+    if use.caller_tensor is not None:
+        return (
+            f"overwrites `{use.caller_tensor}`, the tensor `forward` received: the caller's "
+            "tensor is modified (and a leaf that requires grad raises)"
+        )
+    return None
+
+
+class InplaceDropout(Rule):
+    """
+    ## What it does
+    Flags `nn.Dropout(inplace=True)`, `F.dropout(..., inplace=True)` and `torch.dropout_`.
+
+    ## Why is this bad?
+    It costs memory on CUDA instead of saving it. Out of place, CUDA runs a fused dropout kernel
+    that keeps a 1-byte boolean mask for backward; in place, dropout keeps a float32 mask
+    (4 bytes per element). The output of either is kept by the next layer anyway. On the CPU
+    both keep the float32 mask, so the difference only shows on a GPU.
+
+    ## Example
+    ```python
+    self.drop = nn.Dropout(0.1, inplace=True)
+    ```
+
+    ## Use instead
+    ```python
+    self.drop = nn.Dropout(0.1)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix drops `inplace`. The masks have the same distribution, but on CUDA the two
+    variants run different kernels, so the same seed need not draw the same mask (on the CPU they
+    are identical: tests/test_module_rules.py).
+
+    ## Measured
+    Conv-BN-Dropout-Conv micro net, fake-CUDA forward: saved for backward 3.25 -> 4.00
+    activations with `inplace=True` (+0.75 activation per dropout), timm vit_tiny with every
+    dropout at 0.1: 89,075,864 vs 113,799,728 B saved for CUDA vs CPU dispatch
+    (`benchmarks/memory_figures.py`, memory-facts table row 6; not yet measured on a GPU).
+    """
+
+    code = "TML204"
+    name = "inplace-dropout"
+    summary = "Dropout with `inplace=True` keeps a float mask instead of CUDA's 1-byte mask"
+    fix_availability = FixAvailability.ALWAYS
+
+    VALID = (
+        "import torch.nn as nn\ndrop = nn.Dropout(0.1)\n",
+        "import torch.nn as nn\ndrop = nn.Dropout2d(0.1, inplace=True)\n",  # no fused kernel
+        "import torch.nn.functional as F\n\ndef f(x):\n    return F.dropout(x, 0.1, inplace=False)\n",
+        "from mylib import Dropout\ndrop = Dropout(0.1, inplace=True)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch.nn as nn\ndrop = nn.Dropout(0.1, inplace=True)\n",
+            fixed="import torch.nn as nn\ndrop = nn.Dropout(0.1)\n",
+            line=2,
+            column=8,
+        ),
+        Invalid(
+            "import torch.nn as nn\ndrop = nn.Dropout(0.1, True)\n",
+            fixed="import torch.nn as nn\ndrop = nn.Dropout(0.1)\n",
+        ),
+        Invalid(
+            "import torch.nn.functional as F\n\n"
+            "def f(x, training):\n"
+            "    return F.dropout(x, 0.1, training, inplace=True)\n",
+            fixed="import torch.nn.functional as F\n\n"
+            "def f(x, training):\n"
+            "    return F.dropout(x, 0.1, training)\n",
+        ),
+        Invalid(
+            "import torch\n\ndef f(x):\n    return torch.dropout_(x * 2, 0.1, True)\n",
+            fixed="import torch\n\ndef f(x):\n    return torch.dropout(x * 2, 0.1, True)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for site in analysis(self.context).sites(node):
+            if site.name != "dropout" or site.inplace is not True:
+                continue
+            edit = drop_inplace(self, site)
+            fix = FixSpec(Applicability.UNSAFE, "Run dropout out of place", (edit,)) if edit else None
+            self.report(
+                site.node,
+                f"in-place {site.label} keeps a float32 mask (4 bytes per element) for backward, "
+                "where out-of-place dropout on CUDA keeps a 1-byte mask: +0.75 activation per "
+                "dropout on a GPU (fake-CUDA measurement); drop `inplace=True`",
+                fix,
+            )
