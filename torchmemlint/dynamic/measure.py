@@ -99,7 +99,8 @@ def measure_training_step(
     """Run forward, a scalar loss and backward once and report its memory.
 
     ``model`` is an ``nn.Module`` or a zero-argument factory (a class or
-    function).  ``device="fake"`` runs under ``FakeTensorMode`` on the cpu
+    function).  ``dtype`` is the inputs' dtype (a shape may end with its own
+    dtype name); the model keeps its parameters' dtype.  ``device="fake"`` runs under ``FakeTensorMode`` on the cpu
     device: exact CPU-dispatch bytes, nothing allocated, no compute (a
     factory is then built fake too; a module instance is run with fake
     copies of its tensors).  ``"cpu"`` runs for real.  ``"cuda"`` runs a
@@ -281,7 +282,7 @@ def _device_context(device: str) -> Iterator[Callable[[ModuleSource], _Prepared]
 
 
 def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
-    module = _build(source).to(device)
+    module = build_module(source).to(device)
     params = list(module.parameters())
     _clear_grads(params)
     return _Prepared(module, lambda inputs: module(*inputs), params, list(module.buffers()))
@@ -289,7 +290,7 @@ def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
 
 def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
     if not isinstance(source, nn.Module):
-        module = _build(source)  # built under the fake mode: fake parameters
+        module = build_module(source)  # built under the fake mode: fake parameters
         return _Prepared(
             module, lambda inputs: module(*inputs), list(module.parameters()), list(module.buffers())
         )
@@ -306,7 +307,8 @@ def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
     return _Prepared(module, forward, list(params.values()), list(buffers.values()))
 
 
-def _build(source: ModuleSource) -> nn.Module:
+def build_module(source: ModuleSource) -> nn.Module:
+    """Call a factory (errors become ``DynamicError``); pass a module through."""
     if isinstance(source, nn.Module):
         return source
     try:

@@ -19,7 +19,7 @@ from .errors import DynamicError
 from .measure import (
     InputSpec,
     ModuleSource,
-    _build,
+    build_module,
     count_training_flops,
     measure_training_step,
 )
@@ -186,7 +186,7 @@ def _wrapped_model(model: ModuleSource, paths: Sequence[str], use_reentrant: boo
         return wrap_modules(copy.deepcopy(model, memo=shared), paths, use_reentrant)
 
     def build() -> nn.Module:
-        return wrap_modules(_build(model), paths, use_reentrant)
+        return wrap_modules(build_module(model), paths, use_reentrant)
 
     return build
 
@@ -197,7 +197,7 @@ def _build_probe(model: ModuleSource) -> nn.Module:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode():  # only the structure is needed
-        return _build(model)
+        return build_module(model)
 
 
 def _get(model: nn.Module, path: str) -> nn.Module:
