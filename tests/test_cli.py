@@ -18,15 +18,22 @@ from torchmemlint.fixer import FixError, fix_text
 BAD = textwrap.dedent(
     """\
     import torch
-    from torch.utils.checkpoint import checkpoint
+    from torch import nn
 
 
-    def run(block, x):
-        return checkpoint(block, x)
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.act = nn.LeakyReLU(0.1)
+
+        def forward(self, x):
+            return self.act(self.conv(x))
     """
 )
-GOOD = BAD.replace("checkpoint(block, x)", "checkpoint(block, x, use_reentrant=False)")
-
+# TML201: LeakyReLU after a conv without inplace=True; its fix is safe.
+BAD_CALL = "nn.LeakyReLU(0.1)"
+GOOD = BAD.replace(BAD_CALL, "nn.LeakyReLU(0.1, inplace=True)")
 
 def run(args, cwd, stdin=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
@@ -62,7 +69,7 @@ def test_findings_exit_one_with_exact_position_and_summary(tmp_path):
     result = run(["bad.py"], tmp_path)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("bad.py:6:12: TML401 [*] `checkpoint` without `use_reentrant`")
+    assert lines[0].startswith("bad.py:9:20: TML201 [*] `self.act` (nn.LeakyReLU) runs out of place")
     assert lines[1] == "Found 1 finding."
     assert lines[2] == "[*] 1 fixable with `--fix`."
 
@@ -83,18 +90,18 @@ def test_json_output_follows_ruff_schema(tmp_path):
     assert result.returncode == 1
     [item] = json.loads(result.stdout)
     assert item["filename"] == "bad.py"
-    assert item["code"] == "TML401"
-    assert item["location"] == {"row": 6, "column": 12}
-    assert item["end_location"] == {"row": 6, "column": 32}
+    assert item["code"] == "TML201"
+    assert item["location"] == {"row": 9, "column": 20}
+    assert item["end_location"] == {"row": 9, "column": 37}
     assert item["fix"]["applicability"] == "safe"
     assert item["fix"]["edits"] == [
         {
-            "content": ", use_reentrant=False",
-            "location": {"row": 6, "column": 31},
-            "end_location": {"row": 6, "column": 31},
+            "content": ", inplace=True",
+            "location": {"row": 9, "column": 36},
+            "end_location": {"row": 9, "column": 36},
         }
     ]
-    assert item["url"].endswith("#tml401")
+    assert item["url"].endswith("#tml201-missing-inplace-saves-memory")
 
 
 def test_statistics(tmp_path):
@@ -102,28 +109,29 @@ def test_statistics(tmp_path):
     write(tmp_path / "b.py", BAD)
     result = run(["--statistics", "."], tmp_path)
     assert result.returncode == 1
-    assert result.stdout.split() == ["2", "TML401", "[*]", "checkpoint-without-use-reentrant"]
+    assert result.stdout.split() == ["2", "TML201", "[*]", "missing-inplace-saves-memory"]
 
 
 # -- selection -------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "args, expected",
     [
-        (["--select", "TML401"], 1),
-        (["--select", "TML4"], 1),
+        (["--select", "TML201"], 1),
+        (["--select", "TML2"], 1),
         (["--select", "ALL"], 1),
-        (["--ignore", "TML401"], 0),
-        (["--ignore", "TML4"], 0),
-        (["--select", "TML1", "--extend-select", "TML401"], 1),
-        (["--select", "TML1,TML401"], 1),
+        (["--ignore", "TML201"], 0),
+        (["--ignore", "TML2"], 0),
+        (["--select", "TML4", "--extend-select", "TML201"], 1),
+        (["--select", "TML4,TML201"], 1),
         (["--select", "ALL", "--ignore", "TML"], 0),
+        (["--select", "TML4"], 0),
     ],
 )
 def test_selection(tmp_path, args, expected):
     write(tmp_path / "bad.py", BAD)
     result = run([*args, "bad.py"], tmp_path)
     assert result.returncode == expected, result.stdout
-    assert ("TML401" in result.stdout) == bool(expected)
+    assert ("TML201" in result.stdout) == bool(expected)
 
 
 @pytest.mark.parametrize("selector", ["TML999", "FOO", "TML4x"])
@@ -151,15 +159,15 @@ def test_default_off_rules_need_select(tmp_path):
     "comment, suppressed",
     [
         ("# noqa", True),
-        ("# noqa: TML401", True),
-        ("# noqa: TML4", True),
-        ("# NOQA:TML401,TML2", True),
-        ("# noqa: TML2", False),
-        ("# noqa: TML402", False),
+        ("# noqa: TML201", True),
+        ("# noqa: TML2", True),
+        ("# NOQA:TML401,TML201", True),
+        ("# noqa: TML4", False),
+        ("# noqa: TML202", False),
     ],
 )
 def test_noqa(tmp_path, comment, suppressed):
-    write(tmp_path / "bad.py", BAD.replace("checkpoint(block, x)", f"checkpoint(block, x)  {comment}"))
+    write(tmp_path / "bad.py", BAD.replace("nn.LeakyReLU(0.1)", f"nn.LeakyReLU(0.1)  {comment}"))
     result = run(["bad.py"], tmp_path)
     assert result.returncode == (0 if suppressed else 1)
     shown = run(["--ignore-noqa", "bad.py"], tmp_path)
@@ -167,7 +175,7 @@ def test_noqa(tmp_path, comment, suppressed):
 
 
 def test_noqa_on_any_line_of_a_multiline_statement(tmp_path):
-    source = BAD.replace("checkpoint(block, x)", "checkpoint(\n        block,\n        x,\n    )  # noqa: TML401")
+    source = BAD.replace("nn.LeakyReLU(0.1)", "nn.LeakyReLU(\n            0.1,\n        )  # noqa: TML201")
     write(tmp_path / "bad.py", source)
     assert run(["bad.py"], tmp_path).returncode == 0
 
@@ -175,17 +183,17 @@ def test_noqa_on_any_line_of_a_multiline_statement(tmp_path):
 def test_file_level_noqa(tmp_path):
     write(tmp_path / "bad.py", "# torchmemlint: noqa\n" + BAD)
     assert run(["bad.py"], tmp_path).returncode == 0
-    write(tmp_path / "other.py", "# torchmemlint: noqa: TML2\n" + BAD)
+    write(tmp_path / "other.py", "# torchmemlint: noqa: TML4\n" + BAD)
     assert run(["other.py"], tmp_path).returncode == 1
 
 
 def test_a_noqa_string_is_not_a_comment(tmp_path):
-    write(tmp_path / "bad.py", BAD.replace("checkpoint(block, x)", "checkpoint(block, '# noqa')"))
+    write(tmp_path / "bad.py", BAD.replace("nn.LeakyReLU(0.1)", "nn.LeakyReLU(0.1 if '# noqa' else 0.2)"))
     assert run(["bad.py"], tmp_path).returncode == 1
 
 
 def test_suppressed_findings_are_never_fixed(tmp_path):
-    path = write(tmp_path / "bad.py", BAD.replace("checkpoint(block, x)", "checkpoint(block, x)  # noqa"))
+    path = write(tmp_path / "bad.py", BAD.replace("nn.LeakyReLU(0.1)", "nn.LeakyReLU(0.1)  # noqa"))
     before = path.read_text()
     assert run(["--fix", "bad.py"], tmp_path).returncode == 0
     assert path.read_text() == before
@@ -197,12 +205,12 @@ def test_pyproject_select_ignore_and_per_file_ignores(tmp_path):
     write(tmp_path / "tests" / "test_model.py", BAD)
     write(
         tmp_path / "pyproject.toml",
-        '[tool.torchmemlint]\nper-file-ignores = { "tests/*" = ["TML4"] }\n',
+        '[tool.torchmemlint]\nper-file-ignores = { "tests/*" = ["TML2"] }\n',
     )
     result = run(["."], tmp_path)
-    assert "src/model.py:6:12: TML401" in result.stdout
+    assert "src/model.py:9:20: TML201" in result.stdout
     assert "tests/" not in result.stdout
-    write(tmp_path / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML401"]\n')
+    write(tmp_path / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML201"]\n')
     assert run(["."], tmp_path).returncode == 0
     # found from a sub-directory too: the nearest pyproject.toml with the table
     assert run(["."], tmp_path / "src").returncode == 0
@@ -211,7 +219,7 @@ def test_pyproject_select_ignore_and_per_file_ignores(tmp_path):
 
 def test_config_option_points_at_a_file(tmp_path):
     write(tmp_path / "bad.py", BAD)
-    write(tmp_path / "conf" / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML4"]\n')
+    write(tmp_path / "conf" / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML2"]\n')
     assert run(["--config", "conf/pyproject.toml", "bad.py"], tmp_path).returncode == 0
     missing = run(["--config", "nope.toml", "bad.py"], tmp_path)
     assert missing.returncode == 2 and "nope.toml" in missing.stderr
@@ -263,7 +271,7 @@ def test_parallel_output_equals_serial(tmp_path):
     serial = run(["-j", "1", "."], tmp_path)
     parallel = run(["-j", "2", "."], tmp_path)
     assert serial.stdout == parallel.stdout
-    assert serial.stdout.count("TML401") == 6
+    assert serial.stdout.count("TML201") == 6
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -277,7 +285,7 @@ def test_bad_input_is_reported_and_the_run_goes_on(tmp_path):
     lines = result.stdout.splitlines()
     assert any(line.startswith("a_syntax.py:2:") and " E999 SyntaxError" in line for line in lines)
     assert any(line.startswith("b_binary.py:1:1: E902 cannot decode") for line in lines)
-    assert any(line.startswith("c_bad.py:6:12: TML401") for line in lines)
+    assert any(line.startswith("c_bad.py:9:20: TML201") for line in lines)
     assert any(line.startswith("missing.py:1:1: E902") for line in lines)
     assert any(line.startswith("loop:1:1: E902") for line in lines)
 
@@ -298,8 +306,10 @@ def test_diff_prints_and_writes_nothing(tmp_path):
     path = write(tmp_path / "bad.py", BAD)
     result = run(["--diff", "bad.py"], tmp_path)
     assert result.returncode == 1
-    assert "-        return checkpoint(block, x)" not in result.stdout  # indentation is 4
-    assert "-    return checkpoint(block, x)\n+    return checkpoint(block, x, use_reentrant=False)\n" in result.stdout
+    assert (
+        "-        self.act = nn.LeakyReLU(0.1)\n+        self.act = nn.LeakyReLU(0.1, inplace=True)\n"
+        in result.stdout
+    )
     assert path.read_text() == BAD
     write(tmp_path / "bad.py", GOOD)
     clean = run(["--diff", "bad.py"], tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Type
 
+from torchmemlint.output import rule_anchor
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule
 
@@ -38,7 +39,7 @@ def rule_table() -> str:
     lines = ["| code | name | default | fix | summary |", "|---|---|---|---|---|"]
     for code, rule in all_rules().items():
         lines.append(
-            f"| [{code}](docs/rules.md#{code.lower()}-{rule.name}) | {rule.name} | "
+            f"| [{code}](docs/rules.md#{rule_anchor(code)}) | {rule.name} | "
             f"{default_label(rule)} | {rule.fix_availability.value} | {rule.summary} |"
         )
     return "\n".join(lines) + "\n"
