@@ -27,12 +27,17 @@ def load_target(spec: str, init_args: InitArgs = None) -> nn.Module:
     nor is shadowed by an importable module of the same stem; its directory
     is on ``sys.path`` while it is imported, for sibling imports.
     """
-    module = load_module(spec)
-    attr_path = _split(spec)[1]
+    return instantiate(load_module(spec), spec, init_args)
+
+
+def instantiate(module: ModuleType, spec: str, init_args: InitArgs = None) -> nn.Module:
+    """Build ``spec``'s ``Name`` from an already imported ``module`` (the
+    file itself or a variant of its source, see ``load_target``)."""
+    location, attr_path = split_spec(spec)
     obj: Any = module
     for part in attr_path.split("."):
         if not hasattr(obj, part):
-            raise DynamicError("target not found: %s has no attribute %r" % (_split(spec)[0], attr_path))
+            raise DynamicError("target not found: %s has no attribute %r" % (location, attr_path))
         obj = getattr(obj, part)
     if isinstance(obj, nn.Module):
         if init_args:
@@ -59,8 +64,8 @@ def load_target(spec: str, init_args: InitArgs = None) -> nn.Module:
 
 def load_module(spec: str) -> ModuleType:
     """Import the module part of ``spec`` (a ``.py`` path or a dotted name)."""
-    location, _ = _split(spec)
-    if location.endswith(".py") or os.sep in location or "/" in location:
+    location, _ = split_spec(spec)
+    if is_file_location(location):
         return _import_file(location)
     try:
         return importlib.import_module(location)
@@ -74,7 +79,12 @@ def load_module(spec: str) -> ModuleType:
         ) from exc
 
 
-def _split(spec: str) -> Tuple[str, str]:
+def is_file_location(location: str) -> bool:
+    """``path/file.py`` rather than ``package.module``."""
+    return location.endswith(".py") or os.sep in location or "/" in location
+
+
+def split_spec(spec: str) -> Tuple[str, str]:
     # rpartition: a Windows path may contain a drive colon.
     location, sep, name = spec.rpartition(":")
     if not sep or not location or not name:
