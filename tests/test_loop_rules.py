@@ -1,0 +1,245 @@
+"""TML5xx (training and evaluation loop leaks): the CLI on the fixtures, precision, and the
+unsafe fixes run with torch to check what they change and what they keep."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint" / "loops"
+EXPECT = re.compile(r"#\s*expect:\s*((?:TML\d{3}\s*)+)")
+LOOP_CODES = ("TML501", "TML502", "TML503", "TML504", "TML505")
+
+
+def run_cli(*args: str, cwd: Path = FIXTURES) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def json_findings(*args: str, cwd: Path = FIXTURES) -> list:
+    result = run_cli("--output-format", "json", *args, cwd=cwd)
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def expected_markers() -> Counter:
+    expected: Counter = Counter()
+    for path in sorted(FIXTURES.glob("*.py")):
+        for row, line in enumerate(path.read_text().splitlines(), start=1):
+            match = EXPECT.search(line)
+            if match:
+                for code in match.group(1).split():
+                    expected[(path.name, row, code)] += 1
+    return expected
+
+
+@pytest.fixture(scope="module")
+def cli_findings():
+    return json_findings("--select", "TML5", ".")
+
+
+def test_fixture_findings_match_their_expect_markers(cli_findings):
+    found = Counter(
+        (Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in cli_findings
+    )
+    expected = expected_markers()
+    assert {code for _, _, code in expected} == set(LOOP_CODES), "every rule has a fixture"
+    assert found == expected
+
+
+def fixture_findings(name: str, settings: Settings, ignore_noqa: bool = False):
+    text = (FIXTURES / name).read_text()
+    return lint_source(text, name, settings, ignore_noqa=ignore_noqa)
+
+
+def test_tensor_on_self_is_off_by_default():
+    codes = {
+        f.code for path in FIXTURES.glob("*.py") for f in fixture_findings(path.name, Settings())
+    }
+    assert "TML505" not in codes
+    assert {"TML501", "TML502", "TML503", "TML504"} <= codes
+
+
+def test_noqa_suppresses_an_accumulation_statement():
+    path = "loops_in_functions.py"
+    row = next(
+        number
+        for number, line in enumerate((FIXTURES / path).read_text().splitlines(), start=1)
+        if "noqa: TML502" in line
+    )
+    settings = Settings(select=("TML502",))
+    assert row not in {f.location.row for f in fixture_findings(path, settings)}
+    ignored = fixture_findings(path, settings, ignore_noqa=True)
+    assert row in {f.location.row for f in ignored}
+
+
+def test_messages_say_whether_the_loop_trains(cli_findings):
+    findings = [
+        f for f in cli_findings
+        if f["code"] == "TML502" and Path(f["filename"]).name == "loops_in_functions.py"
+    ]
+    by_row = {f["location"]["row"]: f["message"] for f in findings}
+    source = (FIXTURES / "loops_in_functions.py").read_text().splitlines()
+    training_row = source.index("        running += loss  # expect: TML502") + 1
+    eval_row = source.index("        total_loss += loss  # expect: TML502") + 1
+    assert "backward frees the saved activations" in by_row[training_row]
+    assert "host memory" in by_row[training_row]
+    assert "without backward and outside `torch.no_grad()`" in by_row[eval_row]
+    assert "saved activations" in by_row[eval_row]
+
+
+def lint(code: str, select: str = "TML5"):
+    return lint_source(code, "example.py", Settings(select=(select,)))
+
+
+PRECISION_CASES = {
+    "item": "import torch\nrunning = 0.0\nfor x, y in loader:\n"
+    "    loss = criterion(model(x), y)\n    loss.backward()\n    running += loss.item()\n",
+    "float": "import torch\nrunning = 0.0\nfor x, y in loader:\n"
+    "    loss = criterion(model(x), y)\n    running += float(loss)\n",
+    "integer counters": "import torch\nseen, steps = 0, 0\nfor x, y in loader:\n"
+    "    out = model(x)\n    seen += x.size(0)\n    steps += 1\n    correct = 0\n"
+    "    correct += (out.argmax(1) == y).sum().item()\n",
+    "under no_grad": "import torch\nmodel.eval()\nwith torch.no_grad():\n    total = 0\n"
+    "    outs = []\n    for x, y in loader:\n        out = model(x)\n"
+    "        total += criterion(out, y)\n        outs.append(out)\n",
+    "detached cpu tensors": "import torch\nouts = []\nfor x in loader:\n"
+    "    out = model(x)\n    outs.append(out.detach().cpu())\n",
+    "floats in a list": "import torch\nlosses = []\nfor x, y in loader:\n"
+    "    loss = loss_fn(model(x), y)\n    loss.backward()\n    losses.append(loss.item())\n",
+    "decorated": "import torch\n@torch.inference_mode()\ndef evaluate(model, loader):\n"
+    "    return sum(model(x).sum() for x in loader)\n",
+    "names in other functions are not followed": "import torch\n"
+    "def helper(x):\n    return model(x)\n"
+    "def run(loader):\n    total = 0\n    for x in loader:\n        total += helper(x)\n",
+}
+
+LOOK_ALIKE = (
+    "import torch\nimport {nn}\ncrit = nn.CrossEntropyLoss()\nmodel.train()\ntotal = 0\n"
+    "for x, y in loader:\n    out = model(x)\n    total += crit(out, y)\n"
+)
+
+
+@pytest.mark.parametrize("code", PRECISION_CASES.values(), ids=PRECISION_CASES.keys())
+def test_must_not_be_reported(code):
+    assert lint(code) == []
+
+
+def test_a_loss_class_is_a_loss_only_when_it_comes_from_torch():
+    assert [f.code for f in lint(LOOK_ALIKE.format(nn="torch.nn as nn"))] == ["TML502"]
+    assert lint(LOOK_ALIKE.format(nn="mylib.nn as nn")) == []
+
+
+def test_following_names_within_a_function():
+    code = (
+        "import torch\ndef train(model, loader, opt):\n    total = 0\n    for x, y in loader:\n"
+        "        out = model(x)\n        loss = criterion(out, y)\n        scaled = loss * 2\n"
+        "        scaled.backward()\n        opt.step()\n        total += scaled\n"
+        "        total += loss.detach()\n"
+    )
+    findings = lint(code)
+    assert [(f.code, f.location.row) for f in findings] == [("TML502", 10)]
+
+
+@pytest.fixture(scope="module")
+def fixed_dir(tmp_path_factory):
+    """The fixtures after `torchmemlint --fix --unsafe-fixes`."""
+    directory = tmp_path_factory.mktemp("fixed")
+    for path in FIXTURES.glob("*.py"):
+        shutil.copy(path, directory / path.name)
+    result = run_cli("--select", "TML5", "--fix", "--unsafe-fixes", ".", cwd=directory)
+    assert result.returncode in (0, 1), result.stderr
+    return directory
+
+
+def test_fixed_code_parses_and_leaves_no_fixable_finding(fixed_dir):
+    remaining = json_findings("--select", "TML5", "--unsafe-fixes", ".", cwd=fixed_dir)
+    assert remaining and all(f["fix"] is None for f in remaining)
+    for path in fixed_dir.glob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+
+
+# -- the fixes, run -----------------------------------------------------------------------
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def original_and_fixed(fixed_dir):
+    target = fixed_dir / "loops_in_functions.py"
+    assert target.read_text() != (FIXTURES / "loops_in_functions.py").read_text()
+    return load(FIXTURES / "loops_in_functions.py", "loops_original"), load(target, "loops_fixed")
+
+
+def small_net(seed: int = 0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4, 3),
+    )
+
+
+def batches(count: int = 3):
+    generator = torch.Generator().manual_seed(1)
+    return [
+        (
+            torch.randn(2, 3, 8, 8, generator=generator),
+            torch.randint(0, 3, (2,), generator=generator),
+        )
+        for _ in range(count)
+    ]
+
+
+def test_no_grad_fix_keeps_values_and_drops_the_graphs(original_and_fixed):
+    original, fixed = original_and_fixed
+    loader = batches()
+    leaked_loss, leaked_predictions = original.validate(small_net(), loader)
+    loss, predictions = fixed.validate(small_net(), loader)
+    assert leaked_loss.requires_grad  # what TML501/TML502 report: the graphs are kept
+    assert not loss.requires_grad
+    assert torch.equal(leaked_loss.detach(), loss)
+    assert all(torch.equal(a, b) for a, b in zip(leaked_predictions, predictions))
+
+    images = [x for x, _ in loader]
+    leaked = original.embed(small_net(), images)
+    clean = fixed.embed(small_net(), images)
+    assert leaked.requires_grad and not clean.requires_grad
+    assert torch.equal(leaked.detach(), clean)
+
+
+def test_item_and_retain_graph_fixes_train_identically(original_and_fixed, capsys):
+    original, fixed = original_and_fixed
+    results = []
+    for module in (original, fixed):
+        model = small_net()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        module.train_epoch(model, batches(), optimizer)
+        results.append((capsys.readouterr().out, [p.detach().clone() for p in model.parameters()]))
+    (printed, params), (fixed_printed, fixed_params) = results
+    assert printed == fixed_printed and printed.startswith("train loss ")
+    assert all(torch.equal(a, b) for a, b in zip(params, fixed_params))

@@ -1,0 +1,472 @@
+"""TML5xx: training and evaluation loop leaks.
+
+The analysis (``_loops.analyse``) runs once per file, shared by these rules; each rule reports
+its findings when the traversal reaches the flagged node, so ``# noqa`` works per statement.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import libcst as cst
+
+from torchmemlint.rules import _loops
+from torchmemlint.rules.base import FixAvailability, Invalid, Rule
+
+
+class _LoopRule(Rule):
+    """Reports what the shared loop analysis found for this rule's code."""
+
+    def visit_Module(self, node: cst.Module) -> None:
+        findings = self.context.shared(
+            "loops", lambda: _loops.analyse(node, self.context.bindings)
+        )
+        self._pending: Dict[int, _loops.Pending] = findings[self.code]
+
+    def _reached(self, node: cst.CSTNode) -> None:
+        pending = self._pending.get(id(node))
+        if pending is not None:
+            self.report(pending.node, pending.message, pending.fix)
+
+
+class EvalWithoutNoGrad(_LoopRule):
+    """
+    ## What it does
+    Flags calls of the model in evaluation code that runs with autograd on: after
+    `model.eval()`, or in a function named like `evaluate` / `validate` / `test` / `predict` /
+    `infer`, when neither a `with torch.no_grad():` / `torch.inference_mode()` block nor a
+    decorator turns autograd off. The model is a name that the code `.eval()`s or `.train()`s,
+    a parameter named `model` / `net` / `network` / `module` (or `*_model`, `*_net`), or
+    `self.model`. Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
+    `enable_grad` / `requires_grad` is left alone, as are functions this file calls under
+    `no_grad` and Lightning's `validation_step` / `test_step` / `predict_step` hooks, which
+    Lightning already runs without autograd.
+
+    ## Why is this bad?
+    `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
+    operation and keeps the tensors saved for backward alive as long as the output (or a loss
+    computed from it) is referenced. In a loop the previous batch's graph lives until its
+    output is overwritten, so the peak holds two batches' activations; any accumulation of
+    outputs or losses keeps every batch's graph until the process runs out of memory.
+
+    ## Example
+    ```python
+    def validate(model, loader):
+        model.eval()
+        correct = 0
+        for images, labels in loader:
+            correct += (model(images).argmax(1) == labels).sum().item()
+        return correct
+    ```
+
+    ## Use instead
+    ```python
+    @torch.no_grad()
+    def validate(model, loader):
+        ...
+    ```
+
+    ## Fix safety
+    Unsafe: the fix decorates an evaluation function with `@torch.no_grad()`, or wraps the loop
+    (or statement) after `.eval()` in `with torch.no_grad():`. Outputs then no longer require
+    grad, which breaks code elsewhere that backpropagates through them. Offered only where the
+    file imports `torch` under that name.
+
+    ## Measured
+    Conv-BN-ReLU net, batch 16x3x32x32, evaluation loop, 6 iterations (memory-facts §3.6,
+    `benchmarks/memory_figures.py`): peak per iteration 14,682,760 B without `no_grad` against
+    6,291,460 B with it (x2.33); with `total += loss` it grows by 6,294,148 B per iteration.
+    """
+
+    code = "TML501"
+    name = "eval-without-no-grad"
+    summary = "The model is called in evaluation code with autograd on"
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "import torch\n\n@torch.no_grad()\ndef evaluate(model, loader):\n"
+        "    return [model(x).argmax(1) for x in loader]\n",
+        "import torch\n\ndef evaluate(model, loader):\n    model.eval()\n"
+        "    with torch.inference_mode():\n        for x in loader:\n            model(x)\n",
+        # training code: eval() for frozen batch-norm, then backward
+        "import torch\n\ndef fit(model, loader, opt):\n    model.eval()\n    for x, y in loader:\n"
+        "        loss = torch.nn.functional.mse_loss(model(x), y)\n        loss.backward()\n"
+        "        opt.step()\n",
+        # put back in training mode before the call
+        "import torch\n\nmodel.eval()\nexport(model)\nmodel.train()\nout = model(x)\n",
+        # Lightning runs validation_step without autograd
+        "import torch\n\nclass Lit:\n    def validation_step(self, batch, idx):\n"
+        "        return self.model(batch)\n",
+        # the caller turns autograd off
+        "import torch\n\ndef _predict_batch(model, x):\n    return model(x)\n\n"
+        "@torch.no_grad()\ndef run(model, loader):\n"
+        "    return [_predict_batch(model, x) for x in loader]\n",
+        # pytest tests are not evaluation loops
+        "import torch\n\ndef test_shape(model):\n"
+        "    assert model(torch.ones(1, 3)).shape == (1, 2)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\ndef validate(model, loader):\n    model.eval()\n"
+            "    for x in loader:\n        print(model(x))\n",
+            fixed="import torch\n\n@torch.no_grad()\ndef validate(model, loader):\n"
+            "    model.eval()\n    for x in loader:\n        print(model(x))\n",
+            line=6,
+            column=15,
+        ),
+        Invalid(
+            "import torch\n\nnet.eval()\ntotal = 0\n# every batch\nfor x, y in loader:\n"
+            "    total += (net(x).argmax(1) == y).sum().item()\n",
+            fixed="import torch\n\nnet.eval()\ntotal = 0\n# every batch\nwith torch.no_grad():\n"
+            "    for x, y in loader:\n        total += (net(x).argmax(1) == y).sum().item()\n",
+            line=7,
+        ),
+        Invalid(
+            "import torch\n\nclass Runner:\n    def run(self, batches):\n"
+            "        self.model.eval()\n        outs = []\n        for b in batches:\n"
+            "            outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
+            "        return outs\n",
+            fixed="import torch\n\nclass Runner:\n    def run(self, batches):\n"
+            "        self.model.eval()\n"
+            "        outs = []\n        with torch.no_grad():\n            for b in batches:\n"
+            "                outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
+            "        return outs\n",
+        ),
+        # no fix without `import torch`
+        Invalid(
+            "from torch import nn\n\ndef predict(net, x):\n    return net(x)\n",
+            fixed=None,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._reached(node)
+
+
+class AccumulatedTensor(_LoopRule):
+    """
+    ## What it does
+    Flags a loss or model output accumulated across loop iterations without turning it into a
+    number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
+    `outputs.append(model(x))`. A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
+    `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
+    `.backward()` is called on; the model as in TML501. Only loops that run the model, compute
+    a loss or step are considered, and only values computed in the same iteration.
+    `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
+    that are themselves backpropagated (gradient accumulation) are not reported.
+
+    ## Why is this bad?
+    The accumulated tensor references its autograd graph, and each `+=` links the next one.
+    In a training loop, backward frees the saved activations, so device memory stays flat,
+    but the graph nodes of every iteration stay reachable from the sum and host memory grows;
+    an appended list also holds one tensor per iteration on its device. In a loop without
+    backward and outside `no_grad` (evaluation), nothing frees the graphs: every batch's saved
+    activations are kept and memory grows by a batch's activations per iteration until out of
+    memory. The message says which case applies.
+
+    ## Example
+    ```python
+    running_loss = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        running_loss += loss
+    ```
+
+    ## Use instead
+    ```python
+        running_loss += loss.item()
+    ```
+
+    ## Fix safety
+    Unsafe: the fix appends `.item()` to a loss known to be a 0-dim tensor (`.backward()` is
+    called on it, or it comes from a reducing loss). The accumulator becomes a Python float and
+    `.item()` waits for the device; it is offered only when the accumulator starts as a number
+    (or is a list) and is only read where a float works (printing, logging, arithmetic,
+    comparisons, `len` / `sum` / numpy).
+
+    ## Measured
+    Same net and loop (memory-facts §3.6, `benchmarks/memory_figures.py`): training with
+    `total_loss += loss` keeps device memory flat and adds 7 graph nodes, about 4.6 KB of host
+    memory, per iteration (tiny MLP, 20,000 iterations); evaluation without `no_grad` with
+    `total += loss` grows by 6,294,148 B (6.29 MB) per iteration.
+    """
+
+    code = "TML502"
+    name = "tensor-accumulated-across-iterations"
+    summary = "A loss or model output tensor accumulated across loop iterations keeps its graph"
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        "import torch\n\nrunning = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n    running += loss.item()\n",
+        "import torch\n\nseen = 0\nfor x, y in loader:\n    out = model(x)\n"
+        "    seen += x.size(0)\n    correct = 0\n    correct += (out.argmax(1) == y).sum()\n",
+        "import torch\n\nwith torch.no_grad():\n    outs = []\n    for x in loader:\n"
+        "        outs.append(model(x))\n",
+        "import torch\n\nouts = []\nfor x in loader:\n    outs.append(model(x).detach().cpu())\n",
+        # gradient accumulation: the sum is backpropagated
+        "import torch\n\nacc = 0\nfor i, (x, y) in enumerate(loader):\n"
+        "    acc = acc + criterion(model(x), y)\n    if i % 4 == 3:\n        acc.backward()\n"
+        "        acc = 0\n",
+        # reset every iteration
+        "import torch\n\nfor x, y in loader:\n    total = 0\n    for head in model(x):\n"
+        "        total += criterion(head, y)\n    total.backward()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
+            "    loss = criterion(model(x), y)\n"
+            "    loss.backward()\n    optimizer.step()\n    running += loss\n"
+            "print(running / len(loader))\n",
+            fixed="import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
+            "    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
+            "    running += loss.item()\nprint(running / len(loader))\n",
+            line=8,
+            column=5,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n\nlosses = []\nfor x, y in loader:\n"
+            "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss)\n"
+            "print(sum(losses) / len(losses))\n",
+            fixed="import torch\nimport torch.nn.functional as F\n\nlosses = []\n"
+            "for x, y in loader:\n"
+            "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss.item())\n"
+            "print(sum(losses) / len(losses))\n",
+        ),
+        # model outputs: no `.item()` fix
+        Invalid(
+            "import torch\n\ndef collect(model, loader):\n    preds = []\n    for x in loader:\n"
+            "        preds.append(model(x).softmax(-1))\n    return torch.cat(preds)\n",
+            line=6,
+        ),
+        # the accumulator is used as a tensor afterwards: no `.item()` fix
+        Invalid(
+            "import torch\n\ntotal = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n"
+            "    loss.backward()\n    total = total + loss\nprint(total.item())\n",
+            line=7,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._reached(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._reached(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._reached(node)
+
+
+class RetainGraphWithoutSecondBackward(_LoopRule):
+    """
+    ## What it does
+    Flags `backward(retain_graph=True)` in a loop when nothing else in that loop
+    backpropagates (no other `backward`, `autograd.grad` or `autograd.backward`) and the
+    tensor it backpropagates is computed in the same iteration.
+
+    ## Why is this bad?
+    `retain_graph=True` keeps the graph and all the activations it saved alive after backward,
+    as long as the loss tensor is referenced: until the loss is overwritten, after the next
+    iteration's forward. That forward then runs on top of the previous iteration's activations.
+    It is often added to silence "Trying to backward through the graph a second time", which
+    comes from state carried across iterations (an RNN hidden state, a running sum) that should
+    be `.detach()`ed instead.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward(retain_graph=True)
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+        loss.backward()
+    ```
+
+    ## Fix safety
+    Unsafe: the fix removes `retain_graph=True`. Gradients are unchanged when no second backward
+    goes through the graph, but a second backward hidden in a called function, or state
+    carried from the previous iteration, then raises in backward.
+
+    ## Measured
+    Same net and loop (memory-facts §3.6, `benchmarks/memory_figures.py`): 6,337,200 B kept
+    between iterations and peak per iteration 10,487,984 B -> 14,726,064 B (+40 %).
+    """
+
+    code = "TML503"
+    name = "retain-graph-without-second-backward"
+    summary = "`backward(retain_graph=True)` in a loop with no second backward through the graph"
+    fix_availability = FixAvailability.ALWAYS
+
+    VALID = (
+        # two backwards through a shared graph (GAN)
+        "import torch\n\nfor x in loader:\n    fake = gen(x)\n    d_loss = crit(disc(fake), 0)\n"
+        "    d_loss.backward(retain_graph=True)\n    g_loss = crit(disc(fake), 1)\n"
+        "    g_loss.backward()\n",
+        # the same graph backpropagated once per output
+        "import torch\n\nout = model(x)\nfor i in range(out.numel()):\n"
+        "    out[i].backward(retain_graph=True)\n",
+        "import torch\n\nloss = criterion(model(x), y)\nloss.backward(retain_graph=True)\n",
+        "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    loss.backward(retain_graph=True, create_graph=True)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+            "    loss.backward(retain_graph=True)\n    optimizer.step()\n",
+            fixed="import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+            "    loss.backward()\n    optimizer.step()\n",
+            line=5,
+            column=5,
+        ),
+        Invalid(
+            "import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
+            "        loss = model(x).mean()\n"
+            "        scaler.scale(loss).backward(inputs=None, retain_graph=True)\n",
+            fixed="import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
+            "        loss = model(x).mean()\n        scaler.scale(loss).backward(inputs=None)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._reached(node)
+
+
+class ListOnSelfInForward(_LoopRule):
+    """
+    ## What it does
+    Flags `self.<list>.append(<activation>)` in a module's `forward`, when the class creates the
+    list empty in `__init__` and never empties, reassigns or pops it. An activation is the input
+    of `forward`, the result of a submodule or torch operation on an activation, or a tensor
+    method of one (`.detach()` included; `.cpu()` / `.item()` / `.tolist()` excluded).
+
+    ## Why is this bad?
+    Every call leaves one more tensor referenced by the module: one activation per training
+    step (or per evaluation batch) is never freed, until out of memory. `.detach()` drops the
+    graph but not the tensor.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.maps = []
+
+        def forward(self, x):
+            h = self.conv(x)
+            self.maps.append(h.detach())
+            return h
+    ```
+
+    ## Use instead
+    ```python
+        def forward(self, x):
+            h = self.conv(x)
+            self.maps = [h.detach().cpu()]  # or a bounded deque, or return it
+            return h
+    ```
+
+    ## Fix safety
+    No fix: whether to keep the last value, copy to the host, bound or drop the list is the
+    author's choice.
+
+    ## Measured
+    Same net (memory-facts §3.6, `benchmarks/memory_figures.py`): `self.feats.append(h)` and
+    `.append(h.detach())` both grow by 2,097,152 B (one activation) per iteration.
+    """
+
+    code = "TML504"
+    name = "activation-list-on-self"
+    summary = "`forward` appends an activation to a list on `self` that is never emptied"
+
+    VALID = (
+        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
+        "        self.maps = []\n        h = self.conv(x)\n        self.maps.append(h)\n"
+        "        return h\n",
+        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
+        "        h = self.conv(x)\n        self.maps.append(h.detach().cpu())\n"
+        "        self.shapes.append(h.shape)\n        return h\n",
+        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
+        "        self.maps.append(self.conv(x))\n        return x\n\n    def reset(self):\n"
+        "        self.maps.clear()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
+            "        h = torch.relu(self.conv(x))\n        self.maps.append(h.detach())\n"
+            "        return h\n",
+            line=11,
+            column=9,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._reached(node)
+
+
+class TensorOnSelfInForward(_LoopRule):
+    """
+    ## What it does
+    Flags `self.<name> = <activation>` in a module's `forward` (activation as in TML504),
+    except for registered buffers. Off by default: it costs memory but does not grow.
+
+    ## Why is this bad?
+    The stored tensor stays alive until the next call overwrites it, so one activation outlives
+    the step that produced it. Without `.detach()` it also keeps its graph reachable.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        self.features = self.backbone(x)
+        return self.head(self.features)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        features = self.backbone(x)
+        return self.head(features)
+    ```
+
+    ## Fix safety
+    No fix: other code may read the attribute.
+
+    ## Measured
+    Same net (memory-facts §3.6, `benchmarks/memory_figures.py`): `self.feat = h` keeps
+    2,139,948 B alive between iterations instead of 42,796 B; the peak per iteration is
+    unchanged.
+    """
+
+    code = "TML505"
+    name = "activation-stored-on-self"
+    summary = "`forward` stores an activation on `self`, keeping it alive between steps"
+    default_enabled = False
+
+    VALID = (
+        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('ema', torch.zeros(3))\n\n"
+        "    def forward(self, x):\n        self.ema = self.ema * 0.9 + x.mean(0)\n"
+        "        self.last_shape = x.shape\n        self.cached = x.detach().cpu()\n"
+        "        return x\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
+            "    def forward(self, x):\n        self.features = self.backbone(x)\n"
+            "        return self.head(self.features)\n",
+            line=6,
+            column=9,
+        ),
+    )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._reached(node)
