@@ -1,0 +1,299 @@
+"""TML4xx beyond the inline examples: the CLI on the fixtures, fixes proven by running the
+fixed models with torch, and the bugs the rule messages describe, reproduced.
+
+Fixtures live in fixtures/lint/checkpoint/; each marks the rows where a finding starts with
+``# expect: CODE[, CODE]`` and the runnable ones define ``build()`` (name -> model) and
+``example_inputs()``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import types
+import warnings
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple
+
+import pytest
+import torch
+
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+from torchmemlint.fixer import fix_text
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint" / "checkpoint"
+EXPECT = re.compile(r"#\s*expect:\s*(TML\d{3}(?:\s*,\s*TML\d{3})*)")
+
+
+def expected_findings() -> Set[Tuple[str, int, str]]:
+    found = set()
+    for path in sorted(FIXTURES.glob("*.py")):
+        for row, line in enumerate(path.read_text().splitlines(), start=1):
+            match = EXPECT.search(line)
+            if match:
+                found.update((path.name, row, code.strip()) for code in match.group(1).split(","))
+    return found
+
+
+def run_cli(*args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "torchmemlint", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def reported(result: subprocess.CompletedProcess) -> Set[Tuple[str, int, str]]:
+    assert result.returncode in (0, 1), result.stderr
+    return {
+        (Path(item["filename"]).name, item["location"]["row"], item["code"])
+        for item in json.loads(result.stdout)
+        if item["code"].startswith("TML4")
+    }
+
+
+def fixed(source: str, select: str, unsafe_fixes: bool = False) -> str:
+    """The source after the fixer applied the selected rules' fixes (as `--fix` does)."""
+    settings = Settings(select=(select,))
+    return fix_text(source, lambda text: lint_source(text, "fixture.py", settings), unsafe_fixes).text
+
+
+def fixture_source(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+# -- running fixture models --------------------------------------------------------------
+@pytest.fixture(autouse=True, scope="module")
+def single_thread():
+    """The models are tiny: one thread is much faster than several on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+Step = Dict[str, object]
+
+
+def load(source: str, **replacements: object) -> Dict[str, object]:
+    """Execute a fixture's source in a fresh namespace; ``replacements`` override globals."""
+    namespace: Dict[str, object] = {"__name__": "fixture_under_test"}
+    exec(compile(source, "fixture_under_test.py", "exec"), namespace)
+    namespace.update(replacements)
+    return namespace
+
+
+def train_step(namespace: Dict[str, object], seed: int = 0) -> Dict[str, Step]:
+    """One forward+backward of every model ``build()`` returns, from the same seed."""
+    torch.manual_seed(seed)
+    models = namespace["build"]()
+    steps = {}
+    for name, model in models.items():
+        torch.manual_seed(seed + 1)
+        inputs = [tensor.detach().clone().requires_grad_(tensor.requires_grad) for tensor in namespace["example_inputs"]()]
+        model.train()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reentrant-default and "no input requires grad"
+            output = model(*inputs)
+            output.pow(2).mean().backward()
+        steps[name] = {
+            "model": model,
+            "output": output.detach(),
+            "grads": {key: param.grad for key, param in model.named_parameters()},
+            "input_grads": [tensor.grad for tensor in inputs],
+        }
+    return steps
+
+
+def assert_identical(first: Dict[str, Step], second: Dict[str, Step]) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        a, b = first[name], second[name]
+        assert torch.equal(a["output"], b["output"]), name
+        assert a["grads"].keys() == b["grads"].keys()
+        for key, grad in a["grads"].items():
+            other = b["grads"][key]
+            assert (grad is None) == (other is None), f"{name}.{key}: None vs tensor"
+            assert grad is None or torch.equal(grad, other), f"{name}.{key} differs"
+        for grad, other in zip(a["input_grads"], b["input_grads"]):
+            assert (grad is None) == (other is None)
+            assert grad is None or torch.equal(grad, other)
+
+
+def max_grad_difference(first: Step, second: Step) -> float:
+    return max(
+        (a - second["grads"][key]).abs().max().item()
+        for key, a in first["grads"].items()
+        if a is not None
+    )
+
+
+def without_checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
+    """Stands in for ``torch.utils.checkpoint.checkpoint``: the model without checkpointing."""
+    return function(*args, **kwargs)
+
+
+def sequential_without_checkpoint(functions, segments, input, use_reentrant=None, **kwargs):
+    return functions(input)
+
+
+# -- the CLI on the fixtures ---------------------------------------------------------------
+def test_cli_reports_exactly_the_marked_rows():
+    expected = expected_findings()
+    assert {code for _, _, code in expected} == {"TML401", "TML402", "TML403", "TML404", "TML405"}
+    result = run_cli("--isolated", "--select", "TML4", "--output-format", "json", str(FIXTURES))
+    assert result.returncode == 1
+    assert reported(result) == expected
+
+
+def test_default_selection_leaves_the_deep_stack_suggestion_off():
+    result = run_cli("--isolated", "--output-format", "json", str(FIXTURES))
+    expected = {item for item in expected_findings() if item[2] != "TML405"}
+    assert reported(result) == expected
+
+
+@pytest.mark.parametrize(
+    "minimum, classes",
+    [(13, set()), (2, {"Encoder", "SmallResNet", "PlainStack", "ShallowStack"})],
+)
+def test_checkpoint_min_blocks_option_from_pyproject(tmp_path, minimum, classes):
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.torchmemlint]\nselect = ["TML405"]\n\n[tool.torchmemlint.options]\ncheckpoint-min-blocks = {minimum}\n'
+    )
+    shutil.copy(FIXTURES / "deep_stacks.py", tmp_path / "deep_stacks.py")
+    result = run_cli("--output-format", "json", "deep_stacks.py", cwd=tmp_path)
+    lines = (tmp_path / "deep_stacks.py").read_text().splitlines()
+    flagged = set()
+    for _, row, _ in reported(result):
+        owner = next(line for line in reversed(lines[:row]) if line.startswith("class "))
+        flagged.add(owner.split()[1].split("(")[0])
+    assert flagged == classes
+
+
+# -- safe fixes keep outputs and gradients identical -----------------------------------------
+@pytest.mark.parametrize("fixture", ["single_ops_non_reentrant.py", "dropout_rng.py"])
+def test_safe_fixes_keep_outputs_and_gradients_identical(fixture):
+    original = fixture_source(fixture)
+    after = fixed(original, "TML4")
+    assert after != original
+    remaining = lint_source(after, fixture, Settings(select=("TML4",)))
+    assert not [f for f in remaining if f.fix is not None and f.fix.is_safe]
+    assert_identical(train_step(load(original)), train_step(load(after)))
+
+
+def test_single_op_safe_fix_unwraps_every_call():
+    original = (FIXTURES / "single_ops_non_reentrant.py").read_text()
+    findings = lint_source(original, "f.py", Settings(select=("TML402",)))
+    assert len(findings) == 7 and all(f.fix is not None and f.fix.is_safe for f in findings)
+
+
+def test_use_reentrant_false_gives_identical_gradients_when_inputs_require_grad():
+    original = fixture_source("single_convs_reentrant.py")
+    after_fix = fixed(original, "TML401", unsafe_fixes=True)
+    assert after_fix.count("use_reentrant=False") == 3
+    before, after = train_step(load(original)), train_step(load(after_fix))
+    # Segment inputs come out of trained layers: both variants compute the same gradients.
+    assert_identical(
+        {name: before[name] for name in ("stem_then_convs", "residual")},
+        {name: after[name] for name in ("stem_then_convs", "residual")},
+    )
+
+
+def test_use_reentrant_false_changes_gradients_when_no_input_requires_grad():
+    """Why TML401's fix is unsafe: on the image batch it gives conv1 the gradient it lacked."""
+    source = fixture_source("single_convs_reentrant.py").replace(", use_reentrant=True", "")
+    before = train_step(load(source))["first_conv"]["grads"]
+    after = train_step(load(fixed(source, "TML401", unsafe_fixes=True)))["first_conv"]["grads"]
+    assert before["conv1.weight"] is None and after["conv1.weight"] is not None
+
+
+# -- the bugs the messages describe ---------------------------------------------------------
+def test_reentrant_checkpoint_of_the_first_conv_leaves_it_untrained():
+    source = fixture_source("single_convs_reentrant.py")
+    grads = train_step(load(source))["first_conv"]["grads"]
+    assert grads["conv1.weight"] is None and grads["conv1.bias"] is None
+    assert grads["conv2.weight"] is not None
+    # TML402's message says so, and its (unsafe) unwrap gives conv1 its gradient back.
+    messages = [f.message for f in lint_source(source, "f.py", Settings(select=("TML402",))) if "images" in f.message]
+    assert messages and "`images`, the argument of `forward`" in messages[0]
+    unwrapped = fixed(source, "TML402", unsafe_fixes=True)
+    assert train_step(load(unwrapped))["first_conv"]["grads"]["conv1.weight"] is not None
+
+
+def test_batchnorm_in_checkpoint_updates_running_statistics_twice():
+    source = fixture_source("batchnorm_segments.py")
+    checkpointed = train_step(load(source))["net"]
+    reference = train_step(
+        load(source, checkpoint=without_checkpoint, checkpoint_sequential=sequential_without_checkpoint)
+    )["net"]
+    for name in ("stage.blocks.0.bn", "stage.blocks.1.bn", "tail.1"):
+        bn = checkpointed["model"].get_submodule(name)
+        plain = reference["model"].get_submodule(name)
+        assert int(bn.num_batches_tracked) == 2 and int(plain.num_batches_tracked) == 1
+        # Two momentum-0.1 updates from zero with the same batch mean: 0.19·μ instead of 0.1·μ.
+        torch.testing.assert_close(bn.running_mean, 1.9 * plain.running_mean)
+    for key, grad in checkpointed["grads"].items():  # gradients are unaffected
+        torch.testing.assert_close(grad, reference["grads"][key])
+
+
+def test_preserve_rng_state_false_gives_wrong_gradients_and_the_fix_restores_them():
+    original = fixture_source("dropout_rng.py")
+    repaired_source = fixed(original, "TML404", unsafe_fixes=True)
+    # Only the projection, which runs no random op, keeps the argument (and the docstring).
+    assert original.count("preserve_rng_state=False") == 5
+    assert repaired_source.count("preserve_rng_state=False") == 2
+    without = types.SimpleNamespace(checkpoint=without_checkpoint)
+    reference = train_step(load(original, cp=without))["model"]
+    broken = train_step(load(original))["model"]
+    repaired = train_step(load(repaired_source))["model"]
+    assert torch.equal(broken["output"], reference["output"])  # the forward looks fine
+    assert max_grad_difference(broken, reference) > 1e-3
+    assert_identical({"model": repaired}, {"model": reference})
+
+
+# -- messages ------------------------------------------------------------------------------
+SINGLE_CONV = """
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    "body, present, absent",
+    [
+        ("return checkpoint(self.stem, x)", ["reentrant variant recomputes", "`x`, the argument of `forward`"], []),
+        ("return checkpoint(self.stem, x, use_reentrant=False)", ["call `self.stem` directly"], ["recomputes"]),
+        ("x = x * 2\n        return checkpoint(self.stem, x)", ["whenever its input does not require grad"], ["argument of"]),
+        ("return checkpoint(self.act, x)", ["single `ReLU`"], ["gradient"]),
+        ("return checkpoint(self.stem, x, use_reentrant=flag)", ["if reentrant, it recomputes"], []),
+    ],
+)
+def test_single_op_message_says_which_case_applies(body, present, absent):
+    findings = lint_source(SINGLE_CONV.format(body=body), "f.py", Settings(select=("TML402",)))
+    assert len(findings) == 1
+    for text in present:
+        assert text in findings[0].message
+    for text in absent:
+        assert text not in findings[0].message
+    fix = findings[0].fix
+    assert fix is not None and fix.is_safe == ("use_reentrant=False" in body)
+
+
+def test_rules_stay_quiet_on_look_alikes():
+    findings = lint_source(fixture_source("lookalikes.py"), "lookalikes.py", Settings(select=("TML4",)))
+    assert findings == []
