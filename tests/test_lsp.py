@@ -19,6 +19,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
 
+from torchmemlint.output import DOCS_URL
+
 LAUNCH = str(Path(__file__).parent / "data" / "surface_rules" / "launch.py")
 SERVER = [sys.executable, LAUNCH, "torchmemlint", "lsp"]
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
@@ -140,7 +142,7 @@ async def test_diagnostics_quick_fixes_noqa_and_fix_all(client: LanguageClient):
     assert (variable.range.start.line, variable.range.end.line) == (3, 3)
     assert variable.range.start.character == units(line[: line.index("Variable")], "utf-16")
     assert variable.range.end.character == units(line[: line.index(")") + 2], "utf-16")
-    assert variable.code_description.href.endswith("#tml990")
+    assert variable.code_description.href.startswith(f"{DOCS_URL}#tml990")
     assert variable.source == "torchmemlint"
     # Severity by rule: a default rule warns, an opt-in rule informs.
     assert variable.severity == types.DiagnosticSeverity.Warning

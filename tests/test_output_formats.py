@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from torchmemlint.cli import main
 from torchmemlint.findings import Finding, Location
+from torchmemlint.output import rule_url
 from torchmemlint.output.github import format_annotation
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
@@ -76,7 +77,7 @@ def test_sarif_is_valid_against_the_schema_and_matches_the_json_findings(project
             finding["end_location"]["column"],
         )
     by_code = {rule["id"]: rule for rule in rules}
-    assert by_code["TML401"]["helpUri"].endswith("#tml401")
+    assert by_code["TML401"]["helpUri"] == rule_url("TML401")
     assert "## Why is this bad?" in by_code["TML401"]["help"]["markdown"]
     levels = {entry["ruleId"]: entry["level"] for entry in run["results"]}
     assert levels == {"E999": "error", "TML401": "warning"}

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from torchmemlint import __version__
 from torchmemlint.findings import Edit, Finding
-from torchmemlint.output import rule_url
+from torchmemlint.output import DOCS_URL, rule_url
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule
 
@@ -127,7 +127,7 @@ def format_sarif(findings: List[Finding]) -> str:
                 "name": "torchmemlint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": rule_url("").split("#")[0],
+                "informationUri": DOCS_URL,
                 "rules": descriptors,
             }
         },
