@@ -16,10 +16,7 @@ BAD = (
     "from torch.utils.checkpoint import checkpoint\n"
     "y = checkpoint(block, x)  # größer\n"
 )
-FIXED = (
-    "from torch.utils.checkpoint import checkpoint\n"
-    "y = checkpoint(block, x, use_reentrant=False)  # größer\n"
-)
+FIX = ["--fix", "--unsafe-fixes"]  # whatever the applicability of TML401's fix is today
 CONFIG = """\
 [tool.torchmemlint]
 extend-exclude = ["generated"]
@@ -33,6 +30,17 @@ def run_stdin(args, data: bytes, cwd: Path) -> Result:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(cwd)
         return CliRunner().invoke(main, list(args), input=data, catch_exceptions=False)
+
+
+def fixed_as_a_file(project: Path, data: bytes) -> bytes:
+    """What `--fix` writes for a file with these bytes: the buffer's fix must be the same."""
+    path = project / "src" / "on_disk.py"
+    path.write_bytes(data)
+    run_stdin([*FIX, "src/on_disk.py"], b"", project)
+    fixed = path.read_bytes()
+    path.unlink()
+    assert fixed != data
+    return fixed
 
 
 @pytest.fixture()
@@ -74,24 +82,26 @@ def test_config_is_found_from_the_stdin_filename_not_the_working_directory(proje
 
 
 def test_fix_prints_the_fixed_buffer_and_reports_on_stderr(project):
-    result = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "src/model.py", "-"], BAD.encode(), project)
+    result = run_stdin([*FIX, "--stdin-filename", "src/model.py", "-"], BAD.encode(), project)
     assert result.exit_code == 0
-    assert result.stdout_bytes.decode("utf-8") == FIXED
+    assert result.stdout_bytes == fixed_as_a_file(project, BAD.encode())
     assert "Fixed 1 finding" in result.stderr
     assert not (project / "src" / "model.py").exists()  # nothing written to disk
 
 
 def test_fix_keeps_crlf_and_bom_and_echoes_excluded_buffers_unchanged(project):
     data = b"\xef\xbb\xbf" + BAD.replace("\n", "\r\n").encode("utf-8")
-    fixed = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "src/model.py", "-"], data, project)
-    assert fixed.stdout_bytes == b"\xef\xbb\xbf" + FIXED.replace("\n", "\r\n").encode("utf-8")
-    excluded = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "generated/m.py", "-"], data, project)
+    fixed = run_stdin([*FIX, "--stdin-filename", "src/model.py", "-"], data, project)
+    expected = fixed_as_a_file(project, data)
+    assert expected.startswith(b"\xef\xbb\xbf") and expected.count(b"\r\n") == 2
+    assert fixed.stdout_bytes == expected
+    excluded = run_stdin([*FIX, "--stdin-filename", "generated/m.py", "-"], data, project)
     assert (excluded.exit_code, excluded.stdout_bytes) == (0, data)
 
 
 def test_fix_of_an_unparsable_buffer_echoes_it_and_reports_the_syntax_error(project):
     broken = b"import torch\ndef f(:\n"
-    result = run_stdin(["--fix", "--unsafe-fixes", "--stdin-filename", "src/m.py", "-"], broken, project)
+    result = run_stdin([*FIX, "--stdin-filename", "src/m.py", "-"], broken, project)
     assert result.exit_code == 1
     assert result.stdout_bytes == broken
     assert "src/m.py:2:" in result.stderr and "E999" in result.stderr
@@ -106,10 +116,10 @@ def test_dash_cannot_be_mixed_with_paths(project):
 def test_a_real_pipe_into_the_installed_command(project):
     # What ALE / none-ls / efm do: spawn the command and write the buffer to its stdin.
     completed = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--fix", "--unsafe-fixes", "--stdin-filename", "src/model.py", "-"],
+        [sys.executable, "-m", "torchmemlint", *FIX, "--stdin-filename", "src/model.py", "-"],
         input=BAD.encode(),
         cwd=project,
         capture_output=True,
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.decode("utf-8") == FIXED
+    assert completed.stdout == fixed_as_a_file(project, BAD.encode())
