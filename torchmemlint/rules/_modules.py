@@ -28,7 +28,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 
 import libcst as cst
 
-from torchmemlint.names import dotted_name
+from torchmemlint.names import canonical, dotted_name
 
 NN = "torch.nn."
 FUNCTIONAL = "torch.nn.functional."
@@ -76,6 +76,53 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         current = stack.pop()
         yield current
         stack.extend(reversed(child_nodes(current)))
+
+
+def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
+    """The nodes from ``root`` down to ``target`` (both included), or None if not inside."""
+    stack: List[Tuple[cst.CSTNode, int]] = [(root, 0)]
+    path: List[cst.CSTNode] = []
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        path.append(node)
+        if node is target:
+            return path
+        stack.extend((child, depth + 1) for child in reversed(child_nodes(node)))
+    return None
+
+
+def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int:
+    """Reads of ``name`` in ``statement`` outside ``skipped`` that can run together with it.
+
+    The other branch of a conditional expression around ``skipped`` never runs with it.
+    """
+    path = path_to(statement, skipped)
+    on_path = {id(node) for node in path or ()}
+    count = 0
+    stack: List[cst.CSTNode] = [statement]
+    while stack:
+        node = stack.pop()
+        if node is skipped:
+            continue
+        if isinstance(node, cst.Name):
+            count += node.value == name
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            stack.append(node.value)
+        elif isinstance(node, cst.IfExp) and id(node) in on_path:
+            stack.append(node.test)
+            stack.extend(branch for branch in (node.body, node.orelse) if id(branch) in on_path)
+        else:
+            stack.extend(child_nodes(node))
+    return count
+
+
+def mentions(expression: cst.CSTNode, word: str) -> bool:
+    """Whether a name or attribute in ``expression`` contains ``word`` (``self.inplace``)."""
+    for node in walk(expression):
+        if isinstance(node, cst.Name) and word in node.value:
+            return True
+    return False
 
 
 # -- call arguments ----------------------------------------------------------------------------
@@ -189,8 +236,14 @@ KIND_BY_NAME: Dict[str, ActivationKind] = {k.name: k for k in ACTIVATION_KINDS}
 
 # Always in place: ``F.relu_(x)``, ``torch.sigmoid_(x)``; the fix drops the underscore.
 INPLACE_FUNCTIONS: Dict[str, str] = {
-    **{FUNCTIONAL + n + "_": n for n in ("relu", "leaky_relu", "elu", "celu", "selu", "rrelu", "hardtanh", "threshold")},
-    **{"torch." + n + "_": n for n in ("relu", "selu", "celu", "rrelu", "threshold", "sigmoid", "tanh", "dropout")},
+    **{
+        FUNCTIONAL + n + "_": n
+        for n in ("relu", "leaky_relu", "elu", "celu", "selu", "rrelu", "hardtanh", "threshold")
+    },
+    **{
+        "torch." + n + "_": n
+        for n in ("relu", "selu", "celu", "rrelu", "threshold", "sigmoid", "tanh", "dropout")
+    },
 }
 INPLACE_METHODS: Dict[str, str] = {"relu_": "relu", "sigmoid_": "sigmoid", "tanh_": "tanh"}
 
@@ -811,6 +864,7 @@ class Assignment:
     method: cst.FunctionDef
     indent: str  # the statement's indentation, for fixes that remove it
     single_target: bool
+    alone: bool  # the only statement of its block: removing it would leave the block empty
 
 
 @dataclass(frozen=True)
@@ -866,10 +920,11 @@ class ClassModel:
 
     # -- scanning ----------------------------------------------------------------------------------
     def _scan_block(self, method: cst.FunctionDef, suite: cst.BaseSuite, indent: str) -> None:
-        for statement in _block_statements(suite):
+        statements = list(_block_statements(suite))
+        for statement in statements:
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
-                    self._scan_small(method, statement, small, indent)
+                    self._scan_small(method, statement, small, indent, len(statements) == 1)
                 continue
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 self._scan_expression(method, statement, statement, skip=None)
@@ -899,7 +954,12 @@ class ClassModel:
             self._scan_block(method, orelse.body, indent + _block_indent(orelse.body, self.file.module))
 
     def _scan_small(
-        self, method: cst.FunctionDef, statement: cst.SimpleStatementLine, small: cst.CSTNode, indent: str
+        self,
+        method: cst.FunctionDef,
+        statement: cst.SimpleStatementLine,
+        small: cst.CSTNode,
+        indent: str,
+        alone: bool,
     ) -> None:
         self_name = self.self_names[id(method)]
         if isinstance(small, (cst.Assign, cst.AnnAssign)):
@@ -911,7 +971,8 @@ class ClassModel:
                 if isinstance(target, cst.Attribute) and _is_self(target.value, self_name):
                     if value is not None:
                         assignment = Assignment(
-                            target.attr.value, value, statement, method, indent, len(targets) == 1
+                            target.attr.value, value, statement, method, indent,
+                            len(targets) == 1 and len(statement.body) == 1, alone,
                         )
                         self.assignments.setdefault(target.attr.value, []).append(assignment)
                 else:
@@ -924,7 +985,7 @@ class ClassModel:
             if _is_self(target.value, self_name):
                 # `self.x += ...` rebinds the attribute: no single assignment describes it.
                 self.assignments.setdefault(target.attr.value, []).append(
-                    Assignment(target.attr.value, small.value, statement, method, indent, False)
+                    Assignment(target.attr.value, small.value, statement, method, indent, False, alone)
                 )
         self._scan_expression(method, statement, small, skip=None)
 
@@ -956,7 +1017,8 @@ class ClassModel:
                 if name in STEM_PARTS:
                     base = dotted_name(value)
                     if base is not None and resolver.qualify(value) is None:
-                        self.borrowed.append(BorrowedUse(base, name, node, call, method, statement))  # type: ignore[arg-type]
+                        use = BorrowedUse(base, name, node, call, method, statement)  # type: ignore[arg-type]
+                        self.borrowed.append(use)
                 stack.append((value, None))
                 continue
             if node_type is cst.Arg:
@@ -1220,6 +1282,30 @@ def _import_names(statement: cst.CSTNode) -> List[str]:
                 if dotted is not None and "." not in dotted:
                     names.append(dotted)
     return names
+
+
+def watched_names(context, qualified_names: FrozenSet[str]) -> FrozenSet[str]:
+    """Last components of ``qualified_names`` plus the file's import aliases for them.
+
+    A cheap first test for ``visit_Call``: a call whose function does not end in one of these
+    names cannot be one of ``qualified_names``.
+    """
+    names = {q.rsplit(".", 1)[-1] for q in qualified_names}
+    root = context.bindings
+    while root.parent is not None:
+        root = root.parent
+    for local, qualified in root.names.items():
+        if qualified is not None and canonical(qualified) in qualified_names:
+            names.add(local)
+    return frozenset(names)
+
+
+def terminal_name(func: cst.BaseExpression) -> Optional[str]:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return None
 
 
 def file_model(context) -> FileModel:

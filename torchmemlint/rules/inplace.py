@@ -9,13 +9,12 @@ from typing import Dict, FrozenSet, List, Optional, Set
 import libcst as cst
 
 from torchmemlint.findings import Applicability
-from torchmemlint.names import canonical
 from torchmemlint.rules._modules import (
-    ACTIVATION_KINDS,
     INPLACE_FUNCTIONS,
     INPLACE_METHODS,
     KIND_BY_FUNCTION,
     KIND_BY_MODULE,
+    KIND_BY_NAME,
     NN,
     ActivationKind,
     Category,
@@ -33,7 +32,12 @@ from torchmemlint.rules._modules import (
     has_star_args,
     literal_bool,
     literal_number,
+    mentions,
+    path_to,
+    reads_beside,
     short_name,
+    terminal_name,
+    watched_names,
 )
 from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
 
@@ -93,24 +97,12 @@ class InplaceAnalysis:
     def __init__(self, context) -> None:
         self.context = context
         self.file: FileModel = file_model(context)
-        self.watched_names = self._watched_names()
+        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
         self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
 
-    def _watched_names(self) -> FrozenSet[str]:
-        names = {q.rsplit(".", 1)[-1] for q in _WATCHED} | set(INPLACE_METHODS)
-        root = self.context.bindings
-        while root.parent is not None:
-            root = root.parent
-        for local, qualified in root.names.items():
-            if qualified is not None and canonical(qualified) in _WATCHED:
-                names.add(local)
-        return frozenset(names)
-
     def sites(self, call: cst.Call) -> List[Site]:
-        func = call.func
-        terminal = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-        if terminal not in self.watched_names:
+        if terminal_name(call.func) not in self.watched_names:
             return []
         key = id(call)
         if key not in self._sites:
@@ -136,14 +128,14 @@ class InplaceAnalysis:
             return [site]
         if qualified in INPLACE_FUNCTIONS:
             name = INPLACE_FUNCTIONS[qualified]
-            site = Site(name, _kind(name), "underscore", call, f"`{short_name(qualified)}`", True)
+            site = Site(name, KIND_BY_NAME.get(name), "underscore", call, f"`{short_name(qualified)}`", True)
             self._functional_use(site, argument(call, 0, "input"))
             return [site]
         func = call.func
         if qualified is None and isinstance(func, cst.Attribute) and func.attr.value in INPLACE_METHODS:
             if self.context.qualify(func.value) is None:
                 name = INPLACE_METHODS[func.attr.value]
-                site = Site(name, _kind(name), "method", call, f"`.{func.attr.value}()`", True)
+                site = Site(name, KIND_BY_NAME.get(name), "method", call, f"`.{func.attr.value}()`", True)
                 self._functional_use(site, cst.Arg(func.value))
                 return [site]
         return []
@@ -232,6 +224,8 @@ class InplaceAnalysis:
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
         use = self._use(arg.value, site.node, function, self.context.statement_stack[-1], model, self_name)
+        if use is not None and use.caller_tensor is not None and self._guarded_by_flag(site.node):
+            use.caller_tensor = None
         if use is not None:
             site.uses.append(use)
             site.complete = True
@@ -254,10 +248,8 @@ class InplaceAnalysis:
         if isinstance(expression, cst.Name):
             name = use.name = expression.value
             holders = flow.holders(name, index)
-            reads_here = flow.nodes[index].reads
             use.reused = (
-                reads_here.get(name, 0) > 1
-                or any(reads_here.get(holder, 0) for holder in holders if holder != name)
+                self._read_beside(flow, index, expression, holders)
                 or flow.read_again(holders, index)
                 or name in flow.captured
             )
@@ -276,9 +268,31 @@ class InplaceAnalysis:
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use
 
+    @staticmethod
+    def _read_beside(flow: Flow, index: int, expression: cst.Name, holders: FrozenSet[str]) -> bool:
+        """Whether the statement of the call reads the tensor elsewhere (`act(x) + x`)."""
+        reads = flow.nodes[index].reads
+        statement = flow.nodes[index].statement
+        for holder in holders:
+            count = reads.get(holder, 0) - (holder == expression.value)
+            if count > 0 and isinstance(statement, cst.SimpleStatementLine):
+                count = reads_beside(statement, expression, holder)
+            if count > 0:
+                return True
+        return False
 
-def _kind(name: str) -> Optional[ActivationKind]:
-    return next((k for k in ACTIVATION_KINDS if k.name == name), None)
+    def _guarded_by_flag(self, call: cst.Call) -> bool:
+        """``x.relu_() if self.inplace else x.relu()``: in place is the caller's explicit choice."""
+        for statement in reversed(self.context.statement_stack):
+            if isinstance(statement, cst.FunctionDef):
+                break
+            if isinstance(statement, (cst.If, cst.While)) and mentions(statement.test, "inplace"):
+                return True
+            if isinstance(statement, cst.SimpleStatementLine):
+                for node in path_to(statement, call) or ():
+                    if isinstance(node, cst.IfExp) and mentions(node.test, "inplace"):
+                        return True
+        return False
 
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:

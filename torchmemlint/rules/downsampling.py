@@ -1,0 +1,499 @@
+"""TML3xx: downsampling removed in front of a deep (ResNet-style) encoder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchmemlint.rules._modules import (
+    ENTRY,
+    KIND_BY_MODULE,
+    NN,
+    NORM_MODULES,
+    POOL_FUNCTIONS,
+    POOL_MODULES,
+    Category,
+    ClassModel,
+    Part,
+    Producers,
+    argument,
+    class_indent,
+    enclosing,
+    file_model,
+    literal_number,
+    walk,
+)
+from torchmemlint.names import dotted_name
+from torchmemlint.rules.base import Invalid, Rule
+
+_RESNET_PREFIXES = ("resnet", "resnext", "wide_resnet")
+_RESNET_PACKAGES = ("torchvision.models", "timm.models", "timm")
+_RESNET_CLASSES = frozenset(
+    {
+        "torchvision.models.ResNet",
+        "torchvision.models.resnet.ResNet",
+        "timm.models.ResNet",
+        "timm.models.resnet.ResNet",
+    }
+)
+_STEM_BODY = frozenset({"bn1", "relu", "act1"})
+_STAGES = ("layer1", "layer2", "layer3", "layer4")
+
+FACTOR_TEXT = (
+    "every later activation is 4x larger (measured x2.30 saved activations for a resnet34 "
+    "UNet, x3.28 resnet101, x3.44 resnet152; batch 64 at 128x128: resnet101 4.1 -> 11.8 GiB, "
+    "resnet152 5.3 -> 15.9 GiB)"
+)
+ADVICE = "keep the pool, use a stride-2 stem conv, or checkpoint the high-resolution stages"
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """Result of walking back from ``layer1``: the stem reached without a pool, or not."""
+
+    found: bool
+    stem: Optional[cst.CSTNode] = None  # the Sequential that rebuilds the stem, if it is one
+    walked: Tuple[str, ...] = ()  # stem parts passed on the way (for the message)
+
+
+_STOP = _Verdict(False)
+
+
+class _StemWalk:
+    """Walks backwards from ``base.layer1`` through what feeds it, looking for ``base.maxpool``."""
+
+    def __init__(self, model: ClassModel, base: str) -> None:
+        self.model = model
+        self.base = base
+        self.walked: List[str] = []
+
+    def part(self, part: Part, depth: int = 0) -> Optional[_Verdict]:
+        """None: keep walking; a verdict: stop."""
+        borrowed = part.borrowed or self._inherited(part)
+        if borrowed is not None:
+            base, name = borrowed
+            if base != self.base:
+                return _STOP
+            if name == "conv1":
+                self.walked.append(name)
+                return _Verdict(True, walked=tuple(reversed(self.walked)))
+            if name in _STEM_BODY:
+                self.walked.append(name)
+                return None
+            return _STOP  # maxpool, or a later stage
+        if part.layer is not None:
+            qualified = part.layer.qualified
+            if qualified in POOL_MODULES:
+                return _STOP
+            if qualified in KIND_BY_MODULE or qualified in NORM_MODULES:
+                return None
+            return _STOP
+        if part.attribute is not None and depth < 4:
+            sequence = self.model.attribute_sequence(part.attribute)
+            if sequence is None:
+                return _STOP
+            return self.parts(sequence, depth + 1)
+        return _STOP
+
+    def parts(self, parts: List[Part], depth: int = 0) -> Optional[_Verdict]:
+        for part in reversed(parts):
+            verdict = self.part(part, depth)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def _inherited(self, part: Part) -> Optional[Tuple[str, str]]:
+        """``self.conv1`` of a class that inherits a ResNet and does not set ``conv1`` itself."""
+        name = part.attribute
+        if self.base != "self" or name is None or name in self.model.assignments:
+            return None
+        return ("self", name) if name in _STEM_BODY | {"conv1", "maxpool", *_STAGES} else None
+
+
+class DroppedStemPool(Rule):
+    """
+    ## What it does
+    Flags a ResNet-style encoder (torchvision or timm `resnet*`, `resnext*`, `wide_resnet*`, or
+    any object whose `conv1`, `bn1`, `relu`, `maxpool`, `layer1`..`layer4` are used) whose stem
+    max-pool is dropped: the stem is rebuilt as `nn.Sequential(enc.conv1, enc.bn1, enc.relu)`
+    and fed straight into `enc.layer1`, `enc.maxpool` is replaced by `nn.Identity()`, or
+    `enc.conv1` is replaced by a stride-1 convolution.
+
+    ## Why is this bad?
+    The stem pool halves the height and width before `layer1`. Without it every later stage
+    works at twice the resolution and keeps 4x larger activations for backward, which is where
+    most of the training memory of a ResNet encoder (and of the UNet decoder on top of it) goes.
+    A model that fitted in 8 GB may then run out of memory; it is a real cost, not a bug.
+
+    ## Example
+    ```python
+    self.stem = nn.Sequential(self.encoder.conv1, self.encoder.bn1, self.encoder.relu)
+    self.enc1 = self.encoder.layer1
+    ...
+    x = self.enc1(self.stem(x))
+    ```
+
+    ## Use instead
+    ```python
+    self.stem = nn.Sequential(
+        self.encoder.conv1, self.encoder.bn1, self.encoder.relu, self.encoder.maxpool
+    )
+    ```
+    If the higher resolution is wanted, budget for it: a smaller batch, mixed precision, or
+    `torch.utils.checkpoint` around the high-resolution stages.
+
+    ## Fix safety
+    No fix: putting the pool back changes the architecture (receptive field, output size).
+
+    ## Measured
+    UNet with a torchvision-style resnet34 encoder, 4x3x128x128: saved for backward
+    96,151,808 -> 220,801,280 B without the pool (x2.30); resnet101 x3.28, resnet152 x3.44; at
+    the seed's batch 64 (with Adam state) 1.85 -> 3.70, 4.10 -> 11.80 and 5.26 -> 15.91 GiB
+    (`benchmarks/memory_figures.py`, `benchmarks/results/memory_figures.json`, c_stem_pool).
+    """
+
+    code = "TML301"
+    name = "dropped-stem-pool"
+    summary = "ResNet stem max-pool dropped before layer1: every later activation is 4x larger"
+
+    VALID = (
+        # the pool is kept
+        "import torch.nn as nn\nimport torchvision\n\n"
+        "class UNet(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        enc = torchvision.models.resnet34()\n"
+        "        self.stem = nn.Sequential(enc.conv1, enc.bn1, enc.relu, enc.maxpool)\n"
+        "        self.enc1 = enc.layer1\n\n"
+        "    def forward(self, x):\n"
+        "        return self.enc1(self.stem(x))\n",
+        # a pool of its own between stem and layer1
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n"
+        "class UNet(nn.Module):\n"
+        "    def __init__(self, enc):\n"
+        "        super().__init__()\n"
+        "        self.stem = nn.Sequential(enc.conv1, enc.bn1, enc.relu)\n"
+        "        self.enc1 = enc.layer1\n\n"
+        "    def forward(self, x):\n"
+        "        s = self.stem(x)\n"
+        "        return self.enc1(F.max_pool2d(s, 2)), s\n",
+        # the pool sits in front of layer1 in the next Sequential (smp-style stages)
+        "import torch.nn as nn\n\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self, r):\n"
+        "        super().__init__()\n"
+        "        self.stages = nn.ModuleList([\n"
+        "            nn.Sequential(r.conv1, r.bn1, r.relu),\n"
+        "            nn.Sequential(r.maxpool, r.layer1),\n"
+        "        ])\n",
+        # a CIFAR-style ResNet designed without a stem pool
+        "import torch.nn as nn\n\n"
+        "class CifarResNet(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)\n"
+        "        self.bn1 = nn.BatchNorm2d(16)\n"
+        "        self.layer1 = make_stage(16)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.layer1(self.bn1(self.conv1(x)))\n",
+        # Identity for something that is not a ResNet
+        "import torch.nn as nn\nmodel = build_vit()\nmodel.maxpool = nn.Identity()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nimport torch.nn as nn\nimport torchvision\n\n"
+            "class UNetResNet(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.encoder = torchvision.models.resnet101()\n"
+            "        self.input_adjust = nn.Sequential(self.encoder.conv1, self.encoder.bn1, self.encoder.relu)\n"
+            "        self.conv1 = self.encoder.layer1\n"
+            "        self.conv2 = self.encoder.layer2\n\n"
+            "    def forward(self, x):\n"
+            "        input_adjust = self.input_adjust(x)\n"
+            "        conv1 = self.conv1(input_adjust)\n"
+            "        return self.conv2(conv1)\n",
+            line=9,
+            column=29,
+        ),
+        Invalid(
+            "import torch.nn as nn\nimport torchvision.models as models\n\n"
+            "model = models.resnet50()\n"
+            "model.maxpool = nn.Identity()\n",
+            line=5,
+            column=17,
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self, r):\n"
+            "        super().__init__()\n"
+            "        self.body = nn.Sequential(r.conv1, r.bn1, r.relu, r.layer1, r.layer2)\n",
+        ),
+        Invalid(
+            "import timm\nimport torch.nn as nn\n\n"
+            "enc = timm.create_model('resnet34', features_only=False)\n"
+            "enc.conv1 = nn.Conv2d(3, 64, kernel_size=7, stride=1, padding=3, bias=False)\n",
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n"
+            "class Features(nn.Module):\n"
+            "    def __init__(self, backbone):\n"
+            "        super().__init__()\n"
+            "        self.backbone = backbone\n\n"
+            "    def forward(self, x):\n"
+            "        b = self.backbone\n"
+            "        x = self.backbone.relu(self.backbone.bn1(self.backbone.conv1(x)))\n"
+            "        return self.backbone.layer2(self.backbone.layer1(x))\n",
+        ),
+    )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classes_with_stages: Set[int] = set()
+        self._reported: Set[int] = set()
+
+    # -- triggers ---------------------------------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "layer1":
+            classdef = enclosing(self.context, cst.ClassDef)
+            if classdef is not None:
+                self._classes_with_stages.add(id(classdef))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        if id(original_node) in self._classes_with_stages:
+            self._check_class(original_node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
+            return
+        target = node.targets[0].target
+        attribute = target.attr.value
+        if attribute == "maxpool":
+            self._check_pool_replacement(target, node.value)
+        elif attribute == "conv1":
+            self._check_conv_replacement(target.value, node.value, node.value)
+        elif attribute == "stride" and isinstance(target.value, cst.Attribute):
+            if target.value.attr.value == "conv1" and _is_stride_one(node.value):
+                self._check_conv_replacement(target.value.value, None, node.value)
+
+    # -- replacements -------------------------------------------------------------------------------
+    def _check_pool_replacement(self, target: cst.Attribute, value: cst.BaseExpression) -> None:
+        if not isinstance(value, cst.Call):
+            return
+        qualified = self.qualify(value.func)
+        empty_sequential = qualified == NN + "Sequential" and not value.args
+        if qualified != NN + "Identity" and not empty_sequential:
+            return
+        base = dotted_name(target.value)
+        if base is None or not self._is_resnet(base):
+            return
+        self.report(
+            value,
+            f"`{base}.maxpool` is replaced by a no-op: layer1 to layer4 of this ResNet-style "
+            f"encoder run at twice the height and width, so {FACTOR_TEXT}; {ADVICE}",
+        )
+
+    def _check_conv_replacement(
+        self, owner: cst.BaseExpression, conv: Optional[cst.BaseExpression], anchor: cst.BaseExpression
+    ) -> None:
+        base = dotted_name(owner)
+        if base is None:
+            return
+        if conv is not None:
+            if not isinstance(conv, cst.Call) or self.qualify(conv.func) != NN + "Conv2d":
+                return
+            stride = argument(conv, 3, "stride")
+            if stride is not None and not _is_stride_one(stride.value):
+                return
+        if not self._is_resnet(base):
+            return
+        self.report(
+            anchor,
+            f"`{base}.conv1` now has stride 1 where a ResNet stem has stride 2: the stem and every "
+            f"stage after it run at twice the height and width, so {FACTOR_TEXT}; {ADVICE}",
+        )
+
+    def _is_resnet(self, base: str) -> bool:
+        """Evidence in the surrounding class, function or module that ``base`` is a ResNet."""
+        if base == "self":
+            classdef = enclosing(self.context, cst.ClassDef)
+            return isinstance(classdef, cst.ClassDef) and self._inherits_resnet(classdef)
+        scope: cst.CSTNode = (
+            enclosing(self.context, cst.ClassDef)
+            or enclosing(self.context, cst.FunctionDef)
+            or self.context.module
+        )
+        for node in walk(scope):
+            if isinstance(node, cst.Attribute) and node.attr.value in _STAGES:
+                if dotted_name(node.value) == base:
+                    return True
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                if dotted_name(node.targets[0].target) == base and self._is_resnet_factory(node.value):
+                    return True
+        return False
+
+    def _is_resnet_factory(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = self.qualify(value.func)
+        if qualified is None:
+            return False
+        if qualified == "timm.create_model" and value.args:
+            name = value.args[0].value
+            return isinstance(name, cst.SimpleString) and name.evaluated_value.startswith(_RESNET_PREFIXES)
+        package, _, function = qualified.rpartition(".")
+        return package.startswith(_RESNET_PACKAGES) and function.startswith(_RESNET_PREFIXES)
+
+    def _inherits_resnet(self, classdef: cst.ClassDef) -> bool:
+        return any(self.qualify(base.value) in _RESNET_CLASSES for base in classdef.bases)
+
+    # -- rebuilt stems ----------------------------------------------------------------------------
+    def _check_class(self, classdef: cst.ClassDef) -> None:
+        file = file_model(self.context)
+        model = file.class_model(classdef, class_indent(self.context, classdef))
+        resolver = file.resolver
+        for call, qualified, method, _ in model.constructors:
+            if qualified not in (NN + "Sequential", NN + "ModuleList"):
+                continue
+            self_name = model.self_name(method)
+            elements = _container_elements(resolver, call, qualified, self_name)
+            if elements is None:
+                continue
+            for position, part in enumerate(elements):
+                base = self._stage_base(model, part)
+                if base is None:
+                    continue
+                # What runs before layer1 in the same container; a Sequential that starts with
+                # layer1 is followed into its callers by `_stage_calls`.
+                verdict = _StemWalk(model, base).parts(elements[:position])
+                if verdict is not None and verdict.found:
+                    self._report_stem(verdict, base, call)
+        for stage_call, method, statement, base in self._stage_calls(model):
+            self._walk_flow(model, method, statement, stage_call, _StemWalk(model, base), base)
+
+    def _stage_base(self, model: ClassModel, part: Part) -> Optional[str]:
+        """``enc`` when ``part`` is ``enc.layer1`` (directly or through an attribute)."""
+        if part.borrowed is not None:
+            base, name = part.borrowed
+            return base if name == "layer1" else None
+        if part.attribute is None:
+            return None
+        if part.attribute == "layer1" and "layer1" not in model.assignments:
+            return "self" if self._inherits_resnet(model.node) else None
+        inner = model.attribute_part(part.attribute)
+        if inner is not None and inner.borrowed is not None and inner.borrowed[1] == "layer1":
+            return inner.borrowed[0]
+        return None
+
+    def _stage_calls(self, model: ClassModel):
+        """Direct calls that run ``layer1`` first: ``enc.layer1(x)`` or ``self.enc1(x)``."""
+        for use in model.borrowed:
+            if use.part == "layer1" and use.call is not None and use.call.func is use.node:
+                yield use.call, use.method, use.statement, use.base
+        for name in model.references:
+            sequence = model.attribute_sequence(name)
+            first = sequence[0] if sequence else None
+            if first is None and name == "layer1" and self._inherits_resnet(model.node):
+                first = Part(cst.Name("layer1"), attribute="layer1")
+            if first is None:
+                continue
+            base = self._stage_base(model, first)
+            if base is None:
+                continue
+            for reference in model.calls(name):
+                yield reference.call, reference.method, reference.statement, base
+
+    def _walk_flow(
+        self,
+        model: ClassModel,
+        method: cst.FunctionDef,
+        statement: Optional[cst.CSTNode],
+        call: cst.Call,
+        walker: _StemWalk,
+        base: str,
+    ) -> None:
+        """Follow the input of ``call`` back through ``method`` until the stem or a pool."""
+        flow = model.file.flow(method)
+        index = flow.statement_index(statement)
+        if index is None or not flow.reliable or len(call.args) != 1:
+            return
+        self_name = model.self_name(method)
+        producers = Producers(model.file, model)
+        expression: cst.BaseExpression = call.args[0].value
+        for _ in range(16):
+            if isinstance(expression, cst.Name):
+                definitions = flow.definitions(expression.value, index)
+                if len(definitions) != 1 or definitions[0].index == ENTRY or definitions[0].value is None:
+                    return
+                expression, index = definitions[0].value, definitions[0].index
+                continue
+            if not isinstance(expression, cst.Call) or not expression.args:
+                return
+            func = expression.func
+            parts: Optional[List[Part]] = None
+            if isinstance(func, cst.Attribute) and self_name is not None and dotted_name(func.value) == self_name:
+                parts = [Part(func, attribute=func.attr.value)]
+            elif isinstance(func, cst.Attribute) and dotted_name(func.value) is not None:
+                if self.qualify(func.value) is None:
+                    parts = [Part(func, borrowed=(dotted_name(func.value), func.attr.value))]  # type: ignore[arg-type]
+            if parts is not None:
+                verdict = walker.parts(parts)
+                if verdict is not None:
+                    if verdict.found:
+                        stem = _stem_sequential(model, parts[0])
+                        self._report_stem(verdict, base, stem if stem is not None else call)
+                    return
+            else:
+                qualified = self.qualify(func)
+                if qualified in POOL_FUNCTIONS:
+                    return
+                category = producers.call(expression, self_name).category
+                if category in (Category.UNKNOWN, Category.POOL):
+                    return
+            expression = expression.args[0].value
+
+    def _report_stem(self, verdict: _Verdict, base: str, anchor: cst.CSTNode) -> None:
+        if id(anchor) in self._reported:
+            return
+        self._reported.add(id(anchor))
+        stem = ", ".join(f"`{base}.{name}`" for name in verdict.walked)
+        self.report(
+            anchor,
+            f"`{base}.maxpool` is dropped: the stem ({stem}) feeds `{base}.layer1` directly, so "
+            f"layer1 to layer4 run at twice the height and width and {FACTOR_TEXT}; {ADVICE}",
+        )
+
+
+def _container_elements(resolver, call: cst.Call, qualified: str, self_name: Optional[str]) -> Optional[List[Part]]:
+    if qualified == NN + "Sequential":
+        return resolver.sequential(call, self_name)
+    if len(call.args) != 1 or not isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+        return None
+    parts: List[Part] = []
+    for element in call.args[0].value.elements:
+        if not isinstance(element, cst.Element):
+            return None
+        value = element.value
+        inner = resolver.sequential(value, self_name) if isinstance(value, cst.Call) else None
+        # A stage list runs its elements one after another, like a Sequential.
+        parts.extend(inner if inner is not None else [resolver.part(value, self_name)])
+    return parts
+
+
+def _stem_sequential(model: ClassModel, part: Part) -> Optional[cst.CSTNode]:
+    """The Sequential constructor behind ``self.x`` (the stem rebuild), to report it there."""
+    if part.attribute is None:
+        return None
+    assignment = model.single_assignment(part.attribute)
+    if assignment is None or not isinstance(assignment.value, cst.Call):
+        return None
+    return assignment.value if model.file.resolver.constructor(assignment.value) == NN + "Sequential" else None
+
+
+def _is_stride_one(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return bool(node.elements) and all(_is_stride_one(e.value) for e in node.elements)
+    return literal_number(node) == 1

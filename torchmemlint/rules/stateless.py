@@ -1,0 +1,298 @@
+"""TML1xx: parameter-free layers kept as module attributes (a style choice, not a memory cost)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.findings import Applicability
+from torchmemlint.rules._modules import (
+    NN,
+    Assignment,
+    ClassModel,
+    class_indent,
+    enclosing,
+    file_model,
+    is_literal,
+    short_name,
+    terminal_name,
+    watched_names,
+)
+from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
+
+
+@dataclass(frozen=True)
+class Functional:
+    """The ``F.*`` function a parameter-free module's ``forward`` calls, and how to call it."""
+
+    function: str
+    params: Tuple[str, ...]  # the module's constructor parameters, in order
+    training: bool = False  # forward passes ``self.training``
+
+
+def _table() -> Dict[str, Functional]:
+    activations = {
+        "ReLU": ("relu", "inplace"), "ReLU6": ("relu6", "inplace"),
+        "LeakyReLU": ("leaky_relu", "negative_slope inplace"), "ELU": ("elu", "alpha inplace"),
+        "CELU": ("celu", "alpha inplace"), "SELU": ("selu", "inplace"), "GELU": ("gelu", "approximate"),
+        "SiLU": ("silu", "inplace"), "Mish": ("mish", "inplace"), "Hardswish": ("hardswish", "inplace"),
+        "Hardsigmoid": ("hardsigmoid", "inplace"), "Hardtanh": ("hardtanh", "min_val max_val inplace"),
+        "Threshold": ("threshold", "threshold value inplace"), "Sigmoid": ("sigmoid", ""),
+        "Tanh": ("tanh", ""), "Softmax": ("softmax", "dim"), "LogSoftmax": ("log_softmax", "dim"),
+        "Softmin": ("softmin", "dim"), "Softplus": ("softplus", "beta threshold"),
+        "AvgPool1d": ("avg_pool1d", "kernel_size stride padding ceil_mode count_include_pad"),
+        "Upsample": ("interpolate", "size scale_factor mode align_corners recompute_scale_factor"),
+        "PixelShuffle": ("pixel_shuffle", "upscale_factor"),
+        "PixelUnshuffle": ("pixel_unshuffle", "downscale_factor"),
+    }
+    table = {NN + name: Functional(function, tuple(params.split())) for name, (function, params) in activations.items()}
+    for n in ("1d", "2d", "3d"):
+        table[NN + "MaxPool" + n] = Functional(
+            "max_pool" + n, ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode")
+        )
+        table[NN + "AdaptiveAvgPool" + n] = Functional("adaptive_avg_pool" + n, ("output_size",))
+        table[NN + "AdaptiveMaxPool" + n] = Functional("adaptive_max_pool" + n, ("output_size", "return_indices"))
+        table[NN + "Dropout" + n] = Functional("dropout" + n, ("p", "inplace"), training=True)
+    for n in ("2d", "3d"):
+        table[NN + "AvgPool" + n] = Functional(
+            "avg_pool" + n,
+            ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"),
+        )
+    table[NN + "RReLU"] = Functional("rrelu", ("lower", "upper", "inplace"), training=True)
+    for name, function in (("Dropout", "dropout"), ("AlphaDropout", "alpha_dropout"),
+                           ("FeatureAlphaDropout", "feature_alpha_dropout")):
+        table[NN + name] = Functional(function, ("p", "inplace"), training=True)
+    return table
+
+
+STATELESS: Dict[str, Functional] = _table()
+
+
+class StatelessModuleAttribute(Rule):
+    """
+    ## What it does
+    Flags parameter-free modules (`nn.MaxPool2d`, `nn.ReLU`, `nn.Dropout`, `nn.Upsample`, ...)
+    kept as attributes of a module whose methods only ever call them. Off by default: it is a
+    style preference, never a memory problem. Modules inside `nn.Sequential` / `nn.ModuleList`
+    and nested sub-modules are never flagged.
+
+    ## Why is this bad?
+    It is not, for memory: `self.pool = nn.MaxPool2d(2)` and `F.max_pool2d(x, 2)` run the same
+    kernel and autograd keeps the same tensors. torchsummary shows a lower "Forward/backward pass
+    size" for functional code only because it adds up the outputs of the modules it hooks and
+    cannot see `F.*` calls; for the same reason it makes nested sub-modules look costly. The
+    functional spelling simply keeps the stateless op next to its use.
+
+    ## Example
+    ```python
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 64, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return F.max_pool2d(self.conv(x), kernel_size=2)
+    ```
+
+    ## Fix safety
+    Unsafe: the fix rewrites every call to the `F.*` function (dropout gets
+    `training=self.training`) and removes the attribute. Outputs and gradients are identical
+    (tests/test_module_rules.py), but hooks, `print(model)`, quantization fusion and code that
+    reaches `model.pool` from outside no longer see the module. Fixed only when the constructor
+    arguments are literals.
+
+    ## Measured
+    The seed's 4-conv net with `nn.MaxPool2d`/`nn.ReLU` attributes vs `F.max_pool2d`/`F.relu`,
+    1x3x512x704: 214,466,560 B saved for backward and a 254,558,984 B activation peak in both;
+    torchsummary reports 350.62 vs 233.75 MB (`benchmarks/memory_figures.py`, memory-facts
+    table row 2).
+    """
+
+    code = "TML101"
+    name = "stateless-module-attribute"
+    summary = "Parameter-free module kept as an attribute (0 B of memory; style only)"
+    default_enabled = False
+    fix_availability = FixAvailability.SOMETIMES
+
+    VALID = (
+        # inside a Sequential it must be a module
+        "import torch.nn as nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())\n\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n",
+        # a nested custom module is never flagged
+        "import torch.nn as nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.block = DoubleConv(3, 8)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.block(x)\n",
+        # also handed to a Sequential: the module object is needed
+        "import torch.nn as nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = nn.ReLU()\n"
+        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), self.act)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(self.body(x))\n",
+        # a look-alike ReLU
+        "import torch\n\nclass ReLU:\n    def __call__(self, x):\n        return x\n\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = ReLU()\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch.nn as nn\nimport torch.nn.functional as F\n\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.conv = nn.Conv2d(3, 8, 3)\n"
+            "        # downsampling\n"
+            "        self.pool = nn.MaxPool2d(2, stride=2)\n\n"
+            "    def forward(self, x):\n"
+            "        return self.pool(self.conv(x))\n",
+            fixed="import torch.nn as nn\nimport torch.nn.functional as F\n\n"
+            "class Net(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.conv = nn.Conv2d(3, 8, 3)\n"
+            "        # downsampling\n\n"
+            "    def forward(self, x):\n"
+            "        return F.max_pool2d(self.conv(x), kernel_size=2, stride=2)\n",
+            line=9,
+            column=21,
+        ),
+        Invalid(
+            "import torch.nn as nn\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.fc = nn.Linear(8, 2)\n"
+            "        self.drop = nn.Dropout(0.2)\n\n"
+            "    def forward(self, x):\n"
+            "        return self.fc(self.drop(x))\n",
+            fixed="import torch.nn as nn\n\n"
+            "class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.fc = nn.Linear(8, 2)\n\n"
+            "    def forward(self, x):\n"
+            "        return self.fc(nn.functional.dropout(x, p=0.2, training=self.training))\n",
+        ),
+        # arguments computed in __init__ cannot move to forward: reported, not fixed
+        Invalid(
+            "import torch.nn as nn\n\n"
+            "class Up(nn.Module):\n"
+            "    def __init__(self, factor):\n"
+            "        super().__init__()\n"
+            "        self.up = nn.Upsample(scale_factor=factor)\n\n"
+            "    def forward(self, x):\n"
+            "        return self.up(x)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        watched = self.context.shared("tml.stateless", lambda: watched_names(self.context, frozenset(STATELESS)))
+        if terminal_name(node.func) not in watched:
+            return
+        qualified = self.qualify(node.func)
+        functional = STATELESS.get(qualified or "")
+        if functional is None:
+            return
+        classdef = enclosing(self.context, cst.ClassDef)
+        if not isinstance(classdef, cst.ClassDef):
+            return
+        file = file_model(self.context)
+        model = file.class_model(classdef, class_indent(self.context, classdef))
+        statement = self.context.statement_stack[-1]
+        assignment = _attribute_assignment(model, statement, node)
+        if assignment is None or not model.is_module():
+            return
+        name = assignment.name
+        if not model.only_called(name) or file.subclassed(classdef.name.value) or file.foreign_attribute(name):
+            return
+        assert qualified is not None
+        prefix = file.functional_prefix(self.qualify)
+        self.report(
+            node,
+            f"`self.{name}` ({short_name(qualified)}) has no parameters or buffers and is only "
+            f"called: `F.{functional.function}` in forward changes no autograd memory (measured "
+            "0 B); torchsummary shows less for functional code only because it sums the outputs "
+            "of hooked modules and cannot see `F.*` calls",
+            self._fix(model, assignment, functional, prefix),
+        )
+
+    def _fix(
+        self, model: ClassModel, assignment: Assignment, functional: Functional, prefix: Optional[str]
+    ) -> Optional[FixSpec]:
+        call = assignment.value
+        if prefix is None or not isinstance(call, cst.Call) or assignment.alone:
+            return None
+        keywords = _keywords(call, functional)
+        if keywords is None:
+            return None
+        edits: List[NodeEdit] = []
+        for reference in model.calls(assignment.name):
+            use = reference.call
+            assert use is not None
+            if len(use.args) != 1 or use.args[0].keyword is not None or use.args[0].star:
+                return None
+            arguments = [self.code_for(use.args[0].value)]
+            arguments += [f"{name}={value}" for name, value in keywords]
+            if functional.training:
+                arguments.append(f"training={model.self_name(reference.method)}.training")
+            edits.append(NodeEdit(use, f"{prefix}.{functional.function}({', '.join(arguments)})"))
+        comments = "".join(
+            f"{assignment.indent}{line.comment.value}\n" if line.comment else "\n"
+            for line in assignment.statement.leading_lines
+        )
+        edits.append(NodeEdit(assignment.statement, comments))
+        return FixSpec(Applicability.UNSAFE, f"Call `{prefix}.{functional.function}` instead", tuple(edits))
+
+
+def _attribute_assignment(model: ClassModel, statement: cst.CSTNode, value: cst.Call) -> Optional[Assignment]:
+    for assignments in model.assignments.values():
+        for assignment in assignments:
+            if assignment.statement is statement and assignment.value is value:
+                single = model.single_assignment(assignment.name)
+                return assignment if single is assignment and assignment.single_target else None
+    return None
+
+
+def _keywords(call: cst.Call, functional: Functional) -> Optional[List[Tuple[str, str]]]:
+    """The constructor's arguments as ``(name, literal code)``; None if one is not a literal."""
+    found: List[Tuple[str, str]] = []
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if positional >= len(functional.params):
+                return None
+            name = functional.params[positional]
+            positional += 1
+        else:
+            name = arg.keyword.value
+            if name not in functional.params:
+                return None
+        if not is_literal(arg.value):
+            return None
+        found.append((name, cst.Module([]).code_for_node(arg.value)))
+    return found
