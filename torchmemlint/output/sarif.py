@@ -41,7 +41,6 @@ def _rule_descriptor(rule: Type[Rule]) -> Dict[str, Any]:
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": rule.summary},
         "help": {"text": rule.documentation(), "markdown": rule.documentation()},
         "helpUri": rule_url(rule.code),
         "defaultConfiguration": {"enabled": rule.default_enabled, "level": level_for(rule.code)},
