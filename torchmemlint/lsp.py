@@ -24,7 +24,7 @@ from torchmemlint import __version__
 from torchmemlint.config import ConfigError, Settings, find_config, load_settings
 from torchmemlint.engine import SYNTAX_ERROR, is_excluded_file, lint_source
 from torchmemlint.findings import Edit, Finding, Location
-from torchmemlint.fixer import fix_text
+from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.output import rule_url
 from torchmemlint.output.sarif import level_for
 from torchmemlint.sourcefile import newline_of
@@ -228,6 +228,12 @@ def _minimal_edit(old: str, new: str, text: _Text) -> types.TextEdit:
     suffix = 0
     while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
         suffix += 1
+    # Never split a "\r\n": a position inside it does not exist for the editor.
+    if prefix and old[prefix - 1] == "\r" and old[prefix : prefix + 1] == "\n":
+        prefix -= 1
+    end = len(old) - suffix
+    if suffix and old[end : end + 1] == "\n" and old[end - 1 : end] == "\r":
+        suffix -= 1
     start = text.location_of_offset(prefix)
     end = text.location_of_offset(len(old) - suffix)
     return types.TextEdit(range=text.range(start, end), new_text=new[prefix : len(new) - suffix])
@@ -282,7 +288,10 @@ def code_actions(
         def lint(source: str) -> List[Finding]:
             return lint_source(source, path, settings)
 
-        fixed = fix_text(document.source, lint, unsafe_fixes=False).text
+        try:
+            fixed = fix_text(document.source, lint, unsafe_fixes=False).text
+        except FixError:  # a fix that would break the code: offer none rather than that
+            fixed = document.source
         if fixed != document.source:
             actions.append(
                 types.CodeAction(
