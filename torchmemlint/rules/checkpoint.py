@@ -424,26 +424,43 @@ class FileModels:
         path = _self_attribute(expr, env.self_name)
         if path is None or env.owner is None:
             return None
-        owner = env.owner
-        values = [(value, owner.init_env(), f"{owner.name}.{path[0]}") for value in owner.attributes.get(path[0], ())]
+        values = self._attribute(env.owner, path[0])
         for name in path[1:]:
             deeper = []
             for value, value_env, _ in values:
                 inner = self.local_class(value.func, value_env) if isinstance(value, cst.Call) else None
                 if inner is not None:
-                    deeper.extend(
-                        (attribute, inner.init_env(), f"{inner.name}.{name}")
-                        for attribute in inner.attributes.get(name, ())
-                    )
+                    deeper.extend(self._attribute(inner, name))
             values = deeper
         return values
 
-    def appended(self, expr: cst.BaseExpression, env: Env) -> List[Tuple[Optional[cst.For], cst.BaseExpression]]:
+    def _attribute(self, model: ClassModel, name: str, depth: int = 0) -> List[Tuple[cst.BaseExpression, Env, str]]:
+        """``self.<name>`` as the class's ``__init__`` sets it, or else a base class of this file."""
+        values = model.attributes.get(name)
+        if values:
+            return [(value, model.init_env(), f"{model.name}.{name}") for value in values]
+        found: List[Tuple[cst.BaseExpression, Env, str]] = []
+        if depth < self.MAX_DEPTH:
+            for base in model.node.bases:
+                parent = self.local_class(base.value, Env(model.scope, None, None))
+                if parent is not None and parent is not model:
+                    found.extend(self._attribute(parent, name, depth + 1))
+        return found
+
+    @staticmethod
+    def appended(expr: cst.BaseExpression, env: Env) -> List[Tuple[Optional[cst.For], cst.BaseExpression]]:
         """What ``__init__`` appends to ``self.x`` (``self.x.append(Block())``)."""
         path = _self_attribute(expr, env.self_name)
         if path is None or len(path) != 1 or env.owner is None:
             return []
         return env.owner.attribute_appends.get(path[0], [])
+
+    def _appended_elements(self, expr: cst.BaseExpression, env: Env) -> List[Tuple[cst.BaseExpression, Env, str]]:
+        appended = self.appended(expr, env)
+        if not appended or env.owner is None:
+            return []
+        where = f"{env.owner.name}.{_self_attribute(expr, env.self_name)[0]}[...]"
+        return [(value, env.owner.init_env(), where) for _, value in appended]
 
     def mentions_checkpoint(self, node: cst.ClassDef) -> bool:
         """Whether a class says "checkpoint" anywhere: it handles checkpointing itself."""
@@ -454,26 +471,27 @@ class FileModels:
 
     # -- elements of containers ------------------------------------------------------------
     def elements(
-        self, expr: cst.BaseExpression, env: Env, where: str
+        self, expr: cst.BaseExpression, env: Env, where: str, depth: int = 0
     ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
         """The modules a container expression holds; None when it is not a known container."""
+        if depth > self.MAX_DEPTH:
+            return None
         followed = self.follow(expr, env)
         if followed is not None:
             found: List[Tuple[cst.BaseExpression, Env, str]] = []
             for value, value_env, value_where in followed:
-                inner = self.elements(value, value_env, value_where)
+                inner = self.elements(value, value_env, value_where, depth + 1)
                 if inner is None:
                     return None
                 found.extend(inner)
-            assert env.owner is not None  # follow() resolved a self attribute
-            found.extend((value, env.owner.init_env(), f"{where}[...]") for _, value in self.appended(expr, env))
+            found.extend(self._appended_elements(expr, env))
             return found if followed else None
         if isinstance(expr, cst.Call) and env.qualify(expr.func) in _CONTAINERS:
             found = []
             for arg in expr.args:
                 if arg.keyword is not None or arg.star == "**":
                     continue
-                inner = self._listed(arg.value, env, where) if arg.star or len(expr.args) == 1 else None
+                inner = self._listed(arg.value, env, where, depth + 1) if arg.star or len(expr.args) == 1 else None
                 if inner is None and arg.star:
                     return None
                 found.extend(inner if inner is not None else [(arg.value, env, f"{where}[{len(found)}]")])
@@ -481,9 +499,11 @@ class FileModels:
         return None
 
     def _listed(
-        self, expr: cst.BaseExpression, env: Env, where: str
+        self, expr: cst.BaseExpression, env: Env, where: str, depth: int
     ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
         """Elements of a list literal, comprehension or OrderedDict passed to a container."""
+        if depth > self.MAX_DEPTH:
+            return None
         if isinstance(expr, (cst.List, cst.Tuple)):
             if any(isinstance(e, cst.StarredElement) for e in expr.elements):
                 return None
@@ -491,7 +511,7 @@ class FileModels:
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
             return [(expr.elt, env, f"{where}[...]")]
         if isinstance(expr, cst.Call) and env.qualify(expr.func) == "collections.OrderedDict":
-            pairs = self._listed(expr.args[0].value, env, where) if expr.args else None
+            pairs = self._listed(expr.args[0].value, env, where, depth + 1) if expr.args else None
             if pairs is None:
                 return None
             values = []
@@ -503,7 +523,7 @@ class FileModels:
         if isinstance(expr, cst.Name) and env.owner is not None and env.scope is env.owner.init_scope:
             owner = env.owner
             values = owner.locals.get(expr.value, [])
-            listed = [self._listed(value, env, where) for value in values]
+            listed = [self._listed(value, env, where, depth + 1) for value in values]
             appended = [(value, env, f"{where}[...]") for _, value in owner.appends.get(expr.value, ())]
             if not values or any(item is None for item in listed):
                 return None
@@ -530,9 +550,8 @@ class FileModels:
         if followed is not None:
             for value, value_env, value_where in followed:
                 merge(self.contents(value, value_env, value_where, depth + 1))
-            for _, value in self.appended(expr, env):
-                assert env.owner is not None
-                merge(self.contents(value, env.owner.init_env(), f"{where}[...]", depth + 1))
+            for value, value_env, value_where in self._appended_elements(expr, env):
+                merge(self.contents(value, value_env, value_where, depth + 1))
             path = _self_attribute(expr, env.self_name)
             if not followed and env.owner is not None and path is not None and len(path) == 1:
                 method = env.owner.methods.get(path[0])
@@ -560,7 +579,7 @@ class FileModels:
         qualified = env.qualify(call.func)
         if qualified in _CONTAINERS:
             found: Dict[str, Found] = {}
-            for element, element_env, element_where in self.elements(call, env, where) or ():
+            for element, element_env, element_where in self.elements(call, env, where, depth + 1) or ():
                 for trait, item in self.contents(element, element_env, element_where, depth + 1).items():
                     found.setdefault(trait, item)
             return found
@@ -655,7 +674,7 @@ class FileModels:
             return 0
         qualified = env.qualify(expr.func)
         if qualified in _CONTAINERS:
-            elements = self.elements(expr, env, "") or ()
+            elements = self.elements(expr, env, "", depth + 1) or ()
             return sum(self.layer_count(element, element_env, depth + 1) for element, element_env, _ in elements)
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return 1
@@ -678,11 +697,13 @@ class FileModels:
         return self._layer_counts[key]
 
     # -- single cheap ops ------------------------------------------------------------------
-    def single_op(self, expr: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
+    def single_op(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[SingleOp]:
         """The one cheap layer or op that calling ``expr`` runs, if that is all it runs."""
+        if depth > self.MAX_DEPTH:
+            return None
         followed = self.follow(expr, env)
         if followed is not None:
-            ops = [self.single_op(value, value_env) for value, value_env, _ in followed]
+            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed]
             if ops and all(op is not None and op == ops[0] for op in ops):
                 return ops[0]
             return None
@@ -695,13 +716,13 @@ class FileModels:
             call = _lambda_call(expr)
             if call is None:
                 return None
-            return self.single_op(call.func, Env(_scope_of(expr, env.scope), env.owner, env.self_name))
+            return self.single_op(call.func, Env(_scope_of(expr, env.scope), env.owner, env.self_name), depth + 1)
         if isinstance(expr, (cst.Name, cst.Attribute)):
             function = self.local_function(expr, env)
             if function is not None:
                 call = _single_return_call(function)
                 inner = Env(_scope_of(function, self.root), None, None)
-                return self.single_op(call.func, inner) if call is not None else None
+                return self.single_op(call.func, inner, depth + 1) if call is not None else None
             return _function_op(env.qualify(expr))
         return None
 
@@ -867,8 +888,8 @@ class _ClassTrackingRule(Rule):
                 return iterable
         return None
 
-    def callable_contents(self, call: cst.Call) -> Tuple[Dict[str, Found], str]:
-        """Traits of what a checkpoint call runs, and how to name its callable in a message."""
+    def callable_contents(self, call: cst.Call, function: str) -> Tuple[Dict[str, Found], str]:
+        """Traits of what a checkpoint call recomputes, and how to name its callable."""
         positional = _positional(call)
         if not positional or positional[0].star:
             return {}, ""
@@ -880,7 +901,29 @@ class _ClassTrackingRule(Rule):
         if container is not None:
             label += f" (an element of `{self.code_for(container)}`)"
             return models.contents(container, env, label), label
+        if function == CHECKPOINT_SEQUENTIAL:
+            segments = _recomputed_segments(models.elements(target, env, label), positional)
+            if segments is not None:
+                found: Dict[str, Found] = {}
+                for element, element_env, where in segments:
+                    for trait, item in models.contents(element, element_env, where).items():
+                        found.setdefault(trait, item)
+                return found, label
         return models.contents(target, env, label), label
+
+
+def _recomputed_segments(
+    elements: Optional[List[Tuple[cst.BaseExpression, Env, str]]], positional: Sequence[cst.Arg]
+) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+    """The modules `checkpoint_sequential` checkpoints: all but its last segment, which runs
+    normally. None unless the module list and the segment count are both known."""
+    if elements is None or any(where.endswith("[...]") for _, _, where in elements):
+        return None  # built by a comprehension or appends: the length is not known here
+    segments = positional[1].value if len(positional) > 1 else None
+    if not isinstance(segments, cst.Integer) or int(segments.evaluated_value) < 1:
+        return None
+    count = int(segments.evaluated_value)
+    return elements[: len(elements) // count * (count - 1)]
 
 
 # -- TML401 ---------------------------------------------------------------------------------
@@ -1156,14 +1199,22 @@ class SingleOpCheckpoint(_ClassTrackingRule):
             "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
             "y = checkpoint(F.relu, x, context_fn=make_contexts, use_reentrant=False)\n",
         ),
+        Invalid(
+            "import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+            "def f(x):\n"
+            "    return checkpoint(\n        F.relu,\n        x,\n        use_reentrant=False,\n    )\n",
+            fixed="import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
+            "def f(x):\n"
+            "    return F.relu(\n        x,\n    )\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         if _is_checkpoint_call(self, node) != CHECKPOINT:
             return
         positional = _positional(node)
-        if not positional or positional[0].star:
-            return
+        if len(positional) < 2 or positional[0].star:
+            return  # no inputs: not a call that runs
         target = positional[0].value
         models = file_models(self)
         env = self.call_env()
@@ -1382,6 +1433,19 @@ class BatchNormInCheckpoint(_ClassTrackingRule):
             norm="nn.BatchNorm2d(c)",
             call="checkpoint(self.block, x)",
         ),
+        "import torch\nimport torch.nn.functional as F\n"
+        "def step(x, mean, var):\n"
+        "    return F.batch_norm(x, mean, var, training=False)\n"
+        "y = torch.utils.checkpoint.checkpoint(step, x, m, v, use_reentrant=False)\n",
+        # The last segment of checkpoint_sequential runs without checkpoint: [conv] | [bn, relu].
+        "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint_sequential\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)\n",
         # A local class named BatchNorm2d is not torch's.
         "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n"
         "class BatchNorm2d(nn.Module):\n    pass\n"
@@ -1412,7 +1476,7 @@ class BatchNormInCheckpoint(_ClassTrackingRule):
             "        self.layers = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())\n"
             "\n"
             "    def forward(self, x):\n"
-            "        return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)\n",
+            "        return checkpoint_sequential(self.layers, 3, x, use_reentrant=False)\n",
         ),
         Invalid(
             "import torch\nimport torch.nn.functional as F\n"
@@ -1423,9 +1487,10 @@ class BatchNormInCheckpoint(_ClassTrackingRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _is_checkpoint_call(self, node) is None:
+        function = _is_checkpoint_call(self, node)
+        if function is None:
             return
-        found, label = self.callable_contents(node)
+        found, label = self.callable_contents(node, function)
         item = found.get(BATCH_NORM)
         if item is None:
             return
@@ -1518,12 +1583,32 @@ class CheckpointRandomWithoutRngState(_ClassTrackingRule):
             call="deepspeed.checkpointing.checkpoint(self.layers, x, preserve_rng_state=False)",
         ),
         _MLP.format(
+            imports="from torch.utils.checkpoint import checkpoint",
+            drop="nn.Dropout(0.1)",
+            call="checkpoint(self.layers, x, use_reentrant=False, preserve_rng_state=keep_rng)",
+        ),
+        _MLP.format(
             imports="def checkpoint(function, *args, **kwargs):\n    return function(*args)",
             drop="nn.Dropout(0.1)",
             call="checkpoint(self.layers, x, preserve_rng_state=False)",
         ),
     )
     INVALID = (
+        Invalid(
+            _MLP.format(
+                imports="import torch",
+                drop="nn.Dropout(0.1), nn.Linear(d, d)",
+                call="torch.utils.checkpoint.checkpoint_sequential(\n"
+                "            self.layers, 4, x, use_reentrant=False, preserve_rng_state=False)",
+            ),
+            fixed=_MLP.format(
+                imports="import torch",
+                drop="nn.Dropout(0.1), nn.Linear(d, d)",
+                call="torch.utils.checkpoint.checkpoint_sequential(\n"
+                "            self.layers, 4, x, use_reentrant=False)",
+            ),
+            line=10,
+        ),
         Invalid(
             _MLP.format(
                 imports="from torch.utils.checkpoint import checkpoint",
@@ -1574,12 +1659,13 @@ class CheckpointRandomWithoutRngState(_ClassTrackingRule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _is_checkpoint_call(self, node) is None:
+        function = _is_checkpoint_call(self, node)
+        if function is None:
             return
         argument = keyword(node, "preserve_rng_state")
         if argument is None or not _is_false(argument.value):
             return
-        found, label = self.callable_contents(node)
+        found, label = self.callable_contents(node, function)
         item = found.get(RANDOM)
         if item is None:
             return
@@ -1883,7 +1969,7 @@ class DeepStackWithoutCheckpoint(Rule):
                 continue
             value = arg.value
             if arg.star or (len(container.args) == 1 and isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Name))):
-                counted = self._count_listed(value, env)
+                counted = self._count_listed(value, env, 0)
                 if counted is None:
                     return None
                 total += counted[0]
@@ -1892,7 +1978,9 @@ class DeepStackWithoutCheckpoint(Rule):
                 total += 1
         return total, notes
 
-    def _count_listed(self, expr: cst.BaseExpression, env: Env) -> Optional[Tuple[int, List[str]]]:
+    def _count_listed(self, expr: cst.BaseExpression, env: Env, depth: int) -> Optional[Tuple[int, List[str]]]:
+        if depth > FileModels.MAX_DEPTH:
+            return None
         owner = env.owner
         if isinstance(expr, (cst.List, cst.Tuple)):
             if any(isinstance(e, cst.StarredElement) for e in expr.elements):
@@ -1907,7 +1995,7 @@ class DeepStackWithoutCheckpoint(Rule):
             values = owner.locals.get(expr.value, [])
             if len(values) != 1:
                 return None
-            base = self._count_listed(values[0], env)
+            base = self._count_listed(values[0], env, depth + 1)
             if base is None:
                 return None
             total, notes = base
