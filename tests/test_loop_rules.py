@@ -17,6 +17,8 @@ import torch
 
 from torchmemlint.config import Settings
 from torchmemlint.engine import lint_source
+from torchmemlint.fixer import fix_text
+from torchmemlint.rules import _loops
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint" / "loops"
 EXPECT = re.compile(r"#\s*expect:\s*((?:TML\d{3}\s*)+)")
@@ -90,6 +92,19 @@ def test_noqa_suppresses_an_accumulation_statement():
     assert row in {f.location.row for f in ignored}
 
 
+def test_quoted_figures_match_the_benchmark_results():
+    results = FIXTURES.parent.parent.parent / "benchmarks" / "results" / "memory_figures.json"
+    leaks = json.loads(results.read_text())["f_training_loop_leaks"]
+    assert _loops.EVAL_PEAK_FACTOR == f"x{leaks['eval_without_no_grad_peak_ratio']:.2f}"
+    assert _loops.EVAL_GROWTH == f"{leaks['eval_total_loss_growth_per_iteration'] / 1e6:.2f} MB"
+    assert _loops.RETAIN_GRAPH_PEAK == f"+{round(leaks['retain_graph_peak_change_pct'])} %"
+    assert _loops.LIST_GROWTH == f"{leaks['feats_list_growth_per_iteration'] / 1e6:.1f} MB"
+    assert leaks["feats_list_detached_growth_per_iteration"] == leaks[
+        "feats_list_growth_per_iteration"
+    ]  # TML504's "`.detach()` does not help"
+    assert leaks["train_total_loss_growth_per_iteration"] == 0  # TML502's "does not grow"
+
+
 def test_messages_say_whether_the_loop_trains(cli_findings):
     findings = [
         f for f in cli_findings
@@ -99,8 +114,8 @@ def test_messages_say_whether_the_loop_trains(cli_findings):
     source = (FIXTURES / "loops_in_functions.py").read_text().splitlines()
     training_row = source.index("        running += loss  # expect: TML502") + 1
     eval_row = source.index("        total_loss += loss  # expect: TML502") + 1
-    assert "backward frees the saved activations" in by_row[training_row]
-    assert "host memory" in by_row[training_row]
+    assert "device memory does not grow" in by_row[training_row]
+    assert "host memory grows" in by_row[training_row]
     assert "without backward and outside `torch.no_grad()`" in by_row[eval_row]
     assert "saved activations" in by_row[eval_row]
 
@@ -145,6 +160,26 @@ def test_must_not_be_reported(code):
 def test_a_loss_class_is_a_loss_only_when_it_comes_from_torch():
     assert [f.code for f in lint(LOOK_ALIKE.format(nn="torch.nn as nn"))] == ["TML502"]
     assert lint(LOOK_ALIKE.format(nn="mylib.nn as nn")) == []
+
+
+@pytest.mark.parametrize(
+    "code, select",
+    [
+        ("def run(net, xs):\n    net.eval()\n    for x in xs:\n        print(net(x))\n", "TML501"),
+        (
+            "for x, y in loader:\n    loss = criterion(model(x), y)\n"
+            "    loss.backward(\n        retain_graph=True,\n    )\n",
+            "TML503",
+        ),
+    ],
+    ids=["wrap", "retain_graph"],
+)
+def test_fixes_keep_crlf_line_endings(code, select):
+    settings = Settings(select=(select,))
+    unix = fix_text("import torch\n" + code, lambda t: lint_source(t, "a.py", settings), True)
+    crlf_source = ("import torch\n" + code).replace("\n", "\r\n")
+    crlf = fix_text(crlf_source, lambda t: lint_source(t, "a.py", settings), True)
+    assert unix.fixed and crlf.text == unix.text.replace("\n", "\r\n")
 
 
 def test_following_names_within_a_function():

@@ -31,12 +31,12 @@ RETAIN_GRAPH = "TML503"
 LIST_ON_SELF = "TML504"
 TENSOR_ON_SELF = "TML505"
 
-# Figures quoted by the messages: memory-facts.md §3.6, reproduced by benchmarks/memory_figures.py.
-EVAL_PEAK_FACTOR = "x2.33"
-EVAL_GROWTH = "6.29 MB"
-HOST_GROWTH = "4.6 KB"
-RETAIN_GRAPH_PEAK = "+40 %"
-LIST_GROWTH = "2.1 MB"
+# Figures quoted by the messages, from benchmarks/memory_figures.py (f_training_loop_leaks in
+# benchmarks/results/memory_figures.json; tests/test_loop_rules.py checks they still agree).
+EVAL_PEAK_FACTOR = "x2.33"  # eval_without_no_grad_peak_ratio
+EVAL_GROWTH = "6.29 MB"  # eval_total_loss_growth_per_iteration
+RETAIN_GRAPH_PEAK = "+40 %"  # retain_graph_peak_change_pct
+LIST_GROWTH = "2.1 MB"  # feats_list_growth_per_iteration
 
 # Parameters and `self` attributes taken to be the model when they are called (`is_model`,
 # `build_model` are functions, not models).
@@ -966,9 +966,8 @@ class _ScopeAnalysis:
             head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
         if training:
             tail = (
-                ": backward frees the saved activations, but every iteration's autograd graph "
-                f"nodes stay reachable (host memory grows about {HOST_GROWTH} per iteration "
-                "measured)"
+                ": backward frees the saved activations (device memory does not grow), but "
+                "every iteration's autograd graph nodes stay reachable and host memory grows"
             )
             if appended:
                 tail += " and the list holds one tensor per iteration on its device"
@@ -1103,7 +1102,7 @@ class _ScopeAnalysis:
             fix = FixSpec(
                 Applicability.UNSAFE,
                 "Remove `retain_graph=True`",
-                (NodeEdit(call.node, self.walker.module.code_for_node(new)),),
+                (NodeEdit(call.node, render_expression(self.walker.module, new)),),
             )
             message = (
                 "`retain_graph=True` with no second backward through this graph in the loop: the "
@@ -1420,8 +1419,18 @@ def render(module: cst.Module, statement: cst.CSTNode, indents: Tuple[Optional[s
     for indent in reversed(indents):
         node = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[node], indent=indent))
     code = module.with_changes(body=[node], header=[], footer=[], has_trailing_newline=True).code
-    lines = code.splitlines(keepends=True)
+    lines = _unix_newlines(module, code).splitlines(keepends=True)
     return "".join(lines[len(indents):])
+
+
+def render_expression(module: cst.Module, node: cst.CSTNode) -> str:
+    return _unix_newlines(module, module.code_for_node(node))
+
+
+def _unix_newlines(module: cst.Module, code: str) -> str:
+    """Edits are written with "\n"; the fixer turns them into the file's own line ending."""
+    newline = module.default_newline
+    return code if newline == "\n" else code.replace(newline, "\n")
 
 
 # -- entry point ----------------------------------------------------------------------------
