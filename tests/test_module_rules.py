@@ -1,0 +1,300 @@
+"""Module-structure rules (TML1xx, TML2xx, TML3xx) on the fixtures in fixtures/lint/modules.
+
+The CLI runs as a subprocess and must report exactly the rows marked ``# expect: CODE``. Fixes
+are proven with torch: a fixture is executed before and after the engine's fixer, models are
+built with the same seed, and one forward and backward pass must give the same outputs and
+gradients (bit for bit for safe fixes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import List, Set, Tuple
+
+import pytest
+import torch
+
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+from torchmemlint.findings import Applicability
+from torchmemlint.fixer import fix_text
+from torchmemlint.rules import all_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "lint" / "modules"
+FAMILIES = ("TML1", "TML2", "TML3")
+MARKER = re.compile(r"#\s*expect:\s*(TML\d{3}(?:\s*,\s*TML\d{3})*)")
+
+
+# -- the CLI on the fixtures -----------------------------------------------------------------
+def marked(codes: Set[str]) -> Set[Tuple[str, int, str]]:
+    found = set()
+    for path in sorted(FIXTURES.glob("*.py")):
+        for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            match = MARKER.search(line)
+            if match:
+                for code in re.split(r"\s*,\s*", match.group(1)):
+                    if code in codes:
+                        found.add((path.name, row, code))
+    return found
+
+
+def cli(*args: str) -> List[dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--isolated", "--output-format", "json", *args],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def family_codes(default_only: bool) -> Set[str]:
+    return {
+        code
+        for code, rule in all_rules().items()
+        if code.startswith(FAMILIES) and (rule.default_enabled or not default_only)
+    }
+
+
+def test_cli_reports_exactly_the_marked_rows_when_the_families_are_selected():
+    findings = cli("--select", ",".join(FAMILIES), str(FIXTURES))
+    reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in findings}
+    assert reported == marked(family_codes(default_only=False))
+
+
+def test_cli_default_rules_report_only_the_rules_that_are_on_by_default():
+    findings = cli(str(FIXTURES))
+    reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in findings}
+    expected = marked(family_codes(default_only=True))
+    assert {"TML201", "TML203", "TML204", "TML301"} <= {code for _, _, code in expected}
+    assert reported == expected
+    assert not {code for _, _, code in reported} & {"TML101", "TML202"}
+
+
+def test_lookalikes_are_never_reported():
+    assert cli("--select", "ALL", str(FIXTURES / "lookalikes.py")) == []
+
+
+# -- executing fixtures before and after fixing ----------------------------------------------
+def load(source: str, name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def fixed_source(source: str, codes: Tuple[str, ...], unsafe: bool) -> Tuple[str, list]:
+    settings = Settings(select=codes)
+    result = fix_text(source, lambda text: lint_source(text, "fixture.py", settings), unsafe)
+    return result.text, result.fixed
+
+
+def step(module: types.ModuleType, name: str, shape: Tuple[int, ...]):
+    """One training step with fixed seeds: output, input grad, parameter grads, caller's input."""
+    torch.manual_seed(0)
+    model = getattr(module, name)()
+    model.train()
+    generator = torch.Generator().manual_seed(1)
+    base = torch.randn(shape, generator=generator).requires_grad_(True)
+    given = base * 1.0  # what the caller passes (not a leaf, so in place on it does not raise)
+    torch.manual_seed(2)  # dropout and RReLU draw from here
+    out = model(given)
+    out.pow(2).sum().backward()
+    grads = {key: p.grad for key, p in model.named_parameters()}
+    return out.detach(), base.grad, grads, given.detach()
+
+
+def assert_same(first, second, exact: bool = True) -> None:
+    """Same output, input gradient and parameter gradients (exactly, or to the last bits)."""
+    pairs = [(first[0], second[0]), (first[1], second[1])]
+    assert first[2].keys() == second[2].keys()
+    pairs += [(first[2][key], second[2][key]) for key in first[2]]
+    largest = max(float(a.abs().max()) for a, _ in pairs if a is not None)
+    for a, b in pairs:
+        assert (a is None) == (b is None)
+        if a is None:
+            continue
+        if exact:
+            assert torch.equal(a, b)
+        else:  # ELU/CELU/SELU in place compute backward from the result: last-bit differences
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-6 * largest)
+
+
+@pytest.mark.parametrize("fixture", ["inplace_blocks.py", "stateless_nets.py"])
+def test_safe_fixes_keep_outputs_and_gradients_identical(fixture):
+    source = (FIXTURES / fixture).read_text(encoding="utf-8")
+    fixed, applied = fixed_source(source, FAMILIES, unsafe=False)
+    assert applied and all(f.fix.applicability is Applicability.SAFE for f in applied)
+    original, after = load(source, "original"), load(fixed, "fixed")
+    raising = getattr(original, "RAISE_IN_BACKWARD", set())
+    for name, shape in original.INPUTS.items():
+        if name in raising:
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                step(original, name, shape)
+            torch.manual_seed(0)
+            model = getattr(original, name)()
+            torch.manual_seed(2)
+            before = model(torch.randn(shape, generator=torch.Generator().manual_seed(1)))
+            now = step(after, name, shape)
+            assert torch.equal(before.detach(), now[0])  # same forward; backward now runs
+        else:
+            assert_same(step(original, name, shape), step(after, name, shape))
+
+
+def test_unsafe_tml101_fix_keeps_numerics_and_removes_the_modules():
+    source = (FIXTURES / "stateless_nets.py").read_text(encoding="utf-8")
+    fixed, applied = fixed_source(source, ("TML101",), unsafe=True)
+    assert len(applied) == 3
+    assert "nn.MaxPool2d" not in fixed and "F.max_pool2d(" in fixed
+    assert "training=self.training" in fixed
+    original, after = load(source, "original"), load(fixed, "fixed")
+    assert_same(step(original, "ModulePoolNet", (1, 3, 32, 44)), step(after, "ModulePoolNet", (1, 3, 32, 44)))
+    assert not any(isinstance(m, torch.nn.MaxPool2d) for m in after.ModulePoolNet().modules())
+
+
+ACTIVATION_NET = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.{layer}, nn.Conv2d(8, 4, 3)
+        )
+
+    def forward(self, x):
+        return self.body(x)
+"""
+
+
+@pytest.mark.parametrize(
+    "layer, code, exact",
+    [
+        ("ReLU()", "TML202", True),
+        ("ReLU6()", "TML202", True),
+        ("Hardtanh(-0.5, 0.5)", "TML202", True),
+        ("SiLU()", "TML202", True),
+        ("Hardswish()", "TML202", True),
+        ("Hardsigmoid()", "TML202", True),
+        ("Mish()", "TML202", True),
+        ("LeakyReLU(0.1)", "TML201", True),
+        ("RReLU()", "TML201", True),
+        ("ELU()", "TML201", False),
+        ("CELU(0.5)", "TML201", False),
+        ("SELU()", "TML201", False),
+    ],
+)
+def test_adding_inplace_is_exact_where_the_fix_is_safe(layer, code, exact):
+    source = ACTIVATION_NET.format(layer=layer)
+    findings = lint_source(source, "net.py", Settings(select=("TML2",)))
+    assert [f.code for f in findings] == [code]
+    expected = Applicability.SAFE if exact else Applicability.UNSAFE
+    assert findings[0].fix is not None and findings[0].fix.applicability is expected
+    fixed, applied = fixed_source(source, (code,), unsafe=True)
+    assert len(applied) == 1 and "inplace=True" in fixed
+    assert_same(step(load(source, "a"), "Net", (2, 3, 12, 12)), step(load(fixed, "b"), "Net", (2, 3, 12, 12)), exact)
+
+
+DROPOUT_NET = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Sequential(nn.Linear(16, 32), nn.Dropout(0.5, inplace=True), nn.Linear(32, 4))
+
+    def forward(self, x):
+        return self.head(x)
+"""
+
+
+def test_inplace_dropout_fix_draws_the_same_mask_on_cpu():
+    findings = lint_source(DROPOUT_NET, "net.py", Settings(select=("TML204",)))
+    assert [f.code for f in findings] == ["TML204"]
+    assert findings[0].fix is not None and findings[0].fix.applicability is Applicability.UNSAFE
+    fixed, _ = fixed_source(DROPOUT_NET, ("TML204",), unsafe=True)
+    assert "inplace" not in fixed
+    assert_same(step(load(DROPOUT_NET, "a"), "Net", (4, 16)), step(load(fixed, "b"), "Net", (4, 16)))
+
+
+# -- what the unsafe in-place findings prevent ---------------------------------------------------
+@pytest.fixture(scope="module")
+def blocks():
+    return load((FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8"), "blocks")
+
+
+def test_inplace_after_sigmoid_raises_in_backward(blocks):
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        step(blocks, "GatedHead", (2, 8, 8, 8))
+
+
+def test_inplace_before_a_residual_silently_changes_the_result(blocks):
+    source = (FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8")
+    findings = [f for f in lint_source(source, "b.py", Settings(select=("TML203",))) if f.location.row == 130]
+    assert findings and findings[0].fix.applicability is Applicability.UNSAFE
+    fixed = load(fixed_source(source, ("TML203",), unsafe=True)[0], "fixed")
+    torch.manual_seed(0)
+    model = blocks.ResidualOverwrite()
+    x = torch.randn(2, 8, 8, 8)
+    y = model.bn(model.conv(x))
+    intended = model.conv2(torch.relu(y)) + y  # what the code says
+    buggy = model(x)  # no error: the shortcut silently holds relu(y)
+    assert not torch.allclose(buggy, intended)
+    torch.manual_seed(0)
+    assert torch.equal(fixed.ResidualOverwrite()(x), intended)
+
+
+def test_inplace_on_forwards_argument_changes_the_callers_tensor(blocks):
+    source = (FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8")
+    fixed = load(fixed_source(source, ("TML203",), unsafe=False)[0], "fixed")
+    before, after = step(blocks, "PreActivation", (2, 8, 8, 8)), step(fixed, "PreActivation", (2, 8, 8, 8))
+    assert_same(before, after)
+    passed = torch.randn((2, 8, 8, 8), generator=torch.Generator().manual_seed(1))
+    assert not torch.equal(before[3], passed) and torch.equal(after[3], passed)
+
+
+# -- the look-alike and shared-ReLU cases, through the engine ------------------------------------
+def test_torchvision_style_shared_relu_gives_no_inplace_finding():
+    source = (FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8")
+    block = source[source.index("class BasicBlock"):source.index("class LeakyConvBlock")]
+    header = "import torch\nimport torch.nn as nn\n\n"
+    assert lint_source(header + block, "resnet.py", Settings(select=("TML2",))) == []
+
+
+def test_reassignment_before_a_read_is_not_a_later_use():
+    source = (
+        "import torch.nn.functional as F\n\n"
+        "def f(w1, w2, x):\n"
+        "    x = F.conv2d(x, w1)\n"
+        "    x = F.leaky_relu(x)\n"
+        "    x = F.conv2d(x, w2)\n"
+        "    return x\n"
+    )
+    findings = lint_source(source, "f.py", Settings(select=("TML201",)))
+    assert [(f.code, f.location.row) for f in findings] == [("TML201", 5)]
+    kept = source.replace("    x = F.leaky_relu(x)\n", "    skip = x\n    x = F.leaky_relu(x)\n")
+    assert lint_source(kept.replace("return x\n", "return x + skip\n"), "f.py", Settings(select=("TML201",))) == []
+
+
+def test_loop_carried_value_is_a_later_use():
+    source = (
+        "import torch.nn.functional as F\n\n"
+        "def f(w, x):\n"
+        "    y = F.conv2d(x, w)\n"
+        "    outs = []\n"
+        "    for _ in range(3):\n"
+        "        outs.append(F.relu(y, inplace=True))\n"
+        "    return outs\n"
+    )
+    findings = lint_source(source, "f.py", Settings(select=("TML203",)))
+    assert [(f.code, f.location.row) for f in findings] == [("TML203", 7)]
+    assert "read again" in findings[0].message
+
