@@ -8,6 +8,7 @@ fixes the real rules happen to offer.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 import sys
@@ -291,19 +292,32 @@ async def test_ranges_follow_the_negotiated_position_encoding(client_with_encodi
     assert start.character == units(line[: line.index("Variable")], client.encoding)
 
 
-def test_the_server_and_the_engine_it_runs_never_import_torch(tmp_path):
-    script = (
-        "import sys\n"
-        "from torchmemlint.lsp import create_server\n"
-        "from torchmemlint.config import Settings\n"
-        "from torchmemlint.engine import lint_source\n"
-        "create_server()\n"
-        "text = 'import torch\\nfrom torch.utils.checkpoint import checkpoint\\n'"
-        " 'y = checkpoint(f, x)\\n'\n"
-        "assert lint_source(text, 'm.py', Settings(select=('ALL',)))\n"
-        "print('torch' in sys.modules)\n"
-    )
+def _framed(message: dict) -> bytes:
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_the_server_process_never_imports_torch_while_it_lints(tmp_path):
+    # The installed command, every rule selected, one document linted, then a clean exit;
+    # -X importtime lists every module the process imported.
+    (tmp_path / "pyproject.toml").write_text('[tool.torchmemlint]\nselect = ["ALL"]\n')
+    text = "import torch\nfrom torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
+    session = [
+        {"id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}},
+        {"method": "initialized", "params": {}},
+        {"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": (tmp_path / "m.py").as_uri(), "languageId": "python", "version": 1,
+            "text": text}}},
+        {"id": 2, "method": "shutdown"},
+        {"method": "exit"},
+    ]
     result = subprocess.run(
-        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-X", "importtime", "-m", "torchmemlint", "lsp"],
+        input=b"".join(_framed({"jsonrpc": "2.0", **message}) for message in session),
+        cwd=tmp_path, capture_output=True, timeout=120,
     )
-    assert result.stdout.strip() == "False", result.stderr
+    assert b'"code": "TML401"' in result.stdout.replace(b'"code":"', b'"code": "')
+    imported = re.findall(r"\|\s+([\w.]+)\s*$", result.stderr.decode(), re.M)
+    assert "torchmemlint.lsp" in imported
+    assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
