@@ -61,7 +61,9 @@ def reported(result: subprocess.CompletedProcess) -> Set[Tuple[str, int, str]]:
 def fixed(source: str, select: str, unsafe_fixes: bool = False) -> str:
     """The source after the fixer applied the selected rules' fixes (as `--fix` does)."""
     settings = Settings(select=(select,))
-    return fix_text(source, lambda text: lint_source(text, "fixture.py", settings), unsafe_fixes).text
+    return fix_text(
+        source, lambda text: lint_source(text, "fixture.py", settings), unsafe_fixes
+    ).text
 
 
 def fixture_source(name: str) -> str:
@@ -96,7 +98,10 @@ def train_step(namespace: Dict[str, object], seed: int = 0) -> Dict[str, Step]:
     steps = {}
     for name, model in models.items():
         torch.manual_seed(seed + 1)
-        inputs = [tensor.detach().clone().requires_grad_(tensor.requires_grad) for tensor in namespace["example_inputs"]()]
+        inputs = [
+            tensor.detach().clone().requires_grad_(tensor.requires_grad)
+            for tensor in namespace["example_inputs"]()
+        ]
         model.train()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # reentrant-default and "no input requires grad"
@@ -164,7 +169,8 @@ def test_default_selection_leaves_the_deep_stack_suggestion_off():
 )
 def test_checkpoint_min_blocks_option_from_pyproject(tmp_path, minimum, classes):
     (tmp_path / "pyproject.toml").write_text(
-        f'[tool.torchmemlint]\nselect = ["TML405"]\n\n[tool.torchmemlint.options]\ncheckpoint-min-blocks = {minimum}\n'
+        '[tool.torchmemlint]\nselect = ["TML405"]\n\n'
+        f"[tool.torchmemlint.options]\ncheckpoint-min-blocks = {minimum}\n"
     )
     shutil.copy(FIXTURES / "deep_stacks.py", tmp_path / "deep_stacks.py")
     result = run_cli("--output-format", "json", "deep_stacks.py", cwd=tmp_path)
@@ -220,7 +226,11 @@ def test_reentrant_checkpoint_of_the_first_conv_leaves_it_untrained():
     assert grads["conv1.weight"] is None and grads["conv1.bias"] is None
     assert grads["conv2.weight"] is not None
     # TML402's message says so, and its (unsafe) unwrap gives conv1 its gradient back.
-    messages = [f.message for f in lint_source(source, "f.py", Settings(select=("TML402",))) if "images" in f.message]
+    messages = [
+        f.message
+        for f in lint_source(source, "f.py", Settings(select=("TML402",)))
+        if "images" in f.message
+    ]
     assert messages and "`images`, the argument of `forward`" in messages[0]
     unwrapped = fixed(source, "TML402", unsafe_fixes=True)
     assert train_step(load(unwrapped))["first_conv"]["grads"]["conv1.weight"] is not None
@@ -230,7 +240,11 @@ def test_batchnorm_in_checkpoint_updates_running_statistics_twice():
     source = fixture_source("batchnorm_segments.py")
     checkpointed = train_step(load(source))["net"]
     reference = train_step(
-        load(source, checkpoint=without_checkpoint, checkpoint_sequential=sequential_without_checkpoint)
+        load(
+            source,
+            checkpoint=without_checkpoint,
+            checkpoint_sequential=sequential_without_checkpoint,
+        )
     )["net"]
     for name in ("stage.blocks.0.bn", "stage.blocks.1.bn", "tail.1"):
         bn = checkpointed["model"].get_submodule(name)
@@ -276,11 +290,27 @@ class Net(nn.Module):
 @pytest.mark.parametrize(
     "body, present, absent",
     [
-        ("return checkpoint(self.stem, x)", ["reentrant variant recomputes", "`x`, the argument of `forward`"], []),
-        ("return checkpoint(self.stem, x, use_reentrant=False)", ["call `self.stem` directly"], ["recomputes"]),
-        ("x = x * 2\n        return checkpoint(self.stem, x)", ["whenever its input does not require grad"], ["argument of"]),
+        (
+            "return checkpoint(self.stem, x)",
+            ["reentrant variant recomputes", "`x`, the argument of `forward`"],
+            [],
+        ),
+        (
+            "return checkpoint(self.stem, x, use_reentrant=False)",
+            ["call `self.stem` directly"],
+            ["recomputes"],
+        ),
+        (
+            "x = x * 2\n        return checkpoint(self.stem, x)",
+            ["whenever its input does not require grad"],
+            ["argument of"],
+        ),
         ("return checkpoint(self.act, x)", ["single `ReLU`"], ["gradient"]),
-        ("return checkpoint(self.stem, x, use_reentrant=flag)", ["if reentrant, it recomputes"], []),
+        (
+            "return checkpoint(self.stem, x, use_reentrant=flag)",
+            ["if reentrant, it recomputes"],
+            [],
+        ),
     ],
 )
 def test_single_op_message_says_which_case_applies(body, present, absent):
@@ -295,5 +325,7 @@ def test_single_op_message_says_which_case_applies(body, present, absent):
 
 
 def test_rules_stay_quiet_on_look_alikes():
-    findings = lint_source(fixture_source("lookalikes.py"), "lookalikes.py", Settings(select=("TML4",)))
+    findings = lint_source(
+        fixture_source("lookalikes.py"), "lookalikes.py", Settings(select=("TML4",))
+    )
     assert findings == []
