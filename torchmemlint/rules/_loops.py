@@ -506,7 +506,10 @@ class _Walker:
         if isinstance(node.body, cst.IndentedBlock):
             bindings.bind_statements(node.body.body)
         effects = {grad_effect(d.decorator, parent.bindings) for d in node.decorators}
-        no_grad = ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
+        no_grad = (
+            ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
+            or bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value))
+        )
         scope = Scope(node, node.name.value, bindings, no_grad, ctx.indents, owner)
         scope.grad_work = "on" in effects
         self.scopes.append(scope)

@@ -95,9 +95,10 @@ class EvalWithoutNoGrad(_LoopRule):
         "        opt.step()\n",
         # put back in training mode before the call
         "import torch\n\nmodel.eval()\nexport(model)\nmodel.train()\nout = model(x)\n",
-        # Lightning runs validation_step without autograd
+        # Lightning runs validation_step (and what it calls) without autograd
         "import torch\n\nclass Lit:\n    def validation_step(self, batch, idx):\n"
-        "        return self.model(batch)\n",
+        "        return self.predict_batch(batch)\n\n    def predict_batch(self, x):\n"
+        "        return self.model(x)\n",
         # the caller turns autograd off
         "import torch\n\ndef _predict_batch(model, x):\n    return model(x)\n\n"
         "@torch.no_grad()\ndef run(model, loader):\n"
