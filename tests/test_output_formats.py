@@ -1,4 +1,4 @@
-"""The machine-readable reports (SARIF, GitHub annotations, JUnit) and --output-file, via the CLI."""
+"""Machine-readable reports (SARIF, GitHub annotations, JUnit) and --output-file, via the CLI."""
 
 from __future__ import annotations
 

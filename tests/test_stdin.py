@@ -74,7 +74,9 @@ def test_per_file_ignores_and_excludes_follow_the_stdin_filename(project):
         assert (result.exit_code, result.stdout) == (0, "All checks passed!\n"), quiet_path
 
 
-def test_config_is_found_from_the_stdin_filename_not_the_working_directory(project, tmp_path_factory):
+def test_config_is_found_from_the_stdin_filename_not_the_working_directory(
+    project, tmp_path_factory
+):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     target = str(project / "tests" / "test_model.py")
     result = run_stdin(["--stdin-filename", target, "-"], BAD.encode(), elsewhere)

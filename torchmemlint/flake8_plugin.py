@@ -105,5 +105,5 @@ class TorchMemLintChecker:
         for finding in findings:
             if finding.code.startswith("TML"):  # flake8 reports syntax errors itself (E999)
                 # flake8 columns are 0-based and it adds 1 when printing; ours are 1-based.
-                location = finding.location
-                yield location.row, location.column - 1, f"{finding.code} {finding.message}", type(self)
+                row, column = finding.location.row, finding.location.column - 1
+                yield row, column, f"{finding.code} {finding.message}", type(self)

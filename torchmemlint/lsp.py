@@ -87,7 +87,10 @@ class _Text:
 
 class TorchMemLintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        # Whole-text sync: pygls splits lines on more characters than the LSP does.
+        super().__init__(
+            SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
+        )
         self.pending: Dict[str, asyncio.TimerHandle] = {}
         self.settings_cache: Dict[Tuple[str, int, int], Settings] = {}
         self.reported_config_errors: set = set()
@@ -138,7 +141,9 @@ class TorchMemLintServer(LanguageServer):
         text = _Text(document.source, self.workspace.position_codec.impl)
         diagnostics = [diagnostic(finding, text) for finding in findings]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version)
+            types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=diagnostics, version=document.version
+            )
         )
 
     def schedule(self, uri: str) -> None:
@@ -353,7 +358,11 @@ def create_server() -> TorchMemLintServer:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]
+            code_action_kinds=[
+                types.CodeActionKind.QuickFix,
+                types.CodeActionKind.SourceFixAll,
+                FIX_ALL_KIND,
+            ]
         ),
     )
     def code_action(

@@ -14,7 +14,9 @@ from torchmemlint.output import DOCS_URL, rule_url
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule
 
-SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 SOURCE_ROOT = "%SRCROOT%"
 
 # Findings that are not rules: the file could not be parsed or read.

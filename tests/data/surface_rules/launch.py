@@ -11,6 +11,7 @@ import sys
 
 import torchmemlint.rules
 
-torchmemlint.rules.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+torchmemlint.rules.__path__.append(os.path.join(HERE, "rules"))
 sys.argv = sys.argv[1:]
 runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)

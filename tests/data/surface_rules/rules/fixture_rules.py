@@ -25,7 +25,8 @@ class VariableWrapper(Rule):
             return
         if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
             return
-        fix = FixSpec(Applicability.SAFE, "Use the tensor", (self.replace(node, node.args[0].value),))
+        edit = self.replace(node, node.args[0].value)
+        fix = FixSpec(Applicability.SAFE, "Use the tensor", (edit,))
         self.report(node, "`Variable(x)` returns `x`", fix)
 
 
@@ -50,5 +51,6 @@ class ZerosWithManyArguments(Rule):
             counted = [arg for arg in counted if arg.keyword is None]
         if len(counted) <= self.option("fixture-max-args"):
             return
-        fix = FixSpec(Applicability.UNSAFE, "Use `torch.empty`", (self.replace(node.func, "torch.empty"),))
+        edit = self.replace(node.func, "torch.empty")
+        fix = FixSpec(Applicability.UNSAFE, "Use `torch.empty`", (edit,))
         self.report(node, f"`torch.zeros` with {len(counted)} arguments", fix)
