@@ -324,6 +324,23 @@ def test_single_op_message_says_which_case_applies(body, present, absent):
     assert fix is not None and fix.is_safe == ("use_reentrant=False" in body)
 
 
+def test_unwrapping_a_checkpointed_batchnorm_is_unsafe():
+    """The non-reentrant recomputation runs BatchNorm again: unwrapping changes its statistics."""
+    source = SINGLE_CONV.replace("nn.ReLU()", "nn.BatchNorm2d(8)").format(
+        body="return checkpoint(self.act, x, use_reentrant=False)"
+    )
+    (finding,) = lint_source(source, "f.py", Settings(select=("TML402",)))
+    assert "single `BatchNorm2d`" in finding.message
+    assert finding.fix is not None and not finding.fix.is_safe
+    counts = []
+    for text in (source, fixed(source, "TML402", unsafe_fixes=True)):
+        model = load(text)["Net"]()
+        model.train()
+        model(torch.randn(2, 8, 4, 4, requires_grad=True)).sum().backward()
+        counts.append(int(model.act.num_batches_tracked))
+    assert counts == [2, 1]
+
+
 def test_rules_stay_quiet_on_look_alikes():
     findings = lint_source(
         fixture_source("lookalikes.py"), "lookalikes.py", Settings(select=("TML4",))

@@ -41,7 +41,6 @@ _CHECKPOINT_KEYWORDS = frozenset(
         "early_stop",
     }
 )
-FIGURES = "`benchmarks/memory_figures.py`"
 
 # -- torch vocabulary ---------------------------------------------------------------------
 _NN = "torch.nn."
@@ -327,7 +326,7 @@ class ClassModel:
                         continue
                     owner = call.func.value
                     path = _self_attribute(owner, self.self_name)
-                    if isinstance(owner, cst.Name):
+                    if isinstance(owner, cst.Name) and owner.value != self.self_name:
                         self.appends.setdefault(owner.value, []).append((loop, call.args[0].value))
                     elif path is not None and len(path) == 1:
                         self.attribute_appends.setdefault(path[0], []).append(
@@ -394,6 +393,8 @@ class Found:
 class SingleOp:
     name: str  # "Conv2d", "relu()"
     parametric: bool
+    # Updates running statistics in forward (BatchNorm): the recomputation updates them again.
+    stateful: bool = False
 
 
 def _short(qualified: str) -> str:
@@ -696,12 +697,10 @@ class FileModels:
             if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
                 path = _self_attribute(node, env.self_name)
                 if path is not None and env.owner is not None:
-                    if path[0] in env.owner.attributes:
+                    method = env.owner.methods.get(path[0])
+                    if method is None:
                         more = self.contents(node, env, label, depth + 1)
-                    elif (
-                        path[0] in env.owner.methods and env.owner.methods[path[0]] is not function
-                    ):
-                        method = env.owner.methods[path[0]]
+                    elif method is not function:
                         more = self.function_contents(
                             method, env.owner.method_env(method), depth + 1
                         )
@@ -782,7 +781,8 @@ class FileModels:
         if isinstance(expr, cst.Call):
             qualified = env.qualify(expr.func)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
-                return SingleOp(_short(qualified), qualified in _PARAMETRIC_MODULES)
+                stateful = BATCH_NORM in _module_traits(qualified, expr, "")
+                return SingleOp(_short(qualified), qualified in _PARAMETRIC_MODULES, stateful)
             return None
         if isinstance(expr, cst.Lambda):
             call = _lambda_call(expr)
@@ -811,7 +811,8 @@ class FileModels:
 
 def _function_op(qualified: Optional[str]) -> Optional[SingleOp]:
     if qualified in _PARAMETRIC_FUNCTIONS or qualified in _PARAMETERLESS_FUNCTIONS:
-        return SingleOp(f"{_short(qualified)}()", qualified in _PARAMETRIC_FUNCTIONS)
+        stateful = qualified == _F + "batch_norm"
+        return SingleOp(f"{_short(qualified)}()", qualified in _PARAMETRIC_FUNCTIONS, stateful)
     return None
 
 
@@ -1180,8 +1181,10 @@ class SingleOpCheckpoint(_ClassTrackingRule):
     are identical with and without it (tested in `tests/test_checkpoint_rules.py`). It is
     unsafe otherwise: unwrapping a reentrant checkpoint gives the op's parameters the gradients
     the reentrant variant dropped when its input did not require grad. That is the bug being
-    fixed, but it changes training, so it needs `--unsafe-fixes`. No fix is offered when the
-    call passes `context_fn` or `**kwargs`, or when a lambda cannot be inlined.
+    fixed, but it changes training, so it needs `--unsafe-fixes`. A checkpointed BatchNorm is
+    recomputed even by the non-reentrant variant (its saved statistics come out of the op), so
+    unwrapping it halves its running-statistics updates (TML403): unsafe as well. No fix is
+    offered when the call passes `context_fn` or `**kwargs`, or when a lambda cannot be inlined.
 
     ## Measured
     `benchmarks/memory_figures.py` (resnet18, batch 64 at 224², torch 2.13.0): checkpointing
@@ -1323,7 +1326,7 @@ class SingleOpCheckpoint(_ClassTrackingRule):
             return
         reentrant = _reentrant(node)
         self.report(
-            node, self._message(node, target, op, reentrant), self._fix(node, target, reentrant)
+            node, self._message(node, target, op, reentrant), self._fix(node, target, op, reentrant)
         )
 
     def _message(
@@ -1371,7 +1374,7 @@ class SingleOpCheckpoint(_ClassTrackingRule):
         return f"`{value.value}`, the argument of `{function.name.value}`"
 
     def _fix(
-        self, call: cst.Call, target: cst.BaseExpression, reentrant: Optional[bool]
+        self, call: cst.Call, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]
     ) -> Optional[FixSpec]:
         if has_star_kwargs(call) or keyword(call, "context_fn") is not None:
             return None
@@ -1402,7 +1405,8 @@ class SingleOpCheckpoint(_ClassTrackingRule):
         if extra_code:
             last_kept = max(index for index in range(len(call.args)) if index not in doomed)
             edits.append(NodeEdit(call.args[last_kept].value, ", " + extra_code, "after"))
-        applicability = Applicability.SAFE if reentrant is False else Applicability.UNSAFE
+        safe = reentrant is False and not op.stateful
+        applicability = Applicability.SAFE if safe else Applicability.UNSAFE
         return FixSpec(applicability, "Call the op without `checkpoint`", tuple(edits))
 
 
