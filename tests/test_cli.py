@@ -395,3 +395,11 @@ def test_rule_command(tmp_path):
     listing = run(["rule", "--all"], tmp_path)
     assert "TML401  checkpoint-without-use-reentrant" in listing.stdout
     assert run(["rule", "TML999"], tmp_path).returncode == 2
+
+
+def test_force_exclude_applies_excludes_to_named_files(tmp_path):
+    write(tmp_path / "generated" / "bad.py", BAD)
+    write(tmp_path / "pyproject.toml", '[tool.torchmemlint]\nextend-exclude = ["generated"]\n')
+    assert run(["generated/bad.py"], tmp_path).returncode == 1
+    forced = run(["--force-exclude", "generated/bad.py"], tmp_path)
+    assert forced.returncode == 0 and forced.stdout == "All checks passed!\n"

@@ -13,6 +13,7 @@ import click
 from torchmemlint import __version__
 from torchmemlint.config import ConfigError, Settings, resolve_settings, split_selectors
 from torchmemlint.docs import default_label, rule_page, rules_markdown
+from torchmemlint.dynamic.cli import dynamic_report, profile
 from torchmemlint.engine import (
     IO_ERROR,
     discover,
@@ -152,7 +153,16 @@ def _error_finding(path: str, message: str) -> Finding:
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--ignore-noqa", is_flag=True, help="Report findings that `# noqa` suppresses.")
+@click.option(
+    "--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too (hooks)."
+)
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel processes [all cores].")
+@click.option(
+    "--dynamic",
+    is_flag=True,
+    help="Also profile the [tool.torchmemlint.profile] targets that carry findings "
+    "(imports and runs them; needs the `dynamic` extra).",
+)
 def check(
     paths: Tuple[str, ...],
     fix: bool,
@@ -171,7 +181,9 @@ def check(
     statistics: bool,
     exit_zero: bool,
     ignore_noqa: bool,
+    force_exclude: bool,
     jobs: Optional[int],
+    dynamic: bool,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory; `-`: standard input)."""
     overrides = {
@@ -182,6 +194,8 @@ def check(
         "extend_exclude": extend_exclude or None,
     }
     reading_stdin = paths == ("-",) or (stdin_filename is not None and not paths)
+    if dynamic and (fix or diff or reading_stdin):
+        raise _fail("--dynamic cannot be combined with --fix, --diff or standard input")
     if "-" in paths and not reading_stdin:
         raise _fail("`-` (standard input) cannot be combined with other paths")
     paths = paths or (".",)
@@ -206,7 +220,7 @@ def check(
             stdin_outcome = _FileOutcome(stdin_filename or "-", error=str(error))
         outcomes: List[_FileOutcome] = [stdin_outcome]
     else:
-        files, missing = discover(paths, settings)
+        files, missing = discover(paths, settings, force_exclude)
         outcomes = [_FileOutcome(m.path, error=m.error) for m in missing]
     if fix or diff:
         outcomes += run_parallel(
@@ -255,6 +269,8 @@ def check(
         report = format_statistics(findings, unsafe_fixes)
     else:
         report = format_text(findings, unsafe_fixes, fixed)
+    if dynamic:
+        report = dynamic_report(settings, findings, output_format, report)
     _emit_report(report, output_file, report_to_stderr)
     raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
 
@@ -283,6 +299,9 @@ def _unified_diff(outcome: _FileOutcome) -> str:
             tofile=f"b/{outcome.path}",
         )
     )
+
+
+main.add_command(profile)
 
 
 @main.command()

@@ -233,6 +233,11 @@ def _rule_options(value: Any, config_path: str) -> Dict[str, Any]:
 def coerce_option(option: Any, raw: Any, where: str) -> Any:
     """Check a raw option value (TOML or a flake8 string) against the option's type."""
     expected = option.type
+    if expected is bool and isinstance(raw, str):
+        words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+        if raw.strip().lower() not in words:
+            raise ConfigError(f"{where}: expected true or false, got '{raw}'")
+        raw = words[raw.strip().lower()]
     if isinstance(raw, str) and expected is not str:
         try:
             raw = expected(raw)

@@ -279,8 +279,14 @@ def lint_path(path: str, settings: Settings, ignore_noqa: bool = False) -> FileR
 
 
 # -- discovery ------------------------------------------------------------------------------
-def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[FileResult]]:
-    """Python files under ``paths``; explicit files are always linted. Also returns errors."""
+def discover(
+    paths: Sequence[str], settings: Settings, force_exclude: bool = False
+) -> Tuple[List[str], List[FileResult]]:
+    """Python files under ``paths`` and the errors met on the way.
+
+    A file named explicitly is linted even if excluded, unless ``force_exclude`` (for hooks
+    that pass every changed file by name).
+    """
     files: List[str] = []
     errors: List[FileResult] = []
     seen = set()
@@ -289,6 +295,8 @@ def discover(paths: Sequence[str], settings: Settings) -> Tuple[List[str], List[
         if os.path.isdir(path):
             found = _walk(path, settings)
         elif os.path.exists(path) or os.path.islink(path):
+            if force_exclude and is_excluded_file(path, settings):
+                continue
             found = iter([path])
         else:
             errors.append(FileResult(path, error=f"{path}: no such file or directory"))
