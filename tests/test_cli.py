@@ -403,3 +403,14 @@ def test_force_exclude_applies_excludes_to_named_files(tmp_path):
     assert run(["generated/bad.py"], tmp_path).returncode == 1
     forced = run(["--force-exclude", "generated/bad.py"], tmp_path)
     assert forced.returncode == 0 and forced.stdout == "All checks passed!\n"
+
+
+def test_apply_edits_normalises_line_breaks_to_the_file():
+    from torchmemlint.fixer import apply_edits
+
+    text = "a = 1\r\nb = 2\r\n"
+    edits = [
+        Edit("x = 0\r\n", Location(1, 1), Location(1, 1)),
+        Edit("y = 0\n", Location(2, 1), Location(2, 1)),
+    ]
+    assert apply_edits(text, edits) == "x = 0\r\na = 1\r\ny = 0\r\nb = 2\r\n"

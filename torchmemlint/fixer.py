@@ -43,8 +43,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
         reverse=True,
     )
     for start, end, content in spans:
-        if newline != "\n":
-            content = content.replace("\n", newline)
+        content = _LINE_BREAK.sub(newline, content)  # code from libcst may carry \r\n already
         text = text[:start] + content + text[end:]
     return text
 
