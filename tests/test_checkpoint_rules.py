@@ -112,6 +112,7 @@ def train_step(namespace: Dict[str, object], seed: int = 0) -> Dict[str, Step]:
             "output": output.detach(),
             "grads": {key: param.grad for key, param in model.named_parameters()},
             "input_grads": [tensor.grad for tensor in inputs],
+            "next_random": torch.rand(1),  # where the global generator stands after the step
         }
     return steps
 
@@ -268,7 +269,10 @@ def test_preserve_rng_state_false_gives_wrong_gradients_and_the_fix_restores_the
     repaired = train_step(load(repaired_source))["model"]
     assert torch.equal(broken["output"], reference["output"])  # the forward looks fine
     assert max_grad_difference(broken, reference) > 1e-3
+    # The recomputation also drew from the global generator: every later step is shifted.
+    assert not torch.equal(broken["next_random"], reference["next_random"])
     assert_identical({"model": repaired}, {"model": reference})
+    assert torch.equal(repaired["next_random"], reference["next_random"])
 
 
 # -- messages ------------------------------------------------------------------------------

@@ -1150,8 +1150,7 @@ class SingleOpCheckpoint(_ClassTrackingRule):
     ## Why is this bad?
     Checkpointing saves memory by dropping the activations *inside* a segment and keeping only
     its inputs. A single op keeps at most one tensor of its input's size for backward, and the
-    checkpoint has to keep the input anyway, so the peak does not move (checkpointing a ReLU
-    even keeps one more tensor: its input, beside the output the next layer saves). With the
+    checkpoint has to keep the input anyway, so the peak does not move. With the
     reentrant variant (`use_reentrant=True`, or the argument omitted) the op is also recomputed
     in backward, and when its input does not require grad (the image batch going into the
     first conv) its weights get no gradient at all: the layer is silently never trained.
@@ -1177,11 +1176,12 @@ class SingleOpCheckpoint(_ClassTrackingRule):
 
     ## Fix safety
     The fix calls the op directly. It is safe when the call passes `use_reentrant=False`: the
-    non-reentrant variant stops recomputing before the op runs again, so outputs and gradients
-    are identical with and without it (tested in `tests/test_checkpoint_rules.py`). It is
-    unsafe otherwise: unwrapping a reentrant checkpoint gives the op's parameters the gradients
-    the reentrant variant dropped when its input did not require grad. That is the bug being
-    fixed, but it changes training, so it needs `--unsafe-fixes`. A checkpointed BatchNorm is
+    non-reentrant variant either stops before the op runs again (a conv keeps only its inputs)
+    or recomputes exactly the values it had, so outputs and gradients are identical with and
+    without it (tested in `tests/test_checkpoint_rules.py`). It is unsafe otherwise:
+    unwrapping a reentrant checkpoint gives the op's parameters the gradients the reentrant
+    variant dropped when its input did not require grad. That is the bug being fixed, but it
+    changes training, so it needs `--unsafe-fixes`. A checkpointed BatchNorm is
     recomputed even by the non-reentrant variant (its saved statistics come out of the op), so
     unwrapping it halves its running-statistics updates (TML403): unsafe as well. No fix is
     offered when the call passes `context_fn` or `**kwargs`, or when a lambda cannot be inlined.
