@@ -1,0 +1,575 @@
+"""Will it fit?  A training step's device memory against a budget, without a GPU.
+
+The estimate is a band ``[allocated, reserved]`` for the steady state of
+training (the second and later iterations, when the optimizer state exists):
+
+* ``allocated`` (low end, exact): parameters + buffers + the input batch +
+  optimizer state + the larger of the step's peak (activations, gradients,
+  temporaries; from the live tracker, in 512-byte blocks) and the optimizer
+  update's peak (gradients + the update's temporaries).  It is a lower bound
+  of CUDA's ``max_memory_allocated()``: kernel workspaces (cuDNN, cuBLAS)
+  are invisible without a GPU.
+* ``reserved`` (high end, a MODEL): the same, with the step's alloc/free
+  stream replayed through the caching-allocator model of
+  ``tracker.simulate_cuda_caching_allocator``: what ``max_memory_reserved()``
+  would be after a cold iteration.  Not validated on a GPU.
+
+Memory outside PyTorch's allocator (the CUDA context, library handles) is in
+neither end; ``reserve`` sets it aside from the budget.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .errors import DynamicError
+from .measure import InputSpec, StepReport, _normalise_specs
+
+FITS = "fits"
+DOES_NOT_FIT = "does not fit"
+TOO_CLOSE = "too close to call"
+
+OPTIMIZER_STEP = "optimizer step"
+
+_UNITS = {
+    "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+_SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)$", re.IGNORECASE)
+_CUDA_DEVICE = re.compile(r"^cuda(?::([0-9]+))?$")
+# Past this the batch is not searched further (memory that does not grow with the batch).
+MAX_SEARCHED_BATCH = 2**20
+# Doubling steps away from a missed prediction before bisecting (errors up to 15 batches).
+GALLOP_STEPS = 4
+
+
+# -- sizes and budgets ------------------------------------------------------------
+
+def parse_size(text: str, what: str = "budget") -> int:
+    """``8GiB`` / ``8GB`` / ``8000MiB`` / ``1.5 GiB`` / ``512B`` -> bytes (> 0).
+
+    A unit is required: ``8`` alone could mean bytes or GiB.
+    """
+    value = text.strip()
+    if value.startswith("-"):
+        raise DynamicError("%s must be positive, got %r" % (what, text))
+    match = _SIZE.match(value)
+    if match is None or match.group(2).lower() not in _UNITS:
+        raise DynamicError(
+            "cannot parse %s %r: expected a size such as 8GiB, 8GB or 8000MiB" % (what, text)
+        )
+    number, unit = match.groups()
+    nbytes = math.floor(float(number) * _UNITS[unit.lower()])
+    if nbytes <= 0:
+        raise DynamicError("%s must be positive, got %r" % (what, text))
+    return nbytes
+
+
+@dataclass(frozen=True)
+class Budget:
+    bytes: int
+    source: str  # what the user wrote, or where the figure came from
+
+
+def parse_budget(text: str) -> Budget:
+    """A size (see ``parse_size``) or ``cuda`` / ``cuda:N``: that card's free memory now."""
+    device = _CUDA_DEVICE.match(text.strip().lower())
+    if device is None:
+        return Budget(parse_size(text), text.strip())
+    import torch
+
+    if not torch.cuda.is_available():
+        raise DynamicError("budget %r needs a CUDA device, but torch.cuda is not available" % text)
+    index = int(device.group(1) or 0)
+    if index >= torch.cuda.device_count():
+        raise DynamicError(
+            "budget %r: no such device (%d CUDA device(s) visible)"
+            % (text, torch.cuda.device_count())
+        )
+    free, total = torch.cuda.mem_get_info(index)
+    # mem_get_info creates this process's CUDA context first, so ``free``
+    # already excludes a context of the size the training process will need.
+    return Budget(
+        free,
+        "cuda:%d free memory (%s of %s, %s)"
+        % (index, format_bytes(free), format_bytes(total), torch.cuda.get_device_name(index)),
+    )
+
+
+def format_bytes(nbytes: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= size:
+            return "%.2f %s" % (nbytes / size, unit)
+    return "%d B" % nbytes
+
+
+# -- optimizers -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OptimizerModel:
+    """Parameter-sized tensors an optimizer adds, per parameter that has a gradient.
+
+    ``state_slots`` are kept from the first ``step()`` on (Adam's ``exp_avg``
+    and ``exp_avg_sq``; SGD's ``momentum_buffer``).  ``update_slots`` live only
+    during ``step()``: with ``foreach=True``, the default for CUDA parameters,
+    Adam computes ``_foreach_sqrt(exp_avg_sq)`` for all parameters at once.
+    tests/dynamic/test_budget.py checks both counts against torch.optim.
+    """
+
+    name: str
+    state_slots: int
+    update_slots: int
+    description: str
+
+
+OPTIMIZERS = {
+    "adam": OptimizerModel("adam", 2, 1, "Adam: exp_avg and exp_avg_sq per parameter"),
+    "adamw": OptimizerModel("adamw", 2, 1, "AdamW: exp_avg and exp_avg_sq per parameter"),
+    "sgd": OptimizerModel("sgd", 1, 0, "SGD with momentum: one momentum buffer per parameter"),
+    "none": OptimizerModel("none", 0, 0, "no optimizer step"),
+}
+
+
+def optimizer_model(name: str) -> OptimizerModel:
+    try:
+        return OPTIMIZERS[name.lower()]
+    except KeyError:
+        raise DynamicError(
+            "unknown optimizer %r (one of %s)" % (name, ", ".join(OPTIMIZERS))
+        ) from None
+
+
+# -- the estimate -----------------------------------------------------------------
+
+@dataclass
+class MemoryEstimate:
+    """Device memory of one steady-state training iteration at ``batch``."""
+
+    batch: Optional[int]
+    optimizer: str
+    resident_bytes: int  # parameters + buffers + input batch
+    optimizer_state_bytes: int
+    step_peak_bytes: int  # forward + loss + backward, above the resident tensors
+    update_peak_bytes: int  # gradients + temporaries of optimizer.step()
+    step_reserved_bytes: int  # the allocator model's reserved memory for the step alone
+    allocated_bytes: int  # low end: exact, a lower bound of max_memory_allocated
+    reserved_bytes: int  # high end: caching-allocator model
+    peak_phase: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def estimate_memory(
+    report: StepReport, optimizer: OptimizerModel, batch: Optional[int] = None
+) -> MemoryEstimate:
+    """The steady-state band for the step in ``report`` with ``optimizer``'s tensors."""
+    state = optimizer.state_slots * report.grad_bytes
+    update = report.grad_bytes * (1 + optimizer.update_slots) if optimizer.state_slots else 0
+    step_or_update = max(report.peak_bytes, update)
+    allocated = report.resident_bytes + state + step_or_update
+    # Resident tensors and optimizer state are counted at their exact size;
+    # only the step's own alloc/free stream goes through the allocator model.
+    step_reserved = report.simulate_allocator().max_reserved
+    return MemoryEstimate(
+        batch=batch,
+        optimizer=optimizer.name,
+        resident_bytes=report.resident_bytes,
+        optimizer_state_bytes=state,
+        step_peak_bytes=report.peak_bytes,
+        update_peak_bytes=update,
+        step_reserved_bytes=step_reserved,
+        allocated_bytes=allocated,
+        reserved_bytes=max(allocated, report.resident_bytes + state + max(step_reserved, update)),
+        peak_phase=OPTIMIZER_STEP if update > report.peak_bytes else report.peak_phase,
+    )
+
+
+# -- the verdict ------------------------------------------------------------------
+
+def verdict(estimate: MemoryEstimate, usable_bytes: int) -> str:
+    """``fits`` when even the modelled reserved memory is within the budget,
+    ``does not fit`` when the exact allocated bytes already exceed it, and
+    ``too close to call`` when the budget lies inside the band."""
+    if estimate.reserved_bytes <= usable_bytes:
+        return FITS
+    if estimate.allocated_bytes > usable_bytes:
+        return DOES_NOT_FIT
+    return TOO_CLOSE
+
+
+@dataclass
+class FixOutcome:
+    """The estimate after applying one finding's fix (or several together)."""
+
+    codes: List[str]
+    rows: List[int]
+    columns: List[int]
+    variant: str  # what was measured: the fix's title or the suggested variant
+    estimate: MemoryEstimate
+    verdict: str
+
+    @property
+    def label(self) -> str:
+        return " + ".join("%s %d:%d" % item for item in zip(self.codes, self.rows, self.columns))
+
+    def to_dict(self) -> Dict[str, Any]:
+        data: Dict[str, Any] = {}
+        if len(self.codes) == 1:
+            data.update(code=self.codes[0], row=self.rows[0], column=self.columns[0])
+        else:
+            data.update(codes=list(self.codes), rows=list(self.rows), columns=list(self.columns))
+        data.update(
+            variant=self.variant,
+            peak_after=self.estimate.allocated_bytes,
+            reserved_after=self.estimate.reserved_bytes,
+            fits=self.verdict,
+        )
+        return data
+
+
+@dataclass
+class BatchSearch:
+    """The largest batch whose verdict is ``fits``, and how it was found."""
+
+    max_batch: int  # 0: not even batch 1 fits
+    method: str
+    measured: Dict[int, MemoryEstimate]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "max_batch": self.max_batch,
+            "method": self.method,
+            "measured": [
+                {"batch": batch, "allocated_bytes": found.allocated_bytes,
+                 "reserved_bytes": found.reserved_bytes}
+                for batch, found in sorted(self.measured.items())
+            ],
+        }
+
+
+@dataclass
+class BudgetCheck:
+    budget: Budget
+    reserve_bytes: int
+    optimizer: OptimizerModel
+    estimate: MemoryEstimate
+    verdict: str
+    fixes: List[FixOutcome] = field(default_factory=list)  # every confirmed fix, measured
+    combined: Optional[FixOutcome] = None
+    batch_search: Optional[BatchSearch] = None
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def usable_bytes(self) -> int:
+        return self.budget.bytes - self.reserve_bytes
+
+    @property
+    def fixes_that_fit(self) -> List[FixOutcome]:
+        return [fix for fix in self.fixes if fix.verdict == FITS]
+
+    def judge(self, report: StepReport, findings: Sequence[Any], variant: str) -> FixOutcome:
+        """The outcome of the module changed by ``findings``' fixes (``report``:
+        its measured step), at this check's batch and optimizer."""
+        estimate = estimate_memory(report, self.optimizer, self.estimate.batch)
+        return FixOutcome(
+            [f.code for f in findings],
+            [f.location.row for f in findings],
+            [f.location.column for f in findings],
+            variant,
+            estimate,
+            verdict(estimate, self.usable_bytes),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        data: Dict[str, Any] = {
+            "budget_bytes": self.budget.bytes,
+            "budget_source": self.budget.source,
+            "reserve_bytes": self.reserve_bytes,
+            "usable_bytes": self.usable_bytes,
+            "optimizer": self.optimizer.name,
+            "fits": self.verdict,
+            "estimate": self.estimate.to_dict(),
+            "fixes_that_fit": [fix.to_dict() for fix in self.fixes_that_fit],
+            "fixes_measured": [fix.to_dict() for fix in self.fixes],
+            "fixes_combined": None if self.combined is None else self.combined.to_dict(),
+            "notes": list(self.notes),
+        }
+        if self.batch_search is not None:
+            data["max_batch"] = self.batch_search.max_batch
+            data["max_batch_search"] = self.batch_search.to_dict()
+        return data
+
+    def text_lines(self) -> List[str]:
+        est = self.estimate
+        budget = "%s (%s)" % (format_bytes(self.budget.bytes), self.budget.source)
+        if self.reserve_bytes:
+            budget += " minus --reserve %s = %s usable" % (
+                format_bytes(self.reserve_bytes), format_bytes(self.usable_bytes))
+        at_batch = "batch %d, " % est.batch if est.batch is not None else ""
+        lines = ["budget %s; %s%s" % (budget, at_batch, self.optimizer.description)]
+        step = max(est.step_peak_bytes, est.update_peak_bytes)
+        lines += _table([
+            ("parameters, buffers, input", format_bytes(est.resident_bytes), ""),
+            ("optimizer state", format_bytes(est.optimizer_state_bytes),
+             "allocated by the first step()"),
+            ("step peak", format_bytes(step), "during %s" % est.peak_phase),
+            ("allocated peak", format_bytes(est.allocated_bytes),
+             "exact sum of the above; a lower bound (kernel workspaces unseen)"),
+            ("reserved", format_bytes(est.reserved_bytes),
+             "modelled caching allocator; a model, not measured on a GPU"),
+        ])
+        lines.append("not counted: the CUDA context and other memory outside PyTorch's allocator"
+                     " (set it aside with --reserve)")
+        lines.append("verdict: %s (%s)" % (self.verdict, _band(est, self.usable_bytes)))
+        if self.fixes:
+            lines.append("confirmed findings, estimate after each fix:")
+            rows = [(fix.label, _band(fix.estimate, self.usable_bytes), fix.verdict, fix.variant)
+                    for fix in self.fixes]
+            if self.combined is not None:
+                rows.append(("all together", _band(self.combined.estimate, self.usable_bytes),
+                             self.combined.verdict, ""))
+            lines += _table(rows, indent="  ")
+        lines += self.notes
+        if self.batch_search is not None:
+            search = self.batch_search
+            if search.max_batch:
+                lines.append("largest batch that fits unchanged: %d" % search.max_batch)
+            else:
+                lines.append("not even batch 1 fits unchanged")
+            lines.append("  (%s)" % search.method)
+        return lines
+
+
+def _band(estimate: MemoryEstimate, usable_bytes: int) -> str:
+    return "%s .. %s of %s" % (
+        format_bytes(estimate.allocated_bytes), format_bytes(estimate.reserved_bytes),
+        format_bytes(usable_bytes),
+    )
+
+
+def _table(rows: Sequence[Tuple[str, ...]], indent: str = "") -> List[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        (indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths))).rstrip()
+        for row in rows
+    ]
+
+
+def check_budget(
+    report: StepReport,
+    budget: Budget,
+    optimizer: OptimizerModel,
+    reserve_bytes: int = 0,
+    batch: Optional[int] = None,
+) -> BudgetCheck:
+    """The verdict for the step in ``report`` plus ``optimizer``'s state."""
+    if reserve_bytes < 0 or reserve_bytes >= budget.bytes:
+        raise DynamicError(
+            "--reserve (%s) must be smaller than the budget (%s)"
+            % (format_bytes(reserve_bytes), format_bytes(budget.bytes))
+        )
+    estimate = estimate_memory(report, optimizer, batch)
+    usable = budget.bytes - reserve_bytes
+    return BudgetCheck(budget, reserve_bytes, optimizer, estimate, verdict(estimate, usable))
+
+
+# -- the largest batch ------------------------------------------------------------
+
+def batch_of(input_shapes: Any) -> int:
+    """The batch: the first dimension, shared by every input shape."""
+    specs = _normalise_specs(input_shapes)
+    firsts = {spec[0] if spec and isinstance(spec[0], int) else None for spec in specs}
+    if len(firsts) != 1 or None in firsts:
+        raise DynamicError(
+            "the batch is the first dimension of every input shape; these differ or are missing: "
+            + ", ".join("x".join(str(d) for d in spec) for spec in specs)
+        )
+    batch = firsts.pop()
+    if batch <= 0:
+        raise DynamicError(
+            "the batch (first dimension of the input shape) must be positive, got %d" % batch
+        )
+    return batch
+
+
+def with_batch(input_shapes: Any, batch: int) -> List[InputSpec]:
+    return [[batch, *spec[1:]] for spec in _normalise_specs(input_shapes)]
+
+
+def largest_batch(
+    measure_at: Callable[[int], StepReport],
+    optimizer: OptimizerModel,
+    usable_bytes: int,
+    start: int,
+    known: Optional[Dict[int, MemoryEstimate]] = None,
+) -> BatchSearch:
+    """Largest batch ``b`` whose verdict is ``fits`` while ``b + 1``'s is not.
+
+    ``measure_at(b)`` measures one training step at batch ``b``.  Memory of
+    these models is linear in the batch, so the straight line through two
+    measured points (``start`` and half or twice it) predicts the answer,
+    which is then verified by measuring it and its neighbour.  When the
+    prediction is off (memory not linear in the batch, allocator-model
+    steps), the search gallops away from it in doubling steps and bisects
+    the interval that brackets the answer.
+    """
+    measured: Dict[int, MemoryEstimate] = dict(known or {})
+
+    def fits(batch: int) -> bool:
+        if batch not in measured:
+            try:
+                report = measure_at(batch)
+            except DynamicError as exc:
+                raise DynamicError("at batch %d: %s" % (batch, exc)) from exc
+            measured[batch] = estimate_memory(report, optimizer, batch)
+        return measured[batch].reserved_bytes <= usable_bytes
+
+    def bounds() -> Tuple[int, Optional[int]]:
+        """The largest measured batch that fits (0: none), the smallest above it that does not."""
+        lower = max((b for b in measured if fits(b)), default=0)
+        return lower, min((b for b in measured if b > lower and not fits(b)), default=None)
+
+    def step_memory(batch: int) -> int:
+        # Without the optimizer update, whose size does not depend on the batch.
+        found = measured[batch]
+        return found.resident_bytes + found.optimizer_state_bytes + found.step_reserved_bytes
+
+    def line_guess(left: int, right: int) -> Optional[int]:
+        """Where the line through two measured batches meets the budget."""
+        low, high = step_memory(left), step_memory(right)
+        if high <= low:
+            return None
+        return left + math.floor((usable_bytes - low) * (right - left) / (high - low))
+
+    first_points = sorted((start, start // 2 if start >= 4 else start * 2))
+    for batch in first_points:
+        fits(batch)
+    fitted = set(measured)
+    prediction = line_guess(*first_points)
+    # Verify the prediction with its neighbour, then gallop away from it in
+    # doubling steps: a near miss (allocator-model steps) is bracketed quickly.
+    probe = min(max(start if prediction is None else prediction, 1), MAX_SEARCHED_BATCH)
+    going_up = fits(probe)
+    step = 1
+    for _ in range(GALLOP_STEPS):
+        probe += step if going_up else -step
+        if not 1 <= probe <= MAX_SEARCHED_BATCH or fits(probe) != going_up:
+            break
+        step *= 2
+    lower, upper = bounds()
+    while upper is None:  # everything measured fits: double
+        if 2 * lower > MAX_SEARCHED_BATCH:
+            how = "memory does not grow with the batch; search stopped at %d" % lower
+            return BatchSearch(lower, how, measured)
+        fits(2 * lower)
+        lower, upper = bounds()
+    while upper - lower > 1:
+        fits((lower + upper) // 2)
+        lower, upper = bounds()
+    if prediction is None:
+        how = "memory did not grow from batch %d to %d; searched" % tuple(first_points)
+    else:
+        how = "linear fit from batches %d and %d predicted %d" % (*first_points, prediction)
+    searched = sorted(set(measured) - fitted)
+    if searched:
+        how += "; measured %s" % ", ".join(str(b) for b in searched)
+    return BatchSearch(lower, how, measured)
+
+
+# -- ``torchmemlint profile --budget`` ----------------------------------------------
+
+def check_profile(
+    result: Any,
+    budget: Budget,
+    optimizer: OptimizerModel,
+    reserve_bytes: int = 0,
+    find_max_batch: bool = False,
+    init_args: Any = None,
+    settings: Any = None,
+) -> BudgetCheck:
+    """The budget check of a ``verify.ProfileResult``.
+
+    Always from fake tensors, also after a CUDA profile, so that fixes and
+    other batches are measured the same way.  When the step does not fit
+    (or is too close to call), each confirmed finding's fix is measured at
+    the profiled batch, then all of them together, and the largest batch
+    that fits unchanged is searched; ``find_max_batch`` searches it always.
+    """
+    from . import verify
+
+    shapes = result.input_shapes
+    batch = batch_of(shapes)
+    target = verify.read_target_source(result.target)
+
+    def measure_source(text: str, at_batch: int = batch) -> StepReport:
+        return verify.measure_source_variant(
+            target, text, init_args, with_batch(shapes, at_batch), dtype=result.dtype, device="fake"
+        )
+
+    baseline = result.report if result.report.cuda is None else measure_source(target.text)
+    check = check_budget(baseline, budget, optimizer, reserve_bytes, batch)
+    if check.verdict != FITS:
+        _judge_findings(check, verify, target, result, settings, measure_source)
+    if find_max_batch or check.verdict != FITS:
+        check.batch_search = largest_batch(
+            lambda at_batch: measure_source(target.text, at_batch),
+            optimizer, check.usable_bytes, batch, {batch: check.estimate},
+        )
+    return check
+
+
+def _judge_findings(
+    check: BudgetCheck, verify: Any, target: Any, result: Any, settings: Any,
+    measure_source: Callable[[str], StepReport],
+) -> None:
+    confirmed = {(v.code, v.row, v.column): v.variant for v in result.findings
+                 if v.verdict == verify.CONFIRMED}
+    placed = sorted({code for code, _, _ in confirmed if code in verify.PLACEMENT_RULES})
+    if placed:
+        check.notes.append("%s: checkpoint placements (above) are not judged against the budget"
+                           % ", ".join(placed))
+    findings = [
+        f for f in verify.lint_target(target, settings)
+        if (f.code, f.location.row, f.location.column) in confirmed
+        and f.code not in verify.PLACEMENT_RULES
+    ]
+    for finding in findings:
+        text = verify.variant_for(finding, target.text).text
+        variant = confirmed[(finding.code, finding.location.row, finding.location.column)]
+        check.fixes.append(check.judge(measure_source(text), [finding], variant))
+    if len(findings) > 1:
+        combined = combined_source(verify, target.text, findings)
+        if combined is None:
+            check.notes.append("the fixes touch the same code: not measured together")
+        else:
+            check.combined = check.judge(measure_source(combined), findings, "all together")
+
+
+def combined_source(verify: Any, text: str, findings: Sequence[Any]) -> Optional[str]:
+    """``text`` with every finding's fix (or suggested variant) applied, or
+    None when they cannot all be applied.
+
+    Findings are applied bottom-up, each to the text its successors left.
+    Their positions refer to the original text, which is unchanged above
+    the first row changed so far: a change that reaches that row is refused.
+    """
+    frontier = text.count("\n") + 2  # first original row changed so far
+    for finding in sorted(findings, key=lambda f: f.location, reverse=True):
+        changed = verify.variant_for(finding, text).text
+        if changed is None:
+            return None
+        before, after = text.splitlines(), changed.splitlines()
+        shorter = min(len(before), len(after))
+        first = next((i for i in range(shorter) if before[i] != after[i]), shorter)
+        common_tail = 0
+        while common_tail < shorter - first and before[-1 - common_tail] == after[-1 - common_tail]:
+            common_tail += 1
+        if len(before) - common_tail >= frontier:  # last changed row, 1-based
+            return None
+        frontier, text = first + 1, changed
+    return text
