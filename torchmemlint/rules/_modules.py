@@ -1206,8 +1206,14 @@ class Producers:
 class FileModel:
     """Class models and flows of one file, built on demand and cached."""
 
-    def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        qualify: Callable[[cst.BaseExpression], Optional[str]],
+        imported: FrozenSet[str] = frozenset(),
+    ) -> None:
         self.module = module
+        self.imported = imported  # module-level names bound by imports
         self.resolver = Resolver(qualify)
         self._classes: Dict[int, ClassModel] = {}
         self._flows: Dict[int, Flow] = {}
@@ -1226,34 +1232,33 @@ class FileModel:
             flow = self._flows[id(function)] = Flow(function)
         return flow
 
-    def subclassed(self, name: str) -> bool:
-        """Whether a class of this file lists ``name`` among its bases."""
-        if self._subclassed is None:
-            self._subclassed = set()
+    def private_attribute(self, classdef: cst.ClassDef, name: str) -> bool:
+        """Whether only ``classdef``'s own methods can reach ``self.<name>`` in this file.
+
+        Not so when a class of this file inherits from it, or when ``obj.<name>`` is read on
+        some object other than ``self`` (``self.encoder.relu`` uses an encoder's ``relu`` from
+        outside its class). One walk of the file answers both, on first need.
+        """
+        if self._subclassed is None or self._foreign_attributes is None:
+            subclassed: Set[str] = set()
+            foreign: Set[str] = set()
             for node in walk(self.module):
-                if isinstance(node, cst.ClassDef):
-                    for base in node.bases:
+                node_type = type(node)
+                if node_type is cst.Attribute:
+                    head = node.value  # type: ignore[attr-defined]
+                    while type(head) is cst.Attribute:
+                        head = head.value  # type: ignore[attr-defined]
+                    root = head.value if type(head) is cst.Name else None  # type: ignore[attr-defined]
+                    own = root == "self" and head is node.value  # type: ignore[attr-defined]
+                    if not own and root not in self.imported:
+                        foreign.add(node.attr.value)  # type: ignore[attr-defined]
+                elif node_type is cst.ClassDef:
+                    for base in node.bases:  # type: ignore[attr-defined]
                         dotted = dotted_name(base.value)
                         if dotted is not None:
-                            self._subclassed.add(dotted.rsplit(".", 1)[-1])
-        return name in self._subclassed
-
-    def foreign_attribute(self, name: str) -> bool:
-        """Whether ``obj.<name>`` is read somewhere on an object that is not an import.
-
-        ``self.encoder.relu`` uses the encoder's ``relu`` from outside its class, so that
-        attribute cannot be judged from its own class alone.
-        """
-        if self._foreign_attributes is None:
-            found: Set[str] = set()
-            for node in walk(self.module):
-                if isinstance(node, cst.Attribute) and not (
-                    isinstance(node.value, cst.Name) and node.value.value == "self"
-                ):
-                    if self.resolver.qualify(node.value) is None:
-                        found.add(node.attr.value)
-            self._foreign_attributes = found
-        return name in self._foreign_attributes
+                            subclassed.add(dotted.rsplit(".", 1)[-1])
+            self._subclassed, self._foreign_attributes = subclassed, foreign
+        return classdef.name.value not in self._subclassed and name not in self._foreign_attributes
 
     def functional_prefix(self, bindings_qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""
@@ -1309,7 +1314,14 @@ def terminal_name(func: cst.BaseExpression) -> Optional[str]:
 
 
 def file_model(context) -> FileModel:
-    return context.shared("tml.modules", lambda: FileModel(context.module, context.qualify))
+    def build() -> FileModel:
+        root = context.bindings
+        while root.parent is not None:
+            root = root.parent
+        imported = frozenset(name for name, qualified in root.names.items() if qualified is not None)
+        return FileModel(context.module, context.qualify, imported)
+
+    return context.shared("tml.modules", build)
 
 
 def enclosing(context, node_type: type) -> Optional[cst.CSTNode]:

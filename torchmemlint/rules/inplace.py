@@ -4,7 +4,7 @@ nothing, where it corrupts results, and where it costs memory."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -79,7 +79,8 @@ class Site:
     label: str  # how messages name it
     inplace: Optional[bool]
     uses: List[Use] = field(default_factory=list)
-    complete: bool = False  # every tensor it receives is among ``uses``
+    complete: bool = False  # every call of it in its class is among ``uses``
+    private: Optional[Tuple[cst.ClassDef, str]] = None  # (class, attribute) of a module attribute
 
     def inplace_position(self) -> Optional[int]:
         if self.kind is None:
@@ -195,12 +196,8 @@ class InplaceAnalysis:
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
-        complete = (
-            model.single_assignment(attribute) is not None
-            and model.only_called(attribute)
-            and not self.file.subclassed(model.node.name.value)
-            and not self.file.foreign_attribute(attribute)
-        )
+        complete = model.single_assignment(attribute) is not None and model.only_called(attribute)
+        site.private = (model.node, attribute)
         for reference in model.calls(attribute):
             call = reference.call
             assert call is not None
@@ -419,6 +416,8 @@ class _MissingInplace(Rule):
             if kind is None or kind.saves not in self.saves or kind.name == "threshold":
                 continue
             if site.inplace is not False or not site.complete:
+                continue
+            if site.private is not None and not analysis(self.context).file.private_attribute(*site.private):
                 continue
             if not all(use.single_use and use.fresh for use in site.uses):
                 continue

@@ -226,7 +226,7 @@ class StatelessModuleAttribute(Rule):
         if assignment is None or not model.is_module():
             return
         name = assignment.name
-        if not model.only_called(name) or file.subclassed(classdef.name.value) or file.foreign_attribute(name):
+        if not model.only_called(name) or not file.private_attribute(classdef, name):
             return
         assert qualified is not None
         prefix = file.functional_prefix(self.qualify)
