@@ -295,16 +295,33 @@ def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
             module, lambda inputs: module(*inputs), list(module.parameters()), list(module.buffers())
         )
     # A real instance: run it with fake copies of its parameters and buffers.
+    # Swapped in and out by hand, not with torch.func.functional_call: that
+    # leaves fake tensors behind in a submodule registered under two parents
+    # (torch 2.13).  from_tensor memoizes, so a shared tensor has one fake copy.
     module = source
-    params = {name: fake_mode.from_tensor(t) for name, t in module.named_parameters()}
-    buffers = {name: fake_mode.from_tensor(t) for name, t in module.named_buffers()}
-    state = {**params, **buffers}
-    _clear_grads(list(params.values()))
+    fakes: Dict[int, torch.Tensor] = {}
+    slots = []
+    for submodule in module.modules():
+        for table in (submodule._parameters, submodule._buffers):
+            for name, tensor in table.items():
+                if tensor is not None:
+                    if id(tensor) not in fakes:
+                        fakes[id(tensor)] = fake_mode.from_tensor(tensor)
+                    slots.append((table, name, tensor))
+    params = [fakes[id(t)] for t in {id(p): p for p in module.parameters()}.values()]
+    buffers = [fakes[id(t)] for t in {id(b): b for b in module.buffers()}.values()]
+    _clear_grads(params)
 
     def forward(inputs: Sequence[torch.Tensor]) -> Any:
-        return torch.func.functional_call(module, state, tuple(inputs))
+        for table, name, tensor in slots:
+            table[name] = fakes[id(tensor)]
+        try:
+            return module(*inputs)
+        finally:
+            for table, name, tensor in slots:
+                table[name] = tensor
 
-    return _Prepared(module, forward, list(params.values()), list(buffers.values()))
+    return _Prepared(module, forward, params, buffers)
 
 
 def build_module(source: ModuleSource) -> nn.Module:

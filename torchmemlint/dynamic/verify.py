@@ -11,6 +11,7 @@ training step (memory-facts §5).
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import os
 import sys
@@ -24,6 +25,7 @@ import libcst as cst
 import torch
 from libcst.metadata import MetadataWrapper, PositionProvider
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from torchmemlint.config import Settings, resolve_settings
 from torchmemlint.engine import lint_source
@@ -310,7 +312,7 @@ def variant_for(finding: Finding, text: str) -> _Variant:
             tolerance=tolerance,
         )
     if finding.code.startswith(STEM_POOL_FAMILY):
-        rewritten = keep_stem_pool(text, finding.location.row, finding.end_location.row)
+        rewritten = keep_stem_pool(text, finding.location.row, finding.location.column)
         if rewritten is None:
             return _Variant(None, "keep the stem pool", False, reason="no variant that keeps the stem pool could be built from this code")
         return _Variant(rewritten, "suggested variant: keep the stem pool", exact_numerics_expected=False)
@@ -336,90 +338,131 @@ def verify_findings(
     *refuted* (no such saving), *unsafe* (the fix changes numerics beyond its
     tolerance - bitwise for safe fixes - or raises), *not verified* (nothing
     to build, or the variant's parameters differ from the original's).
-    Deep-stack findings are answered by checkpoint placements (``placements``
-    or measured here).
+    Deep-stack findings are answered by the best checkpoint placement
+    (``placements``, or measured here), whose numerics are compared too.
     """
     if isinstance(target, str):
         target = read_target_source(target)
-    original_module: Optional[ModuleType] = None
-    original: Optional[nn.Module] = None
-    numerics_inputs: List[torch.Tensor] = []
+    verifier = _Verifier(target, init_args, input_shapes, baseline, dtype, device, round_to, seed)
     verdicts = []
     for finding in findings:
-        before = baseline.peak_bytes
         if finding.code in PLACEMENT_RULES:
             if placements is None:
                 placements = advise_checkpointing(target, init_args, input_shapes, dtype, device, round_to)
-            verdicts.append(_placement_verdict(finding, before, placements))
-            continue
-        variant = variant_for(finding, target.text)
-        verdict = FindingVerdict(
-            finding.code, finding.location.row, finding.location.column, finding.message,
-            NOT_VERIFIED, variant.description, before,
-        )
-        verdicts.append(verdict)
-        if variant.text is None:
-            verdict.reason = variant.reason
-            continue
-        if original is None:
-            original_module = import_source_variant(target, target.text)
-            torch.manual_seed(seed)
-            original = model_factory(original_module, target.spec, init_args, dtype)()
-            numerics_inputs = _numerics_inputs(input_shapes, dtype, seed)
-        _verify_variant(verdict, variant, target, original, numerics_inputs, init_args, input_shapes, dtype, device, round_to, seed)
+            verdicts.append(verifier.placement(finding, placements))
+        else:
+            verdicts.append(verifier.variant(finding))
     return verdicts
 
 
-def _verify_variant(
-    verdict: FindingVerdict,
-    variant: _Variant,
-    target: TargetSource,
-    original: nn.Module,
-    numerics_inputs: List[torch.Tensor],
-    init_args: InitArgs,
-    input_shapes: Any,
-    dtype: Any,
-    device: str,
-    round_to: int,
-    seed: int,
-) -> None:
-    # A fix that breaks the code is unsafe; a suggested rewrite that does was ours to build.
-    broken = UNSAFE if variant.exact_numerics_expected else NOT_VERIFIED
-    try:
-        factory = model_factory(import_source_variant(target, variant.text or ""), target.spec, init_args, dtype)
-        torch.manual_seed(seed)
-        rebuilt = factory()
-    except DynamicError as exc:
-        verdict.verdict, verdict.reason = broken, str(exc)
-        return
-    try:
-        load_same_weights(rebuilt, original.state_dict())
-    except DynamicError as exc:
-        verdict.reason = "the variant cannot take the original's weights: %s" % exc
-        return
-    try:
-        after = measure_training_step(factory, input_shapes, dtype=dtype, device=device, round_to=round_to, seed=seed)
-    except DynamicError as exc:
-        verdict.verdict, verdict.reason = broken, str(exc)
-        return
-    verdict.peak_after = after.peak_bytes
-    numerics = compare_numerics(original, rebuilt, numerics_inputs, seed=seed)
-    atol, rtol = variant.tolerance
-    if not numerics.equal and not (numerics.error_a or numerics.error_b) and (atol or rtol):
-        numerics = compare_numerics(original, rebuilt, numerics_inputs, atol=atol, rtol=rtol, seed=seed)
-    verdict.numerics = describe_numerics(numerics)
-    if numerics.error_a:
-        verdict.verdict = NOT_VERIFIED
-        verdict.reason = "the original's training step failed at batch %d" % NUMERICS_BATCH
-    elif numerics.error_b:
-        verdict.verdict, verdict.reason = broken, "the variant's training step raises"
-    elif not numerics.equal and variant.exact_numerics_expected:
-        verdict.verdict, verdict.reason = UNSAFE, "the fix changes outputs, gradients or buffers"
-    else:
-        saving = significant_saving(verdict.peak_before, after.peak_bytes)
-        verdict.verdict = CONFIRMED if saving else REFUTED
-        if not variant.exact_numerics_expected and not numerics.equal:
-            verdict.numerics += " (expected: the variant changes the model)"
+class _Verifier:
+    """Measures variants of one target against its baseline; builds the
+    original for numerics once, when the first variant needs it."""
+
+    def __init__(
+        self, target: TargetSource, init_args: InitArgs, input_shapes: Any, baseline: StepReport,
+        dtype: Any, device: str, round_to: int, seed: int,
+    ) -> None:
+        self.target = target
+        self.init_args = init_args
+        self.input_shapes = input_shapes
+        self.baseline = baseline
+        self.dtype = dtype
+        self.device = device
+        self.round_to = round_to
+        self.seed = seed
+        self._original: Optional[nn.Module] = None
+        self.inputs = _numerics_inputs(input_shapes, dtype, seed)
+
+    @property
+    def original(self) -> nn.Module:
+        if self._original is None:
+            self._original = self._build(self.target.text)
+        return self._original
+
+    def _build(self, text: str) -> nn.Module:
+        factory = model_factory(import_source_variant(self.target, text), self.target.spec, self.init_args, self.dtype)
+        torch.manual_seed(self.seed)
+        return factory()
+
+    def _verdict(self, finding: Finding, variant: str) -> FindingVerdict:
+        return FindingVerdict(
+            finding.code, finding.location.row, finding.location.column, finding.message,
+            NOT_VERIFIED, variant, self.baseline.peak_bytes,
+        )
+
+    def variant(self, finding: Finding) -> FindingVerdict:
+        variant = variant_for(finding, self.target.text)
+        verdict = self._verdict(finding, variant.description)
+        if variant.text is None:
+            verdict.reason = variant.reason
+            return verdict
+        # A fix that breaks the code is unsafe; a suggested rewrite that does was ours to build.
+        broken = UNSAFE if variant.exact_numerics_expected else NOT_VERIFIED
+        try:
+            rebuilt = self._build(variant.text)
+        except DynamicError as exc:
+            verdict.verdict, verdict.reason = broken, str(exc)
+            return verdict
+        try:
+            load_same_weights(rebuilt, self.original.state_dict())
+        except DynamicError as exc:
+            verdict.reason = "the variant cannot take the original's weights: %s" % exc
+            return verdict
+        try:
+            after = measure_training_step(
+                rebuilt, self.input_shapes, dtype=self.dtype, device=self.device,
+                round_to=self.round_to, seed=self.seed,
+            ) if self.device == "fake" else measure_source_variant(
+                self.target, variant.text, self.init_args, self.input_shapes, self.dtype, self.device,
+                round_to=self.round_to, seed=self.seed,
+            )
+        except DynamicError as exc:
+            verdict.verdict, verdict.reason = broken, str(exc)
+            return verdict
+        verdict.peak_after = after.peak_bytes
+        numerics = compare_numerics(self.original, rebuilt, self.inputs, seed=self.seed)
+        atol, rtol = variant.tolerance
+        if not numerics.equal and not (numerics.error_a or numerics.error_b) and (atol or rtol):
+            numerics = compare_numerics(self.original, rebuilt, self.inputs, atol=atol, rtol=rtol, seed=self.seed)
+        verdict.numerics = describe_numerics(numerics)
+        if numerics.error_a:
+            verdict.reason = "the original's training step failed at batch %d" % NUMERICS_BATCH
+        elif numerics.error_b:
+            verdict.verdict, verdict.reason = broken, "the variant's training step raises"
+        elif not numerics.equal and variant.exact_numerics_expected:
+            verdict.verdict, verdict.reason = UNSAFE, "the fix changes outputs, gradients or buffers"
+        else:
+            saving = significant_saving(verdict.peak_before, after.peak_bytes)
+            verdict.verdict = CONFIRMED if saving else REFUTED
+            if not numerics.equal:  # a suggested rewrite, not a fix: it may change the model
+                verdict.numerics = "differs, as this variant changes the model (outputs: max abs diff %.3g)" % (
+                    numerics.output_diff
+                )
+        return verdict
+
+    def placement(self, finding: Finding, placements: List[PlacementResult]) -> FindingVerdict:
+        """The best placement stands for the finding: its saving, and its numerics
+        (BatchNorm statistics updated twice under checkpoint show up here)."""
+        best = placements[0]
+        verdict = self._verdict(finding, "checkpoint placements (best: %s)" % best.name)
+        verdict.peak_after = best.peak_bytes
+        summary = "checkpointing %s: %+.1f %% peak at x%.2f FLOPs" % (
+            best.name, 100 * best.peak_change, best.flops_ratio,
+        )
+        if not significant_saving(verdict.peak_before, best.peak_bytes):
+            verdict.verdict = REFUTED
+            verdict.reason = "no placement lowers the peak by max(1 MiB, 1 %) at this shape"
+            return verdict
+        # A full copy: the two steps must not update each other's BatchNorm buffers.
+        wrapped = checkpoint_forwards(copy.deepcopy(self.original), best.wrapped)
+        numerics = compare_numerics(self.original, wrapped, self.inputs, seed=self.seed)
+        verdict.numerics = describe_numerics(numerics)
+        if numerics.equal:
+            verdict.verdict, verdict.reason = CONFIRMED, summary
+        else:
+            verdict.verdict, verdict.reason = UNSAFE, summary + ", but it changes the step's results"
+        return verdict
 
 
 def describe_numerics(report: NumericsReport) -> str:
@@ -450,6 +493,24 @@ def describe_numerics(report: NumericsReport) -> str:
     return "differs: " + "; ".join(parts)
 
 
+def checkpoint_forwards(model: nn.Module, paths: Sequence[str]) -> nn.Module:
+    """Run the submodules at ``paths`` under non-reentrant checkpoint, in place.
+
+    Each module's own ``forward`` is wrapped, so parameter and buffer names
+    stay those of the original (unlike a wrapper module) and a strict
+    ``load_state_dict`` between the two works.
+    """
+    for path in paths:
+        module = model.get_submodule(path)
+        plain = module.forward
+
+        def forward(*args: Any, _plain: Callable[..., Any] = plain, **kwargs: Any) -> Any:
+            return checkpoint(_plain, *args, use_reentrant=False, **kwargs)
+
+        module.forward = forward  # type: ignore[method-assign]
+    return model
+
+
 def advise_checkpointing(
     target: Union[str, TargetSource],
     init_args: InitArgs,
@@ -463,23 +524,6 @@ def advise_checkpointing(
         target = read_target_source(target)
     factory = model_factory(import_source_variant(target, target.text), target.spec, init_args, dtype)
     return checkpoint_placements(factory, input_shapes, dtype=dtype, device=device, round_to=round_to)
-
-
-def _placement_verdict(finding: Finding, before: int, placements: List[PlacementResult]) -> FindingVerdict:
-    best = placements[0]
-    verdict = FindingVerdict(
-        finding.code, finding.location.row, finding.location.column, finding.message,
-        REFUTED, "checkpoint placements (best: %s)" % best.name, before, best.peak_bytes,
-        numerics="not compared (checkpointing recomputes the same ops)",
-    )
-    if significant_saving(before, best.peak_bytes):
-        verdict.verdict = CONFIRMED
-        verdict.reason = "checkpointing %s: %+.1f %% peak at x%.2f FLOPs" % (
-            best.name, 100 * best.peak_change, best.flops_ratio,
-        )
-    else:
-        verdict.reason = "no placement lowers the peak by max(1 MiB, 1 %) at this shape"
-    return verdict
 
 
 def _numerics_inputs(input_shapes: Any, dtype: Any, seed: int) -> List[torch.Tensor]:
@@ -501,42 +545,57 @@ def _numerics_inputs(input_shapes: Any, dtype: Any, seed: int) -> List[torch.Ten
 
 # -- suggested variants for findings without a fix -----------------------------------------
 
-_ACTIVATION_ATTRIBUTES = ("relu", "act", "act1", "activation")
+_STEM_ACTIVATIONS = frozenset({"relu", "act1"})
 
 
-def keep_stem_pool(text: str, start_row: int, end_row: int) -> Optional[str]:
-    """The source with the stem pooling put back, for a finding on rows
-    ``start_row..end_row``; None when no known pattern is found.
+def keep_stem_pool(text: str, row: int, column: int) -> Optional[str]:
+    """The source with a ResNet stem's downsampling put back, for a TML3xx
+    finding at ``row:column``; None when the code matches no known pattern.
 
-    Within the top-level definition that holds the finding, either
-    ``<x>.<...pool...> = <...>Identity()`` is removed (the encoder keeps its
-    own pool) or, in the one ``Sequential(P.conv1, P.bn1, P.relu)`` that
-    rebuilds a stem from an encoder ``P`` without its pool, ``P.maxpool`` is
-    appended after the activation (the torchvision/timm ResNet layout).
+    In order: a ``<x>.maxpool = nn.Identity()`` (or empty ``Sequential()``)
+    statement is removed; a stride-1 ``<x>.conv1 = nn.Conv2d(...)`` gets
+    stride 2 (a ``<x>.conv1.stride = ...`` statement is removed); in the one
+    ``Sequential(P.conv1, P.bn1, P.relu, ...)`` of the enclosing definition
+    that has no pool, ``P.maxpool`` goes after the activation; a flagged
+    ``P.layer1(h)`` becomes ``P.layer1(P.maxpool(h))``.  The pool is assumed
+    to be ``maxpool``, as in torchvision's and timm's ResNets.
     """
     wrapper = MetadataWrapper(cst.parse_module(text))
     positions = wrapper.resolve(PositionProvider)
     module = wrapper.module
-    enclosing = next(
-        (
-            node
-            for node in module.body
-            if positions[node].start.line <= start_row <= positions[node].end.line
-        ),
-        None,
-    )
-    if enclosing is None:
-        return None
+
+    def covers(node: cst.CSTNode) -> bool:
+        return positions[node].start.line <= row <= positions[node].end.line
+
     finder = _StemFinder()
-    enclosing.visit(finder)
-    if finder.identity_pools:
-        return module.visit(_StemRewriter(removed=set(map(id, finder.identity_pools)))).code
-    stems = finder.stems
-    if len(stems) > 1:
-        stems = [s for s in stems if positions[s].start.line <= end_row and start_row <= positions[s].end.line]
-    if len(stems) != 1:
-        return None
-    return module.visit(_StemRewriter(extended={id(stems[0])})).code
+    module.visit(finder)
+    for line in finder.assignments:
+        if covers(line):
+            assign = line.body[0]
+            assert isinstance(assign, cst.Assign)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Attribute)
+            if target.attr.value == "maxpool" and _is_no_op(assign.value):
+                return module.visit(_Replace({id(line): cst.RemoveFromParent()})).code
+            if target.attr.value == "conv1" and isinstance(assign.value, cst.Call):
+                return module.visit(_Replace({id(assign.value): _with_stride_two(assign.value)})).code
+            if target.attr.value == "stride" and _dotted(target.value).endswith(".conv1"):
+                return module.visit(_Replace({id(line): cst.RemoveFromParent()})).code
+    enclosing = next((node for node in module.body if covers(node)), None)
+    stems = [call for call in finder.stems if enclosing is not None and _inside(positions, call, enclosing)]
+    if len(stems) == 1:
+        return module.visit(_Replace({id(stems[0]): _with_pool(stems[0])})).code
+    for call in finder.stage_calls:
+        start = positions[call].start
+        if (start.line, start.column + 1) == (row, column) and len(call.args) == 1:
+            pool = cst.Call(cst.Attribute(call.func.value, cst.Name("maxpool")), [call.args[0]])  # type: ignore
+            return module.visit(_Replace({id(call): call.with_changes(args=[cst.Arg(pool)])})).code
+    return None
+
+
+def _inside(positions: Any, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    inner, around = positions[node], positions[outer]
+    return around.start.line <= inner.start.line and inner.end.line <= around.end.line
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -547,52 +606,83 @@ def _dotted(node: cst.BaseExpression) -> str:
     return ""
 
 
+def _is_no_op(value: cst.BaseExpression) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    name = _dotted(value.func)
+    return name.endswith("Identity") or (name.endswith("Sequential") and not value.args)
+
+
+def _with_stride_two(conv: cst.Call) -> cst.Call:
+    args = list(conv.args)
+    for index, arg in enumerate(args):
+        keyword = arg.keyword.value if arg.keyword else None
+        if keyword == "stride" or (keyword is None and index == 3):
+            args[index] = arg.with_changes(value=cst.Integer("2"))
+            return conv.with_changes(args=args)
+    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return conv.with_changes(args=args + [cst.Arg(cst.Integer("2"), keyword=cst.Name("stride"))])
+
+
+def _with_pool(stem: cst.Call) -> cst.Call:
+    args = list(stem.args)
+    index = next(i for i, arg in enumerate(args) if arg.value.attr.value in _STEM_ACTIVATIONS)  # type: ignore
+    owner = args[index].value.value  # type: ignore[attr-defined]
+    pool = cst.Arg(
+        cst.Attribute(owner, cst.Name("maxpool")),
+        comma=args[index].comma if index + 1 < len(args) else cst.MaybeSentinel.DEFAULT,
+    )
+    args[index] = args[index].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return stem.with_changes(args=args[: index + 1] + [pool] + args[index + 1:])
+
+
 class _StemFinder(cst.CSTVisitor):
+    """Assignments to ``<x>.maxpool``/``<x>.conv1``/``<x>.conv1.stride``, stems rebuilt
+    as a ``Sequential`` of one owner's parts without a pool, and ``<x>.layer1(h)`` calls."""
+
     def __init__(self) -> None:
-        self.identity_pools: List[cst.SimpleStatementLine] = []
+        self.assignments: List[cst.SimpleStatementLine] = []
         self.stems: List[cst.Call] = []
+        self.stage_calls: List[cst.Call] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        for statement in node.body:
-            if (
-                isinstance(statement, cst.Assign)
-                and len(statement.targets) == 1
-                and isinstance(statement.targets[0].target, cst.Attribute)
-                and "pool" in statement.targets[0].target.attr.value
-                and isinstance(statement.value, cst.Call)
-                and _dotted(statement.value.func).endswith("Identity")
-            ):
-                self.identity_pools.append(node)
+        statement = node.body[0] if len(node.body) == 1 else None
+        if (
+            isinstance(statement, cst.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Attribute)
+            and statement.targets[0].target.attr.value in ("maxpool", "conv1", "stride")
+        ):
+            self.assignments.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "layer1":
+            self.stage_calls.append(node)
         if not _dotted(node.func).endswith("Sequential") or not node.args:
             return
         values = [arg.value for arg in node.args]
-        if not all(isinstance(value, cst.Attribute) for value in values):
+        if not all(isinstance(value, cst.Attribute) and not arg.star for value, arg in zip(values, node.args)):
             return
-        prefixes = {_dotted(value.value) for value in values}  # type: ignore[attr-defined]
+        owners = {_dotted(value.value) for value in values}  # type: ignore[attr-defined]
         names = [value.attr.value for value in values]  # type: ignore[attr-defined]
-        if len(prefixes) == 1 and names[-1] in _ACTIVATION_ATTRIBUTES and not any("pool" in n for n in names):
+        if (
+            len(owners) == 1
+            and names[0] == "conv1"
+            and any(name in _STEM_ACTIVATIONS for name in names)
+            and not any("pool" in name for name in names)
+        ):
             self.stems.append(node)
 
 
-class _StemRewriter(cst.CSTTransformer):
-    def __init__(self, removed: Set[int] = frozenset(), extended: Set[int] = frozenset()) -> None:  # type: ignore[assignment]
+class _Replace(cst.CSTTransformer):
+    """Replace (or remove) nodes of the visited tree, found by identity."""
+
+    def __init__(self, replacements: Dict[int, Any]) -> None:
         super().__init__()
-        self.removed = removed
-        self.extended = extended
+        self.replacements = replacements
 
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine) -> Any:
-        return cst.RemoveFromParent() if id(original) in self.removed else updated
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if id(original) not in self.extended:
-            return updated
-        last = original.args[-1].value
-        pool = cst.Attribute(value=last.value, attr=cst.Name("maxpool"))  # type: ignore[attr-defined]
-        args = list(updated.args)
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated.with_changes(args=args + [cst.Arg(pool)])
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        return self.replacements.get(id(original_node), updated_node)
 
 
 # -- the whole profile --------------------------------------------------------------------

@@ -1,0 +1,268 @@
+"""``torchmemlint profile`` and ``torchmemlint --dynamic``: run the model, verify the findings.
+
+Both import and run the user's code, so they run only when asked.  torch is
+imported inside the commands, never when this module is imported: the
+static linter and ``torchmemlint --help`` work without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from types import ModuleType
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import click
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on older Pythons only
+    import tomli as tomllib
+
+from torchmemlint.config import ConfigError, Settings, resolve_settings, split_selectors
+from torchmemlint.findings import Finding
+
+EXIT_ERROR = 2
+DTYPES = ("float32", "bfloat16", "float16")
+NEEDS_TORCH = "%s needs torch: pip install 'torchmemlint[dynamic]'"
+NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'torchmemlint[plot]'"
+
+
+def fail(message: str) -> click.exceptions.Exit:
+    click.echo("torchmemlint: error: %s" % message, err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def parse_input_shape(text: str) -> List[Any]:
+    """``8,3,224,224`` -> [8, 3, 224, 224]; a last item may name a dtype: ``8,128,int64``."""
+    parts = [part.strip() for part in text.split(",")]
+    dims: List[Any] = []
+    for position, part in enumerate(parts):
+        if part.isdigit():
+            dims.append(int(part))
+        elif position == len(parts) - 1 and part.isidentifier() and dims:
+            dims.append(part)
+        else:
+            raise fail("--input-shape must be comma-separated sizes like 8,3,224,224, got %r" % text)
+    return dims
+
+
+def parse_init_args(text: Optional[str]) -> Any:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise fail("--init-args is not valid JSON: %s" % error)
+    if not isinstance(value, (dict, list)):
+        raise fail("--init-args must be a JSON object (keyword arguments) or array (positional ones)")
+    return value
+
+
+def import_dynamic(command: str) -> Tuple[ModuleType, ModuleType]:
+    """The verify and report modules; a missing torch is a one-line error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. torch's "Failed to initialize NumPy" at import
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise fail(NEEDS_TORCH % command)
+        from torchmemlint.dynamic import report, verify
+    return verify, report
+
+
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise fail(NEEDS_MATPLOTLIB)
+
+
+def _target_file(target: str) -> Optional[str]:
+    """The file of a ``path/file.py:Name`` target (checked here, before torch
+    is imported), None for ``package.module:Name``."""
+    location, colon, name = target.rpartition(":")
+    if not colon or not location or not name:
+        raise fail("target must look like path/file.py:Name or package.module:Name, got %r" % target)
+    if not (location.endswith(".py") or "/" in location or os.sep in location):
+        return None
+    if not os.path.isfile(location):
+        raise fail("target not found: no file %s" % location)
+    return location
+
+
+@click.command()
+@click.argument("target")
+@click.option(
+    "--input-shape", "input_shapes", multiple=True, required=True, metavar="SHAPE",
+    help="Input batch shape, e.g. 8,3,224,224 (repeat for several inputs; may end with a dtype: 8,128,int64).",
+)
+@click.option("--init-args", metavar="JSON", help="Constructor arguments: a JSON object or array.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
+              help="dtype of the model and of floating inputs.")
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
+              help="cuda measures the allocator; cpu estimates with fake tensors (nothing allocated).")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--select", multiple=True, metavar="CODES", help="Findings to verify (as the linter's --select).")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Findings not to verify.")
+@click.option("--config", "config_path", type=click.Path(), help="Read settings from this file.")
+@click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+@click.option("--no-verify", is_flag=True, help="Only measure; do not verify findings.")
+@click.option("--checkpoint-advice", is_flag=True,
+              help="Measure checkpoint placements even without a deep-stack finding.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.png",
+              help="Plot memory over the step (needs matplotlib).")
+def profile(
+    target: str,
+    input_shapes: Tuple[str, ...],
+    init_args: Optional[str],
+    dtype: str,
+    device: str,
+    output_format: str,
+    select: Tuple[str, ...],
+    ignore: Tuple[str, ...],
+    config_path: Optional[str],
+    isolated: bool,
+    no_verify: bool,
+    checkpoint_advice: bool,
+    plot_path: Optional[str],
+) -> None:
+    """Run one training step of TARGET and verify the linter's findings in it.
+
+    TARGET is path/to/file.py:Name or package.module:Name, a module class, a
+    factory or a module instance.  This imports and runs that code.  Each
+    finding's fix is applied in memory, measured and checked for numerics:
+    confirmed, refuted, unsafe or not verified.
+    """
+    target_file = _target_file(target)
+    shapes = [parse_input_shape(text) for text in input_shapes]
+    arguments = parse_init_args(init_args)
+    if config_path is not None and not os.path.isfile(config_path):
+        raise fail("--config: no such file: %s" % config_path)
+    overrides = {
+        "select": split_selectors(select) if select else None,
+        "ignore": split_selectors(ignore) if ignore else None,
+    }
+    try:
+        start = os.path.dirname(os.path.abspath(target_file)) if target_file else os.getcwd()
+        settings = resolve_settings(config_path, isolated, start, overrides)
+    except ConfigError as error:
+        raise fail(str(error))
+    verify, report = import_dynamic("torchmemlint profile")
+    if plot_path is not None:
+        _require_matplotlib()
+    from torchmemlint.dynamic.errors import DynamicError
+
+    try:
+        result = verify.run_profile(
+            target, shapes, arguments, dtype, device, settings,
+            verify=not no_verify, checkpoint_advice=checkpoint_advice,
+        )
+    except DynamicError as error:
+        raise fail(str(error))
+    if plot_path is not None:
+        try:
+            report.plot(result, plot_path)
+        except OSError as error:
+            raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
+    if output_format == "json":
+        click.echo(report.format_json([result]), nl=False)
+    else:
+        click.echo(report.format_text(result), nl=False)
+
+
+# -- torchmemlint --dynamic PATH... -----------------------------------------------------------
+
+def profile_entries(settings: Settings) -> List[Dict[str, Any]]:
+    """The ``[tool.torchmemlint.profile]`` table (or array of tables), checked,
+    targets made relative to the configuration file's directory."""
+    if settings.config_path is None:
+        raise fail("--dynamic needs a [tool.torchmemlint.profile] table (target, input-shape) in pyproject.toml")
+    with open(settings.config_path, "rb") as handle:
+        data = tomllib.load(handle)
+    tool = data.get("tool", {})
+    if os.path.basename(settings.config_path) == "pyproject.toml":
+        table = tool.get("torchmemlint", {})
+    else:  # a torchmemlint.toml may have top-level keys, as load_settings reads it
+        table = tool.get("torchmemlint", data)
+    raw = table.get("profile")
+    if raw is None:
+        raise fail("--dynamic needs a [tool.torchmemlint.profile] table (target, input-shape) in %s"
+                   % settings.config_path)
+    entries = raw if isinstance(raw, list) else [raw]
+    checked = []
+    for entry in entries:
+        checked.append(_profile_entry(entry, settings))
+    return checked
+
+
+def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
+    where = "%s: [tool.torchmemlint.profile]" % settings.config_path
+    if not isinstance(entry, dict):
+        raise fail("%s must be a table" % where)
+    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device"}
+    if unknown:
+        raise fail("%s: unknown key %r" % (where, sorted(unknown)[0]))
+    target = entry.get("target")
+    if not isinstance(target, str) or ":" not in target:
+        raise fail("%s: 'target' must be a string like path/file.py:Name" % where)
+    location, _, name = target.rpartition(":")
+    if (location.endswith(".py") or "/" in location) and not os.path.isabs(location):
+        target = "%s:%s" % (os.path.join(settings.root, location), name)
+    shapes = entry.get("input-shape")
+    if isinstance(shapes, list) and shapes and all(isinstance(d, (int, str)) for d in shapes):
+        shapes = [shapes]
+    if not (isinstance(shapes, list) and shapes and all(isinstance(s, list) and s for s in shapes)):
+        raise fail("%s: 'input-shape' must be a list of sizes, or a list of such lists" % where)
+    init_args = entry.get("init-args")
+    if init_args is not None and not isinstance(init_args, (dict, list)):
+        raise fail("%s: 'init-args' must be a table or an array" % where)
+    dtype = entry.get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise fail("%s: 'dtype' must be one of %s" % (where, ", ".join(DTYPES)))
+    device = entry.get("device", "auto")
+    if device not in ("auto", "cuda", "cpu"):
+        raise fail("%s: 'device' must be auto, cuda or cpu" % where)
+    return {"target": target, "input_shapes": shapes, "init_args": init_args, "dtype": dtype, "device": device}
+
+
+def dynamic_report(settings: Settings, findings: Sequence[Finding], output_format: str, lint_report: str) -> str:
+    """``torchmemlint --dynamic``: the lint report followed by a profile of each
+    configured target that carries findings (JSON: one object with both)."""
+    if output_format not in ("text", "json"):
+        raise fail("--dynamic supports --output-format text or json")
+    entries = profile_entries(settings)
+    verify, report = import_dynamic("torchmemlint --dynamic")
+    from torchmemlint.dynamic.errors import DynamicError
+
+    results = []
+    skipped = []
+    for entry in entries:
+        try:
+            target = verify.read_target_source(entry["target"])
+            in_file = [
+                f for f in findings
+                if f.code.startswith("TML") and os.path.abspath(f.filename) == os.path.abspath(target.path)
+            ]
+            if not verify.findings_in_target(target, in_file):
+                skipped.append(entry["target"])
+                continue
+            click.echo("torchmemlint: --dynamic imports and runs %s" % entry["target"], err=True)
+            results.append(verify.run_profile(
+                entry["target"], entry["input_shapes"], entry["init_args"], entry["dtype"],
+                entry["device"], settings,
+            ))
+        except DynamicError as error:
+            raise fail("%s: %s" % (entry["target"], error))
+    if output_format == "json":
+        return json.dumps({
+            "findings": json.loads(lint_report),
+            "profiles": [r.to_dict() for r in results],
+            "not_profiled": skipped,
+        }, indent=2) + "\n"
+    parts = [lint_report]
+    parts += ["\n" + report.format_text(r) for r in results]
+    parts += ["\nNot profiled (no findings inside): %s\n" % target for target in skipped]
+    return "".join(parts)

@@ -1,0 +1,189 @@
+"""Render a ``ProfileResult``: a text report, JSON, and a plot of memory over the step."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Sequence, Tuple
+
+from .verify import ProfileResult
+
+MODULE_ROWS = 10
+PLOTTED_MODULES = 5
+
+
+def format_bytes(nbytes: float) -> str:
+    """``512 B``, ``1.50 KiB``, ``20.01 MiB``, ``15.14 GiB`` (signed for changes)."""
+    sign = "-" if nbytes < 0 else ""
+    value = abs(float(nbytes))
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return "%s%d B" % (sign, value) if unit == "B" else "%s%.2f %s" % (sign, value, unit)
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _shape(spec: Sequence[Any], dtype: str) -> str:
+    dims = [str(d) for d in spec if not isinstance(d, str)]
+    named = [d for d in spec if isinstance(d, str)]
+    return "%s %s" % ("x".join(dims), named[0] if named else dtype)
+
+
+def _table(rows: List[Tuple[str, ...]], indent: str = "  ") -> List[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+def _change(after: int, before: int) -> str:
+    if not before:
+        return ""
+    return "%+.1f %%" % (100.0 * (after - before) / before)
+
+
+def format_text(result: ProfileResult) -> str:
+    step = result.report
+    inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
+    where = "during %s, at %s" % (step.peak_phase, step.peak_op)
+    if step.peak_phase == "forward":
+        where += " in %s" % step.peak_module
+    lines = [
+        "Profile of %s" % result.target,
+        "  ran the model's code: built it (seed 0), then one training step: forward, mean loss, backward",
+        "  input %s; device %s: %s" % (inputs, result.device, result.method),
+        "",
+    ]
+    rows = [
+        ("peak memory", format_bytes(step.peak_bytes), where),
+        ("forward peak", format_bytes(step.forward_peak_bytes), ""),
+        ("kept after forward", format_bytes(step.kept_after_forward),
+         "saved for backward %s" % format_bytes(step.saved_bytes)),
+        ("parameters", format_bytes(step.param_bytes), "gradients %s" % format_bytes(step.grad_bytes)),
+        ("buffers", format_bytes(step.buffer_bytes), "input %s" % format_bytes(step.input_bytes)),
+        ("total", format_bytes(step.total_bytes()),
+         "parameters + buffers + input + peak (no optimizer state)"),
+    ]
+    if step.cuda is not None:
+        rows.append(("max_memory_allocated", format_bytes(step.cuda.max_allocated),
+                     "%s not seen by the tracker (workspaces, block slack)" % format_bytes(step.cuda.untracked)))
+        rows.append(("max_memory_reserved", format_bytes(step.cuda.max_reserved), ""))
+    if result.allocator is not None:
+        rows.append(("simulated allocator", format_bytes(result.allocator.max_allocated),
+                     "allocated; reserved %s (a model of CUDA's caching allocator)"
+                     % format_bytes(result.allocator.max_reserved)))
+    lines += _table(rows)
+
+    if step.modules:
+        lines += ["", "Kept after forward, by module (largest first)"]
+        module_rows = [
+            (name, format_bytes(nbytes), "%.1f %%" % (100.0 * nbytes / step.kept_after_forward))
+            for name, nbytes in step.modules[:MODULE_ROWS]
+        ]
+        lines += _table(module_rows)
+        if len(step.modules) > MODULE_ROWS:
+            lines.append("  ... %d more modules" % (len(step.modules) - MODULE_ROWS))
+
+    if result.findings:
+        lines += ["", "Findings (%d): the fix or suggested variant, measured" % len(result.findings)]
+        finding_rows = [("code", "at", "verdict", "peak before", "after", "change", "numerics")]
+        details = []
+        for verdict in result.findings:
+            after = "-" if verdict.peak_after is None else format_bytes(verdict.peak_after)
+            change = "" if verdict.peak_after is None else _change(verdict.peak_after, verdict.peak_before)
+            finding_rows.append((
+                verdict.code, "%d:%d" % (verdict.row, verdict.column), verdict.verdict,
+                format_bytes(verdict.peak_before), after, change, verdict.numerics,
+            ))
+            note = verdict.variant + ("; " + verdict.reason if verdict.reason else "")
+            details.append("  %s %d:%d  %s" % (verdict.code, verdict.row, verdict.column, note))
+        lines += _table(finding_rows)
+        lines += [""] + details
+    elif result.findings == [] and not result.placements:
+        lines += ["", "No findings inside this model to verify."]
+
+    if result.placements:
+        lines += ["", "Checkpoint placements (best first; non-reentrant checkpoint)"]
+        placement_rows = [("placement", "peak", "change", "FLOPs", "wrapped")]
+        for placement in result.placements:
+            wrapped = ", ".join(placement.wrapped[:3]) + (" ..." if len(placement.wrapped) > 3 else "")
+            placement_rows.append((
+                placement.name, format_bytes(placement.peak_bytes),
+                "%+.1f %%" % (100 * placement.peak_change), "x%.2f" % placement.flops_ratio, wrapped or "-",
+            ))
+        lines += _table(placement_rows)
+
+    for section in result.sections:
+        lines += ["", section.title] + ["  " + line for line in section.lines]
+    if result.limits:
+        lines += ["", "Not seen by a CPU estimate"] + ["  - " + limit for limit in result.limits]
+    if result.warnings:
+        lines += ["", "Warnings raised by the model's code"] + ["  - " + w for w in result.warnings]
+    lines += ["", "Measured in %.1f s." % result.seconds]
+    return "\n".join(lines) + "\n"
+
+
+def format_json(results: Sequence[ProfileResult]) -> str:
+    """One profile as an object, several as a list."""
+    data: Any = [r.to_dict() for r in results]
+    if len(results) == 1:
+        data = data[0]
+    return json.dumps(data, indent=2) + "\n"
+
+
+def memory_curve(result: ProfileResult) -> Tuple[List[int], List[int]]:
+    """Live bytes after each allocation or free of the step (event index, bytes),
+    starting from 0 before the first event."""
+    live, xs, ys = 0, [-1], [0]
+    for event in result.report.events:
+        live += event.delta
+        xs.append(event.index)
+        ys.append(live)
+    return xs, ys
+
+
+def module_spans(result: ProfileResult, count: int = PLOTTED_MODULES) -> Dict[str, Tuple[int, int]]:
+    """First and last forward event of each of the ``count`` modules that keep the most."""
+    wanted = [name for name, _ in result.report.modules[:count]]
+    spans: Dict[str, Tuple[int, int]] = {}
+    for event in result.report.events:
+        if event.phase == "forward" and event.module in wanted:
+            first, _ = spans.get(event.module, (event.index, event.index))
+            spans[event.module] = (first, event.index)
+    return spans
+
+
+def plot(result: ProfileResult, path: str) -> None:
+    """Memory over the step with the largest modules marked (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs, ys = memory_curve(result)
+    mib = [y / 2**20 for y in ys]
+    figure, axes = plt.subplots(figsize=(10, 4.5))
+    axes.plot(xs, mib, color="black", linewidth=1, drawstyle="steps-post")
+    backward = next((e.index for e in result.report.events if e.phase == "backward"), None)
+    if backward is not None:
+        axes.axvline(backward, color="grey", linestyle="--", linewidth=1)
+        axes.text(backward, 0, " backward", color="grey", va="bottom")
+    colours = plt.get_cmap("tab10")
+    for number, (name, (first, last)) in enumerate(module_spans(result).items()):
+        axes.axvspan(first, last + 1, color=colours(number), alpha=0.25, label=name)
+    peak_at = max(range(len(ys)), key=ys.__getitem__) if ys else 0
+    if ys:
+        axes.annotate(
+            "peak %s" % format_bytes(ys[peak_at]), (xs[peak_at], mib[peak_at]),
+            textcoords="offset points", xytext=(0, 8), ha="center",
+        )
+        axes.set_ylim(top=max(mib) * 1.12)
+    axes.set_xlabel("allocation/free event")
+    axes.set_ylabel("live memory of the step (MiB)")
+    axes.set_title("%s, input %s" % (result.target, ", ".join(_shape(s, result.dtype) for s in result.input_shapes)))
+    if result.report.modules:
+        axes.legend(loc="best", fontsize="small", title="largest modules (forward)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
