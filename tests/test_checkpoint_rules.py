@@ -16,7 +16,7 @@ import sys
 import types
 import warnings
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 import pytest
 import torch

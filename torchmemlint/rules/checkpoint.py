@@ -1827,13 +1827,16 @@ class DeepStackWithoutCheckpoint(Rule):
     blocks with no checkpointing anywhere in the class: `for blk in self.blocks: x = blk(x)`
     or `x = self.blocks(x)` over an `nn.ModuleList`/`nn.Sequential` built in `__init__`
     (a literal list, `[Block() for _ in range(depth)]`, `*` splats, a list filled by
-    `append` in a `for` loop), or a chain `x = self.layer1(x)`, `x = self.layer2(x)`, ... of
-    block-like attributes (classes of this file or imported ones, `nn.Sequential`, a
-    `_make_layer`-style method returning one; single torch layers do not count). The number of
-    blocks must be known (literal, or an `__init__` default such as `depth=12`) and at least
-    `checkpoint-min-blocks`. Classes that mention checkpointing at all (`checkpoint_seq`,
-    `self.grad_checkpointing`, ...) and stacks of blocks that checkpoint themselves are left
-    alone.
+    `append` in a `for` loop), or a chain `x = self.layer1(x)`, `x = self.layer2(x)`, ...
+    A block is a class of this file or an `nn.Sequential` that builds at least 4 torch
+    layers, a torch transformer layer, a `_make_layer`-style method returning an
+    `nn.Sequential`, or an imported class named `...Block`, `...Bottleneck`, `...Stage`,
+    `...EncoderLayer`, `...DecoderLayer` or `...Residual`; single layers, conv-norm-act triples
+    and unknown factories (`norm_layer(...)`) are not. The number of blocks must be known
+    (literal, or an `__init__` default such as `depth=12`) and at least
+    `checkpoint-min-blocks` (default 4). Classes that mention checkpointing at all
+    (`checkpoint_seq`, `self.grad_checkpointing`, ...) and blocks that checkpoint themselves
+    are left alone.
 
     Off by default: a missing checkpoint is not a defect, only an option when training runs
     out of memory; enable it with `--extend-select TML405`.
@@ -1860,7 +1863,8 @@ class DeepStackWithoutCheckpoint(Rule):
             x = checkpoint(block, x, use_reentrant=False)
         return x
     ```
-    Measure placements on your shapes with `torchmemlint profile` before choosing.
+    `torchmemlint profile FILE:Model --input-shape ...` measures the peak of candidate
+    placements on your shapes (the profiler answers this rule with placements).
 
     ## Fix safety
     No fix: where to checkpoint is a trade of compute for memory that depends on the shapes.
