@@ -49,10 +49,16 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 
 def _span(finding: Finding, starts: List[int]) -> Tuple[int, int]:
+    """The text a fix claims: its edits and the flagged code itself.
+
+    Claiming the flagged range keeps two fixes for the same code (adding an argument to a
+    call that another fix unwraps) out of one pass; the next pass re-lints the result.
+    """
     assert finding.fix is not None
     offsets = [
         (_offset(starts, e.location), _offset(starts, e.end_location)) for e in finding.fix.edits
     ]
+    offsets.append((_offset(starts, finding.location), _offset(starts, finding.end_location)))
     return min(start for start, _ in offsets), max(end for _, end in offsets)
 
 

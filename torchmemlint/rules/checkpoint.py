@@ -1420,9 +1420,7 @@ def _delete_arguments(call: cst.Call, doomed: Set[int]) -> Optional[List[NodeEdi
     kept = [index for index in range(len(call.args)) if index not in doomed]
     last_kept = kept[-1] if kept else -1
     last_doomed = max(doomed)
-    # An empty insertion at the end makes the fix span the whole call, so the fixer never
-    # applies another fix inside it (TML401's `use_reentrant=False`) in the same pass.
-    edits: List[NodeEdit] = [NodeEdit(call, "", "after")]
+    edits: List[NodeEdit] = []
     for index in sorted(doomed):
         arg = call.args[index]
         if index != last_doomed or last_kept > last_doomed:
