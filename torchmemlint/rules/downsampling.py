@@ -448,8 +448,8 @@ class DroppedStemPool(Rule):
                     return
             else:
                 qualified = self.qualify(func)
-                if qualified in POOL_FUNCTIONS:
-                    return
+                if qualified is None or qualified in POOL_FUNCTIONS:
+                    return  # a method's input is its receiver, not its first argument
                 category = producers.call(expression, self_name).category
                 if category in (Category.UNKNOWN, Category.POOL):
                     return

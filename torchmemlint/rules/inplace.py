@@ -454,12 +454,14 @@ class MissingInplaceSavesMemory(_MissingInplace):
     Adds `inplace=True`. Safe for `LeakyReLU` and `RReLU` with a non-negative slope: outputs and
     gradients are bit-identical (tests/test_module_rules.py). Unsafe for `ELU`, `CELU` and `SELU`,
     whose in-place backward is computed from the result: gradients differ in the last bits
-    (about 1e-4 absolute on a large gradient), and for a slope that is not a literal.
+    (1e-5 to 1e-4 absolute where the largest gradient is about 200), and for a slope that is not
+    a literal.
 
     ## Measured
-    Every ReLU of torchvision's resnet18 / resnet50 swapped for LeakyReLU (batch 8x3x224x224):
-    training peak 275,718,824 -> 205,873,832 B (-25.3 %) and 1,022,266,024 -> 732,940,968 B
-    (-28.3 %) with `inplace=True` (`benchmarks/memory_figures.py`, memory-facts table row 4).
+    Every ReLU of torchvision's resnet18 / resnet50 swapped for LeakyReLU or ELU (batch
+    8x3x224x224): training peak 275,718,824 -> 205,873,832 B (-25.3 %) and 1,022,266,024 ->
+    732,940,968 B (-28.3 %) with `inplace=True` (`benchmarks/memory_figures.py`,
+    `benchmarks/results/memory_figures.json`, a_inplace_activations, torch 2.13.0).
     """
 
     code = "TML201"
@@ -599,9 +601,11 @@ class MissingInplaceNoSaving(_MissingInplace):
     seven activations (tests/test_module_rules.py).
 
     ## Measured
-    torchvision resnet18 / resnet50, batch 8x3x224x224: training peak unchanged to the byte with
-    ReLU, SiLU, Hardswish or ReLU6 in place; inference peak 0 % (resnet18/50, vgg16) and -12.5 %
-    (vgg11) (`benchmarks/memory_figures.py`, memory-facts table rows 3 and 5).
+    torchvision resnet18 / resnet50, batch 8x3x224x224, every activation ReLU or SiLU: training
+    peak 205,873,832 / 732,940,968 B (ReLU) with and without `inplace=True`, to the byte; only the
+    forward peak drops (-754,428 B for resnet18) (`benchmarks/memory_figures.py`,
+    `benchmarks/results/memory_figures.json`, a_inplace_activations). Inference peak: 0 % for
+    resnet18/50 and vgg16, -12.5 % for vgg11 (memory-facts table row 3).
     """
 
     code = "TML202"
@@ -872,10 +876,12 @@ class InplaceDropout(Rule):
     are identical: tests/test_module_rules.py).
 
     ## Measured
-    Conv-BN-Dropout-Conv micro net, fake-CUDA forward: saved for backward 3.25 -> 4.00
-    activations with `inplace=True` (+0.75 activation per dropout), timm vit_tiny with every
-    dropout at 0.1: 89,075,864 vs 113,799,728 B saved for CUDA vs CPU dispatch
-    (`benchmarks/memory_figures.py`, memory-facts table row 6; not yet measured on a GPU).
+    Conv-BN-Dropout-Conv micro net, forward with fake CUDA tensors: saved for backward 3.25 ->
+    4.00 activations with `inplace=True` (+0.75 activation per dropout); timm vit_tiny with every
+    dropout at 0.1 saves 89,075,864 B under CUDA dispatch vs 113,799,728 B under CPU dispatch
+    (memory-facts table row 6 and section 2.1, torch 2.14.1). Not reproducible with this
+    repository's CPU-only torch and not yet measured on a GPU; the CPU equality of the two
+    variants is checked in tests/test_module_rules.py.
     """
 
     code = "TML204"

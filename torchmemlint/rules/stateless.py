@@ -111,9 +111,10 @@ class StatelessModuleAttribute(Rule):
 
     ## Measured
     The seed's 4-conv net with `nn.MaxPool2d`/`nn.ReLU` attributes vs `F.max_pool2d`/`F.relu`,
-    1x3x512x704: 214,466,560 B saved for backward and a 254,558,984 B activation peak in both;
-    torchsummary reports 350.62 vs 233.75 MB (`benchmarks/memory_figures.py`, memory-facts
-    table row 2).
+    1x3x512x704: 214,466,560 B saved for backward and a 254,558,984 B activation peak in both,
+    bit-identical numerics (`benchmarks/memory_figures.py`, `benchmarks/results/
+    memory_figures.json`, b_stateless_vs_functional). torchsummary reports 350.62 vs 233.75 MB
+    for the same two nets (memory-facts table row 2).
     """
 
     code = "TML101"
