@@ -97,7 +97,8 @@ def _target_file(target: str) -> Optional[str]:
 @click.argument("target")
 @click.option(
     "--input-shape", "input_shapes", multiple=True, required=True, metavar="SHAPE",
-    help="Input batch shape, e.g. 8,3,224,224 (repeat for several inputs; may end with a dtype: 8,128,int64).",
+    help="Input batch shape, e.g. 8,3,224,224 (repeat for several inputs; "
+    "may end with a dtype: 8,128,int64).",
 )
 @click.option("--init-args", metavar="JSON", help="Constructor arguments: a JSON object or array.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
@@ -105,7 +106,9 @@ def _target_file(target: str) -> Optional[str]:
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="cuda measures the allocator; cpu estimates with fake tensors (nothing allocated).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--select", multiple=True, metavar="CODES", help="Findings to verify (as the linter's --select).")
+@click.option(
+    "--select", multiple=True, metavar="CODES", help="Findings to verify (as the linter's --select)."
+)
 @click.option("--ignore", multiple=True, metavar="CODES", help="Findings not to verify.")
 @click.option("--config", "config_path", type=click.Path(), help="Read settings from this file.")
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
@@ -114,6 +117,15 @@ def _target_file(target: str) -> Optional[str]:
               help="Measure checkpoint placements even without a deep-stack finding.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.png",
               help="Plot memory over the step (needs matplotlib).")
+@click.option("--budget", metavar="SIZE",
+              help="Will it fit? Check the step against 8GiB, 8GB, 8000MiB or cuda:0 (free memory).")
+@click.option("--optimizer", type=click.Choice(["adam", "adamw", "sgd", "none"]),
+              help="Optimizer state counted by --budget [default: adam]; sgd: with momentum.")
+@click.option("--reserve", metavar="SIZE",
+              help="With --budget: memory to set aside for what the estimate cannot see "
+              "(the CUDA context, other processes).")
+@click.option("--max-batch", is_flag=True,
+              help="With --budget: find the largest batch that fits, by measuring.")
 def profile(
     target: str,
     input_shapes: Tuple[str, ...],
@@ -128,6 +140,10 @@ def profile(
     no_verify: bool,
     checkpoint_advice: bool,
     plot_path: Optional[str],
+    budget: Optional[str],
+    optimizer: Optional[str],
+    reserve: Optional[str],
+    max_batch: bool,
 ) -> None:
     """Run one training step of TARGET and verify the linter's findings in it.
 
@@ -139,6 +155,7 @@ def profile(
     target_file = _target_file(target)
     shapes = [parse_input_shape(text) for text in input_shapes]
     arguments = parse_init_args(init_args)
+    budget_options = _budget_request(budget, optimizer, reserve, max_batch)
     if config_path is not None and not os.path.isfile(config_path):
         raise fail("--config: no such file: %s" % config_path)
     overrides = {
@@ -156,10 +173,13 @@ def profile(
     from torchmemlint.dynamic.errors import DynamicError
 
     try:
+        budget_bytes = budget_options.resolve() if budget_options else None
         result = verify.run_profile(
             target, shapes, arguments, dtype, device, settings,
             verify=not no_verify, checkpoint_advice=checkpoint_advice,
         )
+        budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
+                                    verified=not no_verify)
     except DynamicError as error:
         raise fail(str(error))
     if plot_path is not None:
@@ -168,9 +188,38 @@ def profile(
         except OSError as error:
             raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
     if output_format == "json":
-        click.echo(report.format_json([result]), nl=False)
+        payload = report.format_json([result])
+        if budget_fields:  # budget_bytes, fits, fixes_that_fit, max_batch at the top level
+            payload = json.dumps({**json.loads(payload), **budget_fields}, indent=2) + "\n"
+        click.echo(payload, nl=False)
     else:
         click.echo(report.format_text(result), nl=False)
+
+
+def _budget_request(
+    budget: Optional[str], optimizer: Optional[str], reserve: Optional[str], max_batch: bool
+) -> Any:
+    """The checked budget options (before torch is imported), or None without --budget."""
+    from torchmemlint.dynamic.budget import budget_request
+    from torchmemlint.dynamic.errors import DynamicError
+
+    try:
+        return budget_request(budget, optimizer, reserve, max_batch)
+    except DynamicError as error:
+        raise fail(str(error))
+
+
+def _add_budget(
+    result: Any, options: Any, budget: Any, init_args: Any, settings: Settings, verified: bool
+) -> Dict:
+    """Check the profiled step against the budget: a report section; the JSON fields."""
+    if options is None:
+        return {}
+    from torchmemlint.dynamic.budget import check_profile, json_fields
+
+    check = check_profile(result, options, budget, init_args, settings, verified)
+    result.add_section("budget", "Will it fit? (--budget)", check.text_lines(), check.to_dict())
+    return json_fields(check)
 
 
 # -- torchmemlint --dynamic PATH... -----------------------------------------------------------
@@ -179,7 +228,9 @@ def profile_entries(settings: Settings) -> List[Dict[str, Any]]:
     """The ``[tool.torchmemlint.profile]`` table (or array of tables), checked,
     targets made relative to the configuration file's directory."""
     if settings.config_path is None:
-        raise fail("--dynamic needs a [tool.torchmemlint.profile] table (target, input-shape) in pyproject.toml")
+        raise fail(
+            "--dynamic needs a [tool.torchmemlint.profile] table (target, input-shape) in pyproject.toml"
+        )
     with open(settings.config_path, "rb") as handle:
         data = tomllib.load(handle)
     tool = data.get("tool", {})
@@ -225,10 +276,14 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     device = entry.get("device", "auto")
     if device not in ("auto", "cuda", "cpu"):
         raise fail("%s: 'device' must be auto, cuda or cpu" % where)
-    return {"target": target, "input_shapes": shapes, "init_args": init_args, "dtype": dtype, "device": device}
+    return {
+        "target": target, "input_shapes": shapes, "init_args": init_args, "dtype": dtype, "device": device,
+    }
 
 
-def dynamic_report(settings: Settings, findings: Sequence[Finding], output_format: str, lint_report: str) -> str:
+def dynamic_report(
+    settings: Settings, findings: Sequence[Finding], output_format: str, lint_report: str
+) -> str:
     """``torchmemlint --dynamic``: the lint report followed by a profile of each
     configured target that carries findings (JSON: one object with both)."""
     if output_format not in ("text", "json"):

@@ -66,8 +66,9 @@ def format_text(result: ProfileResult) -> str:
          "parameters + buffers + input + peak (no optimizer state)"),
     ]
     if step.cuda is not None:
+        untracked = format_bytes(step.cuda.untracked)
         rows.append(("max_memory_allocated", format_bytes(step.cuda.max_allocated),
-                     "%s not seen by the tracker (workspaces, block slack)" % format_bytes(step.cuda.untracked)))
+                     "%s not seen by the tracker (workspaces, block slack)" % untracked))
         rows.append(("max_memory_reserved", format_bytes(step.cuda.max_reserved), ""))
     if result.allocator is not None:
         rows.append(("simulated allocator", format_bytes(result.allocator.max_allocated),
@@ -181,7 +182,8 @@ def plot(result: ProfileResult, path: str) -> None:
         axes.set_ylim(top=max(mib) * 1.12)
     axes.set_xlabel("allocation/free event")
     axes.set_ylabel("live memory of the step (MiB)")
-    axes.set_title("%s, input %s" % (result.target, ", ".join(_shape(s, result.dtype) for s in result.input_shapes)))
+    inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
+    axes.set_title("%s, input %s" % (result.target, inputs))
     if result.report.modules:
         axes.legend(loc="best", fontsize="small", title="largest modules (forward)")
     figure.tight_layout()

@@ -125,7 +125,9 @@ def import_source_variant(target: TargetSource, text: str) -> ModuleType:
         exec(compile(text, target.path, "exec", dont_inherit=True), module.__dict__)
     except Exception as exc:
         del sys.modules[name]
-        raise DynamicError("importing %s failed: %s: %s" % (target.path, type(exc).__name__, _first_line(exc))) from exc
+        raise DynamicError(
+            "importing %s failed: %s: %s" % (target.path, type(exc).__name__, _first_line(exc))
+        ) from exc
     finally:
         if directory in sys.path:
             sys.path.remove(directory)
@@ -190,7 +192,9 @@ def measure_source_variant(
         torch.manual_seed(seed)
         model = factory()
         load_same_weights(model, state_dict)
-    return measure_training_step(model, input_shapes, dtype=dtype, device=device, round_to=round_to, seed=seed)
+    return measure_training_step(
+        model, input_shapes, dtype=dtype, device=device, round_to=round_to, seed=seed
+    )
 
 
 def load_same_weights(model: nn.Module, state_dict: Dict[str, torch.Tensor]) -> None:
@@ -314,9 +318,11 @@ def variant_for(finding: Finding, text: str) -> _Variant:
     if finding.code.startswith(STEM_POOL_FAMILY):
         rewritten = keep_stem_pool(text, finding.location.row, finding.location.column)
         if rewritten is None:
-            return _Variant(None, "keep the stem pool", False, reason="no variant that keeps the stem pool could be built from this code")
+            reason = "no variant that keeps the stem pool could be built from this code"
+            return _Variant(None, "keep the stem pool", False, reason=reason)
         return _Variant(rewritten, "suggested variant: keep the stem pool", exact_numerics_expected=False)
-    return _Variant(None, "none", False, reason="no fix, and no variant of its suggestion is built automatically")
+    reason = "no fix, and no variant of its suggestion is built automatically"
+    return _Variant(None, "none", False, reason=reason)
 
 
 def verify_findings(
@@ -381,7 +387,8 @@ class _Verifier:
         return self._original
 
     def _build(self, text: str) -> nn.Module:
-        factory = model_factory(import_source_variant(self.target, text), self.target.spec, self.init_args, self.dtype)
+        module = import_source_variant(self.target, text)
+        factory = model_factory(module, self.target.spec, self.init_args, self.dtype)
         torch.manual_seed(self.seed)
         return factory()
 
@@ -424,7 +431,9 @@ class _Verifier:
         numerics = compare_numerics(self.original, rebuilt, self.inputs, seed=self.seed)
         atol, rtol = variant.tolerance
         if not numerics.equal and not (numerics.error_a or numerics.error_b) and (atol or rtol):
-            numerics = compare_numerics(self.original, rebuilt, self.inputs, atol=atol, rtol=rtol, seed=self.seed)
+            numerics = compare_numerics(
+                self.original, rebuilt, self.inputs, atol=atol, rtol=rtol, seed=self.seed
+            )
         verdict.numerics = describe_numerics(numerics)
         if numerics.error_a:
             verdict.reason = "the original's training step failed at batch %d" % NUMERICS_BATCH
@@ -436,8 +445,9 @@ class _Verifier:
             saving = significant_saving(verdict.peak_before, after.peak_bytes)
             verdict.verdict = CONFIRMED if saving else REFUTED
             if not numerics.equal:  # a suggested rewrite, not a fix: it may change the model
-                verdict.numerics = "differs, as this variant changes the model (outputs: max abs diff %.3g)" % (
-                    numerics.output_diff
+                verdict.numerics = (
+                    "differs, as this variant changes the model (outputs: max abs diff %.3g)"
+                    % numerics.output_diff
                 )
         return verdict
 
@@ -472,7 +482,8 @@ def describe_numerics(report: NumericsReport) -> str:
         return "%s raises: %s" % (side, (error or "").splitlines()[0])
     if report.equal:
         if report.atol or report.rtol:
-            worst = max([report.output_diff, report.input_grad_diff] + [d for d in report.param_grad_diffs.values() if d is not None])
+            grads = [diff for diff in report.param_grad_diffs.values() if diff is not None]
+            worst = max([report.output_diff, report.input_grad_diff] + grads)
             return "within atol=%g, rtol=%g (max abs diff %.3g)" % (report.atol, report.rtol, worst)
         return "identical"
     parts = []
@@ -588,7 +599,8 @@ def keep_stem_pool(text: str, row: int, column: int) -> Optional[str]:
     for call in finder.stage_calls:
         start = positions[call].start
         if (start.line, start.column + 1) == (row, column) and len(call.args) == 1:
-            pool = cst.Call(cst.Attribute(call.func.value, cst.Name("maxpool")), [call.args[0]])  # type: ignore
+            owner = call.func.value  # type: ignore[attr-defined]
+            pool = cst.Call(cst.Attribute(owner, cst.Name("maxpool")), [call.args[0]])
             return module.visit(_Replace({id(call): call.with_changes(args=[cst.Arg(pool)])})).code
     return None
 
@@ -661,7 +673,7 @@ class _StemFinder(cst.CSTVisitor):
         if not _dotted(node.func).endswith("Sequential") or not node.args:
             return
         values = [arg.value for arg in node.args]
-        if not all(isinstance(value, cst.Attribute) and not arg.star for value, arg in zip(values, node.args)):
+        if any(arg.star or not isinstance(arg.value, cst.Attribute) for arg in node.args):
             return
         owners = {_dotted(value.value) for value in values}  # type: ignore[attr-defined]
         names = [value.attr.value for value in values]  # type: ignore[attr-defined]
@@ -817,7 +829,9 @@ def run_profile(
 def _method(measuring: str) -> str:
     if measuring == "cuda":
         return "torch.cuda.max_memory_allocated after reset_peak_memory_stats and a warm-up step"
-    return "fake tensors on the cpu device (FakeTensorMode), exact bytes in 512-byte blocks, nothing allocated"
+    return (
+        "fake tensors on the cpu device (FakeTensorMode), exact bytes in 512-byte blocks, nothing allocated"
+    )
 
 
 def estimate_limits(report: StepReport) -> List[str]:
@@ -829,7 +843,9 @@ def estimate_limits(report: StepReport) -> List[str]:
         "the simulated allocator figure is a model",
     ]
     if "bernoulli" in ops or "native_dropout" in ops:
-        limits.append("dropout: CUDA keeps a 1-byte mask per element where CPU keeps 4 bytes (estimate is high)")
+        limits.append(
+            "dropout: CUDA keeps a 1-byte mask per element where CPU keeps 4 bytes (estimate is high)"
+        )
     if any("scaled_dot_product" in op for op in ops):
         limits.append("attention: a GPU may pick another scaled_dot_product_attention kernel than the CPU")
     return limits
@@ -838,7 +854,8 @@ def estimate_limits(report: StepReport) -> List[str]:
 def _unique_messages(caught: Sequence[warnings.WarningMessage]) -> List[str]:
     messages: List[str] = []
     for item in caught:
-        text = "%s: %s" % (item.category.__name__, str(item.message).strip().splitlines()[0] if str(item.message).strip() else "")
+        lines = str(item.message).strip().splitlines()
+        text = "%s: %s" % (item.category.__name__, lines[0] if lines else "")
         if text not in messages:
             messages.append(text)
     return messages
