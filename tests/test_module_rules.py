@@ -298,3 +298,26 @@ def test_loop_carried_value_is_a_later_use():
     assert [(f.code, f.location.row) for f in findings] == [("TML203", 7)]
     assert "read again" in findings[0].message
 
+
+@pytest.mark.parametrize(
+    "body, reported",
+    [
+        # the list keeps the tensor that is then overwritten
+        ("    feats = [x]\n    y = F.relu(x, inplace=True)\n    return y, feats\n", True),
+        ("    feats = []\n    feats.append(x)\n    y = F.relu(x, inplace=True)\n    return y, feats\n", True),
+        # `x` is rebound before the in-place call: the list holds the old tensor
+        ("    feats = [x]\n    x = F.conv2d(x, w)\n    x = F.relu(x, inplace=True)\n    return x, feats\n", False),
+        # read in a handler of the same try: may run after the call
+        (
+            "    try:\n        y = F.relu(x, inplace=True)\n    except RuntimeError:\n"
+            "        y = x * 2\n    return y\n",
+            True,
+        ),
+        # read only before the call
+        ("    s = x.sum()\n    y = F.relu(x, inplace=True)\n    return y, s\n", False),
+    ],
+)
+def test_tensors_kept_elsewhere_count_as_read_again(body, reported):
+    source = "import torch.nn.functional as F\n\ndef f(w, x):\n    x = F.conv2d(x, w)\n" + body
+    findings = lint_source(source, "f.py", Settings(select=("TML203",)))
+    assert bool(findings) is reported, [f.message for f in findings]

@@ -380,6 +380,13 @@ def _is_self(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
     return self_name is not None and isinstance(node, cst.Name) and node.value == self_name
 
 
+def _rooted_at(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    """``self`` or ``self.a.b``."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return _is_self(node, self_name)
+
+
 class Resolver:
     """Turns module expressions into ``Part`` / Sequential element lists for one file."""
 
@@ -927,7 +934,8 @@ class ClassModel:
                     self._scan_small(method, statement, small, indent, len(statements) == 1)
                 continue
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                self._scan_expression(method, statement, statement, skip=None)
+                # Uses inside a nested function belong to another flow: recorded without one.
+                self._scan_expression(method, None, statement)
                 continue
             for child in child_nodes(statement):
                 if isinstance(child, cst.BaseSuite):
@@ -938,14 +946,14 @@ class ClassModel:
                             inner = indent + _block_indent(grandchild, self.file.module)
                             self._scan_block(method, grandchild, inner)
                         else:
-                            self._scan_expression(method, statement, grandchild, skip=None)
+                            self._scan_expression(method, statement, grandchild)
                 elif isinstance(child, cst.If):  # elif
                     self._scan_block_like(method, child, indent)
                 else:
-                    self._scan_expression(method, statement, child, skip=None)
+                    self._scan_expression(method, statement, child)
 
     def _scan_block_like(self, method: cst.FunctionDef, statement: cst.If, indent: str) -> None:
-        self._scan_expression(method, statement, statement.test, skip=None)
+        self._scan_expression(method, statement, statement.test)
         self._scan_block(method, statement.body, indent + _block_indent(statement.body, self.file.module))
         orelse = statement.orelse
         if isinstance(orelse, cst.If):
@@ -976,9 +984,9 @@ class ClassModel:
                         )
                         self.assignments.setdefault(target.attr.value, []).append(assignment)
                 else:
-                    self._scan_expression(method, statement, target, skip=None)
+                    self._scan_expression(method, statement, target)
             if value is not None:
-                self._scan_expression(method, statement, value, skip=None)
+                self._scan_expression(method, statement, value)
             return
         if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Attribute):
             target = small.target
@@ -987,10 +995,13 @@ class ClassModel:
                 self.assignments.setdefault(target.attr.value, []).append(
                     Assignment(target.attr.value, small.value, statement, method, indent, False, alone)
                 )
-        self._scan_expression(method, statement, small, skip=None)
+        self._scan_expression(method, statement, small)
 
     def _scan_expression(
-        self, method: cst.FunctionDef, statement: cst.CSTNode, root: cst.CSTNode, skip: Optional[cst.CSTNode]
+        self,
+        method: cst.FunctionDef,
+        statement: Optional[cst.CSTNode],
+        root: cst.CSTNode,
     ) -> None:
         self_name = self.self_names[id(method)]
         resolver = self.file.resolver
@@ -1141,7 +1152,8 @@ class Producers:
         qualified = qualify(func)
         if qualified is not None:
             return self._function(call, qualified)
-        if isinstance(func, cst.Attribute):
+        if isinstance(func, cst.Attribute) and not _rooted_at(func.value, self_name):
+            # A method of a tensor (not of a sub-module such as `self.op.add`).
             method = func.attr.value
             if method in OUTPUT_SAVING_METHODS:
                 return Producer(Category.SAVES_OUTPUT, f"`.{method}()`")
