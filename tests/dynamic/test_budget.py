@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -205,11 +211,11 @@ def measuring(factory, shape):
     return measure_at, calls
 
 
-def assert_largest(factory, shape, usable, answer):
+def assert_largest(factory, shape, usable, answer, optimizer="adam"):
     """``answer`` fits and ``answer + 1`` does not, measured independently."""
     if answer:
-        assert estimate(factory, (answer, *shape[1:])).reserved_bytes <= usable
-    assert estimate(factory, (answer + 1, *shape[1:])).reserved_bytes > usable
+        assert estimate(factory, (answer, *shape[1:]), optimizer).reserved_bytes <= usable
+    assert estimate(factory, (answer + 1, *shape[1:]), optimizer).reserved_bytes > usable
 
 
 def test_largest_batch_of_a_linear_model_from_two_points_and_a_check():
@@ -254,3 +260,156 @@ def test_the_batch_is_the_first_dimension_of_every_input():
         batch_of([[8, 3, 32, 32], [4, "int64"]])
     with pytest.raises(DynamicError, match="must be positive"):
         batch_of([0, 3, 32, 32])
+
+
+# -- `torchmemlint profile --budget` as a user runs it -----------------------------------------
+
+TINY_UNET = '''\
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.layer1 = nn.Sequential(nn.Conv2d(16, 64, 3, padding=1), nn.LeakyReLU(0.1))
+        self.layer2 = nn.Sequential(nn.Conv2d(64, 64, 3, stride=2, padding=1), nn.ReLU())
+
+
+def resnet_tiny():
+    return ResNet()
+
+
+class NoPoolNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = resnet_tiny()
+        self.stem = nn.Sequential(self.encoder.conv1, self.encoder.bn1, self.encoder.relu)
+        self.head = nn.Conv2d(64, 1, 1)
+
+    def forward(self, x):
+        out = self.head(self.encoder.layer2(self.encoder.layer1(self.stem(x))))
+        return F.interpolate(out, size=x.shape[-2:])
+
+
+class PoolNet(NoPoolNet):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(
+            self.encoder.conv1, self.encoder.bn1, self.encoder.relu, self.encoder.maxpool
+        )
+
+
+class BatchNormMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4096)
+        self.bn = nn.BatchNorm1d(4096)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+'''
+STEM_ROW = 1 + TINY_UNET.splitlines().index(
+    "        self.stem = nn.Sequential(self.encoder.conv1, self.encoder.bn1, self.encoder.relu)"
+)
+SHAPE = (8, 3, 128, 128)
+LEAKY_ROW = 12
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("budget") / "tiny_unet.py"
+    path.write_text(TINY_UNET)
+    from torchmemlint.dynamic.target import load_module
+
+    return path, load_module("%s:_" % path)
+
+
+def profile(*args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "profile", "--isolated", *args],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def test_profile_budget_names_the_fix_that_fits_and_the_batch_that_fits_unchanged(tiny):
+    path, nets = tiny
+    pooled, unpooled = estimate(nets.PoolNet, SHAPE), estimate(nets.NoPoolNet, SHAPE)
+    budget = (pooled.reserved_bytes + unpooled.allocated_bytes) // 2
+    assert pooled.reserved_bytes < budget < unpooled.allocated_bytes
+    result = profile("%s:NoPoolNet" % path, "--input-shape", ",".join(map(str, SHAPE)),
+                     "--budget", "%dB" % budget, "--output-format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["budget_bytes"] == budget and report["fits"] == DOES_NOT_FIT
+    assert report["budget"]["estimate"]["allocated_bytes"] == unpooled.allocated_bytes
+    # TML301's suggested variant puts the pool back into the stem: that is PoolNet.
+    [fix] = report["fixes_that_fit"]
+    assert (fix["code"], fix["row"], fix["fits"]) == ("TML301", STEM_ROW, FITS)
+    assert fix["peak_after"] == pooled.allocated_bytes
+    # TML201 (LeakyReLU in place) is confirmed but not enough alone; both together fit.
+    leaky = [f for f in report["budget"]["fixes_measured"] if f["code"] == "TML201"]
+    assert [(f["row"], f["fits"]) for f in leaky] == [(LEAKY_ROW, DOES_NOT_FIT)]
+    assert leaky[0]["peak_after"] < unpooled.allocated_bytes
+    together = report["budget"]["fixes_combined"]
+    assert together["codes"] == ["TML201", "TML301"] and together["fits"] == FITS
+    assert together["peak_after"] < fix["peak_after"]
+    largest = report["max_batch"]
+    assert_largest(nets.NoPoolNet, SHAPE, budget, largest)
+    assert 0 < largest < SHAPE[0]
+
+
+def test_profile_text_without_verification_still_measures_the_fixes(tiny):
+    path, nets = tiny
+    result = profile("%s:NoPoolNet" % path, "--input-shape", ",".join(map(str, SHAPE)),
+                     "--budget", "16MiB", "--optimizer", "sgd", "--max-batch", "--no-verify")
+    assert result.returncode == 0, result.stderr
+    assert "verdict: does not fit" in result.stdout and "SGD with momentum" in result.stdout
+    fix_rows = [line.split() for line in result.stdout.splitlines() if "--no-verify)" in line]
+    assert [(row[0], row[1]) for row in fix_rows] == [
+        ("TML201", "%d:70" % LEAKY_ROW), ("TML301", "%d:21" % STEM_ROW)]
+    largest = int(re.search(r"largest batch that fits unchanged: (\d+)", result.stdout).group(1))
+    assert_largest(nets.NoPoolNet, SHAPE, parse_size("16MiB"), largest, "sgd")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--budget", "eight"], "cannot parse budget 'eight': expected a size such as 8GiB"),
+        (["--budget", "8"], "cannot parse budget '8'"),
+        (["--budget", "0GiB"], "budget must be positive, got '0GiB'"),
+        (["--budget", "-8GiB"], "budget must be positive, got '-8GiB'"),
+        (["--budget", "8GiB", "--reserve", "-1MiB"], "--reserve must be positive"),
+        (["--budget", "8GiB", "--reserve", "8GiB"], "--reserve 8.00 GiB leaves nothing"),
+        (["--max-batch"], "--max-batch needs --budget"),
+        (["--optimizer", "sgd"], "--optimizer needs --budget"),
+    ],
+)
+def test_bad_budget_options_are_one_line_errors(tiny, options, message):
+    result = profile("%s:PoolNet" % tiny[0], "--input-shape", "8,3,64,64", *options)
+    assert result.returncode == 2
+    assert result.stderr.startswith("torchmemlint: error: ") and result.stderr.count("\n") == 1
+    assert message in result.stderr and result.stdout == ""
+
+
+def test_cuda_budget_without_cuda_and_a_model_that_cannot_run_at_batch_one(tiny):
+    path, nets = tiny
+    if not torch.cuda.is_available():
+        result = profile("%s:PoolNet" % path, "--input-shape", "8,3,64,64", "--budget", "cuda:0")
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == ("torchmemlint: error: budget 'cuda:0' needs a CUDA device, "
+                                 "but torch.cuda is not available\n")
+    too_small = estimate(nets.BatchNormMlp, (2, 8), "sgd").allocated_bytes - 1
+    result = profile("%s:BatchNormMlp" % path, "--input-shape", "4,8", "--budget",
+                     "%dB" % too_small, "--optimizer", "sgd", "--no-verify")
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1
+    assert "at batch 1: " in result.stderr
+    assert "Expected more than 1 value per channel" in result.stderr

@@ -15,7 +15,8 @@ training (the second and later iterations, when the optimizer state exists):
   would be after a cold iteration.  Not validated on a GPU.
 
 Memory outside PyTorch's allocator (the CUDA context, library handles) is in
-neither end; ``reserve`` sets it aside from the budget.
+neither end; ``reserve`` sets it aside from the budget.  Importing this module
+does not import torch (the CLI parses a budget before it loads torch).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import DynamicError
-from .measure import InputSpec, StepReport, _normalise_specs
+
+if TYPE_CHECKING:  # budgets are parsed before torch is imported
+    from .measure import InputSpec, StepReport
 
 FITS = "fits"
 DOES_NOT_FIT = "does not fit"
@@ -98,6 +101,49 @@ def parse_budget(text: str) -> Budget:
         "cuda:%d free memory (%s of %s, %s)"
         % (index, format_bytes(free), format_bytes(total), torch.cuda.get_device_name(index)),
     )
+
+
+@dataclass(frozen=True)
+class BudgetRequest:
+    """``profile``'s budget options, checked before torch is imported."""
+
+    budget: str
+    optimizer: "OptimizerModel"
+    reserve_bytes: int
+    max_batch: bool
+
+    def resolve(self) -> Budget:
+        """The budget in bytes (a ``cuda:N`` budget needs torch and the card)."""
+        budget = parse_budget(self.budget)
+        if self.reserve_bytes >= budget.bytes:
+            raise DynamicError(
+                "--reserve %s leaves nothing of the budget (%s)"
+                % (format_bytes(self.reserve_bytes), format_bytes(budget.bytes))
+            )
+        return budget
+
+
+def budget_request(
+    budget: Optional[str], optimizer: Optional[str], reserve: Optional[str], max_batch: bool
+) -> Optional[BudgetRequest]:
+    """Check ``--budget``/``--optimizer``/``--reserve``/``--max-batch`` (one-line
+    errors); None without ``--budget``.  A size budget is parsed here, a
+    device budget only by ``resolve``."""
+    if budget is None:
+        for flag, given in (("--optimizer", optimizer), ("--reserve", reserve),
+                            ("--max-batch", max_batch)):
+            if given:
+                raise DynamicError("%s needs --budget" % flag)
+        return None
+    request = BudgetRequest(
+        budget,
+        optimizer_model(optimizer or "adam"),
+        parse_size(reserve, "--reserve") if reserve is not None else 0,
+        max_batch,
+    )
+    if _CUDA_DEVICE.match(budget.strip().lower()) is None:
+        request.resolve()
+    return request
 
 
 def format_bytes(nbytes: int) -> str:
@@ -382,6 +428,8 @@ def check_budget(
 
 def batch_of(input_shapes: Any) -> int:
     """The batch: the first dimension, shared by every input shape."""
+    from .measure import _normalise_specs
+
     specs = _normalise_specs(input_shapes)
     firsts = {spec[0] if spec and isinstance(spec[0], int) else None for spec in specs}
     if len(firsts) != 1 or None in firsts:
@@ -398,6 +446,8 @@ def batch_of(input_shapes: Any) -> int:
 
 
 def with_batch(input_shapes: Any, batch: int) -> List[InputSpec]:
+    from .measure import _normalise_specs
+
     return [[batch, *spec[1:]] for spec in _normalise_specs(input_shapes)]
 
 
@@ -485,20 +535,22 @@ def largest_batch(
 
 def check_profile(
     result: Any,
+    request: BudgetRequest,
     budget: Budget,
-    optimizer: OptimizerModel,
-    reserve_bytes: int = 0,
-    find_max_batch: bool = False,
     init_args: Any = None,
     settings: Any = None,
+    verified: bool = True,
 ) -> BudgetCheck:
-    """The budget check of a ``verify.ProfileResult``.
+    """The budget check of a ``verify.ProfileResult`` (``budget``: ``request.resolve()``).
 
     Always from fake tensors, also after a CUDA profile, so that fixes and
     other batches are measured the same way.  When the step does not fit
-    (or is too close to call), each confirmed finding's fix is measured at
-    the profiled batch, then all of them together, and the largest batch
-    that fits unchanged is searched; ``find_max_batch`` searches it always.
+    (or is too close to call), the fix (or suggested variant) of each
+    finding in the target is measured at the profiled batch - of each
+    confirmed finding when the profile ``verified`` them, else of every
+    finding that has one, numerics not compared - then all of them together,
+    and the largest batch that fits unchanged is searched;
+    ``request.max_batch`` searches it always.
     """
     from . import verify
 
@@ -512,42 +564,62 @@ def check_profile(
         )
 
     baseline = result.report if result.report.cuda is None else measure_source(target.text)
-    check = check_budget(baseline, budget, optimizer, reserve_bytes, batch)
+    check = check_budget(baseline, budget, request.optimizer, request.reserve_bytes, batch)
     if check.verdict != FITS:
-        _judge_findings(check, verify, target, result, settings, measure_source)
-    if find_max_batch or check.verdict != FITS:
+        findings = verify.lint_target(target, settings)
+        verdicts = result.findings if verified else None
+        _judge_findings(check, verify, target.text, findings, verdicts, measure_source)
+    if request.max_batch or check.verdict != FITS:
         check.batch_search = largest_batch(
             lambda at_batch: measure_source(target.text, at_batch),
-            optimizer, check.usable_bytes, batch, {batch: check.estimate},
+            request.optimizer, check.usable_bytes, batch, {batch: check.estimate},
         )
     return check
 
 
+def json_fields(check: BudgetCheck) -> Dict[str, Any]:
+    """The keys ``profile --output-format json`` adds at its top level."""
+    fields = {
+        "budget_bytes": check.budget.bytes,
+        "fits": check.verdict,
+        "fixes_that_fit": [fix.to_dict() for fix in check.fixes_that_fit],
+    }
+    if check.batch_search is not None:
+        fields["max_batch"] = check.batch_search.max_batch
+    return fields
+
+
 def _judge_findings(
-    check: BudgetCheck, verify: Any, target: Any, result: Any, settings: Any,
-    measure_source: Callable[[str], StepReport],
+    check: BudgetCheck, verify: Any, text: str, findings: Sequence[Any],
+    verdicts: Optional[Sequence[Any]], measure_source: Callable[[str], StepReport],
 ) -> None:
-    confirmed = {(v.code, v.row, v.column): v.variant for v in result.findings
-                 if v.verdict == verify.CONFIRMED}
-    placed = sorted({code for code, _, _ in confirmed if code in verify.PLACEMENT_RULES})
+    """Measure the fixes of ``findings``: the confirmed ones among ``verdicts``
+    (the profile's), or every one that has a fix or variant (``verdicts`` None)."""
+    placed = sorted({f.code for f in findings if f.code in verify.PLACEMENT_RULES})
     if placed:
-        check.notes.append("%s: checkpoint placements (above) are not judged against the budget"
+        check.notes.append("%s: checkpoint placements are not judged against the budget"
                            % ", ".join(placed))
-    findings = [
-        f for f in verify.lint_target(target, settings)
-        if (f.code, f.location.row, f.location.column) in confirmed
-        and f.code not in verify.PLACEMENT_RULES
-    ]
+    confirmed = {(v.code, v.row, v.column): v.variant for v in verdicts or []
+                 if v.verdict == verify.CONFIRMED}
+    measured = []
     for finding in findings:
-        text = verify.variant_for(finding, target.text).text
-        variant = confirmed[(finding.code, finding.location.row, finding.location.column)]
-        check.fixes.append(check.judge(measure_source(text), [finding], variant))
-    if len(findings) > 1:
-        combined = combined_source(verify, target.text, findings)
+        key = (finding.code, finding.location.row, finding.location.column)
+        unconfirmed = verdicts is not None and key not in confirmed
+        if finding.code in verify.PLACEMENT_RULES or unconfirmed:
+            continue
+        variant = verify.variant_for(finding, text)
+        if variant.text is None:
+            continue
+        description = confirmed.get(key) or (
+            "%s (numerics not compared: --no-verify)" % variant.description)
+        check.fixes.append(check.judge(measure_source(variant.text), [finding], description))
+        measured.append(finding)
+    if len(measured) > 1:
+        combined = combined_source(verify, text, measured)
         if combined is None:
             check.notes.append("the fixes touch the same code: not measured together")
         else:
-            check.combined = check.judge(measure_source(combined), findings, "all together")
+            check.combined = check.judge(measure_source(combined), measured, "all together")
 
 
 def combined_source(verify: Any, text: str, findings: Sequence[Any]) -> Optional[str]:
