@@ -70,8 +70,12 @@ def test_cli_reports_exactly_the_marked_rows_when_the_families_are_selected():
 
 
 def test_cli_default_rules_report_only_the_rules_that_are_on_by_default():
-    findings = cli(str(FIXTURES))
-    reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in findings}
+    findings = cli(str(FIXTURES))  # every rule that is on by default, other families included
+    reported = {
+        (Path(f["filename"]).name, f["location"]["row"], f["code"])
+        for f in findings
+        if f["code"].startswith(FAMILIES)
+    }
     expected = marked(family_codes(default_only=True))
     assert {"TML201", "TML203", "TML204", "TML301"} <= {code for _, _, code in expected}
     assert reported == expected
@@ -79,7 +83,7 @@ def test_cli_default_rules_report_only_the_rules_that_are_on_by_default():
 
 
 def test_lookalikes_are_never_reported():
-    assert cli("--select", "ALL", str(FIXTURES / "lookalikes.py")) == []
+    assert cli("--select", ",".join(FAMILIES), str(FIXTURES / "lookalikes.py")) == []
 
 
 # -- executing fixtures before and after fixing ----------------------------------------------
