@@ -135,16 +135,19 @@ def test_dropped_stem_pool_is_confirmed_by_the_variant_that_keeps_it():
     shape = [1, 3, 64, 64]
     result = run_profile(spec, [shape], {"encoder_depth": 18}, settings=Settings(select=("TML301",)))
     (stem,) = result.findings
-    assert stem.verdict == CONFIRMED and stem.variant == "suggested variant: keep the stem pool"
+    assert stem.verdict == CONFIRMED
+    assert stem.variant == (
+        "suggested variant: keep the stem pool (`self.conv1` fed through `self.encoder.maxpool`)"
+    )
     assert stem.numerics.startswith("differs, as this variant changes the model")
-    # The fixture that keeps the pool takes its first skip before the pool; the
-    # variant pools that skip too, so it keeps no more than the fixture.
+    # The variant feeds layer1 through the pool and keeps the stem's output as the
+    # first skip: the same network as the fixture that keeps the pool.
     target = read_target_source(spec)
     pooled_spec = "%s:UNetResNet" % target.path
     fixture = import_source_variant(target, target.text)
     pooled_net = model_factory(fixture, pooled_spec, {"encoder_depth": 18}, "float32")
     pooled = measure_training_step(pooled_net, shape)
-    assert stem.peak_after <= pooled.peak_bytes < stem.peak_before
+    assert stem.peak_after == pooled.peak_bytes < stem.peak_before
 
 
 def test_deep_stack_is_answered_by_measured_placements_with_numerics(tmp_path):
@@ -266,16 +269,19 @@ def test_findings_count_only_inside_the_target_and_what_it_uses(tmp_path):
 def test_stem_pool_variant_of_every_dropped_pool_example(example):
     source = all_rules()["TML301"].INVALID[example].code
     (finding,) = lint_source(source, "model.py", Settings(select=("TML301",)))
-    variant = keep_stem_pool(source, finding.location.row, finding.location.column)
-    assert variant is not None
-    expected = {
-        0: ("self.encoder.relu)", "self.encoder.relu, self.encoder.maxpool)"),
-        1: ("model.maxpool = nn.Identity()\n", ""),
-        2: ("r.relu, r.layer1", "r.relu, r.maxpool, r.layer1"),
-        3: ("stride=1", "stride=2"),
-        4: ("self.backbone.layer1(x)", "self.backbone.layer1(self.backbone.maxpool(x))"),
+    rewritten = keep_stem_pool(source, finding.location.row, finding.location.column)
+    assert rewritten is not None
+    variant, what = rewritten
+    old, new, expected_what = {
+        0: ("self.conv1(input_adjust)", "self.conv1(self.encoder.maxpool(input_adjust))",
+            "`self.conv1` fed through `self.encoder.maxpool`"),
+        1: ("model.maxpool = nn.Identity()\n", "", "removed `model.maxpool = ...`"),
+        2: ("r.relu, r.layer1", "r.relu, r.maxpool, r.layer1", "`r.maxpool` added to the stem"),
+        3: ("stride=1", "stride=2", "`enc.conv1` with stride 2"),
+        4: ("self.backbone.layer1(x)", "self.backbone.layer1(self.backbone.maxpool(x))",
+            "`self.backbone.layer1` fed through `self.backbone.maxpool`"),
     }[example]
-    assert variant == source.replace(*expected)
+    assert (variant, what) == (source.replace(old, new), expected_what)
     assert lint_source(variant, "model.py", Settings(select=("TML301",))) == []
 
 

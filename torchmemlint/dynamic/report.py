@@ -38,9 +38,11 @@ def _table(rows: List[Tuple[str, ...]], indent: str = "  ") -> List[str]:
 
 
 def _change(after: int, before: int) -> str:
-    if not before:
-        return ""
-    return "%+.1f %%" % (100.0 * (after - before) / before)
+    """``-4.00 MiB (-20.0 %)``, ``+512 B (+0.1 %)`` or ``0 B``."""
+    delta = after - before
+    if delta == 0 or not before:
+        return format_bytes(delta)
+    return "%s%s (%+.1f %%)" % ("+" if delta > 0 else "", format_bytes(delta), 100.0 * delta / before)
 
 
 def format_text(result: ProfileResult) -> str:
@@ -91,16 +93,16 @@ def format_text(result: ProfileResult) -> str:
         finding_rows = [("code", "at", "verdict", "peak before", "after", "change", "numerics")]
         details = []
         for verdict in result.findings:
+            at = "%d:%d" % (verdict.row, verdict.column)
             after = "-" if verdict.peak_after is None else format_bytes(verdict.peak_after)
             change = "" if verdict.peak_after is None else _change(verdict.peak_after, verdict.peak_before)
             finding_rows.append((
-                verdict.code, "%d:%d" % (verdict.row, verdict.column), verdict.verdict,
-                format_bytes(verdict.peak_before), after, change, verdict.numerics,
+                verdict.code, at, verdict.verdict, format_bytes(verdict.peak_before), after, change,
+                verdict.numerics,
             ))
-            note = verdict.variant + ("; " + verdict.reason if verdict.reason else "")
-            details.append("  %s %d:%d  %s" % (verdict.code, verdict.row, verdict.column, note))
+            details.append((verdict.code, at, verdict.variant + ("; " + verdict.reason if verdict.reason else "")))
         lines += _table(finding_rows)
-        lines += [""] + details
+        lines += [""] + _table(details)
     elif result.findings == [] and not result.placements:
         lines += ["", "No findings inside this model to verify."]
 

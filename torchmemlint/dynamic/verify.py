@@ -320,7 +320,8 @@ def variant_for(finding: Finding, text: str) -> _Variant:
         if rewritten is None:
             reason = "no variant that keeps the stem pool could be built from this code"
             return _Variant(None, "keep the stem pool", False, reason=reason)
-        return _Variant(rewritten, "suggested variant: keep the stem pool", exact_numerics_expected=False)
+        variant_text, what = rewritten
+        return _Variant(variant_text, "suggested variant: keep the stem pool (%s)" % what, False)
     reason = "no fix, and no variant of its suggestion is built automatically"
     return _Variant(None, "none", False, reason=reason)
 
@@ -559,17 +560,20 @@ def _numerics_inputs(input_shapes: Any, dtype: Any, seed: int) -> List[torch.Ten
 _STEM_ACTIVATIONS = frozenset({"relu", "act1"})
 
 
-def keep_stem_pool(text: str, row: int, column: int) -> Optional[str]:
+def keep_stem_pool(text: str, row: int, column: int) -> Optional[Tuple[str, str]]:
     """The source with a ResNet stem's downsampling put back, for a TML3xx
-    finding at ``row:column``; None when the code matches no known pattern.
+    finding at ``row:column``, and what was changed; None when the code
+    matches no known pattern.
 
-    In order: a ``<x>.maxpool = nn.Identity()`` (or empty ``Sequential()``)
-    statement is removed; a stride-1 ``<x>.conv1 = nn.Conv2d(...)`` gets
-    stride 2 (a ``<x>.conv1.stride = ...`` statement is removed); in the one
-    ``Sequential(P.conv1, P.bn1, P.relu, ...)`` of the enclosing definition
-    that has no pool, ``P.maxpool`` goes after the activation; a flagged
-    ``P.layer1(h)`` becomes ``P.layer1(P.maxpool(h))``.  The pool is assumed
-    to be ``maxpool``, as in torchvision's and timm's ResNets.
+    In order: a flagged ``<x>.maxpool = nn.Identity()`` (or empty
+    ``Sequential()``) statement is removed; a flagged stride-1
+    ``<x>.conv1 = nn.Conv2d(...)`` gets stride 2 (a ``<x>.conv1.stride = ...``
+    statement is removed).  For the one stem rebuilt without its pool as
+    ``Sequential(P.conv1, P.bn1, P.relu, ...)`` in the flagged definition, the
+    single call of ``P.layer1`` (or of an alias ``self.x = P.layer1``) becomes
+    ``f(P.maxpool(h))``, else ``P.maxpool`` goes into the ``Sequential`` after
+    the activation.  A flagged ``P.layer1(h)`` becomes ``P.layer1(P.maxpool(h))``.
+    The pool is assumed to be ``maxpool``, as in torchvision's and timm's ResNets.
     """
     wrapper = MetadataWrapper(cst.parse_module(text))
     positions = wrapper.resolve(PositionProvider)
@@ -587,22 +591,50 @@ def keep_stem_pool(text: str, row: int, column: int) -> Optional[str]:
             target = assign.targets[0].target
             assert isinstance(target, cst.Attribute)
             if target.attr.value == "maxpool" and _is_no_op(assign.value):
-                return module.visit(_Replace({id(line): cst.RemoveFromParent()})).code
+                return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
             if target.attr.value == "conv1" and isinstance(assign.value, cst.Call):
-                return module.visit(_Replace({id(assign.value): _with_stride_two(assign.value)})).code
+                return _rewrite(module, assign.value, _with_stride_two(assign.value),
+                                "`%s` with stride 2" % _dotted(target))
             if target.attr.value == "stride" and _dotted(target.value).endswith(".conv1"):
-                return module.visit(_Replace({id(line): cst.RemoveFromParent()})).code
+                return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
     enclosing = next((node for node in module.body if covers(node)), None)
     stems = [call for call in finder.stems if enclosing is not None and _inside(positions, call, enclosing)]
     if len(stems) == 1:
-        return module.visit(_Replace({id(stems[0]): _with_pool(stems[0])})).code
-    for call in finder.stage_calls:
+        # Feed layer1 through the pool where the class calls it (under an alias such
+        # as ``self.conv1 = self.encoder.layer1``), so the stem's output, often a
+        # UNet's first skip, stays what it was; else put the pool into the stem.
+        owner = stems[0].args[0].value.value  # type: ignore[attr-defined]
+        layer1 = _dotted(owner) + ".layer1"
+        names = {layer1} | {
+            alias for alias, value, node in finder.aliases
+            if value == layer1 and _inside(positions, node, enclosing)  # type: ignore[arg-type]
+        }
+        feeds = [
+            call for call in finder.one_argument_calls
+            if _dotted(call.func) in names and _inside(positions, call, enclosing)  # type: ignore[arg-type]
+        ]
+        if len(feeds) == 1:
+            return _rewrite(module, feeds[0], _through_pool(feeds[0], owner),
+                            "`%s` fed through `%s.maxpool`" % (_dotted(feeds[0].func), _dotted(owner)))
+        return _rewrite(module, stems[0], _with_pool(stems[0]), "`%s.maxpool` added to the stem" % _dotted(owner))
+    for call in finder.one_argument_calls:
         start = positions[call].start
-        if (start.line, start.column + 1) == (row, column) and len(call.args) == 1:
+        if (start.line, start.column + 1) == (row, column) and _dotted(call.func).endswith(".layer1"):
             owner = call.func.value  # type: ignore[attr-defined]
-            pool = cst.Call(cst.Attribute(owner, cst.Name("maxpool")), [call.args[0]])
-            return module.visit(_Replace({id(call): call.with_changes(args=[cst.Arg(pool)])})).code
+            return _rewrite(module, call, _through_pool(call, owner),
+                            "`%s` fed through `%s.maxpool`" % (_dotted(call.func), _dotted(owner)))
     return None
+
+
+def _rewrite(module: cst.Module, old: cst.CSTNode, new: Any, what: str) -> Tuple[str, str]:
+    return module.visit(_Replace({id(old): new})).code, what
+
+
+def _through_pool(call: cst.Call, owner: cst.BaseExpression) -> cst.Call:
+    """``f(h)`` -> ``f(owner.maxpool(h))``."""
+    argument = call.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    pool = cst.Call(cst.Attribute(owner, cst.Name("maxpool")), [argument])
+    return call.with_changes(args=[cst.Arg(pool)])
 
 
 def _inside(positions: Any, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
@@ -650,15 +682,23 @@ def _with_pool(stem: cst.Call) -> cst.Call:
 
 class _StemFinder(cst.CSTVisitor):
     """Assignments to ``<x>.maxpool``/``<x>.conv1``/``<x>.conv1.stride``, stems rebuilt
-    as a ``Sequential`` of one owner's parts without a pool, and ``<x>.layer1(h)`` calls."""
+    as a ``Sequential`` of one owner's parts without a pool, and one-argument calls."""
 
     def __init__(self) -> None:
         self.assignments: List[cst.SimpleStatementLine] = []
         self.stems: List[cst.Call] = []
-        self.stage_calls: List[cst.Call] = []
+        self.one_argument_calls: List[cst.Call] = []
+        # (alias, aliased, statement) for ``self.conv1 = self.encoder.layer1``
+        self.aliases: List[Tuple[str, str, cst.SimpleStatementLine]] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         statement = node.body[0] if len(node.body) == 1 else None
+        if (
+            isinstance(statement, cst.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.value, cst.Attribute)
+        ):
+            self.aliases.append((_dotted(statement.targets[0].target), _dotted(statement.value), node))
         if (
             isinstance(statement, cst.Assign)
             and len(statement.targets) == 1
@@ -668,8 +708,8 @@ class _StemFinder(cst.CSTVisitor):
             self.assignments.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "layer1":
-            self.stage_calls.append(node)
+        if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+            self.one_argument_calls.append(node)
         if not _dotted(node.func).endswith("Sequential") or not node.args:
             return
         values = [arg.value for arg in node.args]
