@@ -8,7 +8,8 @@ fixtures/models/resnet_unet.py: the estimate alone (`--no-verify`, target under 
 project's 2-core machine) for the UNet without and with the stem pool, and the full profile of
 the pool-less UNet, whose TML301 finding is verified by measuring the variant that keeps the
 pool and comparing one real training step at batch 2.  Figures are CPU estimates under fake
-tensors (nothing allocated); wall-clock times depend on the machine's load, recorded with them.
+tensors (nothing allocated); wall-clock times depend on the machine's load, so the CPU time of
+each command and the load average before it are recorded too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -39,9 +41,13 @@ def profile(name: str, depth: int, shape: str, verify: bool) -> Dict[str, Any]:
     ]
     if not verify:
         command.append("--no-verify")
+    load = os.getloadavg()[0]
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     if completed.returncode != 0:
         raise SystemExit("%s failed: %s" % (" ".join(command), completed.stderr.strip()))
     report = json.loads(completed.stdout)
@@ -50,6 +56,9 @@ def profile(name: str, depth: int, shape: str, verify: bool) -> Dict[str, Any]:
         "input_shape": shape,
         "verify": verify,
         "wall_seconds": round(wall, 1),
+        # wall time depends on what else runs; CPU time of the process much less
+        "cpu_seconds": round(cpu, 1),
+        "load_average_before": round(load, 2),
         "profile_seconds": report["seconds"],
         "peak_bytes": report["peak_bytes"],
         "kept_after_forward": report["kept_after_forward"],
@@ -75,9 +84,9 @@ def main() -> None:
     ]
     for case in cases:
         print(
-            "%-36s %-13s verify=%-5s %6.1f s  peak %6.2f GiB  with Adam %6.2f GiB  %s"
+            "%-36s %-13s verify=%-5s %6.1f s (CPU %5.1f s)  peak %6.2f GiB  with Adam %6.2f GiB  %s"
             % (
-                case["model"], case["input_shape"], case["verify"], case["wall_seconds"],
+                case["model"], case["input_shape"], case["verify"], case["wall_seconds"], case["cpu_seconds"],
                 case["peak_bytes"] / GIB, case["total_with_adam_gib"],
                 ", ".join("%s %s" % (f["code"], f["verdict"]) for f in case["findings"]),
             )
@@ -91,7 +100,6 @@ def main() -> None:
         "torch": torch.__version__,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "target_seconds_estimate": TARGET_SECONDS,
         "cases": cases,
     }
