@@ -414,3 +414,11 @@ def test_apply_edits_normalises_line_breaks_to_the_file():
         Edit("y = 0\n", Location(2, 1), Location(2, 1)),
     ]
     assert apply_edits(text, edits) == "x = 0\r\na = 1\r\ny = 0\r\nb = 2\r\n"
+
+
+def test_noqa_on_another_statement_of_the_class_does_not_suppress(tmp_path):
+    source = BAD.replace("def __init__(self):", "def __init__(self):  # noqa")
+    source = source.replace("super().__init__()", "super().__init__()  # noqa: TML201")
+    write(tmp_path / "bad.py", source)
+    result = run(["bad.py"], tmp_path)
+    assert result.returncode == 1 and "bad.py:9:20: TML201" in result.stdout

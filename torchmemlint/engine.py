@@ -39,7 +39,6 @@ class _PendingFinding:
     node: cst.CSTNode
     message: str
     fix: Optional[FixSpec]
-    statement: Optional[cst.CSTNode]
 
 
 class FileContext:
@@ -52,6 +51,7 @@ class FileContext:
         self.bindings = Bindings()
         self.bindings.bind_statements(module.body)
         self.pending: List[_PendingFinding] = []
+        # The statements enclosing the node being visited, outermost first.
         self.statement_stack: List[cst.CSTNode] = []
         self._shared: Dict[str, Any] = {}
 
@@ -68,8 +68,7 @@ class FileContext:
         return self._shared[key]
 
     def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
-        statement = self.statement_stack[-1] if self.statement_stack else None
-        self.pending.append(_PendingFinding(code, node, message, fix, statement))
+        self.pending.append(_PendingFinding(code, node, message, fix))
 
 
 # Fields that only hold whitespace, brackets and punctuation: no rule looks at them, and
@@ -182,18 +181,15 @@ def _resolve_findings(
     metadata = wrapper.resolve_many(providers)
     positions = metadata[PositionProvider]
     inclusive = metadata.get(WhitespaceInclusivePositionProvider, {})
+    statements = sorted(
+        (position.start.line, isinstance(node, cst.SimpleStatementLine), position.end.line)
+        for node, position in positions.items()
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    )
     findings = []
     for item in pending:
         start, end = _location(positions[item.node])
-        noqa_rows: Tuple[int, ...] = tuple(range(start.row, end.row + 1))
-        if item.statement is not None:
-            statement_range = positions[item.statement]
-            last = (
-                statement_range.end.line
-                if isinstance(item.statement, cst.SimpleStatementLine)
-                else end.row  # a compound statement: its header, up to the flagged node
-            )
-            noqa_rows = tuple(range(statement_range.start.line, max(last, end.row) + 1))
+        noqa_rows = _statement_rows(statements, start.row, end.row)
         fix = None
         if item.fix is not None:
             edits = []
@@ -222,6 +218,27 @@ def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
         start = Location(1, 1)
         return Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, start, start)
     return None
+
+
+def _statement_rows(
+    statements: List[Tuple[int, bool, int]], first: int, last: int
+) -> Tuple[int, ...]:
+    """The physical rows whose `# noqa` covers a finding on rows first..last.
+
+    The innermost statement that starts on or before ``first`` and contains it: a simple
+    statement gives all its rows; a compound one (the finding is in its header: `with`, `for`,
+    `def` ...) gives its rows up to the finding's end.
+    """
+    innermost = None
+    for start, is_simple, end in statements:
+        if start > first:
+            break
+        if end >= first:
+            innermost = (start, is_simple, end)  # sorted: later starts are nested deeper
+    if innermost is None:
+        return tuple(range(first, last + 1))
+    start, is_simple, end = innermost
+    return tuple(range(start, (max(end, last) if is_simple else last) + 1))
 
 
 def syntax_error_finding(text: str, filename: str, error: cst.ParserSyntaxError) -> Finding:
