@@ -1,13 +1,30 @@
 """Is the CPU estimate of `torchmemlint profile` what CUDA's allocator reports?
 
-    python benchmarks/gpu_check.py           # on a machine with CUDA: writes results JSON
-    python benchmarks/gpu_check.py --quick   # smaller shapes, prints only
+    python benchmarks/gpu_check.py                  # on a machine with CUDA: writes results JSON
+    python benchmarks/gpu_check.py --quick          # smaller shapes, prints only
+    python benchmarks/gpu_check.py --budget 8GiB    # will-it-fit: predicted vs a real card
+    python benchmarks/gpu_check.py --budget 8GiB --optimizer sgd --quick
 
 For each model, in a fresh process (allocator state matters): one training step measured on
 CUDA (`torch.cuda.max_memory_allocated` after `reset_peak_memory_stats` and a warm-up step,
 and `max_memory_reserved`), and the same step estimated on the CPU under fake tensors
 (512-byte blocks) with the modelled caching allocator.  Printed: estimate / allocated (target:
 within 2 % on conv nets) and the reserved figures.  The models are this project's fixtures.
+
+`--budget SIZE` checks `profile --budget` instead, on the UNets of
+fixtures/models/resnet_unet.py (resnet101/152 encoders, with and without the stem pool,
+3x128x128 inputs; `--quick`: resnet34 encoders).  Predicted, on the CPU with fake tensors:
+the verdict at batch 64 (16 with `--quick`) and the largest batch that fits (torchmemlint's
+`check_budget` and `largest_batch`).  Real: a card of SIZE emulated with
+`torch.cuda.set_per_process_memory_fraction(SIZE / total memory)`; each trial, in a fresh
+process, builds the model and runs two training steps (forward, loss, backward,
+optimizer.step: the second one with the optimizer state allocated) and either completes or
+raises `torch.cuda.OutOfMemoryError`.  The search for the largest batch that trains starts
+at the prediction, moves 1, 2, 4, ... batches away from it until the answer flips, then
+bisects; at most MAX_TRIALS trials per model, so a far-off prediction can leave a bracket
+instead of an exact figure.  Any other error ends that model's search and is recorded.
+The budget path has not been run on a GPU by its author (no CUDA where it was written).
+
 Without CUDA the script says so and exits 0: there is nothing to compare against.
 """
 
@@ -19,9 +36,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from torchmemlint.dynamic.budget import OPTIMIZERS, format_bytes, parse_size  # noqa: E402
+from torchmemlint.dynamic.errors import DynamicError  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "gpu_check.json"
 FIXTURES = ROOT / "fixtures" / "models"
 TOLERANCE = 0.02
@@ -39,12 +61,23 @@ MODELS: Dict[str, Tuple[str, Callable[[Any], Any], List[int], List[int]]] = {
     "LoopNet (conv-bn-relu)": ("loops", lambda m: m.LoopNet(), [64, 3, 128, 128], [8, 3, 64, 64]),
 }
 
+# --budget: name -> (encoder depth, stem pool) of fixtures/models/resnet_unet.py's unet_resnet.
+BUDGET_MODELS = {
+    "UNet resnet%d, %s" % (depth, "stem pool" if pool else "no pool"): (depth, pool)
+    for depth in (34, 101, 152) for pool in (True, False)
+}
+FULL_DEPTHS = (101, 152)
+QUICK_DEPTHS = (34,)
+IMAGE = [3, 128, 128]
+VERDICT_BATCH = 64
+QUICK_VERDICT_BATCH = 16
+MAX_TRIALS = 12  # real trials per model, the verdict batch's included
+
 
 def measure_one(name: str, quick: bool) -> Dict[str, Any]:
     """Runs in its own process: CUDA step, then the CPU estimate of the same step."""
     import torch
 
-    sys.path.insert(0, str(ROOT))
     from torchmemlint.dynamic.measure import measure_training_step
     from torchmemlint.dynamic.target import load_module
 
@@ -77,22 +110,10 @@ def measure_one(name: str, quick: bool) -> Dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller shapes; print only")
-    parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)  # the per-model process
-    args = parser.parse_args()
-    if args.one:
-        print(json.dumps(measure_one(args.one, args.quick)))
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        print("gpu_check: no CUDA device here; nothing to compare the CPU estimate against (skipped).")
-        return
+def compare_estimates(quick: bool) -> None:
     rows = []
     for name in MODELS:
-        command = [sys.executable, __file__, "--one", name] + (["--quick"] if args.quick else [])
+        command = [sys.executable, __file__, "--one", name] + (["--quick"] if quick else [])
         completed = subprocess.run(command, capture_output=True, text=True)
         if completed.returncode != 0:
             print("%-28s failed: %s" % (name, completed.stderr.strip().splitlines()[-1:]))
@@ -109,16 +130,236 @@ def main() -> None:
                 row["modelled_over_allocated"], row["cuda_max_reserved"] / 2**20, row["modelled_reserved"] / 2**20,
             )
         )
-    if args.quick or not rows:
+    if quick or not rows:
         return
-    results = {
+    write_results({
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "tolerance": TOLERANCE,
         "rows": rows,
+    })
+
+
+# -- --budget: predicted verdict and largest batch against a real card ---------------
+
+def build_unet(name: str) -> Any:
+    from torchmemlint.dynamic.target import load_module
+
+    depth, pool = BUDGET_MODELS[name]
+    return load_module("%s:_" % (FIXTURES / "resnet_unet.py")).unet_resnet(depth, pool)
+
+
+def predict(name: str, budget_bytes: int, optimizer_name: str, batch: int) -> Dict[str, Any]:
+    """torchmemlint's answer, from fake tensors on the CPU (no CUDA involved)."""
+    from torchmemlint.dynamic.budget import Budget, check_budget, largest_batch, optimizer_model
+    from torchmemlint.dynamic.measure import measure_training_step
+
+    optimizer = optimizer_model(optimizer_name)
+
+    def measure_at(at_batch: int) -> Any:
+        return measure_training_step(lambda: build_unet(name), [at_batch] + IMAGE, device="fake")
+
+    check = check_budget(measure_at(batch), Budget(budget_bytes, "--budget"), optimizer, batch=batch)
+    search = largest_batch(measure_at, optimizer, check.usable_bytes, batch, {batch: check.estimate})
+    return {
+        "predicted_verdict": check.verdict,
+        "predicted_allocated_bytes": check.estimate.allocated_bytes,
+        "predicted_reserved_bytes": check.estimate.reserved_bytes,
+        "predicted_max_batch": search.max_batch,
+        "predicted_max_batch_method": search.method,
     }
+
+
+def train_trial(name: str, batch: int, budget_bytes: int, optimizer_name: str) -> Dict[str, Any]:
+    """Runs in its own process: two real training steps on a card cut down to the budget."""
+    import torch
+
+    from torchmemlint.dynamic.measure import scalar_loss
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    if budget_bytes > total:
+        raise SystemExit("--budget %s exceeds the card (%s)" % (format_bytes(budget_bytes), format_bytes(total)))
+    # Caps what the caching allocator may reserve; the CUDA context is outside it, as in the estimate.
+    torch.cuda.set_per_process_memory_fraction(budget_bytes / total)
+    torch.backends.cudnn.benchmark = False
+    torch.manual_seed(0)
+    try:
+        model = build_unet(name).cuda().train()
+        optimizers = {
+            "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+            "sgd": lambda params: torch.optim.SGD(params, lr=0.01, momentum=0.9),
+        }
+        optimizer = optimizers[optimizer_name](model.parameters()) if optimizer_name in optimizers else None
+        inputs = torch.randn([batch] + IMAGE, device="cuda")
+        for _ in range(2):  # the second step runs with the optimizer state allocated
+            model.zero_grad(set_to_none=True)
+            scalar_loss(model(inputs)).backward()
+            if optimizer is not None:
+                optimizer.step()
+        torch.cuda.synchronize()
+        fits = True
+    except torch.cuda.OutOfMemoryError:
+        fits = False
+    return {
+        "batch": batch,
+        "fits": fits,
+        "max_allocated": torch.cuda.max_memory_allocated(),
+        "max_reserved": torch.cuda.max_memory_reserved(),
+        "device": torch.cuda.get_device_name(),
+        "total_memory": total,
+        "torch": torch.__version__,
+    }
+
+
+def run_trial(name: str, batch: int, budget: str, optimizer_name: str) -> Dict[str, Any]:
+    command = [sys.executable, __file__, "--trial", name, "--batch", str(batch),
+               "--budget", budget, "--optimizer", optimizer_name]
+    completed = subprocess.run(command, capture_output=True, text=True)
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or ["exit status %d" % completed.returncode])[-1]
+        raise RuntimeError("batch %d: %s" % (batch, last))
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def largest_real_batch(fits: Callable[[int], bool], start: int, tried: Dict[int, bool]) -> Tuple[int, Optional[int]]:
+    """(largest batch that trained, smallest batch above it that ran out of memory or None).
+
+    Starts at ``start`` (the prediction), moves 1, 2, 4, ... batches away from it until
+    the answer flips or an earlier trial decides, then bisects.  ``tried`` holds the trials (known ones included); the
+    search stops at MAX_TRIALS of them, so the two batches are one apart only when found.
+    """
+    def trial(batch: int) -> bool:
+        if batch not in tried:
+            tried[batch] = fits(batch)
+        return tried[batch]
+
+    def bounds() -> Tuple[int, Optional[int]]:
+        lower = max((b for b, ok in tried.items() if ok), default=0)
+        return lower, min((b for b, ok in tried.items() if not ok and b > lower), default=None)
+
+    probe, step = max(start, 1), 1
+    going_up = trial(probe)
+    while len(tried) < MAX_TRIALS:
+        lower, upper = bounds()
+        probe = probe + step if going_up else probe - step
+        if not lower < probe < (upper or probe + 1):  # already decided by an earlier trial
+            break
+        if trial(probe) != going_up:
+            break
+        step *= 2
+    lower, upper = bounds()
+    while len(tried) < MAX_TRIALS and (upper is None or upper - lower > 1):
+        trial(2 * lower if upper is None else (lower + upper) // 2)
+        lower, upper = bounds()
+    return lower, upper
+
+
+def check_budget_model(name: str, budget: str, optimizer_name: str, batch: int) -> Dict[str, Any]:
+    row: Dict[str, Any] = {"model": name, "input_shape": [batch] + IMAGE}
+    row.update(predict(name, parse_size(budget), optimizer_name, batch))
+    trials: List[Dict[str, Any]] = []
+    tried: Dict[int, bool] = {}
+
+    def fits(at_batch: int) -> bool:
+        trials.append(run_trial(name, at_batch, budget, optimizer_name))
+        return trials[-1]["fits"]
+
+    try:
+        tried[batch] = fits(batch)
+        row["real_fits"] = tried[batch]
+        lower, upper = largest_real_batch(fits, row["predicted_max_batch"], tried)
+        row["real_max_batch"] = lower if upper == lower + 1 else None
+        row["real_max_batch_bracket"] = [lower, upper]
+    except RuntimeError as exc:
+        row["error"] = str(exc)
+    row["trials"] = [{k: t[k] for k in ("batch", "fits", "max_allocated", "max_reserved")} for t in trials]
+    if trials:
+        row.update(device=trials[0]["device"], total_memory=trials[0]["total_memory"], torch=trials[0]["torch"])
+    return row
+
+
+def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
+    batch = QUICK_VERDICT_BATCH if quick else VERDICT_BATCH
+    depths = QUICK_DEPTHS if quick else FULL_DEPTHS
+    names = [name for name, (depth, _) in BUDGET_MODELS.items() if depth in depths]
+    print("budget %s, %s, batch %d: predicted (CPU, fake tensors) vs real (emulated card, %d trials at most)"
+          % (format_bytes(parse_size(budget)), optimizer_name, batch, MAX_TRIALS))
+    print("%-26s %-30s %s" % ("", "verdict at %d:" % batch, "largest batch:"))
+    print("%-26s %-19s %-10s %-10s %-12s %s" % ("model", "predicted", "real", "predicted", "real", "trials"))
+    rows = []
+    for name in names:
+        row = check_budget_model(name, budget, optimizer_name, batch)
+        rows.append(row)
+        if "error" in row:
+            real_fits = real_largest = "error"
+        else:
+            real_fits = "fits" if row["real_fits"] else "OOM"
+            lower, upper = row["real_max_batch_bracket"]
+            real_largest = str(lower) if row["real_max_batch"] is not None else "%d..%s" % (lower, upper or "?")
+        print("%-26s %-19s %-10s %-10d %-12s %s" % (
+            name, row["predicted_verdict"], real_fits, row["predicted_max_batch"], real_largest,
+            ", ".join("%d%s" % (t["batch"], "" if t["fits"] else " OOM") for t in row["trials"])), flush=True)
+        if "error" in row:
+            print("    error (search stopped): %s" % row["error"])
+    if quick:
+        return
+    write_results({"budget": {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "budget": budget,
+        "budget_bytes": parse_size(budget),
+        "optimizer": optimizer_name,
+        "verdict_batch": batch,
+        "max_trials": MAX_TRIALS,
+        "emulation": "torch.cuda.set_per_process_memory_fraction(budget / total_memory); "
+                     "two training steps per trial, each trial in a fresh process",
+        "rows": rows,
+    }})
+
+
+def write_results(sections: Dict[str, Any]) -> None:
+    """Update ``sections`` of the results JSON, keeping the others."""
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results.update(sections)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print("wrote %s" % RESULTS.relative_to(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller models or shapes; print only")
+    parser.add_argument("--budget", metavar="SIZE",
+                        help="compare the predicted verdict and largest batch with a card of SIZE (e.g. 8GiB)")
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS),
+                        help="optimizer of the --budget training steps (default: adam)")
+    parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)  # the per-model process
+    parser.add_argument("--trial", metavar="MODEL", help=argparse.SUPPRESS)  # one --budget trial
+    parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.budget is None and args.optimizer:
+        parser.error("--optimizer needs --budget")
+    if args.budget is not None:
+        try:
+            parse_size(args.budget, "--budget")
+        except DynamicError as exc:
+            parser.error(str(exc))
+    optimizer_name = args.optimizer or "adam"
+    if args.one:
+        print(json.dumps(measure_one(args.one, args.quick)))
+        return
+    if args.trial:
+        print(json.dumps(train_trial(args.trial, args.batch, parse_size(args.budget), optimizer_name)))
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        what = "the CPU estimate" if args.budget is None else (
+            "the predicted verdict and largest batch for --budget %s" % args.budget)
+        print("gpu_check: no CUDA device here; nothing to compare %s against (skipped)." % what)
+        return
+    if args.budget:
+        compare_budget(args.budget, optimizer_name, args.quick)
+    else:
+        compare_estimates(args.quick)
 
 
 if __name__ == "__main__":
