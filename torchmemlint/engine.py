@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from torchmemlint.noqa import remove_suppressed
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import FixSpec, Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, read_source
+from torchmemlint.tree import children
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
@@ -71,33 +71,11 @@ class FileContext:
         self.pending.append(_PendingFinding(code, node, message, fix))
 
 
-# Fields that only hold whitespace, brackets and punctuation: no rule looks at them, and
-# skipping them makes the walk several times cheaper than libcst's own visitor.
-_SKIPPED_FIELDS = frozenset(
-    {
-        "lpar", "rpar", "lbrace", "rbrace", "lbracket", "rbracket", "leading_lines",
-        "lines_after_decorators", "comma", "equal", "colon", "semicolon", "header", "footer",
-        "trailing_whitespace", "asynchronous", "star", "dot", "operator", "default_indent",
-        "default_newline", "encoding", "has_trailing_newline",
-    }
-)
-# Fields listed in source order where libcst's declaration order differs.
-_SOURCE_ORDER = {
-    "FunctionDef": ("decorators", "name", "type_parameters", "params", "returns", "body"),
-    "ClassDef": ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
-    "IfExp": ("body", "test", "orelse"),
-}
-
-
 @lru_cache(maxsize=None)
-def _child_fields(node_type: type) -> Tuple[str, ...]:
-    if node_type.__name__ in _SOURCE_ORDER:
-        return _SOURCE_ORDER[node_type.__name__]
-    return tuple(
-        f.name
-        for f in dataclasses.fields(node_type)
-        if f.name not in _SKIPPED_FIELDS and "whitespace" not in f.name
-    )
+def _node_kind(node_type: type) -> Tuple[bool, bool]:
+    """(is a statement, opens a scope), once per node type."""
+    is_statement = issubclass(node_type, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    return is_statement, node_type in (cst.FunctionDef, cst.Lambda)
 
 
 class _BatchedWalker:
@@ -117,8 +95,7 @@ class _BatchedWalker:
         node_type = type(node)
         name = node_type.__name__
         context = self.context
-        is_statement = isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-        is_scope = name in ("FunctionDef", "Lambda")
+        is_statement, is_scope = _node_kind(node_type)
         if is_statement:
             context.statement_stack.append(node)
         if is_scope:
@@ -130,30 +107,14 @@ class _BatchedWalker:
             context.bindings = scope
         for method in self.visits.get(name, ()):
             method(node)
-        for field_name in _child_fields(node_type):
-            value = getattr(node, field_name)
-            if isinstance(value, cst.CSTNode):
-                if not isinstance(value, _LEAF_TYPES):
-                    self.walk(value)
-            elif isinstance(value, (list, tuple)):
-                for child in value:
-                    if isinstance(child, cst.CSTNode) and not isinstance(child, _LEAF_TYPES):
-                        self.walk(child)
+        for child in children(node):
+            self.walk(child)
         for method in self.leaves.get(name, ()):
             method(node)
         if is_scope:
             context.bindings = context.bindings.parent  # type: ignore[assignment]
         if is_statement:
             context.statement_stack.pop()
-
-
-_LEAF_TYPES = (
-    cst.BaseParenthesizableWhitespace,
-    cst.EmptyLine,
-    cst.TrailingWhitespace,
-    cst.Newline,
-    cst.Comment,
-)
 
 
 @dataclass

@@ -24,6 +24,7 @@ import libcst as cst
 from torchmemlint.findings import Applicability
 from torchmemlint.names import Bindings, dotted_name
 from torchmemlint.rules.base import FixSpec, NodeEdit
+from torchmemlint.tree import children
 
 EVAL_WITHOUT_NO_GRAD = "TML501"
 ACCUMULATED_TENSOR = "TML502"
@@ -185,47 +186,6 @@ class Pending:
 Findings = Dict[str, Dict[int, Pending]]
 
 # -- the walk ---------------------------------------------------------------------------------
-
-_SKIPPED_FIELDS = re.compile(
-    r"^(?:whitespace|lpar|rpar|leading_lines|lines_after|header|footer|comma|semicolon|newline|"
-    r"equal|colon|dot|trailing_whitespace|star|operator|asynchronous|lbracket|rbracket|lbrace|"
-    r"rbrace|indent|default_|encoding|has_trailing|first_line|quote|prefix|value_type)"
-)
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _child_fields(node_type: type) -> Tuple[str, ...]:
-    names = _FIELDS.get(node_type)
-    if names is None:
-        names = tuple(
-            f.name for f in dataclasses.fields(node_type) if not _SKIPPED_FIELDS.match(f.name)
-        )
-        _FIELDS[node_type] = names
-    return names
-
-
-_IS_NODE: Dict[type, bool] = {}
-
-
-def _is_node_type(value_type: type) -> bool:
-    # libcst's node classes are ABCs: a cached subclass test is much cheaper than isinstance.
-    known = _IS_NODE.get(value_type)
-    if known is None:
-        known = _IS_NODE[value_type] = issubclass(value_type, cst.CSTNode)
-    return known
-
-
-def children(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """Child nodes that can hold expressions (whitespace and punctuation skipped); fast."""
-    found = []
-    for name in _child_fields(type(node)):
-        value = getattr(node, name)
-        value_type = type(value)
-        if value_type is tuple or value_type is list:
-            found.extend(item for item in value if _is_node_type(type(item)))
-        elif _is_node_type(value_type):
-            found.append(value)
-    return found
 
 
 def grad_effect(expr: cst.BaseExpression, bindings: Bindings) -> Optional[str]:

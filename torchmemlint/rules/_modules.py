@@ -21,7 +21,6 @@ budget. Names resolve through the engine's qualified names, so look-alikes (a lo
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
@@ -29,53 +28,19 @@ from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional
 import libcst as cst
 
 from torchmemlint.names import canonical, dotted_name
+from torchmemlint.tree import children
 
 NN = "torch.nn."
 FUNCTIONAL = "torch.nn.functional."
 
 # -- fast traversal ---------------------------------------------------------------------------
-_LAYOUT_FIELDS = frozenset(
-    {
-        "lpar", "rpar", "leading_lines", "lines_after_decorators", "comma", "dot", "semicolon",
-        "equal", "colon", "newline", "trailing_whitespace", "header", "footer", "lbracket",
-        "rbracket", "lbrace", "rbrace", "operator", "star", "asynchronous", "keyword",
-        "first_line", "empty_lines", "indent", "default_indent", "default_newline",
-    }
-)
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _fields(node_type: type) -> Tuple[str, ...]:
-    names = _FIELDS.get(node_type)
-    if names is None:
-        names = tuple(
-            f.name
-            for f in dataclasses.fields(node_type)
-            if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace")
-        )
-        _FIELDS[node_type] = names
-    return names
-
-
-def child_nodes(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """Children that carry code (no whitespace, punctuation or keyword names of arguments)."""
-    children: List[cst.CSTNode] = []
-    for name in _fields(type(node)):
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            children.append(value)
-        elif isinstance(value, (tuple, list)):
-            children.extend(item for item in value if isinstance(item, cst.CSTNode))
-    return children
-
-
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Pre-order walk over ``child_nodes``."""
+    """Pre-order walk over ``children``."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(child_nodes(current)))
+        stack.extend(reversed(children(current)))
 
 
 def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
@@ -88,7 +53,7 @@ def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode
         path.append(node)
         if node is target:
             return path
-        stack.extend((child, depth + 1) for child in reversed(child_nodes(node)))
+        stack.extend((child, depth + 1) for child in reversed(children(node)))
     return None
 
 
@@ -113,7 +78,7 @@ def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int
             stack.append(node.test)
             stack.extend(branch for branch in (node.body, node.orelse) if id(branch) in on_path)
         else:
-            stack.extend(child_nodes(node))
+            stack.extend(children(node))
     return count
 
 
@@ -643,7 +608,7 @@ class Flow:
                     if name is not None:
                         node.writes.add(name.split(".", 1)[0])
         else:  # assert, pass, ...
-            for child in child_nodes(small):
+            for child in children(small):
                 self._read(child, node)
         return succ
 
@@ -828,11 +793,11 @@ def _collect_reads(
             continue
         if node_type in _COMPREHENSIONS:
             inner = bound | _comprehension_targets(node)  # type: ignore[arg-type]
-            stack.extend((child, inner, nested) for child in child_nodes(node))
+            stack.extend((child, inner, nested) for child in children(node))
             continue
         if node_type is cst.Param or node_type is cst.Parameters:
             continue
-        stack.extend((child, bound, nested) for child in child_nodes(node))
+        stack.extend((child, bound, nested) for child in children(node))
 
 
 def _all_params(params: cst.Parameters) -> List[cst.Param]:
@@ -937,11 +902,11 @@ class ClassModel:
                 # Uses inside a nested function belong to another flow: recorded without one.
                 self._scan_expression(method, None, statement)
                 continue
-            for child in child_nodes(statement):
+            for child in children(statement):
                 if isinstance(child, cst.BaseSuite):
                     self._scan_block(method, child, indent + _block_indent(child, self.file.module))
                 elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
-                    for grandchild in child_nodes(child):
+                    for grandchild in children(child):
                         if isinstance(grandchild, cst.BaseSuite):
                             inner = indent + _block_indent(grandchild, self.file.module)
                             self._scan_block(method, grandchild, inner)
@@ -1035,7 +1000,7 @@ class ClassModel:
             if node_type is cst.Arg:
                 stack.append((node.value, None))  # type: ignore[attr-defined]
                 continue
-            stack.extend((child, None) for child in child_nodes(node))
+            stack.extend((child, None) for child in children(node))
 
     # -- queries ---------------------------------------------------------------------------------
     @property
