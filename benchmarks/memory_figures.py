@@ -162,12 +162,21 @@ PLACEMENTS = {
 }
 
 
+def every_conv_paths() -> List[str]:
+    """The seed-004 pattern: each Conv2d of resnet18 wrapped on its own."""
+    return [name for name, module in resnets.resnet18().named_modules() if isinstance(module, nn.Conv2d)]
+
+
 def section_checkpoint_placement(quick: bool) -> List[Dict[str, Any]]:
     shape = (8, 3, 112, 112) if quick else (64, 3, 224, 224)
     rows = []
     for reentrant in (False, True):
         results = checkpoint_placements(
-            resnets.resnet18, shape, PLACEMENTS, round_to=1, use_reentrant=reentrant
+            resnets.resnet18,
+            shape,
+            {**PLACEMENTS, "every conv": every_conv_paths()},
+            round_to=1,
+            use_reentrant=reentrant,
         )
         for result in results:
             rows.append({
