@@ -604,8 +604,9 @@ class MissingInplaceNoSaving(_MissingInplace):
     torchvision resnet18 / resnet50, batch 8x3x224x224, every activation ReLU or SiLU: training
     peak 205,873,832 / 732,940,968 B (ReLU) with and without `inplace=True`, to the byte; only the
     forward peak drops (-754,428 B for resnet18) (`benchmarks/memory_figures.py`,
-    `benchmarks/results/memory_figures.json`, a_inplace_activations). Inference peak: 0 % for
-    resnet18/50 and vgg16, -12.5 % for vgg11 (memory-facts table row 3).
+    `benchmarks/results/memory_figures.json`, a_inplace_activations). Under `no_grad` the
+    removed forward transient can lower an inference peak on some nets; this project has not
+    measured how much.
     """
 
     code = "TML202"

@@ -191,9 +191,9 @@ class AccumulatedTensor(_LoopRule):
     ## Measured
     Same net and loop (`benchmarks/memory_figures.py`, `f_training_loop_leaks`, torch 2.13.0):
     training with `total_loss += loss` keeps tensor memory flat (0 B per iteration); evaluation
-    without `no_grad` with `total += loss` grows by 6,294,148 B (6.29 MB) per iteration. The
-    host-memory cost of the training case is not in that benchmark: memory-facts §3.6 measured
-    7 graph nodes, 4,566 B of RSS, per iteration (tiny MLP, 20,000 iterations, torch 2.14.1).
+    without `no_grad` with `total += loss` grows by 6,294,148 B (6.29 MB) per iteration. In the
+    training case the accumulator's autograd graph gains nodes every iteration (host memory);
+    this project has not measured how many bytes that is.
     """
 
     code = "TML502"
