@@ -19,10 +19,11 @@ from libcst.metadata import (
 
 from torchmemlint.config import Settings
 from torchmemlint.findings import Edit, Finding, Fix, Location
-from torchmemlint.names import Bindings
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.context import FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.rules import all_rules
-from torchmemlint.rules.base import FixSpec, Rule, rule_methods
+from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, read_source
 from torchmemlint.tree import children
 
@@ -31,44 +32,6 @@ IO_ERROR = "E902"
 
 # Rules only ever look at torch code; a file that never says "torch" cannot match.
 _RELEVANT_MARKER = "torch"
-
-
-@dataclass
-class _PendingFinding:
-    code: str
-    node: cst.CSTNode
-    message: str
-    fix: Optional[FixSpec]
-
-
-class FileContext:
-    """What a rule sees of the file being linted."""
-
-    def __init__(self, module: cst.Module, filename: str, options: Dict[str, Any]) -> None:
-        self.module = module
-        self.filename = filename
-        self.options = options
-        self.bindings = Bindings()
-        self.bindings.bind_statements(module.body)
-        self.pending: List[_PendingFinding] = []
-        # The statements enclosing the node being visited, outermost first.
-        self.statement_stack: List[cst.CSTNode] = []
-        self._shared: Dict[str, Any] = {}
-
-    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
-        return self.bindings.qualify(node)
-
-    def option_value(self, name: str) -> Any:
-        return self.options[name]
-
-    def shared(self, key: str, build: Callable[[], Any]) -> Any:
-        """A per-file analysis computed once and shared by the rules that need it."""
-        if key not in self._shared:
-            self._shared[key] = build()
-        return self._shared[key]
-
-    def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
-        self.pending.append(_PendingFinding(code, node, message, fix))
 
 
 @lru_cache(maxsize=None)

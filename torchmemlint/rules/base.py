@@ -10,14 +10,17 @@ from __future__ import annotations
 import enum
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from torchmemlint.findings import Applicability
 
-if TYPE_CHECKING:
-    from torchmemlint.engine import FileContext
+from torchmemlint.context import FileContext, FixSpec, NodeEdit
+
+__all__ = [
+    "FileContext", "FixAvailability", "FixSpec", "Invalid", "NodeEdit", "Rule", "RuleOption",
+    "rule_methods",
+]
 
 
 class FixAvailability(str, enum.Enum):
@@ -49,26 +52,6 @@ class Invalid:
     line: Optional[int] = None
     column: Optional[int] = None
     options: Tuple[Tuple[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class NodeEdit:
-    """An edit expressed on the tree; the engine turns it into a text range after the visit.
-
-    ``where`` is "replace" (the node's code, owned whitespace included), "before" (insert
-    just before the node) or "after" (insert just after it).
-    """
-
-    node: cst.CSTNode
-    content: str
-    where: str = "replace"
-
-
-@dataclass(frozen=True)
-class FixSpec:
-    applicability: Applicability
-    title: str
-    edits: Tuple[NodeEdit, ...]
 
 
 class Rule:

@@ -1,0 +1,83 @@
+"""Layering of the package: no import circle, no oversized module, one shared analysis."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "torchmemlint"
+# The layers from the bottom up: a module may import only from its own layer or below.
+LAYERS = [
+    {"torchmemlint.findings", "torchmemlint.tree", "torchmemlint.analysis", "torchmemlint.names"},
+    {"torchmemlint.context"},
+    {"torchmemlint.rules"},
+]  # above them: the engine, the CLI and the other surfaces
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int:
+    for index, layer in enumerate(LAYERS):
+        if any(module == top or module.startswith(top + ".") for top in layer):
+            return index
+    return len(LAYERS)
+
+
+def _imports(path: Path):
+    """Every torchmemlint module a file imports, at run time or under TYPE_CHECKING."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+
+
+LAYERED = [
+    path
+    for path in sorted(PACKAGE.rglob("*.py"))
+    if _layer(_module_name(path)) < len(LAYERS)
+]
+
+
+@pytest.mark.parametrize("path", LAYERED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_modules_import_only_from_their_layer_or_below(path):
+    own = _layer(_module_name(path))
+    above = [
+        module
+        for module in _imports(path)
+        if module.startswith("torchmemlint") and _layer(module) > own
+    ]
+    assert above == [], f"{_module_name(path)} imports from a higher layer: {above}"
+
+
+@pytest.mark.parametrize(
+    "first", ["torchmemlint.rules", "torchmemlint.rules.base", "torchmemlint.context",
+              "torchmemlint.analysis", "torchmemlint.engine", "torchmemlint.cli"]
+)
+def test_each_entry_module_imports_first_in_a_fresh_interpreter(first):
+    """An import circle shows when the modules are imported in an unusual order."""
+    code = (
+        "import sys, importlib\n"
+        f"importlib.import_module({first!r})\n"
+        "from torchmemlint.rules import all_rules\n"
+        "assert all_rules()\n"
+        f"print('torchmemlint.engine' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    if first != "torchmemlint.engine" and first != "torchmemlint.cli":
+        # The rules and the analysis stand without the engine.
+        assert result.stdout.strip() == "False"
+

@@ -1,0 +1,164 @@
+"""Qualified names without libcst's scope providers.
+
+libcst's ScopeProvider and QualifiedNameProvider cost more than the parse itself on large
+corpora, so the engine keeps a small binding table per scope instead: imports give a name its
+qualified name (``from torch.nn import ReLU as R`` makes ``R`` mean ``torch.nn.ReLU``), any
+other binding (class, def, assignment) makes it local. Later bindings win, as at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional
+
+import libcst as cst
+
+# Private module paths that torch re-exports under a public name.
+_CANONICAL_PREFIXES = (
+    ("torch.nn.modules.", "torch.nn."),
+    ("torch.utils.checkpoint.", "torch.utils.checkpoint."),
+)
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """``a.b.c`` for Name/Attribute chains, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def canonical(qualified: str) -> str:
+    """Map ``torch.nn.modules.activation.ReLU`` to ``torch.nn.ReLU``."""
+    if qualified.startswith("torch.nn.modules."):
+        return "torch.nn." + qualified.rsplit(".", 1)[-1]
+    return qualified
+
+
+def _module_name(node: cst.BaseExpression) -> str:
+    name = dotted_name(node)
+    assert name is not None  # import targets are always dotted names
+    return name
+
+
+class Bindings:
+    """Local name -> qualified name (``None``: bound locally, not an import)."""
+
+    def __init__(self, parent: Optional["Bindings"] = None) -> None:
+        self.parent = parent
+        self.names: Dict[str, Optional[str]] = {}
+        self.star_modules: List[str] = []
+
+    def lookup(self, name: str) -> Optional[str]:
+        scope: Optional[Bindings] = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+    def is_bound(self, name: str) -> bool:
+        scope: Optional[Bindings] = self
+        while scope is not None:
+            if name in scope.names:
+                return True
+            scope = scope.parent
+        return False
+
+    def star_lookup(self, name: str) -> Optional[str]:
+        scope: Optional[Bindings] = self
+        while scope is not None:
+            if scope.star_modules:
+                return f"{scope.star_modules[0]}.{name}"
+            scope = scope.parent
+        return None
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        """Qualified name of a Name/Attribute expression, or None if it is not imported."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if self.is_bound(head):
+            base = self.lookup(head)
+        else:
+            base = self.star_lookup(head)
+        if base is None:
+            return None
+        return canonical(f"{base}.{rest}" if rest else base)
+
+    def bind_statements(self, statements: Iterable[cst.CSTNode]) -> None:
+        """Record the bindings made directly by a block of statements (no descent into defs)."""
+        for statement in statements:
+            self._bind_statement(statement)
+
+    def bind_parameters(self, params: cst.Parameters) -> None:
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                every.append(extra)
+        for param in every:
+            self.names[param.name.value] = None
+
+    def _bind_statement(self, statement: cst.CSTNode) -> None:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                self._bind_small(small)
+        elif isinstance(statement, (cst.ClassDef, cst.FunctionDef)):
+            self.names[statement.name.value] = None
+        elif isinstance(statement, (cst.If, cst.Try, cst.With)):
+            # Imports guarded by `if TYPE_CHECKING:` / `try: ... except ImportError:` count.
+            self.bind_statements(statement.body.body)
+            if isinstance(statement, cst.If) and statement.orelse is not None:
+                orelse = statement.orelse
+                self.bind_statements(orelse.body.body if isinstance(orelse, cst.Else) else [orelse])
+            if isinstance(statement, cst.Try):
+                for handler in statement.handlers:
+                    self.bind_statements(handler.body.body)
+
+    def _bind_small(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                module = _module_name(alias.name)
+                if alias.asname is not None:
+                    self.names[_module_name(alias.asname.name)] = module
+                else:
+                    # `import torch.nn` binds `torch`, which then reaches torch.nn too.
+                    head = module.split(".", 1)[0]
+                    self.names[head] = head
+        elif isinstance(small, cst.ImportFrom):
+            if small.module is None or small.relative:
+                names = small.names
+                if not isinstance(names, cst.ImportStar):
+                    for alias in names:
+                        target = alias.asname.name if alias.asname else alias.name
+                        self.names[_module_name(target)] = None
+                return
+            module = _module_name(small.module)
+            if isinstance(small.names, cst.ImportStar):
+                self.star_modules.insert(0, module)
+                return
+            for alias in small.names:
+                imported = _module_name(alias.name)
+                local = _module_name(alias.asname.name) if alias.asname else imported
+                self.names[local] = f"{module}.{imported}"
+        elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = (
+                [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            )
+            for target in targets:
+                for name in _assigned_names(target):
+                    self.names[name] = None
+
+
+def _assigned_names(target: cst.BaseExpression) -> Iterable[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _assigned_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _assigned_names(target.value)

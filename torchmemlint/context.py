@@ -1,0 +1,89 @@
+"""What a rule sees of the file being linted: ``FileContext``, below the engine and the rules.
+
+The engine imports this module and the rules; the rules import it (through ``rules.base``);
+it imports neither, so there is no import circle. The shared per-file analysis
+(``torchmemlint.analysis``) hangs off the context and is built lazily, once per file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.names import Bindings
+
+from torchmemlint.findings import Applicability
+
+if TYPE_CHECKING:
+    from torchmemlint.analysis import FileAnalysis
+
+
+@dataclass(frozen=True)
+class NodeEdit:
+    """An edit expressed on the tree; the engine turns it into a text range after the visit.
+
+    ``where`` is "replace" (the node's code, owned whitespace included), "before" (insert
+    just before the node) or "after" (insert just after it).
+    """
+
+    node: cst.CSTNode
+    content: str
+    where: str = "replace"
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    applicability: Applicability
+    title: str
+    edits: Tuple[NodeEdit, ...]
+
+
+@dataclass
+class _PendingFinding:
+    code: str
+    node: cst.CSTNode
+    message: str
+    fix: Optional[FixSpec]
+
+
+class FileContext:
+    """What a rule sees of the file being linted."""
+
+    def __init__(self, module: cst.Module, filename: str, options: Dict[str, Any]) -> None:
+        self.module = module
+        self.filename = filename
+        self.options = options
+        self.bindings = Bindings()
+        self.bindings.bind_statements(module.body)
+        self.module_bindings = self.bindings
+        self.pending: List[_PendingFinding] = []
+        # The statements enclosing the node being visited, outermost first.
+        self.statement_stack: List[cst.CSTNode] = []
+        self._shared: Dict[str, Any] = {}
+        self._analysis: Optional["FileAnalysis"] = None
+
+    @property
+    def analysis(self) -> "FileAnalysis":
+        """The file's shared model (names, classes, flows, autograd scopes, checkpoints)."""
+        if self._analysis is None:
+            from torchmemlint.analysis import FileAnalysis
+
+            self._analysis = FileAnalysis(self.module, self.module_bindings)
+        return self._analysis
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.bindings.qualify(node)
+
+    def option_value(self, name: str) -> Any:
+        return self.options[name]
+
+    def shared(self, key: str, build: Callable[[], Any]) -> Any:
+        """A per-file value computed once and shared by the rules that need it."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]
+
+    def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
+        self.pending.append(_PendingFinding(code, node, message, fix))
