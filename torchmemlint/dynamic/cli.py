@@ -105,6 +105,12 @@ def _target_file(target: str) -> Optional[str]:
               help="dtype of the model and of floating inputs.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True,
               help="cuda measures the allocator; cpu estimates with fake tensors (nothing allocated).")
+@click.option("--estimate-for", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+              help="With --device cpu: the device whose kernels the estimate runs (cuda: its attention "
+              "and dropout kernels are emulated; cpu: the CPU's own).")
+@click.option("--real-tensors", is_flag=True,
+              help="With --device cpu: run the step on real CPU tensors (allocates the memory, computes; "
+              "CPU kernels), to check the estimate.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--select", multiple=True, metavar="CODES", help="Findings to verify (as the linter's --select)."
@@ -132,6 +138,8 @@ def profile(
     init_args: Optional[str],
     dtype: str,
     device: str,
+    estimate_for: str,
+    real_tensors: bool,
     output_format: str,
     select: Tuple[str, ...],
     ignore: Tuple[str, ...],
@@ -156,6 +164,8 @@ def profile(
     shapes = [parse_input_shape(text) for text in input_shapes]
     arguments = parse_init_args(init_args)
     budget_options = _budget_request(budget, optimizer, reserve, max_batch)
+    if real_tensors and device == "cuda":
+        raise fail("--real-tensors measures on the CPU; it cannot be used with --device cuda")
     if config_path is not None and not os.path.isfile(config_path):
         raise fail("--config: no such file: %s" % config_path)
     overrides = {
@@ -177,6 +187,7 @@ def profile(
         result = verify.run_profile(
             target, shapes, arguments, dtype, device, settings,
             verify=not no_verify, checkpoint_advice=checkpoint_advice,
+            estimate_for=estimate_for, real_tensors=real_tensors,
         )
         budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
                                     verified=not no_verify)

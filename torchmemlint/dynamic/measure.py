@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten
 
+from .emulate import ESTIMATE_FOR, EmulationLog, cuda_kernels, emulation_gaps
 from .errors import DynamicError, NoTensorOutputError
 from .tracker import (
     BACKWARD,
@@ -26,7 +27,9 @@ from .tracker import (
 ModuleSource = Union[nn.Module, Callable[[], nn.Module]]
 # A shape, optionally ending with a dtype name: (8, 3, 224, 224) or [8, 128, "int64"].
 InputSpec = Sequence[Union[int, str]]
-DEVICES = ("fake", "cpu", "cuda")
+# "fake": fake tensors on the cpu device running CUDA's attention/dropout kernels;
+# "fake-cpu": fake tensors with the CPU's own kernels; "cpu"/"cuda": real tensors.
+DEVICES = ("fake", "fake-cpu", "cpu", "cuda")
 
 
 @dataclass
@@ -65,6 +68,11 @@ class StepReport:
     events: List[MemoryEvent] = field(repr=False)
     seconds: float = 0.0
     cuda: Optional[CudaFigures] = None
+    # Under fake tensors: the device whose kernels ran ("cuda": attention and
+    # dropout as CUDA runs them, see emulate.py; "cpu": the CPU's own).
+    estimate_for: Optional[str] = None
+    emulated: Dict[str, int] = field(default_factory=dict)  # kernel -> calls replaced
+    emulation_gaps: List[str] = field(default_factory=list)
 
     @property
     def resident_bytes(self) -> int:
@@ -95,6 +103,7 @@ def measure_training_step(
     device: str = "fake",
     round_to: int = 512,
     seed: int = 0,
+    estimate_for: str = "cuda",
 ) -> StepReport:
     """Run forward, a scalar loss and backward once and report its memory.
 
@@ -107,9 +116,17 @@ def measure_training_step(
     warm-up step first and adds the allocator's own figures.  A module
     instance is run in place on "cpu"/"cuda" (its grads and BatchNorm
     statistics change).
+
+    ``estimate_for`` (fake device only): ``"cuda"`` runs attention and dropout
+    as CUDA would (``emulate.cuda_kernels``), ``"cpu"`` the CPU's own kernels.
     """
     if device not in DEVICES:
         raise DynamicError("device must be one of %s, not %r" % ("/".join(DEVICES), device))
+    if estimate_for not in ESTIMATE_FOR:
+        raise DynamicError("estimate_for must be cuda or cpu, not %r" % (estimate_for,))
+    if device == "fake-cpu":
+        device, estimate_for = "fake", "cpu"
+    emulation = EmulationLog() if device == "fake" and estimate_for == "cuda" else None
     if device == "cuda" and not torch.cuda.is_available():
         raise DynamicError("device 'cuda' requested but torch.cuda is not available")
     default_dtype = _as_dtype(dtype)
@@ -134,7 +151,7 @@ def measure_training_step(
             cuda_start = torch.cuda.memory_allocated()
         torch.manual_seed(seed)
         tracker = LiveTracker(round_to)
-        forward_end = _training_step(prepared, inputs, tracker)
+        forward_end = _training_step(prepared, inputs, tracker, emulation)
         grad_bytes = storage_bytes([p.grad for p in params], round_to)
         cuda = None
         if cuda_start is not None:
@@ -166,6 +183,9 @@ def measure_training_step(
         events=tracker.events,
         seconds=time.perf_counter() - started,
         cuda=cuda,
+        estimate_for=(estimate_for if device == "fake" else None),
+        emulated=emulation.to_dict() if emulation is not None else {},
+        emulation_gaps=emulation_gaps(tracker.ops_seen) if emulation is not None else [],
     )
 
 
@@ -227,13 +247,16 @@ class _Prepared:
 
 
 def _training_step(
-    prepared: _Prepared, inputs: Sequence[torch.Tensor], tracker: LiveTracker
+    prepared: _Prepared, inputs: Sequence[torch.Tensor], tracker: LiveTracker,
+    emulation: Optional[EmulationLog] = None,
 ) -> TrackerSnapshot:
-    """Forward + loss + backward under ``tracker``; returns the forward-end snapshot."""
+    """Forward + loss + backward under ``tracker``; returns the forward-end snapshot.
+    With ``emulation``, the forward runs CUDA's attention and dropout kernels."""
     tracker.track_modules(prepared.module)
+    kernels = cuda_kernels(emulation) if emulation is not None else contextlib.nullcontext()
     with tracker, _user_code_errors():
         tracker.phase = FORWARD
-        with tracker.record_saved_tensors():
+        with tracker.record_saved_tensors(), kernels:
             output = prepared.forward(inputs)
             loss = scalar_loss(output)
         forward_end = tracker.snapshot()

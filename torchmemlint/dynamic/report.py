@@ -72,6 +72,9 @@ def format_text(result: ProfileResult) -> str:
         rows.append(("max_memory_allocated", format_bytes(step.cuda.max_allocated),
                      "%s not seen by the tracker (workspaces, block slack)" % untracked))
         rows.append(("max_memory_reserved", format_bytes(step.cuda.max_reserved), ""))
+    if step.emulated:
+        rows.append(("CUDA kernels", "emulated", ", ".join(
+            "%s x%d" % item for item in sorted(step.emulated.items()))))
     if result.allocator is not None:
         rows.append(("simulated allocator", format_bytes(result.allocator.max_allocated),
                      "allocated; reserved %s (a model of CUDA's caching allocator)"
@@ -120,7 +123,7 @@ def format_text(result: ProfileResult) -> str:
     for section in result.sections:
         lines += ["", section.title] + ["  " + line for line in section.lines]
     if result.limits:
-        lines += ["", "Not seen by a CPU estimate"] + ["  - " + limit for limit in result.limits]
+        lines += ["", "What this figure does and does not count"] + ["  - " + limit for limit in result.limits]
     if result.warnings:
         lines += ["", "Warnings raised by the model's code"] + ["  - " + w for w in result.warnings]
     lines += ["", "Measured in %.1f s." % result.seconds]

@@ -100,6 +100,8 @@ class LiveTracker(TorchDispatchMode):
         self._module_names: Dict[int, str] = {}
         self._module_stack: List[str] = []
         self._hook_handles: List[Any] = []
+        # Names of all aten ops dispatched, allocating or not.
+        self.ops_seen: set = set()
 
     # -- module attribution -------------------------------------------------
 
@@ -144,7 +146,8 @@ class LiveTracker(TorchDispatchMode):
             id(t.untyped_storage()) for t in _tensors(args, kwargs) if _has_storage(t)
         }
         op_name = func.overloadpacket.__name__
-        for tensor in _tensors(out):
+        self.ops_seen.add(op_name)
+        for tensor, aliases_input in _outputs(func, out):
             if not _has_storage(tensor):
                 continue
             storage = tensor.untyped_storage()
@@ -153,7 +156,9 @@ class LiveTracker(TorchDispatchMode):
             if record is not None:
                 # resize_ and out= variants can grow an already counted storage.
                 self._resize(record, storage.nbytes(), op_name)
-            elif key not in input_storages:
+            elif key not in input_storages and not aliases_input:
+                # A view never allocates, even when fake tensors give it a storage of its
+                # own (views of deep-copied or re-wrapped fake parameters do: issue 11).
                 self._allocate(storage, op_name)
         return out
 
@@ -249,6 +254,34 @@ def _tensors(*trees: Any) -> Iterable[torch.Tensor]:
         for leaf in leaves:
             if isinstance(leaf, torch.Tensor):
                 yield leaf
+
+
+_ALIASING: Dict[Any, Tuple[bool, ...]] = {}
+
+
+def _aliasing_returns(func: Any) -> Tuple[bool, ...]:
+    """Per return of ``func``'s schema: does it alias an input (views, in-place, out=)?"""
+    flags = _ALIASING.get(func)
+    if flags is None:
+        try:
+            flags = tuple(ret.alias_info is not None for ret in func._schema.returns)
+        except AttributeError:  # not an OpOverload: count by storage only
+            flags = ()
+        _ALIASING[func] = flags
+    return flags
+
+
+def _outputs(func: Any, out: Any) -> Iterable[Tuple[torch.Tensor, bool]]:
+    """The tensors ``func`` returned, each with whether its schema says it aliases an input."""
+    flags = _aliasing_returns(func)
+    if len(flags) > 1 and isinstance(out, (tuple, list)) and len(out) == len(flags):
+        for value, aliases in zip(out, flags):
+            for tensor in _tensors(value):
+                yield tensor, aliases
+        return
+    aliases = len(flags) == 1 and flags[0]
+    for tensor in _tensors(out):
+        yield tensor, aliases
 
 
 def _has_storage(tensor: torch.Tensor) -> bool:

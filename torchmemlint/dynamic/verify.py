@@ -33,6 +33,7 @@ from torchmemlint.findings import Finding
 from torchmemlint.fixer import apply_edits
 from torchmemlint.sourcefile import SourceError, read_source
 
+from .emulate import ESTIMATE_FOR
 from .errors import DynamicError
 from .measure import InputSpec, StepReport, _as_dtype, _normalise_specs, measure_training_step
 from .numerics import NumericsReport, compare_numerics
@@ -421,7 +422,7 @@ class _Verifier:
             after = measure_training_step(
                 rebuilt, self.input_shapes, dtype=self.dtype, device=self.device,
                 round_to=self.round_to, seed=self.seed,
-            ) if self.device == "fake" else measure_source_variant(
+            ) if is_fake(self.device) else measure_source_variant(
                 self.target, variant.text, self.init_args, self.input_shapes, self.dtype, self.device,
                 round_to=self.round_to, seed=self.seed,
             )
@@ -764,6 +765,8 @@ class ProfileResult:
     warnings: List[str] = field(default_factory=list)  # raised by the user's code
     sections: List[ReportSection] = field(default_factory=list)
     seconds: float = 0.0
+    # The measuring device: "fake" (CUDA's kernels), "fake-cpu", "cpu" (real) or "cuda".
+    measuring: str = "fake"
 
     def add_section(self, key: str, title: str, lines: List[str], data: Any) -> None:
         self.sections.append(ReportSection(key, title, lines, data))
@@ -775,6 +778,8 @@ class ProfileResult:
             "device": self.device,
             "method": self.method,
             "dtype": self.dtype,
+            "estimate_for": step.estimate_for,
+            "emulated": step.emulated,
             "input_shapes": self.input_shapes,
             "peak_bytes": step.peak_bytes,
             "peak_phase": step.peak_phase,
@@ -804,13 +809,26 @@ class ProfileResult:
         return data
 
 
-def resolve_device(device: str) -> str:
-    """``auto``/``cpu``/``cuda`` -> the measuring device: ``cuda`` or ``fake``."""
+def is_fake(measuring: str) -> bool:
+    """A measuring device that runs on fake tensors (an estimate, nothing allocated)."""
+    return measuring in ("fake", "fake-cpu")
+
+
+def resolve_device(device: str, estimate_for: str = "cuda", real_tensors: bool = False) -> str:
+    """``auto``/``cpu``/``cuda`` -> the measuring device: ``cuda``; ``fake`` (an
+    estimate with CUDA's kernels), ``fake-cpu`` (with the CPU's) or, with
+    ``real_tensors``, ``cpu`` (a real CPU step)."""
+    if estimate_for not in ESTIMATE_FOR:
+        raise DynamicError("--estimate-for must be cuda or cpu, not %r" % (estimate_for,))
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "fake"
+        device = "cuda" if torch.cuda.is_available() and not real_tensors else "cpu"
     if device == "cpu":
-        return "fake"
+        if real_tensors:
+            return "cpu"
+        return "fake" if estimate_for == "cuda" else "fake-cpu"
     if device == "cuda":
+        if real_tensors:
+            raise DynamicError("--real-tensors measures on the CPU; it cannot be used with --device cuda")
         if not torch.cuda.is_available():
             raise DynamicError("--device cuda requested but torch.cuda is not available")
         return "cuda"
@@ -827,15 +845,18 @@ def run_profile(
     verify: bool = True,
     checkpoint_advice: bool = False,
     seed: int = 0,
+    estimate_for: str = "cuda",
+    real_tensors: bool = False,
 ) -> ProfileResult:
     """Build the target, measure one training step, verify the findings inside it.
 
     Findings come from linting the target's file with ``settings`` (the
     linter's selection).  Checkpoint placements are measured when asked or
-    when a deep-stack finding needs them.
+    when a deep-stack finding needs them.  ``estimate_for``/``real_tensors``:
+    see ``resolve_device``.
     """
     started = time.perf_counter()
-    measuring = resolve_device(device)
+    measuring = resolve_device(device, estimate_for, real_tensors)
     target = read_target_source(target_spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -856,11 +877,12 @@ def run_profile(
         dtype=str(dtype),
         input_shapes=[list(spec) for spec in _normalise_specs(input_shapes)],
         report=report,
-        allocator=report.simulate_allocator() if measuring == "fake" else None,
+        allocator=report.simulate_allocator() if measuring != "cuda" else None,
         findings=verdicts,
         placements=placements or [],
-        limits=estimate_limits(report) if measuring == "fake" else [],
+        limits=estimate_limits(report, measuring) if measuring != "cuda" else [],
         warnings=_unique_messages(caught),
+        measuring=measuring,
     )
     result.seconds = time.perf_counter() - started
     return result
@@ -869,25 +891,43 @@ def run_profile(
 def _method(measuring: str) -> str:
     if measuring == "cuda":
         return "torch.cuda.max_memory_allocated after reset_peak_memory_stats and a warm-up step"
-    return (
-        "fake tensors on the cpu device (FakeTensorMode), exact bytes in 512-byte blocks, nothing allocated"
+    if measuring == "cpu":
+        return "a real step on the CPU (real tensors, CPU kernels), every storage tracked in 512-byte blocks"
+    kernels = (
+        "an estimate of CUDA: its attention and dropout kernels emulated"
+        if measuring == "fake" else "an estimate of the CPU: the CPU's own kernels"
     )
+    return "fake tensors on the cpu device (FakeTensorMode), %s; exact bytes in 512-byte blocks, nothing allocated" % kernels
 
 
-def estimate_limits(report: StepReport) -> List[str]:
-    """What a CPU estimate cannot see, for this model (memory-facts §2)."""
+_ATTENTION_OPS = ("scaled_dot_product", "_safe_softmax")
+_DROPOUT_OPS = ("bernoulli", "native_dropout")
+
+
+def estimate_limits(report: StepReport, measuring: str = "fake") -> List[str]:
+    """What this measurement does and does not see, for this model (emulate.py)."""
     ops = {event.op for event in report.events}
     limits = [
-        "a lower bound of CUDA's max_memory_allocated: kernel workspaces (cuDNN, cuBLAS) are not counted",
-        "max_memory_reserved (what runs out) is often 9-50 % above the allocated peak; "
+        "kernel workspaces and temporaries inside kernels (cuDNN, cuBLAS, attention backward) are in "
+        "CUDA's max_memory_allocated but not in this figure, which counts op outputs",
+        "max_memory_reserved (what runs out) can be well above the allocated peak; "
         "the simulated allocator figure is a model",
     ]
-    if "bernoulli" in ops or "native_dropout" in ops:
+    uses_attention = any(name in op for op in ops for name in _ATTENTION_OPS)
+    uses_dropout = any(name in op for op in ops for name in _DROPOUT_OPS)
+    if measuring == "fake":
+        if report.emulated:
+            limits.append(
+                "estimate of CUDA: scaled_dot_product_attention runs the kernel torch picks on a GPU of "
+                "compute capability 8.0 or later (flash for fp16/bf16, memory-efficient for fp32 or a mask, "
+                "else math; cuDNN attention is not emulated); dropout keeps a 1-byte mask (native_dropout)"
+            )
+        limits.extend(report.emulation_gaps)
+    elif uses_attention or uses_dropout:
         limits.append(
-            "dropout: CUDA keeps a 1-byte mask per element where CPU keeps 4 bytes (estimate is high)"
+            "CPU kernels: attention and dropout ran as on the CPU (with dropout, attention keeps the "
+            "softmax; dropout keeps 4-byte noise); CUDA keeps less: --estimate-for cuda estimates it"
         )
-    if any("scaled_dot_product" in op for op in ops):
-        limits.append("attention: a GPU may pick another scaled_dot_product_attention kernel than the CPU")
     return limits
 
 
