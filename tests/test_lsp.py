@@ -395,3 +395,59 @@ def test_the_server_process_never_imports_torch_while_it_lints(tmp_path):
     imported = re.findall(r"\|\s+([\w.]+)\s*$", result.stderr.decode(), re.M)
     assert "torchmemlint.lsp" in imported
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
+
+
+def _surface(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The CLI or flake8, with the test-only rules registered, as a subprocess."""
+    return subprocess.run(
+        [sys.executable, LAUNCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def _tml_rows(result: subprocess.CompletedProcess) -> List[tuple]:
+    assert "Traceback" not in result.stderr, result.stderr
+    rows = []
+    for line in result.stdout.splitlines():
+        parts = line.split(":", 3)
+        if len(parts) == 4 and parts[3].split()[0].startswith("TML"):
+            rows.append((int(parts[1]), parts[3].split()[0]))
+    return sorted(rows)
+
+
+@pytest.mark.asyncio
+async def test_after_the_noqa_action_the_cli_flake8_and_the_server_are_all_silent(client):
+    # Multi-line statements (flake8 reads `# noqa` on the reported row only), a finding in a
+    # compound statement's header, two findings on one row, and a rule enabled by the config.
+    text = (
+        "import torch\n"
+        "a = torch.autograd.Variable(\n"
+        "    torch.ones(2)\n"
+        ")\n"
+        "for v in torch.autograd.Variable(\n"
+        "    torch.ones(2)\n"
+        "):\n"
+        "    pass\n"
+        "c = torch.zeros(2, 3); d = torch.autograd.Variable(\n"
+        "    1)\n"
+    )
+    path = client.root / "model.py"
+    path.write_text(text, encoding="utf-8")
+    expected = [(2, "TML990"), (5, "TML990"), (9, "TML990"), (9, "TML991")]
+    assert _tml_rows(_surface("torchmemlint", "check", "model.py", cwd=client.root)) == expected
+    assert _tml_rows(_surface("flake8", "model.py", cwd=client.root)) == expected
+
+    uri, published = await open_and_wait(client, "model.py", text)
+    version = 1
+    while published.diagnostics:
+        [action] = [
+            a for a in await actions_at(client, uri, published.diagnostics[0]) if "noqa" in a.title
+        ]
+        text = apply_edits(text, action.edit, uri)
+        version += 1
+        published = await change_and_wait(client, uri, text, version)
+    assert version == 1 + len(expected)
+    assert text.splitlines()[8].endswith("# noqa: TML991, TML990")
+
+    path.write_text(text, encoding="utf-8")
+    assert _tml_rows(_surface("torchmemlint", "check", "model.py", cwd=client.root)) == []
+    assert _tml_rows(_surface("flake8", "model.py", cwd=client.root)) == []
