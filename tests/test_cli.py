@@ -84,6 +84,39 @@ def test_runs_without_subcommand_and_with_check(tmp_path):
     assert run(["check", "bad.py"], tmp_path).stdout == run(["bad.py"], tmp_path).stdout
 
 
+def test_bare_command_lints_the_current_directory_as_check_does(tmp_path):
+    write(tmp_path / "pkg" / "bad.py", BAD)
+    bare = run([], tmp_path)
+    assert bare.returncode == 1
+    assert bare.stdout == run(["check"], tmp_path).stdout == run(["."], tmp_path).stdout
+    assert bare.stdout.startswith("pkg/bad.py:9:20: TML201")
+    assert run(["--fix"], tmp_path).returncode == 0  # and --fix alone fixes the same files
+    assert run([], tmp_path).stdout == "All checks passed!\n"
+    usage = run(["--help"], tmp_path)
+    assert usage.returncode == 0 and "Usage:" in usage.stdout
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--statistics", "--output-format", "json"], "--statistics"),
+        (["--statistics", "--output-format", "sarif"], "--statistics"),
+        (["--statistics", "--output-format", "github"], "--statistics"),
+        (["--statistics", "--diff"], "--statistics"),
+        (["--diff", "--output-format", "json"], "--diff"),
+        (["--diff", "--output-file", "report.txt"], "--diff"),
+        (["--stdin-filename", "bad.py"], "--stdin-filename"),  # with a path, not `-`
+    ],
+)
+def test_options_that_would_do_nothing_together_are_usage_errors(tmp_path, args, named):
+    path = write(tmp_path / "bad.py", BAD)
+    result = run([*args, "bad.py"], tmp_path, stdin=GOOD)
+    assert (result.returncode, result.stdout) == (2, "")
+    [message] = result.stderr.splitlines()
+    assert message.startswith("torchmemlint: error: ") and named in message
+    assert path.read_text() == BAD and not (tmp_path / "report.txt").exists()
+
+
 def test_json_output_follows_ruff_schema(tmp_path):
     write(tmp_path / "bad.py", BAD)
     result = run(["--output-format", "json", "bad.py"], tmp_path)

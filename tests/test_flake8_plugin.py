@@ -100,6 +100,36 @@ def test_flake8_select_ignore_and_noqa_decide(tmp_path):
     assert [row for _, row, _, _ in unsuppressed] == [3, 4, 5]
 
 
+@pytest.mark.parametrize(
+    "directive, rows",
+    [
+        ("# torchmemlint: noqa", []),
+        ("# torchmemlint: noqa: TML4", []),
+        ("# torchmemlint: noqa: TML401, TML2", []),
+        ("# TorchMemLint: NOQA:TML401", []),
+        ("# torchmemlint: noqa: TML2", [3, 4, 5]),  # another rule's code: no effect
+        ("# noqa: TML401", [3, 4, 5]),  # a row's noqa covers that row only
+        ("x = '# torchmemlint: noqa'", [3, 4, 5]),  # a string, not a comment
+    ],
+)
+def test_the_file_level_directive_is_honoured_as_by_the_cli(tmp_path, directive, rows):
+    source = NOQA.replace("  # noqa: TML401", "").replace("  # noqa: TML4", "")
+    (tmp_path / "noqa.py").write_text(f"{directive}\n{source}", encoding="utf-8")
+    shifted = [row + 1 for row in rows]
+    result = flake8("--isolated", "noqa.py", cwd=tmp_path)
+    assert [row for _, row, _, _ in tml_lines(result)] == shifted, result.stdout
+    cli = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--isolated", "noqa.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert [int(line.split(":")[1]) for line in cli.stdout.splitlines() if ": TML" in line] == (
+        shifted
+    )
+    # --disable-noqa shows them again, as --ignore-noqa does for the CLI.
+    shown = flake8("--isolated", "--disable-noqa", "noqa.py", cwd=tmp_path)
+    assert [row for _, row, _, _ in tml_lines(shown)] == [4, 5, 6]
+
+
 def test_default_off_rule_runs_only_when_selected(tmp_path):
     (tmp_path / "zeros.py").write_text(ZEROS, encoding="utf-8")
     assert tml_lines(flake8("--isolated", "zeros.py", cwd=tmp_path, launcher=True)) == []

@@ -179,7 +179,7 @@ async def test_diagnostics_quick_fixes_noqa_and_fix_all(client: LanguageClient):
 
 
 @pytest.mark.asyncio
-async def test_noqa_goes_where_the_statement_ends_and_extends_an_existing_noqa(client):
+async def test_noqa_goes_on_the_reported_row_and_extends_an_existing_noqa(client):
     text = (
         "import torch\n"
         "a = torch.autograd.Variable(\n"
@@ -192,7 +192,8 @@ async def test_noqa_goes_where_the_statement_ends_and_extends_an_existing_noqa(c
     for diagnostic in published.diagnostics:
         action = [a for a in await actions_at(client, uri, diagnostic) if "noqa" in a.title][0]
         text = apply_edits(text, action.edit, uri)
-    assert text.splitlines()[3] == ")  # noqa: TML990"
+    # On the reported row, the one flake8 reads too (the CLI and the server read any row).
+    assert text.splitlines()[1] == "a = torch.autograd.Variable(  # noqa: TML990"
     assert text.splitlines()[4].endswith("# noqa: E501, TML990")
     assert list((await change_and_wait(client, uri, text, 2)).diagnostics) == []
 
@@ -219,14 +220,17 @@ async def test_changes_are_debounced_to_the_latest_version(client):
 @pytest.mark.asyncio
 async def test_config_is_reloaded_when_it_changes(client):
     uri, published = await open_and_wait(client, "model.py", MODEL)
-    # The server asks the editor to watch pyproject.toml files (right after `initialized`).
+    # The server asks the editor to watch the config files (right after `initialized`).
     for _ in range(TIMEOUT * 10):
         if client.registrations:
             break
         await asyncio.sleep(0.1)
     [registration] = client.registrations
     assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
-    assert registration.register_options["watchers"][0]["globPattern"] == "**/pyproject.toml"
+    assert sorted(w["globPattern"] for w in registration.register_options["watchers"]) == [
+        "**/pyproject.toml",
+        "**/torchmemlint.toml",
+    ]
     assert sorted(by_code(published.diagnostics)) == ["TML990", "TML991"]
 
     config = client.root / "pyproject.toml"
@@ -248,8 +252,67 @@ async def test_config_is_reloaded_when_it_changes(client):
         )
     )
     published = await asyncio.wait_for(waiting, TIMEOUT)
-    assert any("NOPE" in message.message for message in client.messages)
-    assert [d.code for d in published.diagnostics] == ["TML990"]  # the defaults meanwhile
+    [shown] = [message for message in client.messages if "NOPE" in message.message]
+    assert shown.type == types.MessageType.Error
+    assert f"{config}:2:" in shown.message and "last good settings" in shown.message
+    assert list(published.diagnostics) == []  # the last good settings meanwhile
+
+
+NEOVIM = client_capabilities("neovim")  # the newest Neovim pytest-lsp knows: no file watching
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
+async def neovim(lsp_client: LanguageClient, request):
+    root = request.getfixturevalue("tmp_path")
+    watching = NEOVIM.workspace.did_change_watched_files
+    assert watching is None or not watching.dynamic_registration
+    await start(lsp_client, root, NEOVIM)
+    lsp_client.root = root
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_config_edits_count_without_file_watch_events_or_buffer_edits(neovim):
+    client = neovim
+    uri, published = await open_and_wait(client, "model.py", MODEL)
+    assert sorted(by_code(published.diagnostics)) == ["TML990", "TML991"]
+    config = client.root / "pyproject.toml"
+
+    # Edited outside the editor: no event, no buffer change; the server notices by itself.
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    config.write_text('[tool.torchmemlint]\nignore = ["TML990"]\n', encoding="utf-8")
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    assert list(published.diagnostics) == []
+
+    # Broken (an unclosed list): a visible error naming file and line; last good settings.
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    config.write_text('[tool.torchmemlint]\nselect = ["TML4"\n', encoding="utf-8")
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    assert list(published.diagnostics) == []
+    [shown] = [message for message in client.messages if "invalid TOML" in message.message]
+    assert f"{config}:2: invalid TOML" in shown.message
+
+    # Repaired: back in force. A closer torchmemlint.toml, created later, governs the files of
+    # its directory, as for the CLI.
+    config.write_text(CONFIG, encoding="utf-8")
+    published = await asyncio.wait_for(waiting_for(client, uri), TIMEOUT)
+    assert sorted(by_code(published.diagnostics)) == ["TML990", "TML991"]
+    (client.root / "sub").mkdir()
+    sub_uri, sub = await open_and_wait(client, "sub/model.py", MODEL)
+    assert sorted(by_code(sub.diagnostics)) == ["TML990", "TML991"]
+    (client.root / "sub" / "torchmemlint.toml").write_text('ignore = ["TML99"]\n')
+    published = await asyncio.wait_for(waiting_for(client, sub_uri), TIMEOUT)
+    assert list(published.diagnostics) == []
+    assert not [m for m in client.messages if "sub" in m.message]
+
+
+async def waiting_for(client: LanguageClient, uri: str):
+    """The next diagnostics published for ``uri`` (others may come first)."""
+    while True:
+        published = await client.protocol.wait_for_notification_async(PUBLISH)
+        if published.uri == uri:
+            return published
 
 
 @pytest.mark.asyncio
@@ -332,3 +395,59 @@ def test_the_server_process_never_imports_torch_while_it_lints(tmp_path):
     imported = re.findall(r"\|\s+([\w.]+)\s*$", result.stderr.decode(), re.M)
     assert "torchmemlint.lsp" in imported
     assert not [name for name in imported if name == "torch" or name.startswith("torch.")]
+
+
+def _surface(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The CLI or flake8, with the test-only rules registered, as a subprocess."""
+    return subprocess.run(
+        [sys.executable, LAUNCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def _tml_rows(result: subprocess.CompletedProcess) -> List[tuple]:
+    assert "Traceback" not in result.stderr, result.stderr
+    rows = []
+    for line in result.stdout.splitlines():
+        parts = line.split(":", 3)
+        if len(parts) == 4 and parts[3].split()[0].startswith("TML"):
+            rows.append((int(parts[1]), parts[3].split()[0]))
+    return sorted(rows)
+
+
+@pytest.mark.asyncio
+async def test_after_the_noqa_action_the_cli_flake8_and_the_server_are_all_silent(client):
+    # Multi-line statements (flake8 reads `# noqa` on the reported row only), a finding in a
+    # compound statement's header, two findings on one row, and a rule enabled by the config.
+    text = (
+        "import torch\n"
+        "a = torch.autograd.Variable(\n"
+        "    torch.ones(2)\n"
+        ")\n"
+        "for v in torch.autograd.Variable(\n"
+        "    torch.ones(2)\n"
+        "):\n"
+        "    pass\n"
+        "c = torch.zeros(2, 3); d = torch.autograd.Variable(\n"
+        "    1)\n"
+    )
+    path = client.root / "model.py"
+    path.write_text(text, encoding="utf-8")
+    expected = [(2, "TML990"), (5, "TML990"), (9, "TML990"), (9, "TML991")]
+    assert _tml_rows(_surface("torchmemlint", "check", "model.py", cwd=client.root)) == expected
+    assert _tml_rows(_surface("flake8", "model.py", cwd=client.root)) == expected
+
+    uri, published = await open_and_wait(client, "model.py", text)
+    version = 1
+    while published.diagnostics:
+        [action] = [
+            a for a in await actions_at(client, uri, published.diagnostics[0]) if "noqa" in a.title
+        ]
+        text = apply_edits(text, action.edit, uri)
+        version += 1
+        published = await change_and_wait(client, uri, text, version)
+    assert version == 1 + len(expected)
+    assert text.splitlines()[8].endswith("# noqa: TML991, TML990")
+
+    path.write_text(text, encoding="utf-8")
+    assert _tml_rows(_surface("torchmemlint", "check", "model.py", cwd=client.root)) == []
+    assert _tml_rows(_surface("flake8", "model.py", cwd=client.root)) == []

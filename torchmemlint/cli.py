@@ -6,12 +6,12 @@ import difflib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import click
 
 from torchmemlint import __version__
-from torchmemlint.config import ConfigError, Settings, resolve_settings, split_selectors
+from torchmemlint.config import ConfigError, Resolver, Settings, split_selectors
 from torchmemlint.docs import default_label, rule_page, rules_markdown
 from torchmemlint.dynamic.cli import dynamic_report, profile
 from torchmemlint.engine import (
@@ -36,11 +36,12 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class _DefaultCommandGroup(click.Group):
-    """``torchmemlint src/`` means ``torchmemlint check src/`` (Ruff's ergonomics)."""
+    """``torchmemlint src/`` means ``torchmemlint check src/`` (Ruff's ergonomics), and a bare
+    ``torchmemlint`` means ``torchmemlint check``, which lints ``.`` as ``--fix`` alone does."""
 
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
-        bare_help = not args or args[0] in ("--help", "-h", "--version")
-        if not bare_help and args[0] not in self.commands:
+        bare_help = bool(args) and args[0] in ("--help", "-h", "--version")
+        if not bare_help and (not args or args[0] not in self.commands):
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -198,20 +199,38 @@ def check(
         raise _fail("--dynamic cannot be combined with --fix, --diff or standard input")
     if "-" in paths and not reading_stdin:
         raise _fail("`-` (standard input) cannot be combined with other paths")
+    # -- options that would do nothing together -------------------------------------------
+    if stdin_filename is not None and not reading_stdin:
+        raise _fail(
+            "--stdin-filename names the file standard input stands for; pass `-` as the only "
+            "path (or drop --stdin-filename to lint the paths)"
+        )
+    if statistics and (output_format != "text" or diff):
+        other = "--diff" if diff else f"--output-format {output_format}"
+        raise _fail(f"--statistics only changes the text report; it does nothing with {other}")
+    if diff and (output_format != "text" or output_file is not None):
+        raise _fail("--diff prints a diff to standard output; --output-format and "
+                    "--output-file do nothing with it")
+    # ---------------------------------------------------------------------------------------
     paths = paths or (".",)
     if config_path is not None and not os.path.isfile(config_path):
         raise _fail(f"--config: no such file: {config_path}")
-    # Standard input takes its config from where its file would be, as an editor expects.
-    start = os.path.dirname(os.path.abspath(stdin_filename)) if stdin_filename else os.getcwd()
+    # Each file gets the settings of the closest configuration above it (Ruff's hierarchy),
+    # wherever the command runs; standard input those of the file it stands for.
+    resolver = Resolver(config_path, isolated, overrides)
     try:
-        settings = resolve_settings(config_path, isolated, start, overrides)
+        Settings().with_overrides(**overrides).enabled_codes()  # a bad selector on the CLI
+        # Standard input's settings, and the [profile] table --dynamic reads.
+        settings = resolver.for_path(
+            stdin_filename if stdin_filename else (paths[0] if len(paths) == 1 else ".")
+        ) if reading_stdin or dynamic else Settings()
     except ConfigError as error:
         raise _fail(str(error))
     jobs = jobs or os.cpu_count() or 1
 
     stdin_source: Optional[SourceFile] = None
+    groups: Dict[Settings, List[str]] = {}
     if reading_stdin:
-        files: List[str] = []
         try:
             stdin_source, stdin_outcome = _check_stdin(
                 stdin_filename or "-", settings, fix or diff, unsafe_fixes, ignore_noqa
@@ -220,17 +239,26 @@ def check(
             stdin_outcome = _FileOutcome(stdin_filename or "-", error=str(error))
         outcomes: List[_FileOutcome] = [stdin_outcome]
     else:
-        files, missing = discover(paths, settings, force_exclude)
+        try:
+            files, missing = discover(paths, resolver, force_exclude)
+            for file in files:
+                groups.setdefault(resolver.for_path(file), []).append(file)
+        except ConfigError as error:
+            raise _fail(str(error))
         outcomes = [_FileOutcome(m.path, error=m.error) for m in missing]
-    if fix or diff:
-        outcomes += run_parallel(
-            _fix_one, files, (settings, unsafe_fixes, ignore_noqa, not diff), jobs
-        )
-    else:
-        outcomes += [
-            _FileOutcome(r.path, r.findings, error=r.error)
-            for r in lint_paths(files, settings, jobs, ignore_noqa)
-        ]
+    for group_settings, group_files in groups.items():
+        if fix or diff:
+            outcomes += run_parallel(
+                _fix_one,
+                group_files,
+                (group_settings, unsafe_fixes, ignore_noqa, not diff),
+                jobs,
+            )
+        else:
+            outcomes += [
+                _FileOutcome(r.path, r.findings, error=r.error)
+                for r in lint_paths(group_files, group_settings, jobs, ignore_noqa)
+            ]
 
     findings: List[Finding] = []
     fixed = 0

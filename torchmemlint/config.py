@@ -48,6 +48,10 @@ class Settings:
     root: str = "."  # directory the globs are relative to (the config file's directory)
     config_path: Optional[str] = None
 
+    def for_path(self, path: str) -> "Settings":
+        """One Settings for every path (see Resolver, which finds each path's own)."""
+        return self
+
     def with_overrides(self, **overrides: Any) -> "Settings":
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
@@ -124,21 +128,60 @@ def split_selectors(values: Sequence[str]) -> Tuple[str, ...]:
     return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
-# -- pyproject.toml ----------------------------------------------------------------------------
+# -- configuration files ---------------------------------------------------------------------
+CONFIG_NAMES = ("torchmemlint.toml", "pyproject.toml")  # in this order within one directory
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)$")
+
+
+def _parse_toml(path: str) -> Tuple[str, Dict[str, Any]]:
+    """The file's text and data; ConfigError "PATH:LINE: invalid TOML: ..." when it is broken."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        position = _TOML_POSITION.search(message)
+        if position:
+            line = int(position.group(1))
+            message = message[: position.start()].rstrip()
+        else:  # "(at end of document)"
+            line = max(1, len(text.splitlines()))
+            message = message.replace(" (at end of document)", " at the end of the file")
+        raise ConfigError(f"{path}:{line}: invalid TOML: {message}") from None
+
+
+def _config_in(directory: Path) -> Optional[str]:
+    """This directory's configuration file, if it has one.
+
+    A ``torchmemlint.toml`` always counts; a ``pyproject.toml`` counts when it has a
+    ``[tool.torchmemlint]`` table. A pyproject.toml that is not valid TOML is an error: it may
+    hold the settings, and dropping them silently would lint with the wrong ones.
+    """
+    for name in CONFIG_NAMES:
+        candidate = directory / name
+        if not candidate.is_file():
+            continue
+        if name != "pyproject.toml":
+            return str(candidate)
+        _, data = _parse_toml(str(candidate))
+        tool = data.get("tool", {})
+        if isinstance(tool, dict) and "torchmemlint" in tool:
+            return str(candidate)
+    return None
+
+
 def find_config(start: str) -> Optional[str]:
-    """The nearest pyproject.toml (from ``start`` upwards) that has a [tool.torchmemlint] table."""
+    """The closest configuration file at or above ``start`` (a file or a directory)."""
     directory = Path(start).resolve()
     if directory.is_file():
         directory = directory.parent
     for candidate_dir in (directory, *directory.parents):
-        candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue  # a broken unrelated pyproject is not ours to report unless named
-            if "torchmemlint" in data.get("tool", {}):
-                return str(candidate)
+        found = _config_in(candidate_dir)
+        if found is not None:
+            return found
     return None
 
 
@@ -146,20 +189,41 @@ def load_settings(config_path: Optional[str]) -> Settings:
     """Settings from a pyproject.toml (or a torchmemlint.toml with top-level keys)."""
     if config_path is None:
         return Settings(root=os.getcwd())
-    try:
-        text = Path(config_path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read config {config_path}: {error}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{config_path}: invalid TOML: {error}") from None
+    text, data = _parse_toml(config_path)
     if Path(config_path).name == "pyproject.toml":
         table = data.get("tool", {}).get("torchmemlint", {})
     else:
         table = data.get("tool", {}).get("torchmemlint", data)
     root = str(Path(config_path).resolve().parent)
-    return settings_from_table(table, root, config_path)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{config_path}: [tool.torchmemlint] must be a table")
+    try:
+        return settings_from_table(table, root, config_path)
+    except _ValueError as error:
+        line = _line_of_key(text, error.key)
+        where = f"{config_path}:{line}" if line else config_path
+        raise ConfigError(f"{where}: {error.message}") from None
+
+
+class _ValueError(Exception):
+    """A bad value under ``key``; load_settings adds the file and line."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
+
+
+def _line_of_key(text: str, key: str) -> Optional[int]:
+    """The first row that assigns ``key`` (bare or quoted) or opens a table named by it."""
+    quoted = re.escape(key)
+    pattern = re.compile(
+        rf"^\s*(?:[\w.\"'-]*\.)?[\"']?{quoted}[\"']?\s*=|^\s*\[[^\]]*\b{quoted}\b[^\]]*\]\s*$"
+    )
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.search(line):
+            return number
+    return None
 
 
 _LIST_KEYS = {
@@ -173,20 +237,21 @@ _TABLE_KEYS = {"per-file-ignores", "options", "profile"}
 
 
 def settings_from_table(table: Mapping[str, Any], root: str, config_path: str) -> Settings:
+    """Settings from a ``[tool.torchmemlint]`` table; raises _ValueError naming the key."""
     values: Dict[str, Any] = {"root": root, "config_path": config_path}
     for key, value in table.items():
         if key in _LIST_KEYS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{config_path}: '{key}' must be a list of strings")
+                raise _ValueError(key, f"'{key}' must be a list of strings")
             values[_LIST_KEYS[key]] = tuple(value)
         elif key == "per-file-ignores":
-            values["per_file_ignores"] = _per_file_ignores(value, config_path)
+            values["per_file_ignores"] = _per_file_ignores(value)
         elif key == "options":
-            values["options"] = tuple(sorted(_rule_options(value, config_path).items()))
+            values["options"] = tuple(sorted(_rule_options(value).items()))
         elif key in _TABLE_KEYS:
             continue  # read by the surface that owns it (the dynamic mode's [profile])
         else:
-            raise ConfigError(f"{config_path}: unknown key '{key}' in [tool.torchmemlint]")
+            raise _ValueError(key, f"unknown key '{key}' in [tool.torchmemlint]")
     settings = Settings(**values)
     # Validate selectors now, so a typo fails with the key's name even if no file is linted.
     for key, selectors in (
@@ -197,36 +262,39 @@ def settings_from_table(table: Mapping[str, Any], root: str, config_path: str) -
         try:
             expand_selectors(selectors, key)
         except ConfigError as error:
-            raise ConfigError(f"{config_path}: {error}") from None
+            raise _ValueError(key, str(error)) from None
     return settings
 
 
-def _per_file_ignores(value: Any, config_path: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{config_path}: 'per-file-ignores' must be a table of glob = [codes]")
+        raise _ValueError("per-file-ignores", "'per-file-ignores' must be a table of glob = [codes]")
     pairs = []
     for pattern, selectors in value.items():
         if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
-            raise ConfigError(
-                f"{config_path}: per-file-ignores '{pattern}' must be a list of rule selectors"
+            raise _ValueError(
+                pattern, f"per-file-ignores '{pattern}' must be a list of rule selectors"
             )
         try:
             expand_selectors(selectors, f"per-file-ignores '{pattern}'")
         except ConfigError as error:
-            raise ConfigError(f"{config_path}: {error}") from None
+            raise _ValueError(pattern, str(error)) from None
         pairs.append((pattern, tuple(selectors)))
     return tuple(pairs)
 
 
-def _rule_options(value: Any, config_path: str) -> Dict[str, Any]:
+def _rule_options(value: Any) -> Dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{config_path}: 'options' must be a table")
+        raise _ValueError("options", "'options' must be a table")
     known = {o.name: o for rule in all_rules().values() for o in rule.options}
     parsed: Dict[str, Any] = {}
     for name, raw in value.items():
         if name not in known:
-            raise ConfigError(f"{config_path}: unknown option 'options.{name}'")
-        parsed[name] = coerce_option(known[name], raw, f"{config_path}: options.{name}")
+            raise _ValueError(name, f"unknown option 'options.{name}'")
+        try:
+            parsed[name] = coerce_option(known[name], raw, f"options.{name}")
+        except ConfigError as error:
+            raise _ValueError(name, str(error)) from None
     return parsed
 
 
@@ -255,12 +323,64 @@ def coerce_option(option: Any, raw: Any, where: str) -> Any:
 def resolve_settings(
     config: Optional[str], isolated: bool, start: str, overrides: Mapping[str, Any]
 ) -> Settings:
-    """Pick the config (explicit, nearest, or none with --isolated) and apply CLI overrides."""
-    if isolated:
-        settings = Settings(root=os.getcwd())
-    else:
-        settings = load_settings(config if config is not None else find_config(start))
-    settings = settings.with_overrides(**overrides)
-    settings.enabled_codes()  # raises ConfigError for a bad CLI selector
-    return settings
+    """Pick the config (explicit, closest to ``start``, or none with --isolated); apply overrides."""
+    return Resolver(config, isolated, overrides).for_path(start)
 
+
+class Resolver:
+    """Settings for each path, as Ruff finds them: the closest configuration file above it.
+
+    ``--config`` (``config``) names one file for every path and ``--isolated`` ignores them
+    all; command-line ``overrides`` apply on top of whichever file governs a path. Directories
+    and loaded files are cached, so a tree of thousands of files reads each config once. A
+    path governed by no file gets the defaults, relative to the working directory.
+
+    ``Settings`` has the same ``for_path`` (returning itself), so code that walks files can
+    take either one.
+    """
+
+    def __init__(
+        self,
+        config: Optional[str] = None,
+        isolated: bool = False,
+        overrides: Optional[Mapping[str, Any]] = None,
+        cwd: Optional[str] = None,
+    ) -> None:
+        self.config = config
+        self.isolated = isolated
+        self.overrides = dict(overrides or {})
+        self.cwd = cwd or os.getcwd()
+        self._by_directory: Dict[str, Optional[str]] = {}
+        self._by_config: Dict[Optional[str], Settings] = {}
+
+    def config_for(self, path: str) -> Optional[str]:
+        """The file that governs ``path`` (None: defaults). Raises ConfigError for a broken one."""
+        if self.isolated:
+            return None
+        if self.config is not None:
+            return self.config
+        absolute = Path(os.path.abspath(os.path.join(self.cwd, path)))
+        directory = absolute if absolute.is_dir() else absolute.parent
+        return self._config_of_directory(directory)
+
+    def _config_of_directory(self, directory: Path) -> Optional[str]:
+        key = str(directory)
+        if key not in self._by_directory:
+            found = _config_in(directory)
+            if found is None and directory.parent != directory:
+                found = self._config_of_directory(directory.parent)
+            self._by_directory[key] = found
+        return self._by_directory[key]
+
+    def for_path(self, path: str) -> Settings:
+        config = self.config_for(path)
+        if config not in self._by_config:
+            base = Settings(root=self.cwd) if config is None else load_settings(config)
+            settings = base.with_overrides(**self.overrides)
+            settings.enabled_codes()  # raises ConfigError for a bad CLI selector
+            self._by_config[config] = settings
+        return self._by_config[config]
+
+    def configs(self) -> List[str]:
+        """The configuration files read so far."""
+        return [config for config in self._by_config if config is not None]

@@ -254,8 +254,10 @@ def is_excluded_file(path: str, settings: Settings) -> bool:
     """Whether discovery would skip ``path``: it or a directory above it is excluded.
 
     For surfaces handed one file by an editor or a hook (stdin, the language server), which
-    should stay as quiet about excluded files as a directory walk is.
+    should stay as quiet about excluded files as a directory walk is. ``settings`` may be a
+    config.Resolver: the settings that govern ``path`` decide.
     """
+    settings = settings.for_path(path)
     parts = settings.relative(path).split("/")
     for depth in range(1, len(parts) + 1):
         if all(part == os.pardir for part in parts[:depth]):
@@ -267,15 +269,16 @@ def is_excluded_file(path: str, settings: Settings) -> bool:
 
 def _walk(root: str, settings: Settings) -> Iterator[str]:
     for directory, subdirectories, filenames in os.walk(root):  # never follows symlinked dirs
+        here = settings.for_path(directory)  # a Resolver: the config that governs this directory
         subdirectories[:] = sorted(
             name
             for name in subdirectories
-            if not settings.is_excluded(os.path.join(directory, name))
+            if not here.is_excluded(os.path.join(directory, name))
         )
         for name in sorted(filenames):
             if name.endswith((".py", ".pyi")):
                 path = os.path.normpath(os.path.join(directory, name))
-                if not settings.is_excluded(path):
+                if not here.is_excluded(path):
                     yield path
 
 

@@ -1,9 +1,12 @@
 """Language server (``torchmemlint lsp``, stdio): diagnostics and fixes in the editor.
 
-The engine does the work, as for the CLI: the server reads the nearest pyproject.toml with a
-``[tool.torchmemlint]`` table for each document (re-read whenever it changes), lints the
-buffer's text and turns findings into diagnostics and their fixes into code actions. It never
-imports or runs the code it checks.
+The engine does the work, as for the CLI: each document gets the settings the CLI would give
+its file (the closest ``torchmemlint.toml`` or ``pyproject.toml`` with a ``[tool.torchmemlint]``
+table above it), re-read when that file changes: on the client's file-watch events where it
+sends them, and otherwise because the server polls the config files' modification times. A
+broken config is shown as an error message and the last good settings stay in force. The
+server lints the buffer's text and turns findings into diagnostics and their fixes into code
+actions. It never imports or runs the code it checks.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
 from torchmemlint import __version__
-from torchmemlint.config import ConfigError, Settings, find_config, load_settings
+from torchmemlint.config import CONFIG_NAMES, ConfigError, Settings, find_config, load_settings
 from torchmemlint.engine import SYNTAX_ERROR, is_excluded_file, lint_source
 from torchmemlint.findings import Edit, Finding, Location
 from torchmemlint.fixer import FixError, fix_text
@@ -32,6 +35,7 @@ from torchmemlint.sourcefile import newline_of
 SOURCE = "torchmemlint"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_SECONDS = 0.3
+CONFIG_POLL_SECONDS = 1.0  # how often config files are stat'ed for clients that watch nothing
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what libcst (and the LSP) count as line ends
 _NOQA_WITH_CODES = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]+)*", re.I)
 _SEVERITY = {
@@ -94,26 +98,60 @@ class TorchMemLintServer(LanguageServer):
         self.pending: Dict[str, asyncio.TimerHandle] = {}
         self.settings_cache: Dict[Tuple[str, int, int], Settings] = {}
         self.reported_config_errors: set = set()
+        self.last_good: Dict[str, Settings] = {}  # per directory, while its config is broken
+        self.config_signatures: Dict[str, Tuple] = {}  # per URI, at its last lint
+        self.polling: Optional[asyncio.Task] = None
 
     # -- settings ---------------------------------------------------------------------------
     def settings_for(self, path: str) -> Settings:
-        """The CLI's settings for ``path``: the nearest pyproject.toml, reloaded when it changes."""
-        config = find_config(os.path.dirname(path) or ".")
-        if config is None:
-            return Settings(root=self.workspace.root_path or os.getcwd())
-        stat = os.stat(config)
-        key = (config, stat.st_mtime_ns, stat.st_size)
-        if key not in self.settings_cache:
-            try:
-                self.settings_cache[key] = load_settings(config)
-            except ConfigError as error:
-                if key not in self.reported_config_errors:
-                    self.reported_config_errors.add(key)
-                    self.window_show_message(
-                        types.ShowMessageParams(types.MessageType.Error, f"torchmemlint: {error}")
+        """The CLI's settings for ``path`` (the closest config above it), re-read when it changes.
+
+        A config that is not valid TOML or has a bad value is shown once as an error message;
+        meanwhile the directory keeps the last settings that loaded (the defaults if none did).
+        """
+        directory = os.path.dirname(path) or "."
+        try:
+            config = find_config(directory)
+            if config is None:
+                settings = Settings(root=self.workspace.root_path or os.getcwd())
+            else:
+                stat = os.stat(config)
+                key = (config, stat.st_mtime_ns, stat.st_size)
+                if key not in self.settings_cache:
+                    self.settings_cache[key] = load_settings(config)
+                settings = self.settings_cache[key]
+        except (ConfigError, OSError) as error:
+            message = str(error)
+            if message not in self.reported_config_errors:
+                self.reported_config_errors.add(message)
+                kept = "the last good settings" if directory in self.last_good else "the defaults"
+                self.window_show_message(
+                    types.ShowMessageParams(
+                        types.MessageType.Error,
+                        f"torchmemlint: {message} (linting with {kept} until it is fixed)",
                     )
-                self.settings_cache[key] = Settings(root=os.path.dirname(config))
-        return self.settings_cache[key]
+                )
+            return self.last_good.get(
+                directory, Settings(root=self.workspace.root_path or os.getcwd())
+            )
+        self.reported_config_errors.clear()  # a later breakage is news again
+        self.last_good[directory] = settings
+        return settings
+
+    async def poll_configs(self) -> None:
+        """Relint a document when a config file on its path appears, changes or goes away.
+
+        For clients that send no file-watch events (Neovim on Linux, among others): without
+        this, a config edited outside the editor would count only from the next buffer edit.
+        """
+        while True:
+            await asyncio.sleep(CONFIG_POLL_SECONDS)
+            for uri in list(self.workspace.text_documents):
+                document = self.workspace.get_text_document(uri)
+                if uri in self.pending or not is_python(document):
+                    continue
+                if config_signature(document.path) != self.config_signatures.get(uri):
+                    self.publish(uri)
 
     # -- linting ----------------------------------------------------------------------------
     def findings(self, document: TextDocument) -> Tuple[List[Finding], Settings, str]:
@@ -130,6 +168,7 @@ class TorchMemLintServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         if not is_python(document):
             return
+        self.config_signatures[uri] = config_signature(document.path)
         try:
             findings, _, _ = self.findings(document)
         except Exception:  # a bug in a rule must not take the editor's linting down with it
@@ -162,6 +201,24 @@ class TorchMemLintServer(LanguageServer):
         for uri in list(self.workspace.text_documents):
             self.cancel(uri)
             self.publish(uri)
+
+
+def config_signature(path: str) -> Tuple:
+    """Size and modification time of every config file that could govern ``path``."""
+    signature = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while True:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(directory, name)
+            try:
+                stat = os.stat(candidate)
+            except OSError:
+                continue
+            signature.append((candidate, stat.st_mtime_ns, stat.st_size))
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return tuple(signature)
+        directory = parent
 
 
 def is_python(document: TextDocument) -> bool:
@@ -205,11 +262,20 @@ def _rows_ending_in_code(source: str) -> Optional[set]:
 
 
 def noqa_edit(finding: Finding, text: _Text) -> types.TextEdit:
-    """Add the code to a `# noqa` on the finding's statement, or a new one at a line end."""
+    """Add the code to the `# noqa` of the finding's reported row, or a new one at its end.
+
+    That row is where every surface reads it: the CLI and this server accept any row of the
+    statement, flake8 only the reported one. When that row ends inside a string (a comment
+    cannot go there), the last row of the statement that can take one is used instead, which
+    flake8 does not see (docs/surfaces.md says so).
+    """
     candidates = finding.noqa_rows or (finding.location.row,)
     safe_rows = _rows_ending_in_code(text.source)
     usable = [row for row in candidates if safe_rows is None or row in safe_rows]
-    row = usable[-1] if usable else candidates[-1]
+    if safe_rows is None or finding.location.row in safe_rows:
+        row = finding.location.row
+    else:
+        row = usable[-1] if usable else candidates[-1]
     line = text.line(row)
     existing = _NOQA_WITH_CODES.search(line)
     if existing:
@@ -316,14 +382,18 @@ def create_server() -> TorchMemLintServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: TorchMemLintServer, params: types.InitializedParams) -> None:
+        # Polling costs a few stat calls a second and covers what watching misses (a client
+        # that registers but never reports, a config created outside the workspace).
+        if ls.polling is None:
+            ls.polling = asyncio.ensure_future(ls.poll_configs())
         watching = ls.client_capabilities.workspace
         dynamic = watching and watching.did_change_watched_files
         if dynamic and dynamic.dynamic_registration:
-            watcher = types.FileSystemWatcher(glob_pattern="**/pyproject.toml")
+            watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES]
             registration = types.Registration(
                 id="torchmemlint-config",
                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=types.DidChangeWatchedFilesRegistrationOptions([watcher]),
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers),
             )
             await ls.client_register_capability_async(types.RegistrationParams([registration]))
 
@@ -337,7 +407,7 @@ def create_server() -> TorchMemLintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchMemLintServer, params: types.DidSaveTextDocumentParams) -> None:
-        if params.text_document.uri.endswith("/pyproject.toml"):
+        if params.text_document.uri.endswith(tuple(f"/{name}" for name in CONFIG_NAMES)):
             ls.relint_all()  # a config edited in the editor itself
         else:
             ls.cancel(params.text_document.uri)
@@ -352,7 +422,8 @@ def create_server() -> TorchMemLintServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files(ls: TorchMemLintServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
+        names = tuple(f"/{name}" for name in CONFIG_NAMES)
+        if any(change.uri.endswith(names) for change in params.changes):
             ls.relint_all()
 
     @server.feature(
