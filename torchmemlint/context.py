@@ -80,10 +80,37 @@ class FileContext:
         return self.options[name]
 
     def shared(self, key: str, build: Callable[[], Any]) -> Any:
-        """A per-file value computed once and shared by the rules that need it."""
+        """A per-file value computed once and shared by the rules that need it.
+
+        An analysis that raises is not retried: every rule that asks for it gets the error
+        (and is disabled for this file), the rules that do not need it go on.
+        """
         if key not in self._shared:
-            self._shared[key] = build()
-        return self._shared[key]
+            try:
+                self._shared[key] = build()
+            except Exception as error:
+                self._shared[key] = _FailedAnalysis(key, error)
+        value = self._shared[key]
+        if type(value) is _FailedAnalysis:
+            raise AnalysisError(value.key, value.error)
+        return value
 
     def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
         self.pending.append(_PendingFinding(code, node, message, fix))
+
+
+class _FailedAnalysis:
+    __slots__ = ("key", "error")
+
+    def __init__(self, key: str, error: Exception) -> None:
+        self.key = key
+        self.error = error
+
+
+class AnalysisError(Exception):
+    """A shared per-file analysis raised; the rule that asked for it cannot run on this file."""
+
+    def __init__(self, key: str, error: Exception) -> None:
+        super().__init__(key, error)
+        self.key = key
+        self.error = error

@@ -20,7 +20,7 @@ from libcst.metadata import (
 from torchmemlint.config import Settings
 from torchmemlint.findings import Edit, Finding, Fix, Location
 from torchmemlint.analysis.names import Bindings
-from torchmemlint.context import FileContext, _PendingFinding
+from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
@@ -29,9 +29,42 @@ from torchmemlint.tree import children
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
+# A rule (or an analysis it needs) raised on this file: the other rules and files still report.
+INTERNAL_ERROR = "TML900"
 
 # Rules only ever look at torch code; a file that never says "torch" cannot match.
 _RELEVANT_MARKER = "torch"
+
+
+def _describe_error(error: BaseException) -> str:
+    """``ExceptionType: message`` on one line, and where it was raised (file:line)."""
+    if isinstance(error, AnalysisError):
+        return f"in shared analysis '{error.key}': {_describe_error(error.error)}"
+    message = " ".join(str(error).split())
+    if len(message) > 200:
+        message = message[:197] + "..."
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    frame = None
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback
+        traceback = traceback.tb_next
+    if frame is not None:
+        filename = frame.tb_frame.f_code.co_filename.replace(os.sep, "/")
+        marker = "torchmemlint/"
+        if marker in filename:
+            filename = filename[filename.rindex(marker) :]
+        else:
+            filename = filename.rsplit("/", 1)[-1]
+        text += f" (raised at {filename}:{frame.tb_lineno})"
+    return text
+
+
+def internal_error_message(what: str, error: BaseException) -> str:
+    return (
+        f"internal error in {what}, which was skipped for this file: {_describe_error(error)}; "
+        "please report it"
+    )
 
 
 @lru_cache(maxsize=None)
@@ -46,13 +79,31 @@ class _BatchedWalker:
 
     def __init__(self, context: FileContext, rules: Sequence[Rule]) -> None:
         self.context = context
+        self.rules = list(rules)
+        self._build_tables()
+
+    def _build_tables(self) -> None:
         self.visits: Dict[str, List[Callable[[cst.CSTNode], Any]]] = {}
         self.leaves: Dict[str, List[Callable[[cst.CSTNode], Any]]] = {}
-        for rule in rules:
+        for rule in self.rules:
             for attribute, methods in rule_methods(rule).items():
                 kind, _, node_type = attribute.partition("_")
                 table = self.visits if kind == "visit" else self.leaves
                 table.setdefault(node_type, []).extend(methods)
+
+    def _failed(self, method: Callable[[cst.CSTNode], Any], node: cst.CSTNode, error: Exception) -> None:
+        """A rule raised: report it at the node, drop the rule for the rest of this file."""
+        rule = getattr(method, "__self__", None)
+        if rule in self.rules:
+            self.rules.remove(rule)
+            self._build_tables()
+        code = getattr(rule, "code", "?")
+        name = getattr(rule, "name", type(rule).__name__)
+        hook = getattr(method, "__name__", "?")
+        what = f"rule {code} ({name}, {hook})"
+        self.context.pending.append(
+            _PendingFinding(INTERNAL_ERROR, node, internal_error_message(what, error), None)
+        )
 
     def walk(self, node: cst.CSTNode) -> None:
         node_type = type(node)
@@ -69,11 +120,17 @@ class _BatchedWalker:
                 scope.bind_statements(body.body)
             context.bindings = scope
         for method in self.visits.get(name, ()):
-            method(node)
+            try:
+                method(node)
+            except Exception as error:
+                self._failed(method, node, error)
         for child in children(node):
             self.walk(child)
-        for method in self.leaves.get(name, ()):
-            method(node)
+        for method in self.leaves.get(name, ()):  # without the rules that failed meanwhile
+            try:
+                method(node)
+            except Exception as error:
+                self._failed(method, node, error)
         if is_scope:
             context.bindings = context.bindings.parent  # type: ignore[assignment]
         if is_statement:
@@ -182,7 +239,27 @@ def lint_source(
     codes: Optional[FrozenSet[str]] = None,
     ignore_noqa: bool = False,
 ) -> List[Finding]:
-    """All findings for one file's text, noqa applied, sorted by position."""
+    """All findings for one file's text, noqa applied, sorted by position.
+
+    A rule that raises becomes one INTERNAL_ERROR finding at the node it was visiting and is
+    skipped for the rest of the file; an error outside any rule (parsing aside) becomes one
+    INTERNAL_ERROR finding for the file. Either way the caller gets findings, not a traceback.
+    """
+    try:
+        return _lint_source(text, filename, settings, codes, ignore_noqa)
+    except Exception as error:
+        start = Location(1, 1)
+        message = internal_error_message("torchmemlint's engine", error)
+        return [Finding(INTERNAL_ERROR, message, filename, start, start)]
+
+
+def _lint_source(
+    text: str,
+    filename: str,
+    settings: Settings,
+    codes: Optional[FrozenSet[str]],
+    ignore_noqa: bool,
+) -> List[Finding]:
     if codes is None:
         codes = settings.codes_for_file(filename)
     if not codes or _RELEVANT_MARKER not in text:
@@ -201,7 +278,14 @@ def lint_source(
         return [syntax_error_finding(text, filename, error)]
     registry = all_rules()
     context = FileContext(module, filename, settings.option_values())
-    rules = [registry[code](context) for code in sorted(codes)]
+    rules = []
+    for code in sorted(codes):
+        try:
+            rules.append(registry[code](context))
+        except Exception as error:
+            what = f"rule {code} ({registry[code].name}, __init__)"
+            message = internal_error_message(what, error)
+            context.pending.append(_PendingFinding(INTERNAL_ERROR, module, message, None))
     _BatchedWalker(context, rules).walk(module)
     if not context.pending:
         return []

@@ -23,6 +23,7 @@ SOURCE_ROOT = "%SRCROOT%"
 ENGINE_ERRORS = {
     "E999": ("syntax-error", "The file does not parse, so no rule could check it."),
     "E902": ("io-error", "The file could not be read or decoded."),
+    "TML900": ("internal-error", "A rule raised on this file; the other rules still ran."),
 }
 
 
