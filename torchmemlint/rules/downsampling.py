@@ -7,25 +7,13 @@ from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.rules._modules import (
-    ENTRY,
-    KIND_BY_MODULE,
-    NN,
-    NORM_MODULES,
-    POOL_FUNCTIONS,
-    POOL_MODULES,
-    Category,
-    ClassModel,
-    Part,
-    Producers,
-    argument,
-    class_indent,
-    enclosing,
-    file_model,
-    literal_number,
-    walk,
-)
-from torchmemlint.names import dotted_name
+from torchmemlint.analysis.classes import ClassModel, Part
+from torchmemlint.analysis.vocabulary import Category, KIND_BY_MODULE, NN, NORM_MODULES, POOL_FUNCTIONS, POOL_MODULES
+from torchmemlint.analysis.syntax import argument, class_indent, enclosing, literal_number, walk
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.producers import Producers
+from torchmemlint.analysis.flow import ENTRY
+
 from torchmemlint.rules.base import Invalid, Rule
 
 _RESNET_PREFIXES = ("resnet", "resnext", "wide_resnet")
@@ -352,7 +340,7 @@ class DroppedStemPool(Rule):
 
     # -- rebuilt stems ----------------------------------------------------------------------------
     def _check_class(self, classdef: cst.ClassDef) -> None:
-        file = file_model(self.context)
+        file = self.context.analysis
         model = file.class_model(classdef, class_indent(self.context, classdef))
         resolver = file.resolver
         for call, qualified, method, _ in model.constructors:

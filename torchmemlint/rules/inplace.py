@@ -8,37 +8,14 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.vocabulary import ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves, short_name
+from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.syntax import argument, class_indent, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to, reads_beside, terminal_name, watched_names
+from torchmemlint.analysis.classes import ClassModel, Layer
+from torchmemlint.analysis.flow import Flow
+
 from torchmemlint.findings import Applicability
-from torchmemlint.rules._modules import (
-    INPLACE_FUNCTIONS,
-    INPLACE_METHODS,
-    KIND_BY_FUNCTION,
-    KIND_BY_MODULE,
-    KIND_BY_NAME,
-    NN,
-    ActivationKind,
-    Category,
-    ClassModel,
-    FileModel,
-    Flow,
-    Layer,
-    Producer,
-    Producers,
-    Saves,
-    argument,
-    class_indent,
-    enclosing,
-    file_model,
-    has_star_args,
-    literal_bool,
-    literal_number,
-    mentions,
-    path_to,
-    reads_beside,
-    short_name,
-    terminal_name,
-    watched_names,
-)
 from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
 
 SEQUENTIAL = NN + "Sequential"
@@ -97,7 +74,7 @@ class InplaceAnalysis:
 
     def __init__(self, context) -> None:
         self.context = context
-        self.file: FileModel = file_model(context)
+        self.file: FileAnalysis = context.analysis
         self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
         self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()

@@ -7,19 +7,11 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.vocabulary import NN, short_name
+from torchmemlint.analysis.syntax import class_indent, enclosing, is_literal, terminal_name, watched_names
+from torchmemlint.analysis.classes import Assignment, ClassModel
+
 from torchmemlint.findings import Applicability
-from torchmemlint.rules._modules import (
-    NN,
-    Assignment,
-    ClassModel,
-    class_indent,
-    enclosing,
-    file_model,
-    is_literal,
-    short_name,
-    terminal_name,
-    watched_names,
-)
 from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
 
 
@@ -220,7 +212,7 @@ class StatelessModuleAttribute(Rule):
         classdef = enclosing(self.context, cst.ClassDef)
         if not isinstance(classdef, cst.ClassDef):
             return
-        file = file_model(self.context)
+        file = self.context.analysis
         model = file.class_model(classdef, class_indent(self.context, classdef))
         statement = self.context.statement_stack[-1]
         assignment = _attribute_assignment(model, statement, node)
