@@ -11,7 +11,7 @@ from typing import Dict
 import libcst as cst
 
 from torchmemlint.rules import _loops
-from torchmemlint.rules.base import FixAvailability, Invalid, Rule
+from torchmemlint.rules.base import FixAvailability, Rule
 
 
 class _LoopRule(Rule):
@@ -84,63 +84,6 @@ class EvalWithoutNoGrad(_LoopRule):
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
 
-    VALID = (
-        "import torch\n\n@torch.no_grad()\ndef evaluate(model, loader):\n"
-        "    return [model(x).argmax(1) for x in loader]\n",
-        "import torch\n\ndef evaluate(model, loader):\n    model.eval()\n"
-        "    with torch.inference_mode():\n        for x in loader:\n            model(x)\n",
-        # training code: eval() for frozen batch-norm, then backward
-        "import torch\n\ndef fit(model, loader, opt):\n    model.eval()\n    for x, y in loader:\n"
-        "        loss = torch.nn.functional.mse_loss(model(x), y)\n        loss.backward()\n"
-        "        opt.step()\n",
-        # put back in training mode before the call
-        "import torch\n\nmodel.eval()\nexport(model)\nmodel.train()\nout = model(x)\n",
-        # Lightning runs validation_step (and what it calls) without autograd
-        "import torch\n\nclass Lit:\n    def validation_step(self, batch, idx):\n"
-        "        return self.predict_batch(batch)\n\n    def predict_batch(self, x):\n"
-        "        return self.model(x)\n",
-        # the caller turns autograd off
-        "import torch\n\ndef _predict_batch(model, x):\n    return model(x)\n\n"
-        "@torch.no_grad()\ndef run(model, loader):\n"
-        "    return [_predict_batch(model, x) for x in loader]\n",
-        # pytest tests are not evaluation loops
-        "import torch\n\ndef test_shape(model):\n"
-        "    assert model(torch.ones(1, 3)).shape == (1, 2)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\n\ndef validate(model, loader):\n    model.eval()\n"
-            "    for x in loader:\n        print(model(x))\n",
-            fixed="import torch\n\n@torch.no_grad()\ndef validate(model, loader):\n"
-            "    model.eval()\n    for x in loader:\n        print(model(x))\n",
-            line=6,
-            column=15,
-        ),
-        Invalid(
-            "import torch\n\nnet.eval()\ntotal = 0\n# every batch\nfor x, y in loader:\n"
-            "    total += (net(x).argmax(1) == y).sum().item()\n",
-            fixed="import torch\n\nnet.eval()\ntotal = 0\n# every batch\nwith torch.no_grad():\n"
-            "    for x, y in loader:\n        total += (net(x).argmax(1) == y).sum().item()\n",
-            line=7,
-        ),
-        Invalid(
-            "import torch\n\nclass Runner:\n    def run(self, batches):\n"
-            "        self.model.eval()\n        outs = []\n        for b in batches:\n"
-            "            outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
-            "        return outs\n",
-            fixed="import torch\n\nclass Runner:\n    def run(self, batches):\n"
-            "        self.model.eval()\n"
-            "        outs = []\n        with torch.no_grad():\n            for b in batches:\n"
-            "                outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
-            "        return outs\n",
-        ),
-        # no fix without `import torch`
-        Invalid(
-            "from torch import nn\n\ndef predict(net, x):\n    return net(x)\n",
-            fixed=None,
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -201,57 +144,6 @@ class AccumulatedTensor(_LoopRule):
     summary = "A loss or model output tensor accumulated across loop iterations keeps its graph"
     fix_availability = FixAvailability.SOMETIMES
 
-    VALID = (
-        "import torch\n\nrunning = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-        "    loss.backward()\n    running += loss.item()\n",
-        "import torch\n\nseen = 0\nfor x, y in loader:\n    out = model(x)\n"
-        "    seen += x.size(0)\n    correct = 0\n    correct += (out.argmax(1) == y).sum()\n",
-        "import torch\n\nwith torch.no_grad():\n    outs = []\n    for x in loader:\n"
-        "        outs.append(model(x))\n",
-        "import torch\n\nouts = []\nfor x in loader:\n    outs.append(model(x).detach().cpu())\n",
-        # gradient accumulation: the sum is backpropagated
-        "import torch\n\nacc = 0\nfor i, (x, y) in enumerate(loader):\n"
-        "    acc = acc + criterion(model(x), y)\n    if i % 4 == 3:\n        acc.backward()\n"
-        "        acc = 0\n",
-        # reset every iteration
-        "import torch\n\nfor x, y in loader:\n    total = 0\n    for head in model(x):\n"
-        "        total += criterion(head, y)\n    total.backward()\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
-            "    loss = criterion(model(x), y)\n"
-            "    loss.backward()\n    optimizer.step()\n    running += loss\n"
-            "print(running / len(loader))\n",
-            fixed="import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
-            "    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
-            "    running += loss.item()\nprint(running / len(loader))\n",
-            line=8,
-            column=5,
-        ),
-        Invalid(
-            "import torch\nimport torch.nn.functional as F\n\nlosses = []\nfor x, y in loader:\n"
-            "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss)\n"
-            "print(sum(losses) / len(losses))\n",
-            fixed="import torch\nimport torch.nn.functional as F\n\nlosses = []\n"
-            "for x, y in loader:\n"
-            "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss.item())\n"
-            "print(sum(losses) / len(losses))\n",
-        ),
-        # model outputs: no `.item()` fix
-        Invalid(
-            "import torch\n\ndef collect(model, loader):\n    preds = []\n    for x in loader:\n"
-            "        preds.append(model(x).softmax(-1))\n    return torch.cat(preds)\n",
-            line=6,
-        ),
-        # the accumulator is used as a tensor afterwards: no `.item()` fix
-        Invalid(
-            "import torch\n\ntotal = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n"
-            "    loss.backward()\n    total = total + loss\nprint(total.item())\n",
-            line=7,
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -306,36 +198,6 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     summary = "`backward(retain_graph=True)` in a loop with no second backward through the graph"
     fix_availability = FixAvailability.ALWAYS
 
-    VALID = (
-        # two backwards through a shared graph (GAN)
-        "import torch\n\nfor x in loader:\n    fake = gen(x)\n    d_loss = crit(disc(fake), 0)\n"
-        "    d_loss.backward(retain_graph=True)\n    g_loss = crit(disc(fake), 1)\n"
-        "    g_loss.backward()\n",
-        # the same graph backpropagated once per output
-        "import torch\n\nout = model(x)\nfor i in range(out.numel()):\n"
-        "    out[i].backward(retain_graph=True)\n",
-        "import torch\n\nloss = criterion(model(x), y)\nloss.backward(retain_graph=True)\n",
-        "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-        "    loss.backward(retain_graph=True, create_graph=True)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-            "    loss.backward(retain_graph=True)\n    optimizer.step()\n",
-            fixed="import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-            "    loss.backward()\n    optimizer.step()\n",
-            line=5,
-            column=5,
-        ),
-        Invalid(
-            "import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
-            "        loss = model(x).mean()\n"
-            "        scaler.scale(loss).backward(inputs=None, retain_graph=True)\n",
-            fixed="import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
-            "        loss = model(x).mean()\n        scaler.scale(loss).backward(inputs=None)\n",
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -389,31 +251,6 @@ class ListOnSelfInForward(_LoopRule):
     name = "activation-list-on-self"
     summary = "`forward` appends an activation to a list on `self` that is never emptied"
 
-    VALID = (
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-        "        self.maps = []\n        h = self.conv(x)\n        self.maps.append(h)\n"
-        "        return h\n",
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-        "        h = self.conv(x)\n        self.maps.append(h.detach().cpu())\n"
-        "        self.shapes.append(h.shape)\n        return h\n",
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-        "        self.maps.append(self.conv(x))\n        return x\n\n    def reset(self):\n"
-        "        self.maps.clear()\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-            "        h = torch.relu(self.conv(x))\n        self.maps.append(h.detach())\n"
-            "        return h\n",
-            line=11,
-            column=9,
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -455,23 +292,6 @@ class TensorOnSelfInForward(_LoopRule):
     name = "activation-stored-on-self"
     summary = "`forward` stores an activation on `self`, keeping it alive between steps"
     default_enabled = False
-
-    VALID = (
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.register_buffer('ema', torch.zeros(3))\n\n"
-        "    def forward(self, x):\n        self.ema = self.ema * 0.9 + x.mean(0)\n"
-        "        self.last_shape = x.shape\n        self.cached = x.detach().cpu()\n"
-        "        return x\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
-            "    def forward(self, x):\n        self.features = self.backbone(x)\n"
-            "        return self.head(self.features)\n",
-            line=6,
-            column=9,
-        ),
-    )
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._reached(node)
