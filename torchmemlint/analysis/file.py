@@ -6,6 +6,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.names import Bindings, dotted_name
@@ -31,10 +32,19 @@ class FileAnalysis:
         # module-level names bound by imports
         self.imported = frozenset(name for name, q in bindings.names.items() if q is not None)
         self.resolver = Resolver(self.qualify)
+        self._scopes: Optional[ScopeWalk] = None
         self._classes: Dict[int, ClassModel] = {}
         self._flows: Dict[int, Flow] = {}
         self._subclassed: Optional[Set[str]] = None
         self._foreign_attributes: Optional[Set[str]] = None
+
+    @property
+    def scopes(self) -> ScopeWalk:
+        """Every scope of the file with its autograd state, loops, calls and assignments."""
+        if self._scopes is None:
+            self._scopes = ScopeWalk(self.module, self.bindings)
+            self._scopes.run(self.bindings)
+        return self._scopes
 
     def class_model(self, node: cst.ClassDef, indent: str) -> ClassModel:
         model = self._classes.get(id(node))

@@ -1,17 +1,27 @@
 """TML5xx: training and evaluation loop leaks.
 
-The analysis (``_loops.analyse``) runs once per file, shared by these rules; each rule reports
-its findings when the traversal reaches the flagged node, so ``# noqa`` works per statement.
+The checks replay each scope over the shared analysis (``context.analysis.scopes``: autograd
+state, loops and events of every scope; ``ScopeFacts``: what its values are) once per file;
+each rule reports its findings when the traversal reaches the flagged node, so ``# noqa``
+works per statement.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from dataclasses import dataclass
+from typing import Dict, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.rules import _loops
-from torchmemlint.rules.base import FixAvailability, Rule
+from torchmemlint.analysis.autograd import MODEL_NAME, AssignEvent, CallEvent, Frame, Scope, _is_false, _is_true
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.training import (
+    Kind, ScopeFacts, Value, _buffers, _float_use, _keyword, _list_use, _self_attribute,
+    _self_attribute_name, _short, is_eval_name, uses_allow,
+)
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
 
 class _LoopRule(Rule):
@@ -19,9 +29,9 @@ class _LoopRule(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         findings = self.context.shared(
-            "loops", lambda: _loops.analyse(node, self.context.bindings)
+            "loops", lambda: analyse(self.context.analysis)
         )
-        self._pending: Dict[int, _loops.Pending] = findings[self.code]
+        self._pending: Dict[int, Pending] = findings[self.code]
 
     def _reached(self, node: cst.CSTNode) -> None:
         pending = self._pending.get(id(node))
@@ -295,3 +305,358 @@ class TensorOnSelfInForward(_LoopRule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._reached(node)
+
+
+# -- the checks, over the shared analysis ---------------------------------------------------
+EVAL_WITHOUT_NO_GRAD = "TML501"
+ACCUMULATED_TENSOR = "TML502"
+RETAIN_GRAPH = "TML503"
+LIST_ON_SELF = "TML504"
+TENSOR_ON_SELF = "TML505"
+
+# Figures quoted by the messages, from benchmarks/memory_figures.py (f_training_loop_leaks in
+# benchmarks/results/memory_figures.json; tests/test_loop_rules.py checks they still agree).
+EVAL_PEAK_FACTOR = "x2.33"  # eval_without_no_grad_peak_ratio
+EVAL_GROWTH = "6.29 MB"  # eval_total_loss_growth_per_iteration
+RETAIN_GRAPH_PEAK = "+40 %"  # retain_graph_peak_change_pct
+LIST_GROWTH = "2.1 MB"  # feats_list_growth_per_iteration
+
+
+@dataclass(frozen=True)
+class Pending:
+    node: cst.CSTNode
+    message: str
+    fix: Optional[FixSpec] = None
+
+
+Findings = Dict[str, Dict[int, Pending]]
+
+
+class _Checks:
+    """Replays one scope (``ScopeFacts``) and records the TML5xx findings in it."""
+
+    def __init__(self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]]) -> None:
+        self.facts = facts
+        self.scope = facts.scope
+        self.walk = facts.walk
+        self.findings = findings
+        self.wrapped = wrapped
+        self.forward = facts.forward
+
+    def run(self) -> None:
+        for event in self.facts.replay():
+            if isinstance(event, AssignEvent):
+                self._assignment(event)
+            else:
+                self._call(event)
+        if not self.forward:
+            self._retain_graph()
+
+    def _assignment(self, event: AssignEvent) -> None:
+        if event.augmented or self.facts.is_self_increment(event):
+            self._accumulation(event)
+        if self.forward and event.value is not None and not event.augmented:
+            self._tensor_on_self(event)
+
+    def _call(self, event: CallEvent) -> None:
+        if self.forward:
+            self._list_on_self(event)
+            return
+        if self.facts.is_model(event.func):
+            self._model_call(event)
+        if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
+            self._accumulation(event)
+
+    # TML501
+    def _model_call(self, event: CallEvent) -> None:
+        scope = self.scope
+        if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work:
+            return
+        callee = event.func or ""
+        if callee.endswith(".forward"):
+            callee = callee[: -len(".forward")]
+        mode_seq = self.facts.last_mode_change(callee, event.seq)
+        named = is_eval_name(scope.name)
+        if mode_seq is not None and mode_seq[1] == "train":
+            return  # the model was put back in training mode
+        if not named and (mode_seq is None or not event.ctx.iterating):
+            return  # a single call after eval() (a test, an export) is no loop leak
+        if named and self.facts.training_calls:
+            return
+        if named:
+            where = f"in `{scope.name}()` with autograd on"
+        else:
+            where = f"after `{callee}.eval()` with autograd on (`eval()` does not disable it)"
+        message = (
+            f"`{callee}` is called {where}: every call records its graph and keeps the saved "
+            f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
+            "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
+            "`torch.no_grad()`"
+        )
+        target = self.facts.wrap_target(event, None if named else mode_seq[0])
+        if not named and self.facts.trains_around(event, mode_seq[0], target):
+            return  # eval() for frozen batch-norm or an attack: gradients are wanted
+        key = ("decorate", id(scope.node)) if target is None else ("wrap", id(target.statement))
+        if key in self.wrapped:
+            return  # one finding per loop (or function) to wrap
+        self.wrapped.add(key)
+        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
+            event.node, message, self._no_grad_fix(target)
+        )
+
+    def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
+        if self.facts.bindings.qualify(cst.Name("torch")) != "torch":
+            return None
+        module = self.walk.module
+        if target is None:
+            function = self.scope.function
+            assert function is not None
+            if function.asynchronous is not None:
+                return None
+            decorator = cst.Decorator(decorator=cst.parse_expression("torch.no_grad()"))
+            new = function.with_changes(decorators=[*function.decorators, decorator])
+            text = render(module, new, self.scope.indents)
+            return FixSpec(
+                Applicability.UNSAFE,
+                "Decorate the function with `@torch.no_grad()`",
+                (NodeEdit(function, text),),
+            )
+        statement = target.statement
+        wrapped = cst.With(
+            items=[cst.WithItem(item=cst.parse_expression("torch.no_grad()"))],
+            body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
+            leading_lines=statement.leading_lines,
+        )
+        what = "loop" if isinstance(statement, (cst.For, cst.While)) else "statement"
+        return FixSpec(
+            Applicability.UNSAFE,
+            f"Wrap the {what} in `with torch.no_grad():`",
+            (NodeEdit(statement, render(module, wrapped, target.indents)),),
+        )
+
+    # TML502
+    def _accumulation(self, event: Union[AssignEvent, CallEvent]) -> None:
+        ctx = event.ctx
+        if not ctx.loops or ctx.no_grad:
+            return
+        if isinstance(event, CallEvent):
+            assert event.receiver is not None
+            argument = event.node.args[0]
+            if argument.star or argument.keyword is not None:
+                return
+            accumulator = dotted_name(event.receiver)
+            value_node = argument.value
+            appended = True
+        else:
+            if len(event.targets) != 1 or event.value is None:
+                return
+            operator = getattr(event.node, "operator", None)
+            if event.augmented and not isinstance(operator, (cst.AddAssign, cst.SubtractAssign)):
+                return
+            accumulator = event.targets[0]
+            value_node = event.value
+            if not event.augmented:  # total = total + loss
+                binary = event.value
+                assert isinstance(binary, cst.BinaryOperation)
+                on_left = dotted_name(binary.left) == accumulator
+                value_node = binary.right if on_left else binary.left
+            appended = False
+        if accumulator is None or accumulator in self.facts.backward_losses:
+            return
+        value = self.facts.value_of(value_node, ctx)
+        if value is None or value.kind is Kind.ACTIVATION:
+            return
+        loop = ctx.loops[-1]
+        if loop not in value.loops or self.facts.reassigned_in(accumulator, loop, event.node):
+            return
+        if not self.facts.loop_computes(loop):
+            return
+        persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
+        training = any(self.facts.loop_has(loop, self.facts.training_calls) for loop in persists)
+        if not training and self.facts.grad_controlled(event.seq):
+            return
+        if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
+            return  # this scope trains elsewhere: which mode applies here is not clear
+        shown = _short(self.walk.module.code_for_node(value_node))
+        what = "loss tensor" if value.kind is Kind.LOSS else "model output"
+        if appended:
+            head = f"`{accumulator}.append({shown})` keeps the {what} of every iteration"
+        else:
+            head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
+        if training:
+            tail = (
+                ": backward frees the saved activations (device memory does not grow), but "
+                "every iteration's autograd graph nodes stay reachable and host memory grows"
+            )
+            if appended:
+                tail += " and the list holds one tensor per iteration on its device"
+        else:
+            tail = (
+                " in a loop without backward and outside `torch.no_grad()`: every batch's graph "
+                f"stays alive with all its saved activations (+{EVAL_GROWTH} per iteration "
+                "measured) until out of memory"
+            )
+        if value.kind is Kind.LOSS:
+            named = dotted_name(value_node) is not None
+            advice = f"; accumulate `{shown}.item()`" if named else "; use `.item()`"
+        else:
+            advice = "; keep `.detach()` (or `.detach().cpu()`) copies"
+        fix = self._item_fix(event, accumulator, value_node, value, appended)
+        self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(
+            event.node, head + tail + advice, fix
+        )
+
+    def _item_fix(
+        self,
+        event: Union[AssignEvent, CallEvent],
+        accumulator: str,
+        value_node: cst.BaseExpression,
+        value: Value,
+        appended: bool,
+    ) -> Optional[FixSpec]:
+        if value.kind is not Kind.LOSS or not value.scalar:
+            return None
+        if not isinstance(value_node, (cst.Name, cst.Attribute)) or dotted_name(value_node) is None:
+            return None
+        allowed = _list_use if appended else _float_use
+        if not appended and not self.facts.starts_as_number(accumulator, event.ctx):
+            return None
+        if not uses_allow(self.scope, accumulator, allowed):
+            return None
+        return FixSpec(
+            Applicability.UNSAFE,
+            f"Use `{dotted_name(value_node)}.item()`",
+            (NodeEdit(value_node, ".item()", "after"),),
+        )
+
+    # TML503
+    def _retain_graph(self) -> None:
+        for call in self.facts.backward_calls:
+            retain = _keyword(call.node, "retain_graph")
+            if retain is None or not _is_true(retain.value) or not call.ctx.loops:
+                continue
+            create = _keyword(call.node, "create_graph")
+            if create is not None and not _is_false(create.value):
+                continue
+            outer = call.ctx.loops[0]
+            others = [c for c in self.facts.backward_calls if c is not call and outer in c.ctx.loops]
+            if others or not self.facts.built_in_loop(call):
+                continue
+            args = [a for a in call.node.args if a is not retain]
+            if args and call.node.args[-1] is retain:
+                args[-1] = args[-1].with_changes(comma=retain.comma)
+            new = call.node.with_changes(args=args)
+            fix = FixSpec(
+                Applicability.UNSAFE,
+                "Remove `retain_graph=True`",
+                (NodeEdit(call.node, render_expression(self.walk.module, new)),),
+            )
+            message = (
+                "`retain_graph=True` with no second backward through this graph in the loop: the "
+                "graph and its saved activations stay alive into the next iteration's forward "
+                f"({RETAIN_GRAPH_PEAK} peak per iteration measured); drop it, or detach state "
+                "carried between iterations"
+            )
+            self.findings[RETAIN_GRAPH][id(call.node)] = Pending(call.node, message, fix)
+
+    # TML504 / TML505
+    def _list_on_self(self, event: CallEvent) -> None:
+        if event.attr != "append" or event.receiver is None or len(event.node.args) != 1:
+            return
+        attribute = _self_attribute(event.receiver)
+        if attribute is None or not self.facts.unbounded_list(attribute):
+            return
+        value = self.facts.value_of(event.node.args[0].value, event.ctx)
+        if value is None:
+            return
+        message = (
+            f"`self.{attribute}.append(...)` in `forward` keeps one activation per call in a list "
+            f"that is never emptied (+{LIST_GROWTH} per iteration measured; `.detach()` does not "
+            "help): store `.detach().cpu()` copies, bound the list, or clear it"
+        )
+        self.findings[LIST_ON_SELF][id(event.node)] = Pending(event.node, message)
+
+    def _tensor_on_self(self, event: AssignEvent) -> None:
+        if len(event.targets) != 1 or event.unpacked or event.value is None:
+            return
+        attribute = _self_attribute_name(event.targets[0])
+        if attribute is None or attribute in _buffers(self.scope.owner):
+            return
+        value = self.facts.value_of(event.value, event.ctx)
+        if value is None:
+            return
+        message = (
+            f"`self.{attribute} = ...` in `forward` keeps this activation alive until the next "
+            "call: one extra activation between steps (peak unchanged in the measured net); "
+            "store a `.detach().cpu()` copy or return it instead"
+        )
+        self.findings[TENSOR_ON_SELF][id(event.node)] = Pending(event.node, message)
+
+
+
+# -- rendering a rewritten statement --------------------------------------------------------
+
+
+def render(module: cst.Module, statement: cst.CSTNode, indents: Tuple[Optional[str], ...]) -> str:
+    """Source of `statement` at the nesting given by `indents`, as it would sit in the file.
+
+    The statement is nested in dummy `if True:` blocks with the original relative indents and
+    the dummy header lines are dropped; string contents are never re-indented."""
+    node = statement
+    for indent in reversed(indents):
+        node = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[node], indent=indent))
+    code = module.with_changes(body=[node], header=[], footer=[], has_trailing_newline=True).code
+    lines = _unix_newlines(module, code).splitlines(keepends=True)
+    return "".join(lines[len(indents):])
+
+
+def render_expression(module: cst.Module, node: cst.CSTNode) -> str:
+    return _unix_newlines(module, module.code_for_node(node))
+
+
+def _unix_newlines(module: cst.Module, code: str) -> str:
+    """Edits are written with "\n"; the fixer turns them into the file's own line ending."""
+    newline = module.default_newline
+    return code if newline == "\n" else code.replace(newline, "\n")
+
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+
+def _may_leak(scope: Scope) -> bool:
+    """Cheap test for a pattern some TML5xx rule looks at; most scopes have none."""
+    if scope.owner is not None and scope.name == "forward":
+        return any(
+            call.attr == "append" and call.receiver is not None
+            and _self_attribute(call.receiver) is not None
+            for call in scope.calls
+        ) or any(
+            not event.augmented and any(_self_attribute_name(t) for t in event.targets)
+            for event in scope.assigns
+        )
+    for call in scope.calls:
+        if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
+            return True
+        if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
+            return True
+        if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
+            return True
+    return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
+        any(event.augmented or isinstance(event.value, cst.BinaryOperation)
+            for event in scope.assigns if event.ctx.loops)
+    )
+
+
+def analyse(analysis: FileAnalysis) -> Findings:
+    """Every TML5xx finding of one file, keyed by rule code and node id."""
+    walk = analysis.scopes
+    findings: Findings = {
+        code: {} for code in (EVAL_WITHOUT_NO_GRAD, ACCUMULATED_TENSOR, RETAIN_GRAPH,
+                              LIST_ON_SELF, TENSOR_ON_SELF)
+    }
+    wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
+    for scope in walk.scopes:
+        if _may_leak(scope):
+            _Checks(ScopeFacts(walk, scope), findings, wrapped).run()
+    return findings
