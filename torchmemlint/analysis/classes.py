@@ -9,17 +9,23 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.analysis.syntax import (
+    argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
+    has_star_args, is_static, literal_bool, _scope_of, self_path, _small_statements,
+)
+from torchmemlint.analysis.vocabulary import (
+    ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
+    OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves,
+)
+from typing import Sequence
+
 if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
-from torchmemlint.analysis.syntax import block_indent, block_statements, is_static
 
-from torchmemlint.analysis.vocabulary import ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES, OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves
-from torchmemlint.analysis.syntax import has_star_args, literal_bool
 
-from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import children
-from torchmemlint.analysis.syntax import argument
 
 
 
@@ -375,3 +381,111 @@ class ClassModel:
         return False
 
 
+# -- what __init__ builds (followed by CallableModel) ---------------------------------------------------------
+class InitModel:
+    """What ``__init__`` of one class builds: ``self.x = ...`` values, children, locals.
+
+    The one place that answers "what does ``self.act`` hold" (``attributes``), with the
+    ``nn.Module`` children it registers and what it appends to lists."""
+
+    def __init__(self, node: cst.ClassDef, scope: Bindings) -> None:
+        self.node = node
+        self.name = node.name.value
+        self.scope = scope
+        self.methods: Dict[str, cst.FunctionDef] = {
+            statement.name.value: statement
+            for statement in _body_statements(node.body)
+            if isinstance(statement, cst.FunctionDef)
+        }
+        self.attributes: Dict[str, List[cst.BaseExpression]] = {}
+        self.children: List[cst.BaseExpression] = []  # super().__init__(*...), add_module, append
+        self.locals: Dict[str, List[cst.BaseExpression]] = {}
+        self.defaults: Dict[str, cst.BaseExpression] = {}
+        # `blocks.append(x)` / `self.blocks.append(x)` in __init__, with the loop around it.
+        self.appends: Dict[str, List[Tuple[Optional[cst.For], cst.BaseExpression]]] = {}
+        self.attribute_appends: Dict[str, List[Tuple[Optional[cst.For], cst.BaseExpression]]] = {}
+        init = self.methods.get("__init__")
+        self.init_scope = _scope_of(init, scope) if init is not None else scope
+        self.self_name = _first_param(init) if init is not None else None
+        if init is not None:
+            self._read_init(init)
+
+    def _read_init(self, init: cst.FunctionDef) -> None:
+        for param in [*init.params.params, *init.params.kwonly_params]:
+            if param.default is not None:
+                self.defaults[param.name.value] = param.default
+        statements = _body_statements(init.body)
+        for small in _small_statements(statements):
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    self._assign(target.target, small.value)
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                self._assign(small.target, small.value)
+            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                self._read_call(small.value)
+        self._read_appends(statements, None)
+
+    def _read_appends(self, statements: Sequence[cst.CSTNode], loop: Optional[cst.For]) -> None:
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    call = small.value if isinstance(small, cst.Expr) else None
+                    if not (
+                        isinstance(call, cst.Call)
+                        and isinstance(call.func, cst.Attribute)
+                        and call.func.attr.value == "append"
+                        and len(call.args) == 1
+                    ):
+                        continue
+                    owner = call.func.value
+                    path = self_path(owner, self.self_name)
+                    if isinstance(owner, cst.Name) and owner.value != self.self_name:
+                        self.appends.setdefault(owner.value, []).append((loop, call.args[0].value))
+                    elif path is not None and len(path) == 1:
+                        self.attribute_appends.setdefault(path[0], []).append(
+                            (loop, call.args[0].value)
+                        )
+            else:
+                for block in _child_blocks(statement):
+                    self._read_appends(block, statement if isinstance(statement, cst.For) else loop)
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        path = self_path(target, self.self_name)
+        if path is not None and len(path) == 1:
+            self.attributes.setdefault(path[0], []).append(value)
+        elif isinstance(target, cst.Name):
+            self.locals.setdefault(target.value, []).append(value)
+
+    def _read_call(self, call: cst.Call) -> None:
+        func = call.func
+        path = self_path(func, self.self_name)
+        if path == ["add_module"] and len(call.args) == 2:
+            self.children.append(call.args[1].value)
+        elif path == ["append"] and len(call.args) == 1:
+            self.children.append(call.args[0].value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "__init__"
+            and isinstance(func.value, cst.Call)
+            and isinstance(func.value.func, cst.Name)
+            and func.value.func.value == "super"
+        ):
+            self.children.extend(arg.value for arg in call.args if arg.star != "**")
+
+    def init_env(self) -> "Env":
+        return Env(self.init_scope, self, self.self_name)
+
+    def method_env(self, method: cst.FunctionDef) -> "Env":
+        return Env(_scope_of(method, self.scope), self, _first_param(method))
+
+
+@dataclass(frozen=True)
+class Env:
+    """Where an expression is evaluated: its scope and the class its `self` belongs to."""
+
+    scope: Bindings
+    owner: Optional[InitModel]
+    self_name: Optional[str]
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.scope.qualify(node)

@@ -10,8 +10,8 @@ from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.tree import children
 from torchmemlint.analysis.syntax import walk
+from torchmemlint.tree import children
 
 # -- flow of one function --------------------------------------------------------------------------
 ENTRY = -1  # pseudo statement index: the value came from outside (a parameter, a global)
@@ -38,7 +38,7 @@ class Definition:
     augmented: Optional[cst.BaseAugOp] = None
 
 
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_FLOW_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _APPENDERS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
 
 
@@ -394,7 +394,7 @@ def _collect_reads(
             stack.extend((d.decorator, bound, nested) for d in node.decorators)  # type: ignore[attr-defined]
             stack.append((node.body, inner, True))  # type: ignore[attr-defined]
             continue
-        if node_type in _COMPREHENSIONS:
+        if node_type in _FLOW_COMPREHENSIONS:
             inner = bound | _comprehension_targets(node)  # type: ignore[arg-type]
             stack.extend((child, inner, nested) for child in children(node))
             continue

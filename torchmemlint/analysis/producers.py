@@ -11,11 +11,14 @@ import libcst as cst
 if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
-from torchmemlint.analysis.vocabulary import Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name
-
-from torchmemlint.analysis.classes import ClassModel, Part, _is_self, _rooted_at
+from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
 from torchmemlint.analysis.flow import ENTRY, Flow
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.vocabulary import (
+    Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
+    OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name,
+)
+
 
 
 # -- producers --------------------------------------------------------------------------------------

@@ -7,10 +7,12 @@ from typing import FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
+from typing import Sequence, Union
+from torchmemlint.analysis.names import Bindings, canonical
+
 from typing import Iterable
 
 
-from torchmemlint.analysis.names import canonical
 from torchmemlint.tree import children
 
 # -- fast traversal ---------------------------------------------------------------------------
@@ -181,3 +183,83 @@ def is_static(method: cst.FunctionDef) -> bool:
         isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
         for d in method.decorators
     )
+
+
+# -- statements, scopes and `self` paths (used by the checkpoint model) ----------------
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below ``node``, not entering nested classes."""
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        yield child
+        if not isinstance(child, cst.ClassDef):
+            stack.extend(child.children)
+
+
+def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return block.body if isinstance(block, cst.IndentedBlock) else ()
+
+
+def _child_blocks(statement: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
+    """The statement lists directly inside an if/for/while/with/try statement."""
+    if not isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+        return
+    yield _body_statements(statement.body)
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:  # else / elif chain
+        yield _body_statements(orelse.body)
+        orelse = getattr(orelse, "orelse", None)
+    for handler in getattr(statement, "handlers", ()):
+        yield _body_statements(handler.body)
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        yield _body_statements(final.body)
+
+
+def _flat_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """Statements of a block and of the if/for/with/try blocks inside it (not of defs)."""
+    for statement in statements:
+        yield statement
+        for block in _child_blocks(statement):
+            yield from _flat_statements(block)
+
+
+def _small_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSmallStatement]:
+    for statement in _flat_statements(statements):
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+
+
+def _first_param(function: cst.FunctionDef) -> Optional[str]:
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def _scope_of(function: Union[cst.FunctionDef, cst.Lambda], parent: Bindings) -> Bindings:
+    """The names a function body sees, as the engine binds them during its traversal."""
+    scope = Bindings(parent)
+    scope.bind_parameters(function.params)
+    if isinstance(function, cst.FunctionDef):
+        scope.bind_statements(_body_statements(function.body))
+    return scope
+
+
+def _root(scope: Bindings) -> Bindings:
+    while scope.parent is not None:
+        scope = scope.parent
+    return scope
+
+
+def self_path(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[List[str]]:
+    """``["a", "b"]`` for ``self.a.b``; None for anything else."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if (
+        self_name is None
+        or not parts
+        or not (isinstance(node, cst.Name) and node.value == self_name)
+    ):
+        return None
+    return list(reversed(parts))

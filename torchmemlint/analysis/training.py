@@ -12,9 +12,15 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import AUTOGRAD_CALLS, AssignEvent, CRITERION_NAME, CallEvent, ClassFacts, Ctx, DEVICE_KEEPING_METHODS, EVAL_WORDS, FIXED_TYPE_CALLS, FRAMEWORK_NO_GRAD_HOOKS, FUNCTIONAL_LOSSES, Frame, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, LOGGING_METHODS, MODEL_NAME, NON_TENSOR_TORCH, Scope, ScopeWalk, TYPE_FOLLOWING_CALLS, TYPE_FOLLOWING_MODULES, _is_false, _names_in, _target_names
-
+from torchmemlint.analysis.autograd import (
+    AssignEvent, AUTOGRAD_CALLS, CallEvent, ClassFacts, CRITERION_NAME, Ctx,
+    DEVICE_KEEPING_METHODS, EVAL_WORDS, FIXED_TYPE_CALLS, Frame, FRAMEWORK_NO_GRAD_HOOKS,
+    FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
+    LOGGING_METHODS, MODEL_NAME, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk, _target_names,
+    TYPE_FOLLOWING_CALLS, TYPE_FOLLOWING_MODULES,
+)
 from torchmemlint.analysis.names import dotted_name
+
 from torchmemlint.tree import children
 
 

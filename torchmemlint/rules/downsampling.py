@@ -8,11 +8,13 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Part
-from torchmemlint.analysis.vocabulary import Category, KIND_BY_MODULE, NN, NORM_MODULES, POOL_FUNCTIONS, POOL_MODULES
-from torchmemlint.analysis.syntax import argument, class_indent, enclosing, literal_number, walk
+from torchmemlint.analysis.flow import ENTRY
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.producers import Producers
-from torchmemlint.analysis.flow import ENTRY
+from torchmemlint.analysis.syntax import argument, class_indent, enclosing, literal_number, walk
+from torchmemlint.analysis.vocabulary import (
+    Category, KIND_BY_MODULE, NN, NORM_MODULES, POOL_FUNCTIONS, POOL_MODULES,
+)
 
 from torchmemlint.rules.base import Rule
 

@@ -8,12 +8,18 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.vocabulary import ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves, short_name
-from torchmemlint.analysis.producers import Producer, Producers
-from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.syntax import argument, class_indent, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to, reads_beside, terminal_name, watched_names
 from torchmemlint.analysis.classes import ClassModel, Layer
+from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.syntax import (
+    argument, class_indent, enclosing, has_star_args, literal_bool, literal_number, mentions,
+    path_to, reads_beside, terminal_name, watched_names,
+)
+from torchmemlint.analysis.vocabulary import (
+    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION,
+    KIND_BY_MODULE, KIND_BY_NAME, NN, Saves, short_name,
+)
 
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule

@@ -13,12 +13,14 @@ from typing import Dict, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import MODEL_NAME, AssignEvent, CallEvent, Frame, Scope, _is_false, _is_true
+from torchmemlint.analysis.autograd import (
+    AssignEvent, CallEvent, Frame, _is_false, _is_true, MODEL_NAME, Scope,
+)
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
-    Kind, ScopeFacts, Value, _buffers, _float_use, _keyword, _list_use, _self_attribute,
-    _self_attribute_name, _short, is_eval_name, uses_allow,
+    _buffers, _float_use, is_eval_name, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
+    _self_attribute_name, _short, uses_allow, Value,
 )
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule

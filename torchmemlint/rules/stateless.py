@@ -7,9 +7,11 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.vocabulary import NN, short_name
-from torchmemlint.analysis.syntax import class_indent, enclosing, is_literal, terminal_name, watched_names
 from torchmemlint.analysis.classes import Assignment, ClassModel
+from torchmemlint.analysis.syntax import (
+    class_indent, enclosing, is_literal, terminal_name, watched_names,
+)
+from torchmemlint.analysis.vocabulary import NN, short_name
 
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
