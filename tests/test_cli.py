@@ -181,7 +181,9 @@ def test_default_off_rules_need_select(tmp_path):
     off = [rule for rule in all_rules().values() if not rule.default_enabled]
     assert off, "the rule set has rules that are off by default"
     rule = off[0]
-    example = rule.INVALID[0].code
+    from rule_examples import examples
+
+    example = examples(rule.code).invalid[0].code
     write(tmp_path / "example.py", example)
     assert rule.code not in run(["example.py"], tmp_path).stdout
     assert rule.code in run(["--select", rule.code, "example.py"], tmp_path).stdout
@@ -383,8 +385,10 @@ def _unsafe_example():
     from torchmemlint.engine import lint_source
     from torchmemlint.rules import all_rules
 
+    from rule_examples import examples
+
     for rule in all_rules().values():
-        for case in rule.INVALID:
+        for case in examples(rule.code).invalid:
             if case.fixed is None or case.options:
                 continue
             findings = lint_source(case.code, "x.py", Settings(select=(rule.code,)))

@@ -18,7 +18,7 @@ import torch
 from torchmemlint.config import Settings
 from torchmemlint.engine import lint_source
 from torchmemlint.fixer import fix_text
-from torchmemlint.rules import _loops
+from torchmemlint.rules import loops as _loops
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint" / "loops"
 EXPECT = re.compile(r"#\s*expect:\s*((?:TML\d{3}\s*)+)")

@@ -1,4 +1,5 @@
-"""Every rule's inline VALID / INVALID examples, run through the real engine and fixer."""
+"""Every rule's VALID / INVALID examples (tests/rule_examples/<code>.py), run through the real
+engine and fixer."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ from torchmemlint.engine import lint_source
 from torchmemlint.fixer import fix_text
 from torchmemlint.rules import all_rules
 
+from rule_examples import HERE, examples
+
 CASES_VALID = [
     pytest.param(rule, index, code, id=f"{rule.code}-valid-{index}")
     for rule in all_rules().values()
-    for index, code in enumerate(rule.VALID)
+    for index, code in enumerate(examples(rule.code).valid)
 ]
 CASES_INVALID = [
     pytest.param(rule, index, case, id=f"{rule.code}-invalid-{index}")
     for rule in all_rules().values()
-    for index, case in enumerate(rule.INVALID)
+    for index, case in enumerate(examples(rule.code).invalid)
 ]
 
 
@@ -55,5 +58,12 @@ def test_rule_is_documented_and_exemplified(rule):
     docs = rule.documentation()
     for section in ("## What it does", "## Why is this bad?", "## Example", "## Fix safety", "## Measured"):
         assert section in docs, f"{rule.code} docs lack {section}"
-    assert rule.VALID and rule.INVALID
+    assert examples(rule.code).valid and examples(rule.code).invalid, f"add tests/rule_examples/{rule.code.lower()}.py"
+    assert not rule.VALID and not rule.INVALID, "examples live in tests/rule_examples/, not on the rule"
     assert rule.name == rule.name.lower() and " " not in rule.name
+
+
+def test_every_example_file_belongs_to_a_rule():
+    codes = {code.lower() for code in all_rules()}
+    files = {path.stem for path in HERE.glob("tml*.py")}
+    assert files <= codes, files - codes

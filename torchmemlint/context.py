@@ -70,7 +70,7 @@ class FileContext:
         if self._analysis is None:
             from torchmemlint.analysis import FileAnalysis
 
-            self._analysis = FileAnalysis(self.module, self.module_bindings)
+            self._analysis = FileAnalysis(self.module, self.module_bindings, self.qualify)
         return self._analysis
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:

@@ -2,7 +2,9 @@
 
 A rule defines ``visit_<Node>`` / ``leave_<Node>`` methods (libcst node class names); the engine
 runs every enabled rule in one batched traversal. Each rule carries its documentation in its
-docstring (Ruff's sections) and VALID / INVALID examples that the test suite runs.
+docstring (Ruff's sections); its VALID / INVALID examples live in
+``tests/rule_examples/<code>.py`` (Ruff's convention), which the test suite runs. The
+``VALID``/``INVALID`` class attributes stay for rules defined outside this package.
 """
 
 from __future__ import annotations

@@ -8,38 +8,21 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.findings import Applicability
-from torchmemlint.rules._modules import (
-    INPLACE_FUNCTIONS,
-    INPLACE_METHODS,
-    KIND_BY_FUNCTION,
-    KIND_BY_MODULE,
-    KIND_BY_NAME,
-    NN,
-    ActivationKind,
-    Category,
-    ClassModel,
-    FileModel,
-    Flow,
-    Layer,
-    Producer,
-    Producers,
-    Saves,
-    argument,
-    class_indent,
-    enclosing,
-    file_model,
-    has_star_args,
-    literal_bool,
-    literal_number,
-    mentions,
-    path_to,
-    reads_beside,
-    short_name,
-    terminal_name,
-    watched_names,
+from torchmemlint.analysis.classes import ClassModel, Layer
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.syntax import (
+    argument, class_indent, enclosing, has_star_args, literal_bool, literal_number, mentions,
+    path_to, reads_beside, terminal_name, watched_names,
 )
-from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
+from torchmemlint.analysis.vocabulary import (
+    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION,
+    KIND_BY_MODULE, KIND_BY_NAME, NN, Saves, short_name,
+)
+
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
 SEQUENTIAL = NN + "Sequential"
 _WATCHED = (
@@ -97,7 +80,7 @@ class InplaceAnalysis:
 
     def __init__(self, context) -> None:
         self.context = context
-        self.file: FileModel = file_model(context)
+        self.file: FileAnalysis = context.analysis
         self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
         self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
@@ -470,87 +453,6 @@ class MissingInplaceSavesMemory(_MissingInplace):
     fix_availability = FixAvailability.ALWAYS
     saves = frozenset({Saves.INPUT})
 
-    VALID = (
-        # already in place
-        "import torch.nn as nn\n"
-        "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LeakyReLU(0.1, inplace=True))\n",
-        # ReLU saves nothing by going in place (TML202, off by default)
-        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())\n",
-        # the input is used again: in place would corrupt the residual
-        "import torch.nn as nn\nimport torch.nn.functional as F\n\n"
-        "class Block(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
-        "    def forward(self, x):\n"
-        "        y = self.conv(x)\n"
-        "        z = F.elu(y)\n"
-        "        return z + y\n",
-        # sigmoid keeps its output: in place after it would raise in backward
-        "import torch\nimport torch.nn.functional as F\n\n"
-        "def gate(x):\n"
-        "    return F.leaky_relu(torch.sigmoid(x))\n",
-        # a custom block before: what it keeps is unknown
-        "import torch.nn as nn\nblock = nn.Sequential(MyBlock(), nn.LeakyReLU())\n",
-        # a look-alike class
-        "import torch\nclass LeakyReLU:\n    pass\nblock = [torch.nn.Conv2d(3, 8, 3), LeakyReLU()]\n",
-        # the attribute is called on forward's own argument
-        "import torch.nn as nn\n\n"
-        "class Head(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.act = nn.LeakyReLU()\n\n"
-        "    def forward(self, x):\n"
-        "        return self.act(x)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch.nn as nn\n"
-            "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.1))\n",
-            fixed="import torch.nn as nn\n"
-            "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.1, inplace=True))\n",
-            line=2,
-            column=62,
-        ),
-        Invalid(
-            "from torch.nn import LeakyReLU as Act, Conv2d, Module\n\n"
-            "class Block(Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.conv = Conv2d(8, 8, 3)\n"
-            "        self.act = Act()\n\n"
-            "    def forward(self, x):\n"
-            "        x = self.conv(x)\n"
-            "        x = self.act(x)\n"
-            "        return x\n",
-            fixed="from torch.nn import LeakyReLU as Act, Conv2d, Module\n\n"
-            "class Block(Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.conv = Conv2d(8, 8, 3)\n"
-            "        self.act = Act(inplace=True)\n\n"
-            "    def forward(self, x):\n"
-            "        x = self.conv(x)\n"
-            "        x = self.act(x)\n"
-            "        return x\n",
-            line=7,
-        ),
-        Invalid(
-            "import torch\nimport torch.nn.functional as F\n\n"
-            "def decode(a, b, conv):\n"
-            "    y = torch.cat([a, b], 1)\n"
-            "    return conv(F.elu(y, alpha=0.5))\n",
-            fixed="import torch\nimport torch.nn.functional as F\n\n"
-            "def decode(a, b, conv):\n"
-            "    y = torch.cat([a, b], 1)\n"
-            "    return conv(F.elu(y, alpha=0.5, inplace=True))\n",
-        ),
-        Invalid(
-            "import torch.nn as nn\nhead = nn.Sequential(nn.Linear(8, 8), nn.SELU(inplace=False))\n",
-            fixed="import torch.nn as nn\nhead = nn.Sequential(nn.Linear(8, 8), nn.SELU(inplace=True))\n",
-        ),
-    )
-
     def _report(self, site: Site) -> None:
         assert site.kind is not None
         negative = _negative_parameter(site)
@@ -616,34 +518,6 @@ class MissingInplaceNoSaving(_MissingInplace):
     fix_availability = FixAvailability.ALWAYS
     saves = frozenset({Saves.OUTPUT, Saves.CLONE})
 
-    VALID = (
-        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
-        # after sigmoid, in place would raise in backward
-        "import torch.nn as nn\nblock = nn.Sequential(nn.Sigmoid(), nn.ReLU())\n",
-        # LeakyReLU is TML201's
-        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LeakyReLU())\n",
-        "import keras\nblock = [keras.layers.Conv2D(8, 3), keras.layers.ReLU()]\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())\n",
-            fixed="import torch.nn as nn\n"
-            "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
-            line=2,
-            column=43,
-        ),
-        Invalid(
-            "import torch.nn.functional as F\n\n"
-            "def head(x, weight):\n"
-            "    h = F.linear(x, weight)\n"
-            "    return F.silu(h)\n",
-            fixed="import torch.nn.functional as F\n\n"
-            "def head(x, weight):\n"
-            "    h = F.linear(x, weight)\n"
-            "    return F.silu(h, inplace=True)\n",
-        ),
-    )
-
     def _report(self, site: Site) -> None:
         assert site.kind is not None
         reason = (
@@ -706,109 +580,6 @@ class UnsafeInplace(Rule):
     name = "unsafe-inplace"
     summary = "In-place activation on a tensor that is reused, saved for backward, or the caller's"
     fix_availability = FixAvailability.SOMETIMES
-
-    VALID = (
-        # torchvision's BasicBlock: every call of the shared ReLU is safe
-        "import torch.nn as nn\n\n"
-        "class BasicBlock(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.conv1 = nn.Conv2d(8, 8, 3, padding=1)\n"
-        "        self.bn1 = nn.BatchNorm2d(8)\n"
-        "        self.relu = nn.ReLU(inplace=True)\n"
-        "        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)\n"
-        "        self.bn2 = nn.BatchNorm2d(8)\n"
-        "        self.downsample = None\n\n"
-        "    def forward(self, x):\n"
-        "        identity = x\n"
-        "        out = self.conv1(x)\n"
-        "        out = self.bn1(out)\n"
-        "        out = self.relu(out)\n"
-        "        out = self.conv2(out)\n"
-        "        out = self.bn2(out)\n"
-        "        if self.downsample is not None:\n"
-        "            identity = self.downsample(x)\n"
-        "        out += identity\n"
-        "        out = self.relu(out)\n"
-        "        return out\n",
-        "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
-        "import torch.nn.functional as F\n\n"
-        "def f(conv, x):\n"
-        "    y = conv(x)\n"
-        "    y = F.relu(y, inplace=True)\n"
-        "    return y\n",
-        # mutually exclusive branches: the other branch's read never follows
-        "import torch.nn.functional as F\n\n"
-        "def f(conv, x, flag):\n"
-        "    y = conv(x)\n"
-        "    if flag:\n"
-        "        out = F.relu(y, inplace=True)\n"
-        "    else:\n"
-        "        out = y * 2\n"
-        "    return out\n",
-        # a look-alike: a local function named relu_
-        "import torch\n\ndef relu_(t):\n    return t\n\ndef f(x):\n    y = torch.sigmoid(x)\n    return relu_(y)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\nimport torch.nn.functional as F\n\n"
-            "def gate(x):\n"
-            "    return F.relu(torch.sigmoid(x), inplace=True)\n",
-            fixed="import torch\nimport torch.nn.functional as F\n\n"
-            "def gate(x):\n"
-            "    return F.relu(torch.sigmoid(x))\n",
-            line=5,
-            column=12,
-        ),
-        Invalid(
-            "import torch.nn as nn\n\n"
-            "class PreAct(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.act = nn.ReLU(inplace=True)\n"
-            "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
-            "    def forward(self, x):\n"
-            "        y = self.conv(x)\n"
-            "        out = self.act(y)\n"
-            "        return self.conv(out) + y\n",
-            fixed="import torch.nn as nn\n\n"
-            "class PreAct(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.act = nn.ReLU()\n"
-            "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
-            "    def forward(self, x):\n"
-            "        y = self.conv(x)\n"
-            "        out = self.act(y)\n"
-            "        return self.conv(out) + y\n",
-            line=11,
-            column=15,
-        ),
-        Invalid(
-            "import torch.nn as nn\n\n"
-            "class Head(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.body = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(8, 8, 1))\n\n"
-            "    def forward(self, x):\n"
-            "        return self.body(x)\n",
-            fixed="import torch.nn as nn\n\n"
-            "class Head(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.body = nn.Sequential(nn.ReLU(), nn.Conv2d(8, 8, 1))\n\n"
-            "    def forward(self, x):\n"
-            "        return self.body(x)\n",
-        ),
-        Invalid(
-            "import torch\n\ndef f(x):\n    y = torch.tanh(x)\n    return y.relu_()\n",
-            fixed="import torch\n\ndef f(x):\n    y = torch.tanh(x)\n    return y.relu()\n",
-        ),
-        Invalid(
-            "import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU(inplace=True))\n",
-            fixed="import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU())\n",
-        ),
-    )
 
     def visit_Call(self, node: cst.Call) -> None:
         for site in analysis(self.context).sites(node):
@@ -889,37 +660,6 @@ class InplaceDropout(Rule):
     name = "inplace-dropout"
     summary = "Dropout with `inplace=True` keeps a float mask instead of CUDA's 1-byte mask"
     fix_availability = FixAvailability.ALWAYS
-
-    VALID = (
-        "import torch.nn as nn\ndrop = nn.Dropout(0.1)\n",
-        "import torch.nn as nn\ndrop = nn.Dropout2d(0.1, inplace=True)\n",  # no fused kernel
-        "import torch.nn.functional as F\n\ndef f(x):\n    return F.dropout(x, 0.1, inplace=False)\n",
-        "from mylib import Dropout\ndrop = Dropout(0.1, inplace=True)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch.nn as nn\ndrop = nn.Dropout(0.1, inplace=True)\n",
-            fixed="import torch.nn as nn\ndrop = nn.Dropout(0.1)\n",
-            line=2,
-            column=8,
-        ),
-        Invalid(
-            "import torch.nn as nn\ndrop = nn.Dropout(0.1, True)\n",
-            fixed="import torch.nn as nn\ndrop = nn.Dropout(0.1)\n",
-        ),
-        Invalid(
-            "import torch.nn.functional as F\n\n"
-            "def f(x, training):\n"
-            "    return F.dropout(x, 0.1, training, inplace=True)\n",
-            fixed="import torch.nn.functional as F\n\n"
-            "def f(x, training):\n"
-            "    return F.dropout(x, 0.1, training)\n",
-        ),
-        Invalid(
-            "import torch\n\ndef f(x):\n    return torch.dropout_(x * 2, 0.1, True)\n",
-            fixed="import torch\n\ndef f(x):\n    return torch.dropout(x * 2, 0.1, True)\n",
-        ),
-    )
 
     def visit_Call(self, node: cst.Call) -> None:
         for site in analysis(self.context).sites(node):

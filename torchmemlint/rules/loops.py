@@ -1,17 +1,29 @@
 """TML5xx: training and evaluation loop leaks.
 
-The analysis (``_loops.analyse``) runs once per file, shared by these rules; each rule reports
-its findings when the traversal reaches the flagged node, so ``# noqa`` works per statement.
+The checks replay each scope over the shared analysis (``context.analysis.scopes``: autograd
+state, loops and events of every scope; ``ScopeFacts``: what its values are) once per file;
+each rule reports its findings when the traversal reaches the flagged node, so ``# noqa``
+works per statement.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from dataclasses import dataclass
+from typing import Dict, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.rules import _loops
-from torchmemlint.rules.base import FixAvailability, Invalid, Rule
+from torchmemlint.analysis.autograd import (
+    AssignEvent, CallEvent, Frame, _is_false, _is_true, MODEL_NAME, Scope,
+)
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.training import (
+    _buffers, _float_use, is_eval_name, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
+    _self_attribute_name, _short, uses_allow, Value,
+)
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
 
 class _LoopRule(Rule):
@@ -19,9 +31,9 @@ class _LoopRule(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         findings = self.context.shared(
-            "loops", lambda: _loops.analyse(node, self.context.bindings)
+            "loops", lambda: analyse(self.context.analysis)
         )
-        self._pending: Dict[int, _loops.Pending] = findings[self.code]
+        self._pending: Dict[int, Pending] = findings[self.code]
 
     def _reached(self, node: cst.CSTNode) -> None:
         pending = self._pending.get(id(node))
@@ -84,63 +96,6 @@ class EvalWithoutNoGrad(_LoopRule):
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
 
-    VALID = (
-        "import torch\n\n@torch.no_grad()\ndef evaluate(model, loader):\n"
-        "    return [model(x).argmax(1) for x in loader]\n",
-        "import torch\n\ndef evaluate(model, loader):\n    model.eval()\n"
-        "    with torch.inference_mode():\n        for x in loader:\n            model(x)\n",
-        # training code: eval() for frozen batch-norm, then backward
-        "import torch\n\ndef fit(model, loader, opt):\n    model.eval()\n    for x, y in loader:\n"
-        "        loss = torch.nn.functional.mse_loss(model(x), y)\n        loss.backward()\n"
-        "        opt.step()\n",
-        # put back in training mode before the call
-        "import torch\n\nmodel.eval()\nexport(model)\nmodel.train()\nout = model(x)\n",
-        # Lightning runs validation_step (and what it calls) without autograd
-        "import torch\n\nclass Lit:\n    def validation_step(self, batch, idx):\n"
-        "        return self.predict_batch(batch)\n\n    def predict_batch(self, x):\n"
-        "        return self.model(x)\n",
-        # the caller turns autograd off
-        "import torch\n\ndef _predict_batch(model, x):\n    return model(x)\n\n"
-        "@torch.no_grad()\ndef run(model, loader):\n"
-        "    return [_predict_batch(model, x) for x in loader]\n",
-        # pytest tests are not evaluation loops
-        "import torch\n\ndef test_shape(model):\n"
-        "    assert model(torch.ones(1, 3)).shape == (1, 2)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\n\ndef validate(model, loader):\n    model.eval()\n"
-            "    for x in loader:\n        print(model(x))\n",
-            fixed="import torch\n\n@torch.no_grad()\ndef validate(model, loader):\n"
-            "    model.eval()\n    for x in loader:\n        print(model(x))\n",
-            line=6,
-            column=15,
-        ),
-        Invalid(
-            "import torch\n\nnet.eval()\ntotal = 0\n# every batch\nfor x, y in loader:\n"
-            "    total += (net(x).argmax(1) == y).sum().item()\n",
-            fixed="import torch\n\nnet.eval()\ntotal = 0\n# every batch\nwith torch.no_grad():\n"
-            "    for x, y in loader:\n        total += (net(x).argmax(1) == y).sum().item()\n",
-            line=7,
-        ),
-        Invalid(
-            "import torch\n\nclass Runner:\n    def run(self, batches):\n"
-            "        self.model.eval()\n        outs = []\n        for b in batches:\n"
-            "            outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
-            "        return outs\n",
-            fixed="import torch\n\nclass Runner:\n    def run(self, batches):\n"
-            "        self.model.eval()\n"
-            "        outs = []\n        with torch.no_grad():\n            for b in batches:\n"
-            "                outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
-            "        return outs\n",
-        ),
-        # no fix without `import torch`
-        Invalid(
-            "from torch import nn\n\ndef predict(net, x):\n    return net(x)\n",
-            fixed=None,
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -201,57 +156,6 @@ class AccumulatedTensor(_LoopRule):
     summary = "A loss or model output tensor accumulated across loop iterations keeps its graph"
     fix_availability = FixAvailability.SOMETIMES
 
-    VALID = (
-        "import torch\n\nrunning = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-        "    loss.backward()\n    running += loss.item()\n",
-        "import torch\n\nseen = 0\nfor x, y in loader:\n    out = model(x)\n"
-        "    seen += x.size(0)\n    correct = 0\n    correct += (out.argmax(1) == y).sum()\n",
-        "import torch\n\nwith torch.no_grad():\n    outs = []\n    for x in loader:\n"
-        "        outs.append(model(x))\n",
-        "import torch\n\nouts = []\nfor x in loader:\n    outs.append(model(x).detach().cpu())\n",
-        # gradient accumulation: the sum is backpropagated
-        "import torch\n\nacc = 0\nfor i, (x, y) in enumerate(loader):\n"
-        "    acc = acc + criterion(model(x), y)\n    if i % 4 == 3:\n        acc.backward()\n"
-        "        acc = 0\n",
-        # reset every iteration
-        "import torch\n\nfor x, y in loader:\n    total = 0\n    for head in model(x):\n"
-        "        total += criterion(head, y)\n    total.backward()\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
-            "    loss = criterion(model(x), y)\n"
-            "    loss.backward()\n    optimizer.step()\n    running += loss\n"
-            "print(running / len(loader))\n",
-            fixed="import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
-            "    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
-            "    running += loss.item()\nprint(running / len(loader))\n",
-            line=8,
-            column=5,
-        ),
-        Invalid(
-            "import torch\nimport torch.nn.functional as F\n\nlosses = []\nfor x, y in loader:\n"
-            "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss)\n"
-            "print(sum(losses) / len(losses))\n",
-            fixed="import torch\nimport torch.nn.functional as F\n\nlosses = []\n"
-            "for x, y in loader:\n"
-            "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss.item())\n"
-            "print(sum(losses) / len(losses))\n",
-        ),
-        # model outputs: no `.item()` fix
-        Invalid(
-            "import torch\n\ndef collect(model, loader):\n    preds = []\n    for x in loader:\n"
-            "        preds.append(model(x).softmax(-1))\n    return torch.cat(preds)\n",
-            line=6,
-        ),
-        # the accumulator is used as a tensor afterwards: no `.item()` fix
-        Invalid(
-            "import torch\n\ntotal = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n"
-            "    loss.backward()\n    total = total + loss\nprint(total.item())\n",
-            line=7,
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -306,36 +210,6 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     summary = "`backward(retain_graph=True)` in a loop with no second backward through the graph"
     fix_availability = FixAvailability.ALWAYS
 
-    VALID = (
-        # two backwards through a shared graph (GAN)
-        "import torch\n\nfor x in loader:\n    fake = gen(x)\n    d_loss = crit(disc(fake), 0)\n"
-        "    d_loss.backward(retain_graph=True)\n    g_loss = crit(disc(fake), 1)\n"
-        "    g_loss.backward()\n",
-        # the same graph backpropagated once per output
-        "import torch\n\nout = model(x)\nfor i in range(out.numel()):\n"
-        "    out[i].backward(retain_graph=True)\n",
-        "import torch\n\nloss = criterion(model(x), y)\nloss.backward(retain_graph=True)\n",
-        "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-        "    loss.backward(retain_graph=True, create_graph=True)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-            "    loss.backward(retain_graph=True)\n    optimizer.step()\n",
-            fixed="import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
-            "    loss.backward()\n    optimizer.step()\n",
-            line=5,
-            column=5,
-        ),
-        Invalid(
-            "import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
-            "        loss = model(x).mean()\n"
-            "        scaler.scale(loss).backward(inputs=None, retain_graph=True)\n",
-            fixed="import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
-            "        loss = model(x).mean()\n        scaler.scale(loss).backward(inputs=None)\n",
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -389,31 +263,6 @@ class ListOnSelfInForward(_LoopRule):
     name = "activation-list-on-self"
     summary = "`forward` appends an activation to a list on `self` that is never emptied"
 
-    VALID = (
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-        "        self.maps = []\n        h = self.conv(x)\n        self.maps.append(h)\n"
-        "        return h\n",
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-        "        h = self.conv(x)\n        self.maps.append(h.detach().cpu())\n"
-        "        self.shapes.append(h.shape)\n        return h\n",
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-        "        self.maps.append(self.conv(x))\n        return x\n\n    def reset(self):\n"
-        "        self.maps.clear()\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.maps = []\n\n    def forward(self, x):\n"
-            "        h = torch.relu(self.conv(x))\n        self.maps.append(h.detach())\n"
-            "        return h\n",
-            line=11,
-            column=9,
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
 
@@ -456,22 +305,360 @@ class TensorOnSelfInForward(_LoopRule):
     summary = "`forward` stores an activation on `self`, keeping it alive between steps"
     default_enabled = False
 
-    VALID = (
-        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.register_buffer('ema', torch.zeros(3))\n\n"
-        "    def forward(self, x):\n        self.ema = self.ema * 0.9 + x.mean(0)\n"
-        "        self.last_shape = x.shape\n        self.cached = x.detach().cpu()\n"
-        "        return x\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
-            "    def forward(self, x):\n        self.features = self.backbone(x)\n"
-            "        return self.head(self.features)\n",
-            line=6,
-            column=9,
-        ),
-    )
-
     def visit_Assign(self, node: cst.Assign) -> None:
         self._reached(node)
+
+
+# -- the checks, over the shared analysis ---------------------------------------------------
+EVAL_WITHOUT_NO_GRAD = "TML501"
+ACCUMULATED_TENSOR = "TML502"
+RETAIN_GRAPH = "TML503"
+LIST_ON_SELF = "TML504"
+TENSOR_ON_SELF = "TML505"
+
+# Figures quoted by the messages, from benchmarks/memory_figures.py (f_training_loop_leaks in
+# benchmarks/results/memory_figures.json; tests/test_loop_rules.py checks they still agree).
+EVAL_PEAK_FACTOR = "x2.33"  # eval_without_no_grad_peak_ratio
+EVAL_GROWTH = "6.29 MB"  # eval_total_loss_growth_per_iteration
+RETAIN_GRAPH_PEAK = "+40 %"  # retain_graph_peak_change_pct
+LIST_GROWTH = "2.1 MB"  # feats_list_growth_per_iteration
+
+
+@dataclass(frozen=True)
+class Pending:
+    node: cst.CSTNode
+    message: str
+    fix: Optional[FixSpec] = None
+
+
+Findings = Dict[str, Dict[int, Pending]]
+
+
+class _Checks:
+    """Replays one scope (``ScopeFacts``) and records the TML5xx findings in it."""
+
+    def __init__(self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]]) -> None:
+        self.facts = facts
+        self.scope = facts.scope
+        self.walk = facts.walk
+        self.findings = findings
+        self.wrapped = wrapped
+        self.forward = facts.forward
+
+    def run(self) -> None:
+        for event in self.facts.replay():
+            if isinstance(event, AssignEvent):
+                self._assignment(event)
+            else:
+                self._call(event)
+        if not self.forward:
+            self._retain_graph()
+
+    def _assignment(self, event: AssignEvent) -> None:
+        if event.augmented or self.facts.is_self_increment(event):
+            self._accumulation(event)
+        if self.forward and event.value is not None and not event.augmented:
+            self._tensor_on_self(event)
+
+    def _call(self, event: CallEvent) -> None:
+        if self.forward:
+            self._list_on_self(event)
+            return
+        if self.facts.is_model(event.func):
+            self._model_call(event)
+        if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
+            self._accumulation(event)
+
+    # TML501
+    def _model_call(self, event: CallEvent) -> None:
+        scope = self.scope
+        if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work:
+            return
+        callee = event.func or ""
+        if callee.endswith(".forward"):
+            callee = callee[: -len(".forward")]
+        mode_seq = self.facts.last_mode_change(callee, event.seq)
+        named = is_eval_name(scope.name)
+        if mode_seq is not None and mode_seq[1] == "train":
+            return  # the model was put back in training mode
+        if not named and (mode_seq is None or not event.ctx.iterating):
+            return  # a single call after eval() (a test, an export) is no loop leak
+        if named and self.facts.training_calls:
+            return
+        if named:
+            where = f"in `{scope.name}()` with autograd on"
+        else:
+            where = f"after `{callee}.eval()` with autograd on (`eval()` does not disable it)"
+        message = (
+            f"`{callee}` is called {where}: every call records its graph and keeps the saved "
+            f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
+            "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
+            "`torch.no_grad()`"
+        )
+        target = self.facts.wrap_target(event, None if named else mode_seq[0])
+        if not named and self.facts.trains_around(event, mode_seq[0], target):
+            return  # eval() for frozen batch-norm or an attack: gradients are wanted
+        key = ("decorate", id(scope.node)) if target is None else ("wrap", id(target.statement))
+        if key in self.wrapped:
+            return  # one finding per loop (or function) to wrap
+        self.wrapped.add(key)
+        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
+            event.node, message, self._no_grad_fix(target)
+        )
+
+    def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
+        if self.facts.bindings.qualify(cst.Name("torch")) != "torch":
+            return None
+        module = self.walk.module
+        if target is None:
+            function = self.scope.function
+            assert function is not None
+            if function.asynchronous is not None:
+                return None
+            decorator = cst.Decorator(decorator=cst.parse_expression("torch.no_grad()"))
+            new = function.with_changes(decorators=[*function.decorators, decorator])
+            text = render(module, new, self.scope.indents)
+            return FixSpec(
+                Applicability.UNSAFE,
+                "Decorate the function with `@torch.no_grad()`",
+                (NodeEdit(function, text),),
+            )
+        statement = target.statement
+        wrapped = cst.With(
+            items=[cst.WithItem(item=cst.parse_expression("torch.no_grad()"))],
+            body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
+            leading_lines=statement.leading_lines,
+        )
+        what = "loop" if isinstance(statement, (cst.For, cst.While)) else "statement"
+        return FixSpec(
+            Applicability.UNSAFE,
+            f"Wrap the {what} in `with torch.no_grad():`",
+            (NodeEdit(statement, render(module, wrapped, target.indents)),),
+        )
+
+    # TML502
+    def _accumulation(self, event: Union[AssignEvent, CallEvent]) -> None:
+        ctx = event.ctx
+        if not ctx.loops or ctx.no_grad:
+            return
+        if isinstance(event, CallEvent):
+            assert event.receiver is not None
+            argument = event.node.args[0]
+            if argument.star or argument.keyword is not None:
+                return
+            accumulator = dotted_name(event.receiver)
+            value_node = argument.value
+            appended = True
+        else:
+            if len(event.targets) != 1 or event.value is None:
+                return
+            operator = getattr(event.node, "operator", None)
+            if event.augmented and not isinstance(operator, (cst.AddAssign, cst.SubtractAssign)):
+                return
+            accumulator = event.targets[0]
+            value_node = event.value
+            if not event.augmented:  # total = total + loss
+                binary = event.value
+                assert isinstance(binary, cst.BinaryOperation)
+                on_left = dotted_name(binary.left) == accumulator
+                value_node = binary.right if on_left else binary.left
+            appended = False
+        if accumulator is None or accumulator in self.facts.backward_losses:
+            return
+        value = self.facts.value_of(value_node, ctx)
+        if value is None or value.kind is Kind.ACTIVATION:
+            return
+        loop = ctx.loops[-1]
+        if loop not in value.loops or self.facts.reassigned_in(accumulator, loop, event.node):
+            return
+        if not self.facts.loop_computes(loop):
+            return
+        persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
+        training = any(self.facts.loop_has(loop, self.facts.training_calls) for loop in persists)
+        if not training and self.facts.grad_controlled(event.seq):
+            return
+        if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
+            return  # this scope trains elsewhere: which mode applies here is not clear
+        shown = _short(self.walk.module.code_for_node(value_node))
+        what = "loss tensor" if value.kind is Kind.LOSS else "model output"
+        if appended:
+            head = f"`{accumulator}.append({shown})` keeps the {what} of every iteration"
+        else:
+            head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
+        if training:
+            tail = (
+                ": backward frees the saved activations (device memory does not grow), but "
+                "every iteration's autograd graph nodes stay reachable and host memory grows"
+            )
+            if appended:
+                tail += " and the list holds one tensor per iteration on its device"
+        else:
+            tail = (
+                " in a loop without backward and outside `torch.no_grad()`: every batch's graph "
+                f"stays alive with all its saved activations (+{EVAL_GROWTH} per iteration "
+                "measured) until out of memory"
+            )
+        if value.kind is Kind.LOSS:
+            named = dotted_name(value_node) is not None
+            advice = f"; accumulate `{shown}.item()`" if named else "; use `.item()`"
+        else:
+            advice = "; keep `.detach()` (or `.detach().cpu()`) copies"
+        fix = self._item_fix(event, accumulator, value_node, value, appended)
+        self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(
+            event.node, head + tail + advice, fix
+        )
+
+    def _item_fix(
+        self,
+        event: Union[AssignEvent, CallEvent],
+        accumulator: str,
+        value_node: cst.BaseExpression,
+        value: Value,
+        appended: bool,
+    ) -> Optional[FixSpec]:
+        if value.kind is not Kind.LOSS or not value.scalar:
+            return None
+        if not isinstance(value_node, (cst.Name, cst.Attribute)) or dotted_name(value_node) is None:
+            return None
+        allowed = _list_use if appended else _float_use
+        if not appended and not self.facts.starts_as_number(accumulator, event.ctx):
+            return None
+        if not uses_allow(self.scope, accumulator, allowed):
+            return None
+        return FixSpec(
+            Applicability.UNSAFE,
+            f"Use `{dotted_name(value_node)}.item()`",
+            (NodeEdit(value_node, ".item()", "after"),),
+        )
+
+    # TML503
+    def _retain_graph(self) -> None:
+        for call in self.facts.backward_calls:
+            retain = _keyword(call.node, "retain_graph")
+            if retain is None or not _is_true(retain.value) or not call.ctx.loops:
+                continue
+            create = _keyword(call.node, "create_graph")
+            if create is not None and not _is_false(create.value):
+                continue
+            outer = call.ctx.loops[0]
+            others = [c for c in self.facts.backward_calls if c is not call and outer in c.ctx.loops]
+            if others or not self.facts.built_in_loop(call):
+                continue
+            args = [a for a in call.node.args if a is not retain]
+            if args and call.node.args[-1] is retain:
+                args[-1] = args[-1].with_changes(comma=retain.comma)
+            new = call.node.with_changes(args=args)
+            fix = FixSpec(
+                Applicability.UNSAFE,
+                "Remove `retain_graph=True`",
+                (NodeEdit(call.node, render_expression(self.walk.module, new)),),
+            )
+            message = (
+                "`retain_graph=True` with no second backward through this graph in the loop: the "
+                "graph and its saved activations stay alive into the next iteration's forward "
+                f"({RETAIN_GRAPH_PEAK} peak per iteration measured); drop it, or detach state "
+                "carried between iterations"
+            )
+            self.findings[RETAIN_GRAPH][id(call.node)] = Pending(call.node, message, fix)
+
+    # TML504 / TML505
+    def _list_on_self(self, event: CallEvent) -> None:
+        if event.attr != "append" or event.receiver is None or len(event.node.args) != 1:
+            return
+        attribute = _self_attribute(event.receiver)
+        if attribute is None or not self.facts.unbounded_list(attribute):
+            return
+        value = self.facts.value_of(event.node.args[0].value, event.ctx)
+        if value is None:
+            return
+        message = (
+            f"`self.{attribute}.append(...)` in `forward` keeps one activation per call in a list "
+            f"that is never emptied (+{LIST_GROWTH} per iteration measured; `.detach()` does not "
+            "help): store `.detach().cpu()` copies, bound the list, or clear it"
+        )
+        self.findings[LIST_ON_SELF][id(event.node)] = Pending(event.node, message)
+
+    def _tensor_on_self(self, event: AssignEvent) -> None:
+        if len(event.targets) != 1 or event.unpacked or event.value is None:
+            return
+        attribute = _self_attribute_name(event.targets[0])
+        if attribute is None or attribute in _buffers(self.scope.owner):
+            return
+        value = self.facts.value_of(event.value, event.ctx)
+        if value is None:
+            return
+        message = (
+            f"`self.{attribute} = ...` in `forward` keeps this activation alive until the next "
+            "call: one extra activation between steps (peak unchanged in the measured net); "
+            "store a `.detach().cpu()` copy or return it instead"
+        )
+        self.findings[TENSOR_ON_SELF][id(event.node)] = Pending(event.node, message)
+
+
+
+# -- rendering a rewritten statement --------------------------------------------------------
+
+
+def render(module: cst.Module, statement: cst.CSTNode, indents: Tuple[Optional[str], ...]) -> str:
+    """Source of `statement` at the nesting given by `indents`, as it would sit in the file.
+
+    The statement is nested in dummy `if True:` blocks with the original relative indents and
+    the dummy header lines are dropped; string contents are never re-indented."""
+    node = statement
+    for indent in reversed(indents):
+        node = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[node], indent=indent))
+    code = module.with_changes(body=[node], header=[], footer=[], has_trailing_newline=True).code
+    lines = _unix_newlines(module, code).splitlines(keepends=True)
+    return "".join(lines[len(indents):])
+
+
+def render_expression(module: cst.Module, node: cst.CSTNode) -> str:
+    return _unix_newlines(module, module.code_for_node(node))
+
+
+def _unix_newlines(module: cst.Module, code: str) -> str:
+    """Edits are written with "\n"; the fixer turns them into the file's own line ending."""
+    newline = module.default_newline
+    return code if newline == "\n" else code.replace(newline, "\n")
+
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+
+def _may_leak(scope: Scope) -> bool:
+    """Cheap test for a pattern some TML5xx rule looks at; most scopes have none."""
+    if scope.owner is not None and scope.name == "forward":
+        return any(
+            call.attr == "append" and call.receiver is not None
+            and _self_attribute(call.receiver) is not None
+            for call in scope.calls
+        ) or any(
+            not event.augmented and any(_self_attribute_name(t) for t in event.targets)
+            for event in scope.assigns
+        )
+    for call in scope.calls:
+        if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
+            return True
+        if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
+            return True
+        if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
+            return True
+    return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
+        any(event.augmented or isinstance(event.value, cst.BinaryOperation)
+            for event in scope.assigns if event.ctx.loops)
+    )
+
+
+def analyse(analysis: FileAnalysis) -> Findings:
+    """Every TML5xx finding of one file, keyed by rule code and node id."""
+    walk = analysis.scopes
+    findings: Findings = {
+        code: {} for code in (EVAL_WITHOUT_NO_GRAD, ACCUMULATED_TENSOR, RETAIN_GRAPH,
+                              LIST_ON_SELF, TENSOR_ON_SELF)
+    }
+    wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
+    for scope in walk.scopes:
+        if _may_leak(scope):
+            _Checks(ScopeFacts(walk, scope), findings, wrapped).run()
+    return findings

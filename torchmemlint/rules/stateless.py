@@ -7,20 +7,14 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.findings import Applicability
-from torchmemlint.rules._modules import (
-    NN,
-    Assignment,
-    ClassModel,
-    class_indent,
-    enclosing,
-    file_model,
-    is_literal,
-    short_name,
-    terminal_name,
-    watched_names,
+from torchmemlint.analysis.classes import Assignment, ClassModel
+from torchmemlint.analysis.syntax import (
+    class_indent, enclosing, is_literal, terminal_name, watched_names,
 )
-from torchmemlint.rules.base import FixAvailability, FixSpec, Invalid, NodeEdit, Rule
+from torchmemlint.analysis.vocabulary import NN, short_name
+
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
 
 @dataclass(frozen=True)
@@ -123,92 +117,6 @@ class StatelessModuleAttribute(Rule):
     default_enabled = False
     fix_availability = FixAvailability.SOMETIMES
 
-    VALID = (
-        # inside a Sequential it must be a module
-        "import torch.nn as nn\n\n"
-        "class Net(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())\n\n"
-        "    def forward(self, x):\n"
-        "        return self.body(x)\n",
-        # a nested custom module is never flagged
-        "import torch.nn as nn\n\n"
-        "class Net(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.block = DoubleConv(3, 8)\n\n"
-        "    def forward(self, x):\n"
-        "        return self.block(x)\n",
-        # also handed to a Sequential: the module object is needed
-        "import torch.nn as nn\n\n"
-        "class Net(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.act = nn.ReLU()\n"
-        "        self.body = nn.Sequential(nn.Conv2d(3, 8, 3), self.act)\n\n"
-        "    def forward(self, x):\n"
-        "        return self.act(self.body(x))\n",
-        # a look-alike ReLU
-        "import torch\n\nclass ReLU:\n    def __call__(self, x):\n        return x\n\n"
-        "class Net(torch.nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.act = ReLU()\n\n"
-        "    def forward(self, x):\n"
-        "        return self.act(x)\n",
-    )
-    INVALID = (
-        Invalid(
-            "import torch.nn as nn\nimport torch.nn.functional as F\n\n"
-            "class Net(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.conv = nn.Conv2d(3, 8, 3)\n"
-            "        # downsampling\n"
-            "        self.pool = nn.MaxPool2d(2, stride=2)\n\n"
-            "    def forward(self, x):\n"
-            "        return self.pool(self.conv(x))\n",
-            fixed="import torch.nn as nn\nimport torch.nn.functional as F\n\n"
-            "class Net(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.conv = nn.Conv2d(3, 8, 3)\n"
-            "        # downsampling\n\n"
-            "    def forward(self, x):\n"
-            "        return F.max_pool2d(self.conv(x), kernel_size=2, stride=2)\n",
-            line=9,
-            column=21,
-        ),
-        Invalid(
-            "import torch.nn as nn\n\n"
-            "class Head(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.fc = nn.Linear(8, 2)\n"
-            "        self.drop = nn.Dropout(0.2)\n\n"
-            "    def forward(self, x):\n"
-            "        return self.fc(self.drop(x))\n",
-            fixed="import torch.nn as nn\n\n"
-            "class Head(nn.Module):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.fc = nn.Linear(8, 2)\n\n"
-            "    def forward(self, x):\n"
-            "        return self.fc(nn.functional.dropout(x, p=0.2, training=self.training))\n",
-        ),
-        # arguments computed in __init__ cannot move to forward: reported, not fixed
-        Invalid(
-            "import torch.nn as nn\n\n"
-            "class Up(nn.Module):\n"
-            "    def __init__(self, factor):\n"
-            "        super().__init__()\n"
-            "        self.up = nn.Upsample(scale_factor=factor)\n\n"
-            "    def forward(self, x):\n"
-            "        return self.up(x)\n",
-        ),
-    )
-
     def visit_Call(self, node: cst.Call) -> None:
         watched = self.context.shared("tml.stateless", lambda: watched_names(self.context, frozenset(STATELESS)))
         if terminal_name(node.func) not in watched:
@@ -220,7 +128,7 @@ class StatelessModuleAttribute(Rule):
         classdef = enclosing(self.context, cst.ClassDef)
         if not isinstance(classdef, cst.ClassDef):
             return
-        file = file_model(self.context)
+        file = self.context.analysis
         model = file.class_model(classdef, class_indent(self.context, classdef))
         statement = self.context.statement_stack[-1]
         assignment = _attribute_assignment(model, statement, node)

@@ -1,0 +1,108 @@
+"""Examples of TML203 (UnsafeInplace): VALID code gives no finding, INVALID code gives one (and its fix)."""
+
+from torchmemlint.rules.base import Invalid
+
+
+VALID = (
+    # torchvision's BasicBlock: every call of the shared ReLU is safe
+    "import torch.nn as nn\n\n"
+    "class BasicBlock(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.conv1 = nn.Conv2d(8, 8, 3, padding=1)\n"
+    "        self.bn1 = nn.BatchNorm2d(8)\n"
+    "        self.relu = nn.ReLU(inplace=True)\n"
+    "        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)\n"
+    "        self.bn2 = nn.BatchNorm2d(8)\n"
+    "        self.downsample = None\n\n"
+    "    def forward(self, x):\n"
+    "        identity = x\n"
+    "        out = self.conv1(x)\n"
+    "        out = self.bn1(out)\n"
+    "        out = self.relu(out)\n"
+    "        out = self.conv2(out)\n"
+    "        out = self.bn2(out)\n"
+    "        if self.downsample is not None:\n"
+    "            identity = self.downsample(x)\n"
+    "        out += identity\n"
+    "        out = self.relu(out)\n"
+    "        return out\n",
+    "import torch.nn as nn\nblock = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(inplace=True))\n",
+    "import torch.nn.functional as F\n\n"
+    "def f(conv, x):\n"
+    "    y = conv(x)\n"
+    "    y = F.relu(y, inplace=True)\n"
+    "    return y\n",
+    # mutually exclusive branches: the other branch's read never follows
+    "import torch.nn.functional as F\n\n"
+    "def f(conv, x, flag):\n"
+    "    y = conv(x)\n"
+    "    if flag:\n"
+    "        out = F.relu(y, inplace=True)\n"
+    "    else:\n"
+    "        out = y * 2\n"
+    "    return out\n",
+    # a look-alike: a local function named relu_
+    "import torch\n\ndef relu_(t):\n    return t\n\ndef f(x):\n    y = torch.sigmoid(x)\n    return relu_(y)\n",
+)
+
+INVALID = (
+    Invalid(
+        "import torch\nimport torch.nn.functional as F\n\n"
+        "def gate(x):\n"
+        "    return F.relu(torch.sigmoid(x), inplace=True)\n",
+        fixed="import torch\nimport torch.nn.functional as F\n\n"
+        "def gate(x):\n"
+        "    return F.relu(torch.sigmoid(x))\n",
+        line=5,
+        column=12,
+    ),
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class PreAct(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = nn.ReLU(inplace=True)\n"
+        "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.conv(x)\n"
+        "        out = self.act(y)\n"
+        "        return self.conv(out) + y\n",
+        fixed="import torch.nn as nn\n\n"
+        "class PreAct(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.act = nn.ReLU()\n"
+        "        self.conv = nn.Conv2d(8, 8, 3, padding=1)\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.conv(x)\n"
+        "        out = self.act(y)\n"
+        "        return self.conv(out) + y\n",
+        line=11,
+        column=15,
+    ),
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Head(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(8, 8, 1))\n\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Head(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.ReLU(), nn.Conv2d(8, 8, 1))\n\n"
+        "    def forward(self, x):\n"
+        "        return self.body(x)\n",
+    ),
+    Invalid(
+        "import torch\n\ndef f(x):\n    y = torch.tanh(x)\n    return y.relu_()\n",
+        fixed="import torch\n\ndef f(x):\n    y = torch.tanh(x)\n    return y.relu()\n",
+    ),
+    Invalid(
+        "import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU(inplace=True))\n",
+        fixed="import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU())\n",
+    ),
+)

@@ -1,0 +1,38 @@
+"""Examples of TML401 (CheckpointWithoutUseReentrant): VALID code gives no finding, INVALID code gives one (and its fix)."""
+
+from torchmemlint.rules.base import Invalid
+
+
+VALID = (
+    "from torch.utils.checkpoint import checkpoint\n"
+    "y = checkpoint(block, x, use_reentrant=False)\n",
+    "import torch\ny = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=True)\n",
+    "def checkpoint(f, x):\n    return f(x)\ny = checkpoint(block, x)\n",
+    "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x, **kwargs)\n",
+    "import deepspeed\ny = deepspeed.checkpointing.checkpoint(block, x)\n",
+)
+
+INVALID = (
+    Invalid(
+        "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x)\n",
+        fixed="from torch.utils.checkpoint import checkpoint\n"
+        "y = checkpoint(block, x, use_reentrant=False)\n",
+        line=2,
+        column=5,
+    ),
+    Invalid(
+        "import torch.utils.checkpoint as cp\ny = cp.checkpoint_sequential(seq, 2, x)\n",
+        fixed="import torch.utils.checkpoint as cp\n"
+        "y = cp.checkpoint_sequential(seq, 2, x, use_reentrant=False)\n",
+    ),
+    Invalid(
+        "from torch.utils.checkpoint import checkpoint as ckpt\ny = ckpt(block, x)\n",
+        fixed="from torch.utils.checkpoint import checkpoint as ckpt\n"
+        "y = ckpt(block, x, use_reentrant=False)\n",
+    ),
+    Invalid(
+        "import torch\n" "y = torch.utils.checkpoint.checkpoint(\n    block,\n    x,\n)\n",
+        fixed="import torch\n"
+        "y = torch.utils.checkpoint.checkpoint(\n    block,\n    x, use_reentrant=False,\n)\n",
+    ),
+)

@@ -1,0 +1,104 @@
+"""Examples of TML403 (BatchNormInCheckpoint): VALID code gives no finding, INVALID code gives one (and its fix)."""
+
+from torchmemlint.rules.base import Invalid
+
+
+_BLOCK = (
+    "import torch.nn as nn\n"
+    "{imports}\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c):\n"
+    "        super().__init__()\n"
+    "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+    "        self.norm = {norm}\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return self.norm(self.conv(x))\n"
+    "\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.block = Block(8)\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return {call}\n"
+)
+
+VALID = (
+    _BLOCK.format(
+        imports="from torch.utils.checkpoint import checkpoint",
+        norm="nn.GroupNorm(4, c)",
+        call="checkpoint(self.block, x, use_reentrant=False)",
+    ),
+    _BLOCK.format(
+        imports="from torch.utils.checkpoint import checkpoint",
+        norm="nn.BatchNorm2d(c, track_running_stats=False)",
+        call="checkpoint(self.block, x, use_reentrant=False)",
+    ),
+    _BLOCK.format(
+        imports="import deepspeed",
+        norm="nn.BatchNorm2d(c)",
+        call="deepspeed.checkpointing.checkpoint(self.block, x)",
+    ),
+    _BLOCK.format(
+        imports="def checkpoint(function, *args):\n    return function(*args)",
+        norm="nn.BatchNorm2d(c)",
+        call="checkpoint(self.block, x)",
+    ),
+    "import torch\nimport torch.nn.functional as F\n"
+    "def step(x, mean, var):\n"
+    "    return F.batch_norm(x, mean, var, training=False)\n"
+    "y = torch.utils.checkpoint.checkpoint(step, x, m, v, use_reentrant=False)\n",
+    # The last segment of checkpoint_sequential runs without checkpoint: [conv] | [bn, relu].
+    "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint_sequential\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.layers = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return checkpoint_sequential(self.layers, 2, x, use_reentrant=False)\n",
+    # A local class named BatchNorm2d is not torch's.
+    "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n"
+    "class BatchNorm2d(nn.Module):\n    pass\n"
+    "y = checkpoint(\n"
+    "    nn.Sequential(nn.Conv2d(3, 3, 1), BatchNorm2d()), x, use_reentrant=False\n"
+    ")\n",
+)
+
+INVALID = (
+    Invalid(
+        _BLOCK.format(
+            imports="import torch.utils.checkpoint as cp",
+            norm="nn.BatchNorm2d(c)",
+            call="cp.checkpoint(self.block, x, use_reentrant=False)",
+        ),
+        line=18,
+        column=30,
+    ),
+    Invalid(
+        _BLOCK.format(
+            imports="from torch.utils.checkpoint import checkpoint as ckpt",
+            norm="nn.Sequential(nn.ReLU(), nn.BatchNorm2d(c))",
+            call="ckpt(self.block, x, use_reentrant=False)",
+        ),
+    ),
+    Invalid(
+        "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint_sequential\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = nn.Sequential(\n"
+        "            nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()\n"
+        "        )\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return checkpoint_sequential(self.layers, 3, x, use_reentrant=False)\n",
+    ),
+    Invalid(
+        "import torch\nimport torch.nn.functional as F\n"
+        "def step(x, mean, var):\n"
+        "    return F.batch_norm(x, mean, var, training=True)\n"
+        "y = torch.utils.checkpoint.checkpoint(step, x, m, v, use_reentrant=False)\n",
+    ),
+)

@@ -1,0 +1,56 @@
+"""Examples of TML502 (AccumulatedTensor): VALID code gives no finding, INVALID code gives one (and its fix)."""
+
+from torchmemlint.rules.base import Invalid
+
+
+VALID = (
+    "import torch\n\nrunning = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+    "    loss.backward()\n    running += loss.item()\n",
+    "import torch\n\nseen = 0\nfor x, y in loader:\n    out = model(x)\n"
+    "    seen += x.size(0)\n    correct = 0\n    correct += (out.argmax(1) == y).sum()\n",
+    "import torch\n\nwith torch.no_grad():\n    outs = []\n    for x in loader:\n"
+    "        outs.append(model(x))\n",
+    "import torch\n\nouts = []\nfor x in loader:\n    outs.append(model(x).detach().cpu())\n",
+    # gradient accumulation: the sum is backpropagated
+    "import torch\n\nacc = 0\nfor i, (x, y) in enumerate(loader):\n"
+    "    acc = acc + criterion(model(x), y)\n    if i % 4 == 3:\n        acc.backward()\n"
+    "        acc = 0\n",
+    # reset every iteration
+    "import torch\n\nfor x, y in loader:\n    total = 0\n    for head in model(x):\n"
+    "        total += criterion(head, y)\n    total.backward()\n",
+)
+
+INVALID = (
+    Invalid(
+        "import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
+        "    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n    optimizer.step()\n    running += loss\n"
+        "print(running / len(loader))\n",
+        fixed="import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
+        "    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
+        "    running += loss.item()\nprint(running / len(loader))\n",
+        line=8,
+        column=5,
+    ),
+    Invalid(
+        "import torch\nimport torch.nn.functional as F\n\nlosses = []\nfor x, y in loader:\n"
+        "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss)\n"
+        "print(sum(losses) / len(losses))\n",
+        fixed="import torch\nimport torch.nn.functional as F\n\nlosses = []\n"
+        "for x, y in loader:\n"
+        "    loss = F.cross_entropy(model(x), y)\n    losses.append(loss.item())\n"
+        "print(sum(losses) / len(losses))\n",
+    ),
+    # model outputs: no `.item()` fix
+    Invalid(
+        "import torch\n\ndef collect(model, loader):\n    preds = []\n    for x in loader:\n"
+        "        preds.append(model(x).softmax(-1))\n    return torch.cat(preds)\n",
+        line=6,
+    ),
+    # the accumulator is used as a tensor afterwards: no `.item()` fix
+    Invalid(
+        "import torch\n\ntotal = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n"
+        "    loss.backward()\n    total = total + loss\nprint(total.item())\n",
+        line=7,
+    ),
+)

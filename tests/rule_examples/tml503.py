@@ -1,0 +1,35 @@
+"""Examples of TML503 (RetainGraphWithoutSecondBackward): VALID code gives no finding, INVALID code gives one (and its fix)."""
+
+from torchmemlint.rules.base import Invalid
+
+
+VALID = (
+    # two backwards through a shared graph (GAN)
+    "import torch\n\nfor x in loader:\n    fake = gen(x)\n    d_loss = crit(disc(fake), 0)\n"
+    "    d_loss.backward(retain_graph=True)\n    g_loss = crit(disc(fake), 1)\n"
+    "    g_loss.backward()\n",
+    # the same graph backpropagated once per output
+    "import torch\n\nout = model(x)\nfor i in range(out.numel()):\n"
+    "    out[i].backward(retain_graph=True)\n",
+    "import torch\n\nloss = criterion(model(x), y)\nloss.backward(retain_graph=True)\n",
+    "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+    "    loss.backward(retain_graph=True, create_graph=True)\n",
+)
+
+INVALID = (
+    Invalid(
+        "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    loss.backward(retain_graph=True)\n    optimizer.step()\n",
+        fixed="import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n    optimizer.step()\n",
+        line=5,
+        column=5,
+    ),
+    Invalid(
+        "import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
+        "        loss = model(x).mean()\n"
+        "        scaler.scale(loss).backward(inputs=None, retain_graph=True)\n",
+        fixed="import torch\n\ndef train(model, loader, scaler):\n    for x, y in loader:\n"
+        "        loss = model(x).mean()\n        scaler.scale(loss).backward(inputs=None)\n",
+    ),
+)

@@ -1,0 +1,460 @@
+"""The autograd state of every scope, and the loops and statements around every call.
+
+One fast walk per file records, for the module body and for every function, the calls and
+assignments in source order with their context: enclosing loops, whether autograd is off there
+(``torch.no_grad()``, ``torch.inference_mode()``, a decorator, ``set_grad_enabled``), and the
+statements (with their indents) around them. ``FileAnalysis.scopes`` builds it on first need.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.tree import children
+
+# Parameters and `self` attributes taken to be the model when they are called (`is_model`,
+# `build_model` are functions, not models).
+MODEL_NAME = re.compile(
+    r"^(?:model|net|network|module|model_ema|"
+    r"(?!(?:is|get|build|load|make|create|init|save|set|to|has|prepare|wrap|unwrap|update|"
+    r"compute|export|register|freeze|copy|reset|convert|check|apply|run|call)_)\w+_(?:model|net))$"
+)
+# Callables whose result is a loss.
+CRITERION_NAME = re.compile(r"(?:^|_)(?:criterion|loss_?fn|loss_?func|loss_?function)(?:$|_|\d)")
+# Words of a function name that make it evaluation code.
+EVAL_WORDS = frozenset(
+    {"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid", "test",
+     "testing", "predict", "prediction", "infer", "inference"}
+)
+# Lightning runs these hooks under `torch.inference_mode()` / `no_grad()` itself.
+FRAMEWORK_NO_GRAD_HOOKS = re.compile(
+    r"^(?:(?:validation|test|predict)_(?:step|step_end|epoch_end)"
+    r"|on_(?:validation|test|predict)_\w+)$"
+)
+NO_GRAD_CONTEXTS = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+     "torch.autograd.inference_mode", "torch.autograd.grad_mode.no_grad",
+     "torch.autograd.grad_mode.inference_mode"}
+)
+SET_GRAD_ENABLED = frozenset(
+    {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+     "torch.autograd.grad_mode.set_grad_enabled"}
+)
+ENABLE_GRAD = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
+AUTOGRAD_CALLS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+FUNCTIONAL_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "kl_div"})
+# Tensor methods whose result still carries the receiver's autograd history.
+GRAD_KEEPING_METHODS = frozenset(
+    {"mean", "sum", "squeeze", "unsqueeze", "view", "reshape", "flatten", "float", "double",
+     "half", "bfloat16", "to", "cpu", "cuda", "clone", "contiguous", "softmax", "log_softmax",
+     "sigmoid", "exp", "abs", "permute", "transpose", "t", "view_as", "reshape_as", "expand",
+     "narrow", "squeeze_", "unsqueeze_"}
+)
+# For activations kept on `self`, `.detach()` keeps the memory (only moving it off does not).
+DEVICE_KEEPING_METHODS = (GRAD_KEEPING_METHODS - {"cpu"}) | {"detach", "detach_", "chunk"}
+GRAD_KEEPING_TORCH_FUNCTIONS = frozenset(
+    {"torch.sigmoid", "torch.softmax", "torch.log_softmax", "torch.exp", "torch.tanh",
+     "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+     "torch.nn.functional.sigmoid", "torch.cat", "torch.stack", "torch.flatten"}
+)
+# torch functions that do not return a tensor.
+NON_TENSOR_TORCH = re.compile(
+    r"^torch\.(?:is_\w+|numel|jit\.\w+|compiler\.\w+|_assert|get_\w+|cuda\.\w+)$"
+)
+# Where a float works as well as a 0-dim tensor: the `.item()` fix is offered only then.
+# Calls whose result has a fixed type, whatever they are given:
+FIXED_TYPE_CALLS = frozenset({"print", "float", "int", "str", "repr", "format", "bool", "len"})
+# logging calls:
+LOGGING_METHODS = frozenset(
+    {"info", "debug", "warning", "write", "add_scalar", "set_postfix", "set_description", "log"}
+)
+# Calls whose result follows the type of what they are given (a tensor in, a tensor out): a
+# read through them counts as a read of their result.
+TYPE_FOLLOWING_CALLS = frozenset({"sum", "max", "min", "abs", "sorted", "round"})
+TYPE_FOLLOWING_MODULES = ("np.", "numpy.", "statistics.")
+
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A statement that encloses an event, with what is needed to rewrite it."""
+
+    statement: cst.CSTNode
+    indents: Tuple[Optional[str], ...]  # the relative indents of the blocks around it
+    seq: int
+
+
+@dataclass(frozen=True)
+class Ctx:
+    loops: Tuple[cst.CSTNode, ...] = ()
+    no_grad: bool = False  # autograd off, or switched by something we cannot read
+    iterating: bool = False  # in a loop or a comprehension
+    chain: Tuple[Frame, ...] = ()
+    indents: Tuple[Optional[str], ...] = ()
+
+
+@dataclass
+class CallEvent:
+    node: cst.Call
+    seq: int
+    ctx: Ctx
+    func: Optional[str]  # dotted callee, e.g. "model", "self.model", "loss.backward"
+    attr: Optional[str]  # method name when the callee is an attribute
+    receiver: Optional[cst.BaseExpression]
+
+
+@dataclass
+class AssignEvent:
+    node: cst.CSTNode
+    seq: int
+    ctx: Ctx
+    targets: Tuple[str, ...]
+    value: Optional[cst.BaseExpression]
+    augmented: bool = False
+    unpacked: bool = False
+
+
+@dataclass
+class ClassFacts:
+    node: cst.ClassDef
+    methods: List["Scope"] = field(default_factory=list)
+
+
+@dataclass
+class Scope:
+    node: Union[cst.Module, cst.FunctionDef]
+    name: str
+    bindings: Bindings
+    no_grad: bool  # decorated, or defined where autograd is off
+    indents: Tuple[Optional[str], ...]  # of the `def` line
+    owner: Optional[ClassFacts] = None
+    grad_work: bool = False  # enable_grad / requires_grad: gradients are wanted here
+    grad_off_seq: Optional[int] = None  # `torch.set_grad_enabled(False)` as a statement
+    calls: List[CallEvent] = field(default_factory=list)
+    assigns: List[AssignEvent] = field(default_factory=list)
+
+    @property
+    def function(self) -> Optional[cst.FunctionDef]:
+        return self.node if isinstance(self.node, cst.FunctionDef) else None
+
+    def params(self) -> List[cst.Param]:
+        if self.function is None:
+            return []
+        params = self.function.params
+        return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+# -- the walk ---------------------------------------------------------------------------------
+
+
+def grad_effect(expr: cst.BaseExpression, bindings: Bindings) -> Optional[str]:
+    """"off", "on", "unknown" (grad mode switched in a way we cannot read) or None."""
+    call = expr if isinstance(expr, cst.Call) else None
+    target = call.func if call is not None else expr
+    qualified = bindings.qualify(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    if qualified in NO_GRAD_CONTEXTS:
+        if call is not None and call.args and _is_false(call.args[0].value):
+            return "on"  # inference_mode(False)
+        return "off"
+    if qualified in ENABLE_GRAD:
+        return "on"
+    if qualified in SET_GRAD_ENABLED and call is not None and call.args:
+        value = call.args[0].value
+        return "off" if _is_false(value) else "on" if _is_true(value) else "unknown"
+    for name in _names_in(expr):
+        if name.rsplit(".", 1)[-1] in ("no_grad", "inference_mode", "set_grad_enabled"):
+            return "unknown"
+    return None
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _is_true(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def _names_in(node: cst.CSTNode) -> Iterator[str]:
+    """Dotted names (outermost chains) anywhere in an expression."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        dotted = dotted_name(node)
+        if dotted is not None:
+            yield dotted
+            return
+    for child in children(node):
+        yield from _names_in(child)
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+    else:
+        dotted = dotted_name(target)
+        if dotted is not None:
+            yield dotted
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_GRAD_MODE_NAMES = ("no_grad", "inference_mode", "set_grad_enabled", "enable_grad")
+
+
+def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
+    """Functions of this file that switch grad mode in a `with` block: a context manager like
+    `def _set_training_mode(self, training): ... with torch.set_grad_enabled(training): yield`.
+    A `with` over one of them is treated as switching grad mode (statement-level scan only)."""
+    found: Set[str] = set()
+
+    def scan(nodes: Sequence[cst.CSTNode], function: Optional[str]) -> None:
+        for node in nodes:
+            if isinstance(node, cst.FunctionDef):
+                scan(_suite_statements(node.body), node.name.value)
+            elif isinstance(node, cst.ClassDef):
+                scan(_suite_statements(node.body), None)
+            elif isinstance(node, cst.With) and function is not None and any(
+                name.rsplit(".", 1)[-1] in _GRAD_MODE_NAMES
+                for item in node.items
+                for name in _names_in(item.item)
+            ):
+                found.add(function)
+            elif isinstance(node, cst.BaseCompoundStatement):
+                for child in children(node):
+                    if isinstance(child, (cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)):
+                        scan(_suite_statements(child), function)
+                    elif isinstance(child, (cst.If, cst.ExceptHandler)):
+                        scan([child], function)
+                for suite in _extra_suites(node):
+                    scan(_suite_statements(suite), function)
+
+    scan(statements, None)
+    return found
+
+
+def _suite_statements(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    body = getattr(node, "body", ())
+    if isinstance(body, cst.BaseSuite):
+        body = body.body
+    return body if isinstance(body, Sequence) else ()
+
+
+def _extra_suites(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    if isinstance(node, (cst.Try, cst.TryStar)):
+        yield from node.handlers
+    if isinstance(node, cst.Match):
+        yield from node.cases
+
+
+class ScopeWalk:
+    """Every scope of a file (module body first), its classes and the functions called
+    where autograd is off."""
+
+
+    def __init__(self, module: cst.Module, bindings: Bindings) -> None:
+        self.module = module
+        self.seq = 0
+        self.scopes: List[Scope] = []
+        self.classes: List[ClassFacts] = []
+        self.no_grad_callees: Set[str] = set()  # functions called where autograd is off
+        self.grad_switching = grad_switching_functions(module.body)
+
+    def run(self, module_bindings: Bindings) -> None:
+        scope = Scope(self.module, "", module_bindings, False, ())
+        self.scopes.append(scope)
+        self.block(scope, self.module.body, Ctx())
+
+    # statements
+    def block(self, scope: Scope, statements: Sequence[cst.CSTNode], ctx: Ctx) -> None:
+        for statement in statements:
+            self.statement(scope, statement, ctx)
+
+    def suite(self, scope: Scope, suite: cst.BaseSuite, ctx: Ctx) -> None:
+        if isinstance(suite, cst.IndentedBlock):
+            inner = dataclasses.replace(ctx, indents=ctx.indents + (suite.indent,))
+            self.block(scope, suite.body, inner)
+        else:  # a one-line suite: `if x: y = f(x)`
+            for small in suite.body:
+                self.small(scope, small, ctx)
+
+    def statement(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
+        self.seq += 1
+        if isinstance(node, cst.FunctionDef):
+            self.function(scope, node, ctx, None)
+            return
+        if isinstance(node, cst.ClassDef):
+            self.class_def(scope, node, ctx)
+            return
+        inner = dataclasses.replace(ctx, chain=ctx.chain + (Frame(node, ctx.indents, self.seq),))
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self.small(scope, small, inner)
+        elif isinstance(node, cst.If):
+            self.if_chain(scope, node, inner)
+        elif isinstance(node, cst.For):
+            self.expr(scope, node.iter, inner)
+            looping = dataclasses.replace(inner, loops=inner.loops + (node,), iterating=True)
+            self.assign(scope, node, looping, node.target, None)
+            self.suite(scope, node.body, looping)
+            if node.orelse is not None:
+                self.suite(scope, node.orelse.body, inner)
+        elif isinstance(node, cst.While):
+            looping = dataclasses.replace(inner, loops=inner.loops + (node,), iterating=True)
+            self.expr(scope, node.test, looping)
+            self.suite(scope, node.body, looping)
+            if node.orelse is not None:
+                self.suite(scope, node.orelse.body, inner)
+        elif isinstance(node, cst.With):
+            body_ctx = inner
+            for item in node.items:
+                effect = grad_effect(item.item, scope.bindings)
+                if effect is None and self._calls_grad_switching(item.item):
+                    effect = "unknown"
+                if effect in ("off", "unknown"):
+                    body_ctx = dataclasses.replace(body_ctx, no_grad=True)
+                elif effect == "on":
+                    scope.grad_work = True
+                    body_ctx = dataclasses.replace(body_ctx, no_grad=False)
+                self.expr(scope, item.item, inner)
+                if item.asname is not None:
+                    self.assign(scope, item, inner, item.asname.name, None)
+            self.suite(scope, node.body, body_ctx)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            self.suite(scope, node.body, inner)
+            for handler in node.handlers:
+                self.suite(scope, handler.body, inner)
+            for extra in (node.orelse, node.finalbody):
+                if extra is not None:
+                    self.suite(scope, extra.body, inner)
+        elif isinstance(node, cst.Match):
+            self.expr(scope, node.subject, inner)
+            for case in node.cases:
+                self.suite(scope, case.body, inner)
+
+    def _calls_grad_switching(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+        return name in self.grad_switching
+
+    def if_chain(self, scope: Scope, node: cst.If, ctx: Ctx) -> None:
+        self.expr(scope, node.test, ctx)
+        self.suite(scope, node.body, ctx)
+        if isinstance(node.orelse, cst.If):
+            self.if_chain(scope, node.orelse, ctx)
+        elif node.orelse is not None:
+            self.suite(scope, node.orelse.body, ctx)
+
+    def small(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
+        if isinstance(node, cst.Assign):
+            self.expr(scope, node.value, ctx)
+            for target in node.targets:
+                self.assign(scope, node, ctx, target.target, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.expr(scope, node.value, ctx)
+                self.assign(scope, node, ctx, node.target, node.value)
+        elif isinstance(node, cst.AugAssign):
+            self.expr(scope, node.value, ctx)
+            targets = tuple(_target_names(node.target))
+            scope.assigns.append(
+                AssignEvent(node, self._next(), ctx, targets, node.value, augmented=True)
+            )
+        else:
+            for child in children(node):
+                self.expr(scope, child, ctx)
+
+    def assign(
+        self,
+        scope: Scope,
+        node: cst.CSTNode,
+        ctx: Ctx,
+        target: cst.BaseExpression,
+        value: Optional[cst.BaseExpression],
+    ) -> None:
+        targets = tuple(_target_names(target))
+        if any(name.endswith(".requires_grad") for name in targets):
+            scope.grad_work = True
+        unpacked = isinstance(target, (cst.Tuple, cst.List))
+        event = AssignEvent(node, self._next(), ctx, targets, value, unpacked=unpacked)
+        scope.assigns.append(event)
+
+    def _next(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    # expressions
+    def expr(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
+        node_type = type(node)
+        if node_type is cst.Lambda:
+            return
+        if node_type in _COMPREHENSIONS and not ctx.iterating:
+            ctx = dataclasses.replace(ctx, iterating=True)
+        elif node_type is cst.Call:
+            self.call(scope, node, ctx)  # type: ignore[arg-type]
+        for child in children(node):
+            self.expr(scope, child, ctx)
+
+    def call(self, scope: Scope, node: cst.Call, ctx: Ctx) -> None:
+        func = node.func
+        attr = func.attr.value if isinstance(func, cst.Attribute) else None
+        receiver = func.value if isinstance(func, cst.Attribute) else None
+        dotted = dotted_name(func)
+        scope.calls.append(CallEvent(node, self._next(), ctx, dotted, attr, receiver))
+        if ctx.no_grad or scope.no_grad:
+            callee = attr or (func.value if isinstance(func, cst.Name) else None)
+            if callee:
+                self.no_grad_callees.add(callee)
+        if attr == "requires_grad_":
+            scope.grad_work = True
+        if (attr or dotted) == "set_grad_enabled" and ctx.chain and isinstance(
+            ctx.chain[-1].statement, cst.SimpleStatementLine
+        ):
+            effect = grad_effect(node, scope.bindings)
+            if scope.bindings.qualify(func) in SET_GRAD_ENABLED:
+                if effect == "on":
+                    scope.grad_work = True
+                elif scope.grad_off_seq is None:
+                    scope.grad_off_seq = self.seq
+
+    # scopes
+    def function(
+        self, parent: Scope, node: cst.FunctionDef, ctx: Ctx, owner: Optional[ClassFacts]
+    ) -> None:
+        bindings = Bindings(parent.bindings)
+        bindings.bind_parameters(node.params)
+        if isinstance(node.body, cst.IndentedBlock):
+            bindings.bind_statements(node.body.body)
+        effects = {grad_effect(d.decorator, parent.bindings) for d in node.decorators}
+        no_grad = (
+            ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
+            or bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value))
+        )
+        scope = Scope(node, node.name.value, bindings, no_grad, ctx.indents, owner)
+        scope.grad_work = "on" in effects
+        self.scopes.append(scope)
+        if owner is not None:
+            owner.methods.append(scope)
+        self.suite(scope, node.body, Ctx(indents=ctx.indents))
+
+    def class_def(self, scope: Scope, node: cst.ClassDef, ctx: Ctx) -> None:
+        facts = ClassFacts(node)
+        self.classes.append(facts)
+        if not isinstance(node.body, cst.IndentedBlock):
+            return
+        inner = dataclasses.replace(ctx, indents=ctx.indents + (node.body.indent,))
+        for statement in node.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                self.seq += 1
+                self.function(scope, statement, inner, facts)
+            elif isinstance(statement, cst.ClassDef):
+                self.class_def(scope, statement, inner)
+

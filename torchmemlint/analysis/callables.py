@@ -1,0 +1,429 @@
+"""What calling an expression runs: ``checkpoint(self.block, x)`` is followed to
+``self.block = Block(...)`` in ``__init__``, through ``nn.Sequential(...)`` contents and
+partials, to ``class Block`` in the same file and its ``__init__``/``forward``; its traits
+(BatchNorm, randomness), its layer count, the single op it is. Built per file, cached."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple, Union
+
+import libcst as cst
+
+from torchmemlint.analysis.checkpoints import (
+    BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
+    _last_part, _module_traits, _NN, _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL,
+    RANDOM, _RANDOM_METHODS, _single_return_call, SingleOp,
+)
+from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
+
+
+class CallableModel:
+    """Classes and functions of one file, followed on demand (results cached)."""
+
+    MAX_DEPTH = 8
+
+    def __init__(self, module: cst.Module, root: Bindings) -> None:
+        self.module = module
+        self.root = root
+        self.classes: Dict[str, cst.ClassDef] = {}
+        self.functions: Dict[str, cst.FunctionDef] = {}
+        for statement in _flat_statements(module.body):
+            if isinstance(statement, cst.ClassDef):
+                self.classes[statement.name.value] = statement
+            elif isinstance(statement, cst.FunctionDef):
+                self.functions[statement.name.value] = statement
+        self._models: Dict[int, InitModel] = {}
+        self._class_contents: Dict[int, Dict[str, Found]] = {}
+        self._in_progress: Set[int] = set()
+        self._mentions: Dict[int, bool] = {}
+        self._layer_counts: Dict[int, int] = {}
+
+    # -- lookups ---------------------------------------------------------------------------
+    def model(self, node: cst.ClassDef, scope: Bindings) -> InitModel:
+        key = id(node)
+        if key not in self._models:
+            self._models[key] = InitModel(node, scope)
+        return self._models[key]
+
+    def local_class(self, func: cst.BaseExpression, env: Env) -> Optional[InitModel]:
+        """The model of a class of this file named by ``func`` (not shadowed by an import)."""
+        if not isinstance(func, cst.Name) or func.value not in self.classes:
+            return None
+        if env.scope.lookup(func.value) is not None:  # imported under that name
+            return None
+        return self.model(self.classes[func.value], self.root)
+
+    def local_function(self, func: cst.BaseExpression, env: Env) -> Optional[cst.FunctionDef]:
+        if not isinstance(func, cst.Name) or func.value not in self.functions:
+            return None
+        if env.scope.lookup(func.value) is not None:
+            return None
+        return self.functions[func.value]
+
+    def follow(
+        self, expr: cst.BaseExpression, env: Env
+    ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+        """The ``__init__`` values of ``self.a`` / ``self.a.b``; None when not a self attribute."""
+        path = self_path(expr, env.self_name)
+        if path is None or env.owner is None:
+            return None
+        values = self._attribute(env.owner, path[0])
+        for name in path[1:]:
+            deeper = []
+            for value, value_env, _ in values:
+                inner = (
+                    self.local_class(value.func, value_env) if isinstance(value, cst.Call) else None
+                )
+                if inner is not None:
+                    deeper.extend(self._attribute(inner, name))
+            values = deeper
+        return values
+
+    def _attribute(
+        self, model: InitModel, name: str, depth: int = 0
+    ) -> List[Tuple[cst.BaseExpression, Env, str]]:
+        """``self.<name>`` as ``__init__`` sets it, or else a base class of this file does."""
+        values = model.attributes.get(name)
+        if values:
+            return [(value, model.init_env(), f"{model.name}.{name}") for value in values]
+        found: List[Tuple[cst.BaseExpression, Env, str]] = []
+        if depth < self.MAX_DEPTH:
+            for base in model.node.bases:
+                parent = self.local_class(base.value, Env(model.scope, None, None))
+                if parent is not None and parent is not model:
+                    found.extend(self._attribute(parent, name, depth + 1))
+        return found
+
+    @staticmethod
+    def appended(
+        expr: cst.BaseExpression, env: Env
+    ) -> List[Tuple[Optional[cst.For], cst.BaseExpression]]:
+        """What ``__init__`` appends to ``self.x`` (``self.x.append(Block())``)."""
+        path = self_path(expr, env.self_name)
+        if path is None or len(path) != 1 or env.owner is None:
+            return []
+        return env.owner.attribute_appends.get(path[0], [])
+
+    def _appended_elements(
+        self, expr: cst.BaseExpression, env: Env
+    ) -> List[Tuple[cst.BaseExpression, Env, str]]:
+        appended = self.appended(expr, env)
+        if not appended or env.owner is None:
+            return []
+        where = f"{env.owner.name}.{self_path(expr, env.self_name)[0]}[...]"
+        return [(value, env.owner.init_env(), where) for _, value in appended]
+
+    def mentions_checkpoint(self, node: cst.ClassDef) -> bool:
+        """Whether a class says "checkpoint" anywhere: it handles checkpointing itself."""
+        key = id(node)
+        if key not in self._mentions:
+            self._mentions[key] = "checkpoint" in self.module.code_for_node(node).lower()
+        return self._mentions[key]
+
+    # -- elements of containers ------------------------------------------------------------
+    def elements(
+        self, expr: cst.BaseExpression, env: Env, where: str, depth: int = 0
+    ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+        """The modules a container expression holds; None when it is not a known container."""
+        if depth > self.MAX_DEPTH:
+            return None
+        followed = self.follow(expr, env)
+        if followed is not None:
+            found: List[Tuple[cst.BaseExpression, Env, str]] = []
+            for value, value_env, value_where in followed:
+                inner = self.elements(value, value_env, value_where, depth + 1)
+                if inner is None:
+                    return None
+                found.extend(inner)
+            found.extend(self._appended_elements(expr, env))
+            return found if followed else None
+        if isinstance(expr, cst.Call) and env.qualify(expr.func) in _CONTAINERS:
+            found = []
+            for arg in expr.args:
+                if arg.keyword is not None or arg.star == "**":
+                    continue
+                inner = (
+                    self._listed(arg.value, env, where, depth + 1)
+                    if arg.star or len(expr.args) == 1
+                    else None
+                )
+                if inner is None and arg.star:
+                    return None
+                found.extend(
+                    inner if inner is not None else [(arg.value, env, f"{where}[{len(found)}]")]
+                )
+            return found
+        return None
+
+    def _listed(
+        self, expr: cst.BaseExpression, env: Env, where: str, depth: int
+    ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+        """Elements of a list literal, comprehension or OrderedDict passed to a container."""
+        if depth > self.MAX_DEPTH:
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
+            return [(e.value, env, f"{where}[{i}]") for i, e in enumerate(expr.elements)]
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return [(expr.elt, env, f"{where}[...]")]
+        if isinstance(expr, cst.Call) and env.qualify(expr.func) == "collections.OrderedDict":
+            pairs = self._listed(expr.args[0].value, env, where, depth + 1) if expr.args else None
+            if pairs is None:
+                return None
+            values = []
+            for pair, pair_env, _ in pairs:
+                if not (isinstance(pair, cst.Tuple) and len(pair.elements) == 2):
+                    return None
+                values.append((pair.elements[1].value, pair_env, f"{where}.{self._label(pair)}"))
+            return values
+        if (
+            isinstance(expr, cst.Name)
+            and env.owner is not None
+            and env.scope is env.owner.init_scope
+        ):
+            owner = env.owner
+            values = owner.locals.get(expr.value, [])
+            listed = [self._listed(value, env, where, depth + 1) for value in values]
+            appended = [
+                (value, env, f"{where}[...]") for _, value in owner.appends.get(expr.value, ())
+            ]
+            if not values or any(item is None for item in listed):
+                return None
+            return [element for item in listed for element in item] + appended
+        return None
+
+    @staticmethod
+    def _label(pair: cst.Tuple) -> str:
+        key = pair.elements[0].value
+        return key.evaluated_value if isinstance(key, cst.SimpleString) else "..."
+
+    # -- contents: traits reachable from a callable -----------------------------------------
+    def contents(
+        self, expr: cst.BaseExpression, env: Env, where: str, depth: int = 0
+    ) -> Dict[str, Found]:
+        """Traits (BATCH_NORM, RANDOM) of what calling ``expr`` may run, first found each."""
+        found: Dict[str, Found] = {}
+        if depth > self.MAX_DEPTH:
+            return found
+
+        def merge(more: Dict[str, Found]) -> None:
+            for trait, item in more.items():
+                found.setdefault(trait, item)
+
+        followed = self.follow(expr, env)
+        if followed is not None:
+            for value, value_env, value_where in followed:
+                merge(self.contents(value, value_env, value_where, depth + 1))
+            for value, value_env, value_where in self._appended_elements(expr, env):
+                merge(self.contents(value, value_env, value_where, depth + 1))
+            path = self_path(expr, env.self_name)
+            if not followed and env.owner is not None and path is not None and len(path) == 1:
+                method = env.owner.methods.get(path[0])
+                if method is not None:
+                    merge(self.function_contents(method, env.owner.method_env(method), depth + 1))
+            return found
+        if isinstance(expr, cst.IfExp):
+            merge(self.contents(expr.body, env, where, depth + 1))
+            merge(self.contents(expr.orelse, env, where, depth + 1))
+        elif isinstance(expr, cst.Subscript):
+            merge(self.contents(expr.value, env, where, depth + 1))
+        elif isinstance(expr, cst.Lambda):
+            merge(
+                self.function_contents(
+                    expr, Env(_scope_of(expr, env.scope), env.owner, env.self_name), depth + 1
+                )
+            )
+        elif isinstance(expr, cst.Call):
+            merge(self._call_contents(expr, env, where, depth))
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            function = self.local_function(expr, env)
+            if function is not None:
+                merge(
+                    self.function_contents(
+                        function, Env(_scope_of(function, self.root), None, None), depth + 1
+                    )
+                )
+            else:
+                merge(_function_traits(env.qualify(expr), None, where))
+        return found
+
+    def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
+        qualified = env.qualify(call.func)
+        if qualified in _CONTAINERS:
+            found: Dict[str, Found] = {}
+            for element, element_env, element_where in (
+                self.elements(call, env, where, depth + 1) or ()
+            ):
+                for trait, item in self.contents(
+                    element, element_env, element_where, depth + 1
+                ).items():
+                    found.setdefault(trait, item)
+            return found
+        if qualified == _PARTIAL and call.args:
+            return self.contents(call.args[0].value, env, where, depth + 1)
+        if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
+            return _module_traits(qualified, call, where)
+        local = self.local_class(call.func, env)
+        return self.class_contents(local, depth + 1) if local is not None else {}
+
+    def class_contents(self, model: InitModel, depth: int) -> Dict[str, Found]:
+        key = id(model.node)
+        if key in self._class_contents:
+            return self._class_contents[key]
+        if key in self._in_progress or depth > self.MAX_DEPTH:
+            return {}
+        self._in_progress.add(key)
+        found: Dict[str, Found] = {}
+        parts: List[Dict[str, Found]] = []
+        for base in model.node.bases:
+            qualified = model.scope.qualify(base.value)
+            if qualified is not None and qualified.startswith(_NN):
+                parts.append(_module_traits(qualified, None, model.name))
+            else:
+                parent = self.local_class(base.value, Env(model.scope, None, None))
+                if parent is not None:
+                    parts.append(self.class_contents(parent, depth + 1))
+        init_env = model.init_env()
+        for name, values in model.attributes.items():
+            for value in values:
+                parts.append(self.contents(value, init_env, f"{model.name}.{name}", depth + 1))
+        for index, child in enumerate(model.children):
+            parts.append(self.contents(child, init_env, f"{model.name}[{index}]", depth + 1))
+        forward = model.methods.get("forward")
+        if forward is not None:
+            parts.append(self.function_contents(forward, model.method_env(forward), depth + 1))
+        for part in parts:
+            for trait, item in part.items():
+                found.setdefault(trait, item)
+        self._in_progress.discard(key)
+        self._class_contents[key] = found
+        return found
+
+    def function_contents(
+        self, function: Union[cst.FunctionDef, cst.Lambda], env: Env, depth: int
+    ) -> Dict[str, Found]:
+        """Traits of the calls in a function body and of the `self` modules it uses."""
+        found: Dict[str, Found] = {}
+        if depth > self.MAX_DEPTH:
+            return found
+        label = self._function_label(function, env)
+        for node in _walk(function.body if isinstance(function, cst.FunctionDef) else function):
+            more: Dict[str, Found] = {}
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+                path = self_path(node, env.self_name)
+                if path is not None and env.owner is not None:
+                    method = env.owner.methods.get(path[0])
+                    if method is None:
+                        more = self.contents(node, env, label, depth + 1)
+                    elif method is not function:
+                        more = self.function_contents(
+                            method, env.owner.method_env(method), depth + 1
+                        )
+            elif isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _RANDOM_METHODS:
+                    qualified = env.qualify(func)
+                    if qualified is None or not qualified.startswith("torch.nn.init."):
+                        more = {RANDOM: Found(f".{func.attr.value}()", label)}
+                else:
+                    more = _function_traits(env.qualify(func), node, label)
+                    helper = self.local_function(func, env)
+                    if not more and helper is not None and helper is not function:
+                        more = self.function_contents(
+                            helper, Env(_scope_of(helper, self.root), None, None), depth + 1
+                        )
+            for trait, item in more.items():
+                found.setdefault(trait, item)
+        return found
+
+    @staticmethod
+    def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
+        if isinstance(function, cst.Lambda):
+            return ""
+        name = function.name.value
+        return f"{env.owner.name}.{name}" if env.owner is not None else f"{name}()"
+
+    # -- size of a block ---------------------------------------------------------------------
+    def layer_count(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> int:
+        """How many torch layers constructing ``expr`` builds, as far as it can be followed."""
+        if depth > self.MAX_DEPTH:
+            return 0
+        if isinstance(expr, cst.IfExp):
+            return max(
+                self.layer_count(expr.body, env, depth + 1),
+                self.layer_count(expr.orelse, env, depth + 1),
+            )
+        if not isinstance(expr, cst.Call):
+            return 0
+        qualified = env.qualify(expr.func)
+        if qualified in _CONTAINERS:
+            elements = self.elements(expr, env, "", depth + 1) or ()
+            return sum(
+                self.layer_count(element, element_env, depth + 1)
+                for element, element_env, _ in elements
+            )
+        if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
+            return 1
+        local = self.local_class(expr.func, env)
+        return self.class_layer_count(local, depth + 1) if local is not None else 0
+
+    def class_layer_count(self, model: InitModel, depth: int) -> int:
+        key = id(model.node)
+        if key not in self._layer_counts:
+            self._layer_counts[key] = 0  # a class that contains itself counts once
+            env = model.init_env()
+            total = sum(
+                max(self.layer_count(value, env, depth + 1) for value in values)
+                for values in model.attributes.values()
+            )
+            total += sum(self.layer_count(child, env, depth + 1) for child in model.children)
+            appended = [value for items in model.attribute_appends.values() for _, value in items]
+            total += sum(self.layer_count(value, env, depth + 1) for value in appended)
+            self._layer_counts[key] = total
+        return self._layer_counts[key]
+
+    # -- single cheap ops ------------------------------------------------------------------
+    def single_op(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[SingleOp]:
+        """The one cheap layer or op that calling ``expr`` runs, if that is all it runs."""
+        if depth > self.MAX_DEPTH:
+            return None
+        followed = self.follow(expr, env)
+        if followed is not None:
+            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed]
+            if ops and all(op is not None and op == ops[0] for op in ops):
+                return ops[0]
+            return None
+        if isinstance(expr, cst.Call):
+            qualified = env.qualify(expr.func)
+            if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
+                stateful = BATCH_NORM in _module_traits(qualified, expr, "")
+                return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
+            return None
+        if isinstance(expr, cst.Lambda):
+            call = _lambda_call(expr)
+            if call is None:
+                return None
+            return self.single_op(
+                call.func, Env(_scope_of(expr, env.scope), env.owner, env.self_name), depth + 1
+            )
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            function = self.local_function(expr, env)
+            if function is not None:
+                call = _single_return_call(function)
+                inner = Env(_scope_of(function, self.root), None, None)
+                return self.single_op(call.func, inner, depth + 1) if call is not None else None
+            return _function_op(env.qualify(expr))
+        return None
+
+    def element_op(self, container: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
+        """The single op every element of a container is, if they all are the same one."""
+        elements = self.elements(container, env, "")
+        if not elements:
+            return None
+        ops = [self.single_op(element, element_env) for element, element_env, _ in elements]
+        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
+
+

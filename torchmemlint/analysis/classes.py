@@ -1,0 +1,491 @@
+"""The module/class model: what each class builds in ``__init__`` (``self.x = ...`` values,
+``nn.Sequential`` contents flattened) and how its methods use ``self.x`` (direct calls kept
+apart from other uses, parts borrowed from other objects such as ``enc.layer1``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.analysis.syntax import (
+    argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
+    has_star_args, is_static, literal_bool, _scope_of, self_path, _small_statements,
+)
+from torchmemlint.analysis.vocabulary import (
+    ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
+    OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves,
+)
+from typing import Sequence
+
+if TYPE_CHECKING:
+    from torchmemlint.analysis.file import FileAnalysis
+
+
+
+from torchmemlint.tree import children
+
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A ``torch.nn`` constructor call."""
+
+    qualified: str
+    call: cst.Call
+
+    @property
+    def kind(self) -> Optional[ActivationKind]:
+        return KIND_BY_MODULE.get(self.qualified)
+
+    def inplace(self) -> Optional[bool]:
+        """True/False when ``inplace`` is literal (absent: False); None when not known."""
+        kind = self.kind
+        if kind is None or has_star_args(self.call):
+            return None
+        arg = argument(self.call, kind.module_params.index("inplace"), "inplace")
+        return False if arg is None else literal_bool(arg.value)
+
+    def category(self) -> Category:
+        if self.qualified in POOL_MODULES:
+            return Category.POOL
+        kind = self.kind
+        if kind is not None:
+            if kind.name == "relu":
+                return Category.SAVES_OUTPUT
+            inplace = self.inplace()
+            if inplace is None or kind.saves is Saves.MASK:
+                return Category.UNKNOWN  # dropout returns its input in eval mode
+            if inplace:
+                return Category.SAVES_OUTPUT if kind.name in OUTPUT_SAVING_WHEN_INPLACE else Category.UNKNOWN
+            return Category.FRESH
+        if self.qualified in OUTPUT_SAVING_MODULES:
+            return Category.SAVES_OUTPUT
+        if self.qualified in FRESH_MODULES:
+            return Category.FRESH
+        return Category.UNKNOWN
+
+
+# -- values assigned to attributes -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Part:
+    """One module expression: a torch.nn layer, ``self.x``, a borrowed ``enc.part``, or other."""
+
+    node: cst.BaseExpression
+    layer: Optional[Layer] = None
+    attribute: Optional[str] = None  # ``self.<attribute>``
+    borrowed: Optional[Tuple[str, str]] = None  # (``enc``, ``layer1``) for ``enc.layer1``
+
+
+def _is_self(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    return self_name is not None and isinstance(node, cst.Name) and node.value == self_name
+
+
+def _rooted_at(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
+    """``self`` or ``self.a.b``."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return _is_self(node, self_name)
+
+
+class Resolver:
+    """Turns module expressions into ``Part`` / Sequential element lists for one file."""
+
+    def __init__(self, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+        self.qualify = qualify
+
+    def constructor(self, node: cst.BaseExpression) -> Optional[str]:
+        if isinstance(node, cst.Call):
+            qualified = self.qualify(node.func)
+            if qualified is not None and qualified.startswith(NN):
+                return qualified
+        return None
+
+    def part(self, node: cst.BaseExpression, self_name: Optional[str]) -> Part:
+        qualified = self.constructor(node)
+        if qualified is not None:
+            assert isinstance(node, cst.Call)
+            return Part(node, layer=Layer(qualified, node))
+        if isinstance(node, cst.Attribute):
+            if _is_self(node.value, self_name):
+                return Part(node, attribute=node.attr.value)
+            base = dotted_name(node.value)
+            if base is not None and self.qualify(node.value) is None:
+                return Part(node, borrowed=(base, node.attr.value))
+        return Part(node)
+
+    def sequential(self, call: cst.Call, self_name: Optional[str]) -> Optional[List[Part]]:
+        """Elements of ``nn.Sequential(...)``, nested Sequentials flattened; None if not one."""
+        if self.constructor(call) != NN + "Sequential":
+            return None
+        parts: List[Part] = []
+        for arg in call.args:
+            if arg.keyword is not None:
+                return None
+            if arg.star:
+                parts.append(Part(arg.value))  # unknown elements
+                continue
+            ordered = self._ordered_dict_values(arg.value)
+            values = ordered if ordered is not None else [arg.value]
+            for value in values:
+                inner = self.sequential(value, self_name) if isinstance(value, cst.Call) else None
+                parts.extend(inner if inner is not None else [self.part(value, self_name)])
+        return parts
+
+    def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+        if not isinstance(node, cst.Call) or self.qualify(node.func) != "collections.OrderedDict":
+            return None
+        if len(node.args) != 1 or not isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+            return None
+        values = []
+        for element in node.args[0].value.elements:
+            pair = element.value
+            if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+                return None
+            values.append(pair.elements[1].value)
+        return values
+
+
+
+# -- classes -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Assignment:
+    """``self.<name> = value`` in a method."""
+
+    name: str
+    value: cst.BaseExpression
+    statement: cst.SimpleStatementLine
+    method: cst.FunctionDef
+    indent: str  # the statement's indentation, for fixes that remove it
+    single_target: bool
+    alone: bool  # the only statement of its block: removing it would leave the block empty
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A ``self.<name>`` read in a method; ``call`` is set when it is called directly."""
+
+    name: str
+    node: cst.Attribute
+    call: Optional[cst.Call]
+    method: cst.FunctionDef
+    statement: Optional[cst.CSTNode]
+
+
+@dataclass(frozen=True)
+class BorrowedUse:
+    """``base.part`` where ``base`` is not ``self`` (``enc.layer1``, ``self.encoder.conv1``)."""
+
+    base: str
+    part: str
+    node: cst.Attribute
+    call: Optional[cst.Call]
+    method: cst.FunctionDef
+    statement: Optional[cst.CSTNode]
+
+
+STEM_PARTS = frozenset({"conv1", "bn1", "relu", "act1", "maxpool", "layer1", "layer2", "layer3", "layer4"})
+
+
+class ClassModel:
+    """Attributes and their uses for one class (methods directly in its body)."""
+
+    def __init__(self, node: cst.ClassDef, file: "FileAnalysis", indent: str) -> None:
+        self.node = node
+        self.file = file
+        self.methods: List[cst.FunctionDef] = []
+        self.self_names: Dict[int, str] = {}  # id(method) -> name of its first parameter
+        self.assignments: Dict[str, List[Assignment]] = {}
+        self.references: Dict[str, List[Reference]] = {}
+        self.borrowed: List[BorrowedUse] = []
+        self.constructors: List[Tuple[cst.Call, str, cst.FunctionDef, Optional[cst.CSTNode]]] = []
+        body_indent = indent + block_indent(node.body, file.module)
+        for statement in block_statements(node.body):
+            if isinstance(statement, cst.FunctionDef):
+                self.methods.append(statement)
+        for method in self.methods:
+            params = method.params
+            positional = [*params.posonly_params, *params.params]
+            if not positional or is_static(method):
+                continue
+            self.self_names[id(method)] = positional[0].name.value
+            method_indent = body_indent + block_indent(method.body, file.module)
+            self._scan_block(method, method.body, method_indent)
+
+    # -- scanning ----------------------------------------------------------------------------------
+    def _scan_block(self, method: cst.FunctionDef, suite: cst.BaseSuite, indent: str) -> None:
+        statements = list(block_statements(suite))
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self._scan_small(method, statement, small, indent, len(statements) == 1)
+                continue
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                # Uses inside a nested function belong to another flow: recorded without one.
+                self._scan_expression(method, None, statement)
+                continue
+            for child in children(statement):
+                if isinstance(child, cst.BaseSuite):
+                    self._scan_block(method, child, indent + block_indent(child, self.file.module))
+                elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+                    for grandchild in children(child):
+                        if isinstance(grandchild, cst.BaseSuite):
+                            inner = indent + block_indent(grandchild, self.file.module)
+                            self._scan_block(method, grandchild, inner)
+                        else:
+                            self._scan_expression(method, statement, grandchild)
+                elif isinstance(child, cst.If):  # elif
+                    self._scan_block_like(method, child, indent)
+                else:
+                    self._scan_expression(method, statement, child)
+
+    def _scan_block_like(self, method: cst.FunctionDef, statement: cst.If, indent: str) -> None:
+        self._scan_expression(method, statement, statement.test)
+        self._scan_block(method, statement.body, indent + block_indent(statement.body, self.file.module))
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):
+            self._scan_block_like(method, orelse, indent)
+        elif isinstance(orelse, cst.Else):
+            self._scan_block(method, orelse.body, indent + block_indent(orelse.body, self.file.module))
+
+    def _scan_small(
+        self,
+        method: cst.FunctionDef,
+        statement: cst.SimpleStatementLine,
+        small: cst.CSTNode,
+        indent: str,
+        alone: bool,
+    ) -> None:
+        self_name = self.self_names[id(method)]
+        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+            targets = (
+                [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            )
+            value = small.value
+            for target in targets:
+                if isinstance(target, cst.Attribute) and _is_self(target.value, self_name):
+                    if value is not None:
+                        assignment = Assignment(
+                            target.attr.value, value, statement, method, indent,
+                            len(targets) == 1 and len(statement.body) == 1, alone,
+                        )
+                        self.assignments.setdefault(target.attr.value, []).append(assignment)
+                else:
+                    self._scan_expression(method, statement, target)
+            if value is not None:
+                self._scan_expression(method, statement, value)
+            return
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Attribute):
+            target = small.target
+            if _is_self(target.value, self_name):
+                # `self.x += ...` rebinds the attribute: no single assignment describes it.
+                self.assignments.setdefault(target.attr.value, []).append(
+                    Assignment(target.attr.value, small.value, statement, method, indent, False, alone)
+                )
+        self._scan_expression(method, statement, small)
+
+    def _scan_expression(
+        self,
+        method: cst.FunctionDef,
+        statement: Optional[cst.CSTNode],
+        root: cst.CSTNode,
+    ) -> None:
+        self_name = self.self_names[id(method)]
+        resolver = self.file.resolver
+        stack: List[Tuple[cst.CSTNode, Optional[cst.Call]]] = [(root, None)]
+        while stack:
+            node, call = stack.pop()
+            node_type = type(node)
+            if node_type is cst.Call:
+                func = node.func  # type: ignore[attr-defined]
+                qualified = resolver.constructor(node)  # type: ignore[arg-type]
+                if qualified is not None:
+                    self.constructors.append((node, qualified, method, statement))  # type: ignore[arg-type]
+                stack.extend((arg, None) for arg in node.args)  # type: ignore[attr-defined]
+                stack.append((func, node))  # type: ignore[arg-type]
+                continue
+            if node_type is cst.Attribute:
+                value = node.value  # type: ignore[attr-defined]
+                name = node.attr.value  # type: ignore[attr-defined]
+                if _is_self(value, self_name):
+                    self.references.setdefault(name, []).append(
+                        Reference(name, node, call, method, statement)  # type: ignore[arg-type]
+                    )
+                    continue
+                if name in STEM_PARTS:
+                    base = dotted_name(value)
+                    if base is not None and resolver.qualify(value) is None:
+                        use = BorrowedUse(base, name, node, call, method, statement)  # type: ignore[arg-type]
+                        self.borrowed.append(use)
+                stack.append((value, None))
+                continue
+            if node_type is cst.Arg:
+                stack.append((node.value, None))  # type: ignore[attr-defined]
+                continue
+            stack.extend((child, None) for child in children(node))
+
+    # -- queries ---------------------------------------------------------------------------------
+    @property
+    def init(self) -> Optional[cst.FunctionDef]:
+        for method in self.methods:
+            if method.name.value == "__init__":
+                return method
+        return None
+
+    def self_name(self, method: cst.FunctionDef) -> Optional[str]:
+        return self.self_names.get(id(method))
+
+    def single_assignment(self, name: str) -> Optional[Assignment]:
+        """The one assignment of ``self.<name>``, made in ``__init__``; None if not so simple."""
+        found = self.assignments.get(name, [])
+        if len(found) != 1 or found[0].method.name.value != "__init__":
+            return None
+        return found[0]
+
+    def attribute_part(self, name: str) -> Optional[Part]:
+        assignment = self.single_assignment(name)
+        if assignment is None:
+            return None
+        return self.file.resolver.part(assignment.value, self.self_name(assignment.method))
+
+    def attribute_sequence(self, name: str) -> Optional[List[Part]]:
+        """The modules ``self.<name>(x)`` runs, in order: one layer, or a Sequential's elements."""
+        assignment = self.single_assignment(name)
+        if assignment is None:
+            return None
+        self_name = self.self_name(assignment.method)
+        value = assignment.value
+        if isinstance(value, cst.Call):
+            elements = self.file.resolver.sequential(value, self_name)
+            if elements is not None:
+                return elements
+        return [self.file.resolver.part(value, self_name)]
+
+    def calls(self, name: str) -> List[Reference]:
+        return [r for r in self.references.get(name, []) if r.call is not None and r.call.func is r.node]
+
+    def only_called(self, name: str) -> bool:
+        """Every reference to ``self.<name>`` is a direct call (nothing else can see it)."""
+        references = self.references.get(name, [])
+        return bool(references) and all(r.call is not None and r.call.func is r.node for r in references)
+
+    def is_module(self) -> bool:
+        if any(method.name.value == "forward" for method in self.methods):
+            return True
+        for base in self.node.bases:
+            qualified = self.file.resolver.qualify(base.value)
+            if qualified is not None and qualified.startswith(NN):
+                return True
+        return False
+
+
+# -- what __init__ builds (followed by CallableModel) ---------------------------------------------------------
+class InitModel:
+    """What ``__init__`` of one class builds: ``self.x = ...`` values, children, locals.
+
+    The one place that answers "what does ``self.act`` hold" (``attributes``), with the
+    ``nn.Module`` children it registers and what it appends to lists."""
+
+    def __init__(self, node: cst.ClassDef, scope: Bindings) -> None:
+        self.node = node
+        self.name = node.name.value
+        self.scope = scope
+        self.methods: Dict[str, cst.FunctionDef] = {
+            statement.name.value: statement
+            for statement in _body_statements(node.body)
+            if isinstance(statement, cst.FunctionDef)
+        }
+        self.attributes: Dict[str, List[cst.BaseExpression]] = {}
+        self.children: List[cst.BaseExpression] = []  # super().__init__(*...), add_module, append
+        self.locals: Dict[str, List[cst.BaseExpression]] = {}
+        self.defaults: Dict[str, cst.BaseExpression] = {}
+        # `blocks.append(x)` / `self.blocks.append(x)` in __init__, with the loop around it.
+        self.appends: Dict[str, List[Tuple[Optional[cst.For], cst.BaseExpression]]] = {}
+        self.attribute_appends: Dict[str, List[Tuple[Optional[cst.For], cst.BaseExpression]]] = {}
+        init = self.methods.get("__init__")
+        self.init_scope = _scope_of(init, scope) if init is not None else scope
+        self.self_name = _first_param(init) if init is not None else None
+        if init is not None:
+            self._read_init(init)
+
+    def _read_init(self, init: cst.FunctionDef) -> None:
+        for param in [*init.params.params, *init.params.kwonly_params]:
+            if param.default is not None:
+                self.defaults[param.name.value] = param.default
+        statements = _body_statements(init.body)
+        for small in _small_statements(statements):
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    self._assign(target.target, small.value)
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                self._assign(small.target, small.value)
+            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                self._read_call(small.value)
+        self._read_appends(statements, None)
+
+    def _read_appends(self, statements: Sequence[cst.CSTNode], loop: Optional[cst.For]) -> None:
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    call = small.value if isinstance(small, cst.Expr) else None
+                    if not (
+                        isinstance(call, cst.Call)
+                        and isinstance(call.func, cst.Attribute)
+                        and call.func.attr.value == "append"
+                        and len(call.args) == 1
+                    ):
+                        continue
+                    owner = call.func.value
+                    path = self_path(owner, self.self_name)
+                    if isinstance(owner, cst.Name) and owner.value != self.self_name:
+                        self.appends.setdefault(owner.value, []).append((loop, call.args[0].value))
+                    elif path is not None and len(path) == 1:
+                        self.attribute_appends.setdefault(path[0], []).append(
+                            (loop, call.args[0].value)
+                        )
+            else:
+                for block in _child_blocks(statement):
+                    self._read_appends(block, statement if isinstance(statement, cst.For) else loop)
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        path = self_path(target, self.self_name)
+        if path is not None and len(path) == 1:
+            self.attributes.setdefault(path[0], []).append(value)
+        elif isinstance(target, cst.Name):
+            self.locals.setdefault(target.value, []).append(value)
+
+    def _read_call(self, call: cst.Call) -> None:
+        func = call.func
+        path = self_path(func, self.self_name)
+        if path == ["add_module"] and len(call.args) == 2:
+            self.children.append(call.args[1].value)
+        elif path == ["append"] and len(call.args) == 1:
+            self.children.append(call.args[0].value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "__init__"
+            and isinstance(func.value, cst.Call)
+            and isinstance(func.value.func, cst.Name)
+            and func.value.func.value == "super"
+        ):
+            self.children.extend(arg.value for arg in call.args if arg.star != "**")
+
+    def init_env(self) -> "Env":
+        return Env(self.init_scope, self, self.self_name)
+
+    def method_env(self, method: cst.FunctionDef) -> "Env":
+        return Env(_scope_of(method, self.scope), self, _first_param(method))
+
+
+@dataclass(frozen=True)
+class Env:
+    """Where an expression is evaluated: its scope and the class its `self` belongs to."""
+
+    scope: Bindings
+    owner: Optional[InitModel]
+    self_name: Optional[str]
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.scope.qualify(node)

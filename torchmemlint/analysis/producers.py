@@ -1,0 +1,128 @@
+"""What made a tensor: the previous element of a Sequential, or the call that made a
+function's local value, classified by what autograd keeps of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from torchmemlint.analysis.file import FileAnalysis
+
+from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
+from torchmemlint.analysis.flow import ENTRY, Flow
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.vocabulary import (
+    Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
+    OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name,
+)
+
+
+
+# -- producers --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Producer:
+    """What made a tensor: its category and a short description for messages."""
+
+    category: Category
+    description: str = "unknown code"
+    # For in-place activations: this call (or a previous one) runs on the caller's tensor.
+    from_parameter: Optional[str] = None
+
+
+UNKNOWN_PRODUCER = Producer(Category.UNKNOWN)
+_FRESH_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
+_FRESH_AUGMENTED = (cst.AddAssign, cst.SubtractAssign)
+
+
+class Producers:
+    """Classifies what produced a tensor, inside one class (or none) of one file."""
+
+    def __init__(self, file: "FileAnalysis", model: Optional[ClassModel]) -> None:
+        self.file = file
+        self.model = model
+
+    def part(self, part: Part, depth: int = 0) -> Producer:
+        if part.layer is not None:
+            return Producer(part.layer.category(), f"`{short_name(part.layer.qualified)}`")
+        if part.attribute is not None and self.model is not None and depth < 4:
+            sequence = self.model.attribute_sequence(part.attribute)
+            if sequence:
+                inner = self.part(sequence[-1], depth + 1)
+                if inner.category is Category.UNKNOWN:
+                    return UNKNOWN_PRODUCER
+                return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
+        return UNKNOWN_PRODUCER
+
+    def call(self, call: cst.Call, self_name: Optional[str]) -> Producer:
+        func = call.func
+        if isinstance(func, cst.Attribute) and _is_self(func.value, self_name):
+            return self.part(Part(func, attribute=func.attr.value))
+        qualify = self.file.resolver.qualify
+        qualified = qualify(func)
+        if qualified is not None:
+            return self._function(call, qualified)
+        if isinstance(func, cst.Attribute) and not _rooted_at(func.value, self_name):
+            # A method of a tensor (not of a sub-module such as `self.op.add`).
+            method = func.attr.value
+            if method in OUTPUT_SAVING_METHODS:
+                return Producer(Category.SAVES_OUTPUT, f"`.{method}()`")
+            if method in FRESH_METHODS:
+                return Producer(Category.FRESH, f"`.{method}()`")
+        return UNKNOWN_PRODUCER
+
+    @staticmethod
+    def _function(call: cst.Call, qualified: str) -> Producer:
+        shown = f"`{short_name(qualified)}`"
+        kind = KIND_BY_FUNCTION.get(qualified)
+        if kind is not None:
+            if kind.name == "relu":
+                return Producer(Category.SAVES_OUTPUT, shown)
+            if kind.saves is Saves.MASK or has_star_args(call):
+                return UNKNOWN_PRODUCER
+            arg = argument(call, kind.functional_params.index("inplace") + 1, "inplace")
+            inplace = False if arg is None else literal_bool(arg.value)
+            if inplace is None:
+                return UNKNOWN_PRODUCER
+            if inplace:
+                category = Category.SAVES_OUTPUT if kind.name in OUTPUT_SAVING_WHEN_INPLACE else Category.UNKNOWN
+                return Producer(category, shown)
+            return Producer(Category.FRESH, shown)
+        if qualified in OUTPUT_SAVING_FUNCTIONS:
+            return Producer(Category.SAVES_OUTPUT, shown)
+        if qualified in POOL_FUNCTIONS:
+            return Producer(Category.POOL, shown)
+        if qualified in FRESH_FUNCTIONS:
+            return Producer(Category.FRESH, shown)
+        return UNKNOWN_PRODUCER
+
+    def value(
+        self, expression: cst.BaseExpression, flow: Flow, index: int, self_name: Optional[str], depth: int = 0
+    ) -> List[Producer]:
+        """Every producer that may have made ``expression``'s value at statement ``index``."""
+        if isinstance(expression, cst.Call):
+            return [self.call(expression, self_name)]
+        if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, _FRESH_OPERATORS):
+            return [Producer(Category.FRESH, "an arithmetic operation")]
+        if not isinstance(expression, cst.Name) or depth > 4:
+            return [UNKNOWN_PRODUCER]
+        name = expression.value
+        found: List[Producer] = []
+        for definition in flow.definitions(name, index):
+            if definition.index == ENTRY:
+                parameter = name if name in flow.parameters[1:] or (
+                    name in flow.parameters and self_name is None
+                ) else None
+                found.append(Producer(Category.UNKNOWN, f"`{name}`", from_parameter=parameter))
+            elif definition.augmented is not None:
+                fresh = isinstance(definition.augmented, _FRESH_AUGMENTED)
+                found.append(Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER)
+            elif definition.value is not None:
+                found.extend(self.value(definition.value, flow, definition.index, self_name, depth + 1))
+            else:
+                found.append(UNKNOWN_PRODUCER)
+        return found
+
+

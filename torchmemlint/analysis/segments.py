@@ -1,0 +1,124 @@
+"""Checkpoint calls and their segments: where a call is (``ScopeTracker``: the class and
+method around the node being visited) and what it recomputes (``callable_contents``, following
+``CallableModel``; for ``checkpoint_sequential``, the segments it checkpoints)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.callables import CallableModel
+from torchmemlint.analysis.checkpoints import CHECKPOINT_SEQUENTIAL, Found, _positional
+from torchmemlint.analysis.classes import Env
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.syntax import _body_statements, _first_param, _root
+
+
+
+def file_models(rule) -> CallableModel:
+    context = rule.context
+    return context.shared(
+        "checkpoint.models", lambda: CallableModel(context.module, _root(context.bindings))
+    )
+
+
+class ScopeTracker:
+    """Mixin for a rule (``class R(ScopeTracker, Rule)``): knows the class and method the node
+    being visited is in, to resolve ``self.x`` and what a checkpoint call there recomputes."""
+
+    context: Any  # the rule's FileContext (set by Rule.__init__)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._classes: List[Tuple[cst.ClassDef, Bindings]] = []
+        self._functions: List[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._classes.append((node, self.context.bindings))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        owner = None
+        if self._classes:
+            candidate = self._classes[-1][0]
+            if any(statement is node for statement in _body_statements(candidate.body)):
+                owner = candidate
+        self._functions.append((node, owner))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._functions.pop()
+
+    def call_env(self) -> Env:
+        """The environment of the node being visited: its scope and `self`'s class."""
+        for function, owner in reversed(self._functions):
+            if owner is not None:
+                scope = next(scope for node, scope in self._classes if node is owner)
+                model = file_models(self).model(owner, scope)
+                return Env(self.context.bindings, model, _first_param(function))
+        return Env(self.context.bindings, None, None)
+
+    def loop_container(self, name: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """``self.blocks`` when ``name`` is the variable of an enclosing ``for`` over it."""
+        if not isinstance(name, cst.Name):
+            return None
+        function = self._functions[-1][0] if self._functions else None
+        for statement in reversed(self.context.statement_stack):
+            if statement is function:
+                break
+            if not isinstance(statement, cst.For):
+                continue
+            target, iterable = statement.target, statement.iter
+            if (
+                isinstance(iterable, cst.Call)
+                and isinstance(iterable.func, cst.Name)
+                and iterable.func.value == "enumerate"
+                and iterable.args
+                and isinstance(target, cst.Tuple)
+                and len(target.elements) == 2
+            ):
+                target, iterable = target.elements[1].value, iterable.args[0].value
+            if isinstance(target, cst.Name) and target.value == name.value:
+                return iterable
+        return None
+
+    def callable_contents(self, call: cst.Call, function: str) -> Tuple[Dict[str, Found], str]:
+        """Traits of what a checkpoint call recomputes, and how to name its callable."""
+        positional = _positional(call)
+        if not positional or positional[0].star:
+            return {}, ""
+        target = positional[0].value
+        models = file_models(self)
+        env = self.call_env()
+        label = f"`{self.context.module.code_for_node(target)}`" if not isinstance(target, cst.Lambda) else "the lambda"
+        container = self.loop_container(target)
+        if container is not None:
+            label += f" (an element of `{self.context.module.code_for_node(container)}`)"
+            return models.contents(container, env, label), label
+        if function == CHECKPOINT_SEQUENTIAL:
+            segments = _recomputed_segments(models.elements(target, env, label), positional)
+            if segments is not None:
+                found: Dict[str, Found] = {}
+                for element, element_env, where in segments:
+                    for trait, item in models.contents(element, element_env, where).items():
+                        found.setdefault(trait, item)
+                return found, label
+        return models.contents(target, env, label), label
+
+
+def _recomputed_segments(
+    elements: Optional[List[Tuple[cst.BaseExpression, Env, str]]], positional: Sequence[cst.Arg]
+) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+    """The modules `checkpoint_sequential` checkpoints: all but its last segment, which runs
+    normally. None unless the module list and the segment count are both known."""
+    if elements is None or any(where.endswith("[...]") for _, _, where in elements):
+        return None  # built by a comprehension or appends: the length is not known here
+    segments = positional[1].value if len(positional) > 1 else None
+    if not isinstance(segments, cst.Integer) or int(segments.evaluated_value) < 1:
+        return None
+    count = int(segments.evaluated_value)
+    return elements[: len(elements) // count * (count - 1)]
+
+

@@ -1,0 +1,265 @@
+"""Small questions about libcst nodes: fast walks, call arguments, literals, the statements
+around the node being visited."""
+
+from __future__ import annotations
+
+from typing import FrozenSet, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from typing import Sequence, Union
+from torchmemlint.analysis.names import Bindings, canonical
+
+from typing import Iterable
+
+
+from torchmemlint.tree import children
+
+# -- fast traversal ---------------------------------------------------------------------------
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Pre-order walk over ``children``."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
+    """The nodes from ``root`` down to ``target`` (both included), or None if not inside."""
+    stack: List[Tuple[cst.CSTNode, int]] = [(root, 0)]
+    path: List[cst.CSTNode] = []
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        path.append(node)
+        if node is target:
+            return path
+        stack.extend((child, depth + 1) for child in reversed(children(node)))
+    return None
+
+
+def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int:
+    """Reads of ``name`` in ``statement`` outside ``skipped`` that can run together with it.
+
+    The other branch of a conditional expression around ``skipped`` never runs with it.
+    """
+    path = path_to(statement, skipped)
+    on_path = {id(node) for node in path or ()}
+    count = 0
+    stack: List[cst.CSTNode] = [statement]
+    while stack:
+        node = stack.pop()
+        if node is skipped:
+            continue
+        if isinstance(node, cst.Name):
+            count += node.value == name
+        elif isinstance(node, (cst.Attribute, cst.Arg)):
+            stack.append(node.value)
+        elif isinstance(node, cst.IfExp) and id(node) in on_path:
+            stack.append(node.test)
+            stack.extend(branch for branch in (node.body, node.orelse) if id(branch) in on_path)
+        else:
+            stack.extend(children(node))
+    return count
+
+
+def mentions(expression: cst.CSTNode, word: str) -> bool:
+    """Whether a name or attribute in ``expression`` contains ``word`` (``self.inplace``)."""
+    for node in walk(expression):
+        if isinstance(node, cst.Name) and word in node.value:
+            return True
+    return False
+
+
+# -- call arguments ----------------------------------------------------------------------------
+def argument(call: cst.Call, position: Optional[int], keyword: str) -> Optional[cst.Arg]:
+    """The argument bound to a parameter given by its position (None: keyword only) and name."""
+    index = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg
+            continue
+        if arg.star:
+            return None
+        if position is not None and index == position:
+            return arg
+        index += 1
+    return None
+
+
+def has_star_args(call: cst.Call) -> bool:
+    return any(arg.star for arg in call.args)
+
+
+def literal_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def literal_number(node: cst.BaseExpression) -> Optional[float]:
+    sign = 1.0
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        sign, node = -1.0, node.expression
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return sign * float(node.evaluated_value)
+    return None
+
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    """A constant that can move from ``__init__`` to ``forward`` unchanged."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return literal_number(node) is not None
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(
+            isinstance(e, cst.Element) and is_literal(e.value) for e in node.elements
+        )
+    return False
+
+
+
+def terminal_name(func: cst.BaseExpression) -> Optional[str]:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return None
+
+
+def watched_names(context, qualified_names: FrozenSet[str]) -> FrozenSet[str]:
+    """Last components of ``qualified_names`` plus the file's import aliases for them.
+
+    A cheap first test for ``visit_Call``: a call whose function does not end in one of these
+    names cannot be one of ``qualified_names``.
+    """
+    names = {q.rsplit(".", 1)[-1] for q in qualified_names}
+    root = context.bindings
+    while root.parent is not None:
+        root = root.parent
+    for local, qualified in root.names.items():
+        if qualified is not None and canonical(qualified) in qualified_names:
+            names.add(local)
+    return frozenset(names)
+
+
+def enclosing(context, node_type: type) -> Optional[cst.CSTNode]:
+    """The innermost statement of ``node_type`` around the node being visited."""
+    for statement in reversed(context.statement_stack):
+        if isinstance(statement, node_type):
+            return statement
+    return None
+
+
+def class_indent(context, node: cst.ClassDef) -> str:
+    """Indentation of a class statement, from the blocks of the statements around it."""
+    indent = ""
+    for statement in context.statement_stack:
+        if statement is node:
+            break
+        body = getattr(statement, "body", None)
+        if isinstance(body, cst.IndentedBlock):
+            indent += block_indent(body, context.module)
+    return indent
+
+
+def block_statements(suite: cst.BaseSuite) -> Iterable[cst.CSTNode]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+
+
+def block_indent(suite: cst.BaseSuite, module: cst.Module) -> str:
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.indent if suite.indent is not None else module.default_indent
+    return ""
+
+
+def is_static(method: cst.FunctionDef) -> bool:
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+        for d in method.decorators
+    )
+
+
+# -- statements, scopes and `self` paths (used by the checkpoint model) ----------------
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node below ``node``, not entering nested classes."""
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        yield child
+        if not isinstance(child, cst.ClassDef):
+            stack.extend(child.children)
+
+
+def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return block.body if isinstance(block, cst.IndentedBlock) else ()
+
+
+def _child_blocks(statement: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
+    """The statement lists directly inside an if/for/while/with/try statement."""
+    if not isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+        return
+    yield _body_statements(statement.body)
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:  # else / elif chain
+        yield _body_statements(orelse.body)
+        orelse = getattr(orelse, "orelse", None)
+    for handler in getattr(statement, "handlers", ()):
+        yield _body_statements(handler.body)
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        yield _body_statements(final.body)
+
+
+def _flat_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
+    """Statements of a block and of the if/for/with/try blocks inside it (not of defs)."""
+    for statement in statements:
+        yield statement
+        for block in _child_blocks(statement):
+            yield from _flat_statements(block)
+
+
+def _small_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSmallStatement]:
+    for statement in _flat_statements(statements):
+        if isinstance(statement, cst.SimpleStatementLine):
+            yield from statement.body
+
+
+def _first_param(function: cst.FunctionDef) -> Optional[str]:
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def _scope_of(function: Union[cst.FunctionDef, cst.Lambda], parent: Bindings) -> Bindings:
+    """The names a function body sees, as the engine binds them during its traversal."""
+    scope = Bindings(parent)
+    scope.bind_parameters(function.params)
+    if isinstance(function, cst.FunctionDef):
+        scope.bind_statements(_body_statements(function.body))
+    return scope
+
+
+def _root(scope: Bindings) -> Bindings:
+    while scope.parent is not None:
+        scope = scope.parent
+    return scope
+
+
+def self_path(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[List[str]]:
+    """``["a", "b"]`` for ``self.a.b``; None for anything else."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if (
+        self_name is None
+        or not parts
+        or not (isinstance(node, cst.Name) and node.value == self_name)
+    ):
+        return None
+    return list(reversed(parts))

@@ -1,0 +1,674 @@
+"""What the values of a scope are: the model, its outputs, losses and activations, followed
+by name within one scope in source order (``ScopeFacts``), and how a name is used later
+(``uses_allow``). Decided conservatively from what the scope itself shows."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import (
+    AssignEvent, AUTOGRAD_CALLS, CallEvent, ClassFacts, CRITERION_NAME, Ctx,
+    DEVICE_KEEPING_METHODS, EVAL_WORDS, FIXED_TYPE_CALLS, Frame, FRAMEWORK_NO_GRAD_HOOKS,
+    FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
+    LOGGING_METHODS, MODEL_NAME, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk, _target_names,
+    TYPE_FOLLOWING_CALLS, TYPE_FOLLOWING_MODULES,
+)
+from torchmemlint.analysis.names import dotted_name
+
+from torchmemlint.tree import children
+
+
+
+class Kind(enum.Enum):
+    LOSS = "loss"
+    OUTPUT = "model output"
+    ACTIVATION = "activation"
+
+
+
+# -- values -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: Kind
+    loops: Tuple[cst.CSTNode, ...]  # loops around where it was computed
+    scalar: bool = False  # known to be a 0-dim tensor (a reduced loss)
+
+
+class ScopeFacts:
+    """What one scope's values are (the model, losses, activations), replayed in source
+    order and following names within the scope only; and questions about its loops."""
+
+    def __init__(self, walk: ScopeWalk, scope: Scope) -> None:
+        self.walk = walk
+        self.scope = scope
+        self.bindings = scope.bindings
+        self.forward = scope.owner is not None and scope.name == "forward"
+        self.model_names = self._model_names()
+        self.loss_instances = self._loss_instances()
+        self.backward_calls = [c for c in scope.calls if self.is_backward(c)]
+        self.training_calls = [c for c in scope.calls if self.is_training_step(c)]
+        self.backward_losses = self._backward_losses()
+        self.scalar_losses = self._scalar_losses()
+        self.env: Dict[str, Value] = {}
+
+    # what things are
+    def _model_names(self) -> Set[str]:
+        names = {p.name.value for p in self.scope.params() if MODEL_NAME.match(p.name.value)}
+        for call in self.scope.calls:
+            if call.attr in ("eval", "train") and call.receiver is not None:
+                receiver = dotted_name(call.receiver)
+                if receiver is not None and not (call.attr == "eval" and call.node.args):
+                    names.add(receiver)
+        return names
+
+    def is_model(self, dotted: Optional[str]) -> bool:
+        if dotted is None:
+            return False
+        if dotted.endswith(".forward"):
+            dotted = dotted[: -len(".forward")]
+        if dotted in self.model_names:
+            return True
+        head, _, attr = dotted.partition(".")
+        if head != "self" or "." in attr or not MODEL_NAME.match(attr):
+            return False
+        owner = self.scope.owner
+        return owner is None or all(method.name != attr for method in owner.methods)
+
+    def _loss_instances(self) -> Dict[str, bool]:
+        """Names bound to `nn.*Loss(...)` here -> whether the loss they compute is reduced."""
+        found: Dict[str, bool] = {}
+        for event in self.scope.assigns:
+            value = event.value
+            if isinstance(value, cst.Call) and not event.unpacked and not event.augmented:
+                qualified = self.bindings.qualify(value.func) if dotted_name(value.func) else None
+                if qualified and qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
+                    for target in event.targets:
+                        found[target] = _reduced(value)
+        return found
+
+    def loss_call(self, call: cst.Call) -> Optional[bool]:
+        """None if `call` is not a loss computation, else whether its result is known scalar."""
+        dotted = dotted_name(call.func)
+        if dotted is None:
+            return None
+        if dotted in self.loss_instances:
+            return self.loss_instances[dotted]
+        qualified = self.bindings.qualify(call.func)
+        if qualified and qualified.startswith("torch.nn.functional."):
+            name = qualified.rsplit(".", 1)[-1]
+            if name.endswith("_loss") or name in FUNCTIONAL_LOSSES:
+                return _reduced(call)
+            return None
+        if CRITERION_NAME.search(dotted.rsplit(".", 1)[-1]):
+            return False
+        return None
+
+    def is_backward(self, call: CallEvent) -> bool:
+        if call.attr in ("backward", "manual_backward"):
+            return True
+        return bool(call.func) and self.bindings.qualify(call.node.func) in AUTOGRAD_CALLS
+
+    def is_training_step(self, call: CallEvent) -> bool:
+        if self.is_backward(call):
+            return True
+        if call.attr == "step" and call.receiver is not None:
+            receiver = (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
+            return "opt" in receiver or "scaler" in receiver
+        return False
+
+    def _backward_losses(self) -> Set[str]:
+        """Names whose value reaches a backward: receivers, arguments, and what they came from."""
+        names: Set[str] = set()
+        for call in self.backward_calls:
+            if call.receiver is not None:
+                names.update(_names_in(call.receiver))
+            for arg in call.node.args:
+                names.update(_names_in(arg.value))
+        changed = True
+        while changed:  # `loss = loss_sum / n; loss.backward()` reaches loss_sum too
+            changed = False
+            for event in self.scope.assigns:
+                if event.value is not None and names.intersection(event.targets):
+                    new = set(_names_in(event.value)) - names
+                    if new:
+                        names |= new
+                        changed = True
+        return names
+
+    def _scalar_losses(self) -> Set[str]:
+        """Names that `.backward()` is called on with no gradient argument: 0-dim tensors."""
+        found = set()
+        for call in self.backward_calls:
+            if call.attr == "backward" and call.receiver is not None:
+                positional = [a for a in call.node.args if a.keyword is None and not a.star]
+                receiver = dotted_name(call.receiver)
+                if receiver is not None and not positional:
+                    found.add(receiver)
+        return found
+
+    def value_of(self, expr: cst.BaseExpression, ctx: Ctx) -> Optional[Value]:
+        """The kind of tensor an expression evaluates to, if this scope shows it."""
+        if ctx.no_grad and not self.forward:
+            return None
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            dotted = dotted_name(expr)
+            if dotted is not None and dotted in self.env:
+                return self.env[dotted]
+            if isinstance(expr, cst.Attribute) and expr.attr.value in ("loss", "logits"):
+                base = self.value_of(expr.value, ctx)  # outputs.loss of a transformers model
+                if base is not None and base.kind is Kind.OUTPUT:
+                    kind = Kind.LOSS if expr.attr.value == "loss" else base.kind
+                    return Value(kind, base.loops)
+            return None
+        if isinstance(expr, cst.Subscript):
+            return self.value_of(expr.value, ctx)
+        if isinstance(expr, cst.BinaryOperation):
+            left = self.value_of(expr.left, ctx)
+            right = self.value_of(expr.right, ctx)
+            if left is None or right is None:
+                known = left or right
+                other = expr.right if left is not None else expr.left
+                if known is None:
+                    return None
+                return dataclasses.replace(known, scalar=known.scalar and _is_number(other))
+            kind = Kind.LOSS if Kind.LOSS in (left.kind, right.kind) else left.kind
+            return Value(kind, left.loops if len(left.loops) >= len(right.loops) else right.loops)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.value_of(expr.expression, ctx)
+        if isinstance(expr, cst.Call):
+            return self._call_value(expr, ctx)
+        return None
+
+    def _call_value(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
+        func = call.func
+        dotted = dotted_name(func)
+        if self.forward:
+            return self._activation(call, ctx)
+        if self.is_model(dotted):
+            return Value(Kind.OUTPUT, ctx.loops)
+        scalar = self.loss_call(call)
+        if scalar is not None:
+            return Value(Kind.LOSS, ctx.loops, scalar)
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in GRAD_KEEPING_METHODS:
+                base = self.value_of(func.value, ctx)
+                if base is None:
+                    return None
+                reduced = func.attr.value in ("mean", "sum") and not call.args
+                return dataclasses.replace(base, scalar=base.scalar or reduced)
+            if func.attr.value == "scale" and call.args:  # GradScaler.scale(loss)
+                return self.value_of(call.args[0].value, ctx)
+        qualified = self.bindings.qualify(func) if dotted else None
+        if qualified in GRAD_KEEPING_TORCH_FUNCTIONS and call.args:
+            base = self.value_of(call.args[0].value, ctx)
+            return dataclasses.replace(base, scalar=False) if base else None
+        return None
+
+    def _activation(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
+        """In forward: submodule calls, torch ops on activations and tensor methods."""
+        func = call.func
+        dotted = dotted_name(func)
+        activation = Value(Kind.ACTIVATION, ctx.loops)
+        if dotted is not None and dotted.startswith("self.") and dotted.count(".") == 1:
+            # a submodule applied to an activation
+            if any(self.value_of(arg.value, ctx) is not None for arg in call.args):
+                return activation
+            return None
+        if isinstance(func, cst.Attribute) and dotted_name(func.value) != "self":
+            base = self.value_of(func.value, ctx)
+            if base is not None and func.attr.value in DEVICE_KEEPING_METHODS:
+                if func.attr.value == "to" and any(_mentions_cpu(a.value) for a in call.args):
+                    return None
+                return base
+            if base is not None:
+                return None
+        qualified = self.bindings.qualify(func) if dotted else None
+        if qualified and qualified.startswith("torch.") and not NON_TENSOR_TORCH.match(qualified):
+            for arg in call.args:
+                listed = isinstance(arg.value, (cst.List, cst.Tuple))
+                values = arg.value.elements if listed else [arg]
+                if any(self.value_of(v.value, ctx) is not None for v in values):
+                    return activation
+        return None
+
+    # replay
+    def replay(self) -> Iterator[Union[CallEvent, AssignEvent]]:
+        """The scope's calls and assignments in source order; after each assignment is handed
+        out (and its value asked about), its targets take their new value."""
+        if self.forward:
+            for param in self._activation_params():
+                self.env[param] = Value(Kind.ACTIVATION, ())
+        events: List[Union[CallEvent, AssignEvent]] = [*self.scope.calls, *self.scope.assigns]
+        events.sort(key=lambda event: event.seq)
+        for event in events:
+            yield event
+            if isinstance(event, AssignEvent):
+                self._bind(event)
+
+    def _activation_params(self) -> List[str]:
+        params = [p for p in self.scope.params() if p.name.value != "self"]
+        found = [params[0].name.value] if params and params[0].default is None else []
+        for param in params:
+            annotation = param.annotation
+            annotated = dotted_name(annotation.annotation) if annotation is not None else None
+            if (annotated or "").endswith("Tensor"):
+                found.append(param.name.value)
+        return found
+
+    def _bind(self, event: AssignEvent) -> None:
+        value = None
+        if event.value is not None and not event.augmented:
+            value = self.value_of(event.value, event.ctx)
+            if set(event.targets) & self.scalar_losses and not event.ctx.no_grad:
+                # what `.backward()` is called on is a 0-dim loss, whatever computed it
+                if value is not None:
+                    value = Value(Kind.LOSS, value.loops, True)
+                elif isinstance(event.value, (cst.Call, cst.BinaryOperation)) and not _detaches(
+                    event.value
+                ):
+                    value = Value(Kind.LOSS, event.ctx.loops, True)
+        for target in event.targets:
+            if event.augmented:
+                continue
+            if value is None:
+                self.env.pop(target, None)
+            elif event.unpacked and value.kind is Kind.LOSS:
+                self.env.pop(target, None)  # `loss, logs = ...`: only one of them is the loss
+            else:
+                self.env[target] = value
+
+    def is_self_increment(self, event: AssignEvent) -> bool:
+        value = event.value
+        return (
+            len(event.targets) == 1
+            and isinstance(value, cst.BinaryOperation)
+            and isinstance(value.operator, cst.Add)
+            and event.targets[0] in (dotted_name(value.left), dotted_name(value.right))
+        )
+
+    def trains_around(self, event: CallEvent, eval_seq: int, target: Optional[Frame]) -> bool:
+        """A backward or step between `.eval()` and the call, or in what would be wrapped."""
+        for call in self.training_calls:
+            if eval_seq < call.seq < event.seq:
+                return True
+            if target is not None and any(f.statement is target.statement for f in call.ctx.chain):
+                return True
+        return False
+
+    def grad_controlled(self, seq: int) -> bool:
+        scope = self.scope
+        if scope.no_grad or (scope.grad_off_seq is not None and scope.grad_off_seq < seq):
+            return True
+        name = scope.name
+        return bool(name) and (
+            name in self.walk.no_grad_callees or bool(FRAMEWORK_NO_GRAD_HOOKS.match(name))
+        )
+
+    def last_mode_change(self, callee: str, seq: int) -> Optional[Tuple[int, str]]:
+        last = None
+        for call in self.scope.calls:
+            if call.seq >= seq:
+                break
+            if call.attr in ("eval", "train") and call.receiver is not None:
+                if dotted_name(call.receiver) != callee:
+                    continue
+                args = call.node.args
+                if call.attr == "eval" and args:
+                    continue  # not nn.Module.eval()
+                to_eval = call.attr == "eval" or (args and _is_false(args[0].value))
+                mode = "eval" if to_eval else "train"
+                last = (call.seq, mode)
+        return last
+
+    def wrap_target(self, event: CallEvent, after_seq: Optional[int]) -> Optional[Frame]:
+        """The statement to wrap in `no_grad`; None: decorate the function instead."""
+        if after_seq is None and self.scope.function is not None:
+            return None
+        chain = [frame for frame in event.ctx.chain if after_seq is None or frame.seq > after_seq]
+        for frame in chain:
+            if isinstance(frame.statement, (cst.For, cst.While)):
+                return frame
+        return event.ctx.chain[-1]
+
+    def loops_kept_across(
+        self, name: str, loops: Tuple[cst.CSTNode, ...], accumulation: cst.CSTNode
+    ) -> List[cst.CSTNode]:
+        """The enclosing loops whose iterations the accumulator outlives (innermost first)."""
+        kept = []
+        for loop in reversed(loops):
+            if self.reassigned_in(name, loop, accumulation):
+                break
+            kept.append(loop)
+        return kept
+
+    def in_eval_mode(self, seq: int) -> bool:
+        """The last `.eval()` / `.train()` on a model before `seq` is `.eval()`."""
+        last = None
+        for call in self.scope.calls:
+            if call.seq >= seq:
+                break
+            if call.attr in ("eval", "train") and self.is_model(
+                dotted_name(call.receiver) if call.receiver is not None else None
+            ):
+                last = call.attr == "eval" and not call.node.args
+        return bool(last)
+
+    def reassigned_in(self, name: str, loop: cst.CSTNode, accumulation: cst.CSTNode) -> bool:
+        return any(
+            name in event.targets and not event.augmented and loop in event.ctx.loops
+            and event.node is not accumulation
+            for event in self.scope.assigns
+        )
+
+    def loop_has(self, loop: cst.CSTNode, calls: Sequence[CallEvent]) -> bool:
+        return any(loop in call.ctx.loops for call in calls)
+
+    def loop_computes(self, loop: cst.CSTNode) -> bool:
+        """The loop runs the model, steps, or computes a loss from something it called: it
+        iterates over batches (a loop that sums the losses of one batch's heads is not one)."""
+        for call in self.scope.calls:
+            if loop not in call.ctx.loops:
+                continue
+            if self.is_model(call.func) or self.is_training_step(call):
+                return True
+            if self.loss_call(call.node) is not None and any(
+                self.computed_in(arg.value, loop, call.seq) for arg in call.node.args
+            ):
+                return True
+        return False
+
+    def computed_in(self, expr: cst.BaseExpression, loop: cst.CSTNode, seq: int) -> bool:
+        """`expr` is a call result, or a name last assigned a call result, in this loop."""
+        if isinstance(expr, cst.Call):
+            return True
+        dotted = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        if dotted is None:
+            return False
+        last = None
+        for event in self.scope.assigns:
+            if event.seq < seq and dotted in event.targets:
+                last = event
+        return (
+            last is not None and loop in last.ctx.loops and isinstance(last.value, cst.Call)
+        )
+
+    def starts_as_number(self, name: str, ctx: Ctx) -> bool:
+        """The accumulator's last assignment before the loop is a number: `total = 0.0`."""
+        loop = ctx.loops[-1]
+        loop_seq = next(frame.seq for frame in ctx.chain if frame.statement is loop)
+        start = None
+        for event in self.scope.assigns:
+            if event.seq < loop_seq and name in event.targets and not event.augmented:
+                start = event
+        return start is not None and start.value is not None and _is_number(start.value)
+
+    def built_in_loop(self, call: CallEvent) -> bool:
+        """What is backpropagated was computed in this iteration (not a graph from before the
+        loop that every iteration backpropagates through again)."""
+        receiver = call.receiver
+        if call.attr != "backward" or receiver is None:
+            receiver = call.node.args[0].value if call.node.args else None
+        names = list(_primary_names(receiver)) if receiver is not None else []
+        loop = call.ctx.loops[-1]
+        for name in names:
+            last = None
+            for event in self.scope.assigns:
+                if event.seq < call.seq and name in event.targets:
+                    last = event
+            if last is None or loop not in last.ctx.loops:
+                return False
+        return bool(names)
+
+    def unbounded_list(self, attribute: str) -> bool:
+        owner = self.scope.owner
+        assert owner is not None
+        initialised = False
+        target = f"self.{attribute}"
+        for method in owner.methods:
+            for assign in method.assigns:
+                if target not in assign.targets:
+                    continue
+                if method.name != "__init__" or assign.augmented:
+                    return False  # reset or rebound elsewhere: the class manages its size
+                initialised = initialised or _is_empty_list(assign.value)
+            for call in method.calls:
+                if call.receiver is not None and dotted_name(call.receiver) == target:
+                    if call.attr in ("clear", "pop", "popleft", "remove"):
+                        return False
+        return initialised and not _deleted(owner, target)
+
+
+def _primary_names(expr: cst.BaseExpression) -> Iterator[str]:
+    """The tensors an expression is computed from: `(a + b).mean()` -> a, b;
+    `scaler.scale(loss)` -> loss; `out[i]` -> out."""
+    dotted = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if dotted is not None:
+        yield dotted
+    elif isinstance(expr, cst.BinaryOperation):
+        yield from _primary_names(expr.left)
+        yield from _primary_names(expr.right)
+    elif isinstance(expr, cst.UnaryOperation):
+        yield from _primary_names(expr.expression)
+    elif isinstance(expr, cst.Subscript):
+        yield from _primary_names(expr.value)
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "scale" and expr.args:
+            yield from _primary_names(expr.args[0].value)
+        else:
+            yield from _primary_names(expr.func.value)
+    else:
+        yield "?"  # something we cannot follow
+
+
+def _short(code: str, limit: int = 40) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."
+
+
+def _reduced(call: cst.Call) -> bool:
+    reduction = _keyword(call, "reduction")
+    if reduction is None:
+        return True
+    value = reduction.value
+    return isinstance(value, cst.SimpleString) and value.evaluated_value in ("mean", "sum")
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _is_number(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _detaches(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value in ("float", "int", "bool"):
+            return True
+        if isinstance(func, cst.Attribute):
+            return func.attr.value in ("item", "detach", "tolist", "numpy") or _detaches(func.value)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+        return True
+    return False
+
+
+def _mentions_cpu(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.SimpleString) and "cpu" in expr.value
+
+
+def _self_attribute(expr: cst.BaseExpression) -> Optional[str]:
+    dotted = dotted_name(expr)
+    return _self_attribute_name(dotted) if dotted else None
+
+
+def _self_attribute_name(dotted: str) -> Optional[str]:
+    head, _, attribute = dotted.partition(".")
+    return attribute if head == "self" and attribute and "." not in attribute else None
+
+
+def _is_empty_list(value: Optional[cst.BaseExpression]) -> bool:
+    if isinstance(value, cst.List):
+        return not value.elements
+    return (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+        and value.func.value == "list" and not value.args
+    )
+
+
+def _deleted(owner: ClassFacts, target: str) -> bool:
+    """`del self.x[:]` / `del self.x` anywhere in the class."""
+    for statement in _class_small_statements(owner.node):
+        if isinstance(statement, cst.Del):
+            for name in _names_in(statement.target):
+                if name == target:
+                    return True
+    return False
+
+
+def _class_small_statements(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    for child in children(node):
+        if isinstance(child, cst.BaseSmallStatement):
+            yield child
+        elif isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.ExceptHandler,
+                                cst.Else, cst.Finally, cst.MatchCase)):
+            yield from _class_small_statements(child)
+
+
+def _buffers(owner: Optional[ClassFacts]) -> Set[str]:
+    found: Set[str] = set()
+    for method in owner.methods if owner else ():
+        for call in method.calls:
+            if call.attr == "register_buffer" and call.node.args:
+                first = call.node.args[0].value
+                if isinstance(first, cst.SimpleString):
+                    found.add(str(first.evaluated_value))
+    return found
+
+
+def is_eval_name(name: str) -> bool:
+    """`evaluate`, `run_validation`, `predictBatch`, `test`; not test-suite functions
+    (`test_shape`, `_test_outputs`, `testShape`) nor Lightning hooks."""
+    bare = name.lstrip("_")
+    if not bare or FRAMEWORK_NO_GRAD_HOOKS.match(name) or re.match(r"test(?:_|[A-Z])", bare):
+        return False
+    words = re.findall(r"[a-z]+|[A-Z][a-z]*", name)
+    return any(word.lower() in EVAL_WORDS for word in words)
+
+
+# -- uses of an accumulator (for the `.item()` fix) -----------------------------------------
+
+
+def _float_use(label: str) -> bool:
+    kind, _, name = label.partition(":")
+    if kind == "arg":
+        return name in FIXED_TYPE_CALLS or (
+            "." in name and name.rsplit(".", 1)[-1] in LOGGING_METHODS
+        )
+    return kind in ("test", "format")
+
+
+def _list_use(label: str) -> bool:
+    kind, _, name = label.partition(":")
+    if kind == "receiver":
+        return name in ("append", "clear")
+    return _float_use(label)
+
+
+_PASS_THROUGH = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)
+
+
+def uses_allow(scope: Scope, name: str, allowed, depth: int = 0) -> bool:
+    """Every read of `name` in the scope is one `allowed` accepts (names derived by assignment
+    from it are checked the same way, one level deep)."""
+    labels: List[str] = []
+    derived: Set[str] = set()
+    body = scope.node.body
+    statements = body if isinstance(body, Sequence) else body.body
+    for statement in statements:
+        _scan_statement(statement, name, labels, derived)
+    if not all(allowed(label) for label in labels):
+        return False
+    if depth == 0:
+        return all(uses_allow(scope, other, allowed, 1) for other in derived - {name})
+    return not derived - {name}
+
+
+def _scan_statement(node: cst.CSTNode, name: str, labels: List[str], derived: Set[str]) -> None:
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return
+    if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        value = node.value
+        if value is None:
+            return
+        before = len(labels)
+        _scan(value, name, "assign", labels)
+        if "assign" in labels[before:]:
+            # read into another name (`avg = total / n`): that name's uses are checked instead
+            assigned = isinstance(node, cst.Assign)
+            targets = [t.target for t in node.targets] if assigned else [node.target]
+            for target in targets:
+                derived.update(_target_names(target))
+            labels[before:] = [label for label in labels[before:] if label != "assign"]
+        return
+    if isinstance(node, (cst.Return, cst.Yield)):
+        if node.value is not None:
+            _scan(node.value, name, "return", labels)
+        return
+    if isinstance(node, (cst.If, cst.While)):
+        _scan(node.test, name, "test", labels)
+        for child in children(node):
+            if child is not node.test:
+                _scan_statement(child, name, labels, derived)
+        return
+    if isinstance(node, cst.Expr):
+        _scan(node.value, name, "expr", labels)
+        return
+    if isinstance(node, cst.BaseExpression):
+        _scan(node, name, "escape", labels)
+        return
+    for child in children(node):
+        _scan_statement(child, name, labels, derived)
+
+
+def _scan(node: cst.CSTNode, name: str, label: str, labels: List[str]) -> None:
+    if isinstance(node, cst.Lambda):
+        return
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        dotted = dotted_name(node)
+        if dotted == name:
+            labels.append(label)
+            return
+        if isinstance(node, cst.Attribute):
+            _scan(node.value, name, f"receiver:{node.attr.value}", labels)
+        return
+    if isinstance(node, cst.Call):
+        callee = dotted_name(node.func) or (
+            f".{node.func.attr.value}" if isinstance(node.func, cst.Attribute) else "?"
+        )
+        _scan(node.func, name, "callee", labels)
+        following = callee in TYPE_FOLLOWING_CALLS or callee.startswith(TYPE_FOLLOWING_MODULES)
+        for arg in node.args:
+            _scan(arg.value, name, label if following else f"arg:{callee}", labels)
+        return
+    if isinstance(node, (cst.FormattedString, cst.FormattedStringExpression)):
+        label = "format"
+    elif not isinstance(node, _PASS_THROUGH + (cst.IfExp,)):
+        label = "escape"
+    for child in children(node):
+        _scan(child, name, label, labels)
+
+

@@ -1,0 +1,165 @@
+"""The torch vocabulary: activations and their ``inplace`` switch, what each layer keeps for
+backward (memory-facts 3.2), pools, norms."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Tuple
+
+
+
+NN = "torch.nn."
+FUNCTIONAL = "torch.nn.functional."
+
+
+# -- the layer catalogue -------------------------------------------------------------------------
+class Saves(str, enum.Enum):
+    """What an activation keeps for backward when run out of place (measured, memory-facts 3.2)."""
+
+    INPUT = "input"  # in place it keeps its result instead: one activation less (TML201)
+    OUTPUT = "output"  # ReLU: keeps its output either way (TML202)
+    CLONE = "clone"  # in place, autograd keeps a copy of the input: no saving (TML202)
+    MASK = "mask"  # dropout
+
+
+@dataclass(frozen=True)
+class ActivationKind:
+    """An activation (or dropout) with an ``inplace`` switch, as module and as function."""
+
+    name: str  # the functional name: "leaky_relu"
+    module: str  # "LeakyReLU"
+    module_params: Tuple[str, ...]  # constructor parameters in order
+    functional_params: Tuple[str, ...]  # functional parameters after ``input``
+    saves: Saves
+
+    @property
+    def module_qualified(self) -> str:
+        return NN + self.module
+
+
+def _kind(name: str, module: str, module_params: str, functional_params: str, saves: Saves):
+    return ActivationKind(
+        name, module, tuple(module_params.split()), tuple(functional_params.split()), saves
+    )
+
+
+ACTIVATION_KINDS: Tuple[ActivationKind, ...] = (
+    _kind("leaky_relu", "LeakyReLU", "negative_slope inplace", "negative_slope inplace", Saves.INPUT),
+    _kind("elu", "ELU", "alpha inplace", "alpha inplace", Saves.INPUT),
+    _kind("celu", "CELU", "alpha inplace", "alpha inplace", Saves.INPUT),
+    _kind("selu", "SELU", "inplace", "inplace", Saves.INPUT),
+    _kind("rrelu", "RReLU", "lower upper inplace", "lower upper training inplace", Saves.INPUT),
+    _kind("relu", "ReLU", "inplace", "inplace", Saves.OUTPUT),
+    _kind("relu6", "ReLU6", "inplace", "inplace", Saves.CLONE),
+    _kind("hardtanh", "Hardtanh", "min_val max_val inplace", "min_val max_val inplace", Saves.CLONE),
+    _kind("silu", "SiLU", "inplace", "inplace", Saves.CLONE),
+    _kind("hardswish", "Hardswish", "inplace", "inplace", Saves.CLONE),
+    _kind("hardsigmoid", "Hardsigmoid", "inplace", "inplace", Saves.CLONE),
+    _kind("mish", "Mish", "inplace", "inplace", Saves.CLONE),
+    _kind("threshold", "Threshold", "threshold value inplace", "threshold value inplace", Saves.CLONE),
+    _kind("dropout", "Dropout", "p inplace", "p training inplace", Saves.MASK),
+    _kind("dropout1d", "Dropout1d", "p inplace", "p training inplace", Saves.MASK),
+    _kind("dropout2d", "Dropout2d", "p inplace", "p training inplace", Saves.MASK),
+    _kind("dropout3d", "Dropout3d", "p inplace", "p training inplace", Saves.MASK),
+    _kind("alpha_dropout", "AlphaDropout", "p inplace", "p training inplace", Saves.MASK),
+    _kind(
+        "feature_alpha_dropout", "FeatureAlphaDropout", "p inplace", "p training inplace", Saves.MASK
+    ),
+)
+KIND_BY_MODULE: Dict[str, ActivationKind] = {k.module_qualified: k for k in ACTIVATION_KINDS}
+KIND_BY_FUNCTION: Dict[str, ActivationKind] = {FUNCTIONAL + k.name: k for k in ACTIVATION_KINDS}
+KIND_BY_NAME: Dict[str, ActivationKind] = {k.name: k for k in ACTIVATION_KINDS}
+
+# Always in place: ``F.relu_(x)``, ``torch.sigmoid_(x)``; the fix drops the underscore.
+INPLACE_FUNCTIONS: Dict[str, str] = {
+    **{
+        FUNCTIONAL + n + "_": n
+        for n in ("relu", "leaky_relu", "elu", "celu", "selu", "rrelu", "hardtanh", "threshold")
+    },
+    **{
+        "torch." + n + "_": n
+        for n in ("relu", "selu", "celu", "rrelu", "threshold", "sigmoid", "tanh", "dropout")
+    },
+}
+INPLACE_METHODS: Dict[str, str] = {"relu_": "relu", "sigmoid_": "sigmoid", "tanh_": "tanh"}
+
+
+class Category(str, enum.Enum):
+    """What autograd keeps of an op's result, for deciding about an in-place op after it."""
+
+    FRESH = "fresh"  # a new tensor whose value backward does not need
+    SAVES_OUTPUT = "saves-output"  # backward reads the result: modifying it in place raises
+    POOL = "pool"  # FRESH, and it downsamples (TML3xx)
+    UNKNOWN = "unknown"  # user code, views, ops that may return their input
+
+
+def _names(prefix: str, names: str) -> FrozenSet[str]:
+    return frozenset(prefix + name for name in names.split())
+
+
+FRESH_MODULES = _names(
+    NN,
+    "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d "
+    "LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d Linear LazyLinear "
+    "Bilinear BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d "
+    "SyncBatchNorm GroupNorm LayerNorm RMSNorm Upsample UpsamplingNearest2d "
+    "UpsamplingBilinear2d GELU Softplus",
+)
+POOL_MODULES = _names(
+    NN,
+    "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d "
+    "AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d "
+    "LPPool1d LPPool2d LPPool3d FractionalMaxPool2d FractionalMaxPool3d",
+)
+OUTPUT_SAVING_MODULES = _names(NN, "ReLU Sigmoid Tanh Softmax Softmin LogSoftmax Softmax2d")
+# Shape-preserving layers a stem trace may walk through (TML3xx).
+NORM_MODULES = _names(
+    NN,
+    "BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm LayerNorm InstanceNorm1d "
+    "InstanceNorm2d InstanceNorm3d Dropout Dropout1d Dropout2d Dropout3d Identity GELU Sigmoid Tanh",
+)
+
+FRESH_FUNCTIONS = _names(
+    FUNCTIONAL,
+    "conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d linear bilinear "
+    "batch_norm group_norm layer_norm rms_norm interpolate upsample upsample_nearest "
+    "upsample_bilinear gelu softplus",
+) | _names(
+    "torch.",
+    "cat concat concatenate add sub subtract mul multiply div divide matmul mm bmm abs clamp "
+    "clip pow conv1d conv2d conv3d",
+)
+POOL_FUNCTIONS = _names(
+    FUNCTIONAL,
+    "max_pool1d max_pool2d max_pool3d avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d "
+    "adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool1d adaptive_max_pool2d "
+    "adaptive_max_pool3d lp_pool1d lp_pool2d",
+) | _names("torch.", "max_pool1d max_pool2d max_pool3d avg_pool1d adaptive_avg_pool1d")
+OUTPUT_SAVING_FUNCTIONS = _names(
+    FUNCTIONAL, "relu relu_ sigmoid tanh softmax softmin log_softmax scaled_dot_product_attention"
+) | _names(
+    "torch.",
+    "relu relu_ sigmoid sigmoid_ tanh tanh_ softmax log_softmax exp exp_ expm1 sqrt rsqrt "
+    "reciprocal selu_ celu_ rrelu_",
+) | _names(FUNCTIONAL, "leaky_relu_ elu_ celu_ selu_ rrelu_")
+FRESH_METHODS = frozenset({"add", "sub", "mul", "div", "matmul", "clamp", "abs", "pow"})
+OUTPUT_SAVING_METHODS = frozenset(
+    {"relu", "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "softmax", "log_softmax", "exp",
+     "exp_", "sqrt", "rsqrt", "reciprocal"}
+)
+# Saving its input when out of place, an in-place activation keeps its result instead.
+OUTPUT_SAVING_WHEN_INPLACE = frozenset({"leaky_relu", "elu", "celu", "selu", "rrelu", "relu"})
+
+CONTAINERS = frozenset({NN + "Sequential", NN + "ModuleList"})
+
+
+def short_name(qualified: str) -> str:
+    """``torch.nn.LeakyReLU`` -> ``nn.LeakyReLU``; ``torch.nn.functional.elu`` -> ``F.elu``."""
+    if qualified.startswith(FUNCTIONAL):
+        return "F." + qualified[len(FUNCTIONAL):]
+    if qualified.startswith(NN):
+        return "nn." + qualified[len(NN):]
+    return qualified
+
+
