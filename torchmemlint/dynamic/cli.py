@@ -7,12 +7,14 @@ static linter and ``torchmemlint --help`` work without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 import warnings
 from types import ModuleType
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import click
 
@@ -132,6 +134,8 @@ def _target_file(target: str) -> Optional[str]:
               "(the CUDA context, other processes).")
 @click.option("--max-batch", is_flag=True,
               help="With --budget: find the largest batch that fits, by measuring.")
+@click.option("--timeout", type=float, metavar="SECONDS",
+              help="Give up (exit 2) when importing, building and measuring take longer than this.")
 def profile(
     target: str,
     input_shapes: Tuple[str, ...],
@@ -152,6 +156,7 @@ def profile(
     optimizer: Optional[str],
     reserve: Optional[str],
     max_batch: bool,
+    timeout: Optional[float],
 ) -> None:
     """Run one training step of TARGET and verify the linter's findings in it.
 
@@ -180,19 +185,26 @@ def profile(
     verify, report = import_dynamic("torchmemlint profile")
     if plot_path is not None:
         _require_matplotlib()
-    from torchmemlint.dynamic.errors import DynamicError
+    from torchmemlint.dynamic.errors import USER_EXITS, DynamicError, ProfileTimeout, user_exit
 
+    if timeout is not None and timeout <= 0:
+        raise fail("--timeout must be a positive number of seconds, got %g" % timeout)
     try:
-        budget_bytes = budget_options.resolve() if budget_options else None
-        result = verify.run_profile(
-            target, shapes, arguments, dtype, device, settings,
-            verify=not no_verify, checkpoint_advice=checkpoint_advice,
-            estimate_for=estimate_for, real_tensors=real_tensors,
-        )
-        budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
-                                    verified=not no_verify)
+        with time_limit(timeout):
+            budget_bytes = budget_options.resolve() if budget_options else None
+            result = verify.run_profile(
+                target, shapes, arguments, dtype, device, settings,
+                verify=not no_verify, checkpoint_advice=checkpoint_advice,
+                estimate_for=estimate_for, real_tensors=real_tensors,
+            )
+            budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
+                                        verified=not no_verify)
     except DynamicError as error:
         raise fail(str(error))
+    except ProfileTimeout as error:
+        raise fail("%s: %s" % (target, error))
+    except USER_EXITS as error:  # raised where no narrower handler caught it
+        raise fail(str(user_exit(error, "profiling %s" % target)))
     if plot_path is not None:
         try:
             report.plot(result, plot_path)
@@ -205,6 +217,29 @@ def profile(
         click.echo(payload, nl=False)
     else:
         click.echo(report.format_text(result), nl=False)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: Optional[float]) -> Iterator[None]:
+    """Raise ``ProfileTimeout`` in the main thread after ``seconds`` (SIGALRM; Unix)."""
+    if seconds is None:
+        yield
+        return
+    from torchmemlint.dynamic.errors import ProfileTimeout
+
+    if not hasattr(signal, "setitimer"):
+        raise fail("--timeout needs SIGALRM, which this platform does not have")
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise ProfileTimeout(seconds)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _budget_request(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -12,7 +14,7 @@ from torch import nn
 from torch.utils._pytree import tree_flatten
 
 from .emulate import ESTIMATE_FOR, EmulationLog, cuda_kernels, emulation_gaps
-from .errors import DynamicError, NoTensorOutputError
+from .errors import USER_EXITS, DynamicError, NoTensorOutputError, user_exit
 from .tracker import (
     BACKWARD,
     FORWARD,
@@ -73,6 +75,8 @@ class StepReport:
     estimate_for: Optional[str] = None
     emulated: Dict[str, int] = field(default_factory=dict)  # kernel -> calls replaced
     emulation_gaps: List[str] = field(default_factory=list)
+    compiled: bool = False  # a torch.compile wrapper was found and run eager
+    built: str = ""  # how a fake-tensor model was built when not simply under fake mode
 
     @property
     def resident_bytes(self) -> int:
@@ -144,7 +148,8 @@ def measure_training_step(
         cuda_start = None
         if device == "cuda":
             # Warm-up: cuDNN algorithm search, cuBLAS workspace, lazy init.
-            scalar_loss(prepared.forward(inputs)).backward()
+            with _user_code_errors():
+                scalar_loss(prepared.forward(inputs)).backward()
             _clear_grads(params)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -186,6 +191,8 @@ def measure_training_step(
         estimate_for=(estimate_for if device == "fake" else None),
         emulated=emulation.to_dict() if emulation is not None else {},
         emulation_gaps=emulation_gaps(tracker.ops_seen) if emulation is not None else [],
+        compiled=uses_compile(prepared.module),
+        built=prepared.built,
     )
 
 
@@ -244,6 +251,7 @@ class _Prepared:
     forward: Callable[[Sequence[torch.Tensor]], Any]
     params: List[torch.Tensor]
     buffers: List[torch.Tensor]
+    built: str = ""
 
 
 def _training_step(
@@ -272,18 +280,43 @@ def _user_code_errors() -> Iterator[None]:
     from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 
     try:
-        yield
+        with eager():
+            yield
     except DynamicError:
         raise
+    except USER_EXITS as exc:
+        raise user_exit(exc, "running the training step") from None
     except (DataDependentOutputException, DynamicOutputShapeException) as exc:
         raise DynamicError(
-            "the model uses a data-dependent op (%s) that fake mode cannot run; "
-            "measure with device='cpu' at a smaller batch" % _first_line(exc)
+            "the model uses a data-dependent op (%s) that fake tensors cannot run; "
+            "measure a real CPU step instead (--device cpu --real-tensors) at a smaller batch"
+            % _first_line(exc)
         ) from exc
     except Exception as exc:
         raise DynamicError(
             "the training step failed: %s: %s" % (type(exc).__name__, _first_line(exc))
         ) from exc
+
+
+@contextlib.contextmanager
+def eager() -> Iterator[None]:
+    """``torch.compile``d modules and functions run as plain eager code.
+
+    Fake tensors and the dispatch-level tracker measure eager execution; a
+    compiled graph would be traced (slowly, or failing under fake mode).
+    Nothing happens when torch._dynamo was never imported (no compile used).
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None:
+        yield
+        return
+    with dynamo.config.patch(disable=True):
+        yield
+
+
+def uses_compile(module: nn.Module) -> bool:
+    """Whether ``module`` or a submodule is a ``torch.compile`` wrapper."""
+    return any(type(sub).__name__ == "OptimizedModule" for sub in module.modules())
 
 
 def _first_line(exc: BaseException) -> str:
@@ -300,8 +333,15 @@ def _device_context(device: str) -> Iterator[Callable[[ModuleSource], _Prepared]
 
     # Non-fake tensors (constants created at import time) are converted on use.
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with fake_mode:
-        yield lambda source: _prepare_fake(source, fake_mode)
+    # A meta kernel that rejects the user's shapes is logged with a traceback by
+    # torch before it raises; the error itself becomes one line (_user_code_errors).
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    was_disabled, logger.disabled = logger.disabled, True
+    try:
+        with fake_mode:
+            yield lambda source: _prepare_fake(source, fake_mode)
+    finally:
+        logger.disabled = was_disabled
 
 
 def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
@@ -313,7 +353,23 @@ def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
 
 def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
     if not isinstance(source, nn.Module):
-        module = build_module(source)  # built under the fake mode: fake parameters
+        try:
+            module = build_module(source)  # built under the fake mode: fake parameters
+        except DynamicError as fake_error:
+            # Constructors that read tensor values (timm's ``.item()`` on drop-path
+            # rates) cannot run on fake tensors: build for real on the CPU, then
+            # measure with fake copies of its tensors.  A constructor that fails
+            # for real too reports that (the user's own) error.
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+            with unset_fake_temporarily():
+                real = build_module(source)
+            prepared = _prepare_fake(real, fake_mode)
+            prepared.built = (
+                "built for real on the CPU (parameters allocated in RAM), then measured with fake "
+                "copies: building under fake tensors failed (%s)" % _first_line(fake_error.__cause__ or fake_error)
+            )
+            return prepared
         return _Prepared(
             module, lambda inputs: module(*inputs), list(module.parameters()), list(module.buffers())
         )
@@ -355,6 +411,8 @@ def build_module(source: ModuleSource) -> nn.Module:
         module = source()
     except DynamicError:
         raise
+    except USER_EXITS as exc:
+        raise user_exit(exc, "building the model") from None
     except Exception as exc:  # the user's constructor: report, do not crash
         raise DynamicError("building the model failed: %s: %s" % (type(exc).__name__, exc)) from exc
     if not isinstance(module, nn.Module):

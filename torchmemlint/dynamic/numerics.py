@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten
 
-from .measure import scalar_loss
+from .measure import eager, scalar_loss
 
 
 @dataclass
@@ -119,8 +119,9 @@ def _run_step(
     ]
     torch.manual_seed(seed)
     try:
-        output = module(*leaves)
-        scalar_loss(output).backward()
+        with eager():
+            output = module(*leaves)
+            scalar_loss(output).backward()
     except Exception as exc:  # a fix that breaks backward is a finding, not a crash
         return _StepResult([], [], {}, {}, error="%s: %s" % (type(exc).__name__, exc))
     outputs = [t.detach() for t in tree_flatten(output)[0] if isinstance(t, torch.Tensor)]

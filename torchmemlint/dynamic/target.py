@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Sequence, Tuple, Union
 
 from torch import nn
 
-from .errors import DynamicError
+from .errors import USER_EXITS, DynamicError, user_exit
 
 InitArgs = Union[Dict[str, Any], Sequence[Any], None]
 
@@ -53,6 +53,8 @@ def instantiate(module: ModuleType, spec: str, init_args: InitArgs = None) -> nn
         args = list(init_args)
     try:
         built = obj(*args, **kwargs)
+    except USER_EXITS as exc:
+        raise user_exit(exc, "constructing %s" % spec) from None
     except Exception as exc:  # the user's constructor: report it on one line
         raise DynamicError(
             "constructing %s failed: %s: %s" % (spec, type(exc).__name__, _one_line(exc))
@@ -110,6 +112,9 @@ def _import_file(path: str) -> ModuleType:
     sys.path.insert(0, directory)
     try:
         file_spec.loader.exec_module(module)
+    except USER_EXITS as exc:
+        del sys.modules[private_name]
+        raise user_exit(exc, "importing %s" % path) from None
     except Exception as exc:
         del sys.modules[private_name]
         raise DynamicError(

@@ -34,7 +34,7 @@ from torchmemlint.fixer import apply_edits
 from torchmemlint.sourcefile import SourceError, read_source
 
 from .emulate import ESTIMATE_FOR
-from .errors import DynamicError
+from .errors import USER_EXITS, DynamicError, user_exit
 from .measure import InputSpec, StepReport, _as_dtype, _normalise_specs, measure_training_step
 from .numerics import NumericsReport, compare_numerics
 from .placements import PlacementResult, checkpoint_placements
@@ -124,6 +124,9 @@ def import_source_variant(target: TargetSource, text: str) -> ModuleType:
     sys.path.insert(0, directory)
     try:
         exec(compile(text, target.path, "exec", dont_inherit=True), module.__dict__)
+    except USER_EXITS as exc:
+        del sys.modules[name]
+        raise user_exit(exc, "importing %s" % target.path) from None
     except Exception as exc:
         del sys.modules[name]
         raise DynamicError(
@@ -884,6 +887,17 @@ def run_profile(
         warnings=_unique_messages(caught),
         measuring=measuring,
     )
+    if report.built:
+        result.limits.insert(0, report.built)
+    if report.compiled:
+        result.limits.insert(0, (
+            "torch.compile: measured the original module's eager code (compile disabled while "
+            "measuring); a compiled graph can keep fewer tensors"
+        ))
+    elif "torch.compile" in target.text:
+        result.limits.insert(0, (
+            "this file uses torch.compile: whatever it compiles ran as eager code while measuring"
+        ))
     result.seconds = time.perf_counter() - started
     return result
 
@@ -931,9 +945,20 @@ def estimate_limits(report: StepReport, measuring: str = "fake") -> List[str]:
     return limits
 
 
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+# Warnings this tool causes, not the model: the tracker's global module hooks
+# seen by torch.compile, torch's own deprecations while it imports.
+_OWN_WARNINGS = ("global hooks on modules",)
+
+
 def _unique_messages(caught: Sequence[warnings.WarningMessage]) -> List[str]:
     messages: List[str] = []
     for item in caught:
+        if any(own in str(item.message) for own in _OWN_WARNINGS) or (
+            issubclass(item.category, DeprecationWarning)
+            and os.path.abspath(item.filename).startswith(_TORCH_DIR)
+        ):
+            continue
         lines = str(item.message).strip().splitlines()
         text = "%s: %s" % (item.category.__name__, lines[0] if lines else "")
         if text not in messages:
