@@ -122,7 +122,17 @@ def test_json_output_follows_ruff_schema(tmp_path):
     result = run(["--output-format", "json", "bad.py"], tmp_path)
     assert result.returncode == 1
     [item] = json.loads(result.stdout)
-    assert item["filename"] == "bad.py"
+    # The keys of `ruff check --output-format json` (Ruff 0.17.6), no more, no fewer.
+    assert sorted(item) == [
+        "cell", "code", "end_location", "filename", "fix", "location", "message", "name",
+        "noqa_row", "severity", "url",
+    ]
+    assert (item["name"], item["severity"]) == ("missing-inplace-saves-memory", "warning")
+    assert sorted(item["fix"]) == ["applicability", "edits", "message"]
+    assert item["cell"] is None
+    assert item["filename"] == str(tmp_path / "bad.py")  # absolute, as Ruff's
+    assert item["noqa_row"] == 9
+    assert item["message"].startswith("`self.act` (nn.LeakyReLU) runs out of place")
     assert item["code"] == "TML201"
     assert item["location"] == {"row": 9, "column": 20}
     assert item["end_location"] == {"row": 9, "column": 37}
@@ -135,6 +145,10 @@ def test_json_output_follows_ruff_schema(tmp_path):
         }
     ]
     assert item["url"].endswith("#tml201-missing-inplace-saves-memory")
+    write(tmp_path / "broken.py", "import torch\ndef f(:\n")
+    [syntax] = json.loads(run(["--output-format", "json", "broken.py"], tmp_path).stdout)
+    assert (syntax["code"], syntax["name"], syntax["severity"]) == ("E999", "syntax-error", "error")
+    assert (syntax["noqa_row"], syntax["url"], syntax["fix"]) == (None, None, None)
 
 
 def test_statistics(tmp_path):

@@ -20,3 +20,26 @@ def test_readme_rule_table_is_current():
     match = re.search(r"<!-- rules -->\n(.*?)<!-- /rules -->", readme, re.S)
     assert match, "README lacks the <!-- rules --> block"
     assert match.group(1) == rule_table()
+
+
+def test_the_fix_column_is_what_the_rules_examples_get():
+    from torchmemlint.docs import fix_cases, fix_summary
+    from torchmemlint.rules import all_rules
+    from torchmemlint.rules.base import FixAvailability
+
+    for code, rule in all_rules().items():
+        cases = fix_cases(rule)
+        assert sum(cases.values()) >= len(rule.INVALID), code  # every example was linted
+        # The declared availability agrees with what the examples get.
+        if rule.fix_availability is FixAvailability.ALWAYS:
+            assert not cases["none"], f"{code} says 'always' but an example gets no fix"
+        if rule.fix_availability is FixAvailability.NONE:
+            assert set(cases) == {"none"}, f"{code} says 'none' but an example gets a fix"
+        summary = fix_summary(rule)
+        assert ("unsafe" in summary) == bool(cases["unsafe"]), code
+        assert ("safe" in summary.replace("unsafe", "")) == bool(cases["safe"]), code
+    # The two the issue found wrong ("always"): TML401's fix is never safe; TML201's only in
+    # some cases (LeakyReLU/RReLU with a literal non-negative slope).
+    rules = all_rules()
+    assert fix_summary(rules["TML401"]) == "unsafe"
+    assert fix_summary(rules["TML201"]) == "safe or unsafe"

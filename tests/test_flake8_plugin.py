@@ -70,7 +70,7 @@ def test_reports_the_cli_findings_at_the_cli_rows_and_columns(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, encoding="utf-8",
     )
     expected = [
-        (f["filename"], f["location"]["row"], f["location"]["column"], f["code"])
+        (Path(f["filename"]).name, f["location"]["row"], f["location"]["column"], f["code"])
         for f in json.loads(cli.stdout)
     ]
     assert tml_lines(result) == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -44,7 +45,13 @@ def project(tmp_path: Path) -> Path:
 
 
 def json_findings(project: Path):
-    return json.loads(run_cli("--output-format", "json", "pkg", cwd=project).stdout)
+    """The JSON findings, filenames made relative to the project as the other formats show
+    them (JSON's are absolute, as Ruff's)."""
+    findings = json.loads(run_cli("--output-format", "json", "pkg", cwd=project).stdout)
+    for finding in findings:
+        assert os.path.isabs(finding["filename"])
+        finding["filename"] = Path(os.path.relpath(finding["filename"], project)).as_posix()
+    return findings
 
 
 def test_sarif_is_valid_against_the_schema_and_matches_the_json_findings(project):

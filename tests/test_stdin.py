@@ -63,7 +63,7 @@ def test_buffer_gives_the_findings_the_file_would_give_under_its_name(project):
     )
     assert from_stdin.exit_code == from_file.exit_code == 1
     assert json.loads(from_stdin.stdout) == json.loads(from_file.stdout)
-    assert json.loads(from_stdin.stdout)[0]["filename"] == "src/model.py"
+    assert json.loads(from_stdin.stdout)[0]["filename"] == str(project / "src" / "model.py")
 
 
 def test_per_file_ignores_and_excludes_follow_the_stdin_filename(project):

@@ -12,7 +12,7 @@ import click
 
 from torchmemlint import __version__
 from torchmemlint.config import ConfigError, Resolver, Settings, split_selectors
-from torchmemlint.docs import default_label, rule_page, rules_markdown
+from torchmemlint.docs import default_label, fix_summary, rule_page, rules_markdown
 from torchmemlint.dynamic.cli import dynamic_report, profile
 from torchmemlint.engine import (
     IO_ERROR,
@@ -360,7 +360,7 @@ def rule(code: Optional[str], show_all: bool, markdown: bool) -> None:
         for rule_code, rule_class in registry.items():
             click.echo(
                 f"{rule_code:<8}{rule_class.name:<42}{default_label(rule_class):<9}"
-                f"{rule_class.fix_availability.value}"
+                f"{fix_summary(rule_class)}"
             )
         return
     rule_class = registry.get(code.upper())

@@ -2,11 +2,52 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import lru_cache
 from typing import Type
 
 from torchmemlint.output import rule_anchor
 from torchmemlint.rules import all_rules
-from torchmemlint.rules.base import Rule
+from torchmemlint.rules.base import FixAvailability, Rule
+
+
+@lru_cache(maxsize=None)
+def fix_cases(rule: Type[Rule]) -> "Counter[str]":
+    """How the rule's INVALID examples are fixed, linted as a user would lint them: one count
+    per finding, "safe", "unsafe" or "none" (no fix). The test suite runs the same examples."""
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+
+    counts: Counter = Counter()
+    for example in rule.INVALID:
+        settings = Settings(select=(rule.code,), options=tuple(example.options))
+        for finding in lint_source(example.code, "example.py", settings, ignore_noqa=True):
+            if finding.code == rule.code:
+                counts[finding.fix.applicability.value if finding.fix else "none"] += 1
+    return counts
+
+
+def fix_summary(rule: Type[Rule]) -> str:
+    """The README's "fix" column: the applicabilities the rule's cases actually get.
+
+    "safe" (applied by --fix), "unsafe" (needs --unsafe-fixes), "safe or unsafe" (depends on
+    the case: the rule's page says which), with "sometimes" when some cases get no fix (the
+    rule's declared availability or an example without one); "none" when no case is fixed.
+    """
+    cases = fix_cases(rule)
+    kinds = [kind for kind in ("safe", "unsafe") if cases[kind]]
+    if not kinds:
+        return "none"
+    text = " or ".join(kinds)
+    if cases["none"] or rule.fix_availability is FixAvailability.SOMETIMES:
+        text = f"sometimes, {text}"
+    return text
+
+
+def _fix_sentence(rule: Type[Rule]) -> str:
+    cases = fix_cases(rule)
+    counted = ", ".join(f"{cases[kind]} {kind}" for kind in ("safe", "unsafe", "none") if cases[kind])
+    return f"Fix: {fix_summary(rule)} (this rule's examples: {counted})."
 
 
 def default_label(rule: Type[Rule]) -> str:
@@ -30,7 +71,7 @@ def rule_page(rule: Type[Rule], heading: str = "#") -> str:
     return (
         f"{heading} {rule.code}: {rule.name}\n\n"
         f"{rule.summary}\n\n"
-        f"Default: {default}. Fix: {rule.fix_availability.value}.\n\n"
+        f"Default: {default}. {_fix_sentence(rule)}\n\n"
         f"{_shift_headings(rule.documentation(), len(heading) - 1)}\n"
     )
 
@@ -40,7 +81,7 @@ def rule_table() -> str:
     for code, rule in all_rules().items():
         lines.append(
             f"| [{code}](docs/rules.md#{rule_anchor(code)}) | {rule.name} | "
-            f"{default_label(rule)} | {rule.fix_availability.value} | {rule.summary} |"
+            f"{default_label(rule)} | {fix_summary(rule)} | {rule.summary} |"
         )
     return "\n".join(lines) + "\n"
 
