@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 import click
 
 from torchmemlint import __version__
+from torchmemlint.cache import Cache, cache_directory
 from torchmemlint.config import ConfigError, Resolver, Settings, split_selectors
 from torchmemlint.docs import default_label, fix_summary, rule_page, rules_markdown
 from torchmemlint.dynamic.cli import dynamic_report, profile
@@ -158,6 +159,19 @@ def _error_finding(path: str, message: str) -> Finding:
     "--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too (hooks)."
 )
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel processes [all cores].")
+# -- result cache (torchmemlint/cache.py): one block of options, passed to the engine --------
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    envvar="TORCHMEMLINT_NO_CACHE",
+    help="Lint every file again; read and write no cache.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="TORCHMEMLINT_CACHE_DIR",
+    help="Cache directory [.torchmemlint_cache next to the config file, else here].",
+)
 @click.option(
     "--dynamic",
     is_flag=True,
@@ -184,6 +198,8 @@ def check(
     ignore_noqa: bool,
     force_exclude: bool,
     jobs: Optional[int],
+    no_cache: bool,
+    cache_dir: Optional[str],
     dynamic: bool,
 ) -> None:
     """Lint PATHS (files or directories; default: the current directory; `-`: standard input)."""
@@ -255,9 +271,16 @@ def check(
                 jobs,
             )
         else:
+            # --fix, --diff and standard input never use the cache: it is keyed by file
+            # content, so a file --fix rewrites is simply a miss next time.
+            cache = (
+                None
+                if no_cache
+                else Cache.open(cache_directory(group_settings.root, cache_dir))
+            )
             outcomes += [
                 _FileOutcome(r.path, r.findings, error=r.error)
-                for r in lint_paths(group_files, group_settings, jobs, ignore_noqa)
+                for r in lint_paths(group_files, group_settings, jobs, ignore_noqa, cache)
             ]
 
     findings: List[Finding] = []

@@ -17,6 +17,7 @@ from libcst.metadata import (
     WhitespaceInclusivePositionProvider,
 )
 
+from torchmemlint.cache import Cache, content_hash
 from torchmemlint.config import Settings
 from torchmemlint.findings import Edit, Finding, Fix, Location
 from torchmemlint.analysis.names import Bindings
@@ -24,7 +25,7 @@ from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
-from torchmemlint.sourcefile import SourceError, read_source
+from torchmemlint.sourcefile import SourceError, decode_source
 from torchmemlint.tree import children
 
 SYNTAX_ERROR = "E999"
@@ -295,12 +296,33 @@ def _lint_source(
     return sorted(findings, key=lambda finding: finding.sort_key)
 
 
-def lint_path(path: str, settings: Settings, ignore_noqa: bool = False) -> FileResult:
+def lint_path(
+    path: str, settings: Settings, ignore_noqa: bool = False, cache: Optional[Cache] = None
+) -> FileResult:
+    """One file's findings; with a cache, an unchanged file's stored findings instead."""
     try:
-        source = read_source(path)
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:  # worded as sourcefile.read_source words it
+        return FileResult(path, error=f"cannot read {path}: {error.strerror or error}")
+    entry = digest = None
+    if cache is not None:
+        codes = settings.codes_for_file(path)
+        entry = cache.entry_path(path, settings, codes, ignore_noqa)
+        digest = content_hash(data)
+        cached = cache.get(entry, digest)
+        if cached is not None:
+            return FileResult(path, cached)
+    try:
+        source = decode_source(path, data)
     except SourceError as error:
         return FileResult(path, error=str(error))
-    return FileResult(path, lint_source(source.text, path, settings, ignore_noqa=ignore_noqa))
+    findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
+    if cache is not None and entry is not None and digest is not None:
+        # An internal error may be transient (memory, recursion): lint such a file again.
+        if not any(finding.code == INTERNAL_ERROR for finding in findings):
+            cache.put(entry, digest, path, findings)
+    return FileResult(path, findings)
 
 
 # -- discovery ------------------------------------------------------------------------------
@@ -367,13 +389,19 @@ def _walk(root: str, settings: Settings) -> Iterator[str]:
 
 
 def lint_paths(
-    files: Sequence[str], settings: Settings, jobs: int, ignore_noqa: bool = False
+    files: Sequence[str],
+    settings: Settings,
+    jobs: int,
+    ignore_noqa: bool = False,
+    cache: Optional[Cache] = None,
 ) -> List[FileResult]:
-    return list(run_parallel(_lint_one, files, (settings, ignore_noqa), jobs))
+    return list(run_parallel(_lint_one, files, (settings, ignore_noqa, cache), jobs))
 
 
-def _lint_one(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
-    return lint_path(path, settings, ignore_noqa)
+def _lint_one(
+    path: str, settings: Settings, ignore_noqa: bool, cache: Optional[Cache] = None
+) -> FileResult:
+    return lint_path(path, settings, ignore_noqa, cache)
 
 
 def run_parallel(function: Callable[..., Any], items: Sequence[str], extra: Tuple, jobs: int):
