@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lint pinned real packages with every rule and record what torchmemlint says (and whether it crashes).
+"""Lint pinned real packages with every rule; record what torchmemlint says and whether it crashes.
 
     python benchmarks/corpus_findings.py [--only timm,monai] [--cache DIR] [--jobs 2]
 
@@ -15,11 +15,15 @@ Each package is linted by the CLI, one process tree per package, from its extrac
     torchmemlint --select ALL -j 2 --output-format json --isolated --exit-zero <top-level entries>
 
 A run *crashes* when it exits with a code other than 0 or 1, prints a traceback on stderr, or does
-not print a JSON list. A crash loses every finding of that package, so the script then finds the files that crash (the
-engine run in-process on each file the CLI's own discovery lints, as a fast locator), lints all the
-other files with the same command in one run and each suspect on its own, records every file whose
-CLI run crashes with the end of its stderr, and keeps the findings of all the other files (marked
-``recovered`` in the results). Should the locator miss a crash, the remaining files are bisected.
+not print a JSON list. A crash loses every finding of that package, so the script then finds the
+files that crash (the engine run in-process on each file the CLI's own discovery lints, as a fast
+locator), lints all the other files with the same command in one run and each suspect on its own,
+records every file whose CLI run crashes with the end of its stderr, and keeps the findings of all
+the other files (marked ``recovered`` in the results). Should the locator miss a crash, the
+remaining files are bisected.
+
+``--judged-table`` lints nothing: it prints the Markdown table of the hand-judged default-rule
+findings (results/corpus_judgments.json against the results), as benchmarks/README.md shows it.
 
 Results (``--only`` replaces those packages and keeps the others):
   benchmarks/results/corpus_findings.json  tool commit, versions, rule table, per package: files,
@@ -46,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
 JSON_OUT = RESULTS / "corpus_findings.json"
 TXT_OUT = RESULTS / "corpus_findings.txt"
+JUDGED = RESULTS / "corpus_judgments.json"  # hand-judged verdict of every default-rule finding
 
 # name -> exact requirement. The first four are the versions the speed benchmark and
 # ../shared/bench/corpus.py pin (their wheels are shared through the cache); the others are the
@@ -259,7 +264,9 @@ def recover(files: List[str], cwd: Path, jobs: int, runner=run_lint,
     """
     suspects = prober(files, cwd, jobs)
     others = [f for f in files if f not in suspects]
-    findings, crashes, runs = bisect_crashes(others, cwd, jobs, runner=runner) if others else ([], [], 0)
+    findings, crashes, runs = [], [], 0
+    if others:
+        findings, crashes, runs = bisect_crashes(others, cwd, jobs, runner=runner)
     for path in files:
         if path in suspects:
             got, crashed, n = bisect_crashes([path], cwd, jobs, runner=runner)
@@ -339,6 +346,62 @@ def totals(packages: Dict[str, dict], rules: Dict[str, dict]) -> dict:
     }
 
 
+def finding_key(package: str, row: Sequence) -> str:
+    """``package/path:row:col CODE``: how a judged finding is named in corpus_judgments.json."""
+    return f"{package}/{row[0]}:{row[1]}:{row[2]} {row[3]}"
+
+
+def default_rule_findings(result: dict) -> List[str]:
+    on = {code for code, rule in result["rules"].items() if rule["default"]}
+    return [finding_key(package, row) for package, data in sorted(result["packages"].items())
+            for row in data["findings"] if row[3] in on]
+
+
+def judged_table(result: dict, judgments: Sequence[dict]) -> str:
+    """The Markdown precision summary and table of every default-rule finding, with its verdict.
+
+    Raises ``ValueError`` when a default-rule finding has no verdict or a verdict names a
+    finding the results do not have (the judgments are out of date).
+    """
+    by_key = {j["finding"]: j for j in judgments}
+    wanted = default_rule_findings(result)
+    missing = [k for k in wanted if k not in by_key]
+    stale = [k for k in by_key if k not in set(wanted)]
+    if missing or stale:
+        raise ValueError(f"judgments out of date: {len(missing)} finding(s) not judged "
+                         f"{missing[:3]}, {len(stale)} judged finding(s) gone {stale[:3]}")
+    per_rule: Dict[str, Dict[str, int]] = {}
+    for key in wanted:
+        code = key.rsplit(" ", 1)[1]
+        verdict = by_key[key]["verdict"]
+        if verdict not in ("true", "false", "debatable"):
+            raise ValueError(f"{key}: verdict {verdict!r} is not true/false/debatable")
+        per_rule.setdefault(code, {"true": 0, "false": 0, "debatable": 0})[verdict] += 1
+
+    def precision(c: Dict[str, int]) -> str:
+        n = sum(c.values())
+        return f"{100 * c['true'] / n:.1f} %" if n else "-"
+
+    lines = ["| rule | findings | true | false | debatable | precision |",
+             "|---|---:|---:|---:|---:|---:|"]
+    total = {"true": 0, "false": 0, "debatable": 0}
+    for code, c in sorted(per_rule.items()):
+        lines.append(f"| {code} | {sum(c.values())} | {c['true']} | {c['false']} "
+                     f"| {c['debatable']} | {precision(c)} |")
+        for v in total:
+            total[v] += c[v]
+    lines.append(f"| all default rules | {sum(total.values())} | {total['true']} "
+                 f"| {total['false']} | {total['debatable']} | {precision(total)} |")
+    lines += ["", "| finding (package/path:row:col code) | verdict | reason |", "|---|---|---|"]
+    for key in wanted:
+        j = by_key[key]
+        note = ""
+        if j["verdict"] != "true" and j.get("issue12"):
+            note = " *(issue 12)*" if j["issue12"] is True else f" *(issue 12, {j['issue12']})*"
+        lines.append(f"| `{key}` | {j['verdict']} | {j['reason'].replace('|', '/')}{note} |")
+    return "\n".join(lines) + "\n"
+
+
 def git_commit() -> dict:
     def git(*args: str) -> str:
         proc = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
@@ -416,10 +479,22 @@ def print_table(result: dict) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", help=f"comma-separated packages (default all: {','.join(PACKAGES)})")
+    parser.add_argument("--only",
+                        help=f"comma-separated packages (default all: {','.join(PACKAGES)})")
     parser.add_argument("--cache", help="wheel and extraction cache (default: see above)")
     parser.add_argument("--jobs", "-j", type=int, default=2, help="torchmemlint -j (default 2)")
+    parser.add_argument("--judged-table", action="store_true",
+                        help=f"lint nothing: print the Markdown table of {JUDGED.name} against the "
+                             f"results (the README's 'Findings on real code' table)")
     args = parser.parse_args(argv)
+    if args.judged_table:
+        try:
+            print(judged_table(json.loads(JSON_OUT.read_text()),
+                               json.loads(JUDGED.read_text())["judgments"]), end="")
+        except (OSError, ValueError, KeyError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        return 0
 
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else list(PACKAGES)
     unknown = [n for n in names if n not in PACKAGES]
@@ -450,12 +525,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     from torchmemlint import __version__ as tml_version
 
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     result = {
         "tool": {**git_commit(), "torchmemlint": tml_version,
                  "python": platform.python_version(), "machine": platform.machine(),
                  "cpus": os.cpu_count(),
-                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
-        "command": " ".join(["torchmemlint"] + lint_command(args.jobs)[3:] + ["<top-level entries>"]),
+                 "date": now},
+        "command": " ".join(["torchmemlint", *lint_command(args.jobs)[3:], "<top-level entries>"]),
         "cache": str(cache),
         "rules": rules,
         "packages": packages,

@@ -6,6 +6,7 @@ for torchmemlint's CLI (the real one must not crash, so it cannot be made to on 
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -322,3 +323,52 @@ def test_committed_results_are_consistent():
         assert package["requirement"] == cf.PACKAGES[name]
         assert package["recovered"] == bool(package["run"]["crash"])
     assert data["totals"] == cf.totals(data["packages"], data["rules"])
+
+
+# -- the hand-judged table -------------------------------------------------------------------------
+def _result(findings):
+    return {"rules": {"TML201": {"default": True}, "TML501": {"default": True},
+                      "TML405": {"default": False}},
+            "packages": {"pkg": {"findings": findings}}}
+
+
+def test_judged_table_counts_precision_per_rule():
+    result = _result([["a.py", 1, 1, "TML201", "m"], ["a.py", 2, 1, "TML201", "m"],
+                      ["b.py", 3, 5, "TML501", "m"], ["c.py", 1, 1, "TML405", "m"]])
+    judgments = [
+        {"finding": "pkg/a.py:1:1 TML201", "verdict": "true", "reason": "r1"},
+        {"finding": "pkg/a.py:2:1 TML201", "verdict": "debatable", "reason": "r|2",
+         "issue12": "partly"},
+        {"finding": "pkg/b.py:3:5 TML501", "verdict": "false", "reason": "r3", "issue12": True},
+    ]
+    table = cf.judged_table(result, judgments)
+    assert "| TML201 | 2 | 1 | 0 | 1 | 50.0 % |" in table
+    assert "| TML501 | 1 | 0 | 1 | 0 | 0.0 % |" in table
+    assert "| all default rules | 3 | 1 | 1 | 1 | 33.3 % |" in table
+    assert "| `pkg/b.py:3:5 TML501` | false | r3 *(issue 12)* |" in table
+    assert "r/2 *(issue 12, partly)*" in table  # a '|' would break the Markdown row
+    assert "TML405" not in table  # off by default: not judged
+
+
+@pytest.mark.parametrize("judged, message", [
+    ([], "1 finding(s) not judged"),
+    ([{"finding": "pkg/a.py:1:1 TML201", "verdict": "true", "reason": ""},
+      {"finding": "pkg/gone.py:9:9 TML201", "verdict": "true", "reason": ""}],
+     "1 judged finding(s) gone"),
+    ([{"finding": "pkg/a.py:1:1 TML201", "verdict": "maybe", "reason": ""}], "not true/false/debatable"),
+])
+def test_judged_table_refuses_out_of_date_verdicts(judged, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        cf.judged_table(_result([["a.py", 1, 1, "TML201", "m"]]), judged)
+
+
+def test_every_default_finding_is_judged_and_the_readme_shows_the_table():
+    result = json.loads(cf.JSON_OUT.read_text())
+    judgments = json.loads(cf.JUDGED.read_text())["judgments"]
+    table = cf.judged_table(result, judgments)  # raises if a finding has no verdict
+    readme = (REPO / "benchmarks" / "README.md").read_text()
+    shown = readme.split("<!-- corpus-judged -->\n", 1)[1].split("<!-- /corpus-judged -->", 1)[0]
+    assert shown == table
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--judged-table"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and proc.stdout == table
