@@ -81,3 +81,25 @@ def test_each_entry_module_imports_first_in_a_fresh_interpreter(first):
         # The rules and the analysis stand without the engine.
         assert result.stdout.strip() == "False"
 
+
+def test_no_module_over_800_lines():
+    """dynamic/ is another package's (its sizes are reported, not enforced here)."""
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+        if "dynamic" not in path.parts
+    }
+    assert {path: size for path, size in sizes.items() if size > 800} == {}
+
+
+def test_rules_build_no_model_of_their_own():
+    """Class, flow and scope models live in torchmemlint/analysis; a rule module defines
+    rules and the wording of their findings (helpers for fixes included), nothing that walks
+    a class's methods or a function's statements on its own."""
+    models = {"ClassModel", "InitModel", "Flow", "FileModel", "FileModels", "CallableModel",
+              "ScopeWalk", "ScopeFacts", "Resolver", "Producers", "InplaceAnalysis", "StackFinder"}
+    for path in sorted((PACKAGE / "rules").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        assert not defined & models, f"{path.name} defines {defined & models}"
+    assert not [p.name for p in (PACKAGE / "rules").glob("_*.py") if p.name != "__init__.py"]

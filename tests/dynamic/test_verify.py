@@ -28,7 +28,8 @@ from torchmemlint.dynamic.verify import (
 )
 from torchmemlint.engine import lint_source
 from torchmemlint.findings import Applicability, Edit, Finding, Fix, Location
-from torchmemlint.rules import all_rules
+
+from rule_examples import examples
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 ALL_RULES = Settings(select=("ALL",))
@@ -265,9 +266,9 @@ def test_findings_count_only_inside_the_target_and_what_it_uses(tmp_path):
     assert [f.location.row for f in inside] == [5]
 
 
-@pytest.mark.parametrize("example", range(len(all_rules()["TML301"].INVALID)))
+@pytest.mark.parametrize("example", range(len(examples("TML301").invalid)))
 def test_stem_pool_variant_of_every_dropped_pool_example(example):
-    source = all_rules()["TML301"].INVALID[example].code
+    source = examples("TML301").invalid[example].code
     (finding,) = lint_source(source, "model.py", Settings(select=("TML301",)))
     rewritten = keep_stem_pool(source, finding.location.row, finding.location.column)
     assert rewritten is not None

@@ -6,11 +6,15 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.tree import children
+
 from torchmemlint.analysis.autograd import ScopeWalk
+from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.syntax import walk
+from torchmemlint.analysis.syntax import block_indent, block_statements, walk
+
 
 
 class FileAnalysis:
@@ -33,6 +37,8 @@ class FileAnalysis:
         self.imported = frozenset(name for name, q in bindings.names.items() if q is not None)
         self.resolver = Resolver(self.qualify)
         self._scopes: Optional[ScopeWalk] = None
+        self._callables: Optional[CallableModel] = None
+        self._class_indents: Optional[Dict[int, str]] = None
         self._classes: Dict[int, ClassModel] = {}
         self._flows: Dict[int, Flow] = {}
         self._subclassed: Optional[Set[str]] = None
@@ -46,11 +52,46 @@ class FileAnalysis:
             self._scopes.run(self.bindings)
         return self._scopes
 
-    def class_model(self, node: cst.ClassDef, indent: str) -> ClassModel:
+    def class_model(self, node: cst.ClassDef) -> ClassModel:
+        """How the methods of a class use ``self.x``; what ``self.x`` holds
+        (``attribute_part``/``attribute_sequence``) and where it is called (``calls``)."""
         model = self._classes.get(id(node))
         if model is None:
-            model = self._classes[id(node)] = ClassModel(node, self, indent)
+            model = self._classes[id(node)] = ClassModel(node, self, self.class_indent(node))
         return model
+
+    def class_indent(self, node: cst.ClassDef) -> str:
+        """Indentation of a class statement: the body indents of the statements around it."""
+        if self._class_indents is None:
+            self._class_indents = {}
+            self._index_classes(self.module.body, "")
+        return self._class_indents.get(id(node), "")
+
+    def _index_classes(self, statements, indent: str) -> None:
+        for statement in statements:
+            if not isinstance(statement, cst.BaseCompoundStatement):
+                continue
+            if isinstance(statement, cst.ClassDef):
+                self._class_indents[id(statement)] = indent  # type: ignore[index]
+            body = statement.body
+            inner = indent + block_indent(body, self.module) if isinstance(body, cst.IndentedBlock) else indent
+            for child in children(statement):
+                if isinstance(child, cst.BaseSuite):
+                    self._index_classes(block_statements(child), inner)
+                elif isinstance(child, cst.BaseCompoundStatement):  # elif
+                    self._index_classes([child], inner)
+                elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
+                                        cst.Finally, cst.MatchCase)):
+                    for grandchild in children(child):
+                        if isinstance(grandchild, cst.BaseSuite):
+                            self._index_classes(block_statements(grandchild), inner)
+
+    @property
+    def callables(self) -> CallableModel:
+        """What calling an expression runs (checkpointed callables, blocks, single ops)."""
+        if self._callables is None:
+            self._callables = CallableModel(self.module, self.bindings)
+        return self._callables
 
     def flow(self, function: cst.FunctionDef) -> Flow:
         flow = self._flows.get(id(function))

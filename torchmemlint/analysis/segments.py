@@ -12,15 +12,12 @@ from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.checkpoints import CHECKPOINT_SEQUENTIAL, Found, _positional
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.names import Bindings
-from torchmemlint.analysis.syntax import _body_statements, _first_param, _root
+from torchmemlint.analysis.syntax import _body_statements, _first_param
 
 
 
 def file_models(rule) -> CallableModel:
-    context = rule.context
-    return context.shared(
-        "checkpoint.models", lambda: CallableModel(context.module, _root(context.bindings))
-    )
+    return rule.context.analysis.callables
 
 
 class ScopeTracker:

@@ -156,16 +156,6 @@ def enclosing(context, node_type: type) -> Optional[cst.CSTNode]:
     return None
 
 
-def class_indent(context, node: cst.ClassDef) -> str:
-    """Indentation of a class statement, from the blocks of the statements around it."""
-    indent = ""
-    for statement in context.statement_stack:
-        if statement is node:
-            break
-        body = getattr(statement, "body", None)
-        if isinstance(body, cst.IndentedBlock):
-            indent += block_indent(body, context.module)
-    return indent
 
 
 def block_statements(suite: cst.BaseSuite) -> Iterable[cst.CSTNode]:

@@ -11,7 +11,7 @@ from torchmemlint.analysis.classes import ClassModel, Part
 from torchmemlint.analysis.flow import ENTRY
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.producers import Producers
-from torchmemlint.analysis.syntax import argument, class_indent, enclosing, literal_number, walk
+from torchmemlint.analysis.syntax import argument, enclosing, literal_number, walk
 from torchmemlint.analysis.vocabulary import (
     Category, KIND_BY_MODULE, NN, NORM_MODULES, POOL_FUNCTIONS, POOL_MODULES,
 )
@@ -251,7 +251,7 @@ class DroppedStemPool(Rule):
     # -- rebuilt stems ----------------------------------------------------------------------------
     def _check_class(self, classdef: cst.ClassDef) -> None:
         file = self.context.analysis
-        model = file.class_model(classdef, class_indent(self.context, classdef))
+        model = file.class_model(classdef)
         resolver = file.resolver
         for call, qualified, method, _ in model.constructors:
             if qualified not in (NN + "Sequential", NN + "ModuleList"):

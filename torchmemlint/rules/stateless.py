@@ -8,9 +8,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import Assignment, ClassModel
-from torchmemlint.analysis.syntax import (
-    class_indent, enclosing, is_literal, terminal_name, watched_names,
-)
+from torchmemlint.analysis.syntax import enclosing, is_literal, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import NN, short_name
 
 from torchmemlint.findings import Applicability
@@ -129,7 +127,7 @@ class StatelessModuleAttribute(Rule):
         if not isinstance(classdef, cst.ClassDef):
             return
         file = self.context.analysis
-        model = file.class_model(classdef, class_indent(self.context, classdef))
+        model = file.class_model(classdef)
         statement = self.context.statement_stack[-1]
         assignment = _attribute_assignment(model, statement, node)
         if assignment is None or not model.is_module():

@@ -1,0 +1,320 @@
+"""Activation sites and their uses: every activation (module, ``nn.Sequential`` element,
+functional, ``relu_``/``.relu_()``) with its ``inplace`` switch, what produced its input, and
+how the tensor it runs on is used afterwards (read again, held by another name, the caller's).
+Asked by the TML2xx rules as the traversal reaches each call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.classes import ClassModel, Layer
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.syntax import (
+    argument, enclosing, has_star_args, literal_bool, mentions, path_to, reads_beside,
+    terminal_name, watched_names,
+)
+from torchmemlint.analysis.vocabulary import (
+    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION,
+    KIND_BY_MODULE, KIND_BY_NAME, NN, short_name,
+)
+
+SEQUENTIAL = NN + "Sequential"
+_WATCHED = (
+    frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
+)
+
+
+@dataclass
+class Use:
+    """One tensor an activation receives, and what the data flow says about it."""
+
+    anchor: cst.CSTNode  # where a finding about this use is reported
+    producers: List[Producer]
+    name: Optional[str] = None  # the variable passed, when it is one
+    reused: bool = False  # the tensor may be read after the activation
+    single_use: bool = False  # nothing else reads the tensor, before or after
+    caller_tensor: Optional[str] = None  # `forward`'s own argument
+
+    @property
+    def fresh(self) -> bool:
+        return bool(self.producers) and all(
+            p.category in (Category.FRESH, Category.POOL) for p in self.producers
+        )
+
+    def output_saver(self) -> Optional[Producer]:
+        return next((p for p in self.producers if p.category is Category.SAVES_OUTPUT), None)
+
+
+@dataclass
+class Site:
+    """An activation with an ``inplace`` switch: a module, a function call or a method call."""
+
+    name: str  # functional name: "leaky_relu", "sigmoid"
+    kind: Optional[ActivationKind]
+    form: str  # "module", "functional", "underscore" or "method"
+    node: cst.Call  # the constructor or the call; fixes edit it
+    label: str  # how messages name it
+    inplace: Optional[bool]
+    uses: List[Use] = field(default_factory=list)
+    complete: bool = False  # every call of it in its class is among ``uses``
+    private: Optional[Tuple[cst.ClassDef, str]] = None  # (class, attribute) of a module attribute
+
+    def inplace_position(self) -> Optional[int]:
+        if self.kind is None:
+            return None
+        if self.form == "module":
+            return self.kind.module_params.index("inplace")
+        if self.form == "functional":
+            return self.kind.functional_params.index("inplace") + 1
+        return None
+
+
+class InplaceAnalysis:
+    """Activation sites of one file, found from the calls the TML2xx rules visit."""
+
+    def __init__(self, context) -> None:
+        self.context = context
+        self.file: FileAnalysis = context.analysis
+        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
+        self._sites: Dict[int, List[Site]] = {}
+        self._in_sequential: Set[int] = set()
+
+    def sites(self, call: cst.Call) -> List[Site]:
+        if terminal_name(call.func) not in self.watched_names:
+            return []
+        key = id(call)
+        if key not in self._sites:
+            self._sites[key] = self._discover(call)
+        return self._sites[key]
+
+    # -- discovery ------------------------------------------------------------------------------
+    def _discover(self, call: cst.Call) -> List[Site]:
+        qualified = self.context.qualify(call.func)
+        if qualified == SEQUENTIAL:
+            return self._sequential(call)
+        if qualified in KIND_BY_MODULE:
+            if id(call) in self._in_sequential:
+                return []
+            return [self._module(call, qualified)]
+        if qualified in KIND_BY_FUNCTION:
+            kind = KIND_BY_FUNCTION[qualified]
+            site = Site(kind.name, kind, "functional", call, f"`{short_name(qualified)}`", None)
+            if not has_star_args(call):
+                inplace = argument(call, site.inplace_position(), "inplace")
+                site.inplace = False if inplace is None else literal_bool(inplace.value)
+            self._functional_use(site, argument(call, 0, "input"))
+            return [site]
+        if qualified in INPLACE_FUNCTIONS:
+            name = INPLACE_FUNCTIONS[qualified]
+            site = Site(name, KIND_BY_NAME.get(name), "underscore", call, f"`{short_name(qualified)}`", True)
+            self._functional_use(site, argument(call, 0, "input"))
+            return [site]
+        func = call.func
+        if qualified is None and isinstance(func, cst.Attribute) and func.attr.value in INPLACE_METHODS:
+            if self.context.qualify(func.value) is None:
+                name = INPLACE_METHODS[func.attr.value]
+                site = Site(name, KIND_BY_NAME.get(name), "method", call, f"`.{func.attr.value}()`", True)
+                self._functional_use(site, cst.Arg(func.value))
+                return [site]
+        return []
+
+    def _class(self) -> Optional[ClassModel]:
+        node = enclosing(self.context, cst.ClassDef)
+        if not isinstance(node, cst.ClassDef):
+            return None
+        return self.file.class_model(node)
+
+    def _module(self, call: cst.Call, qualified: str) -> Site:
+        layer = Layer(qualified, call)
+        kind = layer.kind
+        assert kind is not None
+        site = Site(kind.name, kind, "module", call, f"`{short_name(qualified)}`", layer.inplace())
+        model = self._class()
+        if model is None:
+            return site
+        attribute = _assigned_attribute(self.context.statement_stack[-1], call, model)
+        if attribute is None:
+            return site
+        site.label = f"`self.{attribute}` ({short_name(qualified)})"
+        self._attribute_uses(site, model, attribute)
+        return site
+
+    def _sequential(self, call: cst.Call) -> List[Site]:
+        model = self._class()
+        method = enclosing(self.context, cst.FunctionDef)
+        self_name = model.self_name(method) if model is not None and isinstance(method, cst.FunctionDef) else None
+        elements = self.file.resolver.sequential(call, self_name)
+        if elements is None:
+            return []
+        for inner in _nested_calls(call, self.file.resolver):
+            self._in_sequential.add(id(inner))
+        producers = Producers(self.file, model)
+        attribute = (
+            _assigned_attribute(self.context.statement_stack[-1], call, model) if model is not None else None
+        )
+        sites = []
+        for position, part in enumerate(elements):
+            layer = part.layer
+            if layer is None or layer.kind is None:
+                continue
+            site = Site(
+                layer.kind.name, layer.kind, "module", layer.call, f"`{short_name(layer.qualified)}`",
+                layer.inplace(),
+            )
+            if position > 0:
+                previous = producers.part(elements[position - 1])
+                site.uses.append(Use(layer.call, [previous], single_use=True))
+                site.complete = True
+            elif attribute is not None and model is not None:
+                site.label = f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
+                self._attribute_uses(site, model, attribute)
+            sites.append(site)
+        return sites
+
+    # -- uses -------------------------------------------------------------------------------------
+    def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
+        complete = model.single_assignment(attribute) is not None and model.only_called(attribute)
+        site.private = (model.node, attribute)
+        for reference in model.calls(attribute):
+            call = reference.call
+            assert call is not None
+            if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+                complete = False
+                continue
+            use = self._use(
+                call.args[0].value, call, reference.method, reference.statement, model,
+                model.self_name(reference.method),
+            )
+            if use is None:
+                complete = False
+            else:
+                site.uses.append(use)
+        site.complete = complete and bool(site.uses)
+
+    def _functional_use(self, site: Site, arg: Optional[cst.Arg]) -> None:
+        function = enclosing(self.context, cst.FunctionDef)
+        if arg is None or not isinstance(function, cst.FunctionDef):
+            return
+        model = self._class()
+        self_name = model.self_name(function) if model is not None else None
+        use = self._use(arg.value, site.node, function, self.context.statement_stack[-1], model, self_name)
+        if use is not None and use.caller_tensor is not None and self._guarded_by_flag(site.node):
+            use.caller_tensor = None
+        if use is not None:
+            site.uses.append(use)
+            site.complete = True
+
+    def _use(
+        self,
+        expression: cst.BaseExpression,
+        anchor: cst.CSTNode,
+        function: cst.FunctionDef,
+        statement: Optional[cst.CSTNode],
+        model: Optional[ClassModel],
+        self_name: Optional[str],
+    ) -> Optional[Use]:
+        flow: Flow = self.file.flow(function)
+        index = flow.statement_index(statement)
+        if index is None or not flow.reliable:
+            return None
+        producers = Producers(self.file, model).value(expression, flow, index, self_name)
+        use = Use(anchor, producers)
+        if isinstance(expression, cst.Name):
+            name = use.name = expression.value
+            holders = flow.holders(name, index)
+            use.reused = (
+                self._read_beside(flow, index, expression, holders)
+                or flow.read_again(holders, index)
+                or name in flow.captured
+            )
+            definitions = flow.definitions(name, index)
+            use.single_use = (
+                not use.reused
+                and len(holders) == 1
+                and len(definitions) == 1
+                and definitions[0].index >= 0
+                and definitions[0].index != index
+                and not flow.read_between(name, definitions[0].index, index)
+            )
+        else:
+            use.single_use = isinstance(expression, (cst.Call, cst.BinaryOperation))
+        if function.name.value == "forward":
+            use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
+        return use
+
+    @staticmethod
+    def _read_beside(flow: Flow, index: int, expression: cst.Name, holders: FrozenSet[str]) -> bool:
+        """Whether the statement of the call reads the tensor elsewhere (`act(x) + x`)."""
+        reads = flow.nodes[index].reads
+        statement = flow.nodes[index].statement
+        for holder in holders:
+            count = reads.get(holder, 0) - (holder == expression.value)
+            if count > 0 and isinstance(statement, cst.SimpleStatementLine):
+                count = reads_beside(statement, expression, holder)
+            if count > 0:
+                return True
+        return False
+
+    def _guarded_by_flag(self, call: cst.Call) -> bool:
+        """``x.relu_() if self.inplace else x.relu()``: in place is the caller's explicit choice."""
+        for statement in reversed(self.context.statement_stack):
+            if isinstance(statement, cst.FunctionDef):
+                break
+            if isinstance(statement, (cst.If, cst.While)) and mentions(statement.test, "inplace"):
+                return True
+            if isinstance(statement, cst.SimpleStatementLine):
+                for node in path_to(statement, call) or ():
+                    if isinstance(node, cst.IfExp) and mentions(node.test, "inplace"):
+                        return True
+        return False
+
+
+def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
+    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if not isinstance(small, cst.Assign) or small.value is not value or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    for name, assignments in model.assignments.items():
+        for assignment in assignments:
+            if assignment.statement is statement and assignment.method.name.value == "__init__":
+                if isinstance(target, cst.Attribute) and target.attr.value == name:
+                    return name
+    return None
+
+
+def _nested_calls(call: cst.Call, resolver) -> List[cst.Call]:
+    """The element constructors and nested Sequentials that ``call``'s flattening covers."""
+    found: List[cst.Call] = []
+    for arg in call.args:
+        value = arg.value
+        if arg.star or not isinstance(value, cst.Call):
+            continue
+        if resolver.constructor(value) == SEQUENTIAL:
+            found.append(value)
+            found.extend(_nested_calls(value, resolver))
+        elif resolver.constructor(value) is not None:
+            found.append(value)
+        elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
+            pairs = value.args[0].value
+            for element in getattr(pairs, "elements", ()):
+                pair = element.value
+                if isinstance(pair, cst.Tuple) and len(pair.elements) == 2:
+                    inner = pair.elements[1].value
+                    if isinstance(inner, cst.Call):
+                        found.append(inner)
+                        if resolver.constructor(inner) == SEQUENTIAL:
+                            found.extend(_nested_calls(inner, resolver))
+    return found
+
+
+def activation_sites(context) -> InplaceAnalysis:
+    """The activation sites of the file, found as the rules visit calls (once per call)."""
+    return context.shared("tml.inplace", lambda: InplaceAnalysis(context))
