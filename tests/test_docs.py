@@ -43,3 +43,46 @@ def test_the_fix_column_is_what_the_rules_examples_get():
     rules = all_rules()
     assert fix_summary(rules["TML401"]) == "unsafe"
     assert fix_summary(rules["TML201"]) == "safe or unsafe"
+
+
+def test_readme_install_for_your_own_project_works_verbatim_from_a_fresh_copy(tmp_path):
+    """The README's `pip install ./torchmemlint` line, run as written next to a fresh copy of
+    the repository (its committed and uncommitted files, as a clone would have them), in a
+    new virtual environment: the command, the flake8 plugin and the hooks' entry point work."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"For use in your own project.*?```sh\n(.*?)```", readme, re.S)
+    assert block, "README lacks the install block for your own project"
+    command = block.group(1).splitlines()[0].split("#")[0].strip()
+    assert command == "pip install ./torchmemlint"
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+        capture_output=True, text=True,
+    ).stdout.splitlines()
+    for relative in listed:
+        if (ROOT / relative).is_file():
+            (tmp_path / "torchmemlint" / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / relative, tmp_path / "torchmemlint" / relative)
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "env")], check=True)
+    bin_dir = tmp_path / "env" / "bin"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    installed = subprocess.run(
+        command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=540
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    model = tmp_path / "model.py"
+    model.write_text("from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n")
+    for args in (["torchmemlint", "check", "model.py"], ["flake8", "--select", "TML", "model.py"]):
+        result = subprocess.run(
+            [str(bin_dir / args[0]), *args[1:]], cwd=tmp_path, env=env, capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 1 and "model.py:2:5: TML401" in result.stdout, result
+    # The static linter never needs torch: the fresh environment has none.
+    assert subprocess.run([str(bin_dir / "python"), "-c", "import torch"], env=env).returncode

@@ -292,6 +292,10 @@ async def test_config_edits_count_without_file_watch_events_or_buffer_edits(neov
     assert list(published.diagnostics) == []
     [shown] = [message for message in client.messages if "invalid TOML" in message.message]
     assert f"{config}:2: invalid TOML" in shown.message
+    # Shown once, not on every lint while it stays broken (here: after an edit of the buffer).
+    edited = MODEL + "c = 1\n"
+    assert list((await change_and_wait(client, uri, edited, 2)).diagnostics) == []
+    assert len([m for m in client.messages if "invalid TOML" in m.message]) == 1
 
     # Repaired: back in force. A closer torchmemlint.toml, created later, governs the files of
     # its directory, as for the CLI.

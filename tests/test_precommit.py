@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,3 +90,60 @@ def test_check_fails_fix_rewrites_and_a_second_run_passes(tmp_path):
     second = try_repo()
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("Passed") == 2
+
+
+def documented_configs() -> list:
+    """The .pre-commit-config.yaml blocks of docs/surfaces.md, verbatim."""
+    text = (REPO / "docs" / "surfaces.md").read_text(encoding="utf-8")
+    return re.findall(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", text, re.S)
+
+
+def run_pre_commit(project: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--verbose"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=540,
+    )
+
+
+def test_the_documented_configs_work_verbatim(tmp_path):
+    pinned, local = documented_configs()
+    hook_repo, home = tmp_path / "hook-repo", tmp_path / "home"
+    hook_repo.mkdir()
+    snapshot_of_this_repository(hook_repo)
+    # The pinned config names the tag of this version; a clone's path stands in for the URL.
+    version = re.search(r'^version = "(.+)"', (REPO / "pyproject.toml").read_text(), re.M)[1]
+    [rev] = re.findall(r"^\s*rev: (\S+)", pinned, re.M)
+    assert rev == f"v{version}"
+    git("tag", rev, cwd=hook_repo)
+    [url] = re.findall(r"^\s*- repo: (\S+)", pinned, re.M)
+    env = {**os.environ, **GIT_IDENTITY, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+    # `language: system` runs the torchmemlint installed where you commit from: this one.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+
+    for name, config, bad, fixed, code in (
+        ("pinned", pinned.replace(url, str(hook_repo)), BAD, FIXED, None),
+        ("local", local, CHECKPOINT, None, "TML401"),
+    ):
+        project = tmp_path / name
+        project.mkdir()
+        git("init", "-q", cwd=project)
+        (project / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+        (project / "clean.py").write_text(CLEAN, encoding="utf-8")
+        (project / "bad.py").write_text(bad, encoding="utf-8")
+        git("add", "-A", cwd=project)
+        first = run_pre_commit(project, env)
+        output = first.stdout + first.stderr
+        assert first.returncode == 1, (name, output)
+        if fixed is not None:  # the fix hook (listed first) rewrote it and failed
+            assert "files were modified by this hook" in output, output
+            assert (project / "bad.py").read_text(encoding="utf-8") == fixed
+        else:  # the check failed on the finding
+            assert f"bad.py:2:5: {code}" in output, (name, output)
+            (project / "bad.py").write_text(CHECKPOINT_FIXED, encoding="utf-8")
+        git("add", "-A", cwd=project)
+        second = run_pre_commit(project, env)
+        assert second.returncode == 0, (name, second.stdout + second.stderr)
+
+
+CHECKPOINT = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
+CHECKPOINT_FIXED = CHECKPOINT.replace("(f, x)", "(f, x, use_reentrant=False)")

@@ -97,7 +97,7 @@ class TorchMemLintServer(LanguageServer):
         )
         self.pending: Dict[str, asyncio.TimerHandle] = {}
         self.settings_cache: Dict[Tuple[str, int, int], Settings] = {}
-        self.reported_config_errors: set = set()
+        self.reported_config_errors: Dict[str, str] = {}  # per directory: the error shown
         self.last_good: Dict[str, Settings] = {}  # per directory, while its config is broken
         self.config_signatures: Dict[str, Tuple] = {}  # per URI, at its last lint
         self.polling: Optional[asyncio.Task] = None
@@ -122,8 +122,8 @@ class TorchMemLintServer(LanguageServer):
                 settings = self.settings_cache[key]
         except (ConfigError, OSError) as error:
             message = str(error)
-            if message not in self.reported_config_errors:
-                self.reported_config_errors.add(message)
+            if self.reported_config_errors.get(directory) != message:
+                self.reported_config_errors[directory] = message
                 kept = "the last good settings" if directory in self.last_good else "the defaults"
                 self.window_show_message(
                     types.ShowMessageParams(
@@ -134,7 +134,7 @@ class TorchMemLintServer(LanguageServer):
             return self.last_good.get(
                 directory, Settings(root=self.workspace.root_path or os.getcwd())
             )
-        self.reported_config_errors.clear()  # a later breakage is news again
+        self.reported_config_errors.pop(directory, None)  # a later breakage is news again
         self.last_good[directory] = settings
         return settings
 
