@@ -9,8 +9,12 @@ round.  Each ratio is candidate/peer *within* a round, and the median over round
 machines here are shared and noisy, so only ratios from one run are comparable.
 
 Commands (``{path}`` is the corpus root):
-  torchmemlint     <repo>/.venv/bin/torchmemlint --exit-zero -j 1 {path}   (--candidate)
+  torchmemlint     <repo>/.venv/bin/torchmemlint --no-cache --exit-zero -j 1 {path} (--candidate)
   torchmemlint-jN  the same with -j <all cores>                            (--jobs)
+  torchmemlint-ALL      the same with --select ALL                         } --scenarios
+  torchmemlint-cold     with the cache, its directory emptied before each run (the default rules)
+  torchmemlint-warm     with the cache, filled by an untimed run first (an unchanged tree)
+  torchmemlint-fix      --fix --unsafe-fixes --select ALL on a fresh copy of the corpus each run
   parse            libcst.parse_module on every file                         } floors, run by the
   positions        parse + MetadataWrapper.resolve(PositionProvider)         } candidate's python
   torchfix         TorchFix CLI, torchfix -j 1                               } from the peers venv
@@ -25,6 +29,15 @@ torchmemlint calls.  Corpora are pinned PyPI wheels; only their .py files are ex
 cache outside the repository ($TML_CORPUS_DIR, else $XDG_CACHE_HOME/tml-corpus, else
 /tmp/tml-corpus: the layout of ../shared/bench/corpus.py, whose cache is reused when present).
 
+Corpus D<LINES> (e.g. D20000) is generated: one model file of about LINES lines in which every
+class has findings of most rules (dense_model below), for "files dense with findings" timings.
+
+--lsp times the language server (``torchmemlint lsp`` over stdio, JSON-RPC written here): a
+1,000-line generated model is opened, then changed --lsp-edits times; each didChange is timed
+to the publishDiagnostics of that version (the server waits DEBOUNCE_SECONDS after a change
+before it lints, so that wait is reported and subtracted), and each didSave (no wait) likewise.
+Beside it: the in-process lint_source time and the libcst parse time of the same text.
+
 Results: benchmarks/results/speed_<corpus>.json and .txt (git commit, rule list, versions,
 every raw run, medians and ratios).  --profile also writes a cProfile summary of the candidate.
 """
@@ -38,6 +51,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -64,8 +78,16 @@ ALL_PEERS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "
 DEFAULT_PEERS = ALL_PEERS[:-1]
 # Peers that take minutes a run on timm; --slow-rounds can time them in fewer rounds.
 SLOW_PEERS = {"torchfix", "tf-flake8", "fixit"}
-RATIO_COLUMNS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "ast"]
+RATIO_COLUMNS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "ast",
+                 "torchmemlint-cold"]
 TARGET = ("positions", 1.5)  # the full default rule set within 1.5x of parse + positions
+# issue 15 (row, column, limit): ratios of the same run, wall clock
+TARGETS_15 = [
+    ("torchmemlint-warm", "torchmemlint-cold", 0.10, "warm run of an unchanged tree / cold run"),
+    ("torchmemlint-ALL", "parse", 1.5, "--select ALL cold / libcst parse"),
+    ("torchmemlint", "parse", 1.0, "default rules / libcst parse"),
+]
+DENSE_TARGET = ("torchmemlint-ALL", "parse", 2.0, "findings-dense file, --select ALL / parse")
 
 # fixit lints through a process pool of os.cpu_count() workers and has no --jobs flag; this
 # runs its own CLI with that pool replaced by a plain loop, so it is one process like the rest.
@@ -154,6 +176,63 @@ def materialise(name: str, peers_venv: Path) -> Path:
     return root
 
 
+DENSE_CLASS = '''
+
+class Block{i}(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.bn = nn.BatchNorm2d(channels)
+        self.act = nn.LeakyReLU(0.1)
+        self._relu = nn.ReLU()
+        self.drop = nn.Dropout(0.1, inplace=True)
+        self.features = []
+
+    def forward(self, x):
+        y = self.act(self.bn(self.conv(x)))
+        y = self._relu(self.conv(self._relu(y)))
+        y = checkpoint(self.conv, y)
+        self.features.append(y)
+        self.last = y
+        return self.drop(y)
+
+
+def train_{i}(model, loader, optimizer):
+    total = 0
+    for x, target in loader:
+        loss = F.cross_entropy(model(x), target)
+        loss.backward(retain_graph=True)
+        total += loss
+    return total
+'''
+
+
+def dense_model(lines: int) -> str:
+    """A model file of about ``lines`` lines where every class and loop has findings."""
+    head = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+            "from torch.utils.checkpoint import checkpoint\n")
+    parts = [head]
+    count = len(head.splitlines())
+    index = 0
+    while count < lines:
+        block = DENSE_CLASS.format(i=index)
+        parts.append(block)
+        count += len(block.splitlines())
+        index += 1
+    return "".join(parts)
+
+
+def materialise_dense(name: str) -> Path:
+    lines = int(name[1:])
+    root = cache_dir() / name
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / "dense_model.py"
+    text = dense_model(lines)
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+    return root
+
+
 def corpus_stats(root: Path) -> dict:
     files = lines = size = 0
     for path in root.rglob("*.py"):
@@ -191,6 +270,23 @@ def build_commands(args, root: Path) -> list:
     peers_bin = args.peers_venv / "bin"
     me = shlex.quote(str(Path(__file__).resolve()))
     floor = f"{shlex.quote(args.floor_python)} {me} --floor"
+    if args.scenarios:
+        exe = shlex.quote(str(Path(args.venv) / "bin" / "torchmemlint"))
+        scratch = Path(os.environ.get("TMPDIR", "/tmp")) / "tml-speed-scratch" / root.name
+        cold, warm, copy = scratch / "cache-cold", scratch / "cache-warm", scratch / "copy"
+        base = f"{exe} --exit-zero -j 1"
+        commands += [
+            ("torchmemlint-ALL", f"{base} --no-cache --select ALL {path}"),
+            ("torchmemlint-cold", f"{base} --cache-dir {shlex.quote(str(cold))} {path}"),
+            ("torchmemlint-warm", f"{base} --cache-dir {shlex.quote(str(warm))} {path}"),
+            ("torchmemlint-fix", f"{base} --no-cache --fix --unsafe-fixes --select ALL "
+                                 f"{shlex.quote(str(copy))}"),
+        ]
+        SETUP["torchmemlint-cold"] = lambda: shutil.rmtree(cold, ignore_errors=True)
+        SETUP["torchmemlint-fix"] = lambda: (shutil.rmtree(copy, ignore_errors=True),
+                                             shutil.copytree(root, copy))
+        subprocess.run(f"{base} --cache-dir {shlex.quote(str(warm))} {path}", shell=True,
+                       stdout=subprocess.DEVNULL, check=False)  # fill the warm cache, untimed
     available = {
         "parse": f"{floor} parse {path}",
         "positions": f"{floor} positions {path}",
@@ -217,8 +313,13 @@ def build_commands(args, root: Path) -> list:
 
 
 # -- timing -------------------------------------------------------------------------------------
-def run_once(command: str, out_path: Path, timeout: float) -> dict:
+SETUP: dict = {}  # name -> untimed callable run before each timed run of that command
+
+
+def run_once(command: str, out_path: Path, timeout: float, name: str = "") -> dict:
     """One whole process under /bin/sh: wall clock, its CPU and peak RSS from the kernel."""
+    if name in SETUP:
+        SETUP[name]()
     with open(out_path, "wb") as out, open(os.devnull, "rb") as devnull:
         start = time.perf_counter()
         process = subprocess.Popen(["/bin/sh", "-c", command], stdin=devnull, stdout=out,
@@ -254,7 +355,7 @@ def time_commands(commands, args, outdir: Path) -> list:
     for round_index in range(args.warmup):
         for name, command in commands:
             if name not in SLOW_PEERS:
-                run = run_once(command, outdir / f"{name}.out", args.timeout)
+                run = run_once(command, outdir / f"{name}.out", args.timeout, name)
                 print(f"  [warm-up] {name:18s} {run['wall']:8.2f}s", file=sys.stderr, flush=True)
     rounds = []
     for round_index in range(args.rounds):
@@ -263,7 +364,7 @@ def time_commands(commands, args, outdir: Path) -> list:
         for name, command in commands[shift:] + commands[:shift]:
             if name in SLOW_PEERS and round_index >= args.slow_rounds:
                 continue
-            run = run_once(command, outdir / f"{name}.out", args.timeout)
+            run = run_once(command, outdir / f"{name}.out", args.timeout, name)
             this[name] = run
             print(f"  [round {round_index + 1}/{args.rounds}] {name:18s} wall {run['wall']:8.2f}s"
                   f" user {run['user']:8.2f}s peak {run['peak_mb']:6.0f}MB rc {run['rc']}"
@@ -306,6 +407,132 @@ def ratios(commands, rounds) -> dict:
             }
         table[candidate] = row
     return table
+
+
+# -- language server ----------------------------------------------------------------------------
+LSP_DRIVER = r'''
+import json, os, statistics, subprocess, sys, time
+
+exe, path, edits = sys.argv[1], sys.argv[2], int(sys.argv[3])
+server = subprocess.Popen([exe, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL)
+
+def send(message):
+    body = json.dumps(message).encode()
+    server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    server.stdin.flush()
+
+def receive():
+    length = None
+    while True:
+        line = server.stdout.readline()
+        if not line:
+            raise SystemExit("the server exited")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return json.loads(server.stdout.read(length))
+
+def wait_diagnostics(uri, version):
+    while True:
+        message = receive()
+        if message.get("id") is not None and "method" in message:  # a request: answer it
+            send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            continue
+        if message.get("method") == "textDocument/publishDiagnostics":
+            params = message["params"]
+            if params["uri"] == uri and params.get("version") == version:
+                return len(params["diagnostics"])
+
+uri = "file://" + os.path.abspath(path)
+text = open(path).read()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+      "params": {"processId": None, "rootUri": "file://" + os.path.dirname(os.path.abspath(path)),
+                 "capabilities": {}}})
+while receive().get("id") != 1:
+    pass
+send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+    "uri": uri, "languageId": "python", "version": 1, "text": text}}})
+diagnostics = wait_diagnostics(uri, 1)
+change, save = [], []
+version = 1
+for index in range(edits):
+    version += 1
+    edited = text + f"\nvalue_{index} = {index}\n"  # a keystroke's worth of change
+    start = time.perf_counter()
+    send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": uri, "version": version},
+        "contentChanges": [{"text": edited}]}})
+    wait_diagnostics(uri, version)
+    change.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    send({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {
+        "textDocument": {"uri": uri}}})
+    wait_diagnostics(uri, version)
+    save.append(time.perf_counter() - start)
+send({"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None})
+send({"jsonrpc": "2.0", "method": "exit", "params": None})
+server.wait(timeout=30)
+
+# the same text in-process: lint_source and libcst's parse alone
+import libcst
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+from torchmemlint.lsp import DEBOUNCE_SECONDS
+lint, parse = [], []
+for index in range(edits):
+    edited = text + f"\nvalue_{index} = {index}\n"
+    start = time.perf_counter(); libcst.parse_module(edited); parse.append(time.perf_counter() - start)
+    start = time.perf_counter(); lint_source(edited, path, Settings()); lint.append(time.perf_counter() - start)
+print(json.dumps({"diagnostics": diagnostics, "debounce_s": DEBOUNCE_SECONDS,
+                  "did_change_s": change, "did_save_s": save, "lint_source_s": lint,
+                  "parse_s": parse}))
+'''
+
+
+def time_lsp(args) -> dict:
+    """The server's didChange/didSave -> diagnostics on a 1,000-line model, parse beside it."""
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / "tml-speed-scratch" / "lsp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    model = scratch / "model_1000.py"
+    model.write_text(dense_model(1000))
+    python = str(Path(args.venv) / "bin" / "python")
+    exe = str(Path(args.venv) / "bin" / "torchmemlint")
+    done = subprocess.run([python, "-c", LSP_DRIVER, exe, str(model), str(args.lsp_edits)],
+                          capture_output=True, text=True, timeout=1800, cwd=scratch)
+    if done.returncode != 0:
+        raise SystemExit(f"LSP timing failed: {done.stderr[-2000:]}")
+    raw = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = len(model.read_text().splitlines())
+    change = median(raw["did_change_s"])
+    return {
+        "file_lines": lines, "edits": args.lsp_edits, "diagnostics": raw["diagnostics"],
+        "debounce_s": raw["debounce_s"],
+        "did_change_median_s": change,
+        "did_change_minus_debounce_median_s": change - raw["debounce_s"],
+        "did_save_median_s": median(raw["did_save_s"]),
+        "lint_source_median_s": median(raw["lint_source_s"]),
+        "parse_median_s": median(raw["parse_s"]),
+        "raw": raw,
+    }
+
+
+def render_lsp(lsp: dict) -> str:
+    ms = lambda seconds: f"{1000 * seconds:.0f} ms"  # noqa: E731
+    return "\n".join([
+        f"LSP on a generated {lsp['file_lines']}-line model ({lsp['diagnostics']} diagnostics), "
+        f"median of {lsp['edits']} edits:",
+        f"  didChange -> diagnostics  {ms(lsp['did_change_median_s'])} "
+        f"(= {ms(lsp['debounce_s'])} debounce + {ms(lsp['did_change_minus_debounce_median_s'])})",
+        f"  didSave -> diagnostics    {ms(lsp['did_save_median_s'])} (no debounce)",
+        f"  lint_source in-process    {ms(lsp['lint_source_median_s'])}",
+        f"  libcst parse of the file  {ms(lsp['parse_median_s'])}",
+        f"  target: re-lint < 100 ms: didSave {ms(lsp['did_save_median_s'])} -> "
+        f"{'met' if lsp['did_save_median_s'] < 0.1 else 'MISSED'}",
+    ])
 
 
 # -- provenance ---------------------------------------------------------------------------------
@@ -406,6 +633,13 @@ def render(result: dict) -> str:
             f" {fmt(row[c]['wall'], '.3f') + ' [' + fmt(row[c]['cpu'], '.2f') + ']':>16s}"
             for c in columns)
         lines.append(f"{candidate:18s}{cells}")
+    for item in result.get("targets", []):
+        lines.append(f"target: {item['what']} ({item['row']} / {item['column']}) <= "
+                     f"{item['limit']}: {fmt(item['ratio'], '.3f')} -> "
+                     f"{'met' if item['met'] else 'MISSED'}")
+    lsp = result.get("lsp")
+    if lsp:
+        lines += ["", render_lsp(lsp)]
     verdict = result.get("target")
     if verdict:
         lines += ["", f"target: torchmemlint -j 1 / {TARGET[0]} <= {TARGET[1]}: "
@@ -494,6 +728,12 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="per run, seconds")
     parser.add_argument("--json", type=Path, help="default: benchmarks/results/speed_<corpus>.json")
     parser.add_argument("--txt", type=Path, help="default: next to --json, .txt")
+    parser.add_argument("--scenarios", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time --select ALL, cold and warm cache runs and --fix (on)")
+    parser.add_argument("--lsp", action="store_true",
+                        help="also time the language server on a 1,000-line generated model")
+    parser.add_argument("--lsp-only", action="store_true", help="only the --lsp timing")
+    parser.add_argument("--lsp-edits", type=int, default=21, help="didChange/didSave timed (21)")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile the candidate (-j 1) into speed_<corpus>_profile.txt")
     args = parser.parse_args()
@@ -507,10 +747,23 @@ def main() -> int:
     if args.slow_rounds is None:
         args.slow_rounds = args.rounds
     torchmemlint = shlex.quote(str(Path(args.venv) / "bin" / "torchmemlint"))
-    args.candidate = args.candidate or f"{torchmemlint} --exit-zero -j {{jobs}} {{path}}"
+    args.candidate = args.candidate or f"{torchmemlint} --no-cache --exit-zero -j {{jobs}} {{path}}"
     args.floor_python = args.floor_python or str(Path(args.venv) / "bin" / "python")
+    if args.lsp_only:
+        lsp = time_lsp(args)
+        text = render_lsp(lsp)
+        json_path = args.json or RESULTS / "speed_lsp.json"
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps({"lsp": lsp, "provenance": provenance(args, [])},
+                                        indent=1) + "\n")
+        (args.txt or json_path.with_suffix(".txt")).write_text(text + "\n")
+        print(text)
+        return 0
 
-    if args.corpus in CORPORA:
+    if re.fullmatch(r"D\d+", args.corpus):
+        root = materialise_dense(args.corpus)
+        corpus = {"name": args.corpus, "requirement": f"generated: dense_model({args.corpus[1:]})"}
+    elif args.corpus in CORPORA:
         root = materialise(args.corpus, args.peers_venv)
         corpus = {"name": args.corpus, "requirement": CORPORA[args.corpus][0]}
     elif Path(args.corpus).is_dir():
@@ -540,6 +793,15 @@ def main() -> int:
               "slow_rounds": min(args.slow_rounds, args.rounds), "provenance": meta,
               "source_changed_during_run": source_digest() != meta["source_digest"],
               "summary": summary, "ratios": table, "raw_rounds": rounds}
+    targets = [DENSE_TARGET] if corpus["name"].startswith("D") else TARGETS_15
+    result["targets"] = []
+    for row, column, limit, what in targets:
+        ratio = table.get(row, {}).get(column, {}).get("wall")
+        if ratio is not None:
+            result["targets"].append({"row": row, "column": column, "limit": limit,
+                                      "what": what, "ratio": ratio, "met": ratio <= limit})
+    if args.lsp:
+        result["lsp"] = time_lsp(args)
     target_ratio = table.get("torchmemlint", {}).get(TARGET[0], {}).get("wall")
     if target_ratio is not None:
         result["target"] = {"versus": TARGET[0], "limit": TARGET[1], "ratio": target_ratio,

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+import sys
+from bisect import bisect_right
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst.metadata import (
-    CodeRange,
-    MetadataWrapper,
-    PositionProvider,
-    WhitespaceInclusivePositionProvider,
-)
+from libcst._nodes.internal import CodegenState
 
 from torchmemlint.cache import Cache, content_hash
 from torchmemlint.config import Settings
 from torchmemlint.findings import Edit, Finding, Fix, Location
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
+from torchmemlint.fixer import compose_edits
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
@@ -145,44 +145,126 @@ class FileResult:
     error: Optional[str] = None  # a one-line I/O or decoding error
 
 
-def _location(position: CodeRange) -> Tuple[Location, Location]:
-    return (
-        Location(position.start.line, position.start.column + 1),
-        Location(position.end.line, position.end.column + 1),
-    )
+class _OffsetPositions(CodegenState):
+    """libcst's PositionProvider and WhitespaceInclusivePositionProvider in one code pass.
+
+    libcst computes each provider with its own pass over the tree, splitting every token on
+    newlines to keep a line and column. This state keeps a character offset instead (the sum
+    of token lengths) and records both ranges of every node in the same pass; rows and columns
+    are computed afterwards, only for the nodes a finding needs. Ranges are the same as
+    libcst's (tests/test_positions.py compares them on every node).
+    """
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.offset = 0
+        self.popped = ""
+        self._stack: List[int] = []
+        self.inclusive: Dict[cst.CSTNode, Tuple[int, int]] = {}
+        self.syntactic: Dict[cst.CSTNode, Tuple[int, int]] = {}
+
+    def add_indent_tokens(self) -> None:
+        self.tokens.extend(self.indent_tokens)
+        for token in self.indent_tokens:
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.offset += len(value)
+
+    def pop_trailing_newline(self) -> None:
+        # libcst drops a newline it added at the end, after counting it in positions.
+        self.popped = self.tokens[-1] if self.tokens else ""
+        super().pop_trailing_newline()
+
+    def code(self) -> str:
+        """The text the offsets count in (the module's code and any newline libcst added)."""
+        return "".join(self.tokens) + self.popped
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append(self.offset)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        self.inclusive[node] = (self._stack.pop(), self.offset)
+
+    @contextmanager
+    def record_syntactic_position(
+        self,
+        node: cst.CSTNode,
+        *,
+        start_node: Optional[cst.CSTNode] = None,
+        end_node: Optional[cst.CSTNode] = None,
+    ) -> Iterator[None]:
+        start = self.offset
+        try:
+            yield
+        finally:
+            end = self.offset
+            if start_node is not None:
+                start = self.span(start_node)[0]
+            if end_node is not None:
+                end = self.span(end_node)[1]
+            self.syntactic[node] = (start, end)
+
+    def span(self, node: cst.CSTNode) -> Tuple[int, int]:
+        """PositionProvider's range: the syntactic one where the node records it."""
+        found = self.syntactic.get(node)
+        return found if found is not None else self.inclusive[node]
+
+
+_NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks
+
+
+class _Rows:
+    """Offsets to 1-based (row, column) locations, as libcst counts lines."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
+
+    def location(self, offset: int) -> Location:
+        row = bisect_right(self.starts, offset) - 1
+        return Location(row + 1, offset - self.starts[row] + 1)
+
+    def range(self, span: Tuple[int, int]) -> Tuple[Location, Location]:
+        return self.location(span[0]), self.location(span[1])
 
 
 def _resolve_findings(
-    module: cst.Module, filename: str, pending: List[_PendingFinding]
+    module: cst.Module, filename: str, pending: List[_PendingFinding], text: str
 ) -> List[Finding]:
     """Turn node-based reports into ranges; positions are computed only for files with reports."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    providers = [PositionProvider]
-    if any(p.fix is not None for p in pending):
-        providers.append(WhitespaceInclusivePositionProvider)
-    metadata = wrapper.resolve_many(providers)
-    positions = metadata[PositionProvider]
-    inclusive = metadata.get(WhitespaceInclusivePositionProvider, {})
+    state = _OffsetPositions(module)
+    module._codegen(state)
+    rows = _Rows(state.code())
     statements = sorted(
-        (position.start.line, isinstance(node, cst.SimpleStatementLine), position.end.line)
-        for node, position in positions.items()
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+        (
+            rows.location(span[0]).row,
+            isinstance(node, cst.SimpleStatementLine),
+            rows.location(span[1]).row,
+        )
+        for node, span in ((n, state.span(n)) for n in state.inclusive)
+        if _node_kind(type(node))[0]  # a statement
     )
     findings = []
     for item in pending:
-        start, end = _location(positions[item.node])
+        start, end = rows.range(state.span(item.node))
         noqa_rows = _statement_rows(statements, start.row, end.row)
         fix = None
         if item.fix is not None:
             edits = []
             for edit in item.fix.edits:
-                edit_start, edit_end = _location(inclusive[edit.node])
+                edit_start, edit_end = rows.range(state.inclusive[edit.node])
                 if edit.where == "before":
                     edit_end = edit_start
                 elif edit.where == "after":
                     edit_start = edit_end
                 edits.append(Edit(edit.content, edit_start, edit_end))
-            fix = Fix(item.fix.applicability, item.fix.title, tuple(edits))
+            # Nested or repeated uses give edits inside edits: fold them into one another.
+            composed = tuple(edits)
+            if len(edits) > 1:
+                composed = compose_edits(text, edits, rows.starts)
+            if composed is not None:
+                fix = Fix(item.fix.applicability, item.fix.title, composed)
         findings.append(
             Finding(item.code, item.message, filename, start, end, fix, noqa_rows=noqa_rows)
         )
@@ -212,11 +294,14 @@ def _statement_rows(
     `def` ...) gives its rows up to the finding's end.
     """
     innermost = None
-    for start, is_simple, end in statements:
-        if start > first:
+    # Sorted by start, so later starts are nested deeper: the last statement starting on or
+    # before `first` that still reaches it. Walk back from the last start <= first.
+    index = bisect_right(statements, (first, True, sys.maxsize)) - 1
+    while index >= 0:
+        if statements[index][2] >= first:
+            innermost = statements[index]
             break
-        if end >= first:
-            innermost = (start, is_simple, end)  # sorted: later starts are nested deeper
+        index -= 1
     if innermost is None:
         return tuple(range(first, last + 1))
     start, is_simple, end = innermost
@@ -290,7 +375,7 @@ def _lint_source(
     _BatchedWalker(context, rules).walk(module)
     if not context.pending:
         return []
-    findings = _resolve_findings(module, filename, context.pending)
+    findings = _resolve_findings(module, filename, context.pending, text)
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)

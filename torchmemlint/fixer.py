@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -46,6 +47,118 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
         content = _LINE_BREAK.sub(newline, content)  # code from libcst may carry \r\n already
         text = text[:start] + content + text[end:]
     return text
+
+
+def has_overlaps(
+    text: str, edits: Sequence[Edit], starts: Optional[List[int]] = None
+) -> bool:
+    """Whether two edits of one fix replace overlapping text (a nested or repeated use).
+
+    ``starts``: the text's line start offsets, when the caller has them already.
+    """
+    if len(edits) < 2:
+        return False
+    starts = starts if starts is not None else _line_starts(text)
+    spans = sorted((_offset(starts, e.location), _offset(starts, e.end_location)) for e in edits)
+    return any(spans[i][1] > spans[i + 1][0] for i in range(len(spans) - 1))
+
+
+class _Node:
+    """An edit in offsets, with the edits nested inside the text it replaces."""
+
+    __slots__ = ("start", "end", "content", "inner")
+
+    def __init__(self, start: int, end: int, content: str) -> None:
+        self.start, self.end, self.content = start, end, content
+        self.inner: List["_Node"] = []
+
+
+def compose_edits(
+    text: str, edits: Sequence[Edit], starts: Optional[List[int]] = None
+) -> Optional[Tuple[Edit, ...]]:
+    """One fix's edits without overlaps: an edit inside another is applied to its content.
+
+    A rule that rewrites every use of a name writes each use's replacement from the original
+    code, so in ``self.act(self.conv2(self.act(x)))`` the outer replacement still contains
+    the inner ``self.act(x)``, and the inner edit replaces text inside the outer one. The inner
+    edit is rebased onto the outer content where that content keeps the inner text verbatim
+    (an alignment of the original and the replacement), recursively. None when edits overlap
+    partially, or an inner edit's text does not survive in the outer content: such a fix is
+    not offered rather than applied wrongly.
+    """
+    starts = starts if starts is not None else _line_starts(text)
+    if not has_overlaps(text, edits, starts):
+        return tuple(edits)
+    nodes = sorted(
+        (_Node(_offset(starts, e.location), _offset(starts, e.end_location), e.content)
+         for e in edits),
+        key=lambda node: (node.start, -node.end),
+    )
+    top: List[_Node] = []
+    stack: List[_Node] = []
+    for node in nodes:
+        while stack and not _inside(node, stack[-1]):
+            if node.start < stack[-1].end and stack[-1].start < node.end:
+                return None  # partial overlap
+            stack.pop()
+        (stack[-1].inner if stack else top).append(node)
+        stack.append(node)
+    composed = []
+    for node in top:
+        content = _compose(text, node)
+        if content is None:
+            return None
+        composed.append((node.start, node.end, content))
+    return tuple(
+        Edit(content, _location(starts, start), _location(starts, end))
+        for start, end, content in composed
+    )
+
+
+def _inside(node: _Node, outer: _Node) -> bool:
+    """Strictly within the text ``outer`` replaces (an insertion at its edge is beside it)."""
+    if node.start == node.end and node.start in (outer.start, outer.end):
+        return False
+    return outer.start <= node.start and node.end <= outer.end and outer.end > outer.start
+
+
+def _compose(text: str, node: _Node) -> Optional[str]:
+    if not node.inner:
+        return node.content
+    original = text[node.start : node.end]
+    blocks = [
+        (i1, i2, j1)
+        for tag, i1, i2, j1, _ in difflib.SequenceMatcher(
+            None, original, node.content, autojunk=False
+        ).get_opcodes()
+        if tag == "equal"
+    ]
+    spans = []
+    for inner in node.inner:
+        content = _compose(text, inner)
+        if content is None:
+            return None
+        start, end = inner.start - node.start, inner.end - node.start
+        block = next((b for b in blocks if b[0] <= start and end <= b[1]), None)
+        if block is None:
+            return None  # the outer replacement no longer holds the inner edit's text
+        i1, _, j1 = block
+        spans.append((j1 + start - i1, j1 + end - i1, content))
+    result = node.content
+    for start, end, content in sorted(spans, reverse=True):
+        result = result[:start] + content + result[end:]
+    return result
+
+
+def _location(starts: List[int], offset: int) -> Location:
+    low, high = 0, len(starts) - 1
+    while low < high:  # the last line starting at or before offset
+        middle = (low + high + 1) // 2
+        if starts[middle] <= offset:
+            low = middle
+        else:
+            high = middle - 1
+    return Location(low + 1, offset - starts[low] + 1)
 
 
 def _span(finding: Finding, starts: List[int]) -> Tuple[int, int]:
@@ -90,12 +203,19 @@ def fix_text(
         new_text = apply_edits(text, [edit for f in chosen for edit in f.fix.edits])  # type: ignore[union-attr]
         if new_text == text:
             break
-        try:
-            cst.parse_module(new_text)
-        except cst.ParserSyntaxError as error:
+        error = _parse_error(new_text)
+        if error is not None:
             codes = ", ".join(sorted({f.code for f in chosen}))
-            raise FixError(f"fixing {codes} would produce invalid code ({error.message})") from None
+            raise FixError(f"fixing {codes} would produce invalid code ({error})")
         text = new_text
         fixed.extend(chosen)
         findings = lint(text)
     return FixResult(text, fixed, findings)
+
+
+def _parse_error(text: str) -> Optional[str]:
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return str(error.message)
+    return None
