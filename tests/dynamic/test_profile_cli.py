@@ -73,7 +73,8 @@ def test_text_report_and_plot(tmp_path):
     result = run(["profile", LEAKY, "--input-shape", "8,3,64,64", "--no-verify", "--plot", str(plot)])
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Profile of %s\n" % LEAKY)
-    headings = ("peak memory", "kept after forward", "Kept after forward, by module", "What this figure does and does not count")
+    headings = ("peak memory", "kept after forward", "Kept after forward, by module",
+                "What this figure does and does not count")
     for heading in headings:
         assert heading in result.stdout
     assert "Findings" not in result.stdout
