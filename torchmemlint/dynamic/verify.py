@@ -1002,8 +1002,9 @@ def estimate_limits(report: StepReport, measuring: str = "fake") -> List[str]:
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 # Warnings this tool causes, not the model: the tracker's global module hooks
-# seen by torch.compile, torch's own deprecations while it imports.
-_OWN_WARNINGS = ("global hooks on modules",)
+# seen by torch.compile, deep copies of fake tensors (nn.TransformerEncoder),
+# torch's own deprecations while it imports.
+_OWN_WARNINGS = ("global hooks on modules", "data pointer of FakeTensor")
 
 
 def _unique_messages(caught: Sequence[warnings.WarningMessage]) -> List[str]:
