@@ -190,7 +190,7 @@ def measure_training_step(
         cuda=cuda,
         estimate_for=(estimate_for if device == "fake" else None),
         emulated=emulation.to_dict() if emulation is not None else {},
-        emulation_gaps=emulation_gaps(tracker.ops_seen) if emulation is not None else [],
+        emulation_gaps=emulation_gaps(tracker.ops_seen, emulation) if emulation is not None else [],
         compiled=uses_compile(prepared.module),
         built=prepared.built,
     )
