@@ -18,6 +18,7 @@ def run(args):
     return subprocess.run([sys.executable, "-m", "torchmemlint", *args],
                           capture_output=True, text=True, env=env, timeout=300)
 
+
 MODELS = '''
 import sys, torch, torch.nn as nn
 

@@ -164,3 +164,35 @@ def test_each_emulated_kernel_trains_under_fake_tensors():
             out.float().sum().backward()
             assert out.shape == x.shape and out.dtype == dtype and x.grad.shape == x.shape
             assert sum(log.calls.values()) >= 1
+
+
+from torch.nn.functional import scaled_dot_product_attention as bound_sdpa  # noqa: E402
+
+
+class BoundAttention(nn.Module):
+    """Calls SDPA through a name bound at import: the swap cannot reach it."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(64, 64)
+
+    def forward(self, x):
+        q = self.qkv(x).view(2, 32, 4, 16).transpose(1, 2)
+        return bound_sdpa(q, q, q, dropout_p=0.1)
+
+
+def test_attention_bound_before_the_step_is_reported_not_emulated():
+    report = measure_training_step(BoundAttention, [2, 32, 64])
+    assert EFFICIENT not in report.emulated
+    assert any("math path" in gap for gap in report.emulation_gaps)
+    assert any("4-byte noise" in gap for gap in report.emulation_gaps)
+
+
+def test_emulated_math_attention_is_not_reported_as_a_gap():
+    class MathAttention(BoundAttention):
+        def forward(self, x):
+            q = self.qkv(x).view(2, 32, 4, 16).transpose(1, 2)[..., :6]  # head dim 6: math path
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.1)
+
+    report = measure_training_step(MathAttention, [2, 32, 64])
+    assert report.emulated == {MATH: 1, NATIVE_DROPOUT: 1} and report.emulation_gaps == []

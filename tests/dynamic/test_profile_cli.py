@@ -73,7 +73,8 @@ def test_text_report_and_plot(tmp_path):
     result = run(["profile", LEAKY, "--input-shape", "8,3,64,64", "--no-verify", "--plot", str(plot)])
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Profile of %s\n" % LEAKY)
-    headings = ("peak memory", "kept after forward", "Kept after forward, by module", "What this figure does and does not count")
+    headings = ("peak memory", "kept after forward", "Kept after forward, by module",
+                "What this figure does and does not count")
     for heading in headings:
         assert heading in result.stdout
     assert "Findings" not in result.stdout
@@ -173,3 +174,23 @@ def test_importing_the_cli_does_not_import_torch():
     code = "import sys, torchmemlint.cli; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout == "False\n", result.stderr
+
+
+def test_dynamic_profile_table_takes_estimate_for(tmp_path):
+    table = """
+        select = ["TML201"]
+
+        [[tool.torchmemlint.profile]]
+        target = "models/net.py:LeakyConvNet"
+        input-shape = [2, 3, 32, 32]
+        estimate-for = "%s"
+        """
+    project = project_with_profile(tmp_path, table % "cpu")
+    result = run(["--dynamic", "models", "--output-format", "json"], cwd=project)
+    assert result.returncode == 1, result.stderr
+    (profile,) = json.loads(result.stdout)["profiles"]
+    assert profile["estimate_for"] == "cpu" and "the CPU's own kernels" in profile["method"]
+    (project / "pyproject.toml").write_text("[tool.torchmemlint]\n" + textwrap.dedent(table % "tpu"))
+    bad = run(["--dynamic", "models"], cwd=project)
+    assert bad.returncode == 2 and bad.stderr.endswith("'estimate-for' must be cuda or cpu\n")
+    assert len(bad.stderr.splitlines()) == 1

@@ -299,7 +299,7 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     where = "%s: [tool.torchmemlint.profile]" % settings.config_path
     if not isinstance(entry, dict):
         raise fail("%s must be a table" % where)
-    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device"}
+    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device", "estimate-for"}
     if unknown:
         raise fail("%s: unknown key %r" % (where, sorted(unknown)[0]))
     target = entry.get("target")
@@ -322,8 +322,12 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     device = entry.get("device", "auto")
     if device not in ("auto", "cuda", "cpu"):
         raise fail("%s: 'device' must be auto, cuda or cpu" % where)
+    estimate_for = entry.get("estimate-for", "cuda")
+    if estimate_for not in ("cuda", "cpu"):
+        raise fail("%s: 'estimate-for' must be cuda or cpu" % where)
     return {
         "target": target, "input_shapes": shapes, "init_args": init_args, "dtype": dtype, "device": device,
+        "estimate_for": estimate_for,
     }
 
 
@@ -353,7 +357,7 @@ def dynamic_report(
             click.echo("torchmemlint: --dynamic imports and runs %s" % entry["target"], err=True)
             results.append(verify.run_profile(
                 entry["target"], entry["input_shapes"], entry["init_args"], entry["dtype"],
-                entry["device"], settings,
+                entry["device"], settings, estimate_for=entry["estimate_for"],
             ))
         except DynamicError as error:
             raise fail("%s: %s" % (entry["target"], error))

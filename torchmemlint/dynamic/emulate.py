@@ -201,9 +201,14 @@ def _math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
     return out.to(dtype) if out.dtype != dtype else out
 
 
-def emulation_gaps(ops_seen: Any) -> List[str]:
+def emulation_gaps(ops_seen: Any, log: Optional[EmulationLog] = None) -> List[str]:
     """Ops of the step that show CPU kernels ran where CUDA's were wanted."""
     gaps = []
+    if "_safe_softmax" in ops_seen and not (log is not None and log.calls.get(MATH)):
+        gaps.append(
+            "attention ran the CPU's math path, keeping its softmax (a scaled_dot_product_attention "
+            "bound before the step, e.g. imported by name): not emulated"
+        )
     if "bernoulli_" in ops_seen or "bernoulli" in ops_seen:
         gaps.append(
             "dropout with a 4-byte noise tensor still ran (in-place dropout, which CUDA runs "

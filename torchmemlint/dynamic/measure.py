@@ -190,7 +190,7 @@ def measure_training_step(
         cuda=cuda,
         estimate_for=(estimate_for if device == "fake" else None),
         emulated=emulation.to_dict() if emulation is not None else {},
-        emulation_gaps=emulation_gaps(tracker.ops_seen) if emulation is not None else [],
+        emulation_gaps=emulation_gaps(tracker.ops_seen, emulation) if emulation is not None else [],
         compiled=uses_compile(prepared.module),
         built=prepared.built,
     )
@@ -345,7 +345,13 @@ def _device_context(device: str) -> Iterator[Callable[[ModuleSource], _Prepared]
 
 
 def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
-    module = build_module(source).to(device)
+    module = build_module(source)
+    try:
+        module = module.to(device)
+    except Exception as exc:  # e.g. out of memory moving the parameters to the GPU
+        raise DynamicError(
+            "moving the model to %s failed: %s: %s" % (device, type(exc).__name__, _first_line(exc))
+        ) from exc
     params = list(module.parameters())
     _clear_grads(params)
     return _Prepared(module, lambda inputs: module(*inputs), params, list(module.buffers()))

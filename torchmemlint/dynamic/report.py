@@ -45,6 +45,17 @@ def _change(after: int, before: int) -> str:
     return "%s%s (%+.1f %%)" % ("+" if delta > 0 else "", format_bytes(delta), 100.0 * delta / before)
 
 
+def scaling_text(scaling: Sequence[Sequence[int]], peak: int) -> str:
+    """``saves 512.00 KiB (8.3 %) at batch 4, 1.00 MiB at batch 8: +128.00 KiB per sample``."""
+    (batch, saved), (batch2, saved2) = scaling[0], scaling[-1]
+    text = "saves %s (%.1f %%) at batch %d, %s at batch %d" % (
+        format_bytes(saved), 100.0 * saved / peak if peak else 0.0, batch, format_bytes(saved2), batch2)
+    per_sample = (saved2 - saved) / (batch2 - batch)
+    if saved2 == saved:
+        return text + ": does not grow with the batch"
+    return text + ": %s%s per sample" % ("+" if per_sample > 0 else "", format_bytes(per_sample))
+
+
 def format_text(result: ProfileResult) -> str:
     step = result.report
     inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
@@ -104,6 +115,8 @@ def format_text(result: ProfileResult) -> str:
                 verdict.numerics,
             ))
             details.append((verdict.code, at, verdict.variant + ("; " + verdict.reason if verdict.reason else "")))
+            if verdict.scaling:
+                details.append(("", "", scaling_text(verdict.scaling, verdict.peak_before)))
         lines += _table(finding_rows)
         lines += [""] + _table(details)
     elif result.findings == [] and not result.placements:
