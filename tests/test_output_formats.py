@@ -64,6 +64,13 @@ def test_sarif_is_valid_against_the_schema_and_matches_the_json_findings(project
     run = report["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     assert run["columnKind"] == "unicodeCodePoints"
+    # Each rule's "fix" property is the README's fix column (what the rule's cases get).
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for descriptor in rules:
+        if descriptor["id"].startswith("TML"):
+            default = "on" if descriptor["defaultConfiguration"]["enabled"] else "off"
+            row = f"| {descriptor['name']} | {default} | {descriptor['properties']['fix']} |"
+            assert row in readme, row
     expected = json_findings(project)
     assert len(run["results"]) == len(expected) == 3
     for result_entry, finding in zip(run["results"], expected):

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from torchmemlint import __version__
 from torchmemlint.findings import Edit, Finding
+from torchmemlint.docs import fix_summary
 from torchmemlint.output import DOCS_URL, rule_url
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule
@@ -47,7 +48,8 @@ def _rule_descriptor(rule: Type[Rule]) -> Dict[str, Any]:
         "help": {"text": rule.documentation(), "markdown": rule.documentation()},
         "helpUri": rule_url(rule.code),
         "defaultConfiguration": {"enabled": rule.default_enabled, "level": level_for(rule.code)},
-        "properties": {"fixAvailability": rule.fix_availability.value},
+        # fixAvailability: as the rule declares it; fix: what its cases get (the docs' column).
+        "properties": {"fixAvailability": rule.fix_availability.value, "fix": fix_summary(rule)},
     }
 
 
