@@ -145,6 +145,7 @@ class _BatchedWalker:
     def __init__(self, context: FileContext, rules: Sequence[Rule]) -> None:
         self.context = context
         self.rules = list(rules)
+        self.statements: List[cst.CSTNode] = []  # every statement met, for noqa rows
         self._build_tables()
 
     def _build_tables(self) -> None:
@@ -177,6 +178,7 @@ class _BatchedWalker:
         is_statement, is_scope = _node_kind(node_type)
         if is_statement:
             context.statement_stack.append(node)
+            self.statements.append(node)
         if is_scope:
             scope = Bindings(context.bindings)
             scope.bind_parameters(node.params)  # type: ignore[attr-defined]
@@ -294,25 +296,26 @@ class _Rows:
 
 
 def _resolve_findings(
-    module: cst.Module, filename: str, pending: List[_PendingFinding], text: str
+    module: cst.Module,
+    filename: str,
+    pending: List[_PendingFinding],
+    text: str,
+    statements: Sequence[cst.CSTNode],
 ) -> List[Finding]:
     """Turn node-based reports into ranges; positions are computed only for files with reports."""
     state = _OffsetPositions(module)
     module._codegen(state)
     rows = _Rows(state.code())
-    statements = sorted(
-        (
-            rows.location(span[0]).row,
-            isinstance(node, cst.SimpleStatementLine),
-            rows.location(span[1]).row,
-        )
-        for node, span in ((n, state.span(n)) for n in state.inclusive)
-        if _node_kind(type(node))[0]  # a statement
+    # The statements the walk met (not every node of the file): their rows, for `# noqa`.
+    spans = [(state.span(node), type(node) is cst.SimpleStatementLine) for node in statements]
+    rows_of = sorted(
+        (rows.location(span[0]).row, is_simple, rows.location(span[1]).row)
+        for span, is_simple in spans
     )
     findings = []
     for item in pending:
         start, end = rows.range(state.span(item.node))
-        noqa_rows = _statement_rows(statements, start.row, end.row)
+        noqa_rows = _statement_rows(rows_of, start.row, end.row)
         fix = None
         if item.fix is not None:
             edits = []
@@ -436,10 +439,11 @@ def _lint_source(
             what = f"rule {code} ({registry[code].name}, __init__)"
             message = internal_error_message(what, error)
             context.pending.append(_PendingFinding(INTERNAL_ERROR, module, message, None))
-    _BatchedWalker(context, rules).walk(module)
+    walker = _BatchedWalker(context, rules)
+    walker.walk(module)
     if not context.pending:
         return []
-    findings = _resolve_findings(module, filename, context.pending, text)
+    findings = _resolve_findings(module, filename, context.pending, text, walker.statements)
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)
