@@ -545,7 +545,34 @@ def lint_paths(
     ignore_noqa: bool = False,
     cache: Optional[Cache] = None,
 ) -> List[FileResult]:
-    return list(run_parallel(_lint_one, files, (settings, ignore_noqa, cache), jobs))
+    if cache is None:
+        return list(run_parallel(_lint_one, files, (settings, ignore_noqa, cache), jobs))
+    # Hits are answered here; only the files that changed go to the worker processes, so a
+    # warm run of an unchanged tree starts no pool.
+    results: Dict[str, FileResult] = {}
+    misses = []
+    for path in files:
+        hit = _cached(path, settings, ignore_noqa, cache)
+        if hit is None:
+            misses.append(path)
+        else:
+            results[path] = hit
+    for path, result in zip(
+        misses, run_parallel(_lint_one, misses, (settings, ignore_noqa, cache), jobs)
+    ):
+        results[path] = result
+    return [results[path] for path in files]
+
+
+def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> Optional[FileResult]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None  # the worker reports it
+    entry = cache.entry_path(path, settings, settings.codes_for_file(path), ignore_noqa)
+    findings = cache.get(entry, content_hash(data))
+    return None if findings is None else FileResult(path, findings)
 
 
 def _lint_one(
