@@ -81,6 +81,7 @@ class _BatchedWalker:
     def __init__(self, context: FileContext, rules: Sequence[Rule]) -> None:
         self.context = context
         self.rules = list(rules)
+        self.statements: List[cst.CSTNode] = []  # every statement met, for noqa rows
         self._build_tables()
 
     def _build_tables(self) -> None:
@@ -113,6 +114,7 @@ class _BatchedWalker:
         is_statement, is_scope = _node_kind(node_type)
         if is_statement:
             context.statement_stack.append(node)
+            self.statements.append(node)
         if is_scope:
             scope = Bindings(context.bindings)
             scope.bind_parameters(node.params)  # type: ignore[attr-defined]
@@ -230,25 +232,26 @@ class _Rows:
 
 
 def _resolve_findings(
-    module: cst.Module, filename: str, pending: List[_PendingFinding], text: str
+    module: cst.Module,
+    filename: str,
+    pending: List[_PendingFinding],
+    text: str,
+    statements: Sequence[cst.CSTNode],
 ) -> List[Finding]:
     """Turn node-based reports into ranges; positions are computed only for files with reports."""
     state = _OffsetPositions(module)
     module._codegen(state)
     rows = _Rows(state.code())
-    statements = sorted(
-        (
-            rows.location(span[0]).row,
-            isinstance(node, cst.SimpleStatementLine),
-            rows.location(span[1]).row,
-        )
-        for node, span in ((n, state.span(n)) for n in state.inclusive)
-        if _node_kind(type(node))[0]  # a statement
+    # The statements the walk met (not every node of the file): their rows, for `# noqa`.
+    spans = [(state.span(node), type(node) is cst.SimpleStatementLine) for node in statements]
+    rows_of = sorted(
+        (rows.location(span[0]).row, is_simple, rows.location(span[1]).row)
+        for span, is_simple in spans
     )
     findings = []
     for item in pending:
         start, end = rows.range(state.span(item.node))
-        noqa_rows = _statement_rows(statements, start.row, end.row)
+        noqa_rows = _statement_rows(rows_of, start.row, end.row)
         fix = None
         if item.fix is not None:
             edits = []
@@ -372,10 +375,11 @@ def _lint_source(
             what = f"rule {code} ({registry[code].name}, __init__)"
             message = internal_error_message(what, error)
             context.pending.append(_PendingFinding(INTERNAL_ERROR, module, message, None))
-    _BatchedWalker(context, rules).walk(module)
+    walker = _BatchedWalker(context, rules)
+    walker.walk(module)
     if not context.pending:
         return []
-    findings = _resolve_findings(module, filename, context.pending, text)
+    findings = _resolve_findings(module, filename, context.pending, text, walker.statements)
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)
@@ -480,7 +484,34 @@ def lint_paths(
     ignore_noqa: bool = False,
     cache: Optional[Cache] = None,
 ) -> List[FileResult]:
-    return list(run_parallel(_lint_one, files, (settings, ignore_noqa, cache), jobs))
+    if cache is None:
+        return list(run_parallel(_lint_one, files, (settings, ignore_noqa, cache), jobs))
+    # Hits are answered here; only the files that changed go to the worker processes, so a
+    # warm run of an unchanged tree starts no pool.
+    results: Dict[str, FileResult] = {}
+    misses = []
+    for path in files:
+        hit = _cached(path, settings, ignore_noqa, cache)
+        if hit is None:
+            misses.append(path)
+        else:
+            results[path] = hit
+    for path, result in zip(
+        misses, run_parallel(_lint_one, misses, (settings, ignore_noqa, cache), jobs)
+    ):
+        results[path] = result
+    return [results[path] for path in files]
+
+
+def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> Optional[FileResult]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None  # the worker reports it
+    entry = cache.entry_path(path, settings, settings.codes_for_file(path), ignore_noqa)
+    findings = cache.get(entry, content_hash(data))
+    return None if findings is None else FileResult(path, findings)
 
 
 def _lint_one(
