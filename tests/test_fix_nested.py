@@ -27,6 +27,8 @@ from torchmemlint.fixer import apply_edits, compose_edits, fix_text, has_overlap
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import FixAvailability
 
+from rule_examples import examples
+
 ISSUE_MODEL = textwrap.dedent(
     """\
     import torch
@@ -51,7 +53,7 @@ def fixable_seeds() -> List[Tuple[str, str, Tuple]]:
     for code, rule in all_rules().items():
         if rule.fix_availability is FixAvailability.NONE:
             continue
-        for example in rule.INVALID:
+        for example in examples(rule.code).invalid:
             if example.fixed is not None:
                 seeds.append((code, example.code, example.options))
     return seeds

@@ -20,6 +20,8 @@ from torchmemlint.config import Settings
 from torchmemlint.engine import INTERNAL_ERROR, lint_source
 from torchmemlint.rules import all_rules
 
+from rule_examples import examples
+
 ROOT = Path(__file__).resolve().parent.parent
 ODD_EXPRESSIONS = [
     "_POOLERS[kind]()",
@@ -80,8 +82,8 @@ ODD_STATEMENTS = [
 def seeds() -> List[str]:
     programs = []
     for rule in all_rules().values():
-        programs.extend(rule.VALID)
-        programs.extend(example.code for example in rule.INVALID)
+        programs.extend(examples(rule.code).valid)
+        programs.extend(example.code for example in examples(rule.code).invalid)
     for path in sorted((ROOT / "fixtures").rglob("*.py")):
         programs.append(path.read_text(encoding="utf-8"))
     return programs

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from functools import lru_cache
 from typing import Type
 
 from torchmemlint.output import rule_anchor
@@ -11,43 +9,25 @@ from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import FixAvailability, Rule
 
 
-@lru_cache(maxsize=None)
-def fix_cases(rule: Type[Rule]) -> "Counter[str]":
-    """How the rule's INVALID examples are fixed, linted as a user would lint them: one count
-    per finding, "safe", "unsafe" or "none" (no fix). The test suite runs the same examples."""
-    from torchmemlint.config import Settings
-    from torchmemlint.engine import lint_source
-
-    counts: Counter = Counter()
-    for example in rule.INVALID:
-        settings = Settings(select=(rule.code,), options=tuple(example.options))
-        for finding in lint_source(example.code, "example.py", settings, ignore_noqa=True):
-            if finding.code == rule.code:
-                counts[finding.fix.applicability.value if finding.fix else "none"] += 1
-    return counts
-
-
 def fix_summary(rule: Type[Rule]) -> str:
-    """The README's "fix" column: the applicabilities the rule's cases actually get.
+    """The README's "fix" column: the applicabilities the rule's fixes get.
 
     "safe" (applied by --fix), "unsafe" (needs --unsafe-fixes), "safe or unsafe" (depends on
-    the case: the rule's page says which), with "sometimes" when some cases get no fix (the
-    rule's declared availability or an example without one); "none" when no case is fixed.
+    the case: the rule's page says which), with "sometimes" when some cases get no fix;
+    "none" when no case is fixed. tests/test_docs.py checks this against what the rule's
+    examples (tests/rule_examples) really get.
     """
-    cases = fix_cases(rule)
-    kinds = [kind for kind in ("safe", "unsafe") if cases[kind]]
-    if not kinds:
+    kinds = [kind for kind in ("safe", "unsafe") if kind in rule.fix_applicability]
+    if not kinds or rule.fix_availability is FixAvailability.NONE:
         return "none"
     text = " or ".join(kinds)
-    if cases["none"] or rule.fix_availability is FixAvailability.SOMETIMES:
+    if rule.fix_availability is FixAvailability.SOMETIMES:
         text = f"sometimes, {text}"
     return text
 
 
 def _fix_sentence(rule: Type[Rule]) -> str:
-    cases = fix_cases(rule)
-    counted = ", ".join(f"{cases[kind]} {kind}" for kind in ("safe", "unsafe", "none") if cases[kind])
-    return f"Fix: {fix_summary(rule)} (this rule's examples: {counted})."
+    return f"Fix: {fix_summary(rule)}."
 
 
 def default_label(rule: Type[Rule]) -> str:

@@ -64,6 +64,9 @@ class Rule:
     summary: ClassVar[str]  # one line
     default_enabled: ClassVar[bool] = True
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    # The applicabilities this rule's fixes can have ("safe", "unsafe"); the docs' "fix"
+    # column is rendered from it and tests/test_docs.py checks it against the examples.
+    fix_applicability: ClassVar[Tuple[str, ...]] = ()
     options: ClassVar[Sequence[RuleOption]] = ()
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()

@@ -73,6 +73,7 @@ class CheckpointWithoutUseReentrant(Rule):
     name = "checkpoint-without-use-reentrant"
     summary = "`checkpoint` without `use_reentrant`: torch falls back to the reentrant variant"
     fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         if _is_checkpoint_call(self, node) is None:
@@ -176,6 +177,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     name = "single-op-checkpoint"
     summary = "`checkpoint` around a single cheap layer saves no memory"
     fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("safe", "unsafe")
 
     def visit_Call(self, node: cst.Call) -> None:
         if _is_checkpoint_call(self, node) != CHECKPOINT:
@@ -441,6 +443,7 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
         "`preserve_rng_state=False` around dropout: recomputed masks differ, gradients are wrong"
     )
     fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         function = _is_checkpoint_call(self, node)

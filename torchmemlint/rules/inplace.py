@@ -145,6 +145,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
     name = "missing-inplace-saves-memory"
     summary = "LeakyReLU/ELU/CELU/SELU/RReLU out of place after a layer that allows in place"
     fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("safe", "unsafe")
     saves = frozenset({Saves.INPUT})
 
     def _report(self, site: Site) -> None:
@@ -210,6 +211,7 @@ class MissingInplaceNoSaving(_MissingInplace):
     summary = "ReLU-like activation out of place: in place would save no training memory"
     default_enabled = False
     fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("safe",)
     saves = frozenset({Saves.OUTPUT, Saves.CLONE})
 
     def _report(self, site: Site) -> None:
@@ -274,6 +276,7 @@ class UnsafeInplace(Rule):
     name = "unsafe-inplace"
     summary = "In-place activation on a tensor that is reused, saved for backward, or the caller's"
     fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("safe", "unsafe")
 
     def visit_Call(self, node: cst.Call) -> None:
         for site in activation_sites(self.context).sites(node):
@@ -354,6 +357,7 @@ class InplaceDropout(Rule):
     name = "inplace-dropout"
     summary = "Dropout with `inplace=True` keeps a float mask instead of CUDA's 1-byte mask"
     fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         for site in activation_sites(self.context).sites(node):

@@ -95,6 +95,7 @@ class EvalWithoutNoGrad(_LoopRule):
     name = "eval-without-no-grad"
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
@@ -155,6 +156,7 @@ class AccumulatedTensor(_LoopRule):
     name = "tensor-accumulated-across-iterations"
     summary = "A loss or model output tensor accumulated across loop iterations keeps its graph"
     fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
@@ -209,6 +211,7 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     name = "retain-graph-without-second-backward"
     summary = "`backward(retain_graph=True)` in a loop with no second backward through the graph"
     fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)

@@ -114,6 +114,7 @@ class StatelessModuleAttribute(Rule):
     summary = "Parameter-free module kept as an attribute (0 B of memory; style only)"
     default_enabled = False
     fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
         watched = self.context.shared("tml.stateless", lambda: watched_names(self.context, frozenset(STATELESS)))
