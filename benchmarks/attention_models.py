@@ -111,7 +111,7 @@ def _versions(*names: str) -> Dict[str, str]:
 
 
 def cast(model: Any, dtype: Any) -> Any:
-    """As verify.cast_floating (which needs libcst, not installed where this may run)."""
+    """As source.cast_floating (which needs libcst, not installed where this may run)."""
     from torch import nn
 
     for sub in model.modules():

@@ -143,7 +143,7 @@ def measure_one(name: str, quick: bool) -> Dict[str, Any]:
     import torch
 
     from torchmemlint.dynamic.measure import measure_training_step
-    from torchmemlint.dynamic.verify import cast_floating
+    from torchmemlint.dynamic.source import cast_floating
 
     build, full_shape, quick_shape, dtype = MODELS[name]
     shape = quick_shape if quick else full_shape

@@ -83,11 +83,9 @@ def test_each_entry_module_imports_first_in_a_fresh_interpreter(first):
 
 
 def test_no_module_over_800_lines():
-    """dynamic/ is another package's (its sizes are reported, not enforced here)."""
     sizes = {
         str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for path in PACKAGE.rglob("*.py")
-        if "dynamic" not in path.parts
     }
     assert {path: size for path, size in sizes.items() if size > 800} == {}
 

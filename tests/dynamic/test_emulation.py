@@ -16,7 +16,7 @@ from torchmemlint.dynamic.emulate import (
     EFFICIENT, FLASH, MATH, NATIVE_DROPOUT, choose_attention_kernel, cuda_kernels,
 )
 from torchmemlint.dynamic.measure import measure_training_step
-from torchmemlint.dynamic.verify import cast_floating
+from torchmemlint.dynamic.source import cast_floating
 
 TOKENS = [4, 512, "int64"]
 CUDA_TRACKER_FP32 = 2_033_464_320

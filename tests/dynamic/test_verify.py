@@ -12,20 +12,16 @@ from torchmemlint.config import Settings
 from torchmemlint.dynamic.errors import DynamicError
 from torchmemlint.dynamic.measure import measure_training_step
 from torchmemlint.dynamic.placements import checkpoint_placements
-from torchmemlint.dynamic.verify import (
-    CONFIRMED,
-    NOT_VERIFIED,
-    UNSAFE,
+from torchmemlint.dynamic.source import (
     findings_in_target,
     import_source_variant,
-    keep_stem_pool,
     measure_source_variant,
     model_factory,
     read_target_source,
-    run_profile,
     target_line_ranges,
-    verify_findings,
 )
+from torchmemlint.dynamic.variants import keep_stem_pool
+from torchmemlint.dynamic.verify import CONFIRMED, NOT_VERIFIED, UNSAFE, run_profile, verify_findings
 from torchmemlint.engine import lint_source
 from torchmemlint.findings import Applicability, Edit, Finding, Fix, Location
 

@@ -553,25 +553,25 @@ def check_profile(
     and the largest batch that fits unchanged is searched;
     ``request.max_batch`` searches it always.
     """
-    from . import verify
+    from . import source, verify
 
     shapes = result.input_shapes
     batch = batch_of(shapes)
-    target = verify.read_target_source(result.target)
+    target = source.read_target_source(result.target)
     # A fake-tensor profile's own kernels (CUDA's by default); after a real
     # CUDA or CPU profile, the estimate of CUDA.
     estimating = verify.is_fake(getattr(result, "measuring", "fake"))
     device = result.measuring if estimating else "fake"
 
     def measure_source(text: str, at_batch: int = batch) -> StepReport:
-        return verify.measure_source_variant(
+        return source.measure_source_variant(
             target, text, init_args, with_batch(shapes, at_batch), dtype=result.dtype, device=device
         )
 
     baseline = result.report if estimating else measure_source(target.text)
     check = check_budget(baseline, budget, request.optimizer, request.reserve_bytes, batch)
     if check.verdict != FITS:
-        findings = verify.lint_target(target, settings)
+        findings = source.lint_target(target, settings)
         verdicts = result.findings if verified else None
         _judge_findings(check, verify, target.text, findings, verdicts, measure_source)
     if request.max_batch or check.verdict != FITS:

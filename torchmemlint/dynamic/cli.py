@@ -340,18 +340,19 @@ def dynamic_report(
         raise fail("--dynamic supports --output-format text or json")
     entries = profile_entries(settings)
     verify, report = import_dynamic("torchmemlint --dynamic")
+    from torchmemlint.dynamic import source
     from torchmemlint.dynamic.errors import DynamicError
 
     results = []
     skipped = []
     for entry in entries:
         try:
-            target = verify.read_target_source(entry["target"])
+            target = source.read_target_source(entry["target"])
             in_file = [
                 f for f in findings
                 if f.code.startswith("TML") and os.path.abspath(f.filename) == os.path.abspath(target.path)
             ]
-            if not verify.findings_in_target(target, in_file):
+            if not source.findings_in_target(target, in_file):
                 skipped.append(entry["target"])
                 continue
             click.echo("torchmemlint: --dynamic imports and runs %s" % entry["target"], err=True)

@@ -10,36 +10,39 @@ training step (memory-facts §5).
 
 from __future__ import annotations
 
-import ast
 import copy
-import itertools
 import os
-import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from types import ModuleType
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-import libcst as cst
 import torch
-from libcst.metadata import MetadataWrapper, PositionProvider
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from torchmemlint.config import Settings, resolve_settings
-from torchmemlint.engine import lint_source
+from torchmemlint.config import Settings
 from torchmemlint.findings import Finding
 from torchmemlint.fixer import apply_edits
-from torchmemlint.sourcefile import SourceError, read_source
 
 from .emulate import ESTIMATE_FOR
-from .errors import USER_EXITS, DynamicError, user_exit
+from .errors import DynamicError
 from .measure import InputSpec, StepReport, _as_dtype, _normalise_specs, measure_training_step
 from .numerics import NumericsReport, compare_numerics
 from .placements import PlacementResult, checkpoint_placements
-from .target import InitArgs, instantiate, is_file_location, split_spec
+from .source import (
+    TargetSource,
+    _names,
+    import_source_variant,
+    lint_target,
+    load_same_weights,
+    measure_source_variant,
+    model_factory,
+    read_target_source,
+)
+from .target import InitArgs
 from .tracker import AllocatorEstimate
+from .variants import keep_stem_pool
 
 MIB = 1 << 20
 CONFIRMED = "confirmed"
@@ -55,9 +58,6 @@ PLACEMENT_RULES = frozenset({"TML405"})
 STEM_POOL_FAMILY = "TML3"
 NUMERICS_BATCH = 2
 
-_variant_numbers = itertools.count()
-
-
 # A fix is confirmed when it lowers the peak by at least this fraction of it.
 # Fake-tensor accounting is exact for what it counts, so a relative saving is
 # real at any size (no absolute floor: 512 KiB of a 6 MiB peak is 8.3 %); 1 %
@@ -70,209 +70,6 @@ CONFIRM_FRACTION = 0.01
 def significant_saving(before: int, after: int) -> bool:
     """A peak drop of at least ``CONFIRM_FRACTION`` (1 %) of the peak."""
     return before > 0 and before - after >= CONFIRM_FRACTION * before
-
-
-# -- the target's source -------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TargetSource:
-    """The file that defines a target, and how to import variants of it."""
-
-    spec: str
-    path: str
-    text: str
-    package: Optional[str]  # the package of a dotted target, for its relative imports
-
-    @property
-    def name(self) -> str:
-        return split_spec(self.spec)[1]
-
-
-def read_target_source(spec: str) -> TargetSource:
-    """Locate and read the source file of ``path/file.py:Name`` or ``pkg.module:Name``."""
-    location, _ = split_spec(spec)
-    package: Optional[str] = None
-    if is_file_location(location):
-        path = location
-        if not os.path.isfile(path):
-            raise DynamicError("target not found: no file %s" % path)
-    else:
-        import importlib.util
-
-        try:
-            module_spec = importlib.util.find_spec(location)
-        except (ImportError, ValueError) as exc:
-            raise DynamicError("target not found: no module named %r" % location) from exc
-        if module_spec is None:
-            raise DynamicError("target not found: no module named %r" % location)
-        if not module_spec.origin or not module_spec.origin.endswith(".py"):
-            raise DynamicError("cannot read the Python source of %s" % location)
-        path = module_spec.origin
-        is_package = module_spec.submodule_search_locations is not None
-        package = location if is_package else location.rpartition(".")[0]
-    try:
-        text = read_source(path).text
-    except SourceError as exc:
-        raise DynamicError(str(exc)) from exc
-    return TargetSource(spec, path, text, package or None)
-
-
-def import_source_variant(target: TargetSource, text: str) -> ModuleType:
-    """Execute ``text`` as a fresh module that stands where the target's file is.
-
-    It gets the file's ``__file__`` and package (relative imports work) and
-    its directory on ``sys.path`` while it runs, under a private name that
-    never replaces an imported module.
-    """
-    name = "_torchmemlint_variant_%d" % next(_variant_numbers)
-    module = ModuleType(name)
-    module.__file__ = os.path.abspath(target.path)
-    module.__package__ = target.package
-    sys.modules[name] = module  # dataclasses look their module up while the file runs
-    directory = os.path.dirname(os.path.abspath(target.path))
-    sys.path.insert(0, directory)
-    try:
-        exec(compile(text, target.path, "exec", dont_inherit=True), module.__dict__)
-    except USER_EXITS as exc:
-        del sys.modules[name]
-        raise user_exit(exc, "importing %s" % target.path) from None
-    except Exception as exc:
-        del sys.modules[name]
-        raise DynamicError(
-            "importing %s failed: %s: %s" % (target.path, type(exc).__name__, _first_line(exc))
-        ) from exc
-    finally:
-        if directory in sys.path:
-            sys.path.remove(directory)
-    return module
-
-
-def model_factory(
-    module: ModuleType, spec: str, init_args: InitArgs, dtype: Union[str, torch.dtype]
-) -> Callable[[], nn.Module]:
-    """A zero-argument factory of ``spec``'s model from ``module``, cast to ``dtype``
-    (floating-point parameters and buffers only, as ``Module.to`` does)."""
-    resolved = _as_dtype(dtype)
-
-    def build() -> nn.Module:
-        return cast_floating(instantiate(module, spec, init_args), resolved)
-
-    return build
-
-
-def cast_floating(model: nn.Module, dtype: torch.dtype) -> nn.Module:
-    """Floating-point parameters and buffers to ``dtype``, in place.
-
-    Not ``Module.to``: it swaps tensors in place, which fake tensors refuse.
-    """
-    if not dtype.is_floating_point:
-        return model
-    for submodule in model.modules():
-        for name, param in submodule._parameters.items():
-            if param is not None and param.is_floating_point() and param.dtype != dtype:
-                submodule._parameters[name] = nn.Parameter(param.detach().to(dtype), param.requires_grad)
-        for name, buffer in submodule._buffers.items():
-            if buffer is not None and buffer.is_floating_point() and buffer.dtype != dtype:
-                submodule._buffers[name] = buffer.to(dtype)
-    return model
-
-
-def measure_source_variant(
-    target: Union[str, TargetSource],
-    source_text: str,
-    init_args: InitArgs,
-    input_shapes: Union[InputSpec, Sequence[InputSpec]],
-    dtype: Union[str, torch.dtype] = "float32",
-    device: str = "fake",
-    state_dict: Optional[Dict[str, torch.Tensor]] = None,
-    round_to: int = 512,
-    seed: int = 0,
-) -> StepReport:
-    """Measure one training step of the target built from ``source_text``
-    (the target's file with some change) instead of the file on disk.
-
-    ``dtype`` is the dtype of the model and of floating inputs.  With a
-    ``state_dict`` the variant is built for real and loaded strictly (a
-    variant whose parameters differ raises ``DynamicError``); memory does not
-    depend on the values, so without one it is built as ``device`` demands
-    (under fake tensors: nothing allocated).
-    """
-    if isinstance(target, str):
-        target = read_target_source(target)
-    factory = model_factory(import_source_variant(target, source_text), target.spec, init_args, dtype)
-    model: Union[nn.Module, Callable[[], nn.Module]] = factory
-    if state_dict is not None:
-        torch.manual_seed(seed)
-        model = factory()
-        load_same_weights(model, state_dict)
-    return measure_training_step(
-        model, input_shapes, dtype=dtype, device=device, round_to=round_to, seed=seed
-    )
-
-
-def load_same_weights(model: nn.Module, state_dict: Dict[str, torch.Tensor]) -> None:
-    """``load_state_dict(strict=True)``; a mismatch becomes a one-line DynamicError."""
-    try:
-        model.load_state_dict(state_dict, strict=True)
-    except RuntimeError as exc:
-        expected, actual = set(state_dict), set(model.state_dict())
-        missing, unexpected = sorted(expected - actual), sorted(actual - expected)
-        if missing or unexpected:
-            detail = "missing %s; unexpected %s" % (_names(missing), _names(unexpected))
-        else:
-            detail = _first_line(exc).replace("Error(s) in loading state_dict for", "in")
-        raise DynamicError("its parameters and buffers differ from the original's (%s)" % detail) from exc
-
-
-# -- which findings belong to the target ---------------------------------------------------
-
-def target_line_ranges(text: str, name: str) -> List[Tuple[int, int]]:
-    """Line ranges of the top-level definition ``name`` and of every top-level
-    class, function or assignment it uses, transitively (same file only)."""
-    tree = ast.parse(text)
-    definitions: Dict[str, List[ast.stmt]] = {}
-    for node in tree.body:
-        for defined in _defined_names(node):
-            definitions.setdefault(defined, []).append(node)
-    wanted = [name.split(".")[0]]
-    seen: Set[str] = set()
-    ranges: List[Tuple[int, int]] = []
-    while wanted:
-        current = wanted.pop()
-        if current in seen or current not in definitions:
-            continue
-        seen.add(current)
-        for node in definitions[current]:
-            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-            ranges.append((first, node.end_lineno or node.lineno))
-            wanted.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in seen)
-    return sorted(set(ranges))
-
-
-def _defined_names(node: ast.stmt) -> Iterable[str]:
-    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-        yield node.name
-    elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            for leaf in ast.walk(target):
-                if isinstance(leaf, ast.Name):
-                    yield leaf.id
-
-
-def findings_in_target(target: TargetSource, findings: Iterable[Finding]) -> List[Finding]:
-    """The findings whose first row lies in the target's definitions."""
-    ranges = target_line_ranges(target.text, target.name)
-    return [f for f in findings if any(start <= f.location.row <= end for start, end in ranges)]
-
-
-def lint_target(target: TargetSource, settings: Optional[Settings] = None) -> List[Finding]:
-    """The linter's findings inside the target (selection from ``settings``,
-    or the nearest configuration as ``torchmemlint check`` would find it)."""
-    if settings is None:
-        settings = resolve_settings(None, False, os.path.dirname(os.path.abspath(target.path)), {})
-    findings = lint_source(target.text, target.path, settings)
-    return findings_in_target(target, [f for f in findings if f.code.startswith("TML")])
 
 
 # -- verification ----------------------------------------------------------------------------
@@ -595,206 +392,6 @@ def _numerics_inputs(input_shapes: Any, dtype: Any, seed: int) -> List[torch.Ten
     return tensors
 
 
-# -- suggested variants for findings without a fix -----------------------------------------
-
-_STEM_ACTIVATIONS = frozenset({"relu", "act1"})
-
-
-def keep_stem_pool(text: str, row: int, column: int) -> Optional[Tuple[str, str]]:
-    """The source with a ResNet stem's downsampling put back, for a TML3xx
-    finding at ``row:column``, and what was changed; None when the code
-    matches no known pattern.
-
-    In order: a flagged ``<x>.maxpool = nn.Identity()`` (or empty
-    ``Sequential()``) statement is removed; a flagged stride-1
-    ``<x>.conv1 = nn.Conv2d(...)`` gets stride 2 (a ``<x>.conv1.stride = ...``
-    statement is removed).  For the one stem rebuilt without its pool as
-    ``Sequential(P.conv1, P.bn1, P.relu, ...)`` in the flagged definition, the
-    single call of ``P.layer1`` (or of an alias ``self.x = P.layer1``) becomes
-    ``f(P.maxpool(h))``, else ``P.maxpool`` goes into the ``Sequential`` after
-    the activation.  A flagged ``P.layer1(h)`` becomes ``P.layer1(P.maxpool(h))``.
-    The pool is assumed to be ``maxpool``, as in torchvision's and timm's ResNets.
-    """
-    wrapper = MetadataWrapper(cst.parse_module(text))
-    positions = wrapper.resolve(PositionProvider)
-    module = wrapper.module
-
-    def covers(node: cst.CSTNode) -> bool:
-        return positions[node].start.line <= row <= positions[node].end.line
-
-    finder = _StemFinder()
-    module.visit(finder)
-    for line in finder.assignments:
-        if covers(line):
-            assign = line.body[0]
-            assert isinstance(assign, cst.Assign)
-            target = assign.targets[0].target
-            assert isinstance(target, cst.Attribute)
-            if target.attr.value == "maxpool" and _is_no_op(assign.value):
-                return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
-            if target.attr.value == "conv1" and isinstance(assign.value, cst.Call):
-                return _rewrite(module, assign.value, _with_stride_two(assign.value),
-                                "`%s` with stride 2" % _dotted(target))
-            if target.attr.value == "stride" and _dotted(target.value).endswith(".conv1"):
-                return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
-    enclosing = next((node for node in module.body if covers(node)), None)
-    stems = [call for call in finder.stems if enclosing is not None and _inside(positions, call, enclosing)]
-    if len(stems) == 1:
-        # Feed layer1 through the pool where the class calls it (under an alias such
-        # as ``self.conv1 = self.encoder.layer1``), so the stem's output, often a
-        # UNet's first skip, stays what it was; else put the pool into the stem.
-        owner = stems[0].args[0].value.value  # type: ignore[attr-defined]
-        layer1 = _dotted(owner) + ".layer1"
-        names = {layer1} | {
-            alias for alias, value, node in finder.aliases
-            if value == layer1 and _inside(positions, node, enclosing)  # type: ignore[arg-type]
-        }
-        feeds = [
-            call for call in finder.one_argument_calls
-            if _dotted(call.func) in names and _inside(positions, call, enclosing)  # type: ignore[arg-type]
-        ]
-        local_owner = isinstance(owner, cst.Name) and owner.value != "self"
-        if len(feeds) == 1 and local_owner:
-            # ``encoder = ResNet()`` is a local of __init__, gone by forward: keep its
-            # pool as an attribute (no parameters: the state_dict is unchanged) next
-            # to the alias of layer1, and feed the alias through it.
-            aliases = [
-                node for alias, value, node in finder.aliases
-                if value == layer1 and alias == _dotted(feeds[0].func) and alias.startswith("self.")
-                and _inside(positions, node, enclosing)  # type: ignore[arg-type]
-            ]
-            if len(aliases) == 1:
-                keep = cst.parse_statement("self._stem_pool = %s.maxpool\n" % owner.value)
-                fed = _through_pool(feeds[0], cst.Name("self"), "_stem_pool")
-                new_code = module.visit(_Replace({
-                    id(aliases[0]): cst.FlattenSentinel([aliases[0], keep]), id(feeds[0]): fed,
-                })).code
-                return new_code, "`%s` fed through `%s.maxpool` (kept as `self._stem_pool`)" % (
-                    _dotted(feeds[0].func), owner.value)
-        elif len(feeds) == 1:
-            return _rewrite(module, feeds[0], _through_pool(feeds[0], owner),
-                            "`%s` fed through `%s.maxpool`" % (_dotted(feeds[0].func), _dotted(owner)))
-        return _rewrite(module, stems[0], _with_pool(stems[0]), "`%s.maxpool` added to the stem" % _dotted(owner))
-    for call in finder.one_argument_calls:
-        start = positions[call].start
-        if (start.line, start.column + 1) == (row, column) and _dotted(call.func).endswith(".layer1"):
-            owner = call.func.value  # type: ignore[attr-defined]
-            return _rewrite(module, call, _through_pool(call, owner),
-                            "`%s` fed through `%s.maxpool`" % (_dotted(call.func), _dotted(owner)))
-    return None
-
-
-def _rewrite(module: cst.Module, old: cst.CSTNode, new: Any, what: str) -> Tuple[str, str]:
-    return module.visit(_Replace({id(old): new})).code, what
-
-
-def _through_pool(call: cst.Call, owner: cst.BaseExpression, pool_name: str = "maxpool") -> cst.Call:
-    """``f(h)`` -> ``f(owner.maxpool(h))``."""
-    argument = call.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    pool = cst.Call(cst.Attribute(owner, cst.Name(pool_name)), [argument])
-    return call.with_changes(args=[cst.Arg(pool)])
-
-
-def _inside(positions: Any, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
-    inner, around = positions[node], positions[outer]
-    return around.start.line <= inner.start.line and inner.end.line <= around.end.line
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return "%s.%s" % (_dotted(node.value), node.attr.value)
-    return ""
-
-
-def _is_no_op(value: cst.BaseExpression) -> bool:
-    if not isinstance(value, cst.Call):
-        return False
-    name = _dotted(value.func)
-    return name.endswith("Identity") or (name.endswith("Sequential") and not value.args)
-
-
-def _with_stride_two(conv: cst.Call) -> cst.Call:
-    args = list(conv.args)
-    for index, arg in enumerate(args):
-        keyword = arg.keyword.value if arg.keyword else None
-        if keyword == "stride" or (keyword is None and index == 3):
-            args[index] = arg.with_changes(value=cst.Integer("2"))
-            return conv.with_changes(args=args)
-    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return conv.with_changes(args=args + [cst.Arg(cst.Integer("2"), keyword=cst.Name("stride"))])
-
-
-def _with_pool(stem: cst.Call) -> cst.Call:
-    args = list(stem.args)
-    index = next(i for i, arg in enumerate(args) if arg.value.attr.value in _STEM_ACTIVATIONS)  # type: ignore
-    owner = args[index].value.value  # type: ignore[attr-defined]
-    pool = cst.Arg(
-        cst.Attribute(owner, cst.Name("maxpool")),
-        comma=args[index].comma if index + 1 < len(args) else cst.MaybeSentinel.DEFAULT,
-    )
-    args[index] = args[index].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return stem.with_changes(args=args[: index + 1] + [pool] + args[index + 1:])
-
-
-class _StemFinder(cst.CSTVisitor):
-    """Assignments to ``<x>.maxpool``/``<x>.conv1``/``<x>.conv1.stride``, stems rebuilt
-    as a ``Sequential`` of one owner's parts without a pool, and one-argument calls."""
-
-    def __init__(self) -> None:
-        self.assignments: List[cst.SimpleStatementLine] = []
-        self.stems: List[cst.Call] = []
-        self.one_argument_calls: List[cst.Call] = []
-        # (alias, aliased, statement) for ``self.conv1 = self.encoder.layer1``
-        self.aliases: List[Tuple[str, str, cst.SimpleStatementLine]] = []
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        statement = node.body[0] if len(node.body) == 1 else None
-        if (
-            isinstance(statement, cst.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.value, cst.Attribute)
-        ):
-            self.aliases.append((_dotted(statement.targets[0].target), _dotted(statement.value), node))
-        if (
-            isinstance(statement, cst.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0].target, cst.Attribute)
-            and statement.targets[0].target.attr.value in ("maxpool", "conv1", "stride")
-        ):
-            self.assignments.append(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
-            self.one_argument_calls.append(node)
-        if not _dotted(node.func).endswith("Sequential") or not node.args:
-            return
-        values = [arg.value for arg in node.args]
-        if any(arg.star or not isinstance(arg.value, cst.Attribute) for arg in node.args):
-            return
-        owners = {_dotted(value.value) for value in values}  # type: ignore[attr-defined]
-        names = [value.attr.value for value in values]  # type: ignore[attr-defined]
-        if (
-            len(owners) == 1
-            and names[0] == "conv1"
-            and any(name in _STEM_ACTIVATIONS for name in names)
-            and not any("pool" in name for name in names)
-        ):
-            self.stems.append(node)
-
-
-class _Replace(cst.CSTTransformer):
-    """Replace (or remove) nodes of the visited tree, found by identity."""
-
-    def __init__(self, replacements: Dict[int, Any]) -> None:
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
-        return self.replacements.get(id(original_node), updated_node)
-
-
 # -- the whole profile --------------------------------------------------------------------
 
 @dataclass
@@ -1020,15 +617,3 @@ def _unique_messages(caught: Sequence[warnings.WarningMessage]) -> List[str]:
         if text not in messages:
             messages.append(text)
     return messages
-
-
-def _names(names: Sequence[str], limit: int = 3) -> str:
-    if not names:
-        return "none"
-    shown = ", ".join(names[:limit])
-    return shown + (" (+%d more)" % (len(names) - limit) if len(names) > limit else "")
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__

@@ -1,0 +1,211 @@
+"""Suggested variants for findings without a fix: the source edited as the finding's message
+suggests (the stem max-pool kept), so that profile can measure what the suggestion saves."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+
+
+
+# -- suggested variants for findings without a fix -----------------------------------------
+
+_STEM_ACTIVATIONS = frozenset({"relu", "act1"})
+
+
+def keep_stem_pool(text: str, row: int, column: int) -> Optional[Tuple[str, str]]:
+    """The source with a ResNet stem's downsampling put back, for a TML3xx
+    finding at ``row:column``, and what was changed; None when the code
+    matches no known pattern.
+
+    In order: a flagged ``<x>.maxpool = nn.Identity()`` (or empty
+    ``Sequential()``) statement is removed; a flagged stride-1
+    ``<x>.conv1 = nn.Conv2d(...)`` gets stride 2 (a ``<x>.conv1.stride = ...``
+    statement is removed).  For the one stem rebuilt without its pool as
+    ``Sequential(P.conv1, P.bn1, P.relu, ...)`` in the flagged definition, the
+    single call of ``P.layer1`` (or of an alias ``self.x = P.layer1``) becomes
+    ``f(P.maxpool(h))``, else ``P.maxpool`` goes into the ``Sequential`` after
+    the activation.  A flagged ``P.layer1(h)`` becomes ``P.layer1(P.maxpool(h))``.
+    The pool is assumed to be ``maxpool``, as in torchvision's and timm's ResNets.
+    """
+    wrapper = MetadataWrapper(cst.parse_module(text))
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+
+    def covers(node: cst.CSTNode) -> bool:
+        return positions[node].start.line <= row <= positions[node].end.line
+
+    finder = _StemFinder()
+    module.visit(finder)
+    for line in finder.assignments:
+        if covers(line):
+            assign = line.body[0]
+            assert isinstance(assign, cst.Assign)
+            target = assign.targets[0].target
+            assert isinstance(target, cst.Attribute)
+            if target.attr.value == "maxpool" and _is_no_op(assign.value):
+                return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
+            if target.attr.value == "conv1" and isinstance(assign.value, cst.Call):
+                return _rewrite(module, assign.value, _with_stride_two(assign.value),
+                                "`%s` with stride 2" % _dotted(target))
+            if target.attr.value == "stride" and _dotted(target.value).endswith(".conv1"):
+                return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
+    enclosing = next((node for node in module.body if covers(node)), None)
+    stems = [call for call in finder.stems if enclosing is not None and _inside(positions, call, enclosing)]
+    if len(stems) == 1:
+        # Feed layer1 through the pool where the class calls it (under an alias such
+        # as ``self.conv1 = self.encoder.layer1``), so the stem's output, often a
+        # UNet's first skip, stays what it was; else put the pool into the stem.
+        owner = stems[0].args[0].value.value  # type: ignore[attr-defined]
+        layer1 = _dotted(owner) + ".layer1"
+        names = {layer1} | {
+            alias for alias, value, node in finder.aliases
+            if value == layer1 and _inside(positions, node, enclosing)  # type: ignore[arg-type]
+        }
+        feeds = [
+            call for call in finder.one_argument_calls
+            if _dotted(call.func) in names and _inside(positions, call, enclosing)  # type: ignore[arg-type]
+        ]
+        local_owner = isinstance(owner, cst.Name) and owner.value != "self"
+        if len(feeds) == 1 and local_owner:
+            # ``encoder = ResNet()`` is a local of __init__, gone by forward: keep its
+            # pool as an attribute (no parameters: the state_dict is unchanged) next
+            # to the alias of layer1, and feed the alias through it.
+            aliases = [
+                node for alias, value, node in finder.aliases
+                if value == layer1 and alias == _dotted(feeds[0].func) and alias.startswith("self.")
+                and _inside(positions, node, enclosing)  # type: ignore[arg-type]
+            ]
+            if len(aliases) == 1:
+                keep = cst.parse_statement("self._stem_pool = %s.maxpool\n" % owner.value)
+                fed = _through_pool(feeds[0], cst.Name("self"), "_stem_pool")
+                new_code = module.visit(_Replace({
+                    id(aliases[0]): cst.FlattenSentinel([aliases[0], keep]), id(feeds[0]): fed,
+                })).code
+                return new_code, "`%s` fed through `%s.maxpool` (kept as `self._stem_pool`)" % (
+                    _dotted(feeds[0].func), owner.value)
+        elif len(feeds) == 1:
+            return _rewrite(module, feeds[0], _through_pool(feeds[0], owner),
+                            "`%s` fed through `%s.maxpool`" % (_dotted(feeds[0].func), _dotted(owner)))
+        return _rewrite(module, stems[0], _with_pool(stems[0]), "`%s.maxpool` added to the stem" % _dotted(owner))
+    for call in finder.one_argument_calls:
+        start = positions[call].start
+        if (start.line, start.column + 1) == (row, column) and _dotted(call.func).endswith(".layer1"):
+            owner = call.func.value  # type: ignore[attr-defined]
+            return _rewrite(module, call, _through_pool(call, owner),
+                            "`%s` fed through `%s.maxpool`" % (_dotted(call.func), _dotted(owner)))
+    return None
+
+
+def _rewrite(module: cst.Module, old: cst.CSTNode, new: Any, what: str) -> Tuple[str, str]:
+    return module.visit(_Replace({id(old): new})).code, what
+
+
+def _through_pool(call: cst.Call, owner: cst.BaseExpression, pool_name: str = "maxpool") -> cst.Call:
+    """``f(h)`` -> ``f(owner.maxpool(h))``."""
+    argument = call.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    pool = cst.Call(cst.Attribute(owner, cst.Name(pool_name)), [argument])
+    return call.with_changes(args=[cst.Arg(pool)])
+
+
+def _inside(positions: Any, node: cst.CSTNode, outer: cst.CSTNode) -> bool:
+    inner, around = positions[node], positions[outer]
+    return around.start.line <= inner.start.line and inner.end.line <= around.end.line
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return "%s.%s" % (_dotted(node.value), node.attr.value)
+    return ""
+
+
+def _is_no_op(value: cst.BaseExpression) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    name = _dotted(value.func)
+    return name.endswith("Identity") or (name.endswith("Sequential") and not value.args)
+
+
+def _with_stride_two(conv: cst.Call) -> cst.Call:
+    args = list(conv.args)
+    for index, arg in enumerate(args):
+        keyword = arg.keyword.value if arg.keyword else None
+        if keyword == "stride" or (keyword is None and index == 3):
+            args[index] = arg.with_changes(value=cst.Integer("2"))
+            return conv.with_changes(args=args)
+    args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return conv.with_changes(args=args + [cst.Arg(cst.Integer("2"), keyword=cst.Name("stride"))])
+
+
+def _with_pool(stem: cst.Call) -> cst.Call:
+    args = list(stem.args)
+    index = next(i for i, arg in enumerate(args) if arg.value.attr.value in _STEM_ACTIVATIONS)  # type: ignore
+    owner = args[index].value.value  # type: ignore[attr-defined]
+    pool = cst.Arg(
+        cst.Attribute(owner, cst.Name("maxpool")),
+        comma=args[index].comma if index + 1 < len(args) else cst.MaybeSentinel.DEFAULT,
+    )
+    args[index] = args[index].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return stem.with_changes(args=args[: index + 1] + [pool] + args[index + 1:])
+
+
+class _StemFinder(cst.CSTVisitor):
+    """Assignments to ``<x>.maxpool``/``<x>.conv1``/``<x>.conv1.stride``, stems rebuilt
+    as a ``Sequential`` of one owner's parts without a pool, and one-argument calls."""
+
+    def __init__(self) -> None:
+        self.assignments: List[cst.SimpleStatementLine] = []
+        self.stems: List[cst.Call] = []
+        self.one_argument_calls: List[cst.Call] = []
+        # (alias, aliased, statement) for ``self.conv1 = self.encoder.layer1``
+        self.aliases: List[Tuple[str, str, cst.SimpleStatementLine]] = []
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        statement = node.body[0] if len(node.body) == 1 else None
+        if (
+            isinstance(statement, cst.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.value, cst.Attribute)
+        ):
+            self.aliases.append((_dotted(statement.targets[0].target), _dotted(statement.value), node))
+        if (
+            isinstance(statement, cst.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Attribute)
+            and statement.targets[0].target.attr.value in ("maxpool", "conv1", "stride")
+        ):
+            self.assignments.append(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+            self.one_argument_calls.append(node)
+        if not _dotted(node.func).endswith("Sequential") or not node.args:
+            return
+        values = [arg.value for arg in node.args]
+        if any(arg.star or not isinstance(arg.value, cst.Attribute) for arg in node.args):
+            return
+        owners = {_dotted(value.value) for value in values}  # type: ignore[attr-defined]
+        names = [value.attr.value for value in values]  # type: ignore[attr-defined]
+        if (
+            len(owners) == 1
+            and names[0] == "conv1"
+            and any(name in _STEM_ACTIVATIONS for name in names)
+            and not any("pool" in name for name in names)
+        ):
+            self.stems.append(node)
+
+
+class _Replace(cst.CSTTransformer):
+    """Replace (or remove) nodes of the visited tree, found by identity."""
+
+    def __init__(self, replacements: Dict[int, Any]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        return self.replacements.get(id(original_node), updated_node)
