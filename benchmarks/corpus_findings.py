@@ -194,6 +194,9 @@ def run_lint(paths: Sequence[str], cwd: Path, jobs: int) -> dict:
     except subprocess.TimeoutExpired as error:
         returncode, stdout, stderr = -9, "", f"timed out after {error.timeout} s"
     findings, crash = classify_run(returncode, stdout, stderr)
+    for finding in findings or ():  # the JSON names files absolutely (Ruff's schema); keep them short
+        if os.path.isabs(finding.get("filename", "")):
+            finding["filename"] = Path(os.path.relpath(finding["filename"], cwd)).as_posix()
     return {"returncode": returncode, "seconds": round(time.monotonic() - started, 2),
             "findings": findings, "crash": crash, "stderr": stderr}
 
@@ -317,9 +320,10 @@ def parse_rule_table(text: str) -> Dict[str, dict]:
     """``torchmemlint rule --all`` -> ``{code: {"name": ..., "default": bool, "fix": ...}}``."""
     rules = {}
     for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and re.fullmatch(r"TML\d{3}", parts[0]) and parts[2] in ("on", "off"):
-            rules[parts[0]] = {"name": parts[1], "default": parts[2] == "on", "fix": parts[3]}
+        match = re.fullmatch(r"(TML\d{3})\s+(\S+)\s+(on|off)\s+(\S.*?)\s*", line)
+        if match:
+            code, name, default, fix = match.groups()
+            rules[code] = {"name": name, "default": default == "on", "fix": fix}
     return rules
 
 
