@@ -350,3 +350,64 @@ def test_rules_stay_quiet_on_look_alikes():
         fixture_source("lookalikes.py"), "lookalikes.py", Settings(select=("TML4",))
     )
     assert findings == []
+
+
+# -- issue 12: callees that are not names (crashed TML405 with AttributeError) ---------------
+SUBSCRIPT_CALLEES = (
+    "import torch.nn as nn\n"
+    "from .layers import Conv, _POOLERS, make_block\n"
+    "\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, kind, dims):\n"
+    "        super().__init__()\n"
+    "        self.pooler = _POOLERS[kind]()\n"
+    "        self.conv = Conv['conv', dims](8, 8, 3)\n"
+    "        self.proj = make_block()(8)\n"
+    "        self.stem = (lambda: nn.Identity())()\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        x = self.pooler(x)\n"
+    "        x = self.conv(x)\n"
+    "        x = self.proj(x)\n"
+    "        x = self.stem(x)\n"
+    "        return x\n"
+)
+STACKED_SUBSCRIPT_BLOCKS = (
+    "import torch.nn as nn\n"
+    "from .layers import BLOCKS, ResidualBlock\n"
+    "\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.a = BLOCKS['res'](8)\n"
+    "        self.b = ResidualBlock(8)\n"
+    "        self.c = ResidualBlock(8)\n"
+    "        self.d = ResidualBlock(8)\n"
+    "        self.e = ResidualBlock(8)\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        x = self.a(x)\n"
+    "        x = self.b(x)\n"
+    "        x = self.c(x)\n"
+    "        x = self.d(x)\n"
+    "        x = self.e(x)\n"
+    "        return x\n"
+)
+
+
+def test_subscript_and_call_callees_lint_without_an_internal_error(tmp_path):
+    """`self.pooler = _POOLERS[kind]()` and `Conv["conv", dims](...)` (monai, diffusers,
+    open_clip, transformers) stopped TML405 with `'Name' object has no attribute 'endswith'`."""
+    path = tmp_path / "blocks.py"
+    path.write_text(SUBSCRIPT_CALLEES)
+    result = run_cli("--isolated", "--select", "ALL", "--output-format", "json", str(path))
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr
+    codes = [item["code"] for item in json.loads(result.stdout)]
+    assert "TML900" not in codes and "TML405" not in codes
+
+
+def test_a_subscript_built_block_does_not_count_but_the_named_ones_still_do():
+    findings = lint_source(STACKED_SUBSCRIPT_BLOCKS, "net.py", Settings(select=("TML405",)))
+    assert [f.code for f in findings] == ["TML405"]
+    assert "4 blocks" in findings[0].message and "self.a" not in findings[0].message

@@ -25,6 +25,37 @@ VALID = (
     # pytest tests are not evaluation loops
     "import torch\n\ndef test_shape(model):\n"
     "    assert model(torch.ones(1, 3)).shape == (1, 2)\n",
+    # Issue 12: a project decorator defined in the file that applies torch.inference_mode
+    # (ultralytics `smart_inference_mode`), on the function and on what it calls.
+    "import torch\n\ndef smart_inference_mode():\n    def decorate(fn):\n"
+    "        return torch.inference_mode()(fn)\n    return decorate\n\n"
+    "class Validator:\n    @smart_inference_mode()\n    def __call__(self, model, loader):\n"
+    "        model.eval()\n        for batch in loader:\n            preds = model(batch)\n\n"
+    "    def inference(self, im):\n        return self.model(im)\n\n"
+    "    @smart_inference_mode()\n    def stream_inference(self, source):\n"
+    "        for im in source:\n            yield self.inference(im)\n",
+    # ... imported: its name says so.
+    "import torch\nfrom ultralytics.utils.torch_utils import smart_inference_mode\n\n"
+    "@smart_inference_mode()\ndef validate(model, loader):\n    model.eval()\n"
+    "    for x in loader:\n        print(model(x))\n",
+    "import torch\nfrom .utils import no_grad_if_eval\n\n@no_grad_if_eval\ndef evaluate(net, loader):\n"
+    "    return [net(x) for x in loader]\n",
+    # A project context manager (monai `eval_mode` enters torch.no_grad()).
+    "import torch\nfrom monai.networks.utils import eval_mode\n\nclass LRFinder:\n"
+    "    def _validate(self, val_iter):\n        with eval_mode(self.model):\n"
+    "            for inputs, labels in val_iter:\n                outputs = self.model(inputs)\n",
+    # A context kept in a variable, chosen by a conditional expression.
+    "import torch\nfrom contextlib import nullcontext\n\ndef evaluate(model, loader, train):\n"
+    "    ctx = torch.no_grad() if not train else nullcontext()\n    with ctx:\n"
+    "        for x in loader:\n            print(model(x))\n",
+    "import contextlib\nimport torch\n\ndef evaluate(model, loader, amp):\n"
+    "    grad_ctx = torch.inference_mode if amp else contextlib.nullcontext\n"
+    "    with grad_ctx():\n        for x in loader:\n            print(model(x))\n",
+    # `self.model` is a wrapper object (ultralytics YOLO), not a module known in the file.
+    "import torch\nfrom ultralytics import YOLO\n\nclass Inference:\n    def __init__(self):\n"
+    "        self.model = None\n\n    def load(self, path):\n        self.model = YOLO(path)\n\n"
+    "    def predict(self, frames):\n        for f in frames:\n"
+    "            yield self.model(f, conf=0.25)\n",
 )
 
 INVALID = (
@@ -53,6 +84,29 @@ INVALID = (
         "        outs = []\n        with torch.no_grad():\n            for b in batches:\n"
         "                outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
         "        return outs\n",
+    ),
+    # Issue 12 look-alikes that must still be reported: `self.model` built as a module of
+    # this file, or by a factory; a context held in a variable that never turns autograd off;
+    # a decorator whose name says nothing.
+    Invalid(
+        "from torch import nn\n\nclass Net(nn.Module):\n    pass\n\nclass Predictor:\n"
+        "    def __init__(self):\n        self.model = Net()\n\n"
+        "    def predict(self, x):\n        return self.model(x)\n",
+        line=11,
+    ),
+    Invalid(
+        "from torch import nn\nfrom models import build_model\n\nclass Predictor:\n    def __init__(self, cfg):\n"
+        "        self.model = build_model(cfg)\n\n"
+        "    def predict(self, x):\n        return self.model(x)\n",
+    ),
+    Invalid(
+        "from torch import nn\nfrom contextlib import nullcontext\n\ndef evaluate(model, loader, amp):\n"
+        "    ctx = nullcontext()\n    with ctx:\n        for x in loader:\n"
+        "            print(model(x))\n",
+    ),
+    Invalid(
+        "from torch import nn\nfrom .utils import timed\n\n@timed()\ndef evaluate(model, loader):\n"
+        "    return [model(x) for x in loader]\n",
     ),
     # no fix without `import torch`
     Invalid(

@@ -18,9 +18,41 @@ VALID = (
     # reset every iteration
     "import torch\n\nfor x, y in loader:\n    total = 0\n    for head in model(x):\n"
     "        total += criterion(head, y)\n    total.backward()\n",
+    # Issue 12: a constructor that fills a ModuleList (`self.module` is a block class here).
+    "import torch\nfrom torch import nn\n\nclass UNet(nn.Module):\n"
+    "    def __init__(self, module, depth):\n        super().__init__()\n"
+    "        self.module = module\n        self.down = nn.ModuleList()\n"
+    "        for i in range(depth):\n            self.down.append(self.module(2 ** i, 2 ** (i + 1)))\n",
+    # a list under a key, of numbers
+    "import torch\n\nhistory = {'loss': []}\nfor x, y in loader:\n"
+    "    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
+    "    history['loss'].append(loss.item())\n",
+    # reset unconditionally on every iteration, after a conditional use
+    "import torch\n\nfor step, (x, y) in enumerate(loader):\n    running_loss = 0.0\n"
+    "    loss = criterion(model(x), y)\n    loss.backward()\n    running_loss += loss\n"
+    "    if step % 100 == 99:\n        print(running_loss)\n",
 )
 
 INVALID = (
+    # Issue 12: a list kept under a key of a dict.
+    Invalid(
+        "import torch\n\nhistory = {'loss': []}\nfor x, y in loader:\n"
+        "    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
+        "    history['loss'].append(loss)\n",
+        line=8,
+    ),
+    # Issue 12: a running loss reset every N steps still keeps up to N graphs (PyTorch FAQ).
+    Invalid(
+        "import torch\n\nrunning_loss = 0.0\nfor step, (x, y) in enumerate(loader):\n"
+        "    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n"
+        "    optimizer.step()\n    running_loss += loss\n    if step % 100 == 99:\n"
+        "        print(running_loss / 100)\n        running_loss = 0.0\n",
+        fixed="import torch\n\nrunning_loss = 0.0\nfor step, (x, y) in enumerate(loader):\n"
+        "    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n"
+        "    optimizer.step()\n    running_loss += loss.item()\n    if step % 100 == 99:\n"
+        "        print(running_loss / 100)\n        running_loss = 0.0\n",
+        line=9,
+    ),
     Invalid(
         "import torch\n\nrunning = 0.0\nfor x, y in loader:\n"
         "    loss = criterion(model(x), y)\n"

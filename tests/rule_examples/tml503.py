@@ -17,6 +17,14 @@ VALID = (
 )
 
 INVALID = (
+    # Issue 12: the functional form.
+    Invalid(
+        "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    torch.autograd.backward(loss, retain_graph=True)\n    optimizer.step()\n",
+        fixed="import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
+        "    torch.autograd.backward(loss)\n    optimizer.step()\n",
+        line=5,
+    ),
     Invalid(
         "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
         "    loss.backward(retain_graph=True)\n    optimizer.step()\n",

@@ -168,9 +168,20 @@ def grad_effect(expr: cst.BaseExpression, bindings: Bindings) -> Optional[str]:
         value = call.args[0].value
         return "off" if _is_false(value) else "on" if _is_true(value) else "unknown"
     for name in _names_in(expr):
-        if name.rsplit(".", 1)[-1] in ("no_grad", "inference_mode", "set_grad_enabled"):
+        if _grad_mode_name(name.rsplit(".", 1)[-1]):
             return "unknown"
     return None
+
+
+def _grad_mode_name(last: str) -> bool:
+    """A name that says it switches autograd off: torch's own, and project wrappers named
+    `*no_grad*`, `*inference_mode*` (ultralytics `smart_inference_mode`) or `eval_mode`
+    (monai's context manager that enters `torch.no_grad()`)."""
+    return (
+        last == "set_grad_enabled" or last == "eval_mode"
+        or ("no_grad" in last and not last.startswith(("is_", "has_")))
+        or ("inference_mode" in last and not last.startswith(("is_", "has_")))
+    )
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
@@ -236,7 +247,25 @@ def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
                     scan(_suite_statements(suite), function)
 
     scan(statements, None)
+    # Decorator factories and wrappers whose body (nested functions included) uses torch's
+    # grad-mode switches: `def smart_inference_mode(): def decorate(fn): return
+    # torch.inference_mode()(fn) ...`.
+    for node in _functions_of(statements):
+        if node.name.value not in found and any(
+            name.rsplit(".", 1)[-1] in ("no_grad", "inference_mode", "set_grad_enabled")
+            for name in _names_in(node.body)
+        ):
+            found.add(node.name.value)
     return found
+
+
+def _functions_of(statements: Sequence[cst.CSTNode]) -> Iterator[cst.FunctionDef]:
+    """Module-level functions and methods of module-level classes."""
+    for node in statements:
+        if isinstance(node, cst.FunctionDef):
+            yield node
+        elif isinstance(node, cst.ClassDef):
+            yield from (s for s in _suite_statements(node.body) if isinstance(s, cst.FunctionDef))
 
 
 def _suite_statements(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
@@ -265,6 +294,27 @@ class ScopeWalk:
         self.classes: List[ClassFacts] = []
         self.no_grad_callees: Set[str] = set()  # functions called where autograd is off
         self.grad_switching = grad_switching_functions(module.body)
+        self._module_classes: Optional[Set[str]] = None
+
+    def module_classes(self) -> Set[str]:
+        """Names of this file's classes that derive (through this file) from a `Module`."""
+        if self._module_classes is None:
+            found: Set[str] = set()
+            changed = True
+            while changed:
+                changed = False
+                for facts in self.classes:
+                    name = facts.node.name.value
+                    if name in found:
+                        continue
+                    bases = {
+                        (dotted_name(arg.value) or "").rsplit(".", 1)[-1] for arg in facts.node.bases
+                    }
+                    if bases & ({"Module", "LightningModule"} | found):
+                        found.add(name)
+                        changed = True
+            self._module_classes = found
+        return self._module_classes
 
     def run(self, module_bindings: Bindings) -> None:
         scope = Scope(self.module, "", module_bindings, False, ())
@@ -314,9 +364,7 @@ class ScopeWalk:
         elif isinstance(node, cst.With):
             body_ctx = inner
             for item in node.items:
-                effect = grad_effect(item.item, scope.bindings)
-                if effect is None and self._calls_grad_switching(item.item):
-                    effect = "unknown"
+                effect = self.context_effect(scope, item.item)
                 if effect in ("off", "unknown"):
                     body_ctx = dataclasses.replace(body_ctx, no_grad=True)
                 elif effect == "on":
@@ -338,11 +386,34 @@ class ScopeWalk:
             for case in node.cases:
                 self.suite(scope, case.body, inner)
 
+    def context_effect(self, scope: Scope, expr: cst.BaseExpression) -> Optional[str]:
+        """What a `with` item or a decorator does to autograd: torch's switches, project
+        wrappers (by name, or by a definition in this file that uses torch's), and a context
+        held in a variable of this scope (`ctx = torch.no_grad() if c else nullcontext()`;
+        `with ctx:`), taken as "unknown" when any value it was given switches autograd."""
+        effect = grad_effect(expr, scope.bindings)
+        if effect is None and self._calls_grad_switching(expr):
+            effect = "unknown"
+        held = expr.func if isinstance(expr, cst.Call) and not expr.args else expr
+        if effect is None and isinstance(held, cst.Name):
+            values = [
+                event.value
+                for event in scope.assigns
+                if event.targets == (held.value,) and event.value is not None
+            ]
+            effects = {grad_effect(value, scope.bindings) for value in values}
+            if effects & {"off", "unknown"}:
+                effect = "unknown"
+        return effect
+
     def _calls_grad_switching(self, expr: cst.BaseExpression) -> bool:
-        if not isinstance(expr, cst.Call):
+        func = expr.func if isinstance(expr, cst.Call) else expr
+        if isinstance(func, cst.Attribute):
+            name: Optional[str] = func.attr.value
+        elif isinstance(func, cst.Name):
+            name = func.value
+        else:
             return False
-        func = expr.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
         return name in self.grad_switching
 
     def if_chain(self, scope: Scope, node: cst.If, ctx: Ctx) -> None:
@@ -433,7 +504,7 @@ class ScopeWalk:
         bindings.bind_parameters(node.params)
         if isinstance(node.body, cst.IndentedBlock):
             bindings.bind_statements(node.body.body)
-        effects = {grad_effect(d.decorator, parent.bindings) for d in node.decorators}
+        effects = {self.context_effect(parent, d.decorator) for d in node.decorators}
         no_grad = (
             ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
             or bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value))

@@ -73,7 +73,7 @@ class FileAnalysis:
                 continue
             if isinstance(statement, cst.ClassDef):
                 self._class_indents[id(statement)] = indent  # type: ignore[index]
-            body = statement.body
+            body = getattr(statement, "body", None)  # a `match` has cases, not a body
             inner = indent + block_indent(body, self.module) if isinstance(body, cst.IndentedBlock) else indent
             for child in children(statement):
                 if isinstance(child, cst.BaseSuite):

@@ -240,11 +240,14 @@ class StackFinder:
                 >= _BLOCK_MIN_LAYERS
                 for ret in _returned(function)
             )
-        name = (
-            expr.func.attr.value
-            if isinstance(expr.func, cst.Attribute)
-            else getattr(expr.func, "value", "")
-        )
+        # Only a plain or dotted name says what it builds: `_POOLERS[kind]()`,
+        # `Conv["conv", dims](...)` or `make()()` name nothing (their `.value` is a node).
+        if isinstance(expr.func, cst.Attribute):
+            name = expr.func.attr.value
+        elif isinstance(expr.func, cst.Name):
+            name = expr.func.value
+        else:
+            return False
         return name.endswith(_BLOCK_NAME_SUFFIXES)
 
     def _chain(

@@ -80,7 +80,40 @@ class ScopeFacts:
         if head != "self" or "." in attr or not MODEL_NAME.match(attr):
             return False
         owner = self.scope.owner
-        return owner is None or all(method.name != attr for method in owner.methods)
+        if owner is None:
+            return True
+        if any(method.name == attr for method in owner.methods):
+            return False
+        return not self._wrapper_attribute(owner, attr)
+
+    def _wrapper_attribute(self, owner: ClassFacts, attr: str) -> bool:
+        """Whether every value the class gives `self.<attr>` is an instance of a class the file
+        does not know to be an `nn.Module` (`self.model = YOLO(path)`: ultralytics' wrapper,
+        whose predictor runs under inference mode itself). `None`, factories
+        (`build_model(cfg)`), parameters and torch layers keep it a model."""
+        target = f"self.{attr}"
+        values = [
+            event.value
+            for method in owner.methods
+            for event in method.assigns
+            if event.targets == (target,) and event.value is not None
+            and not (isinstance(event.value, cst.Name) and event.value.value == "None")
+        ]
+        if not values:
+            return False
+        modules = self.walk.module_classes()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                return False
+            qualified = self.bindings.qualify(value.func) if isinstance(
+                value.func, (cst.Name, cst.Attribute)) else None
+            last = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
+            if (
+                not last[:1].isupper() or last in modules
+                or (qualified or "").startswith("torch.")
+            ):
+                return False
+        return True
 
     def _loss_instances(self) -> Dict[str, bool]:
         """Names bound to `nn.*Loss(...)` here -> whether the loss they compute is reduced."""
@@ -362,9 +395,12 @@ class ScopeFacts:
         return bool(last)
 
     def reassigned_in(self, name: str, loop: cst.CSTNode, accumulation: cst.CSTNode) -> bool:
+        """`name` is rebound on every iteration of `loop`. A reset under an `if` inside the
+        loop (`if step % 100 == 99: running_loss = 0.0`, the PyTorch FAQ's example) is not
+        one: up to N iterations' graphs stay alive."""
         return any(
             name in event.targets and not event.augmented and loop in event.ctx.loops
-            and event.node is not accumulation
+            and event.node is not accumulation and not _conditional_in(event.ctx, loop)
             for event in self.scope.assigns
         )
 
@@ -414,7 +450,9 @@ class ScopeFacts:
         """What is backpropagated was computed in this iteration (not a graph from before the
         loop that every iteration backpropagates through again)."""
         receiver = call.receiver
-        if call.attr != "backward" or receiver is None:
+        functional = self.bindings.qualify(call.node.func) in AUTOGRAD_CALLS
+        if call.attr != "backward" or receiver is None or functional:
+            # `torch.autograd.backward(loss, ...)`: the tensors are the first argument
             receiver = call.node.args[0].value if call.node.args else None
         names = list(_primary_names(receiver)) if receiver is not None else []
         loop = call.ctx.loops[-1]
@@ -444,6 +482,13 @@ class ScopeFacts:
                     if call.attr in ("clear", "pop", "popleft", "remove"):
                         return False
         return initialised and not _deleted(owner, target)
+
+
+def _conditional_in(ctx: Ctx, loop: cst.CSTNode) -> bool:
+    """Whether the statement of `ctx` sits under an `if` inside `loop`."""
+    statements = [frame.statement for frame in ctx.chain]
+    inside = statements[statements.index(loop) + 1 :] if loop in statements else []
+    return any(isinstance(statement, cst.If) for statement in inside)
 
 
 def _primary_names(expr: cst.BaseExpression) -> Iterator[str]:

@@ -46,13 +46,25 @@ class EvalWithoutNoGrad(_LoopRule):
     ## What it does
     Flags calls of the model in evaluation code that runs with autograd on: after
     `model.eval()`, or in a function named like `evaluate` / `validate` / `test` / `predict` /
-    `infer`, when neither a `with torch.no_grad():` / `torch.inference_mode()` block nor a
-    decorator turns autograd off. The model is a name that the code `.eval()`s or `.train()`s,
-    a parameter named `model` / `net` / `network` / `module` (or `*_model`, `*_net`), or
-    `self.model`. Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
-    `enable_grad` / `requires_grad` is left alone, as are functions this file calls under
-    `no_grad` and Lightning's `validation_step` / `test_step` / `predict_step` hooks, which
-    Lightning already runs without autograd.
+    `infer`, when nothing turns autograd off there.
+
+    Autograd counts as off (for the function and for the functions of this file it calls)
+    under torch's `no_grad()`, `inference_mode()` and `set_grad_enabled(False)` used as a
+    decorator, a `with` context, or a context held in a variable of the function, also when a
+    conditional expression chooses it (`ctx = torch.no_grad() if c else nullcontext()`;
+    `with ctx:`); under a project decorator or context manager whose name says so
+    (`*no_grad*`, `*inference_mode*`, `eval_mode`: ultralytics' `@smart_inference_mode()`,
+    monai's `with eval_mode(model):`) or whose definition in this file uses torch's switches;
+    and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
+    runs without autograd.
+
+    The model is what the code `.eval()`s or `.train()`s, a parameter named `model` / `net` /
+    `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
+    every value the class gives it is an instance of a class the file does not know to be an
+    `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
+    `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
+    model). Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
+    `enable_grad` / `requires_grad` is left alone.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
@@ -106,7 +118,11 @@ class AccumulatedTensor(_LoopRule):
     ## What it does
     Flags a loss or model output accumulated across loop iterations without turning it into a
     number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
-    `outputs.append(model(x))`. A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
+    `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
+    no fix offered). An accumulator reset only under an `if` in the loop
+    (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
+    is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
+    A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
     `.backward()` is called on; the model as in TML501. Only loops that run the model, compute
     a loss or step are considered, and only values computed in the same iteration.
@@ -171,7 +187,8 @@ class AccumulatedTensor(_LoopRule):
 class RetainGraphWithoutSecondBackward(_LoopRule):
     """
     ## What it does
-    Flags `backward(retain_graph=True)` in a loop when nothing else in that loop
+    Flags `loss.backward(retain_graph=True)` and `torch.autograd.backward(loss,
+    retain_graph=True)` in a loop when nothing else in that loop
     backpropagates (no other `backward`, `autograd.grad` or `autograd.backward`) and the
     tensor it backpropagates is computed in the same iteration.
 
@@ -444,12 +461,21 @@ class _Checks:
         ctx = event.ctx
         if not ctx.loops or ctx.no_grad:
             return
+        if self.scope.owner is not None and self.scope.name == "__init__":
+            return  # a constructor builds modules (`self.down.append(self.module(...))`)
+        shown_accumulator = None
         if isinstance(event, CallEvent):
             assert event.receiver is not None
             argument = event.node.args[0]
             if argument.star or argument.keyword is not None:
                 return
             accumulator = dotted_name(event.receiver)
+            keyed = _keyed_list(event.receiver)
+            if accumulator is None and keyed is not None:
+                # `history["loss"].append(loss)`: a list kept under a literal key; its
+                # lifetime is that of `history`.
+                accumulator = dotted_name(event.receiver.value)  # type: ignore[attr-defined]
+                shown_accumulator = render_expression(self.walk.module, event.receiver)
             value_node = argument.value
             appended = True
         else:
@@ -485,7 +511,10 @@ class _Checks:
         shown = _short(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
         if appended:
-            head = f"`{accumulator}.append({shown})` keeps the {what} of every iteration"
+            head = (
+                f"`{shown_accumulator or accumulator}.append({shown})` keeps the {what} of "
+                "every iteration"
+            )
         else:
             head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
         if training:
@@ -506,7 +535,9 @@ class _Checks:
             advice = f"; accumulate `{shown}.item()`" if named else "; use `.item()`"
         else:
             advice = "; keep `.detach()` (or `.detach().cpu()`) copies"
-        fix = self._item_fix(event, accumulator, value_node, value, appended)
+        fix = None if shown_accumulator else self._item_fix(
+            event, accumulator, value_node, value, appended
+        )
         self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(
             event.node, head + tail + advice, fix
         )
@@ -597,6 +628,16 @@ class _Checks:
         )
         self.findings[TENSOR_ON_SELF][id(event.node)] = Pending(event.node, message)
 
+
+
+def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
+    """The literal key of `name["key"]` (a dict of lists), else None."""
+    if not isinstance(receiver, cst.Subscript) or dotted_name(receiver.value) is None:
+        return None
+    if len(receiver.slice) != 1 or not isinstance(receiver.slice[0].slice, cst.Index):
+        return None
+    key = receiver.slice[0].slice.value
+    return key.evaluated_value if isinstance(key, cst.SimpleString) else None
 
 
 # -- rendering a rewritten statement --------------------------------------------------------
