@@ -329,6 +329,9 @@ class InplaceDropout(Rule):
     (4 bytes per element). The output of either is kept by the next layer anyway. On the CPU
     both keep the float32 mask, so the difference only shows on a GPU.
 
+    Quiet when the probability is 0 (no mask is drawn): a literal `p=0.0`, or a parameter whose
+    default is 0 and that every call of its function (or class) in the file leaves at 0.
+
     ## Example
     ```python
     self.drop = nn.Dropout(0.1, inplace=True)
@@ -360,8 +363,9 @@ class InplaceDropout(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        for site in activation_sites(self.context).sites(node):
-            if site.name != "dropout" or site.inplace is not True:
+        analysis = activation_sites(self.context)
+        for site in analysis.sites(node):
+            if site.name != "dropout" or site.inplace is not True or analysis.never_drops(site):
                 continue
             edit = drop_inplace(self, site)
             fix = FixSpec(Applicability.UNSAFE, "Run dropout out of place", (edit,)) if edit else None
