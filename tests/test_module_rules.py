@@ -264,6 +264,22 @@ def blocks():
     return load((FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8"), "blocks")
 
 
+SPLICED_RELU_BLOCK = 'import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n'
+
+
+def test_inplace_relu_spliced_first_before_a_shortcut_changes_the_result():
+    # Xception style: `rep.append(self.relu)` first, then `x += skip` with `skip = inp`.
+    source = SPLICED_RELU_BLOCK
+    findings = lint_source(source, "b.py", Settings(select=("TML203",)))
+    assert [(f.code, f.location.row) for f in findings] == [("TML203", 14)]
+    fixed, _ = fixed_source(source, ("TML203",), unsafe=True)
+    assert "inplace" not in fixed
+    make = "\nclass Net(Block):\n    def __init__(self):\n        super().__init__(4)\n"
+    broken = step(load(source + make, "spliced_a"), "Net", (2, 4, 6, 6))
+    correct = step(load(fixed + make, "spliced_b"), "Net", (2, 4, 6, 6))
+    assert float((broken[0] - correct[0]).abs().max()) > 0.1
+
+
 def test_inplace_after_sigmoid_raises_in_backward(blocks):
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         step(blocks, "GatedHead", (2, 8, 8, 8))

@@ -147,7 +147,31 @@ class InplaceAnalysis:
             return site
         site.label = f"`self.{attribute}` ({short_name(qualified)})"
         self._attribute_uses(site, model, attribute)
+        self._leading_uses(site, model, attribute)
         return site
+
+    def _leading_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
+        """Uses of ``self.<attribute>`` as the first element of another Sequential attribute
+        (``rep.append(self.relu)`` ... ``self.rep = nn.Sequential(*rep)``): it runs on what
+        ``self.rep`` is called with."""
+        for other in model.assignments:
+            if other == attribute:
+                continue
+            sequence = model.attribute_sequence(other)
+            if not sequence or len(sequence) < 2 or sequence[0].attribute != attribute:
+                continue
+            site.complete = False
+            for reference in model.calls(other):
+                call = reference.call
+                assert call is not None
+                if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+                    continue
+                use = self._use(
+                    call.args[0].value, call, reference.method, reference.statement, model,
+                    model.self_name(reference.method),
+                )
+                if use is not None:
+                    site.uses.append(use)
 
     def _sequential(self, call: cst.Call) -> List[Site]:
         model = self._class()

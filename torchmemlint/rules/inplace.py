@@ -239,7 +239,8 @@ class UnsafeInplace(Rule):
     whose input (a) is read again later in the function, (b) comes from an op that keeps its
     output for backward (sigmoid, tanh, softmax, log_softmax, exp, sqrt, rsqrt, relu, or another
     in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
-    that calls it is judged.
+    that calls it is judged, and so is every call of a Sequential it starts
+    (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`).
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
@@ -269,7 +270,8 @@ class UnsafeInplace(Rule):
     ## Measured
     tests/test_module_rules.py reproduces both failures: `F.relu(torch.sigmoid(x), inplace=True)`
     raises in backward, and an in-place activation before a residual addition changes the output
-    (memory-facts table row 7: max abs output difference 2.57 in a ResNet block).
+    (memory-facts table row 7: max abs output difference 2.57 in a ResNet block; 3.33 for an
+    Xception-style block whose spliced in-place ReLU runs on the shortcut's input, CPU).
     """
 
     code = "TML203"
