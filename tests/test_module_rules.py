@@ -229,10 +229,55 @@ def test_inplace_dropout_fix_draws_the_same_mask_on_cpu():
     assert_same(step(load(DROPOUT_NET, "a"), "Net", (4, 16)), step(load(fixed, "b"), "Net", (4, 16)))
 
 
+def _saved_bytes_of_dropout(p: float) -> int:
+    """Bytes autograd keeps for an in-place dropout in training (mask included)."""
+    saved: List[int] = []
+
+    def pack(tensor):
+        saved.append(tensor.numel() * tensor.element_size())
+        return tensor
+
+    x = torch.randn(4, 64, requires_grad=True) * 1.0  # a non-leaf, so in place is allowed
+    drop = torch.nn.Dropout(p, inplace=True).train()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        drop(x)
+    return sum(saved)
+
+
+def test_inplace_dropout_at_p_zero_keeps_no_mask_and_is_not_reported():
+    # The reason TML204 is quiet at p = 0: no mask is drawn or kept, in place or not.
+    assert _saved_bytes_of_dropout(0.0) == 0
+    assert _saved_bytes_of_dropout(0.1) > 0
+    quiet = DROPOUT_NET.replace("nn.Dropout(0.5, inplace=True)", "nn.Dropout(p=0.0, inplace=True)")
+    assert lint_source(quiet, "net.py", Settings(select=("TML204",))) == []
+    factory = DROPOUT_NET.replace("def __init__(self):", "def __init__(self, drop=0.0):").replace(
+        "nn.Dropout(0.5, inplace=True)", "nn.Dropout(drop, inplace=True)"
+    )
+    assert lint_source(factory + "\nnet = Net()\n", "net.py", Settings(select=("TML204",))) == []
+    passed = factory + "\nnet = Net(drop=0.2)\n"
+    assert [f.code for f in lint_source(passed, "net.py", Settings(select=("TML204",)))] == ["TML204"]
+
+
 # -- what the unsafe in-place findings prevent ---------------------------------------------------
 @pytest.fixture(scope="module")
 def blocks():
     return load((FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8"), "blocks")
+
+
+SPLICED_RELU_BLOCK = 'import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n'
+
+
+def test_inplace_relu_spliced_first_before_a_shortcut_changes_the_result():
+    # Xception style: `rep.append(self.relu)` first, then `x += skip` with `skip = inp`.
+    source = SPLICED_RELU_BLOCK
+    findings = lint_source(source, "b.py", Settings(select=("TML203",)))
+    assert [(f.code, f.location.row) for f in findings] == [("TML203", 14)]
+    fixed, _ = fixed_source(source, ("TML203",), unsafe=True)
+    assert "inplace" not in fixed
+    make = "\nclass Net(Block):\n    def __init__(self):\n        super().__init__(4)\n"
+    broken = step(load(source + make, "spliced_a"), "Net", (2, 4, 6, 6))
+    correct = step(load(fixed + make, "spliced_b"), "Net", (2, 4, 6, 6))
+    assert float((broken[0] - correct[0]).abs().max()) > 0.1
 
 
 def test_inplace_after_sigmoid_raises_in_backward(blocks):

@@ -4,6 +4,8 @@ from torchmemlint.rules.base import Invalid
 
 
 VALID = (
+    # an in-place ReLU spliced first into a block whose input is fresh and not reused
+    'import torch.nn as nn\n\nclass Quiet(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        self.conv0 = nn.Conv2d(c, c, 3, padding=1)\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        y = self.conv0(inp)\n        x = self.rep(y)\n        return x + inp\n',
     # torchvision's BasicBlock: every call of the shared ReLU is safe
     "import torch.nn as nn\n\n"
     "class BasicBlock(nn.Module):\n"
@@ -104,5 +106,11 @@ INVALID = (
     Invalid(
         "import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU(inplace=True))\n",
         fixed="import torch.nn as nn\nblock = nn.Sequential(nn.Softmax(dim=1), nn.ELU())\n",
+    ),
+    # `rep.append(self.relu)` first in a block whose input is reused as the shortcut
+    Invalid(
+        'import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n',
+        fixed='import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU()\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n',
+        line=14,
     ),
 )

@@ -8,6 +8,20 @@ VALID = (
     "import torch.nn as nn\ndrop = nn.Dropout2d(0.1, inplace=True)\n",  # no fused kernel
     "import torch.nn.functional as F\n\ndef f(x):\n    return F.dropout(x, 0.1, inplace=False)\n",
     "from mylib import Dropout\ndrop = Dropout(0.1, inplace=True)\n",
+    # p = 0: no mask is drawn
+    "import torch.nn as nn\ndrop = nn.Dropout(p=0.0, inplace=True)\n",
+    "import torch.nn.functional as F\n\ndef f(x):\n    return F.dropout(x, 0, True, True)\n",
+    # a parameter defaulting to 0 that every call in the file leaves at 0
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, dim, drop=0.0):\n"
+    "        super().__init__()\n"
+    "        self.drop = nn.Dropout(drop, inplace=True)\n\n"
+    "blocks = [Block(8), Block(8, 0.0), Block(8, drop=0)]\n",
+    "import torch.nn.functional as F\n\n"
+    "def f(x, p=0.0):\n"
+    "    return F.dropout(x, p, True, True)\n\n"
+    "y = f(1)\n",
 )
 
 INVALID = (
@@ -32,5 +46,48 @@ INVALID = (
     Invalid(
         "import torch\n\ndef f(x):\n    return torch.dropout_(x * 2, 0.1, True)\n",
         fixed="import torch\n\ndef f(x):\n    return torch.dropout(x * 2, 0.1, True)\n",
+    ),
+    # a parameter defaulting to 0, but one call in the file passes 0.1
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, dim, drop=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(drop, inplace=True)\n\n"
+        "blocks = [Block(8), Block(8, 0.1)]\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, dim, drop=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(drop)\n\n"
+        "blocks = [Block(8), Block(8, 0.1)]\n",
+    ),
+    # defaulting to 0, but never called in this file: the probability is not known here
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, dim, drop=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(drop, inplace=True)\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, dim, drop=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(drop)\n",
+    ),
+    # a dropout spliced from a list built by a helper
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "def head(dim):\n"
+        "    layers = [nn.Linear(dim, dim)]\n"
+        "    layers.append(nn.Dropout(0.1, inplace=True))\n"
+        "    return layers\n\n"
+        "net = nn.Sequential(*head(8))\n",
+        fixed="import torch.nn as nn\n\n"
+        "def head(dim):\n"
+        "    layers = [nn.Linear(dim, dim)]\n"
+        "    layers.append(nn.Dropout(0.1))\n"
+        "    return layers\n\n"
+        "net = nn.Sequential(*head(8))\n",
     ),
 )

@@ -13,14 +13,15 @@ import libcst as cst
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.syntax import (
-    argument, enclosing, has_star_args, literal_bool, mentions, path_to, reads_beside,
+    argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to, reads_beside,
     terminal_name, watched_names,
 )
 from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION,
-    KIND_BY_MODULE, KIND_BY_NAME, NN, short_name,
+    KIND_BY_MODULE, KIND_BY_NAME, NN, Saves, short_name,
 )
 
 SEQUENTIAL = NN + "Sequential"
@@ -83,6 +84,8 @@ class InplaceAnalysis:
         self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
         self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
+        self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
+        self._claimed: Set[int] = set()  # layers already given a site through a Sequential
 
     def sites(self, call: cst.Call) -> List[Site]:
         if terminal_name(call.func) not in self.watched_names:
@@ -96,9 +99,11 @@ class InplaceAnalysis:
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.context.qualify(call.func)
         if qualified == SEQUENTIAL:
+            if id(call) in self._spliced_layers():
+                return []  # read as part of the Sequential it is spliced into
             return self._sequential(call)
         if qualified in KIND_BY_MODULE:
-            if id(call) in self._in_sequential:
+            if id(call) in self._in_sequential or id(call) in self._spliced_layers():
                 return []
             return [self._module(call, qualified)]
         if qualified in KIND_BY_FUNCTION:
@@ -142,13 +147,40 @@ class InplaceAnalysis:
             return site
         site.label = f"`self.{attribute}` ({short_name(qualified)})"
         self._attribute_uses(site, model, attribute)
+        self._leading_uses(site, model, attribute)
         return site
+
+    def _leading_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
+        """Uses of ``self.<attribute>`` as the first element of another Sequential attribute
+        (``rep.append(self.relu)`` ... ``self.rep = nn.Sequential(*rep)``): it runs on what
+        ``self.rep`` is called with."""
+        for other in model.assignments:
+            if other == attribute:
+                continue
+            sequence = model.attribute_sequence(other)
+            if not sequence or len(sequence) < 2 or sequence[0].attribute != attribute:
+                continue
+            site.complete = False
+            for reference in model.calls(other):
+                call = reference.call
+                assert call is not None
+                if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+                    continue
+                use = self._use(
+                    call.args[0].value, call, reference.method, reference.statement, model,
+                    model.self_name(reference.method),
+                )
+                if use is not None:
+                    site.uses.append(use)
 
     def _sequential(self, call: cst.Call) -> List[Site]:
         model = self._class()
         method = enclosing(self.context, cst.FunctionDef)
         self_name = model.self_name(method) if model is not None and isinstance(method, cst.FunctionDef) else None
-        elements = self.file.resolver.sequential(call, self_name)
+        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        elements = self.file.resolver.sequential(
+            call, self_name, method if isinstance(method, cst.FunctionDef) else None, statement
+        )
         if elements is None:
             return []
         for inner in _nested_calls(call, self.file.resolver):
@@ -160,8 +192,9 @@ class InplaceAnalysis:
         sites = []
         for position, part in enumerate(elements):
             layer = part.layer
-            if layer is None or layer.kind is None:
+            if layer is None or layer.kind is None or id(layer.call) in self._claimed:
                 continue
+            self._claimed.add(id(layer.call))
             site = Site(
                 layer.kind.name, layer.kind, "module", layer.call, f"`{short_name(layer.qualified)}`",
                 layer.inplace(),
@@ -175,6 +208,39 @@ class InplaceAnalysis:
                 self._attribute_uses(site, model, attribute)
             sites.append(site)
         return sites
+
+    def _spliced_layers(self) -> Set[int]:
+        """The layer constructors that reach a Sequential through a spliced list (``*layers``)."""
+        if self._spliced is None:
+            found: Set[int] = set()
+            resolver = self.file.resolver
+            for call, function, statement in splices(self.file.module):
+                if resolver.constructor(call) != SEQUENTIAL:
+                    continue
+                for arg in call.args:
+                    for value in resolver.spliced(arg, function, statement) or ():
+                        if isinstance(value, cst.Call):
+                            found.add(id(value))
+                            if resolver.constructor(value) == SEQUENTIAL:
+                                found.update(id(inner) for inner in _nested_calls(value, resolver))
+            self._spliced = found
+        return self._spliced
+
+    def never_drops(self, site: Site) -> bool:
+        """A dropout whose probability is 0 here: no mask is drawn (``nn.Dropout(p=0.0)``, or a
+        parameter defaulting to 0 that every call of its function in this file leaves at 0)."""
+        if site.kind is None or site.kind.saves is not Saves.MASK or site.form == "method":
+            return False
+        if site.form == "module":
+            arg = argument(site.node, site.kind.module_params.index("p"), "p")
+        else:
+            arg = argument(site.node, site.kind.functional_params.index("p") + 1, "p")
+        if arg is None:
+            return False  # torch's default is 0.5
+        if literal_number(arg.value) is not None:
+            return literal_number(arg.value) == 0
+        function, owner = enclosing_definitions(self.file.module, site.node)
+        return zero_probability(self.file.module, function, owner, arg.value)
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:

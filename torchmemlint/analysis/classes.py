@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -93,8 +94,11 @@ def _rooted_at(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
 class Resolver:
     """Turns module expressions into ``Part`` / Sequential element lists for one file."""
 
-    def __init__(self, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+    def __init__(
+        self, qualify: Callable[[cst.BaseExpression], Optional[str]], lists: Optional[LayerLists] = None
+    ) -> None:
         self.qualify = qualify
+        self.lists = lists
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
         if isinstance(node, cst.Call):
@@ -116,8 +120,17 @@ class Resolver:
                 return Part(node, borrowed=(base, node.attr.value))
         return Part(node)
 
-    def sequential(self, call: cst.Call, self_name: Optional[str]) -> Optional[List[Part]]:
-        """Elements of ``nn.Sequential(...)``, nested Sequentials flattened; None if not one."""
+    def sequential(
+        self,
+        call: cst.Call,
+        self_name: Optional[str],
+        function: Optional[cst.FunctionDef] = None,
+        statement: Optional[cst.CSTNode] = None,
+    ) -> Optional[List[Part]]:
+        """Elements of ``nn.Sequential(...)``, nested Sequentials flattened; None if not one.
+
+        With the ``function`` and ``statement`` the call is in, ``nn.Sequential(*layers)`` is
+        read through the local list ``layers`` when its contents are certain (``LayerLists``)."""
         if self.constructor(call) != NN + "Sequential":
             return None
         parts: List[Part] = []
@@ -125,14 +138,36 @@ class Resolver:
             if arg.keyword is not None:
                 return None
             if arg.star:
-                parts.append(Part(arg.value))  # unknown elements
-                continue
-            ordered = self._ordered_dict_values(arg.value)
-            values = ordered if ordered is not None else [arg.value]
+                spliced = self.spliced(arg, function, statement)
+                if spliced is None:
+                    parts.append(Part(arg.value))  # unknown elements
+                    continue
+                values = spliced
+            else:
+                ordered = self._ordered_dict_values(arg.value)
+                values = ordered if ordered is not None else [arg.value]
             for value in values:
-                inner = self.sequential(value, self_name) if isinstance(value, cst.Call) else None
+                inner = (
+                    self.sequential(value, self_name, function, statement)
+                    if isinstance(value, cst.Call) else None
+                )
                 parts.extend(inner if inner is not None else [self.part(value, self_name)])
         return parts
+
+    def spliced(
+        self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
+    ) -> Optional[List[cst.BaseExpression]]:
+        """The elements ``*layers`` stands for, when the list's contents are certain."""
+        if arg.star != "*" or self.lists is None:
+            return None
+        if isinstance(arg.value, cst.Call):
+            return self.lists.helper_list(arg.value)
+        if isinstance(arg.value, cst.Name):
+            if function is None or statement is None:
+                return None
+            return self.lists.contents(function, arg.value.value, statement)
+        literal = _literal_list(arg.value)
+        return literal
 
     def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
         if not isinstance(node, cst.Call) or self.qualify(node.func) != "collections.OrderedDict":
@@ -358,7 +393,7 @@ class ClassModel:
         self_name = self.self_name(assignment.method)
         value = assignment.value
         if isinstance(value, cst.Call):
-            elements = self.file.resolver.sequential(value, self_name)
+            elements = self.file.resolver.sequential(value, self_name, assignment.method, assignment.statement)
             if elements is not None:
                 return elements
         return [self.file.resolver.part(value, self_name)]

@@ -12,6 +12,7 @@ from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.layer_lists import LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import block_indent, block_statements, walk
 
@@ -35,7 +36,8 @@ class FileAnalysis:
         self.qualify = qualify if qualify is not None else bindings.qualify
         # module-level names bound by imports
         self.imported = frozenset(name for name, q in bindings.names.items() if q is not None)
-        self.resolver = Resolver(self.qualify)
+        self.layer_lists = LayerLists(module)
+        self.resolver = Resolver(self.qualify, self.layer_lists)
         self._scopes: Optional[ScopeWalk] = None
         self._callables: Optional[CallableModel] = None
         self._class_indents: Optional[Dict[int, str]] = None

@@ -239,7 +239,8 @@ class UnsafeInplace(Rule):
     whose input (a) is read again later in the function, (b) comes from an op that keeps its
     output for backward (sigmoid, tanh, softmax, log_softmax, exp, sqrt, rsqrt, relu, or another
     in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
-    that calls it is judged.
+    that calls it is judged, and so is every call of a Sequential it starts
+    (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`).
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
@@ -269,7 +270,8 @@ class UnsafeInplace(Rule):
     ## Measured
     tests/test_module_rules.py reproduces both failures: `F.relu(torch.sigmoid(x), inplace=True)`
     raises in backward, and an in-place activation before a residual addition changes the output
-    (memory-facts table row 7: max abs output difference 2.57 in a ResNet block).
+    (memory-facts table row 7: max abs output difference 2.57 in a ResNet block; 3.33 for an
+    Xception-style block whose spliced in-place ReLU runs on the shortcut's input, CPU).
     """
 
     code = "TML203"
@@ -329,6 +331,9 @@ class InplaceDropout(Rule):
     (4 bytes per element). The output of either is kept by the next layer anyway. On the CPU
     both keep the float32 mask, so the difference only shows on a GPU.
 
+    Quiet when the probability is 0 (no mask is drawn): a literal `p=0.0`, or a parameter whose
+    default is 0 and that every call of its function (or class) in the file leaves at 0.
+
     ## Example
     ```python
     self.drop = nn.Dropout(0.1, inplace=True)
@@ -360,8 +365,9 @@ class InplaceDropout(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        for site in activation_sites(self.context).sites(node):
-            if site.name != "dropout" or site.inplace is not True:
+        analysis = activation_sites(self.context)
+        for site in analysis.sites(node):
+            if site.name != "dropout" or site.inplace is not True or analysis.never_drops(site):
                 continue
             edit = drop_inplace(self, site)
             fix = FixSpec(Applicability.UNSAFE, "Run dropout out of place", (edit,)) if edit else None
