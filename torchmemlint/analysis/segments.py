@@ -12,7 +12,7 @@ from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.checkpoints import CHECKPOINT_SEQUENTIAL, Found, _positional
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.names import Bindings
-from torchmemlint.analysis.syntax import _body_statements, _first_param
+from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item
 
 
 
@@ -67,16 +67,7 @@ class ScopeTracker:
                 break
             if not isinstance(statement, cst.For):
                 continue
-            target, iterable = statement.target, statement.iter
-            if (
-                isinstance(iterable, cst.Call)
-                and isinstance(iterable.func, cst.Name)
-                and iterable.func.value == "enumerate"
-                and iterable.args
-                and isinstance(target, cst.Tuple)
-                and len(target.elements) == 2
-            ):
-                target, iterable = target.elements[1].value, iterable.args[0].value
+            target, iterable = loop_item(statement)
             if isinstance(target, cst.Name) and target.value == name.value:
                 return iterable
         return None

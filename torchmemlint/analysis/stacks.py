@@ -16,6 +16,7 @@ from torchmemlint.analysis.checkpoints import (
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.syntax import (
+    loop_item,
     _body_statements, _flat_statements, _scope_of, self_path, _small_statements, _walk,
 )
 
@@ -59,16 +60,7 @@ class StackFinder:
             yield Stack(first, f"a chain of {len(names)} blocks ({described})", len(names), line)
 
     def _loop_stack(self, loop: cst.For, env: Env) -> Optional[Stack]:
-        target, iterable = loop.target, loop.iter
-        if (
-            isinstance(iterable, cst.Call)
-            and isinstance(iterable.func, cst.Name)
-            and iterable.func.value == "enumerate"
-            and iterable.args
-            and isinstance(target, cst.Tuple)
-            and len(target.elements) == 2
-        ):
-            target, iterable = target.elements[1].value, iterable.args[0].value
+        target, iterable = loop_item(loop)
         if not isinstance(target, cst.Name):
             return None
         chained = any(

@@ -253,3 +253,19 @@ def self_path(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[Li
     ):
         return None
     return list(reversed(parts))
+
+
+def loop_item(loop: cst.For) -> Tuple[cst.BaseAssignTargetExpression, cst.BaseExpression]:
+    """``(target, iterable)`` of a ``for``, seen through ``enumerate``: ``for i, block in
+    enumerate(self.blocks)`` gives ``(block, self.blocks)``."""
+    target, iterable = loop.target, loop.iter
+    if (
+        isinstance(iterable, cst.Call)
+        and isinstance(iterable.func, cst.Name)
+        and iterable.func.value == "enumerate"
+        and iterable.args
+        and isinstance(target, cst.Tuple)
+        and len(target.elements) == 2
+    ):
+        return target.elements[1].value, iterable.args[0].value
+    return target, iterable
