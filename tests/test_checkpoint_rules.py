@@ -110,7 +110,11 @@ def train_step(namespace: Dict[str, object], seed: int = 0) -> Dict[str, Step]:
         steps[name] = {
             "model": model,
             "output": output.detach(),
-            "grads": {key: param.grad for key, param in model.named_parameters()},
+            # checkpoint_wrapper's own prefix left out, as its state_dict hooks do
+            "grads": {
+                key.replace("_checkpoint_wrapped_module.", ""): param.grad
+                for key, param in model.named_parameters()
+            },
             "input_grads": [tensor.grad for tensor in inputs],
             "next_random": torch.rand(1),  # where the global generator stands after the step
         }
@@ -166,7 +170,7 @@ def test_default_selection_leaves_the_deep_stack_suggestion_off():
 
 @pytest.mark.parametrize(
     "minimum, classes",
-    [(13, set()), (2, {"Encoder", "SmallResNet", "PlainStack", "ShallowStack"})],
+    [(13, set()), (2, {"Encoder", "SmallResNet", "PlainStack", "ShallowStack", "HelperEncoder"})],
 )
 def test_checkpoint_min_blocks_option_from_pyproject(tmp_path, minimum, classes):
     (tmp_path / "pyproject.toml").write_text(
@@ -184,7 +188,9 @@ def test_checkpoint_min_blocks_option_from_pyproject(tmp_path, minimum, classes)
 
 
 # -- safe fixes keep outputs and gradients identical -----------------------------------------
-@pytest.mark.parametrize("fixture", ["single_ops_non_reentrant.py", "dropout_rng.py"])
+@pytest.mark.parametrize(
+    "fixture", ["single_ops_non_reentrant.py", "dropout_rng.py", "module_wrappers.py"]
+)
 def test_safe_fixes_keep_outputs_and_gradients_identical(fixture):
     original = fixture_source(fixture)
     after = fixed(original, "TML4")
@@ -273,6 +279,29 @@ def test_preserve_rng_state_false_gives_wrong_gradients_and_the_fix_restores_the
     assert not torch.equal(broken["next_random"], reference["next_random"])
     assert_identical({"model": repaired}, {"model": reference})
     assert torch.equal(repaired["next_random"], reference["next_random"])
+
+
+def unwrapped(module, *args, **kwargs):
+    """`checkpoint_wrapper` replaced by the module itself."""
+    return module
+
+
+def test_checkpoint_wrapper_updates_batchnorm_twice_and_drops_the_rng_state():
+    """torch's module wrapper behaves as TML403/TML404 say of `checkpoint` (module_wrappers.py)."""
+    source = fixture_source("module_wrappers.py")
+    wrapped = train_step(load(source))
+    plain = train_step(load(source, checkpoint_wrapper=unwrapped))
+    bn = wrapped["net"]["model"].get_submodule("block._checkpoint_wrapped_module.bn")
+    reference = plain["net"]["model"].get_submodule("block.bn")
+    assert int(bn.num_batches_tracked) == 2 and int(reference.num_batches_tracked) == 1
+    torch.testing.assert_close(bn.running_mean, 1.9 * reference.running_mean)
+    head, plain_head = wrapped["head"], plain["head"]
+    assert torch.equal(head["output"], plain_head["output"])
+    mlp = [key for key in head["grads"] if key.startswith("mlp.")]
+    assert mlp and max((head["grads"][k] - plain_head["grads"][k]).abs().max().item() for k in mlp) > 1e-3
+    repaired = train_step(load(fixed(source, "TML404", unsafe_fixes=True)))["head"]
+    for key in mlp:
+        torch.testing.assert_close(repaired["grads"][key], plain_head["grads"][key])
 
 
 # -- messages ------------------------------------------------------------------------------

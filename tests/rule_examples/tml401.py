@@ -10,6 +10,12 @@ VALID = (
     "def checkpoint(f, x):\n    return f(x)\ny = checkpoint(block, x)\n",
     "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x, **kwargs)\n",
     "import deepspeed\ny = deepspeed.checkpointing.checkpoint(block, x)\n",
+    # timm's wrappers are non-reentrant by default; torch's module wrapper too.
+    "from timm.models import checkpoint, checkpoint_seq\n"
+    "y = checkpoint(block, x)\ny = checkpoint_seq(blocks, x)\n",
+    "from ._manipulate import checkpoint\ny = checkpoint(block, x)\n",
+    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+    "block = checkpoint_wrapper(block)\n",
 )
 
 INVALID = (

@@ -30,9 +30,15 @@ VALID = (
         imports="def checkpoint(function, *args):\n    return function(*args)",
         call="checkpoint(self.conv1, x)",
     ),
-    _MODEL.format(
-        imports="import deepspeed", call="deepspeed.checkpointing.checkpoint(self.conv1, x)"
-    ),
+    # Module wrappers around more than one layer, or not around a torch layer.
+    "import torch.nn as nn\n"
+    "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+    "block = checkpoint_wrapper(nn.Sequential(nn.Conv2d(3, 3, 1), nn.ReLU(), nn.Conv2d(3, 3, 1)))\n",
+    "def checkpoint_wrapper(module):\n    return module\nimport torch.nn as nn\n"
+    "conv = checkpoint_wrapper(nn.Conv2d(3, 3, 1))\n",
+    # timm's checkpoint_seq over single layers is not reported (each element is a segment).
+    "import torch.nn as nn\nfrom timm.models import checkpoint_seq\n"
+    "y = checkpoint_seq(nn.Sequential(nn.Conv2d(3, 3, 1), nn.Conv2d(3, 3, 1)), x)\n",
     # A max pool also keeps int64 indices for backward, which checkpointing does drop.
     "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n"
     "y = checkpoint(nn.MaxPool2d(2), x, use_reentrant=False)\n",
@@ -110,5 +116,28 @@ INVALID = (
         fixed="import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
         "def f(x):\n"
         "    return F.relu(\n        x,\n    )\n",
+    ),
+    Invalid(
+        _MODEL.format(
+            imports="import deepspeed", call="deepspeed.checkpointing.checkpoint(self.conv1, x)"
+        ),
+        fixed=_MODEL.format(imports="import deepspeed", call="self.conv1(x)"),
+    ),
+    Invalid(
+        _MODEL.format(
+            imports="from timm.models._manipulate import checkpoint",
+            call="checkpoint(self.conv1, x, use_reentrant=False)",
+        ),
+        fixed=_MODEL.format(
+            imports="from timm.models._manipulate import checkpoint", call="self.conv1(x)"
+        ),
+    ),
+    Invalid(
+        "import torch.nn as nn\n"
+        "from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw\n"
+        "stem = cw.checkpoint_wrapper(nn.Conv2d(3, 8, 3))\n",
+        fixed="import torch.nn as nn\n"
+        "from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw\n"
+        "stem = nn.Conv2d(3, 8, 3)\n",
     ),
 )

@@ -35,9 +35,24 @@ VALID = (
         norm="nn.BatchNorm2d(c, track_running_stats=False)",
         call="checkpoint(self.block, x, use_reentrant=False)",
     ),
+    # timm's checkpoint_seq with skip_last=True runs the last element without checkpoint.
+    "import torch.nn as nn\nfrom timm.models import checkpoint_seq\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.layers = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return checkpoint_seq(self.layers, x, skip_last=True)\n",
+    # A relative `checkpoint` that is not timm's `_manipulate`.
+    _BLOCK.format(
+        imports="from .helpers import checkpoint",
+        norm="nn.BatchNorm2d(c)",
+        call="checkpoint(self.block, x)",
+    ),
     _BLOCK.format(
         imports="import deepspeed",
-        norm="nn.BatchNorm2d(c)",
+        norm="nn.LayerNorm(c)",
         call="deepspeed.checkpointing.checkpoint(self.block, x)",
     ),
     _BLOCK.format(
@@ -100,5 +115,37 @@ INVALID = (
         "def step(x, mean, var):\n"
         "    return F.batch_norm(x, mean, var, training=True)\n"
         "y = torch.utils.checkpoint.checkpoint(step, x, m, v, use_reentrant=False)\n",
+    ),
+    Invalid(
+        _BLOCK.format(
+            imports="import deepspeed",
+            norm="nn.BatchNorm2d(c)",
+            call="deepspeed.checkpointing.checkpoint(self.block, x)",
+        ),
+    ),
+    # timm's own files: `from ._manipulate import checkpoint_seq`.
+    Invalid(
+        "import torch.nn as nn\nfrom ._manipulate import checkpoint_seq\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return checkpoint_seq(self.layers, x)\n",
+        line=9,
+        column=31,
+    ),
+    Invalid(
+        _BLOCK.format(
+            imports="from timm.models.helpers import checkpoint_seq",
+            norm="nn.BatchNorm2d(c)",
+            call="checkpoint_seq([self.block, self.block], x, flatten=True)",
+        ),
+    ),
+    Invalid(
+        "import torch.nn as nn\n"
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+        "block = checkpoint_wrapper(nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)))\n",
     ),
 )

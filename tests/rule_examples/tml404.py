@@ -41,6 +41,12 @@ VALID = (
         drop="nn.Dropout(0.1)",
         call="checkpoint(self.layers, x, use_reentrant=False, preserve_rng_state=keep_rng)",
     ),
+    # timm's checkpoint_seq takes no such keyword (a TypeError at run time, not this rule).
+    _MLP.format(
+        imports="from timm.models import checkpoint_seq",
+        drop="nn.Dropout(0.1)",
+        call="checkpoint_seq(self.layers, x, preserve_rng_state=False)",
+    ),
     _MLP.format(
         imports="def checkpoint(function, *args, **kwargs):\n    return function(*args)",
         drop="nn.Dropout(0.1)",
@@ -111,5 +117,27 @@ INVALID = (
         "preserve_rng_state=False)\n",
         fixed="import torch.nn.functional as F\nfrom torch.utils.checkpoint import checkpoint\n"
         "y = checkpoint(lambda t: F.dropout(F.relu(t), 0.1), x, use_reentrant=False)\n",
+    ),
+    Invalid(
+        _MLP.format(
+            imports="from timm.models import checkpoint",
+            drop="nn.Dropout(0.1)",
+            call="checkpoint(self.layers, x, preserve_rng_state=False)",
+        ),
+        fixed=_MLP.format(
+            imports="from timm.models import checkpoint",
+            drop="nn.Dropout(0.1)",
+            call="checkpoint(self.layers, x)",
+        ),
+    ),
+    Invalid(
+        "import torch.nn as nn\n"
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+        "mlp = checkpoint_wrapper(\n"
+        "    nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1)), preserve_rng_state=False\n)\n",
+        fixed="import torch.nn as nn\n"
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
+        "mlp = checkpoint_wrapper(\n"
+        "    nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1))\n)\n",
     ),
 )

@@ -12,7 +12,7 @@ import libcst as cst
 from torchmemlint.analysis.checkpoints import (
     BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
     _last_part, _module_traits, _NN, _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL,
-    RANDOM, _RANDOM_METHODS, _single_return_call, SingleOp,
+    RANDOM, _RANDOM_METHODS, relative_wrappers, _single_return_call, SingleOp, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.names import Bindings
@@ -39,6 +39,14 @@ class CallableModel:
         self._in_progress: Set[int] = set()
         self._mentions: Dict[int, bool] = {}
         self._layer_counts: Dict[int, int] = {}
+        self._relative_wrappers: Optional[Dict[str, Wrapper]] = None
+
+    @property
+    def relative_wrappers(self) -> Dict[str, Wrapper]:
+        """Checkpoint functions this file imports relatively (timm's own model files)."""
+        if self._relative_wrappers is None:
+            self._relative_wrappers = relative_wrappers(self.module)
+        return self._relative_wrappers
 
     # -- lookups ---------------------------------------------------------------------------
     def model(self, node: cst.ClassDef, scope: Bindings) -> InitModel:

@@ -10,15 +10,12 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import _body_statements, _walk
-
 
 
 CHECKPOINT = "torch.utils.checkpoint.checkpoint"
 CHECKPOINT_SEQUENTIAL = "torch.utils.checkpoint.checkpoint_sequential"
-CHECKPOINT_FUNCTIONS = frozenset({CHECKPOINT, CHECKPOINT_SEQUENTIAL})
-# Through any module alias the functions are reached as `<alias>.checkpoint(...)`.
-_CHECKPOINT_ATTRIBUTES = frozenset({"checkpoint", "checkpoint_sequential"})
 # Keywords `checkpoint` consumes itself; every other keyword is passed to the function.
 _CHECKPOINT_KEYWORDS = frozenset(
     {
@@ -169,37 +166,120 @@ def _is_zero(node: Optional[cst.BaseExpression]) -> bool:
     return False
 
 
-def _is_checkpoint_call(rule, call: cst.Call) -> Optional[str]:
-    """Qualified checkpoint function a call invokes; cheap for every other call."""
+@dataclass(frozen=True)
+class Wrapper:
+    """What a checkpointing function does with its arguments, as far as TML401-404 need it.
+
+    ``form``: ``CALL`` (``checkpoint(f, *args)``), ``SEQUENTIAL`` (torch's
+    ``checkpoint_sequential(functions, segments, x)``: all but the last segment), ``SEQ``
+    (timm's ``checkpoint_seq(functions, x)``: every element, the last kept out by
+    ``skip_last=True``) or ``MODULE`` (``checkpoint_wrapper(module)``: a module whose every
+    call is checkpointed). ``reentrant``: the variant when the call does not choose one (None:
+    set elsewhere, timm's ``set_reentrant_ckpt``/``TIMM_REENTRANT_CKPT``, default off).
+    ``use_reentrant``: the call takes that keyword; ``torch_keywords``: it passes torch's other
+    checkpoint keywords (``preserve_rng_state``, ``context_fn``) on.
+    """
+
+    name: str  # how messages call it
+    form: str
+    reentrant: Optional[bool]
+    use_reentrant: bool = True
+    torch_keywords: bool = True
+
+    @property
+    def omitted_use_reentrant_is_reentrant(self) -> bool:
+        """TML401's premise: the call takes `use_reentrant` and is reentrant without it."""
+        return self.use_reentrant and self.reentrant is True
+
+
+CALL, SEQUENTIAL, SEQ, MODULE = "call", "sequential", "seq", "module"
+_TIMM_CHECKPOINT = Wrapper("checkpoint", CALL, None)
+_TIMM_CHECKPOINT_SEQ = Wrapper("checkpoint_seq", SEQ, None, torch_keywords=False)
+_DEEPSPEED = Wrapper("deepspeed.checkpointing.checkpoint", CALL, True, False, False)
+_CHECKPOINT_WRAPPER = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper"
+WRAPPERS: Dict[str, Wrapper] = {
+    CHECKPOINT: Wrapper("checkpoint", CALL, True),
+    CHECKPOINT_SEQUENTIAL: Wrapper("checkpoint_sequential", SEQUENTIAL, True),
+    # timm: thin wrappers of torch's, non-reentrant unless timm's config says otherwise;
+    # `checkpoint` passes its other keywords on, `checkpoint_seq` takes none.
+    **{
+        f"timm.models.{module}{name}": wrapper
+        for module in ("", "_manipulate.", "helpers.")
+        for name, wrapper in (("checkpoint", _TIMM_CHECKPOINT), ("checkpoint_seq", _TIMM_CHECKPOINT_SEQ))
+    },
+    # torch's module wrapper: CheckpointImpl.NO_REENTRANT by default, keywords passed on.
+    _CHECKPOINT_WRAPPER: Wrapper("checkpoint_wrapper", MODULE, False, False),
+    # deepspeed: `checkpoint(function, *args)`, an autograd.Function (reentrant), which saves
+    # and restores the RNG states itself and takes no keywords.
+    "deepspeed.checkpointing.checkpoint": _DEEPSPEED,
+    "deepspeed.runtime.activation_checkpointing.checkpointing.checkpoint": _DEEPSPEED,
+}
+# Through any module alias the functions are reached as `<alias>.checkpoint(...)`.
+_WRAPPER_ATTRIBUTES = frozenset(name.rsplit(".", 1)[-1] for name in WRAPPERS)
+# timm's own files import them relatively: `from ._manipulate import checkpoint_seq` (and
+# timm 0.6 `from .helpers import checkpoint_seq`; `helpers.checkpoint` is too common a name).
+_RELATIVE_NAMES = {"_manipulate": ("checkpoint", "checkpoint_seq"), "helpers": ("checkpoint_seq",)}
+
+
+def relative_wrappers(module: cst.Module) -> Dict[str, Wrapper]:
+    """Names bound by ``from ._manipulate import checkpoint, checkpoint_seq`` (timm's files)."""
+    found: Dict[str, Wrapper] = {}
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.ImportFrom) or not small.relative or small.module is None:
+                continue
+            names = _RELATIVE_NAMES.get(small.module.value) if isinstance(small.module, cst.Name) else None
+            if names is None or isinstance(small.names, cst.ImportStar):
+                continue
+            for alias in small.names:
+                if not isinstance(alias.name, cst.Name) or alias.name.value not in names:
+                    continue
+                wrapper = WRAPPERS.get(f"timm.models._manipulate.{alias.name.value}")
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                if wrapper is not None and isinstance(bound, cst.Name):
+                    found[bound.value] = wrapper
+    return found
+
+
+def checkpoint_wrapper_of(rule, call: cst.Call) -> Optional[Wrapper]:
+    """The checkpointing function a call invokes (torch, timm, deepspeed); cheap otherwise."""
     func = call.func
     if isinstance(func, cst.Attribute):
-        if func.attr.value not in _CHECKPOINT_ATTRIBUTES:
+        if func.attr.value not in _WRAPPER_ATTRIBUTES:
             return None
     elif not isinstance(func, cst.Name):
         return None
     qualified = rule.qualify(func)
-    return qualified if qualified in CHECKPOINT_FUNCTIONS else None
+    if qualified is not None:
+        return WRAPPERS.get(qualified)
+    if isinstance(func, cst.Name) and func.value in _WRAPPER_ATTRIBUTES:
+        models = rule.context.analysis.callables
+        if func.value not in models.functions:
+            return models.relative_wrappers.get(func.value)
+    return None
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+def reentrant(wrapper: Wrapper, call: cst.Call) -> Optional[bool]:
+    """Whether this call runs the reentrant variant; None when the file does not say."""
+    if wrapper.form == MODULE:
+        if keyword(call, "checkpoint_fn") is not None:
+            return None  # its own checkpoint function: `checkpoint_impl` is ignored
+        impl = keyword(call, "checkpoint_impl")
+        if impl is None:
+            return wrapper.reentrant
+        name = dotted_name(impl.value) or ""
+        last = name.rsplit(".", 1)[-1]
+        return {"REENTRANT": True, "NO_REENTRANT": False}.get(last)
+    if not wrapper.use_reentrant:
+        return wrapper.reentrant
+    arg = keyword(call, "use_reentrant")
+    if arg is None:
+        return None if has_star_kwargs(call) else wrapper.reentrant
+    if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
+        return arg.value.value == "True"
+    return None
 
 
 @dataclass(frozen=True)
@@ -223,7 +303,6 @@ class SingleOp:
 
 def _last_part(qualified: str) -> str:
     return qualified.rsplit(".", 1)[-1]
-
 
 
 def _function_op(qualified: Optional[str]) -> Optional[SingleOp]:

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.callables import CallableModel
-from torchmemlint.analysis.checkpoints import CHECKPOINT_SEQUENTIAL, Found, _positional
+from torchmemlint.analysis.checkpoints import Found, keyword, _positional, SEQ, SEQUENTIAL, Wrapper
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item
@@ -72,8 +72,13 @@ class ScopeTracker:
                 return iterable
         return None
 
-    def callable_contents(self, call: cst.Call, function: str) -> Tuple[Dict[str, Found], str]:
-        """Traits of what a checkpoint call recomputes, and how to name its callable."""
+    def callable_contents(self, call: cst.Call, wrapper: Wrapper) -> Tuple[Dict[str, Found], str]:
+        """Traits of what a checkpoint call recomputes, and how to name its callable.
+
+        ``checkpoint(f, ...)`` and ``checkpoint_wrapper(module)``: what ``f``/``module`` runs;
+        torch's ``checkpoint_sequential``: all segments but the last; timm's ``checkpoint_seq``:
+        every element (a container or a list of them), but the last with ``skip_last=True``.
+        """
         positional = _positional(call)
         if not positional or positional[0].star:
             return {}, ""
@@ -85,15 +90,38 @@ class ScopeTracker:
         if container is not None:
             label += f" (an element of `{self.context.module.code_for_node(container)}`)"
             return models.contents(container, env, label), label
-        if function == CHECKPOINT_SEQUENTIAL:
+        segments: Optional[List[Tuple[cst.BaseExpression, Env, str]]] = None
+        if wrapper.form == SEQUENTIAL:
             segments = _recomputed_segments(models.elements(target, env, label), positional)
-            if segments is not None:
-                found: Dict[str, Found] = {}
-                for element, element_env, where in segments:
-                    for trait, item in models.contents(element, element_env, where).items():
-                        found.setdefault(trait, item)
-                return found, label
+        elif wrapper.form == SEQ:
+            segments = _seq_elements(models, target, env, label)
+            skip_last = keyword(call, "skip_last")
+            if skip_last is not None and not (
+                isinstance(skip_last.value, cst.Name) and skip_last.value.value == "False"
+            ):
+                flatten = keyword(call, "flatten")
+                known = segments is not None and flatten is None and not any(
+                    where.endswith("[...]") for _, _, where in segments
+                )
+                segments = segments[:-1] if known else []  # type: ignore[index]
+        if segments is not None:
+            found: Dict[str, Found] = {}
+            for element, element_env, where in segments:
+                for trait, item in models.contents(element, element_env, where).items():
+                    found.setdefault(trait, item)
+            return found, label
         return models.contents(target, env, label), label
+
+
+def _seq_elements(
+    models: CallableModel, target: cst.BaseExpression, env: Env, label: str
+) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+    """What timm's ``checkpoint_seq`` runs one by one: a list literal's items or a container's."""
+    if isinstance(target, (cst.List, cst.Tuple)):
+        if any(isinstance(element, cst.StarredElement) for element in target.elements):
+            return None
+        return [(element.value, env, label) for element in target.elements]
+    return models.elements(target, env, label)
 
 
 def _recomputed_segments(

@@ -27,6 +27,7 @@ class Stack:
     description: str  # "the 12 blocks of `self.blocks`"
     count: int
     statement: cst.CSTNode  # reported while the traversal is in it, for `# noqa` rows
+    via: Tuple[str, ...] = ()  # the helper methods `forward` reaches it through
 
 
 
@@ -38,7 +39,25 @@ class StackFinder:
         self.models = models
         self.module = module
 
+    MAX_HELPERS = 3  # forward -> forward_features -> forward_encoder -> ...
+
     def stacks(self, model: InitModel, forward: cst.FunctionDef) -> Iterator[Stack]:
+        """The stacks ``forward`` runs, itself or in the methods of its class it calls
+        (``self.forward_features(x)``, ``self.forward_encoder(x)``), each method once."""
+        seen: Set[int] = {id(forward)}
+        pending: List[Tuple[cst.FunctionDef, Tuple[str, ...]]] = [(forward, ())]
+        while pending:
+            method, via = pending.pop(0)
+            for stack in self._method_stacks(model, method):
+                yield Stack(stack.node, stack.description, stack.count, stack.statement, via)
+            if len(via) >= self.MAX_HELPERS:
+                continue
+            for name, helper in _called_methods(model, method):
+                if id(helper) not in seen:
+                    seen.add(id(helper))
+                    pending.append((helper, (*via, name)))
+
+    def _method_stacks(self, model: InitModel, forward: cst.FunctionDef) -> Iterator[Stack]:
         models = self.models
         env = model.method_env(forward)
         statements = _body_statements(forward.body)
@@ -275,6 +294,22 @@ class StackFinder:
         owner = env.owner
         values = owner.attributes.get(attribute, []) if owner is not None else []
         return len(values) == 1 and self._is_block(values[0], owner.init_env())
+
+
+def _called_methods(model: InitModel, method: cst.FunctionDef) -> List[Tuple[str, cst.FunctionDef]]:
+    """The methods of the class that ``method`` calls as ``self.name(...)``, in order."""
+    self_name = model.method_env(method).self_name
+    found: List[Tuple[str, cst.FunctionDef]] = []
+    for node in _walk(method.body):
+        if not isinstance(node, cst.Call):
+            continue
+        path = self_path(node.func, self_name)
+        if path is None or len(path) != 1:
+            continue
+        helper = model.methods.get(path[0])
+        if helper is not None and helper is not method and all(helper is not h for _, h in found):
+            found.append((path[0], helper))
+    return found
 
 
 def _simple_targets(statement: cst.SimpleStatementLine) -> Set[str]:

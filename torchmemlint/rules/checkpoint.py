@@ -15,8 +15,8 @@ from typing import Dict, List, Optional, Sequence, Set
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
-    BATCH_NORM, CHECKPOINT, _CHECKPOINT_KEYWORDS, has_star_kwargs, _is_checkpoint_call,
-    keyword, _lambda_call, _literal_false, _positional, RANDOM, SingleOp,
+    BATCH_NORM, CALL, _CHECKPOINT_KEYWORDS, checkpoint_wrapper_of, has_star_kwargs, keyword,
+    _lambda_call, _literal_false, MODULE, _positional, RANDOM, reentrant, SingleOp, Wrapper,
 )
 from torchmemlint.analysis.segments import file_models, ScopeTracker
 from torchmemlint.analysis.stacks import Stack, StackFinder
@@ -30,6 +30,12 @@ class CheckpointWithoutUseReentrant(Rule):
     ## What it does
     Flags `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` calls that
     do not pass `use_reentrant`.
+
+    Other checkpoint functions are not reported: timm's `checkpoint`/`checkpoint_seq`
+    (`timm.models`, `timm.models._manipulate`, `timm.models.helpers`) are non-reentrant unless
+    `TIMM_REENTRANT_CKPT` or `set_reentrant_ckpt()` says otherwise, torch's
+    `checkpoint_wrapper(module)` is `CheckpointImpl.NO_REENTRANT` by default, and deepspeed's
+    `deepspeed.checkpointing.checkpoint(f, *args)` takes no `use_reentrant`.
 
     ## Why is this bad?
     Without the argument torch (2.13) picks the reentrant variant and warns that the default
@@ -76,7 +82,8 @@ class CheckpointWithoutUseReentrant(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _is_checkpoint_call(self, node) is None:
+        wrapper = checkpoint_wrapper_of(self, node)
+        if wrapper is None or not wrapper.omitted_use_reentrant_is_reentrant:
             return
         if keyword(node, "use_reentrant") is not None or has_star_kwargs(node):
             return
@@ -104,16 +111,6 @@ def _use_reentrant_false() -> cst.Arg:
     )
 
 
-def _reentrant(call: cst.Call) -> Optional[bool]:
-    """True/False for a literal or omitted `use_reentrant`; None when it is computed."""
-    arg = keyword(call, "use_reentrant")
-    if arg is None:
-        return True
-    if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
-        return arg.value.value == "True"
-    return None
-
-
 # -- TML402 ---------------------------------------------------------------------------------
 class SingleOpCheckpoint(ScopeTracker, Rule):
     """
@@ -122,7 +119,10 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     normalisation, activation or average-pool module (`self.conv1` is followed to
     `self.conv1 = nn.Conv2d(...)` in `__init__`; an inline `nn.Conv2d(...)`; the elements of a
     `ModuleList` iterated by a `for` loop), a functional op such as `F.relu`, or a lambda that
-    only calls one of those.
+    only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
+    `deepspeed.checkpointing.checkpoint(f, x)`, and for torch's module wrapper
+    `checkpoint_wrapper(nn.Conv2d(...))` (`torch.distributed.algorithms._checkpoint.
+    checkpoint_wrapper`), whose every call checkpoints the one layer.
 
     ## Why is this bad?
     Checkpointing saves memory by dropping the activations *inside* a segment and keeping only
@@ -162,6 +162,10 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     recomputed even by the non-reentrant variant (its saved statistics come out of the op), so
     unwrapping it halves its running-statistics updates (TML403): unsafe as well. No fix is
     offered when the call passes `context_fn` or `**kwargs`, or when a lambda cannot be inlined.
+    `checkpoint_wrapper(layer)` becomes `layer`: safe when it is non-reentrant (the default,
+    `CheckpointImpl.NO_REENTRANT`), unsafe with `CheckpointImpl.REENTRANT` or a `checkpoint_fn`.
+    timm's `checkpoint` without `use_reentrant` follows timm's global setting, and deepspeed's
+    is reentrant: both unsafe.
 
     ## Measured
     `benchmarks/memory_figures.py` (resnet18, batch 64 at 224², torch 2.13.0): checkpointing
@@ -180,10 +184,13 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     fix_applicability = ("safe", "unsafe")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _is_checkpoint_call(self, node) != CHECKPOINT:
+        wrapper = checkpoint_wrapper_of(self, node)
+        if wrapper is None or wrapper.form not in (CALL, MODULE):
             return
         positional = _positional(node)
-        if len(positional) < 2 or positional[0].star:
+        if not positional or positional[0].star:
+            return
+        if wrapper.form == CALL and len(positional) < 2:
             return  # no inputs: not a call that runs
         target = positional[0].value
         models = file_models(self)
@@ -195,18 +202,48 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
             op = models.single_op(target, env)
         if op is None:
             return
-        reentrant = _reentrant(node)
+        variant = reentrant(wrapper, node)
+        if wrapper.form == MODULE:
+            self.report(node, self._module_message(target, op, variant), self._unwrap(node, target, op, variant))
+            return
         self.report(
-            node, self._message(node, target, op, reentrant), self._fix(node, target, op, reentrant)
+            node,
+            self._message(node, target, op, variant, wrapper),
+            self._fix(node, target, op, variant),
         )
 
-    def _message(
+    def _module_message(self, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]) -> str:
+        message = (
+            f"`checkpoint_wrapper` around a single `{op.name}` saves no memory: the op keeps at "
+            "most one input-sized tensor for backward and checkpoint keeps its input anyway"
+        )
+        if reentrant is not False:
+            variant = "the reentrant variant" if reentrant else "if reentrant, it"
+            message += f"; {variant} recomputes it in backward"
+        return message + f"; use `{self.code_for(target)}` unwrapped"
+
+    def _unwrap(
         self, call: cst.Call, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]
+    ) -> Optional[FixSpec]:
+        code = self.code_for(target)
+        if "\n" in self.code_for(call) or has_star_kwargs(call) or keyword(call, "checkpoint_fn") is not None:
+            return None
+        safe = reentrant is False and not op.stateful
+        applicability = Applicability.SAFE if safe else Applicability.UNSAFE
+        return FixSpec(applicability, "Use the layer without `checkpoint_wrapper`", (NodeEdit(call, code),))
+
+    def _message(
+        self,
+        call: cst.Call,
+        target: cst.BaseExpression,
+        op: SingleOp,
+        reentrant: Optional[bool],
+        wrapper: Wrapper,
     ) -> str:
         body = _lambda_call(target) if isinstance(target, cst.Lambda) else None
         name = self.code_for(body.func if body is not None else target)
         message = (
-            f"`checkpoint` around a single `{op.name}` saves no memory: the op keeps at most "
+            f"`{wrapper.name}` around a single `{op.name}` saves no memory: the op keeps at most "
             "one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
         if reentrant is False:
@@ -335,6 +372,17 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     `__init__` value, through `nn.Sequential(...)` contents and classes defined in the same
     file (their `__init__` modules and the functions their `forward` calls).
 
+    Known checkpoint functions: torch's `checkpoint` and `checkpoint_sequential` (all segments
+    but the last); timm's `checkpoint(f, x)` and `checkpoint_seq(blocks, x)` (every element of
+    a container or of a list of them, the last one left out with `skip_last=True`; imported
+    from `timm.models`, `timm.models._manipulate`, `timm.models.helpers`, or relatively in
+    timm's own files), which timm models run when `set_grad_checkpointing()` is on;
+    `checkpoint_wrapper(Block(...))` (`torch.distributed.algorithms._checkpoint.
+    checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
+    `deepspeed.checkpointing.checkpoint(f, x)`. Not followed: `apply_activation_checkpointing`
+    (which modules it wraps is decided by a `check_fn` at run time) and `functools.partial`
+    of a wrapper.
+
     ## Why is this bad?
     In train mode BatchNorm updates its running statistics on every forward call, and
     checkpointing calls the segment's forward twice: once in forward, once when backward
@@ -377,10 +425,10 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     summary = "BatchNorm inside a checkpointed segment updates its running statistics twice"
 
     def visit_Call(self, node: cst.Call) -> None:
-        function = _is_checkpoint_call(self, node)
-        if function is None:
+        wrapper = checkpoint_wrapper_of(self, node)
+        if wrapper is None:
             return
-        found, label = self.callable_contents(node, function)
+        found, label = self.callable_contents(node, wrapper)
         item = found.get(BATCH_NORM)
         if item is None:
             return
@@ -389,8 +437,8 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
             f"{label} contains `{item.what}`{item.located()}: in train mode its running "
             "statistics are updated again when checkpoint recomputes the segment in backward "
             "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
-            "momentum 0.1; gradients unaffected); keep BatchNorm outside the segment or "
-            "recompute with momentum 0 via `context_fn`",
+            "momentum 0.1; gradients unaffected); keep BatchNorm outside the segment"
+            + (" or recompute with momentum 0 via `context_fn`" if wrapper.torch_keywords else ""),
         )
 
 
@@ -402,7 +450,10 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
     segment runs dropout or another random op: `nn.Dropout*`, `nn.RReLU`, transformer layers
     with dropout, `F.dropout`, `torch.rand*`/`torch.bernoulli`, `.bernoulli_()` and other
     in-place samplers, reached through `self.x`, `nn.Sequential(...)` and classes of the
-    same file as for TML403.
+    same file as for TML403. The keyword is also passed on by timm's `checkpoint(f, x, ...)`
+    and by `checkpoint_wrapper(module, preserve_rng_state=False)`, reported alike; timm's
+    `checkpoint_seq` takes no such keyword and deepspeed's `checkpoint` always restores the RNG
+    states.
 
     ## Why is this bad?
     Backward recomputes the segment. Without the saved RNG state the recomputation draws new
@@ -446,13 +497,13 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Call(self, node: cst.Call) -> None:
-        function = _is_checkpoint_call(self, node)
-        if function is None:
+        wrapper = checkpoint_wrapper_of(self, node)
+        if wrapper is None or not wrapper.torch_keywords:
             return
         argument = keyword(node, "preserve_rng_state")
         if argument is None or not _literal_false(argument.value):
             return
-        found, label = self.callable_contents(node, function)
+        found, label = self.callable_contents(node, wrapper)
         item = found.get(RANDOM)
         if item is None:
             return
@@ -479,7 +530,9 @@ class DeepStackWithoutCheckpoint(Rule):
     """
     ## What it does
     Suggests activation checkpointing for a module whose `forward` runs a deep stack of
-    blocks with no checkpointing anywhere in the class: `for blk in self.blocks: x = blk(x)`
+    blocks, itself or in a method of the class it calls (`self.forward_features(x)`, and what
+    that calls, up to 3 methods deep), with no checkpointing anywhere in the class:
+    `for blk in self.blocks: x = blk(x)`
     or `x = self.blocks(x)` over an `nn.ModuleList`/`nn.Sequential` built in `__init__`
     (a literal list, `[Block() for _ in range(depth)]`, `*` splats, a list filled by
     `append` in a `for` loop), or a chain `x = self.layer1(x)`, `x = self.layer2(x)`, ...
@@ -578,9 +631,11 @@ class DeepStackWithoutCheckpoint(Rule):
         stack = self._pending.pop(id(statement), None) if self._pending else None
         if stack is None:
             return
+        through = ", ".join(f"`self.{name}`" for name in stack.via)
+        through = f" (through {through})" if through else ""
         self.report(
             stack.node,
-            f"`forward` runs {stack.description} without activation checkpointing; if "
+            f"`forward`{through} runs {stack.description} without activation checkpointing; if "
             "training runs out of memory, checkpoint each block or the early "
             "high-resolution stages, not the deepest ones (resnet18: every block -30.6 % "
             "peak at x1.32 compute, layer3+layer4 -1.0 %); measure placements with "
