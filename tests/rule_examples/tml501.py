@@ -56,6 +56,20 @@ VALID = (
     "        self.model = None\n\n    def load(self, path):\n        self.model = YOLO(path)\n\n"
     "    def predict(self, frames):\n        for f in frames:\n"
     "            yield self.model(f, conf=0.25)\n",
+    # Issue 12, straight-line look-alikes: put back in training mode after the call, autograd
+    # off around it, the output dropped (a warm-up), not named like a module, a test,
+    # a backward in the function.
+    "import torch\n\ndef sample(model, z):\n    model.eval()\n    out = model(z)\n"
+    "    model.train()\n    return out\n",
+    "import torch\n\ndef sample(model, z):\n    model.eval()\n    with torch.no_grad():\n"
+    "        out = model(z)\n    return out\n",
+    "import torch\n\ndef warm_up(model, x):\n    model.eval()\n    model(x)\n",
+    "import torch\n\ndef run(evaluator, batch):\n    evaluator.eval()\n"
+    "    return evaluator(batch)\n",
+    "import torch\n\ndef test_forward(model, x):\n    model.eval()\n    out = model(x)\n"
+    "    assert out.shape == x.shape\n",
+    "import torch\n\ndef saliency(model, x):\n    model.eval()\n    out = model(x)\n"
+    "    out.max().backward()\n    return x.grad\n",
 )
 
 INVALID = (
@@ -112,5 +126,27 @@ INVALID = (
     Invalid(
         "from torch import nn\n\ndef predict(net, x):\n    return net(x)\n",
         fixed=None,
+    ),
+    # Issue 12: a straight-line `model.eval(); out = model(x)` / `return model(x)`.
+    Invalid(
+        "import torch\n\ndef sample(net, z):\n    net.eval()\n    return net(z)\n",
+        fixed="import torch\n\ndef sample(net, z):\n    net.eval()\n"
+        "    with torch.no_grad():\n        return net(z)\n",
+        line=5,
+        column=12,
+    ),
+    Invalid(
+        "import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n\n"
+        "def features(x):\n    clf = Net()\n    clf.eval()\n    y = clf(x).flatten(1)\n"
+        "    return y\n",
+        fixed="import torch\nimport torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n\n"
+        "def features(x):\n    clf = Net()\n    clf.eval()\n    with torch.no_grad():\n"
+        "        y = clf(x).flatten(1)\n    return y\n",
+    ),
+    Invalid(
+        "import torch\n\nmodel = torch.load('model.pt')\nmodel.eval()\n"
+        "out = model(torch.randn(1, 3, 224, 224))\n",
+        fixed="import torch\n\nmodel = torch.load('model.pt')\nmodel.eval()\n"
+        "with torch.no_grad():\n    out = model(torch.randn(1, 3, 224, 224))\n",
     ),
 )

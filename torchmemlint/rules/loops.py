@@ -8,6 +8,8 @@ works per statement.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Dict, Optional, Set, Tuple, Union
 
@@ -44,9 +46,14 @@ class _LoopRule(Rule):
 class EvalWithoutNoGrad(_LoopRule):
     """
     ## What it does
-    Flags calls of the model in evaluation code that runs with autograd on: after
+    Flags calls of the model in evaluation code that runs with autograd on: in a loop after
     `model.eval()`, or in a function named like `evaluate` / `validate` / `test` / `predict` /
-    `infer`, when nothing turns autograd off there.
+    `infer`, when nothing turns autograd off there. A single straight-line call after
+    `model.eval()` (`model.eval(); out = model(x)`, `return model(x)`) is reported when its
+    output is kept (bound or returned, not a bare `model(x)` warm-up), the callee is plainly a
+    module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
+    the file or a torch layer), nothing puts it back with `.train()` afterwards or
+    backpropagates in the function, and the function is not a test (`test_*`).
 
     Autograd counts as off (for the function and for the functions of this file it calls)
     under torch's `no_grad()`, `inference_mode()` and `set_grad_enabled(False)` used as a
@@ -401,20 +408,30 @@ class _Checks:
         named = is_eval_name(scope.name)
         if mode_seq is not None and mode_seq[1] == "train":
             return  # the model was put back in training mode
-        if not named and (mode_seq is None or not event.ctx.iterating):
-            return  # a single call after eval() (a test, an export) is no loop leak
+        if not named and mode_seq is None:
+            return
+        single = not named and not event.ctx.iterating
+        if single and not self._straight_line_eval(event, callee):
+            return
         if named and self.facts.training_calls:
             return
         if named:
             where = f"in `{scope.name}()` with autograd on"
         else:
             where = f"after `{callee}.eval()` with autograd on (`eval()` does not disable it)"
-        message = (
-            f"`{callee}` is called {where}: every call records its graph and keeps the saved "
-            f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
-            "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
-            "`torch.no_grad()`"
-        )
+        if single:
+            message = (
+                f"`{callee}` is called {where}: its output keeps the graph and every activation "
+                "saved for backward alive as long as it lives, and the forward's peak holds them "
+                "all; use `torch.no_grad()`"
+            )
+        else:
+            message = (
+                f"`{callee}` is called {where}: every call records its graph and keeps the saved "
+                f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
+                "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
+                "`torch.no_grad()`"
+            )
         target = self.facts.wrap_target(event, None if named else mode_seq[0])
         if not named and self.facts.trains_around(event, mode_seq[0], target):
             return  # eval() for frozen batch-norm or an attack: gradients are wanted
@@ -424,6 +441,21 @@ class _Checks:
         self.wrapped.add(key)
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
             event.node, message, self._no_grad_fix(target)
+        )
+
+    def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
+        """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when
+        the output is kept, the callee is plainly a module, the function neither puts it back
+        in training mode afterwards nor backpropagates, and it is not a test (`test_*`)."""
+        facts = self.facts
+        name = self.scope.name or ""
+        if re.match(r"_*test(?:_|[A-Z]|$)", name):
+            return False
+        return (
+            not facts.training_calls
+            and facts.output_kept(event)
+            and facts.plainly_a_module(callee)
+            and not facts.switched_back(callee, event.seq)
         )
 
     def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
