@@ -70,6 +70,18 @@ VALID = (
     "    assert out.shape == x.shape\n",
     "import torch\n\ndef saliency(model, x):\n    model.eval()\n    out = model(x)\n"
     "    out.max().backward()\n    return x.grad\n",
+    # Issue 12 false positives: a runner's method that takes the network as an argument and
+    # calls it once (monai `Inferer._run_inference`): its callers decide about autograd.
+    "import torch\n\nclass Inferer:\n    def _run_inference(self, network, patch):\n"
+    "        if self.preprocessing:\n            patch = self.preprocessing(patch)\n"
+    "        return network(patch)\n",
+    # A class whose base comes from another file, which never assigns `self.model` nor calls
+    # eval/backward: the base runs it (transformers' pipelines, `_forward` under `no_grad`).
+    "import torch\nfrom .base import Pipeline\n\nclass TableQA(Pipeline):\n"
+    "    def batch_inference(self, **inputs):\n        return self.model(**inputs)\n\n"
+    "    def sequential_inference(self, rows):\n        logits = []\n"
+    "        for row in rows:\n            logits.append(self.model(row).logits)\n"
+    "        return torch.cat(logits)\n",
 )
 
 INVALID = (
@@ -148,5 +160,29 @@ INVALID = (
         "out = model(torch.randn(1, 3, 224, 224))\n",
         fixed="import torch\n\nmodel = torch.load('model.pt')\nmodel.eval()\n"
         "with torch.no_grad():\n    out = model(torch.randn(1, 3, 224, 224))\n",
+    ),
+    # ... but the same helper over a loop is evaluation code of its own,
+    Invalid(
+        "import torch\n\nclass Runner:\n    def evaluate(self, network, loader):\n"
+        "        return [network(x) for x in loader]\n",
+        fixed="import torch\n\nclass Runner:\n    @torch.no_grad()\n"
+        "    def evaluate(self, network, loader):\n        return [network(x) for x in loader]\n",
+    ),
+    # a foreign base whose subclass evaluates the model itself is reported,
+    Invalid(
+        "import torch\nfrom .base import BaseTrainer\n\nclass Trainer(BaseTrainer):\n"
+        "    def evaluate(self, loader):\n        self.model.eval()\n"
+        "        return [self.model(x) for x in loader]\n",
+        fixed="import torch\nfrom .base import BaseTrainer\n\nclass Trainer(BaseTrainer):\n"
+        "    @torch.no_grad()\n    def evaluate(self, loader):\n        self.model.eval()\n"
+        "        return [self.model(x) for x in loader]\n",
+    ),
+    # and so is a class of this file's own base.
+    Invalid(
+        "import torch\n\nclass Base:\n    pass\n\nclass Runner(Base):\n"
+        "    def predict(self, loader):\n        return [self.model(x) for x in loader]\n",
+        fixed="import torch\n\nclass Base:\n    pass\n\nclass Runner(Base):\n"
+        "    @torch.no_grad()\n    def predict(self, loader):\n"
+        "        return [self.model(x) for x in loader]\n",
     ),
 )

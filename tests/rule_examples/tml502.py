@@ -31,6 +31,14 @@ VALID = (
     "import torch\n\nfor step, (x, y) in enumerate(loader):\n    running_loss = 0.0\n"
     "    loss = criterion(model(x), y)\n    loss.backward()\n    running_loss += loss\n"
     "    if step % 100 == 99:\n        print(running_loss)\n",
+    # Issue 12 false positive: per-image losses of one batch (torchvision SSD `compute_loss`),
+    # stacked after the loop: one loss computation, not an accumulation across batches.
+    "import torch\nimport torch.nn.functional as F\n\n"
+    "def compute_loss(targets, regression, anchors):\n    bbox_loss = []\n"
+    "    for target, pred, anchor in zip(targets, regression, anchors):\n"
+    "        encoded = encode(target, anchor)\n"
+    "        bbox_loss.append(F.smooth_l1_loss(pred, encoded, reduction='sum'))\n"
+    "    return torch.stack(bbox_loss).sum()\n",
 )
 
 INVALID = (
@@ -84,5 +92,13 @@ INVALID = (
         "import torch\n\ntotal = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n"
         "    loss.backward()\n    total = total + loss\nprint(total.item())\n",
         line=7,
+    ),
+    # The same stacked list over a data loader is an accumulation across batches.
+    Invalid(
+        "import torch\nimport torch.nn.functional as F\n\n"
+        "def validation_loss(predict, val_loader):\n    losses = []\n"
+        "    for x, y in val_loader:\n"
+        "        losses.append(F.cross_entropy(predict(x), y))\n"
+        "    return torch.stack(losses).mean()\n",
     ),
 )

@@ -20,7 +20,6 @@ from torchmemlint.analysis.autograd import (
     TYPE_FOLLOWING_CALLS, TYPE_FOLLOWING_MODULES,
 )
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.syntax import walk
 
 from torchmemlint.tree import children
 
@@ -361,45 +360,6 @@ class ScopeFacts:
                 mode = "eval" if to_eval else "train"
                 last = (call.seq, mode)
         return last
-
-    def switched_back(self, callee: str, seq: int) -> bool:
-        """`callee.train()` (or `.train(True)`) after `seq` in this scope."""
-        for call in self.scope.calls:
-            if call.seq <= seq or call.attr != "train" or call.receiver is None:
-                continue
-            args = call.node.args
-            if dotted_name(call.receiver) == callee and not (args and _is_false(args[0].value)):
-                return True
-        return False
-
-    def output_kept(self, event: CallEvent) -> bool:
-        """The call's output is bound or returned (`out = model(x)`, `return model(x)[0]`):
-        its graph and saved activations live on; a bare `model(x)` statement drops them."""
-        statement = event.ctx.chain[-1].statement if event.ctx.chain else None
-        if not isinstance(statement, cst.SimpleStatementLine):
-            return False
-        for small in statement.body:
-            value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) else None
-            if value is not None and any(node is event.node for node in [value, *walk(value)]):
-                return True
-        return False
-
-    def plainly_a_module(self, callee: str) -> bool:
-        """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here to an
-        instance of a class of this file derived from `nn.Module` or to a torch layer."""
-        if MODEL_NAME.match(callee.rsplit(".", 1)[-1]):
-            return True
-        modules = self.walk.module_classes()
-        for event in self.scope.assigns:
-            if event.targets != (callee,) or not isinstance(event.value, cst.Call):
-                continue
-            func = event.value.func
-            qualified = self.bindings.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-            if (qualified or "").startswith("torch.nn.") or (
-                isinstance(func, cst.Name) and func.value in modules and qualified is None
-            ):
-                return True
-        return False
 
     def wrap_target(self, event: CallEvent, after_seq: Optional[int]) -> Optional[Frame]:
         """The statement to wrap in `no_grad`; None: decorate the function instead."""

@@ -18,6 +18,9 @@ import libcst as cst
 from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true, MODEL_NAME, Scope,
 )
+from torchmemlint.analysis.callers import (
+    borrowed_model, output_kept, plainly_a_module, reduced_after, runs_model, switched_back,
+)
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
@@ -72,6 +75,15 @@ class EvalWithoutNoGrad(_LoopRule):
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
     model). Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
     `enable_grad` / `requires_grad` is left alone.
+
+    A model the code borrows is left to its caller when nothing in the function calls
+    `.eval()` / `.train()`: a parameter of a method called once (monai's
+    `Inferer._run_inference(self, network, patch)`, which evaluators run without autograd and
+    trainers with it), or `self.model` in a class whose bases all come from other files and
+    that never assigns it nor calls eval/train/backward/step (transformers' pipelines: the base
+    class runs `_forward` under `no_grad` in another file, which a single-file linter cannot
+    read). A module-level `def predict(net, x): return net(x)` and a method that loops over
+    its `network` argument are still reported.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
@@ -134,7 +146,12 @@ class AccumulatedTensor(_LoopRule):
     `.backward()` is called on; the model as in TML501. Only loops that run the model, compute
     a loss or step are considered, and only values computed in the same iteration.
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
-    that are themselves backpropagated (gradient accumulation) are not reported.
+    that are themselves backpropagated (gradient accumulation) are not reported. Nor are
+    per-item losses of one batch: a list filled in a loop that neither calls the model (or a
+    callee named like one) nor iterates something named like a loader / data set / batches,
+    and that is stacked or summed after the loop (`torch.stack(bbox_loss)`: torchvision SSD's
+    `compute_loss`); nor a loop whose only models are borrowed (a class with a base from
+    another file that never assigns `self.model` nor calls eval/backward: see TML501).
 
     ## Why is this bad?
     The accumulated tensor references its autograd graph, and each `+=` links the next one.
@@ -406,6 +423,8 @@ class _Checks:
             callee = callee[: -len(".forward")]
         mode_seq = self.facts.last_mode_change(callee, event.seq)
         named = is_eval_name(scope.name)
+        if borrowed_model(self.facts, callee, event.ctx.iterating):
+            return  # the caller, perhaps in another file, decides about autograd
         if mode_seq is not None and mode_seq[1] == "train":
             return  # the model was put back in training mode
         if not named and mode_seq is None:
@@ -443,6 +462,16 @@ class _Checks:
             event.node, message, self._no_grad_fix(target)
         )
 
+    def _borrowed_in_loop(self, loop: cst.CSTNode) -> bool:
+        """Every model the loop calls is borrowed (`analysis.callers.borrowed_model`)."""
+        calls = [
+            call for call in self.scope.calls
+            if loop in call.ctx.loops and self.facts.is_model(call.func)
+        ]
+        return bool(calls) and all(
+            borrowed_model(self.facts, call.func or "", True) for call in calls
+        )
+
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
         """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when
         the output is kept, the callee is plainly a module, the function neither puts it back
@@ -453,9 +482,9 @@ class _Checks:
             return False
         return (
             not facts.training_calls
-            and facts.output_kept(event)
-            and facts.plainly_a_module(callee)
-            and not facts.switched_back(callee, event.seq)
+            and output_kept(facts, event)
+            and plainly_a_module(facts, callee)
+            and not switched_back(facts, callee, event.seq)
         )
 
     def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
@@ -533,6 +562,14 @@ class _Checks:
         if loop not in value.loops or self.facts.reassigned_in(accumulator, loop, event.node):
             return
         if not self.facts.loop_computes(loop):
+            return
+        if (
+            appended
+            and not runs_model(self.facts, loop)
+            and reduced_after(self.facts, accumulator, loop)
+        ):
+            return  # per-item losses of one batch, stacked after the loop: one loss computation
+        if self.facts.training_calls == [] and self._borrowed_in_loop(loop):
             return
         persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
         training = any(self.facts.loop_has(loop, self.facts.training_calls) for loop in persists)

@@ -1,0 +1,138 @@
+"""What the caller of a scope decides, and evaluation code written straight: a model the
+scope borrows (a parameter of a runner's method, a ``self.model`` owned by a base class in
+another file), loops over one batch's items rather than over batches, and a single
+``model.eval(); out = model(x)``. Facts over ``ScopeFacts`` for TML501/TML502."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import walk
+from torchmemlint.analysis.training import ScopeFacts
+
+_LOADER_WORDS = re.compile(r"(?i)loader|dataset|batches")
+# Calls that turn a list of per-item tensors into one value of the same computation.
+_REDUCTIONS = frozenset(
+    {"torch.stack", "torch.cat", "torch.concat", "torch.concatenate", "torch.sum", "torch.mean"}
+)
+
+
+def switched_back(facts: ScopeFacts, callee: str, seq: int) -> bool:
+    """`callee.train()` (or `.train(True)`) after `seq` in this scope."""
+    for call in facts.scope.calls:
+        if call.seq <= seq or call.attr != "train" or call.receiver is None:
+            continue
+        args = call.node.args
+        if dotted_name(call.receiver) == callee and not (args and _is_false(args[0].value)):
+            return True
+    return False
+
+def output_kept(facts: ScopeFacts, event: CallEvent) -> bool:
+    """The call's output is bound or returned (`out = model(x)`, `return model(x)[0]`):
+    its graph and saved activations live on; a bare `model(x)` statement drops them."""
+    statement = event.ctx.chain[-1].statement if event.ctx.chain else None
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) else None
+        if value is not None and any(node is event.node for node in [value, *walk(value)]):
+            return True
+    return False
+
+def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
+    """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here to an
+    instance of a class of this file derived from `nn.Module` or to a torch layer."""
+    if MODEL_NAME.match(callee.rsplit(".", 1)[-1]):
+        return True
+    modules = facts.walk.module_classes()
+    for event in facts.scope.assigns:
+        if event.targets != (callee,) or not isinstance(event.value, cst.Call):
+            continue
+        func = event.value.func
+        qualified = facts.bindings.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if (qualified or "").startswith("torch.nn.") or (
+            isinstance(func, cst.Name) and func.value in modules and qualified is None
+        ):
+            return True
+    return False
+
+def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
+    """The function runs a model it does not own, in code whose autograd mode its caller
+    sets, and nothing here says it evaluates (no `.eval()`/`.train()` in the function):
+
+    - a parameter (`network`) of a method, called once (not in a loop): a helper of a
+      runner object such as monai's `Inferer._run_inference(self, network, patch)`, which
+      evaluators call without autograd and trainers with it (a module-level
+      `def predict(net, x): return net(x)` is still reported);
+    - `self.<name>` that no method of the class assigns, in a class whose bases all come
+      from other files (none of them `torch.*`) and that never calls `.eval()`,
+      `.train()`, backward or an optimizer step: the base class, which a single-file
+      linter cannot read, owns the model and runs the method (transformers' pipelines
+      run `_forward` under `no_grad` from `Pipeline.forward` in another file).
+    """
+    if any(call.attr in ("eval", "train") for call in facts.scope.calls):
+        return False
+    params = {param.name.value for param in facts.scope.params()}
+    if callee in params:
+        return facts.scope.owner is not None and not iterating
+    head, _, attr = callee.partition(".")
+    owner = facts.scope.owner
+    if head != "self" or not attr or "." in attr or owner is None or not owner.node.bases:
+        return False
+    local = {facts.node.name.value for facts in facts.walk.classes}
+    for base in owner.node.bases:
+        dotted = dotted_name(base.value)
+        qualified = facts.bindings.qualify(base.value) if dotted is not None else None
+        if dotted is None or dotted in local or (qualified or "").startswith("torch."):
+            return False
+    for method in owner.methods:
+        for event in method.assigns:
+            if callee in event.targets:
+                return False
+        for call in method.calls:
+            if call.attr in ("eval", "train", "backward", "step", "zero_grad"):
+                return False
+    return True
+
+def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
+    """A batch loop: it iterates something named like a loader or data set, or calls the
+    model (or something named like one) or trains; not a loop over one batch's items."""
+    if isinstance(loop, cst.For):
+        names = [node.value for node in [loop.iter, *walk(loop.iter)] if isinstance(node, cst.Name)]
+        names += [
+            node.attr.value for node in [loop.iter, *walk(loop.iter)] if isinstance(node, cst.Attribute)
+        ]
+        if any(_LOADER_WORDS.search(name) for name in names):
+            return True
+    return any(
+        loop in call.ctx.loops
+        and (
+            facts.is_model(call.func)
+            or facts.is_training_step(call)
+            or bool(call.func and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]))
+        )
+        for call in facts.scope.calls
+    )
+
+def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
+    """`torch.stack(name)` / `torch.cat` / `sum(name)` ... after ``loop`` in this scope."""
+    inside = [call.seq for call in facts.scope.calls if loop in call.ctx.loops]
+    inside += [event.seq for event in facts.scope.assigns if loop in event.ctx.loops]
+    end = max(inside, default=-1)
+    for call in facts.scope.calls:
+        if call.seq <= end or loop in call.ctx.loops or not call.node.args:
+            continue
+        func = call.node.func
+        qualified = facts.bindings.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        reducing = qualified in _REDUCTIONS or (
+            isinstance(func, cst.Name) and func.value == "sum" and qualified is None
+            and not facts.bindings.is_bound("sum")
+        )
+        first = call.node.args[0].value
+        if reducing and isinstance(first, cst.Name) and first.value == name:
+            return True
+    return False
