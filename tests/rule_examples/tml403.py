@@ -79,6 +79,11 @@ VALID = (
     "y = checkpoint(\n"
     "    nn.Sequential(nn.Conv2d(3, 3, 1), BatchNorm2d()), x, use_reentrant=False\n"
     ")\n",
+    _BLOCK.format(
+        imports="from timm.models import checkpoint\nfrom timm.layers import ConvNormAct",
+        norm="ConvNormAct(c, c, 3, norm_layer=nn.GroupNorm)",
+        call="checkpoint(self.block, x)",
+    ),
 )
 
 INVALID = (
@@ -147,5 +152,13 @@ INVALID = (
         "import torch.nn as nn\n"
         "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
         "block = checkpoint_wrapper(nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8)))\n",
+    ),
+    # timm's ConvNormAct holds a BatchNorm2d unless the call picks another norm layer.
+    Invalid(
+        _BLOCK.format(
+            imports="from timm.models import checkpoint\nfrom timm.layers import ConvNormAct",
+            norm="ConvNormAct(c, c, 3)",
+            call="checkpoint(self.block, x)",
+        ),
     ),
 )

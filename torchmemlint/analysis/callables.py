@@ -12,7 +12,8 @@ import libcst as cst
 from torchmemlint.analysis.checkpoints import (
     BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
     _last_part, _module_traits, _NN, _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL,
-    RANDOM, _RANDOM_METHODS, relative_wrappers, _single_return_call, SingleOp, Wrapper,
+    RANDOM, _RANDOM_METHODS, relative_wrappers, _single_return_call, SingleOp,
+    timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.names import Bindings
@@ -274,6 +275,8 @@ class CallableModel:
             return self.contents(call.args[0].value, env, where, depth + 1)
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return _module_traits(qualified, call, where)
+        if qualified is not None:
+            return timm_layer_traits(qualified, call, where)
         local = self.local_class(call.func, env)
         return self.class_contents(local, depth + 1) if local is not None else {}
 

@@ -355,6 +355,26 @@ def _forwarding_call(params: cst.Parameters, call: cst.BaseExpression) -> Option
     return call
 
 
+# timm layers that hold a BatchNorm (timm 1.0: `ConvNormAct(..., norm_layer=nn.BatchNorm2d)`
+# by default, aliases `ConvBnAct`/`ConvNormActAa`; `BatchNormAct2d` subclasses BatchNorm2d).
+_TIMM_LAYERS = ("timm.layers.", "timm.models.layers.")
+_TIMM_CONV_NORM_ACT = frozenset({"ConvNormAct", "ConvBnAct", "ConvNormActAa"})
+
+
+def timm_layer_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict[str, Found]:
+    """Traits of constructing one of timm's norm layers, when the call keeps its BatchNorm."""
+    if not qualified.startswith(_TIMM_LAYERS):
+        return {}
+    name = _last_part(qualified)
+    if name == "BatchNormAct2d":
+        return _module_traits(_NN + "BatchNorm2d", call, where)
+    if name in _TIMM_CONV_NORM_ACT and call is not None:
+        if keyword(call, "norm_layer") is not None or has_star_kwargs(call):
+            return {}  # another norm layer, or one the call's `**kwargs` may choose
+        return {BATCH_NORM: Found(f"{name} (its default BatchNorm2d)", where)}
+    return {}
+
+
 def _module_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict[str, Found]:
     """Traits of constructing ``torch.nn.<Layer>(...)`` with these arguments."""
     name = _last_part(qualified)

@@ -379,7 +379,10 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     timm's own files), which timm models run when `set_grad_checkpointing()` is on;
     `checkpoint_wrapper(Block(...))` (`torch.distributed.algorithms._checkpoint.
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
-    `deepspeed.checkpointing.checkpoint(f, x)`. Not followed: `apply_activation_checkpointing`
+    `deepspeed.checkpointing.checkpoint(f, x)`. Of timm's layers, `BatchNormAct2d` and
+    `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm; blocks
+    built in other files (timm's efficientnet/mobilenetv3 builders) cannot be seen from the
+    file that checkpoints them. Not followed: `apply_activation_checkpointing`
     (which modules it wraps is decided by a `check_fn` at run time) and `functools.partial`
     of a wrapper.
 
