@@ -66,7 +66,54 @@ VALID = (
     "def make():\n"
     "    layers = [nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.2, inplace=True)]\n"
     "    return nn.Sequential(*layers)\n",
+    # factories: a parameter whose calls in the file pass another layer (GELU has no inplace)
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c), act_layer())\n\n"
+    "blocks = [Block(8), Block(8, act_layer=nn.GELU)]\n",
+    # a factory parameter rebound through a project helper: what it builds is not known
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        act_layer = get_act_layer(act_layer)\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), act_layer())\n",
+    # a factory parameter without a layer default, never called with one
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=None):\n"
+    "        super().__init__()\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), act_layer())\n",
+    # a partial of something that is not a torch layer
+    "import torch.nn as nn\nfrom functools import partial\n"
+    "Act = partial(MyLeakyReLU, 0.1)\n"
+    "block = nn.Sequential(nn.Conv2d(3, 8, 3), Act())\n",
+    # a partial that already runs in place
+    "import torch.nn as nn\nfrom functools import partial\n"
+    "block = nn.Sequential(nn.Conv2d(3, 8, 3), partial(nn.LeakyReLU, 0.1, inplace=True)())\n",
+    # a subclass may pass another act_layer through super().__init__: not followed
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), act_layer())\n\n"
+    "class GeluBlock(Block):\n"
+    "    def __init__(self, c):\n"
+    "        super().__init__(c, act_layer=nn.GELU)\n",
+    # the factory's input is the residual, read again
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+    "        self.act = act_layer()\n\n"
+    "    def forward(self, x):\n"
+    "        y = self.conv(x)\n"
+    "        return self.act(y) + y\n",
 )
+
 
 INVALID = (
     Invalid(
@@ -189,5 +236,81 @@ INVALID = (
         "    return [nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.1, inplace=True)]\n\n"
         "a = nn.Sequential(*stem())\n"
         "b = nn.Sequential(*stem(), nn.Conv2d(8, 8, 3))\n",
+    ),
+    # `act_layer=nn.LeakyReLU` default, never called in the file: the default is taken, the
+    # fix is unsafe (a caller elsewhere may pass a layer without `inplace`)
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class ConvBlock(nn.Module):\n"
+        "    def __init__(self, cin, cout, act_layer=nn.LeakyReLU):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(cin, cout, 3)\n"
+        "        self.bn = nn.BatchNorm2d(cout)\n"
+        "        self.act = act_layer()\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(self.bn(self.conv(x)))\n",
+        fixed="import torch.nn as nn\n\n"
+        "class ConvBlock(nn.Module):\n"
+        "    def __init__(self, cin, cout, act_layer=nn.LeakyReLU):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(cin, cout, 3)\n"
+        "        self.bn = nn.BatchNorm2d(cout)\n"
+        "        self.act = act_layer(inplace=True)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(self.bn(self.conv(x)))\n",
+        line=8,
+    ),
+    # the caller class passes its own act_layer down; every call agrees
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c), act_layer())\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.a = Block(8, act_layer=act_layer)\n"
+        "        self.b = Block(8)\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c), act_layer(inplace=True))\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.a = Block(8, act_layer=act_layer)\n"
+        "        self.b = Block(8)\n",
+        line=6,
+    ),
+    # `partial(nn.LeakyReLU, 0.1)()` written in place: safe fix
+    Invalid(
+        "import torch.nn as nn\nfrom functools import partial\n"
+        "block = nn.Sequential(nn.Conv2d(3, 8, 3), partial(nn.LeakyReLU, 0.1)())\n",
+        fixed="import torch.nn as nn\nfrom functools import partial\n"
+        "block = nn.Sequential(nn.Conv2d(3, 8, 3), partial(nn.LeakyReLU, 0.1)(inplace=True))\n",
+    ),
+    # a module-level `functools.partial` alias, called in a helper that returns the list
+    Invalid(
+        "import functools\nimport torch.nn as nn\n\n"
+        "Act = functools.partial(nn.LeakyReLU, negative_slope=0.2, inplace=False)\n\n"
+        "def make_enc_modules(cin, cout):\n"
+        "    return [nn.Conv2d(cin, cout, 3), nn.BatchNorm2d(cout), Act()]\n\n"
+        "enc = nn.Sequential(*make_enc_modules(3, 8))\n",
+        fixed="import functools\nimport torch.nn as nn\n\n"
+        "Act = functools.partial(nn.LeakyReLU, negative_slope=0.2, inplace=False)\n\n"
+        "def make_enc_modules(cin, cout):\n"
+        "    return [nn.Conv2d(cin, cout, 3), nn.BatchNorm2d(cout), Act(inplace=True)]\n\n"
+        "enc = nn.Sequential(*make_enc_modules(3, 8))\n",
+    ),
+    # a local factory name in a function: `act(0.2)` with `act=nn.LeakyReLU`
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "def block(c, act=nn.LeakyReLU):\n"
+        "    return nn.Sequential(nn.Conv2d(c, c, 3), act(0.2))\n",
+        fixed="import torch.nn as nn\n\n"
+        "def block(c, act=nn.LeakyReLU):\n"
+        "    return nn.Sequential(nn.Conv2d(c, c, 3), act(0.2, inplace=True))\n",
     ),
 )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
@@ -32,21 +33,33 @@ from torchmemlint.tree import children
 
 @dataclass(frozen=True)
 class Layer:
-    """A ``torch.nn`` constructor call."""
+    """A ``torch.nn`` constructor call, written directly (``nn.ReLU()``) or through a factory
+    (``act_layer()``, ``partial(nn.LeakyReLU, 0.1)()``: ``preset`` holds the partial's
+    arguments, ``via`` says how the factory was followed, ``certain`` is False when it was
+    taken from a default that callers elsewhere may override)."""
 
     qualified: str
     call: cst.Call
+    preset: Tuple[cst.Arg, ...] = ()
+    via: Optional[str] = None
+    certain: bool = True
 
     @property
     def kind(self) -> Optional[ActivationKind]:
         return KIND_BY_MODULE.get(self.qualified)
 
+    @property
+    def effective(self) -> cst.Call:
+        """The call with the factory's preset arguments in front (what the layer receives)."""
+        return effective_call(self.call, self.preset)
+
     def inplace(self) -> Optional[bool]:
         """True/False when ``inplace`` is literal (absent: False); None when not known."""
         kind = self.kind
-        if kind is None or has_star_args(self.call):
+        call = self.effective
+        if kind is None or has_star_args(call):
             return None
-        arg = argument(self.call, kind.module_params.index("inplace"), "inplace")
+        arg = argument(call, kind.module_params.index("inplace"), "inplace")
         return False if arg is None else literal_bool(arg.value)
 
     def category(self) -> Category:
@@ -95,10 +108,14 @@ class Resolver:
     """Turns module expressions into ``Part`` / Sequential element lists for one file."""
 
     def __init__(
-        self, qualify: Callable[[cst.BaseExpression], Optional[str]], lists: Optional[LayerLists] = None
+        self,
+        qualify: Callable[[cst.BaseExpression], Optional[str]],
+        lists: Optional[LayerLists] = None,
+        factories: Optional[Factories] = None,
     ) -> None:
         self.qualify = qualify
         self.lists = lists
+        self.factories = factories
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
         if isinstance(node, cst.Call):
@@ -107,11 +124,27 @@ class Resolver:
                 return qualified
         return None
 
-    def part(self, node: cst.BaseExpression, self_name: Optional[str]) -> Part:
+    def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
+        """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
+        (``act_layer()`` in ``function``, ``partial(nn.X, ...)()``, an alias of one)."""
+        if not isinstance(node, cst.Call):
+            return None
         qualified = self.constructor(node)
         if qualified is not None:
-            assert isinstance(node, cst.Call)
-            return Part(node, layer=Layer(qualified, node))
+            return Layer(qualified, node)
+        if self.factories is None:
+            return None
+        factory: Optional[Factory] = self.factories.layer(node, function)
+        if factory is None:
+            return None
+        return Layer(factory.qualified, node, factory.preset, factory.via, factory.certain)
+
+    def part(
+        self, node: cst.BaseExpression, self_name: Optional[str], function: Optional[cst.FunctionDef] = None
+    ) -> Part:
+        layer = self.layer(node, function)
+        if layer is not None:
+            return Part(node, layer=layer)
         if isinstance(node, cst.Attribute):
             if _is_self(node.value, self_name):
                 return Part(node, attribute=node.attr.value)
@@ -151,7 +184,7 @@ class Resolver:
                     self.sequential(value, self_name, function, statement)
                     if isinstance(value, cst.Call) else None
                 )
-                parts.extend(inner if inner is not None else [self.part(value, self_name)])
+                parts.extend(inner if inner is not None else [self.part(value, self_name, function)])
         return parts
 
     def spliced(
@@ -383,7 +416,7 @@ class ClassModel:
         assignment = self.single_assignment(name)
         if assignment is None:
             return None
-        return self.file.resolver.part(assignment.value, self.self_name(assignment.method))
+        return self.file.resolver.part(assignment.value, self.self_name(assignment.method), assignment.method)
 
     def attribute_sequence(self, name: str) -> Optional[List[Part]]:
         """The modules ``self.<name>(x)`` runs, in order: one layer, or a Sequential's elements."""
@@ -396,7 +429,7 @@ class ClassModel:
             elements = self.file.resolver.sequential(value, self_name, assignment.method, assignment.statement)
             if elements is not None:
                 return elements
-        return [self.file.resolver.part(value, self_name)]
+        return [self.file.resolver.part(value, self_name, assignment.method)]
 
     def calls(self, name: str) -> List[Reference]:
         return [r for r in self.references.get(name, []) if r.call is not None and r.call.func is r.node]
@@ -508,10 +541,10 @@ class InitModel:
             self.children.extend(arg.value for arg in call.args if arg.star != "**")
 
     def init_env(self) -> "Env":
-        return Env(self.init_scope, self, self.self_name)
+        return Env(self.init_scope, self, self.self_name, self.methods.get("__init__"))
 
     def method_env(self, method: cst.FunctionDef) -> "Env":
-        return Env(_scope_of(method, self.scope), self, _first_param(method))
+        return Env(_scope_of(method, self.scope), self, _first_param(method), method)
 
 
 @dataclass(frozen=True)
@@ -521,6 +554,7 @@ class Env:
     scope: Bindings
     owner: Optional[InitModel]
     self_name: Optional[str]
+    function: Optional[cst.FunctionDef] = None  # for factory parameters (`act_layer()`)
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         return self.scope.qualify(node)

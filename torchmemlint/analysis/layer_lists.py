@@ -181,14 +181,18 @@ def zero_probability(
     function: Optional[cst.FunctionDef],
     owner: Optional[cst.ClassDef],
     value: cst.BaseExpression,
+    factories=None,
+    depth: int = 0,
 ) -> bool:
     """Whether the dropout probability ``value`` is 0 here: a literal 0, or a parameter of
     ``function`` whose default is 0 and that every call of it in this file (at least one)
-    leaves out or passes as 0. For ``__init__`` the calls are those of the class's name."""
+    leaves out or passes as 0, or passes down from the caller's own such parameter
+    (``Block(dim, drop=drop_rate)`` in a model whose ``drop_rate=0.`` is never changed).
+    For ``__init__`` the calls are those of the class's name."""
     number = literal_number(value)
     if number is not None:
         return number == 0
-    if function is None or not isinstance(value, cst.Name):
+    if function is None or not isinstance(value, cst.Name) or depth > 4:
         return False
     params = function.params
     positional = [*params.posonly_params, *params.params]
@@ -197,40 +201,15 @@ def zero_probability(
         return False
     if _rebound(function, value.value):
         return False
-    method = owner is not None and any(s is function for s in block_statements(owner.body))
-    if method:
-        if function.name.value != "__init__":
-            return False
-        callee = owner.name.value
-        positional = positional[1:]
-    else:
-        callee = function.name.value
-    index = next((i for i, p in enumerate(positional) if p is param), None)
-    calls = [
-        n for n in walk(module)
-        if isinstance(n, cst.Call)
-        and (
-            (isinstance(n.func, cst.Name) and n.func.value == callee)
-            or (isinstance(n.func, cst.Attribute) and n.func.attr.value == callee)
-        )
-    ]
-    if not calls:
-        return False  # called from elsewhere: the probability is not known here
-    for call in calls:
-        if any(arg.star for arg in call.args):
-            return False
-        passed = None
-        position = 0
-        for arg in call.args:
-            if arg.keyword is not None:
-                if arg.keyword.value == param.name.value:
-                    passed = arg
-            else:
-                if index is not None and position == index:
-                    passed = arg
-                position += 1
-        if passed is not None and literal_number(passed.value) != 0:
-            return False
+    passed = factories.passed(function, param) if factories is not None else None
+    if not passed:
+        return False  # not read, or called from elsewhere: the probability is not known here
+    for given, caller in passed:
+        if given is None or literal_number(given) == 0:
+            continue
+        if caller is not None and zero_probability(module, caller, None, given, factories, depth + 1):
+            continue
+        return False
     return True
 
 
