@@ -94,6 +94,7 @@ class InplaceAnalysis:
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
+        self._splices: Optional[list] = None
 
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
@@ -194,52 +195,94 @@ class InplaceAnalysis:
     def _sequential(self, call: cst.Call) -> List[Site]:
         model = self._class()
         method = enclosing(self.context, cst.FunctionDef)
-        self_name = model.self_name(method) if model is not None and isinstance(method, cst.FunctionDef) else None
+        function = method if isinstance(method, cst.FunctionDef) else None
+        self_name = model.self_name(function) if model is not None and function is not None else None
         statement = self.context.statement_stack[-1] if self.context.statement_stack else None
-        elements = self.file.resolver.sequential(
-            call, self_name, method if isinstance(method, cst.FunctionDef) else None, statement
-        )
-        if elements is None:
+        variants = self.file.resolver.sequential_variants(call, self_name, function, statement)
+        if variants is None:
             return []
-        for inner in _nested_calls(
-            call, self.file.resolver, method if isinstance(method, cst.FunctionDef) else None
-        ):
+        for inner in _nested_calls(call, self.file.resolver, function):
             self._in_sequential.add(id(inner))
         producers = Producers(self.file, model)
         attribute = (
             _assigned_attribute(self.context.statement_stack[-1], call, model) if model is not None else None
         )
-        sites = []
-        for position, part in enumerate(elements):
-            layer = part.layer
-            if layer is None or layer.kind is None or id(layer.call) in self._claimed:
+        sites: Dict[int, Site] = {}
+        for variant in variants:
+            for position, part in enumerate(variant):
+                layer = part.layer
+                if layer is None or layer.kind is None or id(layer.call) in self._claimed:
+                    continue
+                site = sites.get(id(layer.call))
+                if site is None:
+                    site = sites[id(layer.call)] = _layer_site(layer)
+                    site.complete = True
+                if position > 0:
+                    previous = producers.part(variant[position - 1])
+                    site.uses.append(Use(layer.call, [previous], single_use=True))
+                elif attribute is not None and model is not None and not site.private:
+                    site.label = (
+                        f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
+                        if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
+                    )
+                    complete = site.complete
+                    self._attribute_uses(site, model, attribute)
+                    site.complete = complete and site.complete
+                elif position == 0:
+                    site.complete = False  # what runs before it is not known here
+        for key, site in sites.items():
+            self._claimed.add(key)
+            if key in self._spliced_layers():
+                self._other_splices(site, call)
+        return list(sites.values())
+
+    def _other_splices(self, site: Site, visited: cst.Call) -> None:
+        """Uses of a spliced layer in the other Sequentials its list is spliced into (a helper
+        called from two places): what runs before it there."""
+        resolver = self.file.resolver
+        for call, function, statement in self._splice_calls():
+            if call is visited:
                 continue
-            self._claimed.add(id(layer.call))
-            site = _layer_site(layer)
-            if position > 0:
-                previous = producers.part(elements[position - 1])
-                site.uses.append(Use(layer.call, [previous], single_use=True))
-                site.complete = True
-            elif attribute is not None and model is not None:
-                site.label = f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})" if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
-                self._attribute_uses(site, model, attribute)
-            sites.append(site)
-        return sites
+            variants = resolver.sequential_variants(call, None, function, statement)
+            for variant in variants or ():
+                for position, part in enumerate(variant):
+                    if part.layer is None or part.layer.call is not site.node:
+                        continue
+                    if position == 0:
+                        site.complete = False
+                        continue
+                    previous = Producers(self.file, None).part(variant[position - 1])
+                    site.uses.append(Use(site.node, [previous], single_use=True))
+            if variants is None and any(
+                value is site.node
+                for arg in call.args
+                for option in resolver.spliced_variants(arg, function, statement) or ()
+                for value in option
+            ):
+                site.complete = False
+
+    def _splice_calls(self):
+        """Every ``nn.Sequential(*...)`` of the file, with its function and statement."""
+        if self._splices is None:
+            resolver = self.file.resolver
+            self._splices = [
+                found for found in splices(self.file.module) if resolver.constructor(found[0]) == SEQUENTIAL
+            ]
+        return self._splices
 
     def _spliced_layers(self) -> Set[int]:
         """The layer constructors that reach a Sequential through a spliced list (``*layers``)."""
         if self._spliced is None:
             found: Set[int] = set()
             resolver = self.file.resolver
-            for call, function, statement in splices(self.file.module):
-                if resolver.constructor(call) != SEQUENTIAL:
-                    continue
+            for call, function, statement in self._splice_calls():
                 for arg in call.args:
-                    for value in resolver.spliced(arg, function, statement) or ():
-                        if isinstance(value, cst.Call):
-                            found.add(id(value))
-                            if resolver.constructor(value) == SEQUENTIAL:
-                                found.update(id(inner) for inner in _nested_calls(value, resolver))
+                    for option in resolver.spliced_variants(arg, function, statement) or ():
+                        for value in option:
+                            if isinstance(value, cst.Call):
+                                found.add(id(value))
+                                if resolver.constructor(value) == SEQUENTIAL:
+                                    found.update(id(inner) for inner in _nested_calls(value, resolver, function))
             self._spliced = found
         return self._spliced
 

@@ -163,44 +163,87 @@ class Resolver:
         """Elements of ``nn.Sequential(...)``, nested Sequentials flattened; None if not one.
 
         With the ``function`` and ``statement`` the call is in, ``nn.Sequential(*layers)`` is
-        read through the local list ``layers`` when its contents are certain (``LayerLists``)."""
+        read through the local list ``layers`` when its order is certain (``LayerLists``);
+        a list that may be built in several orders stands as one unknown element."""
         if self.constructor(call) != NN + "Sequential":
             return None
-        parts: List[Part] = []
+        variants = self._sequential(call, self_name, function, statement, False)
+        return variants[0] if len(variants) == 1 else None
+
+    def sequential_variants(
+        self,
+        call: cst.Call,
+        self_name: Optional[str],
+        function: Optional[cst.FunctionDef] = None,
+        statement: Optional[cst.CSTNode] = None,
+    ) -> Optional[List[List[Part]]]:
+        """Every order the elements of ``nn.Sequential(...)`` may run in (lists built in
+        branches and loops give several); None if not a Sequential or too many orders."""
+        if self.constructor(call) != NN + "Sequential":
+            return None
+        variants = self._sequential(call, self_name, function, statement, True)
+        return variants or None
+
+    def _sequential(
+        self, call: cst.Call, self_name: Optional[str], function: Optional[cst.FunctionDef],
+        statement: Optional[cst.CSTNode], every: bool,
+    ) -> List[List[Part]]:
+        variants: List[List[Part]] = [[]]
         for arg in call.args:
             if arg.keyword is not None:
-                return None
+                return []
             if arg.star:
-                spliced = self.spliced(arg, function, statement)
-                if spliced is None:
-                    parts.append(Part(arg.value))  # unknown elements
-                    continue
-                values = spliced
+                spliced = self.spliced_variants(arg, function, statement)
+                if spliced is None or (len(spliced) != 1 and not every):
+                    options: List[List[cst.BaseExpression]] = [[arg.value]]  # unknown elements
+                    unknown = True
+                else:
+                    options, unknown = spliced, False
             else:
                 ordered = self._ordered_dict_values(arg.value)
-                values = ordered if ordered is not None else [arg.value]
-            for value in values:
-                inner = (
-                    self.sequential(value, self_name, function, statement)
-                    if isinstance(value, cst.Call) else None
-                )
-                parts.extend(inner if inner is not None else [self.part(value, self_name, function)])
-        return parts
+                options, unknown = [ordered if ordered is not None else [arg.value]], False
+            expanded: List[List[Part]] = []
+            for values in options:
+                parts: List[List[Part]] = [[]]
+                for value in values:
+                    if unknown:
+                        parts = [p + [Part(value)] for p in parts]
+                        continue
+                    inner = (
+                        self._sequential(value, self_name, function, statement, every)
+                        if isinstance(value, cst.Call) and self.constructor(value) == NN + "Sequential"
+                        else [[self.part(value, self_name, function)]]
+                    )
+                    if not inner:
+                        inner = [[self.part(value, self_name, function)]]
+                    parts = [p + q for p in parts for q in inner]
+                expanded.extend(parts)
+            variants = [v + e for v in variants for e in expanded]
+            if len(variants) > 16:
+                return []
+        return variants
+
+    def spliced_variants(
+        self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
+    ) -> Optional[List[List[cst.BaseExpression]]]:
+        """Every list ``*layers`` may stand for (a loop or branch that builds it gives several)."""
+        if arg.star != "*" or self.lists is None:
+            return None
+        if isinstance(arg.value, cst.Call):
+            return self.lists.helper_variants(arg.value)
+        if isinstance(arg.value, cst.Name):
+            if function is None or statement is None:
+                return None
+            return self.lists.variants(function, arg.value.value, statement)
+        literal = _literal_list(arg.value)
+        return [literal] if literal is not None else None
 
     def spliced(
         self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
     ) -> Optional[List[cst.BaseExpression]]:
-        """The elements ``*layers`` stands for, when the list's contents are certain."""
-        if arg.star != "*" or self.lists is None:
-            return None
-        if isinstance(arg.value, cst.Call):
-            return self.lists.helper_list(arg.value)
-        if isinstance(arg.value, cst.Name):
-            if function is None or statement is None:
-                return None
-            return self.lists.contents(function, arg.value.value, statement)
-        literal = _literal_list(arg.value)
-        return literal
+        """The elements ``*layers`` stands for, when the list has one certain order."""
+        variants = self.spliced_variants(arg, function, statement)
+        return list(variants[0]) if variants is not None and len(variants) == 1 else None
 
     def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
         if not isinstance(node, cst.Call) or self.qualify(node.func) != "collections.OrderedDict":

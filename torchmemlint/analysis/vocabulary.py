@@ -103,7 +103,8 @@ FRESH_MODULES = _names(
     "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d "
     "LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d Linear LazyLinear "
     "Bilinear BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d "
-    "SyncBatchNorm GroupNorm LayerNorm RMSNorm Upsample UpsamplingNearest2d "
+    "SyncBatchNorm GroupNorm LayerNorm RMSNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d "
+    "Upsample UpsamplingNearest2d "
     "UpsamplingBilinear2d GELU Softplus",
 )
 POOL_MODULES = _names(
