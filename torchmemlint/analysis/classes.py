@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list
 from torchmemlint.analysis.names import Bindings, dotted_name
@@ -18,7 +19,7 @@ from torchmemlint.analysis.syntax import (
 )
 from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
-    OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves,
+    OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
 from typing import Sequence
 
@@ -112,10 +113,12 @@ class Resolver:
         qualify: Callable[[cst.BaseExpression], Optional[str]],
         lists: Optional[LayerLists] = None,
         factories: Optional[Factories] = None,
+        children: Optional[Children] = None,
     ) -> None:
         self.qualify = qualify
         self.lists = lists
         self.factories = factories
+        self.children = children
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
         if isinstance(node, cst.Call):
@@ -192,7 +195,12 @@ class Resolver:
         for arg in call.args:
             if arg.keyword is not None:
                 return []
-            if arg.star:
+            sliced = self.children.sliced(arg.value, function) if arg.star == "*" and self.children else None
+            if sliced is not None:  # `*list(resnet.children())[:3]`
+                base_expr = cst.parse_expression(sliced[0])
+                options = [[cst.Attribute(value=base_expr, attr=cst.Name(name)) for name in sliced[1]]]
+                unknown = False
+            elif arg.star:
                 spliced = self.spliced_variants(arg, function, statement)
                 if spliced is None or (len(spliced) != 1 and not every):
                     options: List[List[cst.BaseExpression]] = [[arg.value]]  # unknown elements
@@ -209,11 +217,26 @@ class Resolver:
                     if unknown:
                         parts = [p + [Part(value)] for p in parts]
                         continue
-                    inner = (
-                        self._sequential(value, self_name, function, statement, every)
-                        if isinstance(value, cst.Call) and self.constructor(value) == NN + "Sequential"
-                        else [[self.part(value, self_name, function)]]
+                    local = (
+                        self.children.local_sequential(
+                            function, value.value, statement,
+                            lambda call: self.constructor(call) == NN + "Sequential",
+                        )
+                        if isinstance(value, cst.Name) and self.children is not None else None
                     )
+                    if local is not None:  # `stem = nn.Sequential(...)` ... `nn.Sequential(stem, body)`
+                        inner = [
+                            [self.part(local[1][i], self_name, function) if i in local[1] else part
+                             for i, part in enumerate(variant)]
+                            for variant in self._sequential(local[0], self_name, function, None, every)
+                            if all(i < len(variant) for i in local[1])
+                        ]
+                    else:
+                        inner = (
+                            self._sequential(value, self_name, function, statement, every)
+                            if isinstance(value, cst.Call) and self.constructor(value) == NN + "Sequential"
+                            else [[self.part(value, self_name, function)]]
+                        )
                     if not inner:
                         inner = [[self.part(value, self_name, function)]]
                     parts = [p + q for p in parts for q in inner]
@@ -297,7 +320,10 @@ class BorrowedUse:
     statement: Optional[cst.CSTNode]
 
 
-STEM_PARTS = frozenset({"conv1", "bn1", "relu", "act1", "maxpool", "layer1", "layer2", "layer3", "layer4"})
+STEM_PARTS = frozenset(
+    {"conv1", "bn1", "relu", "act1", "maxpool", "layer0", "layer1", "layer2", "layer3", "layer4"}
+    | SENET_STEM | {"pool"}
+)
 
 
 class ClassModel:

@@ -11,6 +11,7 @@ from torchmemlint.tree import children
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
+from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import LayerLists
@@ -41,7 +42,9 @@ class FileAnalysis:
         # layer factories (`act_layer()`, `partial(nn.X, ...)()`): defaults and aliases are
         # module-level expressions, qualified with the module's bindings
         self.factories = Factories(module, bindings.qualify)
-        self.resolver = Resolver(self.qualify, self.layer_lists, self.factories)
+        self.resolver = Resolver(
+            self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify)
+        )
         self._scopes: Optional[ScopeWalk] = None
         self._callables: Optional[CallableModel] = None
         self._class_indents: Optional[Dict[int, str]] = None

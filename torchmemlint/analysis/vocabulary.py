@@ -154,6 +154,16 @@ OUTPUT_SAVING_WHEN_INPLACE = frozenset({"leaky_relu", "elu", "celu", "selu", "rr
 
 CONTAINERS = frozenset({NN + "Sequential", NN + "ModuleList"})
 
+# `model.children()` of the ResNets the stem rule knows, in registration order (TML3xx).
+TORCHVISION_RESNET_CHILDREN = (
+    "conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool", "fc",
+)
+TIMM_RESNET_CHILDREN = (
+    "conv1", "bn1", "act1", "maxpool", "layer1", "layer2", "layer3", "layer4", "global_pool", "fc",
+)
+# The parts of a SENet-style `layer0` stem (Cadene's pretrainedmodels, timm's legacy SENet).
+SENET_STEM = frozenset({"conv1", "bn1", "relu1", "conv2", "bn2", "relu2", "conv3", "bn3", "relu3"})
+
 
 def short_name(qualified: str) -> str:
     """``torch.nn.LeakyReLU`` -> ``nn.LeakyReLU``; ``torch.nn.functional.elu`` -> ``F.elu``."""
