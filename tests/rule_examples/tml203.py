@@ -69,6 +69,34 @@ VALID = (
     "    def forward(self, x):\n"
     "        y = self.conv(x)\n"
     "        return self.act(y) + y\n",
+    # the same block where self.relu only follows a BatchNorm, in every order
+    (
+    'import torch.nn as nn\n'
+    '\n'
+    '\n'
+    'class Block(nn.Module):\n'
+    '    def __init__(self, cin, cout, reps, grow_first=True):\n'
+    '        super().__init__()\n'
+    '        self.skip = nn.Conv2d(cin, cout, 1)\n'
+    '        self.relu = nn.ReLU(inplace=True)\n'
+    '        rep = []\n'
+    '        filters = cin\n'
+    '        if grow_first:\n'
+    '            rep.append(nn.Conv2d(cin, cout, 3, padding=1))\n'
+    '            rep.append(nn.BatchNorm2d(cout))\n'
+    '            rep.append(self.relu)\n'
+    '            filters = cout\n'
+    '        for i in range(reps - 1):\n'
+    '            rep.append(nn.Conv2d(filters, filters, 3, padding=1))\n'
+    '            rep.append(nn.BatchNorm2d(filters))\n'
+    '            rep.append(self.relu)\n'
+    '        self.rep = nn.Sequential(*rep)\n'
+    '\n'
+    '    def forward(self, inp):\n'
+    '        x = self.rep(inp)\n'
+    '        skip = self.skip(inp)\n'
+    '        return x + skip\n'
+    ),
 )
 
 INVALID = (
@@ -175,5 +203,62 @@ INVALID = (
         "        y = self.conv(x)\n"
         "        return self.act(y) + y\n",
         line=11,
+    ),
+    # Xception-style: `rep.append(self.relu)` first in a branch, again in a loop; the block's
+    # input is reused by the shortcut
+    Invalid(
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class Block(nn.Module):\n'
+        '    def __init__(self, cin, cout, reps, grow_first=True):\n'
+        '        super().__init__()\n'
+        '        self.skip = nn.Conv2d(cin, cout, 1)\n'
+        '        self.relu = nn.ReLU(inplace=True)\n'
+        '        rep = []\n'
+        '        filters = cin\n'
+        '        if grow_first:\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(cin, cout, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(cout))\n'
+        '            filters = cout\n'
+        '        for i in range(reps - 1):\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(filters, filters, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(filters))\n'
+        '        self.rep = nn.Sequential(*rep)\n'
+        '\n'
+        '    def forward(self, inp):\n'
+        '        x = self.rep(inp)\n'
+        '        skip = self.skip(inp)\n'
+        '        return x + skip\n',
+        fixed=(
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class Block(nn.Module):\n'
+        '    def __init__(self, cin, cout, reps, grow_first=True):\n'
+        '        super().__init__()\n'
+        '        self.skip = nn.Conv2d(cin, cout, 1)\n'
+        '        self.relu = nn.ReLU()\n'
+        '        rep = []\n'
+        '        filters = cin\n'
+        '        if grow_first:\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(cin, cout, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(cout))\n'
+        '            filters = cout\n'
+        '        for i in range(reps - 1):\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(filters, filters, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(filters))\n'
+        '        self.rep = nn.Sequential(*rep)\n'
+        '\n'
+        '    def forward(self, inp):\n'
+        '        x = self.rep(inp)\n'
+        '        skip = self.skip(inp)\n'
+        '        return x + skip\n'
+        ),
+        line=23,
     ),
 )

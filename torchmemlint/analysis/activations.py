@@ -176,9 +176,9 @@ class InplaceAnalysis:
         for other in model.assignments:
             if other == attribute:
                 continue
-            sequence = model.attribute_sequence(other)
-            if not sequence or len(sequence) < 2 or sequence[0].attribute != attribute:
-                continue
+            variants = model.attribute_variants(other) or []
+            if not any(len(v) >= 2 and v[0].attribute == attribute for v in variants):
+                continue  # (a list filled in branches: first in any of its orders counts)
             site.complete = False
             for reference in model.calls(other):
                 call = reference.call

@@ -500,6 +500,16 @@ class ClassModel:
                 return elements
         return [self.file.resolver.part(value, self_name, assignment.method)]
 
+    def attribute_variants(self, name: str) -> Optional[List[List[Part]]]:
+        """Every order of the modules ``self.<name>(x)`` may run (a Sequential built from a
+        list that branches and loops fill in several ways)."""
+        assignment = self.single_assignment(name)
+        if assignment is None or not isinstance(assignment.value, cst.Call):
+            return None
+        return self.file.resolver.sequential_variants(
+            assignment.value, self.self_name(assignment.method), assignment.method, assignment.statement
+        )
+
     def calls(self, name: str) -> List[Reference]:
         return [r for r in self.references.get(name, []) if r.call is not None and r.call.func is r.node]
 
