@@ -148,3 +148,86 @@ def test_inplace_facet_and_checkpoint_facet_agree_on_one_factory():
     assert [f.code for f in findings] == ["TML201"]
     assert "`act_layer`'s default" in findings[0].message
     assert findings[0].fix is not None and findings[0].fix.applicability.value == "unsafe"
+
+
+# -- layer lists built in branches and loops (LayerLists.variants) ---------------------------------
+from torchmemlint.analysis.children import Children  # noqa: E402
+from torchmemlint.analysis.layer_lists import LayerLists  # noqa: E402
+
+
+def _orders(code: str, function: str = "make"):
+    module = cst.parse_module(code)
+    lists = LayerLists(module)
+    fn = _function(module, function)
+    splice = next(n for n in _walk(fn) if isinstance(n, cst.SimpleStatementLine) and "Sequential" in module.code_for_node(n))
+    variants = lists.variants(fn, "layers", splice)
+    if variants is None:
+        return None
+    return sorted(tuple(module.code_for_node(e) for e in v) for v in variants)
+
+
+def test_branches_give_one_order_each():
+    code = (
+        "def make(bn):\n"
+        "    layers = [conv()]\n"
+        "    if bn:\n"
+        "        layers.append(norm())\n"
+        "    layers += [act()]\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _orders(code) == [("conv()", "act()"), ("conv()", "norm()", "act()")]
+
+
+def test_a_loop_body_is_taken_zero_one_and_two_times():
+    code = (
+        "def make(n):\n"
+        "    layers = [stem()]\n"
+        "    for _ in range(n):\n"
+        "        layers.extend([conv(), act()])\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _orders(code) == [
+        ("stem()",), ("stem()", "conv()", "act()"), ("stem()", "conv()", "act()", "conv()", "act()"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    for v in cfg:\n        if v:\n            break\n        layers.append(conv())\n",
+        "    try:\n        layers.append(conv())\n    except ValueError:\n        pass\n",
+        "    layers = layers[1:]\n",
+        "    register(layers)\n",
+        "    if flag:\n        return nn.Sequential(*layers)\n",
+    ],
+)
+def test_lists_touched_in_other_ways_are_not_followed(body):
+    code = "def make(cfg, flag):\n    layers = [conv()]\n" + body + "    return nn.Sequential(*layers)\n"
+    assert _orders(code) is None
+
+
+def test_too_many_orders_are_not_followed():
+    branches = "".join(f"    if f{i}:\n        layers.append(m{i}())\n" for i in range(5))  # 32 orders
+    code = "def make(f0, f1, f2, f3, f4):\n    layers = []\n" + branches + "    return nn.Sequential(*layers)\n"
+    assert _orders(code) is None
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("import torchvision\ndef f():\n    r = torchvision.models.resnet50()\n    return list(r.children())[:3]\n",
+         ("r", ["conv1", "bn1", "relu"])),
+        ("import timm\ndef f():\n    r = timm.create_model('resnet50d')\n    return list(r.children())[4:-2]\n",
+         ("r", ["layer1", "layer2", "layer3", "layer4"])),
+        ("import torchvision\ndef f():\n    r = torchvision.models.vgg16()\n    return list(r.children())[:3]\n", None),
+        ("def f(r):\n    return list(r.children())[:3]\n", None),
+        ("import torchvision\ndef f():\n    r = torchvision.models.resnet50()\n    return list(r.children())[::2]\n", None),
+    ],
+)
+def test_children_of_known_resnets_in_registration_order(code, expected):
+    module = cst.parse_module(code)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    fn = _function(module, "f")
+    ret = next(n for n in _walk(fn) if isinstance(n, cst.Return))
+    assert Children(module, bindings.qualify).sliced(ret.value, fn) == expected
