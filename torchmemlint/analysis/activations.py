@@ -95,6 +95,7 @@ class InplaceAnalysis:
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
         self._splices: Optional[list] = None
+        self._spliced_by_call: Dict[int, Set[int]] = {}
 
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
@@ -241,7 +242,7 @@ class InplaceAnalysis:
         called from two places): what runs before it there."""
         resolver = self.file.resolver
         for call, function, statement in self._splice_calls():
-            if call is visited:
+            if call is visited or id(site.node) not in self._spliced_into(call, function, statement):
                 continue
             variants = resolver.sequential_variants(call, None, function, statement)
             for variant in variants or ():
@@ -253,12 +254,7 @@ class InplaceAnalysis:
                         continue
                     previous = Producers(self.file, None).part(variant[position - 1])
                     site.uses.append(Use(site.node, [previous], single_use=True))
-            if variants is None and any(
-                value is site.node
-                for arg in call.args
-                for option in resolver.spliced_variants(arg, function, statement) or ()
-                for value in option
-            ):
+            if variants is None:
                 site.complete = False
 
     def _splice_calls(self):
@@ -270,19 +266,28 @@ class InplaceAnalysis:
             ]
         return self._splices
 
+    def _spliced_into(self, call: cst.Call, function, statement) -> Set[int]:
+        """The layer constructors that reach the Sequential ``call`` through a spliced list."""
+        key = id(call)
+        if key not in self._spliced_by_call:
+            found: Set[int] = set()
+            resolver = self.file.resolver
+            for arg in call.args:
+                for option in resolver.spliced_variants(arg, function, statement) or ():
+                    for value in option:
+                        if isinstance(value, cst.Call):
+                            found.add(id(value))
+                            if resolver.constructor(value) == SEQUENTIAL:
+                                found.update(id(inner) for inner in _nested_calls(value, resolver, function))
+            self._spliced_by_call[key] = found
+        return self._spliced_by_call[key]
+
     def _spliced_layers(self) -> Set[int]:
         """The layer constructors that reach a Sequential through a spliced list (``*layers``)."""
         if self._spliced is None:
             found: Set[int] = set()
-            resolver = self.file.resolver
             for call, function, statement in self._splice_calls():
-                for arg in call.args:
-                    for option in resolver.spliced_variants(arg, function, statement) or ():
-                        for value in option:
-                            if isinstance(value, cst.Call):
-                                found.add(id(value))
-                                if resolver.constructor(value) == SEQUENTIAL:
-                                    found.update(id(inner) for inner in _nested_calls(value, resolver, function))
+                found |= self._spliced_into(call, function, statement)
             self._spliced = found
         return self._spliced
 
