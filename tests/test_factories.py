@@ -89,6 +89,10 @@ def test_factories_resolve_to_the_torch_layer(code, call, function, qualified, c
         ("from functools import partial\nx = partial(MyAct, 0.1)()\n", "partial(MyAct, 0.1)()", None),
         ("import torch.nn as nn\nfrom functools import partial\nx = partial(nn.init.normal_, std=1)()\n",
          "partial(nn.init.normal_, std=1)()", None),
+        # a classmethod builds the class with `cls(...)`: what it passes is not read
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\n    @classmethod\n    def gelu(cls):\n"
+         "        return cls(act_layer=nn.GELU)\n", "act_layer()", "__init__"),
         # an alias assigned twice at module level
         ("import torch.nn as nn\nAct = nn.ELU\nAct = nn.GELU\nx = Act()\n", "Act()", None),
     ],

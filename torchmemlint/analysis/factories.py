@@ -225,6 +225,8 @@ class Factories:
                 callee = owner.name.value
                 if callee in self._subclassed:
                     return None
+                if any(self._owner.get(id(caller)) is owner for _, caller in self._calls.get("cls", [])):
+                    return None  # `cls(act_layer=...)` in a classmethod: not read here
             if len(self._definitions.get(callee, [])) != 1:
                 return None
             positional = positional[1:]
