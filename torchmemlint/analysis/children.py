@@ -221,4 +221,3 @@ def _class_order(classdef: cst.ClassDef) -> Optional[Tuple[str, ...]]:
                 ):
                     names.append(node.attr.value)
     return tuple(names) if names else None
-

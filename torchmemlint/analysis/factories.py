@@ -105,7 +105,7 @@ class Factories:
                 if name is not None:
                     self._calls.setdefault(name, []).append((node, function))
             for child in node.children:
-                visit(child, function, owner if isinstance(node, cst.Module) else owner)
+                visit(child, function, owner)
 
         visit(self.module, None, None)
         for statement in self.module.body:

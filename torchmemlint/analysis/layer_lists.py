@@ -173,17 +173,17 @@ class LayerLists:
                     [t.target for t in node.targets] if isinstance(node, cst.Assign)
                     else [getattr(node, "target", None) or getattr(node, "name", None)]
                 )
-                if any(any(isinstance(n, cst.Name) and n.value == name for n in walk(t)) for t in targets if t is not None):
+                if any(
+                    any(isinstance(n, cst.Name) and n.value == name for n in walk(t))
+                    for t in targets if t is not None
+                ):
                     assigned.append(node)
         if len(assigned) != 1 or not isinstance(assigned[0], cst.Assign) or len(assigned[0].targets) != 1:
             return value
-        if not isinstance(assigned[0].value, cst.Call) or any(isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)):
+        if not isinstance(assigned[0].value, cst.Call) or any(
+            isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)
+        ):
             return value
-        for node in _own_nodes(function.body):
-            if isinstance(node, (cst.List, cst.Tuple)):
-                continue
-            if isinstance(node, (cst.SimpleStatementLine,)):
-                continue
         # every mention: the target, or an element of a list/tuple literal
         allowed = {id(assigned[0].targets[0].target)}
         for node in _own_nodes(function.body):
