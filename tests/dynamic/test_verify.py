@@ -277,6 +277,12 @@ def test_stem_pool_variant_of_every_dropped_pool_example(example):
         3: ("stride=1", "stride=2", "`enc.conv1` with stride 2"),
         4: ("self.backbone.layer1(x)", "self.backbone.layer1(self.backbone.maxpool(x))",
             "`self.backbone.layer1` fed through `self.backbone.maxpool`"),
+        5: ("self.conv2(c1)", "self.conv2(self.encoder.layer0.pool(c1))",
+            "`self.conv2` fed through `self.encoder.layer0.pool`"),
+        6: ("list(resnet.children())[:3]", "list(resnet.children())[:4]",
+            "`list(resnet.children())[:4]` up to the pool"),
+        7: ("list(model.children())[:3]", "list(model.children())[:4]",
+            "`list(model.children())[:4]` up to the pool"),
     }[example]
     assert (variant, what) == (source.replace(old, new), expected_what)
     assert lint_source(variant, "model.py", Settings(select=("TML301",))) == []

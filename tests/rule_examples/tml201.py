@@ -66,7 +66,86 @@ VALID = (
     "def make():\n"
     "    layers = [nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.2, inplace=True)]\n"
     "    return nn.Sequential(*layers)\n",
+    # factories: a parameter whose calls in the file pass another layer (GELU has no inplace)
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c), act_layer())\n\n"
+    "blocks = [Block(8), Block(8, act_layer=nn.GELU)]\n",
+    # a factory parameter rebound through a project helper: what it builds is not known
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        act_layer = get_act_layer(act_layer)\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), act_layer())\n",
+    # a factory parameter without a layer default, never called with one
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=None):\n"
+    "        super().__init__()\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), act_layer())\n",
+    # a partial of something that is not a torch layer
+    "import torch.nn as nn\nfrom functools import partial\n"
+    "Act = partial(MyLeakyReLU, 0.1)\n"
+    "block = nn.Sequential(nn.Conv2d(3, 8, 3), Act())\n",
+    # a partial that already runs in place
+    "import torch.nn as nn\nfrom functools import partial\n"
+    "block = nn.Sequential(nn.Conv2d(3, 8, 3), partial(nn.LeakyReLU, 0.1, inplace=True)())\n",
+    # a subclass may pass another act_layer through super().__init__: not followed
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), act_layer())\n\n"
+    "class GeluBlock(Block):\n"
+    "    def __init__(self, c):\n"
+    "        super().__init__(c, act_layer=nn.GELU)\n",
+    # the factory's input is the residual, read again
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.LeakyReLU):\n"
+    "        super().__init__()\n"
+    "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+    "        self.act = act_layer()\n\n"
+    "    def forward(self, x):\n"
+    "        y = self.conv(x)\n"
+    "        return self.act(y) + y\n",
+    # a branch may put a custom block right before the activation
+    "import torch.nn as nn\n\n"
+    "def make(custom):\n"
+    "    layers = [nn.Conv2d(3, 8, 3)]\n"
+    "    if custom:\n"
+    "        layers.append(MyBlock())\n"
+    "    layers.append(nn.LeakyReLU(0.2))\n"
+    "    return nn.Sequential(*layers)\n",
+    # the list is handed to other code before the splice
+    "import torch.nn as nn\n\n"
+    "def make():\n"
+    "    layers = [nn.Conv2d(3, 8, 3)]\n"
+    "    register(layers)\n"
+    "    layers.append(nn.LeakyReLU(0.2))\n"
+    "    return nn.Sequential(*layers)\n",
+    # a loop that may stop early (`break`): not followed
+    "import torch.nn as nn\n\n"
+    "def make(cfg):\n"
+    "    layers = []\n"
+    "    for v in cfg:\n"
+    "        if v is None:\n"
+    "            break\n"
+    "        layers += [nn.Conv2d(8, 8, 3), nn.LeakyReLU(0.2)]\n"
+    "    return nn.Sequential(*layers)\n",
+    # a helper that may return the activation alone, spliced first
+    "import torch.nn as nn\n\n"
+    "def tail(c, bn):\n"
+    "    act = nn.LeakyReLU(0.1)\n"
+    "    if bn:\n"
+    "        return [nn.BatchNorm2d(c), act]\n"
+    "    return [act]\n\n"
+    "net = nn.Sequential(*tail(8, False))\n",
 )
+
 
 INVALID = (
     Invalid(
@@ -189,5 +268,171 @@ INVALID = (
         "    return [nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.LeakyReLU(0.1, inplace=True)]\n\n"
         "a = nn.Sequential(*stem())\n"
         "b = nn.Sequential(*stem(), nn.Conv2d(8, 8, 3))\n",
+    ),
+    # `act_layer=nn.LeakyReLU` default, never called in the file: the default is taken, the
+    # fix is unsafe (a caller elsewhere may pass a layer without `inplace`)
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class ConvBlock(nn.Module):\n"
+        "    def __init__(self, cin, cout, act_layer=nn.LeakyReLU):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(cin, cout, 3)\n"
+        "        self.bn = nn.BatchNorm2d(cout)\n"
+        "        self.act = act_layer()\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(self.bn(self.conv(x)))\n",
+        fixed="import torch.nn as nn\n\n"
+        "class ConvBlock(nn.Module):\n"
+        "    def __init__(self, cin, cout, act_layer=nn.LeakyReLU):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(cin, cout, 3)\n"
+        "        self.bn = nn.BatchNorm2d(cout)\n"
+        "        self.act = act_layer(inplace=True)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.act(self.bn(self.conv(x)))\n",
+        line=8,
+    ),
+    # the caller class passes its own act_layer down; every call agrees
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c), act_layer())\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.a = Block(8, act_layer=act_layer)\n"
+        "        self.b = Block(8)\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.block = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c), act_layer(inplace=True))\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, act_layer=nn.ELU):\n"
+        "        super().__init__()\n"
+        "        self.a = Block(8, act_layer=act_layer)\n"
+        "        self.b = Block(8)\n",
+        line=6,
+    ),
+    # `partial(nn.LeakyReLU, 0.1)()` written in place: safe fix
+    Invalid(
+        "import torch.nn as nn\nfrom functools import partial\n"
+        "block = nn.Sequential(nn.Conv2d(3, 8, 3), partial(nn.LeakyReLU, 0.1)())\n",
+        fixed="import torch.nn as nn\nfrom functools import partial\n"
+        "block = nn.Sequential(nn.Conv2d(3, 8, 3), partial(nn.LeakyReLU, 0.1)(inplace=True))\n",
+    ),
+    # a module-level `functools.partial` alias, called in a helper that returns the list
+    Invalid(
+        "import functools\nimport torch.nn as nn\n\n"
+        "Act = functools.partial(nn.LeakyReLU, negative_slope=0.2, inplace=False)\n\n"
+        "def make_enc_modules(cin, cout):\n"
+        "    return [nn.Conv2d(cin, cout, 3), nn.BatchNorm2d(cout), Act()]\n\n"
+        "enc = nn.Sequential(*make_enc_modules(3, 8))\n",
+        fixed="import functools\nimport torch.nn as nn\n\n"
+        "Act = functools.partial(nn.LeakyReLU, negative_slope=0.2, inplace=False)\n\n"
+        "def make_enc_modules(cin, cout):\n"
+        "    return [nn.Conv2d(cin, cout, 3), nn.BatchNorm2d(cout), Act(inplace=True)]\n\n"
+        "enc = nn.Sequential(*make_enc_modules(3, 8))\n",
+    ),
+    # a local factory name in a function: `act(0.2)` with `act=nn.LeakyReLU`
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "def block(c, act=nn.LeakyReLU):\n"
+        "    return nn.Sequential(nn.Conv2d(c, c, 3), act(0.2))\n",
+        fixed="import torch.nn as nn\n\n"
+        "def block(c, act=nn.LeakyReLU):\n"
+        "    return nn.Sequential(nn.Conv2d(c, c, 3), act(0.2, inplace=True))\n",
+    ),
+    # torchdistill's Paraphraser: a classmethod splices a staticmethod that returns one of two
+    # lists sharing one local LeakyReLU; the helper is spliced twice
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Paraphraser(nn.Module):\n"
+        "    @staticmethod\n"
+        "    def make_tail_modules(c, uses_bn):\n"
+        "        leaky_relu = nn.LeakyReLU(0.1)\n"
+        "        if uses_bn:\n"
+        "            return [nn.BatchNorm2d(c), leaky_relu]\n"
+        "        return [leaky_relu]\n\n"
+        "    @classmethod\n"
+        "    def make_enc_modules(cls, cin, cout, uses_bn):\n"
+        "        return [nn.Conv2d(cin, cout, 3, padding=1), *cls.make_tail_modules(cout, uses_bn)]\n\n"
+        "    def __init__(self, c, uses_bn=True):\n"
+        "        super().__init__()\n"
+        "        self.encoder = nn.Sequential(\n"
+        "            *self.make_enc_modules(c, c, uses_bn), *self.make_enc_modules(c, c, uses_bn)\n"
+        "        )\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Paraphraser(nn.Module):\n"
+        "    @staticmethod\n"
+        "    def make_tail_modules(c, uses_bn):\n"
+        "        leaky_relu = nn.LeakyReLU(0.1, inplace=True)\n"
+        "        if uses_bn:\n"
+        "            return [nn.BatchNorm2d(c), leaky_relu]\n"
+        "        return [leaky_relu]\n\n"
+        "    @classmethod\n"
+        "    def make_enc_modules(cls, cin, cout, uses_bn):\n"
+        "        return [nn.Conv2d(cin, cout, 3, padding=1), *cls.make_tail_modules(cout, uses_bn)]\n\n"
+        "    def __init__(self, c, uses_bn=True):\n"
+        "        super().__init__()\n"
+        "        self.encoder = nn.Sequential(\n"
+        "            *self.make_enc_modules(c, c, uses_bn), *self.make_enc_modules(c, c, uses_bn)\n"
+        "        )\n",
+        line=6,
+    ),
+    # VGG-style: layers added in a loop, in both branches of an if
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "def make_layers(cfg, batch_norm=True):\n"
+        "    layers = []\n"
+        "    cin = 3\n"
+        "    for v in cfg:\n"
+        "        if v == 'M':\n"
+        "            layers += [nn.MaxPool2d(2)]\n"
+        "        else:\n"
+        "            conv = nn.Conv2d(cin, v, 3, padding=1)\n"
+        "            if batch_norm:\n"
+        "                layers += [conv, nn.BatchNorm2d(v), nn.ELU()]\n"
+        "            else:\n"
+        "                layers += [conv, nn.ELU()]\n"
+        "            cin = v\n"
+        "    return nn.Sequential(*layers)\n",
+        fixed="import torch.nn as nn\n\n"
+        "def make_layers(cfg, batch_norm=True):\n"
+        "    layers = []\n"
+        "    cin = 3\n"
+        "    for v in cfg:\n"
+        "        if v == 'M':\n"
+        "            layers += [nn.MaxPool2d(2)]\n"
+        "        else:\n"
+        "            conv = nn.Conv2d(cin, v, 3, padding=1)\n"
+        "            if batch_norm:\n"
+        "                layers += [conv, nn.BatchNorm2d(v), nn.ELU(inplace=True)]\n"
+        "            else:\n"
+        "                layers += [conv, nn.ELU(inplace=True)]\n"
+        "            cin = v\n"
+        "    return nn.Sequential(*layers)\n",
+        line=12,
+    ),
+    # pix2pix discriminator block: an optional norm, then the activation, then `.extend`
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "def block(cin, cout, normalize=True):\n"
+        "    layers = [nn.Conv2d(cin, cout, 4, 2, 1)]\n"
+        "    if normalize:\n"
+        "        layers.append(nn.InstanceNorm2d(cout))\n"
+        "    layers.append(nn.LeakyReLU(0.2))\n"
+        "    layers.extend([nn.Conv2d(cout, cout, 3)])\n"
+        "    return nn.Sequential(*layers)\n",
+        fixed="import torch.nn as nn\n\n"
+        "def block(cin, cout, normalize=True):\n"
+        "    layers = [nn.Conv2d(cin, cout, 4, 2, 1)]\n"
+        "    if normalize:\n"
+        "        layers.append(nn.InstanceNorm2d(cout))\n"
+        "    layers.append(nn.LeakyReLU(0.2, inplace=True))\n"
+        "    layers.extend([nn.Conv2d(cout, cout, 3)])\n"
+        "    return nn.Sequential(*layers)\n",
     ),
 )

@@ -46,6 +46,57 @@ VALID = (
     "    return out\n",
     # a look-alike: a local function named relu_
     "import torch\n\ndef relu_(t):\n    return t\n\ndef f(x):\n    y = torch.sigmoid(x)\n    return relu_(y)\n",
+    # `p.sigmoid_()` as a statement of its own: later reads of `p` want the activated value
+    "import torch.nn as nn\n\n"
+    "class Gate(nn.Module):\n"
+    "    def __init__(self, c):\n"
+    "        super().__init__()\n"
+    "        self.linear_g = nn.Linear(c, c)\n"
+    "        self.linear_p = nn.Linear(c, c)\n\n"
+    "    def forward(self, pair, mask):\n"
+    "        p = self.linear_g(pair)\n"
+    "        p.sigmoid_()\n"
+    "        p *= self.linear_p(pair)\n"
+    "        p *= mask\n"
+    "        return p\n",
+    # a factory whose default runs out of place on the residual's input
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, act_layer=nn.ReLU):\n"
+    "        super().__init__()\n"
+    "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+    "        self.act = act_layer()\n\n"
+    "    def forward(self, x):\n"
+    "        y = self.conv(x)\n"
+    "        return self.act(y) + y\n",
+    # the same block where self.relu only follows a BatchNorm, in every order
+    (
+    'import torch.nn as nn\n'
+    '\n'
+    '\n'
+    'class Block(nn.Module):\n'
+    '    def __init__(self, cin, cout, reps, grow_first=True):\n'
+    '        super().__init__()\n'
+    '        self.skip = nn.Conv2d(cin, cout, 1)\n'
+    '        self.relu = nn.ReLU(inplace=True)\n'
+    '        rep = []\n'
+    '        filters = cin\n'
+    '        if grow_first:\n'
+    '            rep.append(nn.Conv2d(cin, cout, 3, padding=1))\n'
+    '            rep.append(nn.BatchNorm2d(cout))\n'
+    '            rep.append(self.relu)\n'
+    '            filters = cout\n'
+    '        for i in range(reps - 1):\n'
+    '            rep.append(nn.Conv2d(filters, filters, 3, padding=1))\n'
+    '            rep.append(nn.BatchNorm2d(filters))\n'
+    '            rep.append(self.relu)\n'
+    '        self.rep = nn.Sequential(*rep)\n'
+    '\n'
+    '    def forward(self, inp):\n'
+    '        x = self.rep(inp)\n'
+    '        skip = self.skip(inp)\n'
+    '        return x + skip\n'
+    ),
 )
 
 INVALID = (
@@ -112,5 +163,102 @@ INVALID = (
         'import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n',
         fixed='import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU()\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n',
         line=14,
+    ),
+    # the bare `x.relu_()` statement, but another name still holds the pre-activation tensor
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def forward(self, inp):\n"
+        "        x = self.conv(inp)\n"
+        "        skip = x\n"
+        "        x.relu_()\n"
+        "        return self.conv(x) + skip\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def forward(self, inp):\n"
+        "        x = self.conv(inp)\n"
+        "        skip = x\n"
+        "        x.relu()\n"
+        "        return self.conv(x) + skip\n",
+        line=7,
+    ),
+    # `act_layer(inplace=True)` with `act_layer=nn.ReLU` runs on a tensor read again
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.ReLU):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+        "        self.act = act_layer(inplace=True)\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.conv(x)\n"
+        "        return self.act(y) + y\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.ReLU):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+        "        self.act = act_layer()\n\n"
+        "    def forward(self, x):\n"
+        "        y = self.conv(x)\n"
+        "        return self.act(y) + y\n",
+        line=11,
+    ),
+    # Xception-style: `rep.append(self.relu)` first in a branch, again in a loop; the block's
+    # input is reused by the shortcut
+    Invalid(
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class Block(nn.Module):\n'
+        '    def __init__(self, cin, cout, reps, grow_first=True):\n'
+        '        super().__init__()\n'
+        '        self.skip = nn.Conv2d(cin, cout, 1)\n'
+        '        self.relu = nn.ReLU(inplace=True)\n'
+        '        rep = []\n'
+        '        filters = cin\n'
+        '        if grow_first:\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(cin, cout, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(cout))\n'
+        '            filters = cout\n'
+        '        for i in range(reps - 1):\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(filters, filters, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(filters))\n'
+        '        self.rep = nn.Sequential(*rep)\n'
+        '\n'
+        '    def forward(self, inp):\n'
+        '        x = self.rep(inp)\n'
+        '        skip = self.skip(inp)\n'
+        '        return x + skip\n',
+        fixed=(
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class Block(nn.Module):\n'
+        '    def __init__(self, cin, cout, reps, grow_first=True):\n'
+        '        super().__init__()\n'
+        '        self.skip = nn.Conv2d(cin, cout, 1)\n'
+        '        self.relu = nn.ReLU()\n'
+        '        rep = []\n'
+        '        filters = cin\n'
+        '        if grow_first:\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(cin, cout, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(cout))\n'
+        '            filters = cout\n'
+        '        for i in range(reps - 1):\n'
+        '            rep.append(self.relu)\n'
+        '            rep.append(nn.Conv2d(filters, filters, 3, padding=1))\n'
+        '            rep.append(nn.BatchNorm2d(filters))\n'
+        '        self.rep = nn.Sequential(*rep)\n'
+        '\n'
+        '    def forward(self, inp):\n'
+        '        x = self.rep(inp)\n'
+        '        skip = self.skip(inp)\n'
+        '        return x + skip\n'
+        ),
+        line=23,
     ),
 )

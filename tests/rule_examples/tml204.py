@@ -22,6 +22,29 @@ VALID = (
     "def f(x, p=0.0):\n"
     "    return F.dropout(x, p, True, True)\n\n"
     "y = f(1)\n",
+    # p = 0 through a factory: `partial(nn.Dropout, inplace=True)` called with a 0 default
+    "import torch.nn as nn\nfrom functools import partial\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, dim, drop_layer=partial(nn.Dropout, inplace=True), drop_rate=0.):\n"
+    "        super().__init__()\n"
+    "        self.drop = drop_layer(drop_rate)\n\n"
+    "blocks = [Block(8), Block(8, drop_rate=0.0)]\n",
+    "import torch.nn as nn\nfrom functools import partial\n"
+    "drop = partial(nn.Dropout, p=0.0, inplace=True)()\n",
+    # a 0-default passed down from the caller's own 0-default parameter
+    "import torch.nn as nn\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, dim, drop=0.0):\n"
+    "        super().__init__()\n"
+    "        self.drop = nn.Dropout(drop, inplace=True)\n\n"
+    "class Model(nn.Module):\n"
+    "    def __init__(self, drop_rate=0.):\n"
+    "        super().__init__()\n"
+    "        self.blocks = [Block(8, drop=drop_rate), Block(8, drop_rate)]\n\n"
+    "model = Model()\n",
+    # a partial that is not a torch dropout
+    "from functools import partial\nfrom mylib import Dropout\n"
+    "drop = partial(Dropout, 0.1, inplace=True)()\n",
 )
 
 INVALID = (
@@ -89,5 +112,39 @@ INVALID = (
         "    layers.append(nn.Dropout(0.1))\n"
         "    return layers\n\n"
         "net = nn.Sequential(*head(8))\n",
+    ),
+    # `partial(nn.Dropout, inplace=True)`: the fix overrides the partial in this call only
+    Invalid(
+        "import functools\nimport torch.nn as nn\n\n"
+        "Drop = functools.partial(nn.Dropout, inplace=True)\n"
+        "head = nn.Sequential(nn.Linear(8, 8), Drop(0.1))\n",
+        fixed="import functools\nimport torch.nn as nn\n\n"
+        "Drop = functools.partial(nn.Dropout, inplace=True)\n"
+        "head = nn.Sequential(nn.Linear(8, 8), Drop(0.1, inplace=False))\n",
+        line=5,
+        column=39,
+    ),
+    # passed down, but the model is built with drop_rate=0.1 in this file
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, dim, drop=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(drop, inplace=True)\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, drop_rate=0.):\n"
+        "        super().__init__()\n"
+        "        self.blocks = [Block(8, drop=drop_rate)]\n\n"
+        "model = Model(drop_rate=0.1)\n",
+        fixed="import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, dim, drop=0.0):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(drop)\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, drop_rate=0.):\n"
+        "        super().__init__()\n"
+        "        self.blocks = [Block(8, drop=drop_rate)]\n\n"
+        "model = Model(drop_rate=0.1)\n",
     ),
 )

@@ -45,6 +45,44 @@ VALID = (
     "        return self.layer1(self.bn1(self.conv1(x)))\n",
     # Identity for something that is not a ResNet
     "import torch.nn as nn\nmodel = build_vit()\nmodel.maxpool = nn.Identity()\n",
+    # SENet stem rebuilt with its pool
+    "import torch.nn as nn\nimport pretrainedmodels\n\n"
+    "class UNet(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.encoder = pretrainedmodels.se_resnext50_32x4d()\n"
+    "        e = self.encoder\n"
+    "        self.conv1 = nn.Sequential(e.layer0.conv1, e.layer0.bn1, e.layer0.relu1, e.layer0.pool)\n"
+    "        self.conv2 = e.layer1\n\n"
+    "    def forward(self, x):\n"
+    "        return self.conv2(self.conv1(x))\n",
+    # the children up to and with the pool
+    "import torch.nn as nn\nimport torchvision\n\n"
+    "class Features(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        resnet = torchvision.models.resnet50()\n"
+    "        self.stem = nn.Sequential(*list(resnet.children())[:4])\n"
+    "        self.body = nn.Sequential(*list(resnet.children())[4:8])\n\n"
+    "    def forward(self, x):\n"
+    "        return self.body(self.stem(x))\n",
+    # children of an object the file does not build: their order is not known
+    "import torch.nn as nn\n\n"
+    "class Features(nn.Module):\n"
+    "    def __init__(self, backbone):\n"
+    "        super().__init__()\n"
+    "        self.net = nn.Sequential(*list(backbone.children())[:3], *list(backbone.children())[4:8])\n",
+    # smp's SENet encoder: layer0.pool swapped out but kept and applied before layer1
+    "import torch\nimport torch.nn as nn\n\n"
+    "class SENetEncoder(SENet):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.layer0_pool = self.layer0.pool\n"
+    "        self.layer0.pool = torch.nn.Identity()\n\n"
+    "    def forward(self, x):\n"
+    "        x = self.layer0(x)\n"
+    "        x = self.layer0_pool(x)\n"
+    "        return self.layer1(x)\n",
 )
 
 INVALID = (
@@ -93,5 +131,63 @@ INVALID = (
         "        b = self.backbone\n"
         "        x = self.backbone.relu(self.backbone.bn1(self.backbone.conv1(x)))\n"
         "        return self.backbone.layer2(self.backbone.layer1(x))\n",
+    ),
+    # a SENet stem rebuilt from layer0's parts without layer0.pool
+    Invalid(
+        "import torch.nn as nn\nimport pretrainedmodels\n\n"
+        "class UNet(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.encoder = pretrainedmodels.se_resnext50_32x4d()\n"
+        "        e = self.encoder\n"
+        "        self.conv1 = nn.Sequential(\n"
+        "            self.encoder.layer0.conv1, self.encoder.layer0.bn1, self.encoder.layer0.relu1\n"
+        "        )\n"
+        "        self.conv2 = self.encoder.layer1\n\n"
+        "    def forward(self, x):\n"
+        "        c1 = self.conv1(x)\n"
+        "        return self.conv2(c1)\n",
+        line=9,
+    ),
+    # the first three children of a torchvision resnet, then layer1..layer4
+    Invalid(
+        "import torch.nn as nn\nimport torchvision\n\n"
+        "class Features(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        resnet = torchvision.models.resnet50()\n"
+        "        self.stem = nn.Sequential(*list(resnet.children())[:3])\n"
+        "        self.body = nn.Sequential(*list(resnet.children())[4:8])\n\n"
+        "    def forward(self, x):\n"
+        "        return self.body(self.stem(x))\n",
+        line=8,
+    ),
+    # kornia DeFMO: a ResNet class of the file taken apart, its stem conv swapped, put back
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "class ResNet(nn.Module):\n"
+        "    def __init__(self, block, layers):\n"
+        "        super().__init__()\n"
+        "        self.inplanes = 64\n"
+        "        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)\n"
+        "        self.bn1 = nn.BatchNorm2d(64)\n"
+        "        self.relu = nn.ReLU(inplace=True)\n"
+        "        self.maxpool = nn.MaxPool2d(3, 2, 1)\n"
+        "        self.layer1 = self._make_layer(block, 64, layers[0])\n"
+        "        self.layer2 = self._make_layer(block, 128, layers[1], stride=2)\n\n"
+        "    def forward(self, x):\n"
+        "        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))\n"
+        "        return self.layer2(self.layer1(x))\n\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        model = ResNet(Bottleneck, [3, 4, 6, 3])\n"
+        "        modelc1 = nn.Sequential(*list(model.children())[:3])\n"
+        "        modelc2 = nn.Sequential(*list(model.children())[4:8])\n"
+        "        modelc1[0] = nn.Conv2d(6, 64, kernel_size=7, stride=2, padding=3, bias=False)\n"
+        "        self.net = nn.Sequential(modelc1, modelc2)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.net(x)\n",
+        line=25,
     ),
 )

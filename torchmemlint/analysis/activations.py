@@ -64,6 +64,14 @@ class Site:
     uses: List[Use] = field(default_factory=list)
     complete: bool = False  # every call of it in its class is among ``uses``
     private: Optional[Tuple[cst.ClassDef, str]] = None  # (class, attribute) of a module attribute
+    # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
+    effective: Optional[cst.Call] = None
+    certain: bool = True  # False: the layer is a factory default callers elsewhere may change
+
+    @property
+    def arguments(self) -> cst.Call:
+        """The call whose arguments the layer receives (the factory's preset ones included)."""
+        return self.effective if self.effective is not None else self.node
 
     def inplace_position(self) -> Optional[int]:
         if self.kind is None:
@@ -86,9 +94,14 @@ class InplaceAnalysis:
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
+        self._splices: Optional[list] = None
+        self._spliced_by_call: Dict[int, Set[int]] = {}
 
     def sites(self, call: cst.Call) -> List[Site]:
-        if terminal_name(call.func) not in self.watched_names:
+        name = terminal_name(call.func)
+        if name not in self.watched_names and not (
+            isinstance(call.func, cst.Call) or (name is not None and name in self.file.factories.names())
+        ):
             return []
         key = id(call)
         if key not in self._sites:
@@ -105,7 +118,14 @@ class InplaceAnalysis:
         if qualified in KIND_BY_MODULE:
             if id(call) in self._in_sequential or id(call) in self._spliced_layers():
                 return []
-            return [self._module(call, qualified)]
+            return [self._module(Layer(qualified, call))]
+        if qualified is None and not isinstance(call.func, cst.Attribute):
+            function = enclosing(self.context, cst.FunctionDef)
+            layer = self.file.resolver.layer(call, function if isinstance(function, cst.FunctionDef) else None)
+            if layer is not None and layer.kind is not None:
+                if id(call) in self._in_sequential or id(call) in self._spliced_layers():
+                    return []
+                return [self._module(layer)]
         if qualified in KIND_BY_FUNCTION:
             kind = KIND_BY_FUNCTION[qualified]
             site = Site(kind.name, kind, "functional", call, f"`{short_name(qualified)}`", None)
@@ -134,18 +154,18 @@ class InplaceAnalysis:
             return None
         return self.file.class_model(node)
 
-    def _module(self, call: cst.Call, qualified: str) -> Site:
-        layer = Layer(qualified, call)
+    def _module(self, layer: Layer) -> Site:
+        call, qualified = layer.call, layer.qualified
         kind = layer.kind
         assert kind is not None
-        site = Site(kind.name, kind, "module", call, f"`{short_name(qualified)}`", layer.inplace())
+        site = _layer_site(layer)
         model = self._class()
         if model is None:
             return site
         attribute = _assigned_attribute(self.context.statement_stack[-1], call, model)
         if attribute is None:
             return site
-        site.label = f"`self.{attribute}` ({short_name(qualified)})"
+        site.label = f"`self.{attribute}` ({short_name(qualified)}{_via(layer)})"
         self._attribute_uses(site, model, attribute)
         self._leading_uses(site, model, attribute)
         return site
@@ -157,9 +177,9 @@ class InplaceAnalysis:
         for other in model.assignments:
             if other == attribute:
                 continue
-            sequence = model.attribute_sequence(other)
-            if not sequence or len(sequence) < 2 or sequence[0].attribute != attribute:
-                continue
+            variants = model.attribute_variants(other) or []
+            if not any(len(v) >= 2 and v[0].attribute == attribute for v in variants):
+                continue  # (a list filled in branches: first in any of its orders counts)
             site.complete = False
             for reference in model.calls(other):
                 call = reference.call
@@ -176,53 +196,98 @@ class InplaceAnalysis:
     def _sequential(self, call: cst.Call) -> List[Site]:
         model = self._class()
         method = enclosing(self.context, cst.FunctionDef)
-        self_name = model.self_name(method) if model is not None and isinstance(method, cst.FunctionDef) else None
+        function = method if isinstance(method, cst.FunctionDef) else None
+        self_name = model.self_name(function) if model is not None and function is not None else None
         statement = self.context.statement_stack[-1] if self.context.statement_stack else None
-        elements = self.file.resolver.sequential(
-            call, self_name, method if isinstance(method, cst.FunctionDef) else None, statement
-        )
-        if elements is None:
+        variants = self.file.resolver.sequential_variants(call, self_name, function, statement)
+        if variants is None:
             return []
-        for inner in _nested_calls(call, self.file.resolver):
+        for inner in _nested_calls(call, self.file.resolver, function):
             self._in_sequential.add(id(inner))
         producers = Producers(self.file, model)
         attribute = (
             _assigned_attribute(self.context.statement_stack[-1], call, model) if model is not None else None
         )
-        sites = []
-        for position, part in enumerate(elements):
-            layer = part.layer
-            if layer is None or layer.kind is None or id(layer.call) in self._claimed:
+        sites: Dict[int, Site] = {}
+        for variant in variants:
+            for position, part in enumerate(variant):
+                layer = part.layer
+                if layer is None or layer.kind is None or id(layer.call) in self._claimed:
+                    continue
+                site = sites.get(id(layer.call))
+                if site is None:
+                    site = sites[id(layer.call)] = _layer_site(layer)
+                    site.complete = True
+                if position > 0:
+                    previous = producers.part(variant[position - 1])
+                    site.uses.append(Use(layer.call, [previous], single_use=True))
+                elif attribute is not None and model is not None and not site.private:
+                    site.label = (
+                        f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
+                        if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
+                    )
+                    complete = site.complete
+                    self._attribute_uses(site, model, attribute)
+                    site.complete = complete and site.complete
+                elif position == 0:
+                    site.complete = False  # what runs before it is not known here
+        for key, site in sites.items():
+            self._claimed.add(key)
+            if key in self._spliced_layers():
+                self._other_splices(site, call)
+        return list(sites.values())
+
+    def _other_splices(self, site: Site, visited: cst.Call) -> None:
+        """Uses of a spliced layer in the other Sequentials its list is spliced into (a helper
+        called from two places): what runs before it there."""
+        resolver = self.file.resolver
+        for call, function, statement in self._splice_calls():
+            if call is visited or id(site.node) not in self._spliced_into(call, function, statement):
                 continue
-            self._claimed.add(id(layer.call))
-            site = Site(
-                layer.kind.name, layer.kind, "module", layer.call, f"`{short_name(layer.qualified)}`",
-                layer.inplace(),
-            )
-            if position > 0:
-                previous = producers.part(elements[position - 1])
-                site.uses.append(Use(layer.call, [previous], single_use=True))
-                site.complete = True
-            elif attribute is not None and model is not None:
-                site.label = f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
-                self._attribute_uses(site, model, attribute)
-            sites.append(site)
-        return sites
+            variants = resolver.sequential_variants(call, None, function, statement)
+            for variant in variants or ():
+                for position, part in enumerate(variant):
+                    if part.layer is None or part.layer.call is not site.node:
+                        continue
+                    if position == 0:
+                        site.complete = False
+                        continue
+                    previous = Producers(self.file, None).part(variant[position - 1])
+                    site.uses.append(Use(site.node, [previous], single_use=True))
+            if variants is None:
+                site.complete = False
+
+    def _splice_calls(self):
+        """Every ``nn.Sequential(*...)`` of the file, with its function and statement."""
+        if self._splices is None:
+            resolver = self.file.resolver
+            self._splices = [
+                found for found in splices(self.file.module) if resolver.constructor(found[0]) == SEQUENTIAL
+            ]
+        return self._splices
+
+    def _spliced_into(self, call: cst.Call, function, statement) -> Set[int]:
+        """The layer constructors that reach the Sequential ``call`` through a spliced list."""
+        key = id(call)
+        if key not in self._spliced_by_call:
+            found: Set[int] = set()
+            resolver = self.file.resolver
+            for arg in call.args:
+                for option in resolver.spliced_variants(arg, function, statement) or ():
+                    for value in option:
+                        if isinstance(value, cst.Call):
+                            found.add(id(value))
+                            if resolver.constructor(value) == SEQUENTIAL:
+                                found.update(id(inner) for inner in _nested_calls(value, resolver, function))
+            self._spliced_by_call[key] = found
+        return self._spliced_by_call[key]
 
     def _spliced_layers(self) -> Set[int]:
         """The layer constructors that reach a Sequential through a spliced list (``*layers``)."""
         if self._spliced is None:
             found: Set[int] = set()
-            resolver = self.file.resolver
-            for call, function, statement in splices(self.file.module):
-                if resolver.constructor(call) != SEQUENTIAL:
-                    continue
-                for arg in call.args:
-                    for value in resolver.spliced(arg, function, statement) or ():
-                        if isinstance(value, cst.Call):
-                            found.add(id(value))
-                            if resolver.constructor(value) == SEQUENTIAL:
-                                found.update(id(inner) for inner in _nested_calls(value, resolver))
+            for call, function, statement in self._splice_calls():
+                found |= self._spliced_into(call, function, statement)
             self._spliced = found
         return self._spliced
 
@@ -232,7 +297,7 @@ class InplaceAnalysis:
         if site.kind is None or site.kind.saves is not Saves.MASK or site.form == "method":
             return False
         if site.form == "module":
-            arg = argument(site.node, site.kind.module_params.index("p"), "p")
+            arg = argument(site.arguments, site.kind.module_params.index("p"), "p")
         else:
             arg = argument(site.node, site.kind.functional_params.index("p") + 1, "p")
         if arg is None:
@@ -240,7 +305,7 @@ class InplaceAnalysis:
         if literal_number(arg.value) is not None:
             return literal_number(arg.value) == 0
         function, owner = enclosing_definitions(self.file.module, site.node)
-        return zero_probability(self.file.module, function, owner, arg.value)
+        return zero_probability(self.file.module, function, owner, arg.value, self.file.factories)
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
@@ -268,7 +333,11 @@ class InplaceAnalysis:
             return
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
-        use = self._use(arg.value, site.node, function, self.context.statement_stack[-1], model, self_name)
+        statement = self.context.statement_stack[-1]
+        use = self._use(
+            arg.value, site.node, function, statement, model, self_name,
+            discarded=site.inplace is True and _bare_statement(statement, site.node),
+        )
         if use is not None and use.caller_tensor is not None and self._guarded_by_flag(site.node):
             use.caller_tensor = None
         if use is not None:
@@ -283,7 +352,11 @@ class InplaceAnalysis:
         statement: Optional[cst.CSTNode],
         model: Optional[ClassModel],
         self_name: Optional[str],
+        discarded: bool = False,
     ) -> Optional[Use]:
+        """``discarded``: the in-place call is a statement of its own (``p.sigmoid_()``): it
+        rebinds nothing, so later reads of the same name want the activated value; only other
+        names holding the tensor (``skip = p``) still read the overwritten one."""
         flow: Flow = self.file.flow(function)
         index = flow.statement_index(statement)
         if index is None or not flow.reliable:
@@ -293,9 +366,10 @@ class InplaceAnalysis:
         if isinstance(expression, cst.Name):
             name = use.name = expression.value
             holders = flow.holders(name, index)
+            later = holders - {name} if discarded else holders
             use.reused = (
                 self._read_beside(flow, index, expression, holders)
-                or flow.read_again(holders, index)
+                or flow.read_again(later, index)
                 or name in flow.captured
             )
             definitions = flow.definitions(name, index)
@@ -356,7 +430,36 @@ def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassMod
     return None
 
 
-def _nested_calls(call: cst.Call, resolver) -> List[cst.Call]:
+def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
+    """``statement`` is ``call`` alone, its result unused (``p.sigmoid_()``)."""
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and statement.body[0].value is call
+    )
+
+
+def _layer_site(layer: Layer) -> Site:
+    """The site of a layer constructor (direct, or through a factory)."""
+    kind = layer.kind
+    assert kind is not None
+    site = Site(
+        kind.name, kind, "module", layer.call,
+        f"`{short_name(layer.qualified)}`" + (f" ({_via(layer).strip()})" if layer.via else ""),
+        layer.inplace(),
+    )
+    if layer.preset or layer.via is not None:
+        site.effective = layer.effective
+        site.certain = layer.certain
+    return site
+
+
+def _via(layer: Layer) -> str:
+    return f" through {layer.via}" if layer.via else ""
+
+
+def _nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] = None) -> List[cst.Call]:
     """The element constructors and nested Sequentials that ``call``'s flattening covers."""
     found: List[cst.Call] = []
     for arg in call.args:
@@ -365,8 +468,8 @@ def _nested_calls(call: cst.Call, resolver) -> List[cst.Call]:
             continue
         if resolver.constructor(value) == SEQUENTIAL:
             found.append(value)
-            found.extend(_nested_calls(value, resolver))
-        elif resolver.constructor(value) is not None:
+            found.extend(_nested_calls(value, resolver, function))
+        elif resolver.layer(value, function) is not None:
             found.append(value)
         elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
             pairs = value.args[0].value

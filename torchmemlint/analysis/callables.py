@@ -16,6 +16,7 @@ from torchmemlint.analysis.checkpoints import (
     timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.factories import effective_call, Factories
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
 
@@ -25,9 +26,10 @@ class CallableModel:
 
     MAX_DEPTH = 8
 
-    def __init__(self, module: cst.Module, root: Bindings) -> None:
+    def __init__(self, module: cst.Module, root: Bindings, factories: Optional[Factories] = None) -> None:
         self.module = module
         self.root = root
+        self.factories = factories
         self.classes: Dict[str, cst.ClassDef] = {}
         self.functions: Dict[str, cst.FunctionDef] = {}
         for statement in _flat_statements(module.body):
@@ -278,7 +280,18 @@ class CallableModel:
         if qualified is not None:
             return timm_layer_traits(qualified, call, where)
         local = self.local_class(call.func, env)
-        return self.class_contents(local, depth + 1) if local is not None else {}
+        if local is not None:
+            return self.class_contents(local, depth + 1)
+        factory = self._factory(call, env)
+        if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
+            return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
+        return {}
+
+    def _factory(self, call: cst.Call, env: Env):
+        """The torch layer a factory call builds (``act_layer()``, ``partial(nn.X, ...)()``)."""
+        if self.factories is None or isinstance(call.func, cst.Attribute):
+            return None
+        return self.factories.layer(call, env.function)
 
     def class_contents(self, model: InitModel, depth: int) -> Dict[str, Found]:
         key = id(model.node)
@@ -379,7 +392,9 @@ class CallableModel:
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return 1
         local = self.local_class(expr.func, env)
-        return self.class_layer_count(local, depth + 1) if local is not None else 0
+        if local is not None:
+            return self.class_layer_count(local, depth + 1)
+        return 1 if self._factory(expr, env) is not None else 0
 
     def class_layer_count(self, model: InitModel, depth: int) -> int:
         key = id(model.node)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.children import Children
+from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
@@ -17,7 +19,7 @@ from torchmemlint.analysis.syntax import (
 )
 from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
-    OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves,
+    OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
 from typing import Sequence
 
@@ -32,21 +34,33 @@ from torchmemlint.tree import children
 
 @dataclass(frozen=True)
 class Layer:
-    """A ``torch.nn`` constructor call."""
+    """A ``torch.nn`` constructor call, written directly (``nn.ReLU()``) or through a factory
+    (``act_layer()``, ``partial(nn.LeakyReLU, 0.1)()``: ``preset`` holds the partial's
+    arguments, ``via`` says how the factory was followed, ``certain`` is False when it was
+    taken from a default that callers elsewhere may override)."""
 
     qualified: str
     call: cst.Call
+    preset: Tuple[cst.Arg, ...] = ()
+    via: Optional[str] = None
+    certain: bool = True
 
     @property
     def kind(self) -> Optional[ActivationKind]:
         return KIND_BY_MODULE.get(self.qualified)
 
+    @property
+    def effective(self) -> cst.Call:
+        """The call with the factory's preset arguments in front (what the layer receives)."""
+        return effective_call(self.call, self.preset)
+
     def inplace(self) -> Optional[bool]:
         """True/False when ``inplace`` is literal (absent: False); None when not known."""
         kind = self.kind
-        if kind is None or has_star_args(self.call):
+        call = self.effective
+        if kind is None or has_star_args(call):
             return None
-        arg = argument(self.call, kind.module_params.index("inplace"), "inplace")
+        arg = argument(call, kind.module_params.index("inplace"), "inplace")
         return False if arg is None else literal_bool(arg.value)
 
     def category(self) -> Category:
@@ -95,10 +109,16 @@ class Resolver:
     """Turns module expressions into ``Part`` / Sequential element lists for one file."""
 
     def __init__(
-        self, qualify: Callable[[cst.BaseExpression], Optional[str]], lists: Optional[LayerLists] = None
+        self,
+        qualify: Callable[[cst.BaseExpression], Optional[str]],
+        lists: Optional[LayerLists] = None,
+        factories: Optional[Factories] = None,
+        children: Optional[Children] = None,
     ) -> None:
         self.qualify = qualify
         self.lists = lists
+        self.factories = factories
+        self.children = children
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
         if isinstance(node, cst.Call):
@@ -107,11 +127,27 @@ class Resolver:
                 return qualified
         return None
 
-    def part(self, node: cst.BaseExpression, self_name: Optional[str]) -> Part:
+    def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
+        """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
+        (``act_layer()`` in ``function``, ``partial(nn.X, ...)()``, an alias of one)."""
+        if not isinstance(node, cst.Call):
+            return None
         qualified = self.constructor(node)
         if qualified is not None:
-            assert isinstance(node, cst.Call)
-            return Part(node, layer=Layer(qualified, node))
+            return Layer(qualified, node)
+        if self.factories is None:
+            return None
+        factory: Optional[Factory] = self.factories.layer(node, function)
+        if factory is None:
+            return None
+        return Layer(factory.qualified, node, factory.preset, factory.via, factory.certain)
+
+    def part(
+        self, node: cst.BaseExpression, self_name: Optional[str], function: Optional[cst.FunctionDef] = None
+    ) -> Part:
+        layer = self.layer(node, function)
+        if layer is not None:
+            return Part(node, layer=layer)
         if isinstance(node, cst.Attribute):
             if _is_self(node.value, self_name):
                 return Part(node, attribute=node.attr.value)
@@ -130,44 +166,107 @@ class Resolver:
         """Elements of ``nn.Sequential(...)``, nested Sequentials flattened; None if not one.
 
         With the ``function`` and ``statement`` the call is in, ``nn.Sequential(*layers)`` is
-        read through the local list ``layers`` when its contents are certain (``LayerLists``)."""
+        read through the local list ``layers`` when its order is certain (``LayerLists``);
+        a list that may be built in several orders stands as one unknown element."""
         if self.constructor(call) != NN + "Sequential":
             return None
-        parts: List[Part] = []
+        variants = self._sequential(call, self_name, function, statement, False)
+        return variants[0] if len(variants) == 1 else None
+
+    def sequential_variants(
+        self,
+        call: cst.Call,
+        self_name: Optional[str],
+        function: Optional[cst.FunctionDef] = None,
+        statement: Optional[cst.CSTNode] = None,
+    ) -> Optional[List[List[Part]]]:
+        """Every order the elements of ``nn.Sequential(...)`` may run in (lists built in
+        branches and loops give several); None if not a Sequential or too many orders."""
+        if self.constructor(call) != NN + "Sequential":
+            return None
+        variants = self._sequential(call, self_name, function, statement, True)
+        return variants or None
+
+    def _sequential(
+        self, call: cst.Call, self_name: Optional[str], function: Optional[cst.FunctionDef],
+        statement: Optional[cst.CSTNode], every: bool,
+    ) -> List[List[Part]]:
+        variants: List[List[Part]] = [[]]
         for arg in call.args:
             if arg.keyword is not None:
-                return None
-            if arg.star:
-                spliced = self.spliced(arg, function, statement)
-                if spliced is None:
-                    parts.append(Part(arg.value))  # unknown elements
-                    continue
-                values = spliced
+                return []
+            sliced = self.children.sliced(arg.value, function) if arg.star == "*" and self.children else None
+            if sliced is not None:  # `*list(resnet.children())[:3]`
+                base_expr = cst.parse_expression(sliced[0])
+                options = [[cst.Attribute(value=base_expr, attr=cst.Name(name)) for name in sliced[1]]]
+                unknown = False
+            elif arg.star:
+                spliced = self.spliced_variants(arg, function, statement)
+                if spliced is None or (len(spliced) != 1 and not every):
+                    options: List[List[cst.BaseExpression]] = [[arg.value]]  # unknown elements
+                    unknown = True
+                else:
+                    options, unknown = spliced, False
             else:
                 ordered = self._ordered_dict_values(arg.value)
-                values = ordered if ordered is not None else [arg.value]
-            for value in values:
-                inner = (
-                    self.sequential(value, self_name, function, statement)
-                    if isinstance(value, cst.Call) else None
-                )
-                parts.extend(inner if inner is not None else [self.part(value, self_name)])
-        return parts
+                options, unknown = [ordered if ordered is not None else [arg.value]], False
+            expanded: List[List[Part]] = []
+            for values in options:
+                parts: List[List[Part]] = [[]]
+                for value in values:
+                    if unknown:
+                        parts = [p + [Part(value)] for p in parts]
+                        continue
+                    local = (
+                        self.children.local_sequential(
+                            function, value.value, statement,
+                            lambda call: self.constructor(call) == NN + "Sequential",
+                        )
+                        if isinstance(value, cst.Name) and self.children is not None else None
+                    )
+                    if local is not None:  # `stem = nn.Sequential(...)` ... `nn.Sequential(stem, body)`
+                        inner = [
+                            [self.part(local[1][i], self_name, function) if i in local[1] else part
+                             for i, part in enumerate(variant)]
+                            for variant in self._sequential(local[0], self_name, function, None, every)
+                            if all(i < len(variant) for i in local[1])
+                        ]
+                    else:
+                        inner = (
+                            self._sequential(value, self_name, function, statement, every)
+                            if isinstance(value, cst.Call) and self.constructor(value) == NN + "Sequential"
+                            else [[self.part(value, self_name, function)]]
+                        )
+                    if not inner:
+                        inner = [[self.part(value, self_name, function)]]
+                    parts = [p + q for p in parts for q in inner]
+                expanded.extend(parts)
+            variants = [v + e for v in variants for e in expanded]
+            if len(variants) > 16:
+                return []
+        return variants
+
+    def spliced_variants(
+        self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
+    ) -> Optional[List[List[cst.BaseExpression]]]:
+        """Every list ``*layers`` may stand for (a loop or branch that builds it gives several)."""
+        if arg.star != "*" or self.lists is None:
+            return None
+        if isinstance(arg.value, cst.Call):
+            return self.lists.helper_variants(arg.value)
+        if isinstance(arg.value, cst.Name):
+            if function is None or statement is None:
+                return None
+            return self.lists.variants(function, arg.value.value, statement)
+        literal = _literal_list(arg.value)
+        return [literal] if literal is not None else None
 
     def spliced(
         self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
     ) -> Optional[List[cst.BaseExpression]]:
-        """The elements ``*layers`` stands for, when the list's contents are certain."""
-        if arg.star != "*" or self.lists is None:
-            return None
-        if isinstance(arg.value, cst.Call):
-            return self.lists.helper_list(arg.value)
-        if isinstance(arg.value, cst.Name):
-            if function is None or statement is None:
-                return None
-            return self.lists.contents(function, arg.value.value, statement)
-        literal = _literal_list(arg.value)
-        return literal
+        """The elements ``*layers`` stands for, when the list has one certain order."""
+        variants = self.spliced_variants(arg, function, statement)
+        return list(variants[0]) if variants is not None and len(variants) == 1 else None
 
     def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
         if not isinstance(node, cst.Call) or self.qualify(node.func) != "collections.OrderedDict":
@@ -221,7 +320,10 @@ class BorrowedUse:
     statement: Optional[cst.CSTNode]
 
 
-STEM_PARTS = frozenset({"conv1", "bn1", "relu", "act1", "maxpool", "layer1", "layer2", "layer3", "layer4"})
+STEM_PARTS = frozenset(
+    {"conv1", "bn1", "relu", "act1", "maxpool", "layer0", "layer1", "layer2", "layer3", "layer4"}
+    | SENET_STEM | {"pool"}
+)
 
 
 class ClassModel:
@@ -383,7 +485,7 @@ class ClassModel:
         assignment = self.single_assignment(name)
         if assignment is None:
             return None
-        return self.file.resolver.part(assignment.value, self.self_name(assignment.method))
+        return self.file.resolver.part(assignment.value, self.self_name(assignment.method), assignment.method)
 
     def attribute_sequence(self, name: str) -> Optional[List[Part]]:
         """The modules ``self.<name>(x)`` runs, in order: one layer, or a Sequential's elements."""
@@ -396,7 +498,17 @@ class ClassModel:
             elements = self.file.resolver.sequential(value, self_name, assignment.method, assignment.statement)
             if elements is not None:
                 return elements
-        return [self.file.resolver.part(value, self_name)]
+        return [self.file.resolver.part(value, self_name, assignment.method)]
+
+    def attribute_variants(self, name: str) -> Optional[List[List[Part]]]:
+        """Every order of the modules ``self.<name>(x)`` may run (a Sequential built from a
+        list that branches and loops fill in several ways)."""
+        assignment = self.single_assignment(name)
+        if assignment is None or not isinstance(assignment.value, cst.Call):
+            return None
+        return self.file.resolver.sequential_variants(
+            assignment.value, self.self_name(assignment.method), assignment.method, assignment.statement
+        )
 
     def calls(self, name: str) -> List[Reference]:
         return [r for r in self.references.get(name, []) if r.call is not None and r.call.func is r.node]
@@ -508,10 +620,10 @@ class InitModel:
             self.children.extend(arg.value for arg in call.args if arg.star != "**")
 
     def init_env(self) -> "Env":
-        return Env(self.init_scope, self, self.self_name)
+        return Env(self.init_scope, self, self.self_name, self.methods.get("__init__"))
 
     def method_env(self, method: cst.FunctionDef) -> "Env":
-        return Env(_scope_of(method, self.scope), self, _first_param(method))
+        return Env(_scope_of(method, self.scope), self, _first_param(method), method)
 
 
 @dataclass(frozen=True)
@@ -521,6 +633,7 @@ class Env:
     scope: Bindings
     owner: Optional[InitModel]
     self_name: Optional[str]
+    function: Optional[cst.FunctionDef] = None  # for factory parameters (`act_layer()`)
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         return self.scope.qualify(node)

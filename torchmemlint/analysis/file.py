@@ -11,6 +11,8 @@ from torchmemlint.tree import children
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
+from torchmemlint.analysis.children import Children
+from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
@@ -37,7 +39,12 @@ class FileAnalysis:
         # module-level names bound by imports
         self.imported = frozenset(name for name, q in bindings.names.items() if q is not None)
         self.layer_lists = LayerLists(module)
-        self.resolver = Resolver(self.qualify, self.layer_lists)
+        # layer factories (`act_layer()`, `partial(nn.X, ...)()`): defaults and aliases are
+        # module-level expressions, qualified with the module's bindings
+        self.factories = Factories(module, bindings.qualify)
+        self.resolver = Resolver(
+            self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify)
+        )
         self._scopes: Optional[ScopeWalk] = None
         self._callables: Optional[CallableModel] = None
         self._class_indents: Optional[Dict[int, str]] = None
@@ -92,7 +99,7 @@ class FileAnalysis:
     def callables(self) -> CallableModel:
         """What calling an expression runs (checkpointed callables, blocks, single ops)."""
         if self._callables is None:
-            self._callables = CallableModel(self.module, self.bindings)
+            self._callables = CallableModel(self.module, self.bindings, self.factories)
         return self._callables
 
     def flow(self, function: cst.FunctionDef) -> Flow:

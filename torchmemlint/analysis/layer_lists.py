@@ -31,13 +31,44 @@ def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpressi
     return None
 
 
+Variants = List[List[cst.BaseExpression]]
+MAX_VARIANTS = 16  # more possible orders than this: the list is not followed
+
+
+def _product(left: Variants, right: Variants) -> Optional[Variants]:
+    combined = [a + b for a in left for b in right]
+    return _dedupe(combined)
+
+
+def _dedupe(variants: Variants) -> Optional[Variants]:
+    seen = set()
+    unique: Variants = []
+    for variant in variants:
+        key = tuple(id(v) for v in variant)
+        if key not in seen:
+            seen.add(key)
+            unique.append(variant)
+    return unique if len(unique) <= MAX_VARIANTS else None
+
+
+class _Unknown(Exception):
+    """The list's contents cannot be followed here."""
+
+
 class LayerLists:
-    """Per file: what a local list holds at a given statement, and which functions return one."""
+    """Per file: what a local list holds at a given statement, and which functions return one.
+
+    A list may be built in several ways (a branch adds a layer or not, a loop adds its layers
+    0, 1 or more times): each way is one *variant*, an ordered list of element expressions.
+    A loop body is taken 0, 1 and 2 times, which yields every pair of neighbours a longer
+    run can have. More than ``MAX_VARIANTS`` ways, a ``break``/``continue``/``try`` around
+    the list, or any other use of the name (passed to a call, indexed, copied) leave it
+    unknown."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
-        self._returns: Dict[int, Optional[List[cst.BaseExpression]]] = {}
+        self._returns: Dict[int, Optional[Variants]] = {}
 
     # -- functions of the file by name (module-level functions and methods) -----------------------
     def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
@@ -49,8 +80,20 @@ class LayerLists:
             self._functions = found
         return self._functions
 
+    # -- single-order answers (for the facets that need one order) ------------------------------
     def helper_list(self, call: cst.Call, depth: int = 0) -> Optional[List[cst.BaseExpression]]:
         """The list a same-file helper returns (``self._make_layers(...)`` / ``make_layers(...)``)."""
+        return _single(self.helper_variants(call, depth))
+
+    def contents(
+        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
+    ) -> Optional[List[cst.BaseExpression]]:
+        """The layer expressions ``name`` holds when ``statement`` runs, when there is one order."""
+        return _single(self.variants(function, name, statement, depth))
+
+    # -- every order ------------------------------------------------------------------------------
+    def helper_variants(self, call: cst.Call, depth: int = 0) -> Optional[Variants]:
+        """Every list a same-file helper may return (one per ``return`` and way of building)."""
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -68,60 +111,110 @@ class LayerLists:
             self._returns[key] = self._returned(function, depth + 1)
         return self._returns[key]
 
-    def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[List[cst.BaseExpression]]:
+    def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[Variants]:
+        returns = [n for n in _own_nodes(function.body) if isinstance(n, cst.Return)]
         statements = list(block_statements(function.body))
-        if not statements:
+        if not returns or not statements:
             return None
         last = statements[-1]
-        if not (isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1):
-            return None
-        small = last.body[0]
-        if not isinstance(small, cst.Return) or small.value is None:
-            return None
-        # every other return of the function would make the answer uncertain
-        returns = [n for n in walk(function) if isinstance(n, cst.Return)]
-        if len(returns) != 1:
-            return None
-        value = small.value
-        literal = literal_elements(value)
-        if literal is not None:
-            return literal
-        if isinstance(value, cst.Name):
-            return self.contents(function, value.value, last, depth)
-        return None
-
-    # -- the list a name holds just before ``statement`` --------------------------------------------
-    def contents(
-        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
-    ) -> Optional[List[cst.BaseExpression]]:
-        """The layer expressions ``name`` holds when ``statement`` (a top-level statement of
-        ``function``, or one inside it) runs; None when the order is not certain."""
-        if any(
-            isinstance(p, cst.Param) and p.name.value == name
-            for p in walk(function.params)
-        ):
-            return None
-        held: Optional[List[cst.BaseExpression]] = None
-        for top in block_statements(function.body):
-            contains = top is statement or any(n is statement for n in walk(top))
-            if contains:
-                if top is not statement and not isinstance(statement, cst.SimpleStatementLine):
-                    return None
-                if top is not statement and _mentions_in_other_statements(top, statement, name):
-                    return None
-                return held
-            if not _mentions_name(top, name):
-                continue
-            if not isinstance(top, cst.SimpleStatementLine) or len(top.body) != 1:
-                return None  # in a loop, a branch, a `with`: order not certain
-            held = self._step(top.body[0], name, held, depth)
-            if held is None:
+        if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)):
+            return None  # may fall off the end (returns None)
+        found: Variants = []
+        for ret in returns:
+            if ret.value is None:
                 return None
-        return None
+            statement = _statement_of(function, ret)
+            if statement is None:
+                return None
+            variants = self._expression(function, ret.value, statement, depth)
+            if variants is None:
+                return None
+            found.extend(variants)
+        return _dedupe(found)
+
+    def _expression(
+        self, function: cst.FunctionDef, value: cst.BaseExpression, statement: cst.CSTNode, depth: int
+    ) -> Optional[Variants]:
+        """The variants a returned or spliced expression stands for."""
+        if isinstance(value, cst.Name):
+            return self.variants(function, value.value, statement, depth)
+        if isinstance(value, cst.Call):
+            return self.helper_variants(value, depth)
+        return self._literal(function, value, depth)
+
+    def _literal(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression, depth: int) -> Optional[Variants]:
+        """``[a, b, *helper()]``: a list or tuple literal, starred helper calls expanded."""
+        if not isinstance(value, (cst.List, cst.Tuple)):
+            return None
+        variants: Variants = [[]]
+        for element in value.elements:
+            if isinstance(element, cst.StarredElement):
+                inner = self.helper_variants(element.value, depth) if isinstance(element.value, cst.Call) else None
+                if inner is None:
+                    return None
+                combined = _product(variants, inner)
+            else:
+                combined = _product(variants, [[self._local_layer(function, element.value)]])
+            if combined is None:
+                return None
+            variants = combined
+        return variants
+
+    def _local_layer(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression) -> cst.BaseExpression:
+        """``leaky`` in a list, for ``leaky = nn.LeakyReLU(0.1)`` assigned once in the function
+        and used nowhere but as list elements: the constructor call."""
+        if function is None or not isinstance(value, cst.Name):
+            return value
+        name = value.value
+        assigned = []
+        for node in _own_nodes(function.body):
+            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)):
+                targets = (
+                    [t.target for t in node.targets] if isinstance(node, cst.Assign)
+                    else [getattr(node, "target", None) or getattr(node, "name", None)]
+                )
+                if any(
+                    any(isinstance(n, cst.Name) and n.value == name for n in walk(t))
+                    for t in targets if t is not None
+                ):
+                    assigned.append(node)
+        if len(assigned) != 1 or not isinstance(assigned[0], cst.Assign) or len(assigned[0].targets) != 1:
+            return value
+        if not isinstance(assigned[0].value, cst.Call) or any(
+            isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)
+        ):
+            return value
+        # every mention: the target, or an element of a list/tuple literal
+        allowed = {id(assigned[0].targets[0].target)}
+        for node in _own_nodes(function.body):
+            if isinstance(node, (cst.List, cst.Tuple)):
+                for element in node.elements:
+                    if isinstance(element.value, cst.Name) and element.value.value == name:
+                        allowed.add(id(element.value))
+        mentions = [n for n in _own_nodes(function.body) if isinstance(n, cst.Name) and n.value == name]
+        if any(id(n) not in allowed for n in mentions):
+            return value
+        return assigned[0].value
+
+    def variants(
+        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
+    ) -> Optional[Variants]:
+        """Every order of the elements ``name`` may hold when ``statement`` (in ``function``)
+        runs; None when they cannot be followed."""
+        if any(isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)):
+            return None
+        walker = _Walk(self, function, name, statement, depth)
+        try:
+            walker.block(list(block_statements(function.body)), [])
+        except _Unknown:
+            return None
+        return walker.at_target or None
 
     def _step(
-        self, small: cst.BaseSmallStatement, name: str, held: Optional[List[cst.BaseExpression]], depth: int
-    ) -> Optional[List[cst.BaseExpression]]:
+        self, function: cst.FunctionDef, small: cst.BaseSmallStatement, name: str,
+        held: Optional[Variants], depth: int,
+    ) -> Optional[Variants]:
+        """The variants after one small statement that mentions ``name`` (None: unknown)."""
         if isinstance(small, (cst.Assign, cst.AnnAssign)):
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
             value = small.value
@@ -129,24 +222,18 @@ class LayerLists:
                 return None
             if value is None or _mentions_name(value, name):
                 return None
-            literal = literal_elements(value)
-            if literal is not None:
-                return literal
             if isinstance(value, cst.Call):
-                found = self.helper_list(value, depth)
-                return list(found) if found is not None else None
-            return None
+                return self.helper_variants(value, depth)
+            return self._literal(function, value, depth)
         if held is None:
             return None
         if isinstance(small, cst.AugAssign):
             if not (isinstance(small.target, cst.Name) and small.target.value == name):
                 return None
-            if not isinstance(small.operator, cst.AddAssign):
+            if not isinstance(small.operator, cst.AddAssign) or _mentions_name(small.value, name):
                 return None
-            literal = literal_elements(small.value)
-            if literal is None or any(_mentions_name(v, name) for v in literal):
-                return None
-            return held + literal
+            added = self._literal(function, small.value, depth)
+            return _product(held, added) if added is not None else None
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             call = small.value
             func = call.func
@@ -158,21 +245,116 @@ class LayerLists:
             if _mentions_name(value, name):
                 return None
             if func.attr.value == "append":
-                return held + [value]
+                return _product(held, [[self._local_layer(function, value)]])
             if func.attr.value == "extend":
-                literal = literal_elements(value)
-                return held + literal if literal is not None else None
+                added = self._literal(function, value, depth)
+                if added is None and isinstance(value, cst.Call):
+                    added = self.helper_variants(value, depth)
+                return _product(held, added) if added is not None else None
         return None
 
 
-def _mentions_in_other_statements(top: cst.CSTNode, statement: cst.CSTNode, name: str) -> bool:
-    """Whether ``name`` appears in ``top`` outside ``statement`` (the splice nested in a block)."""
-    for node in walk(top):
-        if node is statement:
-            continue
-        if isinstance(node, cst.SimpleStatementLine) and node is not statement and _mentions_name(node, name):
-            return True
-    return False
+class _Walk:
+    """Follows ``name`` through a function body, branch and loop by branch and loop."""
+
+    def __init__(self, lists: LayerLists, function: cst.FunctionDef, name: str, target: cst.CSTNode, depth: int) -> None:
+        self.lists = lists
+        self.function = function
+        self.name = name
+        self.target = target
+        self.depth = depth
+        self.at_target: Optional[Variants] = None
+
+    def _reached(self, held: Optional[Variants]) -> None:
+        if held is None:
+            raise _Unknown()
+        merged = _dedupe((self.at_target or []) + held)
+        if merged is None:
+            raise _Unknown()
+        self.at_target = merged
+
+    def block(self, statements: List[cst.CSTNode], held: Optional[Variants]) -> Optional[Variants]:
+        """Runs ``statements`` on every variant; an empty list of variants: not yet assigned."""
+        for statement in statements:
+            held = self.statement(statement, held)
+        return held
+
+    def statement(self, statement: cst.CSTNode, held: Optional[Variants]) -> Optional[Variants]:
+        contains = statement is self.target or any(n is self.target for n in walk(statement))
+        if statement is self.target or (contains and isinstance(statement, cst.SimpleStatementLine)):
+            self._reached(held)
+            return held
+        if not contains and not _mentions_name(statement, self.name):
+            return held
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if not _mentions_name(small, self.name):
+                    continue
+                if isinstance(small, cst.Return):
+                    raise _Unknown()  # returned in the middle: a different list at the splice
+                held = self.lists._step(self.function, small, self.name, held or None, self.depth)
+                if held is None:
+                    raise _Unknown()
+            return held
+        if isinstance(statement, cst.If):
+            if _mentions_name(statement.test, self.name):
+                raise _Unknown()
+            after = self.block(list(block_statements(statement.body)), held)
+            orelse = statement.orelse
+            if isinstance(orelse, cst.If):
+                other = self.statement(orelse, held)
+            elif isinstance(orelse, cst.Else):
+                other = self.block(list(block_statements(orelse.body)), held)
+            else:
+                other = held
+            return self._union(after, other)
+        if isinstance(statement, (cst.For, cst.While)):
+            header = statement.iter if isinstance(statement, cst.For) else statement.test
+            if _mentions_name(header, self.name) or statement.orelse is not None:
+                raise _Unknown()
+            if any(isinstance(n, (cst.Break, cst.Continue)) for n in _own_nodes(statement.body)):
+                raise _Unknown()
+            body = list(block_statements(statement.body))
+            once = self.block(body, held)
+            twice = self.block(body, once)
+            return self._union(self._union(held, once), twice)
+        if isinstance(statement, cst.With):
+            return self.block(list(block_statements(statement.body)), held)
+        raise _Unknown()  # try, match, nested definitions that use the name
+
+    @staticmethod
+    def _union(a: Optional[Variants], b: Optional[Variants]) -> Optional[Variants]:
+        if not a or not b:
+            if not a and not b:
+                return a
+            raise _Unknown()  # assigned on one path only
+        merged = _dedupe(a + b)
+        if merged is None:
+            raise _Unknown()
+        return merged
+
+
+def _single(variants: Optional[Variants]) -> Optional[List[cst.BaseExpression]]:
+    return list(variants[0]) if variants is not None and len(variants) == 1 else None
+
+
+def _own_nodes(node: cst.CSTNode):
+    """The nodes of a function body, not those of functions or classes defined in it."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in current.children:
+            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                stack.append(child)
+
+
+def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The simple statement line of ``function`` that contains ``node``."""
+    for line in _own_nodes(function.body):
+        if isinstance(line, cst.SimpleStatementLine) and any(n is node for n in walk(line)):
+            return line
+    return None
 
 
 # -- dropout probabilities ----------------------------------------------------------------------------------
@@ -181,14 +363,18 @@ def zero_probability(
     function: Optional[cst.FunctionDef],
     owner: Optional[cst.ClassDef],
     value: cst.BaseExpression,
+    factories=None,
+    depth: int = 0,
 ) -> bool:
     """Whether the dropout probability ``value`` is 0 here: a literal 0, or a parameter of
     ``function`` whose default is 0 and that every call of it in this file (at least one)
-    leaves out or passes as 0. For ``__init__`` the calls are those of the class's name."""
+    leaves out or passes as 0, or passes down from the caller's own such parameter
+    (``Block(dim, drop=drop_rate)`` in a model whose ``drop_rate=0.`` is never changed).
+    For ``__init__`` the calls are those of the class's name."""
     number = literal_number(value)
     if number is not None:
         return number == 0
-    if function is None or not isinstance(value, cst.Name):
+    if function is None or not isinstance(value, cst.Name) or depth > 4:
         return False
     params = function.params
     positional = [*params.posonly_params, *params.params]
@@ -197,40 +383,15 @@ def zero_probability(
         return False
     if _rebound(function, value.value):
         return False
-    method = owner is not None and any(s is function for s in block_statements(owner.body))
-    if method:
-        if function.name.value != "__init__":
-            return False
-        callee = owner.name.value
-        positional = positional[1:]
-    else:
-        callee = function.name.value
-    index = next((i for i, p in enumerate(positional) if p is param), None)
-    calls = [
-        n for n in walk(module)
-        if isinstance(n, cst.Call)
-        and (
-            (isinstance(n.func, cst.Name) and n.func.value == callee)
-            or (isinstance(n.func, cst.Attribute) and n.func.attr.value == callee)
-        )
-    ]
-    if not calls:
-        return False  # called from elsewhere: the probability is not known here
-    for call in calls:
-        if any(arg.star for arg in call.args):
-            return False
-        passed = None
-        position = 0
-        for arg in call.args:
-            if arg.keyword is not None:
-                if arg.keyword.value == param.name.value:
-                    passed = arg
-            else:
-                if index is not None and position == index:
-                    passed = arg
-                position += 1
-        if passed is not None and literal_number(passed.value) != 0:
-            return False
+    passed = factories.passed(function, param) if factories is not None else None
+    if not passed:
+        return False  # not read, or called from elsewhere: the probability is not known here
+    for given, caller in passed:
+        if given is None or literal_number(given) == 0:
+            continue
+        if caller is not None and zero_probability(module, caller, None, given, factories, depth + 1):
+            continue
+        return False
     return True
 
 

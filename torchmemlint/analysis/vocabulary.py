@@ -103,7 +103,8 @@ FRESH_MODULES = _names(
     "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d "
     "LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d Linear LazyLinear "
     "Bilinear BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d "
-    "SyncBatchNorm GroupNorm LayerNorm RMSNorm Upsample UpsamplingNearest2d "
+    "SyncBatchNorm GroupNorm LayerNorm RMSNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d "
+    "Upsample UpsamplingNearest2d "
     "UpsamplingBilinear2d GELU Softplus",
 )
 POOL_MODULES = _names(
@@ -152,6 +153,16 @@ OUTPUT_SAVING_METHODS = frozenset(
 OUTPUT_SAVING_WHEN_INPLACE = frozenset({"leaky_relu", "elu", "celu", "selu", "rrelu", "relu"})
 
 CONTAINERS = frozenset({NN + "Sequential", NN + "ModuleList"})
+
+# `model.children()` of the ResNets the stem rule knows, in registration order (TML3xx).
+TORCHVISION_RESNET_CHILDREN = (
+    "conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool", "fc",
+)
+TIMM_RESNET_CHILDREN = (
+    "conv1", "bn1", "act1", "maxpool", "layer1", "layer2", "layer3", "layer4", "global_pool", "fc",
+)
+# The parts of a SENet-style `layer0` stem (Cadene's pretrainedmodels, timm's legacy SENet).
+SENET_STEM = frozenset({"conv1", "bn1", "relu1", "conv2", "bn2", "relu2", "conv3", "bn3", "relu3"})
 
 
 def short_name(qualified: str) -> str:

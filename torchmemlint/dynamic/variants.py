@@ -13,7 +13,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 # -- suggested variants for findings without a fix -----------------------------------------
 
-_STEM_ACTIVATIONS = frozenset({"relu", "act1"})
+_STEM_ACTIVATIONS = frozenset({"relu", "act1", "relu1", "relu2", "relu3"})
 
 
 def keep_stem_pool(text: str, row: int, column: int) -> Optional[Tuple[str, str]]:
@@ -29,7 +29,9 @@ def keep_stem_pool(text: str, row: int, column: int) -> Optional[Tuple[str, str]
     single call of ``P.layer1`` (or of an alias ``self.x = P.layer1``) becomes
     ``f(P.maxpool(h))``, else ``P.maxpool`` goes into the ``Sequential`` after
     the activation.  A flagged ``P.layer1(h)`` becomes ``P.layer1(P.maxpool(h))``.
-    The pool is assumed to be ``maxpool``, as in torchvision's and timm's ResNets.
+    The pool is assumed to be ``maxpool``, as in torchvision's and timm's ResNets; a SENet
+    stem (``P.layer0.conv1, ..., P.layer0.relu1``) feeds ``P.layer1`` through ``P.layer0.pool``,
+    and a single ``list(P.children())[:3]`` becomes ``[:4]`` (the pool is child 3).
     """
     wrapper = MetadataWrapper(cst.parse_module(text))
     positions = wrapper.resolve(PositionProvider)
@@ -48,18 +50,44 @@ def keep_stem_pool(text: str, row: int, column: int) -> Optional[Tuple[str, str]
             assert isinstance(target, cst.Attribute)
             if target.attr.value == "maxpool" and _is_no_op(assign.value):
                 return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
-            if target.attr.value == "conv1" and isinstance(assign.value, cst.Call):
+            if (
+                target.attr.value == "conv1" and isinstance(assign.value, cst.Call)
+                and _dotted(assign.value.func).endswith("Conv2d")  # not `self.conv1 = Sequential(stem)`
+            ):
                 return _rewrite(module, assign.value, _with_stride_two(assign.value),
                                 "`%s` with stride 2" % _dotted(target))
             if target.attr.value == "stride" and _dotted(target.value).endswith(".conv1"):
                 return _rewrite(module, line, cst.RemoveFromParent(), "removed `%s = ...`" % _dotted(target))
     enclosing = next((node for node in module.body if covers(node)), None)
     stems = [call for call in finder.stems if enclosing is not None and _inside(positions, call, enclosing)]
+    slices = [node for node in finder.children_slices if enclosing is not None and _inside(positions, node, enclosing)]
+    if not stems and len(slices) == 1:
+        # ``list(r.children())[:3]`` stops before the pool (index 3 in a ResNet): take it too
+        bounds = slices[0].slice[0].slice
+        assert isinstance(bounds, cst.Slice)
+        wider = slices[0].with_changes(
+            slice=[slices[0].slice[0].with_changes(slice=bounds.with_changes(upper=cst.Integer("4")))]
+        )
+        return _rewrite(module, slices[0], wider, "`%s` up to the pool" % module.code_for_node(wider))
     if len(stems) == 1:
         # Feed layer1 through the pool where the class calls it (under an alias such
         # as ``self.conv1 = self.encoder.layer1``), so the stem's output, often a
         # UNet's first skip, stays what it was; else put the pool into the stem.
         owner = stems[0].args[0].value.value  # type: ignore[attr-defined]
+        if _dotted(owner).endswith(".layer0"):  # a SENet stem: its pool is layer0.pool
+            senet = owner
+            layer1 = _dotted(owner)[: -len(".layer0")] + ".layer1"
+            feeds = [
+                call for call in finder.one_argument_calls
+                if _dotted(call.func) in {layer1} | {
+                    alias for alias, value, node in finder.aliases
+                    if value == layer1 and _inside(positions, node, enclosing)  # type: ignore[arg-type]
+                } and _inside(positions, call, enclosing)  # type: ignore[arg-type]
+            ]
+            if len(feeds) == 1:
+                return _rewrite(module, feeds[0], _through_pool(feeds[0], senet, "pool"),
+                                "`%s` fed through `%s.pool`" % (_dotted(feeds[0].func), _dotted(senet)))
+            return None
         layer1 = _dotted(owner) + ".layer1"
         names = {layer1} | {
             alias for alias, value, node in finder.aliases
@@ -164,6 +192,7 @@ class _StemFinder(cst.CSTVisitor):
         self.one_argument_calls: List[cst.Call] = []
         # (alias, aliased, statement) for ``self.conv1 = self.encoder.layer1``
         self.aliases: List[Tuple[str, str, cst.SimpleStatementLine]] = []
+        self.children_slices: List[cst.Subscript] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         statement = node.body[0] if len(node.body) == 1 else None
@@ -180,6 +209,21 @@ class _StemFinder(cst.CSTVisitor):
             and statement.targets[0].target.attr.value in ("maxpool", "conv1", "stride")
         ):
             self.assignments.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """``list(x.children())[:3]``: the children of a ResNet up to its activation."""
+        inner = node.value
+        if not (isinstance(inner, cst.Call) and _dotted(inner.func) == "list" and len(inner.args) == 1):
+            return
+        call = inner.args[0].value
+        if not (isinstance(call, cst.Call) and _dotted(call.func).endswith(".children")):
+            return
+        bounds = node.slice[0].slice if len(node.slice) == 1 else None
+        if (
+            isinstance(bounds, cst.Slice) and bounds.step is None
+            and isinstance(bounds.upper, cst.Integer) and bounds.upper.value == "3"
+        ):
+            self.children_slices.append(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:

@@ -13,7 +13,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.syntax import argument, enclosing, literal_number, walk
 from torchmemlint.analysis.vocabulary import (
-    Category, KIND_BY_MODULE, NN, NORM_MODULES, POOL_FUNCTIONS, POOL_MODULES,
+    Category, KIND_BY_MODULE, NN, NORM_MODULES, POOL_FUNCTIONS, POOL_MODULES, SENET_STEM,
 )
 
 from torchmemlint.rules.base import Rule
@@ -46,6 +46,7 @@ class _Verdict:
     found: bool
     stem: Optional[cst.CSTNode] = None  # the Sequential that rebuilds the stem, if it is one
     walked: Tuple[str, ...] = ()  # stem parts passed on the way (for the message)
+    pool: str = "maxpool"  # the pool left out, as a path below the encoder
 
 
 _STOP = _Verdict(False)
@@ -64,6 +65,13 @@ class _StemWalk:
         borrowed = part.borrowed or self._inherited(part)
         if borrowed is not None:
             base, name = borrowed
+            if base == f"{self.base}.layer0":  # a SENet stem: layer0.conv1 ... layer0.pool
+                if name not in SENET_STEM:
+                    return _STOP  # layer0.pool is kept
+                self.walked.append(f"layer0.{name}")
+                if name == "conv1":
+                    return _Verdict(True, walked=tuple(reversed(self.walked)), pool="layer0.pool")
+                return None
             if base != self.base:
                 return _STOP
             if name == "conv1":
@@ -77,6 +85,10 @@ class _StemWalk:
             qualified = part.layer.qualified
             if qualified in POOL_MODULES:
                 return _STOP
+            if qualified == NN + "Conv2d" and self.walked and self.walked[-1] == "bn1":
+                # the stem conv replaced in a rebuilt stem (`stem[0] = nn.Conv2d(6, 64, ...)`)
+                self.walked.append("conv1")
+                return _Verdict(True, walked=tuple(reversed(self.walked)))
             if qualified in KIND_BY_MODULE or qualified in NORM_MODULES:
                 return None
             return _STOP
@@ -109,7 +121,11 @@ class DroppedStemPool(Rule):
     any object whose `conv1`, `bn1`, `relu`, `maxpool`, `layer1`..`layer4` are used) whose stem
     max-pool is dropped: the stem is rebuilt as `nn.Sequential(enc.conv1, enc.bn1, enc.relu)`
     and fed straight into `enc.layer1`, `enc.maxpool` is replaced by `nn.Identity()`, or
-    `enc.conv1` is replaced by a stride-1 convolution.
+    `enc.conv1` is replaced by a stride-1 convolution. Also followed: a SENet-style stem
+    rebuilt from `enc.layer0.conv1 ... relu1` without `enc.layer0.pool`, the children of a
+    torchvision/timm ResNet or of a ResNet class of the same file sliced past the pool
+    (`nn.Sequential(*list(resnet.children())[:3])`, then `[4:8]`), and a local Sequential put
+    into another (`stem[0] = nn.Conv2d(6, 64, ...)`; `nn.Sequential(stem, body)`).
 
     ## Why is this bad?
     The stem pool halves the height and width before `layer1`. Without it every later stage
@@ -155,7 +171,7 @@ class DroppedStemPool(Rule):
 
     # -- triggers ---------------------------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "layer1":
+        if node.attr.value in ("layer1", "children"):  # `list(resnet.children())[4:8]`
             classdef = enclosing(self.context, cst.ClassDef)
             if classdef is not None:
                 self._classes_with_stages.add(id(classdef))
@@ -253,11 +269,11 @@ class DroppedStemPool(Rule):
         file = self.context.analysis
         model = file.class_model(classdef)
         resolver = file.resolver
-        for call, qualified, method, _ in model.constructors:
+        for call, qualified, method, statement in model.constructors:
             if qualified not in (NN + "Sequential", NN + "ModuleList"):
                 continue
             self_name = model.self_name(method)
-            elements = _container_elements(resolver, call, qualified, self_name)
+            elements = _container_elements(resolver, call, qualified, self_name, method, statement)
             if elements is None:
                 continue
             for position, part in enumerate(elements):
@@ -360,14 +376,17 @@ class DroppedStemPool(Rule):
         stem = ", ".join(f"`{base}.{name}`" for name in verdict.walked)
         self.report(
             anchor,
-            f"`{base}.maxpool` is dropped: the stem ({stem}) feeds `{base}.layer1` directly, so "
+            f"`{base}.{verdict.pool}` is dropped: the stem ({stem}) feeds `{base}.layer1` directly, so "
             f"layer1 to layer4 run at twice the height and width and {FACTOR_TEXT}; {ADVICE}",
         )
 
 
-def _container_elements(resolver, call: cst.Call, qualified: str, self_name: Optional[str]) -> Optional[List[Part]]:
+def _container_elements(
+    resolver, call: cst.Call, qualified: str, self_name: Optional[str],
+    function: Optional[cst.FunctionDef] = None, statement: Optional[cst.CSTNode] = None,
+) -> Optional[List[Part]]:
     if qualified == NN + "Sequential":
-        return resolver.sequential(call, self_name)
+        return resolver.sequential(call, self_name, function, statement)
     if len(call.args) != 1 or not isinstance(call.args[0].value, (cst.List, cst.Tuple)):
         return None
     parts: List[Part] = []

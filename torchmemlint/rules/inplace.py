@@ -19,15 +19,24 @@ def set_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     """An edit that adds ``inplace=True`` to ``site`` (module or functional form)."""
     call = site.node
     position = site.inplace_position()
-    if position is None or has_star_args(call):
+    if position is None or has_star_args(site.arguments):
         return None
-    existing = argument(call, position, "inplace")
+    existing = argument(site.arguments, position, "inplace")  # a partial's preset ones too
     if existing is not None:
-        return NodeEdit(existing.value, "True")
+        if any(arg is existing for arg in call.args):
+            return NodeEdit(existing.value, "True")
+        if existing.keyword is None:
+            return None  # positional in a partial: a keyword in the call would clash
+        # preset by a partial that other calls share: override it in this call only
+    return _add_keyword(rule, call, "True")
+
+
+def _add_keyword(rule: Rule, call: cst.Call, value: str) -> NodeEdit:
+    """An edit that passes ``inplace=<value>`` to ``call``."""
     if call.args:
-        return NodeEdit(call.args[-1].value, ", inplace=True", "after")
+        return NodeEdit(call.args[-1].value, f", inplace={value}", "after")
     keyword = cst.Arg(
-        value=cst.Name("True"),
+        value=cst.Name(value),
         keyword=cst.Name("inplace"),
         equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
     )
@@ -43,9 +52,12 @@ def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
             return None  # `from torch import relu_`: the out-of-place name may not be imported
         return NodeEdit(func.attr, func.attr.value[:-1])
     position = site.inplace_position()
-    existing = argument(call, position, "inplace") if position is not None else None
+    existing = argument(site.arguments, position, "inplace") if position is not None else None
     if existing is None:
         return None
+    if not any(arg is existing for arg in call.args):
+        # preset by a partial that other calls share: override it in this call only
+        return _add_keyword(rule, call, "False") if existing.keyword is not None else None
     args = list(call.args)
     index = args.index(existing)
     if existing.keyword is None and index != len(args) - 1:
@@ -70,7 +82,7 @@ def _negative_parameter(site: Site) -> Optional[bool]:
     for name in ("negative_slope", "alpha", "lower", "upper"):
         if name not in params:
             continue
-        arg = argument(site.node, params.index(name) + offset, name)
+        arg = argument(site.arguments, params.index(name) + offset, name)
         if arg is None:
             continue
         number = literal_number(arg.value)
@@ -110,7 +122,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     Flags `LeakyReLU`, `ELU`, `CELU`, `SELU` and `RReLU` (modules or `F.*` calls) that run out of
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
-    upsampling, `cat`, addition) and nothing else reads that input.
+    upsampling, `cat`, addition) and nothing else reads that input. Layers built through
+    factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
+    every call in the file passes, also passed down from a caller's own parameter),
+    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials.
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
@@ -131,8 +146,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     Adds `inplace=True`. Safe for `LeakyReLU` and `RReLU` with a non-negative slope: outputs and
     gradients are bit-identical (tests/test_module_rules.py). Unsafe for `ELU`, `CELU` and `SELU`,
     whose in-place backward is computed from the result: gradients differ in the last bits
-    (1e-5 to 1e-4 absolute where the largest gradient is about 200), and for a slope that is not
-    a literal.
+    (1e-5 to 1e-4 absolute where the largest gradient is about 200), for a slope that is not
+    a literal, and for a layer taken from a factory parameter's default (a caller elsewhere may
+    pass a layer that has no `inplace`). Where a shared partial presets `inplace`, the fix
+    overrides it in this call only.
 
     ## Measured
     Every ReLU of torchvision's resnet18 / resnet50 swapped for LeakyReLU or ELU (batch
@@ -153,7 +170,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
         negative = _negative_parameter(site)
         if negative:
             return  # in place with a negative slope raises in backward
-        bit_identical = site.kind.name in ("leaky_relu", "rrelu") and negative is False
+        # through a factory default, a caller elsewhere may pass a layer without `inplace`
+        bit_identical = site.kind.name in ("leaky_relu", "rrelu") and negative is False and site.certain
         edit = set_inplace(self, site)
         fix = None
         if edit is not None:
@@ -222,7 +240,8 @@ class MissingInplaceNoSaving(_MissingInplace):
             else "in place, autograd keeps a copy of the input instead"
         )
         edit = set_inplace(self, site)
-        fix = FixSpec(Applicability.SAFE, "Pass `inplace=True`", (edit,)) if edit else None
+        applicability = Applicability.SAFE if site.certain else Applicability.UNSAFE
+        fix = FixSpec(applicability, "Pass `inplace=True`", (edit,)) if edit else None
         self.report(
             site.node,
             f"{site.label} could run in place, but that saves no training memory ({reason}; "
@@ -236,7 +255,9 @@ class UnsafeInplace(Rule):
     """
     ## What it does
     Flags in-place activations (`inplace=True` modules and `F.*` calls, `F.relu_`, `x.relu_()`)
-    whose input (a) is read again later in the function, (b) comes from an op that keeps its
+    whose input (a) is read again later in the function (after a bare `p.sigmoid_()`
+    statement, which rebinds nothing, later reads of `p` want the activated value: only another
+    name still holding the tensor, such as `skip = p`, counts), (b) comes from an op that keeps its
     output for backward (sigmoid, tanh, softmax, log_softmax, exp, sqrt, rsqrt, relu, or another
     in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
     that calls it is judged, and so is every call of a Sequential it starts

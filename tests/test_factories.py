@@ -1,0 +1,237 @@
+"""Layer factories (``act_layer=nn.X`` defaults, ``functools.partial`` and their aliases) as the
+shared analysis resolves them, and as both class-model facets see them: the TML2xx activation
+sites (``Resolver.part``) and what a checkpointed callable runs (``CallableModel.contents``,
+TML403). Driven through the real engine."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from torchmemlint.analysis.factories import Factories
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+
+
+def _factories(code: str):
+    module = cst.parse_module(code)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    return module, Factories(module, bindings.qualify)
+
+
+def _call_in(module: cst.Module, text: str):
+    for node in _walk(module):
+        if isinstance(node, cst.Call) and module.code_for_node(node) == text:
+            return node
+    raise AssertionError(text)
+
+
+def _walk(node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _function(module: cst.Module, name: str) -> cst.FunctionDef:
+    return next(n for n in _walk(module) if isinstance(n, cst.FunctionDef) and n.name.value == name)
+
+
+@pytest.mark.parametrize(
+    "code, call, function, qualified, certain",
+    [
+        # default, never called in the file: taken, but not certain
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.LeakyReLU):\n"
+         "        self.act = act_layer()\n", "act_layer()", "__init__", "torch.nn.LeakyReLU", False),
+        # every call agrees, one passes the caller's own parameter down
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\n"
+         "def build(act=nn.ELU):\n    return [B(), B(act_layer=act)]\nbuild()\n",
+         "act_layer()", "__init__", "torch.nn.ELU", True),
+        # a partial written in place, and a module-level alias of one
+        ("import torch.nn as nn\nfrom functools import partial\nx = partial(nn.LeakyReLU, 0.1)()\n",
+         "partial(nn.LeakyReLU, 0.1)()", None, "torch.nn.LeakyReLU", True),
+        ("import functools\nimport torch.nn as nn\nDrop = functools.partial(nn.Dropout, inplace=True)\n"
+         "x = Drop(0.1)\n", "Drop(0.1)", None, "torch.nn.Dropout", True),
+        # a local alias in the function
+        ("import torch.nn as nn\nfrom functools import partial\ndef f():\n"
+         "    act = partial(nn.SELU)\n    return act()\n", "act()", "f", "torch.nn.SELU", True),
+    ],
+)
+def test_factories_resolve_to_the_torch_layer(code, call, function, qualified, certain):
+    module, factories = _factories(code)
+    scope = _function(module, function) if function else None
+    found = factories.layer(_call_in(module, call), scope)
+    assert found is not None and found.qualified == qualified and found.certain is certain
+
+
+@pytest.mark.parametrize(
+    "code, call, function",
+    [
+        # a call in the file passes another layer
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\nB(act_layer=nn.GELU)\n", "act_layer()", "__init__"),
+        # a call passes something that is not followed
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\nB(act_layer=get_act('elu'))\n", "act_layer()", "__init__"),
+        # `**kwargs` at a call site
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\nB(**cfg)\n", "act_layer()", "__init__"),
+        # rebound in the function
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        act_layer = get_act_layer(act_layer)\n        self.act = act_layer()\n",
+         "act_layer()", "__init__"),
+        # subclassed in the file: super().__init__ may pass another layer
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\nclass C(B):\n    pass\n", "act_layer()", "__init__"),
+        # not a torch layer class: a partial of a project class, torch.nn.init
+        ("from functools import partial\nx = partial(MyAct, 0.1)()\n", "partial(MyAct, 0.1)()", None),
+        ("import torch.nn as nn\nfrom functools import partial\nx = partial(nn.init.normal_, std=1)()\n",
+         "partial(nn.init.normal_, std=1)()", None),
+        # a classmethod builds the class with `cls(...)`: what it passes is not read
+        ("import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self, act_layer=nn.ELU):\n"
+         "        self.act = act_layer()\n    @classmethod\n    def gelu(cls):\n"
+         "        return cls(act_layer=nn.GELU)\n", "act_layer()", "__init__"),
+        # an alias assigned twice at module level
+        ("import torch.nn as nn\nAct = nn.ELU\nAct = nn.GELU\nx = Act()\n", "Act()", None),
+    ],
+)
+def test_factories_stay_unknown_when_not_certain(code, call, function):
+    module, factories = _factories(code)
+    scope = _function(module, function) if function else None
+    assert factories.layer(_call_in(module, call), scope) is None
+
+
+_CHECKPOINTED = (
+    "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n\n"
+    "class Block(nn.Module):\n"
+    "    def __init__(self, c, norm_layer={norm}):\n"
+    "        super().__init__()\n"
+    "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n"
+    "        self.norm = norm_layer(c)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.norm(self.conv(x))\n\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.block = Block(8)\n\n"
+    "    def forward(self, x):\n"
+    "        return checkpoint(self.block, x, use_reentrant=False)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "norm, reported",
+    [
+        ("nn.BatchNorm2d", True),
+        ("partial(nn.BatchNorm2d, momentum=0.01)", True),
+        ("partial(nn.BatchNorm2d, track_running_stats=False)", False),
+        ("nn.GroupNorm", False),
+        ("None", False),
+    ],
+)
+def test_checkpoint_facet_sees_batchnorm_built_by_a_factory(norm, reported):
+    code = _CHECKPOINTED.format(norm=norm)
+    if "partial" in norm:
+        code = "from functools import partial\n" + code
+    findings = lint_source(code, "model.py", Settings(select=("TML403",)))
+    assert bool(findings) is reported, [f.message for f in findings]
+
+
+def test_inplace_facet_and_checkpoint_facet_agree_on_one_factory():
+    """The same `act_layer` default is a LeakyReLU to TML201 and a layer to the block size."""
+    code = (
+        "import torch.nn as nn\n\n"
+        "class Block(nn.Module):\n"
+        "    def __init__(self, c, act_layer=nn.LeakyReLU, norm_layer=nn.BatchNorm2d):\n"
+        "        super().__init__()\n"
+        "        self.body = nn.Sequential(nn.Conv2d(c, c, 3), norm_layer(c), act_layer(0.1))\n"
+    )
+    findings = lint_source(code, "model.py", Settings(select=("TML201",)))
+    assert [f.code for f in findings] == ["TML201"]
+    assert "`act_layer`'s default" in findings[0].message
+    assert findings[0].fix is not None and findings[0].fix.applicability.value == "unsafe"
+
+
+# -- layer lists built in branches and loops (LayerLists.variants) ---------------------------------
+from torchmemlint.analysis.children import Children  # noqa: E402
+from torchmemlint.analysis.layer_lists import LayerLists  # noqa: E402
+
+
+def _orders(code: str, function: str = "make"):
+    module = cst.parse_module(code)
+    lists = LayerLists(module)
+    fn = _function(module, function)
+    splice = next(n for n in _walk(fn) if isinstance(n, cst.SimpleStatementLine) and "Sequential" in module.code_for_node(n))
+    variants = lists.variants(fn, "layers", splice)
+    if variants is None:
+        return None
+    return sorted(tuple(module.code_for_node(e) for e in v) for v in variants)
+
+
+def test_branches_give_one_order_each():
+    code = (
+        "def make(bn):\n"
+        "    layers = [conv()]\n"
+        "    if bn:\n"
+        "        layers.append(norm())\n"
+        "    layers += [act()]\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _orders(code) == [("conv()", "act()"), ("conv()", "norm()", "act()")]
+
+
+def test_a_loop_body_is_taken_zero_one_and_two_times():
+    code = (
+        "def make(n):\n"
+        "    layers = [stem()]\n"
+        "    for _ in range(n):\n"
+        "        layers.extend([conv(), act()])\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    assert _orders(code) == [
+        ("stem()",), ("stem()", "conv()", "act()"), ("stem()", "conv()", "act()", "conv()", "act()"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    for v in cfg:\n        if v:\n            break\n        layers.append(conv())\n",
+        "    try:\n        layers.append(conv())\n    except ValueError:\n        pass\n",
+        "    layers = layers[1:]\n",
+        "    register(layers)\n",
+        "    if flag:\n        return nn.Sequential(*layers)\n",
+    ],
+)
+def test_lists_touched_in_other_ways_are_not_followed(body):
+    code = "def make(cfg, flag):\n    layers = [conv()]\n" + body + "    return nn.Sequential(*layers)\n"
+    assert _orders(code) is None
+
+
+def test_too_many_orders_are_not_followed():
+    branches = "".join(f"    if f{i}:\n        layers.append(m{i}())\n" for i in range(5))  # 32 orders
+    code = "def make(f0, f1, f2, f3, f4):\n    layers = []\n" + branches + "    return nn.Sequential(*layers)\n"
+    assert _orders(code) is None
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("import torchvision\ndef f():\n    r = torchvision.models.resnet50()\n    return list(r.children())[:3]\n",
+         ("r", ["conv1", "bn1", "relu"])),
+        ("import timm\ndef f():\n    r = timm.create_model('resnet50d')\n    return list(r.children())[4:-2]\n",
+         ("r", ["layer1", "layer2", "layer3", "layer4"])),
+        ("import torchvision\ndef f():\n    r = torchvision.models.vgg16()\n    return list(r.children())[:3]\n", None),
+        ("def f(r):\n    return list(r.children())[:3]\n", None),
+        ("import torchvision\ndef f():\n    r = torchvision.models.resnet50()\n    return list(r.children())[::2]\n", None),
+    ],
+)
+def test_children_of_known_resnets_in_registration_order(code, expected):
+    module = cst.parse_module(code)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    fn = _function(module, "f")
+    ret = next(n for n in _walk(fn) if isinstance(n, cst.Return))
+    assert Children(module, bindings.qualify).sliced(ret.value, fn) == expected

@@ -1,0 +1,323 @@
+"""Layer factories: what a call such as ``act_layer()``, ``partial(nn.LeakyReLU, 0.1)()`` or
+``Act()`` (``Act = partial(nn.Dropout, inplace=True)``) constructs.
+
+A callee is followed to a ``torch.nn`` layer class through:
+
+- ``nn.X`` itself, and ``functools.partial(nn.X, *args, **kwargs)`` (its arguments preset);
+- a name assigned once, in the same function or at module level (``Act = partial(...)``);
+- a parameter with a default (``def __init__(self, act_layer=nn.LeakyReLU)``): the values every
+  call of the function (of the class, for ``__init__``) in this file passes for it, or its
+  default where a call leaves it out; a value passed down from the calling function's own
+  parameter (``Block(dim, act_layer=act_layer)``) is followed the same way. When the calls
+  disagree or one is not followed, the layer is unknown. When the file never calls the
+  function, the default is taken, and the result is marked not ``certain`` (a caller elsewhere
+  may pass another layer): fixes through it are unsafe.
+
+A parameter rebound in its function (``act_layer = get_act_layer(act_layer)``), a function or
+class defined twice, a class subclassed in the file (``super().__init__(act_layer=...)``) or a
+call with ``*args``/``**kwargs`` leaves the layer unknown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import block_statements, walk
+from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
+
+PARTIAL = "functools.partial"
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class Factory:
+    """A callee that constructs ``qualified`` with ``preset`` arguments before the call's own."""
+
+    qualified: str
+    preset: Tuple[cst.Arg, ...] = ()
+    via: Optional[str] = None  # how it was found, for messages: "`act_layer`'s default"
+    certain: bool = True  # False: taken from a default that callers elsewhere may override
+
+    def key(self) -> Tuple[str, Tuple[str, ...]]:
+        module = cst.Module([])
+        return self.qualified, tuple(module.code_for_node(arg) for arg in self.preset)
+
+
+def effective_call(call: cst.Call, preset: Tuple[cst.Arg, ...]) -> cst.Call:
+    """``call`` with the partial's arguments in front (positional first, keywords after).
+    The arguments are the file's own nodes, so edits found through it apply to the file."""
+    if not preset:
+        return call
+    positional = [a for a in preset if a.keyword is None and not a.star]
+    keywords = [a for a in preset if a.keyword is not None or a.star]
+    own_positional = [a for a in call.args if a.keyword is None and not a.star]
+    own_rest = [a for a in call.args if a.keyword is not None or a.star]
+    overridden = {a.keyword.value for a in own_rest if a.keyword is not None}
+    keywords = [a for a in keywords if a.keyword is None or a.keyword.value not in overridden]
+    return call.with_changes(args=[*positional, *own_positional, *keywords, *own_rest])
+
+
+class Factories:
+    """Per file: callees resolved to ``torch.nn`` layer classes (cached)."""
+
+    def __init__(self, module: cst.Module, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+        self.module = module
+        self.qualify = qualify
+        self._index_built = False
+        self._calls: Dict[str, List[Tuple[cst.Call, Optional[cst.FunctionDef]]]] = {}
+        self._definitions: Dict[str, List[cst.CSTNode]] = {}
+        self._owner: Dict[int, Optional[cst.ClassDef]] = {}  # id(function) -> class it is a method of
+        self._subclassed: set = set()
+        self._module_assignments: Dict[str, List[cst.BaseExpression]] = {}
+        self._names: Optional[FrozenSet[str]] = None
+        self._cache: Dict[Tuple[int, int], Optional[Factory]] = {}
+
+    # -- one walk of the file -----------------------------------------------------------------
+    def _index(self) -> None:
+        if self._index_built:
+            return
+        self._index_built = True
+
+        def visit(node: cst.CSTNode, function: Optional[cst.FunctionDef], owner: Optional[cst.ClassDef]) -> None:
+            if isinstance(node, cst.ClassDef):
+                self._definitions.setdefault(node.name.value, []).append(node)
+                for base in node.bases:
+                    dotted = dotted_name(base.value)
+                    if dotted is not None:
+                        self._subclassed.add(dotted.rsplit(".", 1)[-1])
+                for statement in block_statements(node.body):
+                    visit(statement, function, node)
+                return
+            if isinstance(node, cst.FunctionDef):
+                self._definitions.setdefault(node.name.value, []).append(node)
+                self._owner[id(node)] = owner
+                for child in node.children:
+                    visit(child, node, None)
+                return
+            if isinstance(node, cst.Call):
+                func = node.func
+                name = func.value if isinstance(func, cst.Name) else (
+                    func.attr.value if isinstance(func, cst.Attribute) else None
+                )
+                if name is not None:
+                    self._calls.setdefault(name, []).append((node, function))
+            for child in node.children:
+                visit(child, function, owner)
+
+        visit(self.module, None, None)
+        for statement in self.module.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    for name, value in _assigned(small):
+                        self._module_assignments.setdefault(name, []).append(value)
+
+    def names(self) -> FrozenSet[str]:
+        """Callee names that may stand for a layer factory in this file (a cheap first test)."""
+        if self._names is None:
+            self._index()
+            found = set()
+            for node in walk(self.module):
+                if isinstance(node, cst.Param) and node.default is not None and _layer_like(node.default):
+                    found.add(node.name.value)
+                elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                    if _layer_like(node.value):
+                        for name, _ in _assigned(node):
+                            found.add(name)
+            self._names = frozenset(found)
+        return self._names
+
+    # -- resolution ---------------------------------------------------------------------------
+    def layer(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
+        """The layer ``call`` constructs through a factory (None: not one, or not known)."""
+        func = call.func
+        if isinstance(func, cst.Name) and func.value not in self.names():
+            return None
+        if not isinstance(func, (cst.Name, cst.Call)):
+            return None
+        return self.resolve(func, function)
+
+    def resolve(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int = 0) -> Optional[Factory]:
+        key = (id(expr), id(function))
+        if key in self._cache:
+            return self._cache[key]
+        self._cache[key] = None  # recursion guard
+        found = self._resolve(expr, function, depth) if depth <= _MAX_DEPTH else None
+        self._cache[key] = found
+        return found
+
+    def _resolve(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
+        if isinstance(expr, cst.Call):
+            if self.qualify(expr.func) != PARTIAL or not expr.args or expr.args[0].keyword is not None:
+                return None
+            if expr.args[0].star:
+                return None
+            inner = self.resolve(expr.args[0].value, function, depth + 1)
+            if inner is None:
+                return None
+            return Factory(inner.qualified, inner.preset + tuple(expr.args[1:]), inner.via, inner.certain)
+        if isinstance(expr, cst.Attribute):
+            return self._class(expr)
+        if not isinstance(expr, cst.Name):
+            return None
+        self._index()
+        name = expr.value
+        if function is not None:
+            param = _param(function, name)
+            if param is not None:
+                return self._parameter(function, param, depth)
+            values = _local_values(function, name)
+            if values:
+                return self.resolve(values[0], function, depth + 1) if len(values) == 1 else None
+        direct = self._class(expr)
+        if direct is not None:
+            return direct
+        values = self._module_assignments.get(name, [])
+        if len(values) == 1 and name not in self._definitions:
+            return self.resolve(values[0], None, depth + 1)
+        return None
+
+    def _class(self, expr: cst.BaseExpression) -> Optional[Factory]:
+        qualified = self.qualify(expr)
+        if qualified is None or not qualified.startswith(NN) or qualified.startswith(FUNCTIONAL):
+            return None
+        last = qualified.rsplit(".", 1)[-1]
+        if not last[:1].isupper():
+            return None  # torch.nn.init, torch.nn.utils: not layer classes
+        return Factory(qualified)
+
+    def _parameter(self, function: cst.FunctionDef, param: cst.Param, depth: int) -> Optional[Factory]:
+        if param.default is None or _rebound(function, param.name.value):
+            return None
+        default = self.resolve(param.default, None, depth + 1)
+        if default is None:
+            return None
+        passed = self._passed(function, param)
+        if passed is None:
+            return None
+        label = f"`{param.name.value}`"
+        if not passed:
+            return Factory(default.qualified, default.preset, f"{label}'s default", False)
+        certain = True
+        for value, caller in passed:
+            if value is None:
+                continue
+            other = self.resolve(value, caller, depth + 1)
+            if other is None or other.key() != default.key():
+                return None
+            certain = certain and other.certain
+        return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain)
+
+    def _passed(
+        self, function: cst.FunctionDef, param: cst.Param
+    ) -> Optional[List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
+        """What each call of ``function`` in this file passes for ``param`` (None: left at the
+        default); None when a call cannot be read or the callee is ambiguous."""
+        owner = self._owner.get(id(function))
+        params = function.params
+        positional = [*params.posonly_params, *params.params]
+        if owner is not None:
+            if function.name.value != "__init__":
+                callee = function.name.value
+            else:
+                callee = owner.name.value
+                if callee in self._subclassed:
+                    return None
+                if any(self._owner.get(id(caller)) is owner for _, caller in self._calls.get("cls", [])):
+                    return None  # `cls(act_layer=...)` in a classmethod: not read here
+            if len(self._definitions.get(callee, [])) != 1:
+                return None
+            positional = positional[1:]
+        else:
+            callee = function.name.value
+            if len(self._definitions.get(callee, [])) != 1:
+                return None
+        index = next((i for i, p in enumerate(positional) if p is param), None)
+        found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
+        for call, caller in self._calls.get(callee, []):
+            if owner is not None and function.name.value != "__init__" and not isinstance(call.func, cst.Attribute):
+                continue  # a function of the same name, not the method
+            if any(arg.star for arg in call.args):
+                return None
+            value: Optional[cst.BaseExpression] = None
+            position = 0
+            for arg in call.args:
+                if arg.keyword is not None:
+                    if arg.keyword.value == param.name.value:
+                        value = arg.value
+                    continue
+                if index is not None and position == index:
+                    value = arg.value
+                position += 1
+            found.append((value, caller))
+        return found
+
+    def passed(self, function: cst.FunctionDef, param: cst.Param):
+        """Public form of ``_passed`` (used for dropout probabilities)."""
+        self._index()
+        return self._passed(function, param)
+
+
+def _layer_like(node: cst.BaseExpression) -> bool:
+    """A quick syntactic test: ``nn.X``/``X`` (capitalised) or ``partial(...)``."""
+    if isinstance(node, cst.Call):
+        return bool(node.args) and _layer_like(node.args[0].value)
+    dotted = dotted_name(node)
+    return dotted is not None and dotted.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _assigned(small: cst.CSTNode):
+    if isinstance(small, cst.Assign):
+        for target in small.targets:
+            if isinstance(target.target, cst.Name):
+                yield target.target.value, small.value
+    elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+        yield small.target.value, small.value
+
+
+def _param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+    params = function.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if param.name.value == name:
+            return param
+    return None
+
+
+def _local_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
+    """Every value assigned to ``name`` in ``function`` (not in nested functions); a name also
+    bound by a loop, ``with``, augmented assignment or import is given as two values."""
+    values: List[cst.BaseExpression] = []
+
+    def visit(node: cst.CSTNode) -> None:
+        for child in node.children:
+            if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            if isinstance(child, (cst.Assign, cst.AnnAssign)):
+                for target, value in _assigned(child):
+                    if target == name:
+                        values.append(value)
+            elif isinstance(child, (cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)):
+                if any(isinstance(n, cst.Name) and n.value == name for n in _targets(child)):
+                    values.extend([child, child])  # type: ignore[list-item]
+            visit(child)
+
+    visit(function.body)
+    return values
+
+
+def _targets(node: cst.CSTNode):
+    if isinstance(node, cst.AugAssign):
+        return walk(node.target)
+    if isinstance(node, cst.For):
+        return walk(node.target)
+    if isinstance(node, cst.AsName):
+        return walk(node.name)
+    if isinstance(node, cst.NamedExpr):
+        return walk(node.target)
+    return ()
+
+
+def _rebound(function: cst.FunctionDef, name: str) -> bool:
+    return bool(_local_values(function, name))
