@@ -6,6 +6,7 @@ import ast
 import os
 import re
 import sys
+import warnings
 from bisect import bisect_right
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +28,7 @@ from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, decode_source
 from torchmemlint.tree import children
+from torchmemlint.analysis.syntax import walk
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
@@ -104,7 +106,10 @@ class _BatchedWalker:
         hook = getattr(method, "__name__", "?")
         what = f"rule {code} ({name}, {hook})"
         self.context.pending.append(
-            _PendingFinding(INTERNAL_ERROR, node, internal_error_message(what, error), None)
+            _PendingFinding(
+                INTERNAL_ERROR, node, internal_error_message(what, error), None,
+                self.context.statement_stack[0] if self.context.statement_stack else None,
+            )
         )
 
     def walk(self, node: cst.CSTNode) -> None:
@@ -231,6 +236,83 @@ class _Rows:
         return self.location(span[0]), self.location(span[1])
 
 
+def _first_line(statement: ast.stmt) -> int:
+    """The row of a statement's first token (its first decorator's, when decorated)."""
+    decorators = getattr(statement, "decorator_list", None)
+    if decorators:
+        return min(decorator.lineno for decorator in decorators)
+    return statement.lineno
+
+
+def _partial_positions(
+    module: cst.Module, text: str, pending: List[_PendingFinding]
+) -> Optional[Tuple[_OffsetPositions, List[cst.CSTNode]]]:
+    """Positions of only the top-level statements that hold the reports, or None.
+
+    Each statement's code is generated alone from its start offset, found through Python's
+    ``ast`` (its first row, less its leading blank and comment lines) and checked against the
+    source text; a report or edit outside those statements, a start that does not check out,
+    or source ``ast`` cannot read gives None, and the caller makes the full pass instead. The
+    statements returned are every statement inside them: a finding's `# noqa` statement is
+    always inside its own top-level statement (top-level statements never share a row).
+    """
+    if not module.has_trailing_newline:
+        return None  # the last statement's newline is not in the text
+    body = module.body
+    index = {id(statement): position for position, statement in enumerate(body)}
+    wanted = set()
+    for item in pending:
+        position = index.get(id(item.top)) if item.top is not None else None
+        if position is None:
+            return None
+        wanted.add(position)
+        for edit in item.fix.edits if item.fix is not None else ():
+            if id(edit.node) in index:
+                wanted.add(index[id(edit.node)])
+    if 2 * len(wanted) > len(body):
+        return None  # most of the file: one full pass is cheaper
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, "<positions>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    first_lines = []  # libcst's top-level statements to ast's (a line of `a; b` is two)
+    position = 0
+    for statement in body:
+        if position >= len(tree.body):
+            return None
+        first_lines.append(_first_line(tree.body[position]))
+        position += len(statement.body) if type(statement) is cst.SimpleStatementLine else 1
+    if position != len(tree.body):
+        return None
+    starts = _Rows(text).starts
+    state = _OffsetPositions(module)
+    for position in sorted(wanted):
+        statement = body[position]
+        row = first_lines[position] - len(statement.leading_lines)  # type: ignore[attr-defined]
+        if not 1 <= row <= len(starts):
+            return None
+        start = state.offset = starts[row - 1]
+        mark = len(state.tokens)
+        statement._codegen(state)
+        if text[start : state.offset] != "".join(state.tokens[mark:]):
+            return None
+    for item in pending:
+        if item.node not in state.inclusive:
+            return None
+        for edit in item.fix.edits if item.fix is not None else ():
+            if edit.node not in state.inclusive:
+                return None
+    statements = [
+        node
+        for position in sorted(wanted)
+        for node in walk(body[position])
+        if _node_kind(type(node))[0]
+    ]
+    return state, statements
+
+
 def _resolve_findings(
     module: cst.Module,
     filename: str,
@@ -238,10 +320,16 @@ def _resolve_findings(
     text: str,
     statements: Sequence[cst.CSTNode],
 ) -> List[Finding]:
-    """Turn node-based reports into ranges; positions are computed only for files with reports."""
-    state = _OffsetPositions(module)
-    module._codegen(state)
-    rows = _Rows(state.code())
+    """Turn node-based reports into ranges; positions are computed only for files with reports,
+    and there only for the top-level statements that hold them when that can be done."""
+    partial = _partial_positions(module, text, pending)
+    if partial is not None:
+        state, statements = partial
+        rows = _Rows(text)
+    else:
+        state = _OffsetPositions(module)
+        module._codegen(state)
+        rows = _Rows(state.code())
     # The statements the walk met (not every node of the file): their rows, for `# noqa`.
     spans = [(state.span(node), type(node) is cst.SimpleStatementLine) for node in statements]
     rows_of = sorted(
@@ -366,7 +454,7 @@ def _lint_source(
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
     registry = all_rules()
-    context = FileContext(module, filename, settings.option_values())
+    context = FileContext(module, filename, settings.option_values(), text)
     rules = []
     for code in sorted(codes):
         try:
