@@ -94,6 +94,17 @@ class _BatchedWalker:
                 kind, _, node_type = attribute.partition("_")
                 table = self.visits if kind == "visit" else self.leaves
                 table.setdefault(node_type, []).extend(methods)
+        # Per node type: (is a statement, opens a scope, visit methods, leave methods).
+        self.kinds: Dict[type, Tuple[bool, bool, Tuple[Any, ...], Tuple[Any, ...]]] = {}
+
+    def _kind(self, node_type: type) -> Tuple[bool, bool, Tuple[Any, ...], Tuple[Any, ...]]:
+        name = node_type.__name__
+        kind = self.kinds[node_type] = (
+            *_node_kind(node_type),
+            tuple(self.visits.get(name, ())),
+            tuple(self.leaves.get(name, ())),
+        )
+        return kind
 
     def _failed(self, method: Callable[[cst.CSTNode], Any], node: cst.CSTNode, error: Exception) -> None:
         """A rule raised: report it at the node, drop the rule for the rest of this file."""
@@ -113,10 +124,11 @@ class _BatchedWalker:
         )
 
     def walk(self, node: cst.CSTNode) -> None:
-        node_type = type(node)
-        name = node_type.__name__
+        kind = self.kinds.get(type(node))
+        if kind is None:
+            kind = self._kind(type(node))
+        is_statement, is_scope, visits, _ = kind
         context = self.context
-        is_statement, is_scope = _node_kind(node_type)
         if is_statement:
             context.statement_stack.append(node)
             self.statements.append(node)
@@ -127,14 +139,16 @@ class _BatchedWalker:
             if isinstance(body, cst.IndentedBlock):
                 scope.bind_statements(body.body)
             context.bindings = scope
-        for method in self.visits.get(name, ()):
+        for method in visits:
             try:
                 method(node)
             except Exception as error:
                 self._failed(method, node, error)
         for child in children(node):
             self.walk(child)
-        for method in self.leaves.get(name, ()):  # without the rules that failed meanwhile
+        # Looked up again: without the rules that failed meanwhile.
+        kind = self.kinds.get(type(node)) or self._kind(type(node))
+        for method in kind[3]:
             try:
                 method(node)
             except Exception as error:
