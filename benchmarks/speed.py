@@ -35,7 +35,8 @@ class has findings of most rules (dense_model below), for "files dense with find
 --lsp times the language server (``torchmemlint lsp`` over stdio, JSON-RPC written here): a
 1,000-line generated model is opened, then changed --lsp-edits times; each didChange is timed
 to the publishDiagnostics of that version (the server waits DEBOUNCE_SECONDS after a change
-before it lints, so that wait is reported and subtracted), and each didSave (no wait) likewise.
+before it lints, so that wait is reported and subtracted: the re-lint the target is judged on),
+and each didSave (no wait) likewise (its text is the one just linted: the server reuses that).
 Beside it: the in-process lint_source time and the libcst parse time of the same text.
 
 Results: benchmarks/results/speed_<corpus>.json and .txt (git commit, rule list, versions,
@@ -527,11 +528,15 @@ def render_lsp(lsp: dict) -> str:
         f"median of {lsp['edits']} edits:",
         f"  didChange -> diagnostics  {ms(lsp['did_change_median_s'])} "
         f"(= {ms(lsp['debounce_s'])} debounce + {ms(lsp['did_change_minus_debounce_median_s'])})",
-        f"  didSave -> diagnostics    {ms(lsp['did_save_median_s'])} (no debounce)",
+        f"  didSave -> diagnostics    {ms(lsp['did_save_median_s'])} (no debounce; the text is "
+        "the one the didChange linted, so the server reuses those findings)",
         f"  lint_source in-process    {ms(lsp['lint_source_median_s'])}",
         f"  libcst parse of the file  {ms(lsp['parse_median_s'])}",
-        f"  target: re-lint < 100 ms: didSave {ms(lsp['did_save_median_s'])} -> "
-        f"{'met' if lsp['did_save_median_s'] < 0.1 else 'MISSED'}",
+        # The re-lint of an edited text: didChange less the debounce (a didSave of text already
+        # linted is a lookup, not a re-lint).
+        f"  target: re-lint < 100 ms: didChange - debounce "
+        f"{ms(lsp['did_change_minus_debounce_median_s'])} -> "
+        f"{'met' if lsp['did_change_minus_debounce_median_s'] < 0.1 else 'MISSED'}",
     ])
 
 

@@ -106,3 +106,24 @@ def test_grad_switching_scan_only_where_a_switch_is_named(text, expected):
     bindings.bind_statements(module.body)
     gated = ScopeWalk(module, bindings, lambda *words: any(word in text for word in words))
     assert gated.grad_switching == ScopeWalk(module, bindings).grad_switching == expected
+
+
+def test_language_server_lints_unchanged_text_once(tmp_path, monkeypatch):
+    from pygls.workspace import TextDocument
+
+    from torchmemlint import lsp
+
+    calls = []
+    real = lsp.lint_source
+    monkeypatch.setattr(lsp, "lint_source", lambda *args: calls.append(args) or real(*args))
+    server = lsp.TorchMemLintServer()
+    settings = [Settings(root=str(tmp_path), select=("TML101",))]
+    monkeypatch.setattr(server, "settings_for", lambda path: settings[0])
+    uri = (tmp_path / "m.py").as_uri()
+    document = TextDocument(uri, NOQA)
+    first = server.findings(document)[0]
+    assert first and server.findings(document)[0] == first and len(calls) == 1  # a save
+    edited = TextDocument(uri, NOQA.replace("nn.ReLU()", "nn.Tanh()"))
+    assert server.findings(edited)[0] != first and len(calls) == 2  # an edit
+    settings[0] = Settings(root=str(tmp_path), select=("TML202",))
+    assert server.findings(edited)[0] != first and len(calls) == 3  # other settings

@@ -8,7 +8,6 @@ import re
 import sys
 import warnings
 from bisect import bisect_right
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -208,29 +207,48 @@ class _OffsetPositions(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         self.inclusive[node] = (self._stack.pop(), self.offset)
 
-    @contextmanager
     def record_syntactic_position(
         self,
         node: cst.CSTNode,
         *,
         start_node: Optional[cst.CSTNode] = None,
         end_node: Optional[cst.CSTNode] = None,
-    ) -> Iterator[None]:
-        start = self.offset
-        try:
-            yield
-        finally:
-            end = self.offset
-            if start_node is not None:
-                start = self.span(start_node)[0]
-            if end_node is not None:
-                end = self.span(end_node)[1]
-            self.syntactic[node] = (start, end)
+    ) -> "_SyntacticRecord":
+        # A plain context manager: a generator-based one costs several times more a node.
+        return _SyntacticRecord(self, node, start_node, end_node)
 
     def span(self, node: cst.CSTNode) -> Tuple[int, int]:
         """PositionProvider's range: the syntactic one where the node records it."""
         found = self.syntactic.get(node)
         return found if found is not None else self.inclusive[node]
+
+
+class _SyntacticRecord:
+    """Records a node's syntactic range around the code generated inside the ``with``."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(
+        self,
+        state: _OffsetPositions,
+        node: cst.CSTNode,
+        start_node: Optional[cst.CSTNode],
+        end_node: Optional[cst.CSTNode],
+    ) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+        self.start = state.offset
+
+    def __enter__(self) -> None:
+        self.start = self.state.offset
+
+    def __exit__(self, *exception: Any) -> None:
+        state = self.state
+        start, end = self.start, state.offset
+        if self.start_node is not None:
+            start = state.span(self.start_node)[0]
+        if self.end_node is not None:
+            end = state.span(self.end_node)[1]
+        state.syntactic[self.node] = (start, end)
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks
