@@ -663,7 +663,7 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
 
     python = str(Path(args.venv) / "bin" / "python")
     subprocess.run([python, "-m", "cProfile", "-o", str(stats_file), "-m", "torchmemlint",
-                    "--exit-zero", "-j", "1", str(root)], stdout=subprocess.DEVNULL, check=True)
+                    "--no-cache", "--exit-zero", "-j", "1", str(root)], stdout=subprocess.DEVNULL, check=True)
     stats = pstats.Stats(str(stats_file))
     per_module: dict = {}
     rows = []
@@ -680,7 +680,7 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
         per_module[module] = per_module.get(module, 0.0) + tottime
         rows.append((tottime, cumtime, calls, f"{Path(filename).name}:{line}({function})", module))
     total = sum(per_module.values())
-    lines = [f"cProfile of torchmemlint --exit-zero -j 1 {root} ({total:.1f} s own time in total,"
+    lines = [f"cProfile of torchmemlint --no-cache --exit-zero -j 1 {root} ({total:.1f} s own time in total,"
              f" after the timed rounds; raw stats for pstats: {stats_file})",
              "", "own time per module:"]
     for module, seconds in sorted(per_module.items(), key=lambda kv: -kv[1])[:20]:
@@ -741,6 +741,8 @@ def main() -> int:
     parser.add_argument("--lsp-edits", type=int, default=21, help="didChange/didSave timed (21)")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile the candidate (-j 1) into speed_<corpus>_profile.txt")
+    parser.add_argument("--profile-only", action="store_true",
+                        help="only the cProfile of --profile, no timed rounds")
     args = parser.parse_args()
     if args.floor:
         return run_floor(args.floor, args.floor_path)
@@ -783,6 +785,12 @@ def main() -> int:
     txt_path.parent.mkdir(parents=True, exist_ok=True)
     outdir = Path(os.environ.get("TMPDIR", "/tmp")) / "tml-speed-out" / corpus["name"]
     outdir.mkdir(parents=True, exist_ok=True)
+
+    if args.profile_only:
+        profile_path = txt_path.with_name(txt_path.stem + "_profile.txt")
+        print(profile_candidate(args, root, profile_path, outdir / "torchmemlint.prof"))
+        print(f"(written {profile_path})", file=sys.stderr)
+        return 0
 
     commands = build_commands(args, root)
     print(f"corpus {corpus['name']}: {root} ({corpus['files']} files, "
