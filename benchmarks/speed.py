@@ -35,7 +35,8 @@ class has findings of most rules (dense_model below), for "files dense with find
 --lsp times the language server (``torchmemlint lsp`` over stdio, JSON-RPC written here): a
 1,000-line generated model is opened, then changed --lsp-edits times; each didChange is timed
 to the publishDiagnostics of that version (the server waits DEBOUNCE_SECONDS after a change
-before it lints, so that wait is reported and subtracted), and each didSave (no wait) likewise.
+before it lints, so that wait is reported and subtracted: the re-lint the target is judged on),
+and each didSave (no wait) likewise (its text is the one just linted: the server reuses that).
 Beside it: the in-process lint_source time and the libcst parse time of the same text.
 
 Results: benchmarks/results/speed_<corpus>.json and .txt (git commit, rule list, versions,
@@ -527,11 +528,15 @@ def render_lsp(lsp: dict) -> str:
         f"median of {lsp['edits']} edits:",
         f"  didChange -> diagnostics  {ms(lsp['did_change_median_s'])} "
         f"(= {ms(lsp['debounce_s'])} debounce + {ms(lsp['did_change_minus_debounce_median_s'])})",
-        f"  didSave -> diagnostics    {ms(lsp['did_save_median_s'])} (no debounce)",
+        f"  didSave -> diagnostics    {ms(lsp['did_save_median_s'])} (no debounce; the text is "
+        "the one the didChange linted, so the server reuses those findings)",
         f"  lint_source in-process    {ms(lsp['lint_source_median_s'])}",
         f"  libcst parse of the file  {ms(lsp['parse_median_s'])}",
-        f"  target: re-lint < 100 ms: didSave {ms(lsp['did_save_median_s'])} -> "
-        f"{'met' if lsp['did_save_median_s'] < 0.1 else 'MISSED'}",
+        # The re-lint of an edited text: didChange less the debounce (a didSave of text already
+        # linted is a lookup, not a re-lint).
+        f"  target: re-lint < 100 ms: didChange - debounce "
+        f"{ms(lsp['did_change_minus_debounce_median_s'])} -> "
+        f"{'met' if lsp['did_change_minus_debounce_median_s'] < 0.1 else 'MISSED'}",
     ])
 
 
@@ -658,7 +663,7 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
 
     python = str(Path(args.venv) / "bin" / "python")
     subprocess.run([python, "-m", "cProfile", "-o", str(stats_file), "-m", "torchmemlint",
-                    "--exit-zero", "-j", "1", str(root)], stdout=subprocess.DEVNULL, check=True)
+                    "--no-cache", "--exit-zero", "-j", "1", str(root)], stdout=subprocess.DEVNULL, check=True)
     stats = pstats.Stats(str(stats_file))
     per_module: dict = {}
     rows = []
@@ -675,7 +680,7 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
         per_module[module] = per_module.get(module, 0.0) + tottime
         rows.append((tottime, cumtime, calls, f"{Path(filename).name}:{line}({function})", module))
     total = sum(per_module.values())
-    lines = [f"cProfile of torchmemlint --exit-zero -j 1 {root} ({total:.1f} s own time in total,"
+    lines = [f"cProfile of torchmemlint --no-cache --exit-zero -j 1 {root} ({total:.1f} s own time in total,"
              f" after the timed rounds; raw stats for pstats: {stats_file})",
              "", "own time per module:"]
     for module, seconds in sorted(per_module.items(), key=lambda kv: -kv[1])[:20]:
@@ -736,6 +741,8 @@ def main() -> int:
     parser.add_argument("--lsp-edits", type=int, default=21, help="didChange/didSave timed (21)")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile the candidate (-j 1) into speed_<corpus>_profile.txt")
+    parser.add_argument("--profile-only", action="store_true",
+                        help="only the cProfile of --profile, no timed rounds")
     args = parser.parse_args()
     if args.floor:
         return run_floor(args.floor, args.floor_path)
@@ -778,6 +785,12 @@ def main() -> int:
     txt_path.parent.mkdir(parents=True, exist_ok=True)
     outdir = Path(os.environ.get("TMPDIR", "/tmp")) / "tml-speed-out" / corpus["name"]
     outdir.mkdir(parents=True, exist_ok=True)
+
+    if args.profile_only:
+        profile_path = txt_path.with_name(txt_path.stem + "_profile.txt")
+        print(profile_candidate(args, root, profile_path, outdir / "torchmemlint.prof"))
+        print(f"(written {profile_path})", file=sys.stderr)
+        return 0
 
     commands = build_commands(args, root)
     print(f"corpus {corpus['name']}: {root} ({corpus['files']} files, "

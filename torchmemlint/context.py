@@ -46,13 +46,21 @@ class _PendingFinding:
     node: cst.CSTNode
     message: str
     fix: Optional[FixSpec]
+    # The top-level statement being visited when it was reported (None: the module): the
+    # engine computes positions only for the top-level statements that hold reports.
+    top: Optional[cst.CSTNode] = None
 
 
 class FileContext:
     """What a rule sees of the file being linted."""
 
-    def __init__(self, module: cst.Module, filename: str, options: Dict[str, Any]) -> None:
+    def __init__(
+        self, module: cst.Module, filename: str, options: Dict[str, Any], text: Optional[str] = None
+    ) -> None:
         self.module = module
+        # The source the module was parsed from (None: unknown). Analyses may use it to skip
+        # work that needs a word the file does not contain; it never adds findings.
+        self.text = text
         self.filename = filename
         self.options = options
         self.bindings = Bindings()
@@ -70,7 +78,9 @@ class FileContext:
         if self._analysis is None:
             from torchmemlint.analysis import FileAnalysis
 
-            self._analysis = FileAnalysis(self.module, self.module_bindings, self.qualify)
+            self._analysis = FileAnalysis(
+                self.module, self.module_bindings, self.qualify, text=self.text
+            )
         return self._analysis
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
@@ -96,7 +106,8 @@ class FileContext:
         return value
 
     def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
-        self.pending.append(_PendingFinding(code, node, message, fix))
+        top = self.statement_stack[0] if self.statement_stack else None
+        self.pending.append(_PendingFinding(code, node, message, fix, top))
 
 
 class _FailedAnalysis:

@@ -6,8 +6,8 @@ import ast
 import os
 import re
 import sys
+import warnings
 from bisect import bisect_right
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,6 +27,7 @@ from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, decode_source
 from torchmemlint.tree import children
+from torchmemlint.analysis.syntax import walk
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
@@ -92,6 +93,17 @@ class _BatchedWalker:
                 kind, _, node_type = attribute.partition("_")
                 table = self.visits if kind == "visit" else self.leaves
                 table.setdefault(node_type, []).extend(methods)
+        # Per node type: (is a statement, opens a scope, visit methods, leave methods).
+        self.kinds: Dict[type, Tuple[bool, bool, Tuple[Any, ...], Tuple[Any, ...]]] = {}
+
+    def _kind(self, node_type: type) -> Tuple[bool, bool, Tuple[Any, ...], Tuple[Any, ...]]:
+        name = node_type.__name__
+        kind = self.kinds[node_type] = (
+            *_node_kind(node_type),
+            tuple(self.visits.get(name, ())),
+            tuple(self.leaves.get(name, ())),
+        )
+        return kind
 
     def _failed(self, method: Callable[[cst.CSTNode], Any], node: cst.CSTNode, error: Exception) -> None:
         """A rule raised: report it at the node, drop the rule for the rest of this file."""
@@ -104,14 +116,18 @@ class _BatchedWalker:
         hook = getattr(method, "__name__", "?")
         what = f"rule {code} ({name}, {hook})"
         self.context.pending.append(
-            _PendingFinding(INTERNAL_ERROR, node, internal_error_message(what, error), None)
+            _PendingFinding(
+                INTERNAL_ERROR, node, internal_error_message(what, error), None,
+                self.context.statement_stack[0] if self.context.statement_stack else None,
+            )
         )
 
     def walk(self, node: cst.CSTNode) -> None:
-        node_type = type(node)
-        name = node_type.__name__
+        kind = self.kinds.get(type(node))
+        if kind is None:
+            kind = self._kind(type(node))
+        is_statement, is_scope, visits, _ = kind
         context = self.context
-        is_statement, is_scope = _node_kind(node_type)
         if is_statement:
             context.statement_stack.append(node)
             self.statements.append(node)
@@ -122,14 +138,16 @@ class _BatchedWalker:
             if isinstance(body, cst.IndentedBlock):
                 scope.bind_statements(body.body)
             context.bindings = scope
-        for method in self.visits.get(name, ()):
+        for method in visits:
             try:
                 method(node)
             except Exception as error:
                 self._failed(method, node, error)
         for child in children(node):
             self.walk(child)
-        for method in self.leaves.get(name, ()):  # without the rules that failed meanwhile
+        # Looked up again: without the rules that failed meanwhile.
+        kind = self.kinds.get(type(node)) or self._kind(type(node))
+        for method in kind[3]:
             try:
                 method(node)
             except Exception as error:
@@ -189,29 +207,48 @@ class _OffsetPositions(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         self.inclusive[node] = (self._stack.pop(), self.offset)
 
-    @contextmanager
     def record_syntactic_position(
         self,
         node: cst.CSTNode,
         *,
         start_node: Optional[cst.CSTNode] = None,
         end_node: Optional[cst.CSTNode] = None,
-    ) -> Iterator[None]:
-        start = self.offset
-        try:
-            yield
-        finally:
-            end = self.offset
-            if start_node is not None:
-                start = self.span(start_node)[0]
-            if end_node is not None:
-                end = self.span(end_node)[1]
-            self.syntactic[node] = (start, end)
+    ) -> "_SyntacticRecord":
+        # A plain context manager: a generator-based one costs several times more a node.
+        return _SyntacticRecord(self, node, start_node, end_node)
 
     def span(self, node: cst.CSTNode) -> Tuple[int, int]:
         """PositionProvider's range: the syntactic one where the node records it."""
         found = self.syntactic.get(node)
         return found if found is not None else self.inclusive[node]
+
+
+class _SyntacticRecord:
+    """Records a node's syntactic range around the code generated inside the ``with``."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(
+        self,
+        state: _OffsetPositions,
+        node: cst.CSTNode,
+        start_node: Optional[cst.CSTNode],
+        end_node: Optional[cst.CSTNode],
+    ) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+        self.start = state.offset
+
+    def __enter__(self) -> None:
+        self.start = self.state.offset
+
+    def __exit__(self, *exception: Any) -> None:
+        state = self.state
+        start, end = self.start, state.offset
+        if self.start_node is not None:
+            start = state.span(self.start_node)[0]
+        if self.end_node is not None:
+            end = state.span(self.end_node)[1]
+        state.syntactic[self.node] = (start, end)
 
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks
@@ -231,6 +268,83 @@ class _Rows:
         return self.location(span[0]), self.location(span[1])
 
 
+def _first_line(statement: ast.stmt) -> int:
+    """The row of a statement's first token (its first decorator's, when decorated)."""
+    decorators = getattr(statement, "decorator_list", None)
+    if decorators:
+        return min(decorator.lineno for decorator in decorators)
+    return statement.lineno
+
+
+def _partial_positions(
+    module: cst.Module, text: str, pending: List[_PendingFinding]
+) -> Optional[Tuple[_OffsetPositions, List[cst.CSTNode]]]:
+    """Positions of only the top-level statements that hold the reports, or None.
+
+    Each statement's code is generated alone from its start offset, found through Python's
+    ``ast`` (its first row, less its leading blank and comment lines) and checked against the
+    source text; a report or edit outside those statements, a start that does not check out,
+    or source ``ast`` cannot read gives None, and the caller makes the full pass instead. The
+    statements returned are every statement inside them: a finding's `# noqa` statement is
+    always inside its own top-level statement (top-level statements never share a row).
+    """
+    if not module.has_trailing_newline:
+        return None  # the last statement's newline is not in the text
+    body = module.body
+    index = {id(statement): position for position, statement in enumerate(body)}
+    wanted = set()
+    for item in pending:
+        position = index.get(id(item.top)) if item.top is not None else None
+        if position is None:
+            return None
+        wanted.add(position)
+        for edit in item.fix.edits if item.fix is not None else ():
+            if id(edit.node) in index:
+                wanted.add(index[id(edit.node)])
+    if 2 * len(wanted) > len(body):
+        return None  # most of the file: one full pass is cheaper
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(text, "<positions>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    first_lines = []  # libcst's top-level statements to ast's (a line of `a; b` is two)
+    position = 0
+    for statement in body:
+        if position >= len(tree.body):
+            return None
+        first_lines.append(_first_line(tree.body[position]))
+        position += len(statement.body) if type(statement) is cst.SimpleStatementLine else 1
+    if position != len(tree.body):
+        return None
+    starts = _Rows(text).starts
+    state = _OffsetPositions(module)
+    for position in sorted(wanted):
+        statement = body[position]
+        row = first_lines[position] - len(statement.leading_lines)  # type: ignore[attr-defined]
+        if not 1 <= row <= len(starts):
+            return None
+        start = state.offset = starts[row - 1]
+        mark = len(state.tokens)
+        statement._codegen(state)
+        if text[start : state.offset] != "".join(state.tokens[mark:]):
+            return None
+    for item in pending:
+        if item.node not in state.inclusive:
+            return None
+        for edit in item.fix.edits if item.fix is not None else ():
+            if edit.node not in state.inclusive:
+                return None
+    statements = [
+        node
+        for position in sorted(wanted)
+        for node in walk(body[position])
+        if _node_kind(type(node))[0]
+    ]
+    return state, statements
+
+
 def _resolve_findings(
     module: cst.Module,
     filename: str,
@@ -238,10 +352,16 @@ def _resolve_findings(
     text: str,
     statements: Sequence[cst.CSTNode],
 ) -> List[Finding]:
-    """Turn node-based reports into ranges; positions are computed only for files with reports."""
-    state = _OffsetPositions(module)
-    module._codegen(state)
-    rows = _Rows(state.code())
+    """Turn node-based reports into ranges; positions are computed only for files with reports,
+    and there only for the top-level statements that hold them when that can be done."""
+    partial = _partial_positions(module, text, pending)
+    if partial is not None:
+        state, statements = partial
+        rows = _Rows(text)
+    else:
+        state = _OffsetPositions(module)
+        module._codegen(state)
+        rows = _Rows(state.code())
     # The statements the walk met (not every node of the file): their rows, for `# noqa`.
     spans = [(state.span(node), type(node) is cst.SimpleStatementLine) for node in statements]
     rows_of = sorted(
@@ -366,7 +486,7 @@ def _lint_source(
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
     registry = all_rules()
-    context = FileContext(module, filename, settings.option_values())
+    context = FileContext(module, filename, settings.option_values(), text)
     rules = []
     for code in sorted(codes):
         try:

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from torchmemlint import __version__
@@ -100,6 +101,10 @@ class TorchMemLintServer(LanguageServer):
         self.reported_config_errors: Dict[str, str] = {}  # per directory: the error shown
         self.last_good: Dict[str, Settings] = {}  # per directory, while its config is broken
         self.config_signatures: Dict[str, Tuple] = {}  # per URI, at its last lint
+        # Per path, the last text linted, its settings and findings: a save, a re-open or a
+        # config poll of unchanged text under unchanged settings reuses them (lint_source is
+        # a function of the three).
+        self.last_lint: Dict[str, Tuple[str, Settings, List[Finding]]] = {}
         self.polling: Optional[asyncio.Task] = None
 
     # -- settings ---------------------------------------------------------------------------
@@ -159,7 +164,13 @@ class TorchMemLintServer(LanguageServer):
         settings = self.settings_for(path)
         if is_excluded_file(path, settings):
             return [], settings, path
-        return lint_source(document.source, path, settings), settings, path
+        source = document.source
+        last = self.last_lint.get(path)
+        if last is not None and last[0] == source and last[1] == settings:
+            return list(last[2]), settings, path
+        findings = lint_source(source, path, settings)
+        self.last_lint[path] = (source, settings, findings)
+        return list(findings), settings, path
 
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -416,6 +427,7 @@ def create_server() -> TorchMemLintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchMemLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.cancel(params.text_document.uri)
+        ls.last_lint.pop(to_fs_path(params.text_document.uri) or "", None)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -287,13 +287,21 @@ class ScopeWalk:
     where autograd is off."""
 
 
-    def __init__(self, module: cst.Module, bindings: Bindings) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        bindings: Bindings,
+        may_contain: Callable[..., bool] = lambda *words: True,
+    ) -> None:
         self.module = module
         self.seq = 0
         self.scopes: List[Scope] = []
         self.classes: List[ClassFacts] = []
         self.no_grad_callees: Set[str] = set()  # functions called where autograd is off
-        self.grad_switching = grad_switching_functions(module.body)
+        # Only a file that names a grad-mode switch can define a function that uses one.
+        self.grad_switching = (
+            grad_switching_functions(module.body) if may_contain(*_GRAD_MODE_NAMES) else set()
+        )
         self._module_classes: Optional[Set[str]] = None
 
     def module_classes(self) -> Set[str]:

@@ -32,8 +32,10 @@ class FileAnalysis:
         module: cst.Module,
         bindings: Bindings,
         qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None,
+        text: Optional[str] = None,
     ) -> None:
         self.module = module
+        self.text = text  # the parsed source, when known: see may_contain
         self.bindings = bindings
         self.qualify = qualify if qualify is not None else bindings.qualify
         # module-level names bound by imports
@@ -53,11 +55,16 @@ class FileAnalysis:
         self._subclassed: Optional[Set[str]] = None
         self._foreign_attributes: Optional[Set[str]] = None
 
+    def may_contain(self, *words: str) -> bool:
+        """False only when the source is known and holds none of ``words``: a fact that needs
+        one of them written in the file (an identifier, a call) cannot be there."""
+        return self.text is None or any(word in self.text for word in words)
+
     @property
     def scopes(self) -> ScopeWalk:
         """Every scope of the file with its autograd state, loops, calls and assignments."""
         if self._scopes is None:
-            self._scopes = ScopeWalk(self.module, self.bindings)
+            self._scopes = ScopeWalk(self.module, self.bindings, self.may_contain)
             self._scopes.run(self.bindings)
         return self._scopes
 

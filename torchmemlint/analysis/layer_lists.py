@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.syntax import block_statements, literal_number, walk
+from torchmemlint.tree import children
 
 
 def _mentions_name(node: cst.CSTNode, name: str) -> bool:
@@ -419,7 +420,7 @@ def splices(module: cst.Module):
         elif isinstance(node, cst.Call) and statement is not None:
             if any(arg.star == "*" for arg in node.args):
                 found.append((node, function, statement))
-        for child in node.children:
+        for child in children(node):  # the code-carrying fields: a cheap walk
             visit(child, function, statement)
 
     visit(module, None, None)
@@ -436,7 +437,7 @@ def enclosing_definitions(
         path.append(node)
         if node is target:
             return True
-        for child in node.children:
+        for child in children(node):  # the code-carrying fields: a cheap walk
             if find(child):
                 return True
         path.pop()

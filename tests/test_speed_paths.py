@@ -1,0 +1,129 @@
+"""The engine's shortcuts give exactly the answers of the long way.
+
+- Positions computed for only the top-level statements that hold findings (``ast`` finds
+  where each starts) equal those of the full position pass: ranges, fixes and `# noqa` rows.
+- A file that names no grad-mode switch skips the scan for functions that use one.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from torchmemlint import engine
+from torchmemlint.analysis.autograd import ScopeWalk
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.config import Settings
+from torchmemlint.rules import all_rules
+
+from tests.test_positions import CASES
+
+NOQA = '''import torch
+import torch.nn as nn
+
+
+# a comment before the class
+@decorate(
+    1,
+)
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()  # noqa: TML101
+        self.drop = nn.Dropout(
+            0.1)  # noqa
+
+    def forward(self, x):
+        return self.drop(self.act(self.act(
+            x)))  # noqa
+
+
+x = 1; y = 2
+
+
+class Other(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.act(x))
+'''
+
+
+def _lint(text: str, partial: bool, monkeypatch) -> list:
+    if not partial:
+        monkeypatch.setattr(engine, "_partial_positions", lambda *args: None)
+    findings = engine.lint_source(text, "m.py", Settings(), frozenset(all_rules()), ignore_noqa=True)
+    monkeypatch.undo()
+    return [(finding, finding.noqa_rows) for finding in findings]
+
+
+def test_partial_positions_equal_the_full_pass(monkeypatch):
+    used = []
+    original = engine._partial_positions
+
+    def counting(*args):
+        result = original(*args)
+        used.append(result is not None)
+        return result
+
+    cases = dict(CASES, noqa=NOQA)
+    for name, text in sorted(cases.items()):
+        monkeypatch.setattr(engine, "_partial_positions", counting)
+        fast = _lint(text, True, monkeypatch)
+        assert fast == _lint(text, False, monkeypatch), name
+    # The shortcut is taken on most files with findings, and the comparison is not vacuous.
+    assert sum(used) >= 10 and sum(used) > len(used) // 2
+
+
+def test_partial_positions_taken_and_noqa_rows(monkeypatch):
+    calls = []
+    original = engine._partial_positions
+    monkeypatch.setattr(
+        engine, "_partial_positions", lambda *args: calls.append(original(*args)) or calls[-1]
+    )
+    findings = engine.lint_source(NOQA, "m.py", Settings(), frozenset({"TML101"}))
+    assert calls and calls[0] is not None  # one of two classes: the shortcut
+    # Only the second class reports: the first's are suppressed by its `# noqa` comments, one
+    # on the last row of a two-row statement.
+    assert [(finding.code, finding.location.row) for finding in findings] == [("TML101", 27)]
+    every = engine.lint_source(NOQA, "m.py", Settings(), frozenset({"TML101"}), ignore_noqa=True)
+    assert [finding.noqa_rows for finding in every] == [(12,), (13, 14), (27,)]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("import torch\ndef f():\n    with torch.no_grad():\n        yield\n", {"f"}),
+        ("import torch\ndef f():\n    with torch.enable_grad():\n        yield\n", {"f"}),
+        ("import torch\ndef f():\n    with open('x'):\n        yield\n", set()),
+    ],
+)
+def test_grad_switching_scan_only_where_a_switch_is_named(text, expected):
+    module = cst.parse_module(text)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    gated = ScopeWalk(module, bindings, lambda *words: any(word in text for word in words))
+    assert gated.grad_switching == ScopeWalk(module, bindings).grad_switching == expected
+
+
+def test_language_server_lints_unchanged_text_once(tmp_path, monkeypatch):
+    from pygls.workspace import TextDocument
+
+    from torchmemlint import lsp
+
+    calls = []
+    real = lsp.lint_source
+    monkeypatch.setattr(lsp, "lint_source", lambda *args: calls.append(args) or real(*args))
+    server = lsp.TorchMemLintServer()
+    settings = [Settings(root=str(tmp_path), select=("TML101",))]
+    monkeypatch.setattr(server, "settings_for", lambda path: settings[0])
+    uri = (tmp_path / "m.py").as_uri()
+    document = TextDocument(uri, NOQA)
+    first = server.findings(document)[0]
+    assert first and server.findings(document)[0] == first and len(calls) == 1  # a save
+    edited = TextDocument(uri, NOQA.replace("nn.ReLU()", "nn.Tanh()"))
+    assert server.findings(edited)[0] != first and len(calls) == 2  # an edit
+    settings[0] = Settings(root=str(tmp_path), select=("TML202",))
+    assert server.findings(edited)[0] != first and len(calls) == 3  # other settings
