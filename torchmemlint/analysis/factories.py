@@ -27,6 +27,7 @@ import libcst as cst
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import block_statements, walk
 from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
+from torchmemlint.tree import children
 
 PARTIAL = "functools.partial"
 _MAX_DEPTH = 6
@@ -94,7 +95,7 @@ class Factories:
             if isinstance(node, cst.FunctionDef):
                 self._definitions.setdefault(node.name.value, []).append(node)
                 self._owner[id(node)] = owner
-                for child in node.children:
+                for child in children(node):
                     visit(child, node, None)
                 return
             if isinstance(node, cst.Call):
@@ -104,7 +105,7 @@ class Factories:
                 )
                 if name is not None:
                     self._calls.setdefault(name, []).append((node, function))
-            for child in node.children:
+            for child in children(node):
                 visit(child, function, owner)
 
         visit(self.module, None, None)
@@ -291,7 +292,7 @@ def _local_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpressi
     values: List[cst.BaseExpression] = []
 
     def visit(node: cst.CSTNode) -> None:
-        for child in node.children:
+        for child in children(node):
             if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 continue
             if isinstance(child, (cst.Assign, cst.AnnAssign)):

@@ -345,7 +345,7 @@ def _own_nodes(node: cst.CSTNode):
     while stack:
         current = stack.pop()
         yield current
-        for child in current.children:
+        for child in children(current):
             if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                 stack.append(child)
 
