@@ -16,7 +16,7 @@ from torchmemlint.analysis.names import Bindings
 from torchmemlint.config import Settings
 from torchmemlint.rules import all_rules
 
-from tests.test_positions import CASES
+from test_positions import CASES
 
 NOQA = '''import torch
 import torch.nn as nn
