@@ -50,6 +50,8 @@ resnets = fixture("resnet_unet")
 activation_nets = fixture("activations")
 checkpoint_nets = fixture("checkpointing")
 loop_nets = fixture("loops")
+attention_nets = fixture("attention")
+lm_nets = fixture("transformer_lm")
 
 
 def pct(new: int, old: int) -> float:
@@ -320,6 +322,77 @@ def section_allocator_model(quick: bool) -> List[Dict[str, Any]]:
     return rows
 
 
+# -- (h) attention models: eager attention vs SDPA (TML601) -----------------------------------
+
+ATTENTION_FIXTURE = ROOT / "fixtures" / "models" / "attention.py"
+
+
+def _forced_math() -> Any:
+    """While active, the emulation runs every SDPA call on CUDA's math backend (as
+    ``torch.backends.cuda.sdp_kernel(enable_math=True)`` alone would)."""
+    import contextlib
+
+    from torchmemlint.dynamic import emulate
+
+    @contextlib.contextmanager
+    def forced():  # type: ignore[no-untyped-def]
+        original = emulate.choose_attention_kernel
+        emulate.choose_attention_kernel = lambda *args, **kwargs: emulate.MATH
+        try:
+            yield
+        finally:
+            emulate.choose_attention_kernel = original
+
+    return forced()
+
+
+def tml601_fixed_source(path: Path) -> str:
+    """The fixture's text with TML601's (unsafe) fix applied, as `--fix --unsafe-fixes` would."""
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+    from torchmemlint.fixer import apply_edits
+
+    text = path.read_text()
+    findings = [f for f in lint_source(text, str(path), Settings(select=("TML601",))) if f.fix is not None]
+    if len(findings) != 1:
+        raise SystemExit("expected one TML601 fix in %s, got %d" % (path, len(findings)))
+    return apply_edits(text, findings[0].fix.edits)
+
+
+def section_attention(quick: bool) -> Dict[str, Any]:
+    """Fake tensors, CUDA kernels emulated (CPU estimate of CUDA), 512-rounded as `profile`."""
+    from torchmemlint.dynamic.source import measure_source_variant
+
+    width, layers, heads = (128, 2, 4) if quick else (768, 12, 12)
+    shape = (2, 128, "int64") if quick else (4, 512, "int64")
+    init = {"width": width, "layers": layers, "heads": heads, "feedforward": 4 * width}
+    eager_lm = lambda: attention_nets.EagerLM(**init)  # noqa: E731
+    spec = "%s:EagerLM" % ATTENTION_FIXTURE
+    eager = measure_training_step(eager_lm, shape)
+    fixed = measure_source_variant(spec, tml601_fixed_source(ATTENTION_FIXTURE), init, shape)
+    encoder_lm = lambda: lm_nets.TransformerLM(**init)  # noqa: E731
+    default = measure_training_step(encoder_lm, shape)
+    with _forced_math():
+        math_forced = measure_training_step(encoder_lm, shape)
+    h200 = {"math": 3.22e9, "default": 1.78e9}  # issue 14, nn.TransformerEncoder LM on an H200
+    result = {
+        "what": "CPU estimate of CUDA (fake tensors, CUDA attention/dropout kernels emulated, 512-rounded)",
+        "model": "fixtures/models/attention.py EagerLM(%s)" % init, "shape": list(shape),
+        "eager_peak": eager.peak_bytes, "sdpa_fix_peak": fixed.peak_bytes,
+        "fix_change_pct": pct(fixed.peak_bytes, eager.peak_bytes),
+        "eager_kernels": eager.emulated, "sdpa_fix_kernels": fixed.emulated,
+        "math_forced_kernels": math_forced.emulated,
+        "transformer_lm_default_peak": default.peak_bytes,
+        "transformer_lm_math_forced_peak": math_forced.peak_bytes,
+    }
+    if not quick:
+        result["h200_issue14"] = h200
+        result["eager_over_h200_math_pct"] = round(100.0 * (eager.peak_bytes / h200["math"] - 1), 1)
+        result["math_forced_over_h200_math_pct"] = round(100.0 * (math_forced.peak_bytes / h200["math"] - 1), 1)
+        result["fix_over_h200_default_pct"] = round(100.0 * (fixed.peak_bytes / h200["default"] - 1), 1)
+    return result
+
+
 # -- driver -------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -330,6 +403,7 @@ SECTIONS = {
     "e_checkpoint_correctness": lambda quick: section_checkpoint_correctness(),
     "f_training_loop_leaks": section_loops,
     "g_allocator_model": section_allocator_model,
+    "h_attention": section_attention,
 }
 
 
@@ -373,9 +447,18 @@ def print_table(results: Dict[str, Any]) -> None:
     print("\nseconds per section:", results["seconds"])
 
 
+def print_attention(h: Dict[str, Any]) -> None:
+    print("\n(h) attention %s %s (%s)" % (h["model"], h["shape"], h["what"]))
+    print("  eager %d B -> SDPA fix %d B (%+.1f %%); nn.TransformerEncoder LM: default %d B, math forced %d B" % (
+        h["eager_peak"], h["sdpa_fix_peak"], h["fix_change_pct"], h["transformer_lm_default_peak"],
+        h["transformer_lm_math_forced_peak"]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes; no JSON unless --out")
+    parser.add_argument("--only", choices=sorted(SECTIONS), action="append",
+                        help="run only these sections; the others are kept from the results file")
     parser.add_argument("--out", type=Path, help="where to write the JSON (default: results file, full runs only)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*use_reentrant.*")
@@ -390,12 +473,24 @@ def main() -> None:
         "quick": args.quick,
         "seconds": {},
     }
+    if args.only:
+        previous = json.loads(RESULTS.read_text()) if RESULTS.exists() and not args.quick else {}
+        kept = {key: value for key, value in previous.items() if key in SECTIONS and key not in args.only}
+        results.update(kept)
+        results["seconds"] = {k: v for k, v in previous.get("seconds", {}).items() if k in kept}
+        results["dates"] = dict(previous.get("dates", {}))
     for name, section in SECTIONS.items():
+        if args.only and name not in args.only:
+            continue
+        results.setdefault("dates", {})[name] = results["date"]
         started = time.perf_counter()
         results[name] = section(args.quick)
         results["seconds"][name] = round(time.perf_counter() - started, 1)
         print("done %s in %.1f s" % (name, results["seconds"][name]), flush=True)
-    print_table(results)
+    if all(name in results for name in SECTIONS if name != "h_attention"):
+        print_table(results)
+    if "h_attention" in results:
+        print_attention(results["h_attention"])
     out = args.out or (None if args.quick else RESULTS)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

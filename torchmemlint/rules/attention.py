@@ -1,0 +1,146 @@
+"""TML6xx: where memory goes in attention models and mixed precision.
+
+TML601 asks the shared eager-attention analysis (``analysis/attention.py``); the others
+look at single calls and assignments.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.attention import AttentionSite, AttentionSites
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
+
+
+def attention_sites(context) -> AttentionSites:  # type: ignore[no-untyped-def]
+    return context.shared("attention", lambda: AttentionSites(context.analysis))
+
+
+class EagerAttention(Rule):
+    """
+    ## What it does
+    Flags hand-written ("eager") attention: a softmax over the last dimension of a q·kᵀ
+    product, optionally scaled, masked and dropped out, multiplied by v:
+
+    - the product: `q @ k.transpose(-2, -1)`, `torch.matmul(q, k.transpose(-1, -2))`,
+      `torch.bmm`, `k.mT`, or `einsum("b h i d, b h j d -> b h i j", q, k)`;
+    - the scale: `* s` or `/ s` around it;
+    - the mask: `.masked_fill(cond, -inf)` (also `-1e9`, `torch.finfo(...).min`,
+      `masked_fill_`), or `+ mask` / `+= mask`, either one possibly under an `if` without an
+      `else` (`if mask is not None:`);
+    - the softmax: `F.softmax(s, dim=-1)`, `torch.softmax(s, -1)`, `s.softmax(dim=-1)`;
+    - the dropout: an `nn.Dropout` attribute or `F.dropout(p, training=...)`;
+    - the product with v: `@`, `torch.matmul`, `torch.bmm`, `einsum("... i j, ... j d -> ... i d")`.
+
+    The steps can be one expression or several statements through local names. The rule stays
+    quiet when the scores or the weights are read anywhere else in the function (returned,
+    stored on `self`, appended, logged): `F.scaled_dot_product_attention` never materialises
+    the weights, so it cannot replace that code. It reports without a fix when the dropout is
+    not a known `nn.Dropout`, the softmax takes a `dtype`, two masks are applied, or a name
+    the scores use is reassigned before the product with v.
+
+    ## Why is this bad?
+    For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
+    the dropout mask and the dropped weights (plus the scores when the mask or scale is not
+    fused). `F.scaled_dot_product_attention` runs the memory-efficient or flash kernel on CUDA,
+    which keeps q, k, v, the output and a B·H·L logsumexp and recomputes the weights in
+    backward: the saved memory of attention no longer grows with the square of the sequence.
+
+    ## Example
+    ```python
+    att = (q @ k.transpose(-2, -1)) * self.scale
+    if self.causal:
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+    att = F.softmax(att, dim=-1)
+    att = self.attn_drop(att)
+    y = att @ v
+    ```
+
+    ## Use instead
+    ```python
+    y = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=(self.bias[:, :, :T, :T] != 0) if self.causal else None,
+        dropout_p=self.attn_drop.p if self.training else 0.0, scale=self.scale,
+    )
+    ```
+
+    ## Fix safety
+    Unsafe: the fix deletes the statements that computed the scores and weights and calls
+    `F.scaled_dot_product_attention` with the same query, key, value, scale (always explicit:
+    `scale=1.0` when the code applied none), mask (a `masked_fill(cond, -inf)` becomes the
+    boolean mask `not cond`, an added mask stays additive, a mask under `if c:` becomes
+    `mask if c else None`) and dropout probability (`nn.Dropout`'s `p` while
+    `self.training`). Results differ at rounding level (a different summation order), the
+    dropout draws a different mask from the same seed, and a row whose every key is masked
+    gives zeros under SDPA where a `-1e9` fill gives uniform weights. Offered only where the
+    file imports `torch` or `torch.nn.functional`.
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
+    CUDA's attention and dropout kernels emulated, 512-rounded, torch 2.13.0), the GPT-style
+    LM of `fixtures/models/attention.py` (12 layers, 768 wide, 12 heads, dropout 0.1), fp32,
+    4x512 tokens, one training step: eager attention peaks at 3,315,729,408 B, the rule's fix
+    (`F.scaled_dot_product_attention`, memory-efficient kernel) at 1,957,966,848 B (-41.0 %).
+    Issue 14 measured the same shape of model (`nn.TransformerEncoder`) on an H200: 3.22 GB with
+    SDPA's math backend forced (what eager attention keeps), 1.78 GB with the default
+    backend. The estimates are 3.0 % (eager) and 10.0 % (fix) above those; the encoder model
+    itself is estimated at 3,466,724,352 B with math forced (+7.7 %) and 2,033,464,320 B by
+    default (+14.2 %). `torchmemlint profile` confirms the fix on the fixture's `small_lm`
+    (`tests/dynamic/test_attention_verdict.py`).
+    """
+
+    code = "TML601"
+    name = "eager-attention"
+    summary = "Hand-written softmax(q @ kᵀ) @ v attention keeps the B·H·L·S weights for backward"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._pending: Dict[int, AttentionSite] = {
+            id(site.product): site for site in attention_sites(self.context).sites()
+        }
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._reached(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._reached(node)
+
+    def _reached(self, node: cst.CSTNode) -> None:
+        site = self._pending.get(id(node))
+        if site is None:
+            return
+        kept = "softmax output"
+        if site.has_dropout:
+            kept += ", dropout mask and dropped weights"
+        message = (
+            "Eager attention: softmax(q @ kᵀ) @ v keeps the B·H·L·S %s per call for backward; "
+            "F.scaled_dot_product_attention keeps q, k, v, the output and a B·H·L logsumexp"
+            % kept
+        )
+        fix = self._fix(site)
+        if fix is None:
+            reason = site.reason or "this file does not import torch or torch.nn.functional"
+            message += " (no automatic fix: %s)" % reason
+        self.report(node, message, fix)
+
+    def _fix(self, site: AttentionSite) -> Optional[FixSpec]:
+        if not site.fixable or site.query is None or site.key is None or site.value is None:
+            return None
+        prefix = self.context.analysis.functional_prefix(self.qualify)
+        if prefix is None:
+            return None
+        arguments = [self.code_for(site.query).strip(), self.code_for(site.key).strip(),
+                     self.code_for(site.value).strip()]
+        if site.mask is not None:
+            arguments.append("attn_mask=%s" % site.mask)
+        if site.dropout is not None:
+            arguments.append("dropout_p=%s" % site.dropout)
+        arguments.append("scale=%s" % (site.scale if site.scale is not None else "1.0"))
+        call = "%s.scaled_dot_product_attention(%s)" % (prefix, ", ".join(arguments))
+        edits = [NodeEdit(statement, "") for statement in site.removable]
+        edits.append(NodeEdit(site.product, call))
+        return FixSpec(Applicability.UNSAFE, "Use F.scaled_dot_product_attention", tuple(edits))
