@@ -46,6 +46,7 @@ class AttentionSite:
     reason: str = ""  # why no SDPA call can be written ("" when one can)
     has_dropout: bool = False
     has_mask: bool = False
+    rank: Optional[int] = None  # the tensors' rank when the code says (einsum)
 
     @property
     def fixable(self) -> bool:
@@ -143,8 +144,9 @@ def _einsum_spec(call: cst.Call) -> Optional[Tuple[List[str], List[str], List[st
 class _Block:
     """One block of statements, searched backwards for the statements that built a name."""
 
-    def __init__(self, statements: Sequence[cst.CSTNode]) -> None:
+    def __init__(self, statements: Sequence[cst.CSTNode], node: Optional[cst.CSTNode] = None) -> None:
         self.statements = list(statements)
+        self.node = node
 
 
 class AttentionSites:
@@ -180,7 +182,10 @@ class AttentionSites:
     # -- one function --------------------------------------------------------------------------
     def _function_sites(self, function: cst.FunctionDef, classdef: Optional[cst.ClassDef]) -> List[AttentionSite]:
         found = []
+        fallback = self._fallback_blocks(function)
         for block in self._blocks(function.body):
+            if block.node is not None and id(block.node) in fallback:
+                continue
             for index, statement in enumerate(block.statements):
                 if not isinstance(statement, cst.SimpleStatementLine):
                     continue
@@ -195,7 +200,7 @@ class AttentionSites:
 
     def _blocks(self, suite: cst.BaseSuite) -> Iterator[_Block]:
         statements = list(suite.body) if isinstance(suite, cst.IndentedBlock) else [suite]
-        yield _Block(statements)
+        yield _Block(statements, suite)
         for statement in statements:
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
@@ -203,7 +208,22 @@ class AttentionSites:
                 if child is not statement and isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
                     break
                 if isinstance(child, cst.IndentedBlock) and child is not suite:
-                    yield _Block(child.body)
+                    yield _Block(child.body, child)
+
+    def _fallback_blocks(self, function: cst.FunctionDef) -> Set[int]:
+        """The blocks of an ``if``/``else`` one of whose branches calls
+        ``scaled_dot_product_attention`` (timm's ``if self.fused_attn: ... else: <eager>``):
+        the eager branch is a fallback the code already offers SDPA for."""
+        blocks: Set[int] = set()
+        for node in walk(function.body):
+            if not isinstance(node, cst.If):
+                continue
+            if any(
+                isinstance(call, cst.Call) and (dotted_name(call.func) or "").endswith("scaled_dot_product_attention")
+                for call in walk(node)
+            ):
+                blocks.update(id(b) for b in walk(node) if isinstance(b, cst.IndentedBlock))
+        return blocks
 
     def _product(self, node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, str]]:
         """(weights, value, kind) of ``weights @ value`` and its spellings."""
@@ -259,7 +279,12 @@ class AttentionSites:
             return site
         site.query, site.key = trace.query, trace.key
         site.scale, site.mask, site.dropout = trace.scale, trace.mask, trace.dropout
-        if trace.mask_count > 1:
+        site.rank = trace.rank
+        if trace.rank not in (None, 3, 4):
+            site.reason = "the tensors are %d-D; CUDA's fused kernels take 4-D (batch, heads, L, E)" % trace.rank
+        elif trace.rank == 3 and trace.mask is not None:
+            site.reason = "3-D tensors with a mask: the mask's dims for SDPA's 4-D form are not known"
+        elif trace.mask_count > 1:
             site.reason = "more than one mask is applied to the scores"
         elif self._rebound_between(block, trace, index):
             site.reason = "a name the scores are computed from is assigned again before the product with v"
@@ -286,17 +311,12 @@ class AttentionSites:
         return False
 
     def _rebound_between(self, block: _Block, trace: "_Trace", index: int) -> bool:
-        moved = set()
-        for expression in (trace.query_node, trace.key_node):
-            if expression is not None:
-                moved |= _names_read(expression)
-        moved |= trace.other_reads
-        first = min(trace.statements | {index})
-        for position in range(first, index):
-            if position in trace.statements:
-                continue
-            if _assigned_names(block.statements[position]) & moved:
-                return True
+        """Is a name the SDPA call reads (in q, k, scale, mask, dropout) assigned again
+        between the statement that read it and the product with v?"""
+        for position, names in trace.reads:
+            for between in range(position + 1, index):
+                if between not in trace.statements and _assigned_names(block.statements[between]) & names:
+                    return True
         return False
 
 
@@ -331,7 +351,8 @@ class _Trace:
         self.mask_count = 0
         self.has_dropout = False
         self.has_mask = False
-        self.other_reads: Set[str] = set()
+        self.rank: Optional[int] = None  # known for einsum
+        self.reads: List[Tuple[int, Set[str]]] = []  # (statement, names) the SDPA call moves
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         return self.sites.qualify(node)
@@ -398,7 +419,7 @@ class _Trace:
         self.names.add(node.value)
         for change_position, change, condition in changes:
             self.statements.add(change_position)
-            self._change(node.value, change, condition)
+            self._change(node.value, change, condition, change_position)
         return _strip(value), position
 
     # -- the chain -----------------------------------------------------------------------------
@@ -414,7 +435,7 @@ class _Trace:
                 pass
             raise _NoFix("the weights are cast (`.%s(...)`) before the product with v" % node.func.attr.value)
         if isinstance(node, cst.Call):
-            dropped = self._dropout(node)
+            dropped = self._dropout(node, before)
             if dropped is not None:
                 self.has_dropout = True
                 inner, probability = dropped
@@ -456,24 +477,24 @@ class _Trace:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "masked_fill":
             positional, keywords = _args(node)
             if len(positional) == 2 and not keywords:
-                self._bool_mask(positional[0], positional[1], None)
+                self._bool_mask(positional[0], positional[1], None, before)
                 return self._scores(node.func.value, before, record)
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
             for scores, mask in ((node.left, node.right), (node.right, node.left)):
                 if self._is_scaled_product(scores, before):
-                    self._additive_mask(mask, None)
+                    self._additive_mask(mask, None, before)
                     return self._scores(scores, before, record)
         self._scaled_product(node, before, record)
 
     def _is_scaled_product(self, node: cst.BaseExpression, before: int) -> bool:
-        saved = (set(self.statements), set(self.names), self.query, self.key, self.scale, self.query_node, self.key_node)
+        saved = (set(self.statements), set(self.names), self.query, self.key, self.scale, self.query_node, self.key_node, list(self.reads))
         try:
             self._scaled_product(_strip(self._follow(node, before)[0]), before, True)
             return True
         except (_Giveup, _NoFix):
             return False
         finally:
-            (self.statements, self.names, self.query, self.key, self.scale, self.query_node, self.key_node) = saved
+            (self.statements, self.names, self.query, self.key, self.scale, self.query_node, self.key_node, self.reads) = saved
 
     def _scaled_product(self, node: cst.BaseExpression, before: int, record: bool) -> None:
         node = _strip(node)
@@ -485,7 +506,10 @@ class _Trace:
                     self._product(_strip(self._follow(product, before)[0]), before)
                 except _Giveup:
                     continue
-                self.other_reads |= _names_read(scale)
+                self.reads.append((before, _names_read(scale)))
+                tensor = self._tensor_attribute(scale)
+                if tensor is not None:
+                    raise _NoFix("the scale `self.%s` is a tensor; SDPA's scale is a number" % tensor)
                 text = _code(_strip(scale))
                 if isinstance(node.operator, cst.Divide):
                     text = "1.0 / %s" % (text if _simple(scale) else "(%s)" % text)
@@ -524,12 +548,15 @@ class _Trace:
             ):
                 raise _Giveup()
             positional, _ = _args(node)
+            self.rank = len(out)
             self.query_node = self.query = positional[1]
             self.key_node = self.key = positional[2]
+            self.reads.append((before, _names_read(positional[1]) | _names_read(positional[2])))
             return
         else:
             raise _Giveup()
         key = self._untransposed(transposed, before)
+        self.reads.append((before, _names_read(query) | _names_read(key)))
         self.query_node, self.query = query, query
         self.key_node, self.key = key, key
 
@@ -548,48 +575,48 @@ class _Trace:
         raise _Giveup()
 
     # -- masks ---------------------------------------------------------------------------------
-    def _change(self, name: str, change: cst.CSTNode, condition: Optional[str]) -> None:
+    def _change(self, name: str, change: cst.CSTNode, condition: Optional[str], position: int) -> None:
         if isinstance(change, cst.Assign):
             value = _strip(change.value)
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "masked_fill":
                 positional, keywords = _args(value)
                 base = _strip(value.func.value)
                 if len(positional) == 2 and not keywords and isinstance(base, cst.Name) and base.value == name:
-                    return self._bool_mask(positional[0], positional[1], condition)
+                    return self._bool_mask(positional[0], positional[1], condition, position)
             if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
                 for base, mask in ((value.left, value.right), (value.right, value.left)):
                     if isinstance(base, cst.Name) and base.value == name:
-                        return self._additive_mask(mask, condition)
+                        return self._additive_mask(mask, condition, position)
             raise _Giveup()
         if isinstance(change, cst.AugAssign) and isinstance(change.operator, cst.AddAssign):
-            return self._additive_mask(change.value, condition)
+            return self._additive_mask(change.value, condition, position)
         if isinstance(change, cst.Expr) and isinstance(change.value, cst.Call):
             call = change.value
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "masked_fill_":
                 positional, keywords = _args(call)
                 if len(positional) == 2 and not keywords:
-                    return self._bool_mask(positional[0], positional[1], condition)
+                    return self._bool_mask(positional[0], positional[1], condition, position)
         raise _Giveup()
 
-    def _set_mask(self, text: str, condition: Optional[str], reads: Set[str]) -> None:
+    def _set_mask(self, text: str, condition: Optional[str], reads: Set[str], position: int) -> None:
         self.has_mask = True
         self.mask_count += 1
-        self.other_reads |= reads
+        self.reads.append((position, reads))
         if condition is None or condition == "%s is not None" % text:
             self.mask = text  # ``if mask is not None: s = s + mask``: None already means no mask
         else:
             self.mask = "%s if %s else None" % (_parenthesised(text), condition)
 
-    def _additive_mask(self, mask: cst.BaseExpression, condition: Optional[str]) -> None:
-        self._set_mask(_code(_strip(mask)), condition, _names_read(mask))
+    def _additive_mask(self, mask: cst.BaseExpression, condition: Optional[str], position: int) -> None:
+        self._set_mask(_code(_strip(mask)), condition, _names_read(mask), position)
 
-    def _bool_mask(self, where: cst.BaseExpression, fill: cst.BaseExpression, condition: Optional[str]) -> None:
+    def _bool_mask(self, where: cst.BaseExpression, fill: cst.BaseExpression, condition: Optional[str], position: int) -> None:
         """``masked_fill(where, -inf)``: SDPA's boolean mask says where to attend, the negation."""
         if not _is_negative_fill(fill):
             raise _Giveup()
-        self._set_mask(_negated(_strip(where)), condition, _names_read(where) | _names_read(fill))
+        self._set_mask(_negated(_strip(where)), condition, _names_read(where) | _names_read(fill), position)
 
-    def _dropout(self, node: cst.Call) -> Optional[Tuple[cst.BaseExpression, Optional[str]]]:
+    def _dropout(self, node: cst.Call, before: int) -> Optional[Tuple[cst.BaseExpression, Optional[str]]]:
         """(input, dropout_p text or None when unknown) when ``node`` is a dropout call."""
         qualified = self.qualify(node.func)
         positional, keywords = _args(node)
@@ -601,7 +628,7 @@ class _Trace:
             p_text = "0.5" if probability is None else _code(_strip(probability))
             for part in (probability, training):
                 if part is not None:
-                    self.other_reads |= _names_read(part)
+                    self.reads.append((before, _names_read(part)))
             if training is None:
                 return positional[0], (p_text if qualified.endswith("functional.dropout") else None)
             return positional[0], "%s if %s else 0.0" % (p_text, _code(_strip(training)))
@@ -617,6 +644,25 @@ class _Trace:
                 return positional[0], "%s.%s.p if %s.training else 0.0" % (owner, func.attr.value, owner)
             if "drop" in func.attr.value.lower():
                 return positional[0], None
+        return None
+
+    def _tensor_attribute(self, node: cst.BaseExpression) -> Optional[str]:
+        """A ``self.x`` in ``node`` that ``__init__`` makes a tensor (``nn.Parameter``, ``torch.*``)."""
+        if self.classdef is None or not self.function.params.params:
+            return None
+        owner = self.function.params.params[0].name.value
+        model = self.sites.analysis.class_model(self.classdef)  # type: ignore[attr-defined]
+        for attribute in walk(node):
+            if (
+                isinstance(attribute, cst.Attribute) and isinstance(attribute.value, cst.Name)
+                and attribute.value.value == owner
+            ):
+                assignment = model.single_assignment(attribute.attr.value)
+                value = assignment.value if assignment is not None else None
+                if isinstance(value, cst.Call) and (self.qualify(value.func) or "").startswith("torch."):
+                    return attribute.attr.value
+                if assignment is None and model.assignments.get(attribute.attr.value):
+                    return None
         return None
 
     def _attribute_layer(self, name: str) -> Optional[str]:

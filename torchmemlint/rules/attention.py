@@ -38,9 +38,12 @@ class EagerAttention(Rule):
     The steps can be one expression or several statements through local names. The rule stays
     quiet when the scores or the weights are read anywhere else in the function (returned,
     stored on `self`, appended, logged): `F.scaled_dot_product_attention` never materialises
-    the weights, so it cannot replace that code. It reports without a fix when the dropout is
-    not a known `nn.Dropout`, the softmax takes a `dtype`, two masks are applied, or a name
-    the scores use is reassigned before the product with v.
+    the weights, so it cannot replace that code. It is quiet too in an `if`/`else` one of whose
+    branches already calls `scaled_dot_product_attention` (timm's `if self.fused_attn:`
+    fallback). It reports without a fix when the dropout is not a known `nn.Dropout`, the
+    softmax takes a `dtype` or the weights are cast, two masks are applied, the scale is a
+    tensor (a learned temperature: SDPA's `scale` is a number), an `einsum` says the tensors
+    are neither 3-D nor 4-D, or a name the scores use is reassigned before the product with v.
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
@@ -76,7 +79,10 @@ class EagerAttention(Rule):
     `self.training`). Results differ at rounding level (a different summation order), the
     dropout draws a different mask from the same seed, and a row whose every key is masked
     gives zeros under SDPA where a `-1e9` fill gives uniform weights. Offered only where the
-    file imports `torch` or `torch.nn.functional`.
+    file imports `torch` or `torch.nn.functional`. CUDA's fused kernels take 4-D (batch,
+    heads, L, E) tensors: a 3-D `einsum` form gets `.unsqueeze(1)` (one head) and
+    `.squeeze(1)`; for `@`/`matmul` the rank is not in the code, and 3-D tensors there would
+    run SDPA's math path (no saving, as the benchmark's note on rank says).
 
     ## Measured
     CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
@@ -140,7 +146,17 @@ class EagerAttention(Rule):
         if site.dropout is not None:
             arguments.append("dropout_p=%s" % site.dropout)
         arguments.append("scale=%s" % (site.scale if site.scale is not None else "1.0"))
+        if site.rank == 3:  # (batch*heads, L, E): as 4-D with one head, for the fused kernels
+            for position in range(3):
+                arguments[position] = "%s.unsqueeze(1)" % _operand(arguments[position], (site.query, site.key, site.value)[position])
         call = "%s.scaled_dot_product_attention(%s)" % (prefix, ", ".join(arguments))
+        if site.rank == 3:
+            call += ".squeeze(1)"
         edits = [NodeEdit(statement, "") for statement in site.removable]
         edits.append(NodeEdit(site.product, call))
         return FixSpec(Applicability.UNSAFE, "Use F.scaled_dot_product_attention", tuple(edits))
+
+
+def _operand(text: str, node: cst.BaseExpression) -> str:
+    simple = isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(node.lpar)
+    return text if simple else "(%s)" % text
