@@ -393,6 +393,38 @@ def section_attention(quick: bool) -> Dict[str, Any]:
     return result
 
 
+def section_attn_implementation(quick: bool) -> Dict[str, Any]:
+    """transformers models built with attn_implementation="eager" vs "sdpa" (TML602); needs
+    transformers importable (e.g. PYTHONPATH=<dir with transformers>), else recorded as skipped."""
+    try:
+        import transformers
+    except ImportError as exc:
+        return {"skipped": "transformers is not installed: %s" % exc}
+    shape = (2, 128, "int64") if quick else (4, 512, "int64")
+    small = {"n_layer": 2, "n_embd": 128, "n_head": 4} if quick else {}
+    bert_small = {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 4,
+                  "intermediate_size": 512} if quick else {}
+    builders = {
+        "GPT2LMHeadModel": lambda impl: transformers.GPT2LMHeadModel(
+            transformers.GPT2Config(attn_implementation=impl, **small)),
+        "BertForMaskedLM": lambda impl: transformers.BertForMaskedLM(
+            transformers.BertConfig(attn_implementation=impl, **bert_small)),
+    }
+    rows = []
+    for name, build in builders.items():
+        peaks = {}
+        for impl in ("eager", "sdpa"):
+            report = measure_training_step(lambda: build(impl), shape)
+            peaks[impl] = (report.peak_bytes, report.emulated)
+        rows.append({
+            "model": name, "shape": list(shape), "eager_peak": peaks["eager"][0],
+            "sdpa_peak": peaks["sdpa"][0], "change_pct": pct(peaks["sdpa"][0], peaks["eager"][0]),
+            "eager_kernels": peaks["eager"][1], "sdpa_kernels": peaks["sdpa"][1],
+        })
+    return {"what": "CPU estimate of CUDA (fake tensors, CUDA attention/dropout kernels emulated, 512-rounded)",
+            "transformers": transformers.__version__, "rows": rows}
+
+
 # -- driver -------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -404,6 +436,7 @@ SECTIONS = {
     "f_training_loop_leaks": section_loops,
     "g_allocator_model": section_allocator_model,
     "h_attention": section_attention,
+    "i_attn_implementation": section_attn_implementation,
 }
 
 
@@ -487,10 +520,13 @@ def main() -> None:
         results[name] = section(args.quick)
         results["seconds"][name] = round(time.perf_counter() - started, 1)
         print("done %s in %.1f s" % (name, results["seconds"][name]), flush=True)
-    if all(name in results for name in SECTIONS if name != "h_attention"):
+    if all(name in results for name in SECTIONS if name < "h"):
         print_table(results)
     if "h_attention" in results:
         print_attention(results["h_attention"])
+    for row in results.get("i_attn_implementation", {}).get("rows", []):
+        print("  (i) %-16s %s eager %d B -> sdpa %d B (%+.1f %%)" % (
+            row["model"], row["shape"], row["eager_peak"], row["sdpa_peak"], row["change_pct"]))
     out = args.out or (None if args.quick else RESULTS)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -699,3 +699,37 @@ def _negated(where: cst.BaseExpression) -> str:
 def _parenthesised_expression(node: cst.BaseExpression) -> str:
     text = _code(node)
     return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar else "(%s)" % text
+
+
+# -- does the file train? ------------------------------------------------------------------------
+TRAINER_CLASSES = ("Trainer", "SFTTrainer", "Seq2SeqTrainer", "Accelerator")
+
+
+def training_evidence(module: cst.Module) -> Optional[str]:
+    """What in the file shows it trains a model: a ``.backward()`` call, an optimizer
+    ``.step()``, a ``*Trainer(...)`` / ``trainer.train()`` / ``fit(...)``, or a Lightning
+    ``training_step``; None when nothing does."""
+    for node in walk(module):
+        if isinstance(node, cst.FunctionDef) and node.name.value == "training_step":
+            return "`training_step`"
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name is None:
+            continue
+        if name == "backward":
+            return "`.backward()`"
+        if name == "step" and isinstance(func, cst.Attribute):
+            owner = dotted_name(func.value) or ""
+            if "optim" in owner.lower() or owner.endswith(("opt", "optimizer")):
+                return "`%s.step()`" % owner
+        if name.endswith(TRAINER_CLASSES):
+            return "`%s(...)`" % name
+        if name in ("train", "fit") and isinstance(func, cst.Attribute) and not node.args:
+            owner = dotted_name(func.value) or ""
+            if "trainer" in owner.lower():
+                return "`%s.%s()`" % (owner, name)
+        if name == "fit" and isinstance(func, cst.Attribute) and "trainer" in (dotted_name(func.value) or "").lower():
+            return "`%s.fit(...)`" % dotted_name(func.value)
+    return None

@@ -10,7 +10,7 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.attention import AttentionSite, AttentionSites
+from torchmemlint.analysis.attention import AttentionSite, AttentionSites, training_evidence
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
@@ -160,3 +160,119 @@ class EagerAttention(Rule):
 def _operand(text: str, node: cst.BaseExpression) -> str:
     simple = isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(node.lpar)
     return text if simple else "(%s)" % text
+
+
+ATTN_IMPLEMENTATION = frozenset({"attn_implementation", "_attn_implementation"})
+
+
+def _string(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+class EagerAttnImplementation(Rule):
+    """
+    ## What it does
+    Flags `attn_implementation="eager"` (Hugging Face transformers) in a file that trains: as
+    a keyword of any call (`from_pretrained`, `from_config`, a config class, `dict(...)`),
+    a key of a dict literal, or an assignment `config._attn_implementation = "eager"` /
+    `config.attn_implementation = "eager"`. A file trains when it calls `.backward()`, an
+    optimizer's `.step()`, a `*Trainer(...)` / `Accelerator(...)`, `trainer.train()` /
+    `trainer.fit(...)`, or defines Lightning's `training_step`. A call that also passes
+    `output_attentions=True` is left alone (SDPA cannot return the weights), and so are other
+    values (`"sdpa"`, `"flash_attention_2"`, a variable).
+
+    ## Why is this bad?
+    `"eager"` makes every attention layer of the model compute `softmax(q @ kᵀ) @ v` with
+    matmuls, as TML601 describes: each layer keeps the B·H·L·S softmax output, the dropout
+    mask and the dropped weights for backward. `"sdpa"` (transformers' default where the
+    model supports it) runs `F.scaled_dot_product_attention`, whose CUDA kernels keep a B·H·L
+    logsumexp instead. Eager is often copied from an inference or interpretability snippet
+    (which needs `output_attentions=True`) into a training script.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager")
+    trainer = Trainer(model=model, args=args, train_dataset=train)
+    trainer.train()
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")
+    ```
+
+    ## Fix safety
+    Unsafe: the fix writes `"sdpa"`. Results differ at rounding level and dropout draws
+    different masks; a model class without SDPA support raises when it is built, and
+    `output_attentions=True` passed elsewhere (to `forward`) then falls back or warns,
+    depending on the transformers version.
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/memory_figures.py`, `i_attn_implementation`, run with
+    transformers 5.24.0 importable: fake tensors, CUDA's attention and dropout kernels
+    emulated, 512-rounded, torch 2.13.0; default configs, no weights), one training step at
+    4x512 tokens, fp32: GPT2LMHeadModel peaks at 4,509,294,592 B with `"eager"` and
+    3,302,526,976 B with `"sdpa"` (-26.8 %); BertForMaskedLM at 3,238,373,888 B and
+    1,880,611,328 B (-41.9 %).
+
+    ## Limits
+    Like every rule, it only reads files that mention `torch` somewhere (the engine skips the
+    others): a training script that only imports transformers is not read.
+    """
+
+    code = "TML602"
+    name = "eager-attn-implementation"
+    summary = '`attn_implementation="eager"` in a training script keeps every layer\'s attention weights'
+    fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("unsafe",)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._evidence = training_evidence(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._evidence is None:
+            return
+        if any(
+            arg.keyword is not None and arg.keyword.value == "output_attentions"
+            and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+            for arg in node.args
+        ):
+            return
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ATTN_IMPLEMENTATION:
+                self._check(arg.value)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        if self._evidence is None:
+            return
+        for element in node.elements:
+            if isinstance(element, cst.DictElement) and _string(element.key) in ATTN_IMPLEMENTATION:
+                self._check(element.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._evidence is None:
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value in ATTN_IMPLEMENTATION:
+                self._check(node.value)
+
+    def _check(self, value: cst.BaseExpression) -> None:
+        if _string(value) != "eager":
+            return
+        assert isinstance(value, cst.SimpleString)
+        quote = value.quote
+        prefix = value.prefix
+        fix = FixSpec(
+            Applicability.UNSAFE, 'Use attn_implementation="sdpa"',
+            (NodeEdit(value, "%s%ssdpa%s" % (prefix, quote, quote)),),
+        )
+        self.report(
+            value,
+            'attn_implementation="eager" in a file that trains (%s): every attention layer keeps '
+            "its B·H·L·S softmax output, dropout mask and dropped weights for backward; "
+            '"sdpa" runs F.scaled_dot_product_attention, which keeps a B·H·L logsumexp' % self._evidence,
+            fix,
+        )
