@@ -425,6 +425,32 @@ def section_attn_implementation(quick: bool) -> Dict[str, Any]:
             "transformers": transformers.__version__, "rows": rows}
 
 
+def section_checkpoint_rng(quick: bool) -> Dict[str, Any]:
+    """Real CPU: gradients of a Linear-Dropout-Linear segment run plainly, through torch's
+    checkpoint and through the hand-written CheckpointFunction (TML603), same seed."""
+    nets = fixture("recompute")
+    shape = (64, 256)
+    result: Dict[str, Any] = {"shape": list(shape)}
+    for p in (0.5, 0.0):
+        grads = {}
+        for mode in ("plain", "torch", "handwritten"):
+            torch.manual_seed(0)
+            model = nets.DropoutSegment(256, p, mode)
+            x = torch.randn(*shape, requires_grad=True)
+            torch.manual_seed(1)
+            model(x).square().mean().backward()
+            grads[mode] = [t.grad.clone() for t in list(model.parameters()) + [x]]
+
+        def max_diff(mode: str) -> float:
+            return max((a - b).abs().max().item() for a, b in zip(grads[mode], grads["plain"]))
+
+        result["p=%s" % p] = {
+            "torch_checkpoint_max_grad_diff": max_diff("torch"),
+            "handwritten_max_grad_diff": round(max_diff("handwritten"), 6),
+        }
+    return result
+
+
 # -- driver -------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -437,6 +463,7 @@ SECTIONS = {
     "g_allocator_model": section_allocator_model,
     "h_attention": section_attention,
     "i_attn_implementation": section_attn_implementation,
+    "j_checkpoint_rng": section_checkpoint_rng,
 }
 
 
@@ -524,6 +551,8 @@ def main() -> None:
         print_table(results)
     if "h_attention" in results:
         print_attention(results["h_attention"])
+    if "j_checkpoint_rng" in results:
+        print("  (j) checkpoint RNG:", json.dumps(results["j_checkpoint_rng"]))
     for row in results.get("i_attn_implementation", {}).get("rows", []):
         print("  (i) %-16s %s eager %d B -> sdpa %d B (%+.1f %%)" % (
             row["model"], row["shape"], row["eager_peak"], row["sdpa_peak"], row["change_pct"]))

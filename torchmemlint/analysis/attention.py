@@ -271,6 +271,8 @@ class AttentionSites:
             site.reason = str(reason)
         if trace.softmax is None:
             return None
+        if trace.nofix and not site.reason:
+            site.reason = trace.nofix
         if self._escapes(function, trace, block, index, product):
             return None
         site.has_dropout, site.has_mask = trace.has_dropout, trace.has_mask
@@ -352,6 +354,7 @@ class _Trace:
         self.has_dropout = False
         self.has_mask = False
         self.rank: Optional[int] = None  # known for einsum
+        self.nofix: Optional[str] = None
         self.reads: List[Tuple[int, Set[str]]] = []  # (statement, names) the SDPA call moves
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
@@ -369,9 +372,12 @@ class _Trace:
             if isinstance(statement, cst.If) and statement.orelse is None:
                 body = list(statement.body.body) if isinstance(statement.body, cst.IndentedBlock) else []
                 if name in _assigned_names(statement) or self._mutates(statement, name):
-                    if len(body) != 1:
+                    touching = [b for b in body if name in _assigned_names(b) or self._mutates(b, name)]
+                    if len(touching) != 1:
                         raise _Giveup()
-                    inner, condition = body[0], _code(statement.test)
+                    if len(body) != 1:  # other statements in the ``if`` (preparing the mask)
+                        self.nofix = "the `if` that applies the mask runs other statements too"
+                    inner, condition = touching[0], _code(statement.test)
             elif not isinstance(statement, cst.SimpleStatementLine):
                 if name in _assigned_names(statement):
                     raise _Giveup()

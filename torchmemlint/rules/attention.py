@@ -11,6 +11,7 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchmemlint.analysis.attention import AttentionSite, AttentionSites, training_evidence
+from torchmemlint.analysis.recompute import recomputing_functions
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
@@ -276,3 +277,122 @@ class EagerAttnImplementation(Rule):
             '"sdpa" runs F.scaled_dot_product_attention, which keeps a B·H·L logsumexp' % self._evidence,
             fix,
         )
+
+
+class CheckpointFunctionWithoutRng(Rule):
+    """
+    ## What it does
+    Flags a hand-written checkpoint: a `torch.autograd.Function` subclass whose `forward`
+    stores the function it was given on `ctx` (`ctx.run_function = run_function`) and whose
+    `backward` calls it again (latent-diffusion's and guided-diffusion's `CheckpointFunction`),
+    when nothing in the class saves and restores the RNG state (`torch.get_rng_state` /
+    `set_rng_state`, `torch.random.fork_rng`, torch's `get_device_states`).
+
+    ## Why is this bad?
+    The recomputation in `backward` runs the function again with the RNG where it is then,
+    not where it was in `forward`: a dropout (or any random op) inside the checkpointed
+    segment draws a different mask, so the gradients are those of a different network than
+    the one whose loss was computed. `torch.utils.checkpoint.checkpoint` saves the CPU and
+    CUDA RNG states before the forward and restores them for the recomputation
+    (`preserve_rng_state=True`, the default).
+
+    ## Example
+    ```python
+    class CheckpointFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, run_function, length, *args):
+            ctx.run_function = run_function
+            ctx.input_tensors = list(args[:length])
+            with torch.no_grad():
+                return ctx.run_function(*ctx.input_tensors)
+
+        @staticmethod
+        def backward(ctx, *output_grads):
+            with torch.enable_grad():
+                output_tensors = ctx.run_function(*ctx.input_tensors)
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    torch.utils.checkpoint.checkpoint(run_function, *args, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    No fix: the class is called from elsewhere, with its own argument convention.
+
+    ## Measured
+    `benchmarks/memory_figures.py`, `j_checkpoint_rng` (real CPU, torch 2.13.0): the
+    Linear-Dropout(0.5)-Linear segment of `fixtures/models/recompute.py` at batch 64x256, run
+    through latent-diffusion's `CheckpointFunction`, gets gradients that differ from the
+    plain segment's by up to 0.002623 (max abs); through
+    `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)` they are bitwise equal.
+    With p=0 both are bitwise equal. A correctness rule: no memory figure.
+    """
+
+    code = "TML603"
+    name = "checkpoint-function-without-rng-state"
+    summary = "A hand-written checkpoint autograd.Function reruns its segment without restoring the RNG"
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        found = self.context.shared(
+            "recomputing-functions",
+            lambda: {id(f.classdef): f for f in recomputing_functions(self.context.module, self.qualify)},
+        )
+        function = found.get(id(node))
+        if function is None or function.restores_rng:
+            return
+        self.report(
+            node.name,
+            "`%s` reruns `ctx.%s` in backward without restoring the RNG state: dropout in the "
+            "segment draws a different mask in the recomputation, and the gradients are not the "
+            "forward's; use torch.utils.checkpoint.checkpoint(..., use_reentrant=False)"
+            % (node.name.value, function.attribute),
+        )
+
+
+class CheckpointModuleCalled(Rule):
+    """
+    ## What it does
+    Flags a call of the module `torch.utils.checkpoint` itself: `torch.utils.checkpoint(f, x)`,
+    or `checkpoint(f, x)` after `from torch.utils import checkpoint` or
+    `import torch.utils.checkpoint as checkpoint`.
+
+    ## Why is this bad?
+    A module is not callable: the call raises `TypeError: 'module' object is not callable`.
+    It is typically in a path that rarely runs (an out-of-memory fallback such as
+    `model.use_checkpointing()`), so the code meant to save memory fails exactly when memory
+    runs out, and nothing is checkpointed.
+
+    ## Example
+    ```python
+    def use_checkpointing(self):
+        self.inc = torch.utils.checkpoint(self.inc)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        x1 = torch.utils.checkpoint.checkpoint(self.inc, x, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    No fix: the intent (wrap a module, checkpoint one call) is not in the code.
+
+    ## Measured
+    `tests/test_attention_rules.py` runs the flagged forms: each raises
+    `TypeError: 'module' object is not callable` (torch 2.13.0).
+    """
+
+    code = "TML604"
+    name = "checkpoint-module-called"
+    summary = "`torch.utils.checkpoint` (the module) is called, which raises TypeError"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.qualify(node.func) == "torch.utils.checkpoint":
+            self.report(
+                node.func,
+                "`torch.utils.checkpoint` is a module: calling it raises TypeError ('module' object "
+                "is not callable); call torch.utils.checkpoint.checkpoint(function, *inputs, "
+                "use_reentrant=False)",
+            )
