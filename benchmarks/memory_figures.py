@@ -451,6 +451,44 @@ def section_checkpoint_rng(quick: bool) -> Dict[str, Any]:
     return result
 
 
+class Autocast(nn.Module):
+    """Runs ``model`` under ``torch.autocast(device, bfloat16)``, as a training step would."""
+
+    def __init__(self, model: nn.Module, device: str = "cpu") -> None:
+        super().__init__()
+        self.model = model
+        self.device = device
+
+    def forward(self, *args: Any) -> Any:
+        with torch.autocast(self.device, dtype=torch.bfloat16):
+            return self.model(*args)
+
+
+def section_autocast(quick: bool) -> Dict[str, Any]:
+    """fp32 vs bf16 autocast (TML605), fake tensors on the cpu device with CUDA's attention and
+    dropout kernels emulated; autocast is the CPU's (its op lists: matmul, linear, conv, SDPA
+    ... in bf16, as CUDA's), parameters and optimizer stay fp32."""
+    width, layers, heads = (128, 2, 4) if quick else (768, 12, 12)
+    shape = (2, 128, "int64") if quick else (4, 512, "int64")
+    init = {"width": width, "layers": layers, "heads": heads, "feedforward": 4 * width}
+    rows = []
+    for name, build in (("TransformerLM", lambda: lm_nets.TransformerLM(**init)),
+                        ("EagerLM", lambda: attention_nets.EagerLM(**init))):
+        fp32 = measure_training_step(build, shape)
+        bf16 = measure_training_step(lambda: Autocast(build()), shape)
+        rows.append({
+            "model": "%s(%s)" % (name, init), "shape": list(shape),
+            "fp32_peak": fp32.peak_bytes, "autocast_bf16_peak": bf16.peak_bytes,
+            "change_pct": pct(bf16.peak_bytes, fp32.peak_bytes),
+            "fp32_kept_after_forward": fp32.kept_after_forward,
+            "autocast_kept_after_forward": bf16.kept_after_forward,
+            "kept_change_pct": pct(bf16.kept_after_forward, fp32.kept_after_forward),
+            "autocast_kernels": bf16.emulated,
+        })
+    return {"what": "CPU estimate of CUDA (fake tensors, CUDA attention/dropout kernels emulated, CPU autocast)",
+            "rows": rows}
+
+
 # -- driver -------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -464,6 +502,7 @@ SECTIONS = {
     "h_attention": section_attention,
     "i_attn_implementation": section_attn_implementation,
     "j_checkpoint_rng": section_checkpoint_rng,
+    "k_autocast": section_autocast,
 }
 
 
@@ -551,6 +590,10 @@ def main() -> None:
         print_table(results)
     if "h_attention" in results:
         print_attention(results["h_attention"])
+    for row in results.get("k_autocast", {}).get("rows", []):
+        print("  (k) %s %s fp32 %d B -> autocast bf16 %d B (%+.1f %%), kept after forward %+.1f %%" % (
+            row["model"], row["shape"], row["fp32_peak"], row["autocast_bf16_peak"], row["change_pct"],
+            row["kept_change_pct"]))
     if "j_checkpoint_rng" in results:
         print("  (j) checkpoint RNG:", json.dumps(results["j_checkpoint_rng"]))
     for row in results.get("i_attn_implementation", {}).get("rows", []):

@@ -217,3 +217,19 @@ def test_fixed_mingpt_block_matches_the_eager_one(tmp_path):
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_bf16_autocast_shrinks_the_kept_activations_of_the_small_lm():
+    """TML605's figure, small: the autocast wrapper of benchmarks/memory_figures.py."""
+    from torchmemlint.dynamic.measure import measure_training_step
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from memory_figures import Autocast
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    lm = load_module("%s:_" % (ROOT / "fixtures" / "models" / "attention.py"))
+    fp32 = measure_training_step(lambda: lm.small_lm(), (4, 128, "int64"))
+    bf16 = measure_training_step(lambda: Autocast(lm.small_lm()), (4, 128, "int64"))
+    assert bf16.kept_after_forward < 0.8 * fp32.kept_after_forward
+    assert bf16.peak_bytes < fp32.peak_bytes

@@ -739,3 +739,46 @@ def training_evidence(module: cst.Module) -> Optional[str]:
         if name == "fit" and isinstance(func, cst.Attribute) and "trainer" in (dotted_name(func.value) or "").lower():
             return "`%s.fit(...)`" % dotted_name(func.value)
     return None
+
+
+# -- mixed precision -----------------------------------------------------------------------------
+MIXED_PRECISION_MARKERS = (
+    "autocast", "GradScaler", "bfloat16", "float16", ".half()", "fp16", "bf16", "precision",
+    "cuda.amp", "torch.amp", "apex",
+)
+
+
+def uses_mixed_precision(text: str) -> Optional[str]:
+    """The first mixed-precision marker the file's text mentions, or None."""
+    for marker in MIXED_PRECISION_MARKERS:
+        if marker in text:
+            return marker
+    return None
+
+
+def loop_backward_calls(module: cst.Module) -> List[cst.Call]:
+    """``x.backward()`` calls inside a ``for``/``while`` loop (not in a function defined in it),
+    one per loop that directly holds them: the training steps of the file."""
+    found: List[cst.Call] = []
+    seen: Set[int] = set()
+
+    def visit(node: cst.CSTNode, in_loop: bool) -> None:
+        from torchmemlint.tree import children
+
+        for child in children(node):
+            if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                visit(child, False)
+                continue
+            if isinstance(child, (cst.For, cst.While)):
+                visit(child, True)
+                continue
+            if (
+                in_loop and isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute)
+                and child.func.attr.value == "backward" and id(child) not in seen
+            ):
+                seen.add(id(child))
+                found.append(child)
+            visit(child, in_loop)
+
+    visit(module, False)
+    return found
