@@ -85,7 +85,8 @@ class EagerAttention(Rule):
     file imports `torch` or `torch.nn.functional`. CUDA's fused kernels take 4-D (batch,
     heads, L, E) tensors: a 3-D `einsum` form gets `.unsqueeze(1)` (one head) and
     `.squeeze(1)`; for `@`/`matmul` the rank is not in the code, and 3-D tensors there would
-    run SDPA's math path (no saving, as the benchmark's note on rank says).
+    run SDPA's math path, which keeps the weights as eager code does (torch's kernel choice,
+    as `torchmemlint/dynamic/emulate.py` models it).
 
     ## Measured
     CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
