@@ -489,6 +489,24 @@ def section_autocast(quick: bool) -> Dict[str, Any]:
             "rows": rows}
 
 
+def section_profile_tml602(quick: bool) -> Dict[str, Any]:
+    """`torchmemlint profile` on fixtures/models/hf_eager.py:small_gpt2 (needs transformers):
+    TML602's fix measured (CPU estimate of CUDA) and numerics-checked (real CPU step)."""
+    try:
+        import transformers
+    except ImportError as exc:
+        return {"skipped": "transformers is not installed: %s" % exc}
+    from torchmemlint.config import Settings
+    from torchmemlint.dynamic.verify import run_profile
+
+    spec = "%s:small_gpt2" % (ROOT / "fixtures" / "models" / "hf_eager.py")
+    shape = [4, 256, "int64"]
+    result = run_profile(spec, [shape], settings=Settings(select=("TML602",)), device="cpu")
+    return {"target": "fixtures/models/hf_eager.py:small_gpt2", "shape": shape,
+            "transformers": transformers.__version__,
+            "findings": [verdict.to_dict() for verdict in result.findings]}
+
+
 # -- driver -------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -503,6 +521,7 @@ SECTIONS = {
     "i_attn_implementation": section_attn_implementation,
     "j_checkpoint_rng": section_checkpoint_rng,
     "k_autocast": section_autocast,
+    "l_profile_tml602": section_profile_tml602,
 }
 
 

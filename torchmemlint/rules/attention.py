@@ -220,7 +220,9 @@ class EagerAttnImplementation(Rule):
     emulated, 512-rounded, torch 2.13.0; default configs, no weights), one training step at
     4x512 tokens, fp32: GPT2LMHeadModel peaks at 4,509,294,592 B with `"eager"` and
     3,302,526,976 B with `"sdpa"` (-26.8 %); BertForMaskedLM at 3,238,373,888 B and
-    1,880,611,328 B (-41.9 %).
+    1,880,611,328 B (-41.9 %). `torchmemlint profile fixtures/models/hf_eager.py:small_gpt2
+    --input-shape 4,256,int64 --select TML602` (`l_profile_tml602` of the same script)
+    confirms the fix: 59,210,752 B -> 42,468,352 B, numerics within atol=1e-06, rtol=1e-05.
 
     ## Limits
     Like every rule, it only reads files that mention `torch` somewhere (the engine skips the
