@@ -20,6 +20,11 @@ VALID = (
     "    def forward(ctx, x, fn):\n        ctx.save_for_backward(x)\n        return fn(x)\n\n"
     "    @staticmethod\n    def backward(ctx, grad):\n        (x,) = ctx.saved_tensors\n"
     "        return grad * (x > 0), None\n",
+    # diffusers' ring attention: backward calls a separate backward op, it reruns nothing
+    "import torch\n\n\nclass Ring(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, q, k, v, forward_op, backward_op):\n        ctx.forward_op = forward_op\n"
+    "        ctx.backward_op = backward_op\n        return forward_op(ctx, q, k, v)\n\n"
+    "    @staticmethod\n    def backward(ctx, grad):\n        return ctx.backward_op(ctx, grad) + (None, None)\n",
     # the same shape of class, not an autograd.Function
     CHECKPOINT_FUNCTION.replace("(torch.autograd.Function)", "(object)"),
 )

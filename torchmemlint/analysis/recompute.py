@@ -64,6 +64,24 @@ def recomputing_functions(
                     t = target.target
                     if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_forward:
                         stored.add(t.attr.value)
+        # only a function forward runs too is rerun in backward (not a separate backward_op)
+        source: dict = {}
+        for assign in walk(forward):
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Name):
+                for target in assign.targets:
+                    t = target.target
+                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_forward:
+                        source[t.attr.value] = assign.value.value
+        ran: Set[str] = set()
+        for call in walk(forward):
+            if not isinstance(call, cst.Call):
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_forward:
+                ran.add(func.attr.value)
+            elif isinstance(func, cst.Name):
+                ran.update(attr for attr, param in source.items() if param == func.value)
+        stored &= ran
         ctx_backward = backward.params.params[0].name.value
         for call in walk(backward):
             func = call.func if isinstance(call, cst.Call) else None
