@@ -85,4 +85,9 @@ INVALID = (
         'import torch.nn as nn\n\n\nclass Attention(nn.Module):\n    def forward(self, x):\n        q, k, v = self.qkv(x).split([8, 8, 16], dim=3)\n        attn = (q @ k.transpose(-2, -1)) * self.scale\n        attn = attn + self.get_attention_biases(x.device)\n        attn = attn.softmax(dim=-1)\n        return (attn @ v).transpose(1, 2)\n',
         fixed='import torch.nn as nn\n\n\nclass Attention(nn.Module):\n    def forward(self, x):\n        q, k, v = self.qkv(x).split([8, 8, 16], dim=3)\n        return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.get_attention_biases(x.device), scale=self.scale).transpose(1, 2)\n',
     ),
+    # the output takes the weights' name: after the product, `attn` is the output
+    Invalid(
+        'import torch\n\n\ndef attend(q, k, v):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n    attn = attn @ v\n    return attn\n',
+        fixed='import torch\n\n\ndef attend(q, k, v):\n    attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)\n    return attn\n',
+    ),
 )

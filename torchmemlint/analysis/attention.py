@@ -300,16 +300,28 @@ class AttentionSites:
         first = min(trace.statements | {index})
         start = block.statements[first]
         final = block.statements[index]
-        seen_start = False
+        seen_start = seen_final = False
+        watched = set(trace.names)
         for node in walk(function.body):
             if node is start:
                 seen_start = True
             if not isinstance(node, cst.BaseStatement) or id(node) in chain:
                 continue
-            if isinstance(node, (cst.SimpleStatementLine,)) and seen_start:
-                reads = _names_read(node if node is not final else _without(node, product))
-                if reads & trace.names:
+            if isinstance(node, cst.SimpleStatementLine) and seen_start:
+                if node is final:
+                    reads = _loads(_without(node, product))
+                    # ``attn = attn @ v``: after it, ``attn`` is the output, not the weights
+                    rebound = _plain_targets(node) & watched
+                    seen_final = True
+                else:
+                    reads = _loads(node)
+                    rebound = set()
+                if reads & watched:
                     return True
+                if seen_final:
+                    watched -= rebound
+                    if not watched:
+                        return False
         return False
 
     def _rebound_between(self, block: _Block, trace: "_Trace", index: int) -> bool:
@@ -320,6 +332,24 @@ class AttentionSites:
                 if between not in trace.statements and _assigned_names(block.statements[between]) & names:
                     return True
         return False
+
+
+def _plain_targets(statement: cst.CSTNode) -> Set[str]:
+    """Names a plain ``name = ...`` statement binds."""
+    names: Set[str] = set()
+    for small in getattr(statement, "body", ()):
+        if isinstance(small, cst.Assign):
+            names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return names
+
+
+def _loads(statement: cst.CSTNode) -> Set[str]:
+    """Names a statement reads: every name but the plain targets it assigns."""
+    stored = set()
+    for small in getattr(statement, "body", ()):
+        if isinstance(small, cst.Assign):
+            stored.update(id(t.target) for t in small.targets if isinstance(t.target, cst.Name))
+    return {n.value for n in walk(statement) if isinstance(n, cst.Name) and id(n) not in stored}
 
 
 def _without(statement: cst.CSTNode, product: cst.CSTNode) -> cst.CSTNode:
