@@ -46,7 +46,16 @@ _JUDGED = {
     'kornia/models/vit.py:98 TML601': ('true', 'ViT attention written with einsum (4-D), nn.Dropout on the weights'),
     'monai/networks/blocks/cablock.py:144 TML601': ('true', 'channel attention (Restormer-style) with a learned temperature tensor: weights kept; no fix offered (tensor scale)'),
     'monai/networks/nets/navit.py:176 TML601': ('true', 'NaViT attention with a boolean mask filled with -finfo.max and a Dropout: the fix passes attn_mask=attn_mask (fully masked rows differ, as the doc says)'),
+    # packages judged once, under findings/
+    "transformers/models/levit/modeling_levit.py:208 TML601": ("true", "LeViT attention with learned biases added after scaling: additive attn_mask, no weights kept by the caller"),
+    "transformers/models/levit/modeling_levit.py:292 TML601": ("true", "LeViT subsample attention, same form (queries from a subsampled grid)"),
+    "transformers/models/mobilevit/modeling_mobilevit.py:227 TML601": ("true", "MobileViT self-attention, BERT-style with nn.Dropout; this class does not return the probabilities"),
+    "transformers/models/nystromformer/modeling_nystromformer.py:207 TML601": ("debatable", "Nystrom kernel_1 = softmax(q k_landmarksᵀ) times pinv(kernel_2): SDPA can express it, but the weights are L×m with m=64 landmarks, so the saving is small"),
+    "transformers/models/nystromformer/modeling_nystromformer.py:208 TML601": ("debatable", "Nystrom kernel_3 = softmax(q_landmarks kᵀ + mask) @ v: m×S weights with m=64, linear in S; small saving"),
+    "ultralytics/models/sam/modules/tiny_encoder.py:511 TML601": ("true", "TinyViT attention in SAM's image encoder with a learned bias (train/eval variants, kept as one conditional attn_mask)"),
 }
+for _finding in [k for k in _JUDGED if k.startswith(("transformers/", "ultralytics/"))]:
+    VERDICTS["findings/%s/%s" % ({"transformers": "transformers-5.24.0", "ultralytics": "ultralytics-8.4.190"}[_finding.split("/")[0]], _finding)] = _JUDGED.pop(_finding)
 # timm, smp and torchvision appear both as M/S/TV and under findings/: one verdict for both
 _PREFIXES = ("M/", "S/", "TV/", "findings/timm-1.0.31/", "findings/segmentation_models_pytorch-0.6.0/",
              "findings/torchvision-0.29.1/", "findings/kornia-0.9.0/", "findings/monai-1.6.1/")

@@ -16,7 +16,8 @@ import libcst as cst
 import pytest
 import torch
 
-from torchmemlint.analysis.attention import AttentionSites, training_evidence
+from torchmemlint.analysis.attention import AttentionSites
+from torchmemlint.analysis.scripts import training_evidence
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.recompute import recomputing_functions

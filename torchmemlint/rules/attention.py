@@ -10,9 +10,8 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.attention import (
-    AttentionSite, AttentionSites, loop_backward_calls, training_evidence, uses_mixed_precision,
-)
+from torchmemlint.analysis.attention import AttentionSite, AttentionSites
+from torchmemlint.analysis.scripts import loop_backward_calls, training_evidence, uses_mixed_precision
 from torchmemlint.analysis.recompute import recomputing_functions
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
