@@ -597,6 +597,8 @@ def main() -> None:
         results.update(kept)
         results["seconds"] = {k: v for k, v in previous.get("seconds", {}).items() if k in kept}
         results["dates"] = dict(previous.get("dates", {}))
+        for name in kept:  # sections of a full run carry that run's date
+            results["dates"].setdefault(name, previous.get("date"))
     for name, section in SECTIONS.items():
         if args.only and name not in args.only:
             continue
