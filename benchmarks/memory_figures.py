@@ -50,6 +50,8 @@ resnets = fixture("resnet_unet")
 activation_nets = fixture("activations")
 checkpoint_nets = fixture("checkpointing")
 loop_nets = fixture("loops")
+attention_nets = fixture("attention")
+lm_nets = fixture("transformer_lm")
 
 
 def pct(new: int, old: int) -> float:
@@ -320,6 +322,191 @@ def section_allocator_model(quick: bool) -> List[Dict[str, Any]]:
     return rows
 
 
+# -- (h) attention models: eager attention vs SDPA (TML601) -----------------------------------
+
+ATTENTION_FIXTURE = ROOT / "fixtures" / "models" / "attention.py"
+
+
+def _forced_math() -> Any:
+    """While active, the emulation runs every SDPA call on CUDA's math backend (as
+    ``torch.backends.cuda.sdp_kernel(enable_math=True)`` alone would)."""
+    import contextlib
+
+    from torchmemlint.dynamic import emulate
+
+    @contextlib.contextmanager
+    def forced():  # type: ignore[no-untyped-def]
+        original = emulate.choose_attention_kernel
+        emulate.choose_attention_kernel = lambda *args, **kwargs: emulate.MATH
+        try:
+            yield
+        finally:
+            emulate.choose_attention_kernel = original
+
+    return forced()
+
+
+def tml601_fixed_source(path: Path) -> str:
+    """The fixture's text with TML601's (unsafe) fix applied, as `--fix --unsafe-fixes` would."""
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+    from torchmemlint.fixer import apply_edits
+
+    text = path.read_text()
+    findings = [f for f in lint_source(text, str(path), Settings(select=("TML601",))) if f.fix is not None]
+    if len(findings) != 1:
+        raise SystemExit("expected one TML601 fix in %s, got %d" % (path, len(findings)))
+    return apply_edits(text, findings[0].fix.edits)
+
+
+def section_attention(quick: bool) -> Dict[str, Any]:
+    """Fake tensors, CUDA kernels emulated (CPU estimate of CUDA), 512-rounded as `profile`."""
+    from torchmemlint.dynamic.source import measure_source_variant
+
+    width, layers, heads = (128, 2, 4) if quick else (768, 12, 12)
+    shape = (2, 128, "int64") if quick else (4, 512, "int64")
+    init = {"width": width, "layers": layers, "heads": heads, "feedforward": 4 * width}
+    eager_lm = lambda: attention_nets.EagerLM(**init)  # noqa: E731
+    spec = "%s:EagerLM" % ATTENTION_FIXTURE
+    eager = measure_training_step(eager_lm, shape)
+    fixed = measure_source_variant(spec, tml601_fixed_source(ATTENTION_FIXTURE), init, shape)
+    encoder_lm = lambda: lm_nets.TransformerLM(**init)  # noqa: E731
+    default = measure_training_step(encoder_lm, shape)
+    with _forced_math():
+        math_forced = measure_training_step(encoder_lm, shape)
+    h200 = {"math": 3.22e9, "default": 1.78e9}  # issue 14, nn.TransformerEncoder LM on an H200
+    result = {
+        "what": "CPU estimate of CUDA (fake tensors, CUDA attention/dropout kernels emulated, 512-rounded)",
+        "model": "fixtures/models/attention.py EagerLM(%s)" % init, "shape": list(shape),
+        "eager_peak": eager.peak_bytes, "sdpa_fix_peak": fixed.peak_bytes,
+        "fix_change_pct": pct(fixed.peak_bytes, eager.peak_bytes),
+        "eager_kernels": eager.emulated, "sdpa_fix_kernels": fixed.emulated,
+        "math_forced_kernels": math_forced.emulated,
+        "transformer_lm_default_peak": default.peak_bytes,
+        "transformer_lm_math_forced_peak": math_forced.peak_bytes,
+    }
+    if not quick:
+        result["h200_issue14"] = h200
+        result["eager_over_h200_math_pct"] = round(100.0 * (eager.peak_bytes / h200["math"] - 1), 1)
+        result["math_forced_over_h200_math_pct"] = round(100.0 * (math_forced.peak_bytes / h200["math"] - 1), 1)
+        result["fix_over_h200_default_pct"] = round(100.0 * (fixed.peak_bytes / h200["default"] - 1), 1)
+    return result
+
+
+def section_attn_implementation(quick: bool) -> Dict[str, Any]:
+    """transformers models built with attn_implementation="eager" vs "sdpa" (TML602); needs
+    transformers importable (e.g. PYTHONPATH=<dir with transformers>), else recorded as skipped."""
+    try:
+        import transformers
+    except ImportError as exc:
+        return {"skipped": "transformers is not installed: %s" % exc}
+    shape = (2, 128, "int64") if quick else (4, 512, "int64")
+    small = {"n_layer": 2, "n_embd": 128, "n_head": 4} if quick else {}
+    bert_small = {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 4,
+                  "intermediate_size": 512} if quick else {}
+    builders = {
+        "GPT2LMHeadModel": lambda impl: transformers.GPT2LMHeadModel(
+            transformers.GPT2Config(attn_implementation=impl, **small)),
+        "BertForMaskedLM": lambda impl: transformers.BertForMaskedLM(
+            transformers.BertConfig(attn_implementation=impl, **bert_small)),
+    }
+    rows = []
+    for name, build in builders.items():
+        peaks = {}
+        for impl in ("eager", "sdpa"):
+            report = measure_training_step(lambda: build(impl), shape)
+            peaks[impl] = (report.peak_bytes, report.emulated)
+        rows.append({
+            "model": name, "shape": list(shape), "eager_peak": peaks["eager"][0],
+            "sdpa_peak": peaks["sdpa"][0], "change_pct": pct(peaks["sdpa"][0], peaks["eager"][0]),
+            "eager_kernels": peaks["eager"][1], "sdpa_kernels": peaks["sdpa"][1],
+        })
+    return {"what": "CPU estimate of CUDA (fake tensors, CUDA attention/dropout kernels emulated, 512-rounded)",
+            "transformers": transformers.__version__, "rows": rows}
+
+
+def section_checkpoint_rng(quick: bool) -> Dict[str, Any]:
+    """Real CPU: gradients of a Linear-Dropout-Linear segment run plainly, through torch's
+    checkpoint and through the hand-written CheckpointFunction (TML603), same seed."""
+    nets = fixture("recompute")
+    shape = (64, 256)
+    result: Dict[str, Any] = {"shape": list(shape)}
+    for p in (0.5, 0.0):
+        grads = {}
+        for mode in ("plain", "torch", "handwritten"):
+            torch.manual_seed(0)
+            model = nets.DropoutSegment(256, p, mode)
+            x = torch.randn(*shape, requires_grad=True)
+            torch.manual_seed(1)
+            model(x).square().mean().backward()
+            grads[mode] = [t.grad.clone() for t in list(model.parameters()) + [x]]
+
+        def max_diff(mode: str) -> float:
+            return max((a - b).abs().max().item() for a, b in zip(grads[mode], grads["plain"]))
+
+        result["p=%s" % p] = {
+            "torch_checkpoint_max_grad_diff": max_diff("torch"),
+            "handwritten_max_grad_diff": round(max_diff("handwritten"), 6),
+        }
+    return result
+
+
+class Autocast(nn.Module):
+    """Runs ``model`` under ``torch.autocast(device, bfloat16)``, as a training step would."""
+
+    def __init__(self, model: nn.Module, device: str = "cpu") -> None:
+        super().__init__()
+        self.model = model
+        self.device = device
+
+    def forward(self, *args: Any) -> Any:
+        with torch.autocast(self.device, dtype=torch.bfloat16):
+            return self.model(*args)
+
+
+def section_autocast(quick: bool) -> Dict[str, Any]:
+    """fp32 vs bf16 autocast (TML605), fake tensors on the cpu device with CUDA's attention and
+    dropout kernels emulated; autocast is the CPU's (its op lists: matmul, linear, conv, SDPA
+    ... in bf16, as CUDA's), parameters and optimizer stay fp32."""
+    width, layers, heads = (128, 2, 4) if quick else (768, 12, 12)
+    shape = (2, 128, "int64") if quick else (4, 512, "int64")
+    init = {"width": width, "layers": layers, "heads": heads, "feedforward": 4 * width}
+    rows = []
+    for name, build in (("TransformerLM", lambda: lm_nets.TransformerLM(**init)),
+                        ("EagerLM", lambda: attention_nets.EagerLM(**init))):
+        fp32 = measure_training_step(build, shape)
+        bf16 = measure_training_step(lambda: Autocast(build()), shape)
+        rows.append({
+            "model": "%s(%s)" % (name, init), "shape": list(shape),
+            "fp32_peak": fp32.peak_bytes, "autocast_bf16_peak": bf16.peak_bytes,
+            "change_pct": pct(bf16.peak_bytes, fp32.peak_bytes),
+            "fp32_kept_after_forward": fp32.kept_after_forward,
+            "autocast_kept_after_forward": bf16.kept_after_forward,
+            "kept_change_pct": pct(bf16.kept_after_forward, fp32.kept_after_forward),
+            "autocast_kernels": bf16.emulated,
+        })
+    return {"what": "CPU estimate of CUDA (fake tensors, CUDA attention/dropout kernels emulated, CPU autocast)",
+            "rows": rows}
+
+
+def section_profile_tml602(quick: bool) -> Dict[str, Any]:
+    """`torchmemlint profile` on fixtures/models/hf_eager.py:small_gpt2 (needs transformers):
+    TML602's fix measured (CPU estimate of CUDA) and numerics-checked (real CPU step)."""
+    try:
+        import transformers
+    except ImportError as exc:
+        return {"skipped": "transformers is not installed: %s" % exc}
+    from torchmemlint.config import Settings
+    from torchmemlint.dynamic.verify import run_profile
+
+    spec = "%s:small_gpt2" % (ROOT / "fixtures" / "models" / "hf_eager.py")
+    shape = [4, 256, "int64"]
+    result = run_profile(spec, [shape], settings=Settings(select=("TML602",)), device="cpu")
+    return {"target": "fixtures/models/hf_eager.py:small_gpt2", "shape": shape,
+            "transformers": transformers.__version__,
+            "findings": [verdict.to_dict() for verdict in result.findings]}
+
+
 # -- driver -------------------------------------------------------------------------------
 
 SECTIONS = {
@@ -330,6 +517,11 @@ SECTIONS = {
     "e_checkpoint_correctness": lambda quick: section_checkpoint_correctness(),
     "f_training_loop_leaks": section_loops,
     "g_allocator_model": section_allocator_model,
+    "h_attention": section_attention,
+    "i_attn_implementation": section_attn_implementation,
+    "j_checkpoint_rng": section_checkpoint_rng,
+    "k_autocast": section_autocast,
+    "l_profile_tml602": section_profile_tml602,
 }
 
 
@@ -373,9 +565,18 @@ def print_table(results: Dict[str, Any]) -> None:
     print("\nseconds per section:", results["seconds"])
 
 
+def print_attention(h: Dict[str, Any]) -> None:
+    print("\n(h) attention %s %s (%s)" % (h["model"], h["shape"], h["what"]))
+    print("  eager %d B -> SDPA fix %d B (%+.1f %%); nn.TransformerEncoder LM: default %d B, math forced %d B" % (
+        h["eager_peak"], h["sdpa_fix_peak"], h["fix_change_pct"], h["transformer_lm_default_peak"],
+        h["transformer_lm_math_forced_peak"]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes; no JSON unless --out")
+    parser.add_argument("--only", choices=sorted(SECTIONS), action="append",
+                        help="run only these sections; the others are kept from the results file")
     parser.add_argument("--out", type=Path, help="where to write the JSON (default: results file, full runs only)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", message=".*use_reentrant.*")
@@ -390,12 +591,35 @@ def main() -> None:
         "quick": args.quick,
         "seconds": {},
     }
+    if args.only:
+        previous = json.loads(RESULTS.read_text()) if RESULTS.exists() and not args.quick else {}
+        kept = {key: value for key, value in previous.items() if key in SECTIONS and key not in args.only}
+        results.update(kept)
+        results["seconds"] = {k: v for k, v in previous.get("seconds", {}).items() if k in kept}
+        results["dates"] = dict(previous.get("dates", {}))
+        for name in kept:  # sections of a full run carry that run's date
+            results["dates"].setdefault(name, previous.get("date"))
     for name, section in SECTIONS.items():
+        if args.only and name not in args.only:
+            continue
+        results.setdefault("dates", {})[name] = results["date"]
         started = time.perf_counter()
         results[name] = section(args.quick)
         results["seconds"][name] = round(time.perf_counter() - started, 1)
         print("done %s in %.1f s" % (name, results["seconds"][name]), flush=True)
-    print_table(results)
+    if all(name in results for name in SECTIONS if name < "h"):
+        print_table(results)
+    if "h_attention" in results:
+        print_attention(results["h_attention"])
+    for row in results.get("k_autocast", {}).get("rows", []):
+        print("  (k) %s %s fp32 %d B -> autocast bf16 %d B (%+.1f %%), kept after forward %+.1f %%" % (
+            row["model"], row["shape"], row["fp32_peak"], row["autocast_bf16_peak"], row["change_pct"],
+            row["kept_change_pct"]))
+    if "j_checkpoint_rng" in results:
+        print("  (j) checkpoint RNG:", json.dumps(results["j_checkpoint_rng"]))
+    for row in results.get("i_attn_implementation", {}).get("rows", []):
+        print("  (i) %-16s %s eager %d B -> sdpa %d B (%+.1f %%)" % (
+            row["model"], row["shape"], row["eager_peak"], row["sdpa_peak"], row["change_pct"]))
     out = args.out or (None if args.quick else RESULTS)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,93 @@
+"""Examples of TML601 (EagerAttention): VALID code gives no finding, INVALID code gives one (and its fix)."""
+
+from torchmemlint.rules.base import Invalid
+
+
+VALID = (
+    # the weights are returned (SDPA cannot give them)
+    'import math\nimport torch\n\n\ndef attention(query, key, value):\n    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.size(-1))\n    p_attn = scores.softmax(dim=-1)\n    return torch.matmul(p_attn, value), p_attn\n',
+    # the weights are stored for visualisation
+    'import torch.nn as nn\n\n\nclass Attention(nn.Module):\n    def forward(self, q, k, v):\n        attn = (q @ k.transpose(-2, -1)) * self.scale\n        attn = attn.softmax(dim=-1)\n        self.attention_map = attn\n        return attn @ v\n',
+    # the weights are appended to a list
+    'import torch\n\n\ndef attend(q, k, v, maps):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n    out = attn @ v\n    maps.append(attn)\n    return out\n',
+    # the scores feed a loss too
+    'import torch\n\n\ndef attend(q, k, v):\n    scores = q @ k.transpose(-2, -1)\n    attn = scores.softmax(-1)\n    return attn @ v, scores.pow(2).mean()\n',
+    # softmax over another dimension
+    'import torch\n\n\ndef attend(q, k, v):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=1)\n    return attn @ v\n',
+    # no kᵀ: a softmax classifier times a matrix
+    'import torch.nn.functional as F\n\n\ndef mix(logits, w, v):\n    probs = F.softmax(logits @ w, dim=-1)\n    return probs @ v\n',
+    # k transposed on other dimensions
+    'import torch\n\n\ndef attend(q, k, v):\n    attn = torch.softmax(q @ k.transpose(1, 2), dim=-1)\n    return attn @ v\n',
+    # already SDPA
+    'import torch.nn.functional as F\n\n\ndef attend(q, k, v, mask):\n    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n',
+    # a mask filled with a non-negative value (not a -inf mask)
+    'import torch\n\n\ndef attend(q, k, v, mask):\n    scores = q @ k.transpose(-2, -1)\n    scores = scores.masked_fill(mask, 0.0)\n    return scores.softmax(-1) @ v\n',
+    # the weights are reassigned in a loop before the product
+    'import torch\n\n\ndef attend(q, k, v, steps):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n    for _ in range(steps):\n        attn = attn @ attn\n    return attn @ v\n',
+    # timm: the eager branch is the fallback of `if self.fused_attn:` SDPA
+    'import torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Attention(nn.Module):\n    def forward(self, q, k, v):\n        if self.fused_attn:\n            x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.)\n        else:\n            q = q * self.scale\n            attn = q @ k.transpose(-2, -1)\n            attn = attn.softmax(dim=-1)\n            attn = self.attn_drop(attn)\n            x = attn @ v\n        return x\n',
+)
+
+INVALID = (
+    # minGPT: scale around the product, a causal buffer mask, nn.Dropout, `@ v`
+    Invalid(
+        "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass CausalSelfAttention(nn.Module):\n    def __init__(self, n_embd, n_head, block_size, pdrop):\n        super().__init__()\n        self.c_attn = nn.Linear(n_embd, 3 * n_embd)\n        self.attn_drop = nn.Dropout(pdrop)\n        self.n_head = n_head\n\n    def forward(self, x):\n        B, T, C = x.size()\n        q, k, v = self.c_attn(x).split(C, dim=2)\n        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n        att = F.softmax(att, dim=-1)\n        att = self.attn_drop(att)\n        y = att @ v\n        return y.transpose(1, 2).contiguous().view(B, T, C)\n",
+        fixed='import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass CausalSelfAttention(nn.Module):\n    def __init__(self, n_embd, n_head, block_size, pdrop):\n        super().__init__()\n        self.c_attn = nn.Linear(n_embd, 3 * n_embd)\n        self.attn_drop = nn.Dropout(pdrop)\n        self.n_head = n_head\n\n    def forward(self, x):\n        B, T, C = x.size()\n        q, k, v = self.c_attn(x).split(C, dim=2)\n        y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias[:, :, :T, :T] != 0, dropout_p=self.attn_drop.p if self.training else 0.0, scale=1.0 / math.sqrt(k.size(-1)))\n        return y.transpose(1, 2).contiguous().view(B, T, C)\n',
+    ),
+    # The Annotated Transformer's function: mask under `if mask is not None`, -1e9 fill (weights not returned)
+    Invalid(
+        'import math\nimport torch\n\n\ndef attention(query, key, value, mask=None):\n    d_k = query.size(-1)\n    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(d_k)\n    if mask is not None:\n        scores = scores.masked_fill(mask == 0, -1e9)\n    p_attn = scores.softmax(dim=-1)\n    return torch.matmul(p_attn, value)\n',
+        fixed='import math\nimport torch\n\n\ndef attention(query, key, value, mask=None):\n    d_k = query.size(-1)\n    return torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=(mask != 0) if mask is not None else None, scale=1.0 / math.sqrt(d_k))\n',
+    ),
+    # latent-diffusion CrossAttention: einsum both ways, in-place masked_fill_ with -finfo.max;
+    # 3-D tensors with a mask: reported, no fix
+    Invalid(
+        "import torch\nfrom torch import nn, einsum\n\n\nclass CrossAttention(nn.Module):\n    def forward(self, x, context=None, mask=None):\n        q, k, v = self.to_q(x), self.to_k(context), self.to_v(context)\n        sim = einsum('b i d, b j d -> b i j', q, k) * self.scale\n        if mask is not None:\n            sim.masked_fill_(~mask, -torch.finfo(sim.dtype).max)\n        attn = sim.softmax(dim=-1)\n        out = einsum('b i j, b j d -> b i d', attn, v)\n        return self.to_out(out)\n",
+        fixed=None,
+    ),
+    # one expression, k.mT, an aliased functional module
+    Invalid(
+        'import math\nimport torch\nimport torch.nn.functional as Fn\n\n\ndef attend(q, k, v, d):\n    return torch.softmax(q @ k.mT / math.sqrt(d), -1) @ v\n',
+        fixed='import math\nimport torch\nimport torch.nn.functional as Fn\n\n\ndef attend(q, k, v, d):\n    return Fn.scaled_dot_product_attention(q, k, v, scale=1.0 / math.sqrt(d))\n',
+    ),
+    # method matmul, additive mask in place (+=), F.dropout with training=
+    Invalid(
+        'import torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Attention(nn.Module):\n    def __init__(self, dim, heads=8, dropout=0.0):\n        super().__init__()\n        self.dropout = dropout\n        self.qkv = nn.Linear(dim, dim * 3)\n\n    def forward(self, x, bias):\n        q, k, v = self.qkv(x).chunk(3, dim=-1)\n        scores = q.matmul(k.transpose(-1, -2))\n        scores += bias\n        weights = F.dropout(F.softmax(scores, dim=-1), p=self.dropout, training=self.training)\n        return weights.matmul(v)\n',
+        fixed='import torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Attention(nn.Module):\n    def __init__(self, dim, heads=8, dropout=0.0):\n        super().__init__()\n        self.dropout = dropout\n        self.qkv = nn.Linear(dim, dim * 3)\n\n    def forward(self, x, bias):\n        q, k, v = self.qkv(x).chunk(3, dim=-1)\n        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=self.dropout if self.training else 0.0, scale=1.0)\n',
+    ),
+    # the dropout is a constructor argument: reported, no fix
+    Invalid(
+        'import torch.nn as nn\n\n\nclass Attention(nn.Module):\n    def __init__(self, attn_drop_layer):\n        super().__init__()\n        self.attn_drop = attn_drop_layer\n\n    def forward(self, q, k, v):\n        attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)\n        attn = self.attn_drop(attn)\n        return attn @ v\n',
+        fixed=None,
+    ),
+    # the weights are cast: reported, no fix
+    Invalid(
+        'import torch\n\n\ndef attention(q, k, v):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1, dtype=torch.float32).to(q.dtype)\n    return attn @ v\n',
+        fixed=None,
+    ),
+    # latent-diffusion without the mask: 3-D einsum, made 4-D with one head for the fused kernels
+    Invalid(
+        "import torch\nfrom torch import nn, einsum\n\n\nclass CrossAttention(nn.Module):\n    def forward(self, x, context=None, mask=None):\n        q, k, v = self.to_q(x), self.to_k(context), self.to_v(context)\n        sim = einsum('b i d, b j d -> b i j', q, k) * self.scale\n        attn = sim.softmax(dim=-1)\n        out = einsum('b i j, b j d -> b i d', attn, v)\n        return self.to_out(out)\n",
+        fixed='import torch\nfrom torch import nn, einsum\n\n\nclass CrossAttention(nn.Module):\n    def forward(self, x, context=None, mask=None):\n        q, k, v = self.to_q(x), self.to_k(context), self.to_v(context)\n        out = nn.functional.scaled_dot_product_attention(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), scale=self.scale).squeeze(1)\n        return self.to_out(out)\n',
+    ),
+    # timm edgenext (XCA): a learned temperature as scale is a tensor: reported, no fix
+    Invalid(
+        'import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass XCA(nn.Module):\n    def __init__(self, dim, num_heads=8):\n        super().__init__()\n        self.temperature = nn.Parameter(torch.ones(num_heads, 1, 1))\n        self.attn_drop = nn.Dropout(0.0)\n\n    def forward(self, q, k, v):\n        attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * self.temperature\n        attn = attn.softmax(dim=-1)\n        attn = self.attn_drop(attn)\n        return attn @ v\n',
+        fixed=None,
+    ),
+    # torchvision maxvit: 5-D einsum with a positional bias: reported, no fix
+    Invalid(
+        'import torch\nimport torch.nn.functional as F\n\n\ndef attend(q, k, v, pos_bias, scale):\n    k = k * scale\n    dot_prod = torch.einsum("B G H I D, B G H J D -> B G H I J", q, k)\n    dot_prod = F.softmax(dot_prod + pos_bias, dim=-1)\n    return torch.einsum("B G H I J, B G H J D -> B G H I D", dot_prod, v)\n',
+        fixed=None,
+    ),
+    # efficientformer: an additive bias from a method call, no dropout
+    Invalid(
+        'import torch.nn as nn\n\n\nclass Attention(nn.Module):\n    def forward(self, x):\n        q, k, v = self.qkv(x).split([8, 8, 16], dim=3)\n        attn = (q @ k.transpose(-2, -1)) * self.scale\n        attn = attn + self.get_attention_biases(x.device)\n        attn = attn.softmax(dim=-1)\n        return (attn @ v).transpose(1, 2)\n',
+        fixed='import torch.nn as nn\n\n\nclass Attention(nn.Module):\n    def forward(self, x):\n        q, k, v = self.qkv(x).split([8, 8, 16], dim=3)\n        return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.get_attention_biases(x.device), scale=self.scale).transpose(1, 2)\n',
+    ),
+    # the output takes the weights' name: after the product, `attn` is the output
+    Invalid(
+        'import torch\n\n\ndef attend(q, k, v):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n    attn = attn @ v\n    return attn\n',
+        fixed='import torch\n\n\ndef attend(q, k, v):\n    attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)\n    return attn\n',
+    ),
+)

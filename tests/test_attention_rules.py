@@ -1,0 +1,236 @@
+"""TML6xx: the CLI on fixtures/lint/attention, the eager-attention fact of the shared analysis,
+the training evidence, hand-written checkpoint functions, and what the flagged code does when
+run with torch."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import torch
+
+from torchmemlint.analysis.attention import AttentionSites
+from torchmemlint.analysis.scripts import training_evidence
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.recompute import recomputing_functions
+from torchmemlint.dynamic.target import load_module
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "lint" / "attention"
+EXPECT = re.compile(r"#\s*expect:\s*(TML\d{3}(?:\s*,\s*TML\d{3})*)")
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=120,
+    )
+
+
+def expected_rows():
+    rows = set()
+    for path in sorted(FIXTURES.glob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            match = EXPECT.search(line)
+            if match:
+                for code in match.group(1).split(","):
+                    rows.add((path.name, number, code.strip()))
+    return rows
+
+
+def test_cli_reports_exactly_the_marked_rows():
+    expected = expected_rows()
+    assert {code for _, _, code in expected} == {"TML601", "TML602", "TML603", "TML604"}
+    result = run_cli("--select", "TML6", "--output-format", "json", str(FIXTURES))
+    assert result.returncode == 1, result.stderr
+    reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in json.loads(result.stdout)}
+    assert reported == expected
+
+
+def sites(source: str):
+    module = cst.parse_module(textwrap.dedent(source))
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    analysis = FileAnalysis(module, bindings)
+    found = AttentionSites(analysis).sites()
+    code = lambda node: None if node is None else module.code_for_node(node)  # noqa: E731
+    return [
+        {
+            "q": code(s.query), "k": code(s.key), "v": code(s.value), "scale": s.scale, "mask": s.mask,
+            "dropout": s.dropout, "removed": len(s.removable), "reason": s.reason,
+        }
+        for s in found
+    ]
+
+
+def test_the_site_names_what_sdpa_needs():
+    (site,) = sites(
+        """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class A(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = nn.Dropout(0.2)
+
+            def forward(self, q, k, v, pad):
+                s = torch.matmul(q, k.transpose(-1, -2))
+                s = s / self.temperature
+                if pad is not None:
+                    s = s.masked_fill(~pad, float("-inf"))
+                w = self.drop(F.softmax(s, dim=-1))
+                return torch.matmul(w, v)
+        """
+    )
+    assert site["q"] == "q" and site["k"] == "k" and site["v"] == "v"
+    assert site["mask"] == "pad"  # `if pad is not None`: None already means no mask
+    assert site["dropout"] == "self.drop.p if self.training else 0.0"
+    assert site["scale"] == "1.0 / self.temperature"
+    assert site["removed"] == 4 and site["reason"] == ""
+
+
+def test_a_name_reassigned_between_the_scores_and_the_product_blocks_the_fix():
+    (site,) = sites(
+        """
+        import torch
+
+        def f(q, k, v):
+            scores = q @ k.transpose(-2, -1)
+            q = q + 1
+            return torch.softmax(scores, dim=-1) @ v
+        """
+    )
+    assert site["reason"].startswith("a name the scores are computed from is assigned again")
+
+
+def test_weights_read_after_the_product_are_not_a_site():
+    assert sites(
+        """
+        import torch
+
+        def f(q, k, v, log):
+            a = torch.softmax(q @ k.transpose(-2, -1), -1)
+            out = a @ v
+            log(a.max())
+            return out
+        """
+    ) == []
+
+
+@pytest.mark.parametrize(
+    "source, evidence",
+    [
+        ("loss.backward()\n", "`.backward()`"),
+        ("optimizer.step()\n", "`optimizer.step()`"),
+        ("self.opt.step()\n", "`self.opt.step()`"),
+        ("t = SFTTrainer(model)\n", "`SFTTrainer(...)`"),
+        ("trainer.fit(model, dm)\n", "`trainer.fit(...)`"),
+        ("class M:\n    def training_step(self, b, i):\n        pass\n", "`training_step`"),
+        ("scheduler.step()\nmodel.train()\nmodel(x)\n", None),
+    ],
+)
+def test_training_evidence(source, evidence):
+    assert training_evidence(cst.parse_module(source)) == evidence
+
+
+def test_recomputing_functions_find_the_function_rerun_in_backward():
+    module = cst.parse_module((FIXTURES / "recompute.py").read_text())
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    found = {f.classdef.name.value: f for f in recomputing_functions(module, bindings.qualify)}
+    assert set(found) == {"CheckpointFunction", "RngSafeCheckpoint"}
+    assert found["CheckpointFunction"].attribute == "run_function"
+    assert not found["CheckpointFunction"].restores_rng
+    assert found["RngSafeCheckpoint"].restores_rng
+
+
+def test_the_flagged_checkpoint_module_calls_raise_type_error():
+    """TML604's claim: each flagged form raises TypeError when it runs."""
+    fixture = load_module("%s:_" % (FIXTURES / "recompute.py"))
+    net = fixture.UNet()
+    net(torch.randn(1, 3, 8, 8))  # the correct form runs
+    with pytest.raises(TypeError, match="'module' object is not callable"):
+        net.use_checkpointing()
+    import torch.utils.checkpoint as cp
+
+    with pytest.raises(TypeError, match="'module' object is not callable"):
+        cp(torch.nn.Identity(), torch.ones(1))
+
+
+def test_hand_written_checkpoint_changes_dropout_gradients():
+    """TML603's claim: the rerun draws another dropout mask; torch's checkpoint does not."""
+    nets = load_module("%s:_" % (ROOT / "fixtures" / "models" / "recompute.py"))
+    grads = {}
+    for mode in ("plain", "torch", "handwritten"):
+        torch.manual_seed(0)
+        model = nets.DropoutSegment(64, 0.5, mode)
+        x = torch.randn(16, 64)
+        torch.manual_seed(1)
+        model(x).square().mean().backward()
+        grads[mode] = [p.grad for p in model.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(grads["torch"], grads["plain"]))
+    assert not all(torch.equal(a, b) for a, b in zip(grads["handwritten"], grads["plain"]))
+
+
+def test_unsafe_fixes_of_the_fixture_run_and_match_eager_attention(tmp_path):
+    """`--fix --unsafe-fixes` on the research-code fixture: the fixed minGPT block computes
+    what the eager one did (eval mode, float32 rounding)."""
+    copy = tmp_path / "eager_attention.py"
+    shutil.copy(FIXTURES / "eager_attention.py", copy)
+    result = run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
+    assert result.returncode == 1, result.stderr  # the finding without a fix remains
+    fixed = copy.read_text()
+    assert fixed.count("scaled_dot_product_attention(") == 3  # two fixes + the timm branch
+    assert run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy)).returncode == 1
+    assert copy.read_text() == fixed  # converged
+
+
+def test_fixed_mingpt_block_matches_the_eager_one(tmp_path):
+    copy = tmp_path / "eager_attention.py"
+    source = (FIXTURES / "eager_attention.py").read_text().replace("from einops import rearrange\n", "")
+    copy.write_text(source)
+    assert run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy)).returncode == 1
+    eager = load_module("%s:_" % _write(tmp_path / "eager.py", source))
+    fixed = load_module("%s:_" % copy)
+    torch.manual_seed(0)
+    a = eager.CausalSelfAttention(32, 4, 16, 0.1).eval()
+    b = fixed.CausalSelfAttention(32, 4, 16, 0.1).eval()
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(2, 16, 32)
+    torch.testing.assert_close(a(x), b(x), atol=1e-5, rtol=1e-4)
+    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+    mask = torch.rand(2, 1, 16, 16) > 0.3
+    mask[..., 0] = True
+    torch.testing.assert_close(eager.attention(q, k, v, mask), fixed.attention(q, k, v, mask), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(eager.attention(q, k, v), fixed.attention(q, k, v), atol=1e-5, rtol=1e-4)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_bf16_autocast_shrinks_the_kept_activations_of_the_small_lm():
+    """TML605's figure, small: the autocast wrapper of benchmarks/memory_figures.py."""
+    from torchmemlint.dynamic.measure import measure_training_step
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from memory_figures import Autocast
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    lm = load_module("%s:_" % (ROOT / "fixtures" / "models" / "attention.py"))
+    fp32 = measure_training_step(lambda: lm.small_lm(), (4, 128, "int64"))
+    bf16 = measure_training_step(lambda: Autocast(lm.small_lm()), (4, 128, "int64"))
+    assert bf16.kept_after_forward < 0.8 * fp32.kept_after_forward
+    assert bf16.peak_bytes < fp32.peak_bytes

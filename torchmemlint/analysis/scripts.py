@@ -1,0 +1,89 @@
+"""What a training script shows about itself, for the TML6xx rules: does the file train
+(``training_evidence``), does it mention mixed precision (``uses_mixed_precision``), and where
+are the ``.backward()`` calls of its loops (``loop_backward_calls``)."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+import libcst as cst
+
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import walk
+
+
+# -- does the file train? ------------------------------------------------------------------------
+TRAINER_CLASSES = ("Trainer", "SFTTrainer", "Seq2SeqTrainer", "Accelerator")
+
+
+def training_evidence(module: cst.Module) -> Optional[str]:
+    """What in the file shows it trains a model: a ``.backward()`` call, an optimizer
+    ``.step()``, a ``*Trainer(...)`` / ``trainer.train()`` / ``fit(...)``, or a Lightning
+    ``training_step``; None when nothing does."""
+    for node in walk(module):
+        if isinstance(node, cst.FunctionDef) and node.name.value == "training_step":
+            return "`training_step`"
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if name is None:
+            continue
+        if name == "backward":
+            return "`.backward()`"
+        if name == "step" and isinstance(func, cst.Attribute):
+            owner = dotted_name(func.value) or ""
+            if "optim" in owner.lower() or owner.endswith(("opt", "optimizer")):
+                return "`%s.step()`" % owner
+        if name.endswith(TRAINER_CLASSES):
+            return "`%s(...)`" % name
+        if name in ("train", "fit") and isinstance(func, cst.Attribute) and not node.args:
+            owner = dotted_name(func.value) or ""
+            if "trainer" in owner.lower():
+                return "`%s.%s()`" % (owner, name)
+        if name == "fit" and isinstance(func, cst.Attribute) and "trainer" in (dotted_name(func.value) or "").lower():
+            return "`%s.fit(...)`" % dotted_name(func.value)
+    return None
+
+
+# -- mixed precision -----------------------------------------------------------------------------
+MIXED_PRECISION_MARKERS = (
+    "autocast", "GradScaler", "bfloat16", "float16", ".half()", "fp16", "bf16", "precision",
+    "cuda.amp", "torch.amp", "apex",
+)
+
+
+def uses_mixed_precision(text: str) -> Optional[str]:
+    """The first mixed-precision marker the file's text mentions, or None."""
+    for marker in MIXED_PRECISION_MARKERS:
+        if marker in text:
+            return marker
+    return None
+
+
+def loop_backward_calls(module: cst.Module) -> List[cst.Call]:
+    """``x.backward()`` calls inside a ``for``/``while`` loop (not in a function defined in it),
+    one per loop that directly holds them: the training steps of the file."""
+    found: List[cst.Call] = []
+    seen: Set[int] = set()
+
+    def visit(node: cst.CSTNode, in_loop: bool) -> None:
+        from torchmemlint.tree import children
+
+        for child in children(node):
+            if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                visit(child, False)
+                continue
+            if isinstance(child, (cst.For, cst.While)):
+                visit(child, True)
+                continue
+            if (
+                in_loop and isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute)
+                and child.func.attr.value == "backward" and id(child) not in seen
+            ):
+                seen.add(id(child))
+                found.append(child)
+            visit(child, in_loop)
+
+    visit(module, False)
+    return found

@@ -1,0 +1,474 @@
+"""TML6xx: where memory goes in attention models and mixed precision.
+
+TML601 asks the shared eager-attention analysis (``analysis/attention.py``); the others
+look at single calls and assignments.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.attention import AttentionSite, AttentionSites
+from torchmemlint.analysis.scripts import loop_backward_calls, training_evidence, uses_mixed_precision
+from torchmemlint.analysis.recompute import recomputing_functions
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
+
+
+def attention_sites(context) -> AttentionSites:  # type: ignore[no-untyped-def]
+    return context.shared("attention", lambda: AttentionSites(context.analysis))
+
+
+class EagerAttention(Rule):
+    """
+    ## What it does
+    Flags hand-written ("eager") attention: a softmax over the last dimension of a q·kᵀ
+    product, optionally scaled, masked and dropped out, multiplied by v:
+
+    - the product: `q @ k.transpose(-2, -1)`, `torch.matmul(q, k.transpose(-1, -2))`,
+      `torch.bmm`, `k.mT`, or `einsum("b h i d, b h j d -> b h i j", q, k)`;
+    - the scale: `* s` or `/ s` around it;
+    - the mask: `.masked_fill(cond, -inf)` (also `-1e9`, `torch.finfo(...).min`,
+      `masked_fill_`), or `+ mask` / `+= mask`, either one possibly under an `if` without an
+      `else` (`if mask is not None:`);
+    - the softmax: `F.softmax(s, dim=-1)`, `torch.softmax(s, -1)`, `s.softmax(dim=-1)`;
+    - the dropout: an `nn.Dropout` attribute or `F.dropout(p, training=...)`;
+    - the product with v: `@`, `torch.matmul`, `torch.bmm`, `einsum("... i j, ... j d -> ... i d")`.
+
+    The steps can be one expression or several statements through local names. The rule stays
+    quiet when the scores or the weights are read anywhere else in the function (returned,
+    stored on `self`, appended, logged): `F.scaled_dot_product_attention` never materialises
+    the weights, so it cannot replace that code. It is quiet too in an `if`/`else` one of whose
+    branches already calls `scaled_dot_product_attention` (timm's `if self.fused_attn:`
+    fallback). It reports without a fix when the dropout is not a known `nn.Dropout`, the
+    softmax takes a `dtype` or the weights are cast, two masks are applied, the scale is a
+    tensor (a learned temperature: SDPA's `scale` is a number), an `einsum` says the tensors
+    are neither 3-D nor 4-D, or a name the scores use is reassigned before the product with v.
+
+    ## Why is this bad?
+    For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
+    the dropout mask and the dropped weights (plus the scores when the mask or scale is not
+    fused). `F.scaled_dot_product_attention` runs the memory-efficient or flash kernel on CUDA,
+    which keeps q, k, v, the output and a B·H·L logsumexp and recomputes the weights in
+    backward: the saved memory of attention no longer grows with the square of the sequence.
+
+    ## Example
+    ```python
+    att = (q @ k.transpose(-2, -1)) * self.scale
+    if self.causal:
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+    att = F.softmax(att, dim=-1)
+    att = self.attn_drop(att)
+    y = att @ v
+    ```
+
+    ## Use instead
+    ```python
+    y = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=(self.bias[:, :, :T, :T] != 0) if self.causal else None,
+        dropout_p=self.attn_drop.p if self.training else 0.0, scale=self.scale,
+    )
+    ```
+
+    ## Fix safety
+    Unsafe: the fix deletes the statements that computed the scores and weights and calls
+    `F.scaled_dot_product_attention` with the same query, key, value, scale (always explicit:
+    `scale=1.0` when the code applied none), mask (a `masked_fill(cond, -inf)` becomes the
+    boolean mask `not cond`, an added mask stays additive, a mask under `if c:` becomes
+    `mask if c else None`) and dropout probability (`nn.Dropout`'s `p` while
+    `self.training`). Results differ at rounding level (a different summation order), the
+    dropout draws a different mask from the same seed, and a row whose every key is masked
+    gives zeros under SDPA where a `-1e9` fill gives uniform weights. Offered only where the
+    file imports `torch` or `torch.nn.functional`. CUDA's fused kernels take 4-D (batch,
+    heads, L, E) tensors: a 3-D `einsum` form gets `.unsqueeze(1)` (one head) and
+    `.squeeze(1)`; for `@`/`matmul` the rank is not in the code, and 3-D tensors there would
+    run SDPA's math path, which keeps the weights as eager code does (torch's kernel choice,
+    as `torchmemlint/dynamic/emulate.py` models it).
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
+    CUDA's attention and dropout kernels emulated, 512-rounded, torch 2.13.0), the GPT-style
+    LM of `fixtures/models/attention.py` (12 layers, 768 wide, 12 heads, dropout 0.1), fp32,
+    4x512 tokens, one training step: eager attention peaks at 3,315,729,408 B, the rule's fix
+    (`F.scaled_dot_product_attention`, memory-efficient kernel) at 1,957,966,848 B (-41.0 %).
+    Issue 14 measured the same shape of model (`nn.TransformerEncoder`) on an H200: 3.22 GB with
+    SDPA's math backend forced (what eager attention keeps), 1.78 GB with the default
+    backend. The estimates are 3.0 % (eager) and 10.0 % (fix) above those; the encoder model
+    itself is estimated at 3,466,724,352 B with math forced (+7.7 %) and 2,033,464,320 B by
+    default (+14.2 %). `torchmemlint profile` confirms the fix on the fixture's `small_lm`
+    (`tests/dynamic/test_attention_verdict.py`).
+    """
+
+    code = "TML601"
+    name = "eager-attention"
+    summary = "Hand-written softmax(q @ kᵀ) @ v attention keeps the B·H·L·S weights for backward"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._pending: Dict[int, AttentionSite] = {
+            id(site.product): site for site in attention_sites(self.context).sites()
+        }
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._reached(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._reached(node)
+
+    def _reached(self, node: cst.CSTNode) -> None:
+        site = self._pending.get(id(node))
+        if site is None:
+            return
+        kept = "softmax output"
+        if site.has_dropout:
+            kept += ", dropout mask and dropped weights"
+        message = (
+            "Eager attention: softmax(q @ kᵀ) @ v keeps the B·H·L·S %s per call for backward; "
+            "F.scaled_dot_product_attention keeps q, k, v, the output and a B·H·L logsumexp"
+            % kept
+        )
+        fix = self._fix(site)
+        if fix is None:
+            reason = site.reason or "this file does not import torch or torch.nn.functional"
+            message += " (no automatic fix: %s)" % reason
+        self.report(node, message, fix)
+
+    def _fix(self, site: AttentionSite) -> Optional[FixSpec]:
+        if not site.fixable or site.query is None or site.key is None or site.value is None:
+            return None
+        prefix = self.context.analysis.functional_prefix(self.qualify)
+        if prefix is None:
+            return None
+        arguments = [self.code_for(site.query).strip(), self.code_for(site.key).strip(),
+                     self.code_for(site.value).strip()]
+        if site.mask is not None:
+            arguments.append("attn_mask=%s" % site.mask)
+        if site.dropout is not None:
+            arguments.append("dropout_p=%s" % site.dropout)
+        arguments.append("scale=%s" % (site.scale if site.scale is not None else "1.0"))
+        if site.rank == 3:  # (batch*heads, L, E): as 4-D with one head, for the fused kernels
+            for position in range(3):
+                arguments[position] = "%s.unsqueeze(1)" % _operand(arguments[position], (site.query, site.key, site.value)[position])
+        call = "%s.scaled_dot_product_attention(%s)" % (prefix, ", ".join(arguments))
+        if site.rank == 3:
+            call += ".squeeze(1)"
+        edits = [NodeEdit(statement, "") for statement in site.removable]
+        edits.append(NodeEdit(site.product, call))
+        return FixSpec(Applicability.UNSAFE, "Use F.scaled_dot_product_attention", tuple(edits))
+
+
+def _operand(text: str, node: cst.BaseExpression) -> str:
+    simple = isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(node.lpar)
+    return text if simple else "(%s)" % text
+
+
+ATTN_IMPLEMENTATION = frozenset({"attn_implementation", "_attn_implementation"})
+
+
+def _string(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+class EagerAttnImplementation(Rule):
+    """
+    ## What it does
+    Flags `attn_implementation="eager"` (Hugging Face transformers) in a file that trains: as
+    a keyword of any call (`from_pretrained`, `from_config`, a config class, `dict(...)`),
+    a key of a dict literal, or an assignment `config._attn_implementation = "eager"` /
+    `config.attn_implementation = "eager"`. A file trains when it calls `.backward()`, an
+    optimizer's `.step()`, a `*Trainer(...)` / `Accelerator(...)`, `trainer.train()` /
+    `trainer.fit(...)`, or defines Lightning's `training_step`. A call that also passes
+    `output_attentions=True` is left alone (SDPA cannot return the weights), and so are other
+    values (`"sdpa"`, `"flash_attention_2"`, a variable).
+
+    ## Why is this bad?
+    `"eager"` makes every attention layer of the model compute `softmax(q @ kᵀ) @ v` with
+    matmuls, as TML601 describes: each layer keeps the B·H·L·S softmax output, the dropout
+    mask and the dropped weights for backward. `"sdpa"` (transformers' default where the
+    model supports it) runs `F.scaled_dot_product_attention`, whose CUDA kernels keep a B·H·L
+    logsumexp instead. Eager is often copied from an inference or interpretability snippet
+    (which needs `output_attentions=True`) into a training script.
+
+    ## Example
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager")
+    trainer = Trainer(model=model, args=args, train_dataset=train)
+    trainer.train()
+    ```
+
+    ## Use instead
+    ```python
+    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")
+    ```
+
+    ## Fix safety
+    Unsafe: the fix writes `"sdpa"`. Results differ at rounding level and dropout draws
+    different masks; a model class without SDPA support raises when it is built, and
+    `output_attentions=True` passed elsewhere (to `forward`) then falls back or warns,
+    depending on the transformers version.
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/memory_figures.py`, `i_attn_implementation`, run with
+    transformers 5.24.0 importable: fake tensors, CUDA's attention and dropout kernels
+    emulated, 512-rounded, torch 2.13.0; default configs, no weights), one training step at
+    4x512 tokens, fp32: GPT2LMHeadModel peaks at 4,509,294,592 B with `"eager"` and
+    3,302,526,976 B with `"sdpa"` (-26.8 %); BertForMaskedLM at 3,238,373,888 B and
+    1,880,611,328 B (-41.9 %). `torchmemlint profile fixtures/models/hf_eager.py:small_gpt2
+    --input-shape 4,256,int64 --select TML602` (`l_profile_tml602` of the same script)
+    confirms the fix: 59,210,752 B -> 42,468,352 B, numerics within atol=1e-06, rtol=1e-05.
+
+    ## Limits
+    Like every rule, it only reads files that mention `torch` somewhere (the engine skips the
+    others): a training script that only imports transformers is not read.
+    """
+
+    code = "TML602"
+    name = "eager-attn-implementation"
+    summary = '`attn_implementation="eager"` in a training script keeps every layer\'s attention weights'
+    fix_availability = FixAvailability.ALWAYS
+    fix_applicability = ("unsafe",)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._evidence = training_evidence(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._evidence is None:
+            return
+        if any(
+            arg.keyword is not None and arg.keyword.value == "output_attentions"
+            and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+            for arg in node.args
+        ):
+            return
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ATTN_IMPLEMENTATION:
+                self._check(arg.value)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        if self._evidence is None:
+            return
+        for element in node.elements:
+            if isinstance(element, cst.DictElement) and _string(element.key) in ATTN_IMPLEMENTATION:
+                self._check(element.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._evidence is None:
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value in ATTN_IMPLEMENTATION:
+                self._check(node.value)
+
+    def _check(self, value: cst.BaseExpression) -> None:
+        if _string(value) != "eager":
+            return
+        assert isinstance(value, cst.SimpleString)
+        quote = value.quote
+        prefix = value.prefix
+        fix = FixSpec(
+            Applicability.UNSAFE, 'Use attn_implementation="sdpa"',
+            (NodeEdit(value, "%s%ssdpa%s" % (prefix, quote, quote)),),
+        )
+        self.report(
+            value,
+            'attn_implementation="eager" in a file that trains (%s): every attention layer keeps '
+            "its B·H·L·S softmax output, dropout mask and dropped weights for backward; "
+            '"sdpa" runs F.scaled_dot_product_attention, which keeps a B·H·L logsumexp' % self._evidence,
+            fix,
+        )
+
+
+class CheckpointFunctionWithoutRng(Rule):
+    """
+    ## What it does
+    Flags a hand-written checkpoint: a `torch.autograd.Function` subclass whose `forward`
+    stores the function it was given on `ctx` (`ctx.run_function = run_function`) and whose
+    `backward` calls it again (latent-diffusion's and guided-diffusion's `CheckpointFunction`),
+    when nothing in the class saves and restores the RNG state (`torch.get_rng_state` /
+    `set_rng_state`, `torch.random.fork_rng`, torch's `get_device_states`).
+
+    ## Why is this bad?
+    The recomputation in `backward` runs the function again with the RNG where it is then,
+    not where it was in `forward`: a dropout (or any random op) inside the checkpointed
+    segment draws a different mask, so the gradients are those of a different network than
+    the one whose loss was computed. `torch.utils.checkpoint.checkpoint` saves the CPU and
+    CUDA RNG states before the forward and restores them for the recomputation
+    (`preserve_rng_state=True`, the default).
+
+    ## Example
+    ```python
+    class CheckpointFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, run_function, length, *args):
+            ctx.run_function = run_function
+            ctx.input_tensors = list(args[:length])
+            with torch.no_grad():
+                return ctx.run_function(*ctx.input_tensors)
+
+        @staticmethod
+        def backward(ctx, *output_grads):
+            with torch.enable_grad():
+                output_tensors = ctx.run_function(*ctx.input_tensors)
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    torch.utils.checkpoint.checkpoint(run_function, *args, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    No fix: the class is called from elsewhere, with its own argument convention.
+
+    ## Measured
+    `benchmarks/memory_figures.py`, `j_checkpoint_rng` (real CPU, torch 2.13.0): the
+    Linear-Dropout(0.5)-Linear segment of `fixtures/models/recompute.py` at batch 64x256, run
+    through latent-diffusion's `CheckpointFunction`, gets gradients that differ from the
+    plain segment's by up to 0.002623 (max abs); through
+    `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)` they are bitwise equal.
+    With p=0 both are bitwise equal. A correctness rule: no memory figure.
+    """
+
+    code = "TML603"
+    name = "checkpoint-function-without-rng-state"
+    summary = "A hand-written checkpoint autograd.Function reruns its segment without restoring the RNG"
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        found = self.context.shared(
+            "recomputing-functions",
+            lambda: {id(f.classdef): f for f in recomputing_functions(self.context.module, self.qualify)},
+        )
+        function = found.get(id(node))
+        if function is None or function.restores_rng:
+            return
+        self.report(
+            node.name,
+            "`%s` reruns `ctx.%s` in backward without restoring the RNG state: dropout in the "
+            "segment draws a different mask in the recomputation, and the gradients are not the "
+            "forward's; use torch.utils.checkpoint.checkpoint(..., use_reentrant=False)"
+            % (node.name.value, function.attribute),
+        )
+
+
+class CheckpointModuleCalled(Rule):
+    """
+    ## What it does
+    Flags a call of the module `torch.utils.checkpoint` itself: `torch.utils.checkpoint(f, x)`,
+    or `checkpoint(f, x)` after `from torch.utils import checkpoint` or
+    `import torch.utils.checkpoint as checkpoint`.
+
+    ## Why is this bad?
+    A module is not callable: the call raises `TypeError: 'module' object is not callable`.
+    It is typically in a path that rarely runs (an out-of-memory fallback such as
+    `model.use_checkpointing()`), so the code meant to save memory fails exactly when memory
+    runs out, and nothing is checkpointed.
+
+    ## Example
+    ```python
+    def use_checkpointing(self):
+        self.inc = torch.utils.checkpoint(self.inc)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        x1 = torch.utils.checkpoint.checkpoint(self.inc, x, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    No fix: the intent (wrap a module, checkpoint one call) is not in the code.
+
+    ## Measured
+    `tests/test_attention_rules.py` runs the flagged forms: each raises
+    `TypeError: 'module' object is not callable` (torch 2.13.0).
+    """
+
+    code = "TML604"
+    name = "checkpoint-module-called"
+    summary = "`torch.utils.checkpoint` (the module) is called, which raises TypeError"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.qualify(node.func) == "torch.utils.checkpoint":
+            self.report(
+                node.func,
+                "`torch.utils.checkpoint` is a module: calling it raises TypeError ('module' object "
+                "is not callable); call torch.utils.checkpoint.checkpoint(function, *inputs, "
+                "use_reentrant=False)",
+            )
+
+
+class TrainingWithoutAutocast(Rule):
+    """
+    ## What it does
+    Flags `.backward()` in a training loop of a file that never mentions mixed precision
+    (`autocast`, `GradScaler`, `bfloat16`/`float16`, `.half()`, `fp16`/`bf16`, `precision`,
+    `torch.amp`, `apex`): the model trains in float32. Off by default: a suggestion, not a
+    defect.
+
+    ## Why is this bad?
+    Under `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` matmuls, linear layers,
+    convolutions and attention run in bfloat16 and the activations they keep for backward take
+    half the bytes; parameters, gradients and optimizer state stay float32, so only the
+    activation part of the peak shrinks. bf16 attention also lets SDPA pick the flash kernel.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    No fix. Numerics change: bfloat16 keeps 8 bits of mantissa, so outputs and gradients differ
+    from float32 at about 1e-2 relative; autocast keeps reductions, softmax and losses in
+    float32, but a model that is sensitive (small learning rates against large weights,
+    custom ops) must be validated. float16 needs a `GradScaler`; bfloat16 does not, but needs
+    a GPU that supports it (compute capability 8.0 or later).
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/memory_figures.py`, `k_autocast`: fake tensors with
+    CUDA's attention and dropout kernels emulated, the CPU's autocast, torch 2.13.0), one
+    training step at 4x512 tokens: the 12x768 `nn.TransformerEncoder` LM of
+    `fixtures/models/transformer_lm.py` peaks at 2,033,464,320 B in float32 and 1,540,764,672 B
+    under bf16 autocast (-24.2 %; the bytes kept after forward -31.1 %, not -50 %: LayerNorm
+    outputs stay float32 and autocast keeps bf16 copies of the weights for backward); the
+    eager-attention LM of `fixtures/models/attention.py` at 3,315,729,408 B and
+    2,294,547,456 B (-30.8 %; kept -35.5 %). `tests/test_attention_rules.py` checks the
+    direction on the small LM with the same wrapper.
+    """
+
+    code = "TML605"
+    name = "training-without-autocast"
+    summary = "A training loop runs in float32 without autocast (bf16 would shrink the kept activations)"
+    default_enabled = False
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._calls = set()
+        text = self.context.module.code
+        if uses_mixed_precision(text) is not None:
+            return
+        self._calls = {id(call) for call in loop_backward_calls(node)}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if id(node) in self._calls:
+            self.report(
+                node,
+                "Training step in float32 without autocast: under torch.autocast(\"cuda\", "
+                "dtype=torch.bfloat16) matmuls, convolutions and attention keep bf16 activations "
+                "(about half the bytes); validate the numerics",
+            )
