@@ -163,6 +163,10 @@ class AttentionSites:
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
             self._sites = []
+            # every site needs a softmax, which is only recognised by a name holding "softmax"
+            # (F.softmax, torch.softmax, x.softmax, an import alias of them): no such text, no site
+            if not self.analysis.may_contain("softmax"):  # type: ignore[attr-defined]
+                return self._sites
             for function, classdef in self._functions(self.analysis.module, None):  # type: ignore[attr-defined]
                 self._sites.extend(self._function_sites(function, classdef))
         return self._sites
@@ -215,6 +219,8 @@ class AttentionSites:
         ``scaled_dot_product_attention`` (timm's ``if self.fused_attn: ... else: <eager>``):
         the eager branch is a fallback the code already offers SDPA for."""
         blocks: Set[int] = set()
+        if not self.analysis.may_contain("scaled_dot_product_attention"):  # type: ignore[attr-defined]
+            return blocks
         for node in walk(function.body):
             if not isinstance(node, cst.If):
                 continue

@@ -20,7 +20,7 @@ call with ``*args``/``**kwargs`` leaves the layer unknown."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -81,8 +81,15 @@ class Factories:
         if self._index_built:
             return
         self._index_built = True
+        found: Set[str] = set()  # names()
 
         def visit(node: cst.CSTNode, function: Optional[cst.FunctionDef], owner: Optional[cst.ClassDef]) -> None:
+            if isinstance(node, cst.Param):
+                if node.default is not None and _layer_like(node.default):
+                    found.add(node.name.value)
+            elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                if _layer_like(node.value):
+                    found.update(name for name, _ in _assigned(node))
             if isinstance(node, cst.ClassDef):
                 self._definitions.setdefault(node.name.value, []).append(node)
                 for base in node.bases:
@@ -109,6 +116,7 @@ class Factories:
                 visit(child, function, owner)
 
         visit(self.module, None, None)
+        self._names = frozenset(found)
         for statement in self.module.body:
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
@@ -117,17 +125,8 @@ class Factories:
 
     def names(self) -> FrozenSet[str]:
         """Callee names that may stand for a layer factory in this file (a cheap first test)."""
-        if self._names is None:
-            self._index()
-            found = set()
-            for node in walk(self.module):
-                if isinstance(node, cst.Param) and node.default is not None and _layer_like(node.default):
-                    found.add(node.name.value)
-                elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                    if _layer_like(node.value):
-                        for name, _ in _assigned(node):
-                            found.add(name)
-            self._names = frozenset(found)
+        self._index()  # the same walk collects them
+        assert self._names is not None
         return self._names
 
     # -- resolution ---------------------------------------------------------------------------

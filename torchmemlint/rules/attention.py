@@ -235,7 +235,9 @@ class EagerAttnImplementation(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._evidence = training_evidence(node)
+        # a finding needs the string "eager" in the file: look for training evidence only then
+        eager = self.context.analysis.may_contain("eager")
+        self._evidence = training_evidence(node) if eager else None
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._evidence is None:
@@ -459,7 +461,9 @@ class TrainingWithoutAutocast(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._calls = set()
-        text = self.context.module.code
+        text = self.context.analysis.text
+        if text is None:
+            text = self.context.module.code
         if uses_mixed_precision(text) is not None:
             return
         self._calls = {id(call) for call in loop_backward_calls(node)}
