@@ -92,7 +92,9 @@ def test_called_checkpoint_module_raises_and_the_fixed_step_is_measured():
     assert "TypeError: 'module' object is not callable" in verdict.reason
     assert "the target as written raises" in result.limits[0]
     # the baseline is the model without checkpointing: the same file with checkpointing=False
-    plain = measure_source_variant(read_target_source(spec), CHECKPOINT_MODULE.read_text(), {"checkpointing": False}, [1024, 256])
+    plain = measure_source_variant(
+        read_target_source(spec), CHECKPOINT_MODULE.read_text(), {"checkpointing": False}, [1024, 256]
+    )
     assert verdict.peak_before == plain.peak_bytes == result.report.peak_bytes
     # the fixed model checkpoints every block: its peak is lower, its results bitwise equal
     assert verdict.peak_after < 0.8 * verdict.peak_before, verdict
@@ -188,6 +190,16 @@ def test_autocast_beyond_the_tolerance_is_unsafe(monkeypatch):
     (verdict,) = result.findings
     assert verdict.verdict == UNSAFE, verdict
     assert "beyond atol=1e-07, rtol=1e-07" in verdict.reason
+
+
+def test_autocast_variant_of_a_module_instance_target(tmp_path):
+    """A target that is a module instance is wrapped in place, not called."""
+    path = tmp_path / "instance_training.py"
+    path.write_text(FP32_TRAINING.read_text() + "\n\nmodel = TinyLM()\n")
+    result = profile("%s:model" % path, [[2, 32, "int64"]], "TML605")
+    (verdict,) = result.findings
+    assert verdict.verdict == CONFIRMED, verdict
+    assert verdict.peak_after < verdict.peak_before
 
 
 def test_autocast_is_off_by_default_and_quiet_in_a_file_with_mixed_precision(tmp_path):

@@ -397,11 +397,10 @@ _AUTOCAST_TARGET = '''
 
 # torchmemlint variant: the model built by `{name}` runs its forward under
 # torch.autocast(<the inputs' device type>, dtype=torch.bfloat16).
-def _torchmemlint_autocast(_build):
+def _torchmemlint_autocast(_target):
     import torch as _torch
 
-    def build(*args, **kwargs):
-        model = _build(*args, **kwargs)
+    def wrap(model):
         plain = model.forward
 
         def forward(*inputs, **named):
@@ -413,6 +412,12 @@ def _torchmemlint_autocast(_build):
         model.forward = forward
         return model
 
+    if isinstance(_target, _torch.nn.Module):  # a module instance: wrapped in place
+        return wrap(_target)
+
+    def build(*args, **kwargs):
+        return wrap(_target(*args, **kwargs))
+
     return build
 
 
@@ -423,7 +428,8 @@ def _torchmemlint_autocast(_build):
 def autocast_variant(text: str, name: str) -> Optional[str]:
     """The source with the target ``name`` (a top-level class or factory) rebound to a factory
     whose model runs ``forward`` under bfloat16 autocast (the instance's ``forward`` is
-    replaced: parameter names stay the same); None for a dotted target."""
+    replaced: parameter names stay the same; a module instance is wrapped in place); None for
+    a dotted target."""
     if not name.isidentifier():
         return None
     return text.rstrip("\n") + "\n" + _AUTOCAST_TARGET.format(name=name)

@@ -328,8 +328,10 @@ class _Verifier:
             return verdict
         handwritten = compare_numerics(plain, self.original, self.inputs, seed=self.seed)
         variant = compare_numerics(plain, fixed, self.inputs, seed=self.seed)
-        verdict.numerics = "against the segment without checkpointing: hand-written %s; torch.utils.checkpoint %s" % (
-            _with_grad_diff(handwritten), _with_grad_diff(variant))
+        verdict.numerics = (
+            "against the segment without checkpointing: hand-written %s; torch.utils.checkpoint %s"
+            % (_with_grad_diff(handwritten), _with_grad_diff(variant))
+        )
         change = (verdict.peak_after - verdict.peak_before) / max(verdict.peak_before, 1)
         bytes_note = "peak %d -> %d B (%+.1f %%%s)" % (
             verdict.peak_before, verdict.peak_after, 100 * change,
@@ -353,7 +355,9 @@ class _Verifier:
         """TML604: the target's step raises TypeError (``original_error``); the variant with
         the flagged calls fixed is measured and compared with the target run without
         checkpointing (the baseline then), bitwise."""
-        verdict = self._verdict(finding, "suggested variant: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=False)")
+        verdict = self._verdict(
+            finding, "suggested variant: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=False)"
+        )
         variants = checkpoint_module_variants(self.target.text, locations)
         if variants is None:
             verdict.reason = "a flagged call has no argument: no variant built"
@@ -377,8 +381,11 @@ class _Verifier:
         numerics = compare_numerics(plain, fixed, self.inputs, seed=self.seed)
         verdict.numerics = "against the model without checkpointing: %s" % describe_numerics(numerics)
         change = (verdict.peak_after - verdict.peak_before) / max(verdict.peak_before, 1)
-        verdict.reason = "the target as written raises (%s); fixed, the step runs: peak %d B beside %d B " \
-            "without checkpointing (%+.1f %%)" % (self.original_error, verdict.peak_after, verdict.peak_before, 100 * change)
+        verdict.reason = (
+            "the target as written raises (%s); fixed, the step runs: peak %d B beside %d B "
+            "without checkpointing (%+.1f %%)"
+            % (self.original_error, verdict.peak_after, verdict.peak_before, 100 * change)
+        )
         verdict.verdict = CONFIRMED if numerics.equal else UNSAFE
         return verdict
 
