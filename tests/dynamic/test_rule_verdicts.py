@@ -19,11 +19,19 @@ from torchmemlint.dynamic.measure import measure_training_step
 from torchmemlint.dynamic.source import import_source_variant, measure_source_variant, read_target_source
 from torchmemlint.dynamic.variants import checkpoint_function_variants, checkpoint_module_variants
 from torchmemlint.dynamic.verify import CONFIRMED, NOT_VERIFIED, REFUTED, UNSAFE, run_profile
+from torchmemlint.rules.attention import CheckpointFunctionWithoutRng, CheckpointModuleCalled, TrainingWithoutAutocast
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 RECOMPUTE = MODELS / "recompute.py"
 CHECKPOINT_MODULE = MODELS / "checkpoint_module.py"
 FP32_TRAINING = MODELS / "fp32_training.py"
+
+
+def documented(rule, *figures):
+    """The rule's docstring quotes these measured byte counts (as 1,234,567 B)."""
+    doc = " ".join(rule.__doc__.split())
+    for figure in figures:
+        assert "%s B" % format(figure, ",") in doc, (rule.code, figure)
 
 
 def profile(spec, shape, code, init_args=None):
@@ -49,6 +57,7 @@ def test_handwritten_checkpoint_is_confirmed_by_gradients_against_the_plain_segm
     assert measure_source_variant(target, fixed, None, [64, 256]).peak_bytes == verdict.peak_after
     assert verdict.peak_before == result.report.peak_bytes
     assert "peak %d -> %d B" % (verdict.peak_before, verdict.peak_after) in verdict.reason
+    documented(CheckpointFunctionWithoutRng, verdict.peak_before, verdict.peak_after)
 
 
 def test_handwritten_checkpoint_without_dropout_is_refuted():
@@ -99,6 +108,7 @@ def test_called_checkpoint_module_raises_and_the_fixed_step_is_measured():
     # the fixed model checkpoints every block: its peak is lower, its results bitwise equal
     assert verdict.peak_after < 0.8 * verdict.peak_before, verdict
     assert verdict.numerics == "against the model without checkpointing: identical"
+    documented(CheckpointModuleCalled, verdict.peak_after, verdict.peak_before)
 
 
 def test_checkpoint_module_wrapping_a_submodule_in_init_is_fixed_with_the_same_parameter_names():
@@ -182,6 +192,7 @@ def test_training_without_autocast_is_confirmed_with_bytes_and_a_stated_toleranc
     assert verdict.peak_after == direct.peak_bytes
     assert verdict.peak_after < 0.85 * verdict.peak_before, verdict
     assert verdict.scaling[1][0] == 8 and verdict.scaling[1][1] > verdict.saved
+    documented(TrainingWithoutAutocast, verdict.peak_before, verdict.peak_after, verdict.saved, verdict.scaling[1][1])
 
 
 def test_autocast_beyond_the_tolerance_is_unsafe(monkeypatch):
