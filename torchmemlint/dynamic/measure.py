@@ -259,12 +259,14 @@ def _training_step(
     emulation: Optional[EmulationLog] = None,
 ) -> TrackerSnapshot:
     """Forward + loss + backward under ``tracker``; returns the forward-end snapshot.
-    With ``emulation``, the forward runs CUDA's attention and dropout kernels."""
+    With ``emulation``, the step runs CUDA's attention and dropout kernels: in the forward,
+    and in backward where a checkpointed segment is recomputed (its recomputation must make
+    the tensors the forward made, or torch.utils.checkpoint raises)."""
     tracker.track_modules(prepared.module)
     kernels = cuda_kernels(emulation) if emulation is not None else contextlib.nullcontext()
-    with tracker, _user_code_errors():
+    with tracker, _user_code_errors(), kernels:
         tracker.phase = FORWARD
-        with tracker.record_saved_tensors(), kernels:
+        with tracker.record_saved_tensors():
             output = prepared.forward(inputs)
             loss = scalar_loss(output)
         forward_end = tracker.snapshot()

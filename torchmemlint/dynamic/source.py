@@ -25,6 +25,8 @@ from .target import InitArgs, instantiate, is_file_location, split_spec
 
 
 _variant_numbers = itertools.count()
+# Findings about the file (its training loop), verified on the target wherever they are.
+FILE_LEVEL_RULES = frozenset({"TML605"})
 
 
 # -- the target's source -------------------------------------------------------------------
@@ -223,11 +225,15 @@ def findings_in_target(target: TargetSource, findings: Iterable[Finding]) -> Lis
 
 def lint_target(target: TargetSource, settings: Optional[Settings] = None) -> List[Finding]:
     """The linter's findings inside the target (selection from ``settings``,
-    or the nearest configuration as ``torchmemlint check`` would find it)."""
+    or the nearest configuration as ``torchmemlint check`` would find it), and the
+    file-level ones (TML605: the file's training loop runs without autocast)."""
     if settings is None:
         settings = resolve_settings(None, False, os.path.dirname(os.path.abspath(target.path)), {})
-    findings = lint_source(target.text, target.path, settings)
-    return findings_in_target(target, [f for f in findings if f.code.startswith("TML")])
+    findings = [f for f in lint_source(target.text, target.path, settings) if f.code.startswith("TML")]
+    # A file's training loop trains the model: its TML605 finding stands for the target's step.
+    whole_file = [f for f in findings if f.code in FILE_LEVEL_RULES]
+    return sorted(findings_in_target(target, [f for f in findings if f.code not in FILE_LEVEL_RULES]) + whole_file,
+                  key=lambda f: (f.location.row, f.location.column, f.code))
 
 
 def _names(names: Sequence[str], limit: int = 3) -> str:

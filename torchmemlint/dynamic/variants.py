@@ -253,3 +253,183 @@ class _Replace(cst.CSTTransformer):
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
         return self.replacements.get(id(original_node), updated_node)
+
+
+# -- TML603: a hand-written checkpoint autograd.Function -----------------------------------
+
+_FIXED_APPLY = '''\
+class {name}:
+    """torchmemlint variant: torch.utils.checkpoint.checkpoint in place of the hand-written Function."""
+
+    @staticmethod
+    def apply({params}):
+        import torch.utils.checkpoint as _checkpoint_module
+
+        return _checkpoint_module.checkpoint({function}, *{inputs}, use_reentrant=False)
+'''
+_PLAIN_APPLY = '''\
+class {name}:
+    """torchmemlint reference: the segment run plainly, without checkpointing."""
+
+    @staticmethod
+    def apply({params}):
+        return {function}(*{inputs})
+'''
+
+
+def checkpoint_function_variants(text: str, row: int) -> Optional[Tuple[str, str, str]]:
+    """For a TML603 finding at ``row`` (the class name): the source with the hand-written
+    ``autograd.Function`` replaced by a class of the same name whose ``apply`` calls
+    ``torch.utils.checkpoint.checkpoint(function, *inputs, use_reentrant=False)``, the source
+    with an ``apply`` that runs the segment plainly (the reference for gradients), and what
+    was changed; None when ``forward``'s signature is not one of latent-diffusion's
+    ``(ctx, run_function, length, *args)`` (inputs ``args[:length]``, then the parameters)
+    or ``(ctx, run_function, *args)``.
+    """
+    wrapper = MetadataWrapper(cst.parse_module(text))
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    classes = [node for node in module.body if isinstance(node, cst.ClassDef)
+               and positions[node.name].start.line == row]
+    if len(classes) != 1:
+        return None
+    classdef = classes[0]
+    forward = next((item for item in classdef.body.body if isinstance(item, cst.FunctionDef)
+                    and item.name.value == "forward"), None)
+    if forward is None:
+        return None
+    plain = [param.name.value for param in forward.params.params]
+    star = forward.params.star_arg
+    if not isinstance(star, cst.Param) or forward.params.kwonly_params or forward.params.star_kwarg:
+        return None
+    if len(plain) == 3:  # (ctx, run_function, length, *args)
+        params = "%s, %s, *%s" % (plain[1], plain[2], star.name.value)
+        inputs = "%s[:%s]" % (star.name.value, plain[2])
+    elif len(plain) == 2:  # (ctx, run_function, *args)
+        params = "%s, *%s" % (plain[1], star.name.value)
+        inputs = star.name.value
+    else:
+        return None
+    fields = {"name": classdef.name.value, "params": params, "function": plain[1], "inputs": inputs}
+    fixed = _rewrite(module, classdef, cst.parse_statement(_FIXED_APPLY.format(**fields)), "")[0]
+    reference = _rewrite(module, classdef, cst.parse_statement(_PLAIN_APPLY.format(**fields)), "")[0]
+    what = "`%s.apply(%s)` runs torch.utils.checkpoint.checkpoint(%s, *%s, use_reentrant=False)" % (
+        classdef.name.value, params, plain[1], inputs)
+    return fixed, reference, what
+
+
+# -- TML604: the module torch.utils.checkpoint called ------------------------------------
+
+_CHECKPOINT_KEYWORDS = frozenset({
+    "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug",
+})
+# ``torch.utils.checkpoint(module)``, meant to wrap it: its forward runs under checkpoint
+# (the module itself is kept, so its parameters keep their names).
+_WRAP_MODULE = (
+    "(lambda _m: (setattr(_m, 'forward', __import__('functools').partial("
+    "__import__('torch.utils.checkpoint', fromlist=['checkpoint']).checkpoint, _m.forward, "
+    "use_reentrant=False)), _m)[1])"
+)
+
+
+def checkpoint_module_variants(
+    text: str, locations: List[Tuple[int, int]]
+) -> Optional[Tuple[str, str, str]]:
+    """For the TML604 findings at ``locations`` (row, 1-based column of the called
+    ``torch.utils.checkpoint``): the source with every one of those calls fixed, the source
+    with each run without checkpointing (the reference), and what was changed; None when a
+    call has no argument.
+
+    ``checkpoint(f, *args)`` becomes ``checkpoint.checkpoint(f, *args, use_reentrant=False)``
+    and, in the reference, ``f(*args)``; ``checkpoint(module)`` (meant to wrap it) becomes the
+    module with its ``forward`` run under non-reentrant checkpoint and, in the reference, the
+    module itself.
+    """
+    wrapper = MetadataWrapper(cst.parse_module(text))
+    positions = wrapper.resolve(PositionProvider)
+    module = wrapper.module
+    calls = [node for node in _calls(module) if (
+        positions[node.func].start.line, positions[node.func].start.column + 1) in set(locations)]
+    if len(calls) != len(set(locations)) or any(not call.args for call in calls):
+        return None
+    fixed: Dict[int, Any] = {}
+    reference: Dict[int, Any] = {}
+    forms = []
+    for call in calls:
+        positional = [arg for arg in call.args if arg.keyword is None]
+        if len(positional) == 1 and len(call.args) == 1 and not positional[0].star:
+            wrapped = cst.Call(cst.parse_expression(_WRAP_MODULE), [positional[0]])
+            fixed[id(call)] = wrapped
+            reference[id(call)] = call.args[0].value
+            forms.append("`%s` wrapped (its forward under checkpoint)" % module.code_for_node(call.args[0].value))
+            continue
+        args = [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in call.args]
+        args = [arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                for arg in args[:-1]] + args[-1:]
+        keywords = {arg.keyword.value for arg in args if arg.keyword is not None}
+        extra = [] if "use_reentrant" in keywords else [
+            cst.Arg(cst.Name("False"), keyword=cst.Name("use_reentrant"), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))]
+        fixed[id(call)] = call.with_changes(
+            func=cst.Attribute(call.func, cst.Name("checkpoint")), args=args + extra)
+        kept = [arg for arg in args[1:] if arg.keyword is None or arg.keyword.value not in _CHECKPOINT_KEYWORDS]
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        reference[id(call)] = cst.Call(args[0].value, kept)
+        forms.append("`%s.checkpoint(..., use_reentrant=False)`" % module.code_for_node(call.func))
+    return (module.visit(_Replace(fixed)).code, module.visit(_Replace(reference)).code, "; ".join(forms))
+
+
+def _calls(module: cst.Module) -> List[cst.Call]:
+    found: List[cst.Call] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    module.visit(_Collect())
+    return found
+
+
+# -- TML605: the training step under autocast ---------------------------------------------
+
+_AUTOCAST_TARGET = '''
+
+# torchmemlint variant: the model built by `{name}` runs its forward under
+# torch.autocast(<the inputs' device type>, dtype=torch.bfloat16).
+def _torchmemlint_autocast(_target):
+    import torch as _torch
+
+    def wrap(model):
+        plain = model.forward
+
+        def forward(*inputs, **named):
+            tensors = [t for t in list(inputs) + list(named.values()) if isinstance(t, _torch.Tensor)]
+            device_type = tensors[0].device.type if tensors else "cpu"
+            with _torch.autocast(device_type, dtype=_torch.bfloat16):
+                return plain(*inputs, **named)
+
+        model.forward = forward
+        return model
+
+    if isinstance(_target, _torch.nn.Module):  # a module instance: wrapped in place
+        return wrap(_target)
+
+    def build(*args, **kwargs):
+        return wrap(_target(*args, **kwargs))
+
+    return build
+
+
+{name} = _torchmemlint_autocast({name})
+'''
+
+
+def autocast_variant(text: str, name: str) -> Optional[str]:
+    """The source with the target ``name`` (a top-level class or factory) rebound to a factory
+    whose model runs ``forward`` under bfloat16 autocast (the instance's ``forward`` is
+    replaced: parameter names stay the same; a module instance is wrapped in place); None for
+    a dotted target."""
+    if not name.isidentifier():
+        return None
+    return text.rstrip("\n") + "\n" + _AUTOCAST_TARGET.format(name=name)

@@ -42,7 +42,7 @@ from .source import (
 )
 from .target import InitArgs
 from .tracker import AllocatorEstimate
-from .variants import keep_stem_pool
+from .variants import autocast_variant, checkpoint_function_variants, checkpoint_module_variants, keep_stem_pool
 
 MIB = 1 << 20
 CONFIRMED = "confirmed"
@@ -57,6 +57,15 @@ PLACEMENT_RULES = frozenset({"TML405"})
 # Stem pooling dropped before a deep encoder: the variant keeps the pool.
 STEM_POOL_FAMILY = "TML3"
 NUMERICS_BATCH = 2
+# TML603 (hand-written checkpoint Function) and TML604 (the checkpoint module called) are
+# answered by their own comparisons, against the segment run without checkpointing.
+CHECKPOINT_RNG = "TML603"
+CHECKPOINT_MODULE = "TML604"
+# TML605's variant runs the step under bfloat16 autocast: outputs and gradients are compared
+# with float32's within this loose tolerance (atol, rtol), per element: bfloat16 keeps 8 bits
+# of mantissa (a relative rounding of 2**-8 = 0.0039 per op).
+AUTOCAST = "TML605"
+AUTOCAST_TOLERANCE = (5e-2, 5e-2)
 
 # A fix is confirmed when it lowers the peak by at least this fraction of it.
 # Fake-tensor accounting is exact for what it counts, so a relative saving is
@@ -116,9 +125,15 @@ class _Variant:
     reason: str = ""  # why no variant could be built
 
 
-def variant_for(finding: Finding, text: str) -> _Variant:
+def variant_for(finding: Finding, text: str, target_name: str = "") -> _Variant:
     """The source with the finding's fix applied, or with the variant its message
     suggests; ``text`` None when neither exists (with the reason)."""
+    if finding.code == AUTOCAST:
+        autocast_text = autocast_variant(text, target_name)
+        what = "suggested variant: the training step under torch.autocast(device_type, dtype=torch.bfloat16)"
+        if autocast_text is None:
+            return _Variant(None, what, False, reason="the target %r is not a top-level name" % target_name)
+        return _Variant(autocast_text, what, False, tolerance=AUTOCAST_TOLERANCE)
     if finding.fix is not None:
         tolerance = (0.0, 0.0) if finding.fix.is_safe else UNSAFE_TOLERANCE
         return _Variant(
@@ -149,6 +164,7 @@ def verify_findings(
     placements: Optional[List[PlacementResult]] = None,
     round_to: int = 512,
     seed: int = 0,
+    original_error: Optional[str] = None,
 ) -> List[FindingVerdict]:
     """Measure each finding's variant against ``baseline`` (the original's
     step on ``device``) and compare numerics on real CPU at batch <= 2.
@@ -159,13 +175,25 @@ def verify_findings(
     to build, or the variant's parameters differ from the original's).
     Deep-stack findings are answered by the best checkpoint placement
     (``placements``, or measured here), whose numerics are compared too.
+    ``original_error``: the target's own step raised it (``baseline`` is then the step of
+    the target with its TML604 calls run without checkpointing, ``broken_target_baseline``).
     """
     if isinstance(target, str):
         target = read_target_source(target)
     verifier = _Verifier(target, init_args, input_shapes, baseline, dtype, device, round_to, seed)
+    verifier.original_error = original_error
+    module_calls = [(f.location.row, f.location.column) for f in findings if f.code == CHECKPOINT_MODULE]
     verdicts = []
     for finding in findings:
-        if finding.code in PLACEMENT_RULES:
+        if finding.code == CHECKPOINT_MODULE:
+            verdicts.append(verifier.checkpoint_module(finding, module_calls))
+        elif original_error is not None:
+            verdict = verifier._verdict(finding, "none")
+            verdict.reason = "the target's training step raises: %s" % original_error
+            verdicts.append(verdict)
+        elif finding.code == CHECKPOINT_RNG:
+            verdicts.append(verifier.checkpoint_rng(finding))
+        elif finding.code in PLACEMENT_RULES:
             if placements is None:
                 placements = advise_checkpointing(target, init_args, input_shapes, dtype, device, round_to)
             verdicts.append(verifier.placement(finding, placements))
@@ -191,6 +219,7 @@ class _Verifier:
         self.round_to = round_to
         self.seed = seed
         self._original: Optional[nn.Module] = None
+        self.original_error: Optional[str] = None
         self._doubled_baseline: Optional[int] = None
         self.inputs = _numerics_inputs(input_shapes, dtype, seed)
 
@@ -213,7 +242,7 @@ class _Verifier:
         )
 
     def variant(self, finding: Finding) -> FindingVerdict:
-        variant = variant_for(finding, self.target.text)
+        variant = variant_for(finding, self.target.text, self.target.name)
         verdict = self._verdict(finding, variant.description)
         if variant.text is None:
             verdict.reason = variant.reason
@@ -231,13 +260,7 @@ class _Verifier:
             verdict.reason = "the variant cannot take the original's weights: %s" % exc
             return verdict
         try:
-            after = measure_training_step(
-                rebuilt, self.input_shapes, dtype=self.dtype, device=self.device,
-                round_to=self.round_to, seed=self.seed,
-            ) if is_fake(self.device) else measure_source_variant(
-                self.target, variant.text, self.init_args, self.input_shapes, self.dtype, self.device,
-                round_to=self.round_to, seed=self.seed,
-            )
+            after = self._measure(rebuilt, variant.text)
         except DynamicError as exc:
             verdict.verdict, verdict.reason = broken, str(exc)
             return verdict
@@ -256,6 +279,9 @@ class _Verifier:
             verdict.verdict, verdict.reason = broken, "the variant's training step raises"
         elif not numerics.equal and variant.exact_numerics_expected:
             verdict.verdict, verdict.reason = UNSAFE, "the fix changes outputs, gradients or buffers"
+        elif not numerics.equal and (atol or rtol):
+            verdict.verdict = UNSAFE
+            verdict.reason = "the variant changes outputs or gradients beyond atol=%g, rtol=%g" % (atol, rtol)
         else:
             saving = significant_saving(verdict.peak_before, after.peak_bytes)
             verdict.verdict = CONFIRMED if saving else REFUTED
@@ -264,6 +290,103 @@ class _Verifier:
                     "differs, as this variant changes the model (outputs: max abs diff %.3g)"
                     % numerics.output_diff
                 )
+        return verdict
+
+    def _measure(self, rebuilt: nn.Module, text: str) -> StepReport:
+        """The variant's step: the built model under fake tensors, else rebuilt on the device."""
+        if is_fake(self.device):
+            return measure_training_step(
+                rebuilt, self.input_shapes, dtype=self.dtype, device=self.device,
+                round_to=self.round_to, seed=self.seed,
+            )
+        return measure_source_variant(
+            self.target, text, self.init_args, self.input_shapes, self.dtype, self.device,
+            round_to=self.round_to, seed=self.seed,
+        )
+
+    def checkpoint_rng(self, finding: Finding) -> FindingVerdict:
+        """TML603: the hand-written checkpoint Function against
+        ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, both compared with
+        the segment run without checkpointing (one seeded step, dropout on): the finding is
+        confirmed when the hand-written one's gradients differ from it and the variant's are
+        bitwise equal to it.  Bytes: the variant's peak beside the original's."""
+        variants = checkpoint_function_variants(self.target.text, finding.location.row)
+        what = "suggested variant: torch.utils.checkpoint.checkpoint(..., use_reentrant=False)"
+        verdict = self._verdict(finding, what)
+        if variants is None:
+            verdict.reason = "forward's signature is not (ctx, run_function[, length], *args): no variant built"
+            return verdict
+        fixed_text, plain_text, description = variants
+        verdict.variant = "suggested variant: %s" % description
+        try:
+            fixed, plain = self._build(fixed_text), self._build(plain_text)
+            for model in (fixed, plain):
+                load_same_weights(model, self.original.state_dict())
+            verdict.peak_after = self._measure(fixed, fixed_text).peak_bytes
+        except DynamicError as exc:
+            verdict.reason = str(exc)
+            return verdict
+        handwritten = compare_numerics(plain, self.original, self.inputs, seed=self.seed)
+        variant = compare_numerics(plain, fixed, self.inputs, seed=self.seed)
+        verdict.numerics = (
+            "against the segment without checkpointing: hand-written %s; torch.utils.checkpoint %s"
+            % (_with_grad_diff(handwritten), _with_grad_diff(variant))
+        )
+        change = (verdict.peak_after - verdict.peak_before) / max(verdict.peak_before, 1)
+        bytes_note = "peak %d -> %d B (%+.1f %%%s)" % (
+            verdict.peak_before, verdict.peak_after, 100 * change,
+            ", about equal: both keep the segment's inputs and recompute it" if abs(change) < CONFIRM_FRACTION else "")
+        if handwritten.error_a or handwritten.error_b or variant.error_b:
+            verdict.reason = "a step raises; " + bytes_note
+        elif handwritten.equal:
+            verdict.verdict = REFUTED
+            verdict.reason = "the hand-written recomputation gives the same gradients here (no random op " \
+                             "in the segment at this step); " + bytes_note
+        elif not variant.equal:
+            verdict.verdict = UNSAFE
+            verdict.reason = "the variant does not give the un-checkpointed segment's results either; " + bytes_note
+        else:
+            verdict.verdict = CONFIRMED
+            verdict.reason = "the hand-written recomputation draws other random numbers (gradients differ); " \
+                             "torch.utils.checkpoint restores the RNG state; a correctness finding: " + bytes_note
+        return verdict
+
+    def checkpoint_module(self, finding: Finding, locations: List[Tuple[int, int]]) -> FindingVerdict:
+        """TML604: the target's step raises TypeError (``original_error``); the variant with
+        the flagged calls fixed is measured and compared with the target run without
+        checkpointing (the baseline then), bitwise."""
+        verdict = self._verdict(
+            finding, "suggested variant: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=False)"
+        )
+        variants = checkpoint_module_variants(self.target.text, locations)
+        if variants is None:
+            verdict.reason = "a flagged call has no argument: no variant built"
+            return verdict
+        fixed_text, plain_text, description = variants
+        verdict.variant = "suggested variant: %s" % description
+        if self.original_error is None:
+            verdict.reason = "the target's step does not reach the flagged call (it runs without error)"
+            return verdict
+        if "not callable" not in self.original_error:
+            verdict.reason = "the target's step raises something else: %s" % self.original_error
+            return verdict
+        try:
+            plain = self._build(plain_text)
+            fixed = self._build(fixed_text)
+            load_same_weights(fixed, plain.state_dict())
+            verdict.peak_after = self._measure(fixed, fixed_text).peak_bytes
+        except DynamicError as exc:
+            verdict.reason = "the original raises (%s); the fixed variant too: %s" % (self.original_error, exc)
+            return verdict
+        numerics = compare_numerics(plain, fixed, self.inputs, seed=self.seed)
+        verdict.numerics = "against the model without checkpointing: %s" % describe_numerics(numerics)
+        change = (verdict.peak_after - verdict.peak_before) / max(verdict.peak_before, 1)
+        verdict.reason = (
+            "the target as written raises (%s); fixed, the step runs: peak %d B beside %d B "
+            "without checkpointing (%+.1f %%)"
+            % (self.original_error, verdict.peak_after, verdict.peak_before, 100 * change)
+        )
+        verdict.verdict = CONFIRMED if numerics.equal else UNSAFE
         return verdict
 
     def _scaling(self, text: str, saved: int) -> List[List[int]]:
@@ -340,6 +463,15 @@ def describe_numerics(report: NumericsReport) -> str:
     if report.missing_params:
         parts.append("parameters %s" % _names(report.missing_params))
     return "differs: " + "; ".join(parts)
+
+
+def _with_grad_diff(report: NumericsReport) -> str:
+    """``describe_numerics``, with the largest parameter-gradient difference when they differ."""
+    text = describe_numerics(report)
+    grads = [diff for diff in report.param_grad_diffs.values() if diff is not None]
+    if not report.equal and grads and max(grads) > 0:
+        text += " (parameter gradients: max abs diff %.3g)" % max(grads)
+    return text
 
 
 def checkpoint_forwards(model: nn.Module, paths: Sequence[str]) -> nn.Module:
@@ -516,13 +648,22 @@ def run_profile(
         warnings.simplefilter("always")
         module = import_source_variant(target, target.text)
         factory = model_factory(module, target_spec, init_args, dtype)
-        report = measure_training_step(factory, input_shapes, dtype=dtype, device=measuring, seed=seed)
-        findings = lint_target(target, settings) if verify else []
+        findings: Optional[List[Finding]] = None
+        original_error: Optional[str] = None
+        try:
+            report = measure_training_step(factory, input_shapes, dtype=dtype, device=measuring, seed=seed)
+        except DynamicError as exc:
+            findings = lint_target(target, settings) if verify else []
+            report = broken_target_baseline(target, findings, exc, init_args, input_shapes, dtype, measuring, seed)
+            original_error = str(exc)
+        if findings is None:
+            findings = lint_target(target, settings) if verify else []
         placements: Optional[List[PlacementResult]] = None
         if checkpoint_advice or any(f.code in PLACEMENT_RULES for f in findings):
             placements = advise_checkpointing(target, init_args, input_shapes, dtype, measuring)
         verdicts = verify_findings(
-            target, findings, init_args, input_shapes, report, dtype, measuring, placements, seed=seed
+            target, findings, init_args, input_shapes, report, dtype, measuring, placements, seed=seed,
+            original_error=original_error,
         )
     result = ProfileResult(
         target=target_spec,
@@ -540,6 +681,11 @@ def run_profile(
     )
     if report.built:
         result.limits.insert(0, report.built)
+    if original_error is not None:
+        result.limits.insert(0, (
+            "the target as written raises (%s): the step measured is the target with its "
+            "`torch.utils.checkpoint(...)` calls (TML604) run without checkpointing" % original_error
+        ))
     if report.compiled:
         result.limits.insert(0, (
             "torch.compile: measured the original module's eager code (compile disabled while "
@@ -551,6 +697,23 @@ def run_profile(
         ))
     result.seconds = time.perf_counter() - started
     return result
+
+
+def broken_target_baseline(
+    target: TargetSource, findings: Sequence[Finding], error: DynamicError, init_args: InitArgs,
+    input_shapes: Any, dtype: Any, measuring: str, seed: int,
+) -> StepReport:
+    """The step of the target with its TML604 calls (``torch.utils.checkpoint(f, x)``)
+    run without checkpointing, when the target's own step raised ``error``; ``error`` is
+    raised again when there is no such call or the reference raises too."""
+    locations = [(f.location.row, f.location.column) for f in findings if f.code == CHECKPOINT_MODULE]
+    variants = checkpoint_module_variants(target.text, locations) if locations else None
+    if variants is None:
+        raise error
+    try:
+        return measure_source_variant(target, variants[1], init_args, input_shapes, dtype, measuring, seed=seed)
+    except DynamicError:
+        raise error from None
 
 
 def _method(measuring: str) -> str:

@@ -326,6 +326,11 @@ class CheckpointFunctionWithoutRng(Rule):
 
     ## Fix safety
     No fix: the class is called from elsewhere, with its own argument convention.
+    `torchmemlint profile` verifies the suggestion: it replaces the class by one of the same
+    name whose `apply(run_function, length, *args)` (or `apply(run_function, *args)`) calls
+    `torch.utils.checkpoint.checkpoint(run_function, *args[:length], use_reentrant=False)`,
+    and compares one seeded training step (dropout on) of the original and of that variant
+    with the segment run without checkpointing.
 
     ## Measured
     `benchmarks/memory_figures.py`, `j_checkpoint_rng` (real CPU, torch 2.13.0): the
@@ -333,7 +338,17 @@ class CheckpointFunctionWithoutRng(Rule):
     through latent-diffusion's `CheckpointFunction`, gets gradients that differ from the
     plain segment's by up to 0.002623 (max abs); through
     `torch.utils.checkpoint.checkpoint(..., use_reentrant=False)` they are bitwise equal.
-    With p=0 both are bitwise equal. A correctness rule: no memory figure.
+    With p=0 both are bitwise equal.
+
+    `torchmemlint profile fixtures/models/recompute.py:DropoutSegment --input-shape 64,256
+    --device cpu --select TML603` (torch 2.13.0, `tests/dynamic/test_rule_verdicts.py`):
+    *confirmed*; against the segment without checkpointing, the hand-written function's input
+    and parameter gradients differ (max abs 0.0285 at batch 2), torch's checkpoint gives
+    identical ones. Bytes (CPU estimate of CUDA): the hand-written step peaks at 855,040 B,
+    the variant at 658,432 B (-23.0 %): the hand-written backward rebuilds the segment's
+    graph and calls `autograd.grad` in backward, holding more at once; at 4096x256 the same
+    measure gives 22,284,288 B and 18,088,960 B. A correctness rule first: the bytes are not
+    the reason to fix it, and a function whose backward is written otherwise may peak the same.
     """
 
     code = "TML603"
@@ -384,10 +399,25 @@ class CheckpointModuleCalled(Rule):
 
     ## Fix safety
     No fix: the intent (wrap a module, checkpoint one call) is not in the code.
+    `torchmemlint profile` verifies the suggestion when the target's step raises this
+    TypeError: `torch.utils.checkpoint(f, *args)` becomes
+    `torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=False)`, and
+    `torch.utils.checkpoint(module)` (meant to wrap it) the module with its `forward` run
+    under non-reentrant checkpoint; the reference is the model with the call run without
+    checkpointing (`f(*args)`, the module itself), which the profile measures in place of the
+    step that raises.
 
     ## Measured
     `tests/test_attention_rules.py` runs the flagged forms: each raises
     `TypeError: 'module' object is not callable` (torch 2.13.0).
+    `torchmemlint profile fixtures/models/checkpoint_module.py:MLPStack --input-shape 1024,256
+    --device cpu --select TML604` (`tests/dynamic/test_rule_verdicts.py`): *confirmed*, the
+    target's step raises the TypeError; fixed, each of the 4 residual MLP blocks is
+    checkpointed and the step peaks at 23,099,392 B beside 48,269,312 B without
+    checkpointing (-52.1 %, CPU estimate of CUDA), with identical outputs and gradients.
+    `FallbackNet`, which wraps `self.inc` in `__init__`, builds only once fixed, and then peaks
+    as without checkpointing (27,544,576 B at 1024x256): the wrapped part is all of the
+    network but its head, so the recomputation in backward holds what the forward held.
     """
 
     code = "TML604"
@@ -441,6 +471,13 @@ class TrainingWithoutAutocast(Rule):
     float32, but a model that is sensitive (small learning rates against large weights,
     custom ops) must be validated. float16 needs a `GradScaler`; bfloat16 does not, but needs
     a GPU that supports it (compute capability 8.0 or later).
+    `torchmemlint profile` verifies the suggestion on the profiled model (it runs its own step,
+    not the file's loop, so the variant is *the step under autocast*: the model's `forward`
+    runs under `torch.autocast(<the inputs' device type>, dtype=torch.bfloat16)`, the loss
+    and backward outside, as in the example); outputs and gradients are compared with
+    float32's element by element within atol=0.05, rtol=0.05, which the report states
+    (beyond it the verdict is *unsafe*). The finding is in the file's loop, outside the
+    target: it is verified on whichever model is profiled.
 
     ## Measured
     CPU estimate of CUDA (`benchmarks/memory_figures.py`, `k_autocast`: fake tensors with
@@ -452,6 +489,11 @@ class TrainingWithoutAutocast(Rule):
     eager-attention LM of `fixtures/models/attention.py` at 3,315,729,408 B and
     2,294,547,456 B (-30.8 %; kept -35.5 %). `tests/test_attention_rules.py` checks the
     direction on the small LM with the same wrapper.
+    `torchmemlint profile fixtures/models/fp32_training.py:TinyLM --input-shape 4,128,int64
+    --device cpu --select TML605` (`tests/dynamic/test_rule_verdicts.py`, CPU estimate of
+    CUDA): *confirmed*, 12,033,536 B in float32 and 8,975,360 B under bf16 autocast (-25.4 %;
+    saves 3,058,176 B at batch 4 and 6,547,456 B at batch 8); numerics within atol=0.05,
+    rtol=0.05 (max abs diff 0.0091, real CPU step at batch 2, dropout 0).
     """
 
     code = "TML605"
