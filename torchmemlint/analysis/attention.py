@@ -22,6 +22,7 @@ import libcst as cst
 
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
+from torchmemlint.tree import children
 
 SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.Tensor.softmax"})
 DROPOUT_FUNCTIONS = frozenset({"torch.nn.functional.dropout", "torch.dropout"})
@@ -172,8 +173,6 @@ class AttentionSites:
         return self._sites
 
     def _functions(self, node: cst.CSTNode, classdef: Optional[cst.ClassDef]) -> Iterator[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
-        from torchmemlint.tree import children
-
         for child in children(node):
             if isinstance(child, cst.ClassDef):
                 yield from self._functions(child, child)

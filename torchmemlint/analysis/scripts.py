@@ -4,10 +4,11 @@ are the ``.backward()`` calls of its loops (``loop_backward_calls``)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
 
@@ -61,29 +62,12 @@ def uses_mixed_precision(text: str) -> Optional[str]:
     return None
 
 
-def loop_backward_calls(module: cst.Module) -> List[cst.Call]:
-    """``x.backward()`` calls inside a ``for``/``while`` loop (not in a function defined in it),
-    one per loop that directly holds them: the training steps of the file."""
-    found: List[cst.Call] = []
-    seen: Set[int] = set()
-
-    def visit(node: cst.CSTNode, in_loop: bool) -> None:
-        from torchmemlint.tree import children
-
-        for child in children(node):
-            if isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                visit(child, False)
-                continue
-            if isinstance(child, (cst.For, cst.While)):
-                visit(child, True)
-                continue
-            if (
-                in_loop and isinstance(child, cst.Call) and isinstance(child.func, cst.Attribute)
-                and child.func.attr.value == "backward" and id(child) not in seen
-            ):
-                seen.add(id(child))
-                found.append(child)
-            visit(child, in_loop)
-
-    visit(module, False)
-    return found
+def loop_backward_calls(scopes: ScopeWalk) -> List[cst.Call]:
+    """``x.backward()`` calls inside a ``for``/``while`` loop of their own function (the shared
+    scope walk's loops): the training steps of the file."""
+    return [
+        call.node
+        for scope in scopes.scopes
+        for call in scope.calls
+        if call.attr == "backward" and call.ctx.loops
+    ]

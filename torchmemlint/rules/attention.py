@@ -508,7 +508,7 @@ class TrainingWithoutAutocast(Rule):
             text = self.context.module.code
         if uses_mixed_precision(text) is not None:
             return
-        self._calls = {id(call) for call in loop_backward_calls(node)}
+        self._calls = {id(call) for call in loop_backward_calls(self.context.analysis.scopes)}
 
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._calls:
