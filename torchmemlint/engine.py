@@ -471,7 +471,14 @@ def _lint_source(
 ) -> List[Finding]:
     if codes is None:
         codes = settings.codes_for_file(filename)
-    if not codes or _RELEVANT_MARKER not in text:
+    registry = all_rules()
+    if _RELEVANT_MARKER not in text:
+        codes = frozenset()
+    else:  # only the rules whose words the text holds (their gates, Rule.needs)
+        codes = frozenset(
+            code for code in codes if code not in registry or registry[code].may_apply(text)
+        )
+    if not codes:
         # Nothing can match; still report a file that does not parse, cheaply.
         if _python_syntax_error(text, filename) is None:
             return []
@@ -485,7 +492,6 @@ def _lint_source(
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
-    registry = all_rules()
     context = FileContext(module, filename, settings.option_values(), text)
     rules = []
     for code in sorted(codes):

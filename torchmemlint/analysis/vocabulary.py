@@ -174,3 +174,17 @@ def short_name(qualified: str) -> str:
     return qualified
 
 
+
+
+# -- words for the rules' text gates (Rule.needs) ------------------------------------------------
+def activation_words(*saves: Saves) -> Tuple[str, ...]:
+    """The names an activation of these kinds is written with (module, function, ``x_``)."""
+    kinds = [kind for kind in ACTIVATION_KINDS if not saves or kind.saves in saves]
+    words = {kind.module for kind in kinds} | {kind.name for kind in kinds}
+    return tuple(sorted(words))
+
+
+# ``F.relu_``, ``torch.sigmoid_``, ``x.tanh_()``: the in-place forms, always in place.
+INPLACE_WORDS: Tuple[str, ...] = tuple(
+    sorted({qualified.rsplit(".", 1)[-1] for qualified in INPLACE_FUNCTIONS} | set(INPLACE_METHODS))
+)

@@ -102,6 +102,7 @@ class EagerAttention(Rule):
     """
 
     code = "TML601"
+    needs = (("softmax",),)  # every site has a softmax, recognised by a name holding it
     name = "eager-attention"
     summary = "Hand-written softmax(q @ kᵀ) @ v attention keeps the B·H·L·S weights for backward"
     fix_availability = FixAvailability.SOMETIMES
@@ -229,6 +230,7 @@ class EagerAttnImplementation(Rule):
     """
 
     code = "TML602"
+    needs = (("eager",), ("attn_implementation",))
     name = "eager-attn-implementation"
     summary = '`attn_implementation="eager"` in a training script keeps every layer\'s attention weights'
     fix_availability = FixAvailability.ALWAYS
@@ -352,6 +354,7 @@ class CheckpointFunctionWithoutRng(Rule):
     """
 
     code = "TML603"
+    needs = (("Function",), ("backward",))
     name = "checkpoint-function-without-rng-state"
     summary = "A hand-written checkpoint autograd.Function reruns its segment without restoring the RNG"
 
@@ -421,6 +424,7 @@ class CheckpointModuleCalled(Rule):
     """
 
     code = "TML604"
+    needs = (("checkpoint",),)
     name = "checkpoint-module-called"
     summary = "`torch.utils.checkpoint` (the module) is called, which raises TypeError"
 
@@ -497,6 +501,7 @@ class TrainingWithoutAutocast(Rule):
     """
 
     code = "TML605"
+    needs = (("backward",),)
     name = "training-without-autocast"
     summary = "A training loop runs in float32 without autocast (bf16 would shrink the kept activations)"
     default_enabled = False

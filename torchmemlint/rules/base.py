@@ -68,11 +68,22 @@ class Rule:
     # column is rendered from it and tests/test_docs.py checks it against the examples.
     fix_applicability: ClassVar[Tuple[str, ...]] = ()
     options: ClassVar[Sequence[RuleOption]] = ()
+    # The text gate: groups of words, of which the file's text must hold at least one word of
+    # every group for the rule to be able to report (a name the rule needs written in the file:
+    # `checkpoint`, `softmax`, `retain_graph`). The engine runs a rule only on files that pass
+    # its gate, and parses a file only when some enabled rule passes. Empty: every file.
+    # tests/test_gates.py checks every gate against the rule's examples and the fixtures.
+    needs: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
     def __init__(self, context: "FileContext") -> None:
         self.context = context
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        """False only when ``text`` cannot hold a finding of this rule (its ``needs``)."""
+        return all(any(word in text for word in group) for group in cls.needs)
 
     # -- helpers for subclasses -------------------------------------------------------------
     def report(

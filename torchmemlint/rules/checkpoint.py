@@ -76,6 +76,7 @@ class CheckpointWithoutUseReentrant(Rule):
     """
 
     code = "TML401"
+    needs = (("checkpoint",),)  # every checkpointing function's name holds it
     name = "checkpoint-without-use-reentrant"
     summary = "`checkpoint` without `use_reentrant`: torch falls back to the reentrant variant"
     fix_availability = FixAvailability.ALWAYS
@@ -178,6 +179,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     """
 
     code = "TML402"
+    needs = (("checkpoint",),)  # every checkpointing function's name holds it
     name = "single-op-checkpoint"
     summary = "`checkpoint` around a single cheap layer saves no memory"
     fix_availability = FixAvailability.SOMETIMES
@@ -424,6 +426,7 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     """
 
     code = "TML403"
+    needs = (("checkpoint",),)  # every checkpointing function's name holds it
     name = "batchnorm-in-checkpoint"
     summary = "BatchNorm inside a checkpointed segment updates its running statistics twice"
 
@@ -492,6 +495,7 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
     """
 
     code = "TML404"
+    needs = (("checkpoint",), ("preserve_rng_state",))
     name = "checkpoint-random-without-rng-state"
     summary = (
         "`preserve_rng_state=False` around dropout: recomputed masks differ, gradients are wrong"

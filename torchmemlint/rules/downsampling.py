@@ -161,6 +161,8 @@ class DroppedStemPool(Rule):
     """
 
     code = "TML301"
+    # the triggers below: `x.layer1` / `x.children()` in a class, `x.maxpool = `, `x.conv1 = `
+    needs = (("layer1", "children", "maxpool", "conv1"),)
     name = "dropped-stem-pool"
     summary = "ResNet stem max-pool dropped before layer1: every later activation is 4x larger"
 

@@ -3,13 +3,14 @@ nothing, where it corrupts results, and where it costs memory."""
 
 from __future__ import annotations
 
+import re
 from typing import FrozenSet, Optional
 
 import libcst as cst
 
 from torchmemlint.analysis.activations import activation_sites, Site, Use
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_number
-from torchmemlint.analysis.vocabulary import Saves
+from torchmemlint.analysis.vocabulary import INPLACE_WORDS, Saves, activation_words
 
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
@@ -159,11 +160,17 @@ class MissingInplaceSavesMemory(_MissingInplace):
     """
 
     code = "TML201"
+    # whole words: "elu" is in every "relu" and "ELU" in every "GELU"
+    _WORDS = re.compile(r"\b(?:%s)\b" % "|".join(activation_words(Saves.INPUT)))
     name = "missing-inplace-saves-memory"
     summary = "LeakyReLU/ELU/CELU/SELU/RReLU out of place after a layer that allows in place"
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("safe", "unsafe")
     saves = frozenset({Saves.INPUT})
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        return cls._WORDS.search(text) is not None
 
     def _report(self, site: Site) -> None:
         assert site.kind is not None
@@ -225,6 +232,7 @@ class MissingInplaceNoSaving(_MissingInplace):
     """
 
     code = "TML202"
+    needs = (activation_words(Saves.OUTPUT, Saves.CLONE),)
     name = "missing-inplace-no-saving"
     summary = "ReLU-like activation out of place: in place would save no training memory"
     default_enabled = False
@@ -296,6 +304,8 @@ class UnsafeInplace(Rule):
     """
 
     code = "TML203"
+    # `inplace` is only ever known True from a literal `True`, or from an `x_` form
+    needs = (("True",) + INPLACE_WORDS, activation_words() + INPLACE_WORDS)
     name = "unsafe-inplace"
     summary = "In-place activation on a tensor that is reused, saved for backward, or the caller's"
     fix_availability = FixAvailability.SOMETIMES
@@ -380,6 +390,7 @@ class InplaceDropout(Rule):
     """
 
     code = "TML204"
+    needs = (("Dropout", "dropout"), ("True", "dropout_"))
     name = "inplace-dropout"
     summary = "Dropout with `inplace=True` keeps a float mask instead of CUDA's 1-byte mask"
     fix_availability = FixAvailability.ALWAYS

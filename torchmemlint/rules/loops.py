@@ -249,6 +249,7 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     """
 
     code = "TML503"
+    needs = (("retain_graph",),)
     name = "retain-graph-without-second-backward"
     summary = "`backward(retain_graph=True)` in a loop with no second backward through the graph"
     fix_availability = FixAvailability.ALWAYS
@@ -304,6 +305,7 @@ class ListOnSelfInForward(_LoopRule):
     """
 
     code = "TML504"
+    needs = (("append",), ("forward",))
     name = "activation-list-on-self"
     summary = "`forward` appends an activation to a list on `self` that is never emptied"
 
@@ -345,6 +347,7 @@ class TensorOnSelfInForward(_LoopRule):
     """
 
     code = "TML505"
+    needs = (("forward",),)
     name = "activation-stored-on-self"
     summary = "`forward` stores an activation on `self`, keeping it alive between steps"
     default_enabled = False

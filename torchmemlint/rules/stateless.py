@@ -110,6 +110,7 @@ class StatelessModuleAttribute(Rule):
     """
 
     code = "TML101"
+    needs = (tuple(sorted({qualified.rsplit(".", 1)[-1] for qualified in STATELESS})),)
     name = "stateless-module-attribute"
     summary = "Parameter-free module kept as an attribute (0 B of memory; style only)"
     default_enabled = False

@@ -1,0 +1,98 @@
+"""The rules' text gates (``Rule.needs`` / ``Rule.may_apply``): the engine runs a rule only on a
+file whose text holds the words it needs, and parses a file only when some enabled rule passes.
+
+A gate may only skip work, never a finding: linting every example and fixture with all gates
+open gives exactly the findings of the gated run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from torchmemlint import engine
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+from torchmemlint.rules import all_rules
+
+from rule_examples import examples
+
+ROOT = Path(__file__).resolve().parent.parent
+ALL = frozenset(all_rules())
+
+
+def _sources():
+    for rule in all_rules().values():
+        cases = examples(rule.code)
+        for index, code in enumerate(cases.valid):
+            yield f"{rule.code}-valid-{index}", code
+        for index, case in enumerate(cases.invalid):
+            yield f"{rule.code}-invalid-{index}", case.code
+    for path in sorted((ROOT / "fixtures").rglob("*.py")):
+        yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
+
+
+SOURCES = list(_sources())
+
+
+@pytest.fixture
+def open_gates(monkeypatch):
+    """Every rule runs on every file, as before the gates."""
+    for rule in all_rules().values():
+        monkeypatch.setattr(rule, "may_apply", classmethod(lambda cls, text: True))
+
+
+def test_open_gates_give_the_same_findings(open_gates, monkeypatch):
+    # (checked on ~100 examples and fixtures; tests/test_corpus_bench and the speed notes check
+    # the corpora of 11 packages the same way)
+    opened = {name: lint_source(code, "example.py", Settings(), ALL) for name, code in SOURCES}
+    monkeypatch.undo()
+    assert all_rules()["TML401"].may_apply("import torch") is False  # the gates are back
+    gated = {name: lint_source(code, "example.py", Settings(), ALL) for name, code in SOURCES}
+    assert sum(len(found) for found in opened.values()) > 100  # the examples do find things
+    for name, _ in SOURCES:
+        assert gated[name] == opened[name], name
+
+
+@pytest.mark.parametrize(
+    "code", sorted(code for code, rule in all_rules().items() if examples(code).invalid)
+)
+def test_every_invalid_example_passes_its_rule_gate(code):
+    rule = all_rules()[code]
+    for case in examples(code).invalid:
+        assert rule.may_apply(case.code), case.code
+
+
+def test_a_file_no_gate_passes_is_not_parsed(monkeypatch):
+    parsed = []
+    real = cst.parse_module
+    monkeypatch.setattr(engine.cst, "parse_module", lambda text: parsed.append(text) or real(text))
+    text = "import torch\n\ndef f(model, x):\n    return model(x)\n"
+    assert lint_source(text, "a.py", Settings(), frozenset({"TML401", "TML601"})) == []
+    assert parsed == []
+    # the same text with a checkpoint call is parsed, and the finding is there
+    text = "import torch\nfrom torch.utils.checkpoint import checkpoint\n\ndef f(m, x):\n    return checkpoint(m, x)\n"
+    findings = lint_source(text, "a.py", Settings(), frozenset({"TML401", "TML601"}))
+    assert [f.code for f in findings] == ["TML401"] and len(parsed) == 1
+
+
+def test_a_gated_out_file_still_reports_its_syntax_error():
+    findings = lint_source("import torch\ndef f(:\n", "a.py", Settings(), frozenset({"TML401"}))
+    assert [f.code for f in findings] == [engine.SYNTAX_ERROR]
+
+
+@pytest.mark.parametrize(
+    "text, passes",
+    [
+        ("import torch.nn as nn\nact = nn.GELU()\n", False),  # "ELU" inside "GELU"
+        ("import torch.nn.functional as F\ny = F.relu(x)\n", False),  # "elu" inside "relu"
+        ("import torch.nn as nn\nact = nn.ELU()\n", True),
+        ("import torch.nn as nn\nact = nn.LeakyReLU(0.1)\n", True),
+        ("from torch.nn.functional import leaky_relu as lrelu\n", True),
+        ("import torch\nact = partial(torch.nn.SELU)\n", True),
+    ],
+)
+def test_tml201_gate_reads_whole_words(text, passes):
+    assert all_rules()["TML201"].may_apply(text) is passes
