@@ -96,3 +96,28 @@ def test_a_gated_out_file_still_reports_its_syntax_error():
 )
 def test_tml201_gate_reads_whole_words(text, passes):
     assert all_rules()["TML201"].may_apply(text) is passes
+
+
+def test_only_rules_that_need_torch_skip_a_file_without_it(tmp_path):
+    """TML602 reads transformers scripts, which need not name torch; the CLI finds it there.
+    The other rules keep to files that name torch: the attention below is not looked at."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\n\n"
+        'model = AutoModelForCausalLM.from_pretrained("gpt2", attn_implementation="eager")\n'
+        "scores = (q @ k.transpose(-2, -1)).softmax(dim=-1)\nout = scores @ v\n"
+        "trainer = Trainer(model=model)\ntrainer.train()\n",
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--no-cache", "--isolated", "--select", "ALL",
+         "--output-format", "json", str(script)],
+        capture_output=True, text=True,
+    )
+    import json
+
+    assert result.returncode == 1, result.stderr
+    assert [finding["code"] for finding in json.loads(result.stdout)] == ["TML602"]

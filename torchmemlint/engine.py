@@ -34,10 +34,6 @@ IO_ERROR = "E902"
 # A rule (or an analysis it needs) raised on this file: the other rules and files still report.
 INTERNAL_ERROR = "TML900"
 
-# Rules only ever look at torch code; a file that never says "torch" cannot match.
-_RELEVANT_MARKER = "torch"
-
-
 def _describe_error(error: BaseException) -> str:
     """``ExceptionType: message`` on one line, and where it was raised (file:line)."""
     if isinstance(error, AnalysisError):
@@ -472,12 +468,8 @@ def _lint_source(
     if codes is None:
         codes = settings.codes_for_file(filename)
     registry = all_rules()
-    if _RELEVANT_MARKER not in text:
-        codes = frozenset()
-    else:  # only the rules whose words the text holds (their gates, Rule.needs)
-        codes = frozenset(
-            code for code in codes if code not in registry or registry[code].may_apply(text)
-        )
+    # only the rules whose words the text holds (their gates: Rule.needs, needs_torch)
+    codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply(text))
     if not codes:
         # Nothing can match; still report a file that does not parse, cheaply.
         if _python_syntax_error(text, filename) is None:

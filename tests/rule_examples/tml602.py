@@ -19,6 +19,9 @@ VALID = (
     "import torch\n\nfor x in loader:\n    loss = model(x).mean()\n    loss.backward()\n"
     '    if config._attn_implementation == "eager":\n        print("eager")\n'
     '    model.attention_type = "eager"\n',
+    # no torch named, nothing trains: an inference script
+    'from transformers import pipeline, AutoModel\n\nmodel = AutoModel.from_pretrained("gpt2", attn_implementation="eager")\n'
+    "pipe = pipeline(\"text-generation\", model=model)\n",
     # `.step()` of something that is not an optimizer, no backward
     'import torch\nfrom transformers import AutoModel\n\nmodel = AutoModel.from_pretrained("gpt2", attn_implementation="eager")\n'
     "scheduler.step()\nenv.step(action)\n",
@@ -58,6 +61,14 @@ INVALID = (
         "class LitModel(L.LightningModule):\n    def __init__(self):\n        super().__init__()\n"
         '        self.model = AutoModel.from_pretrained("gpt2", **MODEL_KWARGS)\n\n'
         "    def training_step(self, batch, batch_idx):\n        return self.model(**batch).loss\n",
+    ),
+    # a Trainer script that never names torch (the rule does not need it to)
+    Invalid(
+        "from transformers import AutoModelForCausalLM, Trainer\n\n"
+        'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager")\n' + TRAIN,
+        fixed="from transformers import AutoModelForCausalLM, Trainer\n\n"
+        'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")\n' + TRAIN,
+        line=3,
     ),
     Invalid(
         'import torch\nfrom accelerate import Accelerator\nfrom transformers import GPT2Config, GPT2LMHeadModel\n\n'

@@ -231,6 +231,7 @@ class EagerAttnImplementation(Rule):
 
     code = "TML602"
     needs = (("eager",), ("attn_implementation",))
+    needs_torch = False  # `from transformers import Trainer` scripts need not name torch
     name = "eager-attn-implementation"
     summary = '`attn_implementation="eager"` in a training script keeps every layer\'s attention weights'
     fix_availability = FixAvailability.ALWAYS

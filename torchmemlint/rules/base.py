@@ -74,6 +74,9 @@ class Rule:
     # its gate, and parses a file only when some enabled rule passes. Empty: every file.
     # tests/test_gates.py checks every gate against the rule's examples and the fixtures.
     needs: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
+    # Rules read torch code: a file that never says "torch" is skipped unless the rule can
+    # report without it (TML602: a transformers training script need not name torch).
+    needs_torch: ClassVar[bool] = True
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
@@ -82,7 +85,10 @@ class Rule:
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
-        """False only when ``text`` cannot hold a finding of this rule (its ``needs``)."""
+        """False only when ``text`` cannot hold a finding of this rule (``needs``,
+        ``needs_torch``)."""
+        if cls.needs_torch and "torch" not in text:
+            return False
         return all(any(word in text for word in group) for group in cls.needs)
 
     # -- helpers for subclasses -------------------------------------------------------------

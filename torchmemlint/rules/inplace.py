@@ -170,7 +170,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
-        return cls._WORDS.search(text) is not None
+        return super().may_apply(text) and cls._WORDS.search(text) is not None
 
     def _report(self, site: Site) -> None:
         assert site.kind is not None
