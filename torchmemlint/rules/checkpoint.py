@@ -592,6 +592,7 @@ class DeepStackWithoutCheckpoint(Rule):
     """
 
     code = "TML405"
+    needs = (("forward",),)  # a stack is run by a `forward`
     name = "deep-stack-without-checkpoint"
     summary = "A deep stack of blocks runs without activation checkpointing"
     default_enabled = False
