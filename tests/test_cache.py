@@ -223,3 +223,38 @@ def test_concurrent_runs_share_the_cache_safely(project):
         json.loads(entry.read_text())  # whole entries only
     assert not list(cache.rglob(".tmp-*"))
     assert run(["--output-format", "json", "src"], project).stdout == expected
+
+
+def test_clean_removes_the_caches_torchmemlint_made_and_nothing_else(project):
+    cache = project / ".torchmemlint_cache"
+    elsewhere = project / "elsewhere-cache"
+    run(["src"], project)
+    run(["--cache-dir", str(elsewhere), "src"], project)
+    assert entries(cache) and entries(elsewhere)
+    nested = project / "sub" / "pkg"
+    nested.mkdir(parents=True)
+    (nested / "pyproject.toml").write_text("[tool.torchmemlint]\n")
+    (nested / "m.py").write_text(DROPOUT)
+    run(["sub/pkg"], project)  # its own cache, next to its config
+    assert entries(nested / ".torchmemlint_cache")
+    # a look-alike: a user's directory of the same name that torchmemlint did not make
+    lookalike = project / "data" / ".torchmemlint_cache"
+    lookalike.mkdir(parents=True)
+    (lookalike / "keep.txt").write_text("mine\n")
+
+    result = run(["clean"], project)
+    assert result.returncode == 0, result.stderr
+    assert not cache.exists() and not (nested / ".torchmemlint_cache").exists()
+    assert (lookalike / "keep.txt").exists()
+    assert elsewhere.exists()  # not under the default name: only by --cache-dir
+    assert result.stdout.count("Removed ") == 2
+
+    result = run(["clean", "--cache-dir", str(elsewhere)], project)
+    assert result.returncode == 0 and not elsewhere.exists()
+    assert run(["clean"], project).stdout.strip() == "No torchmemlint cache found"
+    # a directory that is not ours is refused in one line, and kept
+    refused = run(["clean", "--cache-dir", str(project / "data")], project)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert (lookalike / "keep.txt").exists()
+    missing = run(["clean", "nowhere"], project)
+    assert missing.returncode == 2 and "nowhere: no such directory" in missing.stderr

@@ -169,6 +169,28 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+# -- `torchmemlint clean` ---------------------------------------------------------------------
+def is_cache_directory(path: str) -> bool:
+    """A directory torchmemlint made: its CACHEDIR.TAG is the one ``_prepare`` writes."""
+    try:
+        with open(os.path.join(path, "CACHEDIR.TAG"), encoding="utf-8") as handle:
+            return handle.read() == _CACHEDIR_TAG
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def cache_directories(root: str) -> List[str]:
+    """Every ``.torchmemlint_cache`` torchmemlint made under ``root`` (itself included)."""
+    found: List[str] = []
+    for directory, subdirectories, _ in os.walk(root):
+        if os.path.basename(directory) == DEFAULT_DIRECTORY and is_cache_directory(directory):
+            found.append(directory)
+            subdirectories[:] = []
+            continue
+        subdirectories[:] = sorted(d for d in subdirectories if d not in (".git", "__pycache__"))
+    return found
+
+
 # -- (de)serialising findings ----------------------------------------------------------------
 def _record(finding: Finding) -> Dict[str, Any]:
     record: Dict[str, Any] = {

@@ -356,6 +356,44 @@ main.add_command(profile)
 
 
 @main.command()
+@click.argument("paths", nargs=-1, type=click.Path(file_okay=False))
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="TORCHMEMLINT_CACHE_DIR",
+    help="Remove this cache directory too (as `check --cache-dir` names it).",
+)
+def clean(paths: Tuple[str, ...], cache_dir: Optional[str]) -> None:
+    """Remove the result caches under PATHS (default: the working directory), of every version.
+
+    Only directories torchmemlint made (their CACHEDIR.TAG says so) are removed.
+    """
+    import shutil
+
+    from torchmemlint.cache import cache_directories, is_cache_directory
+
+    targets: List[str] = []
+    for path in paths or (".",):
+        if not os.path.isdir(path):
+            raise _fail(f"{path}: no such directory")
+        targets.extend(cache_directories(path))
+    if cache_dir is not None and os.path.isdir(cache_dir):
+        if not is_cache_directory(cache_dir):
+            raise _fail(f"{cache_dir}: not a torchmemlint cache (no CACHEDIR.TAG of ours); left as is")
+        targets.append(cache_dir)
+    removed = 0
+    for target in dict.fromkeys(os.path.normpath(t) for t in targets):
+        try:
+            shutil.rmtree(target)
+        except OSError as error:
+            raise _fail(f"cannot remove {target}: {error.strerror or error}")
+        click.echo(f"Removed {target}")
+        removed += 1
+    if not removed:
+        click.echo("No torchmemlint cache found")
+
+
+@main.command()
 @click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the only transport).")
 def lsp(stdio: bool) -> None:
     """Run the language server (needs the `lsp` extra: pip install 'torchmemlint[lsp]')."""
