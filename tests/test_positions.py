@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
-from torchmemlint.engine import _OffsetPositions, _Rows
+from torchmemlint.positions import _OffsetPositions, _Rows
 from torchmemlint.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from torchmemlint import engine
+from torchmemlint import engine, positions
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.config import Settings
@@ -53,7 +53,7 @@ class Other(nn.Module):
 
 def _lint(text: str, partial: bool, monkeypatch) -> list:
     if not partial:
-        monkeypatch.setattr(engine, "_partial_positions", lambda *args: None)
+        monkeypatch.setattr(positions, "_partial_positions", lambda *args: None)
     findings = engine.lint_source(text, "m.py", Settings(), frozenset(all_rules()), ignore_noqa=True)
     monkeypatch.undo()
     return [(finding, finding.noqa_rows) for finding in findings]
@@ -61,7 +61,7 @@ def _lint(text: str, partial: bool, monkeypatch) -> list:
 
 def test_partial_positions_equal_the_full_pass(monkeypatch):
     used = []
-    original = engine._partial_positions
+    original = positions._partial_positions
 
     def counting(*args):
         result = original(*args)
@@ -70,7 +70,7 @@ def test_partial_positions_equal_the_full_pass(monkeypatch):
 
     cases = dict(CASES, noqa=NOQA)
     for name, text in sorted(cases.items()):
-        monkeypatch.setattr(engine, "_partial_positions", counting)
+        monkeypatch.setattr(positions, "_partial_positions", counting)
         fast = _lint(text, True, monkeypatch)
         assert fast == _lint(text, False, monkeypatch), name
     # The shortcut is taken on most files with findings, and the comparison is not vacuous.
@@ -79,9 +79,9 @@ def test_partial_positions_equal_the_full_pass(monkeypatch):
 
 def test_partial_positions_taken_and_noqa_rows(monkeypatch):
     calls = []
-    original = engine._partial_positions
+    original = positions._partial_positions
     monkeypatch.setattr(
-        engine, "_partial_positions", lambda *args: calls.append(original(*args)) or calls[-1]
+        positions, "_partial_positions", lambda *args: calls.append(original(*args)) or calls[-1]
     )
     findings = engine.lint_source(NOQA, "m.py", Settings(), frozenset({"TML101"}))
     assert calls and calls[0] is not None  # one of two classes: the shortcut

@@ -4,30 +4,24 @@ from __future__ import annotations
 
 import ast
 import os
-import re
-import sys
-import warnings
-from bisect import bisect_right
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
 from torchmemlint.cache import Cache, content_hash
 from torchmemlint.config import Settings
-from torchmemlint.findings import Edit, Finding, Fix, Location
+from torchmemlint.findings import Finding, Location
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
-from torchmemlint.fixer import compose_edits
 from torchmemlint.noqa import remove_suppressed
+from torchmemlint.positions import resolve_findings
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, decode_source
 from torchmemlint.tree import children
-from torchmemlint.analysis.syntax import walk
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
@@ -161,235 +155,6 @@ class FileResult:
     error: Optional[str] = None  # a one-line I/O or decoding error
 
 
-class _OffsetPositions(CodegenState):
-    """libcst's PositionProvider and WhitespaceInclusivePositionProvider in one code pass.
-
-    libcst computes each provider with its own pass over the tree, splitting every token on
-    newlines to keep a line and column. This state keeps a character offset instead (the sum
-    of token lengths) and records both ranges of every node in the same pass; rows and columns
-    are computed afterwards, only for the nodes a finding needs. Ranges are the same as
-    libcst's (tests/test_positions.py compares them on every node).
-    """
-
-    def __init__(self, module: cst.Module) -> None:
-        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
-        self.offset = 0
-        self.popped = ""
-        self._stack: List[int] = []
-        self.inclusive: Dict[cst.CSTNode, Tuple[int, int]] = {}
-        self.syntactic: Dict[cst.CSTNode, Tuple[int, int]] = {}
-
-    def add_indent_tokens(self) -> None:
-        self.tokens.extend(self.indent_tokens)
-        for token in self.indent_tokens:
-            self.offset += len(token)
-
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
-        self.offset += len(value)
-
-    def pop_trailing_newline(self) -> None:
-        # libcst drops a newline it added at the end, after counting it in positions.
-        self.popped = self.tokens[-1] if self.tokens else ""
-        super().pop_trailing_newline()
-
-    def code(self) -> str:
-        """The text the offsets count in (the module's code and any newline libcst added)."""
-        return "".join(self.tokens) + self.popped
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        self._stack.append(self.offset)
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        self.inclusive[node] = (self._stack.pop(), self.offset)
-
-    def record_syntactic_position(
-        self,
-        node: cst.CSTNode,
-        *,
-        start_node: Optional[cst.CSTNode] = None,
-        end_node: Optional[cst.CSTNode] = None,
-    ) -> "_SyntacticRecord":
-        # A plain context manager: a generator-based one costs several times more a node.
-        return _SyntacticRecord(self, node, start_node, end_node)
-
-    def span(self, node: cst.CSTNode) -> Tuple[int, int]:
-        """PositionProvider's range: the syntactic one where the node records it."""
-        found = self.syntactic.get(node)
-        return found if found is not None else self.inclusive[node]
-
-
-class _SyntacticRecord:
-    """Records a node's syntactic range around the code generated inside the ``with``."""
-
-    __slots__ = ("state", "node", "start_node", "end_node", "start")
-
-    def __init__(
-        self,
-        state: _OffsetPositions,
-        node: cst.CSTNode,
-        start_node: Optional[cst.CSTNode],
-        end_node: Optional[cst.CSTNode],
-    ) -> None:
-        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
-        self.start = state.offset
-
-    def __enter__(self) -> None:
-        self.start = self.state.offset
-
-    def __exit__(self, *exception: Any) -> None:
-        state = self.state
-        start, end = self.start, state.offset
-        if self.start_node is not None:
-            start = state.span(self.start_node)[0]
-        if self.end_node is not None:
-            end = state.span(self.end_node)[1]
-        state.syntactic[self.node] = (start, end)
-
-
-_NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks
-
-
-class _Rows:
-    """Offsets to 1-based (row, column) locations, as libcst counts lines."""
-
-    def __init__(self, text: str) -> None:
-        self.starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
-
-    def location(self, offset: int) -> Location:
-        row = bisect_right(self.starts, offset) - 1
-        return Location(row + 1, offset - self.starts[row] + 1)
-
-    def range(self, span: Tuple[int, int]) -> Tuple[Location, Location]:
-        return self.location(span[0]), self.location(span[1])
-
-
-def _first_line(statement: ast.stmt) -> int:
-    """The row of a statement's first token (its first decorator's, when decorated)."""
-    decorators = getattr(statement, "decorator_list", None)
-    if decorators:
-        return min(decorator.lineno for decorator in decorators)
-    return statement.lineno
-
-
-def _partial_positions(
-    module: cst.Module, text: str, pending: List[_PendingFinding]
-) -> Optional[Tuple[_OffsetPositions, List[cst.CSTNode]]]:
-    """Positions of only the top-level statements that hold the reports, or None.
-
-    Each statement's code is generated alone from its start offset, found through Python's
-    ``ast`` (its first row, less its leading blank and comment lines) and checked against the
-    source text; a report or edit outside those statements, a start that does not check out,
-    or source ``ast`` cannot read gives None, and the caller makes the full pass instead. The
-    statements returned are every statement inside them: a finding's `# noqa` statement is
-    always inside its own top-level statement (top-level statements never share a row).
-    """
-    if not module.has_trailing_newline:
-        return None  # the last statement's newline is not in the text
-    body = module.body
-    index = {id(statement): position for position, statement in enumerate(body)}
-    wanted = set()
-    for item in pending:
-        position = index.get(id(item.top)) if item.top is not None else None
-        if position is None:
-            return None
-        wanted.add(position)
-        for edit in item.fix.edits if item.fix is not None else ():
-            if id(edit.node) in index:
-                wanted.add(index[id(edit.node)])
-    if 2 * len(wanted) > len(body):
-        return None  # most of the file: one full pass is cheaper
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = compile(text, "<positions>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    first_lines = []  # libcst's top-level statements to ast's (a line of `a; b` is two)
-    position = 0
-    for statement in body:
-        if position >= len(tree.body):
-            return None
-        first_lines.append(_first_line(tree.body[position]))
-        position += len(statement.body) if type(statement) is cst.SimpleStatementLine else 1
-    if position != len(tree.body):
-        return None
-    starts = _Rows(text).starts
-    state = _OffsetPositions(module)
-    for position in sorted(wanted):
-        statement = body[position]
-        row = first_lines[position] - len(statement.leading_lines)  # type: ignore[attr-defined]
-        if not 1 <= row <= len(starts):
-            return None
-        start = state.offset = starts[row - 1]
-        mark = len(state.tokens)
-        statement._codegen(state)
-        if text[start : state.offset] != "".join(state.tokens[mark:]):
-            return None
-    for item in pending:
-        if item.node not in state.inclusive:
-            return None
-        for edit in item.fix.edits if item.fix is not None else ():
-            if edit.node not in state.inclusive:
-                return None
-    statements = [
-        node
-        for position in sorted(wanted)
-        for node in walk(body[position])
-        if _node_kind(type(node))[0]
-    ]
-    return state, statements
-
-
-def _resolve_findings(
-    module: cst.Module,
-    filename: str,
-    pending: List[_PendingFinding],
-    text: str,
-    statements: Sequence[cst.CSTNode],
-) -> List[Finding]:
-    """Turn node-based reports into ranges; positions are computed only for files with reports,
-    and there only for the top-level statements that hold them when that can be done."""
-    partial = _partial_positions(module, text, pending)
-    if partial is not None:
-        state, statements = partial
-        rows = _Rows(text)
-    else:
-        state = _OffsetPositions(module)
-        module._codegen(state)
-        rows = _Rows(state.code())
-    # The statements the walk met (not every node of the file): their rows, for `# noqa`.
-    spans = [(state.span(node), type(node) is cst.SimpleStatementLine) for node in statements]
-    rows_of = sorted(
-        (rows.location(span[0]).row, is_simple, rows.location(span[1]).row)
-        for span, is_simple in spans
-    )
-    findings = []
-    for item in pending:
-        start, end = rows.range(state.span(item.node))
-        noqa_rows = _statement_rows(rows_of, start.row, end.row)
-        fix = None
-        if item.fix is not None:
-            edits = []
-            for edit in item.fix.edits:
-                edit_start, edit_end = rows.range(state.inclusive[edit.node])
-                if edit.where == "before":
-                    edit_end = edit_start
-                elif edit.where == "after":
-                    edit_start = edit_end
-                edits.append(Edit(edit.content, edit_start, edit_end))
-            # Nested or repeated uses give edits inside edits: fold them into one another.
-            composed = tuple(edits)
-            if len(edits) > 1:
-                composed = compose_edits(text, edits, rows.starts)
-            if composed is not None:
-                fix = Fix(item.fix.applicability, item.fix.title, composed)
-        findings.append(
-            Finding(item.code, item.message, filename, start, end, fix, noqa_rows=noqa_rows)
-        )
-    return findings
-
-
 def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
     """CPython's own verdict: its positions and messages are the ones users know."""
     try:
@@ -401,30 +166,6 @@ def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
         start = Location(1, 1)
         return Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, start, start)
     return None
-
-
-def _statement_rows(
-    statements: List[Tuple[int, bool, int]], first: int, last: int
-) -> Tuple[int, ...]:
-    """The physical rows whose `# noqa` covers a finding on rows first..last.
-
-    The innermost statement that starts on or before ``first`` and contains it: a simple
-    statement gives all its rows; a compound one (the finding is in its header: `with`, `for`,
-    `def` ...) gives its rows up to the finding's end.
-    """
-    innermost = None
-    # Sorted by start, so later starts are nested deeper: the last statement starting on or
-    # before `first` that still reaches it. Walk back from the last start <= first.
-    index = bisect_right(statements, (first, True, sys.maxsize)) - 1
-    while index >= 0:
-        if statements[index][2] >= first:
-            innermost = statements[index]
-            break
-        index -= 1
-    if innermost is None:
-        return tuple(range(first, last + 1))
-    start, is_simple, end = innermost
-    return tuple(range(start, (max(end, last) if is_simple else last) + 1))
 
 
 def syntax_error_finding(text: str, filename: str, error: cst.ParserSyntaxError) -> Finding:
@@ -497,7 +238,7 @@ def _lint_source(
     walker.walk(module)
     if not context.pending:
         return []
-    findings = _resolve_findings(module, filename, context.pending, text, walker.statements)
+    findings = resolve_findings(module, filename, context.pending, text, walker.statements)
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)
