@@ -23,7 +23,6 @@ from torchmemlint.analysis.syntax import walk
 from torchmemlint.context import _PendingFinding
 from torchmemlint.findings import Edit, Finding, Fix, Location
 from torchmemlint.fixer import compose_edits
-from torchmemlint.tree import children
 
 
 @lru_cache(maxsize=None)
@@ -145,204 +144,70 @@ def _first_line(statement: ast.stmt) -> int:
 def _partial_positions(
     module: cst.Module, text: str, pending: List[_PendingFinding]
 ) -> Optional[Tuple[_OffsetPositions, List[cst.CSTNode]]]:
-    """Positions of only the statements that hold the reports, or None.
+    """Positions of only the top-level statements that hold the reports, or None.
 
-    The unit is the innermost statement around each reported or edited node. Each unit's
-    code is generated alone from its start offset and with the indentation of its blocks:
-    Python's ``ast`` gives its first row (statements are matched to ``ast``'s in source order
-    within their top-level statement), less its leading blank and comment lines; the code is
-    checked against the source text. A unit that does not check out falls back to its whole
-    top-level statement; a node outside the top-level statement it was reported in, source
-    ``ast`` cannot read, or a top-level statement that does not check out gives None, and the
-    caller makes the full pass. The statements returned are every statement inside the units:
-    a finding's `# noqa` statement is the innermost statement around it, which is its unit or
-    inside it.
+    Each statement's code is generated alone from its start offset, found through Python's
+    ``ast`` (its first row, less its leading blank and comment lines) and checked against the
+    source text; a report or edit outside those statements, a start that does not check out,
+    or source ``ast`` cannot read gives None, and the caller makes the full pass instead. The
+    statements returned are every statement inside them: a finding's `# noqa` statement is
+    always inside its own top-level statement (top-level statements never share a row).
     """
     if not module.has_trailing_newline:
         return None  # the last statement's newline is not in the text
     body = module.body
     index = {id(statement): position for position, statement in enumerate(body)}
-    needed: Dict[int, List[cst.CSTNode]] = {}  # top-level statement -> nodes to place
+    wanted = set()
     for item in pending:
         position = index.get(id(item.top)) if item.top is not None else None
         if position is None:
             return None
-        needed.setdefault(position, []).append(item.node)
+        wanted.add(position)
         for edit in item.fix.edits if item.fix is not None else ():
-            # an edit is inside the report's top-level statement, or is a top-level statement
-            needed.setdefault(index.get(id(edit.node), position), []).append(edit.node)
+            if id(edit.node) in index:
+                wanted.add(index[id(edit.node)])
+    if 2 * len(wanted) > len(body):
+        return None  # most of the file: one full pass is cheaper
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = compile(text, "<positions>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    first_ast = []  # libcst's top-level statements to ast's (a line of `a; b` is two)
+    first_lines = []  # libcst's top-level statements to ast's (a line of `a; b` is two)
     position = 0
     for statement in body:
         if position >= len(tree.body):
             return None
-        first_ast.append(position)
+        first_lines.append(_first_line(tree.body[position]))
         position += len(statement.body) if type(statement) is cst.SimpleStatementLine else 1
     if position != len(tree.body):
         return None
     starts = _Rows(text).starts
     state = _OffsetPositions(module)
-    generated: List[cst.CSTNode] = []
-    for position in sorted(needed):
-        top = body[position]
-        ast_top = tree.body[first_ast[position]]
-        units = _units(top, needed[position])
-        if units is None:
+    for position in sorted(wanted):
+        statement = body[position]
+        row = first_lines[position] - len(statement.leading_lines)  # type: ignore[attr-defined]
+        if not 1 <= row <= len(starts):
             return None
-        placed = units != [top] and _place_units(state, text, starts, top, ast_top, units, module)
-        if not placed:
-            row = _first_line(ast_top) - len(top.leading_lines)  # type: ignore[attr-defined]
-            if not _generate(state, text, starts, top, row, ()):
-                return None
-            units = [top]
-        generated.extend(units)
+        start = state.offset = starts[row - 1]
+        mark = len(state.tokens)
+        statement._codegen(state)
+        if text[start : state.offset] != "".join(state.tokens[mark:]):
+            return None
     for item in pending:
         if item.node not in state.inclusive:
             return None
         for edit in item.fix.edits if item.fix is not None else ():
             if edit.node not in state.inclusive:
                 return None
-    statements = [node for unit in generated for node in walk(unit) if is_statement(type(node))]
+    statements = [
+        node
+        for position in sorted(wanted)
+        for node in walk(body[position])
+        if is_statement(type(node))
+    ]
     return state, statements
-
-
-def _units(top: cst.CSTNode, nodes: List[cst.CSTNode]) -> Optional[List[cst.CSTNode]]:
-    """The innermost statements around ``nodes`` inside ``top``, none inside another; None
-    when a node is not inside ``top``."""
-    parents: Dict[int, Optional[cst.CSTNode]] = {id(top): None}
-    stack = [top]
-    while stack:
-        node = stack.pop()
-        for child in children(node):
-            parents[id(child)] = node
-            stack.append(child)
-    found: Dict[int, cst.CSTNode] = {}
-    for node in nodes:
-        if id(node) not in parents:
-            return None
-        current: Optional[cst.CSTNode] = node
-        while current is not None and not is_statement(type(current)):
-            current = parents[id(current)]
-        if current is None:
-            return None
-        found[id(current)] = current
-    units = []
-    for unit in found.values():
-        above = parents[id(unit)]
-        while above is not None and id(above) not in found:
-            above = parents[id(above)]
-        if above is None:
-            units.append(unit)
-    return units
-
-
-def _place_units(
-    state: "_OffsetPositions", text: str, starts: List[int], top: cst.CSTNode, ast_top: ast.stmt,
-    units: List[cst.CSTNode], module: cst.Module,
-) -> bool:
-    """Generate each unit alone at its row with its blocks' indentation; False when the
-    statements of ``top`` and of ``ast_top`` do not pair up or a unit's code is not the text."""
-    slots: List[Optional[Tuple[cst.CSTNode, Tuple[str, ...]]]] = []
-    _cst_slots(top, (), module.default_indent, slots)
-    ast_slots: List[ast.stmt] = []
-    _ast_slots(ast_top, ast_slots)
-    if len(slots) != len(ast_slots):
-        return False
-    where = {id(slot[0]): (number, slot[1]) for number, slot in enumerate(slots) if slot is not None}
-    for unit in units:
-        number, indents = where[id(unit)]
-        statement = ast_slots[number]
-        if not _same_kind(unit, statement):
-            return False
-        row = _first_line(statement) - len(unit.leading_lines)  # type: ignore[attr-defined]
-        if not _generate(state, text, starts, unit, row, indents):
-            return False
-    return True
-
-
-def _generate(
-    state: "_OffsetPositions", text: str, starts: List[int], statement: cst.CSTNode, row: int,
-    indents: Tuple[str, ...],
-) -> bool:
-    """Generate ``statement``'s code from the start of ``row``; whether it is the text there."""
-    if not 1 <= row <= len(starts):
-        return False
-    start = state.offset = starts[row - 1]
-    state.indent_tokens = list(indents)
-    mark = len(state.tokens)
-    statement._codegen(state)
-    state.indent_tokens = []
-    return text[start : state.offset] == "".join(state.tokens[mark:])
-
-
-# Statements in source order: libcst's (a line of `a; b` takes two places, the small statements
-# of a one-line suite one each, not being statements) and ast's pair up one to one.
-_BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
-
-
-def _cst_slots(
-    statement: cst.CSTNode, indents: Tuple[str, ...], default_indent: str,
-    out: List[Optional[Tuple[cst.CSTNode, Tuple[str, ...]]]],
-) -> None:
-    out.append((statement, indents))
-    if type(statement) is cst.SimpleStatementLine:
-        out.extend([None] * (len(statement.body) - 1))
-        return
-    if type(statement) is cst.Match:  # its cases are indented within it
-        indents = indents + (statement.indent if statement.indent is not None else default_indent,)
-    for name in _BLOCK_FIELDS:
-        value = getattr(statement, name, None)
-        for part in value if isinstance(value, (tuple, list)) else (value,):
-            if part is None:
-                continue
-            if isinstance(part, cst.BaseCompoundStatement):  # `elif`
-                _cst_slots(part, indents, default_indent, out)
-                continue
-            suite = part if isinstance(part, cst.BaseSuite) else getattr(part, "body", None)
-            if isinstance(suite, cst.IndentedBlock):
-                inner = indents + (suite.indent if suite.indent is not None else default_indent,)
-                for child in suite.body:
-                    _cst_slots(child, inner, default_indent, out)
-            elif isinstance(suite, cst.SimpleStatementSuite):
-                out.extend([None] * len(suite.body))
-
-
-def _ast_slots(statement: ast.stmt, out: List[ast.stmt]) -> None:
-    out.append(statement)
-    for name in _BLOCK_FIELDS:
-        for part in getattr(statement, name, None) or ():
-            if isinstance(part, ast.stmt):
-                _ast_slots(part, out)
-            else:  # an except handler, a match case
-                for child in part.body:
-                    _ast_slots(child, out)
-
-
-_AST_KINDS = {
-    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
-    cst.ClassDef: (ast.ClassDef,),
-    cst.If: (ast.If,),
-    cst.For: (ast.For, ast.AsyncFor),
-    cst.While: (ast.While,),
-    cst.With: (ast.With, ast.AsyncWith),
-    cst.Try: (ast.Try,),
-    cst.TryStar: (getattr(ast, "TryStar", ast.Try),),
-    cst.Match: (getattr(ast, "Match", ast.If),),
-}
-_COMPOUND_AST = tuple(kind for kinds in _AST_KINDS.values() for kind in kinds)
-
-
-def _same_kind(statement: cst.CSTNode, node: ast.stmt) -> bool:
-    kinds = _AST_KINDS.get(type(statement))
-    if kinds is None:  # a simple statement line
-        return not isinstance(node, _COMPOUND_AST)
-    return isinstance(node, kinds)
 
 
 def resolve_findings(
