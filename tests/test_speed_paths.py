@@ -127,3 +127,78 @@ def test_language_server_lints_unchanged_text_once(tmp_path, monkeypatch):
     assert server.findings(edited)[0] != first and len(calls) == 2  # an edit
     settings[0] = Settings(root=str(tmp_path), select=("TML202",))
     assert server.findings(edited)[0] != first and len(calls) == 3  # other settings
+
+
+NESTED = '''import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class Outer(nn.Module):
+    # a comment before a decorated method
+    @staticmethod
+    @decorate(
+        1,
+    )
+    def first(f, x):
+        if x:
+            # a comment before a nested statement
+
+            y = checkpoint(f, x)
+        elif x is None:
+            y = checkpoint(f, x); z = checkpoint(f, y)
+        else:
+            y = checkpoint(
+                f,
+                x,
+            )
+        for i in range(3): y = checkpoint(f, y)
+        while False:
+            pass
+        else:
+            y = checkpoint(f, y)
+        try:
+            y = checkpoint(f, y)
+        except ValueError as error:
+            y = checkpoint(f, y)
+        else:
+            y = checkpoint(f, y)
+        finally:
+            drop = nn.Dropout(0.1, inplace=True)
+        with torch.no_grad():
+          y = checkpoint(f, y)  # two-space block
+        match y:
+            case 1:
+                y = checkpoint(f, y)
+            case _:
+                pass
+        return y
+
+    class Inner:
+        def g(self, f, x):
+            return checkpoint(f, x)
+
+    async def h(self, f, x):
+        async with lock:
+            return checkpoint(f, x)
+
+
+def tail(f, x):
+    """A docstring."""
+    return [checkpoint(f, x) for _ in range(2)]
+'''
+
+
+@pytest.mark.parametrize(
+    "variant", ["lf", "crlf", "tabs"],
+)
+def test_partial_positions_equal_the_full_pass_in_nested_blocks(variant, monkeypatch):
+    text = NESTED
+    if variant == "crlf":
+        text = text.replace("\n", "\r\n")
+    elif variant == "tabs":
+        text = text.replace("        ", "\t\t").replace("    ", "\t").replace("  y = ", "\ty = ")
+    fast = _lint(text, True, monkeypatch)
+    slow = _lint(text, False, monkeypatch)
+    assert len(fast) >= 15
+    assert fast == slow
