@@ -163,7 +163,7 @@ def test_an_engine_error_outside_the_rules_is_one_finding_for_the_file(monkeypat
     def broken(*args, **kwargs):
         raise RuntimeError("positions exploded")
 
-    monkeypatch.setattr(engine, "_resolve_findings", broken)
+    monkeypatch.setattr(engine, "resolve_findings", broken)
     text = "import torch\nimport torch.nn as nn\nnn.Dropout(inplace=True)\n"
     findings = lint_source(text, "x.py", Settings(select=("ALL",)))
     assert [(f.code, f.location.row) for f in findings] == [(INTERNAL_ERROR, 1)]
