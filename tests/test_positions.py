@@ -70,3 +70,22 @@ def test_positions_match_libcst(name):
     for node in syntactic:
         assert ours(state.span(node)) == as_tuple(syntactic[node]), node
         assert ours(state.inclusive[node]) == as_tuple(inclusive[node]), node
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_wanted_nodes_get_the_ranges_of_the_full_pass(name):
+    """The engine records only the nodes it needs; theirs are the ranges every node gets."""
+    module = cst.parse_module(CASES[name])
+    full = _OffsetPositions(module)
+    module._codegen(full)
+    nodes = list(full.inclusive)
+    picked = nodes[::7] + [node for node in nodes if isinstance(node, cst.IndentedBlock)][:5]
+    if not picked:
+        return
+    state = _OffsetPositions(module, {id(node) for node in picked})
+    module._codegen(state)
+    assert state.code() == full.code()
+    assert len(state.inclusive) < len(nodes) or len(nodes) < 3
+    for node in picked:
+        assert state.span(node) == full.span(node), node
+        assert state.inclusive[node] == full.inclusive[node], node

@@ -14,7 +14,7 @@ import sys
 import warnings
 from bisect import bisect_right
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -38,12 +38,17 @@ class _OffsetPositions(CodegenState):
     of token lengths) and records both ranges of every node in the same pass; rows and columns
     are computed afterwards, only for the nodes a finding needs. Ranges are the same as
     libcst's (tests/test_positions.py compares them on every node).
+
+    With ``wanted`` (node ids), only those nodes' ranges are recorded, and the nodes a wanted
+    node's syntactic range starts or ends at: code is still generated for every node, but the
+    bookkeeping of the others (a dict entry and a context object each) is skipped.
     """
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, wanted: Optional[Set[int]] = None) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.offset = 0
         self.popped = ""
+        self.wanted = wanted
         self._stack: List[int] = []
         self.inclusive: Dict[cst.CSTNode, Tuple[int, int]] = {}
         self.syntactic: Dict[cst.CSTNode, Tuple[int, int]] = {}
@@ -67,10 +72,14 @@ class _OffsetPositions(CodegenState):
         return "".join(self.tokens) + self.popped
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        self._stack.append(self.offset)
+        wanted = self.wanted
+        if wanted is None or id(node) in wanted:
+            self._stack.append(self.offset)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        self.inclusive[node] = (self._stack.pop(), self.offset)
+        wanted = self.wanted
+        if wanted is None or id(node) in wanted:
+            self.inclusive[node] = (self._stack.pop(), self.offset)
 
     def record_syntactic_position(
         self,
@@ -78,7 +87,15 @@ class _OffsetPositions(CodegenState):
         *,
         start_node: Optional[cst.CSTNode] = None,
         end_node: Optional[cst.CSTNode] = None,
-    ) -> "_SyntacticRecord":
+    ) -> "_SyntacticRecord | _NoRecord":
+        wanted = self.wanted
+        if wanted is not None:
+            if id(node) not in wanted:
+                return _NO_RECORD
+            # called before the node's children are generated: record the ones it ends at
+            for bound in (start_node, end_node):
+                if bound is not None:
+                    wanted.add(id(bound))
         # A plain context manager: a generator-based one costs several times more a node.
         return _SyntacticRecord(self, node, start_node, end_node)
 
@@ -86,6 +103,21 @@ class _OffsetPositions(CodegenState):
         """PositionProvider's range: the syntactic one where the node records it."""
         found = self.syntactic.get(node)
         return found if found is not None else self.inclusive[node]
+
+
+class _NoRecord:
+    """The context of a node whose range is not wanted."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exception: Any) -> None:
+        pass
+
+
+_NO_RECORD = _NoRecord()
 
 
 class _SyntacticRecord:
@@ -184,7 +216,13 @@ def _partial_positions(
     if position != len(tree.body):
         return None
     starts = _Rows(text).starts
-    state = _OffsetPositions(module)
+    statements = [
+        node
+        for position in sorted(wanted)
+        for node in walk(body[position])
+        if is_statement(type(node))
+    ]
+    state = _OffsetPositions(module, _wanted_nodes(pending, statements))
     for position in sorted(wanted):
         statement = body[position]
         row = first_lines[position] - len(statement.leading_lines)  # type: ignore[attr-defined]
@@ -201,13 +239,17 @@ def _partial_positions(
         for edit in item.fix.edits if item.fix is not None else ():
             if edit.node not in state.inclusive:
                 return None
-    statements = [
-        node
-        for position in sorted(wanted)
-        for node in walk(body[position])
-        if is_statement(type(node))
-    ]
     return state, statements
+
+
+def _wanted_nodes(pending: List[_PendingFinding], statements: Sequence[cst.CSTNode]) -> Set[int]:
+    """The nodes whose ranges are needed: reported, edited, and the statements for noqa rows."""
+    wanted = {id(node) for node in statements}
+    for item in pending:
+        wanted.add(id(item.node))
+        for edit in item.fix.edits if item.fix is not None else ():
+            wanted.add(id(edit.node))
+    return wanted
 
 
 def resolve_findings(
@@ -224,7 +266,7 @@ def resolve_findings(
         state, statements = partial
         rows = _Rows(text)
     else:
-        state = _OffsetPositions(module)
+        state = _OffsetPositions(module, _wanted_nodes(pending, statements))
         module._codegen(state)
         rows = _Rows(state.code())
     # The statements the walk met (not every node of the file): their rows, for `# noqa`.
