@@ -23,6 +23,8 @@ Commands (``{path}`` is the corpus root):
   flake8           flake8 --isolated -j 1 from a plugin-free venv (context)
   ruff             ruff check --isolated --no-cache, one thread (context)
   ast              ast.parse on every file (opt-in floor)
+  parse-gated      libcst.parse_module on the files the default rules cannot skip: those whose
+                   text passes some default rule's gate (Rule.may_apply, as the engine tests it)
 
 The floors run under the candidate's interpreter so that they use the very libcst that
 torchmemlint calls.  Corpora are pinned PyPI wheels; only their .py files are extracted into a
@@ -75,12 +77,13 @@ CORPORA = {
     "T": ("torch==2.14.1", "torch-2.14.1-", "torch/"),
 }
 PLAIN_FLAKE8 = ["flake8==7.5.0", "pyflakes==4.1.0", "pycodestyle==2.15.0", "mccabe==0.7.0"]
-ALL_PEERS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "ast"]
-DEFAULT_PEERS = ALL_PEERS[:-1]
+ALL_PEERS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "parse-gated",
+             "ast"]
+DEFAULT_PEERS = ALL_PEERS[:-2]
 # Peers that take minutes a run on timm; --slow-rounds can time them in fewer rounds.
 SLOW_PEERS = {"torchfix", "tf-flake8", "fixit"}
 RATIO_COLUMNS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "ast",
-                 "torchmemlint-cold"]
+                 "parse-gated", "torchmemlint-cold"]
 TARGET = ("positions", 1.5)  # the full default rule set within 1.5x of parse + positions
 # issue 15 (row, column, limit): ratios of the same run, wall clock
 TARGETS_15 = [
@@ -118,6 +121,14 @@ def run_floor(mode: str, root: str) -> int:
     import libcst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
+    if mode == "parse-gated":
+        from torchmemlint.rules import all_rules
+
+        default = [rule for rule in all_rules().values() if rule.default_enabled]
+        files = [
+            path for path in files
+            if any(rule.may_apply(path.read_bytes().decode("utf-8", "replace")) for rule in default)
+        ]
     for path in files:
         try:
             module = libcst.parse_module(path.read_bytes())
@@ -292,6 +303,7 @@ def build_commands(args, root: Path) -> list:
         "parse": f"{floor} parse {path}",
         "positions": f"{floor} positions {path}",
         "ast": f"{floor} ast {path}",
+        "parse-gated": f"{floor} parse-gated {path}",
         "torchfix": f"{peers_bin / 'torchfix'} -j 1 {path}",
         "tf-flake8": f"{peers_bin / 'flake8'} --isolated --select TOR -j 1 {path}",
         "fixit": f"{peers_bin / 'python'} -c {shlex.quote(FIXIT_SERIAL)} lint {path}",
@@ -711,7 +723,8 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--floor", choices=["ast", "parse", "positions"], help=argparse.SUPPRESS)
+    parser.add_argument("--floor", choices=["ast", "parse", "positions", "parse-gated"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("floor_path", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default="M", help="S, M, L, TV, T or a directory (default M)")
     parser.add_argument("--rounds", type=int, default=3, help="timed interleaved rounds (3)")
@@ -720,7 +733,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1,
                         help="untimed rounds of the fast commands first (1)")
     parser.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                        help=f"comma list out of {','.join(ALL_PEERS)} (default: all but ast)")
+                        help=f"comma list out of {','.join(ALL_PEERS)} (default: all but parse-gated, ast)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="second candidate row with -j JOBS (default: all cores; 1: none)")
     parser.add_argument("--venv", default=str(REPO / ".venv"), help="torchmemlint's venv")
