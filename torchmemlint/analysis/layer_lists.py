@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.syntax import block_statements, literal_number, walk
-from torchmemlint.tree import children
+from torchmemlint.tree import children, node_index, nodes_of
 
 
 def _mentions_name(node: cst.CSTNode, name: str) -> bool:
@@ -75,9 +75,8 @@ class LayerLists:
     def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
         if self._functions is None:
             found: Dict[str, List[cst.FunctionDef]] = {}
-            for node in walk(self.module):
-                if isinstance(node, cst.FunctionDef):
-                    found.setdefault(node.name.value, []).append(node)
+            for node in nodes_of(self.module, cst.FunctionDef):
+                found.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
             self._functions = found
         return self._functions
 
@@ -409,21 +408,25 @@ def _rebound(function: cst.FunctionDef, name: str) -> bool:
 
 
 def splices(module: cst.Module):
-    """Every call with a ``*arg`` in the file, with the function and statement it is in."""
+    """Every call with a ``*arg`` in the file, with the function and statement it is in (from
+    the file's shared index: the calls, then the lines and functions above the few spliced)."""
     found = []
-
-    def visit(node: cst.CSTNode, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]) -> None:
-        if isinstance(node, cst.FunctionDef):
-            function, statement = node, None
-        elif isinstance(node, cst.SimpleStatementLine):
-            statement = node
-        elif isinstance(node, cst.Call) and statement is not None:
-            if any(arg.star == "*" for arg in node.args):
-                found.append((node, function, statement))
-        for child in children(node):  # the code-carrying fields: a cheap walk
-            visit(child, function, statement)
-
-    visit(module, None, None)
+    index = node_index(module)
+    order, parent = index.order, index.parent
+    for here in index.positions(cst.Call):
+        node = order[here]
+        if not any(arg.star == "*" for arg in node.args):  # type: ignore[attr-defined]
+            continue
+        above = parent[here]
+        while above >= 0:  # the innermost statement line; none when a function comes first
+            above_type = type(order[above])
+            if above_type is cst.SimpleStatementLine or above_type is cst.FunctionDef:
+                break
+            above = parent[above]
+        if above < 0 or type(order[above]) is not cst.SimpleStatementLine:
+            continue
+        function = index.function_of(here)
+        found.append((node, order[function] if function >= 0 else None, order[above]))
     return found
 
 
@@ -431,25 +434,13 @@ def enclosing_definitions(
     module: cst.Module, target: cst.CSTNode
 ) -> "tuple[Optional[cst.FunctionDef], Optional[cst.ClassDef]]":
     """The innermost function containing ``target`` and the class that function is directly in."""
-    path: List[cst.CSTNode] = []
-
-    def find(node: cst.CSTNode) -> bool:
-        path.append(node)
-        if node is target:
-            return True
-        for child in children(node):  # the code-carrying fields: a cheap walk
-            if find(child):
-                return True
-        path.pop()
-        return False
-
-    if not find(module):
+    index = node_index(module)
+    here = index.find(target)
+    if here is None:
         return None, None
-    for index in range(len(path) - 1, -1, -1):
-        node = path[index]
-        if isinstance(node, cst.FunctionDef):
-            owner = next(
-                (p for p in reversed(path[:index]) if isinstance(p, (cst.ClassDef, cst.FunctionDef))), None
-            )
-            return node, owner if isinstance(owner, cst.ClassDef) else None
-    return None, None
+    order = index.order
+    function = here if type(target) is cst.FunctionDef else index.function_of(here)
+    if function < 0:
+        return None, None
+    owner = index.scope[function]
+    return order[function], order[owner] if owner >= 0 and type(order[owner]) is cst.ClassDef else None  # type: ignore[return-value]

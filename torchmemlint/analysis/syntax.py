@@ -13,30 +13,10 @@ from torchmemlint.analysis.names import Bindings, canonical
 from typing import Iterable
 
 
-from torchmemlint.tree import children
+from torchmemlint.tree import children, nodes_of, path_to, walk  # noqa: F401  (re-exported)
 
-# -- fast traversal ---------------------------------------------------------------------------
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Pre-order walk over ``children``."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
-
-
-def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
-    """The nodes from ``root`` down to ``target`` (both included), or None if not inside."""
-    stack: List[Tuple[cst.CSTNode, int]] = [(root, 0)]
-    path: List[cst.CSTNode] = []
-    while stack:
-        node, depth = stack.pop()
-        del path[depth:]
-        path.append(node)
-        if node is target:
-            return path
-        stack.extend((child, depth + 1) for child in reversed(children(node)))
-    return None
+# -- fast traversal: `walk` and `path_to` answer from the file's shared index (tree.NodeIndex)
+# when the node is indexed, else they walk --------------------------------------------------
 
 
 def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int:
