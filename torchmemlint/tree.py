@@ -7,6 +7,7 @@ walk and the rules' analyses skip those layout fields, which makes a walk severa
 from __future__ import annotations
 
 import dataclasses
+import gc
 import weakref
 from bisect import bisect_left
 from functools import lru_cache
@@ -78,33 +79,43 @@ class NodeIndex:
 
     def __init__(self, root: cst.CSTNode) -> None:
         self.root = root
-        order: List[cst.CSTNode] = []
-        parent: List[int] = []
-        scope: List[int] = []
-        kids: List[List[cst.CSTNode]] = []
-        position: Dict[int, int] = {}
-        stack: List[Tuple[cst.CSTNode, int, int]] = [(root, -1, -1)]
-        pop, push = stack.pop, stack.append
-        definitions = _DEFINITIONS
-        while stack:
-            node, above, inside = pop()
-            here = len(order)
-            order.append(node)
-            parent.append(above)
-            scope.append(inside)
-            position[id(node)] = here
-            below = children(node)
-            kids.append(below)
-            if below:
-                if type(node) in definitions:
-                    inside = here
-                for child in reversed(below):
-                    push((child, here, inside))
-        end = list(range(1, len(order) + 1))
-        for here in range(len(order) - 1, 0, -1):
-            above = parent[here]
-            if end[above] < end[here]:
-                end[above] = end[here]
+        # Pre-order first (a stack of nodes), then parents and scopes from the children lists:
+        # no tuple per node, and no collection of the cyclic GC while the lists grow.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            order: List[cst.CSTNode] = []
+            kids: List[List[cst.CSTNode]] = []
+            stack = [root]
+            pop, add, keep = stack.pop, order.append, kids.append
+            while stack:
+                node = pop()
+                add(node)
+                below = children(node)
+                keep(below)
+                if below:
+                    stack.extend(reversed(below))
+            size = len(order)
+            position = {id(node): here for here, node in enumerate(order)}
+            parent = [-1] * size
+            scope = [-1] * size
+            definitions = _DEFINITIONS
+            for here in range(size):
+                below = kids[here]
+                if below:
+                    inside = here if type(order[here]) in definitions else scope[here]
+                    for child in below:
+                        at = position[id(child)]
+                        parent[at] = here
+                        scope[at] = inside
+            end = list(range(1, size + 1))
+            for here in range(size - 1, 0, -1):
+                above = parent[here]
+                if end[above] < end[here]:
+                    end[above] = end[here]
+        finally:
+            if enabled:
+                gc.enable()
         self.order, self.parent, self.end, self.kids, self.position = order, parent, end, kids, position
         self.scope = scope  # the innermost FunctionDef or ClassDef strictly above (-1: none)
         self._by_type: Optional[Dict[type, List[int]]] = None
@@ -138,17 +149,21 @@ class NodeIndex:
 
     def of_types(self, here: int, node_types: Tuple[type, ...]) -> List[cst.CSTNode]:
         """The nodes of exactly one of ``node_types`` in the subtree at ``here``, in pre-order."""
-        stop = self.end[here]
         order = self.order
+        return [order[p] for p in self.positions_in(here, node_types)]
+
+    def positions_in(self, here: int, node_types: Tuple[type, ...]) -> List[int]:
+        """The positions of ``of_types``."""
+        stop = self.end[here]
         if len(node_types) == 1:
             found = self.positions(node_types[0])
-            return [order[p] for p in found[bisect_left(found, here):bisect_left(found, stop)]]
+            return found[bisect_left(found, here):bisect_left(found, stop)]
         picked: List[int] = []
-        for node_type in node_types:
+        for node_type in set(node_types):
             found = self.positions(node_type)
             picked.extend(found[bisect_left(found, here):bisect_left(found, stop)])
         picked.sort()
-        return [order[p] for p in picked]
+        return picked
 
     def function_of(self, here: int) -> int:
         """The position of the innermost FunctionDef strictly above ``here`` (-1: none)."""
@@ -254,3 +269,49 @@ def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode
             return path
         stack.extend((child, depth + 1) for child in reversed(children(node)))
     return None
+
+
+def scan(
+    node: cst.CSTNode, node_types: Tuple[type, ...], pruned: Tuple[type, ...] = (), strict: bool = False
+) -> List[cst.CSTNode]:
+    """The nodes of exactly one of ``node_types`` in ``node``'s subtree, in pre-order, not
+    entering (nor giving) the nodes below ``node`` of a ``pruned`` type (nested functions,
+    classes, lambdas); ``strict``: without ``node`` itself."""
+    found = indexed(node)
+    if found is None:
+        picked: List[cst.CSTNode] = []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if type(current) in node_types and not (strict and current is node):
+                picked.append(current)
+            stack.extend(child for child in reversed(children(current)) if type(child) not in pruned)
+        return picked
+    index, here = found
+    if not pruned:
+        picked = index.of_types(here, node_types)
+    else:
+        order, end = index.order, index.end
+        picked, skip = [], -1
+        for at in index.positions_in(here, (*node_types, *pruned)):
+            if at < skip:
+                continue
+            inner = order[at]
+            if at != here and type(inner) in pruned:
+                skip = end[at]
+                continue
+            picked.append(inner)
+    if strict and picked and picked[0] is node:
+        picked = picked[1:]
+    return picked
+
+
+def contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``root`` or below it."""
+    found = indexed(node)
+    if found is not None:
+        index, here = found
+        top = index.find(root)
+        if top is not None:
+            return top <= here < index.end[top]
+    return any(inner is node for inner in _walk(root))

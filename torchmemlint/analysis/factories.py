@@ -25,9 +25,9 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.syntax import block_statements, walk
+from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
-from torchmemlint.tree import children, node_index
+from torchmemlint.tree import node_index, scan
 
 PARTIAL = "functools.partial"
 _MAX_DEPTH = 6
@@ -301,22 +301,18 @@ def _local_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpressi
     """Every value assigned to ``name`` in ``function`` (not in nested functions); a name also
     bound by a loop, ``with``, augmented assignment or import is given as two values."""
     values: List[cst.BaseExpression] = []
-
-    def visit(node: cst.CSTNode) -> None:
-        for child in children(node):
-            if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                continue
-            if isinstance(child, (cst.Assign, cst.AnnAssign)):
-                for target, value in _assigned(child):
-                    if target == name:
-                        values.append(value)
-            elif isinstance(child, (cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)):
-                if any(isinstance(n, cst.Name) and n.value == name for n in _targets(child)):
-                    values.extend([child, child])  # type: ignore[list-item]
-            visit(child)
-
-    visit(function.body)
+    for child in scan(function.body, _BINDERS, _NESTED, strict=True):
+        if type(child) is cst.Assign or type(child) is cst.AnnAssign:
+            for target, value in _assigned(child):
+                if target == name:
+                    values.append(value)
+        elif any(isinstance(n, cst.Name) and n.value == name for n in _targets(child)):
+            values.extend([child, child])  # type: ignore[list-item]
     return values
+
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)
 
 
 def _targets(node: cst.CSTNode):

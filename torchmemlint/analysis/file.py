@@ -54,6 +54,7 @@ class FileAnalysis:
         self._flows: Dict[int, Flow] = {}
         self._subclassed: Optional[Set[str]] = None
         self._foreign_attributes: Optional[Set[str]] = None
+        self._import_names: Optional[List[str]] = None
 
     @property
     def index(self) -> NodeIndex:
@@ -152,15 +153,16 @@ class FileAnalysis:
     def functional_prefix(self, bindings_qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""
         candidates: List[Tuple[int, str]] = []
-        for statement in self.module.body:
-            for node in _import_names(statement):
-                qualified = bindings_qualify(cst.Name(node))
-                if qualified == "torch.nn.functional":
-                    candidates.append((0, node))
-                elif qualified == "torch.nn":
-                    candidates.append((1, node + ".functional"))
-                elif qualified == "torch":
-                    candidates.append((2, node + ".nn.functional"))
+        if self._import_names is None:  # the file's imported names, once (asked per call)
+            self._import_names = [node for statement in self.module.body for node in _import_names(statement)]
+        for node in self._import_names:
+            qualified = bindings_qualify(cst.Name(node))
+            if qualified == "torch.nn.functional":
+                candidates.append((0, node))
+            elif qualified == "torch.nn":
+                candidates.append((1, node + ".functional"))
+            elif qualified == "torch":
+                candidates.append((2, node + ".nn.functional"))
         return min(candidates)[1] if candidates else None
 
 
