@@ -21,7 +21,7 @@ from torchmemlint.positions import resolve_findings
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, decode_source
-from torchmemlint.tree import children
+from torchmemlint.tree import node_index
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
@@ -73,6 +73,7 @@ class _BatchedWalker:
         self.context = context
         self.rules = list(rules)
         self.statements: List[cst.CSTNode] = []  # every statement met, for noqa rows
+        self.children = node_index(context.module).children  # the file's shared index
         self._build_tables()
 
     def _build_tables(self) -> None:
@@ -133,7 +134,7 @@ class _BatchedWalker:
                 method(node)
             except Exception as error:
                 self._failed(method, node, error)
-        for child in children(node):
+        for child in self.children(node):
             self.walk(child)
         # Looked up again: without the rules that failed meanwhile.
         kind = self.kinds.get(type(node)) or self._kind(type(node))

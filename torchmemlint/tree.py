@@ -7,8 +7,11 @@ walk and the rules' analyses skip those layout fields, which makes a walk severa
 from __future__ import annotations
 
 import dataclasses
+import gc
+import weakref
+from bisect import bisect_left
 from functools import lru_cache
-from typing import List, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -58,3 +61,257 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
         elif is_node_type(value_type):
             found.append(value)
     return found
+
+
+# -- the shared pre-order index of a file ---------------------------------------------------------
+class NodeIndex:
+    """Every node under ``root`` in pre-order (the order of ``walk``), built with one
+    ``children`` call per node: its parent, its children, the end of its subtree (the subtree
+    of the node at position ``i`` is ``order[i:end[i]]``) and the positions of each node type.
+
+    Nodes are immutable, so the index of a parsed module stays true for as long as the module
+    lives. While an index lives it is registered (``indexed``): ``walk``, ``path_to`` and the
+    helpers below answer from it for its nodes, and fall back to walking for any other node
+    (one built by a fix, a copy made with ``with_changes``).
+    """
+
+    __slots__ = ("root", "order", "parent", "end", "kids", "position", "scope", "_by_type", "__weakref__")
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        self.root = root
+        # Pre-order first (a stack of nodes), then parents and scopes from the children lists:
+        # no tuple per node, and no collection of the cyclic GC while the lists grow.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            order: List[cst.CSTNode] = []
+            kids: List[List[cst.CSTNode]] = []
+            stack = [root]
+            pop, add, keep = stack.pop, order.append, kids.append
+            while stack:
+                node = pop()
+                add(node)
+                below = children(node)
+                keep(below)
+                if below:
+                    stack.extend(reversed(below))
+            size = len(order)
+            position = {id(node): here for here, node in enumerate(order)}
+            parent = [-1] * size
+            scope = [-1] * size
+            definitions = _DEFINITIONS
+            for here in range(size):
+                below = kids[here]
+                if below:
+                    inside = here if type(order[here]) in definitions else scope[here]
+                    for child in below:
+                        at = position[id(child)]
+                        parent[at] = here
+                        scope[at] = inside
+            end = list(range(1, size + 1))
+            for here in range(size - 1, 0, -1):
+                above = parent[here]
+                if end[above] < end[here]:
+                    end[above] = end[here]
+        finally:
+            if enabled:
+                gc.enable()
+        self.order, self.parent, self.end, self.kids, self.position = order, parent, end, kids, position
+        self.scope = scope  # the innermost FunctionDef or ClassDef strictly above (-1: none)
+        self._by_type: Optional[Dict[type, List[int]]] = None
+        _register(self)
+
+    def children(self, node: cst.CSTNode) -> List[cst.CSTNode]:
+        """``children(node)``, from the index when ``node`` is one of its nodes (do not change
+        the list returned)."""
+        here = self.position.get(id(node))
+        if here is not None and self.order[here] is node:
+            return self.kids[here]
+        return children(node)
+
+    def find(self, node: cst.CSTNode) -> Optional[int]:
+        """The position of ``node``, or None when it is not one of this index's nodes."""
+        here = self.position.get(id(node))
+        return here if here is not None and self.order[here] is node else None
+
+    def positions(self, node_type: type) -> List[int]:
+        """Positions of the nodes of exactly ``node_type``, ascending."""
+        if self._by_type is None:
+            by_type: Dict[type, List[int]] = {}
+            for here, node in enumerate(self.order):
+                found = by_type.get(type(node))
+                if found is None:
+                    by_type[type(node)] = [here]
+                else:
+                    found.append(here)
+            self._by_type = by_type
+        return self._by_type.get(node_type, [])
+
+    def of_types(self, here: int, node_types: Tuple[type, ...]) -> List[cst.CSTNode]:
+        """The nodes of exactly one of ``node_types`` in the subtree at ``here``, in pre-order."""
+        order = self.order
+        return [order[p] for p in self.positions_in(here, node_types)]
+
+    def positions_in(self, here: int, node_types: Tuple[type, ...]) -> List[int]:
+        """The positions of ``of_types``."""
+        stop = self.end[here]
+        if len(node_types) == 1:
+            found = self.positions(node_types[0])
+            return found[bisect_left(found, here):bisect_left(found, stop)]
+        picked: List[int] = []
+        for node_type in set(node_types):
+            found = self.positions(node_type)
+            picked.extend(found[bisect_left(found, here):bisect_left(found, stop)])
+        picked.sort()
+        return picked
+
+    def function_of(self, here: int) -> int:
+        """The position of the innermost FunctionDef strictly above ``here`` (-1: none)."""
+        scope, order = self.scope, self.order
+        here = scope[here]
+        while here >= 0 and type(order[here]) is not cst.FunctionDef:
+            here = scope[here]
+        return here
+
+    def ancestors(self, here: int) -> List[int]:
+        """Positions from the root down to ``here`` (both included)."""
+        path = []
+        parent = self.parent
+        while here >= 0:
+            path.append(here)
+            here = parent[here]
+        path.reverse()
+        return path
+
+
+_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
+_INDICES: List["weakref.ref[NodeIndex]"] = []  # the live indices, the newest first
+_MAX_INDICES = 8
+
+
+def _register(index: NodeIndex) -> None:
+    _INDICES[:] = [ref for ref in _INDICES if ref() is not None][: _MAX_INDICES - 1]
+    _INDICES.insert(0, weakref.ref(index))
+
+
+def node_index(root: cst.CSTNode) -> NodeIndex:
+    """The live index whose root is ``root``, built (and registered) when there is none."""
+    for ref in list(_INDICES):
+        index = ref()
+        if index is not None and index.root is root:
+            return index
+    return NodeIndex(root)
+
+
+def indexed(node: cst.CSTNode) -> Optional[Tuple[NodeIndex, int]]:
+    """The live index holding ``node`` and its position there, or None."""
+    key = id(node)
+    for ref in list(_INDICES):
+        index = ref()
+        if index is not None:
+            here = index.position.get(key)
+            if here is not None and index.order[here] is node:
+                return index, here
+    return None
+
+
+def walk(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """``node`` and every node below it in pre-order (over ``children``): a slice of the
+    index when ``node`` is indexed, else a walk."""
+    found = indexed(node)
+    if found is not None:
+        index, here = found
+        return index.order[here:index.end[here]]
+    return list(_walk(node))
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def nodes_of(node: cst.CSTNode, *node_types: type) -> List[cst.CSTNode]:
+    """The nodes of exactly one of ``node_types`` in ``node``'s subtree (itself included), in
+    pre-order. Exact types: for libcst's concrete node classes (``cst.Call``, ``cst.ClassDef``)."""
+    found = indexed(node)
+    if found is not None:
+        return found[0].of_types(found[1], node_types)
+    return [n for n in _walk(node) if type(n) in node_types]
+
+
+def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
+    """The nodes from ``root`` down to ``target`` (both included), or None if not inside."""
+    found = indexed(target)
+    if found is not None:
+        index, here = found
+        top = index.find(root)
+        if top is not None:
+            if not top <= here < index.end[top]:
+                return None
+            path = []
+            parent = index.parent
+            while here != top:
+                path.append(index.order[here])
+                here = parent[here]
+            path.append(root)
+            path.reverse()
+            return path
+    stack: List[Tuple[cst.CSTNode, int]] = [(root, 0)]
+    path = []
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        path.append(node)
+        if node is target:
+            return path
+        stack.extend((child, depth + 1) for child in reversed(children(node)))
+    return None
+
+
+def scan(
+    node: cst.CSTNode, node_types: Tuple[type, ...], pruned: Tuple[type, ...] = (), strict: bool = False
+) -> List[cst.CSTNode]:
+    """The nodes of exactly one of ``node_types`` in ``node``'s subtree, in pre-order, not
+    entering (nor giving) the nodes below ``node`` of a ``pruned`` type (nested functions,
+    classes, lambdas); ``strict``: without ``node`` itself."""
+    found = indexed(node)
+    if found is None:
+        picked: List[cst.CSTNode] = []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if type(current) in node_types and not (strict and current is node):
+                picked.append(current)
+            stack.extend(child for child in reversed(children(current)) if type(child) not in pruned)
+        return picked
+    index, here = found
+    if not pruned:
+        picked = index.of_types(here, node_types)
+    else:
+        order, end = index.order, index.end
+        picked, skip = [], -1
+        for at in index.positions_in(here, (*node_types, *pruned)):
+            if at < skip:
+                continue
+            inner = order[at]
+            if at != here and type(inner) in pruned:
+                skip = end[at]
+                continue
+            picked.append(inner)
+    if strict and picked and picked[0] is node:
+        picked = picked[1:]
+    return picked
+
+
+def contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """Whether ``node`` is ``root`` or below it."""
+    found = indexed(node)
+    if found is not None:
+        index, here = found
+        top = index.find(root)
+        if top is not None:
+            return top <= here < index.end[top]
+    return any(inner is node for inner in _walk(root))

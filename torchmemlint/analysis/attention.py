@@ -21,8 +21,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.syntax import walk
-from torchmemlint.tree import children
+from torchmemlint.analysis.syntax import nodes_of, walk
+from torchmemlint.tree import node_index
 
 SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.Tensor.softmax"})
 DROPOUT_FUNCTIONS = frozenset({"torch.nn.functional.dropout", "torch.dropout"})
@@ -150,6 +150,9 @@ class _Block:
         self.node = node
 
 
+_BLOCK_WALK = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.IndentedBlock)
+
+
 class AttentionSites:
     """The eager-attention sites of one file (see the module doc)."""
 
@@ -173,14 +176,14 @@ class AttentionSites:
         return self._sites
 
     def _functions(self, node: cst.CSTNode, classdef: Optional[cst.ClassDef]) -> Iterator[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
-        for child in children(node):
-            if isinstance(child, cst.ClassDef):
-                yield from self._functions(child, child)
-            elif isinstance(child, cst.FunctionDef):
-                yield child, classdef
-                yield from self._functions(child, None)
-            else:
-                yield from self._functions(child, classdef)
+        """Every function of the file in pre-order, with the class it is directly a method of
+        (from the file's shared index)."""
+        index = node_index(node)
+        order, scope = index.order, index.scope
+        for here in index.positions(cst.FunctionDef):
+            inside = scope[here]
+            owner = order[inside] if inside >= 0 and type(order[inside]) is cst.ClassDef else classdef
+            yield order[here], owner  # type: ignore[misc]
 
     # -- one function --------------------------------------------------------------------------
     def _function_sites(self, function: cst.FunctionDef, classdef: Optional[cst.ClassDef]) -> List[AttentionSite]:
@@ -192,7 +195,7 @@ class AttentionSites:
             for index, statement in enumerate(block.statements):
                 if not isinstance(statement, cst.SimpleStatementLine):
                     continue
-                for node in walk(statement):
+                for node in nodes_of(statement, cst.BinaryOperation, cst.Call):  # what _product reads
                     operands = self._product(node)
                     if operands is None:
                         continue
@@ -207,11 +210,11 @@ class AttentionSites:
         for statement in statements:
             if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            for child in walk(statement):
-                if child is not statement and isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            for child in nodes_of(statement, *_BLOCK_WALK):  # the nodes the walk acts on
+                if child is not statement and type(child) is not cst.IndentedBlock:
                     break
-                if isinstance(child, cst.IndentedBlock) and child is not suite:
-                    yield _Block(child.body, child)
+                if type(child) is cst.IndentedBlock and child is not suite:
+                    yield _Block(child.body, child)  # type: ignore[attr-defined]
 
     def _fallback_blocks(self, function: cst.FunctionDef) -> Set[int]:
         """The blocks of an ``if``/``else`` one of whose branches calls
@@ -220,14 +223,12 @@ class AttentionSites:
         blocks: Set[int] = set()
         if not self.analysis.may_contain("scaled_dot_product_attention"):  # type: ignore[attr-defined]
             return blocks
-        for node in walk(function.body):
-            if not isinstance(node, cst.If):
-                continue
+        for node in nodes_of(function.body, cst.If):
             if any(
-                isinstance(call, cst.Call) and (dotted_name(call.func) or "").endswith("scaled_dot_product_attention")
-                for call in walk(node)
+                (dotted_name(call.func) or "").endswith("scaled_dot_product_attention")  # type: ignore[attr-defined]
+                for call in nodes_of(node, cst.Call)
             ):
-                blocks.update(id(b) for b in walk(node) if isinstance(b, cst.IndentedBlock))
+                blocks.update(id(b) for b in nodes_of(node, cst.IndentedBlock))
         return blocks
 
     def _product(self, node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, str]]:

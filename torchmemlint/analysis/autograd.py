@@ -16,7 +16,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Set, Tuple, Uni
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.tree import children
+from torchmemlint.tree import children, indexed
 
 # Parameters and `self` attributes taken to be the model when they are called (`is_model`,
 # `build_model` are functions, not models).
@@ -194,13 +194,30 @@ def _is_true(expr: cst.BaseExpression) -> bool:
 
 def _names_in(node: cst.CSTNode) -> Iterator[str]:
     """Dotted names (outermost chains) anywhere in an expression."""
+    found = indexed(node)
+    if found is not None:
+        index, here = found
+        order, end = index.order, index.end
+        skip = -1
+        for at in index.positions_in(here, (cst.Name, cst.Attribute)):
+            if at < skip:
+                continue
+            dotted = dotted_name(order[at])  # type: ignore[arg-type]
+            if dotted is not None:
+                yield dotted
+                skip = end[at]
+        return
+    yield from _names_walk(node)
+
+
+def _names_walk(node: cst.CSTNode) -> Iterator[str]:
     if isinstance(node, (cst.Name, cst.Attribute)):
         dotted = dotted_name(node)
         if dotted is not None:
             yield dotted
             return
     for child in children(node):
-        yield from _names_in(child)
+        yield from _names_walk(child)
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
@@ -216,6 +233,7 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_EXPRESSION_TYPES = (cst.Lambda, cst.Call, *_COMPREHENSIONS)  # what ScopeWalk.expr acts on
 _GRAD_MODE_NAMES = ("no_grad", "inference_mode", "set_grad_enabled", "enable_grad")
 
 
@@ -472,6 +490,30 @@ class ScopeWalk:
 
     # expressions
     def expr(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
+        """The calls of an expression in pre-order (not in lambdas; in a comprehension, as
+        iterating), from the file's shared index."""
+        found = indexed(node)
+        if found is None:
+            self._expr_walk(scope, node, ctx)
+            return
+        index, here = found
+        order, end = index.order, index.end
+        skip = comprehension_end = -1
+        comprehension_ctx = ctx
+        for at in index.positions_in(here, _EXPRESSION_TYPES):
+            if at < skip:
+                continue
+            inner = order[at]
+            inner_type = type(inner)
+            if inner_type is cst.Lambda:
+                skip = end[at]
+            elif inner_type is cst.Call:
+                self.call(scope, inner, comprehension_ctx if at < comprehension_end else ctx)  # type: ignore[arg-type]
+            elif at >= comprehension_end and not ctx.iterating:  # an outermost comprehension
+                comprehension_ctx = dataclasses.replace(ctx, iterating=True)
+                comprehension_end = end[at]
+
+    def _expr_walk(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
         node_type = type(node)
         if node_type is cst.Lambda:
             return
@@ -480,7 +522,7 @@ class ScopeWalk:
         elif node_type is cst.Call:
             self.call(scope, node, ctx)  # type: ignore[arg-type]
         for child in children(node):
-            self.expr(scope, child, ctx)
+            self._expr_walk(scope, child, ctx)
 
     def call(self, scope: Scope, node: cst.Call, ctx: Ctx) -> None:
         func = node.func

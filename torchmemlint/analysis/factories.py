@@ -25,9 +25,9 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.syntax import block_statements, walk
+from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
-from torchmemlint.tree import children
+from torchmemlint.tree import node_index, scan
 
 PARTIAL = "functools.partial"
 _MAX_DEPTH = 6
@@ -82,40 +82,52 @@ class Factories:
             return
         self._index_built = True
         found: Set[str] = set()  # names()
+        # From the file's shared index. A class is read through its body only: what its
+        # decorators, bases and keywords hold is not collected (nor was it by the walk before).
+        index = node_index(self.module)
+        order, scope = index.order, index.scope
+        bodies: Dict[int, int] = {}  # class position -> position of its body
 
-        def visit(node: cst.CSTNode, function: Optional[cst.FunctionDef], owner: Optional[cst.ClassDef]) -> None:
-            if isinstance(node, cst.Param):
-                if node.default is not None and _layer_like(node.default):
-                    found.add(node.name.value)
-            elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                if _layer_like(node.value):
-                    found.update(name for name, _ in _assigned(node))
-            if isinstance(node, cst.ClassDef):
-                self._definitions.setdefault(node.name.value, []).append(node)
-                for base in node.bases:
+        def outside_body(here: int) -> bool:
+            inside = scope[here]
+            if inside < 0 or type(order[inside]) is not cst.ClassDef:
+                return False
+            body = bodies.get(inside)
+            if body is None:
+                body = bodies[inside] = index.find(order[inside].body)  # type: ignore[attr-defined]
+            return body is None or here < body
+
+        for here in index.positions(cst.Param):
+            node = order[here]
+            if node.default is not None and _layer_like(node.default) and not outside_body(here):  # type: ignore[attr-defined]
+                found.add(node.name.value)  # type: ignore[attr-defined]
+        for here in [*index.positions(cst.Assign), *index.positions(cst.AnnAssign)]:
+            node = order[here]
+            if node.value is not None and _layer_like(node.value):  # type: ignore[attr-defined]
+                found.update(name for name, _ in _assigned(node))
+        for node in index.of_types(0, (cst.ClassDef, cst.FunctionDef)):
+            self._definitions.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
+            if type(node) is cst.ClassDef:
+                for base in node.bases:  # type: ignore[attr-defined]
                     dotted = dotted_name(base.value)
                     if dotted is not None:
                         self._subclassed.add(dotted.rsplit(".", 1)[-1])
-                for statement in block_statements(node.body):
-                    visit(statement, function, node)
-                return
-            if isinstance(node, cst.FunctionDef):
-                self._definitions.setdefault(node.name.value, []).append(node)
-                self._owner[id(node)] = owner
-                for child in children(node):
-                    visit(child, node, None)
-                return
-            if isinstance(node, cst.Call):
-                func = node.func
-                name = func.value if isinstance(func, cst.Name) else (
-                    func.attr.value if isinstance(func, cst.Attribute) else None
+        for here in index.positions(cst.FunctionDef):
+            inside = scope[here]
+            owner = order[inside] if inside >= 0 and type(order[inside]) is cst.ClassDef else None
+            self._owner[id(order[here])] = owner  # type: ignore[assignment]
+        for here in index.positions(cst.Call):
+            node = order[here]
+            func = node.func  # type: ignore[attr-defined]
+            func_type = type(func)
+            name = func.value if func_type is cst.Name else (
+                func.attr.value if func_type is cst.Attribute else None
+            )
+            if name is not None and not outside_body(here):
+                function = index.function_of(here)
+                self._calls.setdefault(name, []).append(
+                    (node, order[function] if function >= 0 else None)  # type: ignore[arg-type]
                 )
-                if name is not None:
-                    self._calls.setdefault(name, []).append((node, function))
-            for child in children(node):
-                visit(child, function, owner)
-
-        visit(self.module, None, None)
         self._names = frozenset(found)
         for statement in self.module.body:
             if isinstance(statement, cst.SimpleStatementLine):
@@ -289,22 +301,18 @@ def _local_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpressi
     """Every value assigned to ``name`` in ``function`` (not in nested functions); a name also
     bound by a loop, ``with``, augmented assignment or import is given as two values."""
     values: List[cst.BaseExpression] = []
-
-    def visit(node: cst.CSTNode) -> None:
-        for child in children(node):
-            if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                continue
-            if isinstance(child, (cst.Assign, cst.AnnAssign)):
-                for target, value in _assigned(child):
-                    if target == name:
-                        values.append(value)
-            elif isinstance(child, (cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)):
-                if any(isinstance(n, cst.Name) and n.value == name for n in _targets(child)):
-                    values.extend([child, child])  # type: ignore[list-item]
-            visit(child)
-
-    visit(function.body)
+    for child in scan(function.body, _BINDERS, _NESTED, strict=True):
+        if type(child) is cst.Assign or type(child) is cst.AnnAssign:
+            for target, value in _assigned(child):
+                if target == name:
+                    values.append(value)
+        elif any(isinstance(n, cst.Name) and n.value == name for n in _targets(child)):
+            values.extend([child, child])  # type: ignore[list-item]
     return values
+
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)
 
 
 def _targets(node: cst.CSTNode):

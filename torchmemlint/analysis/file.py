@@ -6,7 +6,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.tree import children
+from torchmemlint.tree import NodeIndex, children, node_index, nodes_of
 
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
@@ -16,7 +16,7 @@ from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.syntax import block_indent, block_statements, walk
+from torchmemlint.analysis.syntax import block_indent, block_statements
 
 
 
@@ -54,6 +54,13 @@ class FileAnalysis:
         self._flows: Dict[int, Flow] = {}
         self._subclassed: Optional[Set[str]] = None
         self._foreign_attributes: Optional[Set[str]] = None
+        self._import_names: Optional[List[str]] = None
+
+    @property
+    def index(self) -> NodeIndex:
+        """The file's nodes in pre-order with parents, subtree ranges and nodes by type
+        (``tree.NodeIndex``), built once per file: the engine's traversal uses it too."""
+        return node_index(self.module)
 
     def may_contain(self, *words: str) -> bool:
         """False only when the source is known and holds none of ``words``: a fact that needs
@@ -125,7 +132,7 @@ class FileAnalysis:
         if self._subclassed is None or self._foreign_attributes is None:
             subclassed: Set[str] = set()
             foreign: Set[str] = set()
-            for node in walk(self.module):
+            for node in nodes_of(self.module, cst.Attribute, cst.ClassDef):
                 node_type = type(node)
                 if node_type is cst.Attribute:
                     head = node.value  # type: ignore[attr-defined]
@@ -146,15 +153,16 @@ class FileAnalysis:
     def functional_prefix(self, bindings_qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""
         candidates: List[Tuple[int, str]] = []
-        for statement in self.module.body:
-            for node in _import_names(statement):
-                qualified = bindings_qualify(cst.Name(node))
-                if qualified == "torch.nn.functional":
-                    candidates.append((0, node))
-                elif qualified == "torch.nn":
-                    candidates.append((1, node + ".functional"))
-                elif qualified == "torch":
-                    candidates.append((2, node + ".nn.functional"))
+        if self._import_names is None:  # the file's imported names, once (asked per call)
+            self._import_names = [node for statement in self.module.body for node in _import_names(statement)]
+        for node in self._import_names:
+            qualified = bindings_qualify(cst.Name(node))
+            if qualified == "torch.nn.functional":
+                candidates.append((0, node))
+            elif qualified == "torch.nn":
+                candidates.append((1, node + ".functional"))
+            elif qualified == "torch":
+                candidates.append((2, node + ".nn.functional"))
         return min(candidates)[1] if candidates else None
 
 

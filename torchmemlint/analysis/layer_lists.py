@@ -13,12 +13,12 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.syntax import block_statements, literal_number, walk
-from torchmemlint.tree import children
+from torchmemlint.analysis.syntax import block_statements, literal_number
+from torchmemlint.tree import contains as holds, node_index, nodes_of, scan
 
 
 def _mentions_name(node: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Name) and n.value == name for n in walk(node))
+    return any(n.value == name for n in nodes_of(node, cst.Name))  # type: ignore[attr-defined]
 
 
 def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
@@ -31,6 +31,9 @@ def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpressi
         return values
     return None
 
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # not entered: their own scopes
+_BINDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)
 
 Variants = List[List[cst.BaseExpression]]
 MAX_VARIANTS = 16  # more possible orders than this: the list is not followed
@@ -75,9 +78,8 @@ class LayerLists:
     def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
         if self._functions is None:
             found: Dict[str, List[cst.FunctionDef]] = {}
-            for node in walk(self.module):
-                if isinstance(node, cst.FunctionDef):
-                    found.setdefault(node.name.value, []).append(node)
+            for node in nodes_of(self.module, cst.FunctionDef):
+                found.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
             self._functions = found
         return self._functions
 
@@ -113,7 +115,8 @@ class LayerLists:
         return self._returns[key]
 
     def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[Variants]:
-        returns = [n for n in _own_nodes(function.body) if isinstance(n, cst.Return)]
+        # last first, the order of the walk that gave them before (returns never nest)
+        returns = scan(function.body, (cst.Return,), _NESTED)[::-1]
         statements = list(block_statements(function.body))
         if not returns or not statements:
             return None
@@ -168,31 +171,29 @@ class LayerLists:
             return value
         name = value.value
         assigned = []
-        for node in _own_nodes(function.body):
-            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)):
-                targets = (
-                    [t.target for t in node.targets] if isinstance(node, cst.Assign)
-                    else [getattr(node, "target", None) or getattr(node, "name", None)]
-                )
-                if any(
-                    any(isinstance(n, cst.Name) and n.value == name for n in walk(t))
-                    for t in targets if t is not None
-                ):
-                    assigned.append(node)
+        for node in scan(function.body, _BINDERS, _NESTED):  # (their order does not matter: one is kept)
+            targets = (
+                [t.target for t in node.targets] if isinstance(node, cst.Assign)
+                else [getattr(node, "target", None) or getattr(node, "name", None)]
+            )
+            if any(
+                _mentions_name(t, name)
+                for t in targets if t is not None
+            ):
+                assigned.append(node)
         if len(assigned) != 1 or not isinstance(assigned[0], cst.Assign) or len(assigned[0].targets) != 1:
             return value
         if not isinstance(assigned[0].value, cst.Call) or any(
-            isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)
+            p.name.value == name for p in nodes_of(function.params, cst.Param)  # type: ignore[attr-defined]
         ):
             return value
         # every mention: the target, or an element of a list/tuple literal
         allowed = {id(assigned[0].targets[0].target)}
-        for node in _own_nodes(function.body):
-            if isinstance(node, (cst.List, cst.Tuple)):
-                for element in node.elements:
-                    if isinstance(element.value, cst.Name) and element.value.value == name:
-                        allowed.add(id(element.value))
-        mentions = [n for n in _own_nodes(function.body) if isinstance(n, cst.Name) and n.value == name]
+        for node in scan(function.body, (cst.List, cst.Tuple), _NESTED):
+            for element in node.elements:  # type: ignore[attr-defined]
+                if isinstance(element.value, cst.Name) and element.value.value == name:
+                    allowed.add(id(element.value))
+        mentions = [n for n in scan(function.body, (cst.Name,), _NESTED) if n.value == name]  # type: ignore[attr-defined]
         if any(id(n) not in allowed for n in mentions):
             return value
         return assigned[0].value
@@ -202,7 +203,7 @@ class LayerLists:
     ) -> Optional[Variants]:
         """Every order of the elements ``name`` may hold when ``statement`` (in ``function``)
         runs; None when they cannot be followed."""
-        if any(isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)):
+        if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
             return None
         walker = _Walk(self, function, name, statement, depth)
         try:
@@ -281,7 +282,7 @@ class _Walk:
         return held
 
     def statement(self, statement: cst.CSTNode, held: Optional[Variants]) -> Optional[Variants]:
-        contains = statement is self.target or any(n is self.target for n in walk(statement))
+        contains = statement is self.target or holds(statement, self.target)
         if statement is self.target or (contains and isinstance(statement, cst.SimpleStatementLine)):
             self._reached(held)
             return held
@@ -313,7 +314,7 @@ class _Walk:
             header = statement.iter if isinstance(statement, cst.For) else statement.test
             if _mentions_name(header, self.name) or statement.orelse is not None:
                 raise _Unknown()
-            if any(isinstance(n, (cst.Break, cst.Continue)) for n in _own_nodes(statement.body)):
+            if scan(statement.body, (cst.Break, cst.Continue), _NESTED):
                 raise _Unknown()
             body = list(block_statements(statement.body))
             once = self.block(body, held)
@@ -339,21 +340,10 @@ def _single(variants: Optional[Variants]) -> Optional[List[cst.BaseExpression]]:
     return list(variants[0]) if variants is not None and len(variants) == 1 else None
 
 
-def _own_nodes(node: cst.CSTNode):
-    """The nodes of a function body, not those of functions or classes defined in it."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        for child in children(current):
-            if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                stack.append(child)
-
-
 def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     """The simple statement line of ``function`` that contains ``node``."""
-    for line in _own_nodes(function.body):
-        if isinstance(line, cst.SimpleStatementLine) and any(n is node for n in walk(line)):
+    for line in scan(function.body, (cst.SimpleStatementLine,), _NESTED):  # lines never nest
+        if holds(line, node):
             return line
     return None
 
@@ -397,33 +387,36 @@ def zero_probability(
 
 
 def _rebound(function: cst.FunctionDef, name: str) -> bool:
-    for node in walk(function.body):
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-            targets = (
-                [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            )
-            if any(isinstance(t, cst.Name) and t.value == name for t in targets):
-                return True
+    for node in nodes_of(function.body, cst.Assign, cst.AugAssign, cst.AnnAssign):
+        targets = (
+            [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        )
+        if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+            return True
     return False
 
 
 
 def splices(module: cst.Module):
-    """Every call with a ``*arg`` in the file, with the function and statement it is in."""
+    """Every call with a ``*arg`` in the file, with the function and statement it is in (from
+    the file's shared index: the calls, then the lines and functions above the few spliced)."""
     found = []
-
-    def visit(node: cst.CSTNode, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]) -> None:
-        if isinstance(node, cst.FunctionDef):
-            function, statement = node, None
-        elif isinstance(node, cst.SimpleStatementLine):
-            statement = node
-        elif isinstance(node, cst.Call) and statement is not None:
-            if any(arg.star == "*" for arg in node.args):
-                found.append((node, function, statement))
-        for child in children(node):  # the code-carrying fields: a cheap walk
-            visit(child, function, statement)
-
-    visit(module, None, None)
+    index = node_index(module)
+    order, parent = index.order, index.parent
+    for here in index.positions(cst.Call):
+        node = order[here]
+        if not any(arg.star == "*" for arg in node.args):  # type: ignore[attr-defined]
+            continue
+        above = parent[here]
+        while above >= 0:  # the innermost statement line; none when a function comes first
+            above_type = type(order[above])
+            if above_type is cst.SimpleStatementLine or above_type is cst.FunctionDef:
+                break
+            above = parent[above]
+        if above < 0 or type(order[above]) is not cst.SimpleStatementLine:
+            continue
+        function = index.function_of(here)
+        found.append((node, order[function] if function >= 0 else None, order[above]))
     return found
 
 
@@ -431,25 +424,13 @@ def enclosing_definitions(
     module: cst.Module, target: cst.CSTNode
 ) -> "tuple[Optional[cst.FunctionDef], Optional[cst.ClassDef]]":
     """The innermost function containing ``target`` and the class that function is directly in."""
-    path: List[cst.CSTNode] = []
-
-    def find(node: cst.CSTNode) -> bool:
-        path.append(node)
-        if node is target:
-            return True
-        for child in children(node):  # the code-carrying fields: a cheap walk
-            if find(child):
-                return True
-        path.pop()
-        return False
-
-    if not find(module):
+    index = node_index(module)
+    here = index.find(target)
+    if here is None:
         return None, None
-    for index in range(len(path) - 1, -1, -1):
-        node = path[index]
-        if isinstance(node, cst.FunctionDef):
-            owner = next(
-                (p for p in reversed(path[:index]) if isinstance(p, (cst.ClassDef, cst.FunctionDef))), None
-            )
-            return node, owner if isinstance(owner, cst.ClassDef) else None
-    return None, None
+    order = index.order
+    function = here if type(target) is cst.FunctionDef else index.function_of(here)
+    if function < 0:
+        return None, None
+    owner = index.scope[function]
+    return order[function], order[owner] if owner >= 0 and type(order[owner]) is cst.ClassDef else None  # type: ignore[return-value]

@@ -10,7 +10,7 @@ from typing import Callable, List, Optional, Set
 
 import libcst as cst
 
-from torchmemlint.analysis.syntax import walk
+from torchmemlint.analysis.syntax import nodes_of
 
 AUTOGRAD_FUNCTION = "torch.autograd.Function"
 RNG_MARKERS = (
@@ -47,9 +47,7 @@ def recomputing_functions(
     module: cst.Module, qualify: Callable[[cst.BaseExpression], Optional[str]]
 ) -> List[RecomputingFunction]:
     found = []
-    for node in walk(module):
-        if not isinstance(node, cst.ClassDef):
-            continue
+    for node in nodes_of(module, cst.ClassDef):
         if not any(qualify(base.value) == AUTOGRAD_FUNCTION for base in node.bases):
             continue
         forward, backward = _method(node, "forward"), _method(node, "backward")
@@ -58,24 +56,23 @@ def recomputing_functions(
         ctx_forward = forward.params.params[0].name.value
         function_params: Set[str] = set(_params(forward)[1:])
         stored: Set[str] = set()
-        for assign in walk(forward):
-            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Name) and assign.value.value in function_params:
+        assigns = nodes_of(forward, cst.Assign)
+        for assign in assigns:
+            if isinstance(assign.value, cst.Name) and assign.value.value in function_params:
                 for target in assign.targets:
                     t = target.target
                     if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_forward:
                         stored.add(t.attr.value)
         # only a function forward runs too is rerun in backward (not a separate backward_op)
         source: dict = {}
-        for assign in walk(forward):
-            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Name):
+        for assign in assigns:
+            if isinstance(assign.value, cst.Name):
                 for target in assign.targets:
                     t = target.target
                     if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_forward:
                         source[t.attr.value] = assign.value.value
         ran: Set[str] = set()
-        for call in walk(forward):
-            if not isinstance(call, cst.Call):
-                continue
+        for call in nodes_of(forward, cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_forward:
                 ran.add(func.attr.value)
@@ -83,8 +80,8 @@ def recomputing_functions(
                 ran.update(attr for attr, param in source.items() if param == func.value)
         stored &= ran
         ctx_backward = backward.params.params[0].name.value
-        for call in walk(backward):
-            func = call.func if isinstance(call, cst.Call) else None
+        for call in nodes_of(backward, cst.Call):
+            func = call.func
             if (
                 isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                 and func.value.value == ctx_backward and func.attr.value in stored

@@ -10,7 +10,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.syntax import walk
+from torchmemlint.analysis.syntax import nodes_of
 
 
 # -- does the file train? ------------------------------------------------------------------------
@@ -21,10 +21,10 @@ def training_evidence(module: cst.Module) -> Optional[str]:
     """What in the file shows it trains a model: a ``.backward()`` call, an optimizer
     ``.step()``, a ``*Trainer(...)`` / ``trainer.train()`` / ``fit(...)``, or a Lightning
     ``training_step``; None when nothing does."""
-    for node in walk(module):
-        if isinstance(node, cst.FunctionDef) and node.name.value == "training_step":
-            return "`training_step`"
-        if not isinstance(node, cst.Call):
+    for node in nodes_of(module, cst.FunctionDef, cst.Call):
+        if type(node) is cst.FunctionDef:
+            if node.name.value == "training_step":
+                return "`training_step`"
             continue
         func = node.func
         name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None

@@ -17,7 +17,7 @@ from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.syntax import (
     loop_item,
-    _body_statements, _flat_statements, _scope_of, self_path, _small_statements, _walk,
+    _body_statements, _flat_statements, _scope_of, self_path, _small_statements, _walk, _walk_types,
 )
 
 
@@ -300,10 +300,8 @@ def _called_methods(model: InitModel, method: cst.FunctionDef) -> List[Tuple[str
     """The methods of the class that ``method`` calls as ``self.name(...)``, in order."""
     self_name = model.method_env(method).self_name
     found: List[Tuple[str, cst.FunctionDef]] = []
-    for node in _walk(method.body):
-        if not isinstance(node, cst.Call):
-            continue
-        path = self_path(node.func, self_name)
+    for node in _walk_types(method.body, (cst.Call,)):
+        path = self_path(node.func, self_name)  # type: ignore[attr-defined]
         if path is None or len(path) != 1:
             continue
         helper = model.methods.get(path[0])
@@ -362,8 +360,8 @@ def _chain_link(
 def _returned(function: cst.FunctionDef) -> List[cst.BaseExpression]:
     return [
         node.value
-        for node in _walk(function.body)
-        if isinstance(node, cst.Return) and node.value is not None
+        for node in _walk_types(function.body, (cst.Return,))
+        if node.value is not None  # type: ignore[attr-defined]
     ]
 
 

@@ -13,30 +13,12 @@ from torchmemlint.analysis.names import Bindings, canonical
 from typing import Iterable
 
 
-from torchmemlint.tree import children
+from bisect import bisect_left
 
-# -- fast traversal ---------------------------------------------------------------------------
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Pre-order walk over ``children``."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
+from torchmemlint.tree import children, indexed, nodes_of, path_to, walk  # noqa: F401  (re-exported)
 
-
-def path_to(root: cst.CSTNode, target: cst.CSTNode) -> Optional[List[cst.CSTNode]]:
-    """The nodes from ``root`` down to ``target`` (both included), or None if not inside."""
-    stack: List[Tuple[cst.CSTNode, int]] = [(root, 0)]
-    path: List[cst.CSTNode] = []
-    while stack:
-        node, depth = stack.pop()
-        del path[depth:]
-        path.append(node)
-        if node is target:
-            return path
-        stack.extend((child, depth + 1) for child in reversed(children(node)))
-    return None
+# -- fast traversal: `walk` and `path_to` answer from the file's shared index (tree.NodeIndex)
+# when the node is indexed, else they walk --------------------------------------------------
 
 
 def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int:
@@ -184,6 +166,60 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield child
         if not isinstance(child, cst.ClassDef):
             stack.extend(child.children)
+
+
+# Node types whose code-carrying children (tree.children) come in another order than libcst's
+# ``children`` (which ``_walk`` follows): a dataclass field order that is not the source order.
+_REORDERED = (cst.IfExp, cst.Slice, cst.ExceptHandler, cst.ImportFrom)
+
+
+def _walk_types(node: cst.CSTNode, node_types: Tuple[type, ...]) -> List[cst.CSTNode]:
+    """``[n for n in _walk(node) if type(n) in node_types]``, in the same order, from the
+    file's shared index when it can: the nodes below ``node`` (nested classes not entered)
+    sorted as ``_walk`` meets them, last subtree first (its stack pops the last child first).
+    Layout fields hold none of the node types asked here (calls, returns); where a node of
+    ``_REORDERED`` has them in two of its children, the order could differ: then it walks."""
+    found = indexed(node)
+    if found is not None:
+        index, here = found
+        end, order = index.end, index.order
+        picked = _index_scan(index, here, node_types)
+        if picked and not _reordered_between(index, here, picked):
+            picked.sort(key=lambda at: (-end[at], at))
+            return [order[at] for at in picked]
+        if not picked:
+            return []
+    return [n for n in _walk(node) if type(n) in node_types]
+
+
+def _index_scan(index, here: int, node_types: Tuple[type, ...]) -> List[int]:
+    """Positions of ``node_types`` strictly below ``here``, nested classes not entered."""
+    end = index.end
+    picked, skip = [], -1
+    for at in index.positions_in(here, (*node_types, cst.ClassDef)):
+        if at < skip or at == here:
+            continue
+        if type(index.order[at]) is cst.ClassDef:
+            skip = end[at]
+            if cst.ClassDef not in node_types:
+                continue
+        picked.append(at)
+    return picked
+
+
+def _reordered_between(index, here: int, picked: List[int]) -> bool:
+    """Whether a ``_REORDERED`` node below ``here`` holds picked nodes in two of its children."""
+    end, position = index.end, index.position
+    for at in index.positions_in(here, _REORDERED):
+        holding = 0
+        for child in index.kids[at]:
+            start = position[id(child)]
+            first = bisect_left(picked, start)
+            if first < len(picked) and picked[first] < end[start]:
+                holding += 1
+        if holding > 1:
+            return True
+    return False
 
 
 def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
