@@ -26,8 +26,13 @@ class CallableModel:
 
     MAX_DEPTH = 8
 
-    def __init__(self, module: cst.Module, root: Bindings, factories: Optional[Factories] = None) -> None:
+    def __init__(
+        self, module: cst.Module, root: Bindings, factories: Optional[Factories] = None,
+        text: Optional[str] = None,
+    ) -> None:
         self.module = module
+        # the parsed source, when known: a class cannot say "checkpoint" if the file does not
+        self._file_mentions = text is None or "checkpoint" in text.lower()
         self.root = root
         self.factories = factories
         self.classes: Dict[str, cst.ClassDef] = {}
@@ -130,7 +135,10 @@ class CallableModel:
         """Whether a class says "checkpoint" anywhere: it handles checkpointing itself."""
         key = id(node)
         if key not in self._mentions:
-            self._mentions[key] = "checkpoint" in self.module.code_for_node(node).lower()
+            if not self._file_mentions:
+                self._mentions[key] = False  # without generating the class's code
+            else:
+                self._mentions[key] = "checkpoint" in self.module.code_for_node(node).lower()
         return self._mentions[key]
 
     # -- elements of containers ------------------------------------------------------------

@@ -113,7 +113,7 @@ class FileAnalysis:
     def callables(self) -> CallableModel:
         """What calling an expression runs (checkpointed callables, blocks, single ops)."""
         if self._callables is None:
-            self._callables = CallableModel(self.module, self.bindings, self.factories)
+            self._callables = CallableModel(self.module, self.bindings, self.factories, self.text)
         return self._callables
 
     def flow(self, function: cst.FunctionDef) -> Flow:
