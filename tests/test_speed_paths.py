@@ -202,3 +202,62 @@ def test_partial_positions_equal_the_full_pass_in_nested_blocks(variant, monkeyp
     slow = _lint(text, False, monkeypatch)
     assert len(fast) >= 15
     assert fast == slow
+
+
+TWINS = '''"""A module whose docstring quotes one of its functions:
+
+def quoted(f, x):
+    return checkpoint(f, x)
+"""
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+def quoted(f, x):
+    return checkpoint(f, x)
+
+
+def twin(f, x):
+    return checkpoint(f, x)
+
+
+def twin(f, x):
+    return checkpoint(f, x)
+
+
+def alone(f, x):
+    return checkpoint(f, x)
+
+
+def other(a):
+    return a
+
+
+def more(a):
+    return a
+
+
+def last(a):
+    return a
+'''
+
+
+def test_partial_positions_place_a_statement_only_where_its_code_is_unique(monkeypatch):
+    """Each statement's code is looked up in the text: a statement whose code is there twice
+    (identical twins, a docstring quoting it) cannot be placed, and the full pass is made."""
+    results = []
+    original = positions._partial_positions
+    monkeypatch.setattr(
+        positions, "_partial_positions", lambda *args: results.append(original(*args)) or results[-1]
+    )
+    fast = _lint(TWINS, True, monkeypatch)
+    assert fast == _lint(TWINS, False, monkeypatch)
+    assert [finding.location.row for finding, _ in fast] == [11, 15, 19, 23]
+    assert results == [None]  # the twins: placed by the full pass
+    single = TWINS.split("\n\n\ndef twin")[0] + "\n"
+    results.clear()
+    monkeypatch.setattr(
+        positions, "_partial_positions", lambda *args: results.append(original(*args)) or results[-1]
+    )
+    assert [f.location.row for f, _ in _lint(single, True, monkeypatch)] == [11]
+    assert results == [None]  # the function quoted by the docstring: its code is there twice

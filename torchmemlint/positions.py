@@ -2,16 +2,14 @@
 
 The engine reports nodes; this module turns them into rows and columns (1-based, as libcst
 counts them), computes the edits of fixes and the rows a `# noqa` comment covers. Code is
-generated only for the statements that hold findings when that can be done (``ast`` says
-where each starts; the generated text is checked against the source), else for the file.
+generated only for the top-level statements that hold findings when that can be done (each
+is placed where its code stands in the source, when it stands there once), else for the file.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
-import warnings
 from bisect import bisect_right
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -165,25 +163,19 @@ class _Rows:
         return self.location(span[0]), self.location(span[1])
 
 
-def _first_line(statement: ast.stmt) -> int:
-    """The row of a statement's first token (its first decorator's, when decorated)."""
-    decorators = getattr(statement, "decorator_list", None)
-    if decorators:
-        return min(decorator.lineno for decorator in decorators)
-    return statement.lineno
-
-
 def _partial_positions(
     module: cst.Module, text: str, pending: List[_PendingFinding]
 ) -> Optional[Tuple[_OffsetPositions, List[cst.CSTNode]]]:
     """Positions of only the top-level statements that hold the reports, or None.
 
-    Each statement's code is generated alone from its start offset, found through Python's
-    ``ast`` (its first row, less its leading blank and comment lines) and checked against the
-    source text; a report or edit outside those statements, a start that does not check out,
-    or source ``ast`` cannot read gives None, and the caller makes the full pass instead. The
-    statements returned are every statement inside them: a finding's `# noqa` statement is
-    always inside its own top-level statement (top-level statements never share a row).
+    Each statement's code is generated alone (its leading blank and comment lines included)
+    and looked up in the source text: it is there, at the start of a line, since the module's
+    code is the text; when it is there exactly once, that is where the statement starts and its
+    ranges are shifted there. A report or edit outside those statements, or a statement whose
+    code is not in the text exactly once (two identical statements), gives None, and the
+    caller makes the full pass instead. The statements returned are every statement inside
+    them: a finding's `# noqa` statement is always inside its own top-level statement
+    (top-level statements never share a row).
     """
     if not module.has_trailing_newline:
         return None  # the last statement's newline is not in the text
@@ -200,39 +192,27 @@ def _partial_positions(
                 wanted.add(index[id(edit.node)])
     if 2 * len(wanted) > len(body):
         return None  # most of the file: one full pass is cheaper
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = compile(text, "<positions>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    first_lines = []  # libcst's top-level statements to ast's (a line of `a; b` is two)
-    position = 0
-    for statement in body:
-        if position >= len(tree.body):
-            return None
-        first_lines.append(_first_line(tree.body[position]))
-        position += len(statement.body) if type(statement) is cst.SimpleStatementLine else 1
-    if position != len(tree.body):
-        return None
-    starts = _Rows(text).starts
     statements = [
         node
         for position in sorted(wanted)
         for node in walk(body[position])
         if is_statement(type(node))
     ]
-    state = _OffsetPositions(module, _wanted_nodes(pending, statements))
+    nodes = _wanted_nodes(pending, statements)
+    state = _OffsetPositions(module, nodes)  # holds the shifted ranges; generates nothing
     for position in sorted(wanted):
-        statement = body[position]
-        row = first_lines[position] - len(statement.leading_lines)  # type: ignore[attr-defined]
-        if not 1 <= row <= len(starts):
+        alone = _OffsetPositions(module, nodes)
+        body[position]._codegen(alone)
+        code = "".join(alone.tokens)
+        start = text.find(code)
+        if start < 0 or text.find(code, start + 1) >= 0 or not code:
             return None
-        start = state.offset = starts[row - 1]
-        mark = len(state.tokens)
-        statement._codegen(state)
-        if text[start : state.offset] != "".join(state.tokens[mark:]):
+        if start > 0 and text[start - 1] not in "\n\r":
             return None
+        for node, (begin, end) in alone.inclusive.items():
+            state.inclusive[node] = (begin + start, end + start)
+        for node, (begin, end) in alone.syntactic.items():
+            state.syntactic[node] = (begin + start, end + start)
     for item in pending:
         if item.node not in state.inclusive:
             return None
