@@ -180,14 +180,18 @@ def is_cache_directory(path: str) -> bool:
 
 
 def cache_directories(root: str) -> List[str]:
-    """Every ``.torchmemlint_cache`` torchmemlint made under ``root`` (itself included)."""
+    """Every ``.torchmemlint_cache`` torchmemlint made under ``root`` (itself included); other
+    hidden directories (``.git``, ``.venv``) and ``__pycache__`` are not searched."""
     found: List[str] = []
     for directory, subdirectories, _ in os.walk(root):
         if os.path.basename(directory) == DEFAULT_DIRECTORY and is_cache_directory(directory):
             found.append(directory)
             subdirectories[:] = []
             continue
-        subdirectories[:] = sorted(d for d in subdirectories if d not in (".git", "__pycache__"))
+        subdirectories[:] = sorted(
+            d for d in subdirectories
+            if d == DEFAULT_DIRECTORY or not (d.startswith(".") or d == "__pycache__")
+        )
     return found
 
 

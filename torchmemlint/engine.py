@@ -28,6 +28,7 @@ IO_ERROR = "E902"
 # A rule (or an analysis it needs) raised on this file: the other rules and files still report.
 INTERNAL_ERROR = "TML900"
 
+
 def _describe_error(error: BaseException) -> str:
     """``ExceptionType: message`` on one line, and where it was raised (file:line)."""
     if isinstance(error, AnalysisError):

@@ -238,9 +238,8 @@ class EagerAttnImplementation(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        # a finding needs the string "eager" in the file: look for training evidence only then
-        eager = self.context.analysis.may_contain("eager")
-        self._evidence = training_evidence(node) if eager else None
+        # the gate (`needs`) already kept this rule to files that say "eager"
+        self._evidence = training_evidence(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._evidence is None:
