@@ -25,6 +25,8 @@ Commands (``{path}`` is the corpus root):
   ast              ast.parse on every file (opt-in floor)
   parse-gated      libcst.parse_module on the files the default rules cannot skip: those whose
                    text passes some default rule's gate (Rule.may_apply, as the engine tests it)
+  parse-unchecked  every file parsed as torchmemlint parses it: libcst without its per-node
+                   validation (torchmemlint.tree.parse_module)
 
 The floors run under the candidate's interpreter so that they use the very libcst that
 torchmemlint calls.  Corpora are pinned PyPI wheels; only their .py files are extracted into a
@@ -78,12 +80,12 @@ CORPORA = {
 }
 PLAIN_FLAKE8 = ["flake8==7.5.0", "pyflakes==4.1.0", "pycodestyle==2.15.0", "mccabe==0.7.0"]
 ALL_PEERS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "parse-gated",
-             "ast"]
-DEFAULT_PEERS = ALL_PEERS[:-2]
+             "parse-unchecked", "ast"]
+DEFAULT_PEERS = ALL_PEERS[:-3]
 # Peers that take minutes a run on timm; --slow-rounds can time them in fewer rounds.
 SLOW_PEERS = {"torchfix", "tf-flake8", "fixit"}
 RATIO_COLUMNS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "ast",
-                 "parse-gated", "torchmemlint-cold"]
+                 "parse-gated", "parse-unchecked", "torchmemlint-cold"]
 TARGET = ("positions", 1.5)  # the full default rule set within 1.5x of parse + positions
 # issue 15 (row, column, limit): ratios of the same run, wall clock
 TARGETS_15 = [
@@ -121,6 +123,12 @@ def run_floor(mode: str, root: str) -> int:
     import libcst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
+    parse = libcst.parse_module
+    if mode == "parse-unchecked":
+        from torchmemlint.tree import parse_module
+
+        def parse(data: bytes):  # torchmemlint decodes first (sourcefile.decode_source)
+            return parse_module(data.decode("utf-8"))
     if mode == "parse-gated":
         from torchmemlint.rules import all_rules
 
@@ -131,8 +139,8 @@ def run_floor(mode: str, root: str) -> int:
         ]
     for path in files:
         try:
-            module = libcst.parse_module(path.read_bytes())
-        except libcst.ParserSyntaxError:
+            module = parse(path.read_bytes())
+        except (libcst.ParserSyntaxError, UnicodeDecodeError):
             continue
         if mode == "positions":
             # unsafe_skip_copy as torchmemlint and TorchFix do: no deep copy of the tree
@@ -304,6 +312,7 @@ def build_commands(args, root: Path) -> list:
         "positions": f"{floor} positions {path}",
         "ast": f"{floor} ast {path}",
         "parse-gated": f"{floor} parse-gated {path}",
+        "parse-unchecked": f"{floor} parse-unchecked {path}",
         "torchfix": f"{peers_bin / 'torchfix'} -j 1 {path}",
         "tf-flake8": f"{peers_bin / 'flake8'} --isolated --select TOR -j 1 {path}",
         "fixit": f"{peers_bin / 'python'} -c {shlex.quote(FIXIT_SERIAL)} lint {path}",
@@ -723,7 +732,7 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--floor", choices=["ast", "parse", "positions", "parse-gated"],
+    parser.add_argument("--floor", choices=["ast", "parse", "positions", "parse-gated", "parse-unchecked"],
                         help=argparse.SUPPRESS)
     parser.add_argument("floor_path", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default="M", help="S, M, L, TV, T or a directory (default M)")
@@ -733,7 +742,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1,
                         help="untimed rounds of the fast commands first (1)")
     parser.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                        help=f"comma list out of {','.join(ALL_PEERS)} (default: all but parse-gated, ast)")
+                        help=f"comma list out of {','.join(ALL_PEERS)} (default: all but parse-gated, parse-unchecked, ast)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="second candidate row with -j JOBS (default: all cores; 1: none)")
     parser.add_argument("--venv", default=str(REPO / ".venv"), help="torchmemlint's venv")

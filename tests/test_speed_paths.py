@@ -261,3 +261,38 @@ def test_partial_positions_place_a_statement_only_where_its_code_is_unique(monke
     )
     assert [f.location.row for f, _ in _lint(single, True, monkeypatch)] == [11]
     assert results == [None]  # the function quoted by the docstring: its code is there twice
+
+
+# -- parsing without libcst's per-node checks -------------------------------------------------
+def _fixture_texts():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    return [path.read_text(encoding="utf-8") for path in sorted(root.rglob("*.py"))]
+
+
+def test_unchecked_parse_builds_the_tree_libcst_builds():
+    from torchmemlint.tree import parse_module
+
+    texts = _fixture_texts() + list(CASES.values()) + [NOQA]  # CRLF, CR, tabs, BOM ...
+    assert len(texts) > 20
+    for text in texts:
+        fast, plain = parse_module(text), cst.parse_module(text)
+        assert fast.deep_equals(plain)
+        assert fast.code == plain.code
+
+
+def test_unchecked_parse_restores_the_checks_after_success_and_after_a_syntax_error():
+    from torchmemlint.tree import parse_module
+
+    checked = cst.CSTNode.__post_init__
+    parse_module("x = 1\n")
+    assert cst.CSTNode.__post_init__ is checked
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("def broken(:\n")
+    assert cst.CSTNode.__post_init__ is checked
+    # nodes built after a parse (as fixes build them) are checked again
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])  # unbalanced parentheses

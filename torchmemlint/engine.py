@@ -21,7 +21,7 @@ from torchmemlint.positions import resolve_findings
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.sourcefile import SourceError, decode_source
-from torchmemlint.tree import node_index
+from torchmemlint.tree import node_index, parse_module
 
 SYNTAX_ERROR = "E999"
 IO_ERROR = "E902"
@@ -219,12 +219,12 @@ def _lint_source(
             return []
         # Only libcst's verdict counts: it also reads syntax newer than this interpreter.
         try:
-            cst.parse_module(text)
+            parse_module(text)
         except cst.ParserSyntaxError as error:
             return [syntax_error_finding(text, filename, error)]
         return []
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
     context = FileContext(module, filename, settings.option_values(), text)

@@ -11,6 +11,7 @@ import libcst as cst
 
 from torchmemlint.findings import Edit, Finding, Location
 from torchmemlint.sourcefile import newline_of
+from torchmemlint.tree import parse_module
 
 MAX_PASSES = 10
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -215,7 +216,7 @@ def fix_text(
 
 def _parse_error(text: str) -> Optional[str]:
     try:
-        cst.parse_module(text)
+        parse_module(text)
     except cst.ParserSyntaxError as error:
         return str(error.message)
     return None

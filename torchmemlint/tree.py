@@ -63,6 +63,33 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
     return found
 
 
+# -- parsing ------------------------------------------------------------------------------------
+def _unchecked(self: cst.CSTNode) -> None:
+    """Stands in for ``CSTNode.__post_init__`` while the parser builds a tree."""
+
+
+_CHECKED = cst.CSTNode.__post_init__
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module(text)``, without libcst's per-node validation.
+
+    libcst checks every node it constructs (``CSTNode.__post_init__`` calls ``_validate``),
+    which catches nodes that code builds wrongly; the parser only builds valid ones, and the
+    checks are 15-20 % of a parse (benchmarks/README.md, "Parsing"). They are switched off for
+    the parse alone and restored before this returns or raises, so that the nodes fixes build
+    are still checked. The tree is the one ``libcst.parse_module`` returns
+    (tests/test_speed_paths.py compares them).
+    """
+    if cst.CSTNode.__post_init__ is not _CHECKED:  # a parse already running (another thread)
+        return cst.parse_module(text)
+    cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        cst.CSTNode.__post_init__ = _CHECKED  # type: ignore[method-assign]
+
+
 # -- the shared pre-order index of a file ---------------------------------------------------------
 class NodeIndex:
     """Every node under ``root`` in pre-order (the order of ``walk``), built with one
