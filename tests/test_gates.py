@@ -13,6 +13,7 @@ import libcst as cst
 import pytest
 
 from torchmemlint import engine
+from torchmemlint.analysis import leak_gate
 from torchmemlint.config import Settings
 from torchmemlint.engine import lint_source
 from torchmemlint.rules import all_rules
@@ -34,14 +35,62 @@ def _sources():
         yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
 
 
-SOURCES = list(_sources())
+# Forms the loop rules' node-index gate (analysis.leak_gate) must let through, beyond the
+# rules' own examples: a loss instance under any name, a renamed functional loss, a model that
+# is only known by its mode switch.
+LEAK_CASES = {
+    "loss-instance-any-name": ("""import torch
+import torch.nn as nn
+
+
+def run(encoder, loader, opt):
+    crit = nn.SmoothL1Loss()
+    history = []
+    for x, y in loader:
+        err = crit(encoder(x), y)
+        history.append(err)
+    return history
+""", ["TML502"]),
+    "renamed-functional-loss": ("""import torch
+from torch.nn.functional import cross_entropy as xent
+
+
+def run(encoder, loader):
+    total = 0
+    for x, y in loader:
+        err = xent(encoder(x), y)
+        total += err
+    return total
+""", ["TML502"]),
+    "model-known-by-its-mode-switch": ("""import torch
+
+
+def score(m, loader):
+    m.train(False)
+    outs = []
+    for x in loader:
+        outs.append(m(x))
+    return outs
+""", ["TML502", "TML501"]),
+}
+SOURCES = list(_sources()) + [(name, code) for name, (code, _) in LEAK_CASES.items()]
+
+
+@pytest.mark.parametrize("name", sorted(LEAK_CASES))
+def test_loop_rules_gate_lets_through(name):
+    code, expected = LEAK_CASES[name]
+    assert [f.code for f in lint_source(code, "example.py", Settings(), ALL)] == expected
+    for alone in expected:  # each rule's own condition, without the others' to let it in
+        assert [f.code for f in lint_source(code, "a.py", Settings(), frozenset({alone}))] == [alone]
 
 
 @pytest.fixture
 def open_gates(monkeypatch):
-    """Every rule runs on every file, as before the gates."""
+    """Every rule runs on every file, as before the gates (the loop rules' node-index gate,
+    ``analysis.leak_gate``, included)."""
     for rule in all_rules().values():
         monkeypatch.setattr(rule, "may_apply", classmethod(lambda cls, text: True))
+    monkeypatch.setattr(leak_gate, "may_report", lambda index, codes: True)
 
 
 def test_open_gates_give_the_same_findings(open_gates, monkeypatch):

@@ -8,7 +8,7 @@ it imports neither, so there is no import circle. The shared per-file analysis
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -55,7 +55,12 @@ class FileContext:
     """What a rule sees of the file being linted."""
 
     def __init__(
-        self, module: cst.Module, filename: str, options: Dict[str, Any], text: Optional[str] = None
+        self,
+        module: cst.Module,
+        filename: str,
+        options: Dict[str, Any],
+        text: Optional[str] = None,
+        codes: Optional[FrozenSet[str]] = None,
     ) -> None:
         self.module = module
         # The source the module was parsed from (None: unknown). Analyses may use it to skip
@@ -63,6 +68,9 @@ class FileContext:
         self.text = text
         self.filename = filename
         self.options = options
+        # The codes of the rules running on this file (None: unknown). A shared analysis may
+        # skip work that only rules not running here could use.
+        self.codes = codes
         self.bindings = Bindings()
         self.bindings.bind_statements(module.body)
         self.module_bindings = self.bindings

@@ -227,7 +227,7 @@ def _lint_source(
         module = parse_module(text)
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
-    context = FileContext(module, filename, settings.option_values(), text)
+    context = FileContext(module, filename, settings.option_values(), text, codes)
     rules = []
     for code in sorted(codes):
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -21,6 +21,7 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.callers import (
     borrowed_model, output_kept, plainly_a_module, reduced_after, runs_model, switched_back,
 )
+from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
@@ -36,7 +37,7 @@ class _LoopRule(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         findings = self.context.shared(
-            "loops", lambda: analyse(self.context.analysis)
+            "loops", lambda: analyse(self.context.analysis, self.context.codes)
         )
         self._pending: Dict[int, Pending] = findings[self.code]
 
@@ -127,6 +128,11 @@ class EvalWithoutNoGrad(_LoopRule):
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        # a function named like evaluation, or the word `eval` / `train` (a mode switch)
+        return super().may_apply(text) and leak_gate.eval_code_possible(text)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
@@ -766,13 +772,17 @@ def _may_leak(scope: Scope) -> bool:
     )
 
 
-def analyse(analysis: FileAnalysis) -> Findings:
-    """Every TML5xx finding of one file, keyed by rule code and node id."""
-    walk = analysis.scopes
+def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> Findings:
+    """Every TML5xx finding of one file, keyed by rule code and node id. With ``codes`` (the
+    rules running on the file), a file where none of them can report (``leak_gate``) is not
+    walked."""
     findings: Findings = {
         code: {} for code in (EVAL_WITHOUT_NO_GRAD, ACCUMULATED_TENSOR, RETAIN_GRAPH,
                               LIST_ON_SELF, TENSOR_ON_SELF)
     }
+    if codes is not None and not leak_gate.may_report(analysis.index, codes):
+        return findings
+    walk = analysis.scopes
     wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
     for scope in walk.scopes:
         if _may_leak(scope):
