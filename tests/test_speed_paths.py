@@ -296,3 +296,60 @@ def test_unchecked_parse_restores_the_checks_after_success_and_after_a_syntax_er
         cst.Name("")
     with pytest.raises(cst.CSTValidationError):
         cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])  # unbalanced parentheses
+
+
+# -- the engine's walk meets only the nodes that matter, in the order a recursive walk would ---
+def test_engine_walk_dispatches_as_a_recursive_walk():
+    from torchmemlint.context import FileContext
+    from torchmemlint.rules.base import Rule
+    from torchmemlint.tree import children, parse_module
+
+    log = []
+
+    class Recorder(Rule):
+        code = "TML999"
+
+        def visit_Call(self, node):
+            log.append(("visit", "Call", id(node), len(self.context.statement_stack)))
+
+        def leave_Call(self, node):
+            log.append(("leave", "Call", id(node), len(self.context.statement_stack)))
+
+        def visit_Name(self, node):
+            log.append(("visit", "Name", id(node), len(self.context.statement_stack)))
+
+        def leave_FunctionDef(self, node):
+            log.append(("leave", "FunctionDef", id(node), len(self.context.statement_stack)))
+
+        def visit_Param(self, node):  # a name bound in the scope the walk has entered
+            log.append(("visit", "Param", node.name.value, self.context.qualify(node.name)))
+
+    statement_types = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+    def expected(node, depth, out, statements):
+        is_statement = isinstance(node, statement_types)
+        depth += is_statement
+        if is_statement:
+            statements.append(node)
+        name = type(node).__name__
+        if name in ("Call", "Name"):
+            out.append(("visit", name, id(node), depth))
+        if name == "Param":
+            out.append(("visit", "Param", node.name.value, None))
+        for child in children(node):
+            expected(child, depth, out, statements)
+        if name in ("Call", "FunctionDef"):
+            out.append(("leave", name, id(node), depth))
+
+    texts = _fixture_texts() + [NOQA]
+    for text in texts:
+        module = parse_module(text)
+        context = FileContext(module, "a.py", {}, text)
+        log.clear()
+        walker = engine._BatchedWalker(context, [Recorder(context)])
+        walker.walk(module)
+        want, statements = [], []
+        expected(module, 0, want, statements)
+        assert log == want
+        assert walker.statements == statements
+        assert context.statement_stack == [] and context.bindings is context.module_bindings

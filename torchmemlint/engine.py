@@ -6,6 +6,7 @@ import ast
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
@@ -74,7 +75,8 @@ class _BatchedWalker:
         self.context = context
         self.rules = list(rules)
         self.statements: List[cst.CSTNode] = []  # every statement met, for noqa rows
-        self.children = node_index(context.module).children  # the file's shared index
+        self.index = node_index(context.module)  # the file's shared index
+        self.children = self.index.children
         self._build_tables()
 
     def _build_tables(self) -> None:
@@ -114,11 +116,40 @@ class _BatchedWalker:
             )
         )
 
-    def walk(self, node: cst.CSTNode) -> None:
-        kind = self.kinds.get(type(node))
-        if kind is None:
-            kind = self._kind(type(node))
-        is_statement, is_scope, visits, _ = kind
+    def walk(self, root: cst.CSTNode) -> None:
+        """Visit ``root``'s subtree in pre-order, each node's leave methods after its subtree,
+        as a recursive walk would; only the nodes that matter are met: those of a type some
+        rule visits or leaves, statements and scopes (read off the index, in its order)."""
+        index = self.index
+        top = index.find(root)
+        if top is None:
+            raise ValueError("the walk starts at a node of the file's index")
+        order, end = index.order, index.end
+        wanted = [
+            here
+            for node_type in index.types()
+            if self._matters(node_type)
+            for here in index.positions(node_type)
+        ]
+        wanted.sort()
+        stop = end[top]
+        start = bisect_left(wanted, top)
+        open_nodes: List[Tuple[int, cst.CSTNode]] = []  # (end of subtree, node), innermost last
+        for here in wanted[start:bisect_left(wanted, stop)]:
+            while open_nodes and open_nodes[-1][0] <= here:
+                self._leave(open_nodes.pop()[1])
+            node = order[here]
+            self._enter(node)
+            open_nodes.append((end[here], node))
+        while open_nodes:
+            self._leave(open_nodes.pop()[1])
+
+    def _matters(self, node_type: type) -> bool:
+        is_statement, is_scope, visits, leaves = self.kinds.get(node_type) or self._kind(node_type)
+        return bool(is_statement or is_scope or visits or leaves)
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        is_statement, is_scope, visits, _ = self.kinds.get(type(node)) or self._kind(type(node))
         context = self.context
         if is_statement:
             context.statement_stack.append(node)
@@ -135,15 +166,16 @@ class _BatchedWalker:
                 method(node)
             except Exception as error:
                 self._failed(method, node, error)
-        for child in self.children(node):
-            self.walk(child)
+
+    def _leave(self, node: cst.CSTNode) -> None:
         # Looked up again: without the rules that failed meanwhile.
-        kind = self.kinds.get(type(node)) or self._kind(type(node))
-        for method in kind[3]:
+        is_statement, is_scope, _, leaves = self.kinds.get(type(node)) or self._kind(type(node))
+        for method in leaves:
             try:
                 method(node)
             except Exception as error:
                 self._failed(method, node, error)
+        context = self.context
         if is_scope:
             context.bindings = context.bindings.parent  # type: ignore[assignment]
         if is_statement:

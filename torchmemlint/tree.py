@@ -161,6 +161,12 @@ class NodeIndex:
         here = self.position.get(id(node))
         return here if here is not None and self.order[here] is node else None
 
+    def types(self) -> List[type]:
+        """The node types present, each once."""
+        self.positions(cst.Module)
+        assert self._by_type is not None
+        return list(self._by_type)
+
     def positions(self, node_type: type) -> List[int]:
         """Positions of the nodes of exactly ``node_type``, ascending."""
         if self._by_type is None:
