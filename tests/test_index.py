@@ -215,3 +215,40 @@ def test_the_factories_index_reads_a_class_through_its_body_only(module):
     owners = {f.name.value: factories._owner[id(f)] for f in _all(module, cst.FunctionDef)}
     assert owners["forward"] is not None and owners["run"] is not None
     assert owners["inner"] is None and owners["make_layers"] is None
+
+
+def test_typed_readers_give_the_children_the_generic_reading_gives():
+    """``children`` reads each node type with code written from libcst's field types;
+    ``generic_children`` checks every value. Same nodes, same order, for every node of every
+    fixture (match statements, f-strings, decorators, star-args, walrus ... included)."""
+    from pathlib import Path
+
+    from torchmemlint.tree import generic_children, parse_module
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    extra = textwrap.dedent(
+        '''
+        match command:
+            case [x, *rest] if (y := x):
+                pass
+            case {"k": v, **others}:
+                pass
+        f"{value!r:>{width}}" "tail"
+        try:
+            pass
+        except* ValueError as error:
+            raise Other() from error
+        lambda *a, b=1, **k: (yield)
+        '''
+    )
+    texts = [path.read_text(encoding="utf-8") for path in sorted(root.rglob("*.py"))]
+    seen = set()
+    for text in texts + [SOURCE, extra]:
+        stack: List[cst.CSTNode] = [parse_module(text)]
+        while stack:
+            node = stack.pop()
+            seen.add(type(node))
+            fast, reference = children(node), generic_children(node)
+            assert [id(child) for child in fast] == [id(child) for child in reference], node
+            stack.extend(reference)
+    assert len(seen) > 60  # most of libcst's node types were read

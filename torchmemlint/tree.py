@@ -6,12 +6,14 @@ walk and the rules' analyses skip those layout fields, which makes a walk severa
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import gc
+import typing
 import weakref
 from bisect import bisect_left
 from functools import lru_cache
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -52,6 +54,14 @@ def is_node_type(value_type: type) -> bool:
 
 def children(node: cst.CSTNode) -> List[cst.CSTNode]:
     """The child nodes that carry code, in evaluation order."""
+    reader = _READERS.get(type(node))
+    if reader is None:
+        reader = _READERS[type(node)] = _reader(type(node))
+    return reader(node)
+
+
+def generic_children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """``children`` read field by field, checking every value (the readers' reference)."""
     found: List[cst.CSTNode] = []
     for name in child_fields(type(node)):
         value = getattr(node, name)
@@ -61,6 +71,60 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
         elif is_node_type(value_type):
             found.append(value)
     return found
+
+
+# One reader per node type, written from the types libcst declares for its fields: a field
+# declared as a node (``Call.func``) or a sequence of nodes (``Call.args``) is taken without a
+# check, one that cannot hold a node (``Name.value: str``) is not read, any other field
+# (``Optional``, a sentinel) is checked value by value as ``generic_children`` does.
+_READERS: Dict[type, Callable[[cst.CSTNode], List[cst.CSTNode]]] = {}
+
+
+def _reader(node_type: type) -> Callable[[cst.CSTNode], List[cst.CSTNode]]:
+    try:
+        hints = typing.get_type_hints(node_type)
+    except Exception:  # an annotation that does not resolve: read it the generic way
+        return generic_children
+    lines = ["def read(node):", "    found = []"]
+    for name in child_fields(node_type):
+        kind = _field_kind(hints.get(name))
+        if kind == "node":
+            lines.append(f"    found.append(node.{name})")
+        elif kind == "nodes":
+            lines.append(f"    found.extend(node.{name})")
+        elif kind == "check":
+            lines += [
+                f"    value = node.{name}",
+                "    value_type = type(value)",
+                "    if value_type is tuple or value_type is list:",
+                "        found.extend([item for item in value if is_node_type(type(item))])",
+                "    elif is_node_type(value_type):",
+                "        found.append(value)",
+            ]
+    lines.append("    return found")
+    namespace: Dict[str, object] = {"is_node_type": is_node_type}
+    exec("\n".join(lines), namespace)  # noqa: S102 - code written above from field names
+    return namespace["read"]  # type: ignore[return-value]
+
+
+def _field_kind(hint: object) -> str:
+    """"node", "nodes" (a sequence of nodes), "none" (never a node) or "check"."""
+    if hint is None:
+        return "check"
+    if isinstance(hint, type):
+        return "node" if issubclass(hint, cst.CSTNode) else "none"
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union:
+        kinds = {_field_kind(argument) for argument in arguments}
+        if kinds == {"node"}:
+            return "node"
+        return "none" if kinds == {"none"} else "check"
+    if origin is typing.Literal:
+        return "none" if all(isinstance(a, (str, int, bool)) for a in arguments) else "check"
+    if origin in (collections.abc.Sequence, list, tuple):
+        items = {_field_kind(argument) for argument in arguments if argument is not Ellipsis}
+        return "nodes" if items == {"node"} else "check"
+    return "check"
 
 
 # -- parsing ------------------------------------------------------------------------------------
