@@ -102,6 +102,14 @@ class TorchMemLintChecker:
         # flake8 consumes --isolated before plugins see the options: read it where it was given.
         isolated = getattr(options, "isolated", False) or "--isolated" in sys.argv[1:]
         cls.resolver = Resolver(isolated=bool(isolated))
+        # A broken config governing the paths flake8 was given stops flake8 here, in its main
+        # process. Raised from a worker instead (``run``), it can leave `flake8 -j N` hanging in
+        # the shutdown of multiprocessing's pool (seen under load: tests/test_config.py).
+        for path in getattr(options, "filenames", None) or ["."]:
+            try:
+                cls.resolver.for_path(path if path not in ("-", "stdin") else ".")
+            except ConfigError as error:
+                raise ExecutionError(f"torchmemlint: error: {error}") from None
         cls.honour_file_noqa = not getattr(options, "disable_noqa", False)
         selected = [*(options.select or ()), *(options.extend_select or ())]
         prefixes = tuple(selector.strip().upper() for selector in selected if selector.strip())
