@@ -90,7 +90,7 @@ def open_gates(monkeypatch):
     ``analysis.leak_gate``, included)."""
     for rule in all_rules().values():
         monkeypatch.setattr(rule, "may_apply", classmethod(lambda cls, text: True))
-    monkeypatch.setattr(leak_gate, "may_report", lambda index, codes: True)
+    monkeypatch.setattr(leak_gate, "may_report", lambda facts, codes, text: True)
 
 
 def test_open_gates_give_the_same_findings(open_gates, monkeypatch):
@@ -170,3 +170,51 @@ def test_only_rules_that_need_torch_skip_a_file_without_it(tmp_path):
 
     assert result.returncode == 1, result.stderr
     assert [finding["code"] for finding in json.loads(result.stdout)] == ["TML602"]
+
+
+def test_the_loop_gate_reads_the_same_facts_from_ast_and_from_the_node_index():
+    import ast
+
+    from torchmemlint.tree import node_index, parse_module
+
+    compared = 0
+    for name, code in SOURCES:
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        from_ast = leak_gate.facts_from_ast(tree).normalised()
+        from_index = leak_gate.facts_from_index(node_index(parse_module(code))).normalised()
+        assert from_ast == from_index, name
+        compared += 1
+    assert compared > 100
+
+
+@pytest.mark.parametrize("codes", [frozenset({code}) for code in sorted(leak_gate.LOOP_CODES)]
+                         + [leak_gate.LOOP_CODES])
+def test_loop_rules_alone_find_the_same_with_the_gate_open(codes, open_gates, monkeypatch):
+    # With only loop rules enabled, the engine decides from Python's ast, before libcst parses.
+    opened = {name: lint_source(code, "example.py", Settings(), codes) for name, code in SOURCES}
+    monkeypatch.undo()
+    gated = {name: lint_source(code, "example.py", Settings(), codes) for name, code in SOURCES}
+    assert sum(len(found) for found in opened.values()) > 0
+    for name, _ in SOURCES:
+        assert gated[name] == opened[name], name
+
+
+def test_a_file_only_loop_rules_could_read_is_not_parsed_by_libcst(monkeypatch):
+    parsed = []
+    real = cst.parse_module
+    monkeypatch.setattr(engine.cst, "parse_module", lambda text: parsed.append(text) or real(text))
+    model_file = (
+        "import torch\n\nclass Block(torch.nn.Module):\n    def forward(self, x):\n"
+        "        for layer in self.layers:\n            x = x + layer(x)\n        return x\n"
+    )
+    assert lint_source(model_file, "a.py", Settings()) == []
+    assert parsed == []
+    training = model_file + (
+        "\n\ndef fit(model, loader):\n    total = 0\n    for x in loader:\n"
+        "        total += model(x).sum()\n    return total\n"
+    )
+    assert [f.code for f in lint_source(training, "a.py", Settings())] == ["TML502"]
+    assert len(parsed) == 1

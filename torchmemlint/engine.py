@@ -15,6 +15,7 @@ import libcst as cst
 from torchmemlint.cache import Cache, content_hash
 from torchmemlint.config import Settings
 from torchmemlint.findings import Finding, Location
+from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
@@ -202,6 +203,17 @@ def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
     return None
 
 
+def _loop_rules_may_report(text: str, codes: FrozenSet[str]) -> bool:
+    """When only loop rules are left for a file: whether they can report there, read from
+    Python's ``ast`` (a tenth of a libcst parse; ``analysis.leak_gate``). True for a file
+    CPython cannot parse: libcst's parse reports it."""
+    try:
+        tree = compile(text, "<gate>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError):
+        return True
+    return leak_gate.may_report(leak_gate.facts_from_ast(tree), codes, text)
+
+
 def syntax_error_finding(text: str, filename: str, error: cst.ParserSyntaxError) -> Finding:
     """A file libcst cannot parse, positioned by CPython when CPython rejects it too."""
     finding = _python_syntax_error(text, filename)
@@ -245,6 +257,8 @@ def _lint_source(
     registry = all_rules()
     # only the rules whose words the text holds (their gates: Rule.needs, needs_torch)
     codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply(text))
+    if codes and codes <= leak_gate.LOOP_CODES and not _loop_rules_may_report(text, codes):
+        codes = frozenset()  # the loop rules' syntactic gate, read from Python's ast
     if not codes:
         # Nothing can match; still report a file that does not parse, cheaply.
         if _python_syntax_error(text, filename) is None:

@@ -1,16 +1,23 @@
-"""Whether a file can hold a TML5xx finding at all, read off the node index before the scope
-walk (``ScopeWalk``), which is the costly part of the loop analysis and which most model files
-need for nothing.
+"""Whether a file can hold a TML5xx finding at all, decided before the scope walk
+(``ScopeWalk``, the costly part of the loop analysis, which most model files need for nothing)
+and, where only loop rules are left for a file, before libcst parses it.
 
-Each test is a necessary condition of one rule, taken from what ``rules/loops.py`` requires
-before it reports (the names are the ones ``analysis/training.py`` and ``autograd.py`` use);
-each may answer True for a file without findings, never False for a file with one.
-``tests/test_gates.py`` lints every example and fixture with these tests on and off.
+The decision reads a few syntactic facts (``LoopFacts``): function names, mode switches,
+stores on ``self`` in ``forward``, and for each outermost loop whether it accumulates and what
+it calls. Two readers give the same facts: one from the file's node index (the file is parsed
+anyway) and one from Python's ``ast`` (a tenth of a libcst parse), used by the engine when the
+loop rules are the only ones whose text gates pass. Each test is a necessary condition of one
+rule, taken from what ``rules/loops.py`` requires before it reports (the names are the ones
+``analysis/training.py`` and ``autograd.py`` use): it may answer True for a file without
+findings, never False for a file with one. ``tests/test_gates.py`` lints every example and
+fixture with the gates on and off and compares the two readers' facts.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
@@ -27,6 +34,9 @@ ACCUMULATED_TENSOR = "TML502"
 RETAIN_GRAPH = "TML503"
 LIST_ON_SELF = "TML504"
 TENSOR_ON_SELF = "TML505"
+LOOP_CODES = frozenset(
+    {EVAL_WITHOUT_NO_GRAD, ACCUMULATED_TENSOR, RETAIN_GRAPH, LIST_ON_SELF, TENSOR_ON_SELF}
+)
 
 # `def evaluate`, `model.eval()`, `model.train(False)`: all TML501 can start from, in words
 _MODE_WORD = re.compile(r"\b(?:eval|train)\b")
@@ -44,154 +54,166 @@ def eval_code_possible(text: str) -> bool:
     )
 
 
-def may_report(index: NodeIndex, codes: FrozenSet[str]) -> bool:
-    """False only when none of the TML5xx ``codes`` can report in the file of ``index``."""
-    gate = _Gate(index)
+Call = Tuple[Optional[str], Optional[str]]  # (method name, dotted callee) of a call
+
+
+@dataclass
+class Loop:
+    """An outermost `for` / `while` (its nested loops included)."""
+
+    accumulates: bool = False  # `+=` / `-=`, a `+`, or an `.append(...)` inside
+    calls: List[Call] = field(default_factory=list)
+
+
+@dataclass
+class LoopFacts:
+    function_names: List[str] = field(default_factory=list)
+    # each `x.eval()` (no arguments) and `x.train(...)`: x's dotted name, and whether it
+    # switches to evaluation (`eval()`, `train(False)`: ``ScopeFacts.last_mode_change``)
+    mode_calls: List[Tuple[Optional[str], bool]] = field(default_factory=list)
+    forward_appends: bool = False  # `self.<name>.append(...)` in a method `forward`
+    forward_assigns: bool = False  # `self.<name> = ...` (or `+=`, `: T =`) in a method `forward`
+    loops: List[Loop] = field(default_factory=list)
+    renamed: Dict[str, str] = field(default_factory=dict)  # `from m import name as alias`
+
+    def normalised(self) -> tuple:
+        """For comparing two readers: order does not matter."""
+        return (
+            sorted(self.function_names), sorted(self.mode_calls, key=repr),
+            self.forward_appends, self.forward_assigns,
+            sorted(((loop.accumulates, sorted(loop.calls, key=repr)) for loop in self.loops),
+                   key=repr),
+            sorted(self.renamed.items()),
+        )
+
+
+def may_report(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> bool:
+    """False only when none of the TML5xx ``codes`` can report in the file ``facts`` were
+    read from (``text``: its source, None when unknown)."""
     return (
         RETAIN_GRAPH in codes  # its text gate (`retain_graph`) already passed
-        or (EVAL_WITHOUT_NO_GRAD in codes and gate.eval_code())
-        or (LIST_ON_SELF in codes and gate.forward_stores(append=True))
-        or (TENSOR_ON_SELF in codes and gate.forward_stores(append=False))
-        or (ACCUMULATED_TENSOR in codes and gate.accumulating_loop())
+        or (EVAL_WITHOUT_NO_GRAD in codes and _eval_code(facts))
+        or (LIST_ON_SELF in codes and facts.forward_appends)
+        or (TENSOR_ON_SELF in codes and facts.forward_assigns)
+        or (ACCUMULATED_TENSOR in codes and _accumulating_loop(facts, text))
     )
 
 
-class _Gate:
-    def __init__(self, index: NodeIndex) -> None:
-        self.index = index
-        self._mode_calls: Optional[List[Tuple[Optional[str], bool]]] = None
-        self._renamed: Optional[Dict[str, str]] = None
-        self._loss_class: Optional[bool] = None
+def _eval_code(facts: LoopFacts) -> bool:
+    """TML501: a function named like evaluation, or a switch to evaluation mode."""
+    return any(is_eval_name(name) for name in facts.function_names) or any(
+        to_eval for _, to_eval in facts.mode_calls
+    )
 
-    def nodes(self, node_type: type):
-        order = self.index.order
-        return [order[here] for here in self.index.positions(node_type)]
 
-    # TML501: a function named like evaluation, or a switch to evaluation mode: `x.eval()`,
-    # `x.train(False)` (``ScopeFacts.last_mode_change``)
-    def eval_code(self) -> bool:
-        return any(
-            is_eval_name(function.name.value) for function in self.nodes(cst.FunctionDef)
-        ) or any(to_eval for _, to_eval in self.mode_calls())
+def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
+    """TML502: a loop that both accumulates and computes: runs a model, steps, or computes a
+    loss (``ScopeFacts.loop_computes``). Only outermost loops are read: an inner loop's nodes
+    are all in the loop around it."""
+    # what `.eval()` / `.train(...)` is called on is a model (``ScopeFacts._model_names``)
+    switched = {name for name, _ in facts.mode_calls if name is not None}
+    # a name bound to an `nn.*Loss` instance computes a loss whatever it is called
+    # (``ScopeFacts._loss_instances``): its class's name is written in the file
+    loss_class = text is None or "Loss" in text
+    for loop in facts.loops:
+        if loop.accumulates and any(
+            _computes(attr, dotted, switched, facts.renamed, loss_class)
+            for attr, dotted in loop.calls
+        ):
+            return True
+    return False
 
-    def mode_calls(self) -> List[Tuple[Optional[str], bool]]:
-        """Each `x.eval()` / `x.train(...)`: x's dotted name, and whether it switches to
-        evaluation."""
-        if self._mode_calls is None:
-            self._mode_calls = []
-            for call in self.nodes(cst.Call):
-                func = call.func
-                if not isinstance(func, cst.Attribute) or func.attr.value not in _MODE_ATTRS:
-                    continue
-                if func.attr.value == "eval":
-                    if not call.args:
-                        self._mode_calls.append((dotted_name(func.value), True))
-                else:
-                    to_eval = bool(call.args) and _is_false(call.args[0].value)
-                    self._mode_calls.append((dotted_name(func.value), to_eval))
-        return self._mode_calls
 
-    # TML504 / TML505: `self.<name>.append(...)` / `self.<name> = ...` in a method `forward`
-    def forward_stores(self, append: bool) -> bool:
-        index = self.index
-        for here in index.positions(cst.FunctionDef):
-            function = index.order[here]
-            if function.name.value != "forward" or index.scope[here] < 0:
-                continue
-            if type(index.order[index.scope[here]]) is not cst.ClassDef:
-                continue  # not a method
-            for node in index.of_types(here, (cst.Call,) if append else (
-                    cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                if append:
-                    func = node.func
-                    if (
-                        isinstance(func, cst.Attribute) and func.attr.value == "append"
-                        and _on_self(func.value)
-                    ):
-                        return True
-                elif any(_on_self(target) for target in _targets(node)):
-                    return True
+def _computes(
+    attr: Optional[str], dotted: Optional[str], switched, renamed: Dict[str, str], loss_class: bool
+) -> bool:
+    if attr in _STEP_ATTRS:
+        return True  # backward, manual_backward, an optimizer's step
+    if dotted is None:
         return False
+    if dotted.endswith(".forward"):
+        dotted = dotted[: -len(".forward")]
+    if dotted in switched or loss_class:
+        return True
+    last = dotted.rsplit(".", 1)[-1]
+    if "." not in dotted:
+        last = renamed.get(last, last)
+    return bool(
+        MODEL_NAME.match(last) or CRITERION_NAME.search(last)
+        or last.endswith("_loss") or last in FUNCTIONAL_LOSSES or last in _AUTOGRAD_NAMES
+    )
 
-    # TML502: a loop that both accumulates (`+=`, `-=`, `x = x + ...`, `.append(...)`) and
-    # computes (runs a model, steps, or computes a loss: `ScopeFacts.loop_computes`)
-    def accumulating_loop(self) -> bool:
-        # Only outermost loops: an inner loop's nodes are all in the loop around it.
-        index = self.index
-        outer_end = -1
-        for here in sorted(index.positions(cst.For) + index.positions(cst.While)):
-            if here < outer_end:
-                continue
-            outer_end = index.end[here]
-            if self._accumulates(here) and self._computes(here):
-                return True
-        return False
 
-    def _accumulates(self, here: int) -> bool:
-        index = self.index
+# -- reading the facts from the node index (libcst) -------------------------------------------
+def facts_from_index(index: NodeIndex) -> LoopFacts:
+    facts = LoopFacts()
+    order = index.order
+
+    def nodes(node_type: type) -> List[cst.CSTNode]:
+        return [order[here] for here in index.positions(node_type)]
+
+    facts.function_names = [function.name.value for function in nodes(cst.FunctionDef)]
+    for call in nodes(cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MODE_ATTRS:
+            receiver = dotted_name(func.value)
+            if func.attr.value == "eval":
+                if not call.args:
+                    facts.mode_calls.append((receiver, True))
+            else:
+                to_eval = bool(call.args) and _is_false(call.args[0].value)
+                facts.mode_calls.append((receiver, to_eval))
+    for here in index.positions(cst.FunctionDef):
+        if order[here].name.value != "forward" or index.scope[here] < 0:
+            continue
+        if type(order[index.scope[here]]) is not cst.ClassDef:
+            continue  # not a method
+        for node in index.of_types(here, (cst.Call, cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            if type(node) is cst.Call:
+                func = node.func
+                if (
+                    isinstance(func, cst.Attribute) and func.attr.value == "append"
+                    and _cst_on_self(func.value)
+                ):
+                    facts.forward_appends = True
+            else:
+                targets = (
+                    [target.target for target in node.targets]
+                    if type(node) is cst.Assign else [node.target]
+                )
+                if any(_cst_on_self(target) for target in targets):
+                    facts.forward_assigns = True
+    outer_end = -1
+    for here in sorted(index.positions(cst.For) + index.positions(cst.While)):
+        if here < outer_end:
+            continue
+        outer_end = index.end[here]
+        loop = Loop()
         for node in index.of_types(here, (cst.AugAssign, cst.BinaryOperation, cst.Call)):
             if type(node) is cst.AugAssign:
                 if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
-                    return True
+                    loop.accumulates = True
             elif type(node) is cst.BinaryOperation:
                 if isinstance(node.operator, cst.Add):
-                    return True
-            elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "append":
-                return True
-        return False
-
-    def _computes(self, here: int) -> bool:
-        # what `.eval()` / `.train(...)` is called on is a model (``ScopeFacts._model_names``)
-        switched = {name for name, _ in self.mode_calls() if name is not None}
-        renamed = self.renamed()
-        for call in self.index.of_types(here, (cst.Call,)):
-            func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _STEP_ATTRS:
-                return True
-            dotted = dotted_name(func)
-            if dotted is None:
-                continue
-            if dotted.endswith(".forward"):
-                dotted = dotted[: -len(".forward")]
-            if dotted in switched:
-                return True
-            last = dotted.rsplit(".", 1)[-1]
-            if "." not in dotted:
-                last = renamed.get(last, last)
-            if (
-                MODEL_NAME.match(last) or CRITERION_NAME.search(last)
-                or last.endswith("_loss") or last in FUNCTIONAL_LOSSES
-                or last in _AUTOGRAD_NAMES or self.loss_class()
-            ):
-                return True
-        return False
-
-    def renamed(self) -> Dict[str, str]:
-        """`from m import name as alias`: alias -> name (a call of the alias is one of name)."""
-        if self._renamed is None:
-            self._renamed = {}
-            for node in self.nodes(cst.ImportFrom):
-                if isinstance(node.names, cst.ImportStar):
-                    continue
-                for alias in node.names:
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        original = dotted_name(alias.name) or ""
-                        self._renamed[alias.asname.name.value] = original.rsplit(".", 1)[-1]
-        return self._renamed
-
-    def loss_class(self) -> bool:
-        """The file names an `nn.*Loss` class: a name bound to one of its instances computes
-        a loss whatever it is called (`ScopeFacts._loss_instances`)."""
-        if self._loss_class is None:
-            self._loss_class = any(
-                node.value.endswith("Loss") for node in self.nodes(cst.Name)
-            ) or any(
-                node.attr.value.endswith("Loss") for node in self.nodes(cst.Attribute)
-            )
-        return self._loss_class
+                    loop.accumulates = True
+            else:
+                func = node.func
+                attr = func.attr.value if isinstance(func, cst.Attribute) else None
+                if attr == "append":
+                    loop.accumulates = True
+                loop.calls.append((attr, dotted_name(func)))
+        facts.loops.append(loop)
+    for node in nodes(cst.ImportFrom):
+        if isinstance(node.names, cst.ImportStar):
+            continue
+        for alias in node.names:
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                original = dotted_name(alias.name) or ""
+                facts.renamed[alias.asname.name.value] = original.rsplit(".", 1)[-1]
+    return facts
 
 
-def _on_self(node: cst.BaseExpression) -> bool:
+def _cst_on_self(node: cst.BaseExpression) -> bool:
     """`self.<name>` (``training._self_attribute``)."""
     return (
         isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
@@ -199,7 +221,92 @@ def _on_self(node: cst.BaseExpression) -> bool:
     )
 
 
-def _targets(node: cst.CSTNode):
-    if isinstance(node, cst.Assign):
-        return [target.target for target in node.targets]
-    return [node.target]
+# -- reading the same facts from Python's ast --------------------------------------------------
+def facts_from_ast(tree: ast.Module) -> LoopFacts:
+    facts = LoopFacts()
+    _AstReader(facts).read(tree, owner=None, forward=False, loop=None)
+    return facts
+
+
+class _AstReader:
+    def __init__(self, facts: LoopFacts) -> None:
+        self.facts = facts
+
+    def read(self, node: ast.AST, owner: Optional[str], forward: bool, loop: Optional[Loop]) -> None:
+        facts = self.facts
+        kind = type(node)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            facts.function_names.append(node.name)  # type: ignore[attr-defined]
+            forward = forward or (node.name == "forward" and owner == "class")  # type: ignore
+            owner = "function"
+        elif kind is ast.ClassDef:
+            owner = "class"
+        elif kind in (ast.For, ast.AsyncFor, ast.While):
+            if loop is None:
+                loop = Loop()
+                facts.loops.append(loop)
+        elif kind is ast.Call:
+            self.call(node, forward, loop)  # type: ignore[arg-type]
+        elif kind is ast.AugAssign:
+            if loop is not None and isinstance(node.op, (ast.Add, ast.Sub)):  # type: ignore
+                loop.accumulates = True
+            if forward and _ast_on_self(node.target):  # type: ignore[attr-defined]
+                facts.forward_assigns = True
+        elif kind is ast.BinOp:
+            if loop is not None and isinstance(node.op, ast.Add):  # type: ignore[attr-defined]
+                loop.accumulates = True
+        elif kind is ast.Assign:
+            if forward and any(_ast_on_self(target) for target in node.targets):  # type: ignore
+                facts.forward_assigns = True
+        elif kind is ast.AnnAssign:
+            if forward and _ast_on_self(node.target):  # type: ignore[attr-defined]
+                facts.forward_assigns = True
+        elif kind is ast.ImportFrom:
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.asname is not None and alias.name != "*":
+                    facts.renamed[alias.asname] = alias.name.rsplit(".", 1)[-1]
+        for child in ast.iter_child_nodes(node):
+            self.read(child, owner, forward, loop)
+
+    def call(self, node: ast.Call, forward: bool, loop: Optional[Loop]) -> None:
+        func = node.func
+        attr = func.attr if isinstance(func, ast.Attribute) else None
+        if attr in _MODE_ATTRS:
+            receiver = _ast_dotted(func.value)  # type: ignore[union-attr]
+            arguments = sorted(
+                [*node.args, *node.keywords],
+                key=lambda argument: (argument.lineno, argument.col_offset),
+            )
+            if attr == "eval":
+                if not arguments:
+                    self.facts.mode_calls.append((receiver, True))
+            else:
+                first = arguments[0].value if arguments and isinstance(
+                    arguments[0], ast.keyword) else (arguments[0] if arguments else None)
+                to_eval = isinstance(first, ast.Constant) and first.value is False
+                self.facts.mode_calls.append((receiver, to_eval))
+        if forward and attr == "append" and _ast_on_self(func.value):  # type: ignore[union-attr]
+            self.facts.forward_appends = True
+        if loop is not None:
+            if attr == "append":
+                loop.accumulates = True
+            loop.calls.append((attr, _ast_dotted(func)))
+
+
+def _ast_dotted(node: ast.AST) -> Optional[str]:
+    """``names.dotted_name`` for an ast expression: `a.b.c`, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _ast_on_self(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )

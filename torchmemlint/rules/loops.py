@@ -780,7 +780,9 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
         code: {} for code in (EVAL_WITHOUT_NO_GRAD, ACCUMULATED_TENSOR, RETAIN_GRAPH,
                               LIST_ON_SELF, TENSOR_ON_SELF)
     }
-    if codes is not None and not leak_gate.may_report(analysis.index, codes):
+    if codes is not None and not leak_gate.may_report(
+        leak_gate.facts_from_index(analysis.index), codes, analysis.text
+    ):
         return findings
     walk = analysis.scopes
     wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
