@@ -26,7 +26,8 @@ Commands (``{path}`` is the corpus root):
   parse-gated      libcst.parse_module on the files the default rules cannot skip: those whose
                    text passes some default rule's gate (Rule.may_apply, as the engine tests it)
   parse-unchecked  every file parsed as torchmemlint parses it: libcst without its per-node
-                   validation (torchmemlint.tree.parse_module)
+                   validation (torchmemlint.tree.parse_module), Python's cyclic garbage
+                   collector off during each file (as torchmemlint's lint_source has it)
 
 The floors run under the candidate's interpreter so that they use the very libcst that
 torchmemlint calls.  Corpora are pinned PyPI wheels; only their .py files are extracted into a
@@ -125,10 +126,16 @@ def run_floor(mode: str, root: str) -> int:
 
     parse = libcst.parse_module
     if mode == "parse-unchecked":
+        import gc
+
         from torchmemlint.tree import parse_module
 
         def parse(data: bytes):  # torchmemlint decodes first (sourcefile.decode_source)
-            return parse_module(data.decode("utf-8"))
+            gc.disable()
+            try:
+                return parse_module(data.decode("utf-8"))
+            finally:
+                gc.enable()
     if mode == "parse-gated":
         from torchmemlint.rules import all_rules
 

@@ -353,3 +353,33 @@ def test_engine_walk_dispatches_as_a_recursive_walk():
         assert log == want
         assert walker.statements == statements
         assert context.statement_stack == [] and context.bindings is context.module_bindings
+
+
+def test_lint_source_turns_the_cyclic_collector_back_to_how_it_was(monkeypatch):
+    import gc
+
+    seen = []
+    real = engine._lint_source
+
+    def spy(*args):
+        seen.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_lint_source", spy)
+    text = "import torch\nimport torch.nn as nn\n\nclass B(nn.Module):\n    pass\n"
+    assert gc.isenabled()
+    engine.lint_source(text, "a.py", Settings())
+    assert gc.isenabled() and seen == [False]  # off while linting, on again after
+    gc.disable()
+    try:
+        engine.lint_source(text, "a.py", Settings())
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
+
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine, "_lint_source", broken)
+    found = engine.lint_source(text, "a.py", Settings())
+    assert [f.code for f in found] == [engine.INTERNAL_ERROR] and gc.isenabled()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -237,12 +238,21 @@ def lint_source(
     skipped for the rest of the file; an error outside any rule (parsing aside) becomes one
     INTERNAL_ERROR finding for the file. Either way the caller gets findings, not a traceback.
     """
+    # Python's cyclic garbage collector would walk the growing tree again and again while libcst
+    # builds it and the analyses read it (~30 % of a dense file's lint; benchmarks/README.md,
+    # "Garbage collection"). It is off for one file and switched back on as it was: what the
+    # file's lint leaves in cycles is collected after it.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _lint_source(text, filename, settings, codes, ignore_noqa)
     except Exception as error:
         start = Location(1, 1)
         message = internal_error_message("torchmemlint's engine", error)
         return [Finding(INTERNAL_ERROR, message, filename, start, start)]
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _lint_source(
