@@ -278,3 +278,18 @@ def test_item_and_retain_graph_fixes_train_identically(original_and_fixed, capsy
     (printed, params), (fixed_printed, fixed_params) = results
     assert printed == fixed_printed and printed.startswith("train loss ")
     assert all(torch.equal(a, b) for a, b in zip(params, fixed_params))
+
+
+def test_eval_message_names_the_switch_the_code_wrote():
+    from torchmemlint.engine import lint_source
+
+    code = (
+        "import torch\n\n\ndef score(m, loader):\n    m.{switch}\n    outs = []\n"
+        "    for x in loader:\n        outs.append(m(x))\n    return outs\n"
+    )
+    for switch in ("train(False)", "eval()"):
+        found = lint_source(code.format(switch=switch), "a.py", Settings(select=("TML501",)))
+        assert len(found) == 1
+        assert f"after `m.{switch}` with autograd on (`{switch}` does not disable it)" in (
+            found[0].message
+        )

@@ -446,7 +446,11 @@ class _Checks:
         if named:
             where = f"in `{scope.name}()` with autograd on"
         else:
-            where = f"after `{callee}.eval()` with autograd on (`eval()` does not disable it)"
+            switch = next(
+                "train(False)" if call.attr == "train" else "eval()"
+                for call in scope.calls if call.seq == mode_seq[0]
+            )  # the switch as the code writes it
+            where = f"after `{callee}.{switch}` with autograd on (`{switch}` does not disable it)"
         if single:
             message = (
                 f"`{callee}` is called {where}: its output keeps the graph and every activation "
