@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import gc
 import os
+from bisect import bisect_left
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from bisect import bisect_left
 from functools import lru_cache
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
@@ -78,7 +78,6 @@ class _BatchedWalker:
         self.rules = list(rules)
         self.statements: List[cst.CSTNode] = []  # every statement met, for noqa rows
         self.index = node_index(context.module)  # the file's shared index
-        self.children = self.index.children
         self._build_tables()
 
     def _build_tables(self) -> None:
@@ -268,7 +267,7 @@ def _lint_source(
     # only the rules whose words the text holds (their gates: Rule.needs, needs_torch)
     codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply(text))
     if codes and codes <= leak_gate.LOOP_CODES and not _loop_rules_may_report(text, codes):
-        codes = frozenset()  # the loop rules' syntactic gate, read from Python's ast
+        return []  # CPython parsed it (no syntax error), and no loop rule can report there
     if not codes:
         # Nothing can match; still report a file that does not parse, cheaply.
         if _python_syntax_error(text, filename) is None:

@@ -227,12 +227,16 @@ class NodeIndex:
 
     def types(self) -> List[type]:
         """The node types present, each once."""
-        self.positions(cst.Module)
-        assert self._by_type is not None
-        return list(self._by_type)
+        return list(self._positions_by_type())
 
     def positions(self, node_type: type) -> List[int]:
         """Positions of the nodes of exactly ``node_type``, ascending."""
+        by_type = self._by_type  # called often: no extra call once built
+        if by_type is None:
+            by_type = self._positions_by_type()
+        return by_type.get(node_type, [])
+
+    def _positions_by_type(self) -> Dict[type, List[int]]:
         if self._by_type is None:
             by_type: Dict[type, List[int]] = {}
             for here, node in enumerate(self.order):
@@ -242,7 +246,7 @@ class NodeIndex:
                 else:
                     found.append(here)
             self._by_type = by_type
-        return self._by_type.get(node_type, [])
+        return self._by_type
 
     def of_types(self, here: int, node_types: Tuple[type, ...]) -> List[cst.CSTNode]:
         """The nodes of exactly one of ``node_types`` in the subtree at ``here``, in pre-order."""

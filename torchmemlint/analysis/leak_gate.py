@@ -26,9 +26,10 @@ from torchmemlint.analysis.autograd import (
     _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME,
 )
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.training import is_eval_name
+from torchmemlint.analysis.training import _self_attribute, is_eval_name
 from torchmemlint.tree import NodeIndex
 
+# the loop rules' codes (rules/loops.py reports under these)
 EVAL_WITHOUT_NO_GRAD = "TML501"
 ACCUMULATED_TENSOR = "TML502"
 RETAIN_GRAPH = "TML503"
@@ -173,7 +174,7 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                 func = node.func
                 if (
                     isinstance(func, cst.Attribute) and func.attr.value == "append"
-                    and _cst_on_self(func.value)
+                    and _self_attribute(func.value) is not None
                 ):
                     facts.forward_appends = True
             else:
@@ -181,7 +182,7 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                     [target.target for target in node.targets]
                     if type(node) is cst.Assign else [node.target]
                 )
-                if any(_cst_on_self(target) for target in targets):
+                if any(_self_attribute(target) is not None for target in targets):
                     facts.forward_assigns = True
     outer_end = -1
     for here in sorted(index.positions(cst.For) + index.positions(cst.While)):
@@ -211,14 +212,6 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                 original = dotted_name(alias.name) or ""
                 facts.renamed[alias.asname.name.value] = original.rsplit(".", 1)[-1]
     return facts
-
-
-def _cst_on_self(node: cst.BaseExpression) -> bool:
-    """`self.<name>` (``training._self_attribute``)."""
-    return (
-        isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    )
 
 
 # -- reading the same facts from Python's ast --------------------------------------------------

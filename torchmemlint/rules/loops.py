@@ -22,6 +22,9 @@ from torchmemlint.analysis.callers import (
     borrowed_model, output_kept, plainly_a_module, reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
+from torchmemlint.analysis.leak_gate import (
+    ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
+)
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
@@ -363,11 +366,6 @@ class TensorOnSelfInForward(_LoopRule):
 
 
 # -- the checks, over the shared analysis ---------------------------------------------------
-EVAL_WITHOUT_NO_GRAD = "TML501"
-ACCUMULATED_TENSOR = "TML502"
-RETAIN_GRAPH = "TML503"
-LIST_ON_SELF = "TML504"
-TENSOR_ON_SELF = "TML505"
 
 # Figures quoted by the messages, from benchmarks/memory_figures.py (f_training_loop_leaks in
 # benchmarks/results/memory_figures.json; tests/test_loop_rules.py checks they still agree).
