@@ -25,6 +25,8 @@ Commands (``{path}`` is the corpus root):
   ast              ast.parse on every file (opt-in floor)
   parse-gated      libcst.parse_module on the files the default rules cannot skip: those whose
                    text passes some default rule's gate (Rule.may_apply, as the engine tests it)
+  parse-nogc       libcst.parse_module on every file, Python's cyclic garbage collector off during
+                   each parse (with parse and parse-unchecked: what each of the two costs)
   parse-unchecked  every file parsed as torchmemlint parses it: libcst without its per-node
                    validation (torchmemlint.tree.parse_module), Python's cyclic garbage
                    collector off during each file (as torchmemlint's lint_source has it)
@@ -81,12 +83,12 @@ CORPORA = {
 }
 PLAIN_FLAKE8 = ["flake8==7.5.0", "pyflakes==4.1.0", "pycodestyle==2.15.0", "mccabe==0.7.0"]
 ALL_PEERS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "parse-gated",
-             "parse-unchecked", "ast"]
-DEFAULT_PEERS = ALL_PEERS[:-3]
+             "parse-nogc", "parse-unchecked", "ast"]
+DEFAULT_PEERS = ALL_PEERS[:-4]
 # Peers that take minutes a run on timm; --slow-rounds can time them in fewer rounds.
 SLOW_PEERS = {"torchfix", "tf-flake8", "fixit"}
 RATIO_COLUMNS = ["parse", "positions", "torchfix", "tf-flake8", "fixit", "flake8", "ruff", "ast",
-                 "parse-gated", "parse-unchecked", "torchmemlint-cold"]
+                 "parse-gated", "parse-nogc", "parse-unchecked", "torchmemlint-cold"]
 TARGET = ("positions", 1.5)  # the full default rule set within 1.5x of parse + positions
 # issue 15 (row, column, limit): ratios of the same run, wall clock
 TARGETS_15 = [
@@ -125,6 +127,15 @@ def run_floor(mode: str, root: str) -> int:
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     parse = libcst.parse_module
+    if mode == "parse-nogc":
+        import gc
+
+        def parse(data: bytes):
+            gc.disable()
+            try:
+                return libcst.parse_module(data)
+            finally:
+                gc.enable()
     if mode == "parse-unchecked":
         import gc
 
@@ -319,6 +330,7 @@ def build_commands(args, root: Path) -> list:
         "positions": f"{floor} positions {path}",
         "ast": f"{floor} ast {path}",
         "parse-gated": f"{floor} parse-gated {path}",
+        "parse-nogc": f"{floor} parse-nogc {path}",
         "parse-unchecked": f"{floor} parse-unchecked {path}",
         "torchfix": f"{peers_bin / 'torchfix'} -j 1 {path}",
         "tf-flake8": f"{peers_bin / 'flake8'} --isolated --select TOR -j 1 {path}",
@@ -739,7 +751,7 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--floor", choices=["ast", "parse", "positions", "parse-gated", "parse-unchecked"],
+    parser.add_argument("--floor", choices=["ast", "parse", "positions", "parse-gated", "parse-nogc", "parse-unchecked"],
                         help=argparse.SUPPRESS)
     parser.add_argument("floor_path", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", default="M", help="S, M, L, TV, T or a directory (default M)")
@@ -749,7 +761,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=1,
                         help="untimed rounds of the fast commands first (1)")
     parser.add_argument("--peers", default=",".join(DEFAULT_PEERS),
-                        help=f"comma list out of {','.join(ALL_PEERS)} (default: all but parse-gated, parse-unchecked, ast)")
+                        help=f"comma list out of {','.join(ALL_PEERS)} (default: all but parse-gated, parse-nogc, parse-unchecked, ast)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="second candidate row with -j JOBS (default: all cores; 1: none)")
     parser.add_argument("--venv", default=str(REPO / ".venv"), help="torchmemlint's venv")

@@ -140,7 +140,7 @@ def parse_module(text: str) -> cst.Module:
 
     libcst checks every node it constructs (``CSTNode.__post_init__`` calls ``_validate``),
     which catches nodes that code builds wrongly; the parser only builds valid ones, and the
-    checks are 15-20 % of a parse (benchmarks/README.md, "Parsing"). They are switched off for
+    checks are 6-18 % of a parse (benchmarks/README.md, "Parsing"). They are switched off for
     the parse alone and restored before this returns or raises, so that the nodes fixes build
     are still checked. The tree is the one ``libcst.parse_module`` returns
     (tests/test_speed_paths.py compares them).
