@@ -115,7 +115,7 @@ def test_language_server_lints_unchanged_text_once(tmp_path, monkeypatch):
 
     calls = []
     real = lsp.lint_source
-    monkeypatch.setattr(lsp, "lint_source", lambda *args: calls.append(args) or real(*args))
+    monkeypatch.setattr(lsp, "lint_source", lambda *args, **kw: calls.append(args) or real(*args, **kw))
     server = lsp.TorchMemLintServer()
     settings = [Settings(root=str(tmp_path), select=("TML101",))]
     monkeypatch.setattr(server, "settings_for", lambda path: settings[0])

@@ -16,6 +16,7 @@ import libcst as cst
 from torchmemlint.cache import Cache, content_hash
 from torchmemlint.config import Settings
 from torchmemlint.findings import Finding, Location
+from torchmemlint.incremental import Document
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
@@ -230,8 +231,13 @@ def lint_source(
     settings: Settings,
     codes: Optional[FrozenSet[str]] = None,
     ignore_noqa: bool = False,
+    document: Optional[Document] = None,
 ) -> List[Finding]:
     """All findings for one file's text, noqa applied, sorted by position.
+
+    With a ``document`` (the language server keeps one per open buffer), the parse and the
+    positions of the top-level statements the last version of the text shared with this one
+    are reused; the findings are the same.
 
     A rule that raises becomes one INTERNAL_ERROR finding at the node it was visiting and is
     skipped for the rest of the file; an error outside any rule (parsing aside) becomes one
@@ -244,7 +250,7 @@ def lint_source(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _lint_source(text, filename, settings, codes, ignore_noqa)
+        return _lint_source(text, filename, settings, codes, ignore_noqa, document)
     except Exception as error:
         start = Location(1, 1)
         message = internal_error_message("torchmemlint's engine", error)
@@ -260,6 +266,7 @@ def _lint_source(
     settings: Settings,
     codes: Optional[FrozenSet[str]],
     ignore_noqa: bool,
+    document: Optional[Document] = None,
 ) -> List[Finding]:
     if codes is None:
         codes = settings.codes_for_file(filename)
@@ -279,7 +286,7 @@ def _lint_source(
             return [syntax_error_finding(text, filename, error)]
         return []
     try:
-        module = parse_module(text)
+        module = document.parse(text) if document is not None else parse_module(text)
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
     context = FileContext(module, filename, settings.option_values(), text, codes)
@@ -295,7 +302,9 @@ def _lint_source(
     walker.walk(module)
     if not context.pending:
         return []
-    findings = resolve_findings(module, filename, context.pending, text, walker.statements)
+    findings = resolve_findings(
+        module, filename, context.pending, text, walker.statements, document
+    )
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)

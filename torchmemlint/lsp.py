@@ -29,6 +29,7 @@ from torchmemlint.config import CONFIG_NAMES, ConfigError, Settings, find_config
 from torchmemlint.engine import SYNTAX_ERROR, is_excluded_file, lint_source
 from torchmemlint.findings import Edit, Finding, Location
 from torchmemlint.fixer import FixError, fix_text
+from torchmemlint.incremental import Document
 from torchmemlint.output import rule_url
 from torchmemlint.output.sarif import level_for
 from torchmemlint.sourcefile import newline_of
@@ -105,6 +106,9 @@ class TorchMemLintServer(LanguageServer):
         # config poll of unchanged text under unchanged settings reuses them (lint_source is
         # a function of the three).
         self.last_lint: Dict[str, Tuple[str, Settings, List[Finding]]] = {}
+        # Per path, the parse of the buffer's last version: a re-lint parses only the
+        # top-level statements an edit touched (incremental.Document).
+        self.documents: Dict[str, Document] = {}
         self.polling: Optional[asyncio.Task] = None
 
     # -- settings ---------------------------------------------------------------------------
@@ -168,7 +172,8 @@ class TorchMemLintServer(LanguageServer):
         last = self.last_lint.get(path)
         if last is not None and last[0] == source and last[1] == settings:
             return list(last[2]), settings, path
-        findings = lint_source(source, path, settings)
+        document = self.documents.setdefault(path, Document())
+        findings = lint_source(source, path, settings, document=document)
         self.last_lint[path] = (source, settings, findings)
         return list(findings), settings, path
 
@@ -428,6 +433,7 @@ def create_server() -> TorchMemLintServer:
     def did_close(ls: TorchMemLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.cancel(params.text_document.uri)
         ls.last_lint.pop(to_fs_path(params.text_document.uri) or "", None)
+        ls.documents.pop(to_fs_path(params.text_document.uri) or "", None)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])
         )

@@ -164,7 +164,7 @@ class _Rows:
 
 
 def _partial_positions(
-    module: cst.Module, text: str, pending: List[_PendingFinding]
+    module: cst.Module, text: str, pending: List[_PendingFinding], document: Any = None
 ) -> Optional[Tuple[_OffsetPositions, List[cst.CSTNode]]]:
     """Positions of only the top-level statements that hold the reports, or None.
 
@@ -176,6 +176,11 @@ def _partial_positions(
     caller makes the full pass instead. The statements returned are every statement inside
     them: a finding's `# noqa` statement is always inside its own top-level statement
     (top-level statements never share a row).
+
+    With an ``incremental.Document``, where each statement starts is known from the chunks it
+    was parsed from (its code is still checked to be there), and the ranges of every node of a
+    statement are kept for the next version of the text, which usually holds the same statement
+    object: only the statements parsed anew are generated again.
     """
     if not module.has_trailing_newline:
         return None  # the last statement's newline is not in the text
@@ -190,29 +195,51 @@ def _partial_positions(
         for edit in item.fix.edits if item.fix is not None else ():
             if id(edit.node) in index:
                 wanted.add(index[id(edit.node)])
-    if 2 * len(wanted) > len(body):
+    starts = document.starts if document is not None else {}
+    known = all(id(body[position]) in starts for position in wanted)
+    if 2 * len(wanted) > len(body) and not known:
         return None  # most of the file: one full pass is cheaper
-    statements = [
-        node
-        for position in sorted(wanted)
-        for node in walk(body[position])
-        if is_statement(type(node))
-    ]
+    # The nodes whose ranges are needed, by the top-level statement that holds them: the
+    # statements inside (for noqa rows), the reported nodes and the edited ones (an edit
+    # outside its report's statement is found nowhere, and the full pass is made instead).
+    groups: Dict[int, List[cst.CSTNode]] = {}
+    statements: List[cst.CSTNode] = []
+    for position in sorted(wanted):
+        inner = [node for node in walk(body[position]) if is_statement(type(node))]
+        statements.extend(inner)
+        groups[position] = inner
+    for item in pending:
+        top = index[id(item.top)]
+        groups[top].append(item.node)
+        for edit in item.fix.edits if item.fix is not None else ():
+            groups[index.get(id(edit.node), top)].append(edit.node)
     nodes = _wanted_nodes(pending, statements)
     state = _OffsetPositions(module, nodes)  # holds the shifted ranges; generates nothing
     for position in sorted(wanted):
-        alone = _OffsetPositions(module, nodes)
-        body[position]._codegen(alone)
-        code = "".join(alone.tokens)
-        start = text.find(code)
-        if start < 0 or text.find(code, start + 1) >= 0 or not code:
-            return None
-        if start > 0 and text[start - 1] not in "\n\r":
-            return None
-        for node, (begin, end) in alone.inclusive.items():
-            state.inclusive[node] = (begin + start, end + start)
-        for node, (begin, end) in alone.syntactic.items():
-            state.syntactic[node] = (begin + start, end + start)
+        statement = body[position]
+        if known:
+            alone, code = _kept_positions(module, statement, document)
+            start = starts[id(statement)]
+            if not text.startswith(code, start):
+                return None
+        else:
+            alone = _OffsetPositions(module, nodes)
+            statement._codegen(alone)
+            code = "".join(alone.tokens)
+            start = text.find(code)
+            if start < 0 or text.find(code, start + 1) >= 0 or not code:
+                return None
+            if start > 0 and text[start - 1] not in "\n\r":
+                return None
+        inclusive, syntactic = alone.inclusive, alone.syntactic
+        for node in groups[position]:
+            found = inclusive.get(node)
+            if found is None:
+                continue
+            state.inclusive[node] = (found[0] + start, found[1] + start)
+            found = syntactic.get(node)
+            if found is not None:
+                state.syntactic[node] = (found[0] + start, found[1] + start)
     for item in pending:
         if item.node not in state.inclusive:
             return None
@@ -220,6 +247,23 @@ def _partial_positions(
             if edit.node not in state.inclusive:
                 return None
     return state, statements
+
+
+def _kept_positions(
+    module: cst.Module, statement: cst.CSTNode, document: Any
+) -> Tuple[_OffsetPositions, str]:
+    """Every node's range in ``statement``'s code alone, and that code, kept by the document
+    for as long as the statement is in its text (under the same indentation and line break)."""
+    layout = (module.default_indent, module.default_newline)
+    kept = document.positions.get(id(statement))
+    if kept is not None and kept[0] is statement and kept[1] == layout:
+        return kept[2], kept[3]
+    alone = _OffsetPositions(module)
+    statement._codegen(alone)
+    code = "".join(alone.tokens)
+    alone.tokens = []
+    document.positions[id(statement)] = (statement, layout, alone, code)
+    return alone, code
 
 
 def _wanted_nodes(pending: List[_PendingFinding], statements: Sequence[cst.CSTNode]) -> Set[int]:
@@ -238,10 +282,12 @@ def resolve_findings(
     pending: List[_PendingFinding],
     text: str,
     statements: Sequence[cst.CSTNode],
+    document: Any = None,
 ) -> List[Finding]:
     """Turn node-based reports into ranges; positions are computed only for files with reports,
-    and there only for the top-level statements that hold them when that can be done."""
-    partial = _partial_positions(module, text, pending)
+    and there only for the top-level statements that hold them when that can be done (kept
+    across versions of the text with an ``incremental.Document``)."""
+    partial = _partial_positions(module, text, pending, document)
     if partial is not None:
         state, statements = partial
         rows = _Rows(text)
