@@ -160,7 +160,7 @@ class _BatchedWalker:
             scope = Bindings(context.bindings)
             scope.bind_parameters(node.params)  # type: ignore[attr-defined]
             body = getattr(node, "body", None)
-            if isinstance(body, cst.IndentedBlock):
+            if type(body) is cst.IndentedBlock:
                 scope.bind_statements(body.body)
             context.bindings = scope
         for method in visits:

@@ -100,7 +100,7 @@ class InplaceAnalysis:
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
         if name not in self.watched_names and not (
-            isinstance(call.func, cst.Call) or (name is not None and name in self.file.factories.names())
+            type(call.func) is cst.Call or (name is not None and name in self.file.factories.names())
         ):
             return []
         key = id(call)
@@ -119,9 +119,9 @@ class InplaceAnalysis:
             if id(call) in self._in_sequential or id(call) in self._spliced_layers():
                 return []
             return [self._module(Layer(qualified, call))]
-        if qualified is None and not isinstance(call.func, cst.Attribute):
+        if qualified is None and not type(call.func) is cst.Attribute:
             function = enclosing(self.context, cst.FunctionDef)
-            layer = self.file.resolver.layer(call, function if isinstance(function, cst.FunctionDef) else None)
+            layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
             if layer is not None and layer.kind is not None:
                 if id(call) in self._in_sequential or id(call) in self._spliced_layers():
                     return []
@@ -140,7 +140,7 @@ class InplaceAnalysis:
             self._functional_use(site, argument(call, 0, "input"))
             return [site]
         func = call.func
-        if qualified is None and isinstance(func, cst.Attribute) and func.attr.value in INPLACE_METHODS:
+        if qualified is None and type(func) is cst.Attribute and func.attr.value in INPLACE_METHODS:
             if self.context.qualify(func.value) is None:
                 name = INPLACE_METHODS[func.attr.value]
                 site = Site(name, KIND_BY_NAME.get(name), "method", call, f"`.{func.attr.value}()`", True)
@@ -150,7 +150,7 @@ class InplaceAnalysis:
 
     def _class(self) -> Optional[ClassModel]:
         node = enclosing(self.context, cst.ClassDef)
-        if not isinstance(node, cst.ClassDef):
+        if not type(node) is cst.ClassDef:
             return None
         return self.file.class_model(node)
 
@@ -196,7 +196,7 @@ class InplaceAnalysis:
     def _sequential(self, call: cst.Call) -> List[Site]:
         model = self._class()
         method = enclosing(self.context, cst.FunctionDef)
-        function = method if isinstance(method, cst.FunctionDef) else None
+        function = method if type(method) is cst.FunctionDef else None
         self_name = model.self_name(function) if model is not None and function is not None else None
         statement = self.context.statement_stack[-1] if self.context.statement_stack else None
         variants = self.file.resolver.sequential_variants(call, self_name, function, statement)
@@ -275,7 +275,7 @@ class InplaceAnalysis:
             for arg in call.args:
                 for option in resolver.spliced_variants(arg, function, statement) or ():
                     for value in option:
-                        if isinstance(value, cst.Call):
+                        if type(value) is cst.Call:
                             found.add(id(value))
                             if resolver.constructor(value) == SEQUENTIAL:
                                 found.update(id(inner) for inner in _nested_calls(value, resolver, function))
@@ -329,7 +329,7 @@ class InplaceAnalysis:
 
     def _functional_use(self, site: Site, arg: Optional[cst.Arg]) -> None:
         function = enclosing(self.context, cst.FunctionDef)
-        if arg is None or not isinstance(function, cst.FunctionDef):
+        if arg is None or not type(function) is cst.FunctionDef:
             return
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
@@ -363,7 +363,7 @@ class InplaceAnalysis:
             return None
         producers = Producers(self.file, model).value(expression, flow, index, self_name)
         use = Use(anchor, producers)
-        if isinstance(expression, cst.Name):
+        if type(expression) is cst.Name:
             name = use.name = expression.value
             holders = flow.holders(name, index)
             later = holders - {name} if discarded else holders
@@ -382,7 +382,7 @@ class InplaceAnalysis:
                 and not flow.read_between(name, definitions[0].index, index)
             )
         else:
-            use.single_use = isinstance(expression, (cst.Call, cst.BinaryOperation))
+            use.single_use = type(expression) in (cst.Call, cst.BinaryOperation)
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use
@@ -394,7 +394,7 @@ class InplaceAnalysis:
         statement = flow.nodes[index].statement
         for holder in holders:
             count = reads.get(holder, 0) - (holder == expression.value)
-            if count > 0 and isinstance(statement, cst.SimpleStatementLine):
+            if count > 0 and type(statement) is cst.SimpleStatementLine:
                 count = reads_beside(statement, expression, holder)
             if count > 0:
                 return True
@@ -403,29 +403,29 @@ class InplaceAnalysis:
     def _guarded_by_flag(self, call: cst.Call) -> bool:
         """``x.relu_() if self.inplace else x.relu()``: in place is the caller's explicit choice."""
         for statement in reversed(self.context.statement_stack):
-            if isinstance(statement, cst.FunctionDef):
+            if type(statement) is cst.FunctionDef:
                 break
-            if isinstance(statement, (cst.If, cst.While)) and mentions(statement.test, "inplace"):
+            if type(statement) in (cst.If, cst.While) and mentions(statement.test, "inplace"):
                 return True
-            if isinstance(statement, cst.SimpleStatementLine):
+            if type(statement) is cst.SimpleStatementLine:
                 for node in path_to(statement, call) or ():
-                    if isinstance(node, cst.IfExp) and mentions(node.test, "inplace"):
+                    if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                         return True
         return False
 
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
     """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+    if not type(statement) is cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    if not isinstance(small, cst.Assign) or small.value is not value or len(small.targets) != 1:
+    if not type(small) is cst.Assign or small.value is not value or len(small.targets) != 1:
         return None
     target = small.targets[0].target
     for name, assignments in model.assignments.items():
         for assignment in assignments:
             if assignment.statement is statement and assignment.method.name.value == "__init__":
-                if isinstance(target, cst.Attribute) and target.attr.value == name:
+                if type(target) is cst.Attribute and target.attr.value == name:
                     return name
     return None
 
@@ -433,9 +433,9 @@ def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassMod
 def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
     """``statement`` is ``call`` alone, its result unused (``p.sigmoid_()``)."""
     return (
-        isinstance(statement, cst.SimpleStatementLine)
+        type(statement) is cst.SimpleStatementLine
         and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
+        and type(statement.body[0]) is cst.Expr
         and statement.body[0].value is call
     )
 
@@ -464,7 +464,7 @@ def _nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] 
     found: List[cst.Call] = []
     for arg in call.args:
         value = arg.value
-        if arg.star or not isinstance(value, cst.Call):
+        if arg.star or not type(value) is cst.Call:
             continue
         if resolver.constructor(value) == SEQUENTIAL:
             found.append(value)
@@ -475,9 +475,9 @@ def _nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] 
             pairs = value.args[0].value
             for element in getattr(pairs, "elements", ()):
                 pair = element.value
-                if isinstance(pair, cst.Tuple) and len(pair.elements) == 2:
+                if type(pair) is cst.Tuple and len(pair.elements) == 2:
                     inner = pair.elements[1].value
-                    if isinstance(inner, cst.Call):
+                    if type(inner) is cst.Call:
                         found.append(inner)
                         if resolver.constructor(inner) == SEQUENTIAL:
                             found.extend(_nested_calls(inner, resolver))

@@ -67,9 +67,9 @@ def _code(node: cst.CSTNode) -> str:
 
 
 def _int(node: cst.BaseExpression) -> Optional[int]:
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return int(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
         inner = _int(node.expression)
         return None if inner is None else -inner
     return None
@@ -95,24 +95,24 @@ def _strip(node: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _names_read(node: cst.CSTNode) -> Set[str]:
-    return {n.value for n in walk(node) if isinstance(n, cst.Name)}
+    return {n.value for n in walk(node) if type(n) is cst.Name}
 
 
 def _assigned_names(statement: cst.CSTNode) -> Set[str]:
     names: Set[str] = set()
     for node in walk(statement):
         targets: Sequence[cst.CSTNode] = ()
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        elif type(node) in (cst.AugAssign, cst.AnnAssign):
             targets = [node.target]
-        elif isinstance(node, (cst.For, cst.CompFor)):
+        elif type(node) in (cst.For, cst.CompFor):
             targets = [node.target]
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
+        elif type(node) is cst.WithItem and node.asname is not None:
             targets = [node.asname.name]
         for target in targets:
             for name in walk(target):
-                if isinstance(name, cst.Name):
+                if type(name) is cst.Name:
                     names.add(name.value)
     return names
 
@@ -130,7 +130,7 @@ def _is_negative_fill(node: cst.BaseExpression) -> bool:
 
 def _einsum_spec(call: cst.Call) -> Optional[Tuple[List[str], List[str], List[str]]]:
     positional, _ = _args(call)
-    if len(positional) != 3 or not isinstance(positional[0], cst.SimpleString):
+    if len(positional) != 3 or not type(positional[0]) is cst.SimpleString:
         return None
     spec = positional[0].evaluated_value
     if not isinstance(spec, str) or "->" not in spec or "..." in spec:
@@ -193,7 +193,7 @@ class AttentionSites:
             if block.node is not None and id(block.node) in fallback:
                 continue
             for index, statement in enumerate(block.statements):
-                if not isinstance(statement, cst.SimpleStatementLine):
+                if not type(statement) is cst.SimpleStatementLine:
                     continue
                 for node in nodes_of(statement, cst.BinaryOperation, cst.Call):  # what _product reads
                     operands = self._product(node)
@@ -205,10 +205,10 @@ class AttentionSites:
         return found
 
     def _blocks(self, suite: cst.BaseSuite) -> Iterator[_Block]:
-        statements = list(suite.body) if isinstance(suite, cst.IndentedBlock) else [suite]
+        statements = list(suite.body) if type(suite) is cst.IndentedBlock else [suite]
         yield _Block(statements, suite)
         for statement in statements:
-            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            if type(statement) in (cst.FunctionDef, cst.ClassDef):
                 continue
             for child in nodes_of(statement, *_BLOCK_WALK):  # the nodes the walk acts on
                 if child is not statement and type(child) is not cst.IndentedBlock:
@@ -233,9 +233,9 @@ class AttentionSites:
 
     def _product(self, node: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression, str]]:
         """(weights, value, kind) of ``weights @ value`` and its spellings."""
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             return node.left, node.right, "matmul"
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             qualified = self.qualify(node.func)
             try:
                 positional, keywords = _args(node)
@@ -244,9 +244,9 @@ class AttentionSites:
             if qualified in MATMUL and len(positional) == 2 and not keywords:
                 return positional[0], positional[1], "matmul"
             if (
-                isinstance(node.func, cst.Attribute) and node.func.attr.value == "matmul"
+                type(node.func) is cst.Attribute and node.func.attr.value == "matmul"
                 and qualified not in MATMUL and len(positional) == 1 and not keywords
-                and isinstance(node.func.value, cst.Name)
+                and type(node.func.value) is cst.Name
             ):
                 return node.func.value, positional[0], "matmul"
             if qualified in EINSUM:
@@ -313,7 +313,7 @@ class AttentionSites:
                 seen_start = True
             if not isinstance(node, cst.BaseStatement) or id(node) in chain:
                 continue
-            if isinstance(node, cst.SimpleStatementLine) and seen_start:
+            if type(node) is cst.SimpleStatementLine and seen_start:
                 if node is final:
                     reads = _loads(_without(node, product))
                     # ``attn = attn @ v``: after it, ``attn`` is the output, not the weights
@@ -344,8 +344,8 @@ def _plain_targets(statement: cst.CSTNode) -> Set[str]:
     """Names a plain ``name = ...`` statement binds."""
     names: Set[str] = set()
     for small in getattr(statement, "body", ()):
-        if isinstance(small, cst.Assign):
-            names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+        if type(small) is cst.Assign:
+            names.update(t.target.value for t in small.targets if type(t.target) is cst.Name)
     return names
 
 
@@ -353,9 +353,9 @@ def _loads(statement: cst.CSTNode) -> Set[str]:
     """Names a statement reads: every name but the plain targets it assigns."""
     stored = set()
     for small in getattr(statement, "body", ()):
-        if isinstance(small, cst.Assign):
-            stored.update(id(t.target) for t in small.targets if isinstance(t.target, cst.Name))
-    return {n.value for n in walk(statement) if isinstance(n, cst.Name) and id(n) not in stored}
+        if type(small) is cst.Assign:
+            stored.update(id(t.target) for t in small.targets if type(t.target) is cst.Name)
+    return {n.value for n in walk(statement) if type(n) is cst.Name and id(n) not in stored}
 
 
 def _without(statement: cst.CSTNode, product: cst.CSTNode) -> cst.CSTNode:
@@ -405,8 +405,8 @@ class _Trace:
             statement = self.block.statements[position]
             condition = None
             inner = statement
-            if isinstance(statement, cst.If) and statement.orelse is None:
-                body = list(statement.body.body) if isinstance(statement.body, cst.IndentedBlock) else []
+            if type(statement) is cst.If and statement.orelse is None:
+                body = list(statement.body.body) if type(statement.body) is cst.IndentedBlock else []
                 if name in _assigned_names(statement) or self._mutates(statement, name):
                     touching = [b for b in body if name in _assigned_names(b) or self._mutates(b, name)]
                     if len(touching) != 1:
@@ -414,26 +414,26 @@ class _Trace:
                     if len(body) != 1:  # other statements in the ``if`` (preparing the mask)
                         self.nofix = "the `if` that applies the mask runs other statements too"
                     inner, condition = touching[0], _code(statement.test)
-            elif not isinstance(statement, cst.SimpleStatementLine):
+            elif not type(statement) is cst.SimpleStatementLine:
                 if name in _assigned_names(statement):
                     raise _Giveup()
                 continue
-            if not isinstance(inner, cst.SimpleStatementLine) or len(inner.body) != 1:
+            if not type(inner) is cst.SimpleStatementLine or len(inner.body) != 1:
                 if name in _assigned_names(statement):
                     raise _Giveup()
                 continue
             small = inner.body[0]
-            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            if type(small) is cst.Assign and len(small.targets) == 1:
                 target = small.targets[0].target
-                if isinstance(target, cst.Name) and target.value == name:
+                if type(target) is cst.Name and target.value == name:
                     if condition is not None:
                         changes.append((position, small, condition))  # ``if c: s = s.masked_fill(...)``
                         continue
                     return position, small.value, changes
-            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name:
+            if type(small) is cst.AugAssign and type(small.target) is cst.Name and small.target.value == name:
                 changes.append((position, small, condition))
                 continue
-            if isinstance(small, cst.Expr) and self._mutates(inner, name):
+            if type(small) is cst.Expr and self._mutates(inner, name):
                 changes.append((position, small, condition))
                 continue
             if name in _assigned_names(statement):
@@ -444,8 +444,8 @@ class _Trace:
     def _mutates(statement: cst.CSTNode, name: str) -> bool:
         for node in walk(statement):
             if (
-                isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Name) and node.func.value.value == name
+                type(node) is cst.Call and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name and node.func.value.value == name
                 and node.func.attr.value.endswith("_")
             ):
                 return True
@@ -454,7 +454,7 @@ class _Trace:
     def _follow(self, node: cst.BaseExpression, before: int) -> Tuple[cst.BaseExpression, int]:
         """A local name's assigned value (the in-place masks applied after it are recorded)."""
         node = _strip(node)
-        if not isinstance(node, cst.Name):
+        if not type(node) is cst.Name:
             return node, before
         position, value, changes = self._definition(node.value, before)
         self.statements.add(position)
@@ -468,7 +468,7 @@ class _Trace:
     def weights(self, node: cst.BaseExpression, before: int) -> None:
         node, before = self._follow(node, before)
         if (
-            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            type(node) is cst.Call and type(node.func) is cst.Attribute
             and node.func.attr.value in CASTS and self.qualify(node.func) is None
         ):
             try:
@@ -476,7 +476,7 @@ class _Trace:
             except _NoFix:
                 pass
             raise _NoFix("the weights are cast (`.%s(...)`) before the product with v" % node.func.attr.value)
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             dropped = self._dropout(node, before)
             if dropped is not None:
                 self.has_dropout = True
@@ -490,11 +490,11 @@ class _Trace:
         self._softmax(node, before)
 
     def _softmax(self, node: cst.BaseExpression, before: int) -> None:
-        if not isinstance(node, cst.Call):
+        if not type(node) is cst.Call:
             raise _Giveup()
         qualified = self.qualify(node.func)
         positional, keywords = _args(node)
-        method = isinstance(node.func, cst.Attribute) and node.func.attr.value == "softmax" and qualified is None
+        method = type(node.func) is cst.Attribute and node.func.attr.value == "softmax" and qualified is None
         if qualified in SOFTMAX and not method:
             if not positional:
                 raise _Giveup()
@@ -516,12 +516,12 @@ class _Trace:
         node, before = self._follow(node, before)
         node = _strip(node)
         # masks around the scaled product
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "masked_fill":
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "masked_fill":
             positional, keywords = _args(node)
             if len(positional) == 2 and not keywords:
                 self._bool_mask(positional[0], positional[1], None, before)
                 return self._scores(node.func.value, before, record)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.Add:
             for scores, mask in ((node.left, node.right), (node.right, node.left)):
                 if self._is_scaled_product(scores, before):
                     self._additive_mask(mask, None, before)
@@ -540,9 +540,9 @@ class _Trace:
 
     def _scaled_product(self, node: cst.BaseExpression, before: int, record: bool) -> None:
         node = _strip(node)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Divide)):
+        if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Multiply, cst.Divide):
             for product, scale in ((node.left, node.right), (node.right, node.left)):
-                if isinstance(node.operator, cst.Divide) and product is node.right:
+                if type(node.operator) is cst.Divide and product is node.right:
                     break
                 try:
                     self._product(_strip(self._follow(product, before)[0]), before)
@@ -553,7 +553,7 @@ class _Trace:
                 if tensor is not None:
                     raise _NoFix("the scale `self.%s` is a tensor; SDPA's scale is a number" % tensor)
                 text = _code(_strip(scale))
-                if isinstance(node.operator, cst.Divide):
+                if type(node.operator) is cst.Divide:
                     text = "1.0 / %s" % (text if _simple(scale) else "(%s)" % text)
                 self.scale = text if self.scale is None else "(%s) * (%s)" % (self.scale, text)
                 return
@@ -562,22 +562,22 @@ class _Trace:
 
     def _product(self, node: cst.BaseExpression, before: int) -> None:
         node = _strip(node)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             query, transposed = node.left, node.right
-        elif isinstance(node, cst.Call) and self.qualify(node.func) in MATMUL:
+        elif type(node) is cst.Call and self.qualify(node.func) in MATMUL:
             positional, keywords = _args(node)
             if len(positional) != 2 or keywords:
                 raise _Giveup()
             query, transposed = positional
         elif (
-            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            type(node) is cst.Call and type(node.func) is cst.Attribute
             and node.func.attr.value == "matmul" and self.qualify(node.func) is None
         ):
             positional, keywords = _args(node)
             if len(positional) != 1 or keywords:
                 raise _Giveup()
             query, transposed = node.func.value, positional[0]
-        elif isinstance(node, cst.Call) and self.qualify(node.func) in EINSUM:
+        elif type(node) is cst.Call and self.qualify(node.func) in EINSUM:
             spec = _einsum_spec(node)
             if spec is None:
                 raise _Giveup()
@@ -604,12 +604,12 @@ class _Trace:
 
     def _untransposed(self, node: cst.BaseExpression, before: int) -> cst.BaseExpression:
         node = _strip(node)
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             value, _ = self._follow(node, before)
             return self._untransposed(value, before)
-        if isinstance(node, cst.Attribute) and node.attr.value == "mT":
+        if type(node) is cst.Attribute and node.attr.value == "mT":
             return node.value
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "transpose":
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "transpose":
             positional, keywords = _args(node)
             dims = sorted(_int(a) for a in positional) if len(positional) == 2 and not keywords and all(_int(a) is not None for a in positional) else None  # type: ignore[type-var]
             if dims == [-2, -1]:
@@ -618,23 +618,23 @@ class _Trace:
 
     # -- masks ---------------------------------------------------------------------------------
     def _change(self, name: str, change: cst.CSTNode, condition: Optional[str], position: int) -> None:
-        if isinstance(change, cst.Assign):
+        if type(change) is cst.Assign:
             value = _strip(change.value)
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "masked_fill":
+            if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "masked_fill":
                 positional, keywords = _args(value)
                 base = _strip(value.func.value)
-                if len(positional) == 2 and not keywords and isinstance(base, cst.Name) and base.value == name:
+                if len(positional) == 2 and not keywords and type(base) is cst.Name and base.value == name:
                     return self._bool_mask(positional[0], positional[1], condition, position)
-            if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+            if type(value) is cst.BinaryOperation and type(value.operator) is cst.Add:
                 for base, mask in ((value.left, value.right), (value.right, value.left)):
-                    if isinstance(base, cst.Name) and base.value == name:
+                    if type(base) is cst.Name and base.value == name:
                         return self._additive_mask(mask, condition, position)
             raise _Giveup()
-        if isinstance(change, cst.AugAssign) and isinstance(change.operator, cst.AddAssign):
+        if type(change) is cst.AugAssign and type(change.operator) is cst.AddAssign:
             return self._additive_mask(change.value, condition, position)
-        if isinstance(change, cst.Expr) and isinstance(change.value, cst.Call):
+        if type(change) is cst.Expr and type(change.value) is cst.Call:
             call = change.value
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "masked_fill_":
+            if type(call.func) is cst.Attribute and call.func.attr.value == "masked_fill_":
                 positional, keywords = _args(call)
                 if len(positional) == 2 and not keywords:
                     return self._bool_mask(positional[0], positional[1], condition, position)
@@ -676,7 +676,7 @@ class _Trace:
             return positional[0], "%s if %s else 0.0" % (p_text, _code(_strip(training)))
         func = node.func
         if (
-            isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            type(func) is cst.Attribute and type(func.value) is cst.Name
             and self.function.params.params and func.value.value == self.function.params.params[0].name.value
             and len(positional) == 1 and not keywords
         ):
@@ -696,12 +696,12 @@ class _Trace:
         model = self.sites.analysis.class_model(self.classdef)  # type: ignore[attr-defined]
         for attribute in walk(node):
             if (
-                isinstance(attribute, cst.Attribute) and isinstance(attribute.value, cst.Name)
+                type(attribute) is cst.Attribute and type(attribute.value) is cst.Name
                 and attribute.value.value == owner
             ):
                 assignment = model.single_assignment(attribute.attr.value)
                 value = assignment.value if assignment is not None else None
-                if isinstance(value, cst.Call) and (self.qualify(value.func) or "").startswith("torch."):
+                if type(value) is cst.Call and (self.qualify(value.func) or "").startswith("torch."):
                     return attribute.attr.value
                 if assignment is None and model.assignments.get(attribute.attr.value):
                     return None
@@ -717,7 +717,7 @@ class _Trace:
 
 
 def _simple(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.Call, cst.Subscript)) or bool(node.lpar)
+    return type(node) in (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.Call, cst.Subscript) or bool(node.lpar)
 
 
 def _parenthesised(text: str) -> str:
@@ -726,19 +726,19 @@ def _parenthesised(text: str) -> str:
 
 def _negated(where: cst.BaseExpression) -> str:
     """The boolean mask that keeps what ``masked_fill(where, -inf)`` does not fill."""
-    if isinstance(where, cst.Comparison) and len(where.comparisons) == 1:
+    if type(where) is cst.Comparison and len(where.comparisons) == 1:
         target = where.comparisons[0]
         flipped = {cst.Equal: "!=", cst.NotEqual: "==", cst.Is: None}.get(type(target.operator))
         if flipped:
             return "%s %s %s" % (_code(where.left), flipped, _code(target.comparator))
-    if isinstance(where, cst.UnaryOperation) and isinstance(where.operator, cst.BitInvert):
+    if type(where) is cst.UnaryOperation and type(where.operator) is cst.BitInvert:
         return _code(_strip(where.expression)) if not where.expression.lpar else _code(where.expression)
-    if isinstance(where, cst.Call) and dotted_name(where.func) in ("torch.logical_not",):
+    if type(where) is cst.Call and dotted_name(where.func) in ("torch.logical_not",):
         return _code(where.args[0].value)
     return "~%s" % _parenthesised_expression(where)
 
 
 def _parenthesised_expression(node: cst.BaseExpression) -> str:
     text = _code(node)
-    return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar else "(%s)" % text
+    return text if type(node) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or node.lpar else "(%s)" % text
 

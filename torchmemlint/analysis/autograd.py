@@ -92,6 +92,8 @@ class Frame:
 
 @dataclass(frozen=True)
 class Ctx:
+    # Built field by field (positionally) where one field changes: dataclasses.replace costs
+    # several times more, once per statement of the file.
     loops: Tuple[cst.CSTNode, ...] = ()
     no_grad: bool = False  # autograd off, or switched by something we cannot read
     iterating: bool = False  # in a loop or a comprehension
@@ -141,7 +143,7 @@ class Scope:
 
     @property
     def function(self) -> Optional[cst.FunctionDef]:
-        return self.node if isinstance(self.node, cst.FunctionDef) else None
+        return self.node if type(self.node) is cst.FunctionDef else None
 
     def params(self) -> List[cst.Param]:
         if self.function is None:
@@ -155,9 +157,9 @@ class Scope:
 
 def grad_effect(expr: cst.BaseExpression, bindings: Bindings) -> Optional[str]:
     """"off", "on", "unknown" (grad mode switched in a way we cannot read) or None."""
-    call = expr if isinstance(expr, cst.Call) else None
+    call = expr if type(expr) is cst.Call else None
     target = call.func if call is not None else expr
-    qualified = bindings.qualify(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+    qualified = bindings.qualify(target) if type(target) in (cst.Name, cst.Attribute) else None
     if qualified in NO_GRAD_CONTEXTS:
         if call is not None and call.args and _is_false(call.args[0].value):
             return "on"  # inference_mode(False)
@@ -185,11 +187,11 @@ def _grad_mode_name(last: str) -> bool:
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
+    return type(expr) is cst.Name and expr.value == "False"
 
 
 def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
+    return type(expr) is cst.Name and expr.value == "True"
 
 
 def _names_in(node: cst.CSTNode) -> Iterator[str]:
@@ -211,7 +213,7 @@ def _names_in(node: cst.CSTNode) -> Iterator[str]:
 
 
 def _names_walk(node: cst.CSTNode) -> Iterator[str]:
-    if isinstance(node, (cst.Name, cst.Attribute)):
+    if type(node) in (cst.Name, cst.Attribute):
         dotted = dotted_name(node)
         if dotted is not None:
             yield dotted
@@ -221,10 +223,10 @@ def _names_walk(node: cst.CSTNode) -> Iterator[str]:
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         for element in target.elements:
             yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from _target_names(target.value)
     else:
         dotted = dotted_name(target)
@@ -245,11 +247,11 @@ def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
 
     def scan(nodes: Sequence[cst.CSTNode], function: Optional[str]) -> None:
         for node in nodes:
-            if isinstance(node, cst.FunctionDef):
+            if type(node) is cst.FunctionDef:
                 scan(_suite_statements(node.body), node.name.value)
-            elif isinstance(node, cst.ClassDef):
+            elif type(node) is cst.ClassDef:
                 scan(_suite_statements(node.body), None)
-            elif isinstance(node, cst.With) and function is not None and any(
+            elif type(node) is cst.With and function is not None and any(
                 name.rsplit(".", 1)[-1] in _GRAD_MODE_NAMES
                 for item in node.items
                 for name in _names_in(item.item)
@@ -259,7 +261,7 @@ def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
                 for child in children(node):
                     if isinstance(child, (cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)):
                         scan(_suite_statements(child), function)
-                    elif isinstance(child, (cst.If, cst.ExceptHandler)):
+                    elif type(child) in (cst.If, cst.ExceptHandler):
                         scan([child], function)
                 for suite in _extra_suites(node):
                     scan(_suite_statements(suite), function)
@@ -280,10 +282,10 @@ def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
 def _functions_of(statements: Sequence[cst.CSTNode]) -> Iterator[cst.FunctionDef]:
     """Module-level functions and methods of module-level classes."""
     for node in statements:
-        if isinstance(node, cst.FunctionDef):
+        if type(node) is cst.FunctionDef:
             yield node
-        elif isinstance(node, cst.ClassDef):
-            yield from (s for s in _suite_statements(node.body) if isinstance(s, cst.FunctionDef))
+        elif type(node) is cst.ClassDef:
+            yield from (s for s in _suite_statements(node.body) if type(s) is cst.FunctionDef)
 
 
 def _suite_statements(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
@@ -294,9 +296,9 @@ def _suite_statements(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
 
 
 def _extra_suites(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    if isinstance(node, (cst.Try, cst.TryStar)):
+    if type(node) in (cst.Try, cst.TryStar):
         yield from node.handlers
-    if isinstance(node, cst.Match):
+    if type(node) is cst.Match:
         yield from node.cases
 
 
@@ -353,8 +355,8 @@ class ScopeWalk:
             self.statement(scope, statement, ctx)
 
     def suite(self, scope: Scope, suite: cst.BaseSuite, ctx: Ctx) -> None:
-        if isinstance(suite, cst.IndentedBlock):
-            inner = dataclasses.replace(ctx, indents=ctx.indents + (suite.indent,))
+        if type(suite) is cst.IndentedBlock:
+            inner = Ctx(ctx.loops, ctx.no_grad, ctx.iterating, ctx.chain, ctx.indents + (suite.indent,))
             self.block(scope, suite.body, inner)
         else:  # a one-line suite: `if x: y = f(x)`
             for small in suite.body:
@@ -362,52 +364,55 @@ class ScopeWalk:
 
     def statement(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
         self.seq += 1
-        if isinstance(node, cst.FunctionDef):
+        if type(node) is cst.FunctionDef:
             self.function(scope, node, ctx, None)
             return
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             self.class_def(scope, node, ctx)
             return
-        inner = dataclasses.replace(ctx, chain=ctx.chain + (Frame(node, ctx.indents, self.seq),))
-        if isinstance(node, cst.SimpleStatementLine):
+        inner = Ctx(
+            ctx.loops, ctx.no_grad, ctx.iterating, ctx.chain + (Frame(node, ctx.indents, self.seq),),
+            ctx.indents,
+        )
+        if type(node) is cst.SimpleStatementLine:
             for small in node.body:
                 self.small(scope, small, inner)
-        elif isinstance(node, cst.If):
+        elif type(node) is cst.If:
             self.if_chain(scope, node, inner)
-        elif isinstance(node, cst.For):
+        elif type(node) is cst.For:
             self.expr(scope, node.iter, inner)
-            looping = dataclasses.replace(inner, loops=inner.loops + (node,), iterating=True)
+            looping = Ctx(inner.loops + (node,), inner.no_grad, True, inner.chain, inner.indents)
             self.assign(scope, node, looping, node.target, None)
             self.suite(scope, node.body, looping)
             if node.orelse is not None:
                 self.suite(scope, node.orelse.body, inner)
-        elif isinstance(node, cst.While):
-            looping = dataclasses.replace(inner, loops=inner.loops + (node,), iterating=True)
+        elif type(node) is cst.While:
+            looping = Ctx(inner.loops + (node,), inner.no_grad, True, inner.chain, inner.indents)
             self.expr(scope, node.test, looping)
             self.suite(scope, node.body, looping)
             if node.orelse is not None:
                 self.suite(scope, node.orelse.body, inner)
-        elif isinstance(node, cst.With):
+        elif type(node) is cst.With:
             body_ctx = inner
             for item in node.items:
                 effect = self.context_effect(scope, item.item)
                 if effect in ("off", "unknown"):
-                    body_ctx = dataclasses.replace(body_ctx, no_grad=True)
+                    body_ctx = Ctx(body_ctx.loops, True, body_ctx.iterating, body_ctx.chain, body_ctx.indents)
                 elif effect == "on":
                     scope.grad_work = True
-                    body_ctx = dataclasses.replace(body_ctx, no_grad=False)
+                    body_ctx = Ctx(body_ctx.loops, False, body_ctx.iterating, body_ctx.chain, body_ctx.indents)
                 self.expr(scope, item.item, inner)
                 if item.asname is not None:
                     self.assign(scope, item, inner, item.asname.name, None)
             self.suite(scope, node.body, body_ctx)
-        elif isinstance(node, (cst.Try, cst.TryStar)):
+        elif type(node) in (cst.Try, cst.TryStar):
             self.suite(scope, node.body, inner)
             for handler in node.handlers:
                 self.suite(scope, handler.body, inner)
             for extra in (node.orelse, node.finalbody):
                 if extra is not None:
                     self.suite(scope, extra.body, inner)
-        elif isinstance(node, cst.Match):
+        elif type(node) is cst.Match:
             self.expr(scope, node.subject, inner)
             for case in node.cases:
                 self.suite(scope, case.body, inner)
@@ -420,8 +425,8 @@ class ScopeWalk:
         effect = grad_effect(expr, scope.bindings)
         if effect is None and self._calls_grad_switching(expr):
             effect = "unknown"
-        held = expr.func if isinstance(expr, cst.Call) and not expr.args else expr
-        if effect is None and isinstance(held, cst.Name):
+        held = expr.func if type(expr) is cst.Call and not expr.args else expr
+        if effect is None and type(held) is cst.Name:
             values = [
                 event.value
                 for event in scope.assigns
@@ -433,10 +438,10 @@ class ScopeWalk:
         return effect
 
     def _calls_grad_switching(self, expr: cst.BaseExpression) -> bool:
-        func = expr.func if isinstance(expr, cst.Call) else expr
-        if isinstance(func, cst.Attribute):
+        func = expr.func if type(expr) is cst.Call else expr
+        if type(func) is cst.Attribute:
             name: Optional[str] = func.attr.value
-        elif isinstance(func, cst.Name):
+        elif type(func) is cst.Name:
             name = func.value
         else:
             return False
@@ -445,21 +450,21 @@ class ScopeWalk:
     def if_chain(self, scope: Scope, node: cst.If, ctx: Ctx) -> None:
         self.expr(scope, node.test, ctx)
         self.suite(scope, node.body, ctx)
-        if isinstance(node.orelse, cst.If):
+        if type(node.orelse) is cst.If:
             self.if_chain(scope, node.orelse, ctx)
         elif node.orelse is not None:
             self.suite(scope, node.orelse.body, ctx)
 
     def small(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             self.expr(scope, node.value, ctx)
             for target in node.targets:
                 self.assign(scope, node, ctx, target.target, node.value)
-        elif isinstance(node, cst.AnnAssign):
+        elif type(node) is cst.AnnAssign:
             if node.value is not None:
                 self.expr(scope, node.value, ctx)
                 self.assign(scope, node, ctx, node.target, node.value)
-        elif isinstance(node, cst.AugAssign):
+        elif type(node) is cst.AugAssign:
             self.expr(scope, node.value, ctx)
             targets = tuple(_target_names(node.target))
             scope.assigns.append(
@@ -480,7 +485,7 @@ class ScopeWalk:
         targets = tuple(_target_names(target))
         if any(name.endswith(".requires_grad") for name in targets):
             scope.grad_work = True
-        unpacked = isinstance(target, (cst.Tuple, cst.List))
+        unpacked = type(target) in (cst.Tuple, cst.List)
         event = AssignEvent(node, self._next(), ctx, targets, value, unpacked=unpacked)
         scope.assigns.append(event)
 
@@ -510,7 +515,7 @@ class ScopeWalk:
             elif inner_type is cst.Call:
                 self.call(scope, inner, comprehension_ctx if at < comprehension_end else ctx)  # type: ignore[arg-type]
             elif at >= comprehension_end and not ctx.iterating:  # an outermost comprehension
-                comprehension_ctx = dataclasses.replace(ctx, iterating=True)
+                comprehension_ctx = Ctx(ctx.loops, ctx.no_grad, True, ctx.chain, ctx.indents)
                 comprehension_end = end[at]
 
     def _expr_walk(self, scope: Scope, node: cst.CSTNode, ctx: Ctx) -> None:
@@ -518,7 +523,7 @@ class ScopeWalk:
         if node_type is cst.Lambda:
             return
         if node_type in _COMPREHENSIONS and not ctx.iterating:
-            ctx = dataclasses.replace(ctx, iterating=True)
+            ctx = Ctx(ctx.loops, ctx.no_grad, True, ctx.chain, ctx.indents)
         elif node_type is cst.Call:
             self.call(scope, node, ctx)  # type: ignore[arg-type]
         for child in children(node):
@@ -526,19 +531,17 @@ class ScopeWalk:
 
     def call(self, scope: Scope, node: cst.Call, ctx: Ctx) -> None:
         func = node.func
-        attr = func.attr.value if isinstance(func, cst.Attribute) else None
-        receiver = func.value if isinstance(func, cst.Attribute) else None
+        attr = func.attr.value if type(func) is cst.Attribute else None
+        receiver = func.value if type(func) is cst.Attribute else None
         dotted = dotted_name(func)
         scope.calls.append(CallEvent(node, self._next(), ctx, dotted, attr, receiver))
         if ctx.no_grad or scope.no_grad:
-            callee = attr or (func.value if isinstance(func, cst.Name) else None)
+            callee = attr or (func.value if type(func) is cst.Name else None)
             if callee:
                 self.no_grad_callees.add(callee)
         if attr == "requires_grad_":
             scope.grad_work = True
-        if (attr or dotted) == "set_grad_enabled" and ctx.chain and isinstance(
-            ctx.chain[-1].statement, cst.SimpleStatementLine
-        ):
+        if (attr or dotted) == "set_grad_enabled" and ctx.chain and type(ctx.chain[-1].statement) is cst.SimpleStatementLine:
             effect = grad_effect(node, scope.bindings)
             if scope.bindings.qualify(func) in SET_GRAD_ENABLED:
                 if effect == "on":
@@ -552,7 +555,7 @@ class ScopeWalk:
     ) -> None:
         bindings = Bindings(parent.bindings)
         bindings.bind_parameters(node.params)
-        if isinstance(node.body, cst.IndentedBlock):
+        if type(node.body) is cst.IndentedBlock:
             bindings.bind_statements(node.body.body)
         effects = {self.context_effect(parent, d.decorator) for d in node.decorators}
         no_grad = (
@@ -569,13 +572,13 @@ class ScopeWalk:
     def class_def(self, scope: Scope, node: cst.ClassDef, ctx: Ctx) -> None:
         facts = ClassFacts(node)
         self.classes.append(facts)
-        if not isinstance(node.body, cst.IndentedBlock):
+        if not type(node.body) is cst.IndentedBlock:
             return
-        inner = dataclasses.replace(ctx, indents=ctx.indents + (node.body.indent,))
+        inner = Ctx(ctx.loops, ctx.no_grad, ctx.iterating, ctx.chain, ctx.indents + (node.body.indent,))
         for statement in node.body.body:
-            if isinstance(statement, cst.FunctionDef):
+            if type(statement) is cst.FunctionDef:
                 self.seq += 1
                 self.function(scope, statement, inner, facts)
-            elif isinstance(statement, cst.ClassDef):
+            elif type(statement) is cst.ClassDef:
                 self.class_def(scope, statement, inner)
 

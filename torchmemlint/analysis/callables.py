@@ -38,9 +38,9 @@ class CallableModel:
         self.classes: Dict[str, cst.ClassDef] = {}
         self.functions: Dict[str, cst.FunctionDef] = {}
         for statement in _flat_statements(module.body):
-            if isinstance(statement, cst.ClassDef):
+            if type(statement) is cst.ClassDef:
                 self.classes[statement.name.value] = statement
-            elif isinstance(statement, cst.FunctionDef):
+            elif type(statement) is cst.FunctionDef:
                 self.functions[statement.name.value] = statement
         self._models: Dict[int, InitModel] = {}
         self._class_contents: Dict[int, Dict[str, Found]] = {}
@@ -65,14 +65,14 @@ class CallableModel:
 
     def local_class(self, func: cst.BaseExpression, env: Env) -> Optional[InitModel]:
         """The model of a class of this file named by ``func`` (not shadowed by an import)."""
-        if not isinstance(func, cst.Name) or func.value not in self.classes:
+        if not type(func) is cst.Name or func.value not in self.classes:
             return None
         if env.scope.lookup(func.value) is not None:  # imported under that name
             return None
         return self.model(self.classes[func.value], self.root)
 
     def local_function(self, func: cst.BaseExpression, env: Env) -> Optional[cst.FunctionDef]:
-        if not isinstance(func, cst.Name) or func.value not in self.functions:
+        if not type(func) is cst.Name or func.value not in self.functions:
             return None
         if env.scope.lookup(func.value) is not None:
             return None
@@ -90,7 +90,7 @@ class CallableModel:
             deeper = []
             for value, value_env, _ in values:
                 inner = (
-                    self.local_class(value.func, value_env) if isinstance(value, cst.Call) else None
+                    self.local_class(value.func, value_env) if type(value) is cst.Call else None
                 )
                 if inner is not None:
                     deeper.extend(self._attribute(inner, name))
@@ -158,7 +158,7 @@ class CallableModel:
                 found.extend(inner)
             found.extend(self._appended_elements(expr, env))
             return found if followed else None
-        if isinstance(expr, cst.Call) and env.qualify(expr.func) in _CONTAINERS:
+        if type(expr) is cst.Call and env.qualify(expr.func) in _CONTAINERS:
             found = []
             for arg in expr.args:
                 if arg.keyword is not None or arg.star == "**":
@@ -182,24 +182,24 @@ class CallableModel:
         """Elements of a list literal, comprehension or OrderedDict passed to a container."""
         if depth > self.MAX_DEPTH:
             return None
-        if isinstance(expr, (cst.List, cst.Tuple)):
-            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        if type(expr) in (cst.List, cst.Tuple):
+            if any(type(e) is cst.StarredElement for e in expr.elements):
                 return None
             return [(e.value, env, f"{where}[{i}]") for i, e in enumerate(expr.elements)]
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        if type(expr) in (cst.ListComp, cst.GeneratorExp):
             return [(expr.elt, env, f"{where}[...]")]
-        if isinstance(expr, cst.Call) and env.qualify(expr.func) == "collections.OrderedDict":
+        if type(expr) is cst.Call and env.qualify(expr.func) == "collections.OrderedDict":
             pairs = self._listed(expr.args[0].value, env, where, depth + 1) if expr.args else None
             if pairs is None:
                 return None
             values = []
             for pair, pair_env, _ in pairs:
-                if not (isinstance(pair, cst.Tuple) and len(pair.elements) == 2):
+                if not (type(pair) is cst.Tuple and len(pair.elements) == 2):
                     return None
                 values.append((pair.elements[1].value, pair_env, f"{where}.{self._label(pair)}"))
             return values
         if (
-            isinstance(expr, cst.Name)
+            type(expr) is cst.Name
             and env.owner is not None
             and env.scope is env.owner.init_scope
         ):
@@ -217,7 +217,7 @@ class CallableModel:
     @staticmethod
     def _label(pair: cst.Tuple) -> str:
         key = pair.elements[0].value
-        return key.evaluated_value if isinstance(key, cst.SimpleString) else "..."
+        return key.evaluated_value if type(key) is cst.SimpleString else "..."
 
     # -- contents: traits reachable from a callable -----------------------------------------
     def contents(
@@ -244,20 +244,20 @@ class CallableModel:
                 if method is not None:
                     merge(self.function_contents(method, env.owner.method_env(method), depth + 1))
             return found
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             merge(self.contents(expr.body, env, where, depth + 1))
             merge(self.contents(expr.orelse, env, where, depth + 1))
-        elif isinstance(expr, cst.Subscript):
+        elif type(expr) is cst.Subscript:
             merge(self.contents(expr.value, env, where, depth + 1))
-        elif isinstance(expr, cst.Lambda):
+        elif type(expr) is cst.Lambda:
             merge(
                 self.function_contents(
                     expr, Env(_scope_of(expr, env.scope), env.owner, env.self_name), depth + 1
                 )
             )
-        elif isinstance(expr, cst.Call):
+        elif type(expr) is cst.Call:
             merge(self._call_contents(expr, env, where, depth))
-        elif isinstance(expr, (cst.Name, cst.Attribute)):
+        elif type(expr) in (cst.Name, cst.Attribute):
             function = self.local_function(expr, env)
             if function is not None:
                 merge(
@@ -297,7 +297,7 @@ class CallableModel:
 
     def _factory(self, call: cst.Call, env: Env):
         """The torch layer a factory call builds (``act_layer()``, ``partial(nn.X, ...)()``)."""
-        if self.factories is None or isinstance(call.func, cst.Attribute):
+        if self.factories is None or type(call.func) is cst.Attribute:
             return None
         return self.factories.layer(call, env.function)
 
@@ -342,9 +342,9 @@ class CallableModel:
         if depth > self.MAX_DEPTH:
             return found
         label = self._function_label(function, env)
-        for node in _walk(function.body if isinstance(function, cst.FunctionDef) else function):
+        for node in _walk(function.body if type(function) is cst.FunctionDef else function):
             more: Dict[str, Found] = {}
-            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if type(node) is cst.Attribute and type(node.value) is cst.Name:
                 path = self_path(node, env.self_name)
                 if path is not None and env.owner is not None:
                     method = env.owner.methods.get(path[0])
@@ -354,9 +354,9 @@ class CallableModel:
                         more = self.function_contents(
                             method, env.owner.method_env(method), depth + 1
                         )
-            elif isinstance(node, cst.Call):
+            elif type(node) is cst.Call:
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _RANDOM_METHODS:
+                if type(func) is cst.Attribute and func.attr.value in _RANDOM_METHODS:
                     qualified = env.qualify(func)
                     if qualified is None or not qualified.startswith("torch.nn.init."):
                         more = {RANDOM: Found(f".{func.attr.value}()", label)}
@@ -373,7 +373,7 @@ class CallableModel:
 
     @staticmethod
     def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
-        if isinstance(function, cst.Lambda):
+        if type(function) is cst.Lambda:
             return ""
         name = function.name.value
         return f"{env.owner.name}.{name}" if env.owner is not None else f"{name}()"
@@ -383,12 +383,12 @@ class CallableModel:
         """How many torch layers constructing ``expr`` builds, as far as it can be followed."""
         if depth > self.MAX_DEPTH:
             return 0
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             return max(
                 self.layer_count(expr.body, env, depth + 1),
                 self.layer_count(expr.orelse, env, depth + 1),
             )
-        if not isinstance(expr, cst.Call):
+        if not type(expr) is cst.Call:
             return 0
         qualified = env.qualify(expr.func)
         if qualified in _CONTAINERS:
@@ -430,20 +430,20 @@ class CallableModel:
             if ops and all(op is not None and op == ops[0] for op in ops):
                 return ops[0]
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             qualified = env.qualify(expr.func)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
             return None
-        if isinstance(expr, cst.Lambda):
+        if type(expr) is cst.Lambda:
             call = _lambda_call(expr)
             if call is None:
                 return None
             return self.single_op(
                 call.func, Env(_scope_of(expr, env.scope), env.owner, env.self_name), depth + 1
             )
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+        if type(expr) in (cst.Name, cst.Attribute):
             function = self.local_function(expr, env)
             if function is not None:
                 call = _single_return_call(function)

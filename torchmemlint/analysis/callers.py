@@ -35,10 +35,10 @@ def output_kept(facts: ScopeFacts, event: CallEvent) -> bool:
     """The call's output is bound or returned (`out = model(x)`, `return model(x)[0]`):
     its graph and saved activations live on; a bare `model(x)` statement drops them."""
     statement = event.ctx.chain[-1].statement if event.ctx.chain else None
-    if not isinstance(statement, cst.SimpleStatementLine):
+    if not type(statement) is cst.SimpleStatementLine:
         return False
     for small in statement.body:
-        value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) else None
+        value = small.value if type(small) in (cst.Assign, cst.AnnAssign, cst.Return) else None
         if value is not None and any(node is event.node for node in [value, *walk(value)]):
             return True
     return False
@@ -50,12 +50,12 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         return True
     modules = facts.walk.module_classes()
     for event in facts.scope.assigns:
-        if event.targets != (callee,) or not isinstance(event.value, cst.Call):
+        if event.targets != (callee,) or not type(event.value) is cst.Call:
             continue
         func = event.value.func
-        qualified = facts.bindings.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         if (qualified or "").startswith("torch.nn.") or (
-            isinstance(func, cst.Name) and func.value in modules and qualified is None
+            type(func) is cst.Name and func.value in modules and qualified is None
         ):
             return True
     return False
@@ -101,10 +101,10 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
 def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     """A batch loop: it iterates something named like a loader or data set, or calls the
     model (or something named like one) or trains; not a loop over one batch's items."""
-    if isinstance(loop, cst.For):
-        names = [node.value for node in [loop.iter, *walk(loop.iter)] if isinstance(node, cst.Name)]
+    if type(loop) is cst.For:
+        names = [node.value for node in [loop.iter, *walk(loop.iter)] if type(node) is cst.Name]
         names += [
-            node.attr.value for node in [loop.iter, *walk(loop.iter)] if isinstance(node, cst.Attribute)
+            node.attr.value for node in [loop.iter, *walk(loop.iter)] if type(node) is cst.Attribute
         ]
         if any(_LOADER_WORDS.search(name) for name in names):
             return True
@@ -127,12 +127,12 @@ def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
         if call.seq <= end or loop in call.ctx.loops or not call.node.args:
             continue
         func = call.node.func
-        qualified = facts.bindings.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         reducing = qualified in _REDUCTIONS or (
-            isinstance(func, cst.Name) and func.value == "sum" and qualified is None
+            type(func) is cst.Name and func.value == "sum" and qualified is None
             and not facts.bindings.is_bound("sum")
         )
         first = call.node.args[0].value
-        if reducing and isinstance(first, cst.Name) and first.value == name:
+        if reducing and type(first) is cst.Name and first.value == name:
             return True
     return False

@@ -155,13 +155,13 @@ def _positional(call: cst.Call) -> List[cst.Arg]:
 
 
 def _literal_false(node: Optional[cst.BaseExpression]) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
+    return type(node) is cst.Name and node.value == "False"
 
 
 def _is_zero(node: Optional[cst.BaseExpression]) -> bool:
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return node.evaluated_value == 0
-    if isinstance(node, cst.Float):
+    if type(node) is cst.Float:
         return node.evaluated_value == 0.0
     return False
 
@@ -225,20 +225,20 @@ def relative_wrappers(module: cst.Module) -> Dict[str, Wrapper]:
     """Names bound by ``from ._manipulate import checkpoint, checkpoint_seq`` (timm's files)."""
     found: Dict[str, Wrapper] = {}
     for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
+        if not type(statement) is cst.SimpleStatementLine:
             continue
         for small in statement.body:
-            if not isinstance(small, cst.ImportFrom) or not small.relative or small.module is None:
+            if not type(small) is cst.ImportFrom or not small.relative or small.module is None:
                 continue
-            names = _RELATIVE_NAMES.get(small.module.value) if isinstance(small.module, cst.Name) else None
-            if names is None or isinstance(small.names, cst.ImportStar):
+            names = _RELATIVE_NAMES.get(small.module.value) if type(small.module) is cst.Name else None
+            if names is None or type(small.names) is cst.ImportStar:
                 continue
             for alias in small.names:
-                if not isinstance(alias.name, cst.Name) or alias.name.value not in names:
+                if not type(alias.name) is cst.Name or alias.name.value not in names:
                     continue
                 wrapper = WRAPPERS.get(f"timm.models._manipulate.{alias.name.value}")
                 bound = alias.asname.name if alias.asname is not None else alias.name
-                if wrapper is not None and isinstance(bound, cst.Name):
+                if wrapper is not None and type(bound) is cst.Name:
                     found[bound.value] = wrapper
     return found
 
@@ -246,15 +246,15 @@ def relative_wrappers(module: cst.Module) -> Dict[str, Wrapper]:
 def checkpoint_wrapper_of(rule, call: cst.Call) -> Optional[Wrapper]:
     """The checkpointing function a call invokes (torch, timm, deepspeed); cheap otherwise."""
     func = call.func
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         if func.attr.value not in _WRAPPER_ATTRIBUTES:
             return None
-    elif not isinstance(func, cst.Name):
+    elif not type(func) is cst.Name:
         return None
     qualified = rule.qualify(func)
     if qualified is not None:
         return WRAPPERS.get(qualified)
-    if isinstance(func, cst.Name) and func.value in _WRAPPER_ATTRIBUTES:
+    if type(func) is cst.Name and func.value in _WRAPPER_ATTRIBUTES:
         models = rule.context.analysis.callables
         if func.value not in models.functions:
             return models.relative_wrappers.get(func.value)
@@ -277,7 +277,7 @@ def reentrant(wrapper: Wrapper, call: cst.Call) -> Optional[bool]:
     arg = keyword(call, "use_reentrant")
     if arg is None:
         return None if has_star_kwargs(call) else wrapper.reentrant
-    if isinstance(arg.value, cst.Name) and arg.value.value in ("True", "False"):
+    if type(arg.value) is cst.Name and arg.value.value in ("True", "False"):
         return arg.value.value == "True"
     return None
 
@@ -320,10 +320,10 @@ def _lambda_call(function: cst.Lambda) -> Optional[cst.Call]:
 def _single_return_call(function: cst.FunctionDef) -> Optional[cst.Call]:
     """The call of ``def f(a): return op(a, k=v)``, as for a lambda."""
     statements = _body_statements(function.body)
-    if len(statements) != 1 or not isinstance(statements[0], cst.SimpleStatementLine):
+    if len(statements) != 1 or not type(statements[0]) is cst.SimpleStatementLine:
         return None
     small = statements[0].body[0]
-    if not isinstance(small, cst.Return) or small.value is None:
+    if not type(small) is cst.Return or small.value is None:
         return None
     return _forwarding_call(function.params, small.value)
 
@@ -338,18 +338,18 @@ def _forwarding_call(params: cst.Parameters, call: cst.BaseExpression) -> Option
     names = [param.name.value for param in [*params.posonly_params, *params.params]]
     if any(param.default is not None for param in params.params) or not names:
         return None
-    if not isinstance(call, cst.Call) or len(call.args) < len(names):
+    if not type(call) is cst.Call or len(call.args) < len(names):
         return None
     for arg, name in zip(call.args, names):
         if (
             arg.keyword is not None
             or arg.star
-            or not (isinstance(arg.value, cst.Name) and arg.value.value == name)
+            or not (type(arg.value) is cst.Name and arg.value.value == name)
         ):
             return None
     for arg in call.args[len(names) :]:
-        if any(isinstance(node, cst.Name) and node.value in names for node in _walk(arg)) or (
-            isinstance(arg.value, cst.Name) and arg.value.value in names
+        if any(type(node) is cst.Name and node.value in names for node in _walk(arg)) or (
+            type(arg.value) is cst.Name and arg.value.value in names
         ):
             return None
     return call
@@ -383,7 +383,7 @@ def _module_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict
         return {} if _literal_false(running) else {BATCH_NORM: Found(name, where)}
     if qualified in _INSTANCE_NORMS:
         running = _argument(call, 4, "track_running_stats") if call is not None else None
-        tracked = isinstance(running, cst.Name) and running.value == "True"
+        tracked = type(running) is cst.Name and running.value == "True"
         return {BATCH_NORM: Found(name, where)} if tracked else {}
     if qualified in _DROPOUT_MODULES:
         p = _argument(call, 0, "p") if call is not None else None

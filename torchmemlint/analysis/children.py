@@ -29,7 +29,7 @@ class Children:
         if self._classes is None:
             self._classes = {}
             for node in walk(self.module):
-                if isinstance(node, cst.ClassDef):
+                if type(node) is cst.ClassDef:
                     self._classes.setdefault(node.name.value, []).append(node)
         found = self._classes.get(name, [])
         return found[0] if len(found) == 1 else None
@@ -41,20 +41,20 @@ class Children:
         """``(base, names)`` for ``list(base.children())[a:b]`` (or without the slice) when the
         children of ``base`` are known; None otherwise."""
         lower = upper = None
-        if isinstance(expr, cst.Subscript):
-            if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Slice):
+        if type(expr) is cst.Subscript:
+            if len(expr.slice) != 1 or not type(expr.slice[0].slice) is cst.Slice:
                 return None
             bounds = expr.slice[0].slice
             if bounds.step is not None:
                 return None
             lower, upper = bounds.lower, bounds.upper
             expr = expr.value
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "list":
+        if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "list":
             if len(expr.args) != 1:
                 return None
             expr = expr.args[0].value
         if not (
-            isinstance(expr, cst.Call) and not expr.args and isinstance(expr.func, cst.Attribute)
+            type(expr) is cst.Call and not expr.args and type(expr.func) is cst.Attribute
             and expr.func.attr.value == "children"
         ):
             return None
@@ -72,16 +72,16 @@ class Children:
     def order(self, base: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Tuple[str, ...]]:
         """The children of ``base`` in registration order, when ``base`` is a local name built
         once by a known ResNet factory or by a class of this file."""
-        if function is None or not isinstance(base, cst.Name):
+        if function is None or not type(base) is cst.Name:
             return None
         values = _assigned_values(function, base.value)
-        if len(values) != 1 or not isinstance(values[0], cst.Call):
+        if len(values) != 1 or not type(values[0]) is cst.Call:
             return None
         call = values[0]
         qualified = self.qualify(call.func)
         if qualified is not None:
             return _known_order(qualified, call)
-        if isinstance(call.func, cst.Name):
+        if type(call.func) is cst.Name:
             classdef = self._class(call.func.value)
             return _class_order(classdef) if classdef is not None else None
         return None
@@ -106,31 +106,31 @@ class Children:
         call: Optional[cst.Call] = None
         replaced: Dict[int, cst.BaseExpression] = {}
         for index, top in enumerate(tops):
-            if not any(isinstance(n, cst.Name) and n.value == name for n in walk(top)):
+            if not any(type(n) is cst.Name and n.value == name for n in walk(top)):
                 continue
             if index == use_index:
                 continue
-            if index > use_index or not isinstance(top, cst.SimpleStatementLine) or len(top.body) != 1:
+            if index > use_index or not type(top) is cst.SimpleStatementLine or len(top.body) != 1:
                 return None
             small = top.body[0]
-            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+            if not type(small) is cst.Assign or len(small.targets) != 1:
                 return None
             target = small.targets[0].target
-            if isinstance(target, cst.Name) and target.value == name and call is None:
-                if not isinstance(small.value, cst.Call) or not is_sequential(small.value):
+            if type(target) is cst.Name and target.value == name and call is None:
+                if not type(small.value) is cst.Call or not is_sequential(small.value):
                     return None
                 call = small.value
                 continue
             position = _literal_index(target, name)
             if position is None or call is None or any(
-                isinstance(n, cst.Name) and n.value == name for n in walk(small.value)
+                type(n) is cst.Name and n.value == name for n in walk(small.value)
             ):
                 return None
             replaced[position] = small.value
         if call is None:
             return None
         # the use itself: the name as a plain element, once
-        uses = [n for n in walk(tops[use_index]) if isinstance(n, cst.Name) and n.value == name]
+        uses = [n for n in walk(tops[use_index]) if type(n) is cst.Name and n.value == name]
         return (call, replaced) if len(uses) == 1 else None
 
 
@@ -145,9 +145,9 @@ def _bound(node: Optional[cst.BaseExpression], default: int, length: int) -> Opt
 
 
 def _literal_index(target: cst.BaseExpression, name: str) -> Optional[int]:
-    if not (isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and target.value.value == name):
+    if not (type(target) is cst.Subscript and type(target.value) is cst.Name and target.value.value == name):
         return None
-    if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+    if len(target.slice) != 1 or not type(target.slice[0].slice) is cst.Index:
         return None
     number = literal_number(target.slice[0].slice.value)
     return int(number) if number is not None and number >= 0 and number == int(number) else None
@@ -156,15 +156,15 @@ def _literal_index(target: cst.BaseExpression, name: str) -> Optional[int]:
 def _assigned_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
     values: List[cst.BaseExpression] = []
     for node in walk(function.body):
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
-                if any(isinstance(n, cst.Name) and n.value == name for n in walk(target.target)):
-                    values.append(node.value if isinstance(target.target, cst.Name) else target.target)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName)):
+                if any(type(n) is cst.Name and n.value == name for n in walk(target.target)):
+                    values.append(node.value if type(target.target) is cst.Name else target.target)
+        elif type(node) in (cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName):
             inner = getattr(node, "target", None) or getattr(node, "name", None)
-            if inner is not None and any(isinstance(n, cst.Name) and n.value == name for n in walk(inner)):
+            if inner is not None and any(type(n) is cst.Name and n.value == name for n in walk(inner)):
                 values.extend([node, node])  # type: ignore[list-item]
-    if any(isinstance(p, cst.Param) and p.name.value == name for p in walk(function.params)):
+    if any(type(p) is cst.Param and p.name.value == name for p in walk(function.params)):
         values.append(function.params)  # type: ignore[arg-type]
     return values
 
@@ -173,7 +173,7 @@ def _known_order(qualified: str, call: cst.Call) -> Optional[Tuple[str, ...]]:
     package, _, function = qualified.rpartition(".")
     if qualified in ("timm.create_model", "timm.models.create_model") and call.args:
         name = call.args[0].value
-        if isinstance(name, cst.SimpleString) and str(name.evaluated_value).startswith(_RESNETS):
+        if type(name) is cst.SimpleString and str(name.evaluated_value).startswith(_RESNETS):
             return TIMM_RESNET_CHILDREN
         return None
     if package.startswith("torchvision.models") and (function.startswith(_RESNETS) or function == "ResNet"):
@@ -187,7 +187,7 @@ def _class_order(classdef: cst.ClassDef) -> Optional[Tuple[str, ...]]:
     """``self.x = <call>`` of ``__init__``, first assignment of each, in order; None when a
     module may be registered elsewhere (in a branch, a loop, by a base class of this file)."""
     init = next(
-        (s for s in block_statements(classdef.body) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+        (s for s in block_statements(classdef.body) if type(s) is cst.FunctionDef and s.name.value == "__init__"),
         None,
     )
     if init is None:
@@ -198,25 +198,25 @@ def _class_order(classdef: cst.ClassDef) -> Optional[Tuple[str, ...]]:
     self_name = params[0].name.value
     names: List[str] = []
     for top in block_statements(init.body):
-        if not isinstance(top, cst.SimpleStatementLine):
+        if not type(top) is cst.SimpleStatementLine:
             for node in walk(top):
-                if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(
-                    isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                if type(node) is cst.Assign and type(node.value) is cst.Call and any(
+                    type(t.target) is cst.Attribute and type(t.target.value) is cst.Name
                     and t.target.value.value == self_name
                     for t in node.targets
                 ):
                     return None  # a module registered in a branch or a loop
             continue
         for small in top.body:
-            if not isinstance(small, cst.Assign) or not isinstance(small.value, cst.Call):
+            if not type(small) is cst.Assign or not type(small.value) is cst.Call:
                 continue
             func = small.value.func
-            if isinstance(func, cst.Name) and func.value in _NOT_MODULES:
+            if type(func) is cst.Name and func.value in _NOT_MODULES:
                 continue
             for target in small.targets:
                 node = target.target
                 if (
-                    isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+                    type(node) is cst.Attribute and type(node.value) is cst.Name
                     and node.value.value == self_name and node.attr.value not in names
                 ):
                     names.append(node.attr.value)

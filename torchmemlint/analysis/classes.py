@@ -95,12 +95,12 @@ class Part:
 
 
 def _is_self(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
-    return self_name is not None and isinstance(node, cst.Name) and node.value == self_name
+    return self_name is not None and type(node) is cst.Name and node.value == self_name
 
 
 def _rooted_at(node: cst.BaseExpression, self_name: Optional[str]) -> bool:
     """``self`` or ``self.a.b``."""
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         node = node.value
     return _is_self(node, self_name)
 
@@ -121,7 +121,7 @@ class Resolver:
         self.children = children
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             qualified = self.qualify(node.func)
             if qualified is not None and qualified.startswith(NN):
                 return qualified
@@ -130,7 +130,7 @@ class Resolver:
     def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
         """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
         (``act_layer()`` in ``function``, ``partial(nn.X, ...)()``, an alias of one)."""
-        if not isinstance(node, cst.Call):
+        if not type(node) is cst.Call:
             return None
         qualified = self.constructor(node)
         if qualified is not None:
@@ -148,7 +148,7 @@ class Resolver:
         layer = self.layer(node, function)
         if layer is not None:
             return Part(node, layer=layer)
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             if _is_self(node.value, self_name):
                 return Part(node, attribute=node.attr.value)
             base = dotted_name(node.value)
@@ -222,7 +222,7 @@ class Resolver:
                             function, value.value, statement,
                             lambda call: self.constructor(call) == NN + "Sequential",
                         )
-                        if isinstance(value, cst.Name) and self.children is not None else None
+                        if type(value) is cst.Name and self.children is not None else None
                     )
                     if local is not None:  # `stem = nn.Sequential(...)` ... `nn.Sequential(stem, body)`
                         inner = [
@@ -234,7 +234,7 @@ class Resolver:
                     else:
                         inner = (
                             self._sequential(value, self_name, function, statement, every)
-                            if isinstance(value, cst.Call) and self.constructor(value) == NN + "Sequential"
+                            if type(value) is cst.Call and self.constructor(value) == NN + "Sequential"
                             else [[self.part(value, self_name, function)]]
                         )
                     if not inner:
@@ -252,9 +252,9 @@ class Resolver:
         """Every list ``*layers`` may stand for (a loop or branch that builds it gives several)."""
         if arg.star != "*" or self.lists is None:
             return None
-        if isinstance(arg.value, cst.Call):
+        if type(arg.value) is cst.Call:
             return self.lists.helper_variants(arg.value)
-        if isinstance(arg.value, cst.Name):
+        if type(arg.value) is cst.Name:
             if function is None or statement is None:
                 return None
             return self.lists.variants(function, arg.value.value, statement)
@@ -269,14 +269,14 @@ class Resolver:
         return list(variants[0]) if variants is not None and len(variants) == 1 else None
 
     def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
-        if not isinstance(node, cst.Call) or self.qualify(node.func) != "collections.OrderedDict":
+        if not type(node) is cst.Call or self.qualify(node.func) != "collections.OrderedDict":
             return None
-        if len(node.args) != 1 or not isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+        if len(node.args) != 1 or not type(node.args[0].value) in (cst.List, cst.Tuple):
             return None
         values = []
         for element in node.args[0].value.elements:
             pair = element.value
-            if not isinstance(pair, cst.Tuple) or len(pair.elements) != 2:
+            if not type(pair) is cst.Tuple or len(pair.elements) != 2:
                 return None
             values.append(pair.elements[1].value)
         return values
@@ -340,7 +340,7 @@ class ClassModel:
         self.constructors: List[Tuple[cst.Call, str, cst.FunctionDef, Optional[cst.CSTNode]]] = []
         body_indent = indent + block_indent(node.body, file.module)
         for statement in block_statements(node.body):
-            if isinstance(statement, cst.FunctionDef):
+            if type(statement) is cst.FunctionDef:
                 self.methods.append(statement)
         for method in self.methods:
             params = method.params
@@ -355,25 +355,25 @@ class ClassModel:
     def _scan_block(self, method: cst.FunctionDef, suite: cst.BaseSuite, indent: str) -> None:
         statements = list(block_statements(suite))
         for statement in statements:
-            if isinstance(statement, cst.SimpleStatementLine):
+            if type(statement) is cst.SimpleStatementLine:
                 for small in statement.body:
                     self._scan_small(method, statement, small, indent, len(statements) == 1)
                 continue
-            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            if type(statement) in (cst.FunctionDef, cst.ClassDef):
                 # Uses inside a nested function belong to another flow: recorded without one.
                 self._scan_expression(method, None, statement)
                 continue
             for child in children(statement):
                 if isinstance(child, cst.BaseSuite):
                     self._scan_block(method, child, indent + block_indent(child, self.file.module))
-                elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+                elif type(child) in (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally):
                     for grandchild in children(child):
                         if isinstance(grandchild, cst.BaseSuite):
                             inner = indent + block_indent(grandchild, self.file.module)
                             self._scan_block(method, grandchild, inner)
                         else:
                             self._scan_expression(method, statement, grandchild)
-                elif isinstance(child, cst.If):  # elif
+                elif type(child) is cst.If:  # elif
                     self._scan_block_like(method, child, indent)
                 else:
                     self._scan_expression(method, statement, child)
@@ -382,9 +382,9 @@ class ClassModel:
         self._scan_expression(method, statement, statement.test)
         self._scan_block(method, statement.body, indent + block_indent(statement.body, self.file.module))
         orelse = statement.orelse
-        if isinstance(orelse, cst.If):
+        if type(orelse) is cst.If:
             self._scan_block_like(method, orelse, indent)
-        elif isinstance(orelse, cst.Else):
+        elif type(orelse) is cst.Else:
             self._scan_block(method, orelse.body, indent + block_indent(orelse.body, self.file.module))
 
     def _scan_small(
@@ -396,13 +396,13 @@ class ClassModel:
         alone: bool,
     ) -> None:
         self_name = self.self_names[id(method)]
-        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+        if type(small) in (cst.Assign, cst.AnnAssign):
             targets = (
-                [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             )
             value = small.value
             for target in targets:
-                if isinstance(target, cst.Attribute) and _is_self(target.value, self_name):
+                if type(target) is cst.Attribute and _is_self(target.value, self_name):
                     if value is not None:
                         assignment = Assignment(
                             target.attr.value, value, statement, method, indent,
@@ -414,7 +414,7 @@ class ClassModel:
             if value is not None:
                 self._scan_expression(method, statement, value)
             return
-        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Attribute):
+        if type(small) is cst.AugAssign and type(small.target) is cst.Attribute:
             target = small.target
             if _is_self(target.value, self_name):
                 # `self.x += ...` rebinds the attribute: no single assignment describes it.
@@ -494,7 +494,7 @@ class ClassModel:
             return None
         self_name = self.self_name(assignment.method)
         value = assignment.value
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             elements = self.file.resolver.sequential(value, self_name, assignment.method, assignment.statement)
             if elements is not None:
                 return elements
@@ -504,7 +504,7 @@ class ClassModel:
         """Every order of the modules ``self.<name>(x)`` may run (a Sequential built from a
         list that branches and loops fill in several ways)."""
         assignment = self.single_assignment(name)
-        if assignment is None or not isinstance(assignment.value, cst.Call):
+        if assignment is None or not type(assignment.value) is cst.Call:
             return None
         return self.file.resolver.sequential_variants(
             assignment.value, self.self_name(assignment.method), assignment.method, assignment.statement
@@ -542,7 +542,7 @@ class InitModel:
         self.methods: Dict[str, cst.FunctionDef] = {
             statement.name.value: statement
             for statement in _body_statements(node.body)
-            if isinstance(statement, cst.FunctionDef)
+            if type(statement) is cst.FunctionDef
         }
         self.attributes: Dict[str, List[cst.BaseExpression]] = {}
         self.children: List[cst.BaseExpression] = []  # super().__init__(*...), add_module, append
@@ -563,30 +563,30 @@ class InitModel:
                 self.defaults[param.name.value] = param.default
         statements = _body_statements(init.body)
         for small in _small_statements(statements):
-            if isinstance(small, cst.Assign):
+            if type(small) is cst.Assign:
                 for target in small.targets:
                     self._assign(target.target, small.value)
-            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            elif type(small) is cst.AnnAssign and small.value is not None:
                 self._assign(small.target, small.value)
-            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            elif type(small) is cst.Expr and type(small.value) is cst.Call:
                 self._read_call(small.value)
         self._read_appends(statements, None)
 
     def _read_appends(self, statements: Sequence[cst.CSTNode], loop: Optional[cst.For]) -> None:
         for statement in statements:
-            if isinstance(statement, cst.SimpleStatementLine):
+            if type(statement) is cst.SimpleStatementLine:
                 for small in statement.body:
-                    call = small.value if isinstance(small, cst.Expr) else None
+                    call = small.value if type(small) is cst.Expr else None
                     if not (
-                        isinstance(call, cst.Call)
-                        and isinstance(call.func, cst.Attribute)
+                        type(call) is cst.Call
+                        and type(call.func) is cst.Attribute
                         and call.func.attr.value == "append"
                         and len(call.args) == 1
                     ):
                         continue
                     owner = call.func.value
                     path = self_path(owner, self.self_name)
-                    if isinstance(owner, cst.Name) and owner.value != self.self_name:
+                    if type(owner) is cst.Name and owner.value != self.self_name:
                         self.appends.setdefault(owner.value, []).append((loop, call.args[0].value))
                     elif path is not None and len(path) == 1:
                         self.attribute_appends.setdefault(path[0], []).append(
@@ -594,13 +594,13 @@ class InitModel:
                         )
             else:
                 for block in _child_blocks(statement):
-                    self._read_appends(block, statement if isinstance(statement, cst.For) else loop)
+                    self._read_appends(block, statement if type(statement) is cst.For else loop)
 
     def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         path = self_path(target, self.self_name)
         if path is not None and len(path) == 1:
             self.attributes.setdefault(path[0], []).append(value)
-        elif isinstance(target, cst.Name):
+        elif type(target) is cst.Name:
             self.locals.setdefault(target.value, []).append(value)
 
     def _read_call(self, call: cst.Call) -> None:
@@ -611,10 +611,10 @@ class InitModel:
         elif path == ["append"] and len(call.args) == 1:
             self.children.append(call.args[0].value)
         elif (
-            isinstance(func, cst.Attribute)
+            type(func) is cst.Attribute
             and func.attr.value == "__init__"
-            and isinstance(func.value, cst.Call)
-            and isinstance(func.value.func, cst.Name)
+            and type(func.value) is cst.Call
+            and type(func.value.func) is cst.Name
             and func.value.func.value == "super"
         ):
             self.children.extend(arg.value for arg in call.args if arg.star != "**")

@@ -130,7 +130,7 @@ class Factories:
                 )
         self._names = frozenset(found)
         for statement in self.module.body:
-            if isinstance(statement, cst.SimpleStatementLine):
+            if type(statement) is cst.SimpleStatementLine:
                 for small in statement.body:
                     for name, value in _assigned(small):
                         self._module_assignments.setdefault(name, []).append(value)
@@ -145,9 +145,9 @@ class Factories:
     def layer(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
         """The layer ``call`` constructs through a factory (None: not one, or not known)."""
         func = call.func
-        if isinstance(func, cst.Name) and func.value not in self.names():
+        if type(func) is cst.Name and func.value not in self.names():
             return None
-        if not isinstance(func, (cst.Name, cst.Call)):
+        if not type(func) in (cst.Name, cst.Call):
             return None
         return self.resolve(func, function)
 
@@ -161,7 +161,7 @@ class Factories:
         return found
 
     def _resolve(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             if self.qualify(expr.func) != PARTIAL or not expr.args or expr.args[0].keyword is not None:
                 return None
             if expr.args[0].star:
@@ -170,9 +170,9 @@ class Factories:
             if inner is None:
                 return None
             return Factory(inner.qualified, inner.preset + tuple(expr.args[1:]), inner.via, inner.certain)
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             return self._class(expr)
-        if not isinstance(expr, cst.Name):
+        if not type(expr) is cst.Name:
             return None
         self._index()
         name = expr.value
@@ -249,7 +249,7 @@ class Factories:
         index = next((i for i, p in enumerate(positional) if p is param), None)
         found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
         for call, caller in self._calls.get(callee, []):
-            if owner is not None and function.name.value != "__init__" and not isinstance(call.func, cst.Attribute):
+            if owner is not None and function.name.value != "__init__" and not type(call.func) is cst.Attribute:
                 continue  # a function of the same name, not the method
             if any(arg.star for arg in call.args):
                 return None
@@ -274,18 +274,18 @@ class Factories:
 
 def _layer_like(node: cst.BaseExpression) -> bool:
     """A quick syntactic test: ``nn.X``/``X`` (capitalised) or ``partial(...)``."""
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         return bool(node.args) and _layer_like(node.args[0].value)
     dotted = dotted_name(node)
     return dotted is not None and dotted.rsplit(".", 1)[-1][:1].isupper()
 
 
 def _assigned(small: cst.CSTNode):
-    if isinstance(small, cst.Assign):
+    if type(small) is cst.Assign:
         for target in small.targets:
-            if isinstance(target.target, cst.Name):
+            if type(target.target) is cst.Name:
                 yield target.target.value, small.value
-    elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+    elif type(small) is cst.AnnAssign and small.value is not None and type(small.target) is cst.Name:
         yield small.target.value, small.value
 
 
@@ -306,7 +306,7 @@ def _local_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpressi
             for target, value in _assigned(child):
                 if target == name:
                     values.append(value)
-        elif any(isinstance(n, cst.Name) and n.value == name for n in _targets(child)):
+        elif any(type(n) is cst.Name and n.value == name for n in _targets(child)):
             values.extend([child, child])  # type: ignore[list-item]
     return values
 
@@ -316,13 +316,13 @@ _BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.AsName, cst.N
 
 
 def _targets(node: cst.CSTNode):
-    if isinstance(node, cst.AugAssign):
+    if type(node) is cst.AugAssign:
         return walk(node.target)
-    if isinstance(node, cst.For):
+    if type(node) is cst.For:
         return walk(node.target)
-    if isinstance(node, cst.AsName):
+    if type(node) is cst.AsName:
         return walk(node.name)
-    if isinstance(node, cst.NamedExpr):
+    if type(node) is cst.NamedExpr:
         return walk(node.target)
     return ()
 

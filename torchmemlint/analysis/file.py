@@ -94,17 +94,16 @@ class FileAnalysis:
         for statement in statements:
             if not isinstance(statement, cst.BaseCompoundStatement):
                 continue
-            if isinstance(statement, cst.ClassDef):
+            if type(statement) is cst.ClassDef:
                 self._class_indents[id(statement)] = indent  # type: ignore[index]
             body = getattr(statement, "body", None)  # a `match` has cases, not a body
-            inner = indent + block_indent(body, self.module) if isinstance(body, cst.IndentedBlock) else indent
+            inner = indent + block_indent(body, self.module) if type(body) is cst.IndentedBlock else indent
             for child in children(statement):
                 if isinstance(child, cst.BaseSuite):
                     self._index_classes(block_statements(child), inner)
                 elif isinstance(child, cst.BaseCompoundStatement):  # elif
                     self._index_classes([child], inner)
-                elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler,
-                                        cst.Finally, cst.MatchCase)):
+                elif type(child) in (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase):
                     for grandchild in children(child):
                         if isinstance(grandchild, cst.BaseSuite):
                             self._index_classes(block_statements(grandchild), inner)
@@ -167,11 +166,11 @@ class FileAnalysis:
 
 
 def _import_names(statement: cst.CSTNode) -> List[str]:
-    if not isinstance(statement, cst.SimpleStatementLine):
+    if not type(statement) is cst.SimpleStatementLine:
         return []
     names = []
     for small in statement.body:
-        if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+        if type(small) in (cst.Import, cst.ImportFrom) and not type(small.names) is cst.ImportStar:
             for alias in small.names:
                 bound = alias.asname.name if alias.asname else alias.name
                 dotted = dotted_name(bound)  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ class Flow:
         self.reliable = True  # False: global/nonlocal/match, the analysis stays silent
         self.parameters = _parameter_names(function.params)
         body = function.body
-        statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+        statements = body.body if type(body) is cst.IndentedBlock else [body]
         self.entry = self._block(statements, follow=None, loop=None)
         for number, node in enumerate(self.nodes):
             for successor in node.succ:
@@ -75,35 +75,35 @@ class Flow:
         return entry
 
     def _suite(self, suite: cst.BaseSuite, follow, loop) -> Optional[int]:
-        statements = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+        statements = suite.body if type(suite) is cst.IndentedBlock else [suite]
         return self._block(statements, follow, loop)
 
     def _statement(self, statement: cst.CSTNode, follow: Optional[int], loop) -> Optional[int]:
         succ = [] if follow is None else [follow]
-        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        if type(statement) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             number = self._new(statement)
             node = self.nodes[number]
             for small in statement.body:
                 succ = self._small(small, node, succ, loop)
             node.succ = succ
             return number
-        if isinstance(statement, cst.If):
+        if type(statement) is cst.If:
             number = self._new(statement)
             self._read(statement.test, self.nodes[number])
             body = self._suite(statement.body, follow, loop)
             orelse = statement.orelse
-            if isinstance(orelse, cst.If):
+            if type(orelse) is cst.If:
                 other = self._statement(orelse, follow, loop)
-            elif isinstance(orelse, cst.Else):
+            elif type(orelse) is cst.Else:
                 other = self._suite(orelse.body, follow, loop)
             else:
                 other = follow
             self.nodes[number].succ = [i for i in (body, other) if i is not None]
             return number
-        if isinstance(statement, (cst.For, cst.While)):
+        if type(statement) in (cst.For, cst.While):
             number = self._new(statement)
             node = self.nodes[number]
-            if isinstance(statement, cst.For):
+            if type(statement) is cst.For:
                 self._read(statement.iter, node)
                 self._target(statement.target, node, None)
             else:
@@ -112,7 +112,7 @@ class Flow:
             body = self._suite(statement.body, number, (number, follow))
             node.succ = [i for i in (body, after) if i is not None]
             return number
-        if isinstance(statement, cst.With):
+        if type(statement) is cst.With:
             number = self._new(statement)
             node = self.nodes[number]
             for item in statement.items:
@@ -122,7 +122,7 @@ class Flow:
             body = self._suite(statement.body, follow, loop)
             node.succ = [] if body is None else [body]
             return number
-        if isinstance(statement, (cst.Try, cst.TryStar)):
+        if type(statement) in (cst.Try, cst.TryStar):
             number = self._new(statement)
             final = self._suite(statement.finalbody.body, follow, loop) if statement.finalbody else follow
             orelse = self._suite(statement.orelse.body, final, loop) if statement.orelse else final
@@ -142,7 +142,7 @@ class Flow:
                 self.nodes[number_in_body].succ.extend(handlers)  # any statement may raise
             self.nodes[number].succ = [i for i in [body, *handlers] if i is not None]
             return number
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        if type(statement) in (cst.FunctionDef, cst.ClassDef):
             number = self._new(statement)
             node = self.nodes[number]
             node.writes.add(statement.name.value)
@@ -159,52 +159,52 @@ class Flow:
         return number
 
     def _small(self, small: cst.BaseSmallStatement, node: _Node, succ: List[int], loop) -> List[int]:
-        if isinstance(small, cst.Assign):
+        if type(small) is cst.Assign:
             self._read(small.value, node)
             value = small.value
             for target in small.targets:
                 self._target(target.target, node, value if len(small.targets) == 1 else None)
-        elif isinstance(small, cst.AnnAssign):
+        elif type(small) is cst.AnnAssign:
             if small.value is not None:
                 self._read(small.value, node)
                 self._target(small.target, node, small.value)
-        elif isinstance(small, cst.AugAssign):
+        elif type(small) is cst.AugAssign:
             self._read(small.value, node)
-            if isinstance(small.target, cst.Name):
+            if type(small.target) is cst.Name:
                 name = small.target.value
                 node.reads[name] = node.reads.get(name, 0) + 1
                 node.writes.add(name)
                 node.augmented[name] = small.operator
                 node.values.pop(name, None)
-                if isinstance(small.value, (cst.List, cst.Tuple)):
+                if type(small.value) in (cst.List, cst.Tuple):
                     for element in small.value.elements:
-                        if isinstance(element.value, cst.Name):
+                        if type(element.value) is cst.Name:
                             node.stores.append((name, element.value.value))
             else:
                 self._read(small.target, node)
-        elif isinstance(small, cst.Expr):
+        elif type(small) is cst.Expr:
             self._read(small.value, node)
             self._note_store_call(small.value, node)
-        elif isinstance(small, cst.Return):
+        elif type(small) is cst.Return:
             if small.value is not None:
                 self._read(small.value, node)
             return []
-        elif isinstance(small, cst.Raise):
+        elif type(small) is cst.Raise:
             for part in (small.exc, small.cause):
                 if part is not None:
-                    self._read(part.item if isinstance(part, cst.From) else part, node)
+                    self._read(part.item if type(part) is cst.From else part, node)
             return []
-        elif isinstance(small, cst.Del):
+        elif type(small) is cst.Del:
             self._delete(small.target, node)
-        elif isinstance(small, cst.Break):
+        elif type(small) is cst.Break:
             return [] if loop is None or loop[1] is None else [loop[1]]
-        elif isinstance(small, cst.Continue):
+        elif type(small) is cst.Continue:
             return [] if loop is None else [loop[0]]
-        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+        elif type(small) in (cst.Global, cst.Nonlocal):
             self.reliable = False
-        elif isinstance(small, (cst.Import, cst.ImportFrom)):
+        elif type(small) in (cst.Import, cst.ImportFrom):
             names = small.names
-            if not isinstance(names, cst.ImportStar):
+            if not type(names) is cst.ImportStar:
                 for alias in names:
                     bound = alias.asname.name if alias.asname else alias.name
                     name = dotted_name(bound)  # type: ignore[arg-type]
@@ -221,32 +221,32 @@ class Flow:
             self._target(inner.target, node, inner.value)
 
     def _target(self, target: cst.BaseExpression, node: _Node, value: Optional[cst.BaseExpression]) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             node.writes.add(target.value)
             node.augmented.pop(target.value, None)
             if value is not None:
                 node.values[target.value] = value
-                if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+                if type(value) in (cst.List, cst.Tuple, cst.Set):
                     for element in value.elements:
-                        if isinstance(element.value, cst.Name):
+                        if type(element.value) is cst.Name:
                             node.stores.append((target.value, element.value.value))
             else:
                 node.values.pop(target.value, None)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self._target(element.value, node, None)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._target(target.value, node, None)
         else:  # `obj.attr = v` / `obj[i] = v` read obj (and store v into it)
             self._read(target, node)
-            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-                if isinstance(value, cst.Name):
+            if type(target) is cst.Subscript and type(target.value) is cst.Name:
+                if type(value) is cst.Name:
                     node.stores.append((target.value.value, value.value))
 
     def _delete(self, target: cst.BaseExpression, node: _Node) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             node.writes.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             for element in target.elements:
                 self._delete(element.value, node)
         else:
@@ -256,13 +256,13 @@ class Flow:
     def _note_store_call(expression: cst.BaseExpression, node: _Node) -> None:
         """``feats.append(x)``: ``feats`` now holds ``x``."""
         if (
-            isinstance(expression, cst.Call)
-            and isinstance(expression.func, cst.Attribute)
-            and isinstance(expression.func.value, cst.Name)
+            type(expression) is cst.Call
+            and type(expression.func) is cst.Attribute
+            and type(expression.func.value) is cst.Name
             and expression.func.attr.value in _APPENDERS
         ):
             for arg in expression.args:
-                if isinstance(arg.value, cst.Name):
+                if type(arg.value) is cst.Name:
                     node.stores.append((expression.func.value.value, arg.value.value))
 
     # -- queries ---------------------------------------------------------------------------------
@@ -336,13 +336,13 @@ class Flow:
         """
         reaching = self.definitions(name, index)
         held = {name}
-        if len(reaching) == 1 and isinstance(reaching[0].value, cst.Name):
+        if len(reaching) == 1 and type(reaching[0].value) is cst.Name:
             source, copied_at = reaching[0].value.value, reaching[0].index
             if self.definitions(source, copied_at) == self.definitions(source, index):
                 held.add(source)  # `x = identity`: identity still holds the tensor
         for number, node in enumerate(self.nodes):
             pairs = list(node.stores)
-            pairs += [(alias, v.value) for alias, v in node.values.items() if isinstance(v, cst.Name)]
+            pairs += [(alias, v.value) for alias, v in node.values.items() if type(v) is cst.Name]
             for holder, element in pairs:
                 if element == name and holder != name and self.definitions(name, number) == reaching:
                     held.add(holder)
@@ -352,7 +352,7 @@ class Flow:
 def _parameter_names(params: cst.Parameters) -> List[str]:
     every = [*params.posonly_params, *params.params, *params.kwonly_params]
     for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
+        if type(extra) is cst.Param:
             every.append(extra)
     return [param.name.value for param in every]
 
@@ -406,7 +406,7 @@ def _collect_reads(
 def _all_params(params: cst.Parameters) -> List[cst.Param]:
     every = [*params.posonly_params, *params.params, *params.kwonly_params]
     for extra in (params.star_arg, params.star_kwarg):
-        if isinstance(extra, cst.Param):
+        if type(extra) is cst.Param:
             every.append(extra)
     return every
 
@@ -416,7 +416,7 @@ def _comprehension_targets(node: cst.BaseComp) -> Set[str]:
     clause: Optional[cst.CompFor] = node.for_in
     while clause is not None:
         for inner in walk(clause.target):
-            if isinstance(inner, cst.Name):
+            if type(inner) is cst.Name:
                 names.add(inner.value)
         clause = clause.inner_for_in
     return names
@@ -425,6 +425,6 @@ def _comprehension_targets(node: cst.BaseComp) -> Set[str]:
 def _named_expressions(expression: cst.CSTNode) -> List[cst.NamedExpr]:
     if not isinstance(expression, cst.BaseExpression):
         return []
-    return [inner for inner in walk(expression) if isinstance(inner, cst.NamedExpr)]
+    return [inner for inner in walk(expression) if type(inner) is cst.NamedExpr]
 
 

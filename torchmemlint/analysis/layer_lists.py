@@ -22,10 +22,10 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
 
 
 def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
-    if isinstance(node, (cst.List, cst.Tuple)):
+    if type(node) in (cst.List, cst.Tuple):
         values = []
         for element in node.elements:
-            if not isinstance(element, cst.Element):
+            if not type(element) is cst.Element:
                 return None  # `*more`
             values.append(element.value)
         return values
@@ -98,9 +98,9 @@ class LayerLists:
     def helper_variants(self, call: cst.Call, depth: int = 0) -> Optional[Variants]:
         """Every list a same-file helper may return (one per ``return`` and way of building)."""
         func = call.func
-        if isinstance(func, cst.Name):
+        if type(func) is cst.Name:
             name = func.value
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value in ("self", "cls"):
             name = func.attr.value
         else:
             return None
@@ -121,7 +121,7 @@ class LayerLists:
         if not returns or not statements:
             return None
         last = statements[-1]
-        if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)):
+        if not (type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Return):
             return None  # may fall off the end (returns None)
         found: Variants = []
         for ret in returns:
@@ -140,20 +140,20 @@ class LayerLists:
         self, function: cst.FunctionDef, value: cst.BaseExpression, statement: cst.CSTNode, depth: int
     ) -> Optional[Variants]:
         """The variants a returned or spliced expression stands for."""
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             return self.variants(function, value.value, statement, depth)
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             return self.helper_variants(value, depth)
         return self._literal(function, value, depth)
 
     def _literal(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression, depth: int) -> Optional[Variants]:
         """``[a, b, *helper()]``: a list or tuple literal, starred helper calls expanded."""
-        if not isinstance(value, (cst.List, cst.Tuple)):
+        if not type(value) in (cst.List, cst.Tuple):
             return None
         variants: Variants = [[]]
         for element in value.elements:
-            if isinstance(element, cst.StarredElement):
-                inner = self.helper_variants(element.value, depth) if isinstance(element.value, cst.Call) else None
+            if type(element) is cst.StarredElement:
+                inner = self.helper_variants(element.value, depth) if type(element.value) is cst.Call else None
                 if inner is None:
                     return None
                 combined = _product(variants, inner)
@@ -167,13 +167,13 @@ class LayerLists:
     def _local_layer(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression) -> cst.BaseExpression:
         """``leaky`` in a list, for ``leaky = nn.LeakyReLU(0.1)`` assigned once in the function
         and used nowhere but as list elements: the constructor call."""
-        if function is None or not isinstance(value, cst.Name):
+        if function is None or not type(value) is cst.Name:
             return value
         name = value.value
         assigned = []
         for node in scan(function.body, _BINDERS, _NESTED):  # (their order does not matter: one is kept)
             targets = (
-                [t.target for t in node.targets] if isinstance(node, cst.Assign)
+                [t.target for t in node.targets] if type(node) is cst.Assign
                 else [getattr(node, "target", None) or getattr(node, "name", None)]
             )
             if any(
@@ -181,9 +181,9 @@ class LayerLists:
                 for t in targets if t is not None
             ):
                 assigned.append(node)
-        if len(assigned) != 1 or not isinstance(assigned[0], cst.Assign) or len(assigned[0].targets) != 1:
+        if len(assigned) != 1 or not type(assigned[0]) is cst.Assign or len(assigned[0].targets) != 1:
             return value
-        if not isinstance(assigned[0].value, cst.Call) or any(
+        if not type(assigned[0].value) is cst.Call or any(
             p.name.value == name for p in nodes_of(function.params, cst.Param)  # type: ignore[attr-defined]
         ):
             return value
@@ -191,7 +191,7 @@ class LayerLists:
         allowed = {id(assigned[0].targets[0].target)}
         for node in scan(function.body, (cst.List, cst.Tuple), _NESTED):
             for element in node.elements:  # type: ignore[attr-defined]
-                if isinstance(element.value, cst.Name) and element.value.value == name:
+                if type(element.value) is cst.Name and element.value.value == name:
                     allowed.add(id(element.value))
         mentions = [n for n in scan(function.body, (cst.Name,), _NESTED) if n.value == name]  # type: ignore[attr-defined]
         if any(id(n) not in allowed for n in mentions):
@@ -217,29 +217,29 @@ class LayerLists:
         held: Optional[Variants], depth: int,
     ) -> Optional[Variants]:
         """The variants after one small statement that mentions ``name`` (None: unknown)."""
-        if isinstance(small, (cst.Assign, cst.AnnAssign)):
-            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        if type(small) in (cst.Assign, cst.AnnAssign):
+            targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             value = small.value
-            if len(targets) != 1 or not isinstance(targets[0], cst.Name) or targets[0].value != name:
+            if len(targets) != 1 or not type(targets[0]) is cst.Name or targets[0].value != name:
                 return None
             if value is None or _mentions_name(value, name):
                 return None
-            if isinstance(value, cst.Call):
+            if type(value) is cst.Call:
                 return self.helper_variants(value, depth)
             return self._literal(function, value, depth)
         if held is None:
             return None
-        if isinstance(small, cst.AugAssign):
-            if not (isinstance(small.target, cst.Name) and small.target.value == name):
+        if type(small) is cst.AugAssign:
+            if not (type(small.target) is cst.Name and small.target.value == name):
                 return None
-            if not isinstance(small.operator, cst.AddAssign) or _mentions_name(small.value, name):
+            if not type(small.operator) is cst.AddAssign or _mentions_name(small.value, name):
                 return None
             added = self._literal(function, small.value, depth)
             return _product(held, added) if added is not None else None
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        if type(small) is cst.Expr and type(small.value) is cst.Call:
             call = small.value
             func = call.func
-            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name):
+            if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name):
                 return None
             if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
                 return None
@@ -250,7 +250,7 @@ class LayerLists:
                 return _product(held, [[self._local_layer(function, value)]])
             if func.attr.value == "extend":
                 added = self._literal(function, value, depth)
-                if added is None and isinstance(value, cst.Call):
+                if added is None and type(value) is cst.Call:
                     added = self.helper_variants(value, depth)
                 return _product(held, added) if added is not None else None
         return None
@@ -283,35 +283,35 @@ class _Walk:
 
     def statement(self, statement: cst.CSTNode, held: Optional[Variants]) -> Optional[Variants]:
         contains = statement is self.target or holds(statement, self.target)
-        if statement is self.target or (contains and isinstance(statement, cst.SimpleStatementLine)):
+        if statement is self.target or (contains and type(statement) is cst.SimpleStatementLine):
             self._reached(held)
             return held
         if not contains and not _mentions_name(statement, self.name):
             return held
-        if isinstance(statement, cst.SimpleStatementLine):
+        if type(statement) is cst.SimpleStatementLine:
             for small in statement.body:
                 if not _mentions_name(small, self.name):
                     continue
-                if isinstance(small, cst.Return):
+                if type(small) is cst.Return:
                     raise _Unknown()  # returned in the middle: a different list at the splice
                 held = self.lists._step(self.function, small, self.name, held or None, self.depth)
                 if held is None:
                     raise _Unknown()
             return held
-        if isinstance(statement, cst.If):
+        if type(statement) is cst.If:
             if _mentions_name(statement.test, self.name):
                 raise _Unknown()
             after = self.block(list(block_statements(statement.body)), held)
             orelse = statement.orelse
-            if isinstance(orelse, cst.If):
+            if type(orelse) is cst.If:
                 other = self.statement(orelse, held)
-            elif isinstance(orelse, cst.Else):
+            elif type(orelse) is cst.Else:
                 other = self.block(list(block_statements(orelse.body)), held)
             else:
                 other = held
             return self._union(after, other)
-        if isinstance(statement, (cst.For, cst.While)):
-            header = statement.iter if isinstance(statement, cst.For) else statement.test
+        if type(statement) in (cst.For, cst.While):
+            header = statement.iter if type(statement) is cst.For else statement.test
             if _mentions_name(header, self.name) or statement.orelse is not None:
                 raise _Unknown()
             if scan(statement.body, (cst.Break, cst.Continue), _NESTED):
@@ -320,7 +320,7 @@ class _Walk:
             once = self.block(body, held)
             twice = self.block(body, once)
             return self._union(self._union(held, once), twice)
-        if isinstance(statement, cst.With):
+        if type(statement) is cst.With:
             return self.block(list(block_statements(statement.body)), held)
         raise _Unknown()  # try, match, nested definitions that use the name
 
@@ -365,7 +365,7 @@ def zero_probability(
     number = literal_number(value)
     if number is not None:
         return number == 0
-    if function is None or not isinstance(value, cst.Name) or depth > 4:
+    if function is None or not type(value) is cst.Name or depth > 4:
         return False
     params = function.params
     positional = [*params.posonly_params, *params.params]
@@ -389,9 +389,9 @@ def zero_probability(
 def _rebound(function: cst.FunctionDef, name: str) -> bool:
     for node in nodes_of(function.body, cst.Assign, cst.AugAssign, cst.AnnAssign):
         targets = (
-            [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
         )
-        if any(isinstance(t, cst.Name) and t.value == name for t in targets):
+        if any(type(t) is cst.Name and t.value == name for t in targets):
             return True
     return False
 

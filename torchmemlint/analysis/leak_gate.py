@@ -156,7 +156,7 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
     facts.function_names = [function.name.value for function in nodes(cst.FunctionDef)]
     for call in nodes(cst.Call):
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _MODE_ATTRS:
+        if type(func) is cst.Attribute and func.attr.value in _MODE_ATTRS:
             receiver = dotted_name(func.value)
             if func.attr.value == "eval":
                 if not call.args:
@@ -173,7 +173,7 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
             if type(node) is cst.Call:
                 func = node.func
                 if (
-                    isinstance(func, cst.Attribute) and func.attr.value == "append"
+                    type(func) is cst.Attribute and func.attr.value == "append"
                     and _self_attribute(func.value) is not None
                 ):
                     facts.forward_appends = True
@@ -192,23 +192,23 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
         loop = Loop()
         for node in index.of_types(here, (cst.AugAssign, cst.BinaryOperation, cst.Call)):
             if type(node) is cst.AugAssign:
-                if isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+                if type(node.operator) in (cst.AddAssign, cst.SubtractAssign):
                     loop.accumulates = True
             elif type(node) is cst.BinaryOperation:
-                if isinstance(node.operator, cst.Add):
+                if type(node.operator) is cst.Add:
                     loop.accumulates = True
             else:
                 func = node.func
-                attr = func.attr.value if isinstance(func, cst.Attribute) else None
+                attr = func.attr.value if type(func) is cst.Attribute else None
                 if attr == "append":
                     loop.accumulates = True
                 loop.calls.append((attr, dotted_name(func)))
         facts.loops.append(loop)
     for node in nodes(cst.ImportFrom):
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             continue
         for alias in node.names:
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 original = dotted_name(alias.name) or ""
                 facts.renamed[alias.asname.name.value] = original.rsplit(".", 1)[-1]
     return facts

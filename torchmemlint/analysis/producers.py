@@ -58,13 +58,13 @@ class Producers:
 
     def call(self, call: cst.Call, self_name: Optional[str]) -> Producer:
         func = call.func
-        if isinstance(func, cst.Attribute) and _is_self(func.value, self_name):
+        if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
         qualified = qualify(func)
         if qualified is not None:
             return self._function(call, qualified)
-        if isinstance(func, cst.Attribute) and not _rooted_at(func.value, self_name):
+        if type(func) is cst.Attribute and not _rooted_at(func.value, self_name):
             # A method of a tensor (not of a sub-module such as `self.op.add`).
             method = func.attr.value
             if method in OUTPUT_SAVING_METHODS:
@@ -102,11 +102,11 @@ class Producers:
         self, expression: cst.BaseExpression, flow: Flow, index: int, self_name: Optional[str], depth: int = 0
     ) -> List[Producer]:
         """Every producer that may have made ``expression``'s value at statement ``index``."""
-        if isinstance(expression, cst.Call):
+        if type(expression) is cst.Call:
             return [self.call(expression, self_name)]
-        if isinstance(expression, cst.BinaryOperation) and isinstance(expression.operator, _FRESH_OPERATORS):
+        if type(expression) is cst.BinaryOperation and isinstance(expression.operator, _FRESH_OPERATORS):
             return [Producer(Category.FRESH, "an arithmetic operation")]
-        if not isinstance(expression, cst.Name) or depth > 4:
+        if not type(expression) is cst.Name or depth > 4:
             return [UNKNOWN_PRODUCER]
         name = expression.value
         found: List[Producer] = []

@@ -32,14 +32,14 @@ class RecomputingFunction:
 
 def _method(classdef: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
     for statement in classdef.body.body:  # type: ignore[union-attr]
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+        if type(statement) is cst.FunctionDef and statement.name.value == name:
             return statement
     return None
 
 
 def _params(function: cst.FunctionDef) -> List[str]:
     return [p.name.value for p in function.params.params] + (
-        [function.params.star_arg.name.value] if isinstance(function.params.star_arg, cst.Param) else []
+        [function.params.star_arg.name.value] if type(function.params.star_arg) is cst.Param else []
     )
 
 
@@ -58,32 +58,32 @@ def recomputing_functions(
         stored: Set[str] = set()
         assigns = nodes_of(forward, cst.Assign)
         for assign in assigns:
-            if isinstance(assign.value, cst.Name) and assign.value.value in function_params:
+            if type(assign.value) is cst.Name and assign.value.value in function_params:
                 for target in assign.targets:
                     t = target.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_forward:
+                    if type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == ctx_forward:
                         stored.add(t.attr.value)
         # only a function forward runs too is rerun in backward (not a separate backward_op)
         source: dict = {}
         for assign in assigns:
-            if isinstance(assign.value, cst.Name):
+            if type(assign.value) is cst.Name:
                 for target in assign.targets:
                     t = target.target
-                    if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == ctx_forward:
+                    if type(t) is cst.Attribute and type(t.value) is cst.Name and t.value.value == ctx_forward:
                         source[t.attr.value] = assign.value.value
         ran: Set[str] = set()
         for call in nodes_of(forward, cst.Call):
             func = call.func
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == ctx_forward:
+            if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == ctx_forward:
                 ran.add(func.attr.value)
-            elif isinstance(func, cst.Name):
+            elif type(func) is cst.Name:
                 ran.update(attr for attr, param in source.items() if param == func.value)
         stored &= ran
         ctx_backward = backward.params.params[0].name.value
         for call in nodes_of(backward, cst.Call):
             func = call.func
             if (
-                isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                type(func) is cst.Attribute and type(func.value) is cst.Name
                 and func.value.value == ctx_backward and func.attr.value in stored
             ):
                 text = cst.Module([]).code_for_node(node)

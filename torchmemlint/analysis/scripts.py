@@ -27,22 +27,22 @@ def training_evidence(module: cst.Module) -> Optional[str]:
                 return "`training_step`"
             continue
         func = node.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
         if name is None:
             continue
         if name == "backward":
             return "`.backward()`"
-        if name == "step" and isinstance(func, cst.Attribute):
+        if name == "step" and type(func) is cst.Attribute:
             owner = dotted_name(func.value) or ""
             if "optim" in owner.lower() or owner.endswith(("opt", "optimizer")):
                 return "`%s.step()`" % owner
         if name.endswith(TRAINER_CLASSES):
             return "`%s(...)`" % name
-        if name in ("train", "fit") and isinstance(func, cst.Attribute) and not node.args:
+        if name in ("train", "fit") and type(func) is cst.Attribute and not node.args:
             owner = dotted_name(func.value) or ""
             if "trainer" in owner.lower():
                 return "`%s.%s()`" % (owner, name)
-        if name == "fit" and isinstance(func, cst.Attribute) and "trainer" in (dotted_name(func.value) or "").lower():
+        if name == "fit" and type(func) is cst.Attribute and "trainer" in (dotted_name(func.value) or "").lower():
             return "`%s.fit(...)`" % dotted_name(func.value)
     return None
 

@@ -59,16 +59,16 @@ class ScopeTracker:
 
     def loop_container(self, name: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.blocks`` when ``name`` is the variable of an enclosing ``for`` over it."""
-        if not isinstance(name, cst.Name):
+        if not type(name) is cst.Name:
             return None
         function = self._functions[-1][0] if self._functions else None
         for statement in reversed(self.context.statement_stack):
             if statement is function:
                 break
-            if not isinstance(statement, cst.For):
+            if not type(statement) is cst.For:
                 continue
             target, iterable = loop_item(statement)
-            if isinstance(target, cst.Name) and target.value == name.value:
+            if type(target) is cst.Name and target.value == name.value:
                 return iterable
         return None
 
@@ -85,7 +85,7 @@ class ScopeTracker:
         target = positional[0].value
         models = file_models(self)
         env = self.call_env()
-        label = f"`{self.context.module.code_for_node(target)}`" if not isinstance(target, cst.Lambda) else "the lambda"
+        label = f"`{self.context.module.code_for_node(target)}`" if not type(target) is cst.Lambda else "the lambda"
         container = self.loop_container(target)
         if container is not None:
             label += f" (an element of `{self.context.module.code_for_node(container)}`)"
@@ -97,7 +97,7 @@ class ScopeTracker:
             segments = _seq_elements(models, target, env, label)
             skip_last = keyword(call, "skip_last")
             if skip_last is not None and not (
-                isinstance(skip_last.value, cst.Name) and skip_last.value.value == "False"
+                type(skip_last.value) is cst.Name and skip_last.value.value == "False"
             ):
                 flatten = keyword(call, "flatten")
                 known = segments is not None and flatten is None and not any(
@@ -117,8 +117,8 @@ def _seq_elements(
     models: CallableModel, target: cst.BaseExpression, env: Env, label: str
 ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
     """What timm's ``checkpoint_seq`` runs one by one: a list literal's items or a container's."""
-    if isinstance(target, (cst.List, cst.Tuple)):
-        if any(isinstance(element, cst.StarredElement) for element in target.elements):
+    if type(target) in (cst.List, cst.Tuple):
+        if any(type(element) is cst.StarredElement for element in target.elements):
             return None
         return [(element.value, env, label) for element in target.elements]
     return models.elements(target, env, label)
@@ -132,7 +132,7 @@ def _recomputed_segments(
     if elements is None or any(where.endswith("[...]") for _, _, where in elements):
         return None  # built by a comprehension or appends: the length is not known here
     segments = positional[1].value if len(positional) > 1 else None
-    if not isinstance(segments, cst.Integer) or int(segments.evaluated_value) < 1:
+    if not type(segments) is cst.Integer or int(segments.evaluated_value) < 1:
         return None
     count = int(segments.evaluated_value)
     return elements[: len(elements) // count * (count - 1)]

@@ -63,12 +63,12 @@ class StackFinder:
         statements = _body_statements(forward.body)
         for statement in _flat_statements(statements):
             stack = None
-            if isinstance(statement, cst.For):
+            if type(statement) is cst.For:
                 stack = self._loop_stack(statement, env)
-            elif isinstance(statement, cst.SimpleStatementLine):
+            elif type(statement) is cst.SimpleStatementLine:
                 for small in statement.body:
                     value = getattr(small, "value", None)
-                    if isinstance(value, cst.Call) and models.follow(value.func, env):
+                    if type(value) is cst.Call and models.follow(value.func, env):
                         stack = self._container_stack(statement, value, value.func, env)
             if stack is not None:
                 yield stack
@@ -80,7 +80,7 @@ class StackFinder:
 
     def _loop_stack(self, loop: cst.For, env: Env) -> Optional[Stack]:
         target, iterable = loop_item(loop)
-        if not isinstance(target, cst.Name):
+        if not type(target) is cst.Name:
             return None
         chained = any(
             _feeds_itself(small, target.value)
@@ -109,7 +109,7 @@ class StackFinder:
         if not followed or len(followed) != 1:
             return None
         value, value_env, _ = followed[0]
-        if not (isinstance(value, cst.Call) and value_env.qualify(value.func) in _CONTAINERS):
+        if not (type(value) is cst.Call and value_env.qualify(value.func) in _CONTAINERS):
             return None
         counted = self._count_elements(value, value_env)
         if counted is not None and env.owner is not None:
@@ -124,9 +124,7 @@ class StackFinder:
             value = arg.value
             if arg.star or (
                 len(container.args) == 1
-                and isinstance(
-                    value, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Name)
-                )
+                and type(value) in (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp, cst.Name)
             ):
                 counted = self._count_listed(value, env, 0)
                 if counted is None:
@@ -143,16 +141,16 @@ class StackFinder:
         if depth > CallableModel.MAX_DEPTH:
             return None
         owner = env.owner
-        if isinstance(expr, (cst.List, cst.Tuple)):
-            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        if type(expr) in (cst.List, cst.Tuple):
+            if any(type(e) is cst.StarredElement for e in expr.elements):
                 return None
             return sum(1 for e in expr.elements if self._is_block(e.value, env)), []
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        if type(expr) in (cst.ListComp, cst.GeneratorExp):
             loop = expr.for_in
             if loop.inner_for_in is not None or loop.ifs or not self._is_block(expr.elt, env):
                 return None
             return self._range_count(loop.iter, env)
-        if isinstance(expr, cst.Name) and owner is not None and env.scope is owner.init_scope:
+        if type(expr) is cst.Name and owner is not None and env.scope is owner.init_scope:
             values = owner.locals.get(expr.value, [])
             if len(values) != 1:
                 return None
@@ -187,8 +185,8 @@ class StackFinder:
 
     def _range_count(self, expr: cst.BaseExpression, env: Env) -> Optional[Tuple[int, List[str]]]:
         if not (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Name)
+            type(expr) is cst.Call
+            and type(expr.func) is cst.Name
             and expr.func.value == "range"
         ):
             return None
@@ -203,16 +201,16 @@ class StackFinder:
         return max(count, 0), notes
 
     def _int(self, expr: cst.BaseExpression, env: Env) -> Optional[Tuple[int, List[str]]]:
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.Integer:
             return int(expr.evaluated_value), []
         owner = env.owner
-        if not isinstance(expr, cst.Name) or owner is None or env.scope is not owner.init_scope:
+        if not type(expr) is cst.Name or owner is None or env.scope is not owner.init_scope:
             return None
         values = owner.locals.get(expr.value, [])
-        if len(values) == 1 and isinstance(values[0], cst.Integer):
+        if len(values) == 1 and type(values[0]) is cst.Integer:
             return int(values[0].evaluated_value), []
         default = owner.defaults.get(expr.value)
-        if not values and isinstance(default, cst.Integer):
+        if not values and type(default) is cst.Integer:
             return int(default.evaluated_value), [f"`{expr.value}` defaults to {default.value}"]
         return None
 
@@ -224,7 +222,7 @@ class StackFinder:
         `nn.Sequential` (a `_make_layer` stage), or an imported class named like a block.
         Unknown callables (`norm_layer(...)`, `create_conv2d(...)`) are not blocks.
         """
-        if not isinstance(expr, cst.Call):
+        if not type(expr) is cst.Call:
             return False
         models = self.models
         local = models.local_class(expr.func, env)
@@ -253,9 +251,9 @@ class StackFinder:
             )
         # Only a plain or dotted name says what it builds: `_POOLERS[kind]()`,
         # `Conv["conv", dims](...)` or `make()()` name nothing (their `.value` is a node).
-        if isinstance(expr.func, cst.Attribute):
+        if type(expr.func) is cst.Attribute:
             name = expr.func.attr.value
-        elif isinstance(expr.func, cst.Name):
+        elif type(expr.func) is cst.Name:
             name = expr.func.value
         else:
             return False
@@ -274,7 +272,7 @@ class StackFinder:
             link = _chain_link(statement, env.self_name)
             if link is None:
                 # A compound statement may run the chain conditionally: start over after it.
-                if not isinstance(statement, cst.SimpleStatementLine) or (
+                if not type(statement) is cst.SimpleStatementLine or (
                     variable is not None and variable in _simple_targets(statement)
                 ):
                     variable, first, names = None, None, []
@@ -314,19 +312,19 @@ def _simple_targets(statement: cst.SimpleStatementLine) -> Set[str]:
     """Names a simple statement line assigns to directly."""
     names: Set[str] = set()
     for small in statement.body:
-        if isinstance(small, cst.Assign):
+        if type(small) is cst.Assign:
             targets = [target.target for target in small.targets]
-        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+        elif type(small) in (cst.AnnAssign, cst.AugAssign):
             targets = [small.target]
         else:
             continue
         for target in targets:
-            elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]
-            names.update(e.value for e in elements if isinstance(e, cst.Name))
+            elements = target.elements if type(target) in (cst.Tuple, cst.List) else [target]
+            names.update(e.value for e in elements if type(e) is cst.Name)
             names.update(
                 e.value.value
                 for e in elements
-                if isinstance(e, cst.BaseElement) and isinstance(e.value, cst.Name)
+                if isinstance(e, cst.BaseElement) and type(e.value) is cst.Name
             )
     return names
 
@@ -335,20 +333,20 @@ def _chain_link(
     statement: cst.CSTNode, self_name: Optional[str]
 ) -> Optional[Tuple[str, str, cst.Call, str]]:
     """(target, argument, call, attribute) for a statement `target = self.attribute(argument)`."""
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+    if not type(statement) is cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
     if not (
-        isinstance(small, cst.Assign)
+        type(small) is cst.Assign
         and len(small.targets) == 1
-        and isinstance(small.targets[0].target, cst.Name)
+        and type(small.targets[0].target) is cst.Name
     ):
         return None
     call = small.value
     if (
-        not isinstance(call, cst.Call)
+        not type(call) is cst.Call
         or not call.args
-        or not isinstance(call.args[0].value, cst.Name)
+        or not type(call.args[0].value) is cst.Name
     ):
         return None
     path = self_path(call.func, self_name)
@@ -369,27 +367,27 @@ def _returns_sequential(function: cst.FunctionDef, parent: Bindings) -> bool:
     scope = _scope_of(function, parent)
     returns = _returned(function)
     return bool(returns) and all(
-        isinstance(value, cst.Call) and scope.qualify(value.func) == _NN + "Sequential"
+        type(value) is cst.Call and scope.qualify(value.func) == _NN + "Sequential"
         for value in returns
     )
 
 
 def _feeds_itself(small: cst.BaseSmallStatement, function: str) -> bool:
     """Whether a statement is `x = ...function(x, ...)...`: each call takes the last output."""
-    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+    if type(small) is cst.Assign and len(small.targets) == 1:
         target = small.targets[0].target
-    elif isinstance(small, cst.AugAssign):
+    elif type(small) is cst.AugAssign:
         target = small.target
     else:
         return False
-    if not isinstance(target, cst.Name):
+    if not type(target) is cst.Name:
         return False
     return any(
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Name)
+        type(node) is cst.Call
+        and type(node.func) is cst.Name
         and node.func.value == function
         and node.args
-        and isinstance(node.args[0].value, cst.Name)
+        and type(node.args[0].value) is cst.Name
         and node.args[0].value.value == target.value
         for node in [small.value, *_walk(small.value)]
     )
@@ -401,7 +399,7 @@ def _encloses_loop(owner: InitModel, loop: cst.For) -> bool:
     if init is None:
         return True
     for statement in _flat_statements(_body_statements(init.body)):
-        if isinstance(statement, (cst.For, cst.While)) and statement is not loop:
+        if type(statement) in (cst.For, cst.While) and statement is not loop:
             if any(node is loop for node in _walk(statement)):
                 return True
     return False

@@ -34,11 +34,11 @@ def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int
         node = stack.pop()
         if node is skipped:
             continue
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             count += node.value == name
-        elif isinstance(node, (cst.Attribute, cst.Arg)):
+        elif type(node) in (cst.Attribute, cst.Arg):
             stack.append(node.value)
-        elif isinstance(node, cst.IfExp) and id(node) in on_path:
+        elif type(node) is cst.IfExp and id(node) in on_path:
             stack.append(node.test)
             stack.extend(branch for branch in (node.body, node.orelse) if id(branch) in on_path)
         else:
@@ -49,7 +49,7 @@ def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int
 def mentions(expression: cst.CSTNode, word: str) -> bool:
     """Whether a name or attribute in ``expression`` contains ``word`` (``self.inplace``)."""
     for node in walk(expression):
-        if isinstance(node, cst.Name) and word in node.value:
+        if type(node) is cst.Name and word in node.value:
             return True
     return False
 
@@ -76,40 +76,40 @@ def has_star_args(call: cst.Call) -> bool:
 
 
 def literal_bool(node: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+    if type(node) is cst.Name and node.value in ("True", "False"):
         return node.value == "True"
     return None
 
 
 def literal_number(node: cst.BaseExpression) -> Optional[float]:
     sign = 1.0
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
         sign, node = -1.0, node.expression
-    if isinstance(node, (cst.Integer, cst.Float)):
+    if type(node) in (cst.Integer, cst.Float):
         return sign * float(node.evaluated_value)
     return None
 
 
 def is_literal(node: cst.BaseExpression) -> bool:
     """A constant that can move from ``__init__`` to ``forward`` unchanged."""
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+    if type(node) in (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString):
         return True
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value in ("True", "False", "None")
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
         return literal_number(node) is not None
-    if isinstance(node, (cst.Tuple, cst.List)):
+    if type(node) in (cst.Tuple, cst.List):
         return all(
-            isinstance(e, cst.Element) and is_literal(e.value) for e in node.elements
+            type(e) is cst.Element and is_literal(e.value) for e in node.elements
         )
     return False
 
 
 
 def terminal_name(func: cst.BaseExpression) -> Optional[str]:
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         return func.attr.value
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         return func.value
     return None
 
@@ -141,18 +141,18 @@ def enclosing(context, node_type: type) -> Optional[cst.CSTNode]:
 
 
 def block_statements(suite: cst.BaseSuite) -> Iterable[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
+    return suite.body if type(suite) is cst.IndentedBlock else [suite]
 
 
 def block_indent(suite: cst.BaseSuite, module: cst.Module) -> str:
-    if isinstance(suite, cst.IndentedBlock):
+    if type(suite) is cst.IndentedBlock:
         return suite.indent if suite.indent is not None else module.default_indent
     return ""
 
 
 def is_static(method: cst.FunctionDef) -> bool:
     return any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod")
+        type(d.decorator) is cst.Name and d.decorator.value in ("staticmethod", "classmethod")
         for d in method.decorators
     )
 
@@ -164,7 +164,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         child = stack.pop()
         yield child
-        if not isinstance(child, cst.ClassDef):
+        if not type(child) is cst.ClassDef:
             stack.extend(child.children)
 
 
@@ -223,12 +223,12 @@ def _reordered_between(index, here: int, picked: List[int]) -> bool:
 
 
 def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return block.body if isinstance(block, cst.IndentedBlock) else ()
+    return block.body if type(block) is cst.IndentedBlock else ()
 
 
 def _child_blocks(statement: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
     """The statement lists directly inside an if/for/while/with/try statement."""
-    if not isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try)):
+    if not type(statement) in (cst.If, cst.For, cst.While, cst.With, cst.Try):
         return
     yield _body_statements(statement.body)
     orelse = getattr(statement, "orelse", None)
@@ -252,7 +252,7 @@ def _flat_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]
 
 def _small_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSmallStatement]:
     for statement in _flat_statements(statements):
-        if isinstance(statement, cst.SimpleStatementLine):
+        if type(statement) is cst.SimpleStatementLine:
             yield from statement.body
 
 
@@ -265,7 +265,7 @@ def _scope_of(function: Union[cst.FunctionDef, cst.Lambda], parent: Bindings) ->
     """The names a function body sees, as the engine binds them during its traversal."""
     scope = Bindings(parent)
     scope.bind_parameters(function.params)
-    if isinstance(function, cst.FunctionDef):
+    if type(function) is cst.FunctionDef:
         scope.bind_statements(_body_statements(function.body))
     return scope
 
@@ -279,13 +279,13 @@ def _root(scope: Bindings) -> Bindings:
 def self_path(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[List[str]]:
     """``["a", "b"]`` for ``self.a.b``; None for anything else."""
     parts: List[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
     if (
         self_name is None
         or not parts
-        or not (isinstance(node, cst.Name) and node.value == self_name)
+        or not (type(node) is cst.Name and node.value == self_name)
     ):
         return None
     return list(reversed(parts))
@@ -296,11 +296,11 @@ def loop_item(loop: cst.For) -> Tuple[cst.BaseAssignTargetExpression, cst.BaseEx
     enumerate(self.blocks)`` gives ``(block, self.blocks)``."""
     target, iterable = loop.target, loop.iter
     if (
-        isinstance(iterable, cst.Call)
-        and isinstance(iterable.func, cst.Name)
+        type(iterable) is cst.Call
+        and type(iterable.func) is cst.Name
         and iterable.func.value == "enumerate"
         and iterable.args
-        and isinstance(target, cst.Tuple)
+        and type(target) is cst.Tuple
         and len(target.elements) == 2
     ):
         return target.elements[1].value, iterable.args[0].value

@@ -97,16 +97,15 @@ class ScopeFacts:
             for method in owner.methods
             for event in method.assigns
             if event.targets == (target,) and event.value is not None
-            and not (isinstance(event.value, cst.Name) and event.value.value == "None")
+            and not (type(event.value) is cst.Name and event.value.value == "None")
         ]
         if not values:
             return False
         modules = self.walk.module_classes()
         for value in values:
-            if not isinstance(value, cst.Call):
+            if not type(value) is cst.Call:
                 return False
-            qualified = self.bindings.qualify(value.func) if isinstance(
-                value.func, (cst.Name, cst.Attribute)) else None
+            qualified = self.bindings.qualify(value.func) if type(value.func) in (cst.Name, cst.Attribute) else None
             last = (dotted_name(value.func) or "").rsplit(".", 1)[-1]
             if (
                 not last[:1].isupper() or last in modules
@@ -120,7 +119,7 @@ class ScopeFacts:
         found: Dict[str, bool] = {}
         for event in self.scope.assigns:
             value = event.value
-            if isinstance(value, cst.Call) and not event.unpacked and not event.augmented:
+            if type(value) is cst.Call and not event.unpacked and not event.augmented:
                 qualified = self.bindings.qualify(value.func) if dotted_name(value.func) else None
                 if qualified and qualified.startswith("torch.nn.") and qualified.endswith("Loss"):
                     for target in event.targets:
@@ -191,19 +190,19 @@ class ScopeFacts:
         """The kind of tensor an expression evaluates to, if this scope shows it."""
         if ctx.no_grad and not self.forward:
             return None
-        if isinstance(expr, (cst.Name, cst.Attribute)):
+        if type(expr) in (cst.Name, cst.Attribute):
             dotted = dotted_name(expr)
             if dotted is not None and dotted in self.env:
                 return self.env[dotted]
-            if isinstance(expr, cst.Attribute) and expr.attr.value in ("loss", "logits"):
+            if type(expr) is cst.Attribute and expr.attr.value in ("loss", "logits"):
                 base = self.value_of(expr.value, ctx)  # outputs.loss of a transformers model
                 if base is not None and base.kind is Kind.OUTPUT:
                     kind = Kind.LOSS if expr.attr.value == "loss" else base.kind
                     return Value(kind, base.loops)
             return None
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             return self.value_of(expr.value, ctx)
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             left = self.value_of(expr.left, ctx)
             right = self.value_of(expr.right, ctx)
             if left is None or right is None:
@@ -214,9 +213,9 @@ class ScopeFacts:
                 return dataclasses.replace(known, scalar=known.scalar and _is_number(other))
             kind = Kind.LOSS if Kind.LOSS in (left.kind, right.kind) else left.kind
             return Value(kind, left.loops if len(left.loops) >= len(right.loops) else right.loops)
-        if isinstance(expr, cst.UnaryOperation):
+        if type(expr) is cst.UnaryOperation:
             return self.value_of(expr.expression, ctx)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_value(expr, ctx)
         return None
 
@@ -230,7 +229,7 @@ class ScopeFacts:
         scalar = self.loss_call(call)
         if scalar is not None:
             return Value(Kind.LOSS, ctx.loops, scalar)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             if func.attr.value in GRAD_KEEPING_METHODS:
                 base = self.value_of(func.value, ctx)
                 if base is None:
@@ -255,7 +254,7 @@ class ScopeFacts:
             if any(self.value_of(arg.value, ctx) is not None for arg in call.args):
                 return activation
             return None
-        if isinstance(func, cst.Attribute) and dotted_name(func.value) != "self":
+        if type(func) is cst.Attribute and dotted_name(func.value) != "self":
             base = self.value_of(func.value, ctx)
             if base is not None and func.attr.value in DEVICE_KEEPING_METHODS:
                 if func.attr.value == "to" and any(_mentions_cpu(a.value) for a in call.args):
@@ -266,7 +265,7 @@ class ScopeFacts:
         qualified = self.bindings.qualify(func) if dotted else None
         if qualified and qualified.startswith("torch.") and not NON_TENSOR_TORCH.match(qualified):
             for arg in call.args:
-                listed = isinstance(arg.value, (cst.List, cst.Tuple))
+                listed = type(arg.value) in (cst.List, cst.Tuple)
                 values = arg.value.elements if listed else [arg]
                 if any(self.value_of(v.value, ctx) is not None for v in values):
                     return activation
@@ -304,7 +303,7 @@ class ScopeFacts:
                 # what `.backward()` is called on is a 0-dim loss, whatever computed it
                 if value is not None:
                     value = Value(Kind.LOSS, value.loops, True)
-                elif isinstance(event.value, (cst.Call, cst.BinaryOperation)) and not _detaches(
+                elif type(event.value) in (cst.Call, cst.BinaryOperation) and not _detaches(
                     event.value
                 ):
                     value = Value(Kind.LOSS, event.ctx.loops, True)
@@ -322,8 +321,8 @@ class ScopeFacts:
         value = event.value
         return (
             len(event.targets) == 1
-            and isinstance(value, cst.BinaryOperation)
-            and isinstance(value.operator, cst.Add)
+            and type(value) is cst.BinaryOperation
+            and type(value.operator) is cst.Add
             and event.targets[0] in (dotted_name(value.left), dotted_name(value.right))
         )
 
@@ -367,7 +366,7 @@ class ScopeFacts:
             return None
         chain = [frame for frame in event.ctx.chain if after_seq is None or frame.seq > after_seq]
         for frame in chain:
-            if isinstance(frame.statement, (cst.For, cst.While)):
+            if type(frame.statement) in (cst.For, cst.While):
                 return frame
         return event.ctx.chain[-1]
 
@@ -423,9 +422,9 @@ class ScopeFacts:
 
     def computed_in(self, expr: cst.BaseExpression, loop: cst.CSTNode, seq: int) -> bool:
         """`expr` is a call result, or a name last assigned a call result, in this loop."""
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return True
-        dotted = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+        dotted = dotted_name(expr) if type(expr) in (cst.Name, cst.Attribute) else None
         if dotted is None:
             return False
         last = None
@@ -433,7 +432,7 @@ class ScopeFacts:
             if event.seq < seq and dotted in event.targets:
                 last = event
         return (
-            last is not None and loop in last.ctx.loops and isinstance(last.value, cst.Call)
+            last is not None and loop in last.ctx.loops and type(last.value) is cst.Call
         )
 
     def starts_as_number(self, name: str, ctx: Ctx) -> bool:
@@ -488,23 +487,23 @@ def _conditional_in(ctx: Ctx, loop: cst.CSTNode) -> bool:
     """Whether the statement of `ctx` sits under an `if` inside `loop`."""
     statements = [frame.statement for frame in ctx.chain]
     inside = statements[statements.index(loop) + 1 :] if loop in statements else []
-    return any(isinstance(statement, cst.If) for statement in inside)
+    return any(type(statement) is cst.If for statement in inside)
 
 
 def _primary_names(expr: cst.BaseExpression) -> Iterator[str]:
     """The tensors an expression is computed from: `(a + b).mean()` -> a, b;
     `scaler.scale(loss)` -> loss; `out[i]` -> out."""
-    dotted = dotted_name(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    dotted = dotted_name(expr) if type(expr) in (cst.Name, cst.Attribute) else None
     if dotted is not None:
         yield dotted
-    elif isinstance(expr, cst.BinaryOperation):
+    elif type(expr) is cst.BinaryOperation:
         yield from _primary_names(expr.left)
         yield from _primary_names(expr.right)
-    elif isinstance(expr, cst.UnaryOperation):
+    elif type(expr) is cst.UnaryOperation:
         yield from _primary_names(expr.expression)
-    elif isinstance(expr, cst.Subscript):
+    elif type(expr) is cst.Subscript:
         yield from _primary_names(expr.value)
-    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+    elif type(expr) is cst.Call and type(expr.func) is cst.Attribute:
         if expr.func.attr.value == "scale" and expr.args:
             yield from _primary_names(expr.args[0].value)
         else:
@@ -523,7 +522,7 @@ def _reduced(call: cst.Call) -> bool:
     if reduction is None:
         return True
     value = reduction.value
-    return isinstance(value, cst.SimpleString) and value.evaluated_value in ("mean", "sum")
+    return type(value) is cst.SimpleString and value.evaluated_value in ("mean", "sum")
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -534,25 +533,25 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
 
 
 def _is_number(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.UnaryOperation):
+    if type(expr) is cst.UnaryOperation:
         expr = expr.expression
-    return isinstance(expr, (cst.Integer, cst.Float))
+    return type(expr) in (cst.Integer, cst.Float)
 
 
 def _detaches(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         func = expr.func
-        if isinstance(func, cst.Name) and func.value in ("float", "int", "bool"):
+        if type(func) is cst.Name and func.value in ("float", "int", "bool"):
             return True
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             return func.attr.value in ("item", "detach", "tolist", "numpy") or _detaches(func.value)
-    if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+    if type(expr) is cst.Attribute and expr.attr.value == "data":
         return True
     return False
 
 
 def _mentions_cpu(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.SimpleString) and "cpu" in expr.value
+    return type(expr) is cst.SimpleString and "cpu" in expr.value
 
 
 def _self_attribute(expr: cst.BaseExpression) -> Optional[str]:
@@ -566,10 +565,10 @@ def _self_attribute_name(dotted: str) -> Optional[str]:
 
 
 def _is_empty_list(value: Optional[cst.BaseExpression]) -> bool:
-    if isinstance(value, cst.List):
+    if type(value) is cst.List:
         return not value.elements
     return (
-        isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+        type(value) is cst.Call and type(value.func) is cst.Name
         and value.func.value == "list" and not value.args
     )
 
@@ -577,7 +576,7 @@ def _is_empty_list(value: Optional[cst.BaseExpression]) -> bool:
 def _deleted(owner: ClassFacts, target: str) -> bool:
     """`del self.x[:]` / `del self.x` anywhere in the class."""
     for statement in _class_small_statements(owner.node):
-        if isinstance(statement, cst.Del):
+        if type(statement) is cst.Del:
             for name in _names_in(statement.target):
                 if name == target:
                     return True
@@ -599,7 +598,7 @@ def _buffers(owner: Optional[ClassFacts]) -> Set[str]:
         for call in method.calls:
             if call.attr == "register_buffer" and call.node.args:
                 first = call.node.args[0].value
-                if isinstance(first, cst.SimpleString):
+                if type(first) is cst.SimpleString:
                     found.add(str(first.evaluated_value))
     return found
 
@@ -653,9 +652,9 @@ def uses_allow(scope: Scope, name: str, allowed, depth: int = 0) -> bool:
 
 
 def _scan_statement(node: cst.CSTNode, name: str, labels: List[str], derived: Set[str]) -> None:
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+    if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
         return
-    if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+    if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
         value = node.value
         if value is None:
             return
@@ -663,23 +662,23 @@ def _scan_statement(node: cst.CSTNode, name: str, labels: List[str], derived: Se
         _scan(value, name, "assign", labels)
         if "assign" in labels[before:]:
             # read into another name (`avg = total / n`): that name's uses are checked instead
-            assigned = isinstance(node, cst.Assign)
+            assigned = type(node) is cst.Assign
             targets = [t.target for t in node.targets] if assigned else [node.target]
             for target in targets:
                 derived.update(_target_names(target))
             labels[before:] = [label for label in labels[before:] if label != "assign"]
         return
-    if isinstance(node, (cst.Return, cst.Yield)):
+    if type(node) in (cst.Return, cst.Yield):
         if node.value is not None:
             _scan(node.value, name, "return", labels)
         return
-    if isinstance(node, (cst.If, cst.While)):
+    if type(node) in (cst.If, cst.While):
         _scan(node.test, name, "test", labels)
         for child in children(node):
             if child is not node.test:
                 _scan_statement(child, name, labels, derived)
         return
-    if isinstance(node, cst.Expr):
+    if type(node) is cst.Expr:
         _scan(node.value, name, "expr", labels)
         return
     if isinstance(node, cst.BaseExpression):
@@ -690,26 +689,26 @@ def _scan_statement(node: cst.CSTNode, name: str, labels: List[str], derived: Se
 
 
 def _scan(node: cst.CSTNode, name: str, label: str, labels: List[str]) -> None:
-    if isinstance(node, cst.Lambda):
+    if type(node) is cst.Lambda:
         return
-    if isinstance(node, (cst.Name, cst.Attribute)):
+    if type(node) in (cst.Name, cst.Attribute):
         dotted = dotted_name(node)
         if dotted == name:
             labels.append(label)
             return
-        if isinstance(node, cst.Attribute):
+        if type(node) is cst.Attribute:
             _scan(node.value, name, f"receiver:{node.attr.value}", labels)
         return
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
         callee = dotted_name(node.func) or (
-            f".{node.func.attr.value}" if isinstance(node.func, cst.Attribute) else "?"
+            f".{node.func.attr.value}" if type(node.func) is cst.Attribute else "?"
         )
         _scan(node.func, name, "callee", labels)
         following = callee in TYPE_FOLLOWING_CALLS or callee.startswith(TYPE_FOLLOWING_MODULES)
         for arg in node.args:
             _scan(arg.value, name, label if following else f"arg:{callee}", labels)
         return
-    if isinstance(node, (cst.FormattedString, cst.FormattedStringExpression)):
+    if type(node) in (cst.FormattedString, cst.FormattedStringExpression):
         label = "format"
     elif not isinstance(node, _PASS_THROUGH + (cst.IfExp,)):
         label = "escape"

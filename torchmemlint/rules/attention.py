@@ -162,7 +162,7 @@ class EagerAttention(Rule):
 
 
 def _operand(text: str, node: cst.BaseExpression) -> str:
-    simple = isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(node.lpar)
+    simple = type(node) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or bool(node.lpar)
     return text if simple else "(%s)" % text
 
 
@@ -170,7 +170,7 @@ ATTN_IMPLEMENTATION = frozenset({"attn_implementation", "_attn_implementation"})
 
 
 def _string(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
@@ -246,7 +246,7 @@ class EagerAttnImplementation(Rule):
             return
         if any(
             arg.keyword is not None and arg.keyword.value == "output_attentions"
-            and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+            and type(arg.value) is cst.Name and arg.value.value == "True"
             for arg in node.args
         ):
             return
@@ -258,20 +258,20 @@ class EagerAttnImplementation(Rule):
         if self._evidence is None:
             return
         for element in node.elements:
-            if isinstance(element, cst.DictElement) and _string(element.key) in ATTN_IMPLEMENTATION:
+            if type(element) is cst.DictElement and _string(element.key) in ATTN_IMPLEMENTATION:
                 self._check(element.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._evidence is None:
             return
         for target in node.targets:
-            if isinstance(target.target, cst.Attribute) and target.target.attr.value in ATTN_IMPLEMENTATION:
+            if type(target.target) is cst.Attribute and target.target.attr.value in ATTN_IMPLEMENTATION:
                 self._check(node.value)
 
     def _check(self, value: cst.BaseExpression) -> None:
         if _string(value) != "eager":
             return
-        assert isinstance(value, cst.SimpleString)
+        assert type(value) is cst.SimpleString
         quote = value.quote
         prefix = value.prefix
         fix = FixSpec(

@@ -242,7 +242,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
         reentrant: Optional[bool],
         wrapper: Wrapper,
     ) -> str:
-        body = _lambda_call(target) if isinstance(target, cst.Lambda) else None
+        body = _lambda_call(target) if type(target) is cst.Lambda else None
         name = self.code_for(body.func if body is not None else target)
         message = (
             f"`{wrapper.name}` around a single `{op.name}` saves no memory: the op keeps at most "
@@ -268,7 +268,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
 
     def _input_origin(self, value: cst.BaseExpression) -> Optional[str]:
         """ "`x`, the argument of `forward`" when ``value`` is an untouched function argument."""
-        if not isinstance(value, cst.Name) or not self._functions:
+        if not type(value) is cst.Name or not self._functions:
             return None
         function = self._functions[-1][0]
         params = [
@@ -294,7 +294,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
             if arg.keyword is not None and arg.keyword.value in _CHECKPOINT_KEYWORDS
         }
         extra: Sequence[cst.Arg] = ()
-        if isinstance(target, cst.Lambda):
+        if type(target) is cst.Lambda:
             body = _lambda_call(target)
             kept = [arg for index, arg in enumerate(call.args) if index not in doomed]
             params = len(target.params.params)
@@ -340,9 +340,9 @@ def _delete_arguments(call: cst.Call, doomed: Set[int]) -> Optional[List[NodeEdi
             return None
         parts = (arg.keyword, arg.equal, arg.value) if arg.keyword is not None else (arg.value,)
         edits.extend(NodeEdit(part, "") for part in parts if isinstance(part, cst.CSTNode))
-        if not kept and isinstance(arg.comma, cst.Comma):
+        if not kept and type(arg.comma) is cst.Comma:
             edits.append(NodeEdit(arg.comma, ""))
-    if kept and last_kept < last_doomed and isinstance(call.args[last_kept].comma, cst.Comma):
+    if kept and last_kept < last_doomed and type(call.args[last_kept].comma) is cst.Comma:
         edits.append(NodeEdit(call.args[last_kept].comma, ""))
     return edits
 
@@ -351,16 +351,16 @@ def _assigns(statement: cst.CSTNode, name: str) -> bool:
     """Whether a statement (re)binds ``name`` (assignment, for target, with-as, walrus)."""
     for node in [statement, *_walk(statement)]:
         targets: List[cst.BaseExpression] = []
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             targets = [target.target for target in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For)):
+        elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
             targets = [node.target]
-        elif isinstance(node, cst.NamedExpr):
+        elif type(node) is cst.NamedExpr:
             targets = [node.target]
-        elif isinstance(node, cst.AsName):
+        elif type(node) is cst.AsName:
             targets = [node.name]
         for target in targets:
-            if any(isinstance(n, cst.Name) and n.value == name for n in [target, *_walk(target)]):
+            if any(type(n) is cst.Name and n.value == name for n in [target, *_walk(target)]):
                 return True
     return False
 
@@ -616,7 +616,7 @@ class DeepStackWithoutCheckpoint(Rule):
             (
                 statement
                 for statement in _body_statements(node.body)
-                if isinstance(statement, cst.FunctionDef) and statement.name.value == "forward"
+                if type(statement) is cst.FunctionDef and statement.name.value == "forward"
             ),
             None,
         )

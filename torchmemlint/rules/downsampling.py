@@ -183,7 +183,7 @@ class DroppedStemPool(Rule):
             self._check_class(original_node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Attribute):
+        if len(node.targets) != 1 or not type(node.targets[0].target) is cst.Attribute:
             return
         target = node.targets[0].target
         attribute = target.attr.value
@@ -191,13 +191,13 @@ class DroppedStemPool(Rule):
             self._check_pool_replacement(target, node.value)
         elif attribute == "conv1":
             self._check_conv_replacement(target.value, node.value, node.value)
-        elif attribute == "stride" and isinstance(target.value, cst.Attribute):
+        elif attribute == "stride" and type(target.value) is cst.Attribute:
             if target.value.attr.value == "conv1" and _is_stride_one(node.value):
                 self._check_conv_replacement(target.value.value, None, node.value)
 
     # -- replacements -------------------------------------------------------------------------------
     def _check_pool_replacement(self, target: cst.Attribute, value: cst.BaseExpression) -> None:
-        if not isinstance(value, cst.Call):
+        if not type(value) is cst.Call:
             return
         qualified = self.qualify(value.func)
         empty_sequential = qualified == NN + "Sequential" and not value.args
@@ -219,7 +219,7 @@ class DroppedStemPool(Rule):
         if base is None:
             return
         if conv is not None:
-            if not isinstance(conv, cst.Call) or self.qualify(conv.func) != NN + "Conv2d":
+            if not type(conv) is cst.Call or self.qualify(conv.func) != NN + "Conv2d":
                 return
             stride = argument(conv, 3, "stride")
             if stride is not None and not _is_stride_one(stride.value):
@@ -236,30 +236,30 @@ class DroppedStemPool(Rule):
         """Evidence in the surrounding class, function or module that ``base`` is a ResNet."""
         if base == "self":
             classdef = enclosing(self.context, cst.ClassDef)
-            return isinstance(classdef, cst.ClassDef) and self._inherits_resnet(classdef)
+            return type(classdef) is cst.ClassDef and self._inherits_resnet(classdef)
         scope: cst.CSTNode = (
             enclosing(self.context, cst.ClassDef)
             or enclosing(self.context, cst.FunctionDef)
             or self.context.module
         )
         for node in walk(scope):
-            if isinstance(node, cst.Attribute) and node.attr.value in _STAGES:
+            if type(node) is cst.Attribute and node.attr.value in _STAGES:
                 if dotted_name(node.value) == base:
                     return True
-            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+            elif type(node) is cst.Assign and len(node.targets) == 1:
                 if dotted_name(node.targets[0].target) == base and self._is_resnet_factory(node.value):
                     return True
         return False
 
     def _is_resnet_factory(self, value: cst.BaseExpression) -> bool:
-        if not isinstance(value, cst.Call):
+        if not type(value) is cst.Call:
             return False
         qualified = self.qualify(value.func)
         if qualified is None:
             return False
         if qualified == "timm.create_model" and value.args:
             name = value.args[0].value
-            return isinstance(name, cst.SimpleString) and name.evaluated_value.startswith(_RESNET_PREFIXES)
+            return type(name) is cst.SimpleString and name.evaluated_value.startswith(_RESNET_PREFIXES)
         package, _, function = qualified.rpartition(".")
         return package.startswith(_RESNET_PACKAGES) and function.startswith(_RESNET_PREFIXES)
 
@@ -340,19 +340,19 @@ class DroppedStemPool(Rule):
         producers = Producers(model.file, model)
         expression: cst.BaseExpression = call.args[0].value
         for _ in range(16):
-            if isinstance(expression, cst.Name):
+            if type(expression) is cst.Name:
                 definitions = flow.definitions(expression.value, index)
                 if len(definitions) != 1 or definitions[0].index == ENTRY or definitions[0].value is None:
                     return
                 expression, index = definitions[0].value, definitions[0].index
                 continue
-            if not isinstance(expression, cst.Call) or not expression.args:
+            if not type(expression) is cst.Call or not expression.args:
                 return
             func = expression.func
             parts: Optional[List[Part]] = None
-            if isinstance(func, cst.Attribute) and self_name is not None and dotted_name(func.value) == self_name:
+            if type(func) is cst.Attribute and self_name is not None and dotted_name(func.value) == self_name:
                 parts = [Part(func, attribute=func.attr.value)]
-            elif isinstance(func, cst.Attribute) and dotted_name(func.value) is not None:
+            elif type(func) is cst.Attribute and dotted_name(func.value) is not None:
                 if self.qualify(func.value) is None:
                     parts = [Part(func, borrowed=(dotted_name(func.value), func.attr.value))]  # type: ignore[arg-type]
             if parts is not None:
@@ -389,14 +389,14 @@ def _container_elements(
 ) -> Optional[List[Part]]:
     if qualified == NN + "Sequential":
         return resolver.sequential(call, self_name, function, statement)
-    if len(call.args) != 1 or not isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+    if len(call.args) != 1 or not type(call.args[0].value) in (cst.List, cst.Tuple):
         return None
     parts: List[Part] = []
     for element in call.args[0].value.elements:
-        if not isinstance(element, cst.Element):
+        if not type(element) is cst.Element:
             return None
         value = element.value
-        inner = resolver.sequential(value, self_name) if isinstance(value, cst.Call) else None
+        inner = resolver.sequential(value, self_name) if type(value) is cst.Call else None
         # A stage list runs its elements one after another, like a Sequential.
         parts.extend(inner if inner is not None else [resolver.part(value, self_name)])
     return parts
@@ -407,12 +407,12 @@ def _stem_sequential(model: ClassModel, part: Part) -> Optional[cst.CSTNode]:
     if part.attribute is None:
         return None
     assignment = model.single_assignment(part.attribute)
-    if assignment is None or not isinstance(assignment.value, cst.Call):
+    if assignment is None or not type(assignment.value) is cst.Call:
         return None
     return assignment.value if model.file.resolver.constructor(assignment.value) == NN + "Sequential" else None
 
 
 def _is_stride_one(node: cst.BaseExpression) -> bool:
-    if isinstance(node, (cst.Tuple, cst.List)):
+    if type(node) in (cst.Tuple, cst.List):
         return bool(node.elements) and all(_is_stride_one(e.value) for e in node.elements)
     return literal_number(node) == 1

@@ -521,7 +521,7 @@ class _Checks:
             body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
             leading_lines=statement.leading_lines,
         )
-        what = "loop" if isinstance(statement, (cst.For, cst.While)) else "statement"
+        what = "loop" if type(statement) in (cst.For, cst.While) else "statement"
         return FixSpec(
             Applicability.UNSAFE,
             f"Wrap the {what} in `with torch.no_grad():`",
@@ -554,13 +554,13 @@ class _Checks:
             if len(event.targets) != 1 or event.value is None:
                 return
             operator = getattr(event.node, "operator", None)
-            if event.augmented and not isinstance(operator, (cst.AddAssign, cst.SubtractAssign)):
+            if event.augmented and not type(operator) in (cst.AddAssign, cst.SubtractAssign):
                 return
             accumulator = event.targets[0]
             value_node = event.value
             if not event.augmented:  # total = total + loss
                 binary = event.value
-                assert isinstance(binary, cst.BinaryOperation)
+                assert type(binary) is cst.BinaryOperation
                 on_left = dotted_name(binary.left) == accumulator
                 value_node = binary.right if on_left else binary.left
             appended = False
@@ -632,7 +632,7 @@ class _Checks:
     ) -> Optional[FixSpec]:
         if value.kind is not Kind.LOSS or not value.scalar:
             return None
-        if not isinstance(value_node, (cst.Name, cst.Attribute)) or dotted_name(value_node) is None:
+        if not type(value_node) in (cst.Name, cst.Attribute) or dotted_name(value_node) is None:
             return None
         allowed = _list_use if appended else _float_use
         if not appended and not self.facts.starts_as_number(accumulator, event.ctx):
@@ -712,12 +712,12 @@ class _Checks:
 
 def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
     """The literal key of `name["key"]` (a dict of lists), else None."""
-    if not isinstance(receiver, cst.Subscript) or dotted_name(receiver.value) is None:
+    if not type(receiver) is cst.Subscript or dotted_name(receiver.value) is None:
         return None
-    if len(receiver.slice) != 1 or not isinstance(receiver.slice[0].slice, cst.Index):
+    if len(receiver.slice) != 1 or not type(receiver.slice[0].slice) is cst.Index:
         return None
     key = receiver.slice[0].slice.value
-    return key.evaluated_value if isinstance(key, cst.SimpleString) else None
+    return key.evaluated_value if type(key) is cst.SimpleString else None
 
 
 # -- rendering a rewritten statement --------------------------------------------------------
@@ -769,7 +769,7 @@ def _may_leak(scope: Scope) -> bool:
         if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
             return True
     return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
-        any(event.augmented or isinstance(event.value, cst.BinaryOperation)
+        any(event.augmented or type(event.value) is cst.BinaryOperation
             for event in scope.assigns if event.ctx.loops)
     )
 
