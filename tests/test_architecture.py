@@ -101,3 +101,33 @@ def test_rules_build_no_model_of_their_own():
         defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
         assert not defined & models, f"{path.name} defines {defined & models}"
     assert not [p.name for p in (PACKAGE / "rules").glob("_*.py") if p.name != "__init__.py"]
+
+
+def test_exact_type_tests_name_only_classes_without_subclasses():
+    """``type(x) is cst.Name`` stands for ``isinstance`` (several times cheaper on libcst's
+    ABCs) only while libcst has no subclass of the class tested."""
+    import libcst as cst
+
+    tested = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Call)):
+                continue
+            call = node.left
+            if not (isinstance(call.func, ast.Name) and call.func.id == "type"):
+                continue
+            for operator, right in zip(node.ops, node.comparators):
+                if not isinstance(operator, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                    continue
+                for element in right.elts if isinstance(right, ast.Tuple) else [right]:
+                    if (
+                        isinstance(element, ast.Attribute)
+                        and isinstance(element.value, ast.Name)
+                        and element.value.id == "cst"
+                    ):
+                        tested.add((element.attr, f"{path.relative_to(ROOT)}:{node.lineno}"))
+    assert len(tested) > 500
+    with_subclasses = [
+        (name, where) for name, where in sorted(tested) if getattr(cst, name).__subclasses__()
+    ]
+    assert with_subclasses == []
