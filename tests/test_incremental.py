@@ -190,3 +190,22 @@ def test_language_server_keeps_a_document_per_buffer(tmp_path, monkeypatch):
     document = server.documents[str(tmp_path / "m.py")]
     assert document.parsed == 1 and document.reused >= 3  # the edited function alone
     assert first and again == lint_source(edited, str(tmp_path / "m.py"), settings)
+
+
+def test_module_index_put_together_equals_one_built_whole():
+    from torchmemlint.tree import NodeIndex, node_index
+
+    compared = 0
+    for text in _texts():
+        document = Document()
+        module = document.parse(text)
+        document.parse(text)  # the second time from the kept pieces
+        assembled = document.index(module)
+        assert node_index(module) is assembled  # registered: the walk and analyses use it
+        whole = NodeIndex(module, register=False)
+        assert [id(node) for node in assembled.order] == [id(node) for node in whole.order]
+        assert assembled.parent == whole.parent and assembled.end == whole.end
+        assert assembled.scope == whole.scope and assembled.position == whole.position
+        assert [list(map(id, k)) for k in assembled.kids] == [list(map(id, k)) for k in whole.kids]
+        compared += len(whole.order)
+    assert compared > 10_000

@@ -289,6 +289,8 @@ def _lint_source(
         module = document.parse(text) if document is not None else parse_module(text)
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
+    if document is not None:
+        document.index(module)  # registered: the walker and the analyses find it
     context = FileContext(module, filename, settings.option_values(), text, codes)
     rules = []
     for code in sorted(codes):

@@ -8,10 +8,12 @@ changes one top-level statement. ``Document`` keeps, between versions of one tex
   chunks; only the chunks not seen in the last version are parsed, and the module is assembled
   from the statements of all of them. libcst nodes are immutable, so a statement parsed once is
   the same whatever module holds it;
+- the node index of every top-level statement (``tree.NodeIndex``), from which the module's
+  index is put together;
 - the positions of every node of a top-level statement, relative to where the statement
-  starts (``positions.StatementPositions``), for the statements that had findings.
+  starts, for the statements that had findings (``positions._kept_positions``).
 
-Everything after the parse (the index, the analyses, the rules) runs on the whole module as for
+Everything after the parse and the index (the analyses, the rules) runs on the whole module as for
 a file read from disk: the findings are the same as ``lint_source`` without a ``Document``
 (tests/test_incremental.py checks that on every fixture and on edited forms).
 
@@ -33,7 +35,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.tree import parse_module
+from torchmemlint.tree import NodeIndex, parse_module
 
 _LINE_START = re.compile(r"\r\n?|\n")
 # A line that cannot start a top-level statement although it starts in column 0 with a word.
@@ -62,6 +64,8 @@ class Document:
     def __init__(self) -> None:
         self._chunks: Dict[Tuple[str, bool], object] = {}
         self.positions: Dict[int, Tuple[cst.CSTNode, object]] = {}  # for positions.py
+        self.indices: Dict[int, Tuple[cst.CSTNode, NodeIndex]] = {}  # per top-level statement
+        self.module_index: Optional[NodeIndex] = None
         self.starts: Dict[int, int] = {}  # id(top-level statement) -> its offset in the text
         self.reused = 0  # chunks taken from the last version at the last parse
         self.parsed = 0  # chunks parsed at the last parse (0 and reused 0: the whole text)
@@ -78,7 +82,21 @@ class Document:
             module, self.starts = assembled
         kept = {id(statement) for statement in module.body}
         self.positions = {key: value for key, value in self.positions.items() if key in kept}
+        self.indices = {key: value for key, value in self.indices.items() if key in kept}
         return module
+
+    def index(self, module: cst.Module) -> NodeIndex:
+        """The module's node index (registered, as ``tree.node_index`` builds it), put together
+        from the kept indices of its top-level statements."""
+        pieces = []
+        for statement in module.body:
+            kept = self.indices.get(id(statement))
+            if kept is None or kept[0] is not statement:
+                kept = self.indices[id(statement)] = (statement, NodeIndex(statement, register=False))
+            pieces.append(kept[1])
+        # The registry holds indices weakly: this one lives until the next version's.
+        self.module_index = NodeIndex.of_module(module, pieces)
+        return self.module_index
 
     # -- cutting and assembling ------------------------------------------------------------------
     def _assemble(self, text: str) -> Optional[Tuple[cst.Module, Dict[int, int]]]:

@@ -168,7 +168,7 @@ class NodeIndex:
 
     __slots__ = ("root", "order", "parent", "end", "kids", "position", "scope", "_by_type", "__weakref__")
 
-    def __init__(self, root: cst.CSTNode) -> None:
+    def __init__(self, root: cst.CSTNode, register: bool = True) -> None:
         self.root = root
         # Pre-order first (a stack of nodes), then parents and scopes from the children lists:
         # no tuple per node, and no collection of the cyclic GC while the lists grow.
@@ -210,7 +210,35 @@ class NodeIndex:
         self.order, self.parent, self.end, self.kids, self.position = order, parent, end, kids, position
         self.scope = scope  # the innermost FunctionDef or ClassDef strictly above (-1: none)
         self._by_type: Optional[Dict[type, List[int]]] = None
-        _register(self)
+        if register:
+            _register(self)
+
+    @classmethod
+    def of_module(cls, module: cst.Module, pieces: Sequence["NodeIndex"]) -> "NodeIndex":
+        """The index of ``module`` put together from the (unregistered) indices of its
+        top-level statements, in order: the same lists as ``NodeIndex(module)`` builds
+        (tests/test_incremental.py compares them), without a ``children`` call per node."""
+        index = cls.__new__(cls)
+        order: List[cst.CSTNode] = [module]
+        kids: List[List[cst.CSTNode]] = [children(module)]
+        parent, end, scope = [-1], [0], [-1]
+        for piece in pieces:
+            offset = len(order)
+            order.extend(piece.order)
+            kids.extend(piece.kids)
+            parent.append(0)
+            parent.extend([above + offset for above in piece.parent[1:]])
+            end.extend([stop + offset for stop in piece.end])
+            scope.extend([inside + offset if inside >= 0 else -1 for inside in piece.scope])
+        end[0] = len(order)
+        if [piece.root for piece in pieces] != kids[0]:
+            raise ValueError("the pieces are not the module's statements")
+        index.root, index.order, index.kids = module, order, kids
+        index.parent, index.end, index.scope = parent, end, scope
+        index.position = {id(node): here for here, node in enumerate(order)}
+        index._by_type = None
+        _register(index)
+        return index
 
     def children(self, node: cst.CSTNode) -> List[cst.CSTNode]:
         """``children(node)``, from the index when ``node`` is one of its nodes (do not change
