@@ -18,6 +18,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from torchmemlint.analysis.syntax import walk
+from torchmemlint.tree import indexed
 from torchmemlint.context import _PendingFinding
 from torchmemlint.findings import Edit, Finding, Fix, Location
 from torchmemlint.fixer import compose_edits
@@ -159,6 +160,10 @@ class _Rows:
         row = bisect_right(self.starts, offset) - 1
         return Location(row + 1, offset - self.starts[row] + 1)
 
+    def row(self, offset: int) -> int:
+        """``location(offset).row``, without building the location."""
+        return bisect_right(self.starts, offset)
+
     def range(self, span: Tuple[int, int]) -> Tuple[Location, Location]:
         return self.location(span[0]), self.location(span[1])
 
@@ -205,7 +210,7 @@ def _partial_positions(
     groups: Dict[int, List[cst.CSTNode]] = {}
     statements: List[cst.CSTNode] = []
     for position in sorted(wanted):
-        inner = [node for node in walk(body[position]) if is_statement(type(node))]
+        inner = _statements_in(body[position])
         statements.extend(inner)
         groups[position] = inner
     for item in pending:
@@ -247,6 +252,23 @@ def _partial_positions(
             if edit.node not in state.inclusive:
                 return None
     return state, statements
+
+
+_STATEMENT_TYPES = tuple(
+    node_type
+    for node_type in vars(cst).values()
+    if isinstance(node_type, type)
+    and issubclass(node_type, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    and not node_type.__subclasses__()
+)
+
+
+def _statements_in(statement: cst.CSTNode) -> List[cst.CSTNode]:
+    """The statements of ``statement``'s subtree (itself included), in pre-order."""
+    found = indexed(statement)
+    if found is not None:
+        return found[0].of_types(found[1], _STATEMENT_TYPES)
+    return [node for node in walk(statement) if is_statement(type(node))]
 
 
 def _kept_positions(
@@ -297,10 +319,8 @@ def resolve_findings(
         rows = _Rows(state.code())
     # The statements the walk met (not every node of the file): their rows, for `# noqa`.
     spans = [(state.span(node), type(node) is cst.SimpleStatementLine) for node in statements]
-    rows_of = sorted(
-        (rows.location(span[0]).row, is_simple, rows.location(span[1]).row)
-        for span, is_simple in spans
-    )
+    row = rows.row
+    rows_of = sorted((row(span[0]), is_simple, row(span[1])) for span, is_simple in spans)
     findings = []
     for item in pending:
         start, end = rows.range(state.span(item.node))

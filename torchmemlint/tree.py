@@ -166,7 +166,10 @@ class NodeIndex:
     (one built by a fix, a copy made with ``with_changes``).
     """
 
-    __slots__ = ("root", "order", "parent", "end", "kids", "position", "scope", "_by_type", "__weakref__")
+    __slots__ = (
+        "root", "order", "parent", "end", "kids", "position", "scope", "_by_type", "_merged",
+        "__weakref__",
+    )
 
     def __init__(self, root: cst.CSTNode, register: bool = True) -> None:
         self.root = root
@@ -210,6 +213,7 @@ class NodeIndex:
         self.order, self.parent, self.end, self.kids, self.position = order, parent, end, kids, position
         self.scope = scope  # the innermost FunctionDef or ClassDef strictly above (-1: none)
         self._by_type: Optional[Dict[type, List[int]]] = None
+        self._merged: Dict[Tuple[type, ...], List[int]] = {}
         if register:
             _register(self)
 
@@ -237,6 +241,7 @@ class NodeIndex:
         index.parent, index.end, index.scope = parent, end, scope
         index.position = {id(node): here for here, node in enumerate(order)}
         index._by_type = None
+        index._merged = {}
         _register(index)
         return index
 
@@ -287,12 +292,12 @@ class NodeIndex:
         if len(node_types) == 1:
             found = self.positions(node_types[0])
             return found[bisect_left(found, here):bisect_left(found, stop)]
-        picked: List[int] = []
-        for node_type in set(node_types):
-            found = self.positions(node_type)
-            picked.extend(found[bisect_left(found, here):bisect_left(found, stop)])
-        picked.sort()
-        return picked
+        # The positions of several types, merged once per tuple of types asked for.
+        merged = self._merged.get(node_types)
+        if merged is None:
+            merged = sorted(p for node_type in set(node_types) for p in self.positions(node_type))
+            self._merged[node_types] = merged
+        return merged[bisect_left(merged, here):bisect_left(merged, stop)]
 
     def function_of(self, here: int) -> int:
         """The position of the innermost FunctionDef strictly above ``here`` (-1: none)."""
