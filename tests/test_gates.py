@@ -218,3 +218,31 @@ def test_a_file_only_loop_rules_could_read_is_not_parsed_by_libcst(monkeypatch):
     )
     assert [f.code for f in lint_source(training, "a.py", Settings())] == ["TML502"]
     assert len(parsed) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "eval", "x.eval()", "model_eval()", "evaluate", "é_eval", "éval", "_train", "x=train",
+        "retrain(x)", "train_step", "1train", "ütrain", "self.train(False)", "def validate(x):",
+        "undef validate(x):", "async def test_x():", "def\\\n  evaluate():", "xdef predict():",
+        "nn.LeakyReLU(0.1)", "F.leaky_relu(x)", "my_elu(x)", "GELU()", "nn.ELU", "ySELU", "CELU",
+        "rrelu", "x.relu()", "",
+    ],
+)
+def test_whole_word_gates_match_the_b_prefixed_regexes(text):
+    """vocabulary.whole_words stands in for a leading ``\\b`` (much slower in Python's re)."""
+    import re
+
+    from torchmemlint.analysis.training import is_eval_name
+    from torchmemlint.analysis.vocabulary import Saves, activation_words, whole_words
+    from torchmemlint.rules.inplace import MissingInplaceSavesMemory
+
+    mode = re.compile(r"\b(?:eval|train)\b")
+    definition = re.compile(r"\bdef[\s\\]+(\w+)")
+    words = re.compile(r"\b(?:%s)\b" % "|".join(activation_words(Saves.INPUT)))
+    expected = bool(mode.search(text)) or any(is_eval_name(n) for n in definition.findall(text))
+    assert leak_gate.eval_code_possible(text) == expected
+    assert any(True for _ in whole_words(MissingInplaceSavesMemory._WORDS, text)) == bool(
+        words.search(text)
+    )

@@ -27,6 +27,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import _self_attribute, is_eval_name
+from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
 # the loop rules' codes (rules/loops.py reports under these)
@@ -40,8 +41,8 @@ LOOP_CODES = frozenset(
 )
 
 # `def evaluate`, `model.eval()`, `model.train(False)`: all TML501 can start from, in words
-_MODE_WORD = re.compile(r"\b(?:eval|train)\b")
-_DEF_NAME = re.compile(r"\bdef[\s\\]+(\w+)")
+_MODE_WORD = re.compile(r"(?:eval|train)\b")  # whole words (vocabulary.whole_words)
+_DEF_NAME = re.compile(r"def[\s\\]+(\w+)")
 _AUTOGRAD_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_CALLS)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
 _MODE_ATTRS = frozenset({"eval", "train"})
@@ -50,8 +51,8 @@ _MODE_ATTRS = frozenset({"eval", "train"})
 def eval_code_possible(text: str) -> bool:
     """TML501 reports a model call in a function named like evaluation (``is_eval_name``) or
     after a ``.eval()`` / ``.train(False)``: the text names one or the other."""
-    return bool(_MODE_WORD.search(text)) or any(
-        is_eval_name(name) for name in _DEF_NAME.findall(text)
+    return any(True for _ in whole_words(_MODE_WORD, text)) or any(
+        is_eval_name(match.group(1)) for match in whole_words(_DEF_NAME, text)
     )
 
 

@@ -4,8 +4,9 @@ backward (memory-facts 3.2), pools, norms."""
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Tuple
+from typing import Dict, FrozenSet, Iterator, Tuple
 
 
 
@@ -188,3 +189,16 @@ def activation_words(*saves: Saves) -> Tuple[str, ...]:
 INPLACE_WORDS: Tuple[str, ...] = tuple(
     sorted({qualified.rsplit(".", 1)[-1] for qualified in INPLACE_FUNCTIONS} | set(INPLACE_METHODS))
 )
+
+
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def whole_words(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str]"]:
+    """The matches of ``pattern`` (which ends in ``\\b``) that start a word, as if it began
+    with ``\\b``: Python's ``re`` tries a pattern that starts with ``\\b`` and an alternation
+    at every position, several times slower over a file than one that starts with a literal."""
+    for match in pattern.finditer(text):
+        start = match.start()
+        if start == 0 or _WORD_CHARACTER.match(text, start - 1) is None:
+            yield match

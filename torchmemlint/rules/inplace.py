@@ -10,7 +10,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activations import activation_sites, Site, Use
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_number
-from torchmemlint.analysis.vocabulary import INPLACE_WORDS, Saves, activation_words
+from torchmemlint.analysis.vocabulary import INPLACE_WORDS, Saves, activation_words, whole_words
 
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
@@ -161,7 +161,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
 
     code = "TML201"
     # whole words: "elu" is in every "relu" and "ELU" in every "GELU"
-    _WORDS = re.compile(r"\b(?:%s)\b" % "|".join(activation_words(Saves.INPUT)))
+    _WORDS = re.compile(r"(?:%s)\b" % "|".join(activation_words(Saves.INPUT)))  # whole_words
     name = "missing-inplace-saves-memory"
     summary = "LeakyReLU/ELU/CELU/SELU/RReLU out of place after a layer that allows in place"
     fix_availability = FixAvailability.ALWAYS
@@ -170,7 +170,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
-        return super().may_apply(text) and cls._WORDS.search(text) is not None
+        return super().may_apply(text) and any(True for _ in whole_words(cls._WORDS, text))
 
     def _report(self, site: Site) -> None:
         assert site.kind is not None
