@@ -66,7 +66,10 @@ class _Text:
     def position(self, location: Location) -> types.Position:
         row = min(max(location.row, 1), len(self.starts))
         prefix = self.line(row)[: max(location.column - 1, 0)]
-        return types.Position(line=row - 1, character=self.units.num_units(prefix))
+        # An ASCII character is one code unit in every encoding a client may negotiate;
+        # pygls counts character by character.
+        units = len(prefix) if prefix.isascii() else self.units.num_units(prefix)
+        return types.Position(line=row - 1, character=units)
 
     def range(self, start: Location, end: Location) -> types.Range:
         return types.Range(start=self.position(start), end=self.position(end))
