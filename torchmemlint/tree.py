@@ -128,11 +128,21 @@ def _field_kind(hint: object) -> str:
 
 
 # -- parsing ------------------------------------------------------------------------------------
-def _unchecked(self: cst.CSTNode) -> None:
-    """Stands in for ``CSTNode.__post_init__`` while the parser builds a tree."""
+_validating = True  # False while parse_module parses
 
 
-_CHECKED = cst.CSTNode.__post_init__
+def _post_init(self: cst.CSTNode) -> None:
+    """``CSTNode.__post_init__``: libcst's checks of a node, skipped while ``parse_module``
+    builds a tree."""
+    if _validating:
+        self._validate()
+
+
+# Installed once, at import. Assigning a class attribute of ``CSTNode`` for every parse (as
+# was done) makes Python drop the method caches and the specialised bytecode of every libcst
+# node class, which then cost more in the analyses than the parse (2.5 ms of a 50 ms re-lint
+# of the dense 1,000-line model, when the parse itself takes 0.03 ms).
+cst.CSTNode.__post_init__ = _post_init  # type: ignore[method-assign]
 
 
 def parse_module(text: str) -> cst.Module:
@@ -141,17 +151,18 @@ def parse_module(text: str) -> cst.Module:
     libcst checks every node it constructs (``CSTNode.__post_init__`` calls ``_validate``),
     which catches nodes that code builds wrongly; the parser only builds valid ones, and the
     checks are 6-18 % of a parse (benchmarks/README.md, "Parsing"). They are switched off for
-    the parse alone and restored before this returns or raises, so that the nodes fixes build
+    the parse alone and on again before this returns or raises, so that the nodes fixes build
     are still checked. The tree is the one ``libcst.parse_module`` returns
     (tests/test_speed_paths.py compares them).
     """
-    if cst.CSTNode.__post_init__ is not _CHECKED:  # a parse already running (another thread)
+    global _validating
+    if not _validating:  # a parse already running (another thread)
         return cst.parse_module(text)
-    cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+    _validating = False
     try:
         return cst.parse_module(text)
     finally:
-        cst.CSTNode.__post_init__ = _CHECKED  # type: ignore[method-assign]
+        _validating = True
 
 
 # -- the shared pre-order index of a file ---------------------------------------------------------
