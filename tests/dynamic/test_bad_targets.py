@@ -140,3 +140,15 @@ def test_real_tensors_measure_a_real_cpu_step(targets):
     real = profile_json(targets, "models.py:Lin", "--real-tensors")
     assert "real step on the CPU" in real["method"] and real["emulated"] == {}
     assert real["peak_bytes"] == estimate["peak_bytes"]
+
+
+def test_timeout_in_an_endless_forward_never_aborts_the_process(targets):
+    """The alarm mostly lands in torch's code called back from C++, where an exception could
+    end in std::terminate (exit -6, "terminate called after throwing an instance of
+    'python_error'": 6 runs in 15 before the timeout was moved into the model's frame, so six
+    runs here catch that with a probability of about 0.95)."""
+    for _ in range(6):
+        result = run(["profile", str(targets / "models.py:Endless"), "--input-shape", "2,4",
+                      "--timeout", "2", "--no-verify"])
+        assert result.returncode == 2, (result.returncode, result.stderr[-500:])
+        assert "gave up after 2 s (--timeout)" in result.stderr

@@ -230,8 +230,33 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
     if not hasattr(signal, "setitimer"):
         raise fail("--timeout needs SIGALRM, which this platform does not have")
 
-    def on_alarm(signum: int, frame: Any) -> None:
+    # The handler runs at the next bytecode of the main thread, which is mostly torch's Python
+    # code called back from C++ (its dispatcher, fake tensors, torchmemlint's trackers): an
+    # exception raised there can end in C++'s std::terminate ("terminate called after throwing
+    # an instance of 'python_error'", the process aborted) instead of reaching us. So the
+    # timeout is raised in the model's own code: in the frame the alarm lands in when that is
+    # the model's, else from a trace function set on the nearest model frame below it, at the
+    # next line that frame runs. If that never comes, a second alarm 2 s later raises it
+    # wherever it lands.
+    library = _library_directories()
+    pending = [False]
+
+    def timeout(*_: Any) -> None:
         raise ProfileTimeout(seconds)
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        if pending[0] or frame is None:
+            raise ProfileTimeout(seconds)
+        user = frame
+        while user is not None and user.f_code.co_filename.startswith(library):
+            user = user.f_back
+        if user is None or user is frame:
+            raise ProfileTimeout(seconds)
+        pending[0] = True
+        user.f_trace_lines = True
+        user.f_trace = timeout
+        sys.settrace(lambda *_: None)  # line events reach a frame's f_trace only while tracing
+        signal.setitimer(signal.ITIMER_REAL, 2.0)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -240,6 +265,24 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if pending[0]:
+            sys.settrace(None)
+
+
+def _library_directories() -> Tuple[str, ...]:
+    """Where torch's, the standard library's and torchmemlint's Python code lives (for
+    ``time_limit``: torchmemlint's tensor trackers run inside torch's dispatcher)."""
+    import sysconfig
+
+    import torch
+
+    directories = [
+        os.path.dirname(torch.__file__) + os.sep,
+        sysconfig.get_paths()["stdlib"] + os.sep,
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # torchmemlint
+        "<",  # code without a file: torch's generated functions, frozen modules
+    ]
+    return tuple(directories)
 
 
 def _budget_request(
