@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
 from torchmemlint.findings import Edit, Finding, Location
-from torchmemlint.sourcefile import newline_of
+from torchmemlint.sourcefile import LINE_BREAK, line_starts, newline_of
 from torchmemlint.tree import parse_module
 
 MAX_PASSES = 10
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class FixError(Exception):
@@ -28,10 +26,6 @@ class FixResult:
     remaining: List[Finding]  # findings left after the last pass
 
 
-def _line_starts(text: str) -> List[int]:
-    return [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
-
-
 def _offset(starts: List[int], location: Location) -> int:
     return starts[location.row - 1] + location.column - 1
 
@@ -39,13 +33,13 @@ def _offset(starts: List[int], location: Location) -> int:
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """Apply non-overlapping edits; newlines inside edits follow the file's line ending."""
     newline = newline_of(text)
-    starts = _line_starts(text)
+    starts = line_starts(text)
     spans = sorted(
         ((_offset(starts, e.location), _offset(starts, e.end_location), e.content) for e in edits),
         reverse=True,
     )
     for start, end, content in spans:
-        content = _LINE_BREAK.sub(newline, content)  # code from libcst may carry \r\n already
+        content = LINE_BREAK.sub(newline, content)  # code from libcst may carry \r\n already
         text = text[:start] + content + text[end:]
     return text
 
@@ -59,7 +53,7 @@ def has_overlaps(
     """
     if len(edits) < 2:
         return False
-    starts = starts if starts is not None else _line_starts(text)
+    starts = starts if starts is not None else line_starts(text)
     spans = sorted((_offset(starts, e.location), _offset(starts, e.end_location)) for e in edits)
     return any(spans[i][1] > spans[i + 1][0] for i in range(len(spans) - 1))
 
@@ -87,7 +81,7 @@ def compose_edits(
     partially, or an inner edit's text does not survive in the outer content: such a fix is
     not offered rather than applied wrongly.
     """
-    starts = starts if starts is not None else _line_starts(text)
+    starts = starts if starts is not None else line_starts(text)
     if not has_overlaps(text, edits, starts):
         return tuple(edits)
     nodes = sorted(
@@ -178,7 +172,7 @@ def _span(finding: Finding, starts: List[int]) -> Tuple[int, int]:
 
 def select_non_overlapping(text: str, findings: Sequence[Finding]) -> List[Finding]:
     """Fixes whose edits do not touch each other; the rest wait for the next pass."""
-    starts = _line_starts(text)
+    starts = line_starts(text)
     chosen: List[Finding] = []
     taken: List[Tuple[int, int]] = []
     for finding in findings:

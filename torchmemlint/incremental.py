@@ -35,9 +35,9 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.sourcefile import LINE_BREAK, line_starts
 from torchmemlint.tree import NodeIndex, parse_module
 
-_LINE_START = re.compile(r"\r\n?|\n")
 # A line that cannot start a top-level statement although it starts in column 0 with a word.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 _MAX_JOINS = 200  # chunks joined in a row before the whole text is parsed instead
@@ -63,7 +63,8 @@ class Document:
 
     def __init__(self) -> None:
         self._chunks: Dict[Tuple[str, bool], object] = {}
-        self.positions: Dict[int, Tuple[cst.CSTNode, object]] = {}  # for positions.py
+        # id(top-level statement) -> (it, its layout, its ranges, its code): positions.py
+        self.positions: Dict[int, Tuple[cst.CSTNode, Tuple[str, str], object, str]] = {}
         self.indices: Dict[int, Tuple[cst.CSTNode, NodeIndex]] = {}  # per top-level statement
         self.module_index: Optional[NodeIndex] = None
         self.starts: Dict[int, int] = {}  # id(top-level statement) -> its offset in the text
@@ -74,7 +75,8 @@ class Document:
         """The module of ``text``, as ``tree.parse_module`` gives it (it raises as it does)."""
         assembled = self._assemble(text)
         if assembled is None:
-            self._chunks = {}
+            # The chunks parsed stay kept: a file that is parsed whole (its chunks disagree on
+            # indentation) does not parse them all again at the next version.
             self.starts = {}
             self.reused = self.parsed = 0
             module = parse_module(text)
@@ -139,7 +141,7 @@ class Document:
 
 def chunk_bounds(text: str) -> List[int]:
     """Offsets where chunks may start (0 first), and the text's length last."""
-    starts = [0] + [match.end() for match in _LINE_START.finditer(text)]
+    starts = line_starts(text)
     if starts[-1] == len(text):
         starts.pop()  # the text ends with a line break: no line after it
     ends = starts[1:] + [len(text)]
@@ -196,7 +198,7 @@ def _parse_chunk(text: str, first: bool) -> object:
         header,
         tuple(module.footer),
         module.default_indent if any(_has_block(s) for s in statements) else None,
-        module.default_newline if _LINE_START.search(text) else None,
+        module.default_newline if LINE_BREAK.search(text) else None,
         module.has_trailing_newline,
     )
 

@@ -32,13 +32,12 @@ from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.incremental import Document
 from torchmemlint.output import rule_url
 from torchmemlint.output.sarif import level_for
-from torchmemlint.sourcefile import newline_of
+from torchmemlint.sourcefile import line_starts, newline_of
 
 SOURCE = "torchmemlint"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 DEBOUNCE_SECONDS = 0.3
 CONFIG_POLL_SECONDS = 1.0  # how often config files are stat'ed for clients that watch nothing
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what libcst (and the LSP) count as line ends
 _NOQA_WITH_CODES = re.compile(r"#\s*noqa:\s*[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]+)*", re.I)
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -55,7 +54,7 @@ class _Text:
     def __init__(self, source: str, units) -> None:
         self.source = source
         self.units = units  # pygls's counter for the negotiated encoding (UTF-16 by default)
-        self.starts = [0] + [match.end() for match in _LINE_BREAK.finditer(source)]
+        self.starts = line_starts(source)
 
     def line(self, row: int) -> str:
         """Row (1-based) without its line break."""

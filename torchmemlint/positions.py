@@ -8,7 +8,6 @@ is placed where its code stands in the source, when it stands there once), else 
 
 from __future__ import annotations
 
-import re
 import sys
 from bisect import bisect_right
 from functools import lru_cache
@@ -18,6 +17,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from torchmemlint.analysis.syntax import walk
+from torchmemlint.sourcefile import line_starts
 from torchmemlint.tree import indexed
 from torchmemlint.context import _PendingFinding
 from torchmemlint.findings import Edit, Finding, Fix, Location
@@ -147,14 +147,13 @@ class _SyntacticRecord:
         state.syntactic[self.node] = (start, end)
 
 
-_NEWLINE = re.compile(r"\r\n?|\n")  # libcst's own line breaks
 
 
 class _Rows:
     """Offsets to 1-based (row, column) locations, as libcst counts lines."""
 
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
+        self.starts = line_starts(text)
 
     def location(self, offset: int) -> Location:
         row = bisect_right(self.starts, offset) - 1
@@ -218,8 +217,9 @@ def _partial_positions(
         groups[top].append(item.node)
         for edit in item.fix.edits if item.fix is not None else ():
             groups[index.get(id(edit.node), top)].append(edit.node)
-    nodes = _wanted_nodes(pending, statements)
-    state = _OffsetPositions(module, nodes)  # holds the shifted ranges; generates nothing
+    # kept ranges cover every node; code generated here records only the nodes needed
+    nodes = None if known else _wanted_nodes(pending, statements)
+    state = _OffsetPositions(module)  # holds the shifted ranges; generates nothing
     for position in sorted(wanted):
         statement = body[position]
         if known:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
 import tokenize
 from dataclasses import dataclass
+from typing import List
 
 
 class SourceError(Exception):
@@ -42,6 +44,16 @@ def decode_source(path: str, data: bytes) -> SourceFile:
     except (UnicodeDecodeError, LookupError) as error:
         raise SourceError(f"cannot decode {path} as {encoding}: {error}") from None
     return SourceFile(path, text, encoding)
+
+
+# What libcst, Python and the LSP count as a line end (not the other breaks str.splitlines knows).
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def line_starts(text: str) -> List[int]:
+    """The offset where each line of ``text`` starts (0 first; after a final line break, the
+    text's length)."""
+    return [0] + [match.end() for match in LINE_BREAK.finditer(text)]
 
 
 def newline_of(text: str) -> str:

@@ -233,9 +233,14 @@ class NodeIndex:
         """The index of ``module`` put together from the (unregistered) indices of its
         top-level statements, in order: the same lists as ``NodeIndex(module)`` builds
         (tests/test_incremental.py compares them), without a ``children`` call per node."""
+        statements = children(module)
+        if len(pieces) != len(statements) or any(
+            piece.root is not statement for piece, statement in zip(pieces, statements)
+        ):
+            raise ValueError("the pieces are not the module's statements")
         index = cls.__new__(cls)
         order: List[cst.CSTNode] = [module]
-        kids: List[List[cst.CSTNode]] = [children(module)]
+        kids: List[List[cst.CSTNode]] = [statements]
         parent, end, scope = [-1], [0], [-1]
         for piece in pieces:
             offset = len(order)
@@ -246,8 +251,6 @@ class NodeIndex:
             end.extend([stop + offset for stop in piece.end])
             scope.extend([inside + offset if inside >= 0 else -1 for inside in piece.scope])
         end[0] = len(order)
-        if [piece.root for piece in pieces] != kids[0]:
-            raise ValueError("the pieces are not the module's statements")
         index.root, index.order, index.kids = module, order, kids
         index.parent, index.end, index.scope = parent, end, scope
         index.position = {id(node): here for here, node in enumerate(order)}

@@ -119,7 +119,7 @@ class InplaceAnalysis:
             if id(call) in self._in_sequential or id(call) in self._spliced_layers():
                 return []
             return [self._module(Layer(qualified, call))]
-        if qualified is None and not type(call.func) is cst.Attribute:
+        if qualified is None and type(call.func) is not cst.Attribute:
             function = enclosing(self.context, cst.FunctionDef)
             layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
             if layer is not None and layer.kind is not None:
@@ -150,7 +150,7 @@ class InplaceAnalysis:
 
     def _class(self) -> Optional[ClassModel]:
         node = enclosing(self.context, cst.ClassDef)
-        if not type(node) is cst.ClassDef:
+        if type(node) is not cst.ClassDef:
             return None
         return self.file.class_model(node)
 
@@ -329,7 +329,7 @@ class InplaceAnalysis:
 
     def _functional_use(self, site: Site, arg: Optional[cst.Arg]) -> None:
         function = enclosing(self.context, cst.FunctionDef)
-        if arg is None or not type(function) is cst.FunctionDef:
+        if arg is None or type(function) is not cst.FunctionDef:
             return
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
@@ -416,10 +416,10 @@ class InplaceAnalysis:
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
     """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
-    if not type(statement) is cst.SimpleStatementLine or len(statement.body) != 1:
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    if not type(small) is cst.Assign or small.value is not value or len(small.targets) != 1:
+    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
         return None
     target = small.targets[0].target
     for name, assignments in model.assignments.items():
@@ -464,7 +464,7 @@ def _nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] 
     found: List[cst.Call] = []
     for arg in call.args:
         value = arg.value
-        if arg.star or not type(value) is cst.Call:
+        if arg.star or type(value) is not cst.Call:
             continue
         if resolver.constructor(value) == SEQUENTIAL:
             found.append(value)

@@ -130,7 +130,7 @@ def _is_negative_fill(node: cst.BaseExpression) -> bool:
 
 def _einsum_spec(call: cst.Call) -> Optional[Tuple[List[str], List[str], List[str]]]:
     positional, _ = _args(call)
-    if len(positional) != 3 or not type(positional[0]) is cst.SimpleString:
+    if len(positional) != 3 or type(positional[0]) is not cst.SimpleString:
         return None
     spec = positional[0].evaluated_value
     if not isinstance(spec, str) or "->" not in spec or "..." in spec:
@@ -193,7 +193,7 @@ class AttentionSites:
             if block.node is not None and id(block.node) in fallback:
                 continue
             for index, statement in enumerate(block.statements):
-                if not type(statement) is cst.SimpleStatementLine:
+                if type(statement) is not cst.SimpleStatementLine:
                     continue
                 for node in nodes_of(statement, cst.BinaryOperation, cst.Call):  # what _product reads
                     operands = self._product(node)
@@ -414,11 +414,11 @@ class _Trace:
                     if len(body) != 1:  # other statements in the ``if`` (preparing the mask)
                         self.nofix = "the `if` that applies the mask runs other statements too"
                     inner, condition = touching[0], _code(statement.test)
-            elif not type(statement) is cst.SimpleStatementLine:
+            elif type(statement) is not cst.SimpleStatementLine:
                 if name in _assigned_names(statement):
                     raise _Giveup()
                 continue
-            if not type(inner) is cst.SimpleStatementLine or len(inner.body) != 1:
+            if type(inner) is not cst.SimpleStatementLine or len(inner.body) != 1:
                 if name in _assigned_names(statement):
                     raise _Giveup()
                 continue
@@ -454,7 +454,7 @@ class _Trace:
     def _follow(self, node: cst.BaseExpression, before: int) -> Tuple[cst.BaseExpression, int]:
         """A local name's assigned value (the in-place masks applied after it are recorded)."""
         node = _strip(node)
-        if not type(node) is cst.Name:
+        if type(node) is not cst.Name:
             return node, before
         position, value, changes = self._definition(node.value, before)
         self.statements.add(position)
@@ -490,7 +490,7 @@ class _Trace:
         self._softmax(node, before)
 
     def _softmax(self, node: cst.BaseExpression, before: int) -> None:
-        if not type(node) is cst.Call:
+        if type(node) is not cst.Call:
             raise _Giveup()
         qualified = self.qualify(node.func)
         positional, keywords = _args(node)

@@ -572,7 +572,7 @@ class ScopeWalk:
     def class_def(self, scope: Scope, node: cst.ClassDef, ctx: Ctx) -> None:
         facts = ClassFacts(node)
         self.classes.append(facts)
-        if not type(node.body) is cst.IndentedBlock:
+        if type(node.body) is not cst.IndentedBlock:
             return
         inner = Ctx(ctx.loops, ctx.no_grad, ctx.iterating, ctx.chain, ctx.indents + (node.body.indent,))
         for statement in node.body.body:

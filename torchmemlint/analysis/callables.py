@@ -65,14 +65,14 @@ class CallableModel:
 
     def local_class(self, func: cst.BaseExpression, env: Env) -> Optional[InitModel]:
         """The model of a class of this file named by ``func`` (not shadowed by an import)."""
-        if not type(func) is cst.Name or func.value not in self.classes:
+        if type(func) is not cst.Name or func.value not in self.classes:
             return None
         if env.scope.lookup(func.value) is not None:  # imported under that name
             return None
         return self.model(self.classes[func.value], self.root)
 
     def local_function(self, func: cst.BaseExpression, env: Env) -> Optional[cst.FunctionDef]:
-        if not type(func) is cst.Name or func.value not in self.functions:
+        if type(func) is not cst.Name or func.value not in self.functions:
             return None
         if env.scope.lookup(func.value) is not None:
             return None
@@ -388,7 +388,7 @@ class CallableModel:
                 self.layer_count(expr.body, env, depth + 1),
                 self.layer_count(expr.orelse, env, depth + 1),
             )
-        if not type(expr) is cst.Call:
+        if type(expr) is not cst.Call:
             return 0
         qualified = env.qualify(expr.func)
         if qualified in _CONTAINERS:

@@ -35,7 +35,7 @@ def output_kept(facts: ScopeFacts, event: CallEvent) -> bool:
     """The call's output is bound or returned (`out = model(x)`, `return model(x)[0]`):
     its graph and saved activations live on; a bare `model(x)` statement drops them."""
     statement = event.ctx.chain[-1].statement if event.ctx.chain else None
-    if not type(statement) is cst.SimpleStatementLine:
+    if type(statement) is not cst.SimpleStatementLine:
         return False
     for small in statement.body:
         value = small.value if type(small) in (cst.Assign, cst.AnnAssign, cst.Return) else None
@@ -50,7 +50,7 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         return True
     modules = facts.walk.module_classes()
     for event in facts.scope.assigns:
-        if event.targets != (callee,) or not type(event.value) is cst.Call:
+        if event.targets != (callee,) or type(event.value) is not cst.Call:
             continue
         func = event.value.func
         qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None

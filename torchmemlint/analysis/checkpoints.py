@@ -225,16 +225,16 @@ def relative_wrappers(module: cst.Module) -> Dict[str, Wrapper]:
     """Names bound by ``from ._manipulate import checkpoint, checkpoint_seq`` (timm's files)."""
     found: Dict[str, Wrapper] = {}
     for statement in module.body:
-        if not type(statement) is cst.SimpleStatementLine:
+        if type(statement) is not cst.SimpleStatementLine:
             continue
         for small in statement.body:
-            if not type(small) is cst.ImportFrom or not small.relative or small.module is None:
+            if type(small) is not cst.ImportFrom or not small.relative or small.module is None:
                 continue
             names = _RELATIVE_NAMES.get(small.module.value) if type(small.module) is cst.Name else None
             if names is None or type(small.names) is cst.ImportStar:
                 continue
             for alias in small.names:
-                if not type(alias.name) is cst.Name or alias.name.value not in names:
+                if type(alias.name) is not cst.Name or alias.name.value not in names:
                     continue
                 wrapper = WRAPPERS.get(f"timm.models._manipulate.{alias.name.value}")
                 bound = alias.asname.name if alias.asname is not None else alias.name
@@ -249,7 +249,7 @@ def checkpoint_wrapper_of(rule, call: cst.Call) -> Optional[Wrapper]:
     if type(func) is cst.Attribute:
         if func.attr.value not in _WRAPPER_ATTRIBUTES:
             return None
-    elif not type(func) is cst.Name:
+    elif type(func) is not cst.Name:
         return None
     qualified = rule.qualify(func)
     if qualified is not None:
@@ -320,10 +320,10 @@ def _lambda_call(function: cst.Lambda) -> Optional[cst.Call]:
 def _single_return_call(function: cst.FunctionDef) -> Optional[cst.Call]:
     """The call of ``def f(a): return op(a, k=v)``, as for a lambda."""
     statements = _body_statements(function.body)
-    if len(statements) != 1 or not type(statements[0]) is cst.SimpleStatementLine:
+    if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
         return None
     small = statements[0].body[0]
-    if not type(small) is cst.Return or small.value is None:
+    if type(small) is not cst.Return or small.value is None:
         return None
     return _forwarding_call(function.params, small.value)
 
@@ -338,7 +338,7 @@ def _forwarding_call(params: cst.Parameters, call: cst.BaseExpression) -> Option
     names = [param.name.value for param in [*params.posonly_params, *params.params]]
     if any(param.default is not None for param in params.params) or not names:
         return None
-    if not type(call) is cst.Call or len(call.args) < len(names):
+    if type(call) is not cst.Call or len(call.args) < len(names):
         return None
     for arg, name in zip(call.args, names):
         if (

@@ -42,7 +42,7 @@ class Children:
         children of ``base`` are known; None otherwise."""
         lower = upper = None
         if type(expr) is cst.Subscript:
-            if len(expr.slice) != 1 or not type(expr.slice[0].slice) is cst.Slice:
+            if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Slice:
                 return None
             bounds = expr.slice[0].slice
             if bounds.step is not None:
@@ -72,10 +72,10 @@ class Children:
     def order(self, base: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Tuple[str, ...]]:
         """The children of ``base`` in registration order, when ``base`` is a local name built
         once by a known ResNet factory or by a class of this file."""
-        if function is None or not type(base) is cst.Name:
+        if function is None or type(base) is not cst.Name:
             return None
         values = _assigned_values(function, base.value)
-        if len(values) != 1 or not type(values[0]) is cst.Call:
+        if len(values) != 1 or type(values[0]) is not cst.Call:
             return None
         call = values[0]
         qualified = self.qualify(call.func)
@@ -110,14 +110,14 @@ class Children:
                 continue
             if index == use_index:
                 continue
-            if index > use_index or not type(top) is cst.SimpleStatementLine or len(top.body) != 1:
+            if index > use_index or type(top) is not cst.SimpleStatementLine or len(top.body) != 1:
                 return None
             small = top.body[0]
-            if not type(small) is cst.Assign or len(small.targets) != 1:
+            if type(small) is not cst.Assign or len(small.targets) != 1:
                 return None
             target = small.targets[0].target
             if type(target) is cst.Name and target.value == name and call is None:
-                if not type(small.value) is cst.Call or not is_sequential(small.value):
+                if type(small.value) is not cst.Call or not is_sequential(small.value):
                     return None
                 call = small.value
                 continue
@@ -147,7 +147,7 @@ def _bound(node: Optional[cst.BaseExpression], default: int, length: int) -> Opt
 def _literal_index(target: cst.BaseExpression, name: str) -> Optional[int]:
     if not (type(target) is cst.Subscript and type(target.value) is cst.Name and target.value.value == name):
         return None
-    if len(target.slice) != 1 or not type(target.slice[0].slice) is cst.Index:
+    if len(target.slice) != 1 or type(target.slice[0].slice) is not cst.Index:
         return None
     number = literal_number(target.slice[0].slice.value)
     return int(number) if number is not None and number >= 0 and number == int(number) else None
@@ -198,7 +198,7 @@ def _class_order(classdef: cst.ClassDef) -> Optional[Tuple[str, ...]]:
     self_name = params[0].name.value
     names: List[str] = []
     for top in block_statements(init.body):
-        if not type(top) is cst.SimpleStatementLine:
+        if type(top) is not cst.SimpleStatementLine:
             for node in walk(top):
                 if type(node) is cst.Assign and type(node.value) is cst.Call and any(
                     type(t.target) is cst.Attribute and type(t.target.value) is cst.Name
@@ -208,7 +208,7 @@ def _class_order(classdef: cst.ClassDef) -> Optional[Tuple[str, ...]]:
                     return None  # a module registered in a branch or a loop
             continue
         for small in top.body:
-            if not type(small) is cst.Assign or not type(small.value) is cst.Call:
+            if type(small) is not cst.Assign or type(small.value) is not cst.Call:
                 continue
             func = small.value.func
             if type(func) is cst.Name and func.value in _NOT_MODULES:

@@ -130,7 +130,7 @@ class Resolver:
     def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
         """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
         (``act_layer()`` in ``function``, ``partial(nn.X, ...)()``, an alias of one)."""
-        if not type(node) is cst.Call:
+        if type(node) is not cst.Call:
             return None
         qualified = self.constructor(node)
         if qualified is not None:
@@ -269,14 +269,14 @@ class Resolver:
         return list(variants[0]) if variants is not None and len(variants) == 1 else None
 
     def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
-        if not type(node) is cst.Call or self.qualify(node.func) != "collections.OrderedDict":
+        if type(node) is not cst.Call or self.qualify(node.func) != "collections.OrderedDict":
             return None
-        if len(node.args) != 1 or not type(node.args[0].value) in (cst.List, cst.Tuple):
+        if len(node.args) != 1 or type(node.args[0].value) not in (cst.List, cst.Tuple):
             return None
         values = []
         for element in node.args[0].value.elements:
             pair = element.value
-            if not type(pair) is cst.Tuple or len(pair.elements) != 2:
+            if type(pair) is not cst.Tuple or len(pair.elements) != 2:
                 return None
             values.append(pair.elements[1].value)
         return values
@@ -504,7 +504,7 @@ class ClassModel:
         """Every order of the modules ``self.<name>(x)`` may run (a Sequential built from a
         list that branches and loops fill in several ways)."""
         assignment = self.single_assignment(name)
-        if assignment is None or not type(assignment.value) is cst.Call:
+        if assignment is None or type(assignment.value) is not cst.Call:
             return None
         return self.file.resolver.sequential_variants(
             assignment.value, self.self_name(assignment.method), assignment.method, assignment.statement

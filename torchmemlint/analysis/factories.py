@@ -147,7 +147,7 @@ class Factories:
         func = call.func
         if type(func) is cst.Name and func.value not in self.names():
             return None
-        if not type(func) in (cst.Name, cst.Call):
+        if type(func) not in (cst.Name, cst.Call):
             return None
         return self.resolve(func, function)
 
@@ -172,7 +172,7 @@ class Factories:
             return Factory(inner.qualified, inner.preset + tuple(expr.args[1:]), inner.via, inner.certain)
         if type(expr) is cst.Attribute:
             return self._class(expr)
-        if not type(expr) is cst.Name:
+        if type(expr) is not cst.Name:
             return None
         self._index()
         name = expr.value
@@ -249,7 +249,7 @@ class Factories:
         index = next((i for i, p in enumerate(positional) if p is param), None)
         found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
         for call, caller in self._calls.get(callee, []):
-            if owner is not None and function.name.value != "__init__" and not type(call.func) is cst.Attribute:
+            if owner is not None and function.name.value != "__init__" and type(call.func) is not cst.Attribute:
                 continue  # a function of the same name, not the method
             if any(arg.star for arg in call.args):
                 return None

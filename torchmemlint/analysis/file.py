@@ -166,11 +166,11 @@ class FileAnalysis:
 
 
 def _import_names(statement: cst.CSTNode) -> List[str]:
-    if not type(statement) is cst.SimpleStatementLine:
+    if type(statement) is not cst.SimpleStatementLine:
         return []
     names = []
     for small in statement.body:
-        if type(small) in (cst.Import, cst.ImportFrom) and not type(small.names) is cst.ImportStar:
+        if type(small) in (cst.Import, cst.ImportFrom) and type(small.names) is not cst.ImportStar:
             for alias in small.names:
                 bound = alias.asname.name if alias.asname else alias.name
                 dotted = dotted_name(bound)  # type: ignore[arg-type]

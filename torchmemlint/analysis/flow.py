@@ -204,7 +204,7 @@ class Flow:
             self.reliable = False
         elif type(small) in (cst.Import, cst.ImportFrom):
             names = small.names
-            if not type(names) is cst.ImportStar:
+            if type(names) is not cst.ImportStar:
                 for alias in names:
                     bound = alias.asname.name if alias.asname else alias.name
                     name = dotted_name(bound)  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpressi
     if type(node) in (cst.List, cst.Tuple):
         values = []
         for element in node.elements:
-            if not type(element) is cst.Element:
+            if type(element) is not cst.Element:
                 return None  # `*more`
             values.append(element.value)
         return values
@@ -148,7 +148,7 @@ class LayerLists:
 
     def _literal(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression, depth: int) -> Optional[Variants]:
         """``[a, b, *helper()]``: a list or tuple literal, starred helper calls expanded."""
-        if not type(value) in (cst.List, cst.Tuple):
+        if type(value) not in (cst.List, cst.Tuple):
             return None
         variants: Variants = [[]]
         for element in value.elements:
@@ -167,7 +167,7 @@ class LayerLists:
     def _local_layer(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression) -> cst.BaseExpression:
         """``leaky`` in a list, for ``leaky = nn.LeakyReLU(0.1)`` assigned once in the function
         and used nowhere but as list elements: the constructor call."""
-        if function is None or not type(value) is cst.Name:
+        if function is None or type(value) is not cst.Name:
             return value
         name = value.value
         assigned = []
@@ -181,9 +181,9 @@ class LayerLists:
                 for t in targets if t is not None
             ):
                 assigned.append(node)
-        if len(assigned) != 1 or not type(assigned[0]) is cst.Assign or len(assigned[0].targets) != 1:
+        if len(assigned) != 1 or type(assigned[0]) is not cst.Assign or len(assigned[0].targets) != 1:
             return value
-        if not type(assigned[0].value) is cst.Call or any(
+        if type(assigned[0].value) is not cst.Call or any(
             p.name.value == name for p in nodes_of(function.params, cst.Param)  # type: ignore[attr-defined]
         ):
             return value
@@ -220,7 +220,7 @@ class LayerLists:
         if type(small) in (cst.Assign, cst.AnnAssign):
             targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             value = small.value
-            if len(targets) != 1 or not type(targets[0]) is cst.Name or targets[0].value != name:
+            if len(targets) != 1 or type(targets[0]) is not cst.Name or targets[0].value != name:
                 return None
             if value is None or _mentions_name(value, name):
                 return None
@@ -232,7 +232,7 @@ class LayerLists:
         if type(small) is cst.AugAssign:
             if not (type(small.target) is cst.Name and small.target.value == name):
                 return None
-            if not type(small.operator) is cst.AddAssign or _mentions_name(small.value, name):
+            if type(small.operator) is not cst.AddAssign or _mentions_name(small.value, name):
                 return None
             added = self._literal(function, small.value, depth)
             return _product(held, added) if added is not None else None
@@ -365,7 +365,7 @@ def zero_probability(
     number = literal_number(value)
     if number is not None:
         return number == 0
-    if function is None or not type(value) is cst.Name or depth > 4:
+    if function is None or type(value) is not cst.Name or depth > 4:
         return False
     params = function.params
     positional = [*params.posonly_params, *params.params]

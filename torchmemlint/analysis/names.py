@@ -142,7 +142,7 @@ class Bindings:
         elif type(small) is cst.ImportFrom:
             if small.module is None or small.relative:
                 names = small.names
-                if not type(names) is cst.ImportStar:
+                if type(names) is not cst.ImportStar:
                     for alias in names:
                         target = alias.asname.name if alias.asname else alias.name
                         self.names[_module_name(target)] = None

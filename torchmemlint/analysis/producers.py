@@ -106,7 +106,7 @@ class Producers:
             return [self.call(expression, self_name)]
         if type(expression) is cst.BinaryOperation and isinstance(expression.operator, _FRESH_OPERATORS):
             return [Producer(Category.FRESH, "an arithmetic operation")]
-        if not type(expression) is cst.Name or depth > 4:
+        if type(expression) is not cst.Name or depth > 4:
             return [UNKNOWN_PRODUCER]
         name = expression.value
         found: List[Producer] = []

@@ -59,13 +59,13 @@ class ScopeTracker:
 
     def loop_container(self, name: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.blocks`` when ``name`` is the variable of an enclosing ``for`` over it."""
-        if not type(name) is cst.Name:
+        if type(name) is not cst.Name:
             return None
         function = self._functions[-1][0] if self._functions else None
         for statement in reversed(self.context.statement_stack):
             if statement is function:
                 break
-            if not type(statement) is cst.For:
+            if type(statement) is not cst.For:
                 continue
             target, iterable = loop_item(statement)
             if type(target) is cst.Name and target.value == name.value:
@@ -85,7 +85,7 @@ class ScopeTracker:
         target = positional[0].value
         models = file_models(self)
         env = self.call_env()
-        label = f"`{self.context.module.code_for_node(target)}`" if not type(target) is cst.Lambda else "the lambda"
+        label = f"`{self.context.module.code_for_node(target)}`" if type(target) is not cst.Lambda else "the lambda"
         container = self.loop_container(target)
         if container is not None:
             label += f" (an element of `{self.context.module.code_for_node(container)}`)"
@@ -132,7 +132,7 @@ def _recomputed_segments(
     if elements is None or any(where.endswith("[...]") for _, _, where in elements):
         return None  # built by a comprehension or appends: the length is not known here
     segments = positional[1].value if len(positional) > 1 else None
-    if not type(segments) is cst.Integer or int(segments.evaluated_value) < 1:
+    if type(segments) is not cst.Integer or int(segments.evaluated_value) < 1:
         return None
     count = int(segments.evaluated_value)
     return elements[: len(elements) // count * (count - 1)]

@@ -80,7 +80,7 @@ class StackFinder:
 
     def _loop_stack(self, loop: cst.For, env: Env) -> Optional[Stack]:
         target, iterable = loop_item(loop)
-        if not type(target) is cst.Name:
+        if type(target) is not cst.Name:
             return None
         chained = any(
             _feeds_itself(small, target.value)
@@ -204,7 +204,7 @@ class StackFinder:
         if type(expr) is cst.Integer:
             return int(expr.evaluated_value), []
         owner = env.owner
-        if not type(expr) is cst.Name or owner is None or env.scope is not owner.init_scope:
+        if type(expr) is not cst.Name or owner is None or env.scope is not owner.init_scope:
             return None
         values = owner.locals.get(expr.value, [])
         if len(values) == 1 and type(values[0]) is cst.Integer:
@@ -222,7 +222,7 @@ class StackFinder:
         `nn.Sequential` (a `_make_layer` stage), or an imported class named like a block.
         Unknown callables (`norm_layer(...)`, `create_conv2d(...)`) are not blocks.
         """
-        if not type(expr) is cst.Call:
+        if type(expr) is not cst.Call:
             return False
         models = self.models
         local = models.local_class(expr.func, env)
@@ -272,7 +272,7 @@ class StackFinder:
             link = _chain_link(statement, env.self_name)
             if link is None:
                 # A compound statement may run the chain conditionally: start over after it.
-                if not type(statement) is cst.SimpleStatementLine or (
+                if type(statement) is not cst.SimpleStatementLine or (
                     variable is not None and variable in _simple_targets(statement)
                 ):
                     variable, first, names = None, None, []
@@ -333,7 +333,7 @@ def _chain_link(
     statement: cst.CSTNode, self_name: Optional[str]
 ) -> Optional[Tuple[str, str, cst.Call, str]]:
     """(target, argument, call, attribute) for a statement `target = self.attribute(argument)`."""
-    if not type(statement) is cst.SimpleStatementLine or len(statement.body) != 1:
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
     if not (
@@ -344,9 +344,9 @@ def _chain_link(
         return None
     call = small.value
     if (
-        not type(call) is cst.Call
+        type(call) is not cst.Call
         or not call.args
-        or not type(call.args[0].value) is cst.Name
+        or type(call.args[0].value) is not cst.Name
     ):
         return None
     path = self_path(call.func, self_name)
@@ -380,7 +380,7 @@ def _feeds_itself(small: cst.BaseSmallStatement, function: str) -> bool:
         target = small.target
     else:
         return False
-    if not type(target) is cst.Name:
+    if type(target) is not cst.Name:
         return False
     return any(
         type(node) is cst.Call

@@ -164,7 +164,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         child = stack.pop()
         yield child
-        if not type(child) is cst.ClassDef:
+        if type(child) is not cst.ClassDef:
             stack.extend(child.children)
 
 
@@ -228,7 +228,7 @@ def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
 
 def _child_blocks(statement: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
     """The statement lists directly inside an if/for/while/with/try statement."""
-    if not type(statement) in (cst.If, cst.For, cst.While, cst.With, cst.Try):
+    if type(statement) not in (cst.If, cst.For, cst.While, cst.With, cst.Try):
         return
     yield _body_statements(statement.body)
     orelse = getattr(statement, "orelse", None)

@@ -103,7 +103,7 @@ class ScopeFacts:
             return False
         modules = self.walk.module_classes()
         for value in values:
-            if not type(value) is cst.Call:
+            if type(value) is not cst.Call:
                 return False
             qualified = self.bindings.qualify(value.func) if type(value.func) in (cst.Name, cst.Attribute) else None
             last = (dotted_name(value.func) or "").rsplit(".", 1)[-1]

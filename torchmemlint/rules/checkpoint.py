@@ -268,7 +268,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
 
     def _input_origin(self, value: cst.BaseExpression) -> Optional[str]:
         """ "`x`, the argument of `forward`" when ``value`` is an untouched function argument."""
-        if not type(value) is cst.Name or not self._functions:
+        if type(value) is not cst.Name or not self._functions:
             return None
         function = self._functions[-1][0]
         params = [

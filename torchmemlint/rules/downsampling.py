@@ -183,7 +183,7 @@ class DroppedStemPool(Rule):
             self._check_class(original_node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) != 1 or not type(node.targets[0].target) is cst.Attribute:
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Attribute:
             return
         target = node.targets[0].target
         attribute = target.attr.value
@@ -197,7 +197,7 @@ class DroppedStemPool(Rule):
 
     # -- replacements -------------------------------------------------------------------------------
     def _check_pool_replacement(self, target: cst.Attribute, value: cst.BaseExpression) -> None:
-        if not type(value) is cst.Call:
+        if type(value) is not cst.Call:
             return
         qualified = self.qualify(value.func)
         empty_sequential = qualified == NN + "Sequential" and not value.args
@@ -219,7 +219,7 @@ class DroppedStemPool(Rule):
         if base is None:
             return
         if conv is not None:
-            if not type(conv) is cst.Call or self.qualify(conv.func) != NN + "Conv2d":
+            if type(conv) is not cst.Call or self.qualify(conv.func) != NN + "Conv2d":
                 return
             stride = argument(conv, 3, "stride")
             if stride is not None and not _is_stride_one(stride.value):
@@ -252,7 +252,7 @@ class DroppedStemPool(Rule):
         return False
 
     def _is_resnet_factory(self, value: cst.BaseExpression) -> bool:
-        if not type(value) is cst.Call:
+        if type(value) is not cst.Call:
             return False
         qualified = self.qualify(value.func)
         if qualified is None:
@@ -346,7 +346,7 @@ class DroppedStemPool(Rule):
                     return
                 expression, index = definitions[0].value, definitions[0].index
                 continue
-            if not type(expression) is cst.Call or not expression.args:
+            if type(expression) is not cst.Call or not expression.args:
                 return
             func = expression.func
             parts: Optional[List[Part]] = None
@@ -389,11 +389,11 @@ def _container_elements(
 ) -> Optional[List[Part]]:
     if qualified == NN + "Sequential":
         return resolver.sequential(call, self_name, function, statement)
-    if len(call.args) != 1 or not type(call.args[0].value) in (cst.List, cst.Tuple):
+    if len(call.args) != 1 or type(call.args[0].value) not in (cst.List, cst.Tuple):
         return None
     parts: List[Part] = []
     for element in call.args[0].value.elements:
-        if not type(element) is cst.Element:
+        if type(element) is not cst.Element:
             return None
         value = element.value
         inner = resolver.sequential(value, self_name) if type(value) is cst.Call else None
@@ -407,7 +407,7 @@ def _stem_sequential(model: ClassModel, part: Part) -> Optional[cst.CSTNode]:
     if part.attribute is None:
         return None
     assignment = model.single_assignment(part.attribute)
-    if assignment is None or not type(assignment.value) is cst.Call:
+    if assignment is None or type(assignment.value) is not cst.Call:
         return None
     return assignment.value if model.file.resolver.constructor(assignment.value) == NN + "Sequential" else None
 

@@ -49,7 +49,7 @@ def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     call = site.node
     func = call.func
     if site.form in ("underscore", "method"):
-        if not type(func) is cst.Attribute:
+        if type(func) is not cst.Attribute:
             return None  # `from torch import relu_`: the out-of-place name may not be imported
         return NodeEdit(func.attr, func.attr.value[:-1])
     position = site.inplace_position()

@@ -554,7 +554,7 @@ class _Checks:
             if len(event.targets) != 1 or event.value is None:
                 return
             operator = getattr(event.node, "operator", None)
-            if event.augmented and not type(operator) in (cst.AddAssign, cst.SubtractAssign):
+            if event.augmented and type(operator) not in (cst.AddAssign, cst.SubtractAssign):
                 return
             accumulator = event.targets[0]
             value_node = event.value
@@ -632,7 +632,7 @@ class _Checks:
     ) -> Optional[FixSpec]:
         if value.kind is not Kind.LOSS or not value.scalar:
             return None
-        if not type(value_node) in (cst.Name, cst.Attribute) or dotted_name(value_node) is None:
+        if type(value_node) not in (cst.Name, cst.Attribute) or dotted_name(value_node) is None:
             return None
         allowed = _list_use if appended else _float_use
         if not appended and not self.facts.starts_as_number(accumulator, event.ctx):
@@ -712,9 +712,9 @@ class _Checks:
 
 def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
     """The literal key of `name["key"]` (a dict of lists), else None."""
-    if not type(receiver) is cst.Subscript or dotted_name(receiver.value) is None:
+    if type(receiver) is not cst.Subscript or dotted_name(receiver.value) is None:
         return None
-    if len(receiver.slice) != 1 or not type(receiver.slice[0].slice) is cst.Index:
+    if len(receiver.slice) != 1 or type(receiver.slice[0].slice) is not cst.Index:
         return None
     key = receiver.slice[0].slice.value
     return key.evaluated_value if type(key) is cst.SimpleString else None

@@ -126,7 +126,7 @@ class StatelessModuleAttribute(Rule):
         if functional is None:
             return
         classdef = enclosing(self.context, cst.ClassDef)
-        if not type(classdef) is cst.ClassDef:
+        if type(classdef) is not cst.ClassDef:
             return
         file = self.context.analysis
         model = file.class_model(classdef)
@@ -152,7 +152,7 @@ class StatelessModuleAttribute(Rule):
         self, model: ClassModel, assignment: Assignment, functional: Functional, prefix: Optional[str]
     ) -> Optional[FixSpec]:
         call = assignment.value
-        if prefix is None or not type(call) is cst.Call or assignment.alone:
+        if prefix is None or type(call) is not cst.Call or assignment.alone:
             return None
         keywords = _keywords(call, functional)
         if keywords is None:
