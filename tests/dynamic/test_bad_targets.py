@@ -145,8 +145,8 @@ def test_real_tensors_measure_a_real_cpu_step(targets):
 def test_timeout_in_an_endless_forward_never_aborts_the_process(targets):
     """The alarm mostly lands in torch's code called back from C++, where an exception could
     end in std::terminate (exit -6, "terminate called after throwing an instance of
-    'python_error'": 6 runs in 15 before the timeout was moved into the model's frame, so six
-    runs here catch that with a probability of about 0.95)."""
+    'python_error'"), which happened in a good share of runs before the timeout was moved into
+    the model's frame: six runs make a return of that bug likely to show."""
     for _ in range(6):
         result = run(["profile", str(targets / "models.py:Endless"), "--input-shape", "2,4",
                       "--timeout", "2", "--no-verify"])
