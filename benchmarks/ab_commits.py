@@ -53,8 +53,8 @@ def main() -> int:
     parser.add_argument("revision")
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("extra", nargs="*", help="more torchmemlint arguments (after --)")
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()  # more torchmemlint arguments, after --
+    args.extra = extra[1:] if extra[:1] == ["--"] else extra
     with tempfile.TemporaryDirectory() as scratch:
         before = Path(scratch) / "before"
         subprocess.run(
