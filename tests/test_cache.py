@@ -49,6 +49,24 @@ def entries(cache: Path):
     return sorted(cache.glob("*/*/*.json"))
 
 
+def load_entry(entry: Path):
+    """An entry's JSON (after its HMAC line)."""
+    return json.loads(entry.read_bytes().partition(b"\n")[2])
+
+
+def store_entry(entry: Path, data) -> None:
+    """Write an entry as this user's torchmemlint would: signed with the user's secret."""
+    import hashlib
+    import hmac
+
+    from torchmemlint.cache import secret_path
+
+    secret = Path(secret_path()).read_bytes().strip()
+    body = json.dumps(data).encode()
+    mac = hmac.new(secret, entry.name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+    entry.write_bytes(mac.encode() + b"\n" + body)
+
+
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.torchmemlint]\n")
@@ -83,14 +101,14 @@ def test_warm_run_reads_the_cache(project):
     """An entry's findings are what a warm run prints (so it did not lint again)."""
     run(["src/dropout.py"], project)
     [entry] = entries(project / ".torchmemlint_cache")
-    data = json.loads(entry.read_text())
+    data = load_entry(entry)
     data["findings"][0]["m"] = "FROM THE CACHE"
-    entry.write_text(json.dumps(data))
+    store_entry(entry, data)  # an entry this user's secret signs is trusted
     assert "TML204 FROM THE CACHE" in run(["src/dropout.py"], project).stdout
     assert "FROM THE CACHE" not in run(["--no-cache", "src/dropout.py"], project).stdout
     entry.write_text("{not json")  # a corrupt entry is a miss, then rewritten
     assert "TML204 " in run(["src/dropout.py"], project).stdout
-    assert json.loads(entry.read_text())["findings"][0]["m"] != "FROM THE CACHE"
+    assert load_entry(entry)["findings"][0]["m"] != "FROM THE CACHE"
 
 
 def test_no_cache_writes_nothing(project):
@@ -220,7 +238,7 @@ def test_concurrent_runs_share_the_cache_safely(project):
     assert outputs == [expected] * 3
     cache = project / ".torchmemlint_cache"
     for entry in entries(cache):
-        json.loads(entry.read_text())  # whole entries only
+        load_entry(entry)  # whole entries only
     assert not list(cache.rglob(".tmp-*"))
     assert run(["--output-format", "json", "src"], project).stdout == expected
 

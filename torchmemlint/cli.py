@@ -22,6 +22,7 @@ from torchmemlint.engine import (
     lint_paths,
     lint_source,
     run_parallel,
+    worker_died_message,
 )
 from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
@@ -34,6 +35,7 @@ from torchmemlint.rules import all_rules
 from torchmemlint.sourcefile import SourceError, SourceFile, decode_source, read_source, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 
 
 class _DefaultCommandGroup(click.Group):
@@ -45,6 +47,15 @@ class _DefaultCommandGroup(click.Group):
         if not bare_help and (not args or args[0] not in self.commands):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> None:
+        # Ctrl-C: stop at once, say so, exit 130 as a shell does (click alone says "Aborted!"
+        # and exits 1); the worker processes are stopped by the pool (torchmemlint/pool.py).
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("torchmemlint: interrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
 
 
 @click.group(cls=_DefaultCommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -87,9 +98,15 @@ def _fix_one(
     if write and outcome.fixed:
         try:
             write_atomic(source, outcome.fixed_text or source.text)
+        except SourceError as error:  # read-only, or changed while fixing: left as it is
+            return _FileOutcome(path, outcome.findings, error=str(error))
         except OSError as error:
             return _FileOutcome(path, outcome.findings, error=f"cannot write {path}: {error}")
     return outcome
+
+
+def _fix_died(path: str, why: str) -> _FileOutcome:
+    return _FileOutcome(path, error=worker_died_message(path, why))
 
 
 def _fix_buffer(
@@ -108,11 +125,19 @@ def _fix_buffer(
     return _FileOutcome(path, result.remaining, len(result.fixed), text, result.text)
 
 
+def _read_stdin() -> Tuple[bytes, Optional[str]]:
+    """Standard input's bytes (what could be read of them) and the error that stopped it."""
+    try:
+        return sys.stdin.buffer.read(), None
+    except OSError as error:
+        return b"", f"cannot read standard input: {error.strerror or error}"
+
+
 def _check_stdin(
-    path: str, settings: Settings, fix: bool, unsafe_fixes: bool, ignore_noqa: bool
+    path: str, data: bytes, settings: Settings, fix: bool, unsafe_fixes: bool, ignore_noqa: bool
 ) -> Tuple[SourceFile, _FileOutcome]:
     """Lint (and fix) the buffer on standard input as if it were the file ``path``."""
-    source = decode_source(path, sys.stdin.buffer.read())
+    source = decode_source(path, data)
     if is_excluded_file(path, settings):
         return source, _FileOutcome(path, original=source.text, fixed_text=source.text)
     if fix:
@@ -127,7 +152,7 @@ def _error_finding(path: str, message: str) -> Finding:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))  # unreadable: E902
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also show and apply unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
@@ -245,11 +270,16 @@ def check(
     jobs = jobs or os.cpu_count() or 1
 
     stdin_source: Optional[SourceFile] = None
+    stdin_data = b""
     groups: Dict[Settings, List[str]] = {}
     if reading_stdin:
+        stdin_data, read_error = _read_stdin()
         try:
+            if read_error is not None:
+                raise SourceError(read_error)
             stdin_source, stdin_outcome = _check_stdin(
-                stdin_filename or "-", settings, fix or diff, unsafe_fixes, ignore_noqa
+                stdin_filename or "-", stdin_data, settings, fix or diff, unsafe_fixes,
+                ignore_noqa,
             )
         except SourceError as error:
             stdin_outcome = _FileOutcome(stdin_filename or "-", error=str(error))
@@ -269,6 +299,7 @@ def check(
                 group_files,
                 (group_settings, unsafe_fixes, ignore_noqa, not diff),
                 jobs,
+                _fix_died,
             )
         else:
             # --fix, --diff and standard input never use the cache: it is keyed by file
@@ -300,11 +331,11 @@ def check(
         raise click.exceptions.Exit(EXIT_FINDINGS if patch and not exit_zero else EXIT_CLEAN)
 
     report_to_stderr = False
-    if stdin_source is not None and fix:
-        # The fixed buffer goes to standard output, for the editor to put in place.
-        fixed_text = outcomes[0].fixed_text
+    if reading_stdin and fix:
+        # A buffer the editor can keep goes to standard output: the fixed source, or the input
+        # unchanged when it cannot be decoded or fixed (the report goes to standard error).
         stdout = sys.stdout.buffer
-        stdout.write(stdin_source.encode(stdin_source.text if fixed_text is None else fixed_text))
+        stdout.write(_stdin_result(stdin_source, outcomes[0], stdin_data))
         stdout.flush()
         report_to_stderr = True
 
@@ -324,6 +355,15 @@ def check(
         report = dynamic_report(settings, findings, output_format, report)
     _emit_report(report, output_file, report_to_stderr)
     raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _stdin_result(source: Optional[SourceFile], outcome: _FileOutcome, data: bytes) -> bytes:
+    if source is None or outcome.fixed_text is None:
+        return data
+    try:
+        return source.encode(outcome.fixed_text)
+    except UnicodeEncodeError:  # a fix the file's encoding cannot hold: keep the input
+        return data
 
 
 def _emit_report(report: str, output_file: Optional[str], to_stderr: bool) -> None:

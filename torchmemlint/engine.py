@@ -6,7 +6,6 @@ import ast
 import gc
 import os
 from bisect import bisect_left
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
@@ -24,7 +23,8 @@ from torchmemlint.noqa import remove_suppressed
 from torchmemlint.positions import resolve_findings
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
-from torchmemlint.sourcefile import SourceError, decode_source
+from torchmemlint.pool import run_isolated
+from torchmemlint.sourcefile import SourceError, decode_source, read_bytes
 from torchmemlint.tree import node_index, parse_module
 
 SYNTAX_ERROR = "E999"
@@ -103,6 +103,8 @@ class _BatchedWalker:
 
     def _failed(self, method: Callable[[cst.CSTNode], Any], node: cst.CSTNode, error: Exception) -> None:
         """A rule raised: report it at the node, drop the rule for the rest of this file."""
+        if _interrupted(error):
+            raise KeyboardInterrupt from None
         rule = getattr(method, "__self__", None)
         if rule in self.rules:
             self.rules.remove(rule)
@@ -191,27 +193,70 @@ class FileResult:
     error: Optional[str] = None  # a one-line I/O or decoding error
 
 
-def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
-    """CPython's own verdict: its positions and messages are the ones users know."""
+# CPython's messages for code too deep or too long for it (tokenizer, parser, AST builder):
+# such a file is reported with CPython's verdict and never handed to libcst, whose native
+# parser can overflow its stack on it.
+_LIMIT_MESSAGES = ("too many nested", "too many levels", "too complex", "nested too deeply",
+                   "stack overflow", "recursion")
+
+
+def _cpython_verdict(text: str, filename: str) -> Tuple[Optional[Finding], bool]:
+    """(CPython's E999 for the text or None, whether it is a limit of depth or size)."""
+    return _cpython_parse(text, filename)[:2]  # type: ignore[return-value]
+
+
+def _cpython_parse(
+    text: str, filename: str
+) -> Tuple[Optional[Finding], bool, Optional[ast.Module]]:
+    """CPython's verdict on the text, and its tree when it has one."""
+    start = Location(1, 1)
     try:
-        compile(text, filename, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+        tree = compile(text, filename, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except SyntaxError as error:
         location = Location(error.lineno or 1, error.offset or 1)
-        return Finding(SYNTAX_ERROR, f"SyntaxError: {error.msg}", filename, location, location)
+        message = f"{type(error).__name__}: {error.msg}"
+        limit = any(words in str(error.msg) for words in _LIMIT_MESSAGES)
+        return Finding(SYNTAX_ERROR, message, filename, location, location), limit, None
     except ValueError as error:  # source with NUL bytes
-        start = Location(1, 1)
-        return Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, start, start)
-    return None
+        return Finding(SYNTAX_ERROR, f"SyntaxError: {error}", filename, start, start), False, None
+    except (RecursionError, MemoryError, OverflowError) as error:
+        message = (
+            f"{type(error).__name__}: {error or 'out of memory'} "
+            "(too deep or too long for Python)"
+        )
+        return Finding(SYNTAX_ERROR, message, filename, start, start), True, None
+    return None, False, tree
 
 
-def _loop_rules_may_report(text: str, codes: FrozenSet[str]) -> bool:
+def _python_syntax_error(text: str, filename: str) -> Optional[Finding]:
+    """CPython's own verdict: its positions and messages are the ones users know."""
+    return _cpython_verdict(text, filename)[0]
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a Ctrl-C was on its way (a KeyboardInterrupt caught
+    by a ``finally`` or ``__exit__`` that raised in turn): the run stops, nothing is reported."""
+    seen = 0
+    current: Optional[BaseException] = error
+    while current is not None and seen < 50:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        current = current.__context__ or current.__cause__
+        seen += 1
+    return False
+
+
+def _loop_rules_may_report(
+    text: str, codes: FrozenSet[str], tree: Optional[ast.Module] = None
+) -> bool:
     """When only loop rules are left for a file: whether they can report there, read from
     Python's ``ast`` (a tenth of a libcst parse; ``analysis.leak_gate``). True for a file
     CPython cannot parse: libcst's parse reports it."""
-    try:
-        tree = compile(text, "<gate>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
-    except (SyntaxError, ValueError):
-        return True
+    if tree is None:
+        try:
+            tree = compile(text, "<gate>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return True
     return leak_gate.may_report(leak_gate.facts_from_ast(tree), codes, text)
 
 
@@ -252,7 +297,16 @@ def lint_source(
     try:
         return _lint_source(text, filename, settings, codes, ignore_noqa, document)
     except Exception as error:
+        if _interrupted(error):
+            raise KeyboardInterrupt from None
         start = Location(1, 1)
+        if isinstance(error, (RecursionError, MemoryError)):
+            # Python accepted the file, but it nests deeper than torchmemlint's analysis goes.
+            message = (
+                f"cannot lint: too deeply nested or too large for torchmemlint "
+                f"({type(error).__name__}); the file was skipped"
+            )
+            return [Finding(IO_ERROR, message, filename, start, start)]
         message = internal_error_message("torchmemlint's engine", error)
         return [Finding(INTERNAL_ERROR, message, filename, start, start)]
     finally:
@@ -270,14 +324,21 @@ def _lint_source(
 ) -> List[Finding]:
     if codes is None:
         codes = settings.codes_for_file(filename)
+    verdict, beyond_limits, tree = _cpython_parse(text, filename)
+    if beyond_limits:
+        return [verdict]  # type: ignore[list-item]
     registry = all_rules()
     # only the rules whose words the text holds (their gates: Rule.needs, needs_torch)
     codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply(text))
-    if codes and codes <= leak_gate.LOOP_CODES and not _loop_rules_may_report(text, codes):
+    if (
+        codes
+        and codes <= leak_gate.LOOP_CODES
+        and not _loop_rules_may_report(text, codes, tree)
+    ):
         return []  # CPython parsed it (no syntax error), and no loop rule can report there
     if not codes:
         # Nothing can match; still report a file that does not parse, cheaply.
-        if _python_syntax_error(text, filename) is None:
+        if verdict is None:
             return []
         # Only libcst's verdict counts: it also reads syntax newer than this interpreter.
         try:
@@ -297,6 +358,8 @@ def _lint_source(
         try:
             rules.append(registry[code](context))
         except Exception as error:
+            if _interrupted(error):
+                raise KeyboardInterrupt from None
             what = f"rule {code} ({registry[code].name}, __init__)"
             message = internal_error_message(what, error)
             context.pending.append(_PendingFinding(INTERNAL_ERROR, module, message, None))
@@ -317,16 +380,15 @@ def lint_path(
 ) -> FileResult:
     """One file's findings; with a cache, an unchanged file's stored findings instead."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:  # worded as sourcefile.read_source words it
-        return FileResult(path, error=f"cannot read {path}: {error.strerror or error}")
+        data = read_bytes(path)  # a regular file only: a FIFO would hang the run
+    except SourceError as error:
+        return FileResult(path, error=str(error))
     entry = digest = None
     if cache is not None:
         codes = settings.codes_for_file(path)
         entry = cache.entry_path(path, settings, codes, ignore_noqa)
         digest = content_hash(data)
-        cached = cache.get(entry, digest)
+        cached = cache.get(entry, digest, data)
         if cached is not None:
             return FileResult(path, cached)
     try:
@@ -356,7 +418,7 @@ def discover(
     for path in paths:
         path = os.path.normpath(path)  # "./a.py" and "a.py" are one file, shown as "a.py"
         if os.path.isdir(path):
-            found = _walk(path, settings)
+            found = _walk(path, settings, _walk_error_recorder(errors))
         elif os.path.exists(path) or os.path.islink(path):
             if force_exclude and is_excluded_file(path, settings):
                 continue
@@ -389,8 +451,24 @@ def is_excluded_file(path: str, settings: Settings) -> bool:
     return False
 
 
-def _walk(root: str, settings: Settings) -> Iterator[str]:
-    for directory, subdirectories, filenames in os.walk(root):  # never follows symlinked dirs
+def _walk_error_recorder(errors: List[FileResult]) -> Callable[[OSError], None]:
+    """os.walk's onerror: a directory that cannot be listed is an E902 finding, not a silent
+    gap; the walk goes on with the others."""
+
+    def record(error: OSError) -> None:
+        path = os.path.normpath(error.filename or "?")
+        errors.append(
+            FileResult(path, error=f"cannot read directory {path}: {error.strerror or error}")
+        )
+
+    return record
+
+
+def _walk(
+    root: str, settings: Settings, onerror: Optional[Callable[[OSError], None]] = None
+) -> Iterator[str]:
+    # never follows symlinked dirs
+    for directory, subdirectories, filenames in os.walk(root, onerror=onerror):
         here = settings.for_path(directory)  # a Resolver: the config that governs this directory
         subdirectories[:] = sorted(
             name
@@ -432,12 +510,11 @@ def lint_paths(
 
 def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> Optional[FileResult]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+        data = read_bytes(path)
+    except SourceError:
         return None  # the worker reports it
     entry = cache.entry_path(path, settings, settings.codes_for_file(path), ignore_noqa)
-    findings = cache.get(entry, content_hash(data))
+    findings = cache.get(entry, content_hash(data), data)
     return None if findings is None else FileResult(path, findings)
 
 
@@ -447,17 +524,23 @@ def _lint_one(
     return lint_path(path, settings, ignore_noqa, cache)
 
 
-def run_parallel(function: Callable[..., Any], items: Sequence[str], extra: Tuple, jobs: int):
-    """``function(item, *extra)`` for every item, in order, over up to ``jobs`` processes."""
-    if jobs <= 1 or len(items) < 4:
-        return [function(item, *extra) for item in items]
-    workers = min(jobs, len(items))
-    chunk = max(1, len(items) // (workers * 4))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = pool.map(_call, [(function, item, extra) for item in items], chunksize=chunk)
-        return list(futures)
+def run_parallel(
+    function: Callable[..., Any],
+    items: Sequence[str],
+    extra: Tuple,
+    jobs: int,
+    on_death: Optional[Callable[[str, str], Any]] = None,
+):
+    """``function(item, *extra)`` for every item, in order, over up to ``jobs`` child
+    processes (``pool.run_isolated``; one child with ``-j 1``): a child that dies costs only the
+    item it held, for which ``on_death(item, why)`` stands in (by default a FileResult with
+    an error naming the signal)."""
+    return run_isolated(function, items, extra, jobs, on_death or worker_died)
 
 
-def _call(packed: Tuple[Callable[..., Any], str, Tuple]) -> Any:
-    function, item, extra = packed
-    return function(item, *extra)
+def worker_died(path: str, why: str) -> FileResult:
+    return FileResult(path, error=worker_died_message(path, why))
+
+
+def worker_died_message(path: str, why: str) -> str:
+    return f"cannot lint {path}: the process linting it was {why}; the file was skipped"

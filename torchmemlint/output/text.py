@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import List
 
 from torchmemlint.findings import Finding
 
 
+# C0 and C1 control characters, DEL, and the Unicode line and paragraph separators: shown
+# escaped, so that no text in a report (a message, a file name) can move the cursor, recolour
+# the terminal or start a line of its own.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_control(text: str) -> str:
+    """``text`` with every control character written as a Python escape (``\\x1b``)."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
+
+
 def format_finding(finding: Finding, unsafe_fixes: bool) -> str:
     marker = "[*] " if finding.fix_applies(unsafe_fixes) else ""
     location = finding.location
-    return f"{finding.filename}:{location.row}:{location.column}: {finding.code} {marker}{finding.message}"
+    filename, message = escape_control(finding.filename), escape_control(finding.message)
+    return f"{filename}:{location.row}:{location.column}: {finding.code} {marker}{message}"
 
 
 def format_text(findings: List[Finding], unsafe_fixes: bool = False, fixed: int = 0) -> str:
