@@ -7,20 +7,33 @@ sends them, and otherwise because the server polls the config files' modificatio
 broken config is shown as an error message and the last good settings stay in force. The
 server lints the buffer's text and turns findings into diagnostics and their fixes into code
 actions. It never imports or runs the code it checks.
+
+Requests are answered while a document is linted: lints run on a thread of their own, one at a
+time, and a lint whose buffer has changed since it started is cancelled (an exception raised in
+its thread) and its result dropped; the newer version is linted after the pause in typing.
+Code actions read the last lint of the buffer, or lint on a second thread. A client's mistake
+(a message that is not JSON, a request whose params do not fit its method, a request about a
+document that is not open) is answered with a JSON-RPC error or ignored, and logged in one line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import io
+import json
 import logging
 import os
 import re
+import threading
 import tokenize
-from typing import Dict, List, Optional, Sequence, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -46,6 +59,84 @@ _SEVERITY = {
 }
 
 log = logging.getLogger(__name__)
+_INVALID_PARAMS, _PARSE_ERROR = -32602, -32700
+
+
+class LintCancelled(BaseException):
+    """Raised in the lint thread when the buffer it lints has changed (not an ``Exception``:
+    the engine's per-rule error handling lets it through)."""
+
+
+class _ClientMistake:
+    """A message from the client that does not fit its method's schema."""
+
+    jsonrpc = "2.0"
+
+    def __init__(self, data: Dict[str, Any], error: BaseException) -> None:
+        self.id = data.get("id")
+        self.method = data.get("method")
+        self.is_request = "id" in data and "method" in data
+        cause = error.__cause__ or error
+        self.reason = " ".join(str(cause).split())[:200] or type(cause).__name__
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, answering a request with invalid params with a JSON-RPC error
+    (pygls logs a traceback and answers nothing: the client would wait for ever)."""
+
+    def structure_message(self, data: Dict[str, Any]) -> Any:
+        if "jsonrpc" not in data:
+            return data
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            return _ClientMistake(data, error)
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _ClientMistake):
+            log.warning("invalid %s from the client: %s", message.method or "message", message.reason)
+            if message.is_request:
+                self._send_response(
+                    message.id,
+                    None,
+                    types.ResponseError(
+                        code=_INVALID_PARAMS,
+                        message=f"invalid params for {message.method}: {message.reason}",
+                    ),
+                )
+            return
+        super().handle_message(message)
+
+
+class _OneLineForClientMistakes(logging.Filter):
+    """pygls logs a traceback for a message it cannot read; the client's mistake is one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            if isinstance(error, (ValueError, JsonRpcException)):  # JSONDecodeError included
+                record.msg = f"{record.getMessage()}: {type(error).__name__}: {error}"
+                record.args = None
+                record.exc_info = None
+                record.exc_text = None
+        return not record.getMessage().startswith("Unable to deserialize message")
+
+
+class _Job:
+    """One lint of one version of a buffer, on the lint thread."""
+
+    def __init__(self, uri: str, version: Optional[int]) -> None:
+        self.uri, self.version = uri, version
+        self.thread: Optional[int] = None
+        self.active = False
+        self.cancelled = False
+
+
+def _raise_in_thread(thread: int, error: Optional[type]) -> None:
+    """Raise ``error`` in the thread (at its next Python instruction); None clears it."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread), ctypes.py_object(error) if error is not None else None
+    )
 
 
 class _Text:
@@ -97,8 +188,17 @@ class TorchMemLintServer(LanguageServer):
     def __init__(self) -> None:
         # Whole-text sync: pygls splits lines on more characters than the LSP does.
         super().__init__(
-            SOURCE, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
+            SOURCE,
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
+            protocol_cls=_Protocol,
         )
+        # Lints run one at a time on their own thread (the Documents below are the lint
+        # thread's); code actions that need a lint get a second thread.
+        self.lint_thread = ThreadPoolExecutor(1, thread_name_prefix="torchmemlint-lint")
+        self.request_thread = ThreadPoolExecutor(1, thread_name_prefix="torchmemlint-request")
+        self.jobs: Dict[str, _Job] = {}  # per URI, the lint in flight
+        self.job_lock = threading.Lock()
         self.pending: Dict[str, asyncio.TimerHandle] = {}
         self.settings_cache: Dict[Tuple[str, int, int], Settings] = {}
         self.reported_config_errors: Dict[str, str] = {}  # per directory: the error shown
@@ -168,44 +268,116 @@ class TorchMemLintServer(LanguageServer):
     def findings(self, document: TextDocument) -> Tuple[List[Finding], Settings, str]:
         path = document.path
         settings = self.settings_for(path)
+        return self.lint(path, document.source, settings), settings, path
+
+    def lint(self, path: str, source: str, settings: Settings) -> List[Finding]:
+        """The buffer's findings, reusing its last lint and parse (the lint thread's)."""
         if is_excluded_file(path, settings):
-            return [], settings, path
-        source = document.source
+            return []
         last = self.last_lint.get(path)
         if last is not None and last[0] == source and last[1] == settings:
-            return list(last[2]), settings, path
+            return list(last[2])
         document = self.documents.setdefault(path, Document())
         findings = lint_source(source, path, settings, document=document)
         self.last_lint[path] = (source, settings, findings)
-        return list(findings), settings, path
+        return list(findings)
+
+    def request_findings(self, path: str, source: str, settings: Settings) -> List[Finding]:
+        """For a code action, on the request thread: the last lint when it is of this text,
+        else a lint of its own (without the buffer's parse, which the lint thread owns)."""
+        if is_excluded_file(path, settings):
+            return []
+        last = self.last_lint.get(path)
+        if last is not None and last[0] == source and last[1] == settings:
+            return list(last[2])
+        return lint_source(source, path, settings)
 
     def publish(self, uri: str) -> None:
+        """Lint the buffer's current version on the lint thread, then publish its diagnostics
+        (unless a newer version has superseded it meanwhile)."""
         self.pending.pop(uri, None)
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile
         document = self.workspace.get_text_document(uri)
         if not is_python(document):
             return
-        self.config_signatures[uri] = config_signature(document.path)
+        path, source, version = document.path, document.source, document.version
+        self.config_signatures[uri] = config_signature(path)
+        settings = self.settings_for(path)  # here: it may message the client
+        self.supersede(uri)
+        job = self.jobs[uri] = _Job(uri, version)
+        future = asyncio.get_running_loop().run_in_executor(
+            self.lint_thread, self._run, job, path, source, settings
+        )
+        future.add_done_callback(lambda done: self._finished(job, done, source, version))
+
+    def _run(self, job: _Job, path: str, source: str, settings: Settings) -> Optional[List[Finding]]:
+        with self.job_lock:
+            if job.cancelled:
+                return None
+            job.thread, job.active = threading.get_ident(), True
         try:
-            findings, _, _ = self.findings(document)
-        except Exception:  # a bug in a rule must not take the editor's linting down with it
-            log.exception("linting %s failed", uri)
+            try:
+                return self.lint(path, source, settings)
+            finally:
+                self._stand_down(job, path)
+        except LintCancelled:
+            self._stand_down(job, path)
+            return None
+
+    def _stand_down(self, job: _Job, path: str) -> None:
+        """Leave the lint: no cancellation can reach this thread after it."""
+        while True:
+            try:
+                with self.job_lock:
+                    job.active = False
+                    _raise_in_thread(threading.get_ident(), None)  # one pending is dropped
+                if job.cancelled:  # what it leaves may be half done: start afresh next time
+                    self.documents.pop(path, None)
+                    self.last_lint.pop(path, None)
+                return
+            except LintCancelled:
+                continue
+
+    def _finished(
+        self, job: _Job, done: "asyncio.Future[Optional[List[Finding]]]", source: str,
+        version: Optional[int],
+    ) -> None:
+        if self.jobs.get(job.uri) is job:
+            del self.jobs[job.uri]
+        if job.cancelled or done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:  # a bug must not take the editor's linting down with it
+            log.error("linting %s failed: %s: %s", job.uri, type(error).__name__, error)
             self.window_log_message(
-                types.LogMessageParams(types.MessageType.Error, f"torchmemlint failed on {uri}")
+                types.LogMessageParams(types.MessageType.Error, f"torchmemlint failed on {job.uri}")
             )
-            findings = []
-        text = _Text(document.source, self.workspace.position_codec.impl)
+            findings: List[Finding] = []
+        else:
+            findings = done.result() or []
+        if job.uri not in self.workspace.text_documents:
+            return
+        text = _Text(source, self.workspace.position_codec.impl)
         diagnostics = [diagnostic(finding, text) for finding in findings]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=uri, diagnostics=diagnostics, version=document.version
-            )
+            types.PublishDiagnosticsParams(uri=job.uri, diagnostics=diagnostics, version=version)
         )
+
+    def supersede(self, uri: str) -> None:
+        """Cancel the lint in flight for ``uri``: its text is no longer the buffer's."""
+        job = self.jobs.pop(uri, None)
+        if job is None:
+            return
+        with self.job_lock:
+            job.cancelled = True
+            if job.active and job.thread is not None:
+                _raise_in_thread(job.thread, LintCancelled)
 
     def schedule(self, uri: str) -> None:
         """Lint after the user pauses typing, not on every keystroke."""
         self.cancel(uri)
+        self.supersede(uri)
         self.pending[uri] = asyncio.get_running_loop().call_later(
             DEBOUNCE_SECONDS, self.publish, uri
         )
@@ -214,6 +386,14 @@ class TorchMemLintServer(LanguageServer):
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls's report of an error; a message that is not JSON gets JSON-RPC's parse error."""
+        if isinstance(error, json.JSONDecodeError):
+            self.protocol._send_response(  # type: ignore[attr-defined]
+                None, None, types.ResponseError(code=_PARSE_ERROR, message=f"parse error: {error}")
+            )
+        log.error("%s: %s", type(error).__name__, error)
 
     def relint_all(self) -> None:
         for uri in list(self.workspace.text_documents):
@@ -333,14 +513,22 @@ def _wants(only: Optional[Sequence[str]], kind: str) -> bool:
 
 
 def code_actions(
-    server: TorchMemLintServer, params: types.CodeActionParams
+    server: TorchMemLintServer,
+    params: types.CodeActionParams,
+    settings: Optional[Settings] = None,
+    source: Optional[str] = None,
 ) -> List[types.CodeAction]:
     uri = params.text_document.uri
+    if uri not in server.workspace.text_documents:
+        return []  # a document the client never opened: nothing to act on
     document = server.workspace.get_text_document(uri)
     if not is_python(document):
         return []
-    findings, settings, path = server.findings(document)
-    text = _Text(document.source, server.workspace.position_codec.impl)
+    path = document.path
+    source = document.source if source is None else source
+    settings = settings if settings is not None else server.settings_for(path)
+    findings = server.request_findings(path, source, settings)
+    text = _Text(source, server.workspace.position_codec.impl)
     only = params.context.only
     actions: List[types.CodeAction] = []
 
@@ -378,16 +566,16 @@ def code_actions(
             return lint_source(source, path, settings)
 
         try:
-            fixed = fix_text(document.source, lint, unsafe_fixes=False).text
+            fixed = fix_text(source, lint, unsafe_fixes=False).text
         except FixError:  # a fix that would break the code: offer none rather than that
-            fixed = document.source
-        if fixed != document.source:
+            fixed = source
+        if fixed != source:
             actions.append(
                 types.CodeAction(
                     title="Fix all safely fixable torchmemlint findings",
                     kind=FIX_ALL_KIND,
                     edit=types.WorkspaceEdit(
-                        changes={uri: [_minimal_edit(document.source, fixed, text)]}
+                        changes={uri: [_minimal_edit(source, fixed, text)]}
                     ),
                 )
             )
@@ -434,6 +622,7 @@ def create_server() -> TorchMemLintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchMemLintServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.cancel(params.text_document.uri)
+        ls.supersede(params.text_document.uri)
         ls.last_lint.pop(to_fs_path(params.text_document.uri) or "", None)
         ls.documents.pop(to_fs_path(params.text_document.uri) or "", None)
         ls.text_document_publish_diagnostics(
@@ -456,13 +645,25 @@ def create_server() -> TorchMemLintServer:
             ]
         ),
     )
-    def code_action(
+    async def code_action(
         ls: TorchMemLintServer, params: types.CodeActionParams
     ) -> List[types.CodeAction]:
-        return code_actions(ls, params)
+        uri = params.text_document.uri
+        if uri not in ls.workspace.text_documents:
+            return []
+        document = ls.workspace.get_text_document(uri)
+        if not is_python(document):
+            return []
+        settings = ls.settings_for(document.path)  # here: it may message the client
+        return await asyncio.get_running_loop().run_in_executor(
+            ls.request_thread, code_actions, ls, params, settings, document.source
+        )
 
     return server
 
 
 def serve() -> None:
+    quiet = _OneLineForClientMistakes()
+    for name in ("pygls.server", "pygls.protocol.json_rpc", "pygls.protocol.language_server"):
+        logging.getLogger(name).addFilter(quiet)
     create_server().start_io()
