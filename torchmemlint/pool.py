@@ -36,6 +36,14 @@ def _context() -> Any:
     return multiprocessing.get_context("fork" if "fork" in methods else None)
 
 
+class _Failed:
+    """What the child sends for an item whose function raised (not the child's death)."""
+
+    def __init__(self, error: Exception) -> None:
+        message = " ".join(str(error).split())[:200]
+        self.why = f"stopped by {type(error).__name__}" + (f": {message}" if message else "")
+
+
 def _serve(connection: Connection, function: Callable[..., Any], extra: Tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
     while True:
@@ -46,7 +54,16 @@ def _serve(connection: Connection, function: Callable[..., Any], extra: Tuple) -
         if message is None:
             return
         index, item = message
-        connection.send((index, function(item, *extra)))
+        try:
+            result = function(item, *extra)
+        except Exception as error:  # reported for this item; the child goes on
+            result = _Failed(error)
+        try:
+            connection.send((index, result))
+        except (OSError, ValueError):
+            return
+        except Exception as error:  # a result that cannot be pickled
+            connection.send((index, _Failed(error)))
 
 
 class _Worker:
@@ -85,9 +102,11 @@ def run_isolated(
     try:
         for _ in range(max(1, min(jobs, len(items)))):
             workers.append(_Worker(context, function, extra))
-        for worker in workers:
-            _hand_out(worker, queue, items)
+        for worker in list(workers):
+            _hand_out(worker, queue, items, workers, context, function, extra)
         while len(results) < len(items):
+            if not any(w.holding is not None for w in workers):
+                raise RuntimeError("no worker process could be started")
             busy = {w.connection: w for w in workers if w.holding is not None}
             sentinels = {w.process.sentinel: w for w in workers if w.holding is not None}
             ready = wait([*busy, *sentinels])
@@ -98,9 +117,9 @@ def run_isolated(
                         index, result = worker.connection.recv()
                     except (EOFError, OSError):
                         continue  # it died: its sentinel says so below
-                    results[index] = result
+                    results[index] = _result(result, items[index], on_death)
                     worker.holding = None
-                    _hand_out(worker, queue, items)
+                    _hand_out(worker, queue, items, workers, context, function, extra)
             for ready_object in ready:
                 worker = sentinels.get(ready_object)  # type: ignore[call-overload]
                 if worker is None or worker.holding is None or worker.process.is_alive():
@@ -108,7 +127,7 @@ def run_isolated(
                 if worker.connection.poll():  # it answered before it went
                     try:
                         index, result = worker.connection.recv()
-                        results[index] = result
+                        results[index] = _result(result, items[index], on_death)
                         worker.holding = None
                     except (EOFError, OSError):
                         pass
@@ -121,7 +140,7 @@ def run_isolated(
                 if queue:
                     replacement = _Worker(context, function, extra)
                     workers.append(replacement)
-                    _hand_out(replacement, queue, items)
+                    _hand_out(replacement, queue, items, workers, context, function, extra)
         return [results[index] for index in range(len(items))]
     finally:
         for worker in workers:
@@ -132,8 +151,34 @@ def run_isolated(
             worker.stop()
 
 
-def _hand_out(worker: _Worker, queue: List[int], items: Sequence[Any]) -> None:
-    if queue:
-        index = queue.pop()
+def _result(result: Any, item: Any, on_death: Callable[[Any, str], Any]) -> Any:
+    return on_death(item, result.why) if isinstance(result, _Failed) else result
+
+
+def _hand_out(
+    worker: _Worker,
+    queue: List[int],
+    items: Sequence[Any],
+    workers: List[_Worker],
+    context: Any,
+    function: Callable[..., Any],
+    extra: Tuple,
+) -> None:
+    """Give the worker the next item; one that died idle is replaced (once per item)."""
+    if not queue:
+        return
+    index = queue.pop()
+    for attempt in range(2):
+        try:
+            worker.connection.send((index, items[index]))
+        except (OSError, ValueError):
+            worker.stop()
+            workers.remove(worker)
+            if attempt:
+                queue.append(index)
+                return
+            worker = _Worker(context, function, extra)
+            workers.append(worker)
+            continue
         worker.holding = index
-        worker.connection.send((index, items[index]))
+        return
