@@ -1,0 +1,131 @@
+"""Which paths git ignores, as Ruff's discovery reads them (``respect-gitignore``).
+
+Inside a git repository (a directory above holds ``.git``), a path is ignored when the last
+pattern that matches it says so, reading in git's order of precedence: the global excludes
+file (``core.excludesFile`` in the user's git configuration, else
+``$XDG_CONFIG_HOME/git/ignore``), ``.git/info/exclude``, then each ``.gitignore`` from the
+repository root down to the path's directory (a deeper file overrides a shallower one). A path
+inside an ignored directory is ignored, as git cannot take it back. Outside a repository
+nothing is ignored (as Ruff: ``.gitignore`` files count only in a git repository). The
+patterns are matched by ``pathspec``'s ``GitIgnoreSpec``, which replicates git's own rules.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pathspec
+
+_Layer = Tuple[str, "pathspec.GitIgnoreSpec"]  # (directory the patterns are relative to, spec)
+
+
+def _read_spec(path: str) -> Optional["pathspec.GitIgnoreSpec"]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def _git_config_excludes_file() -> Optional[str]:
+    """``core.excludesFile`` from the user's git configuration, or git's default place."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    configured: Optional[str] = None
+    for config in (os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")):
+        try:
+            with open(config, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        section = ""
+        for line in lines:
+            line = line.strip()
+            if line.startswith("["):
+                section = line.strip("[]").strip().lower()
+            elif section == "core" and "=" in line and not line.startswith(("#", ";")):
+                key, _, value = line.partition("=")
+                value = value.split(" #")[0].split(" ;")[0].strip().strip('"')
+                if key.strip().lower() == "excludesfile" and value:
+                    configured = value  # ~/.gitconfig, read last, wins
+    if configured is not None:
+        return os.path.expanduser(configured)
+    return os.path.join(xdg, "git", "ignore")
+
+
+class GitIgnore:
+    """Answers ``ignored(path, is_dir)``; reads each ignore file once per run."""
+
+    def __init__(self) -> None:
+        self._repo_of: Dict[str, Optional[str]] = {}
+        self._layers_of: Dict[str, List[_Layer]] = {}
+        self._ignored_dirs: Dict[str, bool] = {}
+        self._global: Optional[List[_Layer]] = None
+
+    def _repository(self, directory: str) -> Optional[str]:
+        if directory not in self._repo_of:
+            if os.path.exists(os.path.join(directory, ".git")):
+                found: Optional[str] = directory
+            else:
+                parent = os.path.dirname(directory)
+                found = None if parent == directory else self._repository(parent)
+            self._repo_of[directory] = found
+        return self._repo_of[directory]
+
+    def _base_layers(self, repository: str) -> List[_Layer]:
+        if self._global is None:
+            excludes = _git_config_excludes_file()
+            spec = _read_spec(excludes) if excludes else None
+            self._global = [("", spec)] if spec is not None else []
+        layers = [(repository, spec) for _, spec in self._global]
+        git = os.path.join(repository, ".git")
+        if os.path.isdir(git):
+            spec = _read_spec(os.path.join(git, "info", "exclude"))
+            if spec is not None:
+                layers.append((repository, spec))
+        return layers
+
+    def _layers(self, directory: str, repository: str) -> List[_Layer]:
+        """Every layer that applies to the entries of ``directory``, lowest precedence first."""
+        if directory not in self._layers_of:
+            if directory == repository:
+                layers = self._base_layers(repository)
+            else:
+                layers = list(self._layers(os.path.dirname(directory), repository))
+            spec = _read_spec(os.path.join(directory, ".gitignore"))
+            if spec is not None:
+                layers.append((directory, spec))
+            self._layers_of[directory] = layers
+        return self._layers_of[directory]
+
+    def _matches(self, path: str, is_dir: bool, repository: str) -> bool:
+        verdict: Optional[bool] = None
+        for base, spec in self._layers(os.path.dirname(path), repository):
+            relative = Path(os.path.relpath(path, base)).as_posix() + ("/" if is_dir else "")
+            include = spec.check_file(relative).include
+            if include is not None:
+                verdict = include
+        return bool(verdict)
+
+    def ignored(self, path: str, is_dir: Optional[bool] = None) -> bool:
+        """Whether git ignores ``path`` (or a directory above it, inside the repository)."""
+        absolute = os.path.abspath(path)
+        if is_dir is None:
+            is_dir = os.path.isdir(absolute)
+        repository = self._repository(os.path.dirname(absolute))
+        if repository is None or os.path.basename(absolute) == ".git":
+            return os.path.basename(absolute) == ".git"
+        parent = os.path.dirname(absolute)
+        if parent != repository and self._directory_ignored(parent, repository):
+            return True
+        return self._matches(absolute, is_dir, repository)
+
+    def _directory_ignored(self, directory: str, repository: str) -> bool:
+        if directory not in self._ignored_dirs:
+            parent = os.path.dirname(directory)
+            above = parent != repository and self._directory_ignored(parent, repository)
+            self._ignored_dirs[directory] = above or self._matches(directory, True, repository)
+        return self._ignored_dirs[directory]
