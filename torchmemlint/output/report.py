@@ -119,8 +119,9 @@ def fix_summary(fixed_by_file: Sequence[Tuple[str, Sequence[str]]]) -> str:
 
 def fix_only_summary(fixed: int, hidden_unsafe: int) -> str:
     """``--fix-only``'s one line (the remaining findings are not reported)."""
+    word = "more fix" if fixed else "fix"
     more = (
-        f" ({hidden_unsafe} more fix{'' if hidden_unsafe == 1 else 'es'} available with "
+        f" ({hidden_unsafe} {word}{'' if hidden_unsafe == 1 else 'es'} available with "
         "`--unsafe-fixes`)"
         if hidden_unsafe
         else ""
