@@ -304,7 +304,7 @@ def check(
     if statistics and (not human or diff):
         other = "--diff" if diff else f"--output-format {output_format}"
         raise _fail(f"--statistics only changes the text report; it does nothing with {other}")
-    if diff and (not human or output_file is not None):
+    if diff and (output_format not in (None, "text") or output_file is not None):
         raise _fail("--diff prints a diff to standard output; --output-format and "
                     "--output-file do nothing with it")
     # ---------------------------------------------------------------------------------------
@@ -387,7 +387,8 @@ def check(
         patch = "".join(_unified_diff(o) for o in sorted(outcomes, key=lambda o: o.path))
         click.echo(patch, nl=False)
         summary = f"Would fix {fixed} finding{'s' if fixed != 1 else ''}."
-        click.echo(summary, err=True)
+        if not quiet:
+            click.echo(summary, err=True)
         raise click.exceptions.Exit(EXIT_FINDINGS if patch and not exit_zero else EXIT_CLEAN)
 
     report_to_stderr = False
@@ -426,7 +427,8 @@ def check(
         sources=_sources(findings, outcomes) if output_format == "full" else {},
     )
     if dynamic:
-        report = dynamic_report(settings, findings, output_format, report)
+        human = output_format in reporting.HUMAN_FORMATS  # the measurements follow as text
+        report = dynamic_report(settings, findings, "text" if human else output_format, report)
     _emit_report(report, output_file, report_to_stderr, colour)
     failed = bool(findings) or (exit_non_zero_on_fix and fixed > 0)
     raise click.exceptions.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
