@@ -42,14 +42,17 @@ def _isatty(stream: IO[str]) -> bool:
 
 def use_colour(choice: str, stream: IO[str], output_file: Optional[str]) -> bool:
     """``--color``: ``always``/``never`` as said; ``auto`` colours a terminal unless
-    ``NO_COLOR`` is set (non-empty), and colours anything when ``FORCE_COLOR`` is set."""
+    ``NO_COLOR`` is set (non-empty), and a pipe too when ``FORCE_COLOR`` is set; never a
+    report file."""
     if choice != "auto":
         return choice == "always"
+    if output_file is not None:
+        return False  # a report file gets no escape codes unless --color always
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR"):
         return True
-    return output_file is None and _isatty(stream)
+    return _isatty(stream)
 
 
 def without_unfixable(findings: Iterable[Finding], fixable: FrozenSet[str]) -> List[Finding]:
