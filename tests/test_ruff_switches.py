@@ -484,3 +484,49 @@ def test_exclude_globs_are_gitignore_style(tmp_path):
         for f in json_findings(tmp_path, ".")
     )
     assert files == ["deep/tests/u.py", "gen/x/c.py", "src/sub/b.py", "tests/t.py"]
+
+
+# -- titles -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "message, title",
+    [
+        # The first sentence; a period inside a figure, a call or backticks ends none.
+        ("`x` keeps 2.5 MB. It is measured (x2.33 peak).", "`x` keeps 2.5 MB."),
+        ("`m.eval()` then `m(x)` runs with autograd on. Detail.", "`m.eval()` then `m(x)` runs with autograd on."),
+        ("`a. b` is odd (e.g. here). Then more.", "`a. b` is odd (e.g. here)."),
+        # No sentence break: a short message is its own title...
+        ("SyntaxError: invalid syntax", "SyntaxError: invalid syntax"),
+        # ...a long one is cut to its first clause outside backticks and brackets.
+        (
+            "internal error in rule TML201 (missing-inplace, visit_Call), which was skipped for "
+            "this file: ValueError: boom (raised at torchmemlint/rules/inplace.py:10); please report it",
+            "internal error in rule TML201 (missing-inplace, visit_Call), which was skipped …",
+        ),
+        ("`f(a: int)` " + "word " * 20 + ": detail", "`f(a: int)` " + " ".join(["word"] * 13) + " …"),
+    ],
+)
+def test_message_title(message, title):
+    assert message_title(message) == title
+
+
+def test_every_rule_message_leads_with_a_short_sentence():
+    """Every finding of the fixtures and the rule examples (every rule, most of their
+    message variants) has a first sentence of at most 90 characters, and more after it."""
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+    from torchmemlint.rules import all_rules
+
+    root = Path(__file__).resolve().parents[1]
+    files = sorted((root / "fixtures").rglob("*.py")) + sorted((root / "tests" / "rule_examples").glob("tml*.py"))
+    settings = Settings(select=("ALL",))
+    seen = set()
+    for path in files:
+        for finding in lint_source(path.read_text(encoding="utf-8"), str(path), settings):
+            if finding.code not in all_rules():
+                continue
+            seen.add(finding.code)
+            title = message_title(finding.message)
+            assert title.endswith(".") and finding.message.startswith(title), finding.message
+            assert len(title) <= 90, (finding.code, title)
+            assert len(finding.message) > len(title) + 20, finding.message
+    assert seen == set(all_rules())

@@ -45,14 +45,16 @@ def message_title(message: str) -> str:
     """The message's first sentence: the short title ``concise`` prints.
 
     Rules write their messages as a short first sentence (what is wrong, naming the code)
-    followed by the measured detail. For a message without a sentence break (a plugin's, an
-    engine error) the title is its first clause (up to ``:`` or ``;``), shortened at a word
-    boundary when it is still longer than ``TITLE_LIMIT`` characters.
+    followed by the measured detail. A message without a sentence break (an engine error) is
+    its own title when it is short; a long one is cut to its first clause (up to ``:`` or
+    ``;``), shortened at a word boundary when that is still longer than ``TITLE_LIMIT``.
     """
     message = " ".join(message.split())
     sentences = _scan_top_level(message, ".")
     if sentences and sentences[0] < len(message) - 1:
         return message[: sentences[0] + 1]
+    if len(message) <= TITLE_LIMIT:
+        return message
     clauses = _scan_top_level(message, ":;")
     title = message[: clauses[0]] if clauses else message
     if len(title) > TITLE_LIMIT:
