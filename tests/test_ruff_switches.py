@@ -530,3 +530,18 @@ def test_every_rule_message_leads_with_a_short_sentence():
             assert len(title) <= 90, (finding.code, title)
             assert len(finding.message) > len(title) + 20, finding.message
     assert seen == set(all_rules())
+
+
+def test_info_exclude_of_a_linked_worktree_is_read(tmp_path):
+    # A linked worktree has a `.git` file; its info/exclude is the main repository's.
+    main = tmp_path / "main"
+    _git_repo(main)
+    git = ["git", "-C", str(main), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+    subprocess.run([*git, "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    (main / ".git" / "info").mkdir(exist_ok=True)
+    (main / ".git" / "info" / "exclude").write_text("local_*.py\n")
+    write(tmp_path / "wt" / "local_a.py", BAD)
+    write(tmp_path / "wt" / "kept.py", BAD)
+    listed = run(["--no-cache", "--show-files", "."], tmp_path / "wt").stdout.splitlines()
+    assert [Path(p).name for p in listed] == ["kept.py"]

@@ -56,6 +56,26 @@ def _git_config_excludes_file() -> Optional[str]:
     return os.path.join(xdg, "git", "ignore")
 
 
+def _git_directory(dot_git: str) -> Optional[str]:
+    """The directory that holds ``info/exclude``: ``.git`` itself, or for a linked worktree
+    (a ``.git`` file, ``gitdir: PATH``) the repository's common directory."""
+    if os.path.isdir(dot_git):
+        return dot_git
+    try:
+        with open(dot_git, encoding="utf-8") as handle:
+            line = handle.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = os.path.join(os.path.dirname(dot_git), line[len("gitdir:"):].strip())
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as handle:
+            return os.path.normpath(os.path.join(gitdir, handle.readline().strip()))
+    except (OSError, UnicodeDecodeError):
+        return gitdir
+
+
 class GitIgnore:
     """Answers ``ignored(path, is_dir)``; reads each ignore file once per run."""
 
@@ -81,8 +101,8 @@ class GitIgnore:
             spec = _read_spec(excludes) if excludes else None
             self._global = [("", spec)] if spec is not None else []
         layers = [(repository, spec) for _, spec in self._global]
-        git = os.path.join(repository, ".git")
-        if os.path.isdir(git):
+        git = _git_directory(os.path.join(repository, ".git"))
+        if git is not None:
             spec = _read_spec(os.path.join(git, "info", "exclude"))
             if spec is not None:
                 layers.append((repository, spec))
