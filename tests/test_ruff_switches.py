@@ -545,3 +545,21 @@ def test_info_exclude_of_a_linked_worktree_is_read(tmp_path):
     write(tmp_path / "wt" / "kept.py", BAD)
     listed = run(["--no-cache", "--show-files", "."], tmp_path / "wt").stdout.splitlines()
     assert [Path(p).name for p in listed] == ["kept.py"]
+
+
+def test_a_bad_glob_is_a_one_line_error(tmp_path):
+    write(tmp_path / "bad.py", BAD)
+    cli = run(["--no-cache", "--extend-exclude", "[z-a]", "bad.py"], tmp_path)
+    assert cli.returncode == 2
+    assert cli.stderr.startswith("torchmemlint: error: --extend-exclude: invalid glob '[z-a]'")
+    write(tmp_path / "pyproject.toml", '[tool.torchmemlint.per-file-ignores]\n"a\\\\" = ["TML2"]\n')
+    config = run(["--no-cache", "bad.py"], tmp_path)
+    assert config.returncode == 2 and len(config.stderr.splitlines()) == 1
+    assert "pyproject.toml:2: per-file-ignores: invalid glob 'a\\'" in config.stderr
+    # A .gitignore line git cannot read is skipped, as git skips it.
+    (tmp_path / "pyproject.toml").unlink()
+    _git_repo(tmp_path)
+    write(tmp_path / ".gitignore", "a\\\nbad.py\n")
+    write(tmp_path / "kept.py", "x = 1\n")
+    listed = run(["--no-cache", "--show-files", "."], tmp_path)
+    assert [Path(p).name for p in listed.stdout.splitlines()] == ["kept.py"]

@@ -16,6 +16,7 @@ from torchmemlint.config import (
     OUTPUT_FORMATS,
     ConfigError,
     Resolver,
+    check_globs,
     Settings,
     parse_config_override,
     split_selectors,
@@ -316,6 +317,8 @@ def check(
     resolver = Resolver(config_path, isolated, overrides, config_overrides=config_overrides)
     try:
         Settings().with_overrides(**overrides).enabled_codes()  # a bad selector on the CLI
+        check_globs(exclude, "--exclude")
+        check_globs(extend_exclude, "--extend-exclude")
         # Standard input's settings, and the [profile] table --dynamic reads.
         settings = resolver.for_path(
             stdin_filename if stdin_filename else (paths[0] if len(paths) == 1 else ".")

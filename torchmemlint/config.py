@@ -141,6 +141,15 @@ def _excluded(patterns: Tuple[str, ...], relative_path: str, is_dir: bool = Fals
     return _spec(patterns).match_file(relative_path + ("/" if is_dir else ""))
 
 
+def check_globs(patterns: Iterable[str], key: str) -> None:
+    """ConfigError naming ``key`` for a pattern that is not a valid gitignore-style glob."""
+    for pattern in patterns:
+        try:
+            _spec((pattern.lstrip("!") if key == "per-file-ignores" else pattern,))
+        except Exception as error:  # pathspec's GitIgnorePatternError, re.error
+            raise ConfigError(f"{key}: invalid glob '{pattern}': {error}") from None
+
+
 def matches(pattern: str, relative_path: str, is_dir: bool = False) -> bool:
     """Whether one gitignore-style glob matches a path relative to the root (see above)."""
     return _excluded((pattern,), relative_path, is_dir)
@@ -252,7 +261,8 @@ def _table_of(config_path: str) -> Tuple[str, Dict[str, Any]]:
 
 
 def _key_error(text: str, config_path: str, key: str, message: str) -> ConfigError:
-    line = _line_of_key(text, key)
+    # A key with a backslash is written escaped in a basic string ("a\\b").
+    line = _line_of_key(text, key) or _line_of_key(text, key.replace("\\", "\\\\"))
     where = f"{config_path}:{line}" if line else config_path
     return ConfigError(f"{where}: {message}")
 
@@ -418,6 +428,11 @@ def _table_values(
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _ValueError(key, f"'{key}' must be a list of strings")
             values[_LIST_KEYS[key]] = tuple(value)
+            if key in ("exclude", "extend-exclude"):
+                try:
+                    check_globs(value, key)
+                except ConfigError as error:
+                    raise _ValueError(key, str(error)) from None
         elif key == "respect-gitignore":
             if not isinstance(value, bool):
                 raise _ValueError(key, "'respect-gitignore' must be true or false")
@@ -456,6 +471,10 @@ def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
             )
         try:
             expand_selectors(selectors, f"per-file-ignores '{pattern}'")
+        except ConfigError as error:
+            raise _ValueError(pattern, str(error)) from None
+        try:
+            check_globs((pattern,), "per-file-ignores")
         except ConfigError as error:
             raise _ValueError(pattern, str(error)) from None
         pairs.append((pattern, tuple(selectors)))

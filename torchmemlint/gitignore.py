@@ -27,7 +27,18 @@ def _read_spec(path: str) -> Optional["pathspec.GitIgnoreSpec"]:
             lines = handle.read().splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    except Exception:  # git skips a pattern it cannot read; so do we
+        return pathspec.GitIgnoreSpec.from_lines(line for line in lines if _valid(line))
+
+
+def _valid(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except Exception:
+        return False
+    return True
 
 
 def _git_config_excludes_file() -> Optional[str]:
