@@ -171,6 +171,8 @@ def test_color_switch_and_environment(tmp_path):
     assert ANSI in run(args, tmp_path, {"FORCE_COLOR": "1"}).stdout
     assert ANSI not in run(["--color", "never", *args], tmp_path, {"FORCE_COLOR": "1"}).stdout
     assert ANSI not in run(args, tmp_path).stdout
+    text = run(["--no-cache", "--color", "always", "--output-format", "text", "bad.py"], tmp_path)
+    assert ANSI in text.stdout and "measured" in text.stdout  # the whole message, coloured
     bad = run(["--color", "sometimes", *args], tmp_path)
     assert bad.returncode == 2 and "sometimes" in bad.stderr
 

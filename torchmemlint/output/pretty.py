@@ -84,14 +84,17 @@ def painter(colour: bool) -> Paint:
 
 
 # -- concise ----------------------------------------------------------------------------------
-def format_concise_finding(finding: Finding, unsafe_fixes: bool, paint: Paint = _plain) -> str:
+def format_concise_finding(
+    finding: Finding, unsafe_fixes: bool, paint: Paint = _plain, whole: bool = False
+) -> str:
+    """``path:row:col: CODE [*] title`` (``whole``: the whole message, the ``text`` format)."""
     colon = paint(":", fg="cyan")
     location = finding.location
     marker = f"[{paint('*', fg='cyan')}] " if finding.fix_applies(unsafe_fixes) else ""
     return (
         f"{paint(finding.filename, bold=True)}{colon}{location.row}{colon}{location.column}"
         f"{colon} {paint(finding.code, fg='red', bold=True)} {marker}"
-        f"{message_title(finding.message)}"
+        f"{finding.message if whole else message_title(finding.message)}"
     )
 
 

@@ -18,7 +18,12 @@ from torchmemlint.findings import Finding
 from torchmemlint.output.github import format_github
 from torchmemlint.output.json import format_json
 from torchmemlint.output.junit import format_junit
-from torchmemlint.output.pretty import format_concise, format_full, painter
+from torchmemlint.output.pretty import (
+    format_concise,
+    format_concise_finding,
+    format_full,
+    painter,
+)
 from torchmemlint.output.sarif import format_sarif
 from torchmemlint.output.text import format_statistics, format_text, summary
 from torchmemlint.rules import all_rules
@@ -91,6 +96,11 @@ def format_report(
         body = format_concise(findings, unsafe_fixes, fixed, True, colour)
     elif output_format == "full":
         body = format_full(findings, sources, unsafe_fixes, fixed, True, colour)
+    elif colour:
+        body = "".join(
+            format_concise_finding(finding, unsafe_fixes, painter(True), whole=True) + "\n"
+            for finding in findings
+        )
     else:
         body = format_text(findings, unsafe_fixes, fixed, True)
     if quiet:
