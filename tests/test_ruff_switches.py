@@ -407,6 +407,15 @@ def test_extended_globs_keep_their_meaning(tmp_path):
     write(root / "pkg" / "gen_x.py", BAD)
     files = sorted(f["filename"] for f in json_findings(root, "."))
     assert files == [str((root / "legacy" / "old.py").resolve())]
+    # extend-per-file-ignores adds to the inherited per-file-ignores (Ruff's key).
+    write(root / "pyproject.toml", textwrap.dedent(
+        """\
+        [tool.torchmemlint]
+        extend = "config/shared.toml"
+        extend-per-file-ignores = { "legacy/old.py" = ["TML2"] }
+        """
+    ))
+    assert json_findings(root, ".") == []
 
 
 # -- gitignore --------------------------------------------------------------------------------

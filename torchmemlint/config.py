@@ -55,6 +55,7 @@ class Settings:
     respect_gitignore: bool = True
     output_format: Optional[str] = None  # None: the command line decides
     extended: Tuple[str, ...] = ()  # the files `extend` brought in, closest first
+    extend_per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
     def for_path(self, path: str) -> "Settings":
         """One Settings for every path (see Resolver, which finds each path's own)."""
@@ -86,7 +87,7 @@ class Settings:
     def codes_for_file(self, path: str) -> FrozenSet[str]:
         codes = self.enabled_codes()
         relative = self.relative(path)
-        for pattern, selectors in self.per_file_ignores:
+        for pattern, selectors in (*self.per_file_ignores, *self.extend_per_file_ignores):
             negated = pattern.startswith("!")  # "!src/**": every file outside src/
             if matches(pattern[1:] if negated else pattern, relative) != negated:
                 codes -= set(expand_selectors(selectors, "per-file-ignores"))
@@ -271,7 +272,8 @@ def _key_error(text: str, config_path: str, key: str, message: str) -> ConfigErr
 # As Ruff's: the path is relative to the file that says it (~ and $VARS expanded); the extended
 # file is read first and this one's keys override it, except that the lists that add to a
 # selection (`extend-select`, `ignore`, `extend-ignore`, `unfixable`, `extend-exclude`) add up
-# until a layer sets `select` (a new selection starts there), and `options` merge per option.
+# until a layer sets `select` (a new selection starts there), and `options` and
+# `extend-per-file-ignores` merge per key.
 # Globs keep their meaning: an anchored one from the extended file is rebased onto this file's
 # directory. A cycle is an error.
 _CHAINED_KEYS = ("extend-select", "ignore", "extend-ignore", "unfixable", "extend-exclude")
@@ -312,7 +314,7 @@ def _merge_tables(base: Dict[str, Any], child: Dict[str, Any]) -> Dict[str, Any]
     for key, value in child.items():
         if key in _CHAINED_KEYS and key in merged:
             merged[key] = [*merged[key], *value]
-        elif key == "options" and isinstance(merged.get(key), dict):
+        elif key in ("options", "extend-per-file-ignores") and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
@@ -347,9 +349,10 @@ def _rebase_table(table: Dict[str, Any], base_dir: str, directory: str) -> Dict[
         if key in table:
             rebased = (_rebase(p, base_dir, directory) for p in table[key])
             table[key] = [p for p in rebased if p is not None]
-    if "per-file-ignores" in table:
-        pairs = ((_rebase(p, base_dir, directory), v) for p, v in table["per-file-ignores"].items())
-        table["per-file-ignores"] = {p: v for p, v in pairs if p is not None}
+    for key in ("per-file-ignores", "extend-per-file-ignores"):
+        if key in table:
+            pairs = ((_rebase(p, base_dir, directory), v) for p, v in table[key].items())
+            table[key] = {p: v for p, v in pairs if p is not None}
     return table
 
 
@@ -407,7 +410,7 @@ _LIST_KEYS = {
     "extend-exclude": "extend_exclude",
 }
 _SELECTOR_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "fixable", "unfixable")
-_TABLE_KEYS = {"per-file-ignores", "options", "profile"}
+_TABLE_KEYS = {"per-file-ignores", "extend-per-file-ignores", "options", "profile"}
 OUTPUT_FORMATS = ("full", "concise", "text", "json", "sarif", "github", "junit")
 
 
@@ -445,6 +448,8 @@ def _table_values(
             values["output_format"] = value
         elif key == "per-file-ignores":
             values["per_file_ignores"] = _per_file_ignores(value)
+        elif key == "extend-per-file-ignores":  # adds to per-file-ignores (and to an extended one)
+            values["extend_per_file_ignores"] = _per_file_ignores(value)
         elif key == "options":
             values["options"] = tuple(sorted(_rule_options(value).items()))
         elif key in _TABLE_KEYS:
