@@ -25,6 +25,7 @@ from torchmemlint.docs import default_label, fix_summary, rule_page, rules_markd
 from torchmemlint.dynamic.cli import dynamic_report, profile
 from torchmemlint.engine import (
     IO_ERROR,
+    FileResult,
     discover,
     is_excluded_file,
     lint_paths,
@@ -323,12 +324,9 @@ def check(
         settings = resolver.for_path(
             stdin_filename if stdin_filename else (paths[0] if len(paths) == 1 else ".")
         ) if reading_stdin or dynamic else Settings()
-        # The format the working directory's configuration asks for (Ruff reads it there).
-        configured_format = output_format or (
-            None if isolated and not config_overrides else resolver.for_path(".").output_format
-        )
     except ConfigError as error:
         raise _fail(str(error))
+    configured_format = output_format or _configured_format(resolver)
     jobs = jobs or os.cpu_count() or 1
 
     stdin_source: Optional[SourceFile] = None
@@ -437,6 +435,15 @@ def check(
     raise click.exceptions.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
+def _configured_format(resolver: Resolver) -> Optional[str]:
+    """The `output-format` of the configuration that governs the working directory (where Ruff
+    reads it); a broken file there is reported by the files it governs, not here."""
+    try:
+        return resolver.for_path(".").output_format
+    except ConfigError:
+        return None
+
+
 def _split_config_options(values: Tuple[str, ...]) -> Tuple[Optional[str], Dict[str, object]]:
     """``--config``: a file's path (at most one), or ``key = value`` settings (Ruff's form)."""
     path: Optional[str] = None
@@ -467,7 +474,7 @@ def _check_switches(**given: bool) -> None:
 
 def _inspect_or_add_noqa(
     files: List[str],
-    missing: List[object],
+    missing: List[FileResult],
     resolver: Resolver,
     show_files: bool,
     show_settings: bool,
@@ -479,7 +486,7 @@ def _inspect_or_add_noqa(
     error) without a lint report."""
     failed = False
     for entry in missing:
-        click.echo(f"torchmemlint: error: {getattr(entry, 'error')}", err=True)
+        click.echo(f"torchmemlint: error: {entry.error}", err=True)
         failed = True
     try:
         if show_files:
