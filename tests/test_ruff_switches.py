@@ -282,7 +282,8 @@ def test_add_noqa_writes_merges_and_is_idempotent(tmp_path):
 
 
 def test_add_noqa_keeps_line_endings_and_encoding(tmp_path):
-    crlf = ("# -*- coding: latin-1 -*-\n# é\n" + BAD).replace("\n", "\r\n")
+    # A form feed is no line break to Python: the rows stay Python's.
+    crlf = ("# -*- coding: latin-1 -*-\n# é\x0c page two\n" + BAD).replace("\n", "\r\n")
     (tmp_path / "crlf.py").write_bytes(crlf.encode("latin-1"))
     (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + BAD.encode("utf-8"))
     assert run(["--no-cache", "--add-noqa", "."], tmp_path).returncode == 0

@@ -37,7 +37,14 @@ from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.noqa import add_noqa
 from torchmemlint.output import report as reporting
 from torchmemlint.rules import all_rules
-from torchmemlint.sourcefile import SourceError, SourceFile, decode_source, read_source, write_atomic
+from torchmemlint.sourcefile import (
+    LINE_BREAK,
+    SourceError,
+    SourceFile,
+    decode_source,
+    read_source,
+    write_atomic,
+)
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -524,7 +531,7 @@ def _sources(findings: List[Finding], outcomes: List[_FileOutcome]) -> Dict[str,
             except (SourceError, OSError):
                 sources[filename] = None
                 continue
-        sources[filename] = text.splitlines()
+        sources[filename] = LINE_BREAK.split(text)
     return sources
 
 

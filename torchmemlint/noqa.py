@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from torchmemlint.findings import Finding
+from torchmemlint.sourcefile import LINE_BREAK
 
 # `# noqa` or `# noqa: CODE, CODE`; codes are prefixes (TML4 covers TML401).
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]*(?:\s*,?\s*[A-Za-z]+[0-9]*)*))?", re.I)
@@ -81,11 +82,23 @@ def remove_suppressed(text: str, findings: List[Finding]) -> List[Finding]:
 
 
 # -- --add-noqa: write `# noqa: CODE` on the rows that report ---------------------------------
+def _physical_lines(text: str) -> List[str]:
+    """The rows as Python counts them (only \\r\\n, \\r and \\n end one), with their ends."""
+    lines: List[str] = []
+    start = 0
+    for match in LINE_BREAK.finditer(text):
+        lines.append(text[start:match.end()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
 def _blocked_rows(text: str) -> FrozenSet[int]:
     """Rows whose end a comment cannot follow: inside a string that spans lines, or continued
     by a backslash."""
     blocked = set()
-    lines = text.splitlines()
+    lines = [line.rstrip("\r\n") for line in _physical_lines(text)]
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -139,7 +152,7 @@ def add_noqa(text: str, findings: List[Finding], rule_codes: FrozenSet[str]) -> 
                 break
     if not wanted:
         return text, 0
-    lines = text.splitlines(keepends=True)
+    lines = _physical_lines(text)
     changed = 0
     for row, codes in wanted.items():
         if not 1 <= row <= len(lines):
