@@ -1,7 +1,8 @@
 """The switches, formats and settings a Ruff user expects, driven through the real CLI.
 
 Each test states the Ruff behaviour it mirrors (ruff 0.17, `ruff check`), side by side with
-what torchmemlint prints for the same request.
+what torchmemlint prints for the same request. The tests that start several processes are
+marked slow; `pytest -m "not slow" tests/test_ruff_switches.py` keeps one or two per feature.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def json_findings(cwd: Path, *args: str) -> List[dict]:
 
 
 # -- the formats ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_concise_is_one_short_line_per_finding(tmp_path):
     # ruff: `t.py:1:8: F401 [*] `os` imported but unused` and the summary.
     write(tmp_path / "bad.py", BAD)
@@ -125,6 +127,7 @@ def test_concise_is_one_short_line_per_finding(tmp_path):
     assert result.returncode == 1
 
 
+@pytest.mark.slow
 def test_full_shows_the_source_line_a_caret_and_the_fix(tmp_path):
     # ruff: `F401 [*] title`, ` --> t.py:1:8`, the numbered source rows, `^^` under the
     # range, `help: <fix title>`.
@@ -145,6 +148,7 @@ def test_full_shows_the_source_line_a_caret_and_the_fix(tmp_path):
     assert ANSI not in result.stdout  # a pipe gets no colour
 
 
+@pytest.mark.slow
 def test_default_is_full_on_a_terminal_and_text_in_a_pipe(tmp_path):
     write(tmp_path / "bad.py", BAD)
     piped = run(["--no-cache", "bad.py"], tmp_path).stdout
@@ -164,6 +168,7 @@ def test_default_is_full_on_a_terminal_and_text_in_a_pipe(tmp_path):
     ).startswith("bad.py:9:20: TML201 [*] ")
 
 
+@pytest.mark.slow
 def test_color_switch_and_environment(tmp_path):
     write(tmp_path / "bad.py", BAD)
     args = ["--no-cache", "--output-format", "concise", "bad.py"]
@@ -177,6 +182,7 @@ def test_color_switch_and_environment(tmp_path):
     assert bad.returncode == 2 and "sometimes" in bad.stderr
 
 
+@pytest.mark.slow
 def test_quiet_prints_findings_but_no_summary(tmp_path):
     # ruff -q: "Print diagnostics, but nothing else".
     write(tmp_path / "bad.py", BAD)
@@ -214,6 +220,7 @@ def test_show_fixes_lists_what_fix_changed(tmp_path):
     assert result.returncode == 1
 
 
+@pytest.mark.slow
 def test_fix_only_reports_the_fixes_not_the_findings(tmp_path):
     # ruff --fix-only: "Fixed 2 errors (1 additional fix available with `--unsafe-fixes`)."
     # and exit 0 though findings remain; "No errors fixed (1 fix available ...)." next time.
@@ -232,6 +239,7 @@ def test_fix_only_reports_the_fixes_not_the_findings(tmp_path):
     assert run(["--no-cache", "--fix-only", "."], tmp_path).stdout == "No findings fixed.\n"
 
 
+@pytest.mark.slow
 def test_exit_non_zero_on_fix(tmp_path):
     # ruff --fix --exit-non-zero-on-fix: exit 1 when a file was fixed, even if nothing remains.
     write(tmp_path / "bad.py", BAD)
@@ -246,6 +254,7 @@ def test_exit_non_zero_on_fix(tmp_path):
     assert only.returncode == 1 and only.stdout == "Fixed 1 finding.\n"
 
 
+@pytest.mark.slow
 def test_fixable_and_unfixable(tmp_path):
     # ruff: an unfixable rule loses its [*] and --fix leaves it alone.
     write(tmp_path / "bad.py", BAD)
@@ -262,6 +271,7 @@ def test_fixable_and_unfixable(tmp_path):
 
 
 # -- --add-noqa -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_add_noqa_writes_merges_and_is_idempotent(tmp_path):
     # ruff --add-noqa: `# noqa: F401` on each reported row, codes merged and sorted into an
     # existing noqa, "Added N noqa directives." on stderr, exit 0; a second run adds none.
@@ -295,6 +305,7 @@ def test_add_noqa_keeps_line_endings_and_encoding(tmp_path):
     assert bom.startswith(b"\xef\xbb\xbf") and b"# noqa: TML201\n" in bom
 
 
+@pytest.mark.slow
 def test_add_noqa_refuses_fix_and_stdin(tmp_path):
     # ruff: "the argument '--add-noqa' cannot be used with '--fix'" (exit 2).
     write(tmp_path / "bad.py", BAD)
@@ -332,6 +343,7 @@ def test_show_settings_prints_the_resolved_settings(tmp_path):
 
 
 # -- --config "key = value" -------------------------------------------------------------------
+@pytest.mark.slow
 def test_config_overrides_are_toml_settings_over_every_file(tmp_path):
     # ruff --config "lint.select = ['F']": a TOML fragment, over every configuration file;
     # --config PATH is still a file.
@@ -354,6 +366,7 @@ def test_config_overrides_are_toml_settings_over_every_file(tmp_path):
 
 
 # -- extend, extend-ignore --------------------------------------------------------------------
+@pytest.mark.slow
 def test_extend_inherits_a_shared_config_relative_to_the_file(tmp_path):
     write(tmp_path / "shared" / "base.toml", textwrap.dedent(
         """\
@@ -379,6 +392,7 @@ def test_extend_inherits_a_shared_config_relative_to_the_file(tmp_path):
     assert elsewhere.returncode == 0, elsewhere.stdout + elsewhere.stderr
 
 
+@pytest.mark.slow
 def test_extend_cycle_and_missing_file_are_one_line_errors(tmp_path):
     write(tmp_path / "a.toml", 'extend = "b.toml"\n')
     write(tmp_path / "b.toml", 'extend = "a.toml"\n')
@@ -392,6 +406,7 @@ def test_extend_cycle_and_missing_file_are_one_line_errors(tmp_path):
     assert missing.stderr.strip() == "torchmemlint: error: c.toml:2: extend: no such file: gone.toml"
 
 
+@pytest.mark.slow
 def test_extended_globs_keep_their_meaning(tmp_path):
     # A glob of the extended file names the same files once its settings are inherited.
     root = tmp_path
@@ -424,6 +439,7 @@ def _git_repo(root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
 
 
+@pytest.mark.slow
 def test_gitignored_files_are_not_linted(tmp_path):
     # ruff: inside a git repository, .gitignore (nested ones too) and .git/info/exclude hide
     # files from discovery; a path named on the command line is still linted;
@@ -471,6 +487,7 @@ def test_gitignore_outside_a_repository_is_not_read(tmp_path):
     assert len(run(["--no-cache", "--show-files", "."], tmp_path).stdout.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_exclude_globs_are_gitignore_style(tmp_path):
     # `*` stays within a directory, `**` crosses them, a pattern without "/" matches at any depth.
     for name in ("src/a.py", "src/sub/b.py", "gen/x/c.py", "tests/t.py", "deep/tests/u.py"):
@@ -521,6 +538,7 @@ def test_message_title(message, title):
     assert message_title(message) == title
 
 
+@pytest.mark.slow
 def test_every_rule_message_leads_with_a_short_sentence():
     """Every finding of the fixtures and the rule examples (every rule, most of their
     message variants) has a first sentence of at most 90 characters, and more after it."""
@@ -559,6 +577,7 @@ def test_info_exclude_of_a_linked_worktree_is_read(tmp_path):
     assert [Path(p).name for p in listed] == ["kept.py"]
 
 
+@pytest.mark.slow
 def test_a_bad_glob_is_a_one_line_error(tmp_path):
     write(tmp_path / "bad.py", BAD)
     cli = run(["--no-cache", "--extend-exclude", "[z-a]", "bad.py"], tmp_path)
