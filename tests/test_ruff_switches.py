@@ -2,7 +2,7 @@
 
 Each test states the Ruff behaviour it mirrors (ruff 0.17, `ruff check`), side by side with
 what torchmemlint prints for the same request. The tests that start several processes are
-marked slow; `pytest -m "not slow" tests/test_ruff_switches.py` keeps one or two per feature.
+marked slow; `pytest -m "not slow"` keeps the cheap ones.
 """
 
 from __future__ import annotations
@@ -112,7 +112,6 @@ def json_findings(cwd: Path, *args: str) -> List[dict]:
 
 
 # -- the formats ----------------------------------------------------------------------------
-@pytest.mark.slow
 def test_concise_is_one_short_line_per_finding(tmp_path):
     # ruff: `t.py:1:8: F401 [*] `os` imported but unused` and the summary.
     write(tmp_path / "bad.py", BAD)
