@@ -236,6 +236,10 @@ def test_fix_only_reports_the_fixes_not_the_findings(tmp_path):
     assert again.returncode == 0
     (tmp_path / "eval.py").unlink()
     assert run(["--no-cache", "--fix-only", "."], tmp_path).stdout == "No findings fixed.\n"
+    write(tmp_path / "bad.py", BAD)
+    machine = run(["--no-cache", "--fix-only", "--output-format", "json", "."], tmp_path)
+    assert machine.stdout == "" and machine.returncode == 0  # ruff prints nothing either
+    assert "inplace=True" in (tmp_path / "bad.py").read_text()
 
 
 @pytest.mark.slow

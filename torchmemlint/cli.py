@@ -415,7 +415,8 @@ def check(
     if fix_only:
         # Ruff's --fix-only: the fixes are the report; the findings left are not listed.
         hidden = sum(1 for f in findings if f.fix is not None and not f.fix_applies(unsafe_fixes))
-        report = "" if quiet else (
+        machine = output_format not in reporting.HUMAN_FORMATS  # nothing to say (as Ruff)
+        report = "" if quiet or machine else (
             (reporting.fix_summary(fixed_by_file) + "\n" if show_fixes and fixed else "")
             + reporting.fix_only_summary(fixed, hidden)
         )
