@@ -597,3 +597,17 @@ def test_a_bad_glob_is_a_one_line_error(tmp_path):
     write(tmp_path / "kept.py", "x = 1\n")
     listed = run(["--no-cache", "--show-files", "."], tmp_path)
     assert [Path(p).name for p in listed.stdout.splitlines()] == ["kept.py"]
+
+
+def test_a_directory_named_on_the_command_line_is_walked_even_if_ignored(tmp_path):
+    # ruff check --show-files generated/: generated/a.py although .gitignore says generated/;
+    # what a pattern names by itself inside it (*.tmp.py) stays out.
+    _git_repo(tmp_path)
+    write(tmp_path / ".gitignore", "generated/\n*.tmp.py\n")
+    write(tmp_path / "generated" / "a.py", BAD)
+    write(tmp_path / "generated" / "sub" / "b.py", BAD)
+    write(tmp_path / "generated" / "x.tmp.py", BAD)
+    listed = run(["--no-cache", "--show-files", "generated"], tmp_path).stdout.splitlines()
+    assert [Path(p).relative_to(tmp_path.resolve()).as_posix() for p in listed] == [
+        "generated/a.py", "generated/sub/b.py",
+    ]

@@ -4,8 +4,9 @@ Inside a git repository (a directory above holds ``.git``), a path is ignored wh
 pattern that matches it says so, reading in git's order of precedence: the global excludes
 file (``core.excludesFile`` in the user's git configuration, else
 ``$XDG_CONFIG_HOME/git/ignore``), ``.git/info/exclude``, then each ``.gitignore`` from the
-repository root down to the path's directory (a deeper file overrides a shallower one). A path
-inside an ignored directory is ignored, as git cannot take it back. Outside a repository
+repository root down to the path's directory (a deeper file overrides a shallower one). The
+walk does not enter an ignored directory, so what is inside one stays out, as git cannot take
+it back; a directory named on the command line is walked all the same. Outside a repository
 nothing is ignored (as Ruff: ``.gitignore`` files count only in a git repository). The
 patterns are matched by ``pathspec``'s ``GitIgnoreSpec``, which replicates git's own rules.
 """
@@ -93,7 +94,6 @@ class GitIgnore:
     def __init__(self) -> None:
         self._repo_of: Dict[str, Optional[str]] = {}
         self._layers_of: Dict[str, List[_Layer]] = {}
-        self._ignored_dirs: Dict[str, bool] = {}
         self._global: Optional[List[_Layer]] = None
 
     def _repository(self, directory: str) -> Optional[str]:
@@ -134,29 +134,32 @@ class GitIgnore:
 
     def _matches(self, path: str, is_dir: bool, repository: str) -> bool:
         verdict: Optional[bool] = None
-        for base, spec in self._layers(os.path.dirname(path), repository):
+        parent = os.path.dirname(path)
+        for base, spec in self._layers(parent, repository):
             relative = Path(os.path.relpath(path, base)).as_posix() + ("/" if is_dir else "")
-            include = spec.check_file(relative).include
-            if include is not None:
-                verdict = include
+            result = spec.check_file(relative)
+            if result.include is None:
+                continue
+            if parent != base and os.path.dirname(relative.rstrip("/")):
+                # A pattern that names the directory this entry is in (`build/` for
+                # build/x.py) matched it as a descendant: that directory was not pruned, so it
+                # is the walk's root or above it, which the user named; the entry stays.
+                above = Path(os.path.relpath(parent, base)).as_posix() + "/"
+                if spec.check_file(above).index == result.index:
+                    continue
+            verdict = result.include
         return bool(verdict)
 
     def ignored(self, path: str, is_dir: Optional[bool] = None) -> bool:
-        """Whether git ignores ``path`` (or a directory above it, inside the repository)."""
+        """Whether git ignores ``path``, an entry met walking a directory: by its own name or
+        path, not for lying in an ignored directory (the walk does not enter one, and a
+        directory named on the command line is walked even if git ignores it, as Ruff does)."""
         absolute = os.path.abspath(path)
         if is_dir is None:
             is_dir = os.path.isdir(absolute)
-        repository = self._repository(os.path.dirname(absolute))
-        if repository is None or os.path.basename(absolute) == ".git":
-            return os.path.basename(absolute) == ".git"
-        parent = os.path.dirname(absolute)
-        if parent != repository and self._directory_ignored(parent, repository):
+        if os.path.basename(absolute) == ".git":
             return True
+        repository = self._repository(os.path.dirname(absolute))
+        if repository is None:
+            return False
         return self._matches(absolute, is_dir, repository)
-
-    def _directory_ignored(self, directory: str, repository: str) -> bool:
-        if directory not in self._ignored_dirs:
-            parent = os.path.dirname(directory)
-            above = parent != repository and self._directory_ignored(parent, repository)
-            self._ignored_dirs[directory] = above or self._matches(directory, True, repository)
-        return self._ignored_dirs[directory]
