@@ -12,11 +12,20 @@ import click
 
 from torchmemlint import __version__
 from torchmemlint.cache import Cache, cache_directory
-from torchmemlint.config import ConfigError, Resolver, Settings, split_selectors
+from torchmemlint.config import (
+    OUTPUT_FORMATS,
+    ConfigError,
+    Resolver,
+    check_globs,
+    Settings,
+    parse_config_override,
+    split_selectors,
+)
 from torchmemlint.docs import default_label, fix_summary, rule_page, rules_markdown
 from torchmemlint.dynamic.cli import dynamic_report, profile
 from torchmemlint.engine import (
     IO_ERROR,
+    FileResult,
     discover,
     is_excluded_file,
     lint_paths,
@@ -26,13 +35,17 @@ from torchmemlint.engine import (
 )
 from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
-from torchmemlint.output.github import format_github
-from torchmemlint.output.json import format_json
-from torchmemlint.output.junit import format_junit
-from torchmemlint.output.sarif import format_sarif
-from torchmemlint.output.text import format_statistics, format_text
+from torchmemlint.noqa import add_noqa
+from torchmemlint.output import report as reporting
 from torchmemlint.rules import all_rules
-from torchmemlint.sourcefile import SourceError, SourceFile, decode_source, read_source, write_atomic
+from torchmemlint.sourcefile import (
+    LINE_BREAK,
+    SourceError,
+    SourceFile,
+    decode_source,
+    read_source,
+    write_atomic,
+)
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -85,6 +98,7 @@ class _FileOutcome:
     original: Optional[str] = None
     fixed_text: Optional[str] = None
     error: Optional[str] = None
+    fixed_codes: List[str] = field(default_factory=list)  # for --show-fixes
 
 
 def _fix_one(
@@ -113,16 +127,37 @@ def _fix_buffer(
     path: str, text: str, settings: Settings, unsafe_fixes: bool, ignore_noqa: bool
 ) -> _FileOutcome:
     codes = settings.codes_for_file(path)
+    fixable = settings.fixable_codes()
 
     def lint(text: str) -> List[Finding]:
-        return lint_source(text, path, settings, codes, ignore_noqa=ignore_noqa)
+        findings = lint_source(text, path, settings, codes, ignore_noqa=ignore_noqa)
+        return reporting.without_unfixable(findings, fixable)
 
     try:
         result = fix_text(text, lint, unsafe_fixes)
     except FixError as error:
         findings = lint(text)
         return _FileOutcome(path, findings, error=f"{path}: {error}; file left unchanged")
-    return _FileOutcome(path, result.remaining, len(result.fixed), text, result.text)
+    return _FileOutcome(
+        path, result.remaining, len(result.fixed), text, result.text,
+        fixed_codes=[finding.code for finding in result.fixed],
+    )
+
+
+def _add_noqa_one(path: str, settings: Settings, ignore_noqa: bool) -> Tuple[int, Optional[str]]:
+    """``--add-noqa`` for one file: (rows changed, error), written as --fix writes."""
+    try:
+        source = read_source(path)
+    except SourceError as error:
+        return 0, str(error)
+    findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
+    new_text, count = add_noqa(source.text, findings, frozenset(all_rules()))
+    if count:
+        try:
+            write_atomic(source, new_text)
+        except OSError as error:
+            return 0, f"cannot write {path}: {error.strerror or error}"
+    return count, None
 
 
 def _read_stdin() -> Tuple[bytes, Optional[str]]:
@@ -143,6 +178,7 @@ def _check_stdin(
     if fix:
         return source, _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
     findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
+    findings = reporting.without_unfixable(findings, settings.fixable_codes())
     return source, _FileOutcome(path, findings, original=source.text)
 
 
@@ -161,16 +197,52 @@ def _error_finding(path: str, message: str) -> Finding:
 @_selector_option("--ignore", "Rules to disable.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Replace the excluded globs.")
 @click.option("--extend-exclude", multiple=True, metavar="GLOB", help="Exclude more globs.")
-@click.option("--config", "config_path", type=click.Path(), help="Read settings from this file.")
+@click.option(
+    "--config",
+    "config_options",
+    multiple=True,
+    metavar="PATH | 'KEY = VALUE'",
+    help="Read settings from this file, or set one (a TOML `key = value`, over every file).",
+)
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "json", "sarif", "github", "junit"]),
-    default="text",
-    show_default=True,
+    type=click.Choice(OUTPUT_FORMATS),
+    envvar="TORCHMEMLINT_OUTPUT_FORMAT",
+    help="[default: full on a terminal, else text; or the `output-format` setting]",
 )
 @click.option(
-    "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file."
+    "-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file."
+)
+@click.option(
+    "--color",
+    "color",
+    type=click.Choice(reporting.COLOR_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Colour the report (auto: on a terminal, unless NO_COLOR is set).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print the findings, but no summary.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes --fix applied, per file.")
+@click.option(
+    "--fix-only", is_flag=True, help="Apply fixes; report the fixes, not the remaining findings."
+)
+@click.option(
+    "--exit-non-zero-on-fix",
+    is_flag=True,
+    help="Exit 1 when --fix changed a file, even if no finding remains.",
+)
+@click.option(
+    "--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every row that reports; lint nothing."
+)
+@click.option("--show-files", is_flag=True, help="List the files that would be linted; lint nothing.")
+@click.option(
+    "--show-settings", is_flag=True, help="Print the settings of the first file; lint nothing."
+)
+@click.option(
+    "--no-respect-gitignore",
+    is_flag=True,
+    help="Lint files that .gitignore (and git's other exclude files) ignore.",
 )
 @click.option(
     "--stdin-filename",
@@ -213,10 +285,19 @@ def check(
     ignore: Tuple[str, ...],
     exclude: Tuple[str, ...],
     extend_exclude: Tuple[str, ...],
-    config_path: Optional[str],
+    config_options: Tuple[str, ...],
     isolated: bool,
-    output_format: str,
+    output_format: Optional[str],
     output_file: Optional[str],
+    color: str,
+    quiet: bool,
+    show_fixes: bool,
+    fix_only: bool,
+    exit_non_zero_on_fix: bool,
+    add_noqa: bool,
+    show_files: bool,
+    show_settings: bool,
+    no_respect_gitignore: bool,
     stdin_filename: Optional[str],
     statistics: bool,
     exit_zero: bool,
@@ -234,8 +315,15 @@ def check(
         "ignore": split_selectors(ignore) if ignore else None,
         "exclude": exclude or None,
         "extend_exclude": extend_exclude or None,
+        "respect_gitignore": False if no_respect_gitignore else None,
     }
+    fix = fix or fix_only
+    config_path, config_overrides = _split_config_options(config_options)
     reading_stdin = paths == ("-",) or (stdin_filename is not None and not paths)
+    _check_switches(
+        add_noqa=add_noqa, fix=fix, diff=diff, reading_stdin=reading_stdin,
+        dynamic=dynamic, show_files=show_files, show_settings=show_settings,
+    )
     if dynamic and (fix or diff or reading_stdin):
         raise _fail("--dynamic cannot be combined with --fix, --diff or standard input")
     if "-" in paths and not reading_stdin:
@@ -246,10 +334,11 @@ def check(
             "--stdin-filename names the file standard input stands for; pass `-` as the only "
             "path (or drop --stdin-filename to lint the paths)"
         )
-    if statistics and (output_format != "text" or diff):
+    human = output_format in (None, *reporting.HUMAN_FORMATS)
+    if statistics and (not human or diff):
         other = "--diff" if diff else f"--output-format {output_format}"
         raise _fail(f"--statistics only changes the text report; it does nothing with {other}")
-    if diff and (output_format != "text" or output_file is not None):
+    if diff and (output_format not in (None, "text") or output_file is not None):
         raise _fail("--diff prints a diff to standard output; --output-format and "
                     "--output-file do nothing with it")
     # ---------------------------------------------------------------------------------------
@@ -258,15 +347,18 @@ def check(
         raise _fail(f"--config: no such file: {config_path}")
     # Each file gets the settings of the closest configuration above it (Ruff's hierarchy),
     # wherever the command runs; standard input those of the file it stands for.
-    resolver = Resolver(config_path, isolated, overrides)
+    resolver = Resolver(config_path, isolated, overrides, config_overrides=config_overrides)
     try:
         Settings().with_overrides(**overrides).enabled_codes()  # a bad selector on the CLI
+        check_globs(exclude, "--exclude")
+        check_globs(extend_exclude, "--extend-exclude")
         # Standard input's settings, and the [profile] table --dynamic reads.
         settings = resolver.for_path(
             stdin_filename if stdin_filename else (paths[0] if len(paths) == 1 else ".")
         ) if reading_stdin or dynamic else Settings()
     except ConfigError as error:
         raise _fail(str(error))
+    configured_format = output_format or _configured_format(resolver)
     jobs = jobs or os.cpu_count() or 1
 
     stdin_source: Optional[SourceFile] = None
@@ -292,6 +384,10 @@ def check(
         except ConfigError as error:
             raise _fail(str(error))
         outcomes = [_FileOutcome(m.path, error=m.error) for m in missing]
+        if show_files or show_settings or add_noqa:
+            _inspect_or_add_noqa(
+                files, missing, resolver, show_files, show_settings, add_noqa, ignore_noqa, quiet
+            )
     for group_settings, group_files in groups.items():
         if fix or diff:
             outcomes += run_parallel(
@@ -309,8 +405,11 @@ def check(
                 if no_cache
                 else Cache.open(cache_directory(group_settings.root, cache_dir))
             )
+            fixable = group_settings.fixable_codes()
             outcomes += [
-                _FileOutcome(r.path, r.findings, error=r.error)
+                _FileOutcome(
+                    r.path, reporting.without_unfixable(r.findings, fixable), error=r.error
+                )
                 for r in lint_paths(group_files, group_settings, jobs, ignore_noqa, cache)
             ]
 
@@ -327,7 +426,8 @@ def check(
         patch = "".join(_unified_diff(o) for o in sorted(outcomes, key=lambda o: o.path))
         click.echo(patch, nl=False)
         summary = f"Would fix {fixed} finding{'s' if fixed != 1 else ''}."
-        click.echo(summary, err=True)
+        if not quiet:
+            click.echo(summary, err=True)
         raise click.exceptions.Exit(EXIT_FINDINGS if patch and not exit_zero else EXIT_CLEAN)
 
     report_to_stderr = False
@@ -339,22 +439,39 @@ def check(
         stdout.flush()
         report_to_stderr = True
 
-    if output_format == "json":
-        report = format_json(findings)
-    elif output_format == "sarif":
-        report = format_sarif(findings)
-    elif output_format == "github":
-        report = format_github(findings)
-    elif output_format == "junit":
-        report = format_junit(findings)
-    elif statistics:
-        report = format_statistics(findings, unsafe_fixes)
-    else:
-        report = format_text(findings, unsafe_fixes, fixed)
+    stream = sys.stderr if report_to_stderr else sys.stdout
+    output_format = reporting.default_format(configured_format, stream, output_file)
+    colour = reporting.use_colour(color, stream, output_file)
+    fixed_by_file = [(o.path, o.fixed_codes) for o in outcomes]
+    if fix_only:
+        # Ruff's --fix-only: the fixes are the report; the findings left are not listed.
+        hidden = sum(1 for f in findings if f.fix is not None and not f.fix_applies(unsafe_fixes))
+        machine = output_format not in reporting.HUMAN_FORMATS  # nothing to say (as Ruff)
+        report = "" if quiet or machine else (
+            (reporting.fix_summary(fixed_by_file) + "\n" if show_fixes and fixed else "")
+            + reporting.fix_only_summary(fixed, hidden)
+        )
+        errors = [f for f in findings if f.code not in all_rules()]
+        if errors:  # a file that could not be read or parsed is still said
+            report = reporting.format_report(
+                output_format, errors, unsafe_fixes=unsafe_fixes, fixed=0, statistics=False,
+                quiet=True, colour=colour, sources=_sources(errors, outcomes),
+            ) + report
+        _emit_report(report, output_file, report_to_stderr, colour)
+        failed = bool(errors) or (exit_non_zero_on_fix and fixed > 0)
+        raise click.exceptions.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+    listing = reporting.fix_summary(fixed_by_file) if show_fixes else ""
+    report = reporting.format_report(
+        output_format, findings, unsafe_fixes=unsafe_fixes, fixed=fixed, statistics=statistics,
+        quiet=quiet, colour=colour, fix_listing=listing,
+        sources=_sources(findings, outcomes) if output_format == "full" else {},
+    )
     if dynamic:
-        report = dynamic_report(settings, findings, output_format, report)
-    _emit_report(report, output_file, report_to_stderr)
-    raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+        human = output_format in reporting.HUMAN_FORMATS  # the measurements follow as text
+        report = dynamic_report(settings, findings, "text" if human else output_format, report)
+    _emit_report(report, output_file, report_to_stderr, colour)
+    failed = bool(findings) or (exit_non_zero_on_fix and fixed > 0)
+    raise click.exceptions.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
 def _stdin_result(source: Optional[SourceFile], outcome: _FileOutcome, data: bytes) -> bytes:
@@ -366,9 +483,104 @@ def _stdin_result(source: Optional[SourceFile], outcome: _FileOutcome, data: byt
         return data
 
 
-def _emit_report(report: str, output_file: Optional[str], to_stderr: bool) -> None:
+def _configured_format(resolver: Resolver) -> Optional[str]:
+    """The `output-format` of the configuration that governs the working directory (where Ruff
+    reads it); a broken file there is reported by the files it governs, not here."""
+    try:
+        return resolver.for_path(".").output_format
+    except ConfigError:
+        return None
+
+
+def _split_config_options(values: Tuple[str, ...]) -> Tuple[Optional[str], Dict[str, object]]:
+    """``--config``: a file's path (at most one), or ``key = value`` settings (Ruff's form)."""
+    path: Optional[str] = None
+    overrides: Dict[str, object] = {}
+    for value in values:
+        if os.path.isfile(value) or "=" not in value:
+            if path is not None:
+                raise _fail(f"--config: one configuration file at most (got {path} and {value})")
+            path = value
+            continue
+        try:
+            overrides.update(parse_config_override(value))
+        except ConfigError as error:
+            raise _fail(str(error))
+    return path, overrides
+
+
+def _check_switches(**given: bool) -> None:
+    """Switches that would do nothing, or contradict each other, together."""
+    inspecting = [name for name in ("add_noqa", "show_files", "show_settings") if given[name]]
+    for name in inspecting:
+        option = "--" + name.replace("_", "-")
+        for other in ("fix", "diff", "reading_stdin", "dynamic"):
+            if given[other]:
+                what = "standard input" if other == "reading_stdin" else "--" + other
+                raise _fail(f"{option} cannot be combined with {what}")
+
+
+def _inspect_or_add_noqa(
+    files: List[str],
+    missing: List[FileResult],
+    resolver: Resolver,
+    show_files: bool,
+    show_settings: bool,
+    add: bool,
+    ignore_noqa: bool,
+    quiet: bool,
+) -> None:
+    """--show-files, --show-settings and --add-noqa: each ends the run (exit 0, or 2 on an
+    error) without a lint report."""
+    failed = False
+    for entry in missing:
+        click.echo(f"torchmemlint: error: {entry.error}", err=True)
+        failed = True
+    try:
+        if show_files:
+            for path in sorted(os.path.abspath(file) for file in files):
+                click.echo(path)
+        if show_settings:
+            if not files:
+                raise _fail("--show-settings: no file to show the settings of")
+            click.echo(reporting.show_settings(files[0], resolver.for_path(files[0])), nl=False)
+        if add:
+            added = 0
+            for file in files:
+                count, error = _add_noqa_one(file, resolver.for_path(file), False)
+                added += count
+                if error:
+                    click.echo(f"torchmemlint: error: {error}", err=True)
+                    failed = True
+            if not quiet:
+                plural = "" if added == 1 else "s"
+                click.echo(f"Added {added} noqa directive{plural}.", err=True)
+    except ConfigError as error:
+        raise _fail(str(error))
+    raise click.exceptions.Exit(EXIT_ERROR if failed else EXIT_CLEAN)
+
+
+def _sources(findings: List[Finding], outcomes: List[_FileOutcome]) -> Dict[str, Optional[List[str]]]:
+    """Each reported file's lines, for the ``full`` format's source excerpts."""
+    texts = {o.path: o.fixed_text or o.original for o in outcomes if o.original is not None}
+    sources: Dict[str, Optional[List[str]]] = {}
+    for filename in dict.fromkeys(finding.filename for finding in findings):
+        text = texts.get(filename)
+        if text is None:
+            try:
+                text = read_source(filename).text
+            except (SourceError, OSError):
+                sources[filename] = None
+                continue
+        sources[filename] = LINE_BREAK.split(text)
+    return sources
+
+
+def _emit_report(
+    report: str, output_file: Optional[str], to_stderr: bool, colour: bool = False
+) -> None:
     if output_file is None:
-        click.echo(report, nl=False, err=to_stderr)
+        click.echo(report, nl=False, err=to_stderr, color=colour)
         return
     try:
         directory = os.path.dirname(os.path.abspath(output_file))

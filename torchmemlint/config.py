@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import sys
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -14,6 +14,8 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on older Pythons only
     import tomli as tomllib
+
+import pathspec
 
 from torchmemlint.rules import all_rules
 
@@ -47,6 +49,13 @@ class Settings:
     options: Tuple[Tuple[str, Any], ...] = ()
     root: str = "."  # directory the globs are relative to (the config file's directory)
     config_path: Optional[str] = None
+    extend_ignore: Tuple[str, ...] = ()
+    fixable: Optional[Tuple[str, ...]] = None  # None: every rule's fix may be applied
+    unfixable: Tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    output_format: Optional[str] = None  # None: the command line decides
+    extended: Tuple[str, ...] = ()  # the files `extend` brought in, closest first
+    extend_per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
     def for_path(self, path: str) -> "Settings":
         """One Settings for every path (see Resolver, which finds each path's own)."""
@@ -64,13 +73,23 @@ class Settings:
             enabled = set(expand_selectors(self.select, "select"))
         enabled |= set(expand_selectors(self.extend_select, "extend-select"))
         enabled -= set(expand_selectors(self.ignore, "ignore"))
+        enabled -= set(expand_selectors(self.extend_ignore, "extend-ignore"))
         return frozenset(enabled)
+
+    def fixable_codes(self) -> FrozenSet[str]:
+        """The rules whose fixes --fix may apply (``fixable`` minus ``unfixable``)."""
+        registry = all_rules()
+        chosen = set(registry) if self.fixable is None else set(
+            expand_selectors(self.fixable, "fixable")
+        )
+        return frozenset(chosen - set(expand_selectors(self.unfixable, "unfixable")))
 
     def codes_for_file(self, path: str) -> FrozenSet[str]:
         codes = self.enabled_codes()
         relative = self.relative(path)
-        for pattern, selectors in self.per_file_ignores:
-            if matches(pattern, relative):
+        for pattern, selectors in (*self.per_file_ignores, *self.extend_per_file_ignores):
+            negated = pattern.startswith("!")  # "!src/**": every file outside src/
+            if matches(pattern[1:] if negated else pattern, relative) != negated:
                 codes -= set(expand_selectors(selectors, "per-file-ignores"))
         return codes
 
@@ -83,9 +102,13 @@ class Settings:
         except ValueError:  # another drive on Windows
             return Path(absolute).as_posix()
 
-    def is_excluded(self, path: str) -> bool:
+    def is_excluded(self, path: str, is_dir: Optional[bool] = None) -> bool:
+        """Whether ``exclude``/``extend-exclude`` (gitignore-style globs, read as one list:
+        a later ``!pattern`` takes a path back) name ``path``."""
         relative = self.relative(path)
-        return any(matches(p, relative) for p in (*self.exclude, *self.extend_exclude))
+        if is_dir is None:
+            is_dir = os.path.isdir(path)
+        return _excluded(tuple((*self.exclude, *self.extend_exclude)), relative, is_dir)
 
     def option_values(self) -> Dict[str, Any]:
         values = {o.name: o.default for rule in all_rules().values() for o in rule.options}
@@ -93,17 +116,44 @@ class Settings:
         return values
 
 
-def matches(pattern: str, relative_path: str) -> bool:
-    """Glob match against the last path component, or the whole path for patterns with "/".
+# -- globs: gitignore's syntax and meaning (pathspec) ----------------------------------------
+# `*` and `?` stay within one path component, `**` crosses them; a pattern without a "/" (but a
+# trailing one) matches a file or directory of that name at any depth; a pattern with one is
+# anchored at the root (the configuration file's directory); a trailing "/" matches
+# directories only, and what is inside a matched directory matches too.
+@lru_cache(maxsize=1024)
+def _spec(patterns: Tuple[str, ...]) -> "pathspec.GitIgnoreSpec":
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
-    Paths outside the project root (starting with "..") only match by their last component.
-    """
-    name = relative_path.rsplit("/", 1)[-1]
-    if fnmatch.fnmatchcase(name, pattern):
-        return True
-    if "/" in pattern and not relative_path.startswith("../"):
-        return fnmatch.fnmatchcase(relative_path, pattern.rstrip("/"))
-    return False
+
+def _is_unanchored(pattern: str) -> bool:
+    return "/" not in pattern.lstrip("!").rstrip("/")
+
+
+def _excluded(patterns: Tuple[str, ...], relative_path: str, is_dir: bool = False) -> bool:
+    if relative_path == ".." or relative_path.startswith("../"):
+        # Outside the project root only the patterns without a "/" apply, to the last component.
+        patterns = tuple(p for p in patterns if _is_unanchored(p))
+        relative_path = relative_path.rsplit("/", 1)[-1]
+        if relative_path in ("", ".."):
+            return False
+    if not patterns or relative_path == ".":
+        return False
+    return _spec(patterns).match_file(relative_path + ("/" if is_dir else ""))
+
+
+def check_globs(patterns: Iterable[str], key: str) -> None:
+    """ConfigError naming ``key`` for a pattern that is not a valid gitignore-style glob."""
+    for pattern in patterns:
+        try:
+            _spec((pattern.lstrip("!") if key == "per-file-ignores" else pattern,))
+        except Exception as error:  # pathspec's GitIgnorePatternError, re.error
+            raise ConfigError(f"{key}: invalid glob '{pattern}': {error}") from None
+
+
+def matches(pattern: str, relative_path: str, is_dir: bool = False) -> bool:
+    """Whether one gitignore-style glob matches a path relative to the root (see above)."""
+    return _excluded((pattern,), relative_path, is_dir)
 
 
 def expand_selectors(selectors: Iterable[str], key: str) -> List[str]:
@@ -186,23 +236,146 @@ def find_config(start: str) -> Optional[str]:
 
 
 def load_settings(config_path: Optional[str]) -> Settings:
-    """Settings from a pyproject.toml (or a torchmemlint.toml with top-level keys)."""
+    """Settings from a pyproject.toml (or a torchmemlint.toml with top-level keys), with the
+    files its ``extend`` key names merged underneath."""
     if config_path is None:
         return Settings(root=os.getcwd())
+    table, extended = _merged_table(config_path, ())
+    root = str(Path(config_path).resolve().parent)
+    try:
+        settings = settings_from_table(table, root, config_path)
+    except _ValueError as error:  # each layer was checked alone: a clash of layers
+        raise ConfigError(f"{config_path}: {error.message}") from None
+    return replace(settings, extended=extended)
+
+
+def _table_of(config_path: str) -> Tuple[str, Dict[str, Any]]:
+    """The file's text and its torchmemlint table."""
     text, data = _parse_toml(config_path)
     if Path(config_path).name == "pyproject.toml":
         table = data.get("tool", {}).get("torchmemlint", {})
     else:
         table = data.get("tool", {}).get("torchmemlint", data)
-    root = str(Path(config_path).resolve().parent)
     if not isinstance(table, dict):
         raise ConfigError(f"{config_path}: [tool.torchmemlint] must be a table")
+    return text, dict(table)
+
+
+def _key_error(text: str, config_path: str, key: str, message: str) -> ConfigError:
+    # A key with a backslash is written escaped in a basic string ("a\\b").
+    line = _line_of_key(text, key) or _line_of_key(text, key.replace("\\", "\\\\"))
+    where = f"{config_path}:{line}" if line else config_path
+    return ConfigError(f"{where}: {message}")
+
+
+# -- `extend`: a configuration inherits a shared one ------------------------------------------
+# As Ruff's: the path is relative to the file that says it (~ and $VARS expanded); the extended
+# file is read first and this one's keys override it, except that the lists that add to a
+# selection (`extend-select`, `ignore`, `extend-ignore`, `unfixable`, `extend-exclude`) add up
+# until a layer sets `select` (a new selection starts there), and `options` and
+# `extend-per-file-ignores` merge per key.
+# Globs keep their meaning: an anchored one from the extended file is rebased onto this file's
+# directory. A cycle is an error.
+_CHAINED_KEYS = ("extend-select", "ignore", "extend-ignore", "unfixable", "extend-exclude")
+_RESET_BY_SELECT = ("extend-select", "ignore", "extend-ignore")
+
+
+def _merged_table(config_path: str, chain: Tuple[str, ...]) -> Tuple[Dict[str, Any], Tuple[str, ...]]:
+    resolved = str(Path(config_path).resolve())
+    if resolved in chain:
+        cycle = " -> ".join((*chain[chain.index(resolved):], resolved))
+        raise ConfigError(f"{config_path}: `extend` makes a cycle: {cycle}")
+    text, table = _table_of(config_path)
+    extend = table.pop("extend", None)
     try:
-        return settings_from_table(table, root, config_path)
+        settings_from_table(table, str(Path(resolved).parent), config_path)
     except _ValueError as error:
-        line = _line_of_key(text, error.key)
-        where = f"{config_path}:{line}" if line else config_path
-        raise ConfigError(f"{where}: {error.message}") from None
+        raise _key_error(text, config_path, error.key, error.message) from None
+    if extend is None:
+        return table, ()
+    if not isinstance(extend, str) or not extend.strip():
+        raise _key_error(text, config_path, "extend", "'extend' must be the path of a file")
+    here = os.path.dirname(resolved)
+    base_path = os.path.normpath(
+        os.path.join(here, os.path.expandvars(os.path.expanduser(extend)))
+    )
+    if not os.path.isfile(base_path):
+        raise _key_error(text, config_path, "extend", f"extend: no such file: {extend}")
+    base, base_extended = _merged_table(base_path, (*chain, resolved))
+    base = _rebase_table(base, str(Path(base_path).resolve().parent), here)
+    return _merge_tables(base, table), (base_path, *base_extended)
+
+
+def _merge_tables(base: Dict[str, Any], child: Dict[str, Any]) -> Dict[str, Any]:
+    merged = dict(base)
+    if "select" in child:
+        for key in _RESET_BY_SELECT:
+            merged.pop(key, None)
+    for key, value in child.items():
+        if key in _CHAINED_KEYS and key in merged:
+            merged[key] = [*merged[key], *value]
+        elif key in ("options", "extend-per-file-ignores") and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _rebase(pattern: str, base_dir: str, directory: str) -> Optional[str]:
+    """A glob of a file in ``base_dir``, as a file in ``directory`` would write it (None: it
+    can name nothing under ``directory``)."""
+    negated, body = pattern.startswith("!"), pattern.lstrip("!")
+    if _is_unanchored(body) or body.startswith("**/"):
+        return pattern
+    relative = Path(os.path.relpath(base_dir, directory)).as_posix()
+    if relative == ".":
+        return pattern
+    body = body.lstrip("/")
+    if not relative.startswith(".."):
+        rebased = f"{relative}/{body}"
+    else:
+        down = Path(os.path.relpath(directory, base_dir)).as_posix() + "/"
+        rebased: Optional[str] = body[len(down):] if body.startswith(down) else None
+        if rebased is not None and "/" not in rebased.rstrip("/"):
+            rebased = "/" + rebased  # still anchored at the root
+    if rebased is None:
+        return None
+    return ("!" if negated else "") + rebased
+
+
+def _rebase_table(table: Dict[str, Any], base_dir: str, directory: str) -> Dict[str, Any]:
+    table = dict(table)
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            rebased = (_rebase(p, base_dir, directory) for p in table[key])
+            table[key] = [p for p in rebased if p is not None]
+    for key in ("per-file-ignores", "extend-per-file-ignores"):
+        if key in table:
+            pairs = ((_rebase(p, base_dir, directory), v) for p, v in table[key].items())
+            table[key] = {p: v for p, v in pairs if p is not None}
+    return table
+
+
+# -- `--config "key = value"`: settings given on the command line ----------------------------
+def parse_config_override(fragment: str) -> Dict[str, Any]:
+    """The field values of a ``--config "key = value"`` TOML fragment (Ruff's form), checked
+    as a configuration file's keys are; they apply on top of every configuration file."""
+    try:
+        table = tomllib.loads(fragment)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(
+            f"--config: {fragment!r} is neither a file nor a `key = value` TOML setting "
+            f"({error})"
+        ) from None
+    tool = table.get("tool")
+    if set(table) == {"tool"} and isinstance(tool, dict) and isinstance(tool.get("torchmemlint"), dict):
+        table = tool["torchmemlint"]  # "tool.torchmemlint.select = [...]"
+    if "extend" in table:
+        raise ConfigError("--config: `extend` names a file; give it in a configuration file")
+    try:
+        return _table_values(table, ".", None)
+    except _ValueError as error:
+        raise ConfigError(f"--config {fragment!r}: {error.message}") from None
 
 
 class _ValueError(Exception):
@@ -230,40 +403,66 @@ _LIST_KEYS = {
     "select": "select",
     "extend-select": "extend_select",
     "ignore": "ignore",
+    "extend-ignore": "extend_ignore",
+    "fixable": "fixable",
+    "unfixable": "unfixable",
     "exclude": "exclude",
     "extend-exclude": "extend_exclude",
 }
-_TABLE_KEYS = {"per-file-ignores", "options", "profile"}
+_SELECTOR_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "fixable", "unfixable")
+_TABLE_KEYS = {"per-file-ignores", "extend-per-file-ignores", "options", "profile"}
+OUTPUT_FORMATS = ("full", "concise", "text", "json", "sarif", "github", "junit")
 
 
 def settings_from_table(table: Mapping[str, Any], root: str, config_path: str) -> Settings:
     """Settings from a ``[tool.torchmemlint]`` table; raises _ValueError naming the key."""
+    return Settings(**_table_values(table, root, config_path))
+
+
+def _table_values(
+    table: Mapping[str, Any], root: str, config_path: Optional[str]
+) -> Dict[str, Any]:
+    """The Settings fields a table sets, checked; raises _ValueError naming the key."""
     values: Dict[str, Any] = {"root": root, "config_path": config_path}
+    if config_path is None:  # a --config override: it sets only the keys it names
+        values = {}
     for key, value in table.items():
         if key in _LIST_KEYS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _ValueError(key, f"'{key}' must be a list of strings")
             values[_LIST_KEYS[key]] = tuple(value)
+            if key in ("exclude", "extend-exclude"):
+                try:
+                    check_globs(value, key)
+                except ConfigError as error:
+                    raise _ValueError(key, str(error)) from None
+        elif key == "respect-gitignore":
+            if not isinstance(value, bool):
+                raise _ValueError(key, "'respect-gitignore' must be true or false")
+            values["respect_gitignore"] = value
+        elif key == "output-format":
+            if value not in OUTPUT_FORMATS:
+                raise _ValueError(
+                    key, f"'output-format' must be one of {', '.join(OUTPUT_FORMATS)}"
+                )
+            values["output_format"] = value
         elif key == "per-file-ignores":
             values["per_file_ignores"] = _per_file_ignores(value)
+        elif key == "extend-per-file-ignores":  # adds to per-file-ignores (and to an extended one)
+            values["extend_per_file_ignores"] = _per_file_ignores(value)
         elif key == "options":
             values["options"] = tuple(sorted(_rule_options(value).items()))
         elif key in _TABLE_KEYS:
             continue  # read by the surface that owns it (the dynamic mode's [profile])
         else:
             raise _ValueError(key, f"unknown key '{key}' in [tool.torchmemlint]")
-    settings = Settings(**values)
     # Validate selectors now, so a typo fails with the key's name even if no file is linted.
-    for key, selectors in (
-        ("select", settings.select or ()),
-        ("extend-select", settings.extend_select),
-        ("ignore", settings.ignore),
-    ):
+    for key in _SELECTOR_KEYS:
         try:
-            expand_selectors(selectors, key)
+            expand_selectors(values.get(_LIST_KEYS[key]) or (), key)
         except ConfigError as error:
             raise _ValueError(key, str(error)) from None
-    return settings
+    return values
 
 
 def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
@@ -277,6 +476,10 @@ def _per_file_ignores(value: Any) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
             )
         try:
             expand_selectors(selectors, f"per-file-ignores '{pattern}'")
+        except ConfigError as error:
+            raise _ValueError(pattern, str(error)) from None
+        try:
+            check_globs((pattern,), "per-file-ignores")
         except ConfigError as error:
             raise _ValueError(pattern, str(error)) from None
         pairs.append((pattern, tuple(selectors)))
@@ -345,10 +548,13 @@ class Resolver:
         isolated: bool = False,
         overrides: Optional[Mapping[str, Any]] = None,
         cwd: Optional[str] = None,
+        config_overrides: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.config = config
         self.isolated = isolated
         self.overrides = dict(overrides or {})
+        # Field values of `--config "key = value"` (parse_config_override), over every file.
+        self.config_overrides = dict(config_overrides or {})
         self.cwd = cwd or os.getcwd()
         self._by_directory: Dict[str, Optional[str]] = {}
         self._by_config: Dict[Optional[str], Settings] = {}
@@ -376,6 +582,7 @@ class Resolver:
         config = self.config_for(path)
         if config not in self._by_config:
             base = Settings(root=self.cwd) if config is None else load_settings(config)
+            base = replace(base, **self.config_overrides)
             settings = base.with_overrides(**self.overrides)
             settings.enabled_codes()  # raises ConfigError for a bad CLI selector
             self._by_config[config] = settings

@@ -16,6 +16,7 @@ import libcst as cst
 from torchmemlint.cache import Cache, content_hash
 from torchmemlint.config import Settings
 from torchmemlint.findings import Finding, Location
+from torchmemlint.gitignore import GitIgnore
 from torchmemlint.incremental import Document
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.names import Bindings
@@ -437,6 +438,14 @@ def lint_path(
 
 
 # -- discovery ------------------------------------------------------------------------------
+# The one place that decides which files a directory walk lints (by their suffix).
+LINTED_SUFFIXES: Tuple[str, ...] = (".py", ".pyi")
+
+
+def is_linted_name(name: str) -> bool:
+    return name.endswith(LINTED_SUFFIXES)
+
+
 def discover(
     paths: Sequence[str], settings: Settings, force_exclude: bool = False
 ) -> Tuple[List[str], List[FileResult]]:
@@ -479,7 +488,8 @@ def is_excluded_file(path: str, settings: Settings) -> bool:
     for depth in range(1, len(parts) + 1):
         if all(part == os.pardir for part in parts[:depth]):
             continue  # the directories above the project root are not the project's to exclude
-        if settings.is_excluded(os.path.join(settings.root, *parts[:depth])):
+        is_dir = True if depth < len(parts) else None
+        if settings.is_excluded(os.path.join(settings.root, *parts[:depth]), is_dir):
             return True
     return False
 
@@ -500,18 +510,28 @@ def _walk_error_recorder(errors: List[FileResult]) -> Callable[[OSError], None]:
 def _walk(
     root: str, settings: Settings, onerror: Optional[Callable[[OSError], None]] = None
 ) -> Iterator[str]:
-    # never follows symlinked dirs
+    """The linted files under ``root``, skipping what ``exclude`` names and, unless
+    ``respect-gitignore = false``, what git ignores (``root`` itself is walked: a directory
+    named on the command line is linted, as Ruff does)."""
+    git = GitIgnore()
+
+    def skipped(path: str, here: Settings, is_dir: bool) -> bool:
+        if here.is_excluded(path, is_dir):
+            return True
+        return here.respect_gitignore and git.ignored(path, is_dir)
+
+    # never follows symlinked dirs; a directory that cannot be listed goes to ``onerror``
     for directory, subdirectories, filenames in os.walk(root, onerror=onerror):
         here = settings.for_path(directory)  # a Resolver: the config that governs this directory
         subdirectories[:] = sorted(
             name
             for name in subdirectories
-            if not here.is_excluded(os.path.join(directory, name))
+            if not skipped(os.path.join(directory, name), here, True)
         )
         for name in sorted(filenames):
-            if name.endswith((".py", ".pyi")):
+            if is_linted_name(name):
                 path = os.path.normpath(os.path.join(directory, name))
-                if not here.is_excluded(path):
+                if not skipped(path, here, False):
                     yield path
 
 

@@ -27,10 +27,14 @@ def format_finding(finding: Finding, unsafe_fixes: bool) -> str:
     return f"{filename}:{location.row}:{location.column}: {finding.code} {marker}{message}"
 
 
-def format_text(findings: List[Finding], unsafe_fixes: bool = False, fixed: int = 0) -> str:
+def format_text(
+    findings: List[Finding], unsafe_fixes: bool = False, fixed: int = 0, quiet: bool = False
+) -> str:
+    """One line per finding with the whole message; the summary unless ``quiet`` (-q)."""
     lines = [format_finding(finding, unsafe_fixes) for finding in findings]
-    lines.append(summary(findings, unsafe_fixes, fixed))
-    return "\n".join(lines) + "\n"
+    if not quiet:
+        lines.append(summary(findings, unsafe_fixes, fixed))
+    return "".join(line + "\n" for line in lines)
 
 
 def summary(findings: List[Finding], unsafe_fixes: bool, fixed: int) -> str:

@@ -127,7 +127,8 @@ class EagerAttention(Rule):
         if site.has_dropout:
             kept += ", dropout mask and dropped weights"
         message = (
-            "Eager attention: softmax(q @ kᵀ) @ v keeps the B·H·L·S %s per call for backward; "
+            "Eager attention keeps the B·H·L·S attention weights for backward. Its "
+            "softmax(q @ kᵀ) @ v keeps the B·H·L·S %s per call; "
             "F.scaled_dot_product_attention keeps q, k, v, the output and a B·H·L logsumexp"
             % kept
         )
@@ -280,7 +281,8 @@ class EagerAttnImplementation(Rule):
         )
         self.report(
             value,
-            'attn_implementation="eager" in a file that trains (%s): every attention layer keeps '
+            'attn_implementation="eager" keeps every layer\'s attention weights for backward. '
+            'This file trains (%s): every attention layer keeps '
             "its B·H·L·S softmax output, dropout mask and dropped weights for backward; "
             '"sdpa" runs F.scaled_dot_product_attention, which keeps a B·H·L logsumexp' % self._evidence,
             fix,
@@ -368,7 +370,7 @@ class CheckpointFunctionWithoutRng(Rule):
             return
         self.report(
             node.name,
-            "`%s` reruns `ctx.%s` in backward without restoring the RNG state: dropout in the "
+            "`%s` reruns `ctx.%s` without restoring the RNG state. In backward, dropout in the "
             "segment draws a different mask in the recomputation, and the gradients are not the "
             "forward's; use torch.utils.checkpoint.checkpoint(..., use_reentrant=False)"
             % (node.name.value, function.attribute),
@@ -432,8 +434,8 @@ class CheckpointModuleCalled(Rule):
         if self.qualify(node.func) == "torch.utils.checkpoint":
             self.report(
                 node.func,
-                "`torch.utils.checkpoint` is a module: calling it raises TypeError ('module' object "
-                "is not callable); call torch.utils.checkpoint.checkpoint(function, *inputs, "
+                "`torch.utils.checkpoint` is a module, so calling it raises TypeError. Python says "
+                "'module' object is not callable; call torch.utils.checkpoint.checkpoint(function, *inputs, "
                 "use_reentrant=False)",
             )
 
@@ -519,7 +521,7 @@ class TrainingWithoutAutocast(Rule):
         if id(node) in self._calls:
             self.report(
                 node,
-                "Training step in float32 without autocast: under torch.autocast(\"cuda\", "
+                "Training step in float32 without autocast. Under torch.autocast(\"cuda\", "
                 "dtype=torch.bfloat16) matmuls, convolutions and attention keep bf16 activations "
                 "(about half the bytes); validate the numerics",
             )

@@ -90,7 +90,7 @@ class CheckpointWithoutUseReentrant(Rule):
             return
         self.report(
             node,
-            "`checkpoint` without `use_reentrant`: torch uses the reentrant variant, which "
+            "`checkpoint` without `use_reentrant` runs torch's reentrant variant. It "
             "recomputes every segment and gives no gradient to parameters whose segment input "
             "does not require grad; pass `use_reentrant=False`",
             FixSpec(Applicability.UNSAFE, "Pass `use_reentrant=False`", (self._add_keyword(node),)),
@@ -216,7 +216,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
 
     def _module_message(self, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]) -> str:
         message = (
-            f"`checkpoint_wrapper` around a single `{op.name}` saves no memory: the op keeps at "
+            f"`checkpoint_wrapper` around a single `{op.name}` saves no memory. The op keeps at "
             "most one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
         if reentrant is not False:
@@ -245,7 +245,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
         body = _lambda_call(target) if type(target) is cst.Lambda else None
         name = self.code_for(body.func if body is not None else target)
         message = (
-            f"`{wrapper.name}` around a single `{op.name}` saves no memory: the op keeps at most "
+            f"`{wrapper.name}` around a single `{op.name}` saves no memory. The op keeps at most "
             "one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
         if reentrant is False:
@@ -440,6 +440,7 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
             return
         self.report(
             _positional(node)[0].value,
+            f"Checkpoint updates the running statistics of `{item.what}` twice. "
             f"{label} contains `{item.what}`{item.located()}: in train mode its running "
             "statistics are updated again when checkpoint recomputes the segment in backward "
             "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
@@ -516,7 +517,8 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
             return
         self.report(
             argument,
-            f"`preserve_rng_state=False` but {label} runs `{item.what}`{item.located()}: "
+            f"`preserve_rng_state=False` around `{item.what}` gives wrong gradients. "
+            f"{label[:1].upper()}{label[1:]} runs `{item.what}`{item.located()}: "
             "the recomputation in backward draws different random numbers, so the gradients "
             "are wrong while the output and the loss are unchanged; remove the argument",
             self._removal(node, argument),
@@ -643,6 +645,7 @@ class DeepStackWithoutCheckpoint(Rule):
         through = f" (through {through})" if through else ""
         self.report(
             stack.node,
+            f"{stack.count} stacked blocks run without activation checkpointing. "
             f"`forward`{through} runs {stack.description} without activation checkpointing; if "
             "training runs out of memory, checkpoint each block or the early "
             "high-resolution stages, not the deepest ones (resnet18: every block -30.6 % "

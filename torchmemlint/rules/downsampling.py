@@ -208,7 +208,8 @@ class DroppedStemPool(Rule):
             return
         self.report(
             value,
-            f"`{base}.maxpool` is replaced by a no-op: layer1 to layer4 of this ResNet-style "
+            f"`{base}.maxpool` is replaced by a no-op: every later activation is 4x larger. "
+            f"Layer1 to layer4 of this ResNet-style "
             f"encoder run at twice the height and width, so {FACTOR_TEXT}; {ADVICE}",
         )
 
@@ -228,8 +229,8 @@ class DroppedStemPool(Rule):
             return
         self.report(
             anchor,
-            f"`{base}.conv1` now has stride 1 where a ResNet stem has stride 2: the stem and every "
-            f"stage after it run at twice the height and width, so {FACTOR_TEXT}; {ADVICE}",
+            f"`{base}.conv1` has stride 1: every later activation is 4x larger. A ResNet stem "
+            f"has stride 2; the stem and every stage after it run at twice the height and width, so {FACTOR_TEXT}; {ADVICE}",
         )
 
     def _is_resnet(self, base: str) -> bool:
@@ -378,7 +379,8 @@ class DroppedStemPool(Rule):
         stem = ", ".join(f"`{base}.{name}`" for name in verdict.walked)
         self.report(
             anchor,
-            f"`{base}.{verdict.pool}` is dropped: the stem ({stem}) feeds `{base}.layer1` directly, so "
+            f"`{base}.{verdict.pool}` is dropped: every later activation is 4x larger. "
+            f"The stem ({stem}) feeds `{base}.layer1` directly, so "
             f"layer1 to layer4 run at twice the height and width and {FACTOR_TEXT}; {ADVICE}",
         )
 

@@ -187,7 +187,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
         sources = ", ".join(sorted({p.description for u in site.uses for p in u.producers}))
         self.report(
             site.node,
-            f"{site.label} runs out of place after {sources}: it keeps its input for backward "
+            f"{site.label} runs out of place after {sources}. It keeps its input for backward "
             "and the next layer keeps its output, two tensors of this size; with `inplace=True` "
             "autograd keeps only the result (measured -25 % / -28 % training peak for resnet18 / "
             "resnet50 with LeakyReLU)",
@@ -252,8 +252,8 @@ class MissingInplaceNoSaving(_MissingInplace):
         fix = FixSpec(applicability, "Pass `inplace=True`", (edit,)) if edit else None
         self.report(
             site.node,
-            f"{site.label} could run in place, but that saves no training memory ({reason}; "
-            "measured 0 B of training peak); it only drops a forward temporary, which can lower "
+            f"{site.label} could run in place, but that saves no training memory. "
+            f"{reason[:1].upper()}{reason[1:]} (measured 0 B of training peak); it only drops a forward temporary, which can lower "
             "an inference peak",
             fix,
         )
@@ -333,19 +333,22 @@ def _problem(use: Use) -> Optional[str]:
     saver = use.output_saver()
     if saver is not None:
         return (
-            f"overwrites the output of {saver.description}, which autograd keeps for backward: "
+            "breaks backward. "
+            f"It overwrites the output of {saver.description}, which autograd keeps for backward: "
             "backward raises \"one of the variables needed for gradient computation has been "
             "modified by an inplace operation\""
         )
     shown = f"`{use.name}`" if use.name else "its input"
     if use.reused:
         return (
-            f"overwrites {shown}, which is read again afterwards: the later code silently sees "
+            "gives wrong results. "
+            f"It overwrites {shown}, which is read again afterwards: the later code silently sees "
             "the activated values (wrong outputs and gradients)"
         )
     if use.caller_tensor is not None:
         return (
-            f"overwrites `{use.caller_tensor}`, the tensor `forward` received: the caller's "
+            "modifies the caller's tensor. "
+            f"It overwrites `{use.caller_tensor}`, the tensor `forward` received: the caller's "
             "tensor is modified (and a leaf that requires grad raises)"
         )
     return None
@@ -405,7 +408,8 @@ class InplaceDropout(Rule):
             fix = FixSpec(Applicability.UNSAFE, "Run dropout out of place", (edit,)) if edit else None
             self.report(
                 site.node,
-                f"in-place {site.label} keeps a float32 mask (4 bytes per element) for backward, "
+                f"in-place {site.label} keeps a float32 mask for backward. That is 4 bytes per "
+                "element, "
                 "where out-of-place dropout on CUDA keeps a 1-byte mask: +0.75 activation per "
                 "dropout on a GPU (fake-CUDA measurement); drop `inplace=True`",
                 fix,

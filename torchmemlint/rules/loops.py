@@ -451,13 +451,13 @@ class _Checks:
             where = f"after `{callee}.{switch}` with autograd on (`{switch}` does not disable it)"
         if single:
             message = (
-                f"`{callee}` is called {where}: its output keeps the graph and every activation "
+                f"`{callee}` is called {where}. Its output keeps the graph and every activation "
                 "saved for backward alive as long as it lives, and the forward's peak holds them "
                 "all; use `torch.no_grad()`"
             )
         else:
             message = (
-                f"`{callee}` is called {where}: every call records its graph and keeps the saved "
+                f"`{callee}` is called {where}. Every call records its graph and keeps the saved "
                 f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
                 "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
                 "`torch.no_grad()`"
@@ -599,14 +599,15 @@ class _Checks:
             head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
         if training:
             tail = (
-                ": backward frees the saved activations (device memory does not grow), but "
+                ". Backward frees the saved activations (device memory does not grow), but "
                 "every iteration's autograd graph nodes stay reachable and host memory grows"
             )
             if appended:
                 tail += " and the list holds one tensor per iteration on its device"
         else:
             tail = (
-                " in a loop without backward and outside `torch.no_grad()`: every batch's graph "
+                ". It runs in a loop without backward and outside `torch.no_grad()`: every "
+                "batch's graph "
                 f"stays alive with all its saved activations (+{EVAL_GROWTH} per iteration "
                 "measured) until out of memory"
             )
@@ -668,7 +669,7 @@ class _Checks:
                 (NodeEdit(call.node, render_expression(self.walk.module, new)),),
             )
             message = (
-                "`retain_graph=True` with no second backward through this graph in the loop: the "
+                "`retain_graph=True` with no second backward through this graph in the loop. The "
                 "graph and its saved activations stay alive into the next iteration's forward "
                 f"({RETAIN_GRAPH_PEAK} peak per iteration measured); drop it, or detach state "
                 "carried between iterations"
@@ -686,6 +687,7 @@ class _Checks:
         if value is None:
             return
         message = (
+            f"`self.{attribute}` grows by one activation per call of `forward`. "
             f"`self.{attribute}.append(...)` in `forward` keeps one activation per call in a list "
             f"that is never emptied (+{LIST_GROWTH} per iteration measured; `.detach()` does not "
             "help): store `.detach().cpu()` copies, bound the list, or clear it"
@@ -703,7 +705,7 @@ class _Checks:
             return
         message = (
             f"`self.{attribute} = ...` in `forward` keeps this activation alive until the next "
-            "call: one extra activation between steps (peak unchanged in the measured net); "
+            "call. One extra activation between steps (peak unchanged in the measured net); "
             "store a `.detach().cpu()` copy or return it instead"
         )
         self.findings[TENSOR_ON_SELF][id(event.node)] = Pending(event.node, message)

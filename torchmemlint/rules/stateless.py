@@ -142,7 +142,7 @@ class StatelessModuleAttribute(Rule):
         self.report(
             node,
             f"`self.{name}` ({short_name(qualified)}) has no parameters or buffers and is only "
-            f"called: `F.{functional.function}` in forward changes no autograd memory (measured "
+            f"called. `F.{functional.function}` in forward changes no autograd memory (measured "
             "0 B); torchsummary shows less for functional code only because it sums the outputs "
             "of hooked modules and cannot see `F.*` calls",
             self._fix(model, assignment, functional, prefix),
