@@ -25,6 +25,7 @@ from torchmemlint.engine import (
 )
 from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
+from torchmemlint.notebook import cell_diff, is_notebook, read_notebook
 from torchmemlint.output.github import format_github
 from torchmemlint.output.json import format_json
 from torchmemlint.output.junit import format_junit
@@ -81,9 +82,19 @@ def _fix_one(
 ) -> _FileOutcome:
     try:
         source = read_source(path)
-    except SourceError as error:
+        notebook = read_notebook(path, source.text) if is_notebook(path) else None
+    except SourceError as error:  # a notebook's NotebookError too
         return _FileOutcome(path, error=str(error))
-    outcome = _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
+    if notebook is None:
+        outcome = _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
+    else:  # the code cells are fixed as one source, then written back into the notebook
+        outcome = _fix_buffer(path, notebook.source, settings, unsafe_fixes, ignore_noqa)
+        outcome.findings = notebook.translate(outcome.findings)
+        try:
+            rendered = notebook.render(outcome.fixed_text or notebook.source)
+        except SourceError as error:
+            return _FileOutcome(path, outcome.findings, error=f"{error}; file left unchanged")
+        outcome.original, outcome.fixed_text = source.text, rendered
     if write and outcome.fixed:
         try:
             write_atomic(source, outcome.fixed_text or source.text)
@@ -342,6 +353,8 @@ def _emit_report(report: str, output_file: Optional[str], to_stderr: bool) -> No
 def _unified_diff(outcome: _FileOutcome) -> str:
     if outcome.original is None or outcome.fixed_text in (None, outcome.original):
         return ""
+    if is_notebook(outcome.path):
+        return cell_diff(outcome.path, outcome.original, outcome.fixed_text or "")
     return "".join(
         difflib.unified_diff(
             outcome.original.splitlines(keepends=True),

@@ -21,6 +21,7 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
+from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
@@ -331,9 +332,13 @@ def lint_path(
             return FileResult(path, cached)
     try:
         source = decode_source(path, data)
-    except SourceError as error:
+        notebook = read_notebook(path, source.text) if is_notebook(path) else None
+    except SourceError as error:  # a notebook's NotebookError too
         return FileResult(path, error=str(error))
-    findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
+    text = source.text if notebook is None else notebook.source
+    findings = lint_source(text, path, settings, ignore_noqa=ignore_noqa)
+    if notebook is not None:
+        findings = notebook.translate(findings)  # cells, rows and columns in them
     if cache is not None and entry is not None and digest is not None:
         # An internal error may be transient (memory, recursion): lint such a file again.
         if not any(finding.code == INTERNAL_ERROR for finding in findings):
@@ -398,7 +403,7 @@ def _walk(root: str, settings: Settings) -> Iterator[str]:
             if not here.is_excluded(os.path.join(directory, name))
         )
         for name in sorted(filenames):
-            if name.endswith((".py", ".pyi")):
+            if name.endswith((".py", ".pyi", NOTEBOOK_SUFFIX)):
                 path = os.path.normpath(os.path.join(directory, name))
                 if not here.is_excluded(path):
                     yield path

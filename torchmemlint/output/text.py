@@ -10,8 +10,7 @@ from torchmemlint.findings import Finding
 
 def format_finding(finding: Finding, unsafe_fixes: bool) -> str:
     marker = "[*] " if finding.fix_applies(unsafe_fixes) else ""
-    location = finding.location
-    return f"{finding.filename}:{location.row}:{location.column}: {finding.code} {marker}{finding.message}"
+    return f"{finding.filename}:{finding.position}: {finding.code} {marker}{finding.message}"
 
 
 def format_text(findings: List[Finding], unsafe_fixes: bool = False, fixed: int = 0) -> str:
