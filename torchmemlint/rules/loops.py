@@ -98,6 +98,9 @@ class EvalWithoutNoGrad(_LoopRule):
 
     ## Example
     ```python
+    import torch
+
+
     def validate(model, loader):
         model.eval()
         correct = 0
@@ -108,9 +111,16 @@ class EvalWithoutNoGrad(_LoopRule):
 
     ## Use instead
     ```python
+    import torch
+
+
     @torch.no_grad()
     def validate(model, loader):
-        ...
+        model.eval()
+        correct = 0
+        for images, labels in loader:
+            correct += (model(images).argmax(1) == labels).sum().item()
+        return correct
     ```
 
     ## Fix safety
@@ -173,17 +183,34 @@ class AccumulatedTensor(_LoopRule):
 
     ## Example
     ```python
-    running_loss = 0.0
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
-        running_loss += loss
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        running_loss = 0.0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss
+        print(running_loss / len(loader))
     ```
 
     ## Use instead
     ```python
-        running_loss += loss.item()
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        running_loss = 0.0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+        print(running_loss / len(loader))
     ```
 
     ## Fix safety
@@ -235,15 +262,28 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
 
     ## Example
     ```python
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward(retain_graph=True)
-        optimizer.step()
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward(retain_graph=True)
+            optimizer.step()
     ```
 
     ## Use instead
     ```python
-        loss.backward()
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
     ```
 
     ## Fix safety
@@ -283,6 +323,9 @@ class ListOnSelfInForward(_LoopRule):
 
     ## Example
     ```python
+    import torch.nn as nn
+
+
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -297,6 +340,15 @@ class ListOnSelfInForward(_LoopRule):
 
     ## Use instead
     ```python
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.maps = []
+
         def forward(self, x):
             h = self.conv(x)
             self.maps = [h.detach().cpu()]  # or a bounded deque, or return it
@@ -334,16 +386,34 @@ class TensorOnSelfInForward(_LoopRule):
 
     ## Example
     ```python
-    def forward(self, x):
-        self.features = self.backbone(x)
-        return self.head(self.features)
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self, backbone, head):
+            super().__init__()
+            self.backbone = backbone
+            self.head = head
+
+        def forward(self, x):
+            self.features = self.backbone(x)
+            return self.head(self.features)
     ```
 
     ## Use instead
     ```python
-    def forward(self, x):
-        features = self.backbone(x)
-        return self.head(features)
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def __init__(self, backbone, head):
+            super().__init__()
+            self.backbone = backbone
+            self.head = head
+
+        def forward(self, x):
+            features = self.backbone(x)
+            return self.head(features)
     ```
 
     ## Fix safety
