@@ -244,3 +244,22 @@ def test_a_fix_that_would_leave_its_cell_is_refused_and_the_file_kept(project, t
     dropped = notebook.source.replace("pass  # torchmemlint-magic 2\n", "")
     with pytest.raises(NotebookError, match="IPython line of cell 3"):
         notebook.render(dropped)
+
+
+@pytest.mark.slow  # CLI and flake8 subprocesses
+def test_cached_findings_keep_their_cell_and_flake8_keeps_to_python_files(project):
+    def lint():
+        return subprocess.run(
+            [sys.executable, "-m", "torchmemlint", "--select", "TML601", "gpt.ipynb"],
+            cwd=project, capture_output=True, text=True,
+        ).stdout
+
+    first, second = lint(), lint()  # the second run answers from the cache
+    assert (project / ".torchmemlint_cache").is_dir()
+    assert first == second and first.startswith("gpt.ipynb:cell 5:15:13: TML601 "), second
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "TML", "."],
+        cwd=project, capture_output=True, text=True,
+    )
+    reported = {line.split(":")[0] for line in flake8.stdout.splitlines()}
+    assert reported == {"./gpt.py"}, flake8.stdout + flake8.stderr
