@@ -263,3 +263,23 @@ def test_cached_findings_keep_their_cell_and_flake8_keeps_to_python_files(projec
     )
     reported = {line.split(":")[0] for line in flake8.stdout.splitlines()}
     assert reported == {"./gpt.py"}, flake8.stdout + flake8.stderr
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_standard_input_standing_for_a_notebook(project):
+    text = (project / "gpt.ipynb").read_text()
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "torchmemlint", "--select", "TML601", *args,
+             "--stdin-filename", "gpt.ipynb", "-"],
+            cwd=project, input=text, capture_output=True, text=True,
+        )
+
+    linted = run()
+    assert linted.stdout.startswith("gpt.ipynb:cell 5:15:13: TML601 "), linted.stdout
+    fixed = run("--fix", "--unsafe-fixes")
+    notebook = nbformat.reads(fixed.stdout, as_version=4)  # the fixed notebook on stdout
+    nbformat.validate(notebook)
+    assert "scaled_dot_product_attention" in notebook.cells[4].source
+    assert "Fixed 1 finding" in fixed.stderr

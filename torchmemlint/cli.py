@@ -82,19 +82,10 @@ def _fix_one(
 ) -> _FileOutcome:
     try:
         source = read_source(path)
-        notebook = read_notebook(path, source.text) if is_notebook(path) else None
+        fix_buffer = _fix_notebook if is_notebook(path) else _fix_buffer
+        outcome = fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
     except SourceError as error:  # a notebook's NotebookError too
         return _FileOutcome(path, error=str(error))
-    if notebook is None:
-        outcome = _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
-    else:  # the code cells are fixed as one source, then written back into the notebook
-        outcome = _fix_buffer(path, notebook.source, settings, unsafe_fixes, ignore_noqa)
-        outcome.findings = notebook.translate(outcome.findings)
-        try:
-            rendered = notebook.render(outcome.fixed_text or notebook.source)
-        except SourceError as error:
-            return _FileOutcome(path, outcome.findings, error=f"{error}; file left unchanged")
-        outcome.original, outcome.fixed_text = source.text, rendered
     if write and outcome.fixed:
         try:
             write_atomic(source, outcome.fixed_text or source.text)
@@ -119,6 +110,21 @@ def _fix_buffer(
     return _FileOutcome(path, result.remaining, len(result.fixed), text, result.text)
 
 
+def _fix_notebook(
+    path: str, text: str, settings: Settings, unsafe_fixes: bool, ignore_noqa: bool
+) -> _FileOutcome:
+    """A notebook's code cells fixed as one source, then written back into its JSON text."""
+    notebook = read_notebook(path, text)  # a NotebookError is a SourceError for the caller
+    outcome = _fix_buffer(path, notebook.source, settings, unsafe_fixes, ignore_noqa)
+    outcome.findings = notebook.translate(outcome.findings)
+    try:
+        rendered = notebook.render(outcome.fixed_text or notebook.source)
+    except SourceError as error:
+        return _FileOutcome(path, outcome.findings, error=f"{error}; file left unchanged")
+    outcome.original, outcome.fixed_text = text, rendered
+    return outcome
+
+
 def _check_stdin(
     path: str, settings: Settings, fix: bool, unsafe_fixes: bool, ignore_noqa: bool
 ) -> Tuple[SourceFile, _FileOutcome]:
@@ -126,6 +132,13 @@ def _check_stdin(
     source = decode_source(path, sys.stdin.buffer.read())
     if is_excluded_file(path, settings):
         return source, _FileOutcome(path, original=source.text, fixed_text=source.text)
+    if is_notebook(path):  # standard input standing for a notebook is one too
+        outcome = _fix_notebook(path, source.text, settings, unsafe_fixes, ignore_noqa) if fix else None
+        if outcome is None:
+            notebook = read_notebook(path, source.text)
+            findings = lint_source(notebook.source, path, settings, ignore_noqa=ignore_noqa)
+            outcome = _FileOutcome(path, notebook.translate(findings), original=source.text)
+        return source, outcome
     if fix:
         return source, _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
     findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
