@@ -62,6 +62,7 @@ def test_modules_import_only_from_their_layer_or_below(path):
     assert above == [], f"{_module_name(path)} imports from a higher layer: {above}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "first", ["torchmemlint.rules", "torchmemlint.rules.base", "torchmemlint.context",
               "torchmemlint.analysis", "torchmemlint.engine", "torchmemlint.cli"]

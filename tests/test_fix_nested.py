@@ -219,6 +219,7 @@ def test_the_issue_case_nested_stateless_activation():
     assert [f.code for f in result.fixed] == ["TML101"] and not result.remaining
 
 
+@pytest.mark.slow
 def test_the_issue_case_through_the_cli(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(ISSUE_MODEL)

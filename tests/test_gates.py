@@ -147,6 +147,7 @@ def test_tml201_gate_reads_whole_words(text, passes):
     assert all_rules()["TML201"].may_apply(text) is passes
 
 
+@pytest.mark.slow
 def test_only_rules_that_need_torch_skip_a_file_without_it(tmp_path):
     """TML602 reads transformers scripts, which need not name torch; the CLI finds it there.
     The other rules keep to files that name torch: the attention below is not looked at."""
