@@ -104,6 +104,7 @@ def test_rules_build_no_model_of_their_own():
     assert not [p.name for p in (PACKAGE / "rules").glob("_*.py") if p.name != "__init__.py"]
 
 
+@pytest.mark.slow
 def test_exact_type_tests_name_only_classes_without_subclasses():
     """``type(x) is cst.Name`` stands for ``isinstance`` (several times cheaper on libcst's
     ABCs) only while libcst has no subclass of the class tested."""

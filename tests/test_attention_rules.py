@@ -155,6 +155,7 @@ def test_recomputing_functions_find_the_function_rerun_in_backward():
     assert found["RngSafeCheckpoint"].restores_rng
 
 
+@pytest.mark.slow
 def test_the_flagged_checkpoint_module_calls_raise_type_error():
     """TML604's claim: each flagged form raises TypeError when it runs."""
     fixture = load_module("%s:_" % (FIXTURES / "recompute.py"))

@@ -160,6 +160,7 @@ def test_run_lint_and_bisection_through_real_processes(tmp_path, monkeypatch):
     assert sorted(f["filename"] for f in findings) == [n for n in names if n != "pkg/m4.py"]
 
 
+@pytest.mark.slow
 def test_run_lint_with_the_real_cli_on_a_small_package(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()

@@ -189,6 +189,7 @@ def test_there_are_seeds_for_every_rule_with_a_fix():
     assert {code for code, _, _ in SEEDS} == with_fix
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "code, seed, options", SEEDS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(SEEDS)]
 )

@@ -294,6 +294,7 @@ def test_inplace_after_sigmoid_raises_in_backward(blocks):
         step(blocks, "GatedHead", (2, 8, 8, 8))
 
 
+@pytest.mark.slow
 def test_inplace_before_a_residual_silently_changes_the_result(blocks):
     source = (FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8")
     findings = [f for f in lint_source(source, "b.py", Settings(select=("TML203",))) if f.location.row == 130]
