@@ -283,3 +283,29 @@ def test_standard_input_standing_for_a_notebook(project):
     nbformat.validate(notebook)
     assert "scaled_dot_product_attention" in notebook.cells[4].source
     assert "Fixed 1 finding" in fixed.stderr
+
+
+def test_which_cells_are_python(tmp_path):
+    # In-process: what the joined source holds for each kind of cell.
+    from torchmemlint.notebook import read_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%%time\nloss = model(x).sum()"),  # Python below the magic
+        nbformat.v4.new_code_cell("%%writefile train.py\nimport torch"),  # writes a file: skipped
+        nbformat.v4.new_code_cell("%%bash\nls"),  # another language: skipped
+        nbformat.v4.new_raw_cell("import torch"),  # not code
+        nbformat.v4.new_code_cell("for i in range(3):\n    !echo $i\n    %time f(i)"),
+    ]
+    notebook = read_notebook("n.ipynb", nbformat.writes(nb))
+    assert "loss = model(x).sum()" in notebook.source and "train.py" not in notebook.source
+    assert "ls" not in notebook.source.split() and "import torch" not in notebook.source
+    compile(notebook.source, "n.ipynb", "exec")  # the masks parse, indented ones too
+    assert [cell.number for cell in notebook.cells] == [1, 5]
+    fixed = notebook.source.replace("loss = model(x).sum()", "loss = model(x).mean()")
+    after = nbformat.reads(notebook.render(fixed), as_version=4)
+    assert after.cells[0].source == "%%time\nloss = model(x).mean()"
+    assert after.cells[4].source == nb.cells[4].source and after.cells[1:4] == nb.cells[1:4]
+    # a notebook in another language is not linted
+    nb.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    assert read_notebook("r.ipynb", nbformat.writes(nb)).source == ""
