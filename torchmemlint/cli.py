@@ -133,8 +133,9 @@ def _check_stdin(
     if is_excluded_file(path, settings):
         return source, _FileOutcome(path, original=source.text, fixed_text=source.text)
     if is_notebook(path):  # standard input standing for a notebook is one too
-        outcome = _fix_notebook(path, source.text, settings, unsafe_fixes, ignore_noqa) if fix else None
-        if outcome is None:
+        if fix:
+            outcome = _fix_notebook(path, source.text, settings, unsafe_fixes, ignore_noqa)
+        else:
             notebook = read_notebook(path, source.text)
             findings = lint_source(notebook.source, path, settings, ignore_noqa=ignore_noqa)
             outcome = _FileOutcome(path, notebook.translate(findings), original=source.text)

@@ -30,7 +30,9 @@ NOTEBOOK_SUFFIX = ".ipynb"
 
 _CELL_MARKER = "# torchmemlint-cell {}\n"
 _CELL_MARKER_LINE = re.compile(r"# torchmemlint-cell (\d+)\r?\n?\Z")
-_MAGIC_PLACEHOLDER = re.compile(r"(?P<indent>[ \t]*)(?P<code>.*?)  # torchmemlint-magic (?P<id>\d+)(?P<end>\r?\n?)\Z")
+_MAGIC_PLACEHOLDER = re.compile(
+    r"(?P<indent>[ \t]*)(?P<code>.*?)  # torchmemlint-magic (?P<id>\d+)(?P<end>\r?\n?)\Z"
+)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _ASSIGNED_MAGIC = re.compile(r"(?P<target>[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[%!]")
 # Cell magics whose body IPython runs as Python: linted below the magic line.
@@ -212,7 +214,8 @@ class Notebook:
         for key in ("kernelspec", "language_info"):
             entry = metadata.get(key)
             if isinstance(entry, dict):
-                language = entry.get("language", entry.get("name") if key == "language_info" else None)
+                default = entry.get("name") if key == "language_info" else None
+                language = entry.get("language", default)
                 if isinstance(language, str) and language.lower() not in ("python", "python3"):
                     return False
         return True
