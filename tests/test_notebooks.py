@@ -309,3 +309,18 @@ def test_which_cells_are_python(tmp_path):
     # a notebook in another language is not linted
     nb.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
     assert read_notebook("r.ipynb", nbformat.writes(nb)).source == ""
+
+
+@pytest.mark.slow  # CLI subprocesses
+def test_structured_reports_put_a_notebook_finding_at_1_1_as_ruff_does(project):
+    github = _run("--select", "TML601", "--output-format", "github", ".", cwd=project).stdout
+    notebook_line = next(line for line in github.splitlines() if "gpt.ipynb" in line)
+    assert ",line=1,col=1,endLine=1,endColumn=1" in notebook_line, notebook_line
+    assert "cell 5:15:13: Eager attention" in notebook_line
+    python_line = next(line for line in github.splitlines() if "gpt.py" in line)
+    assert ",line=19,col=13," in python_line  # a .py file keeps its rows
+    sarif = json.loads(_run("--select", "TML601", "--unsafe-fixes", "--output-format", "sarif",
+                            "gpt.ipynb", cwd=project).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    assert "fixes" not in result  # edits in cell coordinates would break the JSON file

@@ -25,7 +25,7 @@ from torchmemlint.engine import (
 )
 from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
-from torchmemlint.notebook import cell_diff, is_notebook, read_notebook
+from torchmemlint.notebook import cell_diff, for_structured_reports, is_notebook, read_notebook
 from torchmemlint.output.github import format_github
 from torchmemlint.output.json import format_json
 from torchmemlint.output.junit import format_junit
@@ -333,6 +333,8 @@ def check(
         stdout.flush()
         report_to_stderr = True
 
+    if output_format in ("sarif", "github", "junit"):
+        findings = for_structured_reports(findings)  # a notebook's findings at 1:1, as Ruff's
     if output_format == "json":
         report = format_json(findings)
     elif output_format == "sarif":

@@ -366,3 +366,18 @@ def _with_final_newline(text: str) -> List[str]:
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += "\n"
     return lines
+
+
+def for_structured_reports(findings: Sequence[Finding]) -> List[Finding]:
+    """Findings for the GitHub, SARIF and JUnit reports, whose consumers place a row of the
+    file itself: as Ruff does, a notebook's finding is put at 1:1, a position that is clearly
+    a fallback, and its message names the cell, row and column; its fix is left out (its edits
+    are in the cell's coordinates, not the JSON file's)."""
+    start = Location(1, 1)
+    return [
+        finding if finding.cell is None else replace(
+            finding, message=f"{finding.position}: {finding.message}", location=start,
+            end_location=start, fix=None, noqa_rows=(),
+        )
+        for finding in findings
+    ]
