@@ -62,6 +62,7 @@ def test_modules_import_only_from_their_layer_or_below(path):
     assert above == [], f"{_module_name(path)} imports from a higher layer: {above}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "first", ["torchmemlint.rules", "torchmemlint.rules.base", "torchmemlint.context",
               "torchmemlint.analysis", "torchmemlint.engine", "torchmemlint.cli"]
@@ -103,6 +104,7 @@ def test_rules_build_no_model_of_their_own():
     assert not [p.name for p in (PACKAGE / "rules").glob("_*.py") if p.name != "__init__.py"]
 
 
+@pytest.mark.slow
 def test_exact_type_tests_name_only_classes_without_subclasses():
     """``type(x) is cst.Name`` stands for ``isinstance`` (several times cheaper on libcst's
     ABCs) only while libcst has no subclass of the class tested."""

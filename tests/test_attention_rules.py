@@ -46,6 +46,7 @@ def expected_rows():
     return rows
 
 
+@pytest.mark.slow
 def test_cli_reports_exactly_the_marked_rows():
     expected = expected_rows()
     assert {code for _, _, code in expected} == {"TML601", "TML602", "TML603", "TML604"}
@@ -154,6 +155,7 @@ def test_recomputing_functions_find_the_function_rerun_in_backward():
     assert found["RngSafeCheckpoint"].restores_rng
 
 
+@pytest.mark.slow
 def test_the_flagged_checkpoint_module_calls_raise_type_error():
     """TML604's claim: each flagged form raises TypeError when it runs."""
     fixture = load_module("%s:_" % (FIXTURES / "recompute.py"))
@@ -167,6 +169,7 @@ def test_the_flagged_checkpoint_module_calls_raise_type_error():
         cp(torch.nn.Identity(), torch.ones(1))
 
 
+@pytest.mark.slow
 def test_hand_written_checkpoint_changes_dropout_gradients():
     """TML603's claim: the rerun draws another dropout mask; torch's checkpoint does not."""
     nets = load_module("%s:_" % (ROOT / "fixtures" / "models" / "recompute.py"))
@@ -182,6 +185,7 @@ def test_hand_written_checkpoint_changes_dropout_gradients():
     assert not all(torch.equal(a, b) for a, b in zip(grads["handwritten"], grads["plain"]))
 
 
+@pytest.mark.slow
 def test_unsafe_fixes_of_the_fixture_run_and_match_eager_attention(tmp_path):
     """`--fix --unsafe-fixes` on the research-code fixture: the fixed minGPT block computes
     what the eager one did (eval mode, float32 rounding)."""
@@ -195,6 +199,7 @@ def test_unsafe_fixes_of_the_fixture_run_and_match_eager_attention(tmp_path):
     assert copy.read_text() == fixed  # converged
 
 
+@pytest.mark.slow
 def test_fixed_mingpt_block_matches_the_eager_one(tmp_path):
     copy = tmp_path / "eager_attention.py"
     source = (FIXTURES / "eager_attention.py").read_text().replace("from einops import rearrange\n", "")
@@ -220,6 +225,7 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_bf16_autocast_shrinks_the_kept_activations_of_the_small_lm():
     """TML605's figure, small: the autocast wrapper of benchmarks/memory_figures.py."""
     from torchmemlint.dynamic.measure import measure_training_step

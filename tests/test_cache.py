@@ -79,6 +79,7 @@ def project(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_warm_run_reports_what_a_cold_run_does(project, jobs):
     cache = project / ".torchmemlint_cache"
@@ -97,6 +98,7 @@ def test_warm_run_reports_what_a_cold_run_does(project, jobs):
     assert run(["src"], project).stdout == run(["--no-cache", "src"], project).stdout
 
 
+@pytest.mark.slow
 def test_warm_run_reads_the_cache(project):
     """An entry's findings are what a warm run prints (so it did not lint again)."""
     run(["src/dropout.py"], project)
@@ -111,11 +113,13 @@ def test_warm_run_reads_the_cache(project):
     assert load_entry(entry)["findings"][0]["m"] != "FROM THE CACHE"
 
 
+@pytest.mark.slow
 def test_no_cache_writes_nothing(project):
     run(["--no-cache", "src"], project)
     assert not (project / ".torchmemlint_cache").exists()
 
 
+@pytest.mark.slow
 def test_an_edited_file_is_linted_again(project):
     run(["src"], project)
     (project / "src" / "dropout.py").write_text(DROPOUT.replace(", inplace=True", ""))
@@ -132,6 +136,7 @@ def test_an_edited_file_is_linted_again(project):
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "change",
     [
@@ -150,6 +155,7 @@ def test_the_key_holds_the_options(project, change):
     assert run(["--output-format", "json", "src"], project).stdout == base.stdout
 
 
+@pytest.mark.slow
 def test_the_key_holds_the_config_file_and_rule_options(project):
     run(["src"], project)
     (project / "pyproject.toml").write_text(
@@ -160,6 +166,7 @@ def test_the_key_holds_the_config_file_and_rule_options(project):
     assert run(["src"], project).stdout == run(["--no-cache", "src"], project).stdout
 
 
+@pytest.mark.slow
 def test_the_key_holds_the_rule_set(project):
     """A rule added to the rule path (here a test-only one) invalidates the entries."""
     (project / "src" / "variable.py").write_text(VARIABLE)
@@ -169,6 +176,7 @@ def test_the_key_holds_the_rule_set(project):
     assert "TML990" not in run(["src"], project).stdout
 
 
+@pytest.mark.slow
 def test_fix_and_diff_bypass_the_cache(project):
     run(["src"], project)
     before = entries(project / ".torchmemlint_cache")
@@ -182,6 +190,7 @@ def test_fix_and_diff_bypass_the_cache(project):
     assert [item["code"] for item in json.loads(after.stdout)] == ["TML204"]
 
 
+@pytest.mark.slow
 def test_stdin_bypasses_the_cache(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "TORCHMEMLINT"))}
     result = subprocess.run(
@@ -192,6 +201,7 @@ def test_stdin_bypasses_the_cache(tmp_path):
     assert not (tmp_path / ".torchmemlint_cache").exists()
 
 
+@pytest.mark.slow
 def test_where_the_cache_lives(project, tmp_path_factory):
     # Run from a subdirectory: the cache goes next to the config file.
     run(["leaky.py"], project / "src")
@@ -210,6 +220,7 @@ def test_where_the_cache_lives(project, tmp_path_factory):
     assert entries(bare / ".torchmemlint_cache")
 
 
+@pytest.mark.slow
 def test_git_ignores_the_cache(project):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
@@ -223,6 +234,7 @@ def test_git_ignores_the_cache(project):
     assert "src/leaky.py" in status
 
 
+@pytest.mark.slow
 def test_concurrent_runs_share_the_cache_safely(project):
     src = project / "src"
     for index in range(30):
@@ -243,6 +255,7 @@ def test_concurrent_runs_share_the_cache_safely(project):
     assert run(["--output-format", "json", "src"], project).stdout == expected
 
 
+@pytest.mark.slow
 def test_clean_removes_the_caches_torchmemlint_made_and_nothing_else(project):
     cache = project / ".torchmemlint_cache"
     elsewhere = project / "elsewhere-cache"

@@ -154,6 +154,7 @@ def sequential_without_checkpoint(functions, segments, input, use_reentrant=None
 
 
 # -- the CLI on the fixtures ---------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_reports_exactly_the_marked_rows():
     expected = expected_findings()
     assert {code for _, _, code in expected} == {"TML401", "TML402", "TML403", "TML404", "TML405"}
@@ -162,12 +163,14 @@ def test_cli_reports_exactly_the_marked_rows():
     assert reported(result) == expected
 
 
+@pytest.mark.slow
 def test_default_selection_leaves_the_deep_stack_suggestion_off():
     result = run_cli("--isolated", "--output-format", "json", str(FIXTURES))
     expected = {item for item in expected_findings() if item[2] != "TML405"}
     assert reported(result) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "minimum, classes",
     [(13, set()), (2, {"Encoder", "SmallResNet", "PlainStack", "ShallowStack", "HelperEncoder"})],
@@ -188,6 +191,7 @@ def test_checkpoint_min_blocks_option_from_pyproject(tmp_path, minimum, classes)
 
 
 # -- safe fixes keep outputs and gradients identical -----------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fixture", ["single_ops_non_reentrant.py", "dropout_rng.py", "module_wrappers.py"]
 )
@@ -206,6 +210,7 @@ def test_single_op_safe_fix_unwraps_every_call():
     assert len(findings) == 7 and all(f.fix is not None and f.fix.is_safe for f in findings)
 
 
+@pytest.mark.slow
 def test_use_reentrant_false_gives_identical_gradients_when_inputs_require_grad():
     original = fixture_source("single_convs_reentrant.py")
     after_fix = fixed(original, "TML401", unsafe_fixes=True)
@@ -218,6 +223,7 @@ def test_use_reentrant_false_gives_identical_gradients_when_inputs_require_grad(
     )
 
 
+@pytest.mark.slow
 def test_use_reentrant_false_changes_gradients_when_no_input_requires_grad():
     """Why TML401's fix is unsafe: on the image batch it gives conv1 the gradient it lacked."""
     source = fixture_source("single_convs_reentrant.py").replace(", use_reentrant=True", "")
@@ -227,6 +233,7 @@ def test_use_reentrant_false_changes_gradients_when_no_input_requires_grad():
 
 
 # -- the bugs the messages describe ---------------------------------------------------------
+@pytest.mark.slow
 def test_reentrant_checkpoint_of_the_first_conv_leaves_it_untrained():
     source = fixture_source("single_convs_reentrant.py")
     grads = train_step(load(source))["first_conv"]["grads"]
@@ -243,6 +250,7 @@ def test_reentrant_checkpoint_of_the_first_conv_leaves_it_untrained():
     assert train_step(load(unwrapped))["first_conv"]["grads"]["conv1.weight"] is not None
 
 
+@pytest.mark.slow
 def test_batchnorm_in_checkpoint_updates_running_statistics_twice():
     source = fixture_source("batchnorm_segments.py")
     checkpointed = train_step(load(source))["net"]
@@ -263,6 +271,7 @@ def test_batchnorm_in_checkpoint_updates_running_statistics_twice():
         torch.testing.assert_close(grad, reference["grads"][key])
 
 
+@pytest.mark.slow
 def test_preserve_rng_state_false_gives_wrong_gradients_and_the_fix_restores_them():
     original = fixture_source("dropout_rng.py")
     repaired_source = fixed(original, "TML404", unsafe_fixes=True)
@@ -286,6 +295,7 @@ def unwrapped(module, *args, **kwargs):
     return module
 
 
+@pytest.mark.slow
 def test_checkpoint_wrapper_updates_batchnorm_twice_and_drops_the_rng_state():
     """torch's module wrapper behaves as TML403/TML404 say of `checkpoint` (module_wrappers.py)."""
     source = fixture_source("module_wrappers.py")
@@ -357,6 +367,7 @@ def test_single_op_message_says_which_case_applies(body, present, absent):
     assert fix is not None and fix.is_safe == ("use_reentrant=False" in body)
 
 
+@pytest.mark.slow
 def test_unwrapping_a_checkpointed_batchnorm_is_unsafe():
     """The non-reentrant recomputation runs BatchNorm again: unwrapping changes its statistics."""
     source = SINGLE_CONV.replace("nn.ReLU()", "nn.BatchNorm2d(8)").format(
@@ -424,6 +435,7 @@ STACKED_SUBSCRIPT_BLOCKS = (
 )
 
 
+@pytest.mark.slow
 def test_subscript_and_call_callees_lint_without_an_internal_error(tmp_path):
     """`self.pooler = _POOLERS[kind]()` and `Conv["conv", dims](...)` (monai, diffusers,
     open_clip, transformers) stopped TML405 with `'Name' object has no attribute 'endswith'`."""

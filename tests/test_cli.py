@@ -57,6 +57,7 @@ def write(path: Path, text: str) -> Path:
 
 
 # -- exit codes and output -----------------------------------------------------------------
+@pytest.mark.slow
 def test_clean_code_exits_zero(tmp_path):
     write(tmp_path / "good.py", GOOD)
     result = run(["."], tmp_path)
@@ -64,6 +65,7 @@ def test_clean_code_exits_zero(tmp_path):
     assert result.stdout == "All checks passed!\n"
 
 
+@pytest.mark.slow
 def test_findings_exit_one_with_exact_position_and_summary(tmp_path):
     write(tmp_path / "bad.py", BAD)
     result = run(["bad.py"], tmp_path)
@@ -74,16 +76,19 @@ def test_findings_exit_one_with_exact_position_and_summary(tmp_path):
     assert lines[2] == "[*] 1 fixable with `--fix`."
 
 
+@pytest.mark.slow
 def test_exit_zero(tmp_path):
     write(tmp_path / "bad.py", BAD)
     assert run(["--exit-zero", "."], tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 def test_runs_without_subcommand_and_with_check(tmp_path):
     write(tmp_path / "bad.py", BAD)
     assert run(["check", "bad.py"], tmp_path).stdout == run(["bad.py"], tmp_path).stdout
 
 
+@pytest.mark.slow
 def test_bare_command_lints_the_current_directory_as_check_does(tmp_path):
     write(tmp_path / "pkg" / "bad.py", BAD)
     bare = run([], tmp_path)
@@ -96,6 +101,7 @@ def test_bare_command_lints_the_current_directory_as_check_does(tmp_path):
     assert usage.returncode == 0 and "Usage:" in usage.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, named",
     [
@@ -117,6 +123,7 @@ def test_options_that_would_do_nothing_together_are_usage_errors(tmp_path, args,
     assert path.read_text() == BAD and not (tmp_path / "report.txt").exists()
 
 
+@pytest.mark.slow
 def test_json_output_follows_ruff_schema(tmp_path):
     write(tmp_path / "bad.py", BAD)
     result = run(["--output-format", "json", "bad.py"], tmp_path)
@@ -151,6 +158,7 @@ def test_json_output_follows_ruff_schema(tmp_path):
     assert (syntax["noqa_row"], syntax["url"], syntax["fix"]) == (None, None, None)
 
 
+@pytest.mark.slow
 def test_statistics(tmp_path):
     write(tmp_path / "a.py", BAD)
     write(tmp_path / "b.py", BAD)
@@ -160,6 +168,7 @@ def test_statistics(tmp_path):
 
 
 # -- selection -------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -181,6 +190,7 @@ def test_selection(tmp_path, args, expected):
     assert ("TML201" in result.stdout) == bool(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("selector", ["TML999", "FOO", "TML4x"])
 def test_unknown_selector_exits_two_with_message(tmp_path, selector):
     write(tmp_path / "bad.py", BAD)
@@ -189,6 +199,7 @@ def test_unknown_selector_exits_two_with_message(tmp_path, selector):
     assert result.stderr.strip() == f"torchmemlint: error: select: unknown rule selector '{selector.upper()}'"
 
 
+@pytest.mark.slow
 def test_default_off_rules_need_select(tmp_path):
     from torchmemlint.rules import all_rules
 
@@ -204,6 +215,7 @@ def test_default_off_rules_need_select(tmp_path):
 
 
 # -- noqa ----------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "comment, suppressed",
     [
@@ -223,12 +235,14 @@ def test_noqa(tmp_path, comment, suppressed):
     assert shown.returncode == 1
 
 
+@pytest.mark.slow
 def test_noqa_on_any_line_of_a_multiline_statement(tmp_path):
     source = BAD.replace("nn.LeakyReLU(0.1)", "nn.LeakyReLU(\n            0.1,\n        )  # noqa: TML201")
     write(tmp_path / "bad.py", source)
     assert run(["bad.py"], tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 def test_file_level_noqa(tmp_path):
     write(tmp_path / "bad.py", "# torchmemlint: noqa\n" + BAD)
     assert run(["bad.py"], tmp_path).returncode == 0
@@ -236,11 +250,13 @@ def test_file_level_noqa(tmp_path):
     assert run(["other.py"], tmp_path).returncode == 1
 
 
+@pytest.mark.slow
 def test_a_noqa_string_is_not_a_comment(tmp_path):
     write(tmp_path / "bad.py", BAD.replace("nn.LeakyReLU(0.1)", "nn.LeakyReLU(0.1 if '# noqa' else 0.2)"))
     assert run(["bad.py"], tmp_path).returncode == 1
 
 
+@pytest.mark.slow
 def test_suppressed_findings_are_never_fixed(tmp_path):
     path = write(tmp_path / "bad.py", BAD.replace("nn.LeakyReLU(0.1)", "nn.LeakyReLU(0.1)  # noqa"))
     before = path.read_text()
@@ -249,6 +265,7 @@ def test_suppressed_findings_are_never_fixed(tmp_path):
 
 
 # -- configuration ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_pyproject_select_ignore_and_per_file_ignores(tmp_path):
     write(tmp_path / "src" / "model.py", BAD)
     write(tmp_path / "tests" / "test_model.py", BAD)
@@ -266,6 +283,7 @@ def test_pyproject_select_ignore_and_per_file_ignores(tmp_path):
     assert run(["--isolated", "."], tmp_path / "src").returncode == 1
 
 
+@pytest.mark.slow
 def test_config_option_points_at_a_file(tmp_path):
     write(tmp_path / "bad.py", BAD)
     write(tmp_path / "conf" / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML2"]\n')
@@ -274,6 +292,7 @@ def test_config_option_points_at_a_file(tmp_path):
     assert missing.returncode == 2 and "nope.toml" in missing.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "table, key",
     [
@@ -293,6 +312,7 @@ def test_bad_config_exits_two_naming_the_key(tmp_path, table, key):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_invalid_toml_exits_two(tmp_path):
     write(tmp_path / "bad.py", BAD)
     write(tmp_path / "pyproject.toml", "[tool.torchmemlint\nselect = [")
@@ -301,6 +321,7 @@ def test_invalid_toml_exits_two(tmp_path):
 
 
 # -- discovery -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_discovery_skips_hidden_venv_build_and_honours_excludes(tmp_path):
     for directory in (".hidden", "venv", "build", "__pycache__", "pkg/.tox", "generated"):
         write(tmp_path / directory / "bad.py", BAD)
@@ -314,6 +335,7 @@ def test_discovery_skips_hidden_venv_build_and_honours_excludes(tmp_path):
     assert run(["--extend-exclude", "generated", "generated/bad.py"], tmp_path).returncode == 1
 
 
+@pytest.mark.slow
 def test_parallel_output_equals_serial(tmp_path):
     for index in range(12):
         write(tmp_path / f"m{index:02d}.py", BAD if index % 2 else GOOD)
@@ -324,6 +346,7 @@ def test_parallel_output_equals_serial(tmp_path):
 
 
 # -- bad input -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_bad_input_is_reported_and_the_run_goes_on(tmp_path):
     write(tmp_path / "a_syntax.py", "import torch\ndef broken(:\n    pass\n")
     (tmp_path / "b_binary.py").write_bytes(b"import torch\nx = '\xff\xfe'\n")
@@ -339,18 +362,21 @@ def test_bad_input_is_reported_and_the_run_goes_on(tmp_path):
     assert any(line.startswith("loop:1:1: E902") for line in lines)
 
 
+@pytest.mark.slow
 def test_syntax_error_in_a_file_without_torch(tmp_path):
     write(tmp_path / "plain.py", "x = (1,\n")
     result = run(["plain.py"], tmp_path)
     assert result.returncode == 1 and "plain.py:" in result.stdout and "E999" in result.stdout
 
 
+@pytest.mark.slow
 def test_unknown_option_is_a_usage_error(tmp_path):
     result = run(["--no-such-flag", "."], tmp_path)
     assert result.returncode == 2
 
 
 # -- fixing ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_diff_prints_and_writes_nothing(tmp_path):
     path = write(tmp_path / "bad.py", BAD)
     result = run(["--diff", "bad.py"], tmp_path)
@@ -365,6 +391,7 @@ def test_diff_prints_and_writes_nothing(tmp_path):
     assert clean.returncode == 0 and clean.stdout == ""
 
 
+@pytest.mark.slow
 def test_fix_writes_and_second_run_finds_nothing(tmp_path):
     path = write(tmp_path / "bad.py", BAD)
     os.chmod(path, 0o754)
@@ -378,6 +405,7 @@ def test_fix_writes_and_second_run_finds_nothing(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".torchmemlint-")]
 
 
+@pytest.mark.slow
 def test_fix_keeps_bom_and_crlf(tmp_path):
     path = tmp_path / "bad.py"
     path.write_bytes(b"\xef\xbb\xbf" + BAD.replace("\n", "\r\n").encode())
@@ -385,6 +413,7 @@ def test_fix_keeps_bom_and_crlf(tmp_path):
     assert path.read_bytes() == b"\xef\xbb\xbf" + GOOD.replace("\n", "\r\n").encode()
 
 
+@pytest.mark.slow
 def test_fix_keeps_a_declared_encoding(tmp_path):
     header = "# -*- coding: latin-1 -*-\n# caf\xe9\n"
     path = tmp_path / "bad.py"
@@ -411,6 +440,7 @@ def _unsafe_example():
     raise AssertionError("no rule offers an unsafe fix")
 
 
+@pytest.mark.slow
 def test_unsafe_fixes_need_the_flag(tmp_path):
     code, case = _unsafe_example()
     path = write(tmp_path / "model.py", case.code)
@@ -439,6 +469,7 @@ def test_fix_that_would_not_parse_is_refused():
 
 
 # -- rule documentation -------------------------------------------------------------------
+@pytest.mark.slow
 def test_rule_command(tmp_path):
     one = run(["rule", "TML401"], tmp_path)
     assert one.returncode == 0
@@ -448,6 +479,7 @@ def test_rule_command(tmp_path):
     assert run(["rule", "TML999"], tmp_path).returncode == 2
 
 
+@pytest.mark.slow
 def test_force_exclude_applies_excludes_to_named_files(tmp_path):
     write(tmp_path / "generated" / "bad.py", BAD)
     write(tmp_path / "pyproject.toml", '[tool.torchmemlint]\nextend-exclude = ["generated"]\n')
@@ -467,6 +499,7 @@ def test_apply_edits_normalises_line_breaks_to_the_file():
     assert apply_edits(text, edits) == "x = 0\r\na = 1\r\ny = 0\r\nb = 2\r\n"
 
 
+@pytest.mark.slow
 def test_noqa_on_another_statement_of_the_class_does_not_suppress(tmp_path):
     source = BAD.replace("def __init__(self):", "def __init__(self):  # noqa")
     source = source.replace("super().__init__()", "super().__init__()  # noqa: TML201")

@@ -84,6 +84,7 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_settings_come_from_the_files_linted_not_the_working_directory(project, tmp_path):
     inside = lint_files(".", cwd=project, root=project)
     assert inside == ["src/model.py"]
@@ -97,6 +98,7 @@ def test_settings_come_from_the_files_linted_not_the_working_directory(project, 
     assert lint_files("--isolated", str(project), cwd=elsewhere, root=project) == everything
 
 
+@pytest.mark.slow
 def test_the_closest_config_governs_and_config_overrides_them_all(project, tmp_path):
     write(project / "pyproject.toml", '[tool.torchmemlint]\nignore = ["TML201"]\n')
     for name in ("a.py", "sub/b.py", "sub/deeper/c.py", "other/d.py", "own/e.py"):
@@ -118,6 +120,7 @@ def test_the_closest_config_governs_and_config_overrides_them_all(project, tmp_p
     assert lint_files("--ignore", "TML201", ".", cwd=project, root=project) == []
 
 
+@pytest.mark.slow
 def test_a_nested_configs_excludes_apply_in_its_directory(project):
     write(project / "sub" / "torchmemlint.toml", 'extend-exclude = ["gen"]\n')
     write(project / "sub" / "gen" / "model.py", BAD)
@@ -125,6 +128,7 @@ def test_a_nested_configs_excludes_apply_in_its_directory(project):
     assert lint_files(".", cwd=project, root=project) == ["gen/model.py", "src/model.py"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text, line",
     [
@@ -151,6 +155,7 @@ def test_invalid_toml_is_one_line_naming_file_and_line_and_exit_two(
         assert message.startswith(expected), (args, message)
 
 
+@pytest.mark.slow
 def test_a_broken_pyproject_below_the_config_is_an_error_too(project):
     # It may be meant to hold the sub-project's settings: not silently skipped.
     write(project / "src" / "pyproject.toml", "[tool.torchmemlint]\nselect = [\n")
@@ -165,6 +170,7 @@ def test_a_broken_pyproject_below_the_config_is_an_error_too(project):
     assert lint(".", cwd=project).returncode == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body, line, words",
     [
@@ -191,6 +197,7 @@ def flake8_files(*args: str, cwd: Path, root: Path) -> List[str]:
     return reported(result, root)
 
 
+@pytest.mark.slow
 def test_flake8_uses_the_config_that_governs_each_file(project, tmp_path):
     write(project / "sub" / "torchmemlint.toml", 'ignore = ["TML201"]\n')
     write(project / "sub" / "model.py", BAD)
@@ -216,6 +223,7 @@ def test_flake8_uses_the_config_that_governs_each_file(project, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_flake8_stops_on_a_broken_config_with_its_file_and_line(project):
     config = write(project / "pyproject.toml", '[tool.torchmemlint]\nselect = ["TML4"\n')
     for jobs in ("-j1", "-j2"):

@@ -95,6 +95,7 @@ def test_look_alikes_stay_quiet(example_rule, assignment, forward):
     assert _lint(code) == []
 
 
+@pytest.mark.slow
 def test_the_example_runs_through_the_cli(example_rule, tmp_path):
     (tmp_path / "model.py").write_text(MODEL_SOURCE, encoding="utf-8")
     launcher = (

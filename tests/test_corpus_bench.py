@@ -140,6 +140,7 @@ FAKE_LINTER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_run_lint_and_bisection_through_real_processes(tmp_path, monkeypatch):
     linter = tmp_path / "fake_linter.py"
     linter.write_text(FAKE_LINTER)
@@ -159,6 +160,7 @@ def test_run_lint_and_bisection_through_real_processes(tmp_path, monkeypatch):
     assert sorted(f["filename"] for f in findings) == [n for n in names if n != "pkg/m4.py"]
 
 
+@pytest.mark.slow
 def test_run_lint_with_the_real_cli_on_a_small_package(tmp_path):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
@@ -231,6 +233,7 @@ def test_compact_counts_and_lines():
     assert cf.finding_line("timm", rows[0]) == "timm/pkg/a.py:3:9: TML201 m"
 
 
+@pytest.mark.slow
 def test_rule_table_matches_the_registry():
     text = subprocess.run([sys.executable, "-m", "torchmemlint", "rule", "--all"],
                           capture_output=True, text=True, check=True).stdout
@@ -303,6 +306,7 @@ def test_extract_keeps_only_package_sources(tmp_path):
     assert not (dest / "demo/sub/net.py").exists()
 
 
+@pytest.mark.slow
 def test_unknown_package_is_a_one_line_error():
     proc = subprocess.run([sys.executable, str(SCRIPT), "--only", "nosuchpkg"],
                           capture_output=True, text=True)
@@ -362,6 +366,7 @@ def test_judged_table_refuses_out_of_date_verdicts(judged, message):
         cf.judged_table(_result([["a.py", 1, 1, "TML201", "m"]]), judged)
 
 
+@pytest.mark.slow
 def test_every_default_finding_is_judged_and_the_readme_shows_the_table():
     result = json.loads(cf.JSON_OUT.read_text())
     judgments = json.loads(cf.JUDGED.read_text())["judgments"]

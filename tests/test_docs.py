@@ -6,6 +6,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from torchmemlint.docs import rule_table, rules_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +68,7 @@ def test_the_fix_column_is_what_the_rules_examples_get():
     assert fix_summary(rules["TML201"]) == "safe or unsafe"
 
 
+@pytest.mark.slow
 def test_readme_install_for_your_own_project_works_verbatim_from_a_fresh_copy(tmp_path):
     """The README's `pip install ./torchmemlint` line, run as written next to a fresh copy of
     the repository (its committed and uncommitted files, as a clone would have them), in a

@@ -189,6 +189,7 @@ def test_there_are_seeds_for_every_rule_with_a_fix():
     assert {code for code, _, _ in SEEDS} == with_fix
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "code, seed, options", SEEDS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(SEEDS)]
 )
@@ -219,6 +220,7 @@ def test_the_issue_case_nested_stateless_activation():
     assert [f.code for f in result.fixed] == ["TML101"] and not result.remaining
 
 
+@pytest.mark.slow
 def test_the_issue_case_through_the_cli(tmp_path):
     path = tmp_path / "model.py"
     path.write_text(ISSUE_MODEL)

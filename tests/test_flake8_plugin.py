@@ -61,6 +61,7 @@ def tml_lines(result: subprocess.CompletedProcess) -> List[Tuple[str, int, int, 
     return found
 
 
+@pytest.mark.slow
 def test_reports_the_cli_findings_at_the_cli_rows_and_columns(tmp_path):
     (tmp_path / "model.py").write_text(MODEL, encoding="utf-8")
     result = flake8("--isolated", "model.py", cwd=tmp_path)
@@ -83,6 +84,7 @@ def test_reports_the_cli_findings_at_the_cli_rows_and_columns(tmp_path):
     assert [(row, column) for _, row, column, code in expected if code == "TML401"] == calls
 
 
+@pytest.mark.slow
 def test_flake8_select_ignore_and_noqa_decide(tmp_path):
     (tmp_path / "model.py").write_text(MODEL, encoding="utf-8")
     (tmp_path / "noqa.py").write_text(NOQA, encoding="utf-8")
@@ -100,6 +102,7 @@ def test_flake8_select_ignore_and_noqa_decide(tmp_path):
     assert [row for _, row, _, _ in unsuppressed] == [3, 4, 5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "directive, rows",
     [
@@ -130,6 +133,7 @@ def test_the_file_level_directive_is_honoured_as_by_the_cli(tmp_path, directive,
     assert [row for _, row, _, _ in tml_lines(shown)] == [4, 5, 6]
 
 
+@pytest.mark.slow
 def test_default_off_rule_runs_only_when_selected(tmp_path):
     (tmp_path / "zeros.py").write_text(ZEROS, encoding="utf-8")
     assert tml_lines(flake8("--isolated", "zeros.py", cwd=tmp_path, launcher=True)) == []
@@ -141,6 +145,7 @@ def test_default_off_rule_runs_only_when_selected(tmp_path):
         assert tml_lines(selected) == [("zeros.py", 3, 5, "TML991")], selection
 
 
+@pytest.mark.slow
 def test_rule_options_come_from_the_flake8_config(tmp_path):
     (tmp_path / "zeros.py").write_text(ZEROS, encoding="utf-8")
     (tmp_path / "setup.cfg").write_text(
@@ -158,6 +163,7 @@ def test_rule_options_come_from_the_flake8_config(tmp_path):
     assert "Traceback" not in invalid.stderr
 
 
+@pytest.mark.slow
 def test_a_file_that_does_not_parse_gives_flake8_its_own_syntax_error(tmp_path):
     (tmp_path / "broken.py").write_text("import torch\ndef f(:\n", encoding="utf-8")
     result = flake8("--isolated", "broken.py", cwd=tmp_path)
@@ -166,6 +172,7 @@ def test_a_file_that_does_not_parse_gives_flake8_its_own_syntax_error(tmp_path):
     assert [line.split(": ")[1].split()[0] for line in result.stdout.splitlines()] == ["E999"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "config_value, expected_rows", [("false", [3]), ("no", [3]), ("true", [3, 5]), ("on", [3, 5])]
 )

@@ -166,6 +166,7 @@ def generated_programs(count: int, seed: int) -> List[str]:
     return programs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_all_rules_never_raise_on_generated_programs(seed):
     settings = Settings(select=("ALL",))

@@ -93,6 +93,7 @@ def open_gates(monkeypatch):
     monkeypatch.setattr(leak_gate, "may_report", lambda facts, codes, text: True)
 
 
+@pytest.mark.slow
 def test_open_gates_give_the_same_findings(open_gates, monkeypatch):
     # (checked on ~100 examples and fixtures; tests/test_corpus_bench and the speed notes check
     # the corpora of 11 packages the same way)
@@ -147,6 +148,7 @@ def test_tml201_gate_reads_whole_words(text, passes):
     assert all_rules()["TML201"].may_apply(text) is passes
 
 
+@pytest.mark.slow
 def test_only_rules_that_need_torch_skip_a_file_without_it(tmp_path):
     """TML602 reads transformers scripts, which need not name torch; the CLI finds it there.
     The other rules keep to files that name torch: the attention below is not looked at."""
@@ -172,6 +174,7 @@ def test_only_rules_that_need_torch_skip_a_file_without_it(tmp_path):
     assert [finding["code"] for finding in json.loads(result.stdout)] == ["TML602"]
 
 
+@pytest.mark.slow
 def test_the_loop_gate_reads_the_same_facts_from_ast_and_from_the_node_index():
     import ast
 
@@ -190,6 +193,7 @@ def test_the_loop_gate_reads_the_same_facts_from_ast_and_from_the_node_index():
     assert compared > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codes", [frozenset({code}) for code in sorted(leak_gate.LOOP_CODES)]
                          + [leak_gate.LOOP_CODES])
 def test_loop_rules_alone_find_the_same_with_the_gate_open(codes, open_gates, monkeypatch):

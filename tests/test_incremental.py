@@ -81,6 +81,7 @@ def test_tricky_forms_assemble_to_libcsts_module(name):
     _same_as_libcst(document, text)
 
 
+@pytest.mark.slow
 def test_fixtures_and_examples_assemble_to_libcsts_module():
     cut = 0
     for text in _texts():
@@ -157,6 +158,7 @@ def _lint_pairs(texts: List[str], codes) -> int:
     return kept
 
 
+@pytest.mark.slow
 def test_findings_equal_a_fresh_lint_version_after_version():
     codes = frozenset(all_rules())
     kept = 0
@@ -165,6 +167,7 @@ def test_findings_equal_a_fresh_lint_version_after_version():
     assert kept > 50
 
 
+@pytest.mark.slow
 def test_findings_equal_on_examples_with_edits():
     codes = frozenset(all_rules())
     kept = 0
@@ -192,6 +195,7 @@ def test_language_server_keeps_a_document_per_buffer(tmp_path, monkeypatch):
     assert first and again == lint_source(edited, str(tmp_path / "m.py"), settings)
 
 
+@pytest.mark.slow
 def test_module_index_put_together_equals_one_built_whole():
     from torchmemlint.tree import NodeIndex, node_index
 

@@ -217,6 +217,7 @@ def test_the_factories_index_reads_a_class_through_its_body_only(module):
     assert owners["inner"] is None and owners["make_layers"] is None
 
 
+@pytest.mark.slow
 def test_typed_readers_give_the_children_the_generic_reading_gives():
     """``children`` reads each node type with code written from libcst's field types;
     ``generic_children`` checks every value. Same nodes, same order, for every node of every

@@ -74,6 +74,7 @@ def tree(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_rule_that_raises_is_one_finding_and_the_rest_still_report(tree, jobs):
     result = run(["--isolated", "-j", jobs, "--output-format", "json", "."], tree)
@@ -102,6 +103,7 @@ def test_a_rule_that_raises_is_one_finding_and_the_rest_still_report(tree, jobs)
         ]
 
 
+@pytest.mark.slow
 def test_a_failed_shared_analysis_disables_only_the_rules_that_need_it(tree):
     result = run(["--isolated", "-j", "1", "--output-format", "json", "."], tree)
     found = [f for f in findings_of(result) if f[0] == "bad_analysis.py"]
@@ -117,6 +119,7 @@ def test_a_failed_shared_analysis_disables_only_the_rules_that_need_it(tree):
         assert "KeyError: 'analysis_bomb'" in message
 
 
+@pytest.mark.slow
 def test_text_sarif_and_exit_code(tree):
     text = run(["--isolated", "crashes.py"], tree)
     assert text.returncode == 1
@@ -131,6 +134,7 @@ def test_text_sarif_and_exit_code(tree):
     assert INTERNAL_ERROR in stats.stdout
 
 
+@pytest.mark.slow
 def test_fix_still_runs_on_a_file_where_a_rule_raises(tmp_path):
     """--fix goes on with the rules that work; the TML900 finding stays in the report."""
     target = tmp_path / "mixed.py"

@@ -57,6 +57,7 @@ def cli_findings():
     return json_findings("--select", "TML5", ".")
 
 
+@pytest.mark.slow
 def test_fixture_findings_match_their_expect_markers(cli_findings):
     found = Counter(
         (Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in cli_findings
@@ -105,6 +106,7 @@ def test_quoted_figures_match_the_benchmark_results():
     assert leaks["train_total_loss_growth_per_iteration"] == 0  # TML502's "does not grow"
 
 
+@pytest.mark.slow
 def test_messages_say_whether_the_loop_trains(cli_findings):
     findings = [
         f for f in cli_findings
@@ -182,6 +184,7 @@ def test_fixes_keep_crlf_line_endings(code, select):
     assert unix.fixed and crlf.text == unix.text.replace("\n", "\r\n")
 
 
+@pytest.mark.slow
 def test_following_names_within_a_function():
     code = (
         "import torch\ndef train(model, loader, opt):\n    total = 0\n    for x, y in loader:\n"
@@ -204,6 +207,7 @@ def fixed_dir(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_fixed_code_parses_and_leaves_no_fixable_finding(fixed_dir):
     remaining = json_findings("--select", "TML5", "--unsafe-fixes", ".", cwd=fixed_dir)
     assert remaining and all(f["fix"] is None for f in remaining)
@@ -250,6 +254,7 @@ def batches(count: int = 3):
     ]
 
 
+@pytest.mark.slow
 def test_no_grad_fix_keeps_values_and_drops_the_graphs(original_and_fixed):
     original, fixed = original_and_fixed
     loader = batches()
@@ -267,6 +272,7 @@ def test_no_grad_fix_keeps_values_and_drops_the_graphs(original_and_fixed):
     assert torch.equal(leaked.detach(), clean)
 
 
+@pytest.mark.slow
 def test_item_and_retain_graph_fixes_train_identically(original_and_fixed, capsys):
     original, fixed = original_and_fixed
     results = []

@@ -131,6 +131,7 @@ def by_code(diagnostics) -> dict:
     return {diagnostic.code: diagnostic for diagnostic in diagnostics}
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_diagnostics_quick_fixes_noqa_and_fix_all(client: LanguageClient):
     uri, published = await open_and_wait(client, "model.py", MODEL)
@@ -178,6 +179,7 @@ async def test_diagnostics_quick_fixes_noqa_and_fix_all(client: LanguageClient):
     assert list(published.diagnostics) == [] and published.version == 3
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_noqa_goes_on_the_reported_row_and_extends_an_existing_noqa(client):
     text = (
@@ -198,6 +200,7 @@ async def test_noqa_goes_on_the_reported_row_and_extends_an_existing_noqa(client
     assert list((await change_and_wait(client, uri, text, 2)).diagnostics) == []
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_changes_are_debounced_to_the_latest_version(client):
     uri, _ = await open_and_wait(client, "typing.py", "import torch\n")
@@ -217,6 +220,7 @@ async def test_changes_are_debounced_to_the_latest_version(client):
     assert [d.code for d in published.diagnostics] == ["TML990"]
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_config_is_reloaded_when_it_changes(client):
     uri, published = await open_and_wait(client, "model.py", MODEL)
@@ -272,6 +276,7 @@ async def neovim(lsp_client: LanguageClient, request):
     await lsp_client.shutdown_session()
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_config_edits_count_without_file_watch_events_or_buffer_edits(neovim):
     client = neovim
@@ -319,6 +324,7 @@ async def waiting_for(client: LanguageClient, uri: str):
             return published
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_unparsable_buffer_gives_one_syntax_diagnostic_and_code_never_runs(client):
     marker = client.root / "ran.txt"
@@ -350,6 +356,7 @@ async def client_with_encoding(lsp_client: LanguageClient, request):
     await lsp_client.shutdown_session()
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_ranges_follow_the_negotiated_position_encoding(client_with_encoding):
     client = client_with_encoding
@@ -374,6 +381,7 @@ def _unframed(stream: bytes) -> List[dict]:
     return messages
 
 
+@pytest.mark.slow
 def test_the_server_process_never_imports_torch_while_it_lints(tmp_path):
     # The installed command, every rule selected, one document linted, then a clean exit;
     # -X importtime lists every module the process imported.
@@ -418,6 +426,7 @@ def _tml_rows(result: subprocess.CompletedProcess) -> List[tuple]:
     return sorted(rows)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_after_the_noqa_action_the_cli_flake8_and_the_server_are_all_silent(client):
     # Multi-line statements (flake8 reads `# noqa` on the reported row only), a finding in a

@@ -63,12 +63,14 @@ def family_codes(default_only: bool) -> Set[str]:
     }
 
 
+@pytest.mark.slow
 def test_cli_reports_exactly_the_marked_rows_when_the_families_are_selected():
     findings = cli("--select", ",".join(FAMILIES), str(FIXTURES))
     reported = {(Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in findings}
     assert reported == marked(family_codes(default_only=False))
 
 
+@pytest.mark.slow
 def test_cli_default_rules_report_only_the_rules_that_are_on_by_default():
     findings = cli(str(FIXTURES))  # every rule that is on by default, other families included
     reported = {
@@ -82,6 +84,7 @@ def test_cli_default_rules_report_only_the_rules_that_are_on_by_default():
     assert not {code for _, _, code in reported} & {"TML101", "TML202"}
 
 
+@pytest.mark.slow
 def test_lookalikes_are_never_reported():
     assert cli("--select", ",".join(FAMILIES), str(FIXTURES / "lookalikes.py")) == []
 
@@ -130,6 +133,7 @@ def assert_same(first, second, exact: bool = True) -> None:
             torch.testing.assert_close(a, b, rtol=0, atol=1e-6 * largest)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["inplace_blocks.py", "stateless_nets.py"])
 def test_safe_fixes_keep_outputs_and_gradients_identical(fixture):
     source = (FIXTURES / fixture).read_text(encoding="utf-8")
@@ -151,6 +155,7 @@ def test_safe_fixes_keep_outputs_and_gradients_identical(fixture):
             assert_same(step(original, name, shape), step(after, name, shape))
 
 
+@pytest.mark.slow
 def test_unsafe_tml101_fix_keeps_numerics_and_removes_the_modules():
     source = (FIXTURES / "stateless_nets.py").read_text(encoding="utf-8")
     fixed, applied = fixed_source(source, ("TML101",), unsafe=True)
@@ -178,6 +183,7 @@ class Net(nn.Module):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "layer, code, exact",
     [
@@ -220,6 +226,7 @@ class Net(nn.Module):
 """
 
 
+@pytest.mark.slow
 def test_inplace_dropout_fix_draws_the_same_mask_on_cpu():
     findings = lint_source(DROPOUT_NET, "net.py", Settings(select=("TML204",)))
     assert [f.code for f in findings] == ["TML204"]
@@ -267,6 +274,7 @@ def blocks():
 SPLICED_RELU_BLOCK = 'import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self.relu = nn.ReLU(inplace=True)\n        rep = []\n        rep.append(self.relu)\n        rep.append(nn.Conv2d(c, c, 3, padding=1))\n        rep.append(nn.BatchNorm2d(c))\n        self.rep = nn.Sequential(*rep)\n\n    def forward(self, inp):\n        x = self.rep(inp)\n        skip = inp\n        x += skip\n        return x\n'
 
 
+@pytest.mark.slow
 def test_inplace_relu_spliced_first_before_a_shortcut_changes_the_result():
     # Xception style: `rep.append(self.relu)` first, then `x += skip` with `skip = inp`.
     source = SPLICED_RELU_BLOCK
@@ -280,11 +288,13 @@ def test_inplace_relu_spliced_first_before_a_shortcut_changes_the_result():
     assert float((broken[0] - correct[0]).abs().max()) > 0.1
 
 
+@pytest.mark.slow
 def test_inplace_after_sigmoid_raises_in_backward(blocks):
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         step(blocks, "GatedHead", (2, 8, 8, 8))
 
 
+@pytest.mark.slow
 def test_inplace_before_a_residual_silently_changes_the_result(blocks):
     source = (FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8")
     findings = [f for f in lint_source(source, "b.py", Settings(select=("TML203",))) if f.location.row == 130]
@@ -301,6 +311,7 @@ def test_inplace_before_a_residual_silently_changes_the_result(blocks):
     assert torch.equal(fixed.ResidualOverwrite()(x), intended)
 
 
+@pytest.mark.slow
 def test_inplace_on_forwards_argument_changes_the_callers_tensor(blocks):
     source = (FIXTURES / "inplace_blocks.py").read_text(encoding="utf-8")
     fixed = load(fixed_source(source, ("TML203",), unsafe=False)[0], "fixed")

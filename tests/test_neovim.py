@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
 
@@ -60,6 +62,7 @@ def documented_setup() -> str:
     return match.group(1)
 
 
+@pytest.mark.slow
 def test_the_documented_neovim_setup_lints_and_ignores_in_neovim_0_7(tmp_path):
     nvim = shutil.which("nvim")
     assert nvim, "Neovim is needed for this test: apt-get install neovim (.ci/run does)"

@@ -42,6 +42,7 @@ def cases():
 CASES = cases()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_positions_match_libcst(name):
     text = CASES[name]
@@ -72,6 +73,7 @@ def test_positions_match_libcst(name):
         assert ours(state.inclusive[node]) == as_tuple(inclusive[node]), node
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_wanted_nodes_get_the_ranges_of_the_full_pass(name):
     """The engine records only the nodes it needs; theirs are the ranges every node gets."""

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 # What pre-commit needs of this repository to build the hook environment.
 HOOK_SOURCES = ("pyproject.toml", "README.md", "LICENSE", ".pre-commit-hooks.yaml", "torchmemlint")
@@ -58,6 +60,7 @@ def snapshot_of_this_repository(destination: Path) -> str:
     return git("rev-parse", "HEAD", cwd=destination).strip()
 
 
+@pytest.mark.slow
 def test_check_fails_fix_rewrites_and_a_second_run_passes(tmp_path):
     hook_repo, project, home = (tmp_path / name for name in ("hook-repo", "project", "home"))
     hook_repo.mkdir()
@@ -105,6 +108,7 @@ def run_pre_commit(project: Path, env: dict) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_the_documented_configs_work_verbatim(tmp_path):
     pinned, local = documented_configs()
     hook_repo, home = tmp_path / "hook-repo", tmp_path / "home"

@@ -59,6 +59,7 @@ def _lint(text: str, partial: bool, monkeypatch) -> list:
     return [(finding, finding.noqa_rows) for finding in findings]
 
 
+@pytest.mark.slow
 def test_partial_positions_equal_the_full_pass(monkeypatch):
     used = []
     original = positions._partial_positions
@@ -271,6 +272,7 @@ def _fixture_texts():
     return [path.read_text(encoding="utf-8") for path in sorted(root.rglob("*.py"))]
 
 
+@pytest.mark.slow
 def test_unchecked_parse_builds_the_tree_libcst_builds():
     from torchmemlint.tree import parse_module
 
@@ -299,6 +301,7 @@ def test_unchecked_parse_restores_the_checks_after_success_and_after_a_syntax_er
 
 
 # -- the engine's walk meets only the nodes that matter, in the order a recursive walk would ---
+@pytest.mark.slow
 def test_engine_walk_dispatches_as_a_recursive_walk():
     from torchmemlint.context import FileContext
     from torchmemlint.rules.base import Rule

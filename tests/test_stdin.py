@@ -115,6 +115,7 @@ def test_dash_cannot_be_mixed_with_paths(project):
     assert "standard input" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_real_pipe_into_the_installed_command(project):
     # What ALE / none-ls / efm do: spawn the command and write the buffer to its stdin.
     completed = subprocess.run(

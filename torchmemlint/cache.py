@@ -287,6 +287,8 @@ def _record(finding: Finding) -> Dict[str, Any]:
         "e": [finding.end_location.row, finding.end_location.column],
         "n": list(finding.noqa_rows),
     }
+    if finding.cell is not None:
+        record["k"] = finding.cell  # a notebook's cell
     if finding.fix is not None:
         record["f"] = {
             "a": finding.fix.applicability.value,
@@ -389,4 +391,5 @@ def _finding(record: Dict[str, Any], filename: str) -> Finding:
         Location(*record["e"]),
         fix,
         noqa_rows=tuple(record["n"]),
+        cell=record.get("k"),
     )

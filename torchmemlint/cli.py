@@ -37,6 +37,7 @@ from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.noqa import add_noqa
 from torchmemlint.output import report as reporting
+from torchmemlint.notebook import cell_diff, for_structured_reports, is_notebook, read_notebook
 from torchmemlint.rules import all_rules
 from torchmemlint.sourcefile import (
     LINE_BREAK,
@@ -106,9 +107,10 @@ def _fix_one(
 ) -> _FileOutcome:
     try:
         source = read_source(path)
-    except SourceError as error:
+        fix_buffer = _fix_notebook if is_notebook(path) else _fix_buffer
+        outcome = fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
+    except SourceError as error:  # a notebook's NotebookError too
         return _FileOutcome(path, error=str(error))
-    outcome = _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
     if write and outcome.fixed:
         try:
             write_atomic(source, outcome.fixed_text or source.text)
@@ -168,6 +170,21 @@ def _read_stdin() -> Tuple[bytes, Optional[str]]:
         return b"", f"cannot read standard input: {error.strerror or error}"
 
 
+def _fix_notebook(
+    path: str, text: str, settings: Settings, unsafe_fixes: bool, ignore_noqa: bool
+) -> _FileOutcome:
+    """A notebook's code cells fixed as one source, then written back into its JSON text."""
+    notebook = read_notebook(path, text)  # a NotebookError is a SourceError for the caller
+    outcome = _fix_buffer(path, notebook.source, settings, unsafe_fixes, ignore_noqa)
+    outcome.findings = notebook.translate(outcome.findings)
+    try:
+        rendered = notebook.render(outcome.fixed_text or notebook.source)
+    except SourceError as error:
+        return _FileOutcome(path, outcome.findings, error=f"{error}; file left unchanged")
+    outcome.original, outcome.fixed_text = text, rendered
+    return outcome
+
+
 def _check_stdin(
     path: str, data: bytes, settings: Settings, fix: bool, unsafe_fixes: bool, ignore_noqa: bool
 ) -> Tuple[SourceFile, _FileOutcome]:
@@ -175,6 +192,14 @@ def _check_stdin(
     source = decode_source(path, data)
     if is_excluded_file(path, settings):
         return source, _FileOutcome(path, original=source.text, fixed_text=source.text)
+    if is_notebook(path):  # standard input standing for a notebook is one too
+        if fix:
+            outcome = _fix_notebook(path, source.text, settings, unsafe_fixes, ignore_noqa)
+        else:
+            notebook = read_notebook(path, source.text)
+            findings = lint_source(notebook.source, path, settings, ignore_noqa=ignore_noqa)
+            outcome = _FileOutcome(path, notebook.translate(findings), original=source.text)
+        return source, outcome
     if fix:
         return source, _fix_buffer(path, source.text, settings, unsafe_fixes, ignore_noqa)
     findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
@@ -442,6 +467,8 @@ def check(
     stream = sys.stderr if report_to_stderr else sys.stdout
     output_format = reporting.default_format(configured_format, stream, output_file)
     colour = reporting.use_colour(color, stream, output_file)
+    if output_format in ("sarif", "github", "junit"):
+        findings = for_structured_reports(findings)  # a notebook's findings at 1:1, as Ruff's
     fixed_by_file = [(o.path, o.fixed_codes) for o in outcomes]
     if fix_only:
         # Ruff's --fix-only: the fixes are the report; the findings left are not listed.
@@ -565,6 +592,9 @@ def _sources(findings: List[Finding], outcomes: List[_FileOutcome]) -> Dict[str,
     texts = {o.path: o.fixed_text or o.original for o in outcomes if o.original is not None}
     sources: Dict[str, Optional[List[str]]] = {}
     for filename in dict.fromkeys(finding.filename for finding in findings):
+        if is_notebook(filename):  # rows are a cell's: no excerpt from the notebook's JSON
+            sources[filename] = None
+            continue
         text = texts.get(filename)
         if text is None:
             try:
@@ -594,6 +624,8 @@ def _emit_report(
 def _unified_diff(outcome: _FileOutcome) -> str:
     if outcome.original is None or outcome.fixed_text in (None, outcome.original):
         return ""
+    if is_notebook(outcome.path):
+        return cell_diff(outcome.path, outcome.original, outcome.fixed_text or "")
     return "".join(
         difflib.unified_diff(
             outcome.original.splitlines(keepends=True),

@@ -22,6 +22,7 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
+from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
@@ -427,9 +428,13 @@ def lint_path(
             return FileResult(path, cached)
     try:
         source = decode_source(path, data)
-    except SourceError as error:
+        notebook = read_notebook(path, source.text) if is_notebook(path) else None
+    except SourceError as error:  # a notebook's NotebookError too
         return FileResult(path, error=str(error))
-    findings = lint_source(source.text, path, settings, ignore_noqa=ignore_noqa)
+    text = source.text if notebook is None else notebook.source
+    findings = lint_source(text, path, settings, ignore_noqa=ignore_noqa)
+    if notebook is not None:
+        findings = notebook.translate(findings)  # cells, rows and columns in them
     if cache is not None and entry is not None and digest is not None:
         # An internal error may be transient (memory, recursion): lint such a file again.
         if not any(finding.code == INTERNAL_ERROR for finding in findings):
@@ -439,7 +444,7 @@ def lint_path(
 
 # -- discovery ------------------------------------------------------------------------------
 # The one place that decides which files a directory walk lints (by their suffix).
-LINTED_SUFFIXES: Tuple[str, ...] = (".py", ".pyi")
+LINTED_SUFFIXES: Tuple[str, ...] = (".py", ".pyi", NOTEBOOK_SUFFIX)
 
 
 def is_linted_name(name: str) -> bool:

@@ -52,10 +52,18 @@ class Finding:
     fix: Optional[Fix] = None
     # Physical rows whose `# noqa` comment suppresses this finding (the whole statement).
     noqa_rows: Tuple[int, ...] = field(default=(), compare=False)
+    # In a notebook: the cell (1-based, among all cells); rows and columns are within it.
+    cell: Optional[int] = None
 
     @property
     def sort_key(self):
-        return (self.filename, self.location.row, self.location.column, self.code)
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)
+
+    @property
+    def position(self) -> str:
+        """``row:col``, or ``cell N:row:col`` in a notebook (Ruff's text)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{cell}{self.location.row}:{self.location.column}"
 
     def fix_applies(self, unsafe_fixes: bool) -> bool:
         return self.fix is not None and (self.fix.is_safe or unsafe_fixes)

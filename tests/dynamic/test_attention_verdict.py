@@ -18,6 +18,8 @@ from torchmemlint.dynamic.verify import CONFIRMED, run_profile
 from torchmemlint.engine import lint_source
 from torchmemlint.fixer import apply_edits
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "attention.py"
 B, S = 4, 128
 HEADS, LAYERS = 4, 2  # small_lm()

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 
 def run(args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}

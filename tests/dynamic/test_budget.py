@@ -29,6 +29,8 @@ from torchmemlint.dynamic.errors import DynamicError
 from torchmemlint.dynamic.measure import measure_training_step, scalar_loss
 from torchmemlint.dynamic.tracker import LiveTracker, storage_bytes
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 
 def small_cnn():
     return nn.Sequential(

@@ -8,6 +8,8 @@ from torchmemlint.dynamic.measure import measure_training_step
 from torchmemlint.dynamic.numerics import compare_numerics
 from torchmemlint.dynamic.placements import checkpoint_placements, default_placements, find_stages
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 SHAPE = (4, 3, 32, 32)
 
 

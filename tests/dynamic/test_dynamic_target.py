@@ -8,6 +8,8 @@ from torch import nn
 from torchmemlint.dynamic.errors import DynamicError
 from torchmemlint.dynamic.target import load_target
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 MODEL_SOURCE = """
 import torch.nn as nn
 

@@ -12,6 +12,8 @@ from torchmemlint.dynamic.tracker import (
     simulate_cuda_caching_allocator,
 )
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 
 def small_conv_net():
     return nn.Sequential(

@@ -18,6 +18,8 @@ from torchmemlint.dynamic.emulate import (
 from torchmemlint.dynamic.measure import measure_training_step
 from torchmemlint.dynamic.source import cast_floating
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 TOKENS = [4, 512, "int64"]
 CUDA_TRACKER_FP32 = 2_033_464_320
 CUDA_TRACKER_BF16 = 1_246_245_888

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 LEAKY = "%s:LeakyConvNet" % (MODELS / "leaky_convnet.py")
 NO_TORCH = "torchmemlint profile needs torch: pip install 'torchmemlint[dynamic]'"

@@ -21,6 +21,8 @@ from torchmemlint.dynamic.variants import checkpoint_function_variants, checkpoi
 from torchmemlint.dynamic.verify import CONFIRMED, NOT_VERIFIED, REFUTED, UNSAFE, run_profile
 from torchmemlint.rules.attention import CheckpointFunctionWithoutRng, CheckpointModuleCalled, TrainingWithoutAutocast
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 RECOMPUTE = MODELS / "recompute.py"
 CHECKPOINT_MODULE = MODELS / "checkpoint_module.py"

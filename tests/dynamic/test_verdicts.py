@@ -8,6 +8,9 @@ from pathlib import Path
 from torchmemlint.config import Settings
 from torchmemlint.dynamic.report import format_text, scaling_text
 from torchmemlint.dynamic.verify import CONFIRM_FRACTION, run_profile, significant_saving
+import pytest
+
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
 
 DCGAN = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "dcgan.py"
 KIB = 1024

@@ -27,6 +27,8 @@ from torchmemlint.findings import Applicability, Edit, Finding, Fix, Location
 
 from rule_examples import examples
 
+pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
+
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 ALL_RULES = Settings(select=("ALL",))
 

@@ -1,6 +1,7 @@
 """JSON report with the keys and meanings of ``ruff check --output-format json`` (Ruff 0.17).
 
-One object per finding: ``cell`` (always null: notebooks are not linted), ``code``,
+One object per finding: ``cell`` (null for a Python file; in a notebook the cell, 1-based
+among all cells, and then rows are within that cell, as Ruff's), ``code``,
 ``end_location``, ``filename`` (absolute, as Ruff's; ``-`` for unnamed standard input),
 ``fix`` (null, or ``applicability`` "safe"/"unsafe", ``message`` and ``edits`` with
 ``content``, ``location`` and ``end_location``), ``location``, ``message``, ``name`` (the
@@ -53,7 +54,7 @@ def finding_to_dict(finding: Finding) -> Dict[str, Any]:
             ],
         }
     return {
-        "cell": None,
+        "cell": finding.cell,
         "code": finding.code,
         "end_location": _location(finding.end_location),
         "filename": _filename(finding.filename),

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional
 import click
 
 from torchmemlint.findings import Finding
-from torchmemlint.output.text import summary
+from torchmemlint.output.text import escape_control, summary
 
 TITLE_LIMIT = 80  # the longest title before the fallback shortens it at a word boundary
 
@@ -89,12 +89,12 @@ def format_concise_finding(
 ) -> str:
     """``path:row:col: CODE [*] title`` (``whole``: the whole message, the ``text`` format)."""
     colon = paint(":", fg="cyan")
-    location = finding.location
     marker = f"[{paint('*', fg='cyan')}] " if finding.fix_applies(unsafe_fixes) else ""
+    position = finding.position.replace(":", colon)
+    message = escape_control(finding.message if whole else message_title(finding.message))
     return (
-        f"{paint(finding.filename, bold=True)}{colon}{location.row}{colon}{location.column}"
-        f"{colon} {paint(finding.code, fg='red', bold=True)} {marker}"
-        f"{finding.message if whole else message_title(finding.message)}"
+        f"{paint(escape_control(finding.filename), bold=True)}{colon}{position}"
+        f"{colon} {paint(finding.code, fg='red', bold=True)} {marker}{message}"
     )
 
 
@@ -150,14 +150,13 @@ def format_full_finding(
     paint: Paint = _plain,
 ) -> str:
     marker = f" [{paint('*', fg='bright_cyan', bold=True)}]" if finding.fix_applies(unsafe_fixes) else ""
-    title = message_title(finding.message)
+    title = escape_control(message_title(finding.message))
     out = [f"{paint(finding.code, fg='bright_red', bold=True)}{marker} {paint(title, bold=True)}"]
-    location = finding.location
     arrow = paint("-->", fg="bright_blue", bold=True)
-    out.append(f" {arrow} {finding.filename}:{location.row}:{location.column}")
+    out.append(f" {arrow} {escape_control(finding.filename)}:{finding.position}")
     if source_lines is not None:
         out.extend(_snippet(source_lines, finding, paint))
-    detail = message_detail(finding.message)
+    detail = escape_control(message_detail(finding.message))
     if detail:
         wrapped = textwrap.wrap(detail, 88, initial_indent="  = ", subsequent_indent="    ")
         out.extend(wrapped)

@@ -22,9 +22,8 @@ def escape_control(text: str) -> str:
 
 def format_finding(finding: Finding, unsafe_fixes: bool) -> str:
     marker = "[*] " if finding.fix_applies(unsafe_fixes) else ""
-    location = finding.location
     filename, message = escape_control(finding.filename), escape_control(finding.message)
-    return f"{filename}:{location.row}:{location.column}: {finding.code} {marker}{message}"
+    return f"{filename}:{finding.position}: {finding.code} {marker}{message}"
 
 
 def format_text(

@@ -56,20 +56,54 @@ class EagerAttention(Rule):
 
     ## Example
     ```python
-    att = (q @ k.transpose(-2, -1)) * self.scale
-    if self.causal:
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-    att = F.softmax(att, dim=-1)
-    att = self.attn_drop(att)
-    y = att @ v
+    import math
+
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, n_embd, n_head, block_size, pdrop):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.attn_drop = nn.Dropout(pdrop)
+            self.n_head = n_head
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            att = self.attn_drop(att)
+            y = att @ v
+            return y
     ```
 
     ## Use instead
     ```python
-    y = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=(self.bias[:, :, :T, :T] != 0) if self.causal else None,
-        dropout_p=self.attn_drop.p if self.training else 0.0, scale=self.scale,
-    )
+    import math
+
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, n_embd, n_head, block_size, pdrop):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.attn_drop = nn.Dropout(pdrop)
+            self.n_head = n_head
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=self.bias[:, :, :T, :T] != 0,
+                dropout_p=self.attn_drop.p if self.training else 0.0,
+                scale=1.0 / math.sqrt(k.size(-1)),
+            )
+            return y
     ```
 
     ## Fix safety
@@ -93,11 +127,11 @@ class EagerAttention(Rule):
     LM of `fixtures/models/attention.py` (12 layers, 768 wide, 12 heads, dropout 0.1), fp32,
     4x512 tokens, one training step: eager attention peaks at 3,315,729,408 B, the rule's fix
     (`F.scaled_dot_product_attention`, memory-efficient kernel) at 1,957,966,848 B (-41.0 %).
-    Issue 14 measured the same shape of model (`nn.TransformerEncoder`) on an H200: 3.22 GB with
-    SDPA's math backend forced (what eager attention keeps), 1.78 GB with the default
-    backend. The estimates are 3.0 % (eager) and 10.0 % (fix) above those; the encoder model
-    itself is estimated at 3,466,724,352 B with math forced (+7.7 %) and 2,033,464,320 B by
-    default (+14.2 %). `torchmemlint profile` confirms the fix on the fixture's `small_lm`
+    The same benchmark estimates the `nn.TransformerEncoder` LM of
+    `fixtures/models/transformer_lm.py` (same shape) at 3,466,724,352 B with SDPA's math backend
+    forced (what eager attention keeps) and 2,033,464,320 B with the default backend (CPU
+    estimates of CUDA; this repository has no GPU measurement of either model yet).
+    `torchmemlint profile` confirms the fix on the fixture's `small_lm`
     (`tests/dynamic/test_attention_verdict.py`).
     """
 
@@ -199,14 +233,24 @@ class EagerAttnImplementation(Rule):
 
     ## Example
     ```python
-    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager")
-    trainer = Trainer(model=model, args=args, train_dataset=train)
-    trainer.train()
+    from transformers import AutoModelForCausalLM, Trainer
+
+
+    def main(name, args, train):
+        model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="eager")
+        trainer = Trainer(model=model, args=args, train_dataset=train)
+        trainer.train()
     ```
 
     ## Use instead
     ```python
-    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")
+    from transformers import AutoModelForCausalLM, Trainer
+
+
+    def main(name, args, train):
+        model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")
+        trainer = Trainer(model=model, args=args, train_dataset=train)
+        trainer.train()
     ```
 
     ## Fix safety
@@ -308,6 +352,9 @@ class CheckpointFunctionWithoutRng(Rule):
 
     ## Example
     ```python
+    import torch
+
+
     class CheckpointFunction(torch.autograd.Function):
         @staticmethod
         def forward(ctx, run_function, length, *args):
@@ -319,13 +366,17 @@ class CheckpointFunctionWithoutRng(Rule):
         @staticmethod
         def backward(ctx, *output_grads):
             with torch.enable_grad():
-                output_tensors = ctx.run_function(*ctx.input_tensors)
-            ...
+                outputs = ctx.run_function(*ctx.input_tensors)
+            return (None, None) + torch.autograd.grad(outputs, ctx.input_tensors, output_grads)
     ```
 
     ## Use instead
     ```python
-    torch.utils.checkpoint.checkpoint(run_function, *args, use_reentrant=False)
+    import torch.utils.checkpoint
+
+
+    def run_segment(run_function, *args):
+        return torch.utils.checkpoint.checkpoint(run_function, *args, use_reentrant=False)
     ```
 
     ## Fix safety
@@ -392,14 +443,25 @@ class CheckpointModuleCalled(Rule):
 
     ## Example
     ```python
-    def use_checkpointing(self):
-        self.inc = torch.utils.checkpoint(self.inc)
+    import torch
+    import torch.nn as nn
+
+
+    class UNet(nn.Module):
+        def use_checkpointing(self):
+            self.inc = torch.utils.checkpoint(self.inc)
     ```
 
     ## Use instead
     ```python
-    def forward(self, x):
-        x1 = torch.utils.checkpoint.checkpoint(self.inc, x, use_reentrant=False)
+    import torch
+    import torch.nn as nn
+    import torch.utils.checkpoint
+
+
+    class UNet(nn.Module):
+        def forward(self, x):
+            return torch.utils.checkpoint.checkpoint(self.inc, x, use_reentrant=False)
     ```
 
     ## Fix safety
@@ -456,19 +518,29 @@ class TrainingWithoutAutocast(Rule):
 
     ## Example
     ```python
-    for x, y in loader:
-        loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
     ```
 
     ## Use instead
     ```python
-    for x, y in loader:
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-            loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
     ```
 
     ## Fix safety

@@ -47,16 +47,32 @@ class CheckpointWithoutUseReentrant(Rule):
 
     ## Example
     ```python
+    import torch.nn as nn
     from torch.utils.checkpoint import checkpoint
 
-    def forward(self, x):
-        return checkpoint(self.block, x)
+
+    class Net(nn.Module):
+        def __init__(self, block):
+            super().__init__()
+            self.block = block
+
+        def forward(self, x):
+            return checkpoint(self.block, x)
     ```
 
     ## Use instead
     ```python
-    def forward(self, x):
-        return checkpoint(self.block, x, use_reentrant=False)
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Net(nn.Module):
+        def __init__(self, block):
+            super().__init__()
+            self.block = block
+
+        def forward(self, x):
+            return checkpoint(self.block, x, use_reentrant=False)
     ```
 
     ## Fix safety
@@ -136,18 +152,33 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
 
     ## Example
     ```python
+    import torch.nn as nn
     import torch.utils.checkpoint as checkpoint
 
-    def forward(self, x):
-        x = checkpoint.checkpoint(self.conv1, x)  # self.conv1 = nn.Conv2d(...)
-        return x
+
+    class Stem(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 3, padding=1)
+
+        def forward(self, x):
+            x = checkpoint.checkpoint(self.conv1, x, use_reentrant=False)
+            return x
     ```
 
     ## Use instead
     ```python
-    def forward(self, x):
-        x = self.conv1(x)
-        return x
+    import torch.nn as nn
+
+
+    class Stem(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 3, padding=1)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            return x
     ```
     To save memory, checkpoint whole blocks, for example each residual block of the early,
     high-resolution stages (see TML405).
@@ -172,7 +203,7 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     `benchmarks/memory_figures.py` (resnet18, batch 64 at 224², torch 2.13.0): checkpointing
     the stem conv leaves the peak (1,399,049,640 B) and the memory kept after forward
     (1,381,268,996 B) unchanged in both variants, and reentrantly the stem conv's weight gets no
-    gradient. With every conv of resnet18 wrapped on its own (the seed's pattern) the peak
+    gradient. With every conv of resnet18 wrapped on its own (a pattern found in real code) the peak
     moves by 0.00 % (non-reentrant) / +0.46 % (reentrant), and the reentrant variant costs
     x1.296 FLOPs (+30 %) because it recomputes every conv in backward.
     `tests/test_checkpoint_rules.py` reproduces the missing gradient and proves the safe fix.
@@ -398,14 +429,27 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
 
     ## Example
     ```python
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
     class Block(nn.Module):
         def __init__(self, c):
             super().__init__()
             self.conv = nn.Conv2d(c, c, 3, padding=1)
             self.bn = nn.BatchNorm2d(c)
 
-    def forward(self, x):  # in the model
-        return checkpoint(self.block, x, use_reentrant=False)  # self.block = Block(64)
+        def forward(self, x):
+            return self.bn(self.conv(x))
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block(64)
+
+        def forward(self, x):
+            return checkpoint(self.block, x, use_reentrant=False)
     ```
 
     ## Use instead
@@ -471,13 +515,32 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
 
     ## Example
     ```python
-    y = checkpoint(self.mlp, x, use_reentrant=False, preserve_rng_state=False)
-    # self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Dropout(0.1), ...)
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class MLPBlock(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            return checkpoint(self.mlp, x, use_reentrant=False, preserve_rng_state=False)
     ```
 
     ## Use instead
     ```python
-    y = checkpoint(self.mlp, x, use_reentrant=False)
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class MLPBlock(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            return checkpoint(self.mlp, x, use_reentrant=False)
     ```
 
     ## Fix safety
@@ -490,8 +553,7 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
     `benchmarks/memory_figures.py` (torch 2.13.0), a Linear-ReLU-Dropout-Linear segment: with
     `preserve_rng_state=True` (the default) the gradients are bitwise equal to the model without
     checkpointing; with `False` the output is identical but three parameters get different
-    gradients (max abs difference 0.035; memory-facts §3.5 saw 36.8 on another net: the size
-    depends on the model). `tests/test_checkpoint_rules.py` reproduces the difference and shows
+    gradients (max abs difference 0.035 here; the size depends on the model). `tests/test_checkpoint_rules.py` reproduces the difference and shows
     that the fix restores the gradients of the model without checkpointing.
     """
 
@@ -567,18 +629,55 @@ class DeepStackWithoutCheckpoint(Rule):
 
     ## Example
     ```python
-    def forward(self, x):
-        for block in self.blocks:
-            x = block(x)
-        return x
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, dim))
+
+        def forward(self, x):
+            return x + self.mlp(self.norm(x))
+
+
+    class Encoder(nn.Module):
+        def __init__(self, depth=12, dim=64):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(dim) for _ in range(depth)])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
     ```
 
     ## Use instead
     ```python
-    def forward(self, x):
-        for block in self.blocks:
-            x = checkpoint(block, x, use_reentrant=False)
-        return x
+    import torch.nn as nn
+    from torch.utils.checkpoint import checkpoint
+
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, dim))
+
+        def forward(self, x):
+            return x + self.mlp(self.norm(x))
+
+
+    class Encoder(nn.Module):
+        def __init__(self, depth=12, dim=64):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(dim) for _ in range(depth)])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = checkpoint(block, x, use_reentrant=False)
+            return x
     ```
     `torchmemlint profile FILE:Model --input-shape ...` measures the peak of candidate
     placements on your shapes (the profiler answers this rule with placements).

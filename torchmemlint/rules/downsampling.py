@@ -135,17 +135,38 @@ class DroppedStemPool(Rule):
 
     ## Example
     ```python
-    self.stem = nn.Sequential(self.encoder.conv1, self.encoder.bn1, self.encoder.relu)
-    self.enc1 = self.encoder.layer1
-    ...
-    x = self.enc1(self.stem(x))
+    import torch.nn as nn
+    import torchvision
+
+
+    class UNetEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = torchvision.models.resnet34()
+            self.stem = nn.Sequential(self.encoder.conv1, self.encoder.bn1, self.encoder.relu)
+            self.enc1 = self.encoder.layer1
+
+        def forward(self, x):
+            return self.enc1(self.stem(x))
     ```
 
     ## Use instead
     ```python
-    self.stem = nn.Sequential(
-        self.encoder.conv1, self.encoder.bn1, self.encoder.relu, self.encoder.maxpool
-    )
+    import torch.nn as nn
+    import torchvision
+
+
+    class UNetEncoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = torchvision.models.resnet34()
+            self.stem = nn.Sequential(
+                self.encoder.conv1, self.encoder.bn1, self.encoder.relu, self.encoder.maxpool
+            )
+            self.enc1 = self.encoder.layer1
+
+        def forward(self, x):
+            return self.enc1(self.stem(x))
     ```
     If the higher resolution is wanted, budget for it: a smaller batch, mixed precision, or
     `torch.utils.checkpoint` around the high-resolution stages.
@@ -156,7 +177,7 @@ class DroppedStemPool(Rule):
     ## Measured
     UNet with a torchvision-style resnet34 encoder, 4x3x128x128: saved for backward
     96,151,808 -> 220,801,280 B without the pool (x2.30); resnet101 x3.28, resnet152 x3.44; at
-    the seed's batch 64 (with Adam state) 1.85 -> 3.70, 4.10 -> 11.80 and 5.26 -> 15.91 GiB
+    batch 64 (with Adam state) 1.85 -> 3.70, 4.10 -> 11.80 and 5.26 -> 15.91 GiB
     (`benchmarks/memory_figures.py`, `benchmarks/results/memory_figures.json`, c_stem_pool).
     """
 

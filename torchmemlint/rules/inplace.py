@@ -135,12 +135,32 @@ class MissingInplaceSavesMemory(_MissingInplace):
 
     ## Example
     ```python
-    self.block = nn.Sequential(nn.Conv2d(64, 64, 3), nn.BatchNorm2d(64), nn.LeakyReLU(0.1))
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Sequential(nn.Conv2d(64, 64, 3), nn.BatchNorm2d(64), nn.LeakyReLU(0.1))
+
+        def forward(self, x):
+            return self.block(x)
     ```
 
     ## Use instead
     ```python
-    self.block = nn.Sequential(nn.Conv2d(64, 64, 3), nn.BatchNorm2d(64), nn.LeakyReLU(0.1, inplace=True))
+    import torch.nn as nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Sequential(
+                nn.Conv2d(64, 64, 3), nn.BatchNorm2d(64), nn.LeakyReLU(0.1, inplace=True)
+            )
+
+        def forward(self, x):
+            return self.block(x)
     ```
 
     ## Fix safety
@@ -209,12 +229,30 @@ class MissingInplaceNoSaving(_MissingInplace):
 
     ## Example
     ```python
-    self.features = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU())
+    import torch.nn as nn
+
+
+    class Features(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU())
+
+        def forward(self, x):
+            return self.features(x)
     ```
 
     ## Use instead
     ```python
-    self.features = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU(inplace=True))
+    import torch.nn as nn
+
+
+    class Features(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU(inplace=True))
+
+        def forward(self, x):
+            return self.features(x)
     ```
 
     ## Fix safety
@@ -280,14 +318,34 @@ class UnsafeInplace(Rule):
 
     ## Example
     ```python
-    def forward(self, x):
-        out = self.relu(x)  # self.relu = nn.ReLU(inplace=True)
-        return self.conv(out) + x
+    import torch.nn as nn
+
+
+    class Residual(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.relu = nn.ReLU(inplace=True)
+            self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x):
+            out = self.relu(x)
+            return self.conv(out) + x
     ```
 
     ## Use instead
     ```python
-    self.relu = nn.ReLU()
+    import torch.nn as nn
+
+
+    class Residual(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.relu = nn.ReLU()
+            self.conv = nn.Conv2d(c, c, 3, padding=1)
+
+        def forward(self, x):
+            out = self.relu(x)
+            return self.conv(out) + x
     ```
 
     ## Fix safety
@@ -299,8 +357,8 @@ class UnsafeInplace(Rule):
     ## Measured
     tests/test_module_rules.py reproduces both failures: `F.relu(torch.sigmoid(x), inplace=True)`
     raises in backward, and an in-place activation before a residual addition changes the output
-    (memory-facts table row 7: max abs output difference 2.57 in a ResNet block; 3.33 for an
-    Xception-style block whose spliced in-place ReLU runs on the shortcut's input, CPU).
+    (a ResNet-style block, and an Xception-style block whose spliced in-place ReLU runs on the
+    shortcut's input; CPU).
     """
 
     code = "TML203"
@@ -370,12 +428,32 @@ class InplaceDropout(Rule):
 
     ## Example
     ```python
-    self.drop = nn.Dropout(0.1, inplace=True)
+    import torch.nn as nn
+
+
+    class Head(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.drop = nn.Dropout(0.1, inplace=True)
+
+        def forward(self, x):
+            return self.drop(self.fc(x))
     ```
 
     ## Use instead
     ```python
-    self.drop = nn.Dropout(0.1)
+    import torch.nn as nn
+
+
+    class Head(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.fc = nn.Linear(d, d)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            return self.drop(self.fc(x))
     ```
 
     ## Fix safety
@@ -384,12 +462,12 @@ class InplaceDropout(Rule):
     are identical: tests/test_module_rules.py).
 
     ## Measured
-    Conv-BN-Dropout-Conv micro net, forward with fake CUDA tensors: saved for backward 3.25 ->
-    4.00 activations with `inplace=True` (+0.75 activation per dropout); timm vit_tiny with every
-    dropout at 0.1 saves 89,075,864 B under CUDA dispatch vs 113,799,728 B under CPU dispatch
-    (memory-facts table row 6 and section 2.1, torch 2.14.1). Not reproducible with this
-    repository's CPU-only torch and not yet measured on a GPU; the CPU equality of the two
-    variants is checked in tests/test_module_rules.py.
+    CPU estimate of CUDA (fake tensors with CUDA's dropout kernel emulated, torch 2.13.0),
+    Linear-Dropout(0.5)-Linear at 1024x256 (`tests/dynamic/test_emulation.py`): out of place,
+    dropout keeps a 1-byte mask per element; in place it runs the kernel that keeps 4-byte
+    float noise, 3 bytes more per element (786,432 B more saved for backward here). Not yet
+    measured on a GPU in this repository; the CPU equality of the two variants' outputs is
+    checked in tests/test_module_rules.py.
     """
 
     code = "TML204"

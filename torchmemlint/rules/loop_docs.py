@@ -1,0 +1,87 @@
+"""The documentation of TML501 (``torchmemlint rule TML501``), kept out of ``loops.py`` so that
+module stays under 800 lines (``tests/test_architecture.py``)."""
+
+TML501_DOCUMENTATION = """
+    ## What it does
+    Flags calls of the model in evaluation code that runs with autograd on: in a loop after
+    `model.eval()`, or in a function named like `evaluate` / `validate` / `test` / `predict` /
+    `infer`, when nothing turns autograd off there. A single straight-line call after
+    `model.eval()` (`model.eval(); out = model(x)`, `return model(x)`) is reported when its
+    output is kept (bound or returned, not a bare `model(x)` warm-up), the callee is plainly a
+    module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
+    the file or a torch layer), nothing puts it back with `.train()` afterwards or
+    backpropagates in the function, and the function is not a test (`test_*`).
+
+    Autograd counts as off (for the function and for the functions of this file it calls)
+    under torch's `no_grad()`, `inference_mode()` and `set_grad_enabled(False)` used as a
+    decorator, a `with` context, or a context held in a variable of the function, also when a
+    conditional expression chooses it (`ctx = torch.no_grad() if c else nullcontext()`;
+    `with ctx:`); under a project decorator or context manager whose name says so
+    (`*no_grad*`, `*inference_mode*`, `eval_mode`: ultralytics' `@smart_inference_mode()`,
+    monai's `with eval_mode(model):`) or whose definition in this file uses torch's switches;
+    and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
+    runs without autograd.
+
+    The model is what the code `.eval()`s or `.train()`s, a parameter named `model` / `net` /
+    `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
+    every value the class gives it is an instance of a class the file does not know to be an
+    `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
+    `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
+    model). Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
+    `enable_grad` / `requires_grad` is left alone.
+
+    A model the code borrows is left to its caller when nothing in the function calls
+    `.eval()` / `.train()`: a parameter of a method called once (monai's
+    `Inferer._run_inference(self, network, patch)`, which evaluators run without autograd and
+    trainers with it), or `self.model` in a class whose bases all come from other files and
+    that never assigns it nor calls eval/train/backward/step (transformers' pipelines: the base
+    class runs `_forward` under `no_grad` in another file, which a single-file linter cannot
+    read). A module-level `def predict(net, x): return net(x)` and a method that loops over
+    its `network` argument are still reported.
+
+    ## Why is this bad?
+    `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
+    operation and keeps the tensors saved for backward alive as long as the output (or a loss
+    computed from it) is referenced. In a loop the previous batch's graph lives until its
+    output is overwritten, so the peak holds two batches' activations; any accumulation of
+    outputs or losses keeps every batch's graph until the process runs out of memory.
+
+    ## Example
+    ```python
+    import torch
+
+
+    def validate(model, loader):
+        model.eval()
+        correct = 0
+        for images, labels in loader:
+            correct += (model(images).argmax(1) == labels).sum().item()
+        return correct
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+
+    @torch.no_grad()
+    def validate(model, loader):
+        model.eval()
+        correct = 0
+        for images, labels in loader:
+            correct += (model(images).argmax(1) == labels).sum().item()
+        return correct
+    ```
+
+    ## Fix safety
+    Unsafe: the fix decorates an evaluation function with `@torch.no_grad()`, or wraps the loop
+    (or statement) after `.eval()` in `with torch.no_grad():`. Outputs then no longer require
+    grad, which breaks code elsewhere that backpropagates through them. Offered only where the
+    file imports `torch` under that name.
+
+    ## Measured
+    Conv-BN-ReLU-Conv-ReLU-GAP-FC net, batch 16x3x32x32, 6 iterations, torch 2.13.0 on CPU
+    (`benchmarks/memory_figures.py`, `f_training_loop_leaks`): an evaluation loop without
+    `no_grad` peaks at 14,682,760 B per iteration against 6,291,460 B under `no_grad` (x2.33);
+    with `total += loss` it grows by 6,294,148 B per iteration.
+    """
