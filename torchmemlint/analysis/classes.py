@@ -5,7 +5,7 @@ apart from other uses, parts borrowed from other objects such as ``enc.layer1``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 import libcst as cst
 
@@ -22,11 +22,6 @@ from torchmemlint.analysis.vocabulary import (
     OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
 from typing import Sequence
-
-if TYPE_CHECKING:
-    from torchmemlint.analysis.file import FileAnalysis
-
-
 
 from torchmemlint.tree import children
 
@@ -320,6 +315,14 @@ class BorrowedUse:
     statement: Optional[cst.CSTNode]
 
 
+class FileParts(Protocol):
+    """What a ``ClassModel`` asks of the file it is in (``FileAnalysis`` gives it; named here
+    so that this module does not import ``file``, which imports it)."""
+
+    module: cst.Module
+    resolver: Resolver
+
+
 STEM_PARTS = frozenset(
     {"conv1", "bn1", "relu", "act1", "maxpool", "layer0", "layer1", "layer2", "layer3", "layer4"}
     | SENET_STEM | {"pool"}
@@ -329,7 +332,7 @@ STEM_PARTS = frozenset(
 class ClassModel:
     """Attributes and their uses for one class (methods directly in its body)."""
 
-    def __init__(self, node: cst.ClassDef, file: "FileAnalysis", indent: str) -> None:
+    def __init__(self, node: cst.ClassDef, file: FileParts, indent: str) -> None:
         self.node = node
         self.file = file
         self.methods: List[cst.FunctionDef] = []
