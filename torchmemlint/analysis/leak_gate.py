@@ -26,7 +26,7 @@ from torchmemlint.analysis.autograd import (
     _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME,
 )
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.training import _self_attribute, is_eval_name
+from torchmemlint.analysis.training import FOLDING_NAMES, _self_attribute, is_eval_name
 from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
@@ -64,6 +64,7 @@ class Loop:
     """An outermost `for` / `while` (its nested loops included)."""
 
     accumulates: bool = False  # `+=` / `-=`, a `+`, or an `.append(...)` inside
+    # (a call of torch's `cat` / `stack` ..., among ``calls``, also counts: ``_folds``)
     calls: List[Call] = field(default_factory=list)
 
 
@@ -118,12 +119,23 @@ def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
     # (``ScopeFacts._loss_instances``): its class's name is written in the file
     loss_class = text is None or "Loss" in text
     for loop in facts.loops:
-        if loop.accumulates and any(
+        if (loop.accumulates or any(_folds(dotted, facts.renamed) for _, dotted in loop.calls)) and any(
             _computes(attr, dotted, switched, facts.renamed, loss_class)
             for attr, dotted in loop.calls
         ):
             return True
     return False
+
+
+def _folds(dotted: Optional[str], renamed: Dict[str, str]) -> bool:
+    """A call that may join a tensor to a loop-carried one (``acc = torch.cat((acc, out))``:
+    ``ScopeFacts.folded``): its name is torch's ``cat`` / ``stack`` ..., perhaps renamed."""
+    if dotted is None:
+        return False
+    last = dotted.rsplit(".", 1)[-1]
+    if "." not in dotted:
+        last = renamed.get(last, last)
+    return last in FOLDING_NAMES
 
 
 def _computes(

@@ -406,7 +406,7 @@ class _Checks:
             self._retain_graph()
 
     def _assignment(self, event: AssignEvent) -> None:
-        if event.augmented or self.facts.is_self_increment(event):
+        if event.augmented or self.facts.is_self_increment(event) or self.facts.folded(event) is not None:
             self._accumulation(event)
         if self.forward and event.value is not None and not event.augmented:
             self._tensor_on_self(event)
@@ -536,6 +536,7 @@ class _Checks:
         if self.scope.owner is not None and self.scope.name == "__init__":
             return  # a constructor builds modules (`self.down.append(self.module(...))`)
         shown_accumulator = None
+        folded: Optional[cst.BaseExpression] = None
         if isinstance(event, CallEvent):
             assert event.receiver is not None
             argument = event.node.args[0]
@@ -558,12 +559,18 @@ class _Checks:
                 return
             accumulator = event.targets[0]
             value_node = event.value
-            if not event.augmented:  # total = total + loss
+            if not event.augmented:
+                folded = self.facts.folded(event)
+            if folded is not None:  # acc = torch.cat((acc, out), 0)
+                value_node = folded
+                appended = True
+            elif not event.augmented:  # total = total + loss
                 binary = event.value
                 assert type(binary) is cst.BinaryOperation
                 on_left = dotted_name(binary.left) == accumulator
                 value_node = binary.right if on_left else binary.left
-            appended = False
+            if folded is None:
+                appended = False
         if accumulator is None or accumulator in self.facts.backward_losses:
             return
         value = self.facts.value_of(value_node, ctx)
@@ -590,7 +597,9 @@ class _Checks:
             return  # this scope trains elsewhere: which mode applies here is not clear
         shown = _short(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
-        if appended:
+        if folded is not None:
+            head = f"`{accumulator}` joins the {what} `{shown}` of every iteration to itself"
+        elif appended:
             head = (
                 f"`{shown_accumulator or accumulator}.append({shown})` keeps the {what} of "
                 "every iteration"
@@ -602,7 +611,9 @@ class _Checks:
                 ": backward frees the saved activations (device memory does not grow), but "
                 "every iteration's autograd graph nodes stay reachable and host memory grows"
             )
-            if appended:
+            if folded is not None:
+                tail += " and the joined tensor grows by one output per iteration on its device"
+            elif appended:
                 tail += " and the list holds one tensor per iteration on its device"
         else:
             tail = (
@@ -610,12 +621,12 @@ class _Checks:
                 f"stays alive with all its saved activations (+{EVAL_GROWTH} per iteration "
                 "measured) until out of memory"
             )
-        if value.kind is Kind.LOSS:
+        if value.kind is Kind.LOSS and folded is None:
             named = dotted_name(value_node) is not None
             advice = f"; accumulate `{shown}.item()`" if named else "; use `.item()`"
         else:
             advice = "; keep `.detach()` (or `.detach().cpu()`) copies"
-        fix = None if shown_accumulator else self._item_fix(
+        fix = None if shown_accumulator or folded is not None else self._item_fix(
             event, accumulator, value_node, value, appended
         )
         self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(
