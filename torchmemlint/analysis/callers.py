@@ -6,11 +6,14 @@ another file), loops over one batch's items rather than over batches, and a sing
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
+from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import Reach, SinkFollower
 from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.training import ScopeFacts
 
@@ -136,3 +139,106 @@ def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
         if reducing and type(first) is cst.Name and first.value == name:
             return True
     return False
+
+
+# -- a module run for its output only (TML501 outside evaluation-named code) -------------------
+# what a model's method runs that is its forward, or a part of it (annotated transformer:
+# `model.encode`, `model.decode`, `model.generator`)
+_FORWARD_PARTS = frozenset({"forward", "encode", "decode", "encoder", "decoder", "generator", "embed"})
+_WRAPPERS = frozenset({"to", "cuda", "eval", "float", "half", "train", "requires_grad_"})
+_LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
+_HOOKS = re.compile(r"\b(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
+
+
+def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
+    """``Generator()``, ``Generator(ngpu).to(device)``, ``nn.Linear(...)``: an instance of a
+    class of this file derived from ``nn.Module``, or of a torch layer."""
+    while (
+        type(value) is cst.Call and type(value.func) is cst.Attribute
+        and value.func.attr.value in _WRAPPERS
+    ):
+        value = value.func.value
+    if type(value) is not cst.Call:
+        return False
+    func = value.func
+    qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
+    if qualified is not None:
+        return (
+            (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional."))
+            or qualified in _LOADERS or qualified.endswith(".from_pretrained")
+        )
+    return type(func) is cst.Name and func.value in facts.walk.module_classes()
+
+
+def module_instance(facts: ScopeFacts, callee: str) -> bool:
+    """``callee`` is a module: the model as ``ScopeFacts.is_model`` says, named like one, or
+    bound to a module instance in this function, at module level (a global the function reads
+    and does not rebind), or as ``self.<name>`` by a method of its class."""
+    if facts.is_model(callee) or plainly_a_module(facts, callee):
+        return True
+    head, _, attr = callee.partition(".")
+    if head == "self" and attr and "." not in attr and facts.scope.owner is not None:
+        return any(
+            event.targets == (callee,) and event.value is not None and _builds_module(facts, event.value)
+            for method in facts.scope.owner.methods for event in method.assigns
+        )
+    if "." in callee or any(callee in event.targets for event in facts.scope.assigns):
+        return False
+    if callee in {param.name.value for param in facts.scope.params()}:
+        return False
+    module_scope = facts.walk.scopes[0] if facts.walk.scopes else None
+    if module_scope is None or module_scope.function is not None:
+        return False
+    values = [event.value for event in module_scope.assigns if callee in event.targets]
+    return bool(values) and all(
+        value is not None and _builds_module(facts, value) for value in values
+    )
+
+
+def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
+    """The module this call runs (``generator(z)``, ``model.decode(...)``), as the code
+    names it; None when it is not known to be one."""
+    callee = event.func
+    if callee is None:
+        return None
+    if callee.endswith(".forward"):
+        callee = callee[: -len(".forward")]
+    if module_instance(facts, callee):
+        return callee
+    root, _, part = callee.rpartition(".")
+    if root and part in _FORWARD_PARTS and module_instance(facts, root):
+        return callee
+    return None
+
+
+def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
+    """A function of this file that calls this scope's function also backpropagates, and the
+    file registers hooks or retains gradients: the caller's backward may go through what this
+    function's forward recorded (Grad-CAM style), whatever becomes of its output."""
+    name = facts.scope.name
+    if not name or not _HOOKS.search(text):
+        return False
+    for scope in facts.walk.scopes:
+        if scope is facts.scope:
+            continue
+        calls = [c for c in scope.calls if c.func is not None and c.func.rsplit(".", 1)[-1] == name]
+        if calls and any(c.attr in ("backward", "manual_backward") for c in scope.calls):
+            return True
+    return False
+
+
+def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow) -> Reach:
+    """Where the output of the module call ``event`` goes in its function (``SinkFollower``);
+    another call of a module passes it on (an encoder's output to the decoder), and so does a
+    loss computed from it."""
+    by_node = {id(call.node): call for call in facts.scope.calls}
+    local = {scope.name for scope in facts.walk.scopes if scope.function is not None}
+
+    def is_module_call(call: cst.Call) -> bool:  # (or a loss of what a module returned)
+        other = by_node.get(id(call))
+        return other is not None and (module_call(facts, other) is not None or facts.loss_call(call) is not None)
+
+    statement = event.ctx.chain[-1].statement if event.ctx.chain else None
+    if statement is None:
+        return Reach(escape="not in a statement")
+    return SinkFollower(flow, facts.bindings.qualify, is_module_call, local).reach(event.node, statement)

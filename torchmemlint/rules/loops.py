@@ -19,7 +19,8 @@ from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true, MODEL_NAME, Scope,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_model, output_kept, plainly_a_module, reduced_after, runs_model, switched_back,
+    borrowed_model, module_call, output_kept, output_only_sinks, plainly_a_module, reduced_after,
+    runs_model, switched_back, trained_through_hooks,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -27,6 +28,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import STRONG_METHODS, STRONG_NAMES, sink_name
 from torchmemlint.analysis.training import (
     _buffers, _float_use, is_eval_name, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
     _self_attribute_name, _short, uses_allow, Value,
@@ -135,7 +137,10 @@ class EvalWithoutNoGrad(_LoopRule):
     @classmethod
     def may_apply(cls, text: str) -> bool:
         # a function named like evaluation, or the word `eval` / `train` (a mode switch)
-        return super().may_apply(text) and leak_gate.eval_code_possible(text)
+        # (or a strong sink: a module's output only saved, printed or made a number)
+        return super().may_apply(text) and (
+            leak_gate.eval_code_possible(text) or leak_gate.sink_code_possible(text)
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
@@ -388,7 +393,11 @@ Findings = Dict[str, Dict[int, Pending]]
 class _Checks:
     """Replays one scope (``ScopeFacts``) and records the TML5xx findings in it."""
 
-    def __init__(self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]]) -> None:
+    def __init__(
+        self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]],
+        analysis: Optional[FileAnalysis] = None,
+    ) -> None:
+        self.analysis = analysis
         self.facts = facts
         self.scope = facts.scope
         self.walk = facts.walk
@@ -417,6 +426,10 @@ class _Checks:
             return
         if self.facts.is_model(event.func):
             self._model_call(event)
+        elif self.scope.function is not None and self.analysis is not None:
+            callee = module_call(self.facts, event)
+            if callee is not None:
+                self._output_only_sinks(event, callee)
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
@@ -435,6 +448,7 @@ class _Checks:
         if mode_seq is not None and mode_seq[1] == "train":
             return  # the model was put back in training mode
         if not named and mode_seq is None:
+            self._output_only_sinks(event, callee)
             return
         single = not named and not event.ctx.iterating
         if single and not self._straight_line_eval(event, callee):
@@ -471,6 +485,45 @@ class _Checks:
         self.wrapped.add(key)
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
             event.node, message, self._no_grad_fix(target)
+        )
+
+    def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
+        """A module called where nothing says "evaluation", in a function that never
+        backpropagates, whose output reaches only saving, printing, numbers, metrics
+        (``analysis.sinks``): GAN sampling functions, ``greedy_decode(model, ...)``."""
+        scope = self.scope
+        function = scope.function
+        facts = self.facts
+        if function is None or self.analysis is None or scope.name == "__init__":
+            return
+        if re.match(r"_*test(?:_|[A-Z]|$)", scope.name or ""):
+            return
+        if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or facts.training_calls:
+            return
+        root = callee.rpartition(".")[0] if module_call(facts, event) != callee or "." in callee else callee
+        if borrowed_model(facts, callee, event.ctx.iterating) or (
+            root and root != callee and borrowed_model(facts, root, event.ctx.iterating)
+        ):
+            return
+        mode_seq = facts.last_mode_change(callee, event.seq)
+        if mode_seq is not None and mode_seq[1] == "train":
+            return
+        key = ("decorate", id(scope.node))
+        if key in self.wrapped or trained_through_hooks(facts, self.analysis.text):
+            return
+        reach = output_only_sinks(facts, event, self.analysis.flow(function))
+        if not reach.only_sinks:
+            return
+        self.wrapped.add(key)
+        sinks = ", ".join(dict.fromkeys(reach.sinks))
+        message = (
+            f"`{callee}` is called with autograd on in `{scope.name}()`, which never "
+            f"backpropagates, and its output only reaches {sinks}: the forward records its "
+            "graph and keeps every activation saved for backward alive while the output "
+            "lives; use `torch.no_grad()`"
+        )
+        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
+            event.node, message, self._no_grad_fix(None)
         )
 
     def _borrowed_in_loop(self, loop: cst.CSTNode) -> bool:
@@ -772,9 +825,14 @@ def _may_leak(scope: Scope) -> bool:
             not event.augmented and any(_self_attribute_name(t) for t in event.targets)
             for event in scope.assigns
         )
+    sinks = scope.function is not None and scope.name not in ("__init__", "forward")
     for call in scope.calls:
         if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
             return True
+        if sinks and (call.attr in STRONG_METHODS or sink_name(call.attr or call.func)
+                      or (call.func or "").rsplit(".", 1)[-1] in STRONG_NAMES
+                      or (call.func is not None and "." in call.func)):
+            return True  # a module's output may end here (TML501: analysis.sinks)
         if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
             return True
         if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
@@ -801,5 +859,5 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
     wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
     for scope in walk.scopes:
         if _may_leak(scope):
-            _Checks(ScopeFacts(walk, scope), findings, wrapped).run()
+            _Checks(ScopeFacts(walk, scope), findings, wrapped, analysis).run()
     return findings
