@@ -184,15 +184,61 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
         )
     if "." in callee or any(callee in event.targets for event in facts.scope.assigns):
         return False
-    if callee in {param.name.value for param in facts.scope.params()}:
+    params = facts.scope.params()
+    if callee in {param.name.value for param in params}:
+        return _module_parameter(facts, callee)
+    return _global_module(facts, callee)
+
+
+def _module_parameter(facts: ScopeFacts, name: str) -> bool:
+    """A parameter annotated as a module (``nn.Module``, a module class of this file), or
+    one that a call of the function in this file gives a module (``sample_image(generator,
+    z)`` with the global ``generator = Generator()``; one step: not through the caller's own
+    parameters)."""
+    params = facts.scope.params()
+    param = next(p for p in params if p.name.value == name)
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    if annotation is not None and type(annotation) in (cst.Name, cst.Attribute):
+        qualified = facts.bindings.qualify(annotation)
+        if qualified == "torch.nn.Module" or (
+            type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
+        ):
+            return True
+    function = facts.scope.name
+    if not function or facts.scope.owner is not None:
+        return False
+    position = [p.name.value for p in facts.scope.function.params.params].index(name) \
+        if name in [p.name.value for p in facts.scope.function.params.params] else None  # type: ignore[union-attr]
+    for scope in facts.walk.scopes:
+        if scope is facts.scope:
+            continue
+        for call in scope.calls:
+            if call.func != function:
+                continue
+            given = next((a.value for a in call.node.args if a.keyword is not None and a.keyword.value == name), None)
+            positional = [a for a in call.node.args if a.keyword is None and not a.star]
+            if given is None and position is not None and position < len(positional):
+                given = positional[position].value
+            given_name = dotted_name(given) if given is not None else None
+            if given_name is None:
+                continue
+            caller = ScopeFacts(facts.walk, scope)
+            if caller.is_model(given_name) or plainly_a_module(caller, given_name) or (
+                "." not in given_name and _global_module(caller, given_name)
+            ):
+                return True
+    return False
+
+
+def _global_module(facts: ScopeFacts, name: str) -> bool:
+    """``name`` is bound at module level to module instances only (and not here)."""
+    if any(name in event.targets for event in facts.scope.assigns) and facts.scope.function is not None:
         return False
     module_scope = facts.walk.scopes[0] if facts.walk.scopes else None
     if module_scope is None or module_scope.function is not None:
         return False
-    values = [event.value for event in module_scope.assigns if callee in event.targets]
-    return bool(values) and all(
-        value is not None and _builds_module(facts, value) for value in values
-    )
+    values = [event.value for event in module_scope.assigns if name in event.targets]
+    return bool(values) and all(value is not None and _builds_module(facts, value) for value in values)
 
 
 def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
