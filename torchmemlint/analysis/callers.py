@@ -101,6 +101,12 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
                 return False
     return True
 
+def borrowed_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
+    """Every model the loop calls is borrowed (``borrowed_model``)."""
+    calls = [call for call in facts.scope.calls if loop in call.ctx.loops and facts.is_model(call.func)]
+    return bool(calls) and all(borrowed_model(facts, call.func or "", True) for call in calls)
+
+
 def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     """A batch loop: it iterates something named like a loader or data set, or calls the
     model (or something named like one) or trains; not a loop over one batch's items."""
@@ -288,3 +294,30 @@ def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow) -> Reach:
     if statement is None:
         return Reach(escape="not in a statement")
     return SinkFollower(flow, facts.bindings.qualify, is_module_call, local).reach(event.node, statement)
+
+
+def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysis) -> Optional[Reach]:
+    """Where the output of a module called where nothing says "evaluation" goes, when TML501
+    may report it: in a function (not ``__init__``, not a test) that never backpropagates,
+    with autograd on and not switched by its callers, the model neither borrowed nor put back
+    in training mode, and no caller training through hooks; None otherwise, or when the
+    output reaches something besides sinks (``analysis``: the ``FileAnalysis``)."""
+    scope = facts.scope
+    function = scope.function
+    if function is None or scope.name == "__init__" or re.match(r"_*test(?:_|[A-Z]|$)", scope.name or ""):
+        return None
+    if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or facts.training_calls:
+        return None
+    root = callee.rpartition(".")[0]
+    if borrowed_model(facts, callee, event.ctx.iterating) or (
+        root and borrowed_model(facts, root, event.ctx.iterating)
+    ):
+        return None
+    mode_seq = facts.last_mode_change(callee, event.seq)
+    if mode_seq is not None and mode_seq[1] == "train":
+        return None
+    text = analysis.text if analysis.text is not None else analysis.module.code
+    if trained_through_hooks(facts, text):
+        return None
+    reach = output_only_sinks(facts, event, analysis.flow(function))
+    return reach if reach.only_sinks else None

@@ -23,11 +23,13 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import (
-    _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME,
+    _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
-from torchmemlint.analysis.training import FOLDING_NAMES, _self_attribute, is_eval_name
+from torchmemlint.analysis.training import (
+    FOLDING_NAMES, is_eval_name, _keyword, _self_attribute, _self_attribute_name,
+)
 from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
@@ -402,4 +404,38 @@ def _ast_on_self(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
         and node.value.id == "self"
+    )
+
+
+# -- per scope, after the walk -----------------------------------------------------------------
+def scope_may_leak(scope: Scope) -> bool:
+    """Cheap test, per scope of a file the gate let through, for a pattern some TML5xx rule
+    looks at (``rules/loops.py`` replays only these); most scopes have none."""
+    if scope.owner is not None and scope.name == "forward":
+        return any(
+            call.attr == "append" and call.receiver is not None
+            and _self_attribute(call.receiver) is not None
+            for call in scope.calls
+        ) or any(
+            not event.augmented and any(_self_attribute_name(t) for t in event.targets)
+            for event in scope.assigns
+        )
+    sinks = scope.function is not None and scope.name not in ("__init__", "forward")
+    for call in scope.calls:
+        if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
+            return True
+        if sinks and (call.attr in STRONG_METHODS or sink_name(call.attr or call.func)
+                      or (call.func or "").rsplit(".", 1)[-1] in STRONG_NAMES
+                      or (call.func is not None and "." in call.func and (
+                          scope.bindings.qualify(call.node.func) or "").startswith(SINK_MODULE_ROOTS))):
+            return True  # a module's output may end here (TML501: analysis.sinks)
+        if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
+            return True
+        if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
+            return True
+        if sinks and call.func is not None and MODEL_NAME.match(call.func.split(".", 1)[0]):
+            return True  # `model.encode(...)`: its output may end in `.data` (TML501)
+    return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
+        any(event.augmented or type(event.value) is cst.BinaryOperation
+            for event in scope.assigns if event.ctx.loops)
     )

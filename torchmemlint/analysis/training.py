@@ -561,6 +561,16 @@ def _reduced(call: cst.Call) -> bool:
     return type(value) is cst.SimpleString and value.evaluated_value in ("mean", "sum")
 
 
+def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
+    """The literal key of `name["key"]` (a dict of lists), else None."""
+    if type(receiver) is not cst.Subscript or dotted_name(receiver.value) is None:
+        return None
+    if len(receiver.slice) != 1 or type(receiver.slice[0].slice) is not cst.Index:
+        return None
+    key = receiver.slice[0].slice.value
+    return key.evaluated_value if type(key) is cst.SimpleString else None
+
+
 def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:

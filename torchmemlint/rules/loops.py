@@ -16,11 +16,11 @@ from typing import Dict, FrozenSet, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.autograd import (
-    AssignEvent, CallEvent, Frame, _is_false, _is_true, MODEL_NAME, Scope,
+    AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_model, module_call, output_kept, output_only_sinks, plainly_a_module, reduced_after,
-    runs_model, switched_back, trained_through_hooks,
+    borrowed_loop, borrowed_model, module_call, only_sinks_reached, output_kept, plainly_a_module,
+    reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -28,9 +28,8 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.sinks import STRONG_METHODS, STRONG_NAMES, sink_name
 from torchmemlint.analysis.training import (
-    _buffers, _float_use, is_eval_name, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
+    _buffers, _float_use, is_eval_name, _keyed_list, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
     _self_attribute_name, _short, uses_allow, Value,
 )
 from torchmemlint.findings import Applicability
@@ -488,52 +487,21 @@ class _Checks:
         )
 
     def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
-        """A module called where nothing says "evaluation", in a function that never
-        backpropagates, whose output reaches only saving, printing, numbers, metrics
-        (``analysis.sinks``): GAN sampling functions, ``greedy_decode(model, ...)``."""
-        scope = self.scope
-        function = scope.function
-        facts = self.facts
-        if function is None or self.analysis is None or scope.name == "__init__":
+        """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
+        key = ("decorate", id(self.scope.node))
+        if self.analysis is None or key in self.wrapped:
             return
-        if re.match(r"_*test(?:_|[A-Z]|$)", scope.name or ""):
-            return
-        if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or facts.training_calls:
-            return
-        root = callee.rpartition(".")[0] if module_call(facts, event) != callee or "." in callee else callee
-        if borrowed_model(facts, callee, event.ctx.iterating) or (
-            root and root != callee and borrowed_model(facts, root, event.ctx.iterating)
-        ):
-            return
-        mode_seq = facts.last_mode_change(callee, event.seq)
-        if mode_seq is not None and mode_seq[1] == "train":
-            return
-        key = ("decorate", id(scope.node))
-        if key in self.wrapped or trained_through_hooks(facts, self.analysis.text):
-            return
-        reach = output_only_sinks(facts, event, self.analysis.flow(function))
-        if not reach.only_sinks:
+        reach = only_sinks_reached(self.facts, event, callee, self.analysis)
+        if reach is None:
             return
         self.wrapped.add(key)
-        sinks = ", ".join(dict.fromkeys(reach.sinks))
-        message = (
-            f"`{callee}` is called with autograd on in `{scope.name}()`, which never "
-            f"backpropagates, and its output only reaches {sinks}: the forward records its "
-            "graph and keeps every activation saved for backward alive while the output "
-            "lives; use `torch.no_grad()`"
-        )
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
-            event.node, message, self._no_grad_fix(None)
-        )
-
-    def _borrowed_in_loop(self, loop: cst.CSTNode) -> bool:
-        """Every model the loop calls is borrowed (`analysis.callers.borrowed_model`)."""
-        calls = [
-            call for call in self.scope.calls
-            if loop in call.ctx.loops and self.facts.is_model(call.func)
-        ]
-        return bool(calls) and all(
-            borrowed_model(self.facts, call.func or "", True) for call in calls
+            event.node,
+            f"`{callee}` is called with autograd on in `{self.scope.name}()`, which never "
+            f"backpropagates, and its output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
+            "the forward records its graph and keeps every activation saved for backward alive "
+            "while the output lives; use `torch.no_grad()`",
+            self._no_grad_fix(None),
         )
 
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
@@ -640,7 +608,7 @@ class _Checks:
             and reduced_after(self.facts, accumulator, loop)
         ):
             return  # per-item losses of one batch, stacked after the loop: one loss computation
-        if self.facts.training_calls == [] and self._borrowed_in_loop(loop):
+        if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
         persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
         training = any(self.facts.loop_has(loop, self.facts.training_calls) for loop in persists)
@@ -774,16 +742,6 @@ class _Checks:
 
 
 
-def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
-    """The literal key of `name["key"]` (a dict of lists), else None."""
-    if type(receiver) is not cst.Subscript or dotted_name(receiver.value) is None:
-        return None
-    if len(receiver.slice) != 1 or type(receiver.slice[0].slice) is not cst.Index:
-        return None
-    key = receiver.slice[0].slice.value
-    return key.evaluated_value if type(key) is cst.SimpleString else None
-
-
 # -- rendering a rewritten statement --------------------------------------------------------
 
 
@@ -814,35 +772,6 @@ def _unix_newlines(module: cst.Module, code: str) -> str:
 # -- entry point ----------------------------------------------------------------------------
 
 
-def _may_leak(scope: Scope) -> bool:
-    """Cheap test for a pattern some TML5xx rule looks at; most scopes have none."""
-    if scope.owner is not None and scope.name == "forward":
-        return any(
-            call.attr == "append" and call.receiver is not None
-            and _self_attribute(call.receiver) is not None
-            for call in scope.calls
-        ) or any(
-            not event.augmented and any(_self_attribute_name(t) for t in event.targets)
-            for event in scope.assigns
-        )
-    sinks = scope.function is not None and scope.name not in ("__init__", "forward")
-    for call in scope.calls:
-        if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
-            return True
-        if sinks and (call.attr in STRONG_METHODS or sink_name(call.attr or call.func)
-                      or (call.func or "").rsplit(".", 1)[-1] in STRONG_NAMES
-                      or (call.func is not None and "." in call.func)):
-            return True  # a module's output may end here (TML501: analysis.sinks)
-        if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
-            return True
-        if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
-            return True
-    return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
-        any(event.augmented or type(event.value) is cst.BinaryOperation
-            for event in scope.assigns if event.ctx.loops)
-    )
-
-
 def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> Findings:
     """Every TML5xx finding of one file, keyed by rule code and node id. With ``codes`` (the
     rules running on the file), a file where none of them can report (``leak_gate``) is not
@@ -858,6 +787,6 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
     walk = analysis.scopes
     wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
     for scope in walk.scopes:
-        if _may_leak(scope):
+        if leak_gate.scope_may_leak(scope):
             _Checks(ScopeFacts(walk, scope), findings, wrapped, analysis).run()
     return findings
