@@ -151,6 +151,41 @@ VALID = (
     '    print(out.shape)\n'
     '    postprocess(out)\n'
     '    outputs.append(out)\n',
+    # a function of the file named like a model (`profile_model`), its rows to pandas
+    'import pandas as pd\n'
+    'import torch\n'
+    '\n'
+    '\n'
+    'def profile_model(name):\n'
+    '    return {"model": name}\n'
+    '\n'
+    '\n'
+    'def main(names):\n'
+    '    rows = []\n'
+    '    for m in names:\n'
+    '        rows.append(profile_model(m))\n'
+    '    print(pd.DataFrame(rows))\n',
+    # a wrapper object that runs its own inference mode (ultralytics `YOLO`), whatever its name
+    'import numpy as np\n'
+    'import torch\n'
+    'from ultralytics import YOLO\n'
+    '\n'
+    '\n'
+    'class Bench:\n'
+    '    def __init__(self, path):\n'
+    '        self.model = YOLO(path)\n'
+    '\n'
+    '    def image_inference(self, image):\n'
+    '        results = self.model(image)\n'
+    '        print(results[0].plot())\n'
+    '\n'
+    '    def profile(self, engine, data):\n'
+    '        model = YOLO(engine)\n'
+    '        times = []\n'
+    '        for _ in range(10):\n'
+    '            results = model(data)\n'
+    '            times.append(results[0].speed["inference"])\n'
+    '        return np.mean(times)\n',
 )
 
 INVALID = (

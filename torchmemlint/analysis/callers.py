@@ -153,6 +153,7 @@ def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
 _FORWARD_PARTS = frozenset({"forward", "encode", "decode", "encoder", "decoder", "generator", "embed"})
 _WRAPPERS = frozenset({"to", "cuda", "eval", "float", "half", "train", "requires_grad_"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
+_MODEL_PACKAGES = ("torchvision.models.", "timm.models.", "segmentation_models_pytorch.")
 _HOOKS = re.compile(r"\b(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
 
 
@@ -172,27 +173,36 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
         return (
             (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional."))
             or qualified in _LOADERS or qualified.endswith(".from_pretrained")
+            or qualified.startswith(_MODEL_PACKAGES)
         )
     return type(func) is cst.Name and func.value in facts.walk.module_classes()
 
 
 def module_instance(facts: ScopeFacts, callee: str) -> bool:
-    """``callee`` is a module: the model as ``ScopeFacts.is_model`` says, named like one, or
-    bound to a module instance in this function, at module level (a global the function reads
-    and does not rebind), or as ``self.<name>`` by a method of its class."""
-    if facts.is_model(callee) or plainly_a_module(facts, callee):
-        return True
+    """``callee`` is a module: ``self.<name>`` that ``ScopeFacts.is_model`` takes for the model
+    (a wrapper object such as ``YOLO(path)`` is not) or that a method of its class binds to a
+    module instance; a name bound in this function to module instances only (whatever it is
+    called: ``model = YOLO(path)`` is not one); a parameter that is the model, or annotated or
+    given one (``_module_parameter``); a global bound to module instances only."""
+    if "." not in callee and (
+        callee in {scope.name for scope in facts.walk.scopes if scope.function is not None}
+        or callee in {classfacts.node.name.value for classfacts in facts.walk.classes}
+        or facts.bindings.qualify(cst.Name(callee)) is not None
+    ):
+        return False  # a function or class of the file (`profile_model(...)`), or imported
     head, _, attr = callee.partition(".")
     if head == "self" and attr and "." not in attr and facts.scope.owner is not None:
-        return any(
+        return facts.is_model(callee) or any(
             event.targets == (callee,) and event.value is not None and _builds_module(facts, event.value)
             for method in facts.scope.owner.methods for event in method.assigns
         )
-    if "." in callee or any(callee in event.targets for event in facts.scope.assigns):
-        return False
-    params = facts.scope.params()
-    if callee in {param.name.value for param in params}:
-        return _module_parameter(facts, callee)
+    if "." in callee:
+        return facts.is_model(callee)
+    assigned = [event.value for event in facts.scope.assigns if callee in event.targets]
+    if assigned:
+        return all(value is not None and _builds_module(facts, value) for value in assigned)
+    if callee in {param.name.value for param in facts.scope.params()}:
+        return facts.is_model(callee) or _module_parameter(facts, callee)
     return _global_module(facts, callee)
 
 
@@ -229,9 +239,11 @@ def _module_parameter(facts: ScopeFacts, name: str) -> bool:
             if given_name is None:
                 continue
             caller = ScopeFacts(facts.walk, scope)
-            if caller.is_model(given_name) or plainly_a_module(caller, given_name) or (
-                "." not in given_name and _global_module(caller, given_name)
-            ):
+            assigned = [event.value for event in scope.assigns if given_name in event.targets]
+            if assigned:
+                if all(value is not None and _builds_module(caller, value) for value in assigned):
+                    return True
+            elif caller.is_model(given_name) or ("." not in given_name and _global_module(caller, given_name)):
                 return True
     return False
 
@@ -258,7 +270,7 @@ def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     if module_instance(facts, callee):
         return callee
     root, _, part = callee.rpartition(".")
-    if root and part in _FORWARD_PARTS and module_instance(facts, root):
+    if root and (part in _FORWARD_PARTS or part.startswith("forward_")) and module_instance(facts, root):
         return callee
     return None
 
