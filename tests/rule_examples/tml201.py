@@ -224,6 +224,31 @@ VALID = (
     '\n'
     '    def forward(self, x):\n'
     '        return self.net(x)\n',
+    # the same join, but on the way without BatchNorm the convolution's output is also kept in a list
+    'import torch.nn as nn\n'
+    '\n'
+    '\n'
+    'class DownSampleConv(nn.Module):\n'
+    '    def __init__(self, cin, cout, activation=True, batchnorm=True):\n'
+    '        super().__init__()\n'
+    '        self.activation = activation\n'
+    '        self.batchnorm = batchnorm\n'
+    '        self.conv = nn.Conv2d(cin, cout, 4, 2, 1)\n'
+    '        if batchnorm:\n'
+    '            self.bn = nn.BatchNorm2d(cout)\n'
+    '        if activation:\n'
+    '            self.act = nn.LeakyReLU(0.2)\n'
+    '\n'
+    '    def forward(self, x):\n'
+    '        feats = []\n'
+    '        x = self.conv(x)\n'
+    '        if self.batchnorm:\n'
+    '            x = self.bn(x)\n'
+    '        else:\n'
+    '            feats.append(x)\n'
+    '        if self.activation:\n'
+    '            x = self.act(x)\n'
+    '        return x, feats\n',
 )
 
 
@@ -628,5 +653,53 @@ INVALID = (
         '        return self.net(x)\n'
         ),
         line=21,
+    ),
+    # branches join before the activation (`x = self.conv(x)`; `if self.batchnorm: x = self.bn(x)`): each value reaches it unread
+    Invalid(
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class DownSampleConv(nn.Module):\n'
+        '    def __init__(self, cin, cout, activation=True, batchnorm=True):\n'
+        '        super().__init__()\n'
+        '        self.activation = activation\n'
+        '        self.batchnorm = batchnorm\n'
+        '        self.conv = nn.Conv2d(cin, cout, 4, 2, 1)\n'
+        '        if batchnorm:\n'
+        '            self.bn = nn.BatchNorm2d(cout)\n'
+        '        if activation:\n'
+        '            self.act = nn.LeakyReLU(0.2)\n'
+        '\n'
+        '    def forward(self, x):\n'
+        '        x = self.conv(x)\n'
+        '        if self.batchnorm:\n'
+        '            x = self.bn(x)\n'
+        '        if self.activation:\n'
+        '            x = self.act(x)\n'
+        '        return x\n',
+        fixed=(
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class DownSampleConv(nn.Module):\n'
+        '    def __init__(self, cin, cout, activation=True, batchnorm=True):\n'
+        '        super().__init__()\n'
+        '        self.activation = activation\n'
+        '        self.batchnorm = batchnorm\n'
+        '        self.conv = nn.Conv2d(cin, cout, 4, 2, 1)\n'
+        '        if batchnorm:\n'
+        '            self.bn = nn.BatchNorm2d(cout)\n'
+        '        if activation:\n'
+        '            self.act = nn.LeakyReLU(0.2, inplace=True)\n'
+        '\n'
+        '    def forward(self, x):\n'
+        '        x = self.conv(x)\n'
+        '        if self.batchnorm:\n'
+        '            x = self.bn(x)\n'
+        '        if self.activation:\n'
+        '            x = self.act(x)\n'
+        '        return x\n'
+        ),
+        line=13,
     ),
 )

@@ -377,10 +377,15 @@ class InplaceAnalysis:
             use.single_use = (
                 not use.reused
                 and len(holders) == 1
-                and len(definitions) == 1
-                and definitions[0].index >= 0
-                and definitions[0].index != index
-                and not flow.read_between(name, definitions[0].index, index)
+                and bool(definitions)
+                and all(d.index >= 0 and d.index != index for d in definitions)
+                and (
+                    not flow.read_between(name, definitions[0].index, index)
+                    if len(definitions) == 1
+                    # branches join (`x = conv(x)`; `if bn: x = bn(x)`): each value reaches
+                    # the call unread, on the paths where it is the one that arrives
+                    else not any(_read_while_live(flow, name, d.index, index) for d in definitions)
+                )
             )
         else:
             use.single_use = type(expression) in (cst.Call, cst.BinaryOperation)
@@ -413,6 +418,28 @@ class InplaceAnalysis:
                     if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                         return True
         return False
+
+
+def _read_while_live(flow: Flow, name: str, start: int, end: int) -> bool:
+    """Whether the value ``name`` gets at statement ``start`` is read on a way from there to
+    ``end`` on which it is still the value ``end`` receives: nothing binds ``name`` again
+    between them (after ``x = self.bn(x)`` what reaches ``end`` is another value, and a read
+    on a way that never reaches ``end``, such as ``return x`` past a skipped activation, is
+    not before it)."""
+    def spread(first, step):
+        seen: Set[int] = set()
+        stack = list(first)
+        while stack:
+            number = stack.pop()
+            if number in seen or number == end or number == start or name in flow.nodes[number].writes:
+                continue
+            seen.add(number)
+            stack.extend(step(number))
+        return seen
+
+    after_start = spread(flow.nodes[start].succ, lambda n: flow.nodes[n].succ)
+    before_end = spread(flow.nodes[end].pred, lambda n: flow.nodes[n].pred)
+    return any(name in flow.nodes[n].reads for n in after_start & before_end)
 
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
