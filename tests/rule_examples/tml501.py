@@ -455,4 +455,31 @@ INVALID = (
         ),
         line=15,
     ),
+    # a method of the model that runs its forward (`forward_masks`, `forward_features`) after `.eval()`
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def explain(network, loader):\n'
+        '    network.eval()\n'
+        '    out = []\n'
+        '    for x in loader:\n'
+        '        masks = network.forward_masks(x)\n'
+        '        out.append(masks.cpu().detach().numpy())\n'
+        '    return out\n',
+        fixed=(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def explain(network, loader):\n'
+        '    network.eval()\n'
+        '    out = []\n'
+        '    with torch.no_grad():\n'
+        '        for x in loader:\n'
+        '            masks = network.forward_masks(x)\n'
+        '            out.append(masks.cpu().detach().numpy())\n'
+        '    return out\n'
+        ),
+        line=8,
+    ),
 )

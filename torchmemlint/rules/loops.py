@@ -427,17 +427,20 @@ class _Checks:
             self._model_call(event)
         elif self.scope.function is not None and self.analysis is not None:
             callee = module_call(self.facts, event)
-            if callee is not None:
+            root = (callee or "").rpartition(".")[0]
+            if root and self.facts.is_model(root):
+                self._model_call(event, root)  # a part of the model: `model.forward_masks(x)`
+            elif callee is not None:
                 self._output_only_sinks(event, callee)
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
     # TML501
-    def _model_call(self, event: CallEvent) -> None:
+    def _model_call(self, event: CallEvent, model: Optional[str] = None) -> None:
         scope = self.scope
         if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work:
             return
-        callee = event.func or ""
+        callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
         mode_seq = self.facts.last_mode_change(callee, event.seq)
