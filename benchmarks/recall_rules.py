@@ -10,7 +10,7 @@ $TML_CORPUS_DIR, else $XDG_CACHE_HOME/tml-corpus, else /tmp/tml-corpus: ``corpus
 cache) and extracted to ``<cache>/recall-rules/<name>-<version>/``. The labelled subset of files
 is linted by the CLI, from the directory of each package:
 
-    torchmemlint --select TML201,TML203,TML501,TML502 --output-format json --isolated --exit-zero <files>
+    torchmemlint --select TML201,TML203,TML501,TML502 --output-format json --isolated --exit-zero --no-cache <files>
 
 with ``PYTHONPATH=<--tool>`` (default: this checkout), so that an older commit's package
 (``git archive <commit> torchmemlint | tar -x -C DIR``) can be measured the same way.
@@ -45,7 +45,7 @@ Site = Tuple[str, int, str]  # path (package key / path in the wheel), row, code
 
 def lint(package_dir: Path, files: List[str], tool: Path) -> List[dict]:
     command = [sys.executable, "-m", "torchmemlint", "--select", ",".join(CODES),
-               "--output-format", "json", "--isolated", "--exit-zero", *files]
+               "--output-format", "json", "--isolated", "--exit-zero", "--no-cache", *files]
     env = dict(os.environ, PYTHONPATH=str(tool))
     result = subprocess.run(command, cwd=package_dir, env=env, capture_output=True, text=True)
     if result.returncode not in (0, 1) or "Traceback" in result.stderr:

@@ -16,6 +16,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Reach, SinkFollower
 from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.vocabulary import KIND_BY_MODULE
 
 _LOADER_WORDS = re.compile(r"(?i)loader|dataset|batches")
 # Calls that turn a list of per-item tensors into one value of the same computation.
@@ -153,6 +154,12 @@ def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
 _FORWARD_PARTS = frozenset({"forward", "encode", "decode", "encoder", "decoder", "generator", "embed"})
 _WRAPPERS = frozenset({"to", "cuda", "eval", "float", "half", "train", "requires_grad_"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
+# torch layers without parameters: on an input that does not require grad (`fbank =
+# pad(torch.from_numpy(a))`) they record nothing
+_PARAMETERLESS = re.compile(
+    r"Pad\dd$|Pad$|Pool\dd$|Dropout|^(?:Flatten|Unflatten|Identity|Upsample\w*|PixelShuffle|PixelUnshuffle|"
+    r"Softmax\w*|Softmin|LogSoftmax|ChannelShuffle|Fold|Unfold|CosineSimilarity|PairwiseDistance)$"
+)
 _MODEL_PACKAGES = ("torchvision.models.", "timm.models.", "segmentation_models_pytorch.")
 _HOOKS = re.compile(r"\b(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
 
@@ -171,7 +178,8 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
     if qualified is not None:
         return (
-            (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional."))
+            (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.")
+             and not _PARAMETERLESS.search(qualified.rsplit(".", 1)[-1]) and qualified not in KIND_BY_MODULE)
             or qualified in _LOADERS or qualified.endswith(".from_pretrained")
             or qualified.startswith(_MODEL_PACKAGES)
         )
