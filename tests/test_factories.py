@@ -154,23 +154,30 @@ def test_inplace_facet_and_checkpoint_facet_agree_on_one_factory():
     assert findings[0].fix is not None and findings[0].fix.applicability.value == "unsafe"
 
 
-# -- layer lists built in branches and loops (LayerLists.variants) ---------------------------------
+# -- layer lists built in branches and loops (LayerLists.order) ------------------------------------
 from torchmemlint.analysis.children import Children  # noqa: E402
-from torchmemlint.analysis.layer_lists import LayerLists  # noqa: E402
+from torchmemlint.analysis.layer_lists import LayerLists, Order  # noqa: E402
 
 
-def _orders(code: str, function: str = "make"):
+def _relation(code: str, function: str = "make"):
+    """(first, pairs, last, may be empty) of ``layers`` at the splice, as source text."""
     module = cst.parse_module(code)
     lists = LayerLists(module)
     fn = _function(module, function)
     splice = next(n for n in _walk(fn) if isinstance(n, cst.SimpleStatementLine) and "Sequential" in module.code_for_node(n))
-    variants = lists.variants(fn, "layers", splice)
-    if variants is None:
+    order = lists.order(fn, "layers", splice)
+    if order is None:
         return None
-    return sorted(tuple(module.code_for_node(e) for e in v) for v in variants)
+    text = module.code_for_node
+    return (
+        sorted(text(e) for e in order.first),
+        sorted((text(a), text(b)) for a, b in order.pairs),
+        sorted(text(e) for e in order.last),
+        order.nullable,
+    )
 
 
-def test_branches_give_one_order_each():
+def test_branches_give_what_may_follow_what():
     code = (
         "def make(bn):\n"
         "    layers = [conv()]\n"
@@ -179,10 +186,12 @@ def test_branches_give_one_order_each():
         "    layers += [act()]\n"
         "    return nn.Sequential(*layers)\n"
     )
-    assert _orders(code) == [("conv()", "act()"), ("conv()", "norm()", "act()")]
+    assert _relation(code) == (
+        ["conv()"], [("conv()", "act()"), ("conv()", "norm()"), ("norm()", "act()")], ["act()"], False,
+    )
 
 
-def test_a_loop_body_is_taken_zero_one_and_two_times():
+def test_a_loop_runs_to_a_fixpoint():
     code = (
         "def make(n):\n"
         "    layers = [stem()]\n"
@@ -190,9 +199,63 @@ def test_a_loop_body_is_taken_zero_one_and_two_times():
         "        layers.extend([conv(), act()])\n"
         "    return nn.Sequential(*layers)\n"
     )
-    assert _orders(code) == [
-        ("stem()",), ("stem()", "conv()", "act()"), ("stem()", "conv()", "act()", "conv()", "act()"),
-    ]
+    assert _relation(code) == (
+        ["stem()"], [("act()", "conv()"), ("conv()", "act()"), ("stem()", "conv()")], ["act()", "stem()"], False,
+    )
+
+
+def test_many_branches_are_not_enumerated_and_nothing_is_dropped():
+    """2**12 orders: the relation has 12 + 1 first elements and 78 pairs, read in one pass."""
+    branches = "".join(f"    if f{i}:\n        layers.append(m{i}())\n" for i in range(12))
+    code = "def make(*f):\n    layers = []\n" + branches + "    return nn.Sequential(*layers)\n"
+    first, pairs, last, empty = _relation(code)
+    assert len(first) == 12 and len(pairs) == 66 and len(last) == 12 and empty
+    assert ("m0()", "m11()") in pairs and ("m11()", "m0()") not in pairs
+
+
+def test_xception_rep_slice_and_first_replaced():
+    """`rep = rep[1:]` drops the first layer of every order, `rep[0] = x` replaces it: the
+    in-place ReLU that started each order is first in none any more."""
+    code = (
+        "def make(reps, start_with_relu):\n"
+        "    layers = []\n"
+        "    for i in range(reps):\n"
+        "        layers.append(relu())\n"
+        "        layers.append(sep())\n"
+        "        layers.append(bn())\n"
+        "    if not start_with_relu:\n"
+        "        layers = layers[1:]\n"
+        "    else:\n"
+        "        layers[0] = plain_relu()\n"
+        "    return nn.Sequential(*layers)\n"
+    )
+    first, pairs, last, _ = _relation(code)
+    assert first == ["plain_relu()", "sep()"]
+    assert ("bn()", "relu()") in pairs and ("plain_relu()", "sep()") in pairs
+    assert last == ["bn()"]
+
+
+def test_a_helper_list_bound_then_extended_in_a_loop():
+    code = (
+        "def stem(c):\n"
+        "    out = [conv()]\n"
+        "    if c:\n"
+        "        out.append(norm())\n"
+        "    return out\n\n"
+        "def make(n):\n"
+        "    layers = stem(n)\n"
+        "    for _ in range(n):\n"
+        "        layers += block()\n"
+        "        layers = layers + [act()]\n"
+        "    return nn.Sequential(*layers)\n\n"
+        "def block():\n"
+        "    return [conv2(), norm2()]\n"
+    )
+    first, pairs, last, _ = _relation(code)
+    assert first == ["conv()"]
+    assert ("norm()", "conv2()") in pairs and ("conv()", "conv2()") in pairs
+    assert ("norm2()", "act()") in pairs and ("act()", "conv2()") in pairs
+    assert last == ["act()", "conv()", "norm()"]
 
 
 @pytest.mark.parametrize(
@@ -200,20 +263,25 @@ def test_a_loop_body_is_taken_zero_one_and_two_times():
     [
         "    for v in cfg:\n        if v:\n            break\n        layers.append(conv())\n",
         "    try:\n        layers.append(conv())\n    except ValueError:\n        pass\n",
-        "    layers = layers[1:]\n",
+        "    layers = layers[2:]\n",
+        "    layers[1] = conv()\n",
         "    register(layers)\n",
         "    if flag:\n        return nn.Sequential(*layers)\n",
     ],
 )
 def test_lists_touched_in_other_ways_are_not_followed(body):
     code = "def make(cfg, flag):\n    layers = [conv()]\n" + body + "    return nn.Sequential(*layers)\n"
-    assert _orders(code) is None
+    assert _relation(code) is None
 
 
-def test_too_many_orders_are_not_followed():
-    branches = "".join(f"    if f{i}:\n        layers.append(m{i}())\n" for i in range(5))  # 32 orders
-    code = "def make(f0, f1, f2, f3, f4):\n    layers = []\n" + branches + "    return nn.Sequential(*layers)\n"
-    assert _orders(code) is None
+def test_one_order_only_when_the_relation_is_a_path():
+    a, b, c = object(), object(), object()
+    assert Order.sequence([a, b, c]).single() == [a, b, c]
+    assert Order.empty().single() == []
+    assert Order.sequence([a, b]).union(Order.sequence([a, b])).single() == [a, b]
+    assert Order.sequence([a, b]).union(Order.sequence([a, c])).single() is None
+    assert Order.sequence([a, a]).single() is None
+    assert Order.of(a).union(Order.empty()).single() is None
 
 
 @pytest.mark.parametrize(

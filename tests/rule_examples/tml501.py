@@ -82,6 +82,120 @@ VALID = (
     "    def sequential_inference(self, rows):\n        logits = []\n"
     "        for row in rows:\n            logits.append(self.model(row).logits)\n"
     "        return torch.cat(logits)\n",
+    # the samples are returned: the caller may train on them
+    'import torch\n'
+    'from torchvision.utils import save_image\n'
+    '\n'
+    '\n'
+    'def sample(generator, z):\n'
+    '    imgs = generator(z)\n'
+    '    save_image(imgs.data, "sample.png")\n'
+    '    return imgs\n',
+    # the output is stored on the object
+    'import torch\n'
+    '\n'
+    '\n'
+    'class Logger:\n'
+    '    def log_batch(self, model, x):\n'
+    '        out = model(x)\n'
+    '        print(out.mean().item())\n'
+    '        self.last = out\n',
+    # under `@torch.inference_mode()`
+    'import torch\n'
+    'from torchvision.utils import save_image\n'
+    '\n'
+    '\n'
+    '@torch.inference_mode()\n'
+    'def sample(generator, z):\n'
+    '    save_image(generator(z).data, "sample.png")\n',
+    # called only under `torch.no_grad()` by its caller (and its module is a parameter the file never fills with a module)
+    'import torch\n'
+    '\n'
+    '\n'
+    'def sample_image(generator, z):\n'
+    '    print(generator(z).tolist())\n'
+    '\n'
+    '\n'
+    'def train(generator, loader, opt):\n'
+    '    for z in loader:\n'
+    '        loss = generator(z).mean()\n'
+    '        loss.backward()\n'
+    '        opt.step()\n'
+    '    with torch.no_grad():\n'
+    '        sample_image(generator, z)\n',
+    # a caller in the file backpropagates through a forward hook's capture of this forward
+    'import torch\n'
+    '\n'
+    'features = []\n'
+    '\n'
+    '\n'
+    'def grab(module, inputs, output):\n'
+    '    features.append(output)\n'
+    '\n'
+    '\n'
+    'def score(model, x):\n'
+    '    out = model(x)\n'
+    '    print(out.argmax(1).tolist())\n'
+    '\n'
+    '\n'
+    'def explain(model, x):\n'
+    '    model.layer4.register_forward_hook(grab)\n'
+    '    score(model, x)\n'
+    '    features[-1].sum().backward()\n',
+    # passed to a helper the file does not define, appended to the caller's list; `print(out.shape)` alone says nothing
+    'import torch\n'
+    '\n'
+    '\n'
+    'def run(model, x, outputs):\n'
+    '    out = model(x)\n'
+    '    print(out.shape)\n'
+    '    postprocess(out)\n'
+    '    outputs.append(out)\n',
+    # a function of the file named like a model (`profile_model`), its rows to pandas
+    'import pandas as pd\n'
+    'import torch\n'
+    '\n'
+    '\n'
+    'def profile_model(name):\n'
+    '    return {"model": name}\n'
+    '\n'
+    '\n'
+    'def main(names):\n'
+    '    rows = []\n'
+    '    for m in names:\n'
+    '        rows.append(profile_model(m))\n'
+    '    print(pd.DataFrame(rows))\n',
+    # a wrapper object that runs its own inference mode (ultralytics `YOLO`), whatever its name
+    'import numpy as np\n'
+    'import torch\n'
+    'from ultralytics import YOLO\n'
+    '\n'
+    '\n'
+    'class Bench:\n'
+    '    def __init__(self, path):\n'
+    '        self.model = YOLO(path)\n'
+    '\n'
+    '    def image_inference(self, image):\n'
+    '        results = self.model(image)\n'
+    '        print(results[0].plot())\n'
+    '\n'
+    '    def profile(self, engine, data):\n'
+    '        model = YOLO(engine)\n'
+    '        times = []\n'
+    '        for _ in range(10):\n'
+    '            results = model(data)\n'
+    '            times.append(results[0].speed["inference"])\n'
+    '        return np.mean(times)\n',
+    # a torch layer without parameters on a tensor made from numpy: nothing is recorded
+    'import numpy as np\n'
+    'import torch\n'
+    '\n'
+    '\n'
+    'def features(waveform, max_length):\n'
+    '    fbank = torch.from_numpy(np.abs(waveform))\n'
+    '    pad_module = torch.nn.ZeroPad2d((0, 0, 0, max_length - fbank.shape[0]))\n'
+    '    fbank = pad_module(fbank)\n'
+    '    return fbank.numpy()\n',
 )
 
 INVALID = (
@@ -184,5 +298,198 @@ INVALID = (
         fixed="import torch\n\nclass Base:\n    pass\n\nclass Runner(Base):\n"
         "    @torch.no_grad()\n    def predict(self, loader):\n"
         "        return [self.model(x) for x in loader]\n",
+    ),
+    # a GAN sampling function: the global `generator = Generator().to(...)` (a module class of the file), its output only saved through `.data`; no `.eval()`, no evaluation name
+    Invalid(
+        'import torch\n'
+        'import torch.nn as nn\n'
+        'from torchvision.utils import save_image\n'
+        '\n'
+        '\n'
+        'class Generator(nn.Module):\n'
+        '    def __init__(self, latent):\n'
+        '        super().__init__()\n'
+        '        self.net = nn.Sequential(nn.Linear(latent, 784), nn.Tanh())\n'
+        '\n'
+        '    def forward(self, z):\n'
+        '        return self.net(z).view(-1, 1, 28, 28)\n'
+        '\n'
+        '\n'
+        'generator = Generator(100).to("cpu")\n'
+        '\n'
+        '\n'
+        'def sample_image(n_row, batches_done):\n'
+        '    z = torch.randn(n_row ** 2, 100)\n'
+        '    gen_imgs = generator(z)\n'
+        '    save_image(gen_imgs.data, "images/%d.png" % batches_done, nrow=n_row, normalize=True)\n',
+        fixed=(
+        'import torch\n'
+        'import torch.nn as nn\n'
+        'from torchvision.utils import save_image\n'
+        '\n'
+        '\n'
+        'class Generator(nn.Module):\n'
+        '    def __init__(self, latent):\n'
+        '        super().__init__()\n'
+        '        self.net = nn.Sequential(nn.Linear(latent, 784), nn.Tanh())\n'
+        '\n'
+        '    def forward(self, z):\n'
+        '        return self.net(z).view(-1, 1, 28, 28)\n'
+        '\n'
+        '\n'
+        'generator = Generator(100).to("cpu")\n'
+        '\n'
+        '\n'
+        '@torch.no_grad()\n'
+        'def sample_image(n_row, batches_done):\n'
+        '    z = torch.randn(n_row ** 2, 100)\n'
+        '    gen_imgs = generator(z)\n'
+        '    save_image(gen_imgs.data, "images/%d.png" % batches_done, nrow=n_row, normalize=True)\n'
+        ),
+        line=20,
+    ),
+    # `greedy_decode(model, ...)`: encoder and decoder outputs reach only `.data` indices; what it returns carries no graph
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def greedy_decode(model, src, src_mask, max_len, start_symbol):\n'
+        '    memory = model.encode(src, src_mask)\n'
+        '    ys = torch.zeros(1, 1).fill_(start_symbol).type_as(src.data)\n'
+        '    for i in range(max_len - 1):\n'
+        '        out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).type_as(src.data))\n'
+        '        prob = model.generator(out[:, -1])\n'
+        '        _, next_word = torch.max(prob, dim=1)\n'
+        '        next_word = next_word.data[0]\n'
+        '        ys = torch.cat([ys, torch.zeros(1, 1).type_as(src.data).fill_(next_word)], dim=1)\n'
+        '    return ys\n',
+        fixed=(
+        'import torch\n'
+        '\n'
+        '\n'
+        '@torch.no_grad()\n'
+        'def greedy_decode(model, src, src_mask, max_len, start_symbol):\n'
+        '    memory = model.encode(src, src_mask)\n'
+        '    ys = torch.zeros(1, 1).fill_(start_symbol).type_as(src.data)\n'
+        '    for i in range(max_len - 1):\n'
+        '        out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).type_as(src.data))\n'
+        '        prob = model.generator(out[:, -1])\n'
+        '        _, next_word = torch.max(prob, dim=1)\n'
+        '        next_word = next_word.data[0]\n'
+        '        ys = torch.cat([ys, torch.zeros(1, 1).type_as(src.data).fill_(next_word)], dim=1)\n'
+        '    return ys\n'
+        ),
+        line=5,
+    ),
+    # scores appended to a local list that becomes numpy, the rest logged
+    Invalid(
+        'import numpy as np\n'
+        'import torch\n'
+        '\n'
+        '\n'
+        'def collect_scores(net, loader, writer):\n'
+        '    scores = []\n'
+        '    for i, (x, y) in enumerate(loader):\n'
+        '        logits = net(x)\n'
+        '        scores.append(logits.softmax(1)[:, 1])\n'
+        '        writer.add_scalar("max", logits.max(), i)\n'
+        '    return np.concatenate([s.cpu().numpy() for s in scores])\n',
+        fixed=(
+        'import numpy as np\n'
+        'import torch\n'
+        '\n'
+        '\n'
+        '@torch.no_grad()\n'
+        'def collect_scores(net, loader, writer):\n'
+        '    scores = []\n'
+        '    for i, (x, y) in enumerate(loader):\n'
+        '        logits = net(x)\n'
+        '        scores.append(logits.softmax(1)[:, 1])\n'
+        '        writer.add_scalar("max", logits.max(), i)\n'
+        '    return np.concatenate([s.cpu().numpy() for s in scores])\n'
+        ),
+        line=8,
+    ),
+    # the generator comes in as a parameter that the training loop of this file fills with a module; the caller backpropagates, but nothing of this function's output reaches it
+    Invalid(
+        'import torch\n'
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class Generator(nn.Module):\n'
+        '    def __init__(self):\n'
+        '        super().__init__()\n'
+        '        self.fc = nn.Linear(8, 8)\n'
+        '\n'
+        '    def forward(self, z):\n'
+        '        return self.fc(z)\n'
+        '\n'
+        '\n'
+        'def sample_image(gen, z):\n'
+        '    print(gen(z).tolist())\n'
+        '\n'
+        '\n'
+        'generator = Generator()\n'
+        'optimizer = torch.optim.Adam(generator.parameters())\n'
+        'for z in torch.randn(10, 4, 8):\n'
+        '    loss = generator(z).mean()\n'
+        '    loss.backward()\n'
+        '    optimizer.step()\n'
+        '    sample_image(generator, z)\n',
+        fixed=(
+        'import torch\n'
+        'import torch.nn as nn\n'
+        '\n'
+        '\n'
+        'class Generator(nn.Module):\n'
+        '    def __init__(self):\n'
+        '        super().__init__()\n'
+        '        self.fc = nn.Linear(8, 8)\n'
+        '\n'
+        '    def forward(self, z):\n'
+        '        return self.fc(z)\n'
+        '\n'
+        '\n'
+        '@torch.no_grad()\n'
+        'def sample_image(gen, z):\n'
+        '    print(gen(z).tolist())\n'
+        '\n'
+        '\n'
+        'generator = Generator()\n'
+        'optimizer = torch.optim.Adam(generator.parameters())\n'
+        'for z in torch.randn(10, 4, 8):\n'
+        '    loss = generator(z).mean()\n'
+        '    loss.backward()\n'
+        '    optimizer.step()\n'
+        '    sample_image(generator, z)\n'
+        ),
+        line=15,
+    ),
+    # a method of the model that runs its forward (`forward_masks`, `forward_features`) after `.eval()`
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def explain(network, loader):\n'
+        '    network.eval()\n'
+        '    out = []\n'
+        '    for x in loader:\n'
+        '        masks = network.forward_masks(x)\n'
+        '        out.append(masks.cpu().detach().numpy())\n'
+        '    return out\n',
+        fixed=(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def explain(network, loader):\n'
+        '    network.eval()\n'
+        '    out = []\n'
+        '    with torch.no_grad():\n'
+        '        for x in loader:\n'
+        '            masks = network.forward_masks(x)\n'
+        '            out.append(masks.cpu().detach().numpy())\n'
+        '    return out\n'
+        ),
+        line=8,
     ),
 )

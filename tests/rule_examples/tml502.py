@@ -39,6 +39,35 @@ VALID = (
     "        encoded = encode(target, anchor)\n"
     "        bbox_loss.append(F.smooth_l1_loss(pred, encoded, reduction='sum'))\n"
     "    return torch.stack(bbox_loss).sum()\n",
+    # under `@torch.no_grad()`
+    'import torch\n'
+    '\n'
+    '\n'
+    '@torch.no_grad()\n'
+    'def quiet(model, loader):\n'
+    '    model.eval()\n'
+    '    preds = torch.empty(0)\n'
+    '    for x in loader:\n'
+    '        preds = torch.cat((preds, model(x)), 0)\n'
+    '    return preds\n',
+    # joined after `.detach()`
+    'import torch\n'
+    '\n'
+    '\n'
+    'def quiet_detached(model, loader):\n'
+    '    model.eval()\n'
+    '    preds = torch.empty(0)\n'
+    '    for x in loader:\n'
+    '        preds = torch.cat((preds, model(x).detach()), 0)\n'
+    '    return preds\n',
+    # `torch.cat` of two tensors of this iteration, nothing carried to the next
+    'import torch\n'
+    '\n'
+    '\n'
+    'def quiet_rebound(model, loader):\n'
+    '    for x in loader:\n'
+    '        both = torch.cat((x, model(x)), 1)\n'
+    '        print(both.shape)\n',
 )
 
 INVALID = (
@@ -100,5 +129,48 @@ INVALID = (
         "    for x, y in val_loader:\n"
         "        losses.append(F.cross_entropy(predict(x), y))\n"
         "    return torch.stack(losses).mean()\n",
+    ),
+    # a model output joined to a loop-carried tensor: `preds = out if preds is None else torch.cat((preds, out), 0)`
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def predict_all(model, loader):\n'
+        '    model.eval()\n'
+        '    preds = None\n'
+        '    for x, _ in loader:\n'
+        '        out = model(x)\n'
+        '        preds = out if preds is None else torch.cat((preds, out), 0)\n'
+        '    return preds\n',
+        line=9,
+    ),
+    # `torch.cat([outs, model(x).softmax(1)], dim=0)`: the joined tensor carries every batch's graph
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def collect(model, loader):\n'
+        '    model.eval()\n'
+        '    outs = torch.empty(0)\n'
+        '    for x in loader:\n'
+        '        outs = torch.cat([outs, model(x).softmax(1)], dim=0)\n'
+        '    return outs\n',
+        line=8,
+    ),
+    # a training loop that joins each loss to a tensor of losses
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def train(model, loader, opt, criterion):\n'
+        '    losses = torch.zeros(0)\n'
+        '    for x, y in loader:\n'
+        '        loss = criterion(model(x), y)\n'
+        '        opt.zero_grad()\n'
+        '        loss.backward()\n'
+        '        opt.step()\n'
+        '        losses = torch.cat((losses, loss.unsqueeze(0)))\n'
+        '    return losses\n',
+        line=11,
     ),
 )

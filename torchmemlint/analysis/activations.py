@@ -177,9 +177,11 @@ class InplaceAnalysis:
         for other in model.assignments:
             if other == attribute:
                 continue
-            variants = model.attribute_variants(other) or []
-            if not any(len(v) >= 2 and v[0].attribute == attribute for v in variants):
-                continue  # (a list filled in branches: first in any of its orders counts)
+            order = model.attribute_order(other)
+            if order is None or not any(
+                part.attribute == attribute and any(a == part for a, _ in order.pairs) for part in order.first
+            ):
+                continue  # (a list filled in branches: first, with a layer after it, in any order counts)
             site.complete = False
             for reference in model.calls(other):
                 call = reference.call
@@ -199,8 +201,8 @@ class InplaceAnalysis:
         function = method if type(method) is cst.FunctionDef else None
         self_name = model.self_name(function) if model is not None and function is not None else None
         statement = self.context.statement_stack[-1] if self.context.statement_stack else None
-        variants = self.file.resolver.sequential_variants(call, self_name, function, statement)
-        if variants is None:
+        order = self.file.resolver.sequential_order(call, self_name, function, statement)
+        if order is None:
             return []
         for inner in _nested_calls(call, self.file.resolver, function):
             self._in_sequential.add(id(inner))
@@ -209,28 +211,28 @@ class InplaceAnalysis:
             _assigned_attribute(self.context.statement_stack[-1], call, model) if model is not None else None
         )
         sites: Dict[int, Site] = {}
-        for variant in variants:
-            for position, part in enumerate(variant):
-                layer = part.layer
-                if layer is None or layer.kind is None or id(layer.call) in self._claimed:
-                    continue
-                site = sites.get(id(layer.call))
-                if site is None:
-                    site = sites[id(layer.call)] = _layer_site(layer)
-                    site.complete = True
-                if position > 0:
-                    previous = producers.part(variant[position - 1])
-                    site.uses.append(Use(layer.call, [previous], single_use=True))
-                elif attribute is not None and model is not None and not site.private:
-                    site.label = (
-                        f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
-                        if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
-                    )
-                    complete = site.complete
-                    self._attribute_uses(site, model, attribute)
-                    site.complete = complete and site.complete
-                elif position == 0:
-                    site.complete = False  # what runs before it is not known here
+        for part in order.items:  # what may directly precede each layer, over every order
+            layer = part.layer
+            if layer is None or layer.kind is None or id(layer.call) in self._claimed:
+                continue
+            site = sites.get(id(layer.call))
+            if site is None:
+                site = sites[id(layer.call)] = _layer_site(layer)
+                site.complete = True
+            for previous in order.predecessors(part):
+                site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
+            if part not in order.first:
+                continue
+            if attribute is not None and model is not None and not site.private:
+                site.label = (
+                    f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
+                    if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
+                )
+                complete = site.complete
+                self._attribute_uses(site, model, attribute)
+                site.complete = complete and site.complete
+            else:
+                site.complete = False  # what runs before it is not known here
         for key, site in sites.items():
             self._claimed.add(key)
             if key in self._spliced_layers():
@@ -244,18 +246,17 @@ class InplaceAnalysis:
         for call, function, statement in self._splice_calls():
             if call is visited or id(site.node) not in self._spliced_into(call, function, statement):
                 continue
-            variants = resolver.sequential_variants(call, None, function, statement)
-            for variant in variants or ():
-                for position, part in enumerate(variant):
-                    if part.layer is None or part.layer.call is not site.node:
-                        continue
-                    if position == 0:
-                        site.complete = False
-                        continue
-                    previous = Producers(self.file, None).part(variant[position - 1])
-                    site.uses.append(Use(site.node, [previous], single_use=True))
-            if variants is None:
+            order = resolver.sequential_order(call, None, function, statement)
+            if order is None:
                 site.complete = False
+                continue
+            for part in order.items:
+                if part.layer is None or part.layer.call is not site.node:
+                    continue
+                if part in order.first:
+                    site.complete = False
+                for previous in order.predecessors(part):
+                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
 
     def _splice_calls(self):
         """Every ``nn.Sequential(*...)`` of the file, with its function and statement."""
@@ -273,12 +274,12 @@ class InplaceAnalysis:
             found: Set[int] = set()
             resolver = self.file.resolver
             for arg in call.args:
-                for option in resolver.spliced_variants(arg, function, statement) or ():
-                    for value in option:
-                        if type(value) is cst.Call:
-                            found.add(id(value))
-                            if resolver.constructor(value) == SEQUENTIAL:
-                                found.update(id(inner) for inner in _nested_calls(value, resolver, function))
+                spliced = resolver.spliced_order(arg, function, statement)
+                for value in spliced.items if spliced is not None else ():
+                    if type(value) is cst.Call:
+                        found.add(id(value))
+                        if resolver.constructor(value) == SEQUENTIAL:
+                            found.update(id(inner) for inner in _nested_calls(value, resolver, function))
             self._spliced_by_call[key] = found
         return self._spliced_by_call[key]
 
@@ -376,10 +377,15 @@ class InplaceAnalysis:
             use.single_use = (
                 not use.reused
                 and len(holders) == 1
-                and len(definitions) == 1
-                and definitions[0].index >= 0
-                and definitions[0].index != index
-                and not flow.read_between(name, definitions[0].index, index)
+                and bool(definitions)
+                and all(d.index >= 0 and d.index != index for d in definitions)
+                and (
+                    not flow.read_between(name, definitions[0].index, index)
+                    if len(definitions) == 1
+                    # branches join (`x = conv(x)`; `if bn: x = bn(x)`): each value reaches
+                    # the call unread, on the paths where it is the one that arrives
+                    else not any(_read_while_live(flow, name, d.index, index) for d in definitions)
+                )
             )
         else:
             use.single_use = type(expression) in (cst.Call, cst.BinaryOperation)
@@ -412,6 +418,28 @@ class InplaceAnalysis:
                     if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                         return True
         return False
+
+
+def _read_while_live(flow: Flow, name: str, start: int, end: int) -> bool:
+    """Whether the value ``name`` gets at statement ``start`` is read on a way from there to
+    ``end`` on which it is still the value ``end`` receives: nothing binds ``name`` again
+    between them (after ``x = self.bn(x)`` what reaches ``end`` is another value, and a read
+    on a way that never reaches ``end``, such as ``return x`` past a skipped activation, is
+    not before it)."""
+    def spread(first, step):
+        seen: Set[int] = set()
+        stack = list(first)
+        while stack:
+            number = stack.pop()
+            if number in seen or number == end or number == start or name in flow.nodes[number].writes:
+                continue
+            seen.add(number)
+            stack.extend(step(number))
+        return seen
+
+    after_start = spread(flow.nodes[start].succ, lambda n: flow.nodes[n].succ)
+    before_end = spread(flow.nodes[end].pred, lambda n: flow.nodes[n].pred)
+    return any(name in flow.nodes[n].reads for n in after_start & before_end)
 
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:

@@ -6,13 +6,17 @@ another file), loops over one batch's items rather than over batches, and a sing
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
+from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import Reach, SinkFollower
 from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.vocabulary import KIND_BY_MODULE
 
 _LOADER_WORDS = re.compile(r"(?i)loader|dataset|batches")
 # Calls that turn a list of per-item tensors into one value of the same computation.
@@ -98,6 +102,12 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
                 return False
     return True
 
+def borrowed_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
+    """Every model the loop calls is borrowed (``borrowed_model``)."""
+    calls = [call for call in facts.scope.calls if loop in call.ctx.loops and facts.is_model(call.func)]
+    return bool(calls) and all(borrowed_model(facts, call.func or "", True) for call in calls)
+
+
 def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     """A batch loop: it iterates something named like a loader or data set, or calls the
     model (or something named like one) or trains; not a loop over one batch's items."""
@@ -136,3 +146,198 @@ def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
         if reducing and type(first) is cst.Name and first.value == name:
             return True
     return False
+
+
+# -- a module run for its output only (TML501 outside evaluation-named code) -------------------
+# what a model's method runs that is its forward, or a part of it (annotated transformer:
+# `model.encode`, `model.decode`, `model.generator`)
+_FORWARD_PARTS = frozenset({"forward", "encode", "decode", "encoder", "decoder", "generator", "embed"})
+_WRAPPERS = frozenset({"to", "cuda", "eval", "float", "half", "train", "requires_grad_"})
+_LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
+# torch layers without parameters: on an input that does not require grad (`fbank =
+# pad(torch.from_numpy(a))`) they record nothing
+_PARAMETERLESS = re.compile(
+    r"Pad\dd$|Pad$|Pool\dd$|Dropout|^(?:Flatten|Unflatten|Identity|Upsample\w*|PixelShuffle|PixelUnshuffle|"
+    r"Softmax\w*|Softmin|LogSoftmax|ChannelShuffle|Fold|Unfold|CosineSimilarity|PairwiseDistance)$"
+)
+_MODEL_PACKAGES = ("torchvision.models.", "timm.models.", "segmentation_models_pytorch.")
+_HOOKS = re.compile(r"\b(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
+
+
+def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
+    """``Generator()``, ``Generator(ngpu).to(device)``, ``nn.Linear(...)``: an instance of a
+    class of this file derived from ``nn.Module``, or of a torch layer."""
+    while (
+        type(value) is cst.Call and type(value.func) is cst.Attribute
+        and value.func.attr.value in _WRAPPERS
+    ):
+        value = value.func.value
+    if type(value) is not cst.Call:
+        return False
+    func = value.func
+    qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
+    if qualified is not None:
+        return (
+            (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.")
+             and not _PARAMETERLESS.search(qualified.rsplit(".", 1)[-1]) and qualified not in KIND_BY_MODULE)
+            or qualified in _LOADERS or qualified.endswith(".from_pretrained")
+            or qualified.startswith(_MODEL_PACKAGES)
+        )
+    return type(func) is cst.Name and func.value in facts.walk.module_classes()
+
+
+def module_instance(facts: ScopeFacts, callee: str) -> bool:
+    """``callee`` is a module: ``self.<name>`` that ``ScopeFacts.is_model`` takes for the model
+    (a wrapper object such as ``YOLO(path)`` is not) or that a method of its class binds to a
+    module instance; a name bound in this function to module instances only (whatever it is
+    called: ``model = YOLO(path)`` is not one); a parameter that is the model, or annotated or
+    given one (``_module_parameter``); a global bound to module instances only."""
+    if "." not in callee and (
+        callee in {scope.name for scope in facts.walk.scopes if scope.function is not None}
+        or callee in {classfacts.node.name.value for classfacts in facts.walk.classes}
+        or facts.bindings.qualify(cst.Name(callee)) is not None
+    ):
+        return False  # a function or class of the file (`profile_model(...)`), or imported
+    head, _, attr = callee.partition(".")
+    if head == "self" and attr and "." not in attr and facts.scope.owner is not None:
+        return facts.is_model(callee) or any(
+            event.targets == (callee,) and event.value is not None and _builds_module(facts, event.value)
+            for method in facts.scope.owner.methods for event in method.assigns
+        )
+    if "." in callee:
+        return facts.is_model(callee)
+    assigned = [event.value for event in facts.scope.assigns if callee in event.targets]
+    if assigned:
+        return all(value is not None and _builds_module(facts, value) for value in assigned)
+    if callee in {param.name.value for param in facts.scope.params()}:
+        return facts.is_model(callee) or _module_parameter(facts, callee)
+    return _global_module(facts, callee)
+
+
+def _module_parameter(facts: ScopeFacts, name: str) -> bool:
+    """A parameter annotated as a module (``nn.Module``, a module class of this file), or
+    one that a call of the function in this file gives a module (``sample_image(generator,
+    z)`` with the global ``generator = Generator()``; one step: not through the caller's own
+    parameters)."""
+    params = facts.scope.params()
+    param = next(p for p in params if p.name.value == name)
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    if annotation is not None and type(annotation) in (cst.Name, cst.Attribute):
+        qualified = facts.bindings.qualify(annotation)
+        if qualified == "torch.nn.Module" or (
+            type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
+        ):
+            return True
+    function = facts.scope.name
+    if not function or facts.scope.owner is not None:
+        return False
+    position = [p.name.value for p in facts.scope.function.params.params].index(name) \
+        if name in [p.name.value for p in facts.scope.function.params.params] else None  # type: ignore[union-attr]
+    for scope in facts.walk.scopes:
+        if scope is facts.scope:
+            continue
+        for call in scope.calls:
+            if call.func != function:
+                continue
+            given = next((a.value for a in call.node.args if a.keyword is not None and a.keyword.value == name), None)
+            positional = [a for a in call.node.args if a.keyword is None and not a.star]
+            if given is None and position is not None and position < len(positional):
+                given = positional[position].value
+            given_name = dotted_name(given) if given is not None else None
+            if given_name is None:
+                continue
+            caller = ScopeFacts(facts.walk, scope)
+            assigned = [event.value for event in scope.assigns if given_name in event.targets]
+            if assigned:
+                if all(value is not None and _builds_module(caller, value) for value in assigned):
+                    return True
+            elif caller.is_model(given_name) or ("." not in given_name and _global_module(caller, given_name)):
+                return True
+    return False
+
+
+def _global_module(facts: ScopeFacts, name: str) -> bool:
+    """``name`` is bound at module level to module instances only (and not here)."""
+    if any(name in event.targets for event in facts.scope.assigns) and facts.scope.function is not None:
+        return False
+    module_scope = facts.walk.scopes[0] if facts.walk.scopes else None
+    if module_scope is None or module_scope.function is not None:
+        return False
+    values = [event.value for event in module_scope.assigns if name in event.targets]
+    return bool(values) and all(value is not None and _builds_module(facts, value) for value in values)
+
+
+def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
+    """The module this call runs (``generator(z)``, ``model.decode(...)``), as the code
+    names it; None when it is not known to be one."""
+    callee = event.func
+    if callee is None:
+        return None
+    if callee.endswith(".forward"):
+        callee = callee[: -len(".forward")]
+    if module_instance(facts, callee):
+        return callee
+    root, _, part = callee.rpartition(".")
+    if root and (part in _FORWARD_PARTS or part.startswith("forward_")) and module_instance(facts, root):
+        return callee
+    return None
+
+
+def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
+    """A function of this file that calls this scope's function also backpropagates, and the
+    file registers hooks or retains gradients: the caller's backward may go through what this
+    function's forward recorded (Grad-CAM style), whatever becomes of its output."""
+    name = facts.scope.name
+    if not name or not _HOOKS.search(text):
+        return False
+    for scope in facts.walk.scopes:
+        if scope is facts.scope:
+            continue
+        calls = [c for c in scope.calls if c.func is not None and c.func.rsplit(".", 1)[-1] == name]
+        if calls and any(c.attr in ("backward", "manual_backward") for c in scope.calls):
+            return True
+    return False
+
+
+def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow) -> Reach:
+    """Where the output of the module call ``event`` goes in its function (``SinkFollower``);
+    another call of a module passes it on (an encoder's output to the decoder), and so does a
+    loss computed from it."""
+    by_node = {id(call.node): call for call in facts.scope.calls}
+    local = {scope.name for scope in facts.walk.scopes if scope.function is not None}
+
+    def is_module_call(call: cst.Call) -> bool:  # (or a loss of what a module returned)
+        other = by_node.get(id(call))
+        return other is not None and (module_call(facts, other) is not None or facts.loss_call(call) is not None)
+
+    statement = event.ctx.chain[-1].statement if event.ctx.chain else None
+    if statement is None:
+        return Reach(escape="not in a statement")
+    return SinkFollower(flow, facts.bindings.qualify, is_module_call, local).reach(event.node, statement)
+
+
+def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysis) -> Optional[Reach]:
+    """Where the output of a module called where nothing says "evaluation" goes, when TML501
+    may report it: in a function (not ``__init__``, not a test) that never backpropagates,
+    with autograd on and not switched by its callers, the model neither borrowed nor put back
+    in training mode, and no caller training through hooks; None otherwise, or when the
+    output reaches something besides sinks (``analysis``: the ``FileAnalysis``)."""
+    scope = facts.scope
+    function = scope.function
+    if function is None or scope.name == "__init__" or re.match(r"_*test(?:_|[A-Z]|$)", scope.name or ""):
+        return None
+    if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or facts.training_calls:
+        return None
+    root = callee.rpartition(".")[0]
+    if borrowed_model(facts, callee, event.ctx.iterating) or (
+        root and borrowed_model(facts, root, event.ctx.iterating)
+    ):
+        return None
+    mode_seq = facts.last_mode_change(callee, event.seq)
+    if mode_seq is not None and mode_seq[1] == "train":
+        return None
+    text = analysis.text if analysis.text is not None else analysis.module.code
+    if trained_through_hooks(facts, text):
+        return None
+    reach = output_only_sinks(facts, event, analysis.flow(function))
+    return reach if reach.only_sinks else None

@@ -5,13 +5,13 @@ apart from other uses, parts borrowed from other objects such as ``enc.layer1``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
-from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list
+from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list, Order
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -22,11 +22,6 @@ from torchmemlint.analysis.vocabulary import (
     OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
 from typing import Sequence
-
-if TYPE_CHECKING:
-    from torchmemlint.analysis.file import FileAnalysis
-
-
 
 from torchmemlint.tree import children
 
@@ -170,103 +165,95 @@ class Resolver:
         a list that may be built in several orders stands as one unknown element."""
         if self.constructor(call) != NN + "Sequential":
             return None
-        variants = self._sequential(call, self_name, function, statement, False)
-        return variants[0] if len(variants) == 1 else None
+        order = self._sequential(call, self_name, function, statement, False)
+        return order.single() if order is not None else None
 
-    def sequential_variants(
+    def sequential_order(
         self,
         call: cst.Call,
         self_name: Optional[str],
         function: Optional[cst.FunctionDef] = None,
         statement: Optional[cst.CSTNode] = None,
-    ) -> Optional[List[List[Part]]]:
-        """Every order the elements of ``nn.Sequential(...)`` may run in (lists built in
-        branches and loops give several); None if not a Sequential or too many orders."""
+    ) -> Optional[Order]:
+        """Every order the elements (``Part`` values) of ``nn.Sequential(...)`` may run in, as a
+        successor relation (lists built in branches and loops); None if not a Sequential."""
         if self.constructor(call) != NN + "Sequential":
             return None
-        variants = self._sequential(call, self_name, function, statement, True)
-        return variants or None
+        return self._sequential(call, self_name, function, statement, True)
 
     def _sequential(
         self, call: cst.Call, self_name: Optional[str], function: Optional[cst.FunctionDef],
-        statement: Optional[cst.CSTNode], every: bool,
-    ) -> List[List[Part]]:
-        variants: List[List[Part]] = [[]]
+        statement: Optional[cst.CSTNode], every: bool, depth: int = 0,
+    ) -> Optional[Order]:
+        result = Order.empty()
         for arg in call.args:
-            if arg.keyword is not None:
-                return []
+            if arg.keyword is not None or depth > 8:
+                return None
             sliced = self.children.sliced(arg.value, function) if arg.star == "*" and self.children else None
             if sliced is not None:  # `*list(resnet.children())[:3]`
                 base_expr = cst.parse_expression(sliced[0])
-                options = [[cst.Attribute(value=base_expr, attr=cst.Name(name)) for name in sliced[1]]]
-                unknown = False
+                options = Order.sequence([cst.Attribute(value=base_expr, attr=cst.Name(name)) for name in sliced[1]])
             elif arg.star:
-                spliced = self.spliced_variants(arg, function, statement)
-                if spliced is None or (len(spliced) != 1 and not every):
-                    options: List[List[cst.BaseExpression]] = [[arg.value]]  # unknown elements
-                    unknown = True
-                else:
-                    options, unknown = spliced, False
+                spliced = self.spliced_order(arg, function, statement)
+                if spliced is None or (not every and spliced.single() is None):
+                    result = result.then(Order.of(Part(arg.value)))  # unknown elements
+                    continue
+                options = spliced
             else:
                 ordered = self._ordered_dict_values(arg.value)
-                options, unknown = [ordered if ordered is not None else [arg.value]], False
-            expanded: List[List[Part]] = []
-            for values in options:
-                parts: List[List[Part]] = [[]]
-                for value in values:
-                    if unknown:
-                        parts = [p + [Part(value)] for p in parts]
-                        continue
-                    local = (
-                        self.children.local_sequential(
-                            function, value.value, statement,
-                            lambda call: self.constructor(call) == NN + "Sequential",
-                        )
-                        if type(value) is cst.Name and self.children is not None else None
-                    )
-                    if local is not None:  # `stem = nn.Sequential(...)` ... `nn.Sequential(stem, body)`
-                        inner = [
-                            [self.part(local[1][i], self_name, function) if i in local[1] else part
-                             for i, part in enumerate(variant)]
-                            for variant in self._sequential(local[0], self_name, function, None, every)
-                            if all(i < len(variant) for i in local[1])
-                        ]
-                    else:
-                        inner = (
-                            self._sequential(value, self_name, function, statement, every)
-                            if type(value) is cst.Call and self.constructor(value) == NN + "Sequential"
-                            else [[self.part(value, self_name, function)]]
-                        )
-                    if not inner:
-                        inner = [[self.part(value, self_name, function)]]
-                    parts = [p + q for p in parts for q in inner]
-                expanded.extend(parts)
-            variants = [v + e for v in variants for e in expanded]
-            if len(variants) > 16:
-                return []
-        return variants
+                options = Order.sequence(ordered if ordered is not None else [arg.value])
+            parts = options.substitute(
+                lambda value: self._element(value, self_name, function, statement, every, depth)
+            )
+            if parts is None:
+                return None
+            result = result.then(parts)
+        return result
 
-    def spliced_variants(
+    def _element(
+        self, value: cst.BaseExpression, self_name: Optional[str], function: Optional[cst.FunctionDef],
+        statement: Optional[cst.CSTNode], every: bool, depth: int,
+    ) -> Order:
+        """The parts one element of a Sequential stands for (a nested Sequential flattened)."""
+        inner: Optional[Order] = None
+        local = (
+            self.children.local_sequential(
+                function, value.value, statement, lambda call: self.constructor(call) == NN + "Sequential",
+            )
+            if type(value) is cst.Name and self.children is not None else None
+        )
+        if local is not None:  # `stem = nn.Sequential(...)` ... `nn.Sequential(stem, body)`
+            inner = self._sequential(local[0], self_name, function, None, every, depth + 1)
+            if inner is not None and local[1]:  # `stem[0] = conv`: positions need the one order
+                elements = inner.single()
+                if elements is None or any(i >= len(elements) for i in local[1]):
+                    inner = None
+                else:
+                    inner = Order.sequence([
+                        self.part(local[1][i], self_name, function) if i in local[1] else part
+                        for i, part in enumerate(elements)
+                    ])
+        elif type(value) is cst.Call and self.constructor(value) == NN + "Sequential":
+            inner = self._sequential(value, self_name, function, statement, every, depth + 1)
+        if inner is None or inner.nullable:
+            return Order.of(self.part(value, self_name, function))
+        return inner
+
+    def spliced_order(
         self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
-    ) -> Optional[List[List[cst.BaseExpression]]]:
-        """Every list ``*layers`` may stand for (a loop or branch that builds it gives several)."""
+    ) -> Optional[Order]:
+        """Every list ``*layers`` may stand for (a loop or branch that builds it gives several),
+        as an ``Order`` of element expressions."""
         if arg.star != "*" or self.lists is None:
             return None
         if type(arg.value) is cst.Call:
-            return self.lists.helper_variants(arg.value)
+            return self.lists.helper_order(arg.value)
         if type(arg.value) is cst.Name:
             if function is None or statement is None:
                 return None
-            return self.lists.variants(function, arg.value.value, statement)
+            return self.lists.order(function, arg.value.value, statement)
         literal = _literal_list(arg.value)
-        return [literal] if literal is not None else None
-
-    def spliced(
-        self, arg: cst.Arg, function: Optional[cst.FunctionDef], statement: Optional[cst.CSTNode]
-    ) -> Optional[List[cst.BaseExpression]]:
-        """The elements ``*layers`` stands for, when the list has one certain order."""
-        variants = self.spliced_variants(arg, function, statement)
-        return list(variants[0]) if variants is not None and len(variants) == 1 else None
+        return Order.sequence(literal) if literal is not None else None
 
     def _ordered_dict_values(self, node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
         if type(node) is not cst.Call or self.qualify(node.func) != "collections.OrderedDict":
@@ -320,6 +307,14 @@ class BorrowedUse:
     statement: Optional[cst.CSTNode]
 
 
+class FileParts(Protocol):
+    """What a ``ClassModel`` asks of the file it is in (``FileAnalysis`` gives it; named here
+    so that this module does not import ``file``, which imports it)."""
+
+    module: cst.Module
+    resolver: Resolver
+
+
 STEM_PARTS = frozenset(
     {"conv1", "bn1", "relu", "act1", "maxpool", "layer0", "layer1", "layer2", "layer3", "layer4"}
     | SENET_STEM | {"pool"}
@@ -329,7 +324,7 @@ STEM_PARTS = frozenset(
 class ClassModel:
     """Attributes and their uses for one class (methods directly in its body)."""
 
-    def __init__(self, node: cst.ClassDef, file: "FileAnalysis", indent: str) -> None:
+    def __init__(self, node: cst.ClassDef, file: FileParts, indent: str) -> None:
         self.node = node
         self.file = file
         self.methods: List[cst.FunctionDef] = []
@@ -500,13 +495,13 @@ class ClassModel:
                 return elements
         return [self.file.resolver.part(value, self_name, assignment.method)]
 
-    def attribute_variants(self, name: str) -> Optional[List[List[Part]]]:
+    def attribute_order(self, name: str) -> Optional[Order]:
         """Every order of the modules ``self.<name>(x)`` may run (a Sequential built from a
-        list that branches and loops fill in several ways)."""
+        list that branches and loops fill in several ways), as an ``Order`` of ``Part`` values."""
         assignment = self.single_assignment(name)
         if assignment is None or type(assignment.value) is not cst.Call:
             return None
-        return self.file.resolver.sequential_variants(
+        return self.file.resolver.sequential_order(
             assignment.value, self.self_name(assignment.method), assignment.method, assignment.statement
         )
 

@@ -1,15 +1,16 @@
 """Layers collected in a local list and spliced into ``nn.Sequential(*layers)``, and dropout
 probabilities the file pins to 0.
 
-A list is followed only where its order is certain: straight-line statements of one function
-(``layers = [a, b]``, ``layers.append(c)``, ``layers += [d]``, ``layers.extend([e])``, or
-``layers = helper(...)`` where ``helper`` is a function or method of this file that builds and
-returns such a list). A list touched inside a loop, a branch or a ``with``, copied, sliced,
-indexed or passed elsewhere before the splice stays unknown, as today."""
+A list is followed through the statements of one function (``layers = [a, b]``,
+``layers.append(c)``, ``layers += [d]``, ``layers.extend(helper())``, ``layers = layers[1:]``,
+``layers[0] = e``, or ``layers = helper(...)`` where ``helper`` is a function or method of this
+file that builds and returns such a list), in branches and loops; what it may hold is an
+``Order``: a successor relation over all the orders, never an enumeration of them. A list
+copied, indexed otherwise or passed elsewhere before the splice stays unknown."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -35,24 +36,138 @@ def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpressi
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # not entered: their own scopes
 _BINDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)
 
-Variants = List[List[cst.BaseExpression]]
-MAX_VARIANTS = 16  # more possible orders than this: the list is not followed
 
+class Order:
+    """Every order a list may hold, as a successor relation (no enumeration, so no cap).
 
-def _product(left: Variants, right: Variants) -> Optional[Variants]:
-    combined = [a + b for a in left for b in right]
-    return _dedupe(combined)
+    Which elements may come first, which may come last, which may directly follow which, and
+    whether the list may be empty. Elements are keys: expression nodes (by identity) in
+    ``LayerLists``, ``Part`` values in ``Resolver.sequential_order``. Built by concatenation,
+    union (a branch) and a loop's fixpoint, every pair in the relation is a neighbourhood some
+    order has (each source position is its own element); dropping or replacing the first
+    element (``rep = rep[1:]``, ``rep[0] = ...``) may keep a pair no order has any more,
+    never lose one."""
 
+    __slots__ = ("items", "first", "last", "pairs", "nullable")
 
-def _dedupe(variants: Variants) -> Optional[Variants]:
-    seen = set()
-    unique: Variants = []
-    for variant in variants:
-        key = tuple(id(v) for v in variant)
-        if key not in seen:
-            seen.add(key)
-            unique.append(variant)
-    return unique if len(unique) <= MAX_VARIANTS else None
+    def __init__(self, items: Dict[Any, None], first: FrozenSet[Any], last: FrozenSet[Any],
+                 pairs: FrozenSet[Tuple[Any, Any]], nullable: bool) -> None:
+        self.items = items  # every element, in the order first met
+        self.first = first
+        self.last = last
+        self.pairs = pairs
+        self.nullable = nullable
+
+    @classmethod
+    def empty(cls) -> "Order":
+        return cls({}, frozenset(), frozenset(), frozenset(), True)
+
+    @classmethod
+    def sequence(cls, elements: Sequence[Any]) -> "Order":
+        order = cls.empty()
+        for element in elements:
+            order = order.then(cls.of(element))
+        return order
+
+    @classmethod
+    def of(cls, element: Any) -> "Order":
+        return cls({element: None}, frozenset((element,)), frozenset((element,)), frozenset(), False)
+
+    def then(self, other: "Order") -> "Order":
+        """This list followed by ``other``."""
+        return Order(
+            {**self.items, **other.items},
+            self.first | other.first if self.nullable else self.first,
+            other.last | self.last if other.nullable else other.last,
+            self.pairs | other.pairs | frozenset((a, b) for a in self.last for b in other.first),
+            self.nullable and other.nullable,
+        )
+
+    def union(self, other: "Order") -> "Order":
+        """Either list (two arms of a branch)."""
+        return Order(
+            {**self.items, **other.items}, self.first | other.first, self.last | other.last,
+            self.pairs | other.pairs, self.nullable or other.nullable,
+        )
+
+    def drop_first(self) -> "Order":
+        """``rep = rep[1:]``."""
+        first = frozenset(b for a, b in self.pairs if a in self.first)
+        single = bool(self.first & self.last)  # a one-element order becomes empty
+        return self._reachable(first, self.last, self.nullable or single)
+
+    def replace_first(self, element: Any) -> "Order":
+        """``rep[0] = element`` (an empty list raises there: the result is never empty)."""
+        after = frozenset(b for a, b in self.pairs if a in self.first)
+        last = self.last | {element} if self.first & self.last else self.last
+        pairs = self.pairs | frozenset((element, b) for b in after)
+        grown = Order({element: None, **self.items}, frozenset((element,)), last, pairs, False)
+        return grown._reachable(grown.first, last, False)
+
+    def _reachable(self, first: FrozenSet[Any], last: FrozenSet[Any], nullable: bool) -> "Order":
+        """The elements a path from ``first`` reaches, and the relation among them."""
+        successors: Dict[Any, List[Any]] = {}
+        for a, b in self.pairs:
+            successors.setdefault(a, []).append(b)
+        seen = set(first)
+        todo = list(first)
+        while todo:
+            for b in successors.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return Order(
+            {k: None for k in self.items if k in seen}, first, frozenset(k for k in last if k in seen),
+            frozenset((a, b) for a, b in self.pairs if a in seen), nullable,
+        )
+
+    def substitute(self, inner: Callable[[Any], "Order"]) -> Optional["Order"]:
+        """Every element replaced by the order ``inner`` gives for it (a nested Sequential
+        flattened); None when one of those may be empty."""
+        parts = {element: inner(element) for element in self.items}
+        if any(part.nullable for part in parts.values()):
+            return None
+        items: Dict[Any, None] = {}
+        pairs = set()
+        for part in parts.values():
+            items.update(part.items)
+            pairs |= part.pairs
+        for a, b in self.pairs:
+            pairs.update((x, y) for x in parts[a].last for y in parts[b].first)
+        return Order(
+            items, frozenset(x for e in self.first for x in parts[e].first),
+            frozenset(x for e in self.last for x in parts[e].last), frozenset(pairs), self.nullable,
+        )
+
+    def predecessors(self, element: Any) -> List[Any]:
+        return [a for a in self.items if (a, element) in self.pairs]
+
+    def single(self) -> Optional[List[Any]]:
+        """The one order, when the relation allows only one; None otherwise."""
+        if not self.items:
+            return [] if self.nullable else None
+        if self.nullable or len(self.first) != 1 or len(self.last) != 1:
+            return None
+        successors: Dict[Any, List[Any]] = {}
+        for a, b in self.pairs:
+            successors.setdefault(a, []).append(b)
+        path = [next(iter(self.first))]
+        while True:
+            following = successors.get(path[-1], [])
+            if not following:
+                break
+            if len(following) != 1 or following[0] in path:
+                return None
+            path.append(following[0])
+        return path if len(path) == len(self.items) and path[-1] in self.last else None
+
+    def _key(self):
+        return (frozenset(self.items), self.first, self.last, self.pairs, self.nullable)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Order) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class _Unknown(Exception):
@@ -63,16 +178,15 @@ class LayerLists:
     """Per file: what a local list holds at a given statement, and which functions return one.
 
     A list may be built in several ways (a branch adds a layer or not, a loop adds its layers
-    0, 1 or more times): each way is one *variant*, an ordered list of element expressions.
-    A loop body is taken 0, 1 and 2 times, which yields every pair of neighbours a longer
-    run can have. More than ``MAX_VARIANTS`` ways, a ``break``/``continue``/``try`` around
-    the list, or any other use of the name (passed to a call, indexed, copied) leave it
-    unknown."""
+    0, 1 or more times): the answer is an ``Order``, which layers may come first and which
+    may directly follow which, over all of them. A loop is run to a fixpoint. A
+    ``break``/``continue``/``try`` around the list, or any other use of the name (passed to a
+    call, indexed otherwise, copied) leave it unknown."""
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
-        self._returns: Dict[int, Optional[Variants]] = {}
+        self._returns: Dict[int, Optional[Order]] = {}
 
     # -- functions of the file by name (module-level functions and methods) -----------------------
     def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
@@ -83,20 +197,8 @@ class LayerLists:
             self._functions = found
         return self._functions
 
-    # -- single-order answers (for the facets that need one order) ------------------------------
-    def helper_list(self, call: cst.Call, depth: int = 0) -> Optional[List[cst.BaseExpression]]:
-        """The list a same-file helper returns (``self._make_layers(...)`` / ``make_layers(...)``)."""
-        return _single(self.helper_variants(call, depth))
-
-    def contents(
-        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
-    ) -> Optional[List[cst.BaseExpression]]:
-        """The layer expressions ``name`` holds when ``statement`` runs, when there is one order."""
-        return _single(self.variants(function, name, statement, depth))
-
-    # -- every order ------------------------------------------------------------------------------
-    def helper_variants(self, call: cst.Call, depth: int = 0) -> Optional[Variants]:
-        """Every list a same-file helper may return (one per ``return`` and way of building)."""
+    def helper_order(self, call: cst.Call, depth: int = 0) -> Optional[Order]:
+        """Every list a same-file helper may return (``self._make_layers(...)`` / ``make_layers(...)``)."""
         func = call.func
         if type(func) is cst.Name:
             name = func.value
@@ -114,56 +216,57 @@ class LayerLists:
             self._returns[key] = self._returned(function, depth + 1)
         return self._returns[key]
 
-    def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[Variants]:
-        # last first, the order of the walk that gave them before (returns never nest)
-        returns = scan(function.body, (cst.Return,), _NESTED)[::-1]
+    def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[Order]:
+        returns = scan(function.body, (cst.Return,), _NESTED)
         statements = list(block_statements(function.body))
         if not returns or not statements:
             return None
         last = statements[-1]
         if not (type(last) is cst.SimpleStatementLine and type(last.body[-1]) is cst.Return):
             return None  # may fall off the end (returns None)
-        found: Variants = []
+        found: Optional[Order] = None
         for ret in returns:
             if ret.value is None:
                 return None
             statement = _statement_of(function, ret)
             if statement is None:
                 return None
-            variants = self._expression(function, ret.value, statement, depth)
-            if variants is None:
+            order = self._expression(function, ret.value, statement, depth)
+            if order is None:
                 return None
-            found.extend(variants)
-        return _dedupe(found)
+            found = order if found is None else found.union(order)
+        return found
 
     def _expression(
         self, function: cst.FunctionDef, value: cst.BaseExpression, statement: cst.CSTNode, depth: int
-    ) -> Optional[Variants]:
-        """The variants a returned or spliced expression stands for."""
+    ) -> Optional[Order]:
+        """The orders a returned or spliced expression stands for."""
         if type(value) is cst.Name:
-            return self.variants(function, value.value, statement, depth)
+            return self.order(function, value.value, statement, depth)
         if type(value) is cst.Call:
-            return self.helper_variants(value, depth)
+            return self.helper_order(value, depth)
         return self._literal(function, value, depth)
 
-    def _literal(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression, depth: int) -> Optional[Variants]:
+    def _literal(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression, depth: int) -> Optional[Order]:
         """``[a, b, *helper()]``: a list or tuple literal, starred helper calls expanded."""
         if type(value) not in (cst.List, cst.Tuple):
             return None
-        variants: Variants = [[]]
+        order = Order.empty()
         for element in value.elements:
             if type(element) is cst.StarredElement:
-                inner = self.helper_variants(element.value, depth) if type(element.value) is cst.Call else None
+                inner = self.helper_order(element.value, depth) if type(element.value) is cst.Call else None
                 if inner is None:
                     return None
-                combined = _product(variants, inner)
+                order = order.then(inner)
             else:
-                combined = _product(variants, [[self._local_layer(function, element.value)]])
-            if combined is None:
-                return None
-            variants = combined
-        return variants
+                order = order.then(Order.of(self._local_layer(function, element.value)))
+        return order
 
+    def _added(self, function: cst.FunctionDef, value: cst.BaseExpression, depth: int) -> Optional[Order]:
+        """What ``+= value`` / ``.extend(value)`` adds: a literal, or a helper's list."""
+        if type(value) is cst.Call:
+            return self.helper_order(value, depth)
+        return self._literal(function, value, depth)
     def _local_layer(self, function: Optional[cst.FunctionDef], value: cst.BaseExpression) -> cst.BaseExpression:
         """``leaky`` in a list, for ``leaky = nn.LeakyReLU(0.1)`` assigned once in the function
         and used nowhere but as list elements: the constructor call."""
@@ -198,34 +301,48 @@ class LayerLists:
             return value
         return assigned[0].value
 
-    def variants(
+    def order(
         self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
-    ) -> Optional[Variants]:
+    ) -> Optional[Order]:
         """Every order of the elements ``name`` may hold when ``statement`` (in ``function``)
         runs; None when they cannot be followed."""
         if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
             return None
         walker = _Walk(self, function, name, statement, depth)
         try:
-            walker.block(list(block_statements(function.body)), [])
+            walker.block(list(block_statements(function.body)), None)
         except _Unknown:
             return None
-        return walker.at_target or None
+        return walker.at_target
 
     def _step(
         self, function: cst.FunctionDef, small: cst.BaseSmallStatement, name: str,
-        held: Optional[Variants], depth: int,
-    ) -> Optional[Variants]:
-        """The variants after one small statement that mentions ``name`` (None: unknown)."""
+        held: Optional[Order], depth: int,
+    ) -> Optional[Order]:
+        """The orders after one small statement that mentions ``name`` (None: unknown)."""
         if type(small) in (cst.Assign, cst.AnnAssign):
             targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             value = small.value
-            if len(targets) != 1 or type(targets[0]) is not cst.Name or targets[0].value != name:
+            if len(targets) != 1 or value is None:
                 return None
-            if value is None or _mentions_name(value, name):
+            target = targets[0]
+            if type(target) is cst.Subscript:  # `rep[0] = nn.ReLU()`
+                if held is None or _index(target, name) != 0 or _mentions_name(value, name):
+                    return None
+                return held.replace_first(self._local_layer(function, value))
+            if type(target) is not cst.Name or target.value != name:
+                return None
+            if _mentions_name(value, name):
+                if held is not None and _index(value, name) == slice(1, None):  # `rep = rep[1:]`
+                    return held.drop_first()
+                if held is not None and type(value) is cst.BinaryOperation and type(value.operator) is cst.Add \
+                        and type(value.left) is cst.Name and value.left.value == name \
+                        and not _mentions_name(value.right, name):  # `layers = layers + [...]`
+                    added = self._added(function, value.right, depth)
+                    return held.then(added) if added is not None else None
                 return None
             if type(value) is cst.Call:
-                return self.helper_variants(value, depth)
+                return self.helper_order(value, depth)
             return self._literal(function, value, depth)
         if held is None:
             return None
@@ -234,8 +351,8 @@ class LayerLists:
                 return None
             if type(small.operator) is not cst.AddAssign or _mentions_name(small.value, name):
                 return None
-            added = self._literal(function, small.value, depth)
-            return _product(held, added) if added is not None else None
+            added = self._added(function, small.value, depth)
+            return held.then(added) if added is not None else None
         if type(small) is cst.Expr and type(small.value) is cst.Call:
             call = small.value
             func = call.func
@@ -247,17 +364,19 @@ class LayerLists:
             if _mentions_name(value, name):
                 return None
             if func.attr.value == "append":
-                return _product(held, [[self._local_layer(function, value)]])
+                return held.then(Order.of(self._local_layer(function, value)))
             if func.attr.value == "extend":
-                added = self._literal(function, value, depth)
-                if added is None and type(value) is cst.Call:
-                    added = self.helper_variants(value, depth)
-                return _product(held, added) if added is not None else None
+                added = self._added(function, value, depth)
+                return held.then(added) if added is not None else None
         return None
 
 
+_LOOP_ROUNDS = 64  # a loop's fixpoint is reached in a few rounds; this only bounds a bug
+
+
 class _Walk:
-    """Follows ``name`` through a function body, branch and loop by branch and loop."""
+    """Follows ``name`` through a function body, branch and loop by branch and loop. ``None``
+    is "not assigned yet"; what cannot be followed raises ``_Unknown``."""
 
     def __init__(self, lists: LayerLists, function: cst.FunctionDef, name: str, target: cst.CSTNode, depth: int) -> None:
         self.lists = lists
@@ -265,23 +384,19 @@ class _Walk:
         self.name = name
         self.target = target
         self.depth = depth
-        self.at_target: Optional[Variants] = None
+        self.at_target: Optional[Order] = None
 
-    def _reached(self, held: Optional[Variants]) -> None:
+    def _reached(self, held: Optional[Order]) -> None:
         if held is None:
             raise _Unknown()
-        merged = _dedupe((self.at_target or []) + held)
-        if merged is None:
-            raise _Unknown()
-        self.at_target = merged
+        self.at_target = held if self.at_target is None else self.at_target.union(held)
 
-    def block(self, statements: List[cst.CSTNode], held: Optional[Variants]) -> Optional[Variants]:
-        """Runs ``statements`` on every variant; an empty list of variants: not yet assigned."""
+    def block(self, statements: List[cst.CSTNode], held: Optional[Order]) -> Optional[Order]:
         for statement in statements:
             held = self.statement(statement, held)
         return held
 
-    def statement(self, statement: cst.CSTNode, held: Optional[Variants]) -> Optional[Variants]:
+    def statement(self, statement: cst.CSTNode, held: Optional[Order]) -> Optional[Order]:
         contains = statement is self.target or holds(statement, self.target)
         if statement is self.target or (contains and type(statement) is cst.SimpleStatementLine):
             self._reached(held)
@@ -294,7 +409,7 @@ class _Walk:
                     continue
                 if type(small) is cst.Return:
                     raise _Unknown()  # returned in the middle: a different list at the splice
-                held = self.lists._step(self.function, small, self.name, held or None, self.depth)
+                held = self.lists._step(self.function, small, self.name, held, self.depth)
                 if held is None:
                     raise _Unknown()
             return held
@@ -317,27 +432,39 @@ class _Walk:
             if scan(statement.body, (cst.Break, cst.Continue), _NESTED):
                 raise _Unknown()
             body = list(block_statements(statement.body))
-            once = self.block(body, held)
-            twice = self.block(body, once)
-            return self._union(self._union(held, once), twice)
+            current = held  # the body taken 0, 1, 2 ... times, until nothing new follows
+            for _ in range(_LOOP_ROUNDS):
+                merged = self._union(current, self.block(body, current))
+                if merged == current:
+                    return current
+                current = merged
+            raise _Unknown()
         if type(statement) is cst.With:
             return self.block(list(block_statements(statement.body)), held)
         raise _Unknown()  # try, match, nested definitions that use the name
 
     @staticmethod
-    def _union(a: Optional[Variants], b: Optional[Variants]) -> Optional[Variants]:
-        if not a or not b:
-            if not a and not b:
-                return a
+    def _union(a: Optional[Order], b: Optional[Order]) -> Optional[Order]:
+        if a is None or b is None:
+            if a is None and b is None:
+                return None
             raise _Unknown()  # assigned on one path only
-        merged = _dedupe(a + b)
-        if merged is None:
-            raise _Unknown()
-        return merged
+        return a.union(b)
 
 
-def _single(variants: Optional[Variants]) -> Optional[List[cst.BaseExpression]]:
-    return list(variants[0]) if variants is not None and len(variants) == 1 else None
+def _index(node: cst.BaseExpression, name: str):
+    """``0`` for ``name[0]``, ``slice(1, None)`` for ``name[1:]``; None for anything else."""
+    if not (type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value == name):
+        return None
+    if len(node.slice) != 1:
+        return None
+    inner = node.slice[0].slice
+    if type(inner) is cst.Index:
+        number = literal_number(inner.value)
+        return int(number) if number is not None and number == int(number) else None
+    if type(inner) is cst.Slice and inner.upper is None and inner.step is None and inner.lower is not None:
+        return slice(1, None) if literal_number(inner.lower) == 1 else None
+    return None
 
 
 def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:

@@ -18,15 +18,18 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import (
-    _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME,
+    _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.training import _self_attribute, is_eval_name
+from torchmemlint.analysis.sinks import SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
+from torchmemlint.analysis.training import (
+    FOLDING_NAMES, is_eval_name, _keyword, _self_attribute, _self_attribute_name,
+)
 from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
@@ -48,6 +51,20 @@ _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
 _MODE_ATTRS = frozenset({"eval", "train"})
 
 
+_SINK_TEXT = re.compile(
+    r"(?i)\.(?:data|%s)\b|\b(?:%s)\b|save|print|log|write|show|plot|display|dump|metric|score|acc|psnr|"
+    r"ssim|lpips|bleu|fid|info|debug|warning|%s" % (
+        "|".join(sorted(STRONG_METHODS)), "|".join(sorted(STRONG_NAMES)), "|".join(SINK_MODULE_ROOTS),
+    )
+)
+
+
+def sink_code_possible(text: str) -> bool:
+    """TML501 outside evaluation-named code needs a strong sink (``analysis.sinks``): one of
+    their names is in the text."""
+    return _SINK_TEXT.search(text) is not None
+
+
 def eval_code_possible(text: str) -> bool:
     """TML501 reports a model call in a function named like evaluation (``is_eval_name``) or
     after a ``.eval()`` / ``.train(False)``: the text names one or the other."""
@@ -64,6 +81,7 @@ class Loop:
     """An outermost `for` / `while` (its nested loops included)."""
 
     accumulates: bool = False  # `+=` / `-=`, a `+`, or an `.append(...)` inside
+    # (a call of torch's `cat` / `stack` ..., among ``calls``, also counts: ``_folds``)
     calls: List[Call] = field(default_factory=list)
 
 
@@ -77,6 +95,12 @@ class LoopFacts:
     forward_assigns: bool = False  # `self.<name> = ...` (or `+=`, `: T =`) in a method `forward`
     loops: List[Loop] = field(default_factory=list)
     renamed: Dict[str, str] = field(default_factory=dict)  # `from m import name as alias`
+    # in a function other than `__init__` / `forward`: a call that saves, prints, logs or
+    # makes a number (``analysis.sinks``: a strong sink), and the roots of the dotted callees
+    sink_calls: bool = False
+    call_roots: Set[str] = field(default_factory=set)
+    # `import numpy as np` -> np: numpy; `from numpy import array` -> array: numpy.array
+    imported: Dict[str, str] = field(default_factory=dict)
 
     def normalised(self) -> tuple:
         """For comparing two readers: order does not matter."""
@@ -86,7 +110,23 @@ class LoopFacts:
             sorted(((loop.accumulates, sorted(loop.calls, key=repr)) for loop in self.loops),
                    key=repr),
             sorted(self.renamed.items()),
+            self.sink_calls, sorted(self.call_roots), sorted(self.imported.items()),
         )
+
+    def note_data(self, function: Optional[str]) -> None:
+        """``x.data`` in ``function``: detached on purpose, a strong sink."""
+        if function is not None and function not in ("__init__", "forward"):
+            self.sink_calls = True
+
+    def note_call(self, function: Optional[str], attr: Optional[str], dotted: Optional[str]) -> None:
+        """A call in ``function`` (None: at module level or in a class body)."""
+        if function is None or function in ("__init__", "forward"):
+            return
+        last = (dotted or "").rsplit(".", 1)[-1]
+        if attr in STRONG_METHODS or last in STRONG_NAMES or sink_name(attr or last or None):
+            self.sink_calls = True
+        if dotted is not None:
+            self.call_roots.add(dotted.split(".", 1)[0])
 
 
 def may_report(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> bool:
@@ -94,7 +134,7 @@ def may_report(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> 
     read from (``text``: its source, None when unknown)."""
     return (
         RETAIN_GRAPH in codes  # its text gate (`retain_graph`) already passed
-        or (EVAL_WITHOUT_NO_GRAD in codes and _eval_code(facts))
+        or (EVAL_WITHOUT_NO_GRAD in codes and (_eval_code(facts) or _sink_code(facts)))
         or (LIST_ON_SELF in codes and facts.forward_appends)
         or (TENSOR_ON_SELF in codes and facts.forward_assigns)
         or (ACCUMULATED_TENSOR in codes and _accumulating_loop(facts, text))
@@ -108,6 +148,16 @@ def _eval_code(facts: LoopFacts) -> bool:
     )
 
 
+def _sink_code(facts: LoopFacts) -> bool:
+    """TML501 outside evaluation-named code: a module's output that reaches only saving,
+    printing, logging or numbers needs a call of one of those in a function (other than
+    ``__init__`` / ``forward``): a sink named so, or a call into numpy, matplotlib ...
+    (``analysis.sinks``)."""
+    return facts.sink_calls or any(
+        facts.imported.get(root, "").split(".", 1)[0] in SINK_MODULE_ROOTS for root in facts.call_roots
+    )
+
+
 def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
     """TML502: a loop that both accumulates and computes: runs a model, steps, or computes a
     loss (``ScopeFacts.loop_computes``). Only outermost loops are read: an inner loop's nodes
@@ -118,12 +168,23 @@ def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
     # (``ScopeFacts._loss_instances``): its class's name is written in the file
     loss_class = text is None or "Loss" in text
     for loop in facts.loops:
-        if loop.accumulates and any(
+        if (loop.accumulates or any(_folds(dotted, facts.renamed) for _, dotted in loop.calls)) and any(
             _computes(attr, dotted, switched, facts.renamed, loss_class)
             for attr, dotted in loop.calls
         ):
             return True
     return False
+
+
+def _folds(dotted: Optional[str], renamed: Dict[str, str]) -> bool:
+    """A call that may join a tensor to a loop-carried one (``acc = torch.cat((acc, out))``:
+    ``ScopeFacts.folded``): its name is torch's ``cat`` / ``stack`` ..., perhaps renamed."""
+    if dotted is None:
+        return False
+    last = dotted.rsplit(".", 1)[-1]
+    if "." not in dotted:
+        last = renamed.get(last, last)
+    return last in FOLDING_NAMES
 
 
 def _computes(
@@ -155,8 +216,15 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
         return [order[here] for here in index.positions(node_type)]
 
     facts.function_names = [function.name.value for function in nodes(cst.FunctionDef)]
-    for call in nodes(cst.Call):
+    for here in index.positions(cst.Call):
+        call = order[here]
         func = call.func
+        function = index.function_of(here)
+        facts.note_call(
+            order[function].name.value if function >= 0 else None,
+            func.attr.value if type(func) is cst.Attribute else None,
+            dotted_name(func),
+        )
         if type(func) is cst.Attribute and func.attr.value in _MODE_ATTRS:
             receiver = dotted_name(func.value)
             if func.attr.value == "eval":
@@ -205,20 +273,35 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                     loop.accumulates = True
                 loop.calls.append((attr, dotted_name(func)))
         facts.loops.append(loop)
+    for here in index.positions(cst.Attribute):
+        if order[here].attr.value == "data":
+            function = index.function_of(here)
+            facts.note_data(order[function].name.value if function >= 0 else None)
     for node in nodes(cst.ImportFrom):
         if type(node.names) is cst.ImportStar:
             continue
+        module = dotted_name(node.module) if node.module is not None and not node.relative else None
         for alias in node.names:
+            original = dotted_name(alias.name) or ""
             if alias.asname is not None and type(alias.asname.name) is cst.Name:
-                original = dotted_name(alias.name) or ""
                 facts.renamed[alias.asname.name.value] = original.rsplit(".", 1)[-1]
+            if module is not None:
+                bound = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else original
+                facts.imported[bound] = f"{module}.{original}"
+    for node in nodes(cst.Import):
+        for alias in node.names:
+            original = dotted_name(alias.name) or ""
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
+                facts.imported[alias.asname.name.value] = original
+            else:
+                facts.imported[original.split(".", 1)[0]] = original.split(".", 1)[0]
     return facts
 
 
 # -- reading the same facts from Python's ast --------------------------------------------------
 def facts_from_ast(tree: ast.Module) -> LoopFacts:
     facts = LoopFacts()
-    _AstReader(facts).read(tree, owner=None, forward=False, loop=None)
+    _AstReader(facts).read(tree, owner=None, forward=False, loop=None, function=None)
     return facts
 
 
@@ -226,13 +309,18 @@ class _AstReader:
     def __init__(self, facts: LoopFacts) -> None:
         self.facts = facts
 
-    def read(self, node: ast.AST, owner: Optional[str], forward: bool, loop: Optional[Loop]) -> None:
+    def read(
+        self, node: ast.AST, owner: Optional[str], forward: bool, loop: Optional[Loop], function: Optional[str],
+    ) -> None:
         facts = self.facts
         kind = type(node)
         if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             facts.function_names.append(node.name)  # type: ignore[attr-defined]
             forward = forward or (node.name == "forward" and owner == "class")  # type: ignore
             owner = "function"
+            function = node.name  # type: ignore[attr-defined]
+        elif kind is ast.Lambda:
+            pass  # (libcst's index reader does not count a lambda as a function either)
         elif kind is ast.ClassDef:
             owner = "class"
         elif kind in (ast.For, ast.AsyncFor, ast.While):
@@ -241,11 +329,15 @@ class _AstReader:
                 facts.loops.append(loop)
         elif kind is ast.Call:
             self.call(node, forward, loop)  # type: ignore[arg-type]
+            func = node.func  # type: ignore[attr-defined]
+            facts.note_call(function, func.attr if isinstance(func, ast.Attribute) else None, _ast_dotted(func))
         elif kind is ast.AugAssign:
             if loop is not None and isinstance(node.op, (ast.Add, ast.Sub)):  # type: ignore
                 loop.accumulates = True
             if forward and _ast_on_self(node.target):  # type: ignore[attr-defined]
                 facts.forward_assigns = True
+        elif kind is ast.Attribute and node.attr == "data":  # type: ignore[attr-defined]
+            facts.note_data(function)
         elif kind is ast.BinOp:
             if loop is not None and isinstance(node.op, ast.Add):  # type: ignore[attr-defined]
                 loop.accumulates = True
@@ -259,8 +351,17 @@ class _AstReader:
             for alias in node.names:  # type: ignore[attr-defined]
                 if alias.asname is not None and alias.name != "*":
                     facts.renamed[alias.asname] = alias.name.rsplit(".", 1)[-1]
+                if node.module and not node.level and alias.name != "*":  # type: ignore[attr-defined]
+                    facts.imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"  # type: ignore
+        elif kind is ast.Import:
+            for alias in node.names:  # type: ignore[attr-defined]
+                if alias.asname is not None:
+                    facts.imported[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    facts.imported[root] = root
         for child in ast.iter_child_nodes(node):
-            self.read(child, owner, forward, loop)
+            self.read(child, owner, forward, loop, function)
 
     def call(self, node: ast.Call, forward: bool, loop: Optional[Loop]) -> None:
         func = node.func
@@ -303,4 +404,38 @@ def _ast_on_self(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
         and node.value.id == "self"
+    )
+
+
+# -- per scope, after the walk -----------------------------------------------------------------
+def scope_may_leak(scope: Scope) -> bool:
+    """Cheap test, per scope of a file the gate let through, for a pattern some TML5xx rule
+    looks at (``rules/loops.py`` replays only these); most scopes have none."""
+    if scope.owner is not None and scope.name == "forward":
+        return any(
+            call.attr == "append" and call.receiver is not None
+            and _self_attribute(call.receiver) is not None
+            for call in scope.calls
+        ) or any(
+            not event.augmented and any(_self_attribute_name(t) for t in event.targets)
+            for event in scope.assigns
+        )
+    sinks = scope.function is not None and scope.name not in ("__init__", "forward")
+    for call in scope.calls:
+        if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
+            return True
+        if sinks and (call.attr in STRONG_METHODS or sink_name(call.attr or call.func)
+                      or (call.func or "").rsplit(".", 1)[-1] in STRONG_NAMES
+                      or (call.func is not None and "." in call.func and (
+                          scope.bindings.qualify(call.node.func) or "").startswith(SINK_MODULE_ROOTS))):
+            return True  # a module's output may end here (TML501: analysis.sinks)
+        if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
+            return True
+        if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
+            return True
+        if sinks and call.func is not None and MODEL_NAME.match(call.func.split(".", 1)[0]):
+            return True  # `model.encode(...)`: its output may end in `.data` (TML501)
+    return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
+        any(event.augmented or type(event.value) is cst.BinaryOperation
+            for event in scope.assigns if event.ctx.loops)
     )

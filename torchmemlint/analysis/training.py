@@ -25,6 +25,14 @@ from torchmemlint.tree import children
 
 
 
+# torch calls that join tensors: `acc = torch.cat((acc, out))` folds `out` into `acc`
+FOLDING_TORCH_FUNCTIONS = frozenset(
+    {"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.vstack", "torch.hstack",
+     "torch.dstack", "torch.row_stack", "torch.column_stack"}
+)
+FOLDING_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in FOLDING_TORCH_FUNCTIONS)
+
+
 class Kind(enum.Enum):
     LOSS = "loss"
     OUTPUT = "model output"
@@ -326,6 +334,34 @@ class ScopeFacts:
             and event.targets[0] in (dotted_name(value.left), dotted_name(value.right))
         )
 
+    def folded(self, event: AssignEvent) -> Optional[cst.BaseExpression]:
+        """``acc = torch.cat((acc, out), 0)`` (``torch.stack``, ``vstack`` ..., also as one arm
+        of ``out if acc is None else torch.cat(...)``): the other tensor the call joins to the
+        target, which the target then carries into the next iteration; None for anything else."""
+        value = event.value
+        if event.augmented or event.unpacked or len(event.targets) != 1 or value is None:
+            return None
+        target = event.targets[0]
+        for option in (value.body, value.orelse) if type(value) is cst.IfExp else (value,):
+            if type(option) is not cst.Call or dotted_name(option.func) is None:
+                continue
+            if self.bindings.qualify(option.func) not in FOLDING_TORCH_FUNCTIONS:
+                continue
+            tensors = next(
+                (arg.value for arg in option.args
+                 if (arg.keyword is None and not arg.star) or (arg.keyword is not None and arg.keyword.value == "tensors")),
+                None,
+            )
+            if type(tensors) not in (cst.List, cst.Tuple):
+                continue
+            elements = [e.value for e in tensors.elements if type(e) is cst.Element]  # type: ignore[union-attr]
+            if len(elements) != len(tensors.elements) or not any(dotted_name(e) == target for e in elements):  # type: ignore[union-attr]
+                continue
+            others = [e for e in elements if dotted_name(e) != target]
+            if len(others) == 1:
+                return others[0]
+        return None
+
     def trains_around(self, event: CallEvent, eval_seq: int, target: Optional[Frame]) -> bool:
         """A backward or step between `.eval()` and the call, or in what would be wrapped."""
         for call in self.training_calls:
@@ -523,6 +559,16 @@ def _reduced(call: cst.Call) -> bool:
         return True
     value = reduction.value
     return type(value) is cst.SimpleString and value.evaluated_value in ("mean", "sum")
+
+
+def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
+    """The literal key of `name["key"]` (a dict of lists), else None."""
+    if type(receiver) is not cst.Subscript or dotted_name(receiver.value) is None:
+        return None
+    if len(receiver.slice) != 1 or type(receiver.slice[0].slice) is not cst.Index:
+        return None
+    key = receiver.slice[0].slice.value
+    return key.evaluated_value if type(key) is cst.SimpleString else None
 
 
 def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:

@@ -16,10 +16,11 @@ from typing import Dict, FrozenSet, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.autograd import (
-    AssignEvent, CallEvent, Frame, _is_false, _is_true, MODEL_NAME, Scope,
+    AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_model, output_kept, plainly_a_module, reduced_after, runs_model, switched_back,
+    borrowed_loop, borrowed_model, module_call, only_sinks_reached, output_kept, plainly_a_module,
+    reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -28,7 +29,7 @@ from torchmemlint.analysis.leak_gate import (
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
-    _buffers, _float_use, is_eval_name, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
+    _buffers, _float_use, is_eval_name, _keyed_list, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
     _self_attribute_name, _short, uses_allow, Value,
 )
 from torchmemlint.findings import Applicability
@@ -63,7 +64,10 @@ class EvalWithoutNoGrad(_LoopRule):
     @classmethod
     def may_apply(cls, text: str) -> bool:
         # a function named like evaluation, or the word `eval` / `train` (a mode switch)
-        return super().may_apply(text) and leak_gate.eval_code_possible(text)
+        # (or a strong sink: a module's output only saved, printed or made a number)
+        return super().may_apply(text) and (
+            leak_gate.eval_code_possible(text) or leak_gate.sink_code_possible(text)
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         self._reached(node)
@@ -376,7 +380,11 @@ Findings = Dict[str, Dict[int, Pending]]
 class _Checks:
     """Replays one scope (``ScopeFacts``) and records the TML5xx findings in it."""
 
-    def __init__(self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]]) -> None:
+    def __init__(
+        self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]],
+        analysis: Optional[FileAnalysis] = None,
+    ) -> None:
+        self.analysis = analysis
         self.facts = facts
         self.scope = facts.scope
         self.walk = facts.walk
@@ -394,7 +402,7 @@ class _Checks:
             self._retain_graph()
 
     def _assignment(self, event: AssignEvent) -> None:
-        if event.augmented or self.facts.is_self_increment(event):
+        if event.augmented or self.facts.is_self_increment(event) or self.facts.folded(event) is not None:
             self._accumulation(event)
         if self.forward and event.value is not None and not event.augmented:
             self._tensor_on_self(event)
@@ -405,15 +413,22 @@ class _Checks:
             return
         if self.facts.is_model(event.func):
             self._model_call(event)
+        elif self.scope.function is not None and self.analysis is not None:
+            callee = module_call(self.facts, event)
+            root = (callee or "").rpartition(".")[0]
+            if root and self.facts.is_model(root):
+                self._model_call(event, root)  # a part of the model: `model.forward_masks(x)`
+            elif callee is not None:
+                self._output_only_sinks(event, callee)
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
     # TML501
-    def _model_call(self, event: CallEvent) -> None:
+    def _model_call(self, event: CallEvent, model: Optional[str] = None) -> None:
         scope = self.scope
         if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work:
             return
-        callee = event.func or ""
+        callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
         mode_seq = self.facts.last_mode_change(callee, event.seq)
@@ -423,6 +438,7 @@ class _Checks:
         if mode_seq is not None and mode_seq[1] == "train":
             return  # the model was put back in training mode
         if not named and mode_seq is None:
+            self._output_only_sinks(event, callee)
             return
         single = not named and not event.ctx.iterating
         if single and not self._straight_line_eval(event, callee):
@@ -461,14 +477,22 @@ class _Checks:
             event.node, message, self._no_grad_fix(target)
         )
 
-    def _borrowed_in_loop(self, loop: cst.CSTNode) -> bool:
-        """Every model the loop calls is borrowed (`analysis.callers.borrowed_model`)."""
-        calls = [
-            call for call in self.scope.calls
-            if loop in call.ctx.loops and self.facts.is_model(call.func)
-        ]
-        return bool(calls) and all(
-            borrowed_model(self.facts, call.func or "", True) for call in calls
+    def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
+        """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
+        key = ("decorate", id(self.scope.node))
+        if self.analysis is None or key in self.wrapped:
+            return
+        reach = only_sinks_reached(self.facts, event, callee, self.analysis)
+        if reach is None:
+            return
+        self.wrapped.add(key)
+        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
+            event.node,
+            f"`{callee}` is called with autograd on in `{self.scope.name}()`, which never "
+            f"backpropagates, and its output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
+            "the forward records its graph and keeps every activation saved for backward alive "
+            "while the output lives; use `torch.no_grad()`",
+            self._no_grad_fix(None),
         )
 
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
@@ -524,6 +548,7 @@ class _Checks:
         if self.scope.owner is not None and self.scope.name == "__init__":
             return  # a constructor builds modules (`self.down.append(self.module(...))`)
         shown_accumulator = None
+        folded: Optional[cst.BaseExpression] = None
         if isinstance(event, CallEvent):
             assert event.receiver is not None
             argument = event.node.args[0]
@@ -546,12 +571,18 @@ class _Checks:
                 return
             accumulator = event.targets[0]
             value_node = event.value
-            if not event.augmented:  # total = total + loss
+            if not event.augmented:
+                folded = self.facts.folded(event)
+            if folded is not None:  # acc = torch.cat((acc, out), 0)
+                value_node = folded
+                appended = True
+            elif not event.augmented:  # total = total + loss
                 binary = event.value
                 assert type(binary) is cst.BinaryOperation
                 on_left = dotted_name(binary.left) == accumulator
                 value_node = binary.right if on_left else binary.left
-            appended = False
+            if folded is None:
+                appended = False
         if accumulator is None or accumulator in self.facts.backward_losses:
             return
         value = self.facts.value_of(value_node, ctx)
@@ -568,7 +599,7 @@ class _Checks:
             and reduced_after(self.facts, accumulator, loop)
         ):
             return  # per-item losses of one batch, stacked after the loop: one loss computation
-        if self.facts.training_calls == [] and self._borrowed_in_loop(loop):
+        if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
         persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
         training = any(self.facts.loop_has(loop, self.facts.training_calls) for loop in persists)
@@ -578,7 +609,9 @@ class _Checks:
             return  # this scope trains elsewhere: which mode applies here is not clear
         shown = _short(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
-        if appended:
+        if folded is not None:
+            head = f"`{accumulator}` joins the {what} `{shown}` of every iteration to itself"
+        elif appended:
             head = (
                 f"`{shown_accumulator or accumulator}.append({shown})` keeps the {what} of "
                 "every iteration"
@@ -590,7 +623,9 @@ class _Checks:
                 ". Backward frees the saved activations (device memory does not grow), but "
                 "every iteration's autograd graph nodes stay reachable and host memory grows"
             )
-            if appended:
+            if folded is not None:
+                tail += " and the joined tensor grows by one output per iteration on its device"
+            elif appended:
                 tail += " and the list holds one tensor per iteration on its device"
         else:
             tail = (
@@ -599,12 +634,12 @@ class _Checks:
                 f"stays alive with all its saved activations (+{EVAL_GROWTH} per iteration "
                 "measured) until out of memory"
             )
-        if value.kind is Kind.LOSS:
+        if value.kind is Kind.LOSS and folded is None:
             named = dotted_name(value_node) is not None
             advice = f"; accumulate `{shown}.item()`" if named else "; use `.item()`"
         else:
             advice = "; keep `.detach()` (or `.detach().cpu()`) copies"
-        fix = None if shown_accumulator else self._item_fix(
+        fix = None if shown_accumulator or folded is not None else self._item_fix(
             event, accumulator, value_node, value, appended
         )
         self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(
@@ -700,16 +735,6 @@ class _Checks:
 
 
 
-def _keyed_list(receiver: cst.BaseExpression) -> Optional[str]:
-    """The literal key of `name["key"]` (a dict of lists), else None."""
-    if type(receiver) is not cst.Subscript or dotted_name(receiver.value) is None:
-        return None
-    if len(receiver.slice) != 1 or type(receiver.slice[0].slice) is not cst.Index:
-        return None
-    key = receiver.slice[0].slice.value
-    return key.evaluated_value if type(key) is cst.SimpleString else None
-
-
 # -- rendering a rewritten statement --------------------------------------------------------
 
 
@@ -740,30 +765,6 @@ def _unix_newlines(module: cst.Module, code: str) -> str:
 # -- entry point ----------------------------------------------------------------------------
 
 
-def _may_leak(scope: Scope) -> bool:
-    """Cheap test for a pattern some TML5xx rule looks at; most scopes have none."""
-    if scope.owner is not None and scope.name == "forward":
-        return any(
-            call.attr == "append" and call.receiver is not None
-            and _self_attribute(call.receiver) is not None
-            for call in scope.calls
-        ) or any(
-            not event.augmented and any(_self_attribute_name(t) for t in event.targets)
-            for event in scope.assigns
-        )
-    for call in scope.calls:
-        if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
-            return True
-        if call.attr == "backward" and call.ctx.loops and _keyword(call.node, "retain_graph"):
-            return True
-        if call.func is not None and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]):
-            return True
-    return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
-        any(event.augmented or type(event.value) is cst.BinaryOperation
-            for event in scope.assigns if event.ctx.loops)
-    )
-
-
 def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> Findings:
     """Every TML5xx finding of one file, keyed by rule code and node id. With ``codes`` (the
     rules running on the file), a file where none of them can report (``leak_gate``) is not
@@ -779,6 +780,6 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
     walk = analysis.scopes
     wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
     for scope in walk.scopes:
-        if _may_leak(scope):
-            _Checks(ScopeFacts(walk, scope), findings, wrapped).run()
+        if leak_gate.scope_may_leak(scope):
+            _Checks(ScopeFacts(walk, scope), findings, wrapped, analysis).run()
     return findings

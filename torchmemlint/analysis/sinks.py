@@ -1,0 +1,393 @@
+"""Where a model's output goes: followed through one function's statement flow (``Flow``:
+which assignment reaches which read), through the operations that keep a graph (arithmetic,
+indexing, ``.cpu()``, ``torch.*``, another call of the model, a list it is appended to) to
+the places that end it: saved (``torch.save``, ``save_image``), printed or logged, turned into
+numbers (``.item()``, ``.tolist()``, ``.numpy()``, ``float()``, ``.argmax()``, a comparison),
+detached (``.detach()``, ``.data``), written to a metric. Anything else ends the answer:
+returned or yielded (the caller may train on it), stored on an object, passed to a function
+whose effect is not known, captured by a nested function.
+
+Asked by TML501 for model calls in functions that never backpropagate (GAN sampling
+functions, ``greedy_decode(model, ...)``): a graph that reaches only such sinks is recorded
+for nothing."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.tree import children
+
+# a tensor's attributes that carry no graph (`.data` is detached)
+_PLAIN_ATTRIBUTES = frozenset(
+    {"data", "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout"}
+)
+# methods whose result carries no graph: numbers, detached copies, indices, booleans
+SINK_METHODS = frozenset(
+    {"item", "tolist", "numpy", "detach", "detach_", "argmax", "argmin", "argsort", "size", "dim",
+     "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "any",
+     "all", "long", "int", "bool", "byte", "char", "short", "nelement", "element_size", "count_nonzero",
+     "equal", "allclose", "data_ptr", "__len__"}
+)
+# functions (qualified) whose result carries no graph or that consume a tensor for good
+SINK_FUNCTIONS = frozenset(
+    {"print", "float", "int", "bool", "torch.save", "torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne",
+     "torch.equal", "torch.allclose", "torch.isclose", "torch.isnan", "torch.isinf",
+     "torch.isfinite", "torch.count_nonzero", "torch.nonzero", "torch.numel",
+     "torchvision.utils.save_image", "torchvision.io.write_png", "torchvision.io.write_jpeg",
+     "torchvision.io.write_video"}
+)
+# builtins that read a tensor's size or text: an end, but not one that says the output is all
+# the function wants (a finding needs one of the others)
+_WEAK_FUNCTIONS = frozenset({"len", "str", "repr", "format", "isinstance", "type", "id"})
+STRONG_METHODS = SINK_METHODS - {"size", "dim", "numel", "nelement", "element_size", "data_ptr", "__len__"}
+STRONG_NAMES = frozenset({"print", "float", "int", "bool", "save", "save_image", "write_png", "write_jpeg", "write_video"})
+_SINK_MODULES = ("numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "skimage.", "scipy.", "sklearn.",
+                 "logging.", "wandb.", "mlflow.", "torchmetrics.", "pandas.", "json.", "pickle.")
+# a called name that consumes what it is given: saving, printing, logging, plotting, metrics
+SINK_MODULE_ROOTS = tuple(prefix.rstrip(".") for prefix in _SINK_MODULES)  # `import numpy as np`
+SINK_WORDS = re.compile(
+    r"(?i)(?:^|_)(?:save|saves|savefig|print|log|logs|write|writes|imsave|imwrite|imshow|show|plot|display|"
+    r"dump|add_(?:image|images|scalar|scalars|histogram|figure|video|audio|text|embedding|pr_curve)|"
+    r"metric|metrics|score|accuracy|acc|psnr|ssim|lpips|bleu|fid|info|debug|warning)(?:$|_)"
+)
+_NESTED = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def sink_name(name: Optional[str]) -> bool:
+    """Whether a called name (its last part) consumes what it is given (``save_image``,
+    ``writer.add_image``, ``logger.info``, ``psnr``)."""
+    return bool(name) and bool(SINK_WORDS.search(name.rsplit(".", 1)[-1]))  # type: ignore[union-attr]
+
+
+@dataclass
+class Reach:
+    """Where a value goes: ``sinks`` (how the code names each), or ``escape`` (why the answer
+    is "not only sinks")."""
+
+    sinks: List[str] = field(default_factory=list)
+    escape: Optional[str] = None
+    strong: bool = False  # saved, printed, logged, made a number or detached somewhere
+
+    @property
+    def only_sinks(self) -> bool:
+        return self.escape is None and self.strong
+
+
+class _Escape(Exception):
+    pass
+
+
+class SinkFollower:
+    """Follows one value through a function (``Flow``), read by read."""
+
+    def __init__(
+        self,
+        flow: Flow,
+        qualify: Callable[[cst.BaseExpression], Optional[str]],
+        is_model_call: Callable[[cst.Call], bool],
+        local_functions: Set[str],
+    ) -> None:
+        self.flow = flow
+        self.qualify = qualify
+        self.is_model_call = is_model_call
+        self.local_functions = local_functions
+        self._parents: Dict[int, Dict[int, cst.CSTNode]] = {}
+
+    def reach(self, start: cst.CSTNode, statement: cst.CSTNode) -> Reach:
+        result = Reach()
+        if not self.flow.reliable:
+            result.escape = "the function uses global/nonlocal"
+            return result
+        index = self.flow.statement_index(statement)
+        if index is None:
+            result.escape = "not in the function's flow"
+            return result
+        seen: Set[Tuple[int, int]] = set()
+        todo: List[Tuple[cst.CSTNode, int]] = [(start, index)]
+        try:
+            while todo:
+                node, where = todo.pop()
+                if (id(node), where) in seen:
+                    continue
+                seen.add((id(node), where))
+                if len(seen) > 400:
+                    raise _Escape("too many uses to follow")
+                todo.extend(self._step(node, where, result))
+        except _Escape as escape:
+            result.escape = str(escape)
+        return result
+
+    # -- one use ----------------------------------------------------------------------------------
+    def _parent_map(self, where: int) -> Dict[int, cst.CSTNode]:
+        parents = self._parents.get(where)
+        if parents is None:
+            parents = {}
+            stack = [self.flow.nodes[where].statement]
+            while stack:
+                node = stack.pop()
+                for child in children(node):
+                    parents[id(child)] = node
+                    stack.append(child)
+            self._parents[where] = parents
+        return parents
+
+    def _step(self, node: cst.CSTNode, where: int, result: Reach) -> List[Tuple[cst.CSTNode, int]]:
+        """What ``node`` (a tensor carrying the graph, in statement ``where``) flows into."""
+        parents = self._parent_map(where)
+        parent = parents.get(id(node))
+        kind = type(parent)
+        if parent is None or kind in _NESTED:
+            raise _Escape("used where the flow is not followed")
+        if kind is cst.Attribute:
+            if parent.value is not node:
+                raise _Escape("attribute name")
+            attr = parent.attr.value
+            if attr in _PLAIN_ATTRIBUTES:
+                result.sinks.append(f"`.{attr}`")
+                result.strong = result.strong or attr == "data"  # detached on purpose
+                return []
+            call = parents.get(id(parent))
+            if type(call) is cst.Call and call.func is parent:
+                if attr in SINK_METHODS or sink_name(attr):
+                    result.sinks.append(f"`.{attr}()`")
+                    result.strong = result.strong or attr not in SINK_METHODS or attr in STRONG_METHODS
+                    return []
+                if attr in ("append", "extend", "insert", "add"):
+                    raise _Escape("a method of the value stores something in it")
+                return [(call, where)]  # .cpu(), .softmax(1), .view(...): still the graph
+            return [(parent, where)]  # `out.logits`, `out.sample`
+        if kind is cst.Subscript:
+            if parent.value is node:
+                return [(parent, where)]
+            result.sinks.append("an index")
+            return []
+        if kind in (cst.SubscriptElement, cst.Index, cst.Slice):
+            result.sinks.append("an index")
+            return []
+        if kind in (cst.BinaryOperation, cst.UnaryOperation, cst.BooleanOperation):
+            return [(parent, where)]
+        if kind in (cst.Comparison, cst.ComparisonTarget):
+            result.sinks.append("a comparison")
+            return []
+        if kind is cst.IfExp:
+            if parent.test is node:
+                result.sinks.append("a condition")
+                return []
+            return [(parent, where)]
+        if kind in (cst.FormattedStringExpression,):
+            result.sinks.append("an f-string")
+            return []
+        if kind in (cst.Element, cst.StarredElement, cst.DictElement):
+            container = parents.get(id(parent))
+            if kind is cst.DictElement and parent.value is not node:
+                raise _Escape("a dictionary key")
+            return [(container, where)] if container is not None else []
+        if kind is cst.Arg:
+            return self._argument(parent, parents, where, result)
+        if kind is cst.CompFor:
+            if parent.iter is not node:
+                raise _Escape("a comprehension target")
+            return self._comprehension(parent, parents, where)
+        if kind is cst.CompIf:
+            result.sinks.append("a condition")
+            return []
+        if kind in _COMPREHENSIONS:
+            element = parent.value if kind is cst.DictComp else parent.elt  # type: ignore[union-attr]
+            if element is not node:
+                raise _Escape("a comprehension key")
+            return [(parent, where)]  # a list (generator) of what the element is
+        if kind in (cst.Assign, cst.AnnAssign, cst.AugAssign):
+            return self._assigned(parent, node, where)
+        if kind is cst.Expr:
+            return []  # a value dropped
+        if kind in (cst.If, cst.While):
+            result.sinks.append("a condition")
+            return []
+        if kind is cst.For and parent.iter is node:
+            return self._bound(parent.target, where)
+        if kind in (cst.Return, cst.Yield, cst.Await):
+            raise _Escape("returned to the caller")
+        raise _Escape(f"used in a {kind.__name__}")
+
+    def _comprehension(
+        self, compfor: cst.CompFor, parents: Dict[int, cst.CSTNode], where: int
+    ) -> List[Tuple[cst.CSTNode, int]]:
+        """``[p.cpu().numpy() for p in preds]``: the reads of ``p`` in the comprehension."""
+        names = {n.value for n in _walk_names(compfor.target)}
+        if not names:
+            raise _Escape("a comprehension target")
+        comprehension = parents.get(id(compfor))
+        while type(comprehension) is cst.CompFor:
+            comprehension = parents.get(id(comprehension))
+        if type(comprehension) not in _COMPREHENSIONS:
+            raise _Escape("a comprehension")
+        found: List[Tuple[cst.CSTNode, int]] = []
+        stack: List[cst.CSTNode] = [comprehension]
+        while stack:
+            item = stack.pop()
+            if type(item) is cst.Name and item.value in names and not _is_target(item, parents) \
+                    and not (type(parents.get(id(item))) is cst.Attribute and parents[id(item)].attr is item) \
+                    and not (type(parents.get(id(item))) is cst.CompFor and parents[id(item)].target is item):
+                found.append(item)
+                continue
+            stack.extend(children(item))
+        return [(read, where) for read in found]
+
+    def _argument(
+        self, arg: cst.Arg, parents: Dict[int, cst.CSTNode], where: int, result: Reach
+    ) -> List[Tuple[cst.CSTNode, int]]:
+        call = parents.get(id(arg))
+        if type(call) is not cst.Call:
+            raise _Escape("an argument")
+        func = call.func
+        if self.is_model_call(call):
+            return [(call, where)]  # the model again (an encoder's memory to the decoder)
+        dotted = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+        qualified = self.qualify(func) if dotted is not None else None
+        if qualified is None and type(func) is cst.Name and (
+            func.value in SINK_FUNCTIONS or func.value in _WEAK_FUNCTIONS
+        ) and func.value not in self.local_functions:
+            qualified = func.value
+        if qualified in _WEAK_FUNCTIONS:
+            result.sinks.append(f"`{qualified}`")
+            return []
+        if qualified in SINK_FUNCTIONS or (qualified or "").startswith(_SINK_MODULES):
+            result.sinks.append(f"`{dotted or qualified}`")
+            result.strong = True
+            return []
+        if type(func) is cst.Attribute and func.attr.value in ("append", "extend", "insert", "add"):
+            return self._stored_in(func.value, where)
+        if qualified is not None and qualified.startswith("torch") and not (
+            type(func) is cst.Name and func.value in self.local_functions
+        ):
+            return [(call, where)]  # torch.cat, F.interpolate, make_grid: still the graph
+        if dotted is not None and sink_name(dotted) and not (
+            type(func) is cst.Name and func.value in self.local_functions
+        ):
+            result.sinks.append(f"`{dotted}`")
+            result.strong = True
+            return []
+        raise _Escape(f"passed to `{dotted or 'a call'}`")
+
+    def _stored_in(self, container: cst.BaseExpression, where: int) -> List[Tuple[cst.CSTNode, int]]:
+        """``outs.append(out)``: every later read of the local list ``outs`` holds it."""
+        if type(container) is not cst.Name:
+            raise _Escape("appended to a list that is not a local name")
+        name = container.value
+        reaching = self.flow.definitions(name, where)
+        if not reaching or any(d.index < 0 for d in reaching) or name in self.flow.captured:
+            raise _Escape("appended to a list from outside the function")
+        found: List[Tuple[cst.CSTNode, int]] = []
+        for number, node in enumerate(self.flow.nodes):
+            if name not in node.reads or number == where:
+                continue
+            for read in self._reads(number, name):
+                found.append((read, number))
+        return found
+
+    def _assigned(self, statement: cst.CSTNode, node: cst.CSTNode, where: int) -> List[Tuple[cst.CSTNode, int]]:
+        if type(statement) is cst.Assign:
+            if statement.value is not node:
+                raise _Escape("an assignment target")
+            found = []
+            for target in statement.targets:
+                found.extend(self._bound(target.target, where))
+            return found
+        if statement.value is not node:  # type: ignore[attr-defined]
+            raise _Escape("an assignment target")
+        return self._bound(statement.target, where)  # type: ignore[attr-defined]
+
+    def _bound(self, target: cst.BaseExpression, where: int) -> List[Tuple[cst.CSTNode, int]]:
+        """The reads that the names bound by ``target`` at statement ``where`` reach."""
+        names: List[str] = []
+        stack = [target]
+        while stack:
+            item = stack.pop()
+            if type(item) is cst.Name:
+                names.append(item.value)
+            elif type(item) in (cst.Tuple, cst.List):
+                stack.extend(element.value for element in item.elements)  # type: ignore[attr-defined]
+            elif type(item) is cst.StarredElement:
+                stack.append(item.value)
+            else:
+                raise _Escape("stored on an object")  # `self.x = out`, `d[k] = out`
+        found: List[Tuple[cst.CSTNode, int]] = []
+        for name in names:
+            if name in self.flow.captured:
+                raise _Escape("read by a nested function")
+            for number, node in enumerate(self.flow.nodes):
+                if name not in node.reads:
+                    continue
+                if not any(d.index == where for d in self.flow.definitions(name, number)):
+                    continue
+                found.extend((read, number) for read in self._reads(number, name))
+        return found
+
+    def _reads(self, number: int, name: str) -> List[cst.Name]:
+        """The ``Name`` nodes that read ``name`` in statement ``number`` (a compound
+        statement: in its header only)."""
+        statement = self.flow.nodes[number].statement
+        if type(statement) in (cst.If, cst.While):
+            roots: List[cst.CSTNode] = [statement.test]  # type: ignore[attr-defined]
+        elif type(statement) is cst.For:
+            roots = [statement.iter]
+        elif type(statement) is cst.With:
+            roots = [item.item for item in statement.items]
+        elif type(statement) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+            roots = [statement]
+        else:
+            raise _Escape(f"read in a {type(statement).__name__}")
+        parents = self._parent_map(number)
+        found: List[cst.Name] = []
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            if type(node) is cst.Name and node.value == name:
+                parent = parents.get(id(node))
+                if type(parent) is cst.Attribute and parent.attr is node:
+                    continue
+                if type(parent) is cst.Arg and parent.keyword is node:
+                    continue
+                if _is_target(node, parents):
+                    continue
+                found.append(node)
+                continue
+            stack.extend(children(node))
+        return found
+
+
+def _is_target(node: cst.Name, parents: Dict[int, cst.CSTNode]) -> bool:
+    """``node`` is (part of) what an assignment binds."""
+    child: cst.CSTNode = node
+    parent = parents.get(id(node))
+    while type(parent) in (cst.Tuple, cst.List, cst.Element, cst.StarredElement):
+        child, parent = parent, parents.get(id(parent))  # type: ignore[assignment]
+    if type(parent) is cst.AssignTarget:
+        return True
+    if type(parent) in (cst.AnnAssign, cst.AugAssign) and parent.target is child:  # type: ignore[union-attr]
+        return type(parent) is cst.AnnAssign
+    if type(parent) is cst.For and parent.target is child:  # type: ignore[union-attr]
+        return True
+    return False
+
+
+def _walk_names(target: cst.CSTNode) -> List[cst.Name]:
+    """The names a ``for`` target binds (``p``, ``(a, b)``)."""
+    found: List[cst.Name] = []
+    stack = [target]
+    while stack:
+        item = stack.pop()
+        if type(item) is cst.Name:
+            found.append(item)
+        elif type(item) in (cst.Tuple, cst.List):
+            stack.extend(element.value for element in item.elements)  # type: ignore[attr-defined]
+        elif type(item) is cst.StarredElement:
+            stack.append(item.value)
+    return found
