@@ -646,6 +646,7 @@ class FunctionValues:
         rank = None if "..." in out else len(result_axes)
         if rank is None and left.rank is not None and right.rank is not None:
             rank = max(left.rank, right.rank)
+        rank = 3 if spelling in ("torch.bmm", "bmm") else rank
         if operands is None and type(node) is cst.BinaryOperation:
             operands = (node.left, node.right)  # type: ignore[attr-defined]
         elif operands is None and type(node) is cst.Call:
