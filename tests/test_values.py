@@ -250,3 +250,42 @@ def test_the_graph_is_built_once_per_function_and_shared():
         """
     )
     assert analysis.values(values.function) is values
+
+
+def _graph_question_blocks():
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    section = page.split("## A rule as a graph question", 1)[1]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_graph_question_of_the_contributing_page_runs_through_the_engine(tmp_path):
+    """docs/contributing.md's rule written as a graph question is a real rule: registered, it
+    flags the page's two spellings and stays quiet on the look-alikes."""
+    import torchmemlint.rules
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+    from torchmemlint.rules import all_rules
+
+    rule_source, model_source = _graph_question_blocks()[:2]
+    folder = tmp_path / "graph_rules"
+    folder.mkdir()
+    (folder / "graph_rule.py").write_text(rule_source, encoding="utf-8")
+    torchmemlint.rules.__path__.append(str(folder))
+    all_rules.cache_clear()
+    try:
+        head = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom torch import einsum\n\n\n"
+        quiet = (
+            "\n\ndef classify(x):\n    return F.softmax(x, dim=-1)\n"
+            "\n\ndef over_heads(q, k, v):\n    attn = einsum('b h i d, b h j d -> b h i j', q, k).softmax(dim=1)\n"
+            "    return attn @ v, attn\n"
+        )
+        findings = lint_source(head + model_source + quiet, "model.py", Settings(select=("TML901",)))
+        rows = sorted(f.location.row for f in findings)
+        lines = (head + model_source).splitlines()
+        assert [lines[row - 1].strip()[:10] for row in rows] == ["attn = tor", "attn = sel"]
+    finally:
+        torchmemlint.rules.__path__.remove(str(folder))
+        all_rules.cache_clear()
