@@ -289,3 +289,23 @@ def test_the_graph_question_of_the_contributing_page_runs_through_the_engine(tmp
     finally:
         torchmemlint.rules.__path__.remove(str(folder))
         all_rules.cache_clear()
+
+
+def test_a_function_defined_elsewhere_keeps_the_shape_of_its_tensor_argument():
+    _, values = graph(
+        """
+        import torch
+        from .layers import add_decomposed_rel_pos
+
+        def forward(q, k, rel):
+            attn = torch.einsum("bid,bjd->bij", q, k)
+            attn = add_decomposed_rel_pos(attn, q, rel)
+            total = torch.sum(attn, dim=-1)
+            return attn.softmax(dim=-1), total
+        """
+    )
+    scores = ops(values, "contract")[0]
+    helper = bound(values, "attn")
+    assert helper.op == "helper" and helper.info["assumed"] and helper.axes == scores.axes
+    assert upstream(values.returns[0].inputs[0], "softmax").info["axis"] is scores.axes[-1]
+    assert bound(values, "total").op == "call"  # a torch function is not assumed to keep the shape

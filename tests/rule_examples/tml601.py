@@ -124,4 +124,9 @@ INVALID = (
         'import torch\nimport torch.nn.functional as F\n\n\ndef attend(q, k, v, mask=None):\n    sim = torch.einsum("b h i d, b h j d -> b h i j", q, k) * q.shape[-1] ** -0.5\n    if mask is None:\n        attn = F.softmax(sim, dim=-1)\n    else:\n        attn = F.softmax(sim.masked_fill(~mask, -1e4), dim=-1)\n    return torch.einsum("b h i j, b h j d -> b h i d", attn, v)\n',
         fixed=None,
     ),
+    # the scores pass through a function imported from elsewhere: kept, conservatively; no fix
+    Invalid(
+        'import torch\nfrom .layers import add_decomposed_rel_pos\n\n\ndef attend(q, k, v, rel_h, rel_w):\n    attn = (q * 0.125) @ k.transpose(-2, -1)\n    attn = add_decomposed_rel_pos(attn, q, rel_h, rel_w)\n    attn = attn.softmax(dim=-1)\n    return attn @ v\n',
+        fixed=None,
+    ),
 )

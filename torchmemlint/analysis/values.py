@@ -52,6 +52,7 @@ KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 ACTIVATION_LAYERS = frozenset({"ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "Mish", "ELU", "Hardswish"})
 HELPER_DEPTH = 2
+KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 
 
 class Axis:
@@ -331,10 +332,7 @@ class FunctionValues:
                 env[name] = first
                 continue
             axes, rank = _joined([v for v, _ in found])
-            env[name] = self._new(
-                "join", [v for v, _ in found], statement, axes, rank,
-                {"test": test, "branches": tuple(b for _, b in found)},
-            )
+            env[name] = self._new("join", [v for v, _ in found], statement, axes, rank, {"test": test, "branches": tuple(b for _, b in found)})
 
     def _small(self, small: cst.BaseSmallStatement, env: Environment) -> None:
         kind = type(small)
@@ -373,9 +371,8 @@ class FunctionValues:
             self._opaque(small, env)
             raise _Ended()
         elif kind is cst.Del:
-            for name in walk(small):
-                if type(name) is cst.Name:
-                    env.pop(name.value, None)
+            for name in (n for n in walk(small) if type(n) is cst.Name):
+                env.pop(name.value, None)
         else:
             self._opaque(small, env)
 
@@ -447,11 +444,8 @@ class FunctionValues:
             return self._new("index", [base], node)
         if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             return self._new("constant", node=node, info={"text": _string(node, env, self)})
-        if kind is cst.Comparison or kind is cst.BooleanOperation:
-            self._opaque(node, env)
-            return self._new("meta", node=node)
         self._opaque(node, env)
-        return self._new("unknown", node=node)
+        return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
     def _attribute(self, node: cst.Attribute, env: Environment) -> Value:
         name = node.attr.value
@@ -556,6 +550,9 @@ class FunctionValues:
         layer = self.file.resolver.layer(node)
         if layer is not None:
             return self._new("layer", [*positional, *keywords.values()], node, info={"layer": layer})
+        if not name.startswith(KNOWN_LIBRARIES) and positional and _tensorish(positional[0]):
+            # a function not defined here, on a tensor: assumed to keep its shape (conservatively)
+            return self._new("helper", [*positional, *keywords.values()], node, positional[0].axes, positional[0].rank, {"assumed": True})
         return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None})
 
     def _call_value(self, callee: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:

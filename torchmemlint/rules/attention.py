@@ -26,8 +26,9 @@ class EagerAttention(Rule):
     ## What it does
     Flags hand-written ("eager") attention, found as a computation rather than a spelling
     (the value graph of `torchmemlint/analysis/values.py`): a softmax over the key axis of a
-    q·k contraction, through any scale, mask fill, additive mask, cast, dropout or same-file
-    helper, contracted with a third value over that same axis.
+    q·k contraction, through any scale, mask fill, additive mask, cast, dropout or helper (one
+    of the file run with its arguments; one defined elsewhere assumed to keep the shape of the
+    tensor it takes), contracted with a third value over that same axis.
 
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
