@@ -62,10 +62,9 @@ def sites(source: str):
     bindings.bind_statements(module.body)
     analysis = FileAnalysis(module, bindings)
     found = AttentionSites(analysis).sites()
-    code = lambda node: None if node is None else module.code_for_node(node)  # noqa: E731
     return [
         {
-            "q": code(s.query), "k": code(s.key), "v": code(s.value), "scale": s.scale, "mask": s.mask,
+            "q": s.query, "k": s.key, "v": s.value, "scale": s.scale, "mask": s.mask,
             "dropout": s.dropout, "removed": len(s.removable), "reason": s.reason,
         }
         for s in found
@@ -240,3 +239,137 @@ def test_bf16_autocast_shrinks_the_kept_activations_of_the_small_lm():
     bf16 = measure_training_step(lambda: Autocast(lm.small_lm()), (4, 128, "int64"))
     assert bf16.kept_after_forward < 0.8 * fp32.kept_after_forward
     assert bf16.peak_bytes < fp32.peak_bytes
+
+
+GRAPH_FORMS = '''\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import einsum
+
+
+class ChannelFirst(nn.Module):
+    """denoising-diffusion's full attention: q, k, v channel-first, einsum both ways."""
+
+    def __init__(self, heads, dim_head):
+        super().__init__()
+        self.heads = heads
+        self.scale = dim_head ** -0.5
+
+    def forward(self, q, k, v):
+        q = q * self.scale
+        sim = einsum("b h d i, b h d j -> b h i j", q, k)
+        attn = sim.softmax(dim=-1)
+        return einsum("b h i j, b h d j -> b h i d", attn, v)
+
+
+class AttnBlock(nn.Module):
+    """taming-transformers: bmm with q permuted, softmax over dim=2, v on the left."""
+
+    def forward(self, q, k, v):
+        b, c, n = q.shape
+        q = q.permute(0, 2, 1)
+        w_ = torch.bmm(q, k)
+        w_ = w_ * (int(c) ** (-0.5))
+        w_ = F.softmax(w_, dim=2)
+        w_ = w_.permute(0, 2, 1)
+        return torch.bmm(v, w_)
+
+
+class ModuleSoftmax(nn.Module):
+    """vit-pytorch: an nn.Softmax attribute and an nn.Dropout attribute."""
+
+    def __init__(self, dim_head, dropout):
+        super().__init__()
+        self.scale = dim_head ** -0.5
+        self.attend = nn.Softmax(dim=-1)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, q, k, v):
+        dots = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        attn = self.attend(dots)
+        attn = self.dropout(attn)
+        return torch.matmul(attn, v)
+
+
+class SequentialSoftmax(nn.Module):
+    """max-vit: softmax and dropout in one nn.Sequential, a local holding the mask value."""
+
+    def __init__(self, dropout):
+        super().__init__()
+        self.attend = nn.Sequential(nn.Softmax(dim=-1), nn.Dropout(dropout))
+
+    def forward(self, q, k, v, mask):
+        sim = einsum("b h i d, b h j d -> b h i j", q, k)
+        max_neg = -torch.finfo(sim.dtype).max
+        sim = sim.masked_fill(~mask, max_neg)
+        attn = self.attend(sim)
+        return einsum("b h i j, b h j d -> b h i d", attn, v)
+
+
+class AliasSoftmax(nn.Module):
+    """dalle-style: the softmax function is chosen by a flag."""
+
+    def __init__(self, stable):
+        super().__init__()
+        self.stable = stable
+
+    def forward(self, q, k, v):
+        softmax = torch.softmax if self.stable else F.softmax
+        dots = torch.einsum("b i d, b j d -> b i j", q, k) * q.shape[-1] ** -0.5
+        attn = softmax(dots, dim=2)
+        return torch.einsum("b i j, b j d -> b i d", attn, v)
+
+
+def branches(q, k, v, mask=None):
+    """Two eager attentions in one if/else: both are fixed by one --fix."""
+    if mask is None:
+        attn = (q @ k.transpose(-2, -1)) * 0.125
+        attn = attn.softmax(dim=-1)
+        out = attn @ v
+    else:
+        attn = (q @ k.transpose(-2, -1)) * 0.125
+        attn = attn.masked_fill(mask == 0, float("-inf"))
+        attn = attn.softmax(dim=-1)
+        out = attn @ v
+    return out
+'''
+
+
+@pytest.mark.slow
+def test_forms_the_value_graph_sees_are_fixed_in_one_pass_and_compute_what_eager_code_did(tmp_path):
+    """Channel-first einsum, bmm with v on the left and softmax over dim=2, nn.Softmax and
+    nn.Dropout attributes (alone and in an nn.Sequential), a fill value held in a local, a
+    softmax alias, and two attentions in one if/else: `--fix --unsafe-fixes` fixes all seven
+    in one pass, and the fixed code computes what the eager code did (eval mode)."""
+    eager_path = _write(tmp_path / "eager_forms.py", GRAPH_FORMS)
+    copy = _write(tmp_path / "graph_forms.py", GRAPH_FORMS)
+    listed = run_cli("--select", "TML601", "--output-format", "json", str(copy))
+    assert len(json.loads(listed.stdout)) == 7, listed.stdout
+    result = run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
+    assert result.returncode == 0, result.stdout + result.stderr  # none left
+    fixed_source = copy.read_text()
+    assert fixed_source.count("scaled_dot_product_attention(") == 7
+    assert "softmax(" not in fixed_source.split("class AliasSoftmax")[0]
+    eager, fixed = load_module("%s:_" % eager_path), load_module("%s:_" % copy)
+    torch.manual_seed(0)
+    close = dict(atol=1e-5, rtol=1e-4)
+    q, k, v = (torch.randn(2, 3, 8, 10) for _ in range(3))  # (b, h, d, n) channel-first
+    torch.testing.assert_close(eager.ChannelFirst(3, 8)(q, k, v), fixed.ChannelFirst(3, 8)(q, k, v), **close)
+    q, k, v = (torch.randn(2, 6, 10) for _ in range(3))  # (b, c, n)
+    torch.testing.assert_close(eager.AttnBlock()(q, k, v), fixed.AttnBlock()(q, k, v), **close)
+    q, k, v = (torch.randn(2, 3, 10, 8) for _ in range(3))  # (b, h, n, d)
+    torch.testing.assert_close(eager.ModuleSoftmax(8, 0.1).eval()(q, k, v), fixed.ModuleSoftmax(8, 0.1).eval()(q, k, v), **close)
+    mask = torch.rand(2, 1, 10, 10) > 0.3
+    mask[..., 0] = True
+    torch.testing.assert_close(
+        eager.SequentialSoftmax(0.1).eval()(q, k, v, mask), fixed.SequentialSoftmax(0.1).eval()(q, k, v, mask), **close
+    )
+    for stable in (True, False):
+        a, b, c = (torch.randn(4, 10, 8) for _ in range(3))
+        torch.testing.assert_close(eager.AliasSoftmax(stable)(a, b, c), fixed.AliasSoftmax(stable)(a, b, c), **close)
+    for branch_mask in (None, mask):
+        torch.testing.assert_close(eager.branches(q, k, v, branch_mask), fixed.branches(q, k, v, branch_mask), **close)
+    # with dropout on, the fixed modules drop with the attribute's probability while training
+    module = fixed.SequentialSoftmax(1.0).train()
+    assert torch.count_nonzero(module(q, k, v, mask)) == 0

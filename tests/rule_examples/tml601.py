@@ -26,6 +26,9 @@ VALID = (
     'import torch\n\n\ndef attend(q, k, v, steps):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n    for _ in range(steps):\n        attn = attn @ attn\n    return attn @ v\n',
     # timm: the eager branch is the fallback of `if self.fused_attn:` SDPA
     'import torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Attention(nn.Module):\n    def forward(self, q, k, v):\n        if self.fused_attn:\n            x = F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p if self.training else 0.)\n        else:\n            q = q * self.scale\n            attn = q @ k.transpose(-2, -1)\n            attn = attn.softmax(dim=-1)\n            attn = self.attn_drop(attn)\n            x = attn @ v\n        return x\n',
+    # look-alikes: linear attention (softmax of q and k themselves), attention pooling, a
+    # classification head times prototypes, softmax over the queries, weights returned (einsum)
+    'import torch\nimport torch.nn as nn\n\n\nclass LinearAttention(nn.Module):\n    def forward(self, q, k, v):\n        q = q.softmax(dim=-2)\n        k = k.softmax(dim=-1)\n        context = torch.einsum("b h d n, b h e n -> b h d e", k, v)\n        return torch.einsum("b h d e, b h d n -> b h e n", context, q)\n\n\nclass AttentionPool(nn.Module):\n    def forward(self, x):\n        attn = self.to_attn_logits(x).softmax(dim=-1)\n        return (x * attn).sum(dim=-1)\n\n\nclass Classifier(nn.Module):\n    def forward(self, x, prototypes):\n        probs = self.head(x).softmax(dim=-1)\n        return probs @ prototypes\n\n\ndef inverted(q, k, v):\n    attn = torch.einsum("b i d, b j d -> b i j", q, k).softmax(dim=-2)\n    return torch.einsum("b i j, b j d -> b i d", attn, v)\n\n\ndef returned(q, k, v):\n    attn = torch.einsum("b i d, b j d -> b i j", q, k).softmax(dim=-1)\n    return torch.einsum("b i j, b j d -> b i d", attn, v), attn\n',
 )
 
 INVALID = (
@@ -89,5 +92,41 @@ INVALID = (
     Invalid(
         'import torch\n\n\ndef attend(q, k, v):\n    attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n    attn = attn @ v\n    return attn\n',
         fixed='import torch\n\n\ndef attend(q, k, v):\n    attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)\n    return attn\n',
+    ),
+    # cross-attention: context keys and values, nn.Softmax and nn.Dropout in one nn.Sequential
+    Invalid(
+        'import torch.nn as nn\nfrom torch import einsum\n\n\nclass CrossAttention(nn.Module):\n    def __init__(self, dim, heads, dropout):\n        super().__init__()\n        self.scale = (dim // heads) ** -0.5\n        self.attend = nn.Sequential(nn.Softmax(dim=-1), nn.Dropout(dropout))\n\n    def forward(self, x, context):\n        q, k, v = self.to_q(x), self.to_k(context), self.to_v(context)\n        sim = einsum("b h i d, b h j d -> b h i j", q, k) * self.scale\n        attn = self.attend(sim)\n        return einsum("b h i j, b h j d -> b h i d", attn, v)\n',
+        fixed='import torch.nn as nn\nfrom torch import einsum\n\n\nclass CrossAttention(nn.Module):\n    def __init__(self, dim, heads, dropout):\n        super().__init__()\n        self.scale = (dim // heads) ** -0.5\n        self.attend = nn.Sequential(nn.Softmax(dim=-1), nn.Dropout(dropout))\n\n    def forward(self, x, context):\n        q, k, v = self.to_q(x), self.to_k(context), self.to_v(context)\n        return nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.attend[1].p if self.training else 0.0, scale=self.scale)\n',
+    ),
+    # taming-transformers AttnBlock: bmm with q permuted, softmax over dim=2 of the 3-D scores,
+    # the weights permuted and v on the left: one head for SDPA, the output transposed back to (b, c, hw)
+    Invalid(
+        'import torch\nimport torch.nn as nn\n\n\nclass AttnBlock(nn.Module):\n    def forward(self, x):\n        q, k, v = self.q(x), self.k(x), self.v(x)\n        b, c, h, w = q.shape\n        q = q.reshape(b, c, h * w).permute(0, 2, 1)\n        k = k.reshape(b, c, h * w)\n        w_ = torch.bmm(q, k)\n        w_ = w_ * (int(c) ** (-0.5))\n        w_ = torch.nn.functional.softmax(w_, dim=2)\n        v = v.reshape(b, c, h * w)\n        w_ = w_.permute(0, 2, 1)\n        h_ = torch.bmm(v, w_)\n        return h_.reshape(b, c, h, w)\n',
+        fixed='import torch\nimport torch.nn as nn\n\n\nclass AttnBlock(nn.Module):\n    def forward(self, x):\n        q, k, v = self.q(x), self.k(x), self.v(x)\n        b, c, h, w = q.shape\n        q = q.reshape(b, c, h * w).permute(0, 2, 1)\n        k = k.reshape(b, c, h * w)\n        v = v.reshape(b, c, h * w)\n        h_ = nn.functional.scaled_dot_product_attention(q.unsqueeze(1), k.transpose(-2, -1).unsqueeze(1), v.transpose(-2, -1).unsqueeze(1), scale=int(c) ** (-0.5)).squeeze(1).transpose(-2, -1)\n        return h_.reshape(b, c, h, w)\n',
+    ),
+    # channel-first einsum (b h d i), a fill value held in a local, a softmax chosen by a flag
+    Invalid(
+        'import torch\nimport torch.nn.functional as F\n\n\ndef attention(q, k, v, mask, causal):\n    softmax = torch.softmax if causal else F.softmax\n    sim = torch.einsum("b h d i, b h d j -> b h i j", q, k)\n    max_neg = -torch.finfo(sim.dtype).max\n    sim = sim.masked_fill(~mask, max_neg)\n    attn = softmax(sim, dim=-1)\n    return torch.einsum("b h i j, b h d j -> b h i d", attn, v)\n',
+        fixed='import torch\nimport torch.nn.functional as F\n\n\ndef attention(q, k, v, mask, causal):\n    softmax = torch.softmax if causal else F.softmax\n    return F.scaled_dot_product_attention(q.transpose(-2, -1), k.transpose(-2, -1), v.transpose(-2, -1), attn_mask=mask, scale=1.0)\n',
+    ),
+    # the softmax of the weights cast to float and back: reported, no fix
+    Invalid(
+        'import torch\n\n\ndef attend(q, k, v):\n    w = torch.einsum("b h i d, b h j d -> b h i j", q, k)\n    w = torch.softmax(w.float(), dim=-1).type(w.dtype)\n    return torch.einsum("b h i j, b h j d -> b h i d", w, v)\n',
+        fixed=None,
+    ),
+    # the scores pass through a same-file helper (segment-anything's add_rel_pos): reported, no fix
+    Invalid(
+        'import torch\nimport torch.nn as nn\n\n\ndef add_rel_pos(attn, q, rel_h, rel_w):\n    return attn + torch.einsum("bhwc,hkc->bhwk", q, rel_h).flatten(1)[:, None] + rel_w\n\n\nclass Attention(nn.Module):\n    def forward(self, q, k, v, rel_h, rel_w):\n        attn = (q * self.scale) @ k.transpose(-2, -1)\n        attn = add_rel_pos(attn, q, rel_h, rel_w)\n        attn = attn.softmax(dim=-1)\n        return attn @ v\n',
+        fixed=None,
+    ),
+    # the weights come from either arm of `if mask is None:`/`else:`: reported, no fix
+    Invalid(
+        'import torch\nimport torch.nn.functional as F\n\n\ndef attend(q, k, v, mask=None):\n    sim = torch.einsum("b h i d, b h j d -> b h i j", q, k) * q.shape[-1] ** -0.5\n    if mask is None:\n        attn = F.softmax(sim, dim=-1)\n    else:\n        attn = F.softmax(sim.masked_fill(~mask, -1e4), dim=-1)\n    return torch.einsum("b h i j, b h j d -> b h i d", attn, v)\n',
+        fixed=None,
+    ),
+    # the scores pass through a function imported from elsewhere: kept, conservatively; no fix
+    Invalid(
+        'import torch\nfrom .layers import add_decomposed_rel_pos\n\n\ndef attend(q, k, v, rel_h, rel_w):\n    attn = (q * 0.125) @ k.transpose(-2, -1)\n    attn = add_decomposed_rel_pos(attn, q, rel_h, rel_w)\n    attn = attn.softmax(dim=-1)\n    return attn @ v\n',
+        fixed=None,
     ),
 )

@@ -17,6 +17,7 @@ from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import block_indent, block_statements
+from torchmemlint.analysis.values import FileValues, FunctionValues
 
 
 
@@ -55,6 +56,7 @@ class FileAnalysis:
         self._subclassed: Optional[Set[str]] = None
         self._foreign_attributes: Optional[Set[str]] = None
         self._import_names: Optional[List[str]] = None
+        self._values: Optional[FileValues] = None
 
     @property
     def index(self) -> NodeIndex:
@@ -120,6 +122,18 @@ class FileAnalysis:
         if flow is None:
             flow = self._flows[id(function)] = Flow(function)
         return flow
+
+    @property
+    def value_graphs(self) -> FileValues:
+        """The value graphs of the file's functions (``analysis/values.py``), built on need."""
+        if self._values is None:
+            self._values = FileValues(self)
+        return self._values
+
+    def values(self, function: cst.FunctionDef) -> FunctionValues:
+        """The value graph of one function: each tensor value, the normalised operation that
+        made it and from which values (``analysis/values.py``)."""
+        return self.value_graphs.of(function)
 
     def private_attribute(self, classdef: cst.ClassDef, name: str) -> bool:
         """Whether only ``classdef``'s own methods can reach ``self.<name>`` in this file.

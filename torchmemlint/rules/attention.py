@@ -1,7 +1,7 @@
 """TML6xx: where memory goes in attention models and mixed precision.
 
-TML601 asks the shared eager-attention analysis (``analysis/attention.py``); the others
-look at single calls and assignments.
+TML601 asks the value graph a question (``analysis/attention.py`` over ``analysis/values.py``);
+the others look at single calls and assignments.
 """
 
 from __future__ import annotations
@@ -24,28 +24,39 @@ def attention_sites(context) -> AttentionSites:  # type: ignore[no-untyped-def]
 class EagerAttention(Rule):
     """
     ## What it does
-    Flags hand-written ("eager") attention: a softmax over the last dimension of a q·kᵀ
-    product, optionally scaled, masked and dropped out, multiplied by v:
+    Flags hand-written ("eager") attention, found as a computation rather than a spelling
+    (the value graph of `torchmemlint/analysis/values.py`): a softmax over the key axis of a
+    q·k contraction, through any scale, mask fill, additive mask, cast, dropout or helper (one
+    of the file run with its arguments; one defined elsewhere assumed to keep the shape of the
+    tensor it takes), contracted with a third value over that same axis.
 
-    - the product: `q @ k.transpose(-2, -1)`, `torch.matmul(q, k.transpose(-1, -2))`,
-      `torch.bmm`, `k.mT`, or `einsum("b h i d, b h j d -> b h i j", q, k)`;
-    - the scale: `* s` or `/ s` around it;
-    - the mask: `.masked_fill(cond, -inf)` (also `-1e9`, `torch.finfo(...).min`,
-      `masked_fill_`), or `+ mask` / `+= mask`, either one possibly under an `if` without an
-      `else` (`if mask is not None:`);
-    - the softmax: `F.softmax(s, dim=-1)`, `torch.softmax(s, -1)`, `s.softmax(dim=-1)`;
-    - the dropout: an `nn.Dropout` attribute or `F.dropout(p, training=...)`;
-    - the product with v: `@`, `torch.matmul`, `torch.bmm`, `einsum("... i j, ... j d -> ... i d")`.
+    - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
+      `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
+      `"bct,bcs->bts"`, an f-string whose parts are constants); `k` transposed in the product
+      or earlier (`transpose`, `permute`, `.mT`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`);
+    - the softmax: `F.softmax`, `torch.softmax`, `s.softmax(...)`, an `nn.Softmax` attribute
+      (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), a local alias
+      (`softmax = torch.softmax if c else F.softmax`), over `dim=-1` or the same axis by its
+      index (`dim=2` of 3-D scores);
+    - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
+      (`-inf`, `-1e9`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
+      returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`;
+    - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
+      `F.dropout(p, training=...)`.
 
-    The steps can be one expression or several statements through local names. The rule stays
-    quiet when the scores or the weights are read anywhere else in the function (returned,
-    stored on `self`, appended, logged): `F.scaled_dot_product_attention` never materialises
-    the weights, so it cannot replace that code. It is quiet too in an `if`/`else` one of whose
-    branches already calls `scaled_dot_product_attention` (timm's `if self.fused_attn:`
-    fallback). It reports without a fix when the dropout is not a known `nn.Dropout`, the
-    softmax takes a `dtype` or the weights are cast, two masks are applied, the scale is a
-    tensor (a learned temperature: SDPA's `scale` is a number), an `einsum` says the tensors
-    are neither 3-D nor 4-D, or a name the scores use is reassigned before the product with v.
+    The rule stays quiet when the scores or the weights are read by anything else in the
+    function (returned, stored on `self`, appended, logged): `F.scaled_dot_product_attention`
+    never materialises the weights, so it cannot replace that code. It is quiet too when the
+    output joins, after an `if`/`else`, a value that `scaled_dot_product_attention` computed
+    (timm's `if self.fused_attn:` fallback), and for look-alikes: a softmax over the queries,
+    linear attention (a softmax of q or k themselves), a classification head times a matrix
+    (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It reports without a fix
+    when SDPA cannot compute the same thing: the dropout is not a known `nn.Dropout`, the
+    softmax takes a `dtype` or the weights or scores are cast, the scores pass through a helper
+    or a module, two masks are applied, the scale is a tensor (a learned temperature: SDPA's
+    `scale` is a number), the weights come from different computations in the arms of an `if`,
+    an `einsum` says the tensors are neither 3-D nor 4-D or the batch axes of q, k and v
+    differ, or a name the scores use is reassigned before the product with v.
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
@@ -107,19 +118,23 @@ class EagerAttention(Rule):
     ```
 
     ## Fix safety
-    Unsafe: the fix deletes the statements that computed the scores and weights and calls
-    `F.scaled_dot_product_attention` with the same query, key, value, scale (always explicit:
-    `scale=1.0` when the code applied none), mask (a `masked_fill(cond, -inf)` becomes the
+    Unsafe: the fix deletes the statements that computed the scores and weights (and those that
+    only fed them, such as a local fill value) and calls `F.scaled_dot_product_attention` with
+    the same query, key, value (each transposed to (…, L, E) when the code holds it
+    channel-first, the output transposed back when the code's is (…, E, L)), scale (always
+    explicit: `scale=1.0` when the code applied none), mask (a `masked_fill(cond, -inf)` becomes the
     boolean mask `not cond`, an added mask stays additive, a mask under `if c:` becomes
     `mask if c else None`) and dropout probability (`nn.Dropout`'s `p` while
     `self.training`). Results differ at rounding level (a different summation order), the
     dropout draws a different mask from the same seed, and a row whose every key is masked
     gives zeros under SDPA where a `-1e9` fill gives uniform weights. Offered only where the
     file imports `torch` or `torch.nn.functional`. CUDA's fused kernels take 4-D (batch,
-    heads, L, E) tensors: a 3-D `einsum` form gets `.unsqueeze(1)` (one head) and
+    heads, L, E) tensors: a 3-D `einsum` or `bmm` form gets `.unsqueeze(1)` (one head) and
     `.squeeze(1)`; for `@`/`matmul` the rank is not in the code, and 3-D tensors there would
     run SDPA's math path, which keeps the weights as eager code does (torch's kernel choice,
-    as `torchmemlint/dynamic/emulate.py` models it).
+    as `torchmemlint/dynamic/emulate.py` models it). `tests/test_attention_rules.py` runs the
+    fixed forms (channel-first, `v` on the left, module softmax, aliases) against the eager
+    code on CPU: equal within float32 rounding in eval mode.
 
     ## Measured
     CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
@@ -136,7 +151,7 @@ class EagerAttention(Rule):
     """
 
     code = "TML601"
-    needs = (("softmax",),)  # every site has a softmax, recognised by a name holding it
+    needs = (("softmax", "Softmax"),)  # every site has a softmax: F.softmax, x.softmax, nn.Softmax
     name = "eager-attention"
     summary = "Hand-written softmax(q @ kᵀ) @ v attention keeps the B·H·L·S weights for backward"
     fix_availability = FixAvailability.SOMETIMES
@@ -178,8 +193,7 @@ class EagerAttention(Rule):
         prefix = self.context.analysis.functional_prefix(self.qualify)
         if prefix is None:
             return None
-        arguments = [self.code_for(site.query).strip(), self.code_for(site.key).strip(),
-                     self.code_for(site.value).strip()]
+        arguments = [site.query, site.key, site.value]
         if site.mask is not None:
             arguments.append("attn_mask=%s" % site.mask)
         if site.dropout is not None:
@@ -187,16 +201,22 @@ class EagerAttention(Rule):
         arguments.append("scale=%s" % (site.scale if site.scale is not None else "1.0"))
         if site.rank == 3:  # (batch*heads, L, E): as 4-D with one head, for the fused kernels
             for position in range(3):
-                arguments[position] = "%s.unsqueeze(1)" % _operand(arguments[position], (site.query, site.key, site.value)[position])
+                arguments[position] = "%s.unsqueeze(1)" % _operand(arguments[position])
         call = "%s.scaled_dot_product_attention(%s)" % (prefix, ", ".join(arguments))
         if site.rank == 3:
             call += ".squeeze(1)"
+        if site.transposed:  # the code's output is (…, Ev, L): SDPA's (…, L, Ev) transposed
+            call += ".transpose(-2, -1)"
         edits = [NodeEdit(statement, "") for statement in site.removable]
         edits.append(NodeEdit(site.product, call))
         return FixSpec(Applicability.UNSAFE, "Use F.scaled_dot_product_attention", tuple(edits))
 
 
-def _operand(text: str, node: cst.BaseExpression) -> str:
+def _operand(text: str) -> str:
+    try:
+        node = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return "(%s)" % text
     simple = type(node) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or bool(node.lpar)
     return text if simple else "(%s)" % text
 

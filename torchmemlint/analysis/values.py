@@ -1,0 +1,797 @@
+"""The value graph of one function: every tensor value a node, made by a normalised operation
+from other values.
+
+``FileAnalysis.values(function)`` builds it on first need, once per function. The statements
+are run in order over an environment (name -> ``Value``); an ``if``/``else`` runs both arms and
+joins what they bind (``join``, with the test and the arm of each input), a loop body runs once
+and joins with what came before it, a ``return``/``raise``/``break``/``continue`` ends its arm.
+Spellings are normalised here, once:
+
+- ``a @ b``, ``torch.matmul``/``bmm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
+  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes;
+- ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
+  ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
+  ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
+- ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
+  ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known);
+- ``* s``/``/ s`` are ``scale``; ``masked_fill(_)`` is ``fill`` (its value a ``constant``
+  when one can be computed: ``-torch.finfo(x.dtype).max`` held in a local, ``float('-inf')``,
+  a module constant, a helper that returns one); ``+`` is ``add``;
+- ``F.dropout``/``nn.Dropout`` are ``dropout``, ``.float()``/``.to(...)``/``.type(...)`` ``cast``,
+  ``F.scaled_dot_product_attention`` ``attention``;
+- a same-file function or method is run with its arguments bound (``helper``: what it returns
+  in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
+  ``module`` (one of unknown kind keeps its input's axes: a same-shaped step, conservatively).
+
+Each use of a value is recorded (``uses``: the value or sink that reads it: ``return``, ``store``,
+``opaque``, ``meta`` for ``.shape``, ``test`` for an ``if``): a question can say what escapes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+
+from torchmemlint.analysis.einsum import parse_spec
+from torchmemlint.tree import walk
+
+if TYPE_CHECKING:
+    from torchmemlint.analysis.file import FileAnalysis
+
+SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.Tensor.softmax", "torch.special.softmax"})
+MATMUL = frozenset({"torch.matmul", "torch.bmm"})
+EINSUM = frozenset({"torch.einsum", "einops.einsum", "opt_einsum.contract"})
+DROPOUT = frozenset({"torch.nn.functional.dropout", "torch.dropout"})
+SDPA = frozenset({"torch.nn.functional.scaled_dot_product_attention"})
+CASTS = frozenset({"to", "type_as", "type", "float", "half", "bfloat16", "double"})
+RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "expand", "repeat", "view_as", "reshape_as", "expand_as"})
+KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
+META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
+ACTIVATION_LAYERS = frozenset({"ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "Mish", "ELU", "Hardswish"})
+HELPER_DEPTH = 2
+KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
+
+
+class Axis:
+    """One axis of a tensor: its identity, and (``side``) which operand of the contraction
+    that made it it came from (``left``/``right`` only, ``both``: a batch axis)."""
+    __slots__ = ("side",)
+
+    def __init__(self, side: str = "") -> None:
+        self.side = side
+
+
+@dataclass(eq=False)
+class Value:
+    op: str
+    inputs: Tuple["Value", ...] = ()
+    node: Optional[cst.CSTNode] = None  # the expression that made it
+    statement: Optional[cst.CSTNode] = None  # the statement it was made in
+    function: Optional[cst.FunctionDef] = None
+    axes: Optional[Tuple[Optional[Axis], ...]] = None  # the trailing axes, when known
+    rank: Optional[int] = None  # the number of axes, when known
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    def axis(self, dim: Optional[int]) -> Optional[Axis]:
+        """The axis at index ``dim`` (negative from the end, or from the start when the rank
+        is known), None when not known."""
+        if dim is None or self.axes is None:
+            return None
+        if dim >= 0:
+            if self.rank is None:
+                return None
+            dim -= self.rank
+        return self.axes[dim] if -len(self.axes) <= dim < 0 else None
+
+    def position(self, axis: Axis) -> Optional[int]:
+        """The negative index of ``axis`` in this value, None when it is not one of its known axes."""
+        for offset, mine in enumerate(reversed(self.axes or ())):
+            if mine is axis:
+                return -1 - offset
+        return None
+
+
+class Use(NamedTuple):
+    value: Value
+    consumer: Union[Value, str]  # a value, or a sink: return, store, opaque, meta, test
+    name: Optional[cst.Name] = None  # the name read, when the use was through one
+
+
+Environment = Dict[str, Value]
+
+
+class _Ended(Exception):
+    """Every path through the statements run so far ended (return, raise, break)."""
+
+
+class FileValues:
+    """The value graphs of one file's functions, each built on first need
+    (``FileAnalysis.values``), and what they share: the file's functions, methods and
+    module-level constants."""
+
+    def __init__(self, analysis: "FileAnalysis") -> None:
+        self.analysis = analysis
+        self.bindings = analysis.bindings
+        self.resolver = analysis.resolver
+        self._graphs: Dict[int, FunctionValues] = {}
+        self._ordered: Optional[List[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
+        self._owners: Dict[int, Optional[cst.ClassDef]] = {}
+        self._functions: Dict[str, cst.FunctionDef] = {}
+        self._constants: Dict[str, cst.BaseExpression] = {}
+        for statement in analysis.module.body:
+            if type(statement) is cst.FunctionDef:
+                self._functions[statement.name.value] = statement
+            elif type(statement) is cst.SimpleStatementLine:
+                for small in statement.body:
+                    if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                        self._constants[small.targets[0].target.value] = small.value  # type: ignore[attr-defined]
+
+    def functions(self) -> List[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
+        """Every function of the file, in order, with the class it is directly a method of."""
+        if self._ordered is None:
+            index = self.analysis.index
+            order, scope = index.order, index.scope
+            self._ordered = []
+            for here in index.positions(cst.FunctionDef):
+                inside = scope[here]
+                owner = order[inside] if inside >= 0 and type(order[inside]) is cst.ClassDef else None
+                self._owners[id(order[here])] = owner  # type: ignore[assignment]
+                self._ordered.append((order[here], owner))  # type: ignore[arg-type]
+        return self._ordered
+
+    def of(self, function: cst.FunctionDef) -> "FunctionValues":
+        """The value graph of ``function`` (built once)."""
+        graph = self._graphs.get(id(function))
+        if graph is None:
+            self.functions()
+            graph = self._graphs[id(function)] = FunctionValues(self, function, self._owners.get(id(function)))
+        return graph
+
+    def function_named(self, name: str) -> Optional[cst.FunctionDef]:
+        return self._functions.get(name) if self.bindings.qualify(cst.Name(name)) is None else None
+
+    def method(self, classdef: Optional[cst.ClassDef], name: str) -> Optional[cst.FunctionDef]:
+        if classdef is None or type(classdef.body) is not cst.IndentedBlock:
+            return None
+        for statement in classdef.body.body:
+            if type(statement) is cst.FunctionDef and statement.name.value == name:
+                return statement
+        return None
+
+    def attribute_parts(self, classdef: Optional[cst.ClassDef], name: str) -> Optional[List[Any]]:
+        """The layers ``self.<name>(x)`` runs (``ClassModel.attribute_sequence``)."""
+        if classdef is None:
+            return None
+        return self.analysis.class_model(classdef).attribute_sequence(name)
+
+    def module_value(self, node: cst.Name, graph: "FunctionValues") -> Value:
+        """A name the function does not bind: an import, a same-file function, a constant."""
+        qualified = self.bindings.qualify(node)
+        if qualified is not None:
+            if qualified in ("math.inf", "numpy.inf", "torch.inf"):
+                return graph._new("constant", node=node, info={"number": math.inf})
+            return graph._new("global", node=node, info={"qualified": qualified})
+        function = self._functions.get(node.value)
+        if function is not None:
+            return graph._new("function", node=node, info={"define": function})
+        constant = self._constants.get(node.value)
+        if constant is not None and type(constant) in (cst.Integer, cst.Float, cst.UnaryOperation):
+            return graph.expression(constant, {})
+        return graph._new("global", node=node, info={"qualified": None, "name": node.value})
+
+
+class FunctionValues:
+    """The value graph of one function (see the module doc)."""
+
+    def __init__(
+        self, file: FileValues, function: cst.FunctionDef, classdef: Optional[cst.ClassDef],
+        bound: Optional[Environment] = None, depth: int = 0, uses: Optional[List[Use]] = None,
+    ) -> None:
+        self.file = file
+        self.function = function
+        self.classdef = classdef
+        self.depth = depth
+        self.values: List[Value] = []
+        self.uses: List[Use] = [] if uses is None else uses
+        self.returns: List[Value] = []
+        self.names: Dict[int, Value] = {}  # id(a cst.Name read) -> the value it read
+        self.results: Dict[int, Value] = {}  # id(an assignment or expression statement) -> its value
+        self.snapshots: Dict[int, Environment] = {}  # id(simple statement) -> names bound before it
+        self.reliable = file.analysis.flow(function).reliable
+        self._consumers: Optional[Dict[int, List[Union[Value, str]]]] = None
+        self._statement: Optional[cst.CSTNode] = None
+        params = function.params
+        self.self_name = params.params[0].name.value if classdef is not None and params.params else None
+        env: Environment = {}
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            name = param.name.value
+            if bound is not None and name in bound:
+                env[name] = bound[name]
+            elif bound is not None and param.default is not None:
+                env[name] = self.expression(param.default, {})
+            else:
+                env[name] = self._new("argument", node=param.name, info={"name": name})
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                env[star.name.value] = self._new("argument", node=star.name, info={"name": star.name.value})
+        if self.reliable:
+            body = function.body
+            try:
+                self._block(_statements(body), env)
+            except _Ended:
+                pass
+
+    # -- values --------------------------------------------------------------------------------
+    def _new(self, op: str, inputs: Sequence[Value] = (), node: Optional[cst.CSTNode] = None,
+             axes: Optional[Tuple[Optional[Axis], ...]] = None, rank: Optional[int] = None,
+             info: Optional[Dict[str, Any]] = None) -> Value:
+        value = Value(op, tuple(inputs), node, self._statement, self.function, axes, rank, info or {})
+        self.values.append(value)
+        for source in value.inputs:
+            self.uses.append(Use(source, value))
+        return value
+
+    def _same(self, op: str, source: Value, node: cst.CSTNode, inputs: Sequence[Value] = (), **info: Any) -> Value:
+        """A value of the shape of ``source`` (an elementwise step)."""
+        return self._new(op, (source, *inputs), node, source.axes, source.rank, info)
+
+    def _sink(self, value: Value, kind: str) -> None:
+        self.uses.append(Use(value, kind))
+
+    def consumers(self, value: Value) -> List[Union[Value, str]]:
+        """What reads ``value``: the values made from it and sinks (see the module doc)."""
+        if self._consumers is None:
+            self._consumers = {}
+            for use in self.uses:
+                self._consumers.setdefault(id(use.value), []).append(use.consumer)
+        return self._consumers.get(id(value), [])
+
+    # -- statements ----------------------------------------------------------------------------
+    def _block(self, statements: Sequence[cst.CSTNode], env: Environment) -> None:
+        for statement in statements:
+            self._run(statement, env)
+
+    def _suite(self, suite: cst.BaseSuite, env: Environment) -> Optional[Environment]:
+        """Run a suite on a copy of ``env``; None when every path through it ends."""
+        inner = dict(env)
+        try:
+            self._block(_statements(suite), inner)
+        except _Ended:
+            return None
+        return inner
+
+    def _run(self, statement: cst.CSTNode, env: Environment) -> None:
+        self._statement = statement
+        kind = type(statement)
+        if kind in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+            self.snapshots[id(statement)] = dict(env)
+            for small in statement.body:  # type: ignore[attr-defined]
+                self._statement = statement
+                self._small(small, env)
+        elif kind is cst.If:
+            self._sink(self.expression(statement.test, env), "test")  # type: ignore[attr-defined]
+            body = self._suite(statement.body, env)  # type: ignore[attr-defined]
+            orelse = statement.orelse  # type: ignore[attr-defined]
+            other: Optional[Environment]
+            if type(orelse) is cst.If:
+                other = dict(env)
+                try:
+                    self._run(orelse, other)
+                except _Ended:
+                    other = None
+            elif type(orelse) is cst.Else:
+                other = self._suite(orelse.body, env)
+            else:
+                other = dict(env)
+            self._statement = statement
+            self._join(env, [(body, True), (other, False)], statement)
+        elif kind in (cst.For, cst.While):
+            if kind is cst.For:
+                element = self._new("element", [self.expression(statement.iter, env)], statement.iter)  # type: ignore[attr-defined]
+                self._bind(statement.target, element, env)  # type: ignore[attr-defined]
+            else:
+                self._sink(self.expression(statement.test, env), "test")  # type: ignore[attr-defined]
+            body = self._suite(statement.body, env)  # type: ignore[attr-defined]
+            self._statement = statement
+            self._join(env, [(body, None), (dict(env), None)], statement)
+            if statement.orelse is not None:  # type: ignore[attr-defined]
+                self._block(_statements(statement.orelse.body), env)  # type: ignore[attr-defined]
+        elif kind is cst.With:
+            for item in statement.items:  # type: ignore[attr-defined]
+                value = self.expression(item.item, env)
+                if item.asname is not None:
+                    self._bind(item.asname.name, value, env)
+            self._block(_statements(statement.body), env)  # type: ignore[attr-defined]
+        elif kind in (cst.Try, cst.TryStar):
+            arms: List[Tuple[Optional[Environment], Optional[bool]]] = [(self._suite(statement.body, env), None)]  # type: ignore[attr-defined]
+            for handler in statement.handlers:  # type: ignore[attr-defined]
+                arms.append((self._suite(handler.body, env), None))
+            self._statement = statement
+            self._join(env, arms, statement)
+            if statement.finalbody is not None:  # type: ignore[attr-defined]
+                self._block(_statements(statement.finalbody.body), env)  # type: ignore[attr-defined]
+        elif kind in (cst.FunctionDef, cst.ClassDef):
+            self._opaque(statement, env)
+            env[statement.name.value] = self._new("function", node=statement, info={"define": statement})  # type: ignore[attr-defined]
+        else:
+            self._opaque(statement, env)
+
+    def _join(self, env: Environment, arms: List[Tuple[Optional[Environment], Optional[bool]]], statement: cst.CSTNode) -> None:
+        live = [(arm, branch) for arm, branch in arms if arm is not None]
+        if not live:
+            raise _Ended()
+        test = statement.test if type(statement) is cst.If else None  # type: ignore[attr-defined]
+        names = set().union(*(arm.keys() for arm, _ in live))
+        for name in names:
+            found = [(arm[name], branch) for arm, branch in live if name in arm]
+            first = found[0][0]
+            if all(value is first for value, _ in found):
+                env[name] = first
+                continue
+            axes, rank = _joined([v for v, _ in found])
+            env[name] = self._new("join", [v for v, _ in found], statement, axes, rank, {"test": test, "branches": tuple(b for _, b in found)})
+
+    def _small(self, small: cst.BaseSmallStatement, env: Environment) -> None:
+        kind = type(small)
+        if kind is cst.Assign:
+            value = self.results[id(small)] = self.expression(small.value, env)  # type: ignore[attr-defined]
+            for target in small.targets:  # type: ignore[attr-defined]
+                self._bind(target.target, value, env)
+        elif kind is cst.AnnAssign:
+            if small.value is not None:  # type: ignore[attr-defined]
+                self._bind(small.target, self.expression(small.value, env), env)  # type: ignore[attr-defined]
+        elif kind is cst.AugAssign:
+            target = small.target  # type: ignore[attr-defined]
+            current = self.expression(target, env)
+            other = self.expression(small.value, env)  # type: ignore[attr-defined]
+            operator = type(small.operator).__name__[: -len("Assign")]  # type: ignore[attr-defined]
+            value = self.results[id(small)] = self._binary(operator, current, other, small, small.value)  # type: ignore[attr-defined]
+            self._bind(target, value, env)
+        elif kind is cst.Expr:
+            call = small.value  # type: ignore[attr-defined]
+            value = self.results[id(small)] = self.expression(call, env)
+            if (  # ``x.masked_fill_(m, v)``, ``x.mul_(s)``: ``x`` is now that value
+                type(call) is cst.Call and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name
+                and call.func.attr.value.endswith("_") and value.op not in ("call", "meta")
+            ):
+                env[call.func.value.value] = value
+                value.info.setdefault("names", []).append(call.func.value.value)
+            else:
+                self._sink(value, "opaque")
+        elif kind is cst.Return:
+            if small.value is not None:  # type: ignore[attr-defined]
+                value = self.expression(small.value, env)  # type: ignore[attr-defined]
+                self.returns.append(value)
+                self._sink(value, "return")
+            raise _Ended()
+        elif kind in (cst.Raise, cst.Break, cst.Continue):
+            self._opaque(small, env)
+            raise _Ended()
+        elif kind is cst.Del:
+            for name in (n for n in walk(small) if type(n) is cst.Name):
+                env.pop(name.value, None)
+        else:
+            self._opaque(small, env)
+
+    def _opaque(self, node: cst.CSTNode, env: Environment) -> None:
+        """Every local name ``node`` reads is used in a way the graph does not model."""
+        for name in walk(node):
+            if type(name) is cst.Name and name.value in env:
+                self.uses.append(Use(env[name.value], "opaque", name))
+
+    def _bind(self, target: cst.BaseExpression, value: Value, env: Environment) -> None:
+        kind = type(target)
+        if kind is cst.Name:
+            env[target.value] = value  # type: ignore[attr-defined]
+            value.info.setdefault("names", []).append(target.value)  # type: ignore[attr-defined]
+        elif kind in (cst.Tuple, cst.List):
+            elements = target.elements  # type: ignore[attr-defined]
+            parts = value.info.get("elements") if value.op == "tuple" else None
+            for position, element in enumerate(elements):
+                if type(element) is cst.StarredElement:
+                    self._bind(element.value, self._new("element", [value], element), env)
+                elif parts is not None and len(parts) == len(elements):
+                    self._bind(element.value, parts[position], env)
+                else:
+                    self._bind(element.value, self._new("element", [value], element, info={"index": position}), env)
+        else:  # ``self.x = v``, ``d[k] = v``: stored where this function no longer sees it
+            self.expression(target, env)
+            self._sink(value, "store")
+
+    # -- expressions ---------------------------------------------------------------------------
+    def expression(self, node: cst.BaseExpression, env: Environment) -> Value:
+        kind = type(node)
+        if kind is cst.Name:
+            value = env.get(node.value)  # type: ignore[attr-defined]
+            if value is None:
+                value = self.file.module_value(node, self)  # type: ignore[arg-type]
+            self.names[id(node)] = value
+            return value
+        if kind is cst.Call:
+            return self._call(node, env)  # type: ignore[arg-type]
+        if kind is cst.BinaryOperation:
+            left = self.expression(node.left, env)  # type: ignore[attr-defined]
+            right = self.expression(node.right, env)  # type: ignore[attr-defined]
+            return self._binary(type(node.operator).__name__, left, right, node, node.right)  # type: ignore[attr-defined]
+        if kind is cst.Attribute:
+            return self._attribute(node, env)  # type: ignore[arg-type]
+        if kind in (cst.Integer, cst.Float):
+            return self._new("constant", node=node, info={"number": float(node.evaluated_value)})  # type: ignore[attr-defined]
+        if kind is cst.UnaryOperation:
+            inner = self.expression(node.expression, env)  # type: ignore[attr-defined]
+            if type(node.operator) is cst.Minus and inner.op == "constant" and "number" in inner.info:  # type: ignore[attr-defined]
+                return self._new("constant", [inner], node, info={"number": -inner.info["number"]})
+            return self._same("unary", inner, node)
+        if kind in (cst.Tuple, cst.List):
+            parts = [self.expression(e.value, env) for e in node.elements]  # type: ignore[attr-defined]
+            return self._new("tuple", parts, node, info={"elements": parts})
+        if kind is cst.IfExp:
+            self._sink(self.expression(node.test, env), "test")  # type: ignore[attr-defined]
+            body, orelse = self.expression(node.body, env), self.expression(node.orelse, env)  # type: ignore[attr-defined]
+            axes, rank = _joined([body, orelse])
+            return self._new("join", [body, orelse], node, axes, rank, {"test": node.test, "branches": (True, False)})  # type: ignore[attr-defined]
+        if kind is cst.Subscript:
+            base = self.expression(node.value, env)  # type: ignore[attr-defined]
+            for element in node.slice:  # type: ignore[attr-defined]
+                self._opaque(element, env)
+            if base.op == "tuple" and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:  # type: ignore[attr-defined]
+                index = _number(node.slice[0].slice.value)  # type: ignore[attr-defined]
+                if index is not None and int(index) == index and -len(base.inputs) <= index < len(base.inputs):
+                    return base.inputs[int(index)]
+            return self._new("index", [base], node)
+        if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+            return self._new("constant", node=node, info={"text": _string(node, env, self)})
+        self._opaque(node, env)
+        return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
+
+    def _attribute(self, node: cst.Attribute, env: Environment) -> Value:
+        name = node.attr.value
+        qualified = self.file.bindings.qualify(node)
+        if qualified is not None and type(node.value) is not cst.Call:
+            if qualified in ("math.inf", "numpy.inf", "torch.inf"):
+                return self._new("constant", node=node, info={"number": math.inf})
+            return self._new("global", node=node, info={"qualified": qualified})
+        base = self.expression(node.value, env)
+        if name in ("mT", "T"):
+            axes = base.axes[:-2] + (base.axes[-1], base.axes[-2]) if base.axes is not None and len(base.axes) >= 2 else None
+            return self._new("relabel", [base], node, axes, base.rank, {"swap": True, "dims": (-1, -2)})
+        if name in ("max", "min") and base.op == "finfo":
+            return self._new("constant", [base], node, info={"number": 3.0e38 if name == "max" else -3.0e38})
+        if name in META:
+            return self._new("meta", [base], node)
+        if self.self_name is not None and type(node.value) is cst.Name and node.value.value == self.self_name:
+            return self._new("attribute", [base], node, info={"name": name})
+        return self._new("member", [base], node, info={"name": name})
+
+    def _binary(self, operator: str, left: Value, right: Value, node: cst.CSTNode, right_node: cst.CSTNode) -> Value:
+        if operator == "MatrixMultiply":
+            return self._contract(left, right, node, MATMUL_SPECS, "@")
+        numbers = [v.info.get("number") for v in (left, right)]
+        if left.op == "constant" and right.op == "constant" and None not in numbers:
+            combine = {"Add": lambda a, b: a + b, "Subtract": lambda a, b: a - b, "Multiply": lambda a, b: a * b}.get(operator)
+            if combine is not None:
+                return self._new("constant", [left, right], node, info={"number": combine(*numbers)})  # type: ignore[misc]
+        if operator in ("Multiply", "Divide"):
+            if operator == "Divide" and not _tensorish(left) and _tensorish(right):
+                return self._same("arith", right, node, [left])
+            tensor, factor = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
+            factor_node = right_node if tensor is left else getattr(node, "left", None)
+            return self._same("scale", tensor, node, [factor], divide=operator == "Divide", factor=factor_node)
+        if operator in ("Add", "Subtract"):
+            tensor, other = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
+            other_node = right_node if tensor is left else getattr(node, "left", None)
+            return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node)
+        return self._same("arith", left, node, [right])
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _call(self, node: cst.Call, env: Environment) -> Value:
+        func = node.func
+        qualified = self.file.bindings.qualify(func)
+        method = func.attr.value if type(func) is cst.Attribute else None
+        on_self = (
+            method is not None and self.self_name is not None and type(func.value) is cst.Name  # type: ignore[attr-defined]
+            and func.value.value == self.self_name and func.value.value not in ("torch",)  # type: ignore[attr-defined]
+        )
+        receiver: Optional[Value] = None
+        if method is not None and qualified is None:
+            receiver = self.expression(func.value, env)  # type: ignore[attr-defined]
+        callee = env.get(func.value) if type(func) is cst.Name else None  # type: ignore[attr-defined]
+        positional = [self.expression(a.value, env) for a in node.args if a.keyword is None and not a.star]
+        keywords = {a.keyword.value: self.expression(a.value, env) for a in node.args if a.keyword is not None}
+        for arg in node.args:
+            if arg.star:
+                self._opaque(arg, env)
+        starred = any(a.star for a in node.args)
+        if callee is not None:
+            self.names[id(func)] = callee
+            return self._call_value(callee, node, positional, keywords)
+        if on_self and not starred:
+            method_def = self.file.method(self.classdef, method)  # type: ignore[arg-type]
+            if method_def is not None:
+                return self._helper(method_def, node, positional, keywords, bound_self=True)
+            parts = self.file.attribute_parts(self.classdef, method)  # type: ignore[arg-type]
+            if parts is not None and len(positional) == 1 and not keywords:
+                return self._layers(parts, positional[0], node, method)
+        if qualified is None and type(func) is cst.Name:
+            helper = self.file.function_named(func.value)
+            if helper is not None and not starred:
+                return self._helper(helper, node, positional, keywords)
+            if func.value == "float" and positional:
+                text = positional[0].info.get("text")
+                if isinstance(text, str) and text.strip().lower().lstrip("+-") in ("inf", "infinity"):
+                    return self._new("constant", node=node, info={"number": -math.inf if text.strip().startswith("-") else math.inf})
+        if receiver is not None:
+            return self._method(method, receiver, node, positional, keywords)  # type: ignore[arg-type]
+        return self._function(qualified or "", node, positional, keywords)
+
+    def _function(self, name: str, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
+        if name in SOFTMAX and positional:
+            return self._softmax(positional[0], node, positional[1:], keywords)
+        if name in MATMUL and len(positional) == 2 and not keywords:
+            return self._contract(positional[0], positional[1], node, MATMUL_SPECS, name)
+        if name in EINSUM:
+            return self._einsum(node, positional, name)
+        if name in DROPOUT and positional:
+            return self._same("dropout", positional[0], node, [*positional[1:], *keywords.values()], call=node)
+        if name in SDPA:
+            return self._new("attention", [*positional, *keywords.values()], node)
+        if name == "torch.finfo":
+            return self._new("finfo", positional, node)
+        short = name.rsplit(".", 1)[-1]
+        if name.startswith("torch.") and short in ("transpose", "permute", "softmax") and positional:
+            return self._method(short, positional[0], node, positional[1:], keywords)
+        if name.startswith("einops."):
+            return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name})
+        if name in ("torch.cat", "torch.stack", "torch.concat"):
+            return self._new("cat", [*positional, *keywords.values()], node)
+        layer = self.file.resolver.layer(node)
+        if layer is not None:
+            return self._new("layer", [*positional, *keywords.values()], node, info={"layer": layer})
+        if not name.startswith(KNOWN_LIBRARIES) and positional and _tensorish(positional[0]):
+            # a function not defined here, on a tensor: assumed to keep its shape (conservatively)
+            return self._new("helper", [*positional, *keywords.values()], node, positional[0].axes, positional[0].rank, {"assumed": True})
+        return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None})
+
+    def _call_value(self, callee: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
+        """``alias(x)`` where ``alias`` is a local bound to a function (or to either of two)."""
+        if callee.op == "join":
+            results = [self._call_value(arm, node, positional, keywords) for arm in callee.inputs]
+            axes, rank = _joined(results)
+            return self._new("join", results, node, axes, rank, {"test": callee.info.get("test"), "branches": callee.info.get("branches")})
+        if callee.op == "global" and callee.info.get("qualified"):
+            return self._function(callee.info["qualified"], node, positional, keywords)
+        if callee.op == "function" and callee.info.get("define") is not None and type(callee.node) is not cst.FunctionDef:
+            return self._helper(callee.info["define"], node, positional, keywords)
+        if callee.op == "layer" and len(positional) == 1:
+            return self._layers([callee.info["layer"]], positional[0], node, None)
+        return self._new("call", [callee, *positional, *keywords.values()], node)
+
+    def _method(self, method: str, receiver: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
+        numbers = [_int(v) for v in positional]
+        if method == "softmax":
+            return self._softmax(receiver, node, positional, keywords)
+        if method in ("matmul", "bmm") and len(positional) == 1 and not keywords:
+            return self._contract(receiver, positional[0], node, MATMUL_SPECS, method)
+        if method in ("masked_fill", "masked_fill_") and len(positional) == 2 and not keywords:
+            return self._same("fill", receiver, node, positional, where=node.args[0].value, fill=positional[1], inplace=method.endswith("_"))
+        if method in ("transpose", "swapaxes") and len(positional) == 2 and None not in numbers:
+            return self._relabel(receiver, node, numbers, transpose=True)  # type: ignore[arg-type]
+        if method == "permute" and positional:
+            dims = numbers if len(positional) > 1 or positional[0].op != "tuple" else [_int(v) for v in positional[0].inputs]
+            if dims and None not in dims:
+                return self._relabel(receiver, node, dims, transpose=False)  # type: ignore[arg-type]
+        if method == "t" and not positional:
+            return self._relabel(receiver, node, [-2, -1], transpose=True)
+        if method in CASTS:
+            return self._same("cast", receiver, node, [*positional, *keywords.values()], method=method)
+        if method in KEEPS_AXES:
+            return self._same("same", receiver, node, positional)
+        if method in ("mul_", "div_"):
+            return self._same("scale", receiver, node, positional, divide=method == "div_", factor=node.args[0].value if node.args else None)
+        if method == "add_":
+            return self._same("add", receiver, node, positional, other=node.args[0].value if node.args else None)
+        if method in META:
+            return self._new("meta", [receiver, *positional], node)
+        if method in RESHAPES:
+            return self._new("reshape", [receiver, *positional, *keywords.values()], node)
+        if method in ("chunk", "split", "unbind"):
+            return self._new("split", [receiver, *positional], node)
+        return self._new("call", [receiver, *positional, *keywords.values()], node, info={"method": method})
+
+    def _relabel(self, source: Value, node: cst.CSTNode, dims: List[int], transpose: bool) -> Value:
+        """``transpose(a, b)`` (``transpose=True``) or ``permute(*dims)``: the same axes, reordered."""
+        if transpose:
+            rank = source.rank
+            norm = [d if d < 0 else (d - rank if rank is not None else None) for d in dims]
+            axes = None
+            if None not in norm and source.axes is not None and all(-len(source.axes) <= d for d in norm):  # type: ignore[operator]
+                known = list(source.axes)
+                a, b = norm
+                known[a], known[b] = known[b], known[a]  # type: ignore[index]
+                axes = tuple(known)
+            swap = None not in norm and sorted(norm) == [-2, -1]  # type: ignore[type-var]
+            return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims)})
+        rank = len(dims)
+        if source.rank is not None and source.rank != rank:
+            return self._new("reshape", [source], node)
+        norm = [d - rank if d >= 0 else d for d in dims]
+        axes = tuple(source.axis(d) for d in norm) if source.axes is not None else None
+        swap = rank >= 2 and norm[:-2] == list(range(-rank, -2)) and norm[-2:] == [-1, -2]
+        return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims)})
+
+    def _softmax(self, source: Value, node: cst.Call, rest: Sequence[Value], keywords: Dict[str, Value]) -> Value:
+        dim_value = keywords.get("dim", rest[0] if rest else None)
+        dim = _int(dim_value)
+        extra = sorted(set(keywords) - {"dim"}) + (["dtype"] if len(rest) > 1 else [])
+        return self._same("softmax", source, node, [*rest, *keywords.values()], dim=dim, axis=source.axis(dim), extra=extra)
+
+    def _contract(self, left: Value, right: Value, node: cst.CSTNode,
+                  specs: Tuple[Sequence[str], Sequence[str], Sequence[str]], spelling: str,
+                  operands: Optional[Tuple[cst.CSTNode, cst.CSTNode]] = None) -> Value:
+        """``out = sum over the labels not in out of left[lspec] * right[rspec]`` (``...``: the
+        leading axes, broadcast). ``info["known"]``: the operands' axes at their labels."""
+        lspec, rspec, out = specs
+        in_left, in_right = set(lspec) - {"..."}, set(rspec) - {"..."}
+        result_axes = []
+        for letter in out:
+            if letter != "...":
+                side = "both" if letter in in_left and letter in in_right else ("left" if letter in in_left else "right")
+                result_axes.append(Axis(side))
+        rank = None if "..." in out else len(result_axes)
+        if rank is None and left.rank is not None and right.rank is not None:
+            rank = max(left.rank, right.rank)
+        rank = 3 if spelling in ("torch.bmm", "bmm") else rank
+        if operands is None and type(node) is cst.BinaryOperation:
+            operands = (node.left, node.right)  # type: ignore[attr-defined]
+        elif operands is None and type(node) is cst.Call:
+            args = [a.value for a in node.args]  # type: ignore[attr-defined]
+            operands = (node.func.value, args[0]) if len(args) == 1 else (args[0], args[1])  # type: ignore[attr-defined]
+        return self._new("contract", [left, right], node, tuple(result_axes), rank, {
+            "spelling": spelling, "specs": (tuple(lspec), tuple(rspec), tuple(out)),
+            "contracted": sorted(letter for letter in in_left & in_right if letter not in out),
+            "known": (_spec_axes(left, lspec), _spec_axes(right, rspec)), "operands": operands,
+        })
+
+    def _einsum(self, node: cst.Call, positional: List[Value], name: str) -> Value:
+        args = [a.value for a in node.args if a.keyword is None]
+        texts = [v.info.get("text") for v in positional]
+        if len(positional) == 3 and isinstance(texts[0], str):  # torch.einsum(spec, a, b)
+            spec, (left, right), operands = texts[0], positional[1:], (args[1], args[2])
+        elif len(positional) == 3 and isinstance(texts[2], str):  # einops.einsum(a, b, spec)
+            spec, (left, right), operands = texts[2], positional[:2], (args[0], args[1])
+        else:
+            return self._new("call", positional, node, info={"qualified": name})
+        parsed = parse_spec(spec)  # type: ignore[arg-type]
+        if parsed is None or len(parsed[0]) != 2:
+            return self._new("call", positional, node, info={"qualified": name})
+        (lspec, rspec), out = parsed
+        return self._contract(left, right, node, (lspec, rspec, out), "einsum", operands)
+
+    def _layers(self, parts: Sequence[Any], source: Value, node: cst.Call, attribute: Optional[str]) -> Value:
+        """``self.x(source)`` where ``self.x`` holds one layer or a Sequential of layers
+        (``ClassModel.attribute_sequence``); ``info["layer"]``: (attribute, position, count)."""
+        value = source
+        for position, part in enumerate(parts):
+            layer = getattr(part, "layer", part)
+            qualified = getattr(layer, "qualified", None) or ""
+            short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.nn.") else ""
+            where = (attribute, position, len(parts))
+            if short == "Softmax":
+                dim = None
+                for index, arg in enumerate(layer.effective.args):
+                    if (arg.keyword is None and index == 0) or (arg.keyword is not None and arg.keyword.value == "dim"):
+                        dim = _int_of(_number(arg.value))
+                value = self._same("softmax", value, node, dim=dim, axis=value.axis(dim), extra=[], layer=where)
+            elif short == "Dropout":
+                value = self._same("dropout", value, node, layer=where)
+            elif short == "Identity":
+                continue
+            elif "Norm" in short:
+                value = self._same("norm", value, node, layer=where)
+            elif short in ACTIVATION_LAYERS:
+                value = self._same("activation", value, node, layer=where)
+            elif short:
+                value = self._new("linear", [value], node, info={"layer": where, "qualified": qualified})
+            else:
+                value = self._same("module", value, node, layer=where)
+        if value is source:
+            value = self._same("same", source, node)
+        return value
+
+    def _helper(self, helper: cst.FunctionDef, node: cst.Call, positional: List[Value], keywords: Dict[str, Value], bound_self: bool = False) -> Value:
+        """A same-file function run with its arguments bound: the value it returns."""
+        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+        if bound_self:
+            params = params[1:]
+        everything = [*positional, *keywords.values()]
+        if self.depth >= HELPER_DEPTH or helper is self.function or len(walk(helper)) > HELPER_NODES:
+            return self._new("call", everything, node, info={"helper": helper})
+        bound: Environment = dict(zip(params, positional))
+        bound.update(keywords)
+        classdef = self.classdef if bound_self else None
+        inner = FunctionValues(self.file, helper, classdef, bound, self.depth + 1, self.uses)
+        self._consumers = None
+        if len(inner.returns) != 1:
+            return self._new("call", everything, node, info={"helper": helper})
+        result = inner.returns[0]
+        self.uses[:] = [u for u in self.uses if not (u.value is result and u.consumer == "return")]
+        if result.op == "constant":
+            return result
+        if result.axes is None and positional and _tensorish(positional[0]):
+            # an unknown step on the first argument: assumed to keep its shape (conservatively)
+            return self._new("helper", [result, *everything], node, positional[0].axes, positional[0].rank, {"helper": helper, "assumed": True})
+        return self._same("helper", result, node, everything, helper=helper)
+
+
+MATMUL_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
+HELPER_NODES = 600
+
+
+def _joined(values: Sequence[Value]) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int]]:
+    """The axes a join has: those of the arms whose axes are known, when they agree."""
+    known = [v for v in values if v.axes is not None]
+    if not known or any(v.axes != known[0].axes for v in known):
+        return None, None
+    return known[0].axes, known[0].rank
+
+
+def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return suite.body if type(suite) is cst.IndentedBlock else [suite]  # type: ignore[return-value]
+
+
+def _tensorish(value: Value) -> bool:
+    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo")
+
+
+def _number(node: cst.BaseExpression) -> Optional[float]:
+    if type(node) in (cst.Integer, cst.Float):
+        return float(node.evaluated_value)  # type: ignore[attr-defined]
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
+        inner = _number(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
+def _int(value: Optional[Value]) -> Optional[int]:
+    return _int_of(value.info.get("number")) if value is not None and value.op == "constant" else None
+
+
+def _int_of(number: Optional[float]) -> Optional[int]:
+    return int(number) if isinstance(number, float) and math.isfinite(number) and number == int(number) else None
+
+
+def _string(node: cst.BaseExpression, env: Environment, values: FunctionValues) -> Optional[str]:
+    """A string's value; an f-string's when each part is a constant (``f"b {h} i d"`` with
+    ``h = "h"``)."""
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if type(node) is cst.ConcatenatedString:
+        left, right = _string(node.left, env, values), _string(node.right, env, values)  # type: ignore[arg-type]
+        return None if left is None or right is None else left + right
+    if type(node) is cst.FormattedString:
+        parts = []
+        for part in node.parts:
+            if type(part) is cst.FormattedStringText:
+                parts.append(part.value)
+            else:
+                text = values.expression(part.expression, env).info.get("text")  # type: ignore[attr-defined]
+                if not isinstance(text, str):
+                    return None
+                parts.append(text)
+        return "".join(parts)
+    return None
+
+
+def _spec_axes(value: Value, spec: Sequence[str]) -> Optional[List[Optional[Axis]]]:
+    """The known axes of ``value`` at the positions of ``spec`` (None where not known)."""
+    if value.axes is None:
+        return None
+    if "..." in spec:
+        start = spec.index("...")
+        tail = len(spec) - start - 1
+        return [None] * (start + 1) + [value.axis(position - tail) for position in range(tail)]
+    return [value.axis(position - len(spec)) for position in range(len(spec))]
