@@ -25,6 +25,7 @@ from torchmemlint.engine import (
 )
 from torchmemlint.findings import Finding, Location
 from torchmemlint.fixer import FixError, fix_text
+from torchmemlint.project import REGISTRY
 from torchmemlint.output.github import format_github
 from torchmemlint.output.json import format_json
 from torchmemlint.output.junit import format_junit
@@ -257,6 +258,7 @@ def check(
     else:
         try:
             files, missing = discover(paths, resolver, force_exclude)
+            REGISTRY.set_run(files)  # the run's files (and their packages) are the project
             for file in files:
                 groups.setdefault(resolver.for_path(file), []).append(file)
         except ConfigError as error:

@@ -114,6 +114,7 @@ class StatelessModuleAttribute(Rule):
     name = "stateless-module-attribute"
     summary = "Parameter-free module kept as an attribute (0 B of memory; style only)"
     default_enabled = False
+    needs_project = True
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
 
@@ -139,13 +140,18 @@ class StatelessModuleAttribute(Rule):
             return
         assert qualified is not None
         prefix = file.functional_prefix(self.qualify)
+        fix = self._fix(model, assignment, functional, prefix)
+        if fix is not None and self.context.project.attribute_reached(
+            self.context.filename, classdef.name.value, name
+        ):
+            fix = None  # another file, a subclass or a feature extractor may reach it
         self.report(
             node,
             f"`self.{name}` ({short_name(qualified)}) has no parameters or buffers and is only "
             f"called: `F.{functional.function}` in forward changes no autograd memory (measured "
             "0 B); torchsummary shows less for functional code only because it sums the outputs "
             "of hooked modules and cannot see `F.*` calls",
-            self._fix(model, assignment, functional, prefix),
+            fix,
         )
 
     def _fix(
