@@ -99,7 +99,12 @@ class StatelessModuleAttribute(Rule):
     `training=self.training`) and removes the attribute. Outputs and gradients are identical
     (tests/test_module_rules.py), but hooks, `print(model)`, quantization fusion and code that
     reaches `model.pool` from outside no longer see the module. Fixed only when the constructor
-    arguments are literals.
+    arguments are literals, and only when nothing else in the project can reach the attribute:
+    no other file reads `.pool` or names `"pool"` in a string (`getattr`, `fuse_modules`), no
+    subclass uses or deletes `self.pool`, and no file walks modules' children in order
+    (`IntermediateLayerGetter`, timm's `features_only`, `children()`), since removing a module
+    changes what such a walk returns. The project is the files linted and the other modules of
+    their packages (tests/test_project.py).
 
     ## Measured
     The seed's 4-conv net with `nn.MaxPool2d`/`nn.ReLU` attributes vs `F.max_pool2d`/`F.relu`,
