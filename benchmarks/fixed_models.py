@@ -61,7 +61,7 @@ TIMM = [
     "resnet18", "resnet50d", "seresnext26d_32x4d", "efficientnet_b0", "mobilenetv3_small_100",
     "mobilenetv3_large_100", "rexnet_100", "regnetx_002", "dla34", "densenet121", "dpn68",
     "ghostnet_100", "hrnet_w18_small", "cspresnet50", "darknet53", "vovnet39a", "res2net50_26w_4s",
-    "selecsls42b", "tresnet_m", "xception41", "inception_v3", "nasnetalarge", "pnasnet5large",
+    "selecsls42b", "tresnet_m", "xception41", "inception_v3",
     "vit_tiny_patch16_224", "deit_tiny_patch16_224", "convnext_atto", "levit_128s", "coat_lite_tiny",
     "crossvit_tiny_240", "efficientformer_l1", "mixer_b16_224", "resmlp_12_224",
     "resnet18:features_only", "efficientnet_b0:features_only", "mobilenetv3_large_100:features_only",
@@ -98,8 +98,8 @@ def build(name):
             if sub == "segmentation":
                 kwargs["weights_backbone"] = None
                 kwargs["num_classes"] = 5
-                kwargs["aux_loss"] = False if "lraspp" not in arch else None
-                kwargs = {k: v for k, v in kwargs.items() if v is not None}
+                if "lraspp" not in arch:
+                    kwargs["aux_loss"] = False
             if sub == "quantization":
                 kwargs["quantize"] = False
             model = getattr(module, arch)(**kwargs)
