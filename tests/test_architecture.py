@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "torchmemlint"
 # The layers from the bottom up: a module may import only from its own layer or below.
 LAYERS = [
-    {"torchmemlint.findings", "torchmemlint.tree", "torchmemlint.analysis", "torchmemlint.names"},
+    {"torchmemlint.findings", "torchmemlint.tree", "torchmemlint.analysis", "torchmemlint.names",
+     "torchmemlint.project"},
     {"torchmemlint.context"},
     {"torchmemlint.rules"},
 ]  # above them: the engine, the CLI and the other surfaces

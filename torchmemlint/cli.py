@@ -38,6 +38,7 @@ from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.noqa import add_noqa
 from torchmemlint.output import report as reporting
 from torchmemlint.notebook import cell_diff, for_structured_reports, is_notebook, read_notebook
+from torchmemlint.project import REGISTRY
 from torchmemlint.rules import all_rules
 from torchmemlint.sourcefile import (
     LINE_BREAK,
@@ -404,6 +405,7 @@ def check(
     else:
         try:
             files, missing = discover(paths, resolver, force_exclude)
+            REGISTRY.set_run(files)  # the run's files (and their packages) are the project
             for file in files:
                 groups.setdefault(resolver.for_path(file), []).append(file)
         except ConfigError as error:

@@ -18,6 +18,7 @@ from torchmemlint.findings import Applicability
 
 if TYPE_CHECKING:
     from torchmemlint.analysis import FileAnalysis
+    from torchmemlint.project import ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,15 @@ class FileContext:
                 self.module, self.module_bindings, self.qualify, text=self.text
             )
         return self._analysis
+
+    @property
+    def project(self) -> "ProjectIndex":
+        """The project this file is linted in (``torchmemlint/project.py``): the other files of
+        the run and of the file's package, read on first need (rules that ask set
+        ``needs_project``, so that the result cache keys their findings by it)."""
+        from torchmemlint.project import REGISTRY
+
+        return REGISTRY.index_for(self.filename, self.text)
 
     def qualify(self, node: cst.BaseExpression) -> Optional[str]:
         return self.bindings.qualify(node)

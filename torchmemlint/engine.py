@@ -24,6 +24,7 @@ from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
+from torchmemlint.project import REGISTRY
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.pool import run_isolated
@@ -422,7 +423,7 @@ def lint_path(
     if cache is not None:
         codes = settings.codes_for_file(path)
         entry = cache.entry_path(path, settings, codes, ignore_noqa)
-        digest = content_hash(data)
+        digest = project_content_hash(path, data, codes)
         cached = cache.get(entry, digest, data)
         if cached is not None:
             return FileResult(path, cached)
@@ -571,9 +572,20 @@ def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> O
         data = read_bytes(path)
     except SourceError:
         return None  # the worker reports it
-    entry = cache.entry_path(path, settings, settings.codes_for_file(path), ignore_noqa)
-    findings = cache.get(entry, content_hash(data), data)
+    codes = settings.codes_for_file(path)
+    entry = cache.entry_path(path, settings, codes, ignore_noqa)
+    findings = cache.get(entry, project_content_hash(path, data, codes), data)
     return None if findings is None else FileResult(path, findings)
+
+
+def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
+    """The cache's content key of a file: its bytes, and where an enabled rule reads other
+    files of the project, the project facts its findings may depend on
+    (``ProjectIndex.key_for``): an edit elsewhere that changes them makes this file a miss."""
+    registry = all_rules()
+    if not any(code in registry and registry[code].needs_project for code in codes):
+        return content_hash(data)
+    return content_hash(data + b"\0" + REGISTRY.index_for(path).key_for(path).encode("ascii"))
 
 
 def _lint_one(

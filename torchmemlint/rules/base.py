@@ -77,6 +77,9 @@ class Rule:
     # Rules read torch code: a file that never says "torch" is skipped unless the rule can
     # report without it (TML602: a transformers training script need not name torch).
     needs_torch: ClassVar[bool] = True
+    # The rule asks ``context.project`` (other files of the project): the result cache then
+    # keys a file's findings by the project facts it may depend on (``ProjectIndex.key_for``).
+    needs_project: ClassVar[bool] = False
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 

@@ -112,7 +112,12 @@ class StatelessModuleAttribute(Rule):
     `training=self.training`) and removes the attribute. Outputs and gradients are identical
     (tests/test_module_rules.py), but hooks, `print(model)`, quantization fusion and code that
     reaches `model.pool` from outside no longer see the module. Fixed only when the constructor
-    arguments are literals.
+    arguments are literals, and only when nothing else in the project can reach the attribute:
+    no other file reads `.pool` or names `"pool"` in a string (`getattr`, `fuse_modules`), no
+    subclass uses or deletes `self.pool`, and no file walks modules' children in order
+    (`IntermediateLayerGetter`, timm's `features_only`, `children()`), since removing a module
+    changes what such a walk returns. The project is the files linted and the other modules of
+    their packages (tests/test_project.py).
 
     ## Measured
     A 4-conv net with `nn.MaxPool2d`/`nn.ReLU` attributes vs `F.max_pool2d`/`F.relu`,
@@ -128,6 +133,7 @@ class StatelessModuleAttribute(Rule):
     name = "stateless-module-attribute"
     summary = "Parameter-free module kept as an attribute (0 B of memory; style only)"
     default_enabled = False
+    needs_project = True
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
 
@@ -153,13 +159,18 @@ class StatelessModuleAttribute(Rule):
             return
         assert qualified is not None
         prefix = file.functional_prefix(self.qualify)
+        fix = self._fix(model, assignment, functional, prefix)
+        if fix is not None and self.context.project.attribute_reached(
+            self.context.filename, classdef.name.value, name
+        ):
+            fix = None  # another file, a subclass or a feature extractor may reach it
         self.report(
             node,
             f"`self.{name}` ({short_name(qualified)}) has no parameters or buffers and is only "
             f"called. `F.{functional.function}` in forward changes no autograd memory (measured "
             "0 B); torchsummary shows less for functional code only because it sums the outputs "
             "of hooked modules and cannot see `F.*` calls",
-            self._fix(model, assignment, functional, prefix),
+            fix,
         )
 
     def _fix(

@@ -1,0 +1,505 @@
+"""The project: the files being linted and their neighbours, and what each says to the others.
+
+A rule sees one file's tree; some questions need the rest of the project. Whether
+``self.relu`` may be removed from a class depends on every file that could reach it: a
+subclass in ``resnet_q.py`` that calls ``fuse_modules(self, [["conv1", "bn1", "relu"]])``, a
+``del self.avgpool`` in a subclass, ``model.relu`` in a training script, or a feature extractor
+(``IntermediateLayerGetter``, timm's ``features_only``) that walks the children in order.
+
+``ProjectIndex`` answers those questions from a summary of each module, read with Python's
+``ast`` (the parse CPython does anyway to check the file's syntax; about a tenth of a libcst
+parse) and built only when an enabled rule asks for the project (``Rule.needs_project``):
+
+- the modules of the project, named as Python imports them (package-relative imports resolved,
+  ``from x import *`` and re-exports followed);
+- each module's top-level classes, their bases (resolved across the project) and the
+  attributes their methods set, read and delete on ``self``;
+- the attribute names read on other objects, and the identifier-like strings (``getattr(m,
+  "relu")``, a ``fuse_modules`` list) that may name an attribute;
+- whether the module walks a module's children in order.
+
+The project of a run is the files it lints and their *neighbours*: the other modules of the
+top-level package a file is in, or, for a file outside any package, the Python files beside it
+(a script imports its siblings). A file that is not linted is read, not reported on.
+
+``key_for(path)`` is the part of the index a file's findings may depend on: the result cache
+mixes it into the file's key, so an edit in one file invalidates the files whose findings it
+could change, and only those.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+# Calls and names that reach a module's children in order, or by a name held in a string:
+# torchvision's IntermediateLayerGetter / create_feature_extractor, timm's features_only and
+# feature wrappers, nn.Module.children() / named_children() / _modules.
+ORDERED_WALKS: FrozenSet[str] = frozenset(
+    {
+        "IntermediateLayerGetter",
+        "create_feature_extractor",
+        "get_graph_node_names",
+        "features_only",
+        "FeatureListNet",
+        "FeatureDictNet",
+        "FeatureHooks",
+        "FeatureGetterNet",
+        "build_model_with_cfg",
+        "children",
+        "named_children",
+        "_modules",
+    }
+)
+# Neighbours read for one run at most; a larger tree is read only where it is linted.
+MAX_NEIGHBOURS = 5000
+
+
+@dataclass
+class ClassSummary:
+    name: str
+    bases: Tuple[str, ...]  # as written, dotted ("nn.Module", "resnet.ResNet", "Base")
+    assigned: FrozenSet[str]  # self.<name> = ... in any method
+    read: FrozenSet[str]  # self.<name> read or deleted in any method
+
+
+@dataclass
+class ModuleSummary:
+    path: str
+    name: str  # dotted module name ("pkg.models.resnet"), or the file's stem outside a package
+    package: str  # the package relative imports start from ("" outside a package)
+    imports: Dict[str, str] = field(default_factory=dict)  # local name -> "module" / "module.attr"
+    star: List[str] = field(default_factory=list)  # modules imported with *
+    classes: Dict[str, ClassSummary] = field(default_factory=dict)
+    foreign_reads: FrozenSet[str] = frozenset()  # x.<name> read on anything but self/an import
+    strings: FrozenSet[str] = frozenset()  # identifier-like string constants
+    ordered_walk: bool = False
+    error: Optional[str] = None  # not readable / not parsable: it may read anything
+
+
+def module_name(path: str) -> Tuple[str, str]:
+    """``(dotted name, package)`` of the module at ``path``, from the ``__init__.py`` files above it."""
+    directory, filename = os.path.split(os.path.abspath(path))
+    stem = os.path.splitext(filename)[0]
+    parts: List[str] = [] if stem == "__init__" else [stem]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+        if not package:
+            break
+    name = ".".join(parts)
+    package = name if stem == "__init__" else name.rpartition(".")[0]
+    return name, package
+
+
+def package_root(path: str) -> str:
+    """The directory the top-level package of ``path`` sits in (the file's own outside a package)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    top = directory
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        directory = os.path.dirname(directory)
+    return top
+
+
+def _resolve_relative(package: str, level: int, module: Optional[str]) -> str:
+    if level == 0:
+        return module or ""
+    parts = package.split(".") if package else []
+    if level > 1:
+        parts = parts[: max(0, len(parts) - (level - 1))]
+    if module:
+        parts.append(module)
+    return ".".join(parts)
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    if type(node) is ast.Name:
+        return node.id  # type: ignore[attr-defined]
+    if type(node) is ast.Attribute:
+        head = _dotted(node.value)  # type: ignore[attr-defined]
+        return None if head is None else f"{head}.{node.attr}"  # type: ignore[attr-defined]
+    if type(node) is ast.Subscript:  # Generic[T]
+        return _dotted(node.value)  # type: ignore[attr-defined]
+    return None
+
+
+def summarize(path: str, text: str) -> ModuleSummary:
+    """What the module at ``path`` (its source ``text``) says to the rest of the project."""
+    name, package = module_name(path)
+    summary = ModuleSummary(path, name, package)
+    try:
+        tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        summary.error = f"{type(error).__name__}: {error}"
+        return summary
+    imported: Set[str] = set()
+    for statement in ast.walk(tree):
+        statement_type = type(statement)
+        if statement_type is ast.Import:
+            for alias in statement.names:  # type: ignore[attr-defined]
+                local = alias.asname or alias.name.split(".")[0]
+                summary.imports[local] = alias.name if alias.asname else alias.name.split(".")[0]
+                imported.add(local)
+        elif statement_type is ast.ImportFrom:
+            source = _resolve_relative(package, statement.level, statement.module)  # type: ignore[attr-defined]
+            for alias in statement.names:  # type: ignore[attr-defined]
+                if alias.name == "*":
+                    summary.star.append(source)
+                    continue
+                local = alias.asname or alias.name
+                summary.imports[local] = f"{source}.{alias.name}" if source else alias.name
+                imported.add(local)
+    foreign: Set[str] = set()
+    strings: Set[str] = set()
+    ordered = False
+    for node in ast.walk(tree):
+        node_type = type(node)
+        if node_type is ast.Attribute:
+            attr = node.attr  # type: ignore[attr-defined]
+            if attr in ORDERED_WALKS:
+                ordered = True
+            head = node.value  # type: ignore[attr-defined]
+            if type(head) is ast.Name and (head.id == "self" or head.id in imported):  # type: ignore[attr-defined]
+                continue
+            foreign.add(attr)
+        elif node_type is ast.Name:
+            if node.id in ORDERED_WALKS:  # type: ignore[attr-defined]
+                ordered = True
+        elif node_type is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is str and value.isidentifier():
+                strings.add(value)
+                if value in ORDERED_WALKS:
+                    ordered = True
+        elif node_type is ast.keyword:
+            if node.arg in ORDERED_WALKS:  # type: ignore[attr-defined]
+                ordered = True
+    for statement in tree.body:
+        if type(statement) is ast.ClassDef:
+            summary.classes[statement.name] = _class_summary(statement)
+    summary.foreign_reads = frozenset(foreign)
+    summary.strings = frozenset(strings)
+    summary.ordered_walk = ordered
+    return summary
+
+
+def _class_summary(classdef: ast.ClassDef) -> ClassSummary:
+    bases = tuple(dotted for dotted in (_dotted(base) for base in classdef.bases) if dotted)
+    assigned: Set[str] = set()
+    read: Set[str] = set()
+    for node in ast.walk(classdef):
+        if type(node) is ast.Attribute and type(node.value) is ast.Name and node.value.id == "self":
+            if type(node.ctx) is ast.Store:
+                assigned.add(node.attr)
+            else:  # Load or Del
+                read.add(node.attr)
+    return ClassSummary(classdef.name, bases, frozenset(assigned), frozenset(read))
+
+
+@dataclass
+class _ProjectFacts:
+    """Project-wide facts, gathered once: the first module of each kind, by name."""
+
+    unreadable: Optional[ModuleSummary] = None
+    ordered_walk: Optional[ModuleSummary] = None
+    strings: Dict[str, ModuleSummary] = field(default_factory=dict)
+    foreign_reads: Dict[str, List[ModuleSummary]] = field(default_factory=dict)
+
+
+class ProjectIndex:
+    """The modules of one run's project and the questions rules ask across them."""
+
+    def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
+        self.by_path: Dict[str, ModuleSummary] = {}
+        self.by_name: Dict[str, ModuleSummary] = {}
+        for summary in summaries:
+            self.by_path[os.path.abspath(summary.path)] = summary
+            self.by_name.setdefault(summary.name, summary)
+        self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
+        self._keys: Dict[str, str] = {}
+        self._project_facts: Optional[_ProjectFacts] = None
+
+    # -- building --------------------------------------------------------------------------
+    @classmethod
+    def for_files(
+        cls, files: Sequence[str], texts: Optional[Mapping[str, str]] = None, neighbours: bool = True
+    ) -> "ProjectIndex":
+        """The index of ``files`` and (with ``neighbours``) their neighbours; ``texts`` gives
+        the text of a file that differs from the disk (an editor's unsaved buffer)."""
+        texts = {os.path.abspath(path): text for path, text in (texts or {}).items()}
+        paths: Dict[str, None] = {os.path.abspath(path): None for path in files}
+        if neighbours:
+            for path in _neighbours(list(paths)):
+                paths.setdefault(path, None)
+        summaries = []
+        for path in paths:
+            text = texts.get(path)
+            if text is None:
+                text = _read(path)
+            if text is None:
+                summary = ModuleSummary(path, *module_name(path))
+                summary.error = "unreadable"
+                summaries.append(summary)
+            else:
+                summaries.append(summarize(path, text))
+        return cls(summaries)
+
+    # -- names across modules --------------------------------------------------------------
+    def resolve_class(self, module: ModuleSummary, dotted: str) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
+        """The project class that ``dotted`` (as written in ``module``) names, if any."""
+        return self._resolve(module, dotted, 0)
+
+    def _resolve(self, module: ModuleSummary, dotted: str, depth: int) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
+        if depth > 20:
+            return None
+        head, _, rest = dotted.partition(".")
+        if not rest and head in module.classes:
+            return module, module.classes[head]
+        target = module.imports.get(head)
+        if target is not None:
+            full = f"{target}.{rest}" if rest else target
+            return self._absolute(full, depth + 1)
+        if not rest:
+            for star in module.star:  # from x import *: the name may come from x
+                source = self.by_name.get(star)
+                if source is not None and source is not module:
+                    found = self._resolve(source, head, depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
+    def _absolute(self, full: str, depth: int) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
+        module_part, _, attribute = full.rpartition(".")
+        while module_part:
+            module = self.by_name.get(module_part)
+            if module is not None:
+                return self._resolve(module, attribute, depth)
+            module_part, _, head = module_part.rpartition(".")
+            attribute = f"{head}.{attribute}"
+        return None
+
+    def subclasses(self, module: ModuleSummary, classname: str) -> List[Tuple[ModuleSummary, ClassSummary]]:
+        """Every project class that inherits from ``module.classname``, directly or not."""
+        if self._subclasses is None:
+            direct: Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]] = {}
+            for summary in self.by_path.values():
+                for klass in summary.classes.values():
+                    for base in klass.bases:
+                        found = self.resolve_class(summary, base)
+                        if found is not None:
+                            key = (os.path.abspath(found[0].path), found[1].name)
+                            direct.setdefault(key, []).append((summary, klass))
+            self._subclasses = direct
+        result: List[Tuple[ModuleSummary, ClassSummary]] = []
+        pending = [(os.path.abspath(module.path), classname)]
+        seen: Set[Tuple[str, str]] = set()
+        while pending:
+            key = pending.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            for child in self._subclasses.get(key, ()):
+                result.append(child)
+                pending.append((os.path.abspath(child[0].path), child[1].name))
+        return result
+
+    def module_of(self, path: str) -> Optional[ModuleSummary]:
+        return self.by_path.get(os.path.abspath(path))
+
+    # -- questions ---------------------------------------------------------------------------
+    def attribute_reached(self, path: str, classname: str, attribute: str) -> Optional[str]:
+        """Why ``self.<attribute>`` of class ``classname`` in ``path`` may be used by code other
+        than the class's own methods, or None when nothing in the project reaches it.
+
+        Counted: a read of ``.<attribute>`` on another object in another module; a string equal
+        to the name anywhere (``getattr``, ``fuse_modules`` lists, ``named_modules`` keys); a
+        subclass that reads or deletes it; a module that walks children in order; a project
+        module that cannot be read (it may do any of these).
+        """
+        module = self.module_of(path)
+        if module is None:
+            return None
+        facts = self._facts()
+        if facts.unreadable is not None:
+            return f"`{_display(facts.unreadable.path)}` could not be read ({facts.unreadable.error})"
+        if facts.ordered_walk is not None:
+            return f"`{_display(facts.ordered_walk.path)}` walks modules' children in order"
+        named = facts.strings.get(attribute)
+        if named is not None:
+            return f"`{_display(named.path)}` names `{attribute}` in a string"
+        for other in facts.foreign_reads.get(attribute, ()):
+            if other is not module:
+                return f"`{_display(other.path)}` reads `.{attribute}`"
+        for owner, klass in self.subclasses(module, classname):
+            if attribute in klass.read:
+                return f"subclass `{klass.name}` in `{_display(owner.path)}` uses `self.{attribute}`"
+        return None
+
+    def _facts(self) -> "_ProjectFacts":
+        if self._project_facts is None:
+            facts = _ProjectFacts()
+            for summary in self.by_path.values():
+                if summary.error is not None and facts.unreadable is None:
+                    facts.unreadable = summary
+                if summary.ordered_walk and facts.ordered_walk is None:
+                    facts.ordered_walk = summary
+                for string in summary.strings:
+                    facts.strings.setdefault(string, summary)
+                for name in summary.foreign_reads:
+                    facts.foreign_reads.setdefault(name, []).append(summary)
+            self._project_facts = facts
+        return self._project_facts
+
+    def key_for(self, path: str) -> str:
+        """A digest of the project facts the findings of ``path`` may depend on."""
+        absolute = os.path.abspath(path)
+        key = self._keys.get(absolute)
+        if key is None:
+            module = self.by_path.get(absolute)
+            parts: List[str] = []
+            if module is not None:
+                for klass in sorted(module.classes.values(), key=lambda k: k.name):
+                    for attribute in sorted(klass.assigned):
+                        why = self.attribute_reached(absolute, klass.name, attribute)
+                        parts.append(f"{klass.name}.{attribute}:{why or ''}")
+            key = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            self._keys[absolute] = key
+        return key
+
+
+def _display(path: str) -> str:
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        try:
+            return data.decode("latin-1")
+        except UnicodeDecodeError:
+            return None
+
+
+def _neighbours(paths: Sequence[str]) -> List[str]:
+    """The other Python files of the top-level packages of ``paths``, and of the directories
+    of the files outside any package."""
+    found: List[str] = []
+    roots: Set[str] = set()
+    for path in paths:
+        directory = os.path.dirname(path)
+        if os.path.isfile(os.path.join(directory, "__init__.py")):
+            roots.add(_top_package(directory))
+        else:
+            roots.add(directory + os.sep + "*")  # the directory's own files, not its subtree
+    for root in sorted(roots):
+        if root.endswith(os.sep + "*"):
+            directory = root[:-2]
+            try:
+                names = sorted(os.listdir(directory))
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith(".py"):
+                    candidate = os.path.join(directory, name)
+                    if os.path.isfile(candidate):
+                        found.append(candidate)
+                        if len(found) >= MAX_NEIGHBOURS:
+                            return found
+            continue
+        for directory, subdirectories, filenames in os.walk(root):
+            subdirectories[:] = sorted(
+                name for name in subdirectories
+                if os.path.isfile(os.path.join(directory, name, "__init__.py"))
+            )
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    candidate = os.path.join(directory, name)
+                    if os.path.isfile(candidate):
+                        found.append(candidate)
+                        if len(found) >= MAX_NEIGHBOURS:
+                            return found
+    return found
+
+
+def _top_package(directory: str) -> str:
+    top = directory
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        top = directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return top
+
+
+class ProjectRegistry:
+    """The project indexes of this process, built on first need and kept while valid.
+
+    The CLI names the files of its run (``set_run``): they and their neighbours are one
+    project. Any other file (standard input with ``--stdin-filename``, the language server's
+    buffers, flake8's files) belongs to the project of its package or directory, rebuilt when
+    a file there changes on disk; an editor's unsaved text is given with ``set_text``.
+    """
+
+    def __init__(self) -> None:
+        self.run_files: FrozenSet[str] = frozenset()
+        self._run_index: Optional[ProjectIndex] = None
+        self._by_root: Dict[str, Tuple[Tuple[Tuple[str, float, int], ...], Tuple[Tuple[str, str], ...], ProjectIndex]] = {}
+        self.texts: Dict[str, str] = {}
+
+    def set_run(self, files: Iterable[str]) -> None:
+        self.run_files = frozenset(os.path.abspath(path) for path in files)
+        self._run_index = None
+
+    def set_text(self, path: str, text: Optional[str]) -> None:
+        """An editor's buffer for ``path`` (None: the file on disk again)."""
+        absolute = os.path.abspath(path)
+        if text is None:
+            self.texts.pop(absolute, None)
+        else:
+            self.texts[absolute] = text
+
+    def index_for(self, path: str, text: Optional[str] = None) -> ProjectIndex:
+        absolute = os.path.abspath(path)
+        if absolute in self.run_files:
+            if self._run_index is None:
+                self._run_index = ProjectIndex.for_files(sorted(self.run_files), self.texts)
+            return self._run_index
+        texts = dict(self.texts)
+        if text is not None:
+            texts[absolute] = text
+        files = [absolute, *_neighbours([absolute])]
+        stamp = tuple(_stamp(file) for file in files)
+        overrides = tuple(sorted((file, texts[file]) for file in files if file in texts))
+        root = package_root(absolute)
+        kept = self._by_root.get(root)
+        if kept is not None and kept[0] == stamp and kept[1] == overrides:
+            return kept[2]
+        index = ProjectIndex.for_files(files, texts, neighbours=False)
+        self._by_root[root] = (stamp, overrides, index)
+        return index
+
+
+def _stamp(path: str) -> Tuple[str, float, int]:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return (path, -1.0, -1)
+    return (path, status.st_mtime, status.st_size)
+
+
+REGISTRY = ProjectRegistry()
