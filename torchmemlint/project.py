@@ -462,7 +462,11 @@ class ProjectRegistry:
         self.texts: Dict[str, str] = {}
 
     def set_run(self, files: Iterable[str]) -> None:
-        self.run_files = frozenset(os.path.abspath(path) for path in files)
+        # Python modules only: a notebook is read as its code cells, in the project of its
+        # directory (``index_for`` with its text), never as the JSON on disk.
+        self.run_files = frozenset(
+            os.path.abspath(path) for path in files if path.endswith((".py", ".pyi"))
+        )
         self._run_index = None
 
     def set_text(self, path: str, text: Optional[str]) -> None:
