@@ -31,15 +31,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
 from torchmemlint.analysis.einsum import parse_spec
 from torchmemlint.tree import walk
-
-if TYPE_CHECKING:
-    from torchmemlint.analysis.file import FileAnalysis
 
 SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.Tensor.softmax", "torch.special.softmax"})
 MATMUL = frozenset({"torch.matmul", "torch.bmm"})
@@ -112,7 +109,7 @@ class FileValues:
     (``FileAnalysis.values``), and what they share: the file's functions, methods and
     module-level constants."""
 
-    def __init__(self, analysis: "FileAnalysis") -> None:
+    def __init__(self, analysis: Any) -> None:  # a FileAnalysis (file.py imports this module)
         self.analysis = analysis
         self.bindings = analysis.bindings
         self.resolver = analysis.resolver
