@@ -1,0 +1,476 @@
+"""Per-rank memory under DDP and FSDP: ``torchmemlint profile --parallel ddp|fsdp --world-size N``.
+
+No GPU and no second process: a fake process group of N ranks (torch's ``"fake"``
+backend with its ``FakeStore``; collectives return at once, nothing is sent) and this
+process as rank 0, the step run on fake tensors by the same tracker as the single-device
+estimate (``measure.measure_training_step``).
+
+* **FSDP** is torch's own FSDP2 code, ``torch.distributed.fsdp.fully_shard`` on a CPU
+  device mesh of N ranks: the parameters are sharded DTensors, each wrapped module's
+  parameters are all-gathered into the buffers FSDP allocates before its forward and
+  backward, gradients are reduce-scattered from FSDP's own buffers.  Two things torch
+  does that a dispatch-level tracker cannot see are reported to it here: FSDP frees and
+  re-allocates the unsharded parameters by resizing their storage
+  (``_fsdp_param.free_storage``/``alloc_storage``, no aten op), and the all-gather and
+  reduce-scatter buffers are recorded as FSDP allocates them (``DefaultAllGather`` /
+  ``DefaultReduceScatter.allocate``) to give their sizes.
+* **DDP** cannot run: its C++ ``Reducer`` allocates its buckets with real storage and
+  checks parameters across processes through data pointers, which fake tensors do not
+  have.  It falls back to a stated model of what the reducer does: the buckets are the
+  ones ``torch.distributed._compute_bucket_assignment_by_size`` (the function DDP calls)
+  gives for DDP's steady-state caps (a first bucket of ``dist._DEFAULT_FIRST_BUCKET_BYTES``,
+  then ``bucket_cap_mb``), allocated before the step and kept; each gradient is copied
+  into its bucket when autograd has accumulated it (a post-accumulate-grad hook, as the
+  reducer's autograd hook does); with ``gradient_as_bucket_view=True`` the parameter's
+  ``.grad`` then becomes the view of its bucket and autograd's own gradient is freed.
+  The all-reduce works in place on the buckets and allocates nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from .errors import DynamicError
+from .measure import InputSpec, StepReport, _as_dtype, measure_training_step
+from .tracker import LiveTracker, round_up, storage_bytes
+
+STRATEGIES = ("ddp", "fsdp")
+DDP_BUCKET_CAP_MB = 25  # torch.nn.parallel.distributed._DEFAULT_BUCKET_CAP_MB
+EVERY_BLOCK = "blocks"  # the default FSDP wrapping: every module held in an nn.ModuleList
+
+
+@dataclass(frozen=True)
+class ParallelOptions:
+    strategy: str  # "ddp" or "fsdp"
+    world_size: int
+    wrap: Optional[Tuple[str, ...]] = None  # FSDP: class names to fully_shard; None = every block
+    reshard_after_forward: bool = True  # FSDP
+    param_dtype: Optional[str] = None  # FSDP MixedPrecisionPolicy
+    reduce_dtype: Optional[str] = None
+    gradient_as_bucket_view: bool = False  # DDP
+    bucket_cap_mb: float = DDP_BUCKET_CAP_MB  # DDP
+
+    def describe(self) -> str:
+        if self.strategy == "ddp":
+            return "DDP, world size %d, bucket_cap_mb=%g, gradient_as_bucket_view=%s" % (
+                self.world_size, self.bucket_cap_mb, self.gradient_as_bucket_view)
+        mixed = ""
+        if self.param_dtype or self.reduce_dtype:
+            mixed = ", MixedPrecisionPolicy(param_dtype=%s, reduce_dtype=%s)" % (
+                self.param_dtype, self.reduce_dtype)
+        return "FSDP2 fully_shard, world size %d, reshard_after_forward=%s%s" % (
+            self.world_size, self.reshard_after_forward, mixed)
+
+
+def check_options(options: ParallelOptions) -> None:
+    """One-line errors for options that cannot work (before anything is built)."""
+    if options.strategy not in STRATEGIES:
+        raise DynamicError("--parallel must be ddp or fsdp, not %r" % (options.strategy,))
+    if options.world_size < 1:
+        raise DynamicError("--world-size must be at least 1, got %d" % options.world_size)
+    if options.strategy == "ddp" and (options.wrap or options.param_dtype or options.reduce_dtype
+                                      or not options.reshard_after_forward):
+        raise DynamicError("--fsdp-wrap, --param-dtype, --reduce-dtype and --no-reshard-after-forward "
+                           "are FSDP options; they do not apply to --parallel ddp")
+    if options.strategy == "fsdp" and options.gradient_as_bucket_view:
+        raise DynamicError("--gradient-as-bucket-view is a DDP option; it does not apply to --parallel fsdp")
+    for name in (options.param_dtype, options.reduce_dtype):
+        if name is not None:
+            _as_dtype(name)
+
+
+@dataclass
+class ParallelReport:
+    """One rank's memory: the step as measured, and what the wrapping added."""
+
+    options: ParallelOptions
+    step: StepReport  # per rank: param/grad bytes are the rank's shards
+    unsharded_param_bytes: int  # the whole model's parameters, as one device holds them
+    wrapped: List[str] = field(default_factory=list)  # FSDP: the modules given to fully_shard
+    bucket_bytes: int = 0  # DDP: all buckets, in 512-byte blocks
+    buckets: List[int] = field(default_factory=list)  # DDP: bytes of each bucket
+    all_gather_bytes: int = 0  # FSDP: the largest all-gather output buffer
+    reduce_scatter_bytes: int = 0  # FSDP: the largest reduce-scatter input buffer
+    all_gathers: int = 0
+    reduce_scatters: int = 0
+    limits: List[str] = field(default_factory=list)
+
+    @property
+    def activation_bytes(self) -> int:
+        """Kept after forward, less what the wrapping itself keeps (DDP's buckets)."""
+        return self.step.kept_after_forward - self.bucket_bytes
+
+    @property
+    def communication_bytes(self) -> int:
+        if self.options.strategy == "ddp":
+            return self.bucket_bytes
+        return self.all_gather_bytes + self.reduce_scatter_bytes
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "strategy": self.options.strategy,
+            "world_size": self.options.world_size,
+            "options": dataclasses.asdict(self.options),
+            "param_bytes": self.step.param_bytes,
+            "unsharded_param_bytes": self.unsharded_param_bytes,
+            "grad_bytes": self.step.grad_bytes,
+            "buffer_bytes": self.step.buffer_bytes,
+            "input_bytes": self.step.input_bytes,
+            "peak_bytes": self.step.peak_bytes,
+            "activation_bytes": self.activation_bytes,
+            "wrapped": list(self.wrapped),
+            "bucket_bytes": self.bucket_bytes,
+            "buckets": list(self.buckets),
+            "all_gather_bytes": self.all_gather_bytes,
+            "reduce_scatter_bytes": self.reduce_scatter_bytes,
+            "all_gathers": self.all_gathers,
+            "reduce_scatters": self.reduce_scatters,
+            "limits": list(self.limits),
+        }
+
+
+# -- the fake process group --------------------------------------------------------------
+
+@contextlib.contextmanager
+def fake_process_group(world_size: int) -> Iterator[Any]:
+    """A process group of ``world_size`` ranks in which this process is rank 0 and every
+    collective returns at once; yields a 1-D CPU device mesh over it."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise DynamicError("--parallel needs torch.distributed, which this build of torch lacks")
+    if dist.is_initialized():
+        raise DynamicError("a process group is already initialized in this process")
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+    try:
+        # Built outside fake mode: the mesh reads its rank layout from a real tensor.
+        yield init_device_mesh("cpu", (world_size,))
+    finally:
+        dist.destroy_process_group()
+
+
+# -- FSDP ------------------------------------------------------------------------------
+
+def wrap_targets(model: nn.Module, wrap: Optional[Sequence[str]]) -> List[Tuple[str, nn.Module]]:
+    """The submodules to ``fully_shard`` (before the root): every module held in an
+    ``nn.ModuleList`` (the blocks of a transformer, the stages of a net), or every module
+    whose class name is in ``wrap``.  Outermost first is not needed: FSDP2 shards
+    children before parents, so they are returned innermost first."""
+    found: List[Tuple[str, nn.Module]] = []
+    names = set(wrap) if wrap else None
+    for name, module in model.named_modules():
+        if module is model:
+            continue
+        if names is not None:
+            chosen = type(module).__name__ in names
+        else:
+            parent_name = name.rpartition(".")[0]
+            parent = model.get_submodule(parent_name) if parent_name else model
+            chosen = isinstance(parent, nn.ModuleList)
+        if chosen:
+            found.append((name, module))
+    if names is not None:
+        missing = names - {type(module).__name__ for _, module in found}
+        if missing:
+            raise DynamicError("--fsdp-wrap: the model has no module of class %s" % ", ".join(sorted(missing)))
+    found.sort(key=lambda item: -item[0].count("."))
+    return found
+
+
+class _FsdpBuffers:
+    """Reports FSDP's storage resizes to the active tracker and records its
+    all-gather and reduce-scatter buffers, while the step runs."""
+
+    def __init__(self) -> None:
+        self.all_gather: List[int] = []
+        self.reduce_scatter: List[int] = []
+
+    @contextlib.contextmanager
+    def patched(self) -> Iterator[None]:
+        from torch.distributed.fsdp._fully_shard import _fsdp_collectives, _fsdp_param, _fsdp_param_group
+
+        originals = {
+            "free": _fsdp_param.free_storage,
+            "alloc": _fsdp_param.alloc_storage,
+            "gather": _fsdp_collectives.DefaultAllGather.allocate,
+            "scatter": _fsdp_collectives.DefaultReduceScatter.allocate,
+        }
+
+        def free_storage(tensor: torch.Tensor) -> None:
+            originals["free"](tensor)
+            _tell_tracker(tensor)
+
+        def alloc_storage(tensor: torch.Tensor) -> None:
+            originals["alloc"](tensor)
+            _tell_tracker(tensor)
+
+        def gather(comm: Any, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+            out = originals["gather"](comm, size, dtype=dtype, device=device)
+            self.all_gather.append(out.untyped_storage().nbytes())
+            return out
+
+        def scatter(comm: Any, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+            out = originals["scatter"](comm, size, dtype=dtype, device=device)
+            self.reduce_scatter.append(out.untyped_storage().nbytes())
+            return out
+
+        _fsdp_param.free_storage = free_storage
+        _fsdp_param.alloc_storage = alloc_storage
+        _fsdp_param_group.alloc_storage = alloc_storage
+        _fsdp_collectives.DefaultAllGather.allocate = gather
+        _fsdp_collectives.DefaultReduceScatter.allocate = scatter
+        try:
+            yield
+        finally:
+            _fsdp_param.free_storage = originals["free"]
+            _fsdp_param.alloc_storage = originals["alloc"]
+            _fsdp_param_group.alloc_storage = originals["alloc"]
+            _fsdp_collectives.DefaultAllGather.allocate = originals["gather"]
+            _fsdp_collectives.DefaultReduceScatter.allocate = originals["scatter"]
+
+
+def _active_tracker() -> Optional[LiveTracker]:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    for mode in reversed(_get_current_dispatch_mode_stack()):
+        if isinstance(mode, LiveTracker):
+            return mode
+    return None
+
+
+def _tell_tracker(tensor: torch.Tensor) -> None:
+    """A storage FSDP resized in place (``storage.resize_``: no aten op, so the
+    dispatch-level tracker did not see it): the tracker's record follows it."""
+    tracker = _active_tracker()
+    if tracker is None:
+        return
+    storage = tensor.untyped_storage()
+    record = tracker._live.get(id(storage))
+    if record is not None:
+        tracker._resize(record, storage.nbytes(), "fsdp resize_storage")
+
+
+def _fsdp_factory(
+    build: Callable[[], nn.Module], mesh: Any, options: ParallelOptions, built: List[nn.Module],
+    wrapped: List[str],
+) -> Callable[[], nn.Module]:
+    from torch._guards import active_fake_mode
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    policy = MixedPrecisionPolicy(
+        param_dtype=_as_dtype(options.param_dtype) if options.param_dtype else None,
+        reduce_dtype=_as_dtype(options.reduce_dtype) if options.reduce_dtype else None,
+    )
+
+    def factory() -> nn.Module:
+        if active_fake_mode() is None:
+            raise DynamicError(
+                "--parallel fsdp needs a model that can be built on fake tensors (this one could not)")
+        model = build()
+        wrapped.clear()
+        for name, module in wrap_targets(model, options.wrap):
+            fully_shard(module, mesh=mesh, reshard_after_forward=options.reshard_after_forward,
+                        mp_policy=policy)
+            wrapped.append(name)
+        fully_shard(model, mesh=mesh, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
+        built.append(model)
+        return model
+
+    return factory
+
+
+def _local(tensor: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    if tensor is None:
+        return None
+    to_local = getattr(tensor, "to_local", None)
+    return to_local() if to_local is not None else tensor
+
+
+# -- DDP -------------------------------------------------------------------------------
+
+class _BucketedModule(nn.Module):
+    """DDP's reducer, as a model: ``module`` (so parameter names get DDP's ``module.``
+    prefix) with gradient buckets allocated when the step starts and kept, each
+    gradient copied into its bucket once autograd has accumulated it."""
+
+    def __init__(self, module: nn.Module, assignment: List[List[int]], bucket_view: bool) -> None:
+        super().__init__()
+        self.module = module
+        self._assignment = assignment
+        self._bucket_view = bucket_view
+        self._buckets: List[torch.Tensor] = []
+        self._hooks: List[Any] = []
+
+    def forward(self, *inputs: Any) -> Any:
+        if not self._buckets:
+            self._allocate()
+        return self.module(*inputs)
+
+    def _allocate(self) -> None:
+        params = [p for p in self.module.parameters() if p.requires_grad]
+        for indices in self._assignment:
+            members = [params[i] for i in indices]
+            bucket = torch.empty(sum(p.numel() for p in members), dtype=members[0].dtype,
+                                 device=members[0].device)
+            self._buckets.append(bucket)
+            offset = 0
+            for param in members:
+                view = bucket[offset:offset + param.numel()].view_as(param)
+                offset += param.numel()
+                self._hooks.append(param.register_post_accumulate_grad_hook(self._copy_into(view)))
+
+    def _copy_into(self, view: torch.Tensor) -> Callable[[torch.Tensor], None]:
+        def hook(param: torch.Tensor) -> None:
+            if param.grad is None or param.grad.untyped_storage() is view.untyped_storage():
+                return
+            view.copy_(param.grad)
+            if self._bucket_view:
+                param.grad = view  # the reducer's gradient_as_bucket_view: .grad is the bucket
+
+        return hook
+
+
+def ddp_buckets(model: nn.Module, bucket_cap_mb: float) -> List[List[int]]:
+    """The steady-state bucket assignment DDP's reducer uses: parameter indices per
+    bucket, from torch's ``_compute_bucket_assignment_by_size`` with a first bucket of
+    ``_DEFAULT_FIRST_BUCKET_BYTES`` and then ``bucket_cap_mb``, over the parameters
+    in reverse order (the order their gradients become ready, as the reducer's
+    rebuild after the first iteration finds for a plain forward)."""
+    import torch.distributed as dist
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise DynamicError("the model has no parameter that requires grad: DDP has nothing to reduce")
+    cap = int(bucket_cap_mb * 1024 * 1024)
+    first = dist._DEFAULT_FIRST_BUCKET_BYTES if bucket_cap_mb == DDP_BUCKET_CAP_MB else cap
+    order = list(range(len(params)))[::-1]
+    reversed_params = [params[i] for i in order]
+    assignment, _ = dist._compute_bucket_assignment_by_size(
+        reversed_params, [first, cap] if first < cap else [cap], [False] * len(params))
+    return [[order[i] for i in bucket] for bucket in assignment]
+
+
+# -- the measurement --------------------------------------------------------------------
+
+def measure_parallel(
+    build: Callable[[], nn.Module],
+    input_shapes: Sequence[InputSpec],
+    options: ParallelOptions,
+    dtype: str = "float32",
+    estimate_for: str = "cuda",
+    seed: int = 0,
+) -> ParallelReport:
+    """One rank's training step under ``options``, on fake tensors.  ``input_shapes``
+    is the rank's own batch (data parallelism: every rank runs its own batch)."""
+    check_options(options)
+    device = "fake" if estimate_for == "cuda" else "fake-cpu"
+    built: List[nn.Module] = []
+    if options.strategy == "fsdp":
+        buffers = _FsdpBuffers()
+        wrapped: List[str] = []
+        with fake_process_group(options.world_size) as mesh, buffers.patched():
+            factory = _fsdp_factory(build, mesh, options, built, wrapped)
+            step = measure_training_step(factory, input_shapes, dtype=dtype, device=device, seed=seed)
+            model = built[-1]
+            params = list(model.parameters())
+            step = dataclasses.replace(
+                step,
+                param_bytes=storage_bytes([_local(p) for p in params], 512),
+                grad_bytes=storage_bytes([_local(p.grad) for p in params], 512),
+            )
+            unsharded = sum(round_up(p.numel() * p.element_size(), 512) for p in params)
+        report = ParallelReport(
+            options, step, unsharded, wrapped=wrapped,
+            all_gather_bytes=max(buffers.all_gather, default=0),
+            reduce_scatter_bytes=max(buffers.reduce_scatter, default=0),
+            all_gathers=len(buffers.all_gather), reduce_scatters=len(buffers.reduce_scatter),
+        )
+        report.limits = _fsdp_limits(options, wrapped)
+        return report
+
+    def ddp_factory() -> nn.Module:
+        model = build()
+        wrapper = _BucketedModule(model, ddp_buckets(model, options.bucket_cap_mb),
+                                  options.gradient_as_bucket_view)
+        built.append(wrapper)
+        return wrapper
+
+    with fake_process_group(options.world_size):
+        step = measure_training_step(ddp_factory, input_shapes, dtype=dtype, device=device, seed=seed)
+    wrapper = built[-1]
+    buckets = [round_up(b.untyped_storage().nbytes(), 512) for b in wrapper._buckets]
+    unsharded = step.param_bytes
+    report = ParallelReport(options, step, unsharded, bucket_bytes=sum(buckets), buckets=buckets)
+    report.limits = [
+        "DDP's C++ Reducer cannot run on fake tensors (it allocates real bucket storage and checks "
+        "parameters across ranks through data pointers): its buckets are modelled - torch's own "
+        "bucket assignment (_compute_bucket_assignment_by_size, first bucket 1 MiB, then "
+        "bucket_cap_mb), allocated before the step, gradients copied in as they are accumulated",
+        "the first iteration's bucket rebuild (one bucket of every parameter, then the buckets above) "
+        "and find_unused_parameters are not modelled; the all-reduce allocates nothing",
+    ]
+    return report
+
+
+def _fsdp_limits(options: ParallelOptions, wrapped: Sequence[str]) -> List[str]:
+    limits = [
+        "FSDP2 ran for real (torch's fully_shard on a fake process group of %d ranks, rank 0 measured): "
+        "sharded parameters, all-gathers and reduce-scatters are torch's; collectives send nothing"
+        % options.world_size,
+        "on a GPU FSDP runs all-gathers and reduce-scatters on their own CUDA streams and frees their "
+        "buffers only when those finish; the CPU run is sequential, so buffers a GPU would still hold "
+        "for the next layer's prefetch are not all counted",
+    ]
+    if not wrapped:
+        limits.append("only the root was given to fully_shard (no nn.ModuleList blocks found, no --fsdp-wrap): "
+                      "every parameter is all-gathered at once")
+    return limits
+
+
+# -- the report ---------------------------------------------------------------------------
+
+def text_lines(report: ParallelReport) -> List[str]:
+    from .budget import format_bytes
+
+    step = report.step
+    opts = report.options
+    lines = [report.options.describe() + "; per rank (rank 0 of %d, its own batch)" % opts.world_size]
+    if opts.strategy == "fsdp":
+        shown = ", ".join(report.wrapped[:4]) + (" ..." if len(report.wrapped) > 4 else "")
+        lines.append("fully_shard on %d modules%s, then the root" % (
+            len(report.wrapped), " (%s)" % shown if shown else ""))
+    rows = [
+        ("parameters", format_bytes(step.param_bytes),
+         "of %s unsharded" % format_bytes(report.unsharded_param_bytes)
+         if opts.strategy == "fsdp" else "a full copy on every rank"),
+        ("gradients", format_bytes(step.grad_bytes),
+         "held in the buckets" if opts.strategy == "ddp" and opts.gradient_as_bucket_view else
+         ("sharded, after the reduce-scatter" if opts.strategy == "fsdp" else "")),
+        ("buffers, input", format_bytes(step.buffer_bytes + step.input_bytes), ""),
+        ("activations", format_bytes(report.activation_bytes),
+         "kept after forward" + (", without the buckets" if opts.strategy == "ddp" else
+                                 "" if opts.reshard_after_forward else
+                                 ", with the unsharded parameters not resharded after forward")),
+    ]
+    if opts.strategy == "ddp":
+        rows.append(("DDP buckets", format_bytes(report.bucket_bytes),
+                     "%d buckets, allocated before the step and kept" % len(report.buckets)))
+    else:
+        rows.append(("all-gather buffer", format_bytes(report.all_gather_bytes),
+                     "largest of %d" % report.all_gathers))
+        rows.append(("reduce-scatter buffer", format_bytes(report.reduce_scatter_bytes),
+                     "largest of %d" % report.reduce_scatters))
+    rows.append(("step peak", format_bytes(step.peak_bytes), "during %s, at %s" % (step.peak_phase, step.peak_op)))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines += [("  ".join(c.ljust(w) for c, w in zip(row, widths))).rstrip() for row in rows]
+    return lines
