@@ -272,17 +272,29 @@ def _fsdp_factory(
         reduce_dtype=_as_dtype(options.reduce_dtype) if options.reduce_dtype else None,
     )
 
+    failed: List[BaseException] = []
+
     def factory() -> nn.Module:
         if active_fake_mode() is None:
+            # measure_training_step builds for real when the fake build failed: not for FSDP.
+            cause = failed[-1] if failed else None
+            if isinstance(cause, DynamicError):
+                raise DynamicError(str(cause))
             raise DynamicError(
-                "--parallel fsdp needs a model that can be built on fake tensors (this one could not)")
-        model = build()
-        wrapped.clear()
-        for name, module in wrap_targets(model, options.wrap):
-            fully_shard(module, mesh=mesh, reshard_after_forward=options.reshard_after_forward,
+                "--parallel fsdp needs a model that can be built on fake tensors: %s"
+                % (cause if cause is not None else "it was built outside fake mode"))
+        try:
+            model = build()
+            wrapped.clear()
+            for name, module in wrap_targets(model, options.wrap):
+                fully_shard(module, mesh=mesh, reshard_after_forward=options.reshard_after_forward,
+                            mp_policy=policy)
+                wrapped.append(name)
+            fully_shard(model, mesh=mesh, reshard_after_forward=options.reshard_after_forward,
                         mp_policy=policy)
-            wrapped.append(name)
-        fully_shard(model, mesh=mesh, reshard_after_forward=options.reshard_after_forward, mp_policy=policy)
+        except BaseException as error:
+            failed.append(error)
+            raise
         built.append(model)
         return model
 
@@ -474,3 +486,70 @@ def text_lines(report: ParallelReport) -> List[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines += [("  ".join(c.ljust(w) for c, w in zip(row, widths))).rstrip() for row in rows]
     return lines
+
+
+# -- ``torchmemlint profile --parallel`` ---------------------------------------------------
+
+def run_parallel_profile(
+    target_spec: str,
+    input_shapes: Sequence[InputSpec],
+    init_args: Any,
+    dtype: str,
+    estimate_for: str,
+    options: ParallelOptions,
+    budget_request: Any = None,
+    budget: Any = None,
+) -> Tuple[Any, Dict[str, Any]]:
+    """The per-rank profile (a ``verify.ProfileResult`` with a "parallel" section, and a
+    "budget" one with ``--budget``) and the JSON fields the budget adds at the top level."""
+    import time
+    import warnings
+
+    from . import source, verify
+    from .budget import FITS, batch_of, check_budget, estimate_memory, json_fields, largest_batch, with_batch
+    from .measure import _normalise_specs
+
+    started = time.perf_counter()
+    check_options(options)
+    target = source.read_target_source(target_spec)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build = source.model_factory(source.import_source_variant(target, target.text), target_spec,
+                                     init_args, dtype)
+
+        def at(shapes: Sequence[InputSpec]) -> ParallelReport:
+            return measure_parallel(build, shapes, options, dtype=dtype, estimate_for=estimate_for)
+
+        report = at(input_shapes)
+        measuring = "fake" if estimate_for == "cuda" else "fake-cpu"
+        result = verify.ProfileResult(
+            target=target_spec,
+            device="cpu",
+            method=verify._method(measuring),
+            dtype=str(dtype),
+            input_shapes=[list(spec) for spec in _normalise_specs(input_shapes)],
+            report=report.step,
+            allocator=report.step.simulate_allocator(),
+            findings=[],
+            limits=report.limits + verify.estimate_limits(report.step, measuring) + [
+                "findings are not verified with --parallel (run profile without it to verify them)"],
+            measuring=measuring,
+        )
+        result.add_section("parallel", "Per rank (--parallel %s --world-size %d)"
+                           % (options.strategy, options.world_size), text_lines(report), report.to_dict())
+        fields: Dict[str, Any] = {}
+        if budget_request is not None:
+            batch = batch_of(input_shapes)
+            check = check_budget(report.step, budget, budget_request.optimizer,
+                                 budget_request.reserve_bytes, batch)
+            if budget_request.max_batch or check.verdict != FITS:
+                check.batch_search = largest_batch(
+                    lambda b: at(with_batch(input_shapes, b)).step, budget_request.optimizer,
+                    check.usable_bytes, batch, {batch: estimate_memory(report.step, budget_request.optimizer, batch)},
+                )
+            result.add_section("budget", "Will it fit on each rank? (--budget, per rank)", check.text_lines(),
+                               check.to_dict())
+            fields = json_fields(check)
+    result.warnings = verify._unique_messages(caught)
+    result.seconds = time.perf_counter() - started
+    return result, fields
