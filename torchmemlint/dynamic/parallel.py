@@ -104,8 +104,9 @@ class ParallelReport:
 
     @property
     def activation_bytes(self) -> int:
-        """Kept after forward, less what the wrapping itself keeps (DDP's buckets)."""
-        return self.step.kept_after_forward - self.bucket_bytes
+        """What forward keeps for backward (FSDP without resharding: with the gathered
+        parameters it keeps too)."""
+        return self.step.kept_after_forward
 
     @property
     def communication_bytes(self) -> int:
@@ -312,25 +313,17 @@ def _local(tensor: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
 
 class _BucketedModule(nn.Module):
     """DDP's reducer, as a model: ``module`` (so parameter names get DDP's ``module.``
-    prefix) with gradient buckets allocated when the step starts and kept, each
-    gradient copied into its bucket once autograd has accumulated it."""
+    prefix) with its gradient buckets, allocated when it is wrapped (before the step, as
+    DDP's constructor does) and kept; each gradient is copied into its bucket once
+    autograd has accumulated it."""
 
     def __init__(self, module: nn.Module, assignment: List[List[int]], bucket_view: bool) -> None:
         super().__init__()
         self.module = module
-        self._assignment = assignment
         self._bucket_view = bucket_view
         self._buckets: List[torch.Tensor] = []
-        self._hooks: List[Any] = []
-
-    def forward(self, *inputs: Any) -> Any:
-        if not self._buckets:
-            self._allocate()
-        return self.module(*inputs)
-
-    def _allocate(self) -> None:
-        params = [p for p in self.module.parameters() if p.requires_grad]
-        for indices in self._assignment:
+        params = [p for p in module.parameters() if p.requires_grad]
+        for indices in assignment:
             members = [params[i] for i in indices]
             bucket = torch.empty(sum(p.numel() for p in members), dtype=members[0].dtype,
                                  device=members[0].device)
@@ -339,7 +332,10 @@ class _BucketedModule(nn.Module):
             for param in members:
                 view = bucket[offset:offset + param.numel()].view_as(param)
                 offset += param.numel()
-                self._hooks.append(param.register_post_accumulate_grad_hook(self._copy_into(view)))
+                param.register_post_accumulate_grad_hook(self._copy_into(view))
+
+    def forward(self, *inputs: Any) -> Any:
+        return self.module(*inputs)
 
     def _copy_into(self, view: torch.Tensor) -> Callable[[torch.Tensor], None]:
         def hook(param: torch.Tensor) -> None:
@@ -421,13 +417,15 @@ def measure_parallel(
         step = measure_training_step(ddp_factory, input_shapes, dtype=dtype, device=device, seed=seed)
     wrapper = built[-1]
     buckets = [round_up(b.untyped_storage().nbytes(), 512) for b in wrapper._buckets]
-    unsharded = step.param_bytes
-    report = ParallelReport(options, step, unsharded, bucket_bytes=sum(buckets), buckets=buckets)
+    # The buckets exist before the step and after it, like the parameters: resident memory.
+    step = dataclasses.replace(step, buffer_bytes=step.buffer_bytes + sum(buckets))
+    report = ParallelReport(options, step, step.param_bytes, bucket_bytes=sum(buckets), buckets=buckets)
     report.limits = [
         "DDP's C++ Reducer cannot run on fake tensors (it allocates real bucket storage and checks "
         "parameters across ranks through data pointers): its buckets are modelled - torch's own "
         "bucket assignment (_compute_bucket_assignment_by_size, first bucket 1 MiB, then "
-        "bucket_cap_mb), allocated before the step, gradients copied in as they are accumulated",
+        "bucket_cap_mb), allocated when the model is wrapped and counted with the buffers, "
+        "gradients copied in as they are accumulated",
         "the first iteration's bucket rebuild (one bucket of every parameter, then the buckets above) "
         "and find_unused_parameters are not modelled; the all-reduce allocates nothing",
     ]
@@ -468,15 +466,14 @@ def text_lines(report: ParallelReport) -> List[str]:
         ("gradients", format_bytes(step.grad_bytes),
          "held in the buckets" if opts.strategy == "ddp" and opts.gradient_as_bucket_view else
          ("sharded, after the reduce-scatter" if opts.strategy == "fsdp" else "")),
-        ("buffers, input", format_bytes(step.buffer_bytes + step.input_bytes), ""),
+        ("buffers, input", format_bytes(step.buffer_bytes - report.bucket_bytes + step.input_bytes), ""),
         ("activations", format_bytes(report.activation_bytes),
-         "kept after forward" + (", without the buckets" if opts.strategy == "ddp" else
-                                 "" if opts.reshard_after_forward else
+         "kept after forward" + ("" if opts.strategy == "ddp" or opts.reshard_after_forward else
                                  ", with the unsharded parameters not resharded after forward")),
     ]
     if opts.strategy == "ddp":
         rows.append(("DDP buckets", format_bytes(report.bucket_bytes),
-                     "%d buckets, allocated before the step and kept" % len(report.buckets)))
+                     "%d buckets, allocated when wrapped and kept (counted as resident)" % len(report.buckets)))
     else:
         rows.append(("all-gather buffer", format_bytes(report.all_gather_bytes),
                      "largest of %d" % report.all_gathers))
@@ -486,6 +483,26 @@ def text_lines(report: ParallelReport) -> List[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines += [("  ".join(c.ljust(w) for c, w in zip(row, widths))).rstrip() for row in rows]
     return lines
+
+
+def _gradients_in_buckets(check: Any, report: ParallelReport) -> None:
+    """With ``gradient_as_bucket_view=True`` the gradients are the buckets, counted as
+    resident: the optimizer update adds only its own temporaries (the budget's model of
+    the update counts the gradients in it, as for gradients allocated by backward)."""
+    from .budget import verdict
+
+    estimate = check.estimate
+    update = report.step.grad_bytes * check.optimizer.update_slots if check.optimizer.state_slots else 0
+    base = estimate.resident_bytes + estimate.optimizer_state_bytes
+    allocated = base + max(estimate.step_peak_bytes, update)
+    check.estimate = dataclasses.replace(
+        estimate, update_peak_bytes=update, allocated_bytes=allocated,
+        reserved_bytes=max(allocated, base + max(estimate.step_reserved_bytes, update)),
+        peak_phase=estimate.peak_phase if estimate.step_peak_bytes >= update else "optimizer step",
+    )
+    check.verdict = verdict(check.estimate, check.usable_bytes)
+    check.notes.append("gradient_as_bucket_view: the gradients are the buckets (resident); the update "
+                       "adds only its temporaries (the batch search counts them as separate gradients)")
 
 
 # -- ``torchmemlint profile --parallel`` ---------------------------------------------------
@@ -542,6 +559,8 @@ def run_parallel_profile(
             batch = batch_of(input_shapes)
             check = check_budget(report.step, budget, budget_request.optimizer,
                                  budget_request.reserve_bytes, batch)
+            if options.gradient_as_bucket_view:
+                _gradients_in_buckets(check, report)
             if budget_request.max_batch or check.verdict != FITS:
                 check.batch_search = largest_batch(
                     lambda b: at(with_batch(input_shapes, b)).step, budget_request.optimizer,
