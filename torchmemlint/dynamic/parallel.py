@@ -209,11 +209,11 @@ class _FsdpBuffers:
 
         def free_storage(tensor: torch.Tensor) -> None:
             originals["free"](tensor)
-            _tell_tracker(tensor)
+            _tell_tracker(tensor, "fsdp free_storage")
 
         def alloc_storage(tensor: torch.Tensor) -> None:
             originals["alloc"](tensor)
-            _tell_tracker(tensor)
+            _tell_tracker(tensor, "fsdp alloc_storage (all-gather)")
 
         def gather(comm: Any, size: Any, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
             out = originals["gather"](comm, size, dtype=dtype, device=device)
@@ -249,7 +249,7 @@ def _active_tracker() -> Optional[LiveTracker]:
     return None
 
 
-def _tell_tracker(tensor: torch.Tensor) -> None:
+def _tell_tracker(tensor: torch.Tensor, op: str) -> None:
     """A storage FSDP resized in place (``storage.resize_``: no aten op, so the
     dispatch-level tracker did not see it): the tracker's record follows it."""
     tracker = _active_tracker()
@@ -258,7 +258,7 @@ def _tell_tracker(tensor: torch.Tensor) -> None:
     storage = tensor.untyped_storage()
     record = tracker._live.get(id(storage))
     if record is not None:
-        tracker._resize(record, storage.nbytes(), "fsdp resize_storage")
+        tracker._resize(record, storage.nbytes(), op)
 
 
 def _fsdp_factory(
