@@ -154,3 +154,22 @@ def test_cli_bad_parallel_options_are_one_line(args, message):
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_bucket_view_budget_counts_the_gradients_once():
+    from torchmemlint.dynamic.budget import Budget, check_budget, optimizer_model
+    from torchmemlint.dynamic.parallel import _gradients_in_buckets
+
+    adam, budget = optimizer_model("adam"), Budget(1 << 40, "test")
+    copy = measure_parallel(Blocks, [[1, 256]], ParallelOptions("ddp", 8))
+    view = measure_parallel(Blocks, [[1, 256]], ParallelOptions("ddp", 8, gradient_as_bucket_view=True))
+    with_copies = check_budget(copy.step, budget, adam, 0, 1)
+    as_views = check_budget(view.step, budget, adam, 0, 1)
+    _gradients_in_buckets(as_views, view)
+    # At batch 1 Adam's update is the peak: separate gradients + buckets + its temporaries,
+    # against the buckets (the gradients) + its temporaries.
+    assert with_copies.estimate.peak_phase == "optimizer step"
+    grads = copy.step.grad_bytes
+    assert with_copies.estimate.allocated_bytes - as_views.estimate.allocated_bytes == grads
+    assert as_views.notes
