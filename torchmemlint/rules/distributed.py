@@ -99,7 +99,14 @@ class DdpWithoutGradientAsBucketView(_CallRule):
     CPU estimate of CUDA (`benchmarks/distributed_figures.py`, `results/distributed_figures.json`:
     `torchmemlint profile --parallel ddp` on fake tensors, DDP's buckets modelled as its reducer
     allocates them), one rank of 8 training the 12x768 `nn.TransformerEncoder` LM of
-    `fixtures/models/transformer_lm.py` at 4x512 tokens: DDP_FIGURE
+    `fixtures/models/transformer_lm.py`. What the rank holds once backward is done
+    (parameters, buckets and gradients) falls from 1,610,477,568 B to 1,073,651,712 B: the
+    536,825,856 B of separate gradients. Whether the peak falls depends on where it is: at
+    1x128 tokens the step's peak falls from 553,604,096 B to 214,545,408 B and the steady
+    state with Adam (`--budget`: parameters, buckets, optimizer state and the larger of the
+    step and the update) from 3,220,956,160 B to 2,684,130,304 B (-16.7 %); at 4x512 tokens
+    the peak (2,033,464,320 B, in the LM head's backward, before any gradient exists) and
+    the steady state (4,180,784,128 B) do not change.
     """
 
     code = "TML701"
@@ -177,7 +184,12 @@ class LoadWithoutMapLocation(_CallRule):
     instead of the GPU it was saved from.
 
     ## Measured
-    LOAD_FIGURE
+    Not measured on GPUs (this project's figures are CPU estimates). What one rank restores
+    onto the saving device is the checkpoint's tensors: for the 12x768 `nn.TransformerEncoder`
+    LM of `fixtures/models/transformer_lm.py`, 536,825,856 B of parameters and buffers
+    (`benchmarks/distributed_figures.py`, `results/distributed_figures.json`, fake tensors),
+    so 8 ranks put 4,294,606,848 B on GPU 0 besides rank 0's own model (arithmetic on the
+    measured size).
     """
 
     code = "TML702"
@@ -251,7 +263,13 @@ class EmptyCacheInTrainingLoop(_CallRule):
     GPU can allocate between this process's steps, which only the user can judge.
 
     ## Measured
-    EMPTY_CACHE_FIGURE
+    A model of CUDA's caching allocator, not a GPU measurement (`benchmarks/distributed_figures.py`,
+    `results/distributed_figures.json`): the alloc/free stream of one training step of the
+    12x768 `nn.TransformerEncoder` LM of `fixtures/models/transformer_lm.py` at 4x512 tokens
+    (fake tensors, CPU estimate of CUDA) replayed twice. The reserved peak is 2,059,403,264 B
+    whether the cache is kept or emptied between the steps; with it kept the second step
+    creates no new segment, after `empty_cache()` it creates the first step's 70 again (70
+    `cudaMalloc` calls a step). The time they cost was not measured (no GPU).
     """
 
     code = "TML703"
@@ -312,7 +330,12 @@ class ZeroGradKeepsGradients(_CallRule):
     moves it by the momentum terms.
 
     ## Measured
-    ZERO_GRAD_FIGURE
+    CPU estimate of CUDA (`benchmarks/distributed_figures.py`, `results/distributed_figures.json`:
+    fake tensors with CUDA's attention and dropout kernels emulated, 512-byte blocks): the
+    second training step of the 12x768 `nn.TransformerEncoder` LM of
+    `fixtures/models/transformer_lm.py` at 4x512 tokens peaks at 2,570,290,176 B above the
+    parameters after `zero_grad(set_to_none=False)` and at 2,033,464,320 B after `zero_grad()`
+    (-20.9 %: the 536,825,856 B of gradients, which exist through the forward in the first case).
     """
 
     code = "TML704"
