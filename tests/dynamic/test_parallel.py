@@ -135,9 +135,11 @@ def test_cli_reports_one_rank_with_a_budget():
     assert rank["wrapped"] == ["encoder.layers.0", "encoder.layers.1"]
     assert rank["param_bytes"] < rank["unsharded_param_bytes"] / 2
     assert data["fits"] == "fits" and data["budget"]["estimate"]["resident_bytes"] < rank["unsharded_param_bytes"]
+    assert rank["allocated_peak_with_adam_bytes"] == data["budget"]["estimate"]["allocated_bytes"]
     text = _profile("--parallel", "ddp", "--world-size", "8", "--no-verify")
     assert text.returncode == 0, text.stderr
     assert "DDP buckets" in text.stdout and "DDP, world size 8" in text.stdout
+    assert "rank peak with Adam" in text.stdout
     assert "Reducer cannot run on fake tensors" in text.stdout
 
 

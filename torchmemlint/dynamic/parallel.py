@@ -108,6 +108,15 @@ class ParallelReport:
         parameters it keeps too)."""
         return self.step.kept_after_forward
 
+    def with_adam(self) -> Any:
+        """The steady state with Adam, as ``--budget`` estimates it (``budget.MemoryEstimate``)."""
+        from .budget import Budget, check_budget, optimizer_model
+
+        check = check_budget(self.step, Budget(1 << 62, "unbounded"), optimizer_model("adam"))
+        if self.options.gradient_as_bucket_view:
+            _gradients_in_buckets(check, self)
+        return check.estimate
+
     @property
     def communication_bytes(self) -> int:
         if self.options.strategy == "ddp":
@@ -134,6 +143,8 @@ class ParallelReport:
             "all_gathers": self.all_gathers,
             "reduce_scatters": self.reduce_scatters,
             "limits": list(self.limits),
+            "adam_state_bytes": self.with_adam().optimizer_state_bytes,
+            "allocated_peak_with_adam_bytes": self.with_adam().allocated_bytes,
         }
 
 
@@ -480,6 +491,11 @@ def text_lines(report: ParallelReport) -> List[str]:
         rows.append(("reduce-scatter buffer", format_bytes(report.reduce_scatter_bytes),
                      "largest of %d" % report.reduce_scatters))
     rows.append(("step peak", format_bytes(step.peak_bytes), "during %s, at %s" % (step.peak_phase, step.peak_op)))
+    adam = report.with_adam()
+    rows.append(("Adam state", format_bytes(adam.optimizer_state_bytes),
+                 "exp_avg and exp_avg_sq of the rank's gradients (--budget --optimizer for others)"))
+    rows.append(("rank peak with Adam", format_bytes(adam.allocated_bytes),
+                 "resident + Adam state + the larger of the step and the update (as --budget counts)"))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines += [("  ".join(c.ljust(w) for c, w in zip(row, widths))).rstrip() for row in rows]
     return lines
