@@ -175,3 +175,23 @@ def test_bucket_view_budget_counts_the_gradients_once():
     grads = copy.step.grad_bytes
     assert with_copies.estimate.allocated_bytes - as_views.estimate.allocated_bytes == grads
     assert as_views.notes
+
+
+@pytest.mark.slow
+def test_largest_batch_per_rank_grows_with_fsdp_sharding():
+    from torchmemlint.dynamic.budget import budget_request
+    from torchmemlint.dynamic.parallel import run_parallel_profile
+
+    request = budget_request("512MiB", "adam", None, True)
+    # A 2-layer LM whose embedding and head (32,000 x 256) make the model states weigh.
+    wide = {"vocab": 32000, "width": 256, "heads": 4, "layers": 2, "feedforward": 512}
+    target = LM.replace(":small_lm", ":TransformerLM")
+    found = {}
+    for strategy, world in (("ddp", 4), ("fsdp", 4)):
+        result, fields = run_parallel_profile(
+            target, [[2, 64, "int64"]], wide, "float32", "cuda", ParallelOptions(strategy, world),
+            request, request.resolve())
+        found[strategy] = fields["max_batch"]
+        assert result.sections[-1].key == "budget"
+    # FSDP frees most of the model states per rank: a larger batch fits the same card.
+    assert found["fsdp"] > found["ddp"] >= 1
