@@ -28,6 +28,10 @@ VALID = (
     "import torch\nfrom accelerate import Accelerator, DistributedDataParallelKwargs\n\n"
     "handler = DistributedDataParallelKwargs(gradient_as_bucket_view=True)\n"
     "accelerator = Accelerator(kwargs_handlers=[handler])\n",
+    # Lightning's strategy given the flag; a string strategy (nothing to read)
+    "import torch\nfrom lightning.pytorch.strategies import DDPStrategy\n\n"
+    "trainer = L.Trainer(strategy=DDPStrategy(gradient_as_bucket_view=True), devices=8)\n",
+    "import torch\nimport lightning as L\n\ntrainer = L.Trainer(strategy=\"ddp\", devices=8)\n",
 )
 
 INVALID = (
@@ -70,6 +74,15 @@ INVALID = (
         fixed="import torch\nfrom accelerate import Accelerator\nfrom accelerate.utils import DistributedDataParallelKwargs\n\n"
         "handler = DistributedDataParallelKwargs(find_unused_parameters=True, gradient_as_bucket_view=True)\n"
         "accelerator = Accelerator(kwargs_handlers=[handler])\n",
+        line=5,
+    ),
+    # Lightning passes DDPStrategy's keywords on to DDP
+    Invalid(
+        "import torch\nimport lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n\n"
+        "trainer = L.Trainer(strategy=DDPStrategy(find_unused_parameters=False), devices=8)\n",
+        fixed="import torch\nimport lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n\n"
+        "trainer = L.Trainer(strategy=DDPStrategy(find_unused_parameters=False, gradient_as_bucket_view=True), "
+        "devices=8)\n",
         line=5,
     ),
 )

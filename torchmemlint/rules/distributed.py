@@ -23,12 +23,15 @@ DDP_CLASSES = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
     "torch.nn.parallel.distributed.DistributedDataParallel",
 })
-# accelerate builds the DDP itself from these keyword arguments.
-DDP_KWARGS_CLASSES = frozenset({
-    "accelerate.DistributedDataParallelKwargs",
-    "accelerate.utils.DistributedDataParallelKwargs",
-    "accelerate.utils.dataclasses.DistributedDataParallelKwargs",
-})
+# accelerate and Lightning build the DDP themselves, passing it these keyword arguments.
+DDP_KWARGS_CLASSES = {
+    "accelerate.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
+    "accelerate.utils.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
+    "accelerate.utils.dataclasses.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
+    "lightning.pytorch.strategies.DDPStrategy": "DDPStrategy",
+    "lightning.fabric.strategies.DDPStrategy": "DDPStrategy",
+    "pytorch_lightning.strategies.DDPStrategy": "DDPStrategy",
+}
 TORCH_LOAD = "torch.load"
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 # Methods a framework calls once per training step (Lightning's LightningModule hooks).
@@ -69,8 +72,8 @@ class DdpWithoutGradientAsBucketView(_CallRule):
     ## What it does
     Flags `DistributedDataParallel(...)` (however it is imported: `DDP`, `nn.parallel.
     DistributedDataParallel`, with keywords spread from a dict built beside it) without
-    `gradient_as_bucket_view=True`, and accelerate's `DistributedDataParallelKwargs(...)`,
-    from which accelerate builds the DDP, without it.
+    `gradient_as_bucket_view=True`, and accelerate's `DistributedDataParallelKwargs(...)` and
+    Lightning's `DDPStrategy(...)`, whose keywords reach the DDP they build, without it.
 
     ## Why is this bad?
     DDP's reducer copies every gradient into its communication buckets, flat tensors as large
@@ -114,14 +117,14 @@ class DdpWithoutGradientAsBucketView(_CallRule):
     summary = "DDP without `gradient_as_bucket_view=True` keeps a second copy of every gradient in its buckets"
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
-    needs = (("DistributedDataParallel",),)
+    needs = (("DistributedDataParallel", "DDPStrategy"),)
 
     def find(self) -> None:
         for scope, call, qualified in _calls(self):
             if qualified in DDP_CLASSES:
                 what = "DDP"
             elif qualified in DDP_KWARGS_CLASSES:
-                what = "DistributedDataParallelKwargs"
+                what = DDP_KWARGS_CLASSES[qualified]
             else:
                 continue
             positional = [arg for arg in call.node.args if arg.keyword is None and not arg.star]
