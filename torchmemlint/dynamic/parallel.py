@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -176,8 +175,8 @@ def fake_process_group(world_size: int) -> Iterator[Any]:
 def wrap_targets(model: nn.Module, wrap: Optional[Sequence[str]]) -> List[Tuple[str, nn.Module]]:
     """The submodules to ``fully_shard`` (before the root): every module held in an
     ``nn.ModuleList`` (the blocks of a transformer, the stages of a net), or every module
-    whose class name is in ``wrap``.  Outermost first is not needed: FSDP2 shards
-    children before parents, so they are returned innermost first."""
+    whose class name is in ``wrap``; innermost first, as FSDP2 wants children sharded
+    before their parents."""
     found: List[Tuple[str, nn.Module]] = []
     names = set(wrap) if wrap else None
     for name, module in model.named_modules():
@@ -209,14 +208,19 @@ class _FsdpBuffers:
 
     @contextlib.contextmanager
     def patched(self) -> Iterator[None]:
-        from torch.distributed.fsdp._fully_shard import _fsdp_collectives, _fsdp_param, _fsdp_param_group
+        try:
+            from torch.distributed.fsdp._fully_shard import _fsdp_collectives, _fsdp_param, _fsdp_param_group
 
-        originals = {
-            "free": _fsdp_param.free_storage,
-            "alloc": _fsdp_param.alloc_storage,
-            "gather": _fsdp_collectives.DefaultAllGather.allocate,
-            "scatter": _fsdp_collectives.DefaultReduceScatter.allocate,
-        }
+            originals = {
+                "free": _fsdp_param.free_storage,
+                "alloc": _fsdp_param.alloc_storage,
+                "gather": _fsdp_collectives.DefaultAllGather.allocate,
+                "scatter": _fsdp_collectives.DefaultReduceScatter.allocate,
+            }
+        except (ImportError, AttributeError) as error:
+            raise DynamicError(
+                "--parallel fsdp reads FSDP2's internals of torch 2.13 (torch.distributed.fsdp."
+                "_fully_shard), which this torch %s lacks: %s" % (torch.__version__, error)) from None
 
         def free_storage(tensor: torch.Tensor) -> None:
             originals["free"](tensor)

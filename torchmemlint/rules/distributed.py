@@ -201,7 +201,8 @@ class LoadWithoutMapLocation(_CallRule):
     code = "TML702"
     default_enabled = False
     name = "load-without-map-location"
-    summary = "`torch.load` without `map_location` in a multi-process script loads every rank's copy onto the saving GPU"
+    summary = ("`torch.load` without `map_location` in a multi-process script loads every rank's copy "
+               "onto the saving GPU")
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
     needs = (("load",), ("distributed", "DistributedDataParallel", "fsdp", "accelerate", "deepspeed",
