@@ -205,20 +205,20 @@ def profile(
     if timeout is not None and timeout <= 0:
         raise fail("--timeout must be a positive number of seconds, got %g" % timeout)
     parallel_options = _parallel_options(parallel, device, real_tensors)
+    if parallel_options is not None:
+        _profile_parallel(target, shapes, arguments, dtype, estimate_for, parallel_options, budget_options,
+                          timeout, output_format, plot_path, report)
+        return
     try:
         with time_limit(timeout):
             budget_bytes = budget_options.resolve() if budget_options else None
-            if parallel_options is not None:
-                result, budget_fields = _run_parallel(target, shapes, arguments, dtype, estimate_for,
-                                                      parallel_options, budget_options, budget_bytes)
-            else:
-                result = verify.run_profile(
-                    target, shapes, arguments, dtype, device, settings,
-                    verify=not no_verify, checkpoint_advice=checkpoint_advice,
-                    estimate_for=estimate_for, real_tensors=real_tensors,
-                )
-                budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
-                                            verified=not no_verify)
+            result = verify.run_profile(
+                target, shapes, arguments, dtype, device, settings,
+                verify=not no_verify, checkpoint_advice=checkpoint_advice,
+                estimate_for=estimate_for, real_tensors=real_tensors,
+            )
+            budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
+                                        verified=not no_verify)
     except DynamicError as error:
         raise fail(str(error))
     except ProfileTimeout as error:
@@ -361,10 +361,35 @@ def _parallel_options(options: Dict[str, Any], device: str, real_tensors: bool) 
     return chosen
 
 
-def _run_parallel(*args: Any) -> Any:
+def _profile_parallel(
+    target: str, shapes: Any, arguments: Any, dtype: str, estimate_for: str, options: Any,
+    budget_options: Any, timeout: Optional[float], output_format: str, plot_path: Optional[str], report: Any,
+) -> None:
+    """``profile --parallel``: one rank's estimate (docs/distributed.md), printed as ``profile`` prints."""
+    from torchmemlint.dynamic.errors import USER_EXITS, DynamicError, ProfileTimeout, user_exit
     from torchmemlint.dynamic.parallel import run_parallel_profile
 
-    return run_parallel_profile(*args)
+    try:
+        with time_limit(timeout):
+            budget_bytes = budget_options.resolve() if budget_options else None
+            result, budget_fields = run_parallel_profile(
+                target, shapes, arguments, dtype, estimate_for, options, budget_options, budget_bytes)
+    except DynamicError as error:
+        raise fail(str(error))
+    except ProfileTimeout as error:
+        raise fail("%s: %s" % (target, error))
+    except USER_EXITS as error:
+        raise fail(str(user_exit(error, "profiling %s" % target)))
+    if plot_path is not None:
+        try:
+            report.plot(result, plot_path)
+        except OSError as error:
+            raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
+    if output_format == "json":
+        payload = json.loads(report.format_json([result]))
+        click.echo(json.dumps({**payload, **budget_fields}, indent=2) + "\n", nl=False)
+    else:
+        click.echo(report.format_text(result), nl=False)
 
 
 # -- torchmemlint --dynamic PATH... -----------------------------------------------------------
