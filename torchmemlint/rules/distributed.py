@@ -108,8 +108,8 @@ class DdpWithoutGradientAsBucketView(_CallRule):
     1x128 tokens the step's peak falls from 553,604,096 B to 214,545,408 B and the steady
     state with Adam (`--budget`: parameters, buckets, optimizer state and the larger of the
     step and the update) from 3,220,956,160 B to 2,684,130,304 B (-16.7 %); at 4x512 tokens
-    the peak (2,033,464,320 B, in the LM head's backward, before any gradient exists) and
-    the steady state (4,180,784,128 B) do not change.
+    the step's peak (2,033,464,320 B, in backward) and the steady state (4,180,784,128 B) do
+    not change: there the activations, not the gradients, set the peak.
     """
 
     code = "TML701"
