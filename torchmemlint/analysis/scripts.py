@@ -4,11 +4,11 @@ are the ``.backward()`` calls of its loops (``loop_backward_calls``)."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import ScopeWalk
+from torchmemlint.analysis.autograd import Scope, ScopeWalk
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import nodes_of
 
@@ -71,3 +71,93 @@ def loop_backward_calls(scopes: ScopeWalk) -> List[cst.Call]:
         for call in scope.calls
         if call.attr == "backward" and call.ctx.loops
     ]
+
+
+# -- several devices -------------------------------------------------------------------------------
+# Imports that make a script run one process per device (torchrun, accelerate, DeepSpeed,
+# Lightning's strategies), and the environment variables torchrun sets for each process.
+DISTRIBUTED_MODULES = (
+    "torch.distributed", "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed",
+    "accelerate", "deepspeed", "lightning.pytorch.strategies", "pytorch_lightning.strategies",
+    "lightning.fabric", "torch.multiprocessing.spawn",
+)
+RANK_VARIABLES = frozenset({"LOCAL_RANK", "WORLD_SIZE", "RANK", "LOCAL_WORLD_SIZE"})
+
+
+def _distributed(qualified: Optional[str]) -> bool:
+    return qualified is not None and any(
+        qualified == prefix or qualified.startswith(prefix + ".") for prefix in DISTRIBUTED_MODULES
+    )
+
+
+def multi_device_evidence(module: cst.Module, scopes: ScopeWalk) -> Optional[str]:
+    """What in the file shows it runs as one process per device: an import from
+    ``torch.distributed``, DDP, accelerate, DeepSpeed or a Lightning strategy, a call that
+    qualifies to one (``torch.distributed.init_process_group``), or torchrun's environment
+    variables (``os.environ["LOCAL_RANK"]``); None when nothing does."""
+    for scope in scopes.scopes:
+        for name, qualified in scope.bindings.names.items():
+            if _distributed(qualified):
+                return "`%s`" % qualified
+        for call in scope.calls:
+            func = call.node.func
+            qualified = scope.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
+            if _distributed(qualified):
+                return "`%s`" % qualified
+    for string in nodes_of(module, cst.SimpleString):
+        if string.evaluated_value in RANK_VARIABLES:
+            return "`%s`" % string.value
+    return None
+
+
+def call_keywords(call: cst.Call, scope: Scope) -> Optional[Dict[str, cst.BaseExpression]]:
+    """The keyword arguments of ``call``, with those of a ``**name`` whose name the scope binds
+    once, before the call, to a dict display or ``dict(...)`` with literal keys; None when a
+    ``**`` argument cannot be read (a parameter, a dict built elsewhere)."""
+    found: Dict[str, cst.BaseExpression] = {}
+    for arg in call.args:
+        if arg.star == "**":
+            spread = _dict_of(arg.value, call, scope)
+            if spread is None:
+                return None
+            found.update(spread)
+        elif arg.keyword is not None:
+            found[arg.keyword.value] = arg.value
+    return found
+
+
+def _dict_of(
+    value: cst.BaseExpression, call: cst.Call, scope: Scope
+) -> Optional[Dict[str, cst.BaseExpression]]:
+    if type(value) is not cst.Name:
+        return _dict_display(value)
+    events = [event for event in scope.assigns if value.value in event.targets]
+    seq = next((event.seq for event in scope.calls if event.node is call), None)
+    if len(events) != 1 or events[0].augmented or seq is None or events[0].seq > seq:
+        return None
+    # Written to after its definition (`kwargs["x"] = ...`, `kwargs.update(...)`): unknown.
+    for event in scope.calls:
+        if event.func in ("%s.update" % value.value, "%s.setdefault" % value.value):
+            return None
+    for target in nodes_of(scope.node, cst.AssignTarget):
+        written = target.target
+        if type(written) is cst.Subscript and type(written.value) is cst.Name and written.value.value == value.value:
+            return None
+    return _dict_display(events[0].value) if events[0].value is not None else None
+
+
+def _dict_display(value: cst.BaseExpression) -> Optional[Dict[str, cst.BaseExpression]]:
+    found: Dict[str, cst.BaseExpression] = {}
+    if type(value) is cst.Dict:
+        for element in value.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                return None
+            found[element.key.evaluated_value] = element.value
+        return found
+    if type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "dict":
+        for arg in value.args:
+            if arg.keyword is None:
+                return None
+            found[arg.keyword.value] = arg.value
+        return found
+    return None

@@ -136,6 +136,20 @@ def _target_file(target: str) -> Optional[str]:
               help="With --budget: find the largest batch that fits, by measuring.")
 @click.option("--timeout", type=float, metavar="SECONDS",
               help="Give up (exit 2) when importing, building and measuring take longer than this.")
+@click.option("--parallel", type=click.Choice(["ddp", "fsdp"]),
+              help="Estimate one rank of DDP or FSDP2 (fully_shard) training, on a fake process group.")
+@click.option("--world-size", type=int, metavar="N", help="With --parallel: the number of ranks.")
+@click.option("--fsdp-wrap", metavar="CLASSES",
+              help="With --parallel fsdp: fully_shard every module of these classes (comma-separated) "
+              "instead of every module held in an nn.ModuleList; the root always.")
+@click.option("--param-dtype", type=click.Choice(DTYPES),
+              help="With --parallel fsdp: MixedPrecisionPolicy(param_dtype=...).")
+@click.option("--reduce-dtype", type=click.Choice(DTYPES),
+              help="With --parallel fsdp: MixedPrecisionPolicy(reduce_dtype=...).")
+@click.option("--no-reshard-after-forward", is_flag=True,
+              help="With --parallel fsdp: fully_shard(reshard_after_forward=False).")
+@click.option("--gradient-as-bucket-view", is_flag=True,
+              help="With --parallel ddp: DistributedDataParallel(gradient_as_bucket_view=True).")
 def profile(
     target: str,
     input_shapes: Tuple[str, ...],
@@ -157,6 +171,7 @@ def profile(
     reserve: Optional[str],
     max_batch: bool,
     timeout: Optional[float],
+    **parallel: Any,
 ) -> None:
     """Run one training step of TARGET and verify the linter's findings in it.
 
@@ -189,6 +204,11 @@ def profile(
 
     if timeout is not None and timeout <= 0:
         raise fail("--timeout must be a positive number of seconds, got %g" % timeout)
+    parallel_options = _parallel_options(parallel, device, real_tensors)
+    if parallel_options is not None:
+        _profile_parallel(target, shapes, arguments, dtype, estimate_for, parallel_options, budget_options,
+                          timeout, output_format, plot_path, report)
+        return
     try:
         with time_limit(timeout):
             budget_bytes = budget_options.resolve() if budget_options else None
@@ -309,6 +329,67 @@ def _add_budget(
     check = check_profile(result, options, budget, init_args, settings, verified)
     result.add_section("budget", "Will it fit? (--budget)", check.text_lines(), check.to_dict())
     return json_fields(check)
+
+
+def _parallel_options(options: Dict[str, Any], device: str, real_tensors: bool) -> Any:
+    """``--parallel`` and its options, checked (None without ``--parallel``)."""
+    strategy, world_size = options.get("parallel"), options.get("world_size")
+    if strategy is None:
+        given = [name for name, value in options.items() if value not in (None, False)]
+        if given:
+            raise fail("--%s needs --parallel" % given[0].replace("_", "-"))
+        return None
+    if world_size is None:
+        raise fail("--parallel needs --world-size N")
+    if device == "cuda" or real_tensors:
+        raise fail("--parallel estimates one rank on fake tensors: use --device cpu (or auto)")
+    from torchmemlint.dynamic.errors import DynamicError
+    from torchmemlint.dynamic.parallel import ParallelOptions, check_options
+
+    wrap = options.get("fsdp_wrap")
+    chosen = ParallelOptions(
+        strategy, world_size,
+        wrap=tuple(name.strip() for name in wrap.split(",") if name.strip()) if wrap else None,
+        reshard_after_forward=not options.get("no_reshard_after_forward"),
+        param_dtype=options.get("param_dtype"), reduce_dtype=options.get("reduce_dtype"),
+        gradient_as_bucket_view=bool(options.get("gradient_as_bucket_view")),
+    )
+    try:
+        check_options(chosen)
+    except DynamicError as error:
+        raise fail(str(error))
+    return chosen
+
+
+def _profile_parallel(
+    target: str, shapes: Any, arguments: Any, dtype: str, estimate_for: str, options: Any,
+    budget_options: Any, timeout: Optional[float], output_format: str, plot_path: Optional[str], report: Any,
+) -> None:
+    """``profile --parallel``: one rank's estimate (docs/distributed.md), printed as ``profile`` prints."""
+    from torchmemlint.dynamic.errors import USER_EXITS, DynamicError, ProfileTimeout, user_exit
+    from torchmemlint.dynamic.parallel import run_parallel_profile
+
+    try:
+        with time_limit(timeout):
+            budget_bytes = budget_options.resolve() if budget_options else None
+            result, budget_fields = run_parallel_profile(
+                target, shapes, arguments, dtype, estimate_for, options, budget_options, budget_bytes)
+    except DynamicError as error:
+        raise fail(str(error))
+    except ProfileTimeout as error:
+        raise fail("%s: %s" % (target, error))
+    except USER_EXITS as error:
+        raise fail(str(user_exit(error, "profiling %s" % target)))
+    if plot_path is not None:
+        try:
+            report.plot(result, plot_path)
+        except OSError as error:
+            raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
+    if output_format == "json":
+        payload = json.loads(report.format_json([result]))
+        click.echo(json.dumps({**payload, **budget_fields}, indent=2) + "\n", nl=False)
+    else:
+        click.echo(report.format_text(result), nl=False)
 
 
 # -- torchmemlint --dynamic PATH... -----------------------------------------------------------

@@ -1,0 +1,117 @@
+"""TML7xx on a whole torchrun training script, through the CLI; the analysis facts they ask
+(``multi_device_evidence``, ``call_keywords``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import libcst as cst
+import pytest
+
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.scripts import call_keywords, multi_device_evidence
+
+SCRIPT = '''\
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from model import GPT
+
+
+def main():
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    model = GPT().cuda(local_rank)
+    if os.path.exists("ckpt.pt"):
+        model.load_state_dict(torch.load("ckpt.pt"))
+    ddp_kwargs = dict(device_ids=[local_rank], find_unused_parameters=False)
+    model = DDP(model, **ddp_kwargs)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    for epoch in range(10):
+        for x, y in loader:
+            optimizer.zero_grad(set_to_none=False)
+            loss = model(x, y)
+            loss.backward()
+            optimizer.step()
+            torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _lint(tmp_path, *args):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", *args, str(path)],
+        capture_output=True, text=True,
+    )
+    return path, run
+
+
+@pytest.mark.slow
+def test_a_torchrun_script(tmp_path):
+    _, run = _lint(tmp_path, "--select", "TML7", "--output-format", "json")
+    found = sorted((f["code"], f["location"]["row"]) for f in json.loads(run.stdout))
+    assert found == [("TML701", 18), ("TML702", 16), ("TML703", 26), ("TML704", 22)]
+    # By default TML702 and TML703 are off.
+    _, default = _lint(tmp_path, "--output-format", "json")
+    codes = {f["code"] for f in json.loads(default.stdout)}
+    assert {"TML701", "TML704"} <= codes and not codes & {"TML702", "TML703"}
+
+
+@pytest.mark.slow
+def test_unsafe_fixes_rewrite_the_script(tmp_path):
+    path, run = _lint(tmp_path, "--select", "TML7", "--fix", "--unsafe-fixes")
+    fixed = path.read_text()
+    assert 'torch.load("ckpt.pt", map_location="cpu")' in fixed
+    assert "model = DDP(model, **ddp_kwargs, gradient_as_bucket_view=True)" in fixed
+    assert "optimizer.zero_grad()" in fixed
+    assert "torch.cuda.empty_cache()" in fixed  # no fix: only the user can judge
+    compile(fixed, "train.py", "exec")
+
+
+def _analysis(source: str) -> FileAnalysis:
+    module = cst.parse_module(source)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    return FileAnalysis(module, bindings, text=source)
+
+
+@pytest.mark.parametrize("source, evidence", [
+    ("import torch.distributed as dist\n", "`torch.distributed`"),
+    ("import torch\ntorch.distributed.init_process_group('nccl')\n", "`torch.distributed.init_process_group`"),
+    ("from accelerate import Accelerator\n", "`accelerate.Accelerator`"),
+    ("import os\nrank = int(os.environ['LOCAL_RANK'])\n", "`'LOCAL_RANK'`"),
+    ("import torch\nmodel = torch.nn.DataParallel(model)\n", None),
+    ("import torch\nrank = 0\n", None),
+])
+def test_multi_device_evidence(source, evidence):
+    analysis = _analysis(source)
+    assert multi_device_evidence(analysis.module, analysis.scopes) == evidence
+
+
+@pytest.mark.parametrize("source, keywords", [
+    ("f(a, b=1, c=2)\n", ["b", "c"]),
+    ("kw = dict(x=1)\nf(a, **kw, y=2)\n", ["x", "y"]),
+    ("kw = {'x': 1}\nf(**kw)\n", ["x"]),
+    ("kw = {'x': 1}\nkw['y'] = 2\nf(**kw)\n", None),  # written after it was built
+    ("kw = {'x': 1}\nkw.update(y=2)\nf(**kw)\n", None),
+    ("def g(**kw):\n    f(**kw)\n", None),  # a parameter
+    ("f(**{k: 1 for k in keys})\n", None),
+])
+def test_call_keywords(source, keywords):
+    analysis = _analysis(source)
+    calls = [(scope, call) for scope in analysis.scopes.scopes for call in scope.calls if call.func == "f"]
+    assert len(calls) == 1
+    found = call_keywords(calls[0][1].node, calls[0][0])
+    assert (None if found is None else sorted(found)) == keywords

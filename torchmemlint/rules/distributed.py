@@ -1,0 +1,377 @@
+"""TML7xx: the memory mistakes of distributed training (DDP, FSDP, torchrun scripts).
+
+Each rule reads the shared scope walk (``context.analysis.scopes``: every call of every scope
+with its loops), qualifies callees with the scope's bindings, and reads keyword arguments
+through ``analysis/scripts.call_keywords`` (a ``**kwargs`` dict built in the same scope
+counts); ``multi_device_evidence`` says whether the file runs one process per device.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import CallEvent, Scope
+from torchmemlint.analysis.scripts import call_keywords, multi_device_evidence
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.findings import Applicability
+from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
+
+DDP_CLASSES = frozenset({
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+})
+# accelerate and Lightning build the DDP themselves, passing it these keyword arguments.
+DDP_KWARGS_CLASSES = {
+    "accelerate.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
+    "accelerate.utils.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
+    "accelerate.utils.dataclasses.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
+    "lightning.pytorch.strategies.DDPStrategy": "DDPStrategy",
+    "lightning.fabric.strategies.DDPStrategy": "DDPStrategy",
+    "pytorch_lightning.strategies.DDPStrategy": "DDPStrategy",
+}
+TORCH_LOAD = "torch.load"
+EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
+# Methods a framework calls once per training step (Lightning's LightningModule hooks).
+PER_STEP_METHODS = frozenset({
+    "training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
+    "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad",
+})
+
+
+def _calls(rule: Rule) -> Iterator[Tuple[Scope, CallEvent, Optional[str]]]:
+    """Every call of the file with its scope and its callee, qualified (None: not imported)."""
+    for scope in rule.context.analysis.scopes.scopes:
+        for call in scope.calls:
+            func = call.node.func
+            qualified = scope.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
+            yield scope, call, qualified
+
+
+class _CallRule(Rule):
+    """Finds its calls in ``visit_Module`` (``_found``: call id -> message and fix) and
+    reports them when the traversal reaches them."""
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._found: Dict[int, Tuple[str, Optional[FixSpec]]] = {}
+        self.find()
+
+    def find(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def visit_Call(self, node: cst.Call) -> None:
+        found = self._found.get(id(node))
+        if found is not None:
+            self.report(node, found[0], found[1])
+
+
+class DdpWithoutGradientAsBucketView(_CallRule):
+    """
+    ## What it does
+    Flags `DistributedDataParallel(...)` (however it is imported: `DDP`, `nn.parallel.
+    DistributedDataParallel`, with keywords spread from a dict built beside it) without
+    `gradient_as_bucket_view=True`, and accelerate's `DistributedDataParallelKwargs(...)` and
+    Lightning's `DDPStrategy(...)`, whose keywords reach the DDP they build, without it.
+
+    ## Why is this bad?
+    DDP's reducer copies every gradient into its communication buckets, flat tensors as large
+    as all the gradients together, allocated when the model is wrapped and kept. By default
+    the gradients and the buckets are two copies; with `gradient_as_bucket_view=True` each
+    `param.grad` is a view into its bucket, and the second copy is gone.
+
+    ## Example
+    ```python
+    model = DDP(model, device_ids=[local_rank])
+    ```
+
+    ## Use instead
+    ```python
+    model = DDP(model, device_ids=[local_rank], gradient_as_bucket_view=True)
+    ```
+
+    ## Fix safety
+    Unsafe. The training computes the same numbers, but `param.grad` becomes a view into a
+    bucket: code that calls `param.grad.detach_()` or `requires_grad_()` on a gradient fails,
+    code that replaces `param.grad` with a new tensor breaks the aliasing (the next all-reduce
+    no longer writes into it), and a gradient kept across iterations is overwritten by the
+    next backward.
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/distributed_figures.py`, `results/distributed_figures.json`:
+    `torchmemlint profile --parallel ddp` on fake tensors, DDP's buckets modelled as its reducer
+    allocates them), one rank of 8 training the 12x768 `nn.TransformerEncoder` LM of
+    `fixtures/models/transformer_lm.py`. What the rank holds once backward is done
+    (parameters, buckets and gradients) falls from 1,610,477,568 B to 1,073,651,712 B: the
+    536,825,856 B of separate gradients. Whether the peak falls depends on where it is: at
+    1x128 tokens the step's peak falls from 553,604,096 B to 214,545,408 B and the steady
+    state with Adam (`--budget`: parameters, buckets, optimizer state and the larger of the
+    step and the update) from 3,220,956,160 B to 2,684,130,304 B (-16.7 %); at 4x512 tokens
+    the step's peak (2,033,464,320 B, in backward) and the steady state (4,180,784,128 B) do
+    not change: there the activations, not the gradients, set the peak.
+    """
+
+    code = "TML701"
+    name = "ddp-without-gradient-as-bucket-view"
+    summary = "DDP without `gradient_as_bucket_view=True` keeps a second copy of every gradient in its buckets"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
+    needs = (("DistributedDataParallel", "DDPStrategy"),)
+
+    def find(self) -> None:
+        for scope, call, qualified in _calls(self):
+            if qualified in DDP_CLASSES:
+                what = "DDP"
+            elif qualified in DDP_KWARGS_CLASSES:
+                what = DDP_KWARGS_CLASSES[qualified]
+            else:
+                continue
+            positional = [arg for arg in call.node.args if arg.keyword is None and not arg.star]
+            if len(positional) > 9:
+                continue  # gradient_as_bucket_view may be passed by position
+            keywords = call_keywords(call.node, scope)
+            if keywords is None:
+                continue  # a **kwargs this file does not show
+            value = keywords.get("gradient_as_bucket_view")
+            if value is None:
+                if not call.node.args:
+                    edit = None
+                else:
+                    edit = NodeEdit(call.node.args[-1].value, ", gradient_as_bucket_view=True", "after")
+                message = (
+                    "%s without `gradient_as_bucket_view=True`: the reducer's buckets keep a second "
+                    "copy of every gradient; as bucket views the gradients take no extra memory" % what
+                )
+            elif literal_bool(value) is False:
+                edit = NodeEdit(value, "True")
+                message = (
+                    "%s with `gradient_as_bucket_view=False`: the reducer's buckets keep a second copy "
+                    "of every gradient; as bucket views the gradients take no extra memory" % what
+                )
+            else:
+                continue
+            fix = None if edit is None else FixSpec(
+                Applicability.UNSAFE, "Pass `gradient_as_bucket_view=True`", (edit,))
+            self._found[id(call.node)] = (message, fix)
+
+
+class LoadWithoutMapLocation(_CallRule):
+    """
+    ## What it does
+    Flags `torch.load(path)` without `map_location` in a file that runs one process per
+    device: it imports `torch.distributed`, DDP, FSDP, accelerate, DeepSpeed or a Lightning
+    strategy, or reads torchrun's `LOCAL_RANK`/`RANK`/`WORLD_SIZE`. Off by default: the
+    linter cannot see what the file holds, and RNG states, learning-rate schedulers, gradient
+    scalers and files saved from the CPU hold no GPU tensor, so their loads are harmless
+    (most of the loads it finds in transformers' `Trainer` are such).
+
+    ## Why is this bad?
+    `torch.load` puts every tensor back on the device it was saved from. A checkpoint saved by
+    rank 0 of a GPU job says `cuda:0`, so every rank loads a full copy onto GPU 0: with 8
+    ranks, 8 copies of the checkpoint on the first card, next to that rank's own model, until
+    they are freed - a common cause of out-of-memory errors on GPU 0 only, at resume time.
+
+    ## Example
+    ```python
+    local_rank = int(os.environ["LOCAL_RANK"])
+    state = torch.load("checkpoint.pt")
+    ```
+
+    ## Use instead
+    ```python
+    state = torch.load("checkpoint.pt", map_location="cpu")  # or f"cuda:{local_rank}"
+    ```
+
+    ## Fix safety
+    Unsafe. The fix passes `map_location="cpu"`: `model.load_state_dict` and
+    `optimizer.load_state_dict` copy or cast the values onto the model's device, so loading a
+    state dict behaves the same; a tensor of the checkpoint used directly is on the CPU
+    instead of the GPU it was saved from.
+
+    ## Measured
+    Not measured on GPUs (this project's figures are CPU estimates). What one rank restores
+    onto the saving device is the checkpoint's tensors: for the 12x768 `nn.TransformerEncoder`
+    LM of `fixtures/models/transformer_lm.py`, 536,825,856 B of parameters and buffers
+    (`benchmarks/distributed_figures.py`, `results/distributed_figures.json`, fake tensors),
+    so 8 ranks put 4,294,606,848 B on GPU 0 besides rank 0's own model (arithmetic on the
+    measured size).
+    """
+
+    code = "TML702"
+    default_enabled = False
+    name = "load-without-map-location"
+    summary = ("`torch.load` without `map_location` in a multi-process script loads every rank's copy "
+               "onto the saving GPU")
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
+    needs = (("load",), ("distributed", "DistributedDataParallel", "fsdp", "accelerate", "deepspeed",
+                         "RANK", "WORLD_SIZE", "lightning", "multiprocessing"))
+
+    def find(self) -> None:
+        loads = [(scope, call) for scope, call, qualified in _calls(self) if qualified == TORCH_LOAD]
+        if not loads:
+            return
+        evidence = multi_device_evidence(self.context.module, self.context.analysis.scopes)
+        if evidence is None:
+            return
+        for scope, call in loads:
+            if argument(call.node, 1, "map_location") is not None:
+                continue
+            keywords = call_keywords(call.node, scope)
+            if keywords is None or "map_location" in keywords:
+                continue
+            fix = None
+            if call.node.args and not has_star_args(call.node):
+                fix = FixSpec(Applicability.UNSAFE, 'Pass `map_location="cpu"`',
+                              (NodeEdit(call.node.args[-1].value, ', map_location="cpu"', "after"),))
+            self._found[id(call.node)] = (
+                "`torch.load` without `map_location` in a multi-process script (%s): every rank "
+                "loads the tensors onto the device they were saved from (cuda:0 for rank 0's "
+                "checkpoint), one copy per rank on that GPU; pass `map_location=\"cpu\"` or the "
+                "rank's device" % evidence,
+                fix,
+            )
+
+
+class EmptyCacheInTrainingLoop(_CallRule):
+    """
+    ## What it does
+    Flags `torch.cuda.empty_cache()` inside a loop that trains (the loop calls `.backward()`
+    or an optimizer's `.step()`) and in the per-step hooks of a Lightning module
+    (`training_step`, `on_train_batch_end`, ...). Off by default: it costs time, not memory.
+
+    ## Why is this bad?
+    `empty_cache()` returns the caching allocator's free blocks to the driver. The next step
+    allocates the same tensors again, so the blocks come back through `cudaMalloc`, which
+    synchronizes the device: every step pays for it and the peak does not move. It lowers
+    `nvidia-smi`'s figure between steps only; it frees nothing a tensor holds.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        torch.cuda.empty_cache()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    ```
+
+    ## Fix safety
+    No fix. Removing the call changes no result; it changes what other processes on the same
+    GPU can allocate between this process's steps, which only the user can judge.
+
+    ## Measured
+    A model of CUDA's caching allocator, not a GPU measurement (`benchmarks/distributed_figures.py`,
+    `results/distributed_figures.json`): the alloc/free stream of one training step of the
+    12x768 `nn.TransformerEncoder` LM of `fixtures/models/transformer_lm.py` at 4x512 tokens
+    (fake tensors, CPU estimate of CUDA) replayed twice. The reserved peak is 2,059,403,264 B
+    whether the cache is kept or emptied between the steps; with it kept the second step
+    creates no new segment, after `empty_cache()` it creates the first step's 70 again (70
+    `cudaMalloc` calls a step). The time they cost was not measured (no GPU).
+    """
+
+    code = "TML703"
+    name = "empty-cache-in-training-loop"
+    summary = "`torch.cuda.empty_cache()` in a training loop frees nothing the next step does not allocate again"
+    default_enabled = False
+    needs = (("empty_cache",),)
+
+    def find(self) -> None:
+        facts_of: Dict[int, ScopeFacts] = {}
+        walk = self.context.analysis.scopes
+        for scope, call, qualified in _calls(self):
+            if qualified not in EMPTY_CACHE:
+                continue
+            if scope.name in PER_STEP_METHODS and scope.owner is not None:
+                where = "`%s`, run every training step" % scope.name
+            else:
+                facts = facts_of.get(id(scope))
+                if facts is None:
+                    facts = facts_of[id(scope)] = ScopeFacts(walk, scope)
+                if not any(facts.loop_has(loop, facts.training_calls) for loop in call.ctx.loops):
+                    continue
+                where = "a training loop"
+            self._found[id(call.node)] = (
+                "`torch.cuda.empty_cache()` in %s: the next step allocates the same blocks again "
+                "(through cudaMalloc, which synchronizes); the peak does not move" % where,
+                None,
+            )
+
+
+class ZeroGradKeepsGradients(_CallRule):
+    """
+    ## What it does
+    Flags `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)`
+    (also `zero_grad(False)`, and the keyword spread from a dict built beside the call).
+
+    ## Why is this bad?
+    With `set_to_none=False` every gradient stays allocated, filled with zeros, through the
+    next forward: the step's peak holds the gradients and the activations together. With
+    `set_to_none=True` (the default since torch 2.0) the gradients are freed and backward
+    allocates each one when it is produced, as activations are being freed.
+
+    ## Example
+    ```python
+    optimizer.zero_grad(set_to_none=False)
+    ```
+
+    ## Use instead
+    ```python
+    optimizer.zero_grad()
+    ```
+
+    ## Fix safety
+    Unsafe. The fix removes the argument. It behaves differently where a gradient is read
+    between `zero_grad` and `backward` (`p.grad` is None, not zeros), where gradients are
+    accumulated by hand (`p.grad += ...`), and for a parameter that receives no gradient in a
+    step: the optimizer skips it (no momentum or Adam update), while a zero gradient still
+    moves it by the momentum terms.
+
+    ## Measured
+    CPU estimate of CUDA (`benchmarks/distributed_figures.py`, `results/distributed_figures.json`:
+    fake tensors with CUDA's attention and dropout kernels emulated, 512-byte blocks): the
+    second training step of the 12x768 `nn.TransformerEncoder` LM of
+    `fixtures/models/transformer_lm.py` at 4x512 tokens peaks at 2,570,290,176 B above the
+    parameters after `zero_grad(set_to_none=False)` and at 2,033,464,320 B after `zero_grad()`
+    (-20.9 %: the 536,825,856 B of gradients, which exist through the forward in the first case).
+    """
+
+    code = "TML704"
+    name = "zero-grad-keeps-gradients"
+    summary = "`zero_grad(set_to_none=False)` keeps every gradient allocated through the next forward"
+    fix_availability = FixAvailability.SOMETIMES
+    fix_applicability = ("unsafe",)
+    needs = (("zero_grad",), ("set_to_none", "False"))
+
+    def find(self) -> None:
+        for scope, call, _ in _calls(self):
+            if call.attr != "zero_grad":
+                continue
+            node = call.node
+            arg = argument(node, 0, "set_to_none")
+            if arg is not None:
+                value = arg.value
+            else:
+                keywords = call_keywords(node, scope)
+                value = None if keywords is None else keywords.get("set_to_none")
+            if value is None or literal_bool(value) is not False:
+                continue
+            fix = None
+            if len(node.args) == 1 and arg is not None:
+                fix = FixSpec(Applicability.UNSAFE, "Remove `set_to_none=False`",
+                              (NodeEdit(node, self.code_for(node.func) + "()"),))
+            self._found[id(node)] = (
+                "`zero_grad(set_to_none=False)` keeps every gradient allocated (as zeros) through "
+                "the next forward; without it the gradients are freed until backward makes them",
+                fix,
+            )
