@@ -83,11 +83,33 @@ class DdpWithoutGradientAsBucketView(_CallRule):
 
     ## Example
     ```python
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from model import Net
+
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net().cuda(local_rank)
     model = DDP(model, device_ids=[local_rank])
     ```
 
     ## Use instead
     ```python
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from model import Net
+
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net().cuda(local_rank)
     model = DDP(model, device_ids=[local_rank], gradient_as_bucket_view=True)
     ```
 
@@ -174,13 +196,36 @@ class LoadWithoutMapLocation(_CallRule):
 
     ## Example
     ```python
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from model import Net
+
+    dist.init_process_group("nccl")
     local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net().cuda(local_rank)
     state = torch.load("checkpoint.pt")
+    model.load_state_dict(state)
     ```
 
     ## Use instead
     ```python
+    import os
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from model import Net
+
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net().cuda(local_rank)
     state = torch.load("checkpoint.pt", map_location="cpu")  # or f"cuda:{local_rank}"
+    model.load_state_dict(state)
     ```
 
     ## Fix safety
@@ -249,6 +294,14 @@ class EmptyCacheInTrainingLoop(_CallRule):
 
     ## Example
     ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(10, 2).cuda()
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = [(torch.randn(8, 10).cuda(), torch.randint(0, 2, (8,)).cuda())]
+
     for x, y in loader:
         loss = criterion(model(x), y)
         loss.backward()
@@ -259,6 +312,14 @@ class EmptyCacheInTrainingLoop(_CallRule):
 
     ## Use instead
     ```python
+    import torch
+    from torch import nn
+
+    model = nn.Linear(10, 2).cuda()
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = [(torch.randn(8, 10).cuda(), torch.randint(0, 2, (8,)).cuda())]
+
     for x, y in loader:
         loss = criterion(model(x), y)
         loss.backward()
@@ -322,12 +383,36 @@ class ZeroGradKeepsGradients(_CallRule):
 
     ## Example
     ```python
-    optimizer.zero_grad(set_to_none=False)
+    import torch
+    from torch import nn
+
+    model = nn.Linear(10, 2).cuda()
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = [(torch.randn(8, 10).cuda(), torch.randint(0, 2, (8,)).cuda())]
+
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=False)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Use instead
     ```python
-    optimizer.zero_grad()
+    import torch
+    from torch import nn
+
+    model = nn.Linear(10, 2).cuda()
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = [(torch.randn(8, 10).cuda(), torch.randint(0, 2, (8,)).cuda())]
+
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Fix safety
