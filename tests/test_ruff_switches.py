@@ -611,3 +611,16 @@ def test_a_directory_named_on_the_command_line_is_walked_even_if_ignored(tmp_pat
     assert [Path(p).relative_to(tmp_path.resolve()).as_posix() for p in listed] == [
         "generated/a.py", "generated/sub/b.py",
     ]
+
+
+@pytest.mark.slow
+def test_add_noqa_moves_past_a_row_that_ends_inside_a_string(tmp_path):
+    # The reported row ends inside a triple-quoted string: the comment goes on the statement's
+    # next row, where it is honoured, and the file still parses.
+    source = EVAL.replace("out = model(x)", 'out = model(x, note="""a\n        b""")')
+    write(tmp_path / "e.py", source)
+    assert run(["--no-cache", "--add-noqa", "e.py"], tmp_path).stderr == "Added 1 noqa directive.\n"
+    written = (tmp_path / "e.py").read_text()
+    assert 'out = model(x, note="""a\n        b""")  # noqa: TML501\n' in written
+    compile(written, "e.py", "exec")
+    assert run(["--no-cache", "e.py"], tmp_path).returncode == 0
