@@ -543,18 +543,23 @@ def test_message_title(message, title):
 
 @pytest.mark.slow
 def test_every_rule_message_leads_with_a_short_sentence():
-    """Every finding of the fixtures and the rule examples (every rule, most of their
-    message variants) has a first sentence of at most 90 characters, and more after it."""
+    """Every finding of the fixtures and of every rule's INVALID examples (every rule, most of
+    their message variants) has a first sentence of at most 90 characters, and more after it."""
     from torchmemlint.config import Settings
     from torchmemlint.engine import lint_source
     from torchmemlint.rules import all_rules
 
+    from rule_examples import examples
+
     root = Path(__file__).resolve().parents[1]
-    files = sorted((root / "fixtures").rglob("*.py")) + sorted((root / "tests" / "rule_examples").glob("tml*.py"))
+    sources = [(str(path), path.read_text(encoding="utf-8")) for path in sorted((root / "fixtures").rglob("*.py"))]
+    for code in sorted(all_rules()):  # every INVALID case of every rule: all its message forms
+        for index, case in enumerate(examples(code).invalid):
+            sources.append((f"{code.lower()}_invalid_{index}.py", case.code))
     settings = Settings(select=("ALL",))
     seen = set()
-    for path in files:
-        for finding in lint_source(path.read_text(encoding="utf-8"), str(path), settings):
+    for filename, text in sources:
+        for finding in lint_source(text, filename, settings):
             if finding.code not in all_rules():
                 continue
             seen.add(finding.code)

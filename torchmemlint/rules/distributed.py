@@ -162,14 +162,16 @@ class DdpWithoutGradientAsBucketView(_CallRule):
                 else:
                     edit = NodeEdit(call.node.args[-1].value, ", gradient_as_bucket_view=True", "after")
                 message = (
-                    "%s without `gradient_as_bucket_view=True`: the reducer's buckets keep a second "
-                    "copy of every gradient; as bucket views the gradients take no extra memory" % what
+                    "%s without `gradient_as_bucket_view=True` keeps every gradient twice. The "
+                    "reducer's buckets hold a second copy of each gradient; as bucket views the "
+                    "gradients take no extra memory" % what
                 )
             elif literal_bool(value) is False:
                 edit = NodeEdit(value, "True")
                 message = (
-                    "%s with `gradient_as_bucket_view=False`: the reducer's buckets keep a second copy "
-                    "of every gradient; as bucket views the gradients take no extra memory" % what
+                    "%s with `gradient_as_bucket_view=False` keeps every gradient twice. The "
+                    "reducer's buckets hold a second copy of each gradient; as bucket views the "
+                    "gradients take no extra memory" % what
                 )
             else:
                 continue
@@ -271,10 +273,9 @@ class LoadWithoutMapLocation(_CallRule):
                 fix = FixSpec(Applicability.UNSAFE, 'Pass `map_location="cpu"`',
                               (NodeEdit(call.node.args[-1].value, ', map_location="cpu"', "after"),))
             self._found[id(call.node)] = (
-                "`torch.load` without `map_location` in a multi-process script (%s): every rank "
-                "loads the tensors onto the device they were saved from (cuda:0 for rank 0's "
-                "checkpoint), one copy per rank on that GPU; pass `map_location=\"cpu\"` or the "
-                "rank's device" % evidence,
+                "`torch.load` without `map_location` loads onto the GPU the tensors were saved "
+                "from. In a multi-process script (%s) every rank puts its copy there (cuda:0 for "
+                "rank 0's checkpoint); pass `map_location=\"cpu\"` or the rank's device" % evidence,
                 fix,
             )
 
@@ -354,7 +355,7 @@ class EmptyCacheInTrainingLoop(_CallRule):
             if qualified not in EMPTY_CACHE:
                 continue
             if scope.name in PER_STEP_METHODS and scope.owner is not None:
-                where = "`%s`, run every training step" % scope.name
+                where = "`%s` (run every training step)" % scope.name
             else:
                 facts = facts_of.get(id(scope))
                 if facts is None:
@@ -363,8 +364,9 @@ class EmptyCacheInTrainingLoop(_CallRule):
                     continue
                 where = "a training loop"
             self._found[id(call.node)] = (
-                "`torch.cuda.empty_cache()` in %s: the next step allocates the same blocks again "
-                "(through cudaMalloc, which synchronizes); the peak does not move" % where,
+                "`torch.cuda.empty_cache()` in %s frees nothing for the next step. That step "
+                "allocates the same blocks again (through cudaMalloc, which synchronizes); the "
+                "peak does not move" % where,
                 None,
             )
 
@@ -456,7 +458,8 @@ class ZeroGradKeepsGradients(_CallRule):
                 fix = FixSpec(Applicability.UNSAFE, "Remove `set_to_none=False`",
                               (NodeEdit(node, self.code_for(node.func) + "()"),))
             self._found[id(node)] = (
-                "`zero_grad(set_to_none=False)` keeps every gradient allocated (as zeros) through "
-                "the next forward; without it the gradients are freed until backward makes them",
+                "`zero_grad(set_to_none=False)` keeps every gradient allocated through the next "
+                "forward. They stay as zeros; without the argument the gradients are freed until "
+                "backward makes them again",
                 fix,
             )
