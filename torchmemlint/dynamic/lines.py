@@ -133,9 +133,12 @@ class StepObserver:
         self.modules: Dict[int, str] = {}
         self.nbytes: Dict[int, int] = {}
         self.saved_by: Dict[int, Set[int]] = {}  # storage id -> indices of the ops that saved it
+        self._packs: Dict[Tuple[int, int], int] = {}
         self.trace: List[OpRecord] = []
         self.param_sites: Dict[Tuple[int, str], Site] = {}  # (id(module), name) -> line
+        self.module_sites: Dict[str, Site] = {}  # leaf module of a library class -> built at
         self.lines: List[LineBytes] = []
+        self.finished = False  # finish() ran: the step completed
         self.peak_bytes = 0
         self.output_ids: Set[int] = set()
         self.param_ids: Set[Any] = set()
@@ -233,8 +236,21 @@ class StepObserver:
         self.nbytes[new] = nbytes
 
     def saved(self, storage_id: int) -> None:
-        index = len(self.trace) - 1
-        self.saved_by.setdefault(storage_id, set()).add(index)
+        # Autograd saves an op's inputs before its kernel runs and its outputs after: the
+        # saving op is the next one recorded or the last one (resolved in ``_resolve_saves``).
+        key = (storage_id, len(self.trace))
+        self._packs[key] = self._packs.get(key, 0) + 1
+
+    def _resolve_saves(self) -> None:
+        for (storage_id, following), count in self._packs.items():
+            owners = self.saved_by.setdefault(storage_id, set())
+            if following < len(self.trace) and any(
+                ref is not None and ref.sid == storage_id for ref in self.trace[following].inputs
+            ):
+                owners.add(following)
+                count -= 1
+            if count > 0 and following > 0:
+                owners.add(following - 1)
 
     def op(self, tracker: Any, func: Any, args: Sequence[Any], kwargs: Dict[str, Any], out: Any) -> None:
         name = func.overloadpacket.__name__
@@ -242,6 +258,8 @@ class StepObserver:
         refs = [self._ref(tracker, v) if isinstance(v, torch.Tensor) else None for v in values]
         plain = [ref if ref is not None else _plain(v) for ref, v in zip(refs, values)]
         outputs = [self._ref(tracker, t) for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        if not outputs:
+            return  # metadata queries (prim.device, sizes): autograd's saves belong to the op before
         mutated = []
         try:
             for position, argument in enumerate(func._schema.arguments):
@@ -274,6 +292,9 @@ class StepObserver:
                buffers: Sequence[torch.Tensor]) -> None:
         """Charge the storages live at the tracker's peak, and the parameters and buffers,
         to their lines (``self.lines``, largest first)."""
+        self.finished = True
+        self._resolve_saves()
+        self._note_modules(module)
         named = list(module.named_parameters())
         sites = self._resident_sites(module)
         grad_sites: Dict[int, Tuple[Site, str]] = {}
@@ -347,6 +368,23 @@ class StepObserver:
                             break
                 found[qualified] = site or self._class_site(type(sub)) or NO_SITE
         return found
+
+    def _note_modules(self, root: nn.Module) -> None:
+        """``module_sites``: the line that built each leaf module of a library class
+        (``self.act = nn.LeakyReLU(0.1)``), by qualified name."""
+        modules = dict(root.named_modules(remove_duplicate=False))
+        for name, sub in modules.items():
+            if not name or next(sub.children(), None) is not None or name in self.module_sites:
+                continue
+            try:
+                library = not self.is_user_file(inspect.getsourcefile(type(sub)) or "")
+            except TypeError:
+                library = True
+            parent, _, last = name.rpartition(".")
+            owner = modules.get(parent)
+            site = self.param_sites.get((id(owner), last)) if owner is not None else None
+            if library and site is not None:
+                self.module_sites[name] = site
 
     def _class_site(self, cls: type) -> Optional[Site]:
         try:
