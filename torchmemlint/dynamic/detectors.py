@@ -214,9 +214,36 @@ def float_dropout_mask(graph: _Graph) -> Iterable[Tuple[OpRecord, int]]:
         if op.name not in ("bernoulli_", "bernoulli") or not op.outputs:
             continue
         mask = op.outputs[0]
-        if not mask.floating or not isinstance(mask.sid, int) or mask.sid not in graph.saved:
+        if not mask.floating or not isinstance(mask.sid, int):
             continue
-        yield op, max(graph.nbytes(mask.sid) - mask.numel, 0)
+        # The mask as drawn, or scaled by 1/(1-p) into a new tensor, kept by the multiply.
+        masks, frontier = [mask], [mask]
+        for _ in range(2):
+            following = []
+            for current in frontier:
+                for reader, _ in graph.readers.get(current.sid, []):
+                    if reader.index <= op.index or reader.name not in ("div", "mul", "_to_copy", "div_", "mul_"):
+                        continue
+                    if len(_tensor_inputs(reader)) != 1:
+                        continue  # the multiply with the activation itself
+                    following += [o for o in reader.outputs if o.floating and o.numel == mask.numel]
+            masks += following
+            frontier = following
+        # Kept by an elementwise multiply with a tensor of its own size: a dropout mask (a
+        # drop-path mask, one value per sample, broadcasts and is not one).
+        kept = {m.sid: m for m in masks if m.sid in graph.saved and _multiplies_same_size(graph, m)}
+        if kept:
+            yield op, sum(max(graph.nbytes(sid) - m.numel, 0) for sid, m in kept.items())
+
+
+def _multiplies_same_size(graph: _Graph, mask: TensorRef) -> bool:
+    for reader, position in graph.readers.get(mask.sid, []):
+        if reader.name not in ("mul", "mul_"):
+            continue
+        others = [ref for i, ref in _tensor_inputs(reader) if i != position]
+        if others and others[0].numel == mask.numel:
+            return True
+    return False
 
 
 def batchnorm_twice(observer: StepObserver) -> Iterable[Tuple[OpRecord, int]]:
@@ -262,7 +289,7 @@ def detect(observer: StepObserver, cuda_kernels: bool = True) -> List[MeasuredFi
             observer.module_sites.get(op.module))
     if cuda_kernels:
         for op, nbytes in float_dropout_mask(graph):
-            add("TML204", op, nbytes, "dropout mask kept as floats")
+            add("TML204", op, nbytes, "dropout mask kept as floats", observer.module_sites.get(op.module))
     for op, nbytes in batchnorm_twice(observer):
         add("TML403", op, nbytes, "BatchNorm running statistics updated twice", op.checkpoint_site)
     return sorted(found.values(), key=lambda f: (-f.bytes, f.filename, f.row, f.code))

@@ -112,9 +112,25 @@ class _NodeSites(TorchFunctionMode):
                 node = leaf.grad_fn
                 if node is not None and "tml_site" not in node.metadata:
                     if site is None:
-                        site = self.observer.site()
-                    node.metadata["tml_site"] = site
+                        site = self.observer.site() or NO_SITE
+                    _tag(node, site)
         return out
+
+
+def _tag(node: Any, site: Site) -> None:
+    """Tag ``node`` and the untagged nodes behind it: those a Python function made on the
+    way to its result (the mode sees only the outermost call)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        try:
+            metadata = current.metadata
+        except AttributeError:  # a node type without metadata
+            continue
+        if "tml_site" in metadata:
+            continue
+        metadata["tml_site"] = site
+        pending.extend(following for following, _ in current.next_functions if following is not None)
 
 
 class StepObserver:
