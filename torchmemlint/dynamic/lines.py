@@ -208,6 +208,14 @@ class StepObserver:
         node = torch._C._current_autograd_node()
         if node is not None:
             tagged = node.metadata.get("tml_site")
+            if tagged == NO_SITE:
+                # The loss torchmemlint adds: its backward makes the gradient of the model's
+                # output, charged to the line that made the output.
+                for following, _ in node.next_functions:
+                    if following is not None and hasattr(following, "metadata"):
+                        tagged = following.metadata.get("tml_site", tagged)
+                        if tagged != NO_SITE:
+                            break
             if tagged is not None:
                 return tagged
         return NO_SITE
