@@ -153,6 +153,7 @@ class StepObserver:
         self.trace: List[OpRecord] = []
         self.param_sites: Dict[Tuple[int, str], Site] = {}  # (id(module), name) -> line
         self.module_sites: Dict[str, Site] = {}  # leaf module of a library class -> built at
+        self.module_created: Dict[int, Site] = {}  # id(module) -> the line that called its class
         self.lines: List[LineBytes] = []
         self.finished = False  # finish() ran: the step completed
         self.peak_bytes = 0
@@ -224,13 +225,25 @@ class StepObserver:
 
     @contextlib.contextmanager
     def building(self) -> Iterator[None]:
-        """Note where each parameter and buffer is registered while the model is built."""
+        """Note where each module is made, and each parameter, buffer and submodule
+        registered, while the model is built."""
 
         def registered(module: nn.Module, name: str, value: Any) -> None:
             found = self.site()
             if found is not None:
                 self.param_sites.setdefault((id(module), name), found)
 
+        original_init = nn.Module.__init__
+        created = self.module_created
+
+        def init(module: nn.Module, *args: Any, **kwargs: Any) -> None:
+            original_init(module, *args, **kwargs)
+            if id(module) not in created:
+                found = self.site()
+                if found is not None:
+                    created[id(module)] = found
+
+        nn.Module.__init__ = init  # type: ignore[method-assign]
         handles = [
             module_hooks.register_module_parameter_registration_hook(registered),
             module_hooks.register_module_buffer_registration_hook(registered),
@@ -239,6 +252,7 @@ class StepObserver:
         try:
             yield
         finally:
+            nn.Module.__init__ = original_init  # type: ignore[method-assign]
             for handle in handles:
                 handle.remove()
 
@@ -406,7 +420,9 @@ class StepObserver:
                 library = True
             parent, _, last = name.rpartition(".")
             owner = modules.get(parent)
-            site = self.param_sites.get((id(owner), last)) if owner is not None else None
+            site = self.module_created.get(id(sub))
+            if site is None and owner is not None:
+                site = self.param_sites.get((id(owner), last))
             if library and site is not None:
                 self.module_sites[name] = site
 

@@ -287,6 +287,6 @@ def add_step_sections(result: Any, observer: Any, settings: Any = None) -> None:
     findings = detect(observer, cuda_kernels=result.measuring in ("fake", "cuda"))
     static_flags(findings, settings)
     result.add_section(
-        "measured", "Found by measurement (the ops the step ran; MISSED: the linter did not report it)",
+        "measured", "Found by measurement (from the ops the step ran; linter: whether the static linter reported it)",
         measured_text(findings), [finding.to_dict() for finding in findings],
     )
