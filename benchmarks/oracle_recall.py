@@ -1,7 +1,7 @@
 """The recall oracle: what the measurement finds in popular architectures, and what the linter finds.
 
-    /work/venv-oracle/bin/python benchmarks/oracle_recall.py           # all models; writes results/oracle_recall.json
-    /work/venv-oracle/bin/python benchmarks/oracle_recall.py --only resnet18,vit_tiny   # a few, prints only
+    venv-oracle/bin/python benchmarks/oracle_recall.py           # all models; writes results/oracle_recall.json
+    venv-oracle/bin/python benchmarks/oracle_recall.py --only resnet18,vit_tiny   # a few, prints only
 
 Needs torch, torchvision, timm and transformers that load together (the project's own venv has
 a torch that torchvision/timm from PyPI do not load with; a venv with torch 2.14.1 and
