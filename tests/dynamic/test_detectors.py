@@ -81,6 +81,8 @@ UNKNOWN_SPELLINGS = [
     # three LeakyReLUs from a helper list; each keeps its 2 x 8 x 16 x 16 input next to its
     # output (kept by the next conv): reported where the helper builds them
     ("HelperActivationsNet", "2,8,16,16", "TML201", "return [nn.LeakyReLU(slope)", 3 * 2 * 8 * 16 * 16 * F32),
+    # sigmoid's output, saved for its backward, scaled in place: 2 x 8 x 16 x 16
+    ("OverwrittenGate", "2,8,16,16", "TML203", "gate.mul_(2.0)", 2 * 8 * 16 * 16 * F32),
 ]
 
 

@@ -12,6 +12,10 @@ bytes it costs at the measured shape.  They see what ran, however it was spelled
 * TML201: an out-of-place LeakyReLU/ELU/CELU/SELU/RReLU whose input autograd keeps only for
   the activation itself and nothing reads afterwards, and whose output is kept by a later op:
   in place, the two would be one tensor.  Bytes: the input's storage.
+* TML203: an in-place op that overwrites a tensor an earlier op saved for backward.  Plain
+  autograd raises in backward ("modified by an inplace operation"); the measured step packs
+  saved tensors through hooks, which skip that check, so it runs, and this says why it should
+  not.  Bytes: the overwritten storage.
 * TML204: a dropout mask drawn as floats (``bernoulli_`` on a floating tensor) that autograd
   keeps, when the step runs CUDA's kernels (there, out-of-place dropout keeps a 1-byte mask).
   Bytes: the mask's bytes beyond one byte per element.
@@ -209,6 +213,20 @@ def missing_inplace(graph: _Graph) -> Iterable[Tuple[OpRecord, int]]:
         yield op, graph.nbytes(source.sid)
 
 
+def inplace_on_saved(graph: _Graph) -> Iterable[Tuple[OpRecord, int]]:
+    """In-place ops that overwrite a tensor an earlier op saved for backward: autograd raises
+    in backward (or would, if that op's backward ran)."""
+    for op in graph.trace:
+        for position in op.mutated:
+            ref = op.inputs[position] if position < len(op.inputs) else None
+            if ref is None or not isinstance(ref.sid, int):
+                continue
+            savers = graph.obs.saved_by.get(ref.sid, set())
+            if any(index < op.index for index in savers):
+                yield op, graph.nbytes(ref.sid)
+                break
+
+
 def float_dropout_mask(graph: _Graph) -> Iterable[Tuple[OpRecord, int]]:
     for op in graph.trace:
         if op.name not in ("bernoulli_", "bernoulli") or not op.outputs:
@@ -283,6 +301,9 @@ def detect(observer: StepObserver, cuda_kernels: bool = True) -> List[MeasuredFi
 
     for op, nbytes in eager_attention(graph):
         add("TML601", op, nbytes, "attention weights kept for backward")
+    for op, nbytes in inplace_on_saved(graph):
+        add("TML203", op, nbytes, "%s overwrote a tensor autograd saved for backward" % op.name,
+            observer.module_sites.get(op.module))
     for op, nbytes in missing_inplace(graph):
         # A module activation is reported where it was built: that is where the fix goes.
         add("TML201", op, nbytes, "%s input and output both kept" % op.name,

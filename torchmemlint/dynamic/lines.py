@@ -31,6 +31,12 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 Site = Tuple[str, int]  # (filename, row)
+# Ops whose backward reads their own result (autograd saves the output, not the input).
+SAVES_RESULT = frozenset({
+    "sigmoid", "tanh", "exp", "exp2", "expm1", "_softmax", "softmax", "_log_softmax", "log_softmax",
+    "_safe_softmax", "relu", "sqrt", "rsqrt", "reciprocal", "hardsigmoid", "elu", "threshold",
+    "sigmoid_", "tanh_", "exp_", "relu_", "sqrt_", "rsqrt_", "elu_",
+})
 NO_SITE: Site = ("(no user line)", 0)
 
 # "what" of a line: why the bytes are there at the peak.
@@ -279,15 +285,29 @@ class StepObserver:
         key = (storage_id, len(self.trace))
         self._packs[key] = self._packs.get(key, 0) + 1
 
+    def resolve_saves(self) -> None:
+        """Fill ``saved_by`` from what autograd packed (``finish`` does it; a step that
+        raised before finishing can still be read after this)."""
+        self._resolve_saves()
+
     def _resolve_saves(self) -> None:
+        self.saved_by = {}
         for (storage_id, following), count in self._packs.items():
             owners = self.saved_by.setdefault(storage_id, set())
-            if following < len(self.trace) and any(
+            previous = self.trace[following - 1] if following > 0 else None
+            read_next = following < len(self.trace) and any(
                 ref is not None and ref.sid == storage_id for ref in self.trace[following].inputs
-            ):
+            )
+            made_before = previous is not None and any(ref.sid == storage_id for ref in previous.outputs)
+            if read_next and made_before and count == 1:
+                # The output of one op read by the next: saved as the first one's result
+                # (sigmoid, softmax, ...) or as the second one's input (conv, leaky_relu, ...).
+                owners.add(following - 1 if previous.name in SAVES_RESULT else following)
+                continue
+            if read_next:
                 owners.add(following)
                 count -= 1
-            if count > 0 and following > 0:
+            if count > 0 and previous is not None:
                 owners.add(following - 1)
 
     def op(self, tracker: Any, func: Any, args: Sequence[Any], kwargs: Dict[str, Any], out: Any) -> None:

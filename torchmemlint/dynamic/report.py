@@ -257,8 +257,8 @@ def lines_text(lines: Sequence[Any], peak_bytes: int) -> List[str]:
 def measured_text(findings: Sequence[Any]) -> List[str]:
     """Findings from measurement, each marked with whether the linter reported it."""
     if not findings:
-        return ["none: no eager attention, out-of-place LeakyReLU-like activation kept twice, float "
-                "dropout mask or BatchNorm updated twice ran in this step"]
+        return ["none: no eager attention, overwritten saved tensor, out-of-place LeakyReLU-like "
+                "activation kept twice, float dropout mask or BatchNorm updated twice ran in this step"]
     rows: List[Tuple[str, ...]] = [("code", "at", "bytes", "linter", "what")]
     for finding in findings:
         linter = {True: "found", False: "MISSED", None: "-"}[finding.static]
@@ -290,3 +290,4 @@ def add_step_sections(result: Any, observer: Any, settings: Any = None) -> None:
         "measured", "Found by measurement (from the ops the step ran; linter: whether the static linter reported it)",
         measured_text(findings), [finding.to_dict() for finding in findings],
     )
+
