@@ -97,3 +97,24 @@ def test_parameters_where_built_activations_where_made_real_tensors_too():
         saved = [l for l in lines if l["row"] == attend and l["what"] == "saved for backward"]
         assert sum(l["bytes"] for l in saved) == 2 * 4 * 16 * 16 * 4, lines
         assert {l["module"] for l in saved} == {"attend"}
+
+
+@pytest.mark.slow
+def test_an_observer_that_fails_leaves_the_measurement_as_it_was(models):
+    from torchmemlint.dynamic.lines import StepObserver
+    from torchmemlint.dynamic.measure import measure_training_step
+
+    class Broken(StepObserver):
+        def saved(self, storage_id):
+            raise ValueError("boom")
+
+    net = models("measured_spellings").HelperActivationsNet
+    broken = Broken()
+    watched = measure_training_step(net, [[2, 8, 16, 16]], observer=broken)
+    plain = measure_training_step(net, [[2, 8, 16, 16]])
+    assert broken.failed == "ValueError: boom" and not broken.finished
+    assert (watched.peak_bytes, watched.saved_bytes) == (plain.peak_bytes, plain.saved_bytes)
+    # A working observer changes nothing either.
+    observer = StepObserver()
+    assert measure_training_step(net, [[2, 8, 16, 16]], observer=observer).peak_bytes == plain.peak_bytes
+    assert observer.finished and observer.failed is None

@@ -112,14 +112,19 @@ class _NodeSites(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        site = None
-        for leaf in tree_flatten(out)[0]:
-            if isinstance(leaf, torch.Tensor):
-                node = leaf.grad_fn
-                if node is not None and "tml_site" not in node.metadata:
-                    if site is None:
-                        site = self.observer.site() or NO_SITE
-                    _tag(node, site)
+        if self.observer.failed is not None:
+            return out
+        try:
+            site = None
+            for leaf in tree_flatten(out)[0]:
+                if isinstance(leaf, torch.Tensor):
+                    node = leaf.grad_fn
+                    if node is not None and "tml_site" not in node.metadata:
+                        if site is None:
+                            site = self.observer.site() or NO_SITE
+                        _tag(node, site)
+        except Exception as error:  # noqa: BLE001 - a bug here is not the model's
+            self.observer.failed = "%s: %s" % (type(error).__name__, error)
         return out
 
 
@@ -162,6 +167,7 @@ class StepObserver:
         self.module_created: Dict[int, Site] = {}  # id(module) -> the line that called its class
         self.lines: List[LineBytes] = []
         self.finished = False  # finish() ran: the step completed
+        self.failed: Optional[str] = None  # the observer's own error, when it stopped observing
         self.peak_bytes = 0
         self.output_ids: Set[int] = set()
         self.param_ids: Set[Any] = set()

@@ -163,8 +163,12 @@ def measure_training_step(
         tracker = LiveTracker(round_to, observer=observer)
         forward_end = _training_step(prepared, inputs, tracker, emulation)
         grad_bytes = storage_bytes([p.grad for p in params], round_to)
-        if observer is not None:
-            observer.finish(tracker, prepared.module, params, prepared.buffers)
+        if observer is not None and observer.failed is None:
+            try:
+                observer.finish(tracker, prepared.module, params, prepared.buffers)
+            except Exception as error:  # noqa: BLE001 - the observer's bug is not the model's
+                observer.failed = "%s: %s" % (type(error).__name__, error)
+                observer.finished = False
         cuda = None
         if cuda_start is not None:
             torch.cuda.synchronize()

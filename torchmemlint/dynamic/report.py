@@ -278,6 +278,10 @@ def add_step_sections(result: Any, observer: Any, settings: Any = None) -> None:
     measurement) to ``result`` from the ``lines.StepObserver`` of its measured step."""
     from .detectors import detect, static_flags
 
+    if observer.failed is not None:
+        result.limits.append("memory by source line and findings from measurement are missing: "
+                             "recording the step failed (%s)" % observer.failed)
+        return
     if not observer.finished:
         return
     result.add_section(

@@ -164,8 +164,16 @@ class LiveTracker(TorchDispatchMode):
                 # own (views of deep-copied or re-wrapped fake parameters do: issue 11).
                 self._allocate(storage, op_name)
         if self.observer is not None:
-            self.observer.op(self, func, args, kwargs or {}, out)
+            self._observe("op", self, func, args, kwargs or {}, out)
         return out
+
+    def _observe(self, event: str, *args: Any) -> None:
+        """Tell the observer; its failure never fails the step (it stops observing)."""
+        try:
+            getattr(self.observer, event)(*args)
+        except Exception as error:  # noqa: BLE001 - a bug in the observer is not the model's
+            observer, self.observer = self.observer, None
+            observer.failed = "%s: %s" % (type(error).__name__, error)
 
     def storage_key(self, tensor: torch.Tensor) -> Any:
         """The tracked storage id behind ``tensor``, or ``("x", id)`` for one made before
@@ -188,7 +196,7 @@ class LiveTracker(TorchDispatchMode):
         self._next_storage_id += 1
         self._live[key] = record
         if self.observer is not None:
-            self.observer.allocated(record)
+            self._observe("allocated", record)
         weakref.finalize(storage, self._free, key)
         self.allocated_by_module[record.module] = (
             self.allocated_by_module.get(record.module, 0) + record.nbytes
@@ -203,7 +211,7 @@ class LiveTracker(TorchDispatchMode):
         self._change(record, -record.nbytes, op)
         record.nbytes = nbytes
         if self.observer is not None:
-            self.observer.resized(record.storage_id, self._next_storage_id, nbytes)
+            self._observe("resized", record.storage_id, self._next_storage_id, nbytes)
         record.storage_id = self._next_storage_id
         self._next_storage_id += 1
         self._change(record, nbytes, op)
@@ -243,7 +251,7 @@ class LiveTracker(TorchDispatchMode):
                 if record is not None:
                     self._saved[record.storage_id] = record.nbytes
                     if self.observer is not None:
-                        self.observer.saved(record.storage_id)
+                        self._observe("saved", record.storage_id)
             return tensor
 
         return torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor)
