@@ -127,23 +127,25 @@ ARCHITECTURES: List[Tuple[str, str, Callable[[], Any], List[Any]]] = [
     ("tnt_s_patch16_224", "timm", _timm("tnt_s_patch16_224"), [1, 3, 224, 224]),
     ("bert", "transformers", _hf("BertConfig", "BertModel", **SMALL_TEXT), TOKENS),
     ("roberta", "transformers", _hf("RobertaConfig", "RobertaModel", **SMALL_TEXT), TOKENS),
-    ("gpt2", "transformers", _hf("GPT2Config", "GPT2LMHeadModel", n_embd=64, n_layer=2, n_head=4,
-                                  vocab_size=1000), TOKENS),
-    ("llama", "transformers", _hf("LlamaConfig", "LlamaForCausalLM", **SMALL_TEXT, num_key_value_heads=2),
+    ("gpt2", "transformers",
+     _hf("GPT2Config", "GPT2LMHeadModel", n_embd=64, n_layer=2, n_head=4, vocab_size=1000), TOKENS),
+    ("llama", "transformers",
+     _hf("LlamaConfig", "LlamaForCausalLM", **SMALL_TEXT, num_key_value_heads=2), TOKENS),
+    ("mistral", "transformers",
+     _hf("MistralConfig", "MistralForCausalLM", **SMALL_TEXT, num_key_value_heads=2), TOKENS),
+    ("t5", "transformers",
+     _hf("T5Config", "T5ForConditionalGeneration", d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+         vocab_size=1000), TOKENS),
+    ("bart", "transformers",
+     _hf("BartConfig", "BartForConditionalGeneration", d_model=64, encoder_layers=2, decoder_layers=2,
+         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+         vocab_size=1000), TOKENS),
+    ("distilbert", "transformers",
+     _hf("DistilBertConfig", "DistilBertModel", dim=64, n_layers=2, n_heads=4, hidden_dim=128, vocab_size=1000),
      TOKENS),
-    ("mistral", "transformers", _hf("MistralConfig", "MistralForCausalLM", **SMALL_TEXT,
-                                    num_key_value_heads=2), TOKENS),
-    ("t5", "transformers", _hf("T5Config", "T5ForConditionalGeneration", d_model=64, d_kv=16, d_ff=128,
-                                num_layers=2, num_heads=4, vocab_size=1000), TOKENS),
-    ("bart", "transformers", _hf("BartConfig", "BartForConditionalGeneration", d_model=64,
-                                  encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-                                  decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
-                                  vocab_size=1000), TOKENS),
-    ("distilbert", "transformers", _hf("DistilBertConfig", "DistilBertModel", dim=64, n_layers=2, n_heads=4,
-                                        hidden_dim=128, vocab_size=1000), TOKENS),
-    ("vit_hf", "transformers", _hf("ViTConfig", "ViTModel", hidden_size=64, num_hidden_layers=2,
-                                    num_attention_heads=4, intermediate_size=128, image_size=64,
-                                    patch_size=16), SMALL_IMAGE),
+    ("vit_hf", "transformers",
+     _hf("ViTConfig", "ViTModel", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+         intermediate_size=128, image_size=64, patch_size=16), SMALL_IMAGE),
 ]
 
 
@@ -203,7 +205,8 @@ def main() -> None:
         try:
             findings, figures = measure_one(factory, shape, roots)
         except Exception as error:  # noqa: BLE001 - one architecture's failure is a row, not the end
-            message = "%s: %s" % (type(error).__name__, str(error).strip().splitlines()[0] if str(error).strip() else "")
+            text = str(error).strip()
+            message = "%s: %s" % (type(error).__name__, text.splitlines()[0] if text else "")
             runs.append({"name": name, "library": library, "input": shape, "error": message})
             print("%-24s FAILED %s" % (name, message), flush=True)
             traceback.print_exc(limit=2, file=sys.stderr)

@@ -99,7 +99,7 @@ def test_unknown_spellings_are_measured_at_their_line_with_their_bytes(name, sha
     assert found[0]["static"] == linter_reports(SPELLINGS, code, [row] + ran_at)
     text = profile(target, shape)
     section = text[text.index("Found by measurement"):]
-    report_line = next(l for l in section.splitlines() if "measured_spellings.py:%d" % row in l)
+    report_line = next(text for text in section.splitlines() if "measured_spellings.py:%d" % row in text)
     assert code in report_line
     assert ("MISSED" in report_line) == (not found[0]["static"])
 

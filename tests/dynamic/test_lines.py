@@ -77,7 +77,7 @@ def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape):
     text = profile(spec, *extra, "--input-shape", shape)
     section = text[text.index(TITLE):]
     assert "100.0 % of the peak" in section
-    biggest = max((l for l in lines if l["what"] not in RESIDENT), key=lambda l: l["bytes"])
+    biggest = max((item for item in lines if item["what"] not in RESIDENT), key=lambda item: item["bytes"])
     assert "%s:%d" % (os.path.relpath(biggest["filename"]), biggest["row"]) in section
 
 
@@ -88,15 +88,15 @@ def test_parameters_where_built_activations_where_made_real_tensors_too():
         data = json.loads(profile(target, *device, "--input-shape", "2,16,32", "--output-format", "json"))
         lines = check_lines_add_up(data)
         built = row_of(SPELLINGS, "self.to_qkv = nn.Linear")
-        qkv = {(l["what"], l["bytes"]) for l in lines if l["module"] == "to_qkv" and l["row"] == built}
+        qkv = {(item["what"], item["bytes"]) for item in lines if item["module"] == "to_qkv" and item["row"] == built}
         assert ("parameter", 32 * 96 * 4) in qkv, lines  # no bias
         assert data["peak_phase"] == "forward"  # no gradient yet
         # The softmax module's output (2 x 4 heads x 16 x 16 float32), saved by `attn @ v`,
         # belongs to the forward line that called the module.
         attend = row_of(SPELLINGS, "attn = self.attend(dots)")
-        saved = [l for l in lines if l["row"] == attend and l["what"] == "saved for backward"]
-        assert sum(l["bytes"] for l in saved) == 2 * 4 * 16 * 16 * 4, lines
-        assert {l["module"] for l in saved} == {"attend"}
+        saved = [item for item in lines if item["row"] == attend and item["what"] == "saved for backward"]
+        assert sum(item["bytes"] for item in saved) == 2 * 4 * 16 * 16 * 4, lines
+        assert {item["module"] for item in saved} == {"attend"}
 
 
 @pytest.mark.slow

@@ -199,6 +199,14 @@ class StepObserver:
             frame = frame.f_back
         return None
 
+    def _safe_site(self) -> Optional[Site]:
+        """``site()`` for hooks that run inside the user's constructor: never raises."""
+        try:
+            return self.site()
+        except Exception as error:  # noqa: BLE001 - a bug here is not the model's
+            self.failed = "%s: %s" % (type(error).__name__, error)
+            return None
+
     def _checkpoint_site(self) -> Optional[Site]:
         """The user's line that called torch.utils.checkpoint, when this op runs inside it."""
         frame = sys._getframe(1)
@@ -241,7 +249,7 @@ class StepObserver:
         registered, while the model is built."""
 
         def registered(module: nn.Module, name: str, value: Any) -> None:
-            found = self.site()
+            found = self._safe_site()
             if found is not None:
                 self.param_sites.setdefault((id(module), name), found)
 
@@ -251,7 +259,7 @@ class StepObserver:
         def init(module: nn.Module, *args: Any, **kwargs: Any) -> None:
             original_init(module, *args, **kwargs)
             if id(module) not in created:
-                found = self.site()
+                found = self._safe_site()
                 if found is not None:
                     created[id(module)] = found
 

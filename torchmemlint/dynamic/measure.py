@@ -282,7 +282,7 @@ def _training_step(
                 output = prepared.forward(inputs)
                 loss = scalar_loss(output)
             if tracker.observer is not None:
-                tracker.observer.outputs_made(tracker, (output, loss))
+                tracker._observe("outputs_made", tracker, (output, loss))
         forward_end = tracker.snapshot()
         tracker.phase = BACKWARD
         loss.backward()

@@ -235,10 +235,10 @@ def lines_text(lines: Sequence[Any], peak_bytes: int) -> List[str]:
     by_module: Dict[str, List[Any]] = {}
     for line in lines:
         by_module.setdefault(line.module or "(no module)", []).append(line)
-    ranked = sorted(by_module.items(), key=lambda item: (-sum(l.bytes for l in item[1]), item[0]))
+    ranked = sorted(by_module.items(), key=lambda item: (-sum(item.bytes for item in item[1]), item[0]))
     rows: List[Tuple[str, ...]] = [("module / line", "bytes", "what")]
     for module, members in ranked[:LINE_MODULES]:
-        rows.append((module, format_bytes(sum(l.bytes for l in members)), ""))
+        rows.append((module, format_bytes(sum(item.bytes for item in members)), ""))
         for line in members[:LINES_PER_MODULE]:
             rows.append(("  " + _where(line.filename, line.row), format_bytes(line.bytes), line.what))
         if len(members) > LINES_PER_MODULE:
@@ -248,9 +248,10 @@ def lines_text(lines: Sequence[Any], peak_bytes: int) -> List[str]:
         out.append("... %d more modules (all lines in the JSON report)" % (len(ranked) - LINE_MODULES))
     step_total = sum(line.bytes for line in step)
     share = 100.0 * step_total / peak_bytes if peak_bytes else 100.0
+    resident_total = sum(line.bytes for line in resident)
     out.append("the step's lines add up to %s, %.1f %% of the peak %s; parameters and buffers, "
-               "present before the step: %s" % (format_bytes(step_total), share, format_bytes(peak_bytes),
-                                                  format_bytes(sum(line.bytes for line in resident))))
+               "present before the step: %s"
+               % (format_bytes(step_total), share, format_bytes(peak_bytes), format_bytes(resident_total)))
     return out
 
 
@@ -294,4 +295,3 @@ def add_step_sections(result: Any, observer: Any, settings: Any = None) -> None:
         "measured", "Found by measurement (from the ops the step ran; linter: whether the static linter reported it)",
         measured_text(findings), [finding.to_dict() for finding in findings],
     )
-
