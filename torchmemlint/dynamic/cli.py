@@ -212,11 +212,15 @@ def profile(
     try:
         with time_limit(timeout):
             budget_bytes = budget_options.resolve() if budget_options else None
+            from torchmemlint.dynamic.lines import StepObserver
+
+            observer = StepObserver()
             result = verify.run_profile(
                 target, shapes, arguments, dtype, device, settings,
                 verify=not no_verify, checkpoint_advice=checkpoint_advice,
-                estimate_for=estimate_for, real_tensors=real_tensors,
+                estimate_for=estimate_for, real_tensors=real_tensors, observer=observer,
             )
+            report.add_step_sections(result, observer, settings)
             budget_fields = _add_budget(result, budget_options, budget_bytes, arguments, settings,
                                         verified=not no_verify)
     except DynamicError as error:

@@ -108,6 +108,7 @@ def measure_training_step(
     round_to: int = 512,
     seed: int = 0,
     estimate_for: str = "cuda",
+    observer: Any = None,
 ) -> StepReport:
     """Run forward, a scalar loss and backward once and report its memory.
 
@@ -123,6 +124,9 @@ def measure_training_step(
 
     ``estimate_for`` (fake device only): ``"cuda"`` runs attention and dropout
     as CUDA would (``emulate.cuda_kernels``), ``"cpu"`` the CPU's own kernels.
+
+    ``observer`` (a ``lines.StepObserver``) records the source line behind every
+    storage and the op trace of the step.
     """
     if device not in DEVICES:
         raise DynamicError("device must be one of %s, not %r" % ("/".join(DEVICES), device))
@@ -138,7 +142,8 @@ def measure_training_step(
     started = time.perf_counter()
     with _device_context(device) as prepare:
         torch.manual_seed(seed)
-        prepared = prepare(model)
+        with observer.building() if observer is not None else contextlib.nullcontext():
+            prepared = prepare(model)
         prepared.module.train()
         params = prepared.params
         inputs = [_make_input(spec, default_dtype, device) for spec in specs]
@@ -155,9 +160,15 @@ def measure_training_step(
             torch.cuda.reset_peak_memory_stats()
             cuda_start = torch.cuda.memory_allocated()
         torch.manual_seed(seed)
-        tracker = LiveTracker(round_to)
+        tracker = LiveTracker(round_to, observer=observer)
         forward_end = _training_step(prepared, inputs, tracker, emulation)
         grad_bytes = storage_bytes([p.grad for p in params], round_to)
+        if observer is not None and observer.failed is None:
+            try:
+                observer.finish(tracker, prepared.module, params, prepared.buffers)
+            except Exception as error:  # noqa: BLE001 - the observer's bug is not the model's
+                observer.failed = "%s: %s" % (type(error).__name__, error)
+                observer.finished = False
         cuda = None
         if cuda_start is not None:
             torch.cuda.synchronize()
@@ -267,8 +278,11 @@ def _training_step(
     with tracker, _user_code_errors(), kernels:
         tracker.phase = FORWARD
         with tracker.record_saved_tensors():
-            output = prepared.forward(inputs)
-            loss = scalar_loss(output)
+            with tracker.observer.forward() if tracker.observer is not None else contextlib.nullcontext():
+                output = prepared.forward(inputs)
+                loss = scalar_loss(output)
+            if tracker.observer is not None:
+                tracker._observe("outputs_made", tracker, (output, loss))
         forward_end = tracker.snapshot()
         tracker.phase = BACKWARD
         loss.backward()

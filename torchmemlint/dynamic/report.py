@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, List, Sequence, Tuple
 
 from .verify import ProfileResult
@@ -207,3 +208,90 @@ def plot(result: ProfileResult, path: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+# -- memory by source line, findings from measurement ---------------------------------------
+
+LINE_MODULES = 8
+LINES_PER_MODULE = 3
+
+
+def _where(filename: str, row: int) -> str:
+    if not row:
+        return filename
+    try:
+        shown = os.path.relpath(filename)
+    except ValueError:  # another drive (Windows)
+        shown = filename
+    if shown.startswith(".." + os.sep + ".."):
+        shown = filename
+    return "%s:%d" % (shown, row)
+
+
+def lines_text(lines: Sequence[Any], peak_bytes: int) -> List[str]:
+    """The top lines at the peak, grouped by module (largest module first)."""
+    step = [line for line in lines if line.what not in ("parameter", "buffer")]
+    resident = [line for line in lines if line.what in ("parameter", "buffer")]
+    by_module: Dict[str, List[Any]] = {}
+    for line in lines:
+        by_module.setdefault(line.module or "(no module)", []).append(line)
+    ranked = sorted(by_module.items(), key=lambda item: (-sum(item.bytes for item in item[1]), item[0]))
+    rows: List[Tuple[str, ...]] = [("module / line", "bytes", "what")]
+    for module, members in ranked[:LINE_MODULES]:
+        rows.append((module, format_bytes(sum(item.bytes for item in members)), ""))
+        for line in members[:LINES_PER_MODULE]:
+            rows.append(("  " + _where(line.filename, line.row), format_bytes(line.bytes), line.what))
+        if len(members) > LINES_PER_MODULE:
+            rows.append(("  ... %d more lines" % (len(members) - LINES_PER_MODULE), "", ""))
+    out = _table(rows, indent="")
+    if len(ranked) > LINE_MODULES:
+        out.append("... %d more modules (all lines in the JSON report)" % (len(ranked) - LINE_MODULES))
+    step_total = sum(line.bytes for line in step)
+    share = 100.0 * step_total / peak_bytes if peak_bytes else 100.0
+    resident_total = sum(line.bytes for line in resident)
+    out.append("the step's lines add up to %s, %.1f %% of the peak %s; parameters and buffers, "
+               "present before the step: %s"
+               % (format_bytes(step_total), share, format_bytes(peak_bytes), format_bytes(resident_total)))
+    return out
+
+
+def measured_text(findings: Sequence[Any]) -> List[str]:
+    """Findings from measurement, each marked with whether the linter reported it."""
+    if not findings:
+        return ["none: no eager attention, overwritten saved tensor, out-of-place LeakyReLU-like "
+                "activation kept twice, float dropout mask or BatchNorm updated twice ran in this step"]
+    rows: List[Tuple[str, ...]] = [("code", "at", "bytes", "linter", "what")]
+    for finding in findings:
+        linter = {True: "found", False: "MISSED", None: "-"}[finding.static]
+        at = _where(finding.filename, finding.row)
+        if finding.ran_at:
+            at += " (ran at line %d)" % finding.ran_at
+        rows.append((finding.code, at, format_bytes(finding.bytes), linter, finding.what))
+    out = _table(rows, indent="")
+    missed = sum(1 for finding in findings if finding.static is False)
+    if missed:
+        out.append("MISSED: %d of %d not reported by the static linter (all rules selected)" % (missed, len(findings)))
+    return out
+
+
+def add_step_sections(result: Any, observer: Any, settings: Any = None) -> None:
+    """Add "lines" (memory at the peak by source line) and "measured" (findings from
+    measurement) to ``result`` from the ``lines.StepObserver`` of its measured step."""
+    from .detectors import detect, static_flags
+
+    if observer.failed is not None:
+        result.limits.append("memory by source line and findings from measurement are missing: "
+                             "recording the step failed (%s)" % observer.failed)
+        return
+    if not observer.finished:
+        return
+    result.add_section(
+        "lines", "Memory at the peak by source line (grouped by module, largest first)",
+        lines_text(observer.lines, observer.peak_bytes), [line.to_dict() for line in observer.lines],
+    )
+    findings = detect(observer, cuda_kernels=result.measuring in ("fake", "cuda"))
+    static_flags(findings, settings)
+    result.add_section(
+        "measured", "Found by measurement (from the ops the step ran; linter: whether the static linter reported it)",
+        measured_text(findings), [finding.to_dict() for finding in findings],
+    )

@@ -61,6 +61,7 @@ class _PeakInfo:
     phase: str = ""
     op: str = ""
     module: str = ""
+    index: int = -1  # the event that reached it (-1: none since the window began)
 
 
 @dataclass
@@ -83,8 +84,10 @@ class LiveTracker(TorchDispatchMode):
     the alloc/free stream, for long loops.
     """
 
-    def __init__(self, round_to: int = 1, keep_events: bool = True) -> None:
+    def __init__(self, round_to: int = 1, keep_events: bool = True, observer: Any = None) -> None:
         super().__init__()
+        # Told of every allocation, resize, saved tensor and op (``lines.StepObserver``).
+        self.observer = observer
         self.round_to = round_to
         self.keep_events = keep_events
         self.phase = FORWARD
@@ -160,7 +163,26 @@ class LiveTracker(TorchDispatchMode):
                 # A view never allocates, even when fake tensors give it a storage of its
                 # own (views of deep-copied or re-wrapped fake parameters do: issue 11).
                 self._allocate(storage, op_name)
+        if self.observer is not None:
+            self._observe("op", self, func, args, kwargs or {}, out)
         return out
+
+    def _observe(self, event: str, *args: Any) -> None:
+        """Tell the observer; its failure never fails the step (it stops observing)."""
+        try:
+            getattr(self.observer, event)(*args)
+        except Exception as error:  # noqa: BLE001 - a bug in the observer is not the model's
+            observer, self.observer = self.observer, None
+            observer.failed = "%s: %s" % (type(error).__name__, error)
+
+    def storage_key(self, tensor: torch.Tensor) -> Any:
+        """The tracked storage id behind ``tensor``, or ``("x", id)`` for one made before
+        the tracker (parameters, inputs); None without a single storage."""
+        if not _has_storage(tensor):
+            return None
+        storage = tensor.untyped_storage()
+        record = self._live.get(id(storage))
+        return record.storage_id if record is not None else ("x", id(storage))
 
     def _allocate(self, storage: Any, op: str) -> None:
         key = id(storage)
@@ -173,6 +195,8 @@ class LiveTracker(TorchDispatchMode):
         )
         self._next_storage_id += 1
         self._live[key] = record
+        if self.observer is not None:
+            self._observe("allocated", record)
         weakref.finalize(storage, self._free, key)
         self.allocated_by_module[record.module] = (
             self.allocated_by_module.get(record.module, 0) + record.nbytes
@@ -186,6 +210,8 @@ class LiveTracker(TorchDispatchMode):
         # Modelled as free + new allocation, which is what a resize does.
         self._change(record, -record.nbytes, op)
         record.nbytes = nbytes
+        if self.observer is not None:
+            self._observe("resized", record.storage_id, self._next_storage_id, nbytes)
         record.storage_id = self._next_storage_id
         self._next_storage_id += 1
         self._change(record, nbytes, op)
@@ -208,7 +234,7 @@ class LiveTracker(TorchDispatchMode):
             if self.live_bytes > self.phase_peaks.get(self.phase, 0):
                 self.phase_peaks[self.phase] = self.live_bytes
             if self.live_bytes > self.peak.bytes:
-                self.peak = _PeakInfo(self.live_bytes, self.phase, op, record.module)
+                self.peak = _PeakInfo(self.live_bytes, self.phase, op, record.module, self._clock - 1)
 
     # -- queries ------------------------------------------------------------
 
@@ -224,9 +250,16 @@ class LiveTracker(TorchDispatchMode):
                 record = self._live.get(id(tensor.untyped_storage()))
                 if record is not None:
                     self._saved[record.storage_id] = record.nbytes
+                    if self.observer is not None:
+                        self._observe("saved", record.storage_id)
             return tensor
 
         return torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor)
+
+    @property
+    def saved_ids(self) -> set:
+        """Storage ids that autograd packed for backward while ``record_saved_tensors`` was on."""
+        return set(self._saved)
 
     @property
     def saved_bytes(self) -> int:
@@ -240,7 +273,7 @@ class LiveTracker(TorchDispatchMode):
 
     def reset_peak(self) -> None:
         """Start a new peak window from the bytes live now (like CUDA's reset)."""
-        self.peak = _PeakInfo(self.live_bytes, self.phase, "", "")
+        self.peak = _PeakInfo(self.live_bytes, self.phase, "", "", self._clock - 1)
         self.phase_peaks = {}
 
     def __exit__(self, *exc: Any) -> Optional[bool]:

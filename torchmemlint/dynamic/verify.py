@@ -633,13 +633,15 @@ def run_profile(
     seed: int = 0,
     estimate_for: str = "cuda",
     real_tensors: bool = False,
+    observer: Any = None,
 ) -> ProfileResult:
     """Build the target, measure one training step, verify the findings inside it.
 
     Findings come from linting the target's file with ``settings`` (the
     linter's selection).  Checkpoint placements are measured when asked or
     when a deep-stack finding needs them.  ``estimate_for``/``real_tensors``:
-    see ``resolve_device``.
+    see ``resolve_device``.  ``observer`` (a ``lines.StepObserver``) watches the measured
+    step of the target as written (``report.add_step_sections`` reads it).
     """
     started = time.perf_counter()
     measuring = resolve_device(device, estimate_for, real_tensors)
@@ -651,7 +653,9 @@ def run_profile(
         findings: Optional[List[Finding]] = None
         original_error: Optional[str] = None
         try:
-            report = measure_training_step(factory, input_shapes, dtype=dtype, device=measuring, seed=seed)
+            report = measure_training_step(
+                factory, input_shapes, dtype=dtype, device=measuring, seed=seed, observer=observer
+            )
         except DynamicError as exc:
             findings = lint_target(target, settings) if verify else []
             report = broken_target_baseline(target, findings, exc, init_args, input_shapes, dtype, measuring, seed)
