@@ -27,10 +27,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .batch import batch_of, with_batch  # noqa: F401 (re-exported)
 from .errors import DynamicError
 
 if TYPE_CHECKING:  # budgets are parsed before torch is imported
-    from .measure import InputSpec, StepReport
+    from .measure import StepReport
 
 FITS = "fits"
 DOES_NOT_FIT = "does not fit"
@@ -427,31 +428,6 @@ def check_budget(
 
 # -- the largest batch ------------------------------------------------------------
 
-def batch_of(input_shapes: Any) -> int:
-    """The batch: the first dimension, shared by every input shape."""
-    from .measure import _normalise_specs
-
-    specs = _normalise_specs(input_shapes)
-    firsts = {spec[0] if spec and isinstance(spec[0], int) else None for spec in specs}
-    if len(firsts) != 1 or None in firsts:
-        raise DynamicError(
-            "the batch is the first dimension of every input shape; these differ or are missing: "
-            + ", ".join("x".join(str(d) for d in spec) for spec in specs)
-        )
-    batch = firsts.pop()
-    if batch <= 0:
-        raise DynamicError(
-            "the batch (first dimension of the input shape) must be positive, got %d" % batch
-        )
-    return batch
-
-
-def with_batch(input_shapes: Any, batch: int) -> List[InputSpec]:
-    from .measure import _normalise_specs
-
-    return [[batch, *spec[1:]] for spec in _normalise_specs(input_shapes)]
-
-
 def largest_batch(
     measure_at: Callable[[int], StepReport],
     optimizer: OptimizerModel,
@@ -555,9 +531,10 @@ def check_profile(
     """
     from . import source, verify
 
-    shapes = result.input_shapes
+    # The shapes, or the user's inputs function (called at each batch tried).
+    shapes = result.inputs if getattr(result, "inputs", None) is not None else result.input_shapes
     batch = batch_of(shapes)
-    target = source.read_target_source(result.target)
+    target = source.read_target_source(getattr(result, "source_spec", "") or result.target)
     # A fake-tensor profile's own kernels (CUDA's by default); after a real
     # CUDA or CPU profile, the estimate of CUDA.
     estimating = verify.is_fake(getattr(result, "measuring", "fake"))

@@ -98,10 +98,22 @@ def _target_file(target: str) -> Optional[str]:
 @click.command()
 @click.argument("target")
 @click.option(
-    "--input-shape", "input_shapes", multiple=True, required=True, metavar="SHAPE",
+    "--input-shape", "input_shapes", multiple=True, metavar="SHAPE",
     help="Input batch shape, e.g. 8,3,224,224 (repeat for several inputs; "
-    "may end with a dtype: 8,128,int64).",
+    "may end with a dtype: 8,128,int64). Or --inputs.",
 )
+# -- inputs and models as people write them (docs/dynamic.md, "Inputs and models") --
+@click.option("--inputs", "inputs_spec", metavar="FILE.py:FUNCTION",
+              help="A function given batch_size (and device, dtype) that returns the model's inputs: "
+              "a tensor, a tuple of args, a dict of kwargs or (args, kwargs). Instead of --input-shape.")
+@click.option("--batch-size", type=int, metavar="N", help="The batch size --inputs is called with.")
+@click.option("--model-config", metavar="NAME|FILE.json",
+              help="Build a Hugging Face model from this config with from_config (no download): a model "
+              "type (gpt2, bert, llama), a config.json, or a name in the local cache; --init-args "
+              "(a JSON object) overrides its attributes.")
+@click.option("--snapshot", "snapshot_path", type=click.Path(dir_okay=False), metavar="FILE.pickle",
+              help="Write the step's memory snapshot in the format of PyTorch's memory_viz "
+              "(torch.cuda.memory._snapshot()).")
 @click.option("--init-args", metavar="JSON", help="Constructor arguments: a JSON object or array.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
               help="dtype of the model and of floating inputs.")
@@ -157,6 +169,10 @@ def profile(
     reserve: Optional[str],
     max_batch: bool,
     timeout: Optional[float],
+    inputs_spec: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    model_config: Optional[str] = None,
+    snapshot_path: Optional[str] = None,
 ) -> None:
     """Run one training step of TARGET and verify the linter's findings in it.
 
@@ -167,7 +183,8 @@ def profile(
     """
     target_file = _target_file(target)
     shapes = [parse_input_shape(text) for text in input_shapes]
-    arguments = parse_init_args(init_args)
+    _check_inputs_options(shapes, inputs_spec, batch_size)
+    arguments = _model_arguments(parse_init_args(init_args), model_config)
     budget_options = _budget_request(budget, optimizer, reserve, max_batch)
     if real_tensors and device == "cuda":
         raise fail("--real-tensors measures on the CPU; it cannot be used with --device cuda")
@@ -189,11 +206,13 @@ def profile(
 
     if timeout is not None and timeout <= 0:
         raise fail("--timeout must be a positive number of seconds, got %g" % timeout)
+    _show_progress(target, inputs_spec)
     try:
         with time_limit(timeout):
             budget_bytes = budget_options.resolve() if budget_options else None
+            inputs = _load_inputs(inputs_spec, batch_size, shapes)
             result = verify.run_profile(
-                target, shapes, arguments, dtype, device, settings,
+                target, inputs, arguments, dtype, device, settings,
                 verify=not no_verify, checkpoint_advice=checkpoint_advice,
                 estimate_for=estimate_for, real_tensors=real_tensors,
             )
@@ -205,6 +224,10 @@ def profile(
         raise fail("%s: %s" % (target, error))
     except USER_EXITS as error:  # raised where no narrower handler caught it
         raise fail(str(user_exit(error, "profiling %s" % target)))
+    finally:
+        _hide_progress()
+    if snapshot_path is not None:
+        _write_snapshot(result, snapshot_path)
     if plot_path is not None:
         try:
             report.plot(result, plot_path)
@@ -217,6 +240,83 @@ def profile(
         click.echo(payload, nl=False)
     else:
         click.echo(report.format_text(result), nl=False)
+
+
+# -- --inputs, --model-config, --snapshot, progress -------------------------------------------
+
+def _check_inputs_options(shapes: List[Any], inputs_spec: Optional[str], batch_size: Optional[int]) -> None:
+    if inputs_spec is None:
+        if not shapes:
+            raise fail("profile needs --input-shape SHAPE, or --inputs FILE.py:FUNCTION with --batch-size N")
+        if batch_size is not None:
+            raise fail("--batch-size is for --inputs; with --input-shape the batch is the first dimension")
+        return
+    if shapes:
+        raise fail("--inputs and --input-shape cannot be used together: the function makes the inputs")
+    if batch_size is None:
+        raise fail("--inputs needs --batch-size N: the batch size the function is called with")
+    if batch_size <= 0:
+        raise fail("--batch-size must be positive, got %d" % batch_size)
+    location, colon, name = inputs_spec.rpartition(":")
+    if not colon or not location or not name:
+        raise fail("--inputs must look like path/file.py:FUNCTION or module:FUNCTION, got %r" % inputs_spec)
+    if (location.endswith(".py") or "/" in location or os.sep in location) and not os.path.isfile(location):
+        raise fail("--inputs: no file %s" % location)
+
+
+def _model_arguments(init_args: Any, model_config: Optional[str]) -> Any:
+    """--init-args, or with --model-config the configuration (--init-args: its overrides)."""
+    if model_config is None:
+        return init_args
+    if init_args is not None and not isinstance(init_args, dict):
+        raise fail("with --model-config, --init-args must be a JSON object of configuration attributes")
+    from torchmemlint.dynamic.model_config import ModelConfig
+
+    return ModelConfig(model_config, dict(init_args or {}))
+
+
+def _load_inputs(inputs_spec: Optional[str], batch_size: Optional[int], shapes: List[Any]) -> Any:
+    if inputs_spec is None:
+        return shapes
+    from torchmemlint.dynamic.inputs import load_inputs_function
+
+    return load_inputs_function(inputs_spec, batch_size or 0)
+
+
+def _show_progress(target: str, inputs_spec: Optional[str]) -> None:
+    """On a terminal: say that the user's code is imported and run, then show progress."""
+    if not _stderr_is_terminal():
+        return
+    code = target + (" and %s" % inputs_spec if inputs_spec else "")
+    click.echo("torchmemlint: profile imports and runs %s (your code)" % code, err=True)
+    try:
+        from torchmemlint.dynamic import progress
+
+        progress.enable(sys.stderr)
+    except ImportError:  # tqdm missing: no progress display
+        pass
+
+
+def _hide_progress() -> None:
+    from torchmemlint.dynamic import progress
+
+    progress.disable()
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _write_snapshot(result: Any, path: str) -> None:
+    from torchmemlint.dynamic.snapshot import write_snapshot
+
+    try:
+        write_snapshot(result, path)
+    except OSError as error:
+        raise fail("--snapshot: cannot write %s: %s" % (path, error.strerror or error))
 
 
 @contextlib.contextmanager

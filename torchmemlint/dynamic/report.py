@@ -58,16 +58,10 @@ def scaling_text(scaling: Sequence[Sequence[int]], peak: int) -> str:
 
 def format_text(result: ProfileResult) -> str:
     step = result.report
-    inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
     where = "during %s, at %s" % (step.peak_phase, step.peak_op)
     if step.peak_phase == "forward":
         where += " in %s" % step.peak_module
-    lines = [
-        "Profile of %s" % result.target,
-        "  ran the model's code: built it (seed 0), then one training step: forward, mean loss, backward",
-        "  input %s; device %s: %s" % (inputs, result.device, result.method),
-        "",
-    ]
+    lines = ["Profile of %s" % result.target] + header_lines(result) + [""]
     rows = [
         ("peak memory", format_bytes(step.peak_bytes), where),
         ("forward peak", format_bytes(step.forward_peak_bytes), ""),
@@ -143,6 +137,28 @@ def format_text(result: ProfileResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def inputs_text(result: ProfileResult) -> str:
+    """``input 8x3x64x64 float32`` or ``inputs make_batch(batch_size=4): args: ...``."""
+    function = result.inputs_function
+    if function is not None:
+        return "inputs %s: %s" % (function.describe(), result.report.inputs)
+    return "input %s" % ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
+
+
+def loss_text(loss: str) -> str:
+    return "mean loss" if loss == "mean" else "the model's own loss (%s)" % loss
+
+
+def header_lines(result: ProfileResult) -> List[str]:
+    """What ran: the model's code, the loss, the inputs, the device; how the target was built."""
+    lines = [
+        "  ran the model's code: built it (seed 0), then one training step: forward, %s, backward"
+        % loss_text(result.report.loss),
+        "  %s; device %s: %s" % (inputs_text(result), result.device, result.method),
+    ]
+    return lines + ["  " + note for note in result.notes]
+
+
 def format_json(results: Sequence[ProfileResult]) -> str:
     """One profile as an object, several as a list."""
     data: Any = [r.to_dict() for r in results]
@@ -200,8 +216,7 @@ def plot(result: ProfileResult, path: str) -> None:
         axes.set_ylim(top=max(mib) * 1.12)
     axes.set_xlabel("allocation/free event")
     axes.set_ylabel("live memory of the step (MiB)")
-    inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
-    axes.set_title("%s, input %s" % (result.target, inputs))
+    axes.set_title("%s, %s" % (result.target, inputs_text(result)))
     if result.report.modules:
         axes.legend(loc="best", fontsize="small", title="largest modules (forward)")
     figure.tight_layout()
