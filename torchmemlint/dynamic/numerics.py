@@ -37,6 +37,9 @@ class NumericsReport:
     missing_params: List[str] = field(default_factory=list)
     error_a: Optional[str] = None
     error_b: Optional[str] = None
+    # The shapes of each side's output tensors (in the order tree_flatten gives them).
+    output_shapes_a: List[List[int]] = field(default_factory=list)
+    output_shapes_b: List[List[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -76,6 +79,8 @@ def compare_numerics(
 
     report = NumericsReport(equal=True, atol=atol, rtol=rtol)
     report.error_a, report.error_b = result_a.error, result_b.error
+    report.output_shapes_a = [list(t.shape) for t in result_a.outputs]
+    report.output_shapes_b = [list(t.shape) for t in result_b.outputs]
     if result_a.error or result_b.error:
         report.equal = False
         return report

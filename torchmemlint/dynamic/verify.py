@@ -278,6 +278,13 @@ class _Verifier:
                 self.original, rebuilt, self.inputs, atol=atol, rtol=rtol, seed=self.seed
             )
         verdict.numerics = describe_numerics(numerics)
+        reshaped = shape_change(numerics.output_shapes_a, numerics.output_shapes_b)
+        if reshaped is not None and not (numerics.error_a or numerics.error_b):
+            # A different network, not a cheaper one: its saving is not a like-for-like saving.
+            verdict.numerics = "differs: %s" % reshaped
+            verdict.reason = "the variant changes the model's output shape (%s); its peak is shown for " \
+                             "information, not confirmed" % reshaped
+            return verdict
         if numerics.error_a:
             verdict.reason = "the original's training step failed at batch %d" % NUMERICS_BATCH
         elif numerics.error_b:
@@ -437,6 +444,43 @@ class _Verifier:
         else:
             verdict.verdict, verdict.reason = UNSAFE, summary + ", but it changes the step's results"
         return verdict
+
+
+def shape_change(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]]) -> Optional[str]:
+    """What a variant did to the output's shape, or None when it kept it:
+    ``output 2x1x32x32 instead of 2x1x64x64 (H/2xW/2 instead of HxW): add an upsampling stage``."""
+    if [list(s) for s in before] == [list(s) for s in after]:
+        return None
+    if len(before) != len(after):
+        return "%d output tensors instead of %d" % (len(after), len(before))
+    for old, new in zip(before, after):
+        if list(old) == list(new):
+            continue
+        text = "output %s instead of %s" % (_dims(new), _dims(old))
+        if len(old) == len(new) >= 3 and list(old[:-2]) == list(new[:-2]):
+            ratios = [_ratio(n, o) for n, o in zip(new[-2:], old[-2:])]
+            if None not in ratios:
+                text += " (H%sxW%s instead of HxW)" % tuple(ratios)  # type: ignore[str-format]
+                if all(n < o for n, o in zip(new[-2:], old[-2:])):
+                    text += ": add an upsampling stage to restore the resolution"
+                elif all(n > o for n, o in zip(new[-2:], old[-2:])):
+                    text += ": it needs one downsampling stage less"
+        return text
+    return None
+
+
+def _dims(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape) or "scalar"
+
+
+def _ratio(new: int, old: int) -> Optional[str]:
+    if new == old:
+        return ""
+    if new and old % new == 0:
+        return "/%d" % (old // new)
+    if old and new % old == 0:
+        return "*%d" % (new // old)
+    return None
 
 
 def describe_numerics(report: NumericsReport) -> str:
