@@ -323,6 +323,8 @@ def check(
     if dynamic:
         report = dynamic_report(settings, findings, output_format, report)
     _emit_report(report, output_file, report_to_stderr)
+    if getattr(report, "failed", None):  # --dynamic: a configured target could not be profiled
+        raise click.exceptions.Exit(2)
     raise click.exceptions.Exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
 
 

@@ -488,6 +488,7 @@ def dynamic_report(
 
     results = []
     skipped = []
+    failed: List[Tuple[str, str]] = []  # (target, error): reported, the others still profiled
     for entry in entries:
         try:
             target = source.read_target_source(entry["target"])
@@ -504,14 +505,31 @@ def dynamic_report(
                 entry["device"], settings, estimate_for=entry["estimate_for"],
             ))
         except DynamicError as error:
-            raise fail("%s: %s" % (entry["target"], error))
+            click.echo("torchmemlint: error: %s: %s" % (entry["target"], error), err=True)
+            failed.append((entry["target"], str(error)))
     if output_format == "json":
-        return json.dumps({
+        data: Dict[str, Any] = {
             "findings": json.loads(lint_report),
             "profiles": [r.to_dict() for r in results],
             "not_profiled": skipped,
-        }, indent=2) + "\n"
+        }
+        if failed:
+            data["errors"] = [{"target": target, "error": error} for target, error in failed]
+        return DynamicReport(json.dumps(data, indent=2) + "\n", failed)
     parts = [lint_report]
     parts += ["\n" + report.format_text(r) for r in results]
     parts += ["\nNot profiled (no findings inside): %s\n" % target for target in skipped]
-    return "".join(parts)
+    parts += ["\nNot profiled (error): %s: %s\n" % item for item in failed]
+    return DynamicReport("".join(parts), failed)
+
+
+class DynamicReport(str):
+    """The ``--dynamic`` report; ``failed`` lists the targets whose profile raised (the
+    command then exits 2 after printing the report of the others)."""
+
+    failed: List[Tuple[str, str]]
+
+    def __new__(cls, text: str, failed: List[Tuple[str, str]]) -> "DynamicReport":
+        report = super().__new__(cls, text)
+        report.failed = list(failed)
+        return report

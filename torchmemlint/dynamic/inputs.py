@@ -156,8 +156,16 @@ def load_inputs_function(spec: str, batch: int) -> InputsFunction:
         if not hasattr(obj, part):
             raise DynamicError("--inputs: %s has no function %r" % (location, attr_path))
         obj = getattr(obj, part)
+    return inputs_function(obj, spec, batch)
+
+
+def inputs_function(obj: Any, spec: str, batch: int) -> InputsFunction:
+    """``obj`` as an inputs function at ``batch``, its signature checked (one-line errors)."""
+    if batch <= 0:
+        raise DynamicError("the batch size must be positive, got %d" % batch)
     if not callable(obj):
         raise DynamicError("--inputs %s is a %s, not a function" % (spec, type(obj).__name__))
+    attr_path = spec.rpartition(":")[2]
     try:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):

@@ -190,35 +190,7 @@ def module_spans(result: ProfileResult, count: int = PLOTTED_MODULES) -> Dict[st
 
 
 def plot(result: ProfileResult, path: str) -> None:
-    """Memory over the step with the largest modules marked (needs matplotlib)."""
-    import matplotlib
+    """Memory over the step, stacked by module (``plot.py``; needs matplotlib)."""
+    from .plot import save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    xs, ys = memory_curve(result)
-    mib = [y / 2**20 for y in ys]
-    figure, axes = plt.subplots(figsize=(10, 4.5))
-    axes.plot(xs, mib, color="black", linewidth=1, drawstyle="steps-post")
-    backward = next((e.index for e in result.report.events if e.phase == "backward"), None)
-    if backward is not None:
-        axes.axvline(backward, color="grey", linestyle="--", linewidth=1)
-        axes.text(backward, 0, " backward", color="grey", va="bottom")
-    colours = plt.get_cmap("tab10")
-    for number, (name, (first, last)) in enumerate(module_spans(result).items()):
-        axes.axvspan(first, last + 1, color=colours(number), alpha=0.25, label=name)
-    peak_at = max(range(len(ys)), key=ys.__getitem__) if ys else 0
-    if ys:
-        axes.annotate(
-            "peak %s" % format_bytes(ys[peak_at]), (xs[peak_at], mib[peak_at]),
-            textcoords="offset points", xytext=(0, 8), ha="center",
-        )
-        axes.set_ylim(top=max(mib) * 1.12)
-    axes.set_xlabel("allocation/free event")
-    axes.set_ylabel("live memory of the step (MiB)")
-    axes.set_title("%s, %s" % (result.target, inputs_text(result)))
-    if result.report.modules:
-        axes.legend(loc="best", fontsize="small", title="largest modules (forward)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save(result, path)
