@@ -256,7 +256,7 @@ def model_loss(output: Any) -> Optional[Tuple[torch.Tensor, str]]:
         return None
     found: Any = None
     where = ""
-    if not isinstance(output, (list, tuple, dict)):
+    if not isinstance(output, (list, tuple)):  # a ModelOutput is a dict with attributes
         found, where = getattr(output, "loss", None), "output.loss"
     if found is None and isinstance(output, Mapping):
         found, where = output.get("loss"), 'output["loss"]'

@@ -52,7 +52,7 @@ def instantiate(module: ModuleType, spec: str, init_args: InitArgs = None) -> nn
         kwargs = dict(init_args)
     elif init_args is not None and not isinstance(init_args, ModelConfig):
         args = list(init_args)
-    if passes_no_weights(obj, init_args):
+    if passes_no_weights(obj, init_args, location):
         kwargs["weights"] = None
     try:
         if isinstance(init_args, ModelConfig):
@@ -86,10 +86,12 @@ def _attribute(module: Any, location: str, attr_path: str) -> Any:
     return obj
 
 
-def passes_no_weights(obj: Any, init_args: InitArgs) -> bool:
-    """A torchvision model factory not given ``weights``: profile passes ``weights=None``."""
+def passes_no_weights(obj: Any, init_args: InitArgs, location: str = "") -> bool:
+    """A torchvision model factory (``location``: the module of the target's spec, where a
+    variant of its source is not the package) not given ``weights``: profile passes ``weights=None``."""
     module = getattr(obj, "__module__", "") or ""
-    if not module.startswith(NO_WEIGHTS_PACKAGES) or isinstance(obj, type):
+    if not (module.startswith(NO_WEIGHTS_PACKAGES) or location.startswith(NO_WEIGHTS_PACKAGES)) \
+            or isinstance(obj, type):
         return False
     if isinstance(init_args, ModelConfig) or (init_args is not None and not isinstance(init_args, dict)):
         return False
