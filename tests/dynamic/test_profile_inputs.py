@@ -280,8 +280,11 @@ def test_dynamic_reports_every_target_that_works_and_the_errors_then_exits_2(tmp
 
         [[tool.torchmemlint.profile]]
         target = "models/net.py:LeakyConvNet"
-        input-shape = [2, 3, 32, 32]
+        inputs = "models/batches.py:images"
+        batch-size = 2
     """))
+    (tmp_path / "models" / "batches.py").write_text("import torch\n\n\ndef images(batch_size):\n"
+                                                    "    return torch.randn(batch_size, 3, 32, 32)\n")
     result = run("--dynamic", "models", cwd=tmp_path)
     assert result.returncode == 2
     assert "Profile of %s:LeakyConvNet" % (tmp_path / "models" / "net.py") in result.stdout
@@ -291,6 +294,7 @@ def test_dynamic_reports_every_target_that_works_and_the_errors_then_exits_2(tmp
     assert len(errors) == 1 and "broken constructor" in errors[0]
     data = json.loads(run("--dynamic", "models", "--output-format", "json", cwd=tmp_path).stdout)
     assert len(data["profiles"]) == 1 and data["errors"][0]["target"].endswith("broken.py:LeakyConvNet")
+    assert data["profiles"][0]["inputs"]["made"] == "args: 2x3x32x32 float32"
 
 
 # -- progress on a terminal ------------------------------------------------------------------------

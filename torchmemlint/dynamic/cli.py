@@ -442,7 +442,8 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     where = "%s: [tool.torchmemlint.profile]" % settings.config_path
     if not isinstance(entry, dict):
         raise fail("%s must be a table" % where)
-    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device", "estimate-for"}
+    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device", "estimate-for",
+                            "inputs", "batch-size", "model-config"}
     if unknown:
         raise fail("%s: unknown key %r" % (where, sorted(unknown)[0]))
     target = entry.get("target")
@@ -451,14 +452,24 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     location, _, name = target.rpartition(":")
     if (location.endswith(".py") or "/" in location) and not os.path.isabs(location):
         target = "%s:%s" % (os.path.join(settings.root, location), name)
+    inputs = _entry_inputs(entry, settings, where)
     shapes = entry.get("input-shape")
     if isinstance(shapes, list) and shapes and all(isinstance(d, (int, str)) for d in shapes):
         shapes = [shapes]
-    if not (isinstance(shapes, list) and shapes and all(isinstance(s, list) and s for s in shapes)):
-        raise fail("%s: 'input-shape' must be a list of sizes, or a list of such lists" % where)
+    if inputs is None and not (
+            isinstance(shapes, list) and shapes and all(isinstance(s, list) and s for s in shapes)):
+        raise fail("%s: 'input-shape' must be a list of sizes, or a list of such lists "
+                   "(or give 'inputs' and 'batch-size')" % where)
     init_args = entry.get("init-args")
     if init_args is not None and not isinstance(init_args, (dict, list)):
         raise fail("%s: 'init-args' must be a table or an array" % where)
+    model_config = entry.get("model-config")
+    if model_config is not None:
+        if not isinstance(model_config, str):
+            raise fail("%s: 'model-config' must be a string" % where)
+        if model_config.endswith(".json") and not os.path.isabs(model_config):
+            model_config = os.path.join(settings.root, model_config)
+        init_args = _model_arguments(init_args, model_config)
     dtype = entry.get("dtype", "float32")
     if dtype not in DTYPES:
         raise fail("%s: 'dtype' must be one of %s" % (where, ", ".join(DTYPES)))
@@ -470,8 +481,27 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
         raise fail("%s: 'estimate-for' must be cuda or cpu" % where)
     return {
         "target": target, "input_shapes": shapes, "init_args": init_args, "dtype": dtype, "device": device,
-        "estimate_for": estimate_for,
+        "estimate_for": estimate_for, "inputs": inputs,
     }
+
+
+def _entry_inputs(entry: Dict[str, Any], settings: Settings, where: str) -> Optional[Tuple[str, int]]:
+    """A profile table's ``inputs`` (made relative to the configuration file) and ``batch-size``."""
+    spec, batch = entry.get("inputs"), entry.get("batch-size")
+    if spec is None:
+        if batch is not None:
+            raise fail("%s: 'batch-size' is for 'inputs'" % where)
+        return None
+    if entry.get("input-shape") is not None:
+        raise fail("%s: give 'inputs' or 'input-shape', not both" % where)
+    if not isinstance(spec, str) or ":" not in spec:
+        raise fail("%s: 'inputs' must be a string like path/file.py:FUNCTION" % where)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        raise fail("%s: 'inputs' needs 'batch-size', a positive integer" % where)
+    location, _, name = spec.rpartition(":")
+    if (location.endswith(".py") or "/" in location) and not os.path.isabs(location):
+        spec = "%s:%s" % (os.path.join(settings.root, location), name)
+    return spec, batch
 
 
 def dynamic_report(
@@ -500,8 +530,11 @@ def dynamic_report(
                 skipped.append(entry["target"])
                 continue
             click.echo("torchmemlint: --dynamic imports and runs %s" % entry["target"], err=True)
+            inputs = entry["input_shapes"]
+            if entry["inputs"] is not None:
+                inputs = _load_inputs(entry["inputs"][0], entry["inputs"][1], [])
             results.append(verify.run_profile(
-                entry["target"], entry["input_shapes"], entry["init_args"], entry["dtype"],
+                entry["target"], inputs, entry["init_args"], entry["dtype"],
                 entry["device"], settings, estimate_for=entry["estimate_for"],
             ))
         except DynamicError as error:
