@@ -174,3 +174,30 @@ def test_no_dropout_note_on_stochastic_depth(name, noted):
     module = load_module("%s:_" % (MODELS / "stochastic_depth.py"))
     step = measure_training_step(getattr(module, name), [4, 16, 64])
     assert any("4-byte noise" in gap for gap in step.emulation_gaps) is noted
+
+
+# -- what an inputs function may return -------------------------------------------------------------
+
+def test_the_forms_an_inputs_function_may_return():
+    from collections import UserDict
+
+    import torch
+
+    from torchmemlint.dynamic.errors import DynamicError
+    from torchmemlint.dynamic.inputs import as_model_inputs
+
+    x, y = torch.zeros(2, 3), torch.zeros(2, dtype=torch.long)
+    forms = {
+        "tensor": (x, "args: 2x3 float32"),
+        "tuple": ((x, y), "args: 2x3 float32, 2 int64"),
+        "dict": ({"input_ids": y}, "kwargs: input_ids 2 int64"),
+        "BatchEncoding-like": (UserDict(input_ids=y, labels=y), "kwargs: input_ids 2 int64, labels 2 int64"),
+        "args and kwargs": (((x,), {"cond": x}), "args: 2x3 float32; kwargs: cond 2x3 float32"),
+        "a list is one argument": ([x, x], "args: list of 2 (2 tensors)"),
+        "nested targets": (([x], [{"boxes": x, "labels": y}]), "args: list of 1 (1 tensors), list of 1 (2 tensors)"),
+    }
+    for name, (value, described) in forms.items():
+        assert as_model_inputs(value, "f").describe() == described, name
+    for value, message in ((3, "returned int"), ((1, 2), "returned no tensor"), ({1: x}, "non-string key")):
+        with pytest.raises(DynamicError, match=message):
+            as_model_inputs(value, "f")

@@ -6,7 +6,7 @@ what the model's ``forward`` takes:
 
 * a tensor: the one positional argument;
 * a tuple: the positional arguments;
-* a dict (string keys): keyword arguments;
+* a dict or other mapping (string keys; a tokenizer's ``BatchEncoding``): keyword arguments;
 * ``(args, kwargs)``: a 2-tuple of a tuple or list and a dict;
 * anything else that holds tensors (a list, e.g. a detection model's images):
   the one positional argument.
@@ -86,9 +86,9 @@ def as_model_inputs(value: Any, name: str) -> ModelInputs:
         batch = ModelInputs(tuple(value[0]), dict(value[1]))
     elif isinstance(value, tuple):
         batch = ModelInputs(value)
-    elif isinstance(value, dict):
+    elif isinstance(value, Mapping):  # a dict, or a tokenizer's BatchEncoding (a UserDict)
         batch = ModelInputs((), dict(value))
-    elif isinstance(value, (list, Mapping)):
+    elif isinstance(value, list):
         batch = ModelInputs((value,))
     else:
         raise DynamicError("--inputs %s returned %s; expected %s" % (name, type(value).__name__, EXPECTED))
