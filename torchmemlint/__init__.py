@@ -12,10 +12,10 @@ _DYNAMIC_API = ("profile", "fit", "Report")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _DYNAMIC_API:
-        from torchmemlint.dynamic import api
+    if name in _DYNAMIC_API:  # imported by name, on first use: dynamic mode imports the linter
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module("torchmemlint.dynamic.api"), name)
     raise AttributeError("module 'torchmemlint' has no attribute %r" % name)
 
 

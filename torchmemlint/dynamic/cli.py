@@ -230,7 +230,9 @@ def profile(
         _write_snapshot(result, snapshot_path)
     if plot_path is not None:
         try:
-            report.plot(result, plot_path)
+            from torchmemlint.dynamic.plot import save as save_plot
+
+            save_plot(result, plot_path)
         except OSError as error:
             raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
     if output_format == "json":

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from .verify import ProfileResult
 
 MODULE_ROWS = 10
-PLOTTED_MODULES = 5
 
 
 def format_bytes(nbytes: float) -> str:
@@ -165,32 +164,3 @@ def format_json(results: Sequence[ProfileResult]) -> str:
     if len(results) == 1:
         data = data[0]
     return json.dumps(data, indent=2) + "\n"
-
-
-def memory_curve(result: ProfileResult) -> Tuple[List[int], List[int]]:
-    """Live bytes after each allocation or free of the step (event index, bytes),
-    starting from 0 before the first event."""
-    live, xs, ys = 0, [-1], [0]
-    for event in result.report.events:
-        live += event.delta
-        xs.append(event.index)
-        ys.append(live)
-    return xs, ys
-
-
-def module_spans(result: ProfileResult, count: int = PLOTTED_MODULES) -> Dict[str, Tuple[int, int]]:
-    """First and last forward event of each of the ``count`` modules that keep the most."""
-    wanted = [name for name, _ in result.report.modules[:count]]
-    spans: Dict[str, Tuple[int, int]] = {}
-    for event in result.report.events:
-        if event.phase == "forward" and event.module in wanted:
-            first, _ = spans.get(event.module, (event.index, event.index))
-            spans[event.module] = (first, event.index)
-    return spans
-
-
-def plot(result: ProfileResult, path: str) -> None:
-    """Memory over the step, stacked by module (``plot.py``; needs matplotlib)."""
-    from .plot import save
-
-    save(result, path)
