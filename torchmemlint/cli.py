@@ -499,6 +499,8 @@ def check(
         human = output_format in reporting.HUMAN_FORMATS  # the measurements follow as text
         report = dynamic_report(settings, findings, "text" if human else output_format, report)
     _emit_report(report, output_file, report_to_stderr, colour)
+    if getattr(report, "failed", None):  # --dynamic: a configured target could not be profiled
+        raise click.exceptions.Exit(EXIT_ERROR)
     failed = bool(findings) or (exit_non_zero_on_fix and fixed > 0)
     raise click.exceptions.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
@@ -682,13 +684,13 @@ def clean(paths: Tuple[str, ...], cache_dir: Optional[str]) -> None:
 @main.command()
 @click.option("--stdio", is_flag=True, help="Talk over stdin/stdout (the only transport).")
 def lsp(stdio: bool) -> None:
-    """Run the language server (needs the `lsp` extra: pip install 'torchmemlint[lsp]')."""
+    """Run the language server (needs the `lsp` extra: pip install pygls, or './torchmemlint[lsp]' from the clone's directory)."""
     try:
         from torchmemlint.lsp import serve
     except ImportError as error:
         if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise
-        raise _fail("the language server needs pygls: pip install 'torchmemlint[lsp]'")
+        raise _fail("the language server needs pygls: pip install pygls lsprotocol (or './torchmemlint[lsp]' from the clone's directory)")
     serve()
 
 

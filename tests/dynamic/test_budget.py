@@ -220,15 +220,17 @@ def assert_largest(factory, shape, usable, answer, optimizer="adam"):
     assert estimate(factory, (answer + 1, *shape[1:]), optimizer).reserved_bytes > usable
 
 
-def test_largest_batch_of_a_linear_model_from_two_points_and_a_check():
+def test_largest_batch_of_a_linear_model_from_the_allocated_fill_and_a_check():
     shape = (64, 3, 128, 128)
     usable = estimate(small_cnn, (100, 3, 128, 128)).reserved_bytes + 1
     measure_at, calls = measuring(small_cnn, shape)
     search = largest_batch(measure_at, optimizer_model("adam"), usable, start=64)
     assert_largest(small_cnn, shape, usable, search.max_batch)
     assert search.max_batch == 100
-    assert search.method == "linear fit from batches 32 and 64 predicted 100; measured 100, 101"
-    assert calls == [32, 64, 100, 101]
+    assert search.method == (
+        "allocated bytes fill the budget near batch 100; the modelled reserve of the interpolated steps "
+        "predicted 100; 3 steps measured (64, 100, 101)")
+    assert calls == [64, 100, 101]
 
 
 def test_largest_batch_when_memory_is_not_linear_in_the_batch():

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 LEAKY = "%s:LeakyConvNet" % (MODELS / "leaky_convnet.py")
-NO_TORCH = "torchmemlint profile needs torch: pip install 'torchmemlint[dynamic]'"
+NO_TORCH = "torchmemlint profile needs torch: pip install torch (or './torchmemlint[dynamic]' from the clone's directory)"
 # One activation of the LeakyConvNet at batch 8 x 16 channels x 64 x 64, float32.
 ACTIVATION = 8 * 16 * 64 * 64 * 4
 
@@ -124,7 +124,7 @@ def test_plot_without_matplotlib_is_one_line_and_exit_2(tmp_path):
     args = ["profile", LEAKY, "--input-shape", "2,3,32,32", "--plot", str(tmp_path / "m.png")]
     result = run(args, extra_path=blocked)
     assert result.returncode == 2
-    assert result.stderr == "torchmemlint: error: --plot needs matplotlib: pip install 'torchmemlint[plot]'\n"
+    assert result.stderr == "torchmemlint: error: --plot needs matplotlib: pip install matplotlib (or './torchmemlint[plot]' from the clone's directory)\n"
 
 
 def project_with_profile(tmp_path: Path, table: str) -> Path:

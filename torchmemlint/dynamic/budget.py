@@ -27,10 +27,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .batch import batch_of, with_batch  # noqa: F401 (re-exported)
 from .errors import DynamicError
 
 if TYPE_CHECKING:  # budgets are parsed before torch is imported
-    from .measure import InputSpec, StepReport
+    from .measure import StepReport
 
 FITS = "fits"
 DOES_NOT_FIT = "does not fit"
@@ -47,8 +48,6 @@ _SIZE = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)$", re.IGNORECASE
 _CUDA_DEVICE = re.compile(r"^cuda(?::([0-9]+))?$")
 # Past this the batch is not searched further (memory that does not grow with the batch).
 MAX_SEARCHED_BATCH = 2**20
-# Doubling steps away from a missed prediction before bisecting (errors up to 15 batches).
-GALLOP_STEPS = 4
 
 
 # -- sizes and budgets ------------------------------------------------------------
@@ -427,57 +426,60 @@ def check_budget(
 
 # -- the largest batch ------------------------------------------------------------
 
-def batch_of(input_shapes: Any) -> int:
-    """The batch: the first dimension, shared by every input shape."""
-    from .measure import _normalise_specs
-
-    specs = _normalise_specs(input_shapes)
-    firsts = {spec[0] if spec and isinstance(spec[0], int) else None for spec in specs}
-    if len(firsts) != 1 or None in firsts:
-        raise DynamicError(
-            "the batch is the first dimension of every input shape; these differ or are missing: "
-            + ", ".join("x".join(str(d) for d in spec) for spec in specs)
-        )
-    batch = firsts.pop()
-    if batch <= 0:
-        raise DynamicError(
-            "the batch (first dimension of the input shape) must be positive, got %d" % batch
-        )
-    return batch
-
-
-def with_batch(input_shapes: Any, batch: int) -> List[InputSpec]:
-    from .measure import _normalise_specs
-
-    return [[batch, *spec[1:]] for spec in _normalise_specs(input_shapes)]
-
-
 def largest_batch(
     measure_at: Callable[[int], StepReport],
     optimizer: OptimizerModel,
     usable_bytes: int,
     start: int,
     known: Optional[Dict[int, MemoryEstimate]] = None,
+    known_reports: Optional[Dict[int, StepReport]] = None,
 ) -> BatchSearch:
     """Largest batch ``b`` whose verdict is ``fits`` while ``b + 1``'s is not.
 
-    ``measure_at(b)`` measures one training step at batch ``b``.  Memory of
-    these models is linear in the batch, so the straight line through two
-    measured points (``start`` and half or twice it) predicts the answer,
-    which is then verified by measuring it and its neighbour.  When the
-    prediction is off (memory not linear in the batch, allocator-model
-    steps), the search gallops away from it in doubling steps and bisects
-    the interval that brackets the answer.
+    ``measure_at(b)`` measures one training step at batch ``b``.  The verdict
+    rests on the modelled reserved memory, a staircase in the batch (the
+    caching allocator's segments), so no straight line through two batches
+    predicts it.  Instead:
+
+    1. *fit on the allocated figure*: from the step at ``start``, the batch
+       whose allocated bytes would fill the budget if everything that is not
+       parameters, gradients or optimizer state grew with the batch; its step
+       is measured too;
+    2. the two steps' alloc/free streams are matched event by event and each
+       storage's size interpolated linearly in the batch (tensor sizes are
+       affine in the batch), giving the stream at any batch without measuring
+       it; *bisecting on the modelled reserve* of those streams (the caching
+       allocator model replayed) predicts the answer;
+    3. the prediction and its neighbour are measured (*the bracket*).  When
+       one of them disagrees, the prediction is made again from the two
+       measured steps nearest to it; after three tries, or when the streams
+       do not match (the model's ops depend on the batch), the search
+       bisects on measured steps.
+
+    ``known``/``known_reports``: estimates or steps already measured, by batch.
     """
     measured: Dict[int, MemoryEstimate] = dict(known or {})
+    reports: Dict[int, StepReport] = dict(known_reports or {})
+    for batch, report in reports.items():
+        measured.setdefault(batch, estimate_memory(report, optimizer, batch))
+    counted = set(measured) - set(known or {}) - set(known_reports or {})
+
+    def measure(batch: int) -> None:
+        if batch not in reports:
+            from . import progress
+
+            with progress.stage("measuring batch %d" % batch):
+                try:
+                    report = measure_at(batch)
+                except DynamicError as exc:
+                    raise DynamicError("at batch %d: %s" % (batch, exc)) from exc
+            reports[batch] = report
+            measured[batch] = estimate_memory(report, optimizer, batch)
+            counted.add(batch)
 
     def fits(batch: int) -> bool:
         if batch not in measured:
-            try:
-                report = measure_at(batch)
-            except DynamicError as exc:
-                raise DynamicError("at batch %d: %s" % (batch, exc)) from exc
-            measured[batch] = estimate_memory(report, optimizer, batch)
+            measure(batch)
         return measured[batch].reserved_bytes <= usable_bytes
 
     def bounds() -> Tuple[int, Optional[int]]:
@@ -485,36 +487,39 @@ def largest_batch(
         lower = max((b for b in measured if fits(b)), default=0)
         return lower, min((b for b in measured if b > lower and not fits(b)), default=None)
 
-    def step_memory(batch: int) -> int:
-        # Without the optimizer update, whose size does not depend on the batch.
-        found = measured[batch]
-        return found.resident_bytes + found.optimizer_state_bytes + found.step_reserved_bytes
-
-    def line_guess(left: int, right: int) -> Optional[int]:
-        """Where the line through two measured batches meets the budget."""
-        low, high = step_memory(left), step_memory(right)
-        if high <= low:
-            return None
-        return left + math.floor((usable_bytes - low) * (right - left) / (high - low))
-
-    first_points = sorted((start, start // 2 if start >= 4 else start * 2))
-    for batch in first_points:
-        fits(batch)
-    fitted = set(measured)
-    prediction = line_guess(*first_points)
-    # Verify the prediction with its neighbour, then gallop away from it in
-    # doubling steps: a near miss (allocator-model steps) is bracketed quickly.
-    probe = min(max(start if prediction is None else prediction, 1), MAX_SEARCHED_BATCH)
-    going_up = fits(probe)
-    step = 1
-    for _ in range(GALLOP_STEPS):
-        probe += step if going_up else -step
-        if not 1 <= probe <= MAX_SEARCHED_BATCH or fits(probe) != going_up:
+    measure(start)
+    guess = _allocated_fill(reports[start], start, optimizer, usable_bytes)
+    if guess is None:  # nothing grows with the batch
+        lower, upper = bounds()
+        if upper is None:
+            how = "memory does not grow with the batch; search stopped at %d" % lower
+            return BatchSearch(lower, how, measured)
+    second = min(max(guess if guess is not None else 2 * start, 1), MAX_SEARCHED_BATCH)
+    if second == start:
+        second = start + 1 if fits(start) else max(start - 1, 1)
+    if second != start:
+        measure(second)
+    how = "allocated bytes fill the budget near batch %d" % second
+    predictions: List[int] = []
+    for _ in range(3):
+        lower, upper = bounds()
+        if upper is not None and upper - lower <= 1:
             break
-        step *= 2
+        pair = _nearest_pair(reports, lower, upper)
+        predict = _stream_predictor(reports, pair, optimizer) if pair else None
+        if predict is None:
+            break
+        predicted = _search(lambda b: (measured[b] if b in measured else predict(b)).reserved_bytes
+                            <= usable_bytes, lower, upper)
+        predictions.append(predicted)
+        if predicted >= MAX_SEARCHED_BATCH:
+            break
+        if predicted:
+            fits(predicted)
+        fits(predicted + 1)
     lower, upper = bounds()
     while upper is None:  # everything measured fits: double
-        if 2 * lower > MAX_SEARCHED_BATCH:
+        if 2 * lower > MAX_SEARCHED_BATCH or lower == 0:
             how = "memory does not grow with the batch; search stopped at %d" % lower
             return BatchSearch(lower, how, measured)
         fits(2 * lower)
@@ -522,14 +527,115 @@ def largest_batch(
     while upper - lower > 1:
         fits((lower + upper) // 2)
         lower, upper = bounds()
-    if prediction is None:
-        how = "memory did not grow from batch %d to %d; searched" % tuple(first_points)
+    if predictions:
+        how += "; the modelled reserve of the interpolated steps predicted %s" % ", then ".join(
+            str(p) for p in predictions)
     else:
-        how = "linear fit from batches %d and %d predicted %d" % (*first_points, prediction)
-    searched = sorted(set(measured) - fitted)
-    if searched:
-        how += "; measured %s" % ", ".join(str(b) for b in searched)
+        how += "; the steps' ops differ with the batch: bisected"
+    how += "; %d steps measured (%s)" % (len(counted), ", ".join(str(b) for b in sorted(counted)))
     return BatchSearch(lower, how, measured)
+
+
+def _allocated_fill(report: StepReport, batch: int, optimizer: OptimizerModel, usable: int) -> Optional[int]:
+    """The batch whose allocated bytes would fill ``usable``, if the step's peak and its
+    input beyond the gradients grew in proportion to the batch; None when nothing grows."""
+    found = estimate_memory(report, optimizer, batch)
+    fixed = report.param_bytes + report.buffer_bytes + found.optimizer_state_bytes + report.grad_bytes
+    growing = found.allocated_bytes - fixed
+    if growing <= 0:
+        return None
+    return max(1, math.floor(batch * (usable - fixed) / growing)) if usable > fixed else 1
+
+
+def _nearest_pair(reports: Dict[int, StepReport], lower: int, upper: Optional[int]) -> Optional[Tuple[int, int]]:
+    """Two measured batches to interpolate between: the bracket's ends when both are
+    measured, else the two nearest to it."""
+    batches = sorted(reports)
+    if len(batches) < 2:
+        return None
+    if lower in reports and upper in reports:
+        return lower, upper  # type: ignore[return-value]
+    centre = lower if upper is None else (lower + upper) / 2
+    nearest = sorted(batches, key=lambda b: (abs(b - centre), b))[:2]
+    return min(nearest), max(nearest)
+
+
+class _PredictedStep:
+    """The parts of a ``StepReport`` that ``estimate_memory`` reads, for a batch that was
+    not measured: its alloc/free stream interpolated from two measured ones."""
+
+    def __init__(self, events: List[Any], peak_bytes: int, peak_phase: str, resident_bytes: int,
+                 grad_bytes: int) -> None:
+        self.events = events
+        self.peak_bytes = peak_bytes
+        self.peak_phase = peak_phase
+        self.resident_bytes = resident_bytes
+        self.grad_bytes = grad_bytes
+
+    def simulate_allocator(self) -> Any:
+        from .tracker import simulate_cuda_caching_allocator
+
+        return simulate_cuda_caching_allocator(self.events)
+
+
+def _stream_predictor(
+    reports: Dict[int, StepReport], pair: Tuple[int, int], optimizer: OptimizerModel
+) -> Optional[Callable[[int], MemoryEstimate]]:
+    """``estimate_memory`` at any batch from the steps measured at the two batches of
+    ``pair``, or None when their streams do not match event by event (op and direction)."""
+    from .tracker import MemoryEvent, round_up
+
+    (b1, r1), (b2, r2) = (pair[0], reports[pair[0]]), (pair[1], reports[pair[1]])
+    e1, e2 = r1.events, r2.events
+    if len(e1) != len(e2) or any(a.op != b.op or (a.delta > 0) != (b.delta > 0) for a, b in zip(e1, e2)):
+        return None
+    cache: Dict[int, MemoryEstimate] = {}
+
+    def at(batch: int) -> MemoryEstimate:
+        if batch in cache:
+            return cache[batch]
+        share = (batch - b1) / (b2 - b1)
+        sizes: Dict[int, int] = {}
+        events, live, peak, phase = [], 0, 0, r1.peak_phase
+        for a, b in zip(e1, e2):
+            if a.delta > 0:
+                size = round_up(max(math.ceil(a.delta + (b.delta - a.delta) * share), 1), 512)
+                sizes[a.storage_id] = size
+            else:
+                size = -sizes.pop(a.storage_id, 0)
+            if size == 0:
+                continue
+            events.append(MemoryEvent(a.index, a.storage_id, size, a.op, a.module, a.phase))
+            live += size
+            if live > peak:
+                peak, phase = live, a.phase
+        inputs = r1.input_bytes + (r2.input_bytes - r1.input_bytes) * share
+        step = _PredictedStep(events, peak, phase, r1.param_bytes + r1.buffer_bytes + max(int(inputs), 0),
+                              r1.grad_bytes)
+        cache[batch] = estimate_memory(step, optimizer, batch)  # type: ignore[arg-type]
+        return cache[batch]
+
+    return at
+
+
+def _search(fits: Callable[[int], bool], lower: int, upper: Optional[int]) -> int:
+    """Largest ``b`` with ``fits(b)`` and not ``fits(b + 1)`` between ``lower`` (fits, or 0)
+    and ``upper`` (does not fit, or None): doubling, then bisection."""
+    while upper is None:
+        candidate = max(1, 2 * lower)
+        if candidate > MAX_SEARCHED_BATCH:
+            return MAX_SEARCHED_BATCH
+        if fits(candidate):
+            lower = candidate
+        else:
+            upper = candidate
+    while upper - lower > 1:
+        middle = (lower + upper) // 2
+        if fits(middle):
+            lower = middle
+        else:
+            upper = middle
+    return lower
 
 
 # -- ``torchmemlint profile --budget`` ----------------------------------------------
@@ -555,9 +661,10 @@ def check_profile(
     """
     from . import source, verify
 
-    shapes = result.input_shapes
+    # The shapes, or the user's inputs function (called at each batch tried).
+    shapes = result.inputs if getattr(result, "inputs", None) is not None else result.input_shapes
     batch = batch_of(shapes)
-    target = source.read_target_source(result.target)
+    target = source.read_target_source(getattr(result, "source_spec", "") or result.target)
     # A fake-tensor profile's own kernels (CUDA's by default); after a real
     # CUDA or CPU profile, the estimate of CUDA.
     estimating = verify.is_fake(getattr(result, "measuring", "fake"))
@@ -577,7 +684,7 @@ def check_profile(
     if request.max_batch or check.verdict != FITS:
         check.batch_search = largest_batch(
             lambda at_batch: measure_source(target.text, at_batch),
-            request.optimizer, check.usable_bytes, batch, {batch: check.estimate},
+            request.optimizer, check.usable_bytes, batch, known_reports={batch: baseline},
         )
     return check
 

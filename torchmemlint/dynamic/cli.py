@@ -28,8 +28,8 @@ from torchmemlint.findings import Finding
 
 EXIT_ERROR = 2
 DTYPES = ("float32", "bfloat16", "float16")
-NEEDS_TORCH = "%s needs torch: pip install 'torchmemlint[dynamic]'"
-NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'torchmemlint[plot]'"
+NEEDS_TORCH = "%s needs torch: pip install torch (or './torchmemlint[dynamic]' from the clone's directory)"
+NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install matplotlib (or './torchmemlint[plot]' from the clone's directory)"
 
 
 def fail(message: str) -> click.exceptions.Exit:
@@ -98,10 +98,22 @@ def _target_file(target: str) -> Optional[str]:
 @click.command()
 @click.argument("target")
 @click.option(
-    "--input-shape", "input_shapes", multiple=True, required=True, metavar="SHAPE",
+    "--input-shape", "input_shapes", multiple=True, metavar="SHAPE",
     help="Input batch shape, e.g. 8,3,224,224 (repeat for several inputs; "
-    "may end with a dtype: 8,128,int64).",
+    "may end with a dtype: 8,128,int64). Or --inputs.",
 )
+# -- inputs and models as people write them (docs/dynamic.md, "Inputs and models") --
+@click.option("--inputs", "inputs_spec", metavar="FILE.py:FUNCTION",
+              help="A function given batch_size (and device, dtype) that returns the model's inputs: "
+              "a tensor, a tuple of args, a dict of kwargs or (args, kwargs). Instead of --input-shape.")
+@click.option("--batch-size", type=int, metavar="N", help="The batch size --inputs is called with.")
+@click.option("--model-config", metavar="NAME|FILE.json",
+              help="Build a Hugging Face model from this config with from_config (no download): a model "
+              "type (gpt2, bert, llama), a config.json, or a name in the local cache; --init-args "
+              "(a JSON object) overrides its attributes.")
+@click.option("--snapshot", "snapshot_path", type=click.Path(dir_okay=False), metavar="FILE.pickle",
+              help="Write the step's memory snapshot in the format of PyTorch's memory_viz "
+              "(torch.cuda.memory._snapshot()).")
 @click.option("--init-args", metavar="JSON", help="Constructor arguments: a JSON object or array.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
               help="dtype of the model and of floating inputs.")
@@ -171,6 +183,10 @@ def profile(
     reserve: Optional[str],
     max_batch: bool,
     timeout: Optional[float],
+    inputs_spec: Optional[str] = None,
+    batch_size: Optional[int] = None,
+    model_config: Optional[str] = None,
+    snapshot_path: Optional[str] = None,
     **parallel: Any,
 ) -> None:
     """Run one training step of TARGET and verify the linter's findings in it.
@@ -182,7 +198,8 @@ def profile(
     """
     target_file = _target_file(target)
     shapes = [parse_input_shape(text) for text in input_shapes]
-    arguments = parse_init_args(init_args)
+    _check_inputs_options(shapes, inputs_spec, batch_size)
+    arguments = _model_arguments(parse_init_args(init_args), model_config)
     budget_options = _budget_request(budget, optimizer, reserve, max_batch)
     if real_tensors and device == "cuda":
         raise fail("--real-tensors measures on the CPU; it cannot be used with --device cuda")
@@ -209,14 +226,16 @@ def profile(
         _profile_parallel(target, shapes, arguments, dtype, estimate_for, parallel_options, budget_options,
                           timeout, output_format, plot_path, report)
         return
+    _show_progress(target, inputs_spec)
     try:
         with time_limit(timeout):
             budget_bytes = budget_options.resolve() if budget_options else None
+            inputs = _load_inputs(inputs_spec, batch_size, shapes)
             from torchmemlint.dynamic.lines import StepObserver
 
             observer = StepObserver()
             result = verify.run_profile(
-                target, shapes, arguments, dtype, device, settings,
+                target, inputs, arguments, dtype, device, settings,
                 verify=not no_verify, checkpoint_advice=checkpoint_advice,
                 estimate_for=estimate_for, real_tensors=real_tensors, observer=observer,
             )
@@ -229,9 +248,15 @@ def profile(
         raise fail("%s: %s" % (target, error))
     except USER_EXITS as error:  # raised where no narrower handler caught it
         raise fail(str(user_exit(error, "profiling %s" % target)))
+    finally:
+        _hide_progress()
+    if snapshot_path is not None:
+        _write_snapshot(result, snapshot_path)
     if plot_path is not None:
         try:
-            report.plot(result, plot_path)
+            from torchmemlint.dynamic.plot import save as save_plot
+
+            save_plot(result, plot_path)
         except OSError as error:
             raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
     if output_format == "json":
@@ -241,6 +266,83 @@ def profile(
         click.echo(payload, nl=False)
     else:
         click.echo(report.format_text(result), nl=False)
+
+
+# -- --inputs, --model-config, --snapshot, progress -------------------------------------------
+
+def _check_inputs_options(shapes: List[Any], inputs_spec: Optional[str], batch_size: Optional[int]) -> None:
+    if inputs_spec is None:
+        if not shapes:
+            raise fail("profile needs --input-shape SHAPE, or --inputs FILE.py:FUNCTION with --batch-size N")
+        if batch_size is not None:
+            raise fail("--batch-size is for --inputs; with --input-shape the batch is the first dimension")
+        return
+    if shapes:
+        raise fail("--inputs and --input-shape cannot be used together: the function makes the inputs")
+    if batch_size is None:
+        raise fail("--inputs needs --batch-size N: the batch size the function is called with")
+    if batch_size <= 0:
+        raise fail("--batch-size must be positive, got %d" % batch_size)
+    location, colon, name = inputs_spec.rpartition(":")
+    if not colon or not location or not name:
+        raise fail("--inputs must look like path/file.py:FUNCTION or module:FUNCTION, got %r" % inputs_spec)
+    if (location.endswith(".py") or "/" in location or os.sep in location) and not os.path.isfile(location):
+        raise fail("--inputs: no file %s" % location)
+
+
+def _model_arguments(init_args: Any, model_config: Optional[str]) -> Any:
+    """--init-args, or with --model-config the configuration (--init-args: its overrides)."""
+    if model_config is None:
+        return init_args
+    if init_args is not None and not isinstance(init_args, dict):
+        raise fail("with --model-config, --init-args must be a JSON object of configuration attributes")
+    from torchmemlint.dynamic.model_config import ModelConfig
+
+    return ModelConfig(model_config, dict(init_args or {}))
+
+
+def _load_inputs(inputs_spec: Optional[str], batch_size: Optional[int], shapes: List[Any]) -> Any:
+    if inputs_spec is None:
+        return shapes
+    from torchmemlint.dynamic.inputs import load_inputs_function
+
+    return load_inputs_function(inputs_spec, batch_size or 0)
+
+
+def _show_progress(target: str, inputs_spec: Optional[str]) -> None:
+    """On a terminal: say that the user's code is imported and run, then show progress."""
+    if not _stderr_is_terminal():
+        return
+    code = target + (" and %s" % inputs_spec if inputs_spec else "")
+    click.echo("torchmemlint: profile imports and runs %s (your code)" % code, err=True)
+    try:
+        from torchmemlint.dynamic import progress
+
+        progress.enable(sys.stderr)
+    except ImportError:  # tqdm missing: no progress display
+        pass
+
+
+def _hide_progress() -> None:
+    from torchmemlint.dynamic import progress
+
+    progress.disable()
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _write_snapshot(result: Any, path: str) -> None:
+    from torchmemlint.dynamic.snapshot import write_snapshot
+
+    try:
+        write_snapshot(result, path)
+    except OSError as error:
+        raise fail("--snapshot: cannot write %s: %s" % (path, error.strerror or error))
 
 
 @contextlib.contextmanager
@@ -386,7 +488,9 @@ def _profile_parallel(
         raise fail(str(user_exit(error, "profiling %s" % target)))
     if plot_path is not None:
         try:
-            report.plot(result, plot_path)
+            from torchmemlint.dynamic.plot import save as save_plot
+
+            save_plot(result, plot_path)
         except OSError as error:
             raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
     if output_format == "json":
@@ -427,7 +531,8 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     where = "%s: [tool.torchmemlint.profile]" % settings.config_path
     if not isinstance(entry, dict):
         raise fail("%s must be a table" % where)
-    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device", "estimate-for"}
+    unknown = set(entry) - {"target", "init-args", "input-shape", "dtype", "device", "estimate-for",
+                            "inputs", "batch-size", "model-config"}
     if unknown:
         raise fail("%s: unknown key %r" % (where, sorted(unknown)[0]))
     target = entry.get("target")
@@ -436,14 +541,24 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
     location, _, name = target.rpartition(":")
     if (location.endswith(".py") or "/" in location) and not os.path.isabs(location):
         target = "%s:%s" % (os.path.join(settings.root, location), name)
+    inputs = _entry_inputs(entry, settings, where)
     shapes = entry.get("input-shape")
     if isinstance(shapes, list) and shapes and all(isinstance(d, (int, str)) for d in shapes):
         shapes = [shapes]
-    if not (isinstance(shapes, list) and shapes and all(isinstance(s, list) and s for s in shapes)):
-        raise fail("%s: 'input-shape' must be a list of sizes, or a list of such lists" % where)
+    if inputs is None and not (
+            isinstance(shapes, list) and shapes and all(isinstance(s, list) and s for s in shapes)):
+        raise fail("%s: 'input-shape' must be a list of sizes, or a list of such lists "
+                   "(or give 'inputs' and 'batch-size')" % where)
     init_args = entry.get("init-args")
     if init_args is not None and not isinstance(init_args, (dict, list)):
         raise fail("%s: 'init-args' must be a table or an array" % where)
+    model_config = entry.get("model-config")
+    if model_config is not None:
+        if not isinstance(model_config, str):
+            raise fail("%s: 'model-config' must be a string" % where)
+        if model_config.endswith(".json") and not os.path.isabs(model_config):
+            model_config = os.path.join(settings.root, model_config)
+        init_args = _model_arguments(init_args, model_config)
     dtype = entry.get("dtype", "float32")
     if dtype not in DTYPES:
         raise fail("%s: 'dtype' must be one of %s" % (where, ", ".join(DTYPES)))
@@ -455,8 +570,27 @@ def _profile_entry(entry: Any, settings: Settings) -> Dict[str, Any]:
         raise fail("%s: 'estimate-for' must be cuda or cpu" % where)
     return {
         "target": target, "input_shapes": shapes, "init_args": init_args, "dtype": dtype, "device": device,
-        "estimate_for": estimate_for,
+        "estimate_for": estimate_for, "inputs": inputs,
     }
+
+
+def _entry_inputs(entry: Dict[str, Any], settings: Settings, where: str) -> Optional[Tuple[str, int]]:
+    """A profile table's ``inputs`` (made relative to the configuration file) and ``batch-size``."""
+    spec, batch = entry.get("inputs"), entry.get("batch-size")
+    if spec is None:
+        if batch is not None:
+            raise fail("%s: 'batch-size' is for 'inputs'" % where)
+        return None
+    if entry.get("input-shape") is not None:
+        raise fail("%s: give 'inputs' or 'input-shape', not both" % where)
+    if not isinstance(spec, str) or ":" not in spec:
+        raise fail("%s: 'inputs' must be a string like path/file.py:FUNCTION" % where)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        raise fail("%s: 'inputs' needs 'batch-size', a positive integer" % where)
+    location, _, name = spec.rpartition(":")
+    if (location.endswith(".py") or "/" in location) and not os.path.isabs(location):
+        spec = "%s:%s" % (os.path.join(settings.root, location), name)
+    return spec, batch
 
 
 def dynamic_report(
@@ -473,6 +607,7 @@ def dynamic_report(
 
     results = []
     skipped = []
+    failed: List[Tuple[str, str]] = []  # (target, error): reported, the others still profiled
     for entry in entries:
         try:
             target = source.read_target_source(entry["target"])
@@ -484,19 +619,39 @@ def dynamic_report(
                 skipped.append(entry["target"])
                 continue
             click.echo("torchmemlint: --dynamic imports and runs %s" % entry["target"], err=True)
+            inputs = entry["input_shapes"]
+            if entry["inputs"] is not None:
+                inputs = _load_inputs(entry["inputs"][0], entry["inputs"][1], [])
             results.append(verify.run_profile(
-                entry["target"], entry["input_shapes"], entry["init_args"], entry["dtype"],
+                entry["target"], inputs, entry["init_args"], entry["dtype"],
                 entry["device"], settings, estimate_for=entry["estimate_for"],
             ))
         except DynamicError as error:
-            raise fail("%s: %s" % (entry["target"], error))
+            click.echo("torchmemlint: error: %s: %s" % (entry["target"], error), err=True)
+            failed.append((entry["target"], str(error)))
     if output_format == "json":
-        return json.dumps({
+        data: Dict[str, Any] = {
             "findings": json.loads(lint_report),
             "profiles": [r.to_dict() for r in results],
             "not_profiled": skipped,
-        }, indent=2) + "\n"
+        }
+        if failed:
+            data["errors"] = [{"target": target, "error": error} for target, error in failed]
+        return DynamicReport(json.dumps(data, indent=2) + "\n", failed)
     parts = [lint_report]
     parts += ["\n" + report.format_text(r) for r in results]
     parts += ["\nNot profiled (no findings inside): %s\n" % target for target in skipped]
-    return "".join(parts)
+    parts += ["\nNot profiled (error): %s: %s\n" % item for item in failed]
+    return DynamicReport("".join(parts), failed)
+
+
+class DynamicReport(str):
+    """The ``--dynamic`` report; ``failed`` lists the targets whose profile raised (the
+    command then exits 2 after printing the report of the others)."""
+
+    failed: List[Tuple[str, str]]
+
+    def __new__(cls, text: str, failed: List[Tuple[str, str]]) -> "DynamicReport":
+        report = super().__new__(cls, text)
+        report.failed = list(failed)
+        return report

@@ -70,6 +70,12 @@ class EmulationLog:
     """What ``cuda_kernels()`` replaced during one step, by kernel name."""
 
     calls: Counter = field(default_factory=Counter)
+    # Bernoulli noise drawn from Python (``Tensor.bernoulli_``), not replaced: one value per
+    # sample (shape B x 1 x ... x 1: stochastic depth, timm's DropPath, torchvision's
+    # StochasticDepth), or any other shape; and in-place dropout calls (CPU noise on CUDA too).
+    per_sample_noise: int = 0
+    other_noise: int = 0
+    inplace_dropout: int = 0
 
     def summary(self) -> List[str]:
         return ["%s x%d" % (name, count) for name, count in sorted(self.calls.items())]
@@ -104,15 +110,28 @@ def cuda_kernels(log: Optional[EmulationLog] = None) -> Iterator[EmulationLog]:
         if training and not inplace and 0.0 < p < 1.0 and input.numel() > 0:
             log.calls[NATIVE_DROPOUT] += 1
             return torch.native_dropout(input, p, True)[0]
+        if training and inplace and 0.0 < p < 1.0:
+            log.inplace_dropout += 1
         return original_dropout(input, p, training, inplace)
+
+    original_bernoulli_ = torch.Tensor.bernoulli_
+
+    def bernoulli_(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        if self.dim() >= 2 and all(size == 1 for size in self.shape[1:]):
+            log.per_sample_noise += 1
+        else:
+            log.other_noise += 1
+        return original_bernoulli_(self, *args, **kwargs)
 
     F.scaled_dot_product_attention = scaled_dot_product_attention  # type: ignore[assignment]
     F.dropout = dropout  # type: ignore[assignment]
+    torch.Tensor.bernoulli_ = bernoulli_  # type: ignore[method-assign]
     try:
         yield log
     finally:
         F.scaled_dot_product_attention = original_sdpa
         F.dropout = original_dropout
+        torch.Tensor.bernoulli_ = original_bernoulli_  # type: ignore[method-assign]
 
 
 def choose_attention_kernel(
@@ -209,7 +228,9 @@ def emulation_gaps(ops_seen: Any, log: Optional[EmulationLog] = None) -> List[st
             "attention ran the CPU's math path, keeping its softmax (a scaled_dot_product_attention "
             "bound before the step, e.g. imported by name): not emulated"
         )
-    if "bernoulli_" in ops_seen or "bernoulli" in ops_seen:
+    # Stochastic depth draws one value per sample from Python: no dropout, nothing to emulate.
+    only_stochastic_depth = log is not None and log.per_sample_noise and not (log.other_noise or log.inplace_dropout)
+    if ("bernoulli_" in ops_seen or "bernoulli" in ops_seen) and not only_stochastic_depth:
         gaps.append(
             "dropout with a 4-byte noise tensor still ran (in-place dropout, which CUDA runs "
             "the same way, or a dropout bound before the step)"

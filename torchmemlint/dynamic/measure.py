@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -15,6 +15,7 @@ from torch.utils._pytree import tree_flatten
 
 from .emulate import ESTIMATE_FOR, EmulationLog, cuda_kernels, emulation_gaps
 from .errors import USER_EXITS, DynamicError, NoTensorOutputError, user_exit
+from .inputs import InputsFunction, ModelInputs
 from .tracker import (
     BACKWARD,
     FORWARD,
@@ -77,6 +78,8 @@ class StepReport:
     emulation_gaps: List[str] = field(default_factory=list)
     compiled: bool = False  # a torch.compile wrapper was found and run eager
     built: str = ""  # how a fake-tensor model was built when not simply under fake mode
+    loss: str = "mean"  # "mean" (sum of the outputs' means) or the model's own: "output.loss" ...
+    inputs: str = ""  # what an inputs function made: "args: 4x3x64x64 float32; kwargs: ..."
 
     @property
     def resident_bytes(self) -> int:
@@ -146,22 +149,22 @@ def measure_training_step(
             prepared = prepare(model)
         prepared.module.train()
         params = prepared.params
-        inputs = [_make_input(spec, default_dtype, device) for spec in specs]
+        inputs = make_inputs(specs, default_dtype, device)
         param_bytes = storage_bytes(params, round_to)
         buffer_bytes = storage_bytes(prepared.buffers, round_to)
-        input_bytes = storage_bytes(inputs, round_to)
+        input_bytes = storage_bytes(input_tensors(inputs), round_to)
         cuda_start = None
         if device == "cuda":
             # Warm-up: cuDNN algorithm search, cuBLAS workspace, lazy init.
             with _user_code_errors():
-                scalar_loss(prepared.forward(inputs)).backward()
+                training_loss(prepared.forward(inputs)).backward()
             _clear_grads(params)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             cuda_start = torch.cuda.memory_allocated()
         torch.manual_seed(seed)
         tracker = LiveTracker(round_to, observer=observer)
-        forward_end = _training_step(prepared, inputs, tracker, emulation)
+        forward_end, loss_kind = _training_step(prepared, inputs, tracker, emulation)
         grad_bytes = storage_bytes([p.grad for p in params], round_to)
         if observer is not None and observer.failed is None:
             try:
@@ -204,6 +207,8 @@ def measure_training_step(
         emulation_gaps=emulation_gaps(tracker.ops_seen, emulation) if emulation is not None else [],
         compiled=uses_compile(prepared.module),
         built=prepared.built,
+        loss=loss_kind,
+        inputs=inputs.describe() if isinstance(inputs, ModelInputs) else "",
     )
 
 
@@ -226,10 +231,10 @@ def count_training_flops(
         torch.manual_seed(seed)
         prepared = prepare(model)
         prepared.module.train()
-        inputs = [_make_input(spec, _as_dtype(dtype), "fake") for spec in specs]
+        inputs = make_inputs(specs, _as_dtype(dtype), "fake")
         counter = FlopCounterMode(display=False)
         with counter, _user_code_errors():
-            scalar_loss(prepared.forward(inputs)).backward()
+            training_loss(prepared.forward(inputs)).backward()
     return counter.get_total_flops()
 
 
@@ -254,6 +259,49 @@ def scalar_loss(output: Any) -> torch.Tensor:
     return loss
 
 
+def model_loss(output: Any) -> Optional[Tuple[torch.Tensor, str]]:
+    """The model's own loss, when its output carries one: ``output.loss`` (a Hugging Face
+    ``ModelOutput``) or ``output["loss"]``, a one-element floating tensor that requires grad;
+    with where it was found.  None otherwise."""
+    if isinstance(output, torch.Tensor):
+        return None
+    found: Any = None
+    where = ""
+    if not isinstance(output, (list, tuple)):  # a ModelOutput is a dict with attributes
+        found, where = getattr(output, "loss", None), "output.loss"
+    if found is None and isinstance(output, Mapping):
+        found, where = output.get("loss"), 'output["loss"]'
+    if (isinstance(found, torch.Tensor) and found.numel() == 1 and found.is_floating_point()
+            and found.requires_grad):
+        return found.reshape(()), where
+    return None
+
+
+def training_loss(output: Any) -> torch.Tensor:
+    """The model's own loss when it returns one (``model_loss``), otherwise ``scalar_loss``."""
+    own = model_loss(output)
+    return own[0] if own is not None else scalar_loss(output)
+
+
+def make_inputs(specs: Any, default_dtype: torch.dtype, device: str) -> Any:
+    """The step's inputs: a list of random tensors from shapes, or the user's inputs
+    function's ``ModelInputs`` (its tensors made on ``device``; fake under fake mode)."""
+    if isinstance(specs, InputsFunction):
+        return specs.make("cpu" if device == "fake" else device, default_dtype)
+    return [_make_input(spec, default_dtype, device) for spec in specs]
+
+
+def input_tensors(inputs: Any) -> List[torch.Tensor]:
+    return inputs.tensors() if isinstance(inputs, ModelInputs) else list(inputs)
+
+
+def call_model(module: Callable[..., Any], inputs: Any) -> Any:
+    """``module(*inputs)`` for a list of tensors, with args and kwargs for ``ModelInputs``."""
+    if isinstance(inputs, ModelInputs):
+        return inputs.call(module)
+    return module(*inputs)
+
+
 # -- internals -------------------------------------------------------------
 
 @dataclass
@@ -268,7 +316,7 @@ class _Prepared:
 def _training_step(
     prepared: _Prepared, inputs: Sequence[torch.Tensor], tracker: LiveTracker,
     emulation: Optional[EmulationLog] = None,
-) -> TrackerSnapshot:
+) -> Tuple[TrackerSnapshot, str]:
     """Forward + loss + backward under ``tracker``; returns the forward-end snapshot.
     With ``emulation``, the step runs CUDA's attention and dropout kernels: in the forward,
     and in backward where a checkpointed segment is recomputed (its recomputation must make
@@ -280,14 +328,15 @@ def _training_step(
         with tracker.record_saved_tensors():
             with tracker.observer.forward() if tracker.observer is not None else contextlib.nullcontext():
                 output = prepared.forward(inputs)
-                loss = scalar_loss(output)
+                own = model_loss(output)
+                loss = own[0] if own is not None else scalar_loss(output)
             if tracker.observer is not None:
                 tracker._observe("outputs_made", tracker, (output, loss))
         forward_end = tracker.snapshot()
         tracker.phase = BACKWARD
         loss.backward()
         del output, loss
-    return forward_end
+    return forward_end, own[1] if own is not None else "mean"
 
 
 @contextlib.contextmanager
@@ -370,7 +419,7 @@ def _prepare_real(source: ModuleSource, device: str) -> _Prepared:
         ) from exc
     params = list(module.parameters())
     _clear_grads(params)
-    return _Prepared(module, lambda inputs: module(*inputs), params, list(module.buffers()))
+    return _Prepared(module, lambda inputs: call_model(module, inputs), params, list(module.buffers()))
 
 
 def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
@@ -393,7 +442,7 @@ def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
             )
             return prepared
         return _Prepared(
-            module, lambda inputs: module(*inputs), list(module.parameters()), list(module.buffers())
+            module, lambda inputs: call_model(module, inputs), list(module.parameters()), list(module.buffers())
         )
     # A real instance: run it with fake copies of its parameters and buffers.
     # Swapped in and out by hand, not with torch.func.functional_call: that
@@ -417,7 +466,7 @@ def _prepare_fake(source: ModuleSource, fake_mode: Any) -> _Prepared:
         for table, name, tensor in slots:
             table[name] = fakes[id(tensor)]
         try:
-            return module(*inputs)
+            return call_model(module, inputs)
         finally:
             for table, name, tensor in slots:
                 table[name] = tensor
@@ -456,7 +505,10 @@ def _as_dtype(dtype: Union[str, torch.dtype]) -> torch.dtype:
     return resolved
 
 
-def _normalise_specs(input_shapes: Any) -> List[InputSpec]:
+def _normalise_specs(input_shapes: Any) -> Any:
+    """A list of shapes; an inputs function (``inputs.InputsFunction``) is passed through."""
+    if isinstance(input_shapes, InputsFunction):
+        return input_shapes
     if isinstance(input_shapes, torch.Size) or (
         input_shapes and all(isinstance(item, (int, str)) for item in input_shapes)
     ):

@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten
 
-from .measure import eager, scalar_loss
+from .inputs import ModelInputs
+from .measure import eager, training_loss
 
 
 @dataclass
@@ -36,6 +37,9 @@ class NumericsReport:
     missing_params: List[str] = field(default_factory=list)
     error_a: Optional[str] = None
     error_b: Optional[str] = None
+    # The shapes of each side's output tensors (in the order tree_flatten gives them).
+    output_shapes_a: List[List[int]] = field(default_factory=list)
+    output_shapes_b: List[List[int]] = field(default_factory=list)
 
 
 @dataclass
@@ -50,7 +54,7 @@ class _StepResult:
 def compare_numerics(
     module_a: nn.Module,
     module_b: nn.Module,
-    inputs: Union[torch.Tensor, Sequence[torch.Tensor]],
+    inputs: Union[torch.Tensor, Sequence[torch.Tensor], ModelInputs],
     atol: float = 0.0,
     rtol: float = 0.0,
     seed: int = 0,
@@ -75,6 +79,8 @@ def compare_numerics(
 
     report = NumericsReport(equal=True, atol=atol, rtol=rtol)
     report.error_a, report.error_b = result_a.error, result_b.error
+    report.output_shapes_a = [list(t.shape) for t in result_a.outputs]
+    report.output_shapes_b = [list(t.shape) for t in result_b.outputs]
     if result_a.error or result_b.error:
         report.equal = False
         return report
@@ -109,19 +115,24 @@ def compare_numerics(
 
 
 def _run_step(
-    module: nn.Module, inputs: Sequence[torch.Tensor], seed: int, train: bool
+    module: nn.Module, inputs: Union[Sequence[torch.Tensor], ModelInputs], seed: int, train: bool
 ) -> _StepResult:
     module.train(train)
     for param in module.parameters():
         param.grad = None
-    leaves = [
-        tensor.detach().clone().requires_grad_(tensor.is_floating_point()) for tensor in inputs
-    ]
+    if isinstance(inputs, ModelInputs):  # an inputs function's batch: args and kwargs, nested
+        batch = inputs.map(lambda tensor: tensor.detach().clone().requires_grad_(tensor.is_floating_point()))
+        leaves = batch.tensors()
+    else:
+        leaves = [
+            tensor.detach().clone().requires_grad_(tensor.is_floating_point()) for tensor in inputs
+        ]
+        batch = ModelInputs(tuple(leaves))
     torch.manual_seed(seed)
     try:
         with eager():
-            output = module(*leaves)
-            scalar_loss(output).backward()
+            output = batch.call(module)
+            training_loss(output).backward()
     except Exception as exc:  # a fix that breaks backward is a finding, not a crash
         return _StepResult([], [], {}, {}, error="%s: %s" % (type(exc).__name__, exc))
     outputs = [t.detach() for t in tree_flatten(output)[0] if isinstance(t, torch.Tensor)]

@@ -9,7 +9,6 @@ from typing import Any, Dict, List, Sequence, Tuple
 from .verify import ProfileResult
 
 MODULE_ROWS = 10
-PLOTTED_MODULES = 5
 
 
 def format_bytes(nbytes: float) -> str:
@@ -59,16 +58,10 @@ def scaling_text(scaling: Sequence[Sequence[int]], peak: int) -> str:
 
 def format_text(result: ProfileResult) -> str:
     step = result.report
-    inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
     where = "during %s, at %s" % (step.peak_phase, step.peak_op)
     if step.peak_phase == "forward":
         where += " in %s" % step.peak_module
-    lines = [
-        "Profile of %s" % result.target,
-        "  ran the model's code: built it (seed 0), then one training step: forward, mean loss, backward",
-        "  input %s; device %s: %s" % (inputs, result.device, result.method),
-        "",
-    ]
+    lines = ["Profile of %s" % result.target] + header_lines(result) + [""]
     rows = [
         ("peak memory", format_bytes(step.peak_bytes), where),
         ("forward peak", format_bytes(step.forward_peak_bytes), ""),
@@ -144,70 +137,34 @@ def format_text(result: ProfileResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def inputs_text(result: ProfileResult) -> str:
+    """``input 8x3x64x64 float32`` or ``inputs make_batch(batch_size=4): args: ...``."""
+    function = result.inputs_function
+    if function is not None:
+        return "inputs %s: %s" % (function.describe(), result.report.inputs)
+    return "input %s" % ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
+
+
+def loss_text(loss: str) -> str:
+    return "mean loss" if loss == "mean" else "the model's own loss (%s)" % loss
+
+
+def header_lines(result: ProfileResult) -> List[str]:
+    """What ran: the model's code, the loss, the inputs, the device; how the target was built."""
+    lines = [
+        "  ran the model's code: built it (seed 0), then one training step: forward, %s, backward"
+        % loss_text(result.report.loss),
+        "  %s; device %s: %s" % (inputs_text(result), result.device, result.method),
+    ]
+    return lines + ["  " + note for note in result.notes]
+
+
 def format_json(results: Sequence[ProfileResult]) -> str:
     """One profile as an object, several as a list."""
     data: Any = [r.to_dict() for r in results]
     if len(results) == 1:
         data = data[0]
     return json.dumps(data, indent=2) + "\n"
-
-
-def memory_curve(result: ProfileResult) -> Tuple[List[int], List[int]]:
-    """Live bytes after each allocation or free of the step (event index, bytes),
-    starting from 0 before the first event."""
-    live, xs, ys = 0, [-1], [0]
-    for event in result.report.events:
-        live += event.delta
-        xs.append(event.index)
-        ys.append(live)
-    return xs, ys
-
-
-def module_spans(result: ProfileResult, count: int = PLOTTED_MODULES) -> Dict[str, Tuple[int, int]]:
-    """First and last forward event of each of the ``count`` modules that keep the most."""
-    wanted = [name for name, _ in result.report.modules[:count]]
-    spans: Dict[str, Tuple[int, int]] = {}
-    for event in result.report.events:
-        if event.phase == "forward" and event.module in wanted:
-            first, _ = spans.get(event.module, (event.index, event.index))
-            spans[event.module] = (first, event.index)
-    return spans
-
-
-def plot(result: ProfileResult, path: str) -> None:
-    """Memory over the step with the largest modules marked (needs matplotlib)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    xs, ys = memory_curve(result)
-    mib = [y / 2**20 for y in ys]
-    figure, axes = plt.subplots(figsize=(10, 4.5))
-    axes.plot(xs, mib, color="black", linewidth=1, drawstyle="steps-post")
-    backward = next((e.index for e in result.report.events if e.phase == "backward"), None)
-    if backward is not None:
-        axes.axvline(backward, color="grey", linestyle="--", linewidth=1)
-        axes.text(backward, 0, " backward", color="grey", va="bottom")
-    colours = plt.get_cmap("tab10")
-    for number, (name, (first, last)) in enumerate(module_spans(result).items()):
-        axes.axvspan(first, last + 1, color=colours(number), alpha=0.25, label=name)
-    peak_at = max(range(len(ys)), key=ys.__getitem__) if ys else 0
-    if ys:
-        axes.annotate(
-            "peak %s" % format_bytes(ys[peak_at]), (xs[peak_at], mib[peak_at]),
-            textcoords="offset points", xytext=(0, 8), ha="center",
-        )
-        axes.set_ylim(top=max(mib) * 1.12)
-    axes.set_xlabel("allocation/free event")
-    axes.set_ylabel("live memory of the step (MiB)")
-    inputs = ", ".join(_shape(spec, result.dtype) for spec in result.input_shapes)
-    axes.set_title("%s, input %s" % (result.target, inputs))
-    if result.report.modules:
-        axes.legend(loc="best", fontsize="small", title="largest modules (forward)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
 
 
 # -- memory by source line, findings from measurement ---------------------------------------

@@ -25,14 +25,16 @@ from torchmemlint.config import Settings
 from torchmemlint.findings import Finding
 from torchmemlint.fixer import apply_edits
 
+from .batch import batch_of, with_batch
 from .emulate import ESTIMATE_FOR
 from .errors import DynamicError
+from .inputs import InputsFunction
 from .measure import InputSpec, StepReport, _as_dtype, _normalise_specs, measure_training_step
-from .numerics import NumericsReport, compare_numerics
+from .describe import _with_grad_diff, describe_numerics, shape_change
+from .numerics import compare_numerics
 from .placements import PlacementResult, checkpoint_placements
 from .source import (
     TargetSource,
-    _names,
     import_source_variant,
     lint_target,
     load_same_weights,
@@ -40,7 +42,8 @@ from .source import (
     model_factory,
     read_target_source,
 )
-from .target import InitArgs
+from . import progress
+from .target import InitArgs, resolve_target, use_working_directory
 from .tracker import AllocatorEstimate
 from .variants import autocast_variant, checkpoint_function_variants, checkpoint_module_variants, keep_stem_pool
 
@@ -184,21 +187,23 @@ def verify_findings(
     verifier.original_error = original_error
     module_calls = [(f.location.row, f.location.column) for f in findings if f.code == CHECKPOINT_MODULE]
     verdicts = []
-    for finding in findings:
-        if finding.code == CHECKPOINT_MODULE:
-            verdicts.append(verifier.checkpoint_module(finding, module_calls))
-        elif original_error is not None:
-            verdict = verifier._verdict(finding, "none")
-            verdict.reason = "the target's training step raises: %s" % original_error
-            verdicts.append(verdict)
-        elif finding.code == CHECKPOINT_RNG:
-            verdicts.append(verifier.checkpoint_rng(finding))
-        elif finding.code in PLACEMENT_RULES:
-            if placements is None:
-                placements = advise_checkpointing(target, init_args, input_shapes, dtype, device, round_to)
-            verdicts.append(verifier.placement(finding, placements))
-        else:
-            verdicts.append(verifier.variant(finding))
+    for number, finding in enumerate(findings, 1):
+        with progress.stage("verifying %s at %d:%d (%d of %d)" % (
+                finding.code, finding.location.row, finding.location.column, number, len(findings))):
+            if finding.code == CHECKPOINT_MODULE:
+                verdicts.append(verifier.checkpoint_module(finding, module_calls))
+            elif original_error is not None:
+                verdict = verifier._verdict(finding, "none")
+                verdict.reason = "the target's training step raises: %s" % original_error
+                verdicts.append(verdict)
+            elif finding.code == CHECKPOINT_RNG:
+                verdicts.append(verifier.checkpoint_rng(finding))
+            elif finding.code in PLACEMENT_RULES:
+                if placements is None:
+                    placements = advise_checkpointing(target, init_args, input_shapes, dtype, device, round_to)
+                verdicts.append(verifier.placement(finding, placements))
+            else:
+                verdicts.append(verifier.variant(finding))
     return verdicts
 
 
@@ -273,6 +278,13 @@ class _Verifier:
                 self.original, rebuilt, self.inputs, atol=atol, rtol=rtol, seed=self.seed
             )
         verdict.numerics = describe_numerics(numerics)
+        reshaped = shape_change(numerics.output_shapes_a, numerics.output_shapes_b)
+        if reshaped is not None and not (numerics.error_a or numerics.error_b):
+            # A different network, not a cheaper one: its saving is not a like-for-like saving.
+            verdict.numerics = "differs: %s" % reshaped
+            verdict.reason = "the variant changes the model's output shape (%s); its peak is shown for " \
+                             "information, not confirmed" % reshaped
+            return verdict
         if numerics.error_a:
             verdict.reason = "the original's training step failed at batch %d" % NUMERICS_BATCH
         elif numerics.error_b:
@@ -394,8 +406,6 @@ class _Verifier:
         how it scales; empty when the batch is not the shared first dimension."""
         if not is_fake(self.device):
             return []
-        from .budget import batch_of, with_batch
-
         try:
             batch = batch_of(self.input_shapes)
             doubled = with_batch(self.input_shapes, 2 * batch)
@@ -436,44 +446,6 @@ class _Verifier:
         return verdict
 
 
-def describe_numerics(report: NumericsReport) -> str:
-    """One phrase: identical, within a tolerance, what differs, or what raised."""
-    if report.error_a or report.error_b:
-        side, error = ("original", report.error_a) if report.error_a else ("variant", report.error_b)
-        return "%s raises: %s" % (side, (error or "").splitlines()[0])
-    if report.equal:
-        if report.atol or report.rtol:
-            grads = [diff for diff in report.param_grad_diffs.values() if diff is not None]
-            worst = max([report.output_diff, report.input_grad_diff] + grads)
-            return "within atol=%g, rtol=%g (max abs diff %.3g)" % (report.atol, report.rtol, worst)
-        return "identical"
-    parts = []
-    if report.differing_outputs:
-        parts.append("outputs (max abs diff %.3g)" % report.output_diff)
-    if report.differing_input_grads:
-        parts.append("input grads")
-    missing_grads = [n for n, d in report.param_grad_diffs.items() if d is None]
-    if missing_grads:
-        parts.append("gradient present on one side only: %s" % _names(missing_grads))
-    other = [n for n in report.differing_params if n not in missing_grads]
-    if other:
-        parts.append("grads of %s" % _names(other))
-    if report.differing_buffers:
-        parts.append("buffers %s" % _names(report.differing_buffers))
-    if report.missing_params:
-        parts.append("parameters %s" % _names(report.missing_params))
-    return "differs: " + "; ".join(parts)
-
-
-def _with_grad_diff(report: NumericsReport) -> str:
-    """``describe_numerics``, with the largest parameter-gradient difference when they differ."""
-    text = describe_numerics(report)
-    grads = [diff for diff in report.param_grad_diffs.values() if diff is not None]
-    if not report.equal and grads and max(grads) > 0:
-        text += " (parameter gradients: max abs diff %.3g)" % max(grads)
-    return text
-
-
 def checkpoint_forwards(model: nn.Module, paths: Sequence[str]) -> nn.Module:
     """Run the submodules at ``paths`` under non-reentrant checkpoint, in place.
 
@@ -504,12 +476,17 @@ def advise_checkpointing(
     if isinstance(target, str):
         target = read_target_source(target)
     factory = model_factory(import_source_variant(target, target.text), target.spec, init_args, dtype)
-    return checkpoint_placements(factory, input_shapes, dtype=dtype, device=device, round_to=round_to)
+    with progress.stage("measuring checkpoint placements"):
+        return checkpoint_placements(factory, input_shapes, dtype=dtype, device=device, round_to=round_to)
 
 
-def _numerics_inputs(input_shapes: Any, dtype: Any, seed: int) -> List[torch.Tensor]:
-    """The user's inputs at batch <= 2 (first dimension), on real CPU."""
+def _numerics_inputs(input_shapes: Any, dtype: Any, seed: int) -> Any:
+    """The user's inputs at batch <= 2 (first dimension, or an inputs function's
+    batch_size), on real CPU."""
     default = _as_dtype(dtype)
+    if isinstance(input_shapes, InputsFunction):
+        torch.manual_seed(seed)
+        return input_shapes.make("cpu", default, min(input_shapes.batch, NUMERICS_BATCH))
     generator = torch.Generator().manual_seed(seed)
     tensors = []
     for spec in _normalise_specs(input_shapes):
@@ -553,6 +530,15 @@ class ProfileResult:
     seconds: float = 0.0
     # The measuring device: "fake" (CUDA's kernels), "fake-cpu", "cpu" (real) or "cuda".
     measuring: str = "fake"
+    # What the step was given: the shapes, or an inputs.InputsFunction (not in JSON).
+    inputs: Any = field(default=None, repr=False)
+    init_args: Any = field(default=None, repr=False)
+    notes: List[str] = field(default_factory=list)  # how the target was resolved and built
+    source_spec: str = ""  # the spec whose file defines the target (a package's re-export resolved)
+
+    @property
+    def inputs_function(self) -> Optional[InputsFunction]:
+        return self.inputs if isinstance(self.inputs, InputsFunction) else None
 
     def add_section(self, key: str, title: str, lines: List[str], data: Any) -> None:
         self.sections.append(ReportSection(key, title, lines, data))
@@ -586,6 +572,13 @@ class ProfileResult:
             "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
         }
+        if self.inputs_function is not None:
+            data["inputs"] = {"function": self.inputs_function.spec, "batch_size": self.inputs_function.batch,
+                              "made": step.inputs}
+        if step.loss != "mean":
+            data["loss"] = step.loss
+        if self.notes:
+            data["notes"] = list(self.notes)
         if self.allocator is not None:
             data["simulated_allocator"] = asdict(self.allocator)
         if step.cuda is not None:
@@ -593,6 +586,13 @@ class ProfileResult:
         for section in self.sections:
             data[section.key] = section.data
         return data
+
+
+def input_shape_lists(input_shapes: Any) -> List[List[Union[int, str]]]:
+    """The shapes as lists; empty for an inputs function (its batch is described apart)."""
+    if isinstance(input_shapes, InputsFunction):
+        return []
+    return [list(spec) for spec in _normalise_specs(input_shapes)]
 
 
 def is_fake(measuring: str) -> bool:
@@ -645,17 +645,21 @@ def run_profile(
     """
     started = time.perf_counter()
     measuring = resolve_device(device, estimate_for, real_tensors)
-    target = read_target_source(target_spec)
+    use_working_directory()
+    with progress.stage("importing %s" % target_spec):
+        source_spec, notes = resolve_target(target_spec, init_args)
+        target = read_target_source(source_spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         module = import_source_variant(target, target.text)
-        factory = model_factory(module, target_spec, init_args, dtype)
+        factory = model_factory(module, source_spec, init_args, dtype)
         findings: Optional[List[Finding]] = None
         original_error: Optional[str] = None
         try:
-            report = measure_training_step(
-                factory, input_shapes, dtype=dtype, device=measuring, seed=seed, observer=observer
-            )
+            with progress.stage("building the model and measuring one training step"):
+                report = measure_training_step(
+                    factory, input_shapes, dtype=dtype, device=measuring, seed=seed, observer=observer
+                )
         except DynamicError as exc:
             findings = lint_target(target, settings) if verify else []
             report = broken_target_baseline(target, findings, exc, init_args, input_shapes, dtype, measuring, seed)
@@ -674,7 +678,7 @@ def run_profile(
         device="cuda" if measuring == "cuda" else "cpu",
         method=_method(measuring),
         dtype=str(dtype),
-        input_shapes=[list(spec) for spec in _normalise_specs(input_shapes)],
+        input_shapes=input_shape_lists(input_shapes),
         report=report,
         allocator=report.simulate_allocator() if measuring != "cuda" else None,
         findings=verdicts,
@@ -682,6 +686,10 @@ def run_profile(
         limits=estimate_limits(report, measuring) if measuring != "cuda" else [],
         warnings=_unique_messages(caught),
         measuring=measuring,
+        inputs=input_shapes,
+        init_args=init_args,
+        notes=notes,
+        source_spec=source_spec,
     )
     if report.built:
         result.limits.insert(0, report.built)

@@ -36,7 +36,11 @@ FACTOR_TEXT = (
     "UNet, x3.28 resnet101, x3.44 resnet152; batch 64 at 128x128: resnet101 4.1 -> 11.8 GiB, "
     "resnet152 5.3 -> 15.9 GiB)"
 )
-ADVICE = "keep the pool, use a stride-2 stem conv, or checkpoint the high-resolution stages"
+ADVICE = (
+    "keep the pool, use a stride-2 stem conv, or checkpoint the high-resolution stages; keeping the "
+    "pool (or a stride-2 conv) halves the output's height and width, so a model that must return "
+    "the input's resolution needs one more upsampling stage"
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,12 @@ class DroppedStemPool(Rule):
     `torch.utils.checkpoint` around the high-resolution stages.
 
     ## Fix safety
-    No fix: putting the pool back changes the architecture (receptive field, output size).
+    No fix: putting the pool back changes the architecture (receptive field, output size). A
+    UNet whose decoder upsamples back to the input's size then returns H/2 x W/2 instead of
+    H x W: add an upsampling stage (e.g. `nn.Upsample(scale_factor=2)` before the head) to
+    restore it. `torchmemlint profile` measures the variant that keeps the pool and says when
+    its output shape differs; such a variant is never reported as confirmed
+    (`tests/dynamic/test_profile_inputs.py`).
 
     ## Measured
     UNet with a torchvision-style resnet34 encoder, 4x3x128x128: saved for backward
