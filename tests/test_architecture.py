@@ -139,20 +139,7 @@ def _cycles(graph):
 PACKAGES = sorted(
     _module_name(path.parent) for path in PACKAGE.rglob("__init__.py")
 )
-# The budget <-> verify circle of dynamic/ is being removed on another branch; strict, so
-# that this flips to a failure (and the mark must go) when it is gone.
-KNOWN_CYCLES = {
-    "torchmemlint.dynamic": "dynamic/budget.py imports verify inside check_profile, verify imports budget",
-}
-
-
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p])) if p in KNOWN_CYCLES else p
-        for p in PACKAGES
-    ],
-)
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycle_in_package(package):
     """No circle of imports through a module of ``package`` (function-local and TYPE_CHECKING
     imports count: they are circles a refactoring has to untie all the same)."""
