@@ -484,7 +484,7 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
             return
         self.report(
             _positional(node)[0].value,
-            f"Checkpoint updates the running statistics of `{item.what}` twice. "
+            "Checkpoint updates a BatchNorm's running statistics twice. "
             f"{label} contains `{item.what}`{item.located()}: in train mode its running "
             "statistics are updated again when checkpoint recomputes the segment in backward "
             "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
