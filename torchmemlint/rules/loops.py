@@ -88,7 +88,11 @@ class EvalWithoutNoGrad(_LoopRule):
     that never assigns it nor calls eval/train/backward/step (transformers' pipelines: the base
     class runs `_forward` under `no_grad` in another file, which a single-file linter cannot
     read). A module-level `def predict(net, x): return net(x)` and a method that loops over
-    its `network` argument are still reported.
+    its `network` argument are still reported. Elsewhere, a module called in a function that
+    never backpropagates is reported when its output (followed through the statement flow)
+    ends only saved, printed, logged, made a number or numpy array, detached or given to a
+    metric (GAN sampling, `greedy_decode`); quiet when it is returned, stored, passed to an
+    unknown function, or trained through hooks.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
@@ -150,6 +154,7 @@ class AccumulatedTensor(_LoopRule):
     ## What it does
     Flags a loss or model output accumulated across loop iterations without turning it into a
     number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
+    `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
     `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
     no fix offered). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
