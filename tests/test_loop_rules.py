@@ -299,3 +299,42 @@ def test_eval_message_names_the_switch_the_code_wrote():
         assert f"after `m.{switch}` with autograd on (`{switch}` does not disable it)" in (
             found[0].message
         )
+
+
+# -- where a module's output goes (analysis/sinks.py, TML501 outside evaluation code) -----------
+def _reach(code: str, function: str):
+    import libcst as cst
+
+    from torchmemlint.analysis.callers import module_call, output_only_sinks
+    from torchmemlint.analysis.file import FileAnalysis
+    from torchmemlint.analysis.names import Bindings
+    from torchmemlint.analysis.training import ScopeFacts
+
+    module = cst.parse_module(code)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    analysis = FileAnalysis(module, bindings, text=code)
+    scope = next(s for s in analysis.scopes.scopes if s.name == function)
+    facts = ScopeFacts(analysis.scopes, scope)
+    event = next(e for e in scope.calls if module_call(facts, e) is not None)
+    return output_only_sinks(facts, event, analysis.flow(scope.function))
+
+
+@pytest.mark.parametrize(
+    "body, sinks, escape",
+    [
+        ("    out = model(x)\n    print(out.argmax(1).tolist())\n", ["`.argmax()`"], None),
+        ("    out = model(x)\n    print(out.shape)\n    return out\n", ["`.shape`"], "returned to the caller"),
+        ("    outs = []\n    for b in x:\n        outs.append(model(b))\n    return np.stack([o.numpy() for o in outs])\n",
+         ["`.numpy()`"], None),
+        ("    memory = model.encode(x)\n    ys = model.decode(memory).argmax(-1)\n    return ys\n", ["`.argmax()`"], None),
+        ("    out = model(x)\n    keep(out)\n", [], "passed to `keep`"),
+        ("    out = model(x)\n    self_.cache = out\n", [], "stored on an object"),
+    ],
+)
+def test_sink_follower_says_where_a_model_output_goes(body, sinks, escape):
+    code = "import numpy as np\nimport torch\n\n\ndef run(model, x, self_):\n" + body
+    reach = _reach(code, "run")
+    assert reach.sinks == sinks
+    assert reach.escape == escape
+    assert reach.only_sinks == (escape is None)

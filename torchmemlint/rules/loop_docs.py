@@ -37,7 +37,11 @@ TML501_DOCUMENTATION = """
     that never assigns it nor calls eval/train/backward/step (transformers' pipelines: the base
     class runs `_forward` under `no_grad` in another file, which a single-file linter cannot
     read). A module-level `def predict(net, x): return net(x)` and a method that loops over
-    its `network` argument are still reported.
+    its `network` argument are still reported. Elsewhere, a module called in a function that
+    never backpropagates is reported when its output (followed through the statement flow)
+    ends only saved, printed, logged, made a number or numpy array, detached or given to a
+    metric (GAN sampling, `greedy_decode`); quiet when it is returned, stored, passed to an
+    unknown function, or trained through hooks.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every

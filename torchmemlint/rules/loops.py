@@ -78,6 +78,7 @@ class AccumulatedTensor(_LoopRule):
     ## What it does
     Flags a loss or model output accumulated across loop iterations without turning it into a
     number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
+    `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
     `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
     no fix offered). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
