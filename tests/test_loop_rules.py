@@ -296,7 +296,7 @@ def test_eval_message_names_the_switch_the_code_wrote():
     for switch in ("train(False)", "eval()"):
         found = lint_source(code.format(switch=switch), "a.py", Settings(select=("TML501",)))
         assert len(found) == 1
-        assert f"after `m.{switch}` with autograd on (`{switch}` does not disable it)" in (
+        assert f"after `m.{switch}` with autograd on. `{switch}` does not disable autograd." in (
             found[0].message
         )
 

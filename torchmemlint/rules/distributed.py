@@ -162,14 +162,14 @@ class DdpWithoutGradientAsBucketView(_CallRule):
                 else:
                     edit = NodeEdit(call.node.args[-1].value, ", gradient_as_bucket_view=True", "after")
                 message = (
-                    "%s without `gradient_as_bucket_view=True` keeps every gradient twice. The "
+                    "%s keeps every gradient twice. Without `gradient_as_bucket_view=True` the "
                     "reducer's buckets hold a second copy of each gradient; as bucket views the "
                     "gradients take no extra memory" % what
                 )
             elif literal_bool(value) is False:
                 edit = NodeEdit(value, "True")
                 message = (
-                    "%s with `gradient_as_bucket_view=False` keeps every gradient twice. The "
+                    "%s keeps every gradient twice. With `gradient_as_bucket_view=False` the "
                     "reducer's buckets hold a second copy of each gradient; as bucket views the "
                     "gradients take no extra memory" % what
                 )
@@ -364,9 +364,9 @@ class EmptyCacheInTrainingLoop(_CallRule):
                     continue
                 where = "a training loop"
             self._found[id(call.node)] = (
-                "`torch.cuda.empty_cache()` in %s frees nothing for the next step. That step "
-                "allocates the same blocks again (through cudaMalloc, which synchronizes); the "
-                "peak does not move" % where,
+                "`torch.cuda.empty_cache()` every training step frees nothing for the next. It "
+                "runs in %s: the next step allocates the same blocks again (through cudaMalloc, "
+                "which synchronizes); the peak does not move" % where,
                 None,
             )
 

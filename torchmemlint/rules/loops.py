@@ -453,16 +453,17 @@ class _Checks:
                 "train(False)" if call.attr == "train" else "eval()"
                 for call in scope.calls if call.seq == mode_seq[0]
             )  # the switch as the code writes it
-            where = f"after `{callee}.{switch}` with autograd on (`{switch}` does not disable it)"
+            where = f"after `{callee}.{switch}` with autograd on"
+        off = "" if named else f"`{switch}` does not disable autograd. "
         if single:
             message = (
-                f"`{callee}` is called {where}. Its output keeps the graph and every activation "
+                f"`{callee}` is called {where}. {off}Its output keeps the graph and every activation "
                 "saved for backward alive as long as it lives, and the forward's peak holds them "
                 "all; use `torch.no_grad()`"
             )
         else:
             message = (
-                f"`{callee}` is called {where}. Every call records its graph and keeps the saved "
+                f"`{callee}` is called {where}. {off}Every call records its graph and keeps the saved "
                 f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
                 "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
                 "`torch.no_grad()`"
@@ -489,8 +490,8 @@ class _Checks:
         self.wrapped.add(key)
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
             event.node,
-            f"`{callee}` is called with autograd on in `{self.scope.name}()`, which never "
-            f"backpropagates, and its output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
+            f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
+            f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
             "the forward records its graph and keeps every activation saved for backward alive "
             "while the output lives; use `torch.no_grad()`",
             self._no_grad_fix(None),
