@@ -184,10 +184,16 @@ def profile(
     except ConfigError as error:
         raise DynamicError(str(error)) from None
     budget_bytes = request.resolve() if request else None
+    from torchmemlint.dynamic.lines import StepObserver
+    from torchmemlint.dynamic.report import add_step_sections
+
+    observer = StepObserver()  # memory by source line and findings from measurement, as the CLI
     result = verify_module.run_profile(
         spec, inputs_spec, arguments, dtype, device, settings, verify=verify,
         checkpoint_advice=checkpoint_advice, estimate_for=estimate_for, real_tensors=real_tensors,
+        observer=observer,
     )
+    add_step_sections(result, observer, settings)
     fields: Dict[str, Any] = {}
     if request is not None:
         check = check_profile(result, request, budget_bytes, arguments, settings, verified=verify)

@@ -622,10 +622,15 @@ def dynamic_report(
             inputs = entry["input_shapes"]
             if entry["inputs"] is not None:
                 inputs = _load_inputs(entry["inputs"][0], entry["inputs"][1], [])
-            results.append(verify.run_profile(
+            from torchmemlint.dynamic.lines import StepObserver
+
+            observer = StepObserver()
+            profiled = verify.run_profile(
                 entry["target"], inputs, entry["init_args"], entry["dtype"],
-                entry["device"], settings, estimate_for=entry["estimate_for"],
-            ))
+                entry["device"], settings, estimate_for=entry["estimate_for"], observer=observer,
+            )
+            report.add_step_sections(profiled, observer, settings)
+            results.append(profiled)
         except DynamicError as error:
             click.echo("torchmemlint: error: %s: %s" % (entry["target"], error), err=True)
             failed.append((entry["target"], str(error)))

@@ -6,12 +6,14 @@ what backward makes (gradients, temporaries) is one band, and the parameters,
 buffers and input batch that exist before the step are the base.  The forward and
 backward phases are shaded and labelled; after backward, the optimizer step is
 drawn as modelled (its state and update temporaries, ``budget.OptimizerModel``),
-and labelled so.  The peak is annotated with its phase, op and module.
+and labelled so.  The peak is annotated with its phase, op and module, and the source lines that
+hold the most of the step's memory there (the profile's "lines" section).
 Needs matplotlib.
 """
 
 from __future__ import annotations
 
+import os
 import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -122,8 +124,8 @@ def draw(result: Any, optimizer: Optional[str] = "adam") -> Any:
         where = "%s, at %s" % (step.peak_phase, step.peak_op)
         if step.peak_phase == "forward" and step.peak_module:
             where += " in %s" % step.peak_module
-        axes.annotate("peak %s (step) + %s resident\n%s" % (
-            format_bytes(step.peak_bytes), format_bytes(resident), where),
+        axes.annotate("peak %s (step) + %s resident\n%s%s" % (
+            format_bytes(step.peak_bytes), format_bytes(resident), where, _top_lines(result)),
             (peak_x, peak_y), xytext=(0.02, 0.88), textcoords="axes fraction", va="top", fontsize="small",
             arrowprops={"arrowstyle": "->", "color": "black", "linewidth": 0.8})
     axes.set_ylim(0, top * 1.35 if top else 1)
@@ -134,6 +136,22 @@ def draw(result: Any, optimizer: Optional[str] = "adam") -> Any:
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", title="by module (forward)")
     figure.tight_layout()
     return figure
+
+
+def _top_lines(result: Any, count: int = 3) -> str:
+    """The source lines that hold the most of the step's memory at the peak (the profile's
+    "lines" section, ``lines.StepObserver``), as lines for the peak's annotation."""
+    data = next((section.data for section in getattr(result, "sections", ())
+                 if section.key == "lines"), None)
+    if not data:
+        return ""
+    step_lines = [line for line in data if line.get("what") not in ("parameter", "buffer")]
+    top = sorted(step_lines, key=lambda line: -line["bytes"])[:count]
+    return "".join(
+        "\n%s:%s  %s  %s" % (os.path.basename(line["filename"]), line["row"],
+                             format_bytes(line["bytes"]), line["what"])
+        for line in top
+    )
 
 
 def save(result: Any, path: str, optimizer: Optional[str] = "adam") -> None:
