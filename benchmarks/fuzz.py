@@ -109,7 +109,9 @@ def deep_programs(rng: random.Random) -> List[Callable[[], str]]:
         lambda: (lambda n: "y = " + "a if b else " * n + "c\n")(depth(100, 5000)),
         lambda: (lambda n: "y = " + "+".join(["1"] * n) + "\n")(depth(500, 30000)),
         lambda: (lambda n: "y = " + "**".join(["2"] * n) + "\n")(depth(100, 5000)),
-        lambda: (lambda n: "y = x" + ".a" * n + "\n")(depth(100, 20000)),
+        # libcst's parse time grows about quadratically with an attribute chain's length
+        # (11,800 links: 42 s of CPU here), so chains stay at a few thousand links
+        lambda: (lambda n: "y = x" + ".a" * n + "\n")(depth(100, 3000)),
         lambda: (lambda n: "loss = " + " + ".join(["torch.softmax(x, -1)"] * n) + "\n")(
             depth(100, 5000)
         ),
@@ -124,7 +126,17 @@ def deep_programs(rng: random.Random) -> List[Callable[[], str]]:
 
 
 def hypothesmith_programs(count: int, seed: int) -> List[str]:
-    """``count`` programs from Python's grammar (hypothesmith), deterministic for a seed."""
+    """``count`` programs from Python's grammar (hypothesmith), deterministic for a seed;
+    kept in the temporary directory, since drawing them takes most of a run's time."""
+    kept = Path(tempfile.gettempdir()) / f"tml-fuzz-grammar-{seed}-{count}.json"
+    if kept.exists():
+        return json.loads(kept.read_text(encoding="utf-8"))
+    programs = _draw(count, seed)
+    kept.write_text(json.dumps(programs), encoding="utf-8")
+    return programs
+
+
+def _draw(count: int, seed: int) -> List[str]:
     import hypothesmith
     from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
 
