@@ -97,7 +97,13 @@ def salted(program: str, rng: random.Random) -> str:
 
 
 def deep_programs(rng: random.Random) -> List[Callable[[], str]]:
-    depth = lambda low, high: rng.randint(low, high)  # noqa: E731
+    # Depths either within what Python accepts (up to 800) or far beyond it (5,000 and more):
+    # in between, libcst's parse of one long line takes superlinear time (a 2,800-term sum of
+    # calls on one 62 KB line: 48 s of CPU here), which would make this run hours long.
+    def depth(low: int, high: int) -> int:
+        if high <= 800:
+            return rng.randint(low, high)
+        return rng.choice([rng.randint(low, 800), rng.randint(max(low, 5000), max(high, 5000))])
     return [
         lambda: (lambda n: "x = " + "(" * n + "1" + ")" * n + "\n")(depth(50, 3000)),
         lambda: (lambda n: "x = " + "[" * n + "]" * n + "\n")(depth(50, 3000)),
@@ -109,9 +115,11 @@ def deep_programs(rng: random.Random) -> List[Callable[[], str]]:
         lambda: (lambda n: "y = " + "a if b else " * n + "c\n")(depth(100, 5000)),
         lambda: (lambda n: "y = " + "+".join(["1"] * n) + "\n")(depth(500, 30000)),
         lambda: (lambda n: "y = " + "**".join(["2"] * n) + "\n")(depth(100, 5000)),
-        lambda: (lambda n: "y = x" + ".a" * n + "\n")(depth(100, 20000)),
+        # libcst's parse time grows about quadratically with an attribute chain's length
+        # (11,800 links: 42 s of CPU here; Python accepts such a chain), so chains stay short
+        lambda: (lambda n: "y = x" + ".a" * n + "\n")(depth(100, 800)),
         lambda: (lambda n: "loss = " + " + ".join(["torch.softmax(x, -1)"] * n) + "\n")(
-            depth(100, 5000)
+            depth(100, 8000)
         ),
         lambda: (
             lambda n: "".join(" " * i + "if x:\n" for i in range(n)) + " " * n + "y = checkpoint(f, x)\n"
@@ -124,7 +132,17 @@ def deep_programs(rng: random.Random) -> List[Callable[[], str]]:
 
 
 def hypothesmith_programs(count: int, seed: int) -> List[str]:
-    """``count`` programs from Python's grammar (hypothesmith), deterministic for a seed."""
+    """``count`` programs from Python's grammar (hypothesmith), deterministic for a seed;
+    kept in the temporary directory, since drawing them takes most of a run's time."""
+    kept = Path(tempfile.gettempdir()) / f"tml-fuzz-grammar-{seed}-{count}.json"
+    if kept.exists():
+        return json.loads(kept.read_text(encoding="utf-8"))
+    programs = _draw(count, seed)
+    kept.write_text(json.dumps(programs), encoding="utf-8")
+    return programs
+
+
+def _draw(count: int, seed: int) -> List[str]:
     import hypothesmith
     from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
 

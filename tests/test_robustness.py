@@ -101,7 +101,7 @@ def test_a_worker_killed_mid_file_costs_only_that_file(tmp_path, jobs):
     naming the signal; every other file is still reported and the run exits non-zero."""
     src = tmp_path / "src"
     good_files(src)
-    (src / "a_big.py").write_text(big_model(1500))  # first in order, seconds to lint
+    (src / "a_big.py").write_text(big_model(3000))  # first in order, ~7 s of CPU to lint
     process = subprocess.Popen(
         [sys.executable, "-m", "torchmemlint", "--no-cache", "-j", jobs, "src"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env(),
@@ -112,7 +112,7 @@ def test_a_worker_killed_mid_file_costs_only_that_file(tmp_path, jobs):
         children = _children(process.pid)
         time.sleep(0.05)
     assert children, "no worker process: the files are linted in the main process"
-    time.sleep(1.0)  # the small files are done by now; the big one is still being linted
+    time.sleep(3.0)  # the small files are done by now; the big one is still being linted
     for child in _children(process.pid):
         os.kill(child, signal.SIGSEGV)
     out, err = process.communicate(timeout=120)
@@ -293,7 +293,7 @@ def test_unreadable_files_and_directories_are_e902_and_the_rest_is_linted(tmp_pa
 @pytest.mark.parametrize("where", ["stdin", "workers"])
 def test_ctrl_c_stops_at_once_with_130(tmp_path, where):
     (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "big.py").write_text(big_model(1500))
+    (tmp_path / "src" / "big.py").write_text(big_model(3000))  # ~7 s of CPU to lint
     args = ["--no-cache", "--stdin-filename", "big.py", "-"] if where == "stdin" else ["--no-cache", "-j", "1", "src"]
     process = subprocess.Popen(
         [sys.executable, "-m", "torchmemlint", *args],
