@@ -6,13 +6,16 @@ from typing import List
 
 from torchmemlint.findings import Finding
 from torchmemlint.output.sarif import level_for
+from torchmemlint.output.text import escape_control
 
 # SARIF levels to the three annotation commands GitHub knows.
 _COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # GitHub's own escapes first, then every other control character written as a Python
+    # escape (`\x1b`): a log line must not move the cursor or recolour the terminal either.
+    return escape_control(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
