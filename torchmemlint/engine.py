@@ -578,14 +578,21 @@ def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> O
     return None if findings is None else FileResult(path, findings)
 
 
-def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
-    """The cache's content key of a file: its bytes, and where an enabled rule reads other
-    files of the project, the project facts its findings may depend on
-    (``ProjectIndex.key_for``): an edit elsewhere that changes them makes this file a miss."""
+def project_key(path: str, codes: FrozenSet[str], text: Optional[str] = None) -> str:
+    """The project facts the findings of ``path`` may depend on (``ProjectIndex.key_for``), or
+    "" when no rule of ``codes`` reads other files of the project; ``text``: the file's text
+    when it is not the one on disk (an editor's buffer)."""
     registry = all_rules()
     if not any(code in registry and registry[code].needs_project for code in codes):
-        return content_hash(data)
-    return content_hash(data + b"\0" + REGISTRY.index_for(path).key_for(path).encode("ascii"))
+        return ""
+    return REGISTRY.index_for(path, text).key_for(path)
+
+
+def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
+    """The cache's content key of a file: its bytes, and the project facts its findings may
+    depend on (``project_key``): an edit elsewhere that changes them makes this file a miss."""
+    key = project_key(path, codes)
+    return content_hash(data + b"\0" + key.encode("ascii")) if key else content_hash(data)
 
 
 def _lint_one(

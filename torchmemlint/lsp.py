@@ -39,12 +39,13 @@ from pygls.workspace import TextDocument
 
 from torchmemlint import __version__
 from torchmemlint.config import CONFIG_NAMES, ConfigError, Settings, find_config, load_settings
-from torchmemlint.engine import SYNTAX_ERROR, is_excluded_file, lint_source
+from torchmemlint.engine import SYNTAX_ERROR, is_excluded_file, lint_source, project_key
 from torchmemlint.findings import Edit, Finding, Location
 from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.incremental import Document
 from torchmemlint.output import rule_url
 from torchmemlint.output.sarif import level_for
+from torchmemlint.project import REGISTRY
 from torchmemlint.sourcefile import line_starts, newline_of
 
 SOURCE = "torchmemlint"
@@ -211,6 +212,10 @@ class TorchMemLintServer(LanguageServer):
         # Per path, the parse of the buffer's last version: a re-lint parses only the
         # top-level statements an edit touched (incremental.Document).
         self.documents: Dict[str, Document] = {}
+        # Per path, the project facts its last lint depended on (``engine.project_key``; "" when
+        # no enabled rule reads other files): an edit in another buffer that changes them
+        # re-lints it (``relint_dependants``).
+        self.project_keys: Dict[str, str] = {}
         self.polling: Optional[asyncio.Task] = None
 
     # -- settings ---------------------------------------------------------------------------
@@ -274,12 +279,14 @@ class TorchMemLintServer(LanguageServer):
         """The buffer's findings, reusing its last lint and parse (the lint thread's)."""
         if is_excluded_file(path, settings):
             return []
+        key = project_key(path, settings.codes_for_file(path), source)
         last = self.last_lint.get(path)
-        if last is not None and last[0] == source and last[1] == settings:
+        if last is not None and last[0] == source and last[1] == settings and self.project_keys.get(path) == key:
             return list(last[2])
         document = self.documents.setdefault(path, Document())
         findings = lint_source(source, path, settings, document=document)
         self.last_lint[path] = (source, settings, findings)
+        self.project_keys[path] = key
         return list(findings)
 
     def request_findings(self, path: str, source: str, settings: Settings) -> List[Finding]:
@@ -288,7 +295,8 @@ class TorchMemLintServer(LanguageServer):
         if is_excluded_file(path, settings):
             return []
         last = self.last_lint.get(path)
-        if last is not None and last[0] == source and last[1] == settings:
+        key = project_key(path, settings.codes_for_file(path), source)
+        if last is not None and last[0] == source and last[1] == settings and self.project_keys.get(path) == key:
             return list(last[2])
         return lint_source(source, path, settings)
 
@@ -302,6 +310,7 @@ class TorchMemLintServer(LanguageServer):
         if not is_python(document):
             return
         path, source, version = document.path, document.source, document.version
+        REGISTRY.set_text(path, source)  # the other buffers' projects read this text
         self.config_signatures[uri] = config_signature(path)
         settings = self.settings_for(path)  # here: it may message the client
         self.supersede(uri)
@@ -363,6 +372,26 @@ class TorchMemLintServer(LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=job.uri, diagnostics=diagnostics, version=version)
         )
+        self.relint_dependants(job.uri)
+
+    def relint_dependants(self, changed: str) -> None:
+        """Re-lint the other open buffers whose findings depend on project facts that the
+        buffer ``changed`` has just changed (its class deleted an attribute another buffer's
+        fix removes, say); buffers whose rules read no other file are left alone."""
+        for uri in list(self.workspace.text_documents):
+            if uri == changed or uri in self.pending or uri in self.jobs:
+                continue
+            document = self.workspace.get_text_document(uri)
+            path = document.path
+            if not is_python(document) or path not in self.project_keys or not self.project_keys[path]:
+                continue
+            try:
+                key = project_key(path, self.settings_for(path).codes_for_file(path), document.source)
+            except Exception as error:  # noqa: BLE001 - a buffer's project must not stop the others
+                log.error("project of %s: %s: %s", uri, type(error).__name__, error)
+                continue
+            if key != self.project_keys[path]:
+                self.publish(uri)
 
     def supersede(self, uri: str) -> None:
         """Cancel the lint in flight for ``uri``: its text is no longer the buffer's."""
@@ -624,6 +653,8 @@ def create_server() -> TorchMemLintServer:
         ls.cancel(params.text_document.uri)
         ls.supersede(params.text_document.uri)
         ls.last_lint.pop(to_fs_path(params.text_document.uri) or "", None)
+        REGISTRY.set_text(to_fs_path(params.text_document.uri) or "", None)  # the disk's again
+        ls.project_keys.pop(to_fs_path(params.text_document.uri) or "", None)
         ls.documents.pop(to_fs_path(params.text_document.uri) or "", None)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[])

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -460,6 +461,8 @@ class ProjectRegistry:
         self._run_index: Optional[ProjectIndex] = None
         self._by_root: Dict[str, Tuple[Tuple[Tuple[str, float, int], ...], Tuple[Tuple[str, str], ...], ProjectIndex]] = {}
         self.texts: Dict[str, str] = {}
+        # The language server sets buffers on its event loop and lints on a thread.
+        self._lock = threading.Lock()
 
     def set_run(self, files: Iterable[str]) -> None:
         # Python modules only: a notebook is read as its code cells, in the project of its
@@ -472,18 +475,20 @@ class ProjectRegistry:
     def set_text(self, path: str, text: Optional[str]) -> None:
         """An editor's buffer for ``path`` (None: the file on disk again)."""
         absolute = os.path.abspath(path)
-        if text is None:
-            self.texts.pop(absolute, None)
-        else:
-            self.texts[absolute] = text
+        with self._lock:
+            if text is None:
+                self.texts.pop(absolute, None)
+            else:
+                self.texts[absolute] = text
 
     def index_for(self, path: str, text: Optional[str] = None) -> ProjectIndex:
         absolute = os.path.abspath(path)
+        with self._lock:
+            texts = dict(self.texts)
         if absolute in self.run_files:
             if self._run_index is None:
-                self._run_index = ProjectIndex.for_files(sorted(self.run_files), self.texts)
+                self._run_index = ProjectIndex.for_files(sorted(self.run_files), texts)
             return self._run_index
-        texts = dict(self.texts)
         if text is not None:
             texts[absolute] = text
         files = [absolute, *_neighbours([absolute])]
