@@ -424,6 +424,32 @@ class TorchMemLintServer(LanguageServer):
             )
         log.error("%s: %s", type(error).__name__, error)
 
+    def flush(self, timeout: float = 30.0) -> None:
+        """Before answering ``shutdown``: publish the diagnostics of the buffers whose lint was
+        still waiting or running, so that an edit made just before the editor closes (or a
+        client that opens a document and shuts down at once) is not lost with the process."""
+        waiting = set(self.pending) | set(self.jobs)
+        for uri in list(self.pending):
+            self.cancel(uri)
+        try:
+            self.lint_thread.submit(lambda: None).result(timeout)  # the lint in flight ends
+        except Exception:  # noqa: BLE001 - one that does not end in time is cancelled below
+            pass
+        for job in list(self.jobs.values()):
+            self.supersede(job.uri)  # its own callback publishes nothing now
+        for uri in waiting:
+            if uri not in self.workspace.text_documents:
+                continue
+            document = self.workspace.get_text_document(uri)
+            if not is_python(document):
+                continue
+            findings, _, _ = self.findings(document)  # the lint just made: kept, not redone
+            text = _Text(document.source, self.workspace.position_codec.impl)
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=[diagnostic(finding, text) for finding in findings],
+                version=document.version,
+            ))
+
     def relint_all(self) -> None:
         for uri in list(self.workspace.text_documents):
             self.cancel(uri)
@@ -614,6 +640,10 @@ def code_actions(
 # -- wiring ---------------------------------------------------------------------------------
 def create_server() -> TorchMemLintServer:
     server = TorchMemLintServer()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: TorchMemLintServer, params: Any) -> None:
+        ls.flush()
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: TorchMemLintServer, params: types.InitializedParams) -> None:
