@@ -145,6 +145,8 @@ def _top_lines(result: Any, count: int = 3) -> str:
                  if section.key == "lines"), None)
     if not data:
         return ""
+    from .report import format_bytes
+
     step_lines = [line for line in data if line.get("what") not in ("parameter", "buffer")]
     top = sorted(step_lines, key=lambda line: -line["bytes"])[:count]
     return "".join(
