@@ -150,8 +150,9 @@ def _top_lines(result: Any, count: int = 3) -> str:
     step_lines = [line for line in data if line.get("what") not in ("parameter", "buffer")]
     top = sorted(step_lines, key=lambda line: -line["bytes"])[:count]
     return "".join(
-        "\n%s:%s  %s  %s" % (os.path.basename(line["filename"]), line["row"],
-                             format_bytes(line["bytes"]), line["what"])
+        "\n%s:%s  %s  %s%s" % (os.path.basename(line["filename"]), line["row"],
+                               format_bytes(line["bytes"]), line["what"],
+                               "  (%s)" % line["module"] if line.get("module") else "")
         for line in top
     )
 
