@@ -171,7 +171,8 @@ def lint_fix(target: Path, unsafe: bool) -> Dict[str, object]:
         args.append("--unsafe-fixes")
     result = subprocess.run([*args, str(target)], capture_output=True, text=True,
                             cwd=target.parent, env={**os.environ, "PYTHONPATH": str(REPO)})
-    fixed_line = next((line for line in result.stdout.splitlines() if line.startswith("Fixed ")), "")
+    fixed_line = next((line for line in result.stdout.splitlines()
+                       if line.startswith(("Fixed ", "Found ", "All checks"))), "")
     return {"returncode": result.returncode, "summary": fixed_line or result.stdout.strip().splitlines()[-1:],
             "traceback": "Traceback" in result.stderr}
 
