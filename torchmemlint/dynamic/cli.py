@@ -253,12 +253,7 @@ def profile(
     if snapshot_path is not None:
         _write_snapshot(result, snapshot_path)
     if plot_path is not None:
-        try:
-            from torchmemlint.dynamic.plot import save as save_plot
-
-            save_plot(result, plot_path)
-        except OSError as error:
-            raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
+        _save_plot(result, plot_path)
     if output_format == "json":
         payload = report.format_json([result])
         if budget_fields:  # budget_bytes, fits, fixes_that_fit, max_batch at the top level
@@ -467,6 +462,15 @@ def _parallel_options(options: Dict[str, Any], device: str, real_tensors: bool) 
     return chosen
 
 
+def _save_plot(result: Any, plot_path: str) -> None:
+    from torchmemlint.dynamic.plot import save as save_plot
+
+    try:
+        save_plot(result, plot_path)
+    except OSError as error:
+        raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
+
+
 def _profile_parallel(
     target: str, shapes: Any, arguments: Any, dtype: str, estimate_for: str, options: Any,
     budget_options: Any, timeout: Optional[float], output_format: str, plot_path: Optional[str], report: Any,
@@ -487,12 +491,7 @@ def _profile_parallel(
     except USER_EXITS as error:
         raise fail(str(user_exit(error, "profiling %s" % target)))
     if plot_path is not None:
-        try:
-            from torchmemlint.dynamic.plot import save as save_plot
-
-            save_plot(result, plot_path)
-        except OSError as error:
-            raise fail("--plot: cannot write %s: %s" % (plot_path, error.strerror or error))
+        _save_plot(result, plot_path)
     if output_format == "json":
         payload = json.loads(report.format_json([result]))
         click.echo(json.dumps({**payload, **budget_fields}, indent=2) + "\n", nl=False)
