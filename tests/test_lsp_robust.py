@@ -18,20 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_robustness import BLOCK, GOOD  # the CLI robustness tests' good file and block
 
 REPO = Path(__file__).resolve().parent.parent
-GOOD = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(block, x)\n"
-BLOCK = """
-class Block{i}(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.act = nn.ReLU(inplace=True)
-        self.drop = nn.Dropout(0.1, inplace=True)
-
-    def forward(self, x):
-        y = checkpoint(self.layer, x)
-        return self.act(self.drop(y))
-"""
 
 
 class RawClient:
