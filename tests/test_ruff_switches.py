@@ -309,6 +309,18 @@ def test_add_noqa_keeps_line_endings_and_encoding(tmp_path):
 
 
 @pytest.mark.slow
+def test_add_noqa_leaves_a_read_only_file_and_writes_the_others(tmp_path):
+    write(tmp_path / "ro.py", BAD)
+    write(tmp_path / "rw.py", BAD)
+    os.chmod(tmp_path / "ro.py", 0o444)  # no write bit: refused, root or not
+    result = run(["--no-cache", "--add-noqa", "ro.py", "rw.py"], tmp_path)
+    assert result.returncode == 2
+    assert "torchmemlint: error: cannot write ro.py: the file is read-only" in result.stderr
+    assert (tmp_path / "ro.py").read_text() == BAD
+    assert "# noqa: TML201" in (tmp_path / "rw.py").read_text()
+
+
+@pytest.mark.slow
 def test_add_noqa_refuses_fix_and_stdin(tmp_path):
     # ruff: "the argument '--add-noqa' cannot be used with '--fix'" (exit 2).
     write(tmp_path / "bad.py", BAD)

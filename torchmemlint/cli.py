@@ -158,6 +158,8 @@ def _add_noqa_one(path: str, settings: Settings, ignore_noqa: bool) -> Tuple[int
     if count:
         try:
             write_atomic(source, new_text)
+        except SourceError as error:  # read-only, changed meanwhile: left unchanged
+            return 0, str(error)
         except OSError as error:
             return 0, f"cannot write {path}: {error.strerror or error}"
     return count, None
