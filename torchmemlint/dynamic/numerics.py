@@ -1,4 +1,4 @@
-"""Check that a memory fix keeps a model's numerics (memory-facts §5.4)."""
+"""Check that a memory fix keeps a model's numerics (``tests/dynamic/test_verify.py``)."""
 
 from __future__ import annotations
 

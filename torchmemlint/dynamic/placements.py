@@ -1,6 +1,7 @@
 """Where to put activation checkpointing: measure candidate placements.
 
-Saved-bytes reductions overstate peak reductions (memory-facts §3.5), so
+Saved-bytes reductions overstate peak reductions (a saved tensor freed before
+the peak does not lower it), so
 each placement is judged by the measured training-step peak and the extra
 FLOPs of recomputation.
 """

@@ -4,7 +4,8 @@
 when its ``StorageImpl`` dies.  Freeing is decided by Python reference counts
 and the autograd engine, which do not depend on the device, so the same
 tracker run under ``FakeTensorMode`` on the cpu device reproduces the byte
-counts of a real run without allocating anything (memory-facts §2).
+counts of a real run without allocating anything
+(``tests/dynamic/test_dynamic_tracker.py::test_fake_cpu_matches_real_cpu_to_the_byte``).
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ class LiveTracker(TorchDispatchMode):
                 self._resize(record, storage.nbytes(), op_name)
             elif key not in input_storages and not aliases_input:
                 # A view never allocates, even when fake tensors give it a storage of its
-                # own (views of deep-copied or re-wrapped fake parameters do: issue 11).
+                # own (views of deep-copied or re-wrapped fake parameters do).
                 self._allocate(storage, op_name)
         if self.observer is not None:
             self._observe("op", self, func, args, kwargs or {}, out)

@@ -5,7 +5,7 @@ finding without one, the variant its message suggests) is applied to the
 source text in memory.  The variant is imported under a fresh module name,
 built, loaded with the original's weights (``load_state_dict(strict=True)``),
 measured like the original and compared with it numerically after one real
-training step (memory-facts §5).
+training step (``dynamic/numerics.py``; ``tests/dynamic/test_verify.py``).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ AUTOCAST_TOLERANCE = (5e-2, 5e-2)
 # Fake-tensor accounting is exact for what it counts, so a relative saving is
 # real at any size (no absolute floor: 512 KiB of a 6 MiB peak is 8.3 %); 1 %
 # is about the largest gap measured between the estimate and CUDA's
-# max_memory_allocated on conv nets (x0.987, benchmarks/gpu_check.py, issue 11),
+# max_memory_allocated on conv nets (x0.987 on an H200, benchmarks/gpu_check.py),
 # so a smaller saving could be lost in what the estimate does not count.
 CONFIRM_FRACTION = 0.01
 
