@@ -1,8 +1,9 @@
 """Run, under fake tensors on the cpu device, the kernels CUDA would run.
 
 The CPU and CUDA dispatch two families of ops differently, and the
-difference is large for transformers (a 12-layer LM was estimated at 2.3x
-what CUDA allocates before this module; benchmarks/gpu_check.py on an H200):
+difference is large for transformers (with the CPU's own kernels a 12-layer LM
+is estimated at 2.3x what CUDA allocates; benchmarks/gpu_check.py reports both
+estimates against an H200):
 
 * ``F.scaled_dot_product_attention``: in training with dropout the CPU runs
   the math path (matmul, softmax, float dropout noise: three B*H*L*S tensors
