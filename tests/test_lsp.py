@@ -464,3 +464,40 @@ async def test_after_the_noqa_action_the_cli_flake8_and_the_server_are_all_silen
     path.write_text(text, encoding="utf-8")
     assert _tml_rows(_surface("torchmemlint", "check", "model.py", cwd=client.root)) == []
     assert _tml_rows(_surface("flake8", "model.py", cwd=client.root)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_extended_base_config_and_unfixable_count_as_in_the_cli(neovim):
+    # A config that `extend`s a shared base outside the project: editing the base (outside the
+    # editor, no watch events) re-lints; `unfixable` keeps the diagnostic but offers no fix,
+    # neither as a quick fix nor in fix-all.
+    client = neovim
+    base = client.root / "shared" / "base.toml"
+    base.parent.mkdir()
+    base.write_text('extend-select = ["TML991"]\n', encoding="utf-8")
+    project = client.root / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.torchmemlint]\nextend = "../shared/base.toml"\n', encoding="utf-8"
+    )
+    uri, published = await open_and_wait(client, "project/model.py", MODEL)
+    found = by_code(published.diagnostics)
+    assert sorted(found) == ["TML990", "TML991"]
+    titles = {a.title for a in await actions_at(client, uri, found["TML990"])}
+    assert "Fix TML990: Use the tensor" in titles
+
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    base.write_text('extend-select = ["TML991"]\nunfixable = ["TML990"]\n', encoding="utf-8")
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    found = by_code(published.diagnostics)
+    assert sorted(found) == ["TML990", "TML991"]  # still reported
+    titles = {a.title for a in await actions_at(client, uri, found["TML990"])}
+    assert titles == {"Ignore TML990 with `# noqa: TML990`"}  # but not fixed
+    fix_all = await actions_at(client, uri, found["TML990"], only=[types.CodeActionKind.SourceFixAll])
+    assert fix_all == []
+
+    waiting = client.protocol.wait_for_notification_async(PUBLISH)
+    base.write_text("\n", encoding="utf-8")  # the base selects nothing more now
+    published = await asyncio.wait_for(waiting, TIMEOUT)
+    assert sorted(by_code(published.diagnostics)) == ["TML990"]

@@ -2,11 +2,12 @@
 
 The engine does the work, as for the CLI: each document gets the settings the CLI would give
 its file (the closest ``torchmemlint.toml`` or ``pyproject.toml`` with a ``[tool.torchmemlint]``
-table above it), re-read when that file changes: on the client's file-watch events where it
-sends them, and otherwise because the server polls the config files' modification times. A
+table above it, and the files its ``extend`` names), re-read when one of them changes: on the
+client's file-watch events where it sends them, and otherwise because the server polls the config files' modification times. A
 broken config is shown as an error message and the last good settings stay in force. The
 server lints the buffer's text and turns findings into diagnostics and their fixes into code
-actions. It never imports or runs the code it checks.
+actions (none for a rule ``fixable``/``unfixable`` keeps from fixing). It never imports or
+runs the code it checks.
 
 Requests are answered while a document is linted: lints run on a thread of their own, one at a
 time, and a lint whose buffer has changed since it started is cancelled (an exception raised in
@@ -44,6 +45,7 @@ from torchmemlint.findings import Edit, Finding, Location
 from torchmemlint.fixer import FixError, fix_text
 from torchmemlint.incremental import Document
 from torchmemlint.output import rule_url
+from torchmemlint.output.report import without_unfixable
 from torchmemlint.output.sarif import level_for
 from torchmemlint.project import REGISTRY
 from torchmemlint.sourcefile import line_starts, newline_of
@@ -201,7 +203,7 @@ class TorchMemLintServer(LanguageServer):
         self.jobs: Dict[str, _Job] = {}  # per URI, the lint in flight
         self.job_lock = threading.Lock()
         self.pending: Dict[str, asyncio.TimerHandle] = {}
-        self.settings_cache: Dict[Tuple[str, int, int], Settings] = {}
+        self.settings_cache: Dict[Tuple, Tuple[Settings, Tuple]] = {}  # config signature: settings, extended files signature
         self.reported_config_errors: Dict[str, str] = {}  # per directory: the error shown
         self.last_good: Dict[str, Settings] = {}  # per directory, while its config is broken
         self.config_signatures: Dict[str, Tuple] = {}  # per URI, at its last lint
@@ -231,11 +233,13 @@ class TorchMemLintServer(LanguageServer):
             if config is None:
                 settings = Settings(root=self.workspace.root_path or os.getcwd())
             else:
-                stat = os.stat(config)
-                key = (config, stat.st_mtime_ns, stat.st_size)
-                if key not in self.settings_cache:
-                    self.settings_cache[key] = load_settings(config)
-                settings = self.settings_cache[key]
+                key = file_signature((config,))
+                cached = self.settings_cache.get(key)
+                # the files its `extend` brought in count too: editing one changes the settings
+                if cached is None or cached[1] != file_signature(cached[0].extended):
+                    loaded = load_settings(config)
+                    cached = self.settings_cache[key] = (loaded, file_signature(loaded.extended))
+                settings = cached[0]
         except (ConfigError, OSError) as error:
             message = str(error)
             if self.reported_config_errors.get(directory) != message:
@@ -266,7 +270,9 @@ class TorchMemLintServer(LanguageServer):
                 document = self.workspace.get_text_document(uri)
                 if uri in self.pending or not is_python(document):
                     continue
-                if config_signature(document.path) != self.config_signatures.get(uri):
+                known = self.config_signatures.get(uri)
+                extended = known[1] if known else ()
+                if known is None or config_signature(document.path, extended) != known[0]:
                     self.publish(uri)
 
     # -- linting ----------------------------------------------------------------------------
@@ -284,7 +290,7 @@ class TorchMemLintServer(LanguageServer):
         if last is not None and last[0] == source and last[1] == settings and self.project_keys.get(path) == key:
             return list(last[2])
         document = self.documents.setdefault(path, Document())
-        findings = lint_source(source, path, settings, document=document)
+        findings = settings_findings(lint_source(source, path, settings, document=document), settings)
         self.last_lint[path] = (source, settings, findings)
         self.project_keys[path] = key
         return list(findings)
@@ -311,8 +317,8 @@ class TorchMemLintServer(LanguageServer):
             return
         path, source, version = document.path, document.source, document.version
         REGISTRY.set_text(path, source)  # the other buffers' projects read this text
-        self.config_signatures[uri] = config_signature(path)
         settings = self.settings_for(path)  # here: it may message the client
+        self.config_signatures[uri] = (config_signature(path, settings.extended), settings.extended)
         self.supersede(uri)
         job = self.jobs[uri] = _Job(uri, version)
         future = asyncio.get_running_loop().run_in_executor(
@@ -456,22 +462,35 @@ class TorchMemLintServer(LanguageServer):
             self.publish(uri)
 
 
-def config_signature(path: str) -> Tuple:
-    """Size and modification time of every config file that could govern ``path``."""
+def file_signature(paths: Sequence[str]) -> Tuple:
+    """Size and modification time of each of ``paths`` that exists."""
     signature = []
+    for candidate in paths:
+        try:
+            stat = os.stat(candidate)
+        except OSError:
+            continue
+        signature.append((candidate, stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)
+
+
+def config_signature(path: str, extended: Sequence[str] = ()) -> Tuple:
+    """Size and modification time of every config file that could govern ``path``, and of the
+    files its config's ``extend`` brings in (which may lie anywhere)."""
+    candidates = []
     directory = os.path.dirname(os.path.abspath(path))
     while True:
-        for name in CONFIG_NAMES:
-            candidate = os.path.join(directory, name)
-            try:
-                stat = os.stat(candidate)
-            except OSError:
-                continue
-            signature.append((candidate, stat.st_mtime_ns, stat.st_size))
+        candidates.extend(os.path.join(directory, name) for name in CONFIG_NAMES)
         parent = os.path.dirname(directory)
         if parent == directory:
-            return tuple(signature)
+            return file_signature(candidates) + file_signature(extended)
         directory = parent
+
+
+def settings_findings(findings: List[Finding], settings: Settings) -> List[Finding]:
+    """The findings as the CLI reports them under ``settings``: a rule that ``fixable`` leaves out
+    or ``unfixable`` names keeps its diagnostic but offers no fix."""
+    return without_unfixable(findings, settings.fixable_codes())
 
 
 def is_python(document: TextDocument) -> bool:
@@ -618,7 +637,7 @@ def code_actions(
     if _wants(only, FIX_ALL_KIND) and any(f.fix_applies(False) for f in findings):
 
         def lint(source: str) -> List[Finding]:
-            return lint_source(source, path, settings)
+            return settings_findings(lint_source(source, path, settings), settings)
 
         try:
             fixed = fix_text(source, lint, unsafe_fixes=False).text
