@@ -104,8 +104,15 @@ def test_multi_device_evidence(source, evidence):
     ("f(a, b=1, c=2)\n", ["b", "c"]),
     ("kw = dict(x=1)\nf(a, **kw, y=2)\n", ["x", "y"]),
     ("kw = {'x': 1}\nf(**kw)\n", ["x"]),
-    ("kw = {'x': 1}\nkw['y'] = 2\nf(**kw)\n", None),  # written after it was built
-    ("kw = {'x': 1}\nkw.update(y=2)\nf(**kw)\n", None),
+    # filled in after it was built, maybe under an `if`: the literal keys may be passed
+    ("kw = {'x': 1}\nkw['y'] = 2\nf(**kw)\n", ["x", "y"]),
+    ("kw = {}\nif cond:\n    kw['y'] = 2\nf(**kw)\n", ["y"]),
+    ("kw = {'x': 1}\nkw.update(y=2)\nf(**kw)\n", ["x", "y"]),
+    ("kw = dict()\nkw.update({'z': 3})\nkw.setdefault('w', 4)\nf(**kw)\n", ["w", "z"]),
+    # a key or a content the file does not show: unknown
+    ("kw = {}\nkw[name] = 2\nf(**kw)\n", None),
+    ("kw = {}\nkw.update(options)\nf(**kw)\n", None),
+    ("kw = {}\nkw.update(**options)\nf(**kw)\n", None),
     ("def g(**kw):\n    f(**kw)\n", None),  # a parameter
     ("f(**{k: 1 for k in keys})\n", None),
 ])
@@ -115,3 +122,53 @@ def test_call_keywords(source, keywords):
     assert len(calls) == 1
     found = call_keywords(calls[0][1].node, calls[0][0])
     assert (None if found is None else sorted(found)) == keywords
+
+
+DDP_OPTIONS = """\
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+
+def wrap(model, args):
+    dist.init_process_group("nccl")
+    options = {}
+    if args.static_graph:
+        options["static_graph"] = True
+    if args.find_unused:
+        options.update(find_unused_parameters=True)
+    return DistributedDataParallel(model, device_ids=[args.rank], **options)
+
+
+def wrap_viewed(model, args):
+    options = dict(device_ids=[args.rank])
+    if args.views:
+        options["gradient_as_bucket_view"] = True
+    return DistributedDataParallel(model, **options)
+
+
+def wrap_off(model, rank):
+    options = {"device_ids": [rank]}
+    options.setdefault("gradient_as_bucket_view", False)
+    return DistributedDataParallel(model, **options)
+
+
+def wrap_unknown(model, extra):
+    options = {}
+    options.update(extra)
+    return DistributedDataParallel(model, **options)
+"""
+
+
+@pytest.mark.slow
+def test_ddp_keywords_from_a_dict_filled_under_conditions(tmp_path):
+    path = tmp_path / "wrap.py"
+    path.write_text(DDP_OPTIONS)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
+         "--output-format", "json", str(path)],
+        capture_output=True, text=True,
+    )
+    found = sorted((f["location"]["row"], f["fix"] is not None) for f in json.loads(run.stdout))
+    # the dict filled under `if`s without the flag: reported with a fix; set to True under an
+    # `if`: the user's choice; set to False: reported; filled from elsewhere: unknown, quiet
+    assert found == [(12, True), (25, True)]

@@ -135,15 +135,42 @@ def _dict_of(
     seq = next((event.seq for event in scope.calls if event.node is call), None)
     if len(events) != 1 or events[0].augmented or seq is None or events[0].seq > seq:
         return None
-    # Written to after its definition (`kwargs["x"] = ...`, `kwargs.update(...)`): unknown.
+    found = _dict_display(events[0].value) if events[0].value is not None else None
+    if found is None:
+        return None
+    # Filled in after its definition, maybe under an `if`: a key written with a literal name
+    # (`kwargs["x"] = v`, `kwargs.update(x=v)`, `kwargs.update({"x": v})`,
+    # `kwargs.setdefault("x", v)`) may be passed, with that value; any other write: unknown.
     for event in scope.calls:
-        if event.func in ("%s.update" % value.value, "%s.setdefault" % value.value):
-            return None
+        if event.func == "%s.update" % value.value:
+            update = event.node.args
+            if len(update) == 1 and update[0].keyword is None and not update[0].star:
+                added = _dict_display(update[0].value)
+            else:
+                added = _dict_display(cst.Call(cst.Name("dict"), update))
+            if added is None:
+                return None
+            found.update(added)
+        elif event.func == "%s.setdefault" % value.value:
+            args = event.node.args
+            if len(args) != 2 or type(args[0].value) is not cst.SimpleString or args[0].keyword or args[0].star:
+                return None
+            found.setdefault(args[0].value.evaluated_value, args[1].value)
     for target in nodes_of(scope.node, cst.AssignTarget):
         written = target.target
         if type(written) is cst.Subscript and type(written.value) is cst.Name and written.value.value == value.value:
-            return None
-    return _dict_display(events[0].value) if events[0].value is not None else None
+            key = written.slice[0].slice if len(written.slice) == 1 else None
+            if type(key) is not cst.Index or type(key.value) is not cst.SimpleString:
+                return None
+            found[key.value.evaluated_value] = _assigned_value(scope.node, target)
+    return found
+
+
+def _assigned_value(root: cst.CSTNode, target: cst.AssignTarget) -> cst.BaseExpression:
+    for assign in nodes_of(root, cst.Assign):
+        if any(t is target for t in assign.targets):
+            return assign.value
+    return cst.Name("None")  # pragma: no cover - every AssignTarget belongs to an Assign
 
 
 def _dict_display(value: cst.BaseExpression) -> Optional[Dict[str, cst.BaseExpression]]:
