@@ -172,3 +172,56 @@ def test_ddp_keywords_from_a_dict_filled_under_conditions(tmp_path):
     # the dict filled under `if`s without the flag: reported with a fix; set to True under an
     # `if`: the user's choice; set to False: reported; filled from elsewhere: unknown, quiet
     assert found == [(12, True), (25, True)]
+
+
+ZERO_GRAD_WRAPPERS = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizers):
+        self.model = model
+        self.optimizers = optimizers
+
+    def zero_grad(self, set_to_none=False):
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=set_to_none)
+
+    def zero_grad_freed(self, set_to_none=True):
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=set_to_none)
+
+    def zero_grad_rebound(self, set_to_none=False):
+        set_to_none = set_to_none or torch.__version__ >= "2"
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none)
+
+    def zero_grad_positional(self, keep=False):
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(keep)
+
+    def zero_grad_required(self, keep):
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(keep)
+
+    def step(self, batch):
+        self.zero_grad()
+        self.model(batch).sum().backward()
+        for optimizer in self.optimizers:
+            optimizer.step()
+"""
+
+
+@pytest.mark.slow
+def test_zero_grad_wrapper_passing_on_a_false_default(tmp_path):
+    path = tmp_path / "trainer.py"
+    path.write_text(ZERO_GRAD_WRAPPERS)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML704",
+         "--output-format", "json", str(path)],
+        capture_output=True, text=True,
+    )
+    found = sorted((f["location"]["row"], f["fix"]) for f in json.loads(run.stdout))
+    # the parameter's default False reaches the optimizer (by keyword or position); a True
+    # default, a rebound parameter and one without a default do not say
+    assert found == [(11, None), (24, None)]

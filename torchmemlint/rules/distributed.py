@@ -375,7 +375,9 @@ class ZeroGradKeepsGradients(_CallRule):
     """
     ## What it does
     Flags `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)`
-    (also `zero_grad(False)`, and the keyword spread from a dict built beside the call).
+    (also `zero_grad(False)`, the keyword spread from a dict built beside the call, and a
+    method's own parameter passed on, `def zero_grad(self, set_to_none=False): ...
+    opt.zero_grad(set_to_none=set_to_none)`, whose default is False).
 
     ## Why is this bad?
     With `set_to_none=False` every gradient stays allocated, filled with zeros, through the
@@ -451,15 +453,38 @@ class ZeroGradKeepsGradients(_CallRule):
             else:
                 keywords = call_keywords(node, scope)
                 value = None if keywords is None else keywords.get("set_to_none")
-            if value is None or literal_bool(value) is not False:
+            if value is None:
+                continue
+            default = _parameter_default(scope, value)
+            if literal_bool(default if default is not None else value) is not False:
                 continue
             fix = None
-            if len(node.args) == 1 and arg is not None:
+            if default is None and len(node.args) == 1 and arg is not None:
                 fix = FixSpec(Applicability.UNSAFE, "Remove `set_to_none=False`",
                               (NodeEdit(node, self.code_for(node.func) + "()"),))
+            if default is None:
+                title = ("`zero_grad(set_to_none=False)` keeps every gradient allocated through the "
+                         "next forward")
+            else:
+                title = ("`zero_grad` gets `set_to_none=False` from the default of `%s` and keeps "
+                         "every gradient allocated" % value.value)
             self._found[id(node)] = (
-                "`zero_grad(set_to_none=False)` keeps every gradient allocated through the next "
-                "forward. They stay as zeros; without the argument the gradients are freed until "
-                "backward makes them again",
+                title + ". They stay as zeros; without the argument the gradients are freed "
+                "until backward makes them again",
                 fix,
             )
+
+
+def _parameter_default(scope: Scope, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """The default of the enclosing function's parameter that ``value`` names, when the
+    function never rebinds it (a `zero_grad(self, set_to_none=False)` that passes it on)."""
+    function = scope.node
+    if type(value) is not cst.Name or type(function) is not cst.FunctionDef:
+        return None
+    params = function.params
+    for param in (*params.params, *params.kwonly_params):
+        if param.name.value == value.value and param.default is not None:
+            if any(value.value in event.targets for event in scope.assigns):
+                return None
+            return param.default
+    return None
