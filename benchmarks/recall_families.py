@@ -58,7 +58,8 @@ Key = Tuple[str, int, str]  # path (package key / path in the wheel), row, code
 def default_codes(tool: Path) -> List[str]:
     """The codes ``torchmemlint rule`` of ``tool`` lists as on by default."""
     env = dict(os.environ, PYTHONPATH=str(tool))
-    out = subprocess.run([sys.executable, "-m", "torchmemlint", "rule"], env=env,
+    # cwd=tool: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+    out = subprocess.run([sys.executable, "-m", "torchmemlint", "rule"], env=env, cwd=tool,
                          capture_output=True, text=True, check=True).stdout
     codes = [line.split()[0] for line in out.splitlines()[1:]
              if len(line.split()) > 2 and line.split()[2] == "on"]
