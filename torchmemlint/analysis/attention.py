@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.axes import arm_axis
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
 WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join"})
-SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join"})
+SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 PASSES = frozenset({"reshape", "relabel", "same", "join", "element", "helper", "index", "cast"})
 
@@ -181,7 +182,7 @@ class _Question:
         if value.op not in WEIGHT_STEPS or not value.inputs:
             raise _NoSite()
         if value.op == "join":
-            return self._join(value, lambda arm: self._weights(arm, axis), "weights")
+            return self._join(value, lambda arm, index: self._weights(arm, arm_axis(axis, value, index)), "weights")
         if value.op == "dropout":
             self.has_dropout = True
             self._dropout(value)
@@ -197,10 +198,10 @@ class _Question:
         """An ``if``/``else`` join: every arm that leads to the same value; fixed only when
         one arm is the other with a mask applied under the ``if``'s test."""
         found, failed = [], 0
-        for arm in value.inputs:
+        for index, arm in enumerate(value.inputs):
             saved = (dict(self.chain), list(self.reasons), list(self.masks), list(self.scales), dict(self.memo))
             try:
-                found.append(follow(arm))
+                found.append(follow(arm, index))
             except _NoSite:
                 self.chain, self.reasons, self.masks, self.scales, self.memo = saved  # type: ignore[assignment]
                 failed += 1
@@ -281,7 +282,7 @@ class _Question:
         if value.op not in SCORE_STEPS or not value.inputs:
             raise _NoSite()
         if value.op == "join":
-            return self._join(value, lambda arm: self._scores(arm, axis), "scores")
+            return self._join(value, lambda arm, index: self._scores(arm, arm_axis(axis, value, index)), "scores")
         if value.op == "fill":
             fill = value.info["fill"]
             number = fill.info.get("number") if fill.op == "constant" else None
@@ -306,6 +307,8 @@ class _Question:
             self.reasons.append("the scores pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
         elif value.op == "relabel":
             self.reasons.append("the scores are transposed before the softmax")
+        elif value.op == "reshape":  # reached with the key axis known: another arm of an ``if`` kept it
+            self.reasons.append("the scores are reshaped (`%s`) before the softmax" % _code(value.node)[:60])
         return self._scores(value.inputs[0], axis)
 
     def _scale(self, value: Value) -> None:
