@@ -156,3 +156,32 @@ def test_cli_reports_them_without_a_fix(tmp_path):
         "return weights.matmul(value).transpose(1, 2).reshape(windows, size, width)",
     ]
     assert all(f["fix"] is None for f in found)
+
+
+def quiet(source: str):
+    module = cst.parse_module(textwrap.dedent(source))
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    attention = AttentionSites(FileAnalysis(module, bindings, text=module.code))
+    assert attention.sites() == []
+    return [(function.name.value, why) for function, _, why in attention.quiet]
+
+
+def test_what_is_left_alone_by_design_says_why():
+    returned = COSINE_OR_DOT.replace(
+        "return (probs @ v).transpose(1, 2).reshape(b, n, c)",
+        "return (probs @ v).transpose(1, 2).reshape(b, n, c), probs")
+    assert [(name, why.split(" (")[0]) for name, why in quiet(returned)] == [
+        ("forward", "the scores or weights are also read elsewhere")]
+    fused = HEADER + textwrap.dedent("""
+    class Fused(nn.Module):
+        def forward(self, q, k, v):
+            if self.fast:
+                out = F.scaled_dot_product_attention(q, k, v)
+            else:
+                out = (q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5).softmax(-1) @ v
+            return out
+    """)
+    assert quiet(fused) == [("forward", "the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")]
+    # Not an attention at all: nothing to explain.
+    assert quiet(HEADER + "def f(x, w):\n    return (x @ w).softmax(-1)\n") == []

@@ -2,9 +2,10 @@
 
 The models are written here, in the forms real code drops a pool in: the attribute replaced by
 ``nn.Identity()`` (on the model, from a factory function, inside a ``Sequential`` stem), the
-pool left out of ``forward``.  Look-alikes stay quiet: a net that never had a pool, a pool
-replaced by a stride-2 conv, a pool left out of ``forward`` for a functional pool, a global
-(adaptive) pool replaced for features.  The bytes are compared with a second measured step of
+pool left out of ``forward``, a stem put together from a built net's modules without its pool.
+Look-alikes stay quiet: a net that never had a pool, a pool
+replaced by a stride-2 conv, a pool left out of ``forward`` for a functional pool, a built
+net's stem kept with stages of the model's own, a global (adaptive) pool replaced for features.  The bytes are compared with a second measured step of
 the same net with its pool, not with a figure written here.
 """
 
@@ -106,6 +107,18 @@ MODELS = textwrap.dedent('''
             return self.body(self.stem(x)).mean((2, 3))
 
 
+    class SlicedStem(nn.Module):
+        def __init__(self, keep_pool=False):
+            super().__init__()
+            base = ResNetish()
+            stem = [base.conv1, base.bn1, base.relu] + ([base.maxpool] if keep_pool else [])
+            self.stem = nn.Sequential(*stem)  # TML301 stem kept without its pool
+            self.layer1, self.layer2 = base.layer1, base.layer2
+
+        def forward(self, x):
+            return self.layer2(self.layer1(self.stem(x))).mean((2, 3))
+
+
     # -- look-alikes ----------------------------------------------------------------------------
 
     class NeverPooled(nn.Module):
@@ -133,6 +146,19 @@ MODELS = textwrap.dedent('''
         def features(self, x):
             x = F.max_pool2d(self.relu(self.bn1(self.conv1(x))), 3, 2, 1)
             return self.layer2(self.layer1(x))
+
+
+    class OwnStages(nn.Module):
+        """Only the stem of a built net kept, with stages of its own: nothing of the net after the pool ran."""
+
+        def __init__(self):
+            super().__init__()
+            base = ResNetish()
+            self.stem = nn.Sequential(base.conv1, base.bn1, base.relu)
+            self.body = nn.Sequential(stage(16, 1), stage(32, 2))
+
+        def forward(self, x):
+            return self.body(self.stem(x)).mean((2, 3))
 
 
     class FeaturesOnly(ResNetish):
@@ -182,13 +208,15 @@ def later_saved(observer, prefixes):
     ("identity_pool_factory", "net.maxpool = nn.Identity()", ("layer",), "ResNetish"),
     ("SkippedPool", "x = self.layer1(x)  # TML301 runs here", ("layer",), "ResNetish"),
     ("SequentialStem", "self.stem[3] = nn.Identity()", ("body",), "kept"),
+    ("SlicedStem", "self.stem = nn.Sequential(*stem)", ("layer",), "kept"),
 ])
 def test_dropped_pool_is_measured_at_its_line_with_what_the_pool_saves(models, models_file, name, line,
                                                                        prefixes, reference):
     observer, found = measure(getattr(models, name))
     assert [(f.filename, f.row) for f in found] == [(str(models_file), row_of(models_file, line))]
     if reference == "kept":
-        with_pool, _ = measure(lambda: models.SequentialStem(keep_pool=True))
+        with_pool, quiet = measure(lambda: getattr(models, name)(keep_pool=True))
+        assert quiet == []
     else:
         with_pool, quiet = measure(getattr(models, reference))
         assert quiet == []
@@ -199,7 +227,7 @@ def test_dropped_pool_is_measured_at_its_line_with_what_the_pool_saves(models, m
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["NeverPooled", "ConvForPool", "FunctionalPool", "FeaturesOnly"])
+@pytest.mark.parametrize("name", ["NeverPooled", "ConvForPool", "FunctionalPool", "OwnStages", "FeaturesOnly"])
 def test_look_alikes_stay_quiet(models, name):
     _, found = measure(getattr(models, name))
     assert found == []

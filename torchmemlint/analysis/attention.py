@@ -19,7 +19,7 @@ which statements computed the scores, or why no such call can be written (``reas
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -62,7 +62,7 @@ class AttentionSite:
 
 
 class _NoSite(Exception):
-    pass
+    """Not a site; ``args[0]``, when given, why an eager attention is left alone by design."""
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -79,6 +79,7 @@ class AttentionSites:
     def __init__(self, analysis: "FileAnalysis") -> None:
         self.analysis = analysis
         self._sites: Optional[List[AttentionSite]] = None
+        self.quiet: List[Tuple[cst.FunctionDef, cst.CSTNode, str]] = []  # (function, product, why): by design
 
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
@@ -91,9 +92,12 @@ class AttentionSites:
                 graph = self.analysis.values(function)
                 for value in graph.values:
                     if value.op == "contract" and value.function is function:
-                        site = _Question(graph, value).site()
+                        question = _Question(graph, value)
+                        site = question.site()
                         if site is not None:
                             self._sites.append(site)
+                        elif question.why:
+                            self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
         return self._sites
 
 
@@ -122,14 +126,17 @@ class _Question:
         self.has_dropout = False
         self.texts: List[cst.CSTNode] = []  # expressions the SDPA call re-evaluates
         self.memo: Dict[int, Value] = {}  # id(a scores value) -> the contraction it comes from
+        self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
 
     def site(self) -> Optional[AttentionSite]:
+        why = ""
         for side in (0, 1):
             self.__init__(self.graph, self.product)  # type: ignore[misc]
             try:
                 return self._site(side)
-            except _NoSite:
-                continue
+            except _NoSite as stop:
+                why = why or (stop.args[0] if stop.args else "")
+        self.why = why
         return None
 
     # -- the weights ---------------------------------------------------------------------------
@@ -147,7 +154,11 @@ class _Question:
         softmax = self._weights(weights, axis)
         scores = self._scores(softmax.inputs[0], axis)
         key_side = 0 if axis.side == "left" else 1
-        if not _similarity(scores, key_side) or self._escapes() or self._fallback():
+        if self._escapes():
+            raise _NoSite("the scores or weights are also read elsewhere (returned, stored, logged): SDPA never makes them")
+        if self._fallback():
+            raise _NoSite("the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")
+        if not _similarity(scores, key_side):
             raise _NoSite()
         graph = self.graph
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]

@@ -115,6 +115,8 @@ class PoolSlot:
     before: List[str]  # qualified names of the parent's children registered before the slot
     after: List[str]  # ... and after it (for a last child: the parent's later siblings)
     called: Dict[str, Tuple[Site, int]] = field(default_factory=dict)  # later child -> (call line, op index)
+    in_model: bool = True  # False: the pool's parent was built, but only its other children were kept
+    kept_at: Optional[Site] = None  # then: the line that put the last child before the pool into the model
 
 
 class _NodeSites(TorchFunctionMode):
@@ -187,6 +189,8 @@ class StepObserver:
         self.param_ids: Set[Any] = set()
         # (id(parent), name) -> (line, pool stride) for a strided pool replaced while the model was built
         self._replaced_pools: Dict[Tuple[int, str], Tuple[Site, int]] = {}
+        # id(parent) -> child name -> (id(child), pool stride): every registration while building
+        self._children: Dict[int, Dict[str, Tuple[int, int]]] = {}
         self._calls: Dict[int, Tuple[Site, int]] = {}  # id(module) -> (first call's line, op index)
         self.pools: List[PoolSlot] = []
 
@@ -283,6 +287,7 @@ class StepObserver:
 
         def replaced(module: nn.Module, name: str, value: Any) -> None:
             registered(module, name, value)
+            self._children.setdefault(id(module), {})[name] = (id(value), pool_stride(value))
             old = module._modules.get(name)
             if old is not None and pool_stride(old) > 1 and pool_stride(value) <= 1:
                 found = self._safe_site()
@@ -527,6 +532,29 @@ class StepObserver:
                     sub = modules.get(name)
                     if sub is not None and id(sub) in self._calls:
                         slot.called[name] = self._calls[id(sub)]
+                self.pools.append(slot)
+        self._note_left_out_pools(modules, names)
+
+    def _note_left_out_pools(self, modules: Dict[str, nn.Module], names: Dict[int, str]) -> None:
+        """A module built with a strided pool (a ResNet) that is not in the model, whose
+        children before and after the pool are (``nn.Sequential(r.conv1, r.bn1, r.relu)``, ``r.layer1``)."""
+        for parent, children in self._children.items():
+            if parent in names:
+                continue  # in the model: ``_note_pools`` saw it
+            order = list(children.items())
+            for position, (name, (child, stride)) in enumerate(order):
+                if stride <= 1 or child in names:
+                    continue
+                before = [names[c] for _, (c, _) in order[:position] if c in names]
+                after = [names[c] for _, (c, _) in order[position + 1:] if c in names]
+                if not before or not after:
+                    continue
+                holder, _, last = before[-1].rpartition(".")
+                kept_at = self.param_sites.get((id(modules[holder]), last))
+                slot = PoolSlot(name, stride, None, "", before, after, in_model=False, kept_at=kept_at)
+                for later in after:
+                    if id(modules[later]) in self._calls:
+                        slot.called[later] = self._calls[id(modules[later])]
                 self.pools.append(slot)
 
     def _class_site(self, cls: type) -> Optional[Site]:
