@@ -19,10 +19,11 @@ which statements computed the scores, or why no such call can be written (``reas
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.axes import arm_axis
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
 WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join"})
-SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join"})
+SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 PASSES = frozenset({"reshape", "relabel", "same", "join", "element", "helper", "index", "cast"})
 
@@ -61,7 +62,7 @@ class AttentionSite:
 
 
 class _NoSite(Exception):
-    pass
+    """Not a site; ``args[0]``, when given, why an eager attention is left alone by design."""
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -78,6 +79,7 @@ class AttentionSites:
     def __init__(self, analysis: "FileAnalysis") -> None:
         self.analysis = analysis
         self._sites: Optional[List[AttentionSite]] = None
+        self.quiet: List[Tuple[cst.FunctionDef, cst.CSTNode, str]] = []  # (function, product, why): by design
 
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
@@ -90,9 +92,12 @@ class AttentionSites:
                 graph = self.analysis.values(function)
                 for value in graph.values:
                     if value.op == "contract" and value.function is function:
-                        site = _Question(graph, value).site()
+                        question = _Question(graph, value)
+                        site = question.site()
                         if site is not None:
                             self._sites.append(site)
+                        elif question.why:
+                            self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
         return self._sites
 
 
@@ -121,14 +126,17 @@ class _Question:
         self.has_dropout = False
         self.texts: List[cst.CSTNode] = []  # expressions the SDPA call re-evaluates
         self.memo: Dict[int, Value] = {}  # id(a scores value) -> the contraction it comes from
+        self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
 
     def site(self) -> Optional[AttentionSite]:
+        why = ""
         for side in (0, 1):
             self.__init__(self.graph, self.product)  # type: ignore[misc]
             try:
                 return self._site(side)
-            except _NoSite:
-                continue
+            except _NoSite as stop:
+                why = why or (stop.args[0] if stop.args else "")
+        self.why = why
         return None
 
     # -- the weights ---------------------------------------------------------------------------
@@ -146,7 +154,11 @@ class _Question:
         softmax = self._weights(weights, axis)
         scores = self._scores(softmax.inputs[0], axis)
         key_side = 0 if axis.side == "left" else 1
-        if not _similarity(scores, key_side) or self._escapes() or self._fallback():
+        if self._escapes():
+            raise _NoSite("the scores or weights are also read elsewhere (returned, stored, logged): SDPA never makes them")
+        if self._fallback():
+            raise _NoSite("the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")
+        if not _similarity(scores, key_side):
             raise _NoSite()
         graph = self.graph
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]
@@ -181,7 +193,7 @@ class _Question:
         if value.op not in WEIGHT_STEPS or not value.inputs:
             raise _NoSite()
         if value.op == "join":
-            return self._join(value, lambda arm: self._weights(arm, axis), "weights")
+            return self._join(value, lambda arm, index: self._weights(arm, arm_axis(axis, value, index)), "weights")
         if value.op == "dropout":
             self.has_dropout = True
             self._dropout(value)
@@ -197,10 +209,10 @@ class _Question:
         """An ``if``/``else`` join: every arm that leads to the same value; fixed only when
         one arm is the other with a mask applied under the ``if``'s test."""
         found, failed = [], 0
-        for arm in value.inputs:
+        for index, arm in enumerate(value.inputs):
             saved = (dict(self.chain), list(self.reasons), list(self.masks), list(self.scales), dict(self.memo))
             try:
-                found.append(follow(arm))
+                found.append(follow(arm, index))
             except _NoSite:
                 self.chain, self.reasons, self.masks, self.scales, self.memo = saved  # type: ignore[assignment]
                 failed += 1
@@ -281,7 +293,7 @@ class _Question:
         if value.op not in SCORE_STEPS or not value.inputs:
             raise _NoSite()
         if value.op == "join":
-            return self._join(value, lambda arm: self._scores(arm, axis), "scores")
+            return self._join(value, lambda arm, index: self._scores(arm, arm_axis(axis, value, index)), "scores")
         if value.op == "fill":
             fill = value.info["fill"]
             number = fill.info.get("number") if fill.op == "constant" else None
@@ -306,6 +318,8 @@ class _Question:
             self.reasons.append("the scores pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
         elif value.op == "relabel":
             self.reasons.append("the scores are transposed before the softmax")
+        elif value.op == "reshape":  # reached with the key axis known: another arm of an ``if`` kept it
+            self.reasons.append("the scores are reshaped (`%s`) before the softmax" % _code(value.node)[:60])
         return self._scores(value.inputs[0], axis)
 
     def _scale(self, value: Value) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from torchmemlint.analysis.axes import Axis, joined as _joined
 from torchmemlint.analysis.einsum import parse_spec
 from torchmemlint.tree import walk
 
@@ -50,15 +51,6 @@ META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"
 ACTIVATION_LAYERS = frozenset({"ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "Mish", "ELU", "Hardswish"})
 HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
-
-
-class Axis:
-    """One axis of a tensor: its identity, and (``side``) which operand of the contraction
-    that made it it came from (``left``/``right`` only, ``both``: a batch axis)."""
-    __slots__ = ("side",)
-
-    def __init__(self, side: str = "") -> None:
-        self.side = side
 
 
 @dataclass(eq=False)
@@ -725,14 +717,6 @@ class FunctionValues:
 
 MATMUL_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 HELPER_NODES = 600
-
-
-def _joined(values: Sequence[Value]) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int]]:
-    """The axes a join has: those of the arms whose axes are known, when they agree."""
-    known = [v for v in values if v.axes is not None]
-    if not known or any(v.axes != known[0].axes for v in known):
-        return None, None
-    return known[0].axes, known[0].rank
 
 
 def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:

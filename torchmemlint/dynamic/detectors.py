@@ -22,6 +22,15 @@ bytes it costs at the measured shape.  They see what ran, however it was spelled
 * TML403: a BatchNorm whose running statistics are updated more than once in the step (a
   checkpointed segment recomputed in backward), at the user's call of ``checkpoint``.  Bytes:
   the running statistics updated twice.
+* TML301: a strided max/average pool of the model that the step did not downsample with: the
+  user's code replaced it by a module that keeps the resolution (``maxpool = nn.Identity()``),
+  the forward skipped it, or the model kept the modules built before and after it but not it
+  (``nn.Sequential(r.conv1, r.bn1, r.relu)`` and ``r.layer1``: reported where the stem was put
+  together, with the line that ran it); and the modules registered after it ran on a tensor of the same
+  height and width as the modules before it made (nothing else downsampled in between).  At the
+  replacing line, else at the call of the first later module.  Bytes: what autograd keeps for
+  the later modules' spatial tensors, times (1 - 1/stride): with the pool each would be
+  1/stride of its size (the later modules only; a decoder after them is not counted).
 
 ``static_flags`` runs the linter over the same files to say which of them it found.
 """
@@ -283,6 +292,55 @@ def batchnorm_twice(observer: StepObserver) -> Iterable[Tuple[OpRecord, int]]:
             yield first, nbytes
 
 
+def _inside(op: OpRecord, names: Iterable[str]) -> bool:
+    return any(op.module == name or op.module.startswith(name + ".") for name in names)
+
+
+def _spatial(ref: Optional[TensorRef]) -> Optional[Tuple[int, ...]]:
+    return tuple(ref.shape[2:]) if ref is not None and len(ref.shape) >= 3 else None
+
+
+def dropped_pool(graph: _Graph) -> Iterable[Tuple[Any, Optional[int], int, str]]:
+    """(line, the row that ran it or None, bytes, what) of each strided pool the step ran past without downsampling."""
+    obs = graph.obs
+    for slot in getattr(obs, "pools", []):
+        if slot.replaced_at is None and any(_inside(op, [slot.name]) for op in graph.trace):
+            continue  # the pool ran
+        later = [op for op in graph.trace if _inside(op, slot.after)]
+        if not later:
+            continue
+        first = later[0]
+        earlier = [op for op in graph.trace if op.index < first.index and _inside(op, slot.before)]
+        fed = next((_spatial(ref) for _, ref in _tensor_inputs(first)
+                    if graph.is_activation(ref) and _spatial(ref)), None)
+        if not earlier or not earlier[-1].outputs or fed is None or fed != _spatial(earlier[-1].outputs[0]):
+            continue  # not measurable, or something downsampled between
+        indices = {op.index for op in later}
+        refs = {ref.sid: ref for op in later for ref in op.inputs + op.outputs if ref is not None}
+        kept = sum(graph.nbytes(sid) for sid, ref in refs.items()
+                   if len(ref.shape) >= 3 and sid not in obs.param_ids and obs.saved_by.get(sid, set()) & indices)
+        if not kept:
+            continue
+        ran_at = None
+        if slot.replaced_at is not None:
+            site = slot.replaced_at
+            how = "`%s` replaced by %s" % (slot.name, slot.replacement)
+        else:
+            ran = min((called for name, called in slot.called.items() if called[0] != NO_SITE),
+                      key=lambda called: called[1], default=None)
+            if ran is None:
+                continue
+            site = ran[0]
+            how = "`%s` not run" % slot.name
+            if not slot.in_model:  # where the stem was put together without it
+                how = "`%s` left out of the model" % slot.name
+                if slot.kept_at is not None and slot.kept_at != NO_SITE:
+                    site, ran_at = slot.kept_at, ran[0][1] if ran[0][0] == slot.kept_at[0] else None
+        yield site, ran_at, kept * (slot.stride - 1) // slot.stride, (
+            "%s: %s ran at the height and width of %s (%s)" % (
+                how, first.module, earlier[-1].module, "x".join(map(str, fed))))
+
+
 def detect(observer: StepObserver, cuda_kernels: bool = True) -> List[MeasuredFinding]:
     """The measured findings of one observed step, largest first."""
     graph = _Graph(observer)
@@ -313,6 +371,9 @@ def detect(observer: StepObserver, cuda_kernels: bool = True) -> List[MeasuredFi
             add("TML204", op, nbytes, "dropout mask kept as floats", observer.module_sites.get(op.module))
     for op, nbytes in batchnorm_twice(observer):
         add("TML403", op, nbytes, "BatchNorm running statistics updated twice", op.checkpoint_site)
+    for (filename, row), ran_at, nbytes, what in dropped_pool(graph):
+        if (filename, row) != NO_SITE and ("TML301", filename, row) not in found:
+            found[("TML301", filename, row)] = MeasuredFinding("TML301", filename, row, nbytes, what, ran_at=ran_at)
     return sorted(found.values(), key=lambda f: (-f.bytes, f.filename, f.row, f.code))
 
 

@@ -103,6 +103,22 @@ class LineBytes:
                 "bytes": self.bytes, "what": self.what}
 
 
+@dataclass
+class PoolSlot:
+    """A strided pooling module of the built model (or the slot one held before it was
+    replaced), with its parent's other children in registration order."""
+
+    name: str  # qualified name of the slot
+    stride: int  # the pool's stride, height times width (4 for a 2x2 stride)
+    replaced_at: Optional[Site]  # the user's line that replaced the pool, None: still a pool
+    replacement: str  # class of what holds the slot now
+    before: List[str]  # qualified names of the parent's children registered before the slot
+    after: List[str]  # ... and after it (for a last child: the parent's later siblings)
+    called: Dict[str, Tuple[Site, int]] = field(default_factory=dict)  # later child -> (call line, op index)
+    in_model: bool = True  # False: the pool's parent was built, but only its other children were kept
+    kept_at: Optional[Site] = None  # then: the line that put the last child before the pool into the model
+
+
 class _NodeSites(TorchFunctionMode):
     """Tags each autograd node made in forward with the user's line of the op that made it."""
 
@@ -171,6 +187,12 @@ class StepObserver:
         self.peak_bytes = 0
         self.output_ids: Set[int] = set()
         self.param_ids: Set[Any] = set()
+        # (id(parent), name) -> (line, pool stride) for a strided pool replaced while the model was built
+        self._replaced_pools: Dict[Tuple[int, str], Tuple[Site, int]] = {}
+        # id(parent) -> child name -> (id(child), pool stride): every registration while building
+        self._children: Dict[int, Dict[str, Tuple[int, int]]] = {}
+        self._calls: Dict[int, Tuple[Site, int]] = {}  # id(module) -> (first call's line, op index)
+        self.pools: List[PoolSlot] = []
 
     # -- where the user's code is -------------------------------------------------------
 
@@ -263,11 +285,20 @@ class StepObserver:
                 if found is not None:
                     created[id(module)] = found
 
+        def replaced(module: nn.Module, name: str, value: Any) -> None:
+            registered(module, name, value)
+            self._children.setdefault(id(module), {})[name] = (id(value), pool_stride(value))
+            old = module._modules.get(name)
+            if old is not None and pool_stride(old) > 1 and pool_stride(value) <= 1:
+                found = self._safe_site()
+                if found is not None:
+                    self._replaced_pools[(id(module), name)] = (found, pool_stride(old))
+
         nn.Module.__init__ = init  # type: ignore[method-assign]
         handles = [
             module_hooks.register_module_parameter_registration_hook(registered),
             module_hooks.register_module_buffer_registration_hook(registered),
-            module_hooks.register_module_module_registration_hook(registered),
+            module_hooks.register_module_module_registration_hook(replaced),
         ]
         try:
             yield
@@ -276,8 +307,20 @@ class StepObserver:
             for handle in handles:
                 handle.remove()
 
-    def forward(self) -> Any:
-        return _NodeSites(self)
+    @contextlib.contextmanager
+    def forward(self) -> Iterator[None]:
+        """While the forward runs: tag autograd nodes with lines, note each module's first call."""
+
+        def called(module: nn.Module, args: Any) -> None:
+            if id(module) not in self._calls:
+                self._calls[id(module)] = (self._safe_site() or NO_SITE, len(self.trace))
+
+        handle = module_hooks.register_module_forward_pre_hook(called)
+        try:
+            with _NodeSites(self):
+                yield
+        finally:
+            handle.remove()
 
     # -- tracker callbacks --------------------------------------------------------------
 
@@ -367,6 +410,7 @@ class StepObserver:
         self.finished = True
         self._resolve_saves()
         self._note_modules(module)
+        self._note_pools(module)
         named = list(module.named_parameters())
         sites = self._resident_sites(module)
         grad_sites: Dict[int, Tuple[Site, str]] = {}
@@ -460,6 +504,59 @@ class StepObserver:
             if library and site is not None:
                 self.module_sites[name] = site
 
+    def _note_pools(self, root: nn.Module) -> None:
+        """``pools``: each strided pool of the model, and each slot a pool held before the
+        user's code replaced it, with the children around it and where the later ones ran."""
+        modules = dict(root.named_modules())
+        names = {id(sub): name for name, sub in modules.items()}
+
+        def children(parent_name: str) -> List[Tuple[str, Any]]:
+            prefix = parent_name + "." if parent_name else ""
+            return [(prefix + name, child) for name, child in modules[parent_name]._modules.items()]
+
+        for parent_name, parent in modules.items():
+            kids = children(parent_name)
+            for position, (qualified, child) in enumerate(kids):
+                replaced = self._replaced_pools.get((id(parent), qualified.rpartition(".")[2]))
+                stride = replaced[1] if replaced else pool_stride(child)
+                if stride <= 1 or child is None or names.get(id(child)) != qualified:
+                    continue
+                after = [name for name, _ in kids[position + 1:]]
+                if not after and parent_name:
+                    grand = parent_name.rpartition(".")[0]
+                    uncles = [name for name, _ in children(grand)]
+                    after = uncles[uncles.index(parent_name) + 1:] if parent_name in uncles else []
+                slot = PoolSlot(qualified, stride, replaced[0] if replaced else None, type(child).__name__,
+                                [name for name, _ in kids[:position]], after)
+                for name in after:
+                    sub = modules.get(name)
+                    if sub is not None and id(sub) in self._calls:
+                        slot.called[name] = self._calls[id(sub)]
+                self.pools.append(slot)
+        self._note_left_out_pools(modules, names)
+
+    def _note_left_out_pools(self, modules: Dict[str, nn.Module], names: Dict[int, str]) -> None:
+        """A module built with a strided pool (a ResNet) that is not in the model, whose
+        children before and after the pool are (``nn.Sequential(r.conv1, r.bn1, r.relu)``, ``r.layer1``)."""
+        for parent, children in self._children.items():
+            if parent in names:
+                continue  # in the model: ``_note_pools`` saw it
+            order = list(children.items())
+            for position, (name, (child, stride)) in enumerate(order):
+                if stride <= 1 or child in names:
+                    continue
+                before = [names[c] for _, (c, _) in order[:position] if c in names]
+                after = [names[c] for _, (c, _) in order[position + 1:] if c in names]
+                if not before or not after:
+                    continue
+                holder, _, last = before[-1].rpartition(".")
+                kept_at = self.param_sites.get((id(modules[holder]), last))
+                slot = PoolSlot(name, stride, None, "", before, after, in_model=False, kept_at=kept_at)
+                for later in after:
+                    if id(modules[later]) in self._calls:
+                        slot.called[later] = self._calls[id(modules[later])]
+                self.pools.append(slot)
+
     def _class_site(self, cls: type) -> Optional[Site]:
         try:
             filename = inspect.getsourcefile(cls)
@@ -473,6 +570,21 @@ class StepObserver:
     def step_lines(self) -> List[LineBytes]:
         """The lines of what the step allocated (their bytes add up to its peak)."""
         return [line for line in self.lines if line.what not in RESIDENT]
+
+
+def pool_stride(module: Any) -> int:
+    """Height-times-width stride of a max or average pool (1 for anything else, an adaptive
+    pool included: it pools to a fixed size, not by a factor)."""
+    from torch.nn.modules.pooling import _AvgPoolNd, _MaxPoolNd
+
+    if not isinstance(module, (_MaxPoolNd, _AvgPoolNd)):
+        return 1
+    stride = module.stride if module.stride is not None else module.kernel_size
+    strides = list(stride) if isinstance(stride, (tuple, list)) else [stride] * 2
+    product = 1
+    for value in strides[-2:]:
+        product *= int(value) if isinstance(value, int) and value > 0 else 1
+    return product
 
 
 def _owner_name(qualified: str) -> str:

@@ -216,7 +216,8 @@ def measured_text(findings: Sequence[Any]) -> List[str]:
     """Findings from measurement, each marked with whether the linter reported it."""
     if not findings:
         return ["none: no eager attention, overwritten saved tensor, out-of-place LeakyReLU-like "
-                "activation kept twice, float dropout mask or BatchNorm updated twice ran in this step"]
+                "activation kept twice, float dropout mask, BatchNorm updated twice or dropped "
+                "strided pool in this step"]
     rows: List[Tuple[str, ...]] = [("code", "at", "bytes", "linter", "what")]
     for finding in findings:
         linter = {True: "found", False: "MISSED", None: "-"}[finding.static]

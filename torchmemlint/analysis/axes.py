@@ -1,0 +1,55 @@
+"""The axes of the value graph's tensors (``analysis/values.py``): an axis is an identity, so a
+question can follow one axis from the contraction that made it to the softmax over it."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+
+class Axis:
+    """One axis of a tensor: its identity, and (``side``) which operand of the contraction
+    that made it it came from (``left``/``right`` only, ``both``: a batch axis)."""
+    __slots__ = ("side",)
+
+    def __init__(self, side: str = "") -> None:
+        self.side = side
+
+
+class JoinedAxis(Axis):
+    """The axis at one position of a join whose arms were made by different computations
+    (``if c: s = a @ b`` / ``else: s = c @ d``): ``arms``, that position's axis in each arm."""
+    __slots__ = ("arms",)
+
+    def __init__(self, arms: Tuple[Axis, ...]) -> None:
+        sides = {arm.side for arm in arms}
+        super().__init__(sides.pop() if len(sides) == 1 else "")
+        self.arms = arms
+
+
+def joined(values: Sequence[Any]) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int]]:
+    """The axes a join of ``values`` (value graph ``Value``s) has: those of the arms whose axes
+    are known, when they agree; when every arm's are known, as many and of one rank, but
+    differ, a ``JoinedAxis`` per position where they differ (None where one is not known)."""
+    known = [v for v in values if v.axes is not None]
+    if not known:
+        return None, None
+    first = known[0]
+    if all(v.axes == first.axes for v in known):
+        return first.axes, first.rank
+    if len(known) != len(values) or any(len(v.axes) != len(first.axes) or v.rank != first.rank for v in known):  # type: ignore[arg-type]
+        return None, None
+    axes: List[Optional[Axis]] = []
+    for position, axis in enumerate(first.axes):  # type: ignore[arg-type]
+        arms = tuple(v.axes[position] for v in known)  # type: ignore[index]
+        if all(arm is axis for arm in arms):
+            axes.append(axis)
+        else:
+            axes.append(None if None in arms else JoinedAxis(arms))  # type: ignore[arg-type]
+    return tuple(axes), first.rank
+
+
+def arm_axis(axis: Any, join: Any, arm: int) -> Any:
+    """``axis`` of the value ``join`` as it is in the join's input ``arm``."""
+    if isinstance(axis, JoinedAxis) and join.position(axis) is not None and len(axis.arms) == len(join.inputs):
+        return axis.arms[arm]
+    return axis
