@@ -202,6 +202,26 @@ def summarize(path: str, text: str) -> ModuleSummary:
     return summary
 
 
+# The summary of each module last read, and the text it was read from: an index rebuilt because
+# one file changed (an editor's buffer, a file saved) or built for another file of the same
+# project (flake8 and stdin lint one file at a time) summarizes only the texts that differ.
+_SUMMARIES: Dict[str, Tuple[str, ModuleSummary]] = {}
+_SUMMARIES_LOCK = threading.Lock()
+
+
+def _summary_of(path: str, text: str) -> ModuleSummary:
+    with _SUMMARIES_LOCK:
+        kept = _SUMMARIES.get(path)
+    if kept is not None and kept[0] == text and (kept[1].name, kept[1].package) == module_name(path):
+        return kept[1]  # (the same text, in the same package: an __init__.py may have come or gone)
+    summary = summarize(path, text)
+    with _SUMMARIES_LOCK:
+        if len(_SUMMARIES) >= 4 * MAX_NEIGHBOURS:
+            _SUMMARIES.clear()
+        _SUMMARIES[path] = (text, summary)
+    return summary
+
+
 # The index is read with ``ast`` (a tenth of a libcst parse); ``ast.walk`` (a generator of
 # generators) took as long again on timm, and was run over each class twice: one walk of
 # each top-level statement with the walker below reads the same nodes in a quarter of that.
@@ -290,7 +310,7 @@ class ProjectIndex:
                 summary.error = "unreadable"
                 summaries.append(summary)
             else:
-                summaries.append(summarize(path, text))
+                summaries.append(_summary_of(path, text))
         return cls(summaries)
 
     # -- names across modules --------------------------------------------------------------
@@ -533,8 +553,8 @@ class ProjectRegistry:
             if self._run_index is None:
                 self._run_index = ProjectIndex.for_files(sorted(self.run_files), texts)
             return self._run_index
-        if text is not None:
-            texts[absolute] = text
+        if text is not None and text != _read(absolute):
+            texts[absolute] = text  # (the text on disk is no override: the index stays shared)
         files = [absolute, *_neighbours([absolute])]
         stamp = tuple(_stamp(file) for file in files)
         overrides = tuple(sorted((file, texts[file]) for file in files if file in texts))
