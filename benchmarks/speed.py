@@ -96,6 +96,9 @@ TARGETS_15 = [
     ("torchmemlint-warm", "torchmemlint-cold", 0.10, "warm run of an unchanged tree / cold run"),
     ("torchmemlint-ALL", "parse", 1.5, "--select ALL cold / libcst parse"),
     ("torchmemlint", "parse", 1.0, "default rules / libcst parse"),
+    # after the value graph and the project index: the budgets they were given
+    ("torchmemlint", "parse", 1.1, "default rules / libcst parse, with the value graph"),
+    ("torchmemlint-ALL", "parse", 1.3, "--select ALL (project index built) / libcst parse"),
 ]
 DENSE_TARGET = ("torchmemlint-ALL", "parse", 2.0, "findings-dense file, --select ALL / parse")
 

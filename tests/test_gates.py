@@ -72,6 +72,44 @@ def score(m, loader):
         outs.append(m(x))
     return outs
 """, ["TML502", "TML501"]),
+    # TML501's sink case: the module call and the strong sink in one function
+    "sink-module-parameter": ("""import torch
+import torch.nn as nn
+from torchvision.utils import save_image
+
+
+def sample(generator: nn.Module, z):
+    images = generator(z)
+    save_image(images, "samples.png")
+""", ["TML501"]),
+    "sink-module-part": ("""import torch
+import torch.nn as nn
+
+
+def reconstruct(vae: nn.Module, z):
+    image = vae.decode(z)
+    print(image.argmax())
+""", ["TML501"]),
+    "sink-global-module": ("""import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, z):
+        return self.fc(z)
+
+
+G = Generator()
+
+
+def sample(z):
+    out = G(z)
+    print(out.mean().item())
+""", ["TML501"]),
 }
 SOURCES = list(_sources()) + [(name, code) for name, (code, _) in LEAK_CASES.items()]
 
@@ -221,6 +259,26 @@ def test_a_file_only_loop_rules_could_read_is_not_parsed_by_libcst(monkeypatch):
         "        total += model(x).sum()\n    return total\n"
     )
     assert [f.code for f in lint_source(training, "a.py", Settings())] == ["TML502"]
+    assert len(parsed) == 1
+
+
+def test_sinks_without_a_module_call_in_their_function_leave_the_file_unparsed(monkeypatch):
+    # `int(...)`, `print(...)`, `.item()` in functions that call no module (timm's builders,
+    # checkpoint filters): TML501's sink case cannot report, libcst need not parse
+    parsed = []
+    real = cst.parse_module
+    monkeypatch.setattr(engine.cst, "parse_module", lambda text: parsed.append(text) or real(text))
+    helpers = (
+        "import torch\nimport torch.nn as nn\n\n\ndef resize(state, size):\n"
+        "    n = int(size[0])\n    print(state['pos'].shape)\n    return torch.zeros(n).long()\n"
+        "\n\ndef report(losses):\n    return [loss.item() for loss in losses]\n"
+    )
+    assert lint_source(helpers, "a.py", Settings(), leak_gate.LOOP_CODES) == []
+    assert parsed == []
+    sampler = helpers + (
+        "\n\ndef sample(generator: nn.Module, z):\n    out = generator(z)\n    print(out.item())\n"
+    )
+    assert [f.code for f in lint_source(sampler, "a.py", Settings(), leak_gate.LOOP_CODES)] == ["TML501"]
     assert len(parsed) == 1
 
 

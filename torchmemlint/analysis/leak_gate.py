@@ -22,6 +22,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.callers import _FORWARD_PARTS
 from torchmemlint.analysis.autograd import (
     _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
@@ -95,10 +96,10 @@ class LoopFacts:
     forward_assigns: bool = False  # `self.<name> = ...` (or `+=`, `: T =`) in a method `forward`
     loops: List[Loop] = field(default_factory=list)
     renamed: Dict[str, str] = field(default_factory=dict)  # `from m import name as alias`
-    # in a function other than `__init__` / `forward`: a call that saves, prints, logs or
-    # makes a number (``analysis.sinks``: a strong sink), and the roots of the dotted callees
-    sink_calls: bool = False
-    call_roots: Set[str] = field(default_factory=set)
+    # per function (a ``def``; a lambda belongs to the function around it): its strong sinks,
+    # the calls that may run a module, the names it binds (``FunctionFacts``)
+    functions: List["FunctionFacts"] = field(default_factory=list)
+    module_stores: Set[str] = field(default_factory=set)  # names bound outside any function
     # `import numpy as np` -> np: numpy; `from numpy import array` -> array: numpy.array
     imported: Dict[str, str] = field(default_factory=dict)
 
@@ -110,23 +111,80 @@ class LoopFacts:
             sorted(((loop.accumulates, sorted(loop.calls, key=repr)) for loop in self.loops),
                    key=repr),
             sorted(self.renamed.items()),
-            self.sink_calls, sorted(self.call_roots), sorted(self.imported.items()),
+            sorted(function.normalised() for function in self.functions),
+            sorted(self.module_stores), sorted(self.imported.items()),
         )
 
-    def note_data(self, function: Optional[str]) -> None:
-        """``x.data`` in ``function``: detached on purpose, a strong sink."""
-        if function is not None and function not in ("__init__", "forward"):
-            self.sink_calls = True
+    def function(self, name: str) -> "FunctionFacts":
+        """A new function's record (its calls and names are noted on it)."""
+        record = FunctionFacts(name)
+        self.functions.append(record)
+        return record
 
-    def note_call(self, function: Optional[str], attr: Optional[str], dotted: Optional[str]) -> None:
-        """A call in ``function`` (None: at module level or in a class body)."""
-        if function is None or function in ("__init__", "forward"):
-            return
+    def note_store(self, function: Optional["FunctionFacts"], name: str) -> None:
+        """``name`` bound by an assignment, a loop, a ``with``, a comprehension or ``:=``."""
+        (function.stores if function is not None else self.module_stores).add(name)
+
+
+@dataclass
+class FunctionFacts:
+    """What TML501's sink case needs of one function (``callers.only_sinks_reached``): the
+    model call and the strong sink its output reaches are in the same function body, and the
+    callee is a module only as ``callers.module_call`` / ``ScopeFacts.is_model`` allow it."""
+
+    name: str
+    strong: bool = False  # a strong sink: saved, printed, logged, made a number, `.data`
+    roots: Set[str] = field(default_factory=set)  # roots of the dotted callees (`np` of np.save)
+    callees: List[str] = field(default_factory=list)  # dotted callees
+    params: Set[str] = field(default_factory=set)  # its parameters and its lambdas'
+    stores: Set[str] = field(default_factory=set)  # names it binds
+    mode: bool = False  # calls `.eval(...)` / `.train(...)`: a receiver may be the model
+
+    def normalised(self) -> tuple:
+        return (self.name, self.strong, sorted(self.roots), sorted(self.callees),
+                sorted(self.params), sorted(self.stores), self.mode)
+
+    def note_data(self) -> None:
+        """``x.data``: detached on purpose, a strong sink."""
+        self.strong = True
+
+    def note_call(self, attr: Optional[str], dotted: Optional[str]) -> None:
         last = (dotted or "").rsplit(".", 1)[-1]
         if attr in STRONG_METHODS or last in STRONG_NAMES or sink_name(attr or last or None):
-            self.sink_calls = True
+            self.strong = True
+        if attr in _MODE_ATTRS:
+            self.mode = True
         if dotted is not None:
-            self.call_roots.add(dotted.split(".", 1)[0])
+            self.roots.add(dotted.split(".", 1)[0])
+            self.callees.append(dotted)
+
+    def sinks(self, imported: Dict[str, str]) -> bool:
+        """A strong sink may end a module's output here (not in `__init__` / `forward`)."""
+        return self.name not in ("__init__", "forward") and (self.strong or any(
+            imported.get(root, "").split(".", 1)[0] in SINK_MODULE_ROOTS for root in self.roots
+        ))
+
+    def may_run_module(self, module_stores: Set[str]) -> bool:
+        """Some call here may run a module (``callers.module_call``, ``ScopeFacts.is_model``):
+        `self.<name>(...)`; a bare name that is a parameter, bound here or at module level;
+        `x.forward(...)`, `x.decode(...)`, `x.forward_*()` ...; anything once the function
+        switches a mode (the receiver of `.eval()` / `.train()` is then a model)."""
+        if self.mode:
+            return any(True for _ in self.callees)
+        for callee in self.callees:
+            if callee.endswith(".forward"):
+                callee = callee[: -len(".forward")]
+            head, _, rest = callee.partition(".")
+            if not rest:
+                if callee in self.params or callee in self.stores or callee in module_stores:
+                    return True
+                continue
+            if head == "self" and "." not in rest:
+                return True
+            last = callee.rsplit(".", 1)[-1]
+            if last in _FORWARD_PARTS or last.startswith("forward_"):
+                return True
+        return False
 
 
 def may_report(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> bool:
@@ -150,11 +208,12 @@ def _eval_code(facts: LoopFacts) -> bool:
 
 def _sink_code(facts: LoopFacts) -> bool:
     """TML501 outside evaluation-named code: a module's output that reaches only saving,
-    printing, logging or numbers needs a call of one of those in a function (other than
-    ``__init__`` / ``forward``): a sink named so, or a call into numpy, matplotlib ...
-    (``analysis.sinks``)."""
-    return facts.sink_calls or any(
-        facts.imported.get(root, "").split(".", 1)[0] in SINK_MODULE_ROOTS for root in facts.call_roots
+    printing, logging or numbers needs, in one function (other than ``__init__`` /
+    ``forward``), a call of one of those (a sink named so, or a call into numpy, matplotlib
+    ...: ``analysis.sinks``) and a call that may run a module (``FunctionFacts``)."""
+    return any(
+        function.sinks(facts.imported) and function.may_run_module(facts.module_stores)
+        for function in facts.functions
     )
 
 
@@ -216,15 +275,39 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
         return [order[here] for here in index.positions(node_type)]
 
     facts.function_names = [function.name.value for function in nodes(cst.FunctionDef)]
+    records: Dict[int, FunctionFacts] = {}
+    for here in index.positions(cst.FunctionDef):
+        function_node = order[here]
+        record = records[here] = facts.function(function_node.name.value)
+        record.params.update(_param_names(function_node.params))
+
+    def record_of(here: int) -> Optional[FunctionFacts]:
+        function = index.function_of(here)
+        return records[function] if function >= 0 else None
+
+    for here in index.positions(cst.Lambda):
+        owner = record_of(here)
+        for name in _param_names(order[here].params):
+            if owner is not None:
+                owner.params.add(name)
+            else:
+                facts.note_store(None, name)
+    for node_type, read_target in _STORE_TARGETS:
+        for here in index.positions(node_type):
+            target = read_target(order[here])
+            if target is not None:
+                owner = record_of(here)
+                for name in _target_names(target):
+                    facts.note_store(owner, name)
     for here in index.positions(cst.Call):
         call = order[here]
         func = call.func
         function = index.function_of(here)
-        facts.note_call(
-            order[function].name.value if function >= 0 else None,
-            func.attr.value if type(func) is cst.Attribute else None,
-            dotted_name(func),
-        )
+        name = order[function].name.value if function >= 0 else None
+        if name is not None and name not in ("__init__", "forward"):
+            records[function].note_call(
+                func.attr.value if type(func) is cst.Attribute else None, dotted_name(func),
+            )
         if type(func) is cst.Attribute and func.attr.value in _MODE_ATTRS:
             receiver = dotted_name(func.value)
             if func.attr.value == "eval":
@@ -276,7 +359,8 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
     for here in index.positions(cst.Attribute):
         if order[here].attr.value == "data":
             function = index.function_of(here)
-            facts.note_data(order[function].name.value if function >= 0 else None)
+            if function >= 0:
+                records[function].note_data()
     for node in nodes(cst.ImportFrom):
         if type(node.names) is cst.ImportStar:
             continue
@@ -298,6 +382,43 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
     return facts
 
 
+def _param_names(params: cst.Parameters) -> List[str]:
+    found = [*params.posonly_params, *params.params, *params.kwonly_params]
+    if isinstance(params.star_arg, cst.Param):
+        found.append(params.star_arg)
+    if params.star_kwarg is not None:
+        found.append(params.star_kwarg)
+    return [param.name.value for param in found]
+
+
+def _target_names(target: cst.BaseExpression) -> List[str]:
+    """The names a binding target binds (`a`, `a, (b, *c)`; not `x.a`, `x[i]`)."""
+    names: List[str] = []
+    stack = [target]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is cst.Name:
+            names.append(item.value)  # type: ignore[attr-defined]
+        elif kind in (cst.Tuple, cst.List):
+            stack.extend(element.value for element in item.elements)  # type: ignore[attr-defined]
+        elif kind is cst.StarredElement:
+            stack.append(item.value)  # type: ignore[attr-defined]
+    return names
+
+
+# the binding targets of each statement or expression that binds names
+_STORE_TARGETS = (
+    (cst.AssignTarget, lambda node: node.target),
+    (cst.AnnAssign, lambda node: node.target),
+    (cst.AugAssign, lambda node: node.target),
+    (cst.For, lambda node: node.target),
+    (cst.CompFor, lambda node: node.target),
+    (cst.NamedExpr, lambda node: node.target),
+    (cst.WithItem, lambda node: node.asname.name if node.asname is not None else None),
+)
+
+
 # -- reading the same facts from Python's ast --------------------------------------------------
 def facts_from_ast(tree: ast.Module) -> LoopFacts:
     facts = LoopFacts()
@@ -310,7 +431,8 @@ class _AstReader:
         self.facts = facts
 
     def read(
-        self, node: ast.AST, owner: Optional[str], forward: bool, loop: Optional[Loop], function: Optional[str],
+        self, node: ast.AST, owner: Optional[str], forward: bool, loop: Optional[Loop],
+        function: Optional[FunctionFacts],
     ) -> None:
         facts = self.facts
         kind = type(node)
@@ -318,9 +440,18 @@ class _AstReader:
             facts.function_names.append(node.name)  # type: ignore[attr-defined]
             forward = forward or (node.name == "forward" and owner == "class")  # type: ignore
             owner = "function"
-            function = node.name  # type: ignore[attr-defined]
+            function = facts.function(node.name)  # type: ignore[attr-defined]
+            function.params.update(_ast_params(node.args))  # type: ignore[attr-defined]
         elif kind is ast.Lambda:
-            pass  # (libcst's index reader does not count a lambda as a function either)
+            # (libcst's index reader does not count a lambda as a function either)
+            for name in _ast_params(node.args):  # type: ignore[attr-defined]
+                if function is not None:
+                    function.params.add(name)
+                else:
+                    facts.note_store(None, name)
+        elif kind is ast.Name:
+            if type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
+                facts.note_store(function, node.id)  # type: ignore[attr-defined]
         elif kind is ast.ClassDef:
             owner = "class"
         elif kind in (ast.For, ast.AsyncFor, ast.While):
@@ -330,14 +461,16 @@ class _AstReader:
         elif kind is ast.Call:
             self.call(node, forward, loop)  # type: ignore[arg-type]
             func = node.func  # type: ignore[attr-defined]
-            facts.note_call(function, func.attr if isinstance(func, ast.Attribute) else None, _ast_dotted(func))
+            if function is not None and function.name not in ("__init__", "forward"):
+                function.note_call(func.attr if isinstance(func, ast.Attribute) else None, _ast_dotted(func))
         elif kind is ast.AugAssign:
             if loop is not None and isinstance(node.op, (ast.Add, ast.Sub)):  # type: ignore
                 loop.accumulates = True
             if forward and _ast_on_self(node.target):  # type: ignore[attr-defined]
                 facts.forward_assigns = True
         elif kind is ast.Attribute and node.attr == "data":  # type: ignore[attr-defined]
-            facts.note_data(function)
+            if function is not None:
+                function.note_data()
         elif kind is ast.BinOp:
             if loop is not None and isinstance(node.op, ast.Add):  # type: ignore[attr-defined]
                 loop.accumulates = True
@@ -386,6 +519,12 @@ class _AstReader:
             if attr == "append":
                 loop.accumulates = True
             loop.calls.append((attr, _ast_dotted(func)))
+
+
+def _ast_params(arguments: ast.arguments) -> List[str]:
+    found = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    found += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+    return [arg.arg for arg in found]
 
 
 def _ast_dotted(node: ast.AST) -> Optional[str]:
