@@ -234,6 +234,10 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
     assigned = [event.value for event in facts.scope.assigns if callee in event.targets]
     if assigned:
         return all(value is not None and _builds_module(facts, value) for value in assigned)
+    owner = facts.scope.owner
+    if callee == _self_name(facts) and owner is not None and facts.scope.name != "forward":
+        # `self(idx)` in a method of a module class (`def generate(self, idx)`): its forward
+        return owner.node.name.value in facts.walk.module_classes()
     if callee in {param.name.value for param in facts.scope.params()}:
         return facts.is_model(callee) or _module_parameter(facts, callee)
     return _global_module(facts, callee)

@@ -46,11 +46,15 @@ SINK_FUNCTIONS = frozenset(
 # the function wants (a finding needs one of the others)
 # attributes of torch's named-tuple results that hold indices (`torch.topk(p, k).indices`)
 _INDEX_ATTRIBUTES = frozenset({"indices"})
-# calls returning (values, indices): the values keep the graph, the indices do not
+# calls returning (values, indices): the values keep the graph, the indices do not; indices
+# of a sampling call (`topk`, `kthvalue`) say the output was only wanted for them (strong),
+# those of `max(1)` / `sort` ... end the graph without saying so (a finding needs another sink)
 _WITH_INDICES = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median", "nanmedian", "cummax", "cummin"})
+_SAMPLED_INDICES = frozenset({"topk", "kthvalue"})
 _WEAK_FUNCTIONS = frozenset({"len", "str", "repr", "format", "isinstance", "type", "id"})
 STRONG_METHODS = SINK_METHODS - {"size", "dim", "numel", "nelement", "element_size", "data_ptr", "__len__"}
-STRONG_NAMES = frozenset({"print", "float", "int", "bool", "save", "save_image", "write_png", "write_jpeg", "write_video"})
+STRONG_NAMES = frozenset({"print", "float", "int", "bool", "save", "save_image", "write_png", "write_jpeg", "write_video",
+                          "multinomial", "topk", "kthvalue"})
 _SINK_MODULES = ("numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "skimage.", "scipy.", "sklearn.",
                  "logging.", "wandb.", "mlflow.", "torchmetrics.", "pandas.", "json.", "pickle.")
 # a called name that consumes what it is given: saving, printing, logging, plotting, metrics
@@ -121,6 +125,7 @@ class SinkFollower:
         self.helper = helper  # a same-file function or method a call runs, when known
         self.depth = depth
         self.returning = False  # following a helper's parameter: a return hands it back
+        self._unpacked_indices: List[bool] = []  # `v, ix = topk(...)` met (sampled or not)
         self._parents: Dict[int, Dict[int, cst.CSTNode]] = {}
 
     def reach(self, start: cst.CSTNode, statement: cst.CSTNode) -> Reach:
@@ -161,6 +166,9 @@ class SinkFollower:
                 todo.extend(self._step(node, where, result))
         except _Escape as escape:
             result.escape = str(escape)
+        if self._unpacked_indices:
+            result.sinks.append("indices")
+            result.strong = result.strong or any(self._unpacked_indices)
         return result
 
     # -- one use ----------------------------------------------------------------------------------
@@ -188,10 +196,11 @@ class SinkFollower:
             if parent.value is not node:
                 raise _Escape("attribute name")
             attr = parent.attr.value
-            if attr in _PLAIN_ATTRIBUTES or attr in _INDEX_ATTRIBUTES:
+            indices = attr in _INDEX_ATTRIBUTES and self._returns_indices(node)
+            if attr in _PLAIN_ATTRIBUTES or indices:
                 result.sinks.append(f"`.{attr}`")
-                # detached on purpose, or indices (`topk(...).indices`): no graph
-                result.strong = result.strong or attr == "data" or attr in _INDEX_ATTRIBUTES
+                # detached on purpose, or sampled indices (`topk(...).indices`): no graph
+                result.strong = result.strong or attr == "data" or (indices and self._sampled(node))
                 return []
             call = parents.get(id(parent))
             if type(call) is cst.Call and call.func is parent:
@@ -207,7 +216,7 @@ class SinkFollower:
             if parent.value is node:
                 if self._indices_of(node, parent):
                     result.sinks.append("indices")
-                    result.strong = True
+                    result.strong = result.strong or self._sampled(node)
                     return []
                 return [(parent, where)]
             result.sinks.append("an index")
@@ -383,6 +392,10 @@ class SinkFollower:
         index = subscript.slice[0].slice
         return type(index) is cst.Index and type(index.value) is cst.Integer and index.value.value == "1"
 
+    @staticmethod
+    def _sampled(node: cst.CSTNode) -> bool:
+        return type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _SAMPLED_INDICES
+
     def _returns_indices(self, node: cst.CSTNode) -> bool:
         """``torch.topk(...)``, ``x.max(dim=1)``, ``p.sort(-1)``: a call returning (values,
         indices) (``max``/``min``/``median`` only with a ``dim``)."""
@@ -419,6 +432,7 @@ class SinkFollower:
                     and self._returns_indices(node)
                 ):  # `values, indices = torch.topk(...)`: only the values keep the graph
                     bound = bound.elements[0].value
+                    self._unpacked_indices.append(self._sampled(node))
                 found.extend(self._bound(bound, where))
             return found
         if statement.value is not node:  # type: ignore[attr-defined]
