@@ -125,7 +125,8 @@ class SinkFollower:
         self.helper = helper  # a same-file function or method a call runs, when known
         self.depth = depth
         self.returning = False  # following a helper's parameter: a return hands it back
-        self._unpacked_indices: List[bool] = []  # `v, ix = topk(...)` met (sampled or not)
+        # `v, ix = topk(...)` met: (sampled, the indices' target, its statement)
+        self._unpacked_indices: List[Tuple[bool, cst.BaseExpression, int]] = []
         self._parents: Dict[int, Dict[int, cst.CSTNode]] = {}
 
     def reach(self, start: cst.CSTNode, statement: cst.CSTNode) -> Reach:
@@ -166,10 +167,22 @@ class SinkFollower:
                 todo.extend(self._step(node, where, result))
         except _Escape as escape:
             result.escape = str(escape)
-        if self._unpacked_indices:
+        for sampled, target, where in self._unpacked_indices:
+            # `_, idx = torch.max(p, dim=1)`: the indices carry no graph, wherever they go;
+            # what they reach (`idx.data`, `.item()`) still says what the output was for
             result.sinks.append("indices")
-            result.strong = result.strong or any(self._unpacked_indices)
+            result.strong = result.strong or sampled or self._indices_reach(target, where).strong
+        self._unpacked_indices = []
         return result
+
+    def _indices_reach(self, target: cst.BaseExpression, where: int) -> Reach:
+        follower = SinkFollower(self.flow, self.qualify, self.is_model_call, self.local_functions)
+        reach = Reach()
+        try:
+            reads = follower._bound(target, where)
+        except _Escape:
+            return reach
+        return follower._follow(reads, reach)
 
     # -- one use ----------------------------------------------------------------------------------
     def _parent_map(self, where: int) -> Dict[int, cst.CSTNode]:
@@ -431,8 +444,8 @@ class SinkFollower:
                     type(bound) in (cst.Tuple, cst.List) and len(bound.elements) == 2
                     and self._returns_indices(node)
                 ):  # `values, indices = torch.topk(...)`: only the values keep the graph
+                    self._unpacked_indices.append((self._sampled(node), bound.elements[1].value, where))
                     bound = bound.elements[0].value
-                    self._unpacked_indices.append(self._sampled(node))
                 found.extend(self._bound(bound, where))
             return found
         if statement.value is not node:  # type: ignore[attr-defined]
