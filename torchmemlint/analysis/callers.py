@@ -312,6 +312,18 @@ def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     return None
 
 
+def model_calls_under(facts: ScopeFacts, statement: Optional[cst.CSTNode]) -> int:
+    """The calls of a model (or of a module: ``module_call``) with autograd on in the scope,
+    or only in ``statement`` (a loop or statement that `torch.no_grad()` would wrap)."""
+    count = 0
+    for call in facts.scope.calls:
+        if statement is not None and not any(frame.statement is statement for frame in call.ctx.chain):
+            continue
+        if not call.ctx.no_grad and (facts.is_model(call.func) or module_call(facts, call) is not None):
+            count += 1
+    return count
+
+
 def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
     """A function of this file that calls this scope's function also backpropagates, and the
     file registers hooks or retains gradients: the caller's backward may go through what this

@@ -19,8 +19,8 @@ from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_loop, borrowed_model, module_call, only_sinks_reached, output_kept, plainly_a_module,
-    reduced_after, runs_model, switched_back,
+    borrowed_loop, borrowed_model, model_calls_under, module_call, only_sinks_reached, output_kept,
+    plainly_a_module, reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -498,17 +498,8 @@ class _Checks:
         )
 
     def _covered(self, target: Optional[Frame]) -> str:
-        """How many model calls `torch.no_grad()` over the function (``target`` None) or over
-        the wrapped statement covers, when there are several: one finding stands for all."""
-        count = 0
-        for call in self.scope.calls:
-            if target is not None and not any(frame.statement is target.statement for frame in call.ctx.chain):
-                continue
-            if call.ctx.no_grad or not (
-                self.facts.is_model(call.func) or module_call(self.facts, call) is not None
-            ):
-                continue
-            count += 1
+        """How many model calls one `torch.no_grad()` covers, when several (``callers``)."""
+        count = model_calls_under(self.facts, None if target is None else target.statement)
         if count < 2:
             return ""
         where = "function" if target is None else (
