@@ -110,6 +110,25 @@ CASES = {
     out = torch.max(model(x), floor)[1]
     return out
 """, 0),
+    "frozen_codebook_indices": (HEAD + """class Codebook(nn.Module):
+    def __init__(self, freeze=True):
+        super().__init__()
+        self.blocks = nn.Conv2d(3, 8, 1)
+        if freeze:
+            for param in self.parameters():
+                param.requires_grad = False
+
+    def get_codebook_indices(self, pixel_values):
+        return torch.argmax(self.blocks(pixel_values), axis=1)
+""", 0),
+    "codebook_indices": (HEAD + """class Codebook(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Conv2d(3, 8, 1)
+
+    def get_codebook_indices(self, pixel_values):
+        return torch.multinomial(self.blocks(pixel_values).flatten(1).softmax(-1), 1)
+""", 1),
     "forward_calls_self_not_reported": (GPT + """    def step(self, idx):
         return self(idx)
 """, 0),

@@ -423,6 +423,11 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     mode_seq = facts.last_mode_change(callee, event.seq)
     if mode_seq is not None and mode_seq[1] == "train":
         return None
+    self_name = _self_name(facts)
+    if self_name is not None and callee.split(".", 1)[0] == self_name and any(
+        method.grad_work for method in facts.scope.owner.methods  # type: ignore[union-attr]
+    ):
+        return None  # the class sets `requires_grad` (frozen weights record nothing)
     text = analysis.text if analysis.text is not None else analysis.module.code
     if trained_through_hooks(facts, text):
         return None

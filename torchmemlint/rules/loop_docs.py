@@ -48,7 +48,8 @@ TML501_DOCUMENTATION = """
     carry no graph even when they are returned); through a function of the file or a method
     called on `self` that returns what it computes from it (`fake = self._apply_activate(fake)`)
     or consumes it. Quiet when the output is returned, stored, passed to an unknown function,
-    or trained through hooks. One finding stands for the function (or loop) its
+    or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
+    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook). One finding stands for the function (or loop) its
     `torch.no_grad()` covers; the message says how many model calls that is when there are
     several.
 
