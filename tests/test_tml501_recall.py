@@ -236,6 +236,21 @@ class Sampler(BaseVAE):
         z = torch.randn(n, 16)
         return self.model.decoder(z)[:, :3].detach()
 """, 1),
+    "local_base_builds_and_evals": ("""import torch
+import torch.nn as nn
+
+
+class Base:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(16, 16))
+        self.model.eval()
+
+
+class Sampler(Base):
+    def sample(self, n):
+        z = torch.randn(n, 16)
+        return self.model(z)[:, :3].detach()
+""", 1),
     "transformers_pipeline": ("""import torch
 from transformers import Pipeline
 
