@@ -492,4 +492,22 @@ INVALID = (
         ),
         line=8,
     ),
+    # sample written by index (test_tml501_recall.py)
+    Invalid(
+        'import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\ndef sample(model, start, steps):\n    out = torch.zeros(start.size(0), steps, dtype=torch.long)\n    tokens = start\n    for i in range(steps):\n        probs = model(tokens).softmax(-1)\n        out[:, i] = torch.multinomial(probs[:, -1], 1).squeeze(-1)\n    return out\n',
+        fixed='import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n@torch.no_grad()\ndef sample(model, start, steps):\n    out = torch.zeros(start.size(0), steps, dtype=torch.long)\n    tokens = start\n    for i in range(steps):\n        probs = model(tokens).softmax(-1)\n        out[:, i] = torch.multinomial(probs[:, -1], 1).squeeze(-1)\n    return out\n',
+        line=10,
+    ),
+    # ctgan apply activate (test_tml501_recall.py)
+    Invalid(
+        'import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Generator(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 8)\n\n    def forward(self, z):\n        return self.fc(z)\n\n\nclass Synthesizer:\n    def __init__(self):\n        self._generator = Generator()\n\n    def _apply_activate(self, data):\n        parts = [torch.tanh(data[:, :4]), F.gumbel_softmax(data[:, 4:], tau=0.2)]\n        return torch.cat(parts, dim=1)\n\n    def sample(self, n):\n        z = torch.randn(n, 8)\n        fake = self._generator(z)\n        fakeact = self._apply_activate(fake)\n        return fakeact.detach().cpu().numpy()\n',
+        fixed='import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Generator(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 8)\n\n    def forward(self, z):\n        return self.fc(z)\n\n\nclass Synthesizer:\n    def __init__(self):\n        self._generator = Generator()\n\n    def _apply_activate(self, data):\n        parts = [torch.tanh(data[:, :4]), F.gumbel_softmax(data[:, 4:], tau=0.2)]\n        return torch.cat(parts, dim=1)\n\n    @torch.no_grad()\n    def sample(self, n):\n        z = torch.randn(n, 8)\n        fake = self._generator(z)\n        fakeact = self._apply_activate(fake)\n        return fakeact.detach().cpu().numpy()\n',
+        line=25,
+    ),
+    # foreign base sampler (test_tml501_recall.py)
+    Invalid(
+        'import torch\nfrom .base import BaseVAE\n\n\nclass Sampler(BaseVAE):\n    def sample(self, n):\n        z = torch.randn(n, 16)\n        return self.model.decoder(z)[:, :3].detach()\n',
+        fixed='import torch\nfrom .base import BaseVAE\n\n\nclass Sampler(BaseVAE):\n    @torch.no_grad()\n    def sample(self, n):\n        z = torch.randn(n, 16)\n        return self.model.decoder(z)[:, :3].detach()\n',
+        line=8,
+    ),
 )

@@ -6,14 +6,14 @@ another file), loops over one batch's items rather than over batches, and a sing
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.sinks import Reach, SinkFollower
+from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
 from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.training import ScopeFacts
 from torchmemlint.analysis.vocabulary import KIND_BY_MODULE
@@ -72,11 +72,12 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
       runner object such as monai's `Inferer._run_inference(self, network, patch)`, which
       evaluators call without autograd and trainers with it (a module-level
       `def predict(net, x): return net(x)` is still reported);
-    - `self.<name>` that no method of the class assigns, in a class whose bases all come
-      from other files (none of them `torch.*`) and that never calls `.eval()`,
-      `.train()`, backward or an optimizer step: the base class, which a single-file
-      linter cannot read, owns the model and runs the method (transformers' pipelines
-      run `_forward` under `no_grad` from `Pipeline.forward` in another file).
+    - `self.<name>` that no method of the class assigns, in a class that never calls
+      `.eval()`, `.train()`, backward or an optimizer step and derives (maybe through
+      classes of this file) from a base known to run its methods without autograd
+      (``runs_without_grad``: transformers' pipelines run `_forward` under `no_grad` from
+      `Pipeline.forward`). A base that only builds the model and calls `.eval()` does not
+      turn autograd off: its subclass's calls are judged like any other.
     """
     if any(call.attr in ("eval", "train") for call in facts.scope.calls):
         return False
@@ -87,12 +88,8 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     owner = facts.scope.owner
     if head != "self" or not attr or "." in attr or owner is None or not owner.node.bases:
         return False
-    local = {facts.node.name.value for facts in facts.walk.classes}
-    for base in owner.node.bases:
-        dotted = dotted_name(base.value)
-        qualified = facts.bindings.qualify(base.value) if dotted is not None else None
-        if dotted is None or dotted in local or (qualified or "").startswith("torch."):
-            return False
+    if not runs_without_grad(facts, owner.node):
+        return False
     for method in owner.methods:
         for event in method.assigns:
             if callee in event.targets:
@@ -101,6 +98,34 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
             if call.attr in ("eval", "train", "backward", "step", "zero_grad"):
                 return False
     return True
+
+# bases whose methods the library runs under `torch.no_grad()`: transformers' `Pipeline`
+# (`ChunkPipeline`, `TextGenerationPipeline` ...: `Pipeline.forward` wraps `_forward`)
+_NO_GRAD_BASE = re.compile(r"Pipeline$")
+
+
+def runs_without_grad(facts: ScopeFacts, classdef: cst.ClassDef, depth: int = 0) -> bool:
+    """A base of ``classdef`` (or of a class of this file it derives from) is known to run
+    the class's methods without autograd: a transformers pipeline, imported from
+    `transformers` or relatively inside it."""
+    local = {classfacts.node.name.value: classfacts.node for classfacts in facts.walk.classes}
+    for base in classdef.bases:
+        dotted = dotted_name(base.value)
+        if dotted is None:
+            continue
+        if dotted in local and local[dotted] is not classdef:
+            if depth < 8 and runs_without_grad(facts, local[dotted], depth + 1):
+                return True
+            continue
+        qualified = facts.bindings.qualify(base.value)
+        head = dotted.split(".", 1)[0]
+        imported_relatively = qualified is None and facts.bindings.is_bound(head)
+        if _NO_GRAD_BASE.search(dotted.rsplit(".", 1)[-1]) and (
+            (qualified or "").startswith("transformers.") or imported_relatively
+        ):
+            return True
+    return False
+
 
 def borrowed_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     """Every model the loop calls is borrowed (``borrowed_model``)."""
@@ -209,6 +234,10 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
     assigned = [event.value for event in facts.scope.assigns if callee in event.targets]
     if assigned:
         return all(value is not None and _builds_module(facts, value) for value in assigned)
+    owner = facts.scope.owner
+    if callee == _self_name(facts) and owner is not None and facts.scope.name != "forward":
+        # `self(idx)` in a method of a module class (`def generate(self, idx)`): its forward
+        return owner.node.name.value in facts.walk.module_classes()
     if callee in {param.name.value for param in facts.scope.params()}:
         return facts.is_model(callee) or _module_parameter(facts, callee)
     return _global_module(facts, callee)
@@ -283,6 +312,18 @@ def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     return None
 
 
+def model_calls_under(facts: ScopeFacts, statement: Optional[cst.CSTNode]) -> int:
+    """The calls of a model (or of a module: ``module_call``) with autograd on in the scope,
+    or only in ``statement`` (a loop or statement that `torch.no_grad()` would wrap)."""
+    count = 0
+    for call in facts.scope.calls:
+        if statement is not None and not any(frame.statement is statement for frame in call.ctx.chain):
+            continue
+        if not call.ctx.no_grad and (facts.is_model(call.func) or module_call(facts, call) is not None):
+            count += 1
+    return count
+
+
 def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
     """A function of this file that calls this scope's function also backpropagates, and the
     file registers hooks or retains gradients: the caller's backward may go through what this
@@ -299,10 +340,47 @@ def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
     return False
 
 
-def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow) -> Reach:
+def _helper_of(facts: ScopeFacts, analysis) -> "Callable[[cst.Call], Optional[Helper]]":
+    """What a call runs when it is a function of this file (``postprocess(out)``) or a method
+    of the scope's class called on ``self`` (``self._apply_activate(fake)``)."""
+    functions = {
+        scope.name: scope.function for scope in facts.walk.scopes
+        if scope.function is not None and scope.owner is None and scope.name
+    }
+    owner = facts.scope.owner
+    methods = {} if owner is None else {
+        method.name: method.function for method in owner.methods if method.function is not None
+    }
+    self_name = None
+    if owner is not None and facts.scope.function is not None and facts.scope.function.params.params:
+        self_name = facts.scope.function.params.params[0].name.value
+
+    def resolve(call: cst.Call) -> Optional[Helper]:
+        func = call.func
+        if type(func) is cst.Name and func.value in functions and facts.bindings.qualify(func) is None:
+            function, bound = functions[func.value], False
+        elif (
+            type(func) is cst.Attribute and type(func.value) is cst.Name and self_name is not None
+            and func.value.value == self_name and func.attr.value in methods
+        ):
+            function, bound = methods[func.attr.value], True
+            if any(
+                type(d.decorator) in (cst.Name, cst.Attribute) and dotted_name(d.decorator) in ("staticmethod", "classmethod")
+                for d in function.decorators
+            ):
+                return None
+        else:
+            return None
+        return Helper(function, analysis.flow(function), bound)
+
+    return resolve
+
+
+def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow, analysis=None) -> Reach:
     """Where the output of the module call ``event`` goes in its function (``SinkFollower``);
     another call of a module passes it on (an encoder's output to the decoder), and so does a
-    loss computed from it."""
+    loss computed from it. With ``analysis`` (the ``FileAnalysis``), a function of the file or
+    a method on ``self`` the output is passed to is followed (``_helper_of``)."""
     by_node = {id(call.node): call for call in facts.scope.calls}
     local = {scope.name for scope in facts.walk.scopes if scope.function is not None}
 
@@ -313,7 +391,16 @@ def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow) -> Reach:
     statement = event.ctx.chain[-1].statement if event.ctx.chain else None
     if statement is None:
         return Reach(escape="not in a statement")
-    return SinkFollower(flow, facts.bindings.qualify, is_module_call, local).reach(event.node, statement)
+    helper = None if analysis is None else _helper_of(facts, analysis)
+    return SinkFollower(flow, facts.bindings.qualify, is_module_call, local, helper).reach(event.node, statement)
+
+
+def _self_name(facts: ScopeFacts) -> Optional[str]:
+    """The first parameter of a method (``self``), None outside a class."""
+    function = facts.scope.function
+    if facts.scope.owner is None or function is None or not function.params.params:
+        return None
+    return function.params.params[0].name.value
 
 
 def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysis) -> Optional[Reach]:
@@ -330,14 +417,19 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
         return None
     root = callee.rpartition(".")[0]
     if borrowed_model(facts, callee, event.ctx.iterating) or (
-        root and borrowed_model(facts, root, event.ctx.iterating)
+        root and root != _self_name(facts) and borrowed_model(facts, root, event.ctx.iterating)
     ):
         return None
     mode_seq = facts.last_mode_change(callee, event.seq)
     if mode_seq is not None and mode_seq[1] == "train":
         return None
+    self_name = _self_name(facts)
+    if self_name is not None and callee.split(".", 1)[0] == self_name and any(
+        method.grad_work for method in facts.scope.owner.methods  # type: ignore[union-attr]
+    ):
+        return None  # the class sets `requires_grad` (frozen weights record nothing)
     text = analysis.text if analysis.text is not None else analysis.module.code
     if trained_through_hooks(facts, text):
         return None
-    reach = output_only_sinks(facts, event, analysis.flow(function))
+    reach = output_only_sinks(facts, event, analysis.flow(function), analysis)
     return reach if reach.only_sinks else None

@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.flow import ENTRY, Flow
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import children
 
@@ -32,21 +32,29 @@ SINK_METHODS = frozenset(
     {"item", "tolist", "numpy", "detach", "detach_", "argmax", "argmin", "argsort", "size", "dim",
      "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "any",
      "all", "long", "int", "bool", "byte", "char", "short", "nelement", "element_size", "count_nonzero",
-     "equal", "allclose", "data_ptr", "__len__"}
+     "equal", "allclose", "data_ptr", "__len__", "multinomial"}
 )
 # functions (qualified) whose result carries no graph or that consume a tensor for good
 SINK_FUNCTIONS = frozenset(
     {"print", "float", "int", "bool", "torch.save", "torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne",
      "torch.equal", "torch.allclose", "torch.isclose", "torch.isnan", "torch.isinf",
-     "torch.isfinite", "torch.count_nonzero", "torch.nonzero", "torch.numel",
+     "torch.isfinite", "torch.count_nonzero", "torch.nonzero", "torch.numel", "torch.multinomial",
      "torchvision.utils.save_image", "torchvision.io.write_png", "torchvision.io.write_jpeg",
      "torchvision.io.write_video"}
 )
 # builtins that read a tensor's size or text: an end, but not one that says the output is all
 # the function wants (a finding needs one of the others)
+# attributes of torch's named-tuple results that hold indices (`torch.topk(p, k).indices`)
+_INDEX_ATTRIBUTES = frozenset({"indices"})
+# calls returning (values, indices): the values keep the graph, the indices do not; indices
+# of a sampling call (`topk`, `kthvalue`) say the output was only wanted for them (strong),
+# those of `max(1)` / `sort` ... end the graph without saying so (a finding needs another sink)
+_WITH_INDICES = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median", "nanmedian", "cummax", "cummin"})
+_SAMPLED_INDICES = frozenset({"topk", "kthvalue"})
 _WEAK_FUNCTIONS = frozenset({"len", "str", "repr", "format", "isinstance", "type", "id"})
 STRONG_METHODS = SINK_METHODS - {"size", "dim", "numel", "nelement", "element_size", "data_ptr", "__len__"}
-STRONG_NAMES = frozenset({"print", "float", "int", "bool", "save", "save_image", "write_png", "write_jpeg", "write_video"})
+STRONG_NAMES = frozenset({"print", "float", "int", "bool", "save", "save_image", "write_png", "write_jpeg", "write_video",
+                          "multinomial", "topk", "kthvalue"})
 _SINK_MODULES = ("numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "skimage.", "scipy.", "sklearn.",
                  "logging.", "wandb.", "mlflow.", "torchmetrics.", "pandas.", "json.", "pickle.")
 # a called name that consumes what it is given: saving, printing, logging, plotting, metrics
@@ -74,10 +82,24 @@ class Reach:
     sinks: List[str] = field(default_factory=list)
     escape: Optional[str] = None
     strong: bool = False  # saved, printed, logged, made a number or detached somewhere
+    returned: bool = False  # (a helper's parameter) handed back to the caller
 
     @property
     def only_sinks(self) -> bool:
         return self.escape is None and self.strong
+
+
+@dataclass(frozen=True)
+class Helper:
+    """A same-file function (or, ``bound``, a method called on ``self``) a call runs, and its
+    statement flow."""
+
+    function: cst.FunctionDef
+    flow: Flow
+    bound: bool = False
+
+
+HELPER_DEPTH = 2  # helpers followed inside helpers, at most
 
 
 class _Escape(Exception):
@@ -93,11 +115,18 @@ class SinkFollower:
         qualify: Callable[[cst.BaseExpression], Optional[str]],
         is_model_call: Callable[[cst.Call], bool],
         local_functions: Set[str],
+        helper: Optional[Callable[[cst.Call], Optional[Helper]]] = None,
+        depth: int = 0,
     ) -> None:
         self.flow = flow
         self.qualify = qualify
         self.is_model_call = is_model_call
         self.local_functions = local_functions
+        self.helper = helper  # a same-file function or method a call runs, when known
+        self.depth = depth
+        self.returning = False  # following a helper's parameter: a return hands it back
+        # `v, ix = topk(...)` met: (sampled, the indices' target, its statement)
+        self._unpacked_indices: List[Tuple[bool, cst.BaseExpression, int]] = []
         self._parents: Dict[int, Dict[int, cst.CSTNode]] = {}
 
     def reach(self, start: cst.CSTNode, statement: cst.CSTNode) -> Reach:
@@ -109,8 +138,24 @@ class SinkFollower:
         if index is None:
             result.escape = "not in the function's flow"
             return result
+        return self._follow([(start, index)], result)
+
+    def reach_parameter(self, name: str) -> Reach:
+        """Where the parameter ``name`` goes in this (helper) function; a ``return`` of it (or
+        of what is computed from it) sets ``returned`` instead of ending the answer."""
+        self.returning = True
+        result = Reach()
+        if not self.flow.reliable or name in self.flow.captured:
+            result.escape = "a helper whose flow is not followed"
+            return result
+        todo: List[Tuple[cst.CSTNode, int]] = []
+        for number, node in enumerate(self.flow.nodes):
+            if name in node.reads and any(d.index == ENTRY for d in self.flow.definitions(name, number)):
+                todo.extend((read, number) for read in self._reads(number, name))
+        return self._follow(todo, result)
+
+    def _follow(self, todo: List[Tuple[cst.CSTNode, int]], result: Reach) -> Reach:
         seen: Set[Tuple[int, int]] = set()
-        todo: List[Tuple[cst.CSTNode, int]] = [(start, index)]
         try:
             while todo:
                 node, where = todo.pop()
@@ -122,7 +167,22 @@ class SinkFollower:
                 todo.extend(self._step(node, where, result))
         except _Escape as escape:
             result.escape = str(escape)
+        for sampled, target, where in self._unpacked_indices:
+            # `_, idx = torch.max(p, dim=1)`: the indices carry no graph, wherever they go;
+            # what they reach (`idx.data`, `.item()`) still says what the output was for
+            result.sinks.append("indices")
+            result.strong = result.strong or sampled or self._indices_reach(target, where).strong
+        self._unpacked_indices = []
         return result
+
+    def _indices_reach(self, target: cst.BaseExpression, where: int) -> Reach:
+        follower = SinkFollower(self.flow, self.qualify, self.is_model_call, self.local_functions)
+        reach = Reach()
+        try:
+            reads = follower._bound(target, where)
+        except _Escape:
+            return reach
+        return follower._follow(reads, reach)
 
     # -- one use ----------------------------------------------------------------------------------
     def _parent_map(self, where: int) -> Dict[int, cst.CSTNode]:
@@ -149,9 +209,11 @@ class SinkFollower:
             if parent.value is not node:
                 raise _Escape("attribute name")
             attr = parent.attr.value
-            if attr in _PLAIN_ATTRIBUTES:
+            indices = attr in _INDEX_ATTRIBUTES and self._returns_indices(node)
+            if attr in _PLAIN_ATTRIBUTES or indices:
                 result.sinks.append(f"`.{attr}`")
-                result.strong = result.strong or attr == "data"  # detached on purpose
+                # detached on purpose, or sampled indices (`topk(...).indices`): no graph
+                result.strong = result.strong or attr == "data" or (indices and self._sampled(node))
                 return []
             call = parents.get(id(parent))
             if type(call) is cst.Call and call.func is parent:
@@ -165,6 +227,10 @@ class SinkFollower:
             return [(parent, where)]  # `out.logits`, `out.sample`
         if kind is cst.Subscript:
             if parent.value is node:
+                if self._indices_of(node, parent):
+                    result.sinks.append("indices")
+                    result.strong = result.strong or self._sampled(node)
+                    return []
                 return [(parent, where)]
             result.sinks.append("an index")
             return []
@@ -212,6 +278,11 @@ class SinkFollower:
             return []
         if kind is cst.For and parent.iter is node:
             return self._bound(parent.target, where)
+        if kind is cst.AssignTarget and type(node) is cst.Subscript:
+            return []  # `logits[logits < v] = -inf`: written into, the value's later reads are followed
+        if kind is cst.Return and self.returning:
+            result.returned = True
+            return []
         if kind in (cst.Return, cst.Yield, cst.Await):
             raise _Escape("returned to the caller")
         raise _Escape(f"used in a {kind.__name__}")
@@ -274,7 +345,42 @@ class SinkFollower:
             result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
+        if self.helper is not None:
+            helper = self.helper(call)
+            if helper is not None:
+                return self._through_helper(helper, arg, call, where, result)
         raise _Escape(f"passed to `{dotted or 'a call'}`")
+
+    def _through_helper(
+        self, helper: Helper, arg: cst.Arg, call: cst.Call, where: int, result: Reach
+    ) -> List[Tuple[cst.CSTNode, int]]:
+        """``fake = self._apply_activate(fake)``: the helper is followed from the parameter
+        the argument binds; what it returns computed from it is the call's value here."""
+        if self.depth >= HELPER_DEPTH or arg.star:
+            raise _Escape("passed to a helper not followed")
+        params = [p.name.value for p in (*helper.function.params.posonly_params, *helper.function.params.params)]
+        if helper.bound:
+            params = params[1:]
+        if arg.keyword is not None:
+            name = arg.keyword.value
+            if name not in params and name not in {p.name.value for p in helper.function.params.kwonly_params}:
+                raise _Escape("passed to a helper by **kwargs")
+        else:
+            positional = [a for a in call.args if a.keyword is None]
+            if any(a.star for a in positional):
+                raise _Escape("passed to a helper with *args")
+            position = next(i for i, a in enumerate(positional) if a is arg)
+            if position >= len(params):
+                raise _Escape("passed to a helper's *args")
+            name = params[position]
+        inner = SinkFollower(
+            helper.flow, self.qualify, lambda _call: False, self.local_functions, self.helper, self.depth + 1
+        ).reach_parameter(name)
+        if inner.escape is not None:
+            raise _Escape(f"{inner.escape} in `{helper.function.name.value}`")
+        result.sinks.extend(inner.sinks)
+        result.strong = result.strong or inner.strong
+        return [(call, where)] if inner.returned else []
 
     def _stored_in(self, container: cst.BaseExpression, where: int) -> List[Tuple[cst.CSTNode, int]]:
         """``outs.append(out)``: every later read of the local list ``outs`` holds it."""
@@ -292,13 +398,55 @@ class SinkFollower:
                 found.append((read, number))
         return found
 
+    def _indices_of(self, node: cst.CSTNode, subscript: cst.Subscript) -> bool:
+        """``torch.topk(p, k)[1]``: the indices of a call that returns (values, indices)."""
+        if not self._returns_indices(node) or len(subscript.slice) != 1:
+            return False
+        index = subscript.slice[0].slice
+        return type(index) is cst.Index and type(index.value) is cst.Integer and index.value.value == "1"
+
+    @staticmethod
+    def _sampled(node: cst.CSTNode) -> bool:
+        return type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _SAMPLED_INDICES
+
+    def _returns_indices(self, node: cst.CSTNode) -> bool:
+        """``torch.topk(...)``, ``x.max(dim=1)``, ``p.sort(-1)``: a call returning (values,
+        indices) (``max``/``min``/``median`` only with a ``dim``)."""
+        if type(node) is not cst.Call:
+            return False
+        func = node.func
+        if type(func) is cst.Attribute:
+            name = func.attr.value
+            qualified = self.qualify(func)
+            if qualified is not None and not qualified.startswith("torch."):
+                return False
+        else:
+            return False
+        if name not in _WITH_INDICES:
+            return False
+        arguments = [a for a in node.args if a.keyword is None] if qualified is None else [
+            a for a in node.args if a.keyword is None][1:]
+        if name in ("max", "min", "median", "nanmedian"):  # `torch.max(a, b)` is elementwise
+            dim = arguments[0].value if arguments else None
+            if type(dim) is cst.UnaryOperation:
+                dim = dim.expression
+            return type(dim) is cst.Integer or any(a.keyword is not None and a.keyword.value == "dim" for a in node.args)
+        return True
+
     def _assigned(self, statement: cst.CSTNode, node: cst.CSTNode, where: int) -> List[Tuple[cst.CSTNode, int]]:
         if type(statement) is cst.Assign:
             if statement.value is not node:
                 raise _Escape("an assignment target")
             found = []
             for target in statement.targets:
-                found.extend(self._bound(target.target, where))
+                bound = target.target
+                if (
+                    type(bound) in (cst.Tuple, cst.List) and len(bound.elements) == 2
+                    and self._returns_indices(node)
+                ):  # `values, indices = torch.topk(...)`: only the values keep the graph
+                    self._unpacked_indices.append((self._sampled(node), bound.elements[1].value, where))
+                    bound = bound.elements[0].value
+                found.extend(self._bound(bound, where))
             return found
         if statement.value is not node:  # type: ignore[attr-defined]
             raise _Escape("an assignment target")

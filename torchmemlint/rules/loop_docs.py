@@ -33,15 +33,25 @@ TML501_DOCUMENTATION = """
     A model the code borrows is left to its caller when nothing in the function calls
     `.eval()` / `.train()`: a parameter of a method called once (monai's
     `Inferer._run_inference(self, network, patch)`, which evaluators run without autograd and
-    trainers with it), or `self.model` in a class whose bases all come from other files and
-    that never assigns it nor calls eval/train/backward/step (transformers' pipelines: the base
-    class runs `_forward` under `no_grad` in another file, which a single-file linter cannot
-    read). A module-level `def predict(net, x): return net(x)` and a method that loops over
-    its `network` argument are still reported. Elsewhere, a module called in a function that
-    never backpropagates is reported when its output (followed through the statement flow)
-    ends only saved, printed, logged, made a number or numpy array, detached or given to a
-    metric (GAN sampling, `greedy_decode`); quiet when it is returned, stored, passed to an
-    unknown function, or trained through hooks.
+    trainers with it), or `self.model` in a class that never assigns it nor calls
+    eval/train/backward/step and derives (maybe through classes of the file) from a base known
+    to run its methods without autograd: transformers' pipelines (`Pipeline`, `ChunkPipeline`
+    ..., imported from `transformers` or relatively inside it), whose `forward` runs `_forward`
+    under `no_grad`. A base that only builds the model and calls `.eval()` does not turn
+    autograd off: a sampler of its subclass is judged like any other code. A module-level
+    `def predict(net, x): return net(x)` and a method that loops over its `network` argument
+    are still reported. Elsewhere, a module called in a function that never backpropagates
+    (`self(idx)` in a method of a module class included) is reported when its output
+    (followed through the statement flow) ends only saved, printed, logged, made a number or
+    numpy array, detached, given to a metric, or made indices (`torch.multinomial`, `argmax`,
+    the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens
+    carry no graph even when they are returned); through a function of the file or a method
+    called on `self` that returns what it computes from it (`fake = self._apply_activate(fake)`)
+    or consumes it. Quiet when the output is returned, stored, passed to an unknown function,
+    or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
+    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook). One finding stands for the function (or loop) its
+    `torch.no_grad()` covers; the message says how many model calls that is when there are
+    several.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every

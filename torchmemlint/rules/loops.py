@@ -19,8 +19,8 @@ from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_loop, borrowed_model, module_call, only_sinks_reached, output_kept, plainly_a_module,
-    reduced_after, runs_model, switched_back,
+    borrowed_loop, borrowed_model, model_calls_under, module_call, only_sinks_reached, output_kept,
+    plainly_a_module, reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -476,7 +476,7 @@ class _Checks:
             return  # one finding per loop (or function) to wrap
         self.wrapped.add(key)
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
-            event.node, message, self._no_grad_fix(target)
+            event.node, message + self._covered(target), self._no_grad_fix(target)
         )
 
     def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
@@ -493,9 +493,19 @@ class _Checks:
             f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
             f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
             "the forward records its graph and keeps every activation saved for backward alive "
-            "while the output lives; use `torch.no_grad()`",
+            "while the output lives; use `torch.no_grad()`" + self._covered(None),
             self._no_grad_fix(None),
         )
+
+    def _covered(self, target: Optional[Frame]) -> str:
+        """How many model calls one `torch.no_grad()` covers, when several (``callers``)."""
+        count = model_calls_under(self.facts, None if target is None else target.statement)
+        if count < 2:
+            return ""
+        where = "function" if target is None else (
+            "loop" if type(target.statement) in (cst.For, cst.While) else "statement"
+        )
+        return f" (this {where} makes {count} model calls: the one `torch.no_grad()` covers them all)"
 
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
         """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when

@@ -1,0 +1,358 @@
+"""TML501 outside evaluation-named code, through the CLI: sampling loops whose model output
+ends as indices (``multinomial``, ``argmax``, ``topk`` indices) written into a returned tensor,
+generator outputs passed through a helper of the file before ``.detach()``, a sampler of a
+class whose base does not turn autograd off, and one finding counting every model call its
+``torch.no_grad()`` covers. Each reported form has look-alikes that must stay quiet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+
+GPT = HEAD + """class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, idx):
+        return self.head(idx)
+
+"""
+
+# name -> (source, number of TML501 findings)
+CASES = {
+    # -- 1. sampling: the output only becomes indices --------------------------------------
+    "nanogpt_generate_method": (GPT + """    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+        for _ in range(max_new_tokens):
+            logits = self(idx)
+            logits = logits[:, -1, :] / temperature
+            if top_k is not None:
+                v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                logits[logits < v[:, [-1]]] = -float("Inf")
+            probs = F.softmax(logits, dim=-1)
+            idx_next = torch.multinomial(probs, num_samples=1)
+            idx = torch.cat((idx, idx_next), dim=1)
+        return idx
+""", 1),
+    "sample_written_by_index": (HEAD + """def sample(model, start, steps):
+    out = torch.zeros(start.size(0), steps, dtype=torch.long)
+    tokens = start
+    for i in range(steps):
+        probs = model(tokens).softmax(-1)
+        out[:, i] = torch.multinomial(probs[:, -1], 1).squeeze(-1)
+    return out
+""", 1),
+    "greedy_decode_argmax_cat": (HEAD + """def greedy_decode(model, src, max_len, start_symbol):
+    memory = model.encode(src)
+    ys = torch.full((1, 1), start_symbol, dtype=torch.long)
+    for _ in range(max_len - 1):
+        out = model.decode(memory, ys)
+        prob = model.generator(out[:, -1])
+        next_word = torch.argmax(prob, dim=1, keepdim=True)
+        ys = torch.cat([ys, next_word], dim=1)
+    return ys
+""", 1),
+    "topk_indices_attribute": (HEAD + """def decode_tokens(net, x, steps):
+    tokens = []
+    for _ in range(steps):
+        logits = net(x)
+        tokens.append(torch.topk(logits.softmax(-1), k=1, dim=-1).indices)
+    return torch.cat(tokens, dim=1)
+""", 1),
+    "topk_subscript_one": (HEAD + """def beam_step(model, x):
+    scores = F.log_softmax(model(x), dim=-1)
+    best = scores.topk(4, dim=-1)[1]
+    return best
+""", 1),
+    "method_multinomial_self_model": (HEAD + """class Sampler:
+    def __init__(self, vocab):
+        self.model = nn.Sequential(nn.Embedding(vocab, 16), nn.Linear(16, vocab))
+
+    def run(self, tokens, n):
+        for _ in range(n):
+            probs = self.model(tokens)[:, -1].softmax(dim=-1)
+            tokens = torch.cat([tokens, probs.multinomial(1)], dim=1)
+        return tokens
+""", 1),
+    # look-alikes: the logits are returned too; decorated; trained through (REINFORCE);
+    # `max(1)[1]` ends the graph but says nothing by itself; `torch.max(a, b)[1]` is a row
+    "returns_logits_too": (HEAD + """def sample(model, tokens, n):
+    for _ in range(n):
+        logits = model(tokens)[:, -1]
+        tokens = torch.cat([tokens, torch.multinomial(logits.softmax(-1), 1)], dim=1)
+    return tokens, logits
+""", 0),
+    "generate_under_no_grad": (GPT + """    @torch.no_grad()
+    def generate(self, idx, n):
+        for _ in range(n):
+            probs = F.softmax(self(idx)[:, -1, :], dim=-1)
+            idx = torch.cat((idx, torch.multinomial(probs, num_samples=1)), dim=1)
+        return idx
+""", 0),
+    "reinforce_trains": (HEAD + """def episode(policy, states, optimizer):
+    probs = policy(states).softmax(-1)
+    actions = torch.multinomial(probs, 1)
+    loss = -torch.log(probs.gather(1, actions)).sum()
+    loss.backward()
+    optimizer.step()
+    return actions
+""", 0),
+    "max_indices_alone": (HEAD + """def pick(model, x):
+    return model(x).max(1)[1]
+""", 0),
+    "elementwise_max_row": (HEAD + """def pick(model, x, floor):
+    out = torch.max(model(x), floor)[1]
+    return out
+""", 0),
+    "frozen_codebook_indices": (HEAD + """class Codebook(nn.Module):
+    def __init__(self, freeze=True):
+        super().__init__()
+        self.blocks = nn.Conv2d(3, 8, 1)
+        if freeze:
+            for param in self.parameters():
+                param.requires_grad = False
+
+    def get_codebook_indices(self, pixel_values):
+        return torch.argmax(self.blocks(pixel_values), axis=1)
+""", 0),
+    "codebook_indices": (HEAD + """class Codebook(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Conv2d(3, 8, 1)
+
+    def get_codebook_indices(self, pixel_values):
+        return torch.multinomial(self.blocks(pixel_values).flatten(1).softmax(-1), 1)
+""", 1),
+    "forward_calls_self_not_reported": (GPT + """    def step(self, idx):
+        return self(idx)
+""", 0),
+    # -- 2. through a helper of the file --------------------------------------------------
+    "ctgan_apply_activate": (HEAD + """class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, z):
+        return self.fc(z)
+
+
+class Synthesizer:
+    def __init__(self):
+        self._generator = Generator()
+
+    def _apply_activate(self, data):
+        parts = [torch.tanh(data[:, :4]), F.gumbel_softmax(data[:, 4:], tau=0.2)]
+        return torch.cat(parts, dim=1)
+
+    def sample(self, n):
+        z = torch.randn(n, 8)
+        fake = self._generator(z)
+        fakeact = self._apply_activate(fake)
+        return fakeact.detach().cpu().numpy()
+""", 1),
+    "module_level_postprocess": (HEAD + """from torchvision.utils import save_image
+
+
+class G(nn.Module):
+    def forward(self, z):
+        return z
+
+
+def to_image(x, low=-1.0):
+    x = (x - low) / 2
+    return x.clamp(0, 1)
+
+
+def sample_images(z, path):
+    imgs = to_image(generator(z), low=-1.0)
+    save_image(imgs, path)
+
+
+generator = G()
+""", 1),
+    "helper_that_consumes": (HEAD + """class Synth:
+    def __init__(self):
+        self.net = nn.Linear(4, 4)
+
+    def _report(self, out):
+        print(out.mean().item())
+
+    def check(self, x):
+        out = self.net(x)
+        self._report(out)
+""", 1),
+    # look-alikes: a helper that keeps its argument, or hands it to an unknown function
+    "helper_stores_argument": (HEAD + """class Synth:
+    def __init__(self):
+        self._generator = nn.Linear(8, 8)
+
+    def _apply_activate(self, data):
+        self.last = data
+        return torch.tanh(data)
+
+    def sample(self, n):
+        fake = self._apply_activate(self._generator(torch.randn(n, 8)))
+        return fake.detach().cpu().numpy()
+""", 0),
+    "helper_passes_on": (HEAD + """from somewhere import keep
+
+
+def activate(data):
+    keep(data)
+    return torch.tanh(data)
+
+
+def sample(generator, z):
+    fake = activate(generator(z))
+    return fake.detach().numpy()
+
+
+generator = nn.Linear(8, 8)
+""", 0),
+    "helper_by_star_args": (HEAD + """def activate(*parts):
+    return torch.cat(parts)
+
+
+def sample(generator, z):
+    fake = activate(*[generator(z)])
+    return fake.detach().numpy()
+
+
+generator = nn.Linear(8, 8)
+""", 0),
+    # -- 3. a model from a base class: only a base that runs without autograd exempts -------
+    "foreign_base_sampler": ("""import torch
+from .base import BaseVAE
+
+
+class Sampler(BaseVAE):
+    def sample(self, n):
+        z = torch.randn(n, 16)
+        return self.model.decoder(z)[:, :3].detach()
+""", 1),
+    "local_base_builds_and_evals": ("""import torch
+import torch.nn as nn
+
+
+class Base:
+    def __init__(self):
+        self.model = nn.Sequential(nn.Linear(16, 16))
+        self.model.eval()
+
+
+class Sampler(Base):
+    def sample(self, n):
+        z = torch.randn(n, 16)
+        return self.model(z)[:, :3].detach()
+""", 1),
+    "transformers_pipeline": ("""import torch
+from transformers import Pipeline
+
+
+class ScorePipeline(Pipeline):
+    def postprocess_scores(self, x):
+        print(self.model(x).logits.argmax(-1).tolist())
+""", 0),
+    "relative_pipeline_through_local_base": ("""import torch
+from .base import ChunkPipeline
+
+
+class Text2TextPipeline(ChunkPipeline):
+    pass
+
+
+class SummaryPipeline(Text2TextPipeline):
+    def log_scores(self, x):
+        print(self.model(x).logits.argmax(-1).tolist())
+""", 0),
+    "no_grad_caller_in_class": ("""import torch
+from .base import BaseVAE
+
+
+class Sampler(BaseVAE):
+    @torch.no_grad()
+    def __call__(self, n):
+        return self.sample(n)
+
+    def sample(self, n):
+        return self.model.decoder(torch.randn(n, 16)).detach()
+""", 0),
+}
+
+
+def _run(tmp_path: Path) -> dict:
+    for name, (code, _) in CASES.items():
+        (tmp_path / f"{name}.py").write_text(code, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML501", "--output-format",
+         "json", "--no-cache", "--isolated", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    found: dict = {}
+    for item in json.loads(proc.stdout):
+        found.setdefault(Path(item["filename"]).stem, []).append(item)
+    return found
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory):
+    return _run(tmp_path_factory.mktemp("tml501"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CASES)
+def test_sampling_helpers_and_bases(found, name):
+    expected = CASES[name][1]
+    messages = [item["message"] for item in found.get(name, [])]
+    assert len(messages) == expected, messages
+
+
+@pytest.mark.slow
+def test_a_sampling_finding_names_the_indices(found):
+    (item,) = found["sample_written_by_index"]
+    assert "`torch.multinomial`" in item["message"]
+    assert item["location"]["row"] == 10
+
+
+@pytest.mark.slow
+def test_one_finding_counts_every_model_call_its_no_grad_covers(tmp_path):
+    (tmp_path / "many.py").write_text(HEAD + """def validate(model, loader):
+    model.eval()
+    for x in loader:
+        a = model(x)
+        b = model(x.flip(-1))
+        print((a + b).argmax(1).tolist())
+    print(model.encode(x).tolist())
+
+
+def single(model, loader):
+    model.eval()
+    for x in loader:
+        print(model(x).argmax(1).tolist())
+
+
+def draw(z, fixed):
+    fake = generator(z)
+    ref = generator(fixed)
+    print(fake.detach().mean().item(), ref.detach().mean().item())
+
+
+generator = nn.Linear(4, 4)
+""", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML501", "--output-format",
+         "json", "--no-cache", "--isolated", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    by_row = {item["location"]["row"]: item["message"] for item in json.loads(proc.stdout)}
+    assert sorted(by_row) == [9, 18, 22], by_row
+    assert "this function makes 3 model calls" in by_row[9]
+    assert "model calls" not in by_row[18]
+    assert "this function makes 2 model calls" in by_row[22]
