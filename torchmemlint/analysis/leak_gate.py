@@ -211,8 +211,30 @@ def _sink_code(facts: LoopFacts) -> bool:
     printing, logging or numbers needs, in one function (other than ``__init__`` /
     ``forward``), a call of one of those (a sink named so, or a call into numpy, matplotlib
     ...: ``analysis.sinks``) and a call that may run a module (``FunctionFacts``)."""
+    by_name: Dict[str, List[FunctionFacts]] = {}
+    for function in facts.functions:
+        by_name.setdefault(function.name, []).append(function)
+
+    def sinks(function: FunctionFacts, depth: int) -> bool:
+        # its own sink, or one in a helper of the file it calls (`self._report(out)`,
+        # `report(out)`): ``analysis.sinks`` follows an output into helpers two levels deep
+        if function.sinks(facts.imported):
+            return True
+        if depth == 0:
+            return False
+        for callee in function.callees:
+            head, _, rest = callee.partition(".")
+            name = rest if head == "self" and rest and "." not in rest else callee
+            if "." not in name and any(
+                helper is not function and helper.name not in ("__init__", "forward")
+                and sinks(helper, depth - 1)
+                for helper in by_name.get(name, ())
+            ):
+                return True
+        return False
+
     return any(
-        function.sinks(facts.imported) and function.may_run_module(facts.module_stores)
+        function.may_run_module(facts.module_stores) and sinks(function, 2)
         for function in facts.functions
     )
 
