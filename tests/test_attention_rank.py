@@ -143,6 +143,9 @@ def test_the_rank_of_q_k_v_comes_from_the_value_graph():
     ("q = rearrange(x, '... n d -> ... d n')", None),
     ("q = F.conv2d(x, w)", 4),
     ("q = x.view(shape)", None),
+    ("q, k = x.reshape(B, N, 2, h, d).permute(2, 0, 3, 1, 4).unbind(0)", 4),  # timm's qkv.unbind(0)
+    ("q = x.reshape(B, N, 3, h, d).permute(2, 0, 3, 1, 4)[0]", 4),
+    ("q = x.view(B, N, C)[:, 0]", None),  # not an integer index
 ])
 def test_each_rank_rule(line, expected):
     source = """

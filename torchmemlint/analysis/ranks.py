@@ -9,6 +9,7 @@
 - ``view``/``reshape`` with n sizes (or one tuple of n), ``flatten(s)`` (s + 1 axes),
   ``flatten(s, e)`` of an n-D value (n - (e - s)), ``unsqueeze`` (+1), ``squeeze(d)`` (-1),
   ``einops.rearrange`` by its output pattern;
+- ``unbind`` (each part) and an integer index (``qkv[0]``): one axis fewer;
 - steps that keep the rank: ``split``/``chunk`` (each part), ``transpose``, elementwise steps,
   scale, softmax, casts, dropout, norms and activations; ``@``/``matmul`` of two n-D values;
 - ``nn.Conv1d``/``2d``/``3d`` layers and ``F.conv1d``/``2d``/``3d`` (3-, 4-, 5-D outputs).
@@ -92,11 +93,15 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
         return left if left is not None and left == right and left >= 2 else None
     if op == "element":
         source = inputs[0]
-        if source.op == "split" and type(source.node) is cst.Call and _method(source.node) in ("split", "chunk"):
-            return of(source.inputs[0])
+        if source.op == "split" and type(source.node) is cst.Call and _method(source.node) in ("split", "chunk", "unbind"):
+            whole = of(source.inputs[0])
+            return whole - 1 if whole is not None and _method(source.node) == "unbind" else whole
         if source.op == "call" and source.info.get("qualified") in ("torch.split", "torch.chunk") and source.inputs:
             return of(source.inputs[0])
         return None
+    if op == "index" and type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+        whole = of(inputs[0])  # qkv[0]: one axis fewer
+        return whole - 1 if whole is not None and _integer(node.slice[0].slice.value, 0) is not None else None
     if op == "linear" or op == "layer":
         layer = value.info.get("qualified") or getattr(value.info.get("layer"), "qualified", None) or ""
         return CONV.get(layer.rsplit(".", 1)[-1]) if layer.startswith("torch.nn.") else None
