@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
 
@@ -54,7 +55,7 @@ class AttentionSite:
     reason: str = ""  # why no SDPA call can be written ("" when one can)
     has_dropout: bool = False
     has_mask: bool = False
-    rank: Optional[int] = None  # the tensors' rank when the code says (einsum)
+    rank: Optional[int] = None  # the tensors' rank when the code or the value graph says (ranks.py)
 
     @property
     def fixable(self) -> bool:
@@ -436,8 +437,13 @@ class _Question:
         site.transposed = o_out[-1] != e
         self.texts.extend((q_node, k_node, v_node))
         spellings = (scores.info["spelling"], product.info["spelling"])
+        rank: Optional[int] = None
         if "einsum" in spellings or {"torch.bmm", "bmm"} & set(spellings):  # the rank is in the code
             rank = len(s_out) if "..." not in s_out else 3
+        else:  # `@`/`matmul`: the rank where the value graph shows it (q, k and v agree)
+            ranks = {value_rank(self.graph, v) for v in (scores.inputs[1 - key_side], scores.inputs[key_side], product.inputs[1 - side])}
+            rank = ranks.pop() if len(ranks) == 1 else None
+        if rank is not None:
             site.rank = rank
             if rank not in (None, 3, 4):
                 self.reasons.append("the tensors are %d-D; CUDA's fused kernels take 4-D (batch, heads, L, E)" % rank)

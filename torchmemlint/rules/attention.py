@@ -129,12 +129,16 @@ class EagerAttention(Rule):
     dropout draws a different mask from the same seed, and a row whose every key is masked
     gives zeros under SDPA where a `-1e9` fill gives uniform weights. Offered only where the
     file imports `torch` or `torch.nn.functional`. CUDA's fused kernels take 4-D (batch,
-    heads, L, E) tensors: a 3-D `einsum` or `bmm` form gets `.unsqueeze(1)` (one head) and
-    `.squeeze(1)`; for `@`/`matmul` the rank is not in the code, and 3-D tensors there would
-    run SDPA's math path, which keeps the weights as eager code does (torch's kernel choice,
-    as `torchmemlint/dynamic/emulate.py` models it). `tests/test_attention_rules.py` runs the
-    fixed forms (channel-first, `v` on the left, module softmax, aliases) against the eager
-    code on CPU: equal within float32 rounding in eval mode.
+    heads, L, E) tensors: the rank comes from the code (an `einsum` spec, `bmm`) or, for
+    `@`/`matmul`, from the value graph where it shows q, k and v's rank (`B, C, H, W =
+    x.shape`, `view`/`reshape` sizes, `flatten`, `unsqueeze`, a conv layer, `rearrange`'s
+    output pattern). A 3-D form gets `.unsqueeze(1)` (one head) and `.squeeze(1)`; another
+    rank but 4 gets no fix. Where the rank is not shown, 3-D tensors would run SDPA's math
+    path, which keeps the weights as eager code does (torch's kernel choice, as
+    `torchmemlint/dynamic/emulate.py` models it). `tests/test_attention_rules.py` and
+    `tests/test_attention_rank.py` run the fixed forms (channel-first, `v` on the left,
+    module softmax, aliases, a conv feature map flattened to 3-D) against the eager code on
+    CPU: equal within float32 rounding in eval mode.
 
     ## Measured
     CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
