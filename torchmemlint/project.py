@@ -65,6 +65,9 @@ class ClassSummary:
     bases: Tuple[str, ...]  # as written, dotted ("nn.Module", "resnet.ResNet", "Base")
     assigned: FrozenSet[str]  # self.<name> = ... in any method
     read: FrozenSet[str]  # self.<name> read or deleted in any method
+    # ``self.<name> = <callee>(...)`` in ``__init__``: the callee as written, dotted (the last
+    # assignment of each name; a stem's ``maxpool``, a block's ``bn1``)
+    builds: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -79,6 +82,8 @@ class ModuleSummary:
     strings: FrozenSet[str] = frozenset()  # identifier-like string constants
     ordered_walk: bool = False
     error: Optional[str] = None  # not readable / not parsable: it may read anything
+    functions: FrozenSet[str] = frozenset()  # top-level ``def`` names
+    digest: str = ""  # of the text summarised: what a dependant's cache key holds of it
 
 
 def module_name(path: str) -> Tuple[str, str]:
@@ -132,6 +137,7 @@ def summarize(path: str, text: str) -> ModuleSummary:
     """What the module at ``path`` (its source ``text``) says to the rest of the project."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
+    summary.digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     try:
         tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
@@ -179,9 +185,13 @@ def summarize(path: str, text: str) -> ModuleSummary:
         elif node_type is ast.keyword:
             if node.arg in ORDERED_WALKS:  # type: ignore[attr-defined]
                 ordered = True
+    functions: Set[str] = set()
     for statement in tree.body:
         if type(statement) is ast.ClassDef:
             summary.classes[statement.name] = _class_summary(statement)
+        elif type(statement) in (ast.FunctionDef, ast.AsyncFunctionDef):
+            functions.add(statement.name)  # type: ignore[attr-defined]
+    summary.functions = frozenset(functions)
     summary.foreign_reads = frozenset(foreign)
     summary.strings = frozenset(strings)
     summary.ordered_walk = ordered
@@ -198,7 +208,36 @@ def _class_summary(classdef: ast.ClassDef) -> ClassSummary:
                 assigned.add(node.attr)
             else:  # Load or Del
                 read.add(node.attr)
-    return ClassSummary(classdef.name, bases, frozenset(assigned), frozenset(read))
+    builds: Dict[str, str] = {}
+    for statement in classdef.body:
+        if type(statement) is ast.FunctionDef and statement.name == "__init__":
+            for node in ast.walk(statement):
+                if type(node) is not ast.Assign or type(node.value) is not ast.Call:
+                    continue
+                callee = _dotted(node.value.func)
+                for target in node.targets:
+                    if (
+                        callee and type(target) is ast.Attribute and type(target.value) is ast.Name
+                        and target.value.id == "self"
+                    ):
+                        builds[target.attr] = callee
+    return ClassSummary(
+        classdef.name, bases, frozenset(assigned), frozenset(read), tuple(sorted(builds.items()))
+    )
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a name is defined: ``kind`` "class" or "function" of the project ``module``, or
+    "external" (``name``: the absolute name imported from outside the project)."""
+
+    module: Optional[ModuleSummary]
+    kind: str
+    name: str
+
+    @property
+    def klass(self) -> Optional[ClassSummary]:
+        return self.module.classes.get(self.name) if self.module is not None and self.kind == "class" else None
 
 
 @dataclass
@@ -223,6 +262,8 @@ class ProjectIndex:
         self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
         self._keys: Dict[str, str] = {}
         self._project_facts: Optional[_ProjectFacts] = None
+        self._root_names: Optional[FrozenSet[str]] = None
+        self._direct: Dict[str, List[ModuleSummary]] = {}
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -311,6 +352,116 @@ class ProjectIndex:
     def module_of(self, path: str) -> Optional[ModuleSummary]:
         return self.by_path.get(os.path.abspath(path))
 
+    # -- definitions: where a name that a file does not define comes from ------------------
+    def locate(self, path: str, dotted: str) -> Optional["Located"]:
+        """Where the module-level name ``dotted``, as written in the file at ``path``, is
+        defined: a class or function of a project module (imports, ``from x import *`` and
+        re-exports through ``__init__.py`` followed), or the absolute name it is imported as
+        from outside the project (``torchvision.models.ResNet``); None when neither."""
+        module = self.module_of(path)
+        return None if module is None else self._locate(module, dotted, 0)
+
+    def _locate(self, module: ModuleSummary, dotted: str, depth: int) -> Optional["Located"]:
+        if depth > 20:
+            return None
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            if head in module.classes:
+                return Located(module, "class", head)
+            if head in module.functions:
+                return Located(module, "function", head)
+        target = module.imports.get(head)
+        if target is not None:
+            full = f"{target}.{rest}" if rest else target
+            inside = self._locate_absolute(full, depth + 1)
+            if inside is not None:
+                return inside
+            root = full.partition(".")[0]
+            if not any(name == root or name.startswith(root + ".") for name in self._roots()):
+                return Located(None, "external", full)
+            return None
+        if head in module.classes or head in module.functions or head.startswith("_"):
+            return None
+        for star in module.star:  # from x import *: the name may come from x
+            source = self.by_name.get(star)  # an outside module's names are not known here
+            if source is not None and source is not module:
+                found = self._locate(source, dotted, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _locate_absolute(self, full: str, depth: int) -> Optional["Located"]:
+        module_part, _, attribute = full.rpartition(".")
+        while module_part:
+            module = self.by_name.get(module_part)
+            if module is not None:
+                return self._locate(module, attribute, depth)
+            module_part, _, head = module_part.rpartition(".")
+            attribute = f"{head}.{attribute}"
+        return None
+
+    def _roots(self) -> FrozenSet[str]:
+        """The top-level names of the project's modules (what an import of the project starts with)."""
+        if self._root_names is None:
+            self._root_names = frozenset(name.partition(".")[0] for name in self.by_name if name)
+        return self._root_names
+
+    def ancestry(self, path: str, dotted: str) -> List["Located"]:
+        """The class ``dotted`` names in ``path`` and every class it derives from, nearest
+        first: project classes (with their summaries) and outside ones by absolute name."""
+        first = self.locate(path, dotted)
+        if first is None or first.kind == "function":
+            return []
+        found: List[Located] = []
+        pending = [first]
+        seen: Set[Tuple[str, str]] = set()
+        while pending and len(found) < 64:
+            item = pending.pop(0)
+            key = (item.module.path if item.module is not None else "", item.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(item)
+            klass = item.klass
+            if klass is None or item.module is None:
+                continue
+            for base in klass.bases:
+                parent = self._locate(item.module, base, 0)
+                if parent is not None and parent.kind != "function":
+                    pending.append(parent)
+        return found
+
+    def dependencies(self, path: str) -> List[ModuleSummary]:
+        """The project modules the file at ``path`` imports, directly or through others (its
+        findings may depend on what they define), in a stable order."""
+        module = self.module_of(path)
+        if module is None:
+            return []
+        found: Dict[str, ModuleSummary] = {}
+        pending = [module]
+        while pending:
+            current = pending.pop()
+            for other in self._direct_dependencies(current):
+                if other.path not in found and other is not module:
+                    found[other.path] = other
+                    pending.append(other)
+        return [found[key] for key in sorted(found)]
+
+    def _direct_dependencies(self, module: ModuleSummary) -> List[ModuleSummary]:
+        cached = self._direct.get(module.path)
+        if cached is None:
+            cached = []
+            for target in [*module.imports.values(), *module.star]:
+                name = target
+                while name:
+                    other = self.by_name.get(name)
+                    if other is not None:
+                        cached.append(other)
+                        break
+                    name = name.rpartition(".")[0]
+            self._direct[module.path] = cached
+        return cached
+
     # -- questions ---------------------------------------------------------------------------
     def attribute_reached(self, path: str, classname: str, attribute: str) -> Optional[str]:
         """Why ``self.<attribute>`` of class ``classname`` in ``path`` may be used by code other
@@ -367,6 +518,9 @@ class ProjectIndex:
                     for attribute in sorted(klass.assigned):
                         why = self.attribute_reached(absolute, klass.name, attribute)
                         parts.append(f"{klass.name}.{attribute}:{why or ''}")
+                # what the names it imports from the project are: an edit there may change them
+                for other in self.dependencies(absolute):
+                    parts.append(f"<{other.name}:{other.digest}")
             key = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
             self._keys[absolute] = key
         return key
@@ -480,6 +634,13 @@ class ProjectRegistry:
                 self.texts.pop(absolute, None)
             else:
                 self.texts[absolute] = text
+
+    def text_of(self, path: str) -> Optional[str]:
+        """The text of a project file: an editor's buffer, or the file on disk."""
+        absolute = os.path.abspath(path)
+        with self._lock:
+            text = self.texts.get(absolute)
+        return text if text is not None else _read(absolute)
 
     def index_for(self, path: str, text: Optional[str] = None) -> ProjectIndex:
         absolute = os.path.abspath(path)

@@ -17,7 +17,7 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.factories import effective_call, Factories
-from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
 
 
@@ -48,6 +48,9 @@ class CallableModel:
         self._mentions: Dict[int, bool] = {}
         self._layer_counts: Dict[int, int] = {}
         self._relative_wrappers: Optional[Dict[str, Wrapper]] = None
+        # ``analysis/links.py``: classes and functions of other project files (set by
+        # ``FileAnalysis``; None: this file alone)
+        self.links = None
 
     @property
     def relative_wrappers(self) -> Dict[str, Wrapper]:
@@ -77,6 +80,40 @@ class CallableModel:
         if env.scope.lookup(func.value) is not None:
             return None
         return self.functions[func.value]
+
+    def foreign(
+        self, func: cst.BaseExpression, env: Env, kind: str
+    ) -> Optional[Tuple["CallableModel", cst.CSTNode]]:
+        """A class or function (``kind``) that another file of the project defines, named by
+        ``func`` at module level here: that file's model and its definition."""
+        if self.links is None or type(func) not in (cst.Name, cst.Attribute):
+            return None
+        head = func
+        while type(head) is cst.Attribute:
+            head = head.value
+        if type(head) is not cst.Name:
+            return None
+        scope: Optional[Bindings] = env.scope
+        while scope is not None and scope is not self.root:
+            if head.value in scope.names:
+                return None  # a local or parameter of the function shadows the module's name
+            scope = scope.parent
+        found = self.links.definition(_dotted(func), kind)
+        return None if found is None else (found[0].callables, found[1])
+
+    def _foreign_class_contents(self, func: cst.BaseExpression, env: Env, depth: int) -> Optional[Dict[str, Found]]:
+        found = self.foreign(func, env, "class")
+        if found is None:
+            return None
+        other, node = found
+        return other.class_contents(other.model(node, other.root), depth + 1)
+
+    def _foreign_function_contents(self, func: cst.BaseExpression, env: Env, depth: int) -> Optional[Dict[str, Found]]:
+        found = self.foreign(func, env, "function")
+        if found is None:
+            return None
+        other, node = found
+        return other.function_contents(node, Env(_scope_of(node, other.root), None, None), depth + 1)
 
     def follow(
         self, expr: cst.BaseExpression, env: Env
@@ -266,7 +303,8 @@ class CallableModel:
                     )
                 )
             else:
-                merge(_function_traits(env.qualify(expr), None, where))
+                traits = _function_traits(env.qualify(expr), None, where)
+                merge(traits if traits else self._foreign_function_contents(expr, env, depth) or {})
         return found
 
     def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
@@ -286,14 +324,17 @@ class CallableModel:
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return _module_traits(qualified, call, where)
         if qualified is not None:
-            return timm_layer_traits(qualified, call, where)
+            known = timm_layer_traits(qualified, call, where)
+            if known or self.links is None:
+                return known
+            return self._foreign_class_contents(call.func, env, depth) or {}
         local = self.local_class(call.func, env)
         if local is not None:
             return self.class_contents(local, depth + 1)
         factory = self._factory(call, env)
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
-        return {}
+        return self._foreign_class_contents(call.func, env, depth) or {}
 
     def _factory(self, call: cst.Call, env: Env):
         """The torch layer a factory call builds (``act_layer()``, ``partial(nn.X, ...)()``)."""
@@ -318,6 +359,8 @@ class CallableModel:
                 parent = self.local_class(base.value, Env(model.scope, None, None))
                 if parent is not None:
                     parts.append(self.class_contents(parent, depth + 1))
+                elif self.links is not None:  # a base class from another file of the project
+                    parts.append(self._foreign_class_contents(base.value, Env(model.scope, None, None), depth) or {})
         init_env = model.init_env()
         for name, values in model.attributes.items():
             for value in values:
@@ -367,6 +410,8 @@ class CallableModel:
                         more = self.function_contents(
                             helper, Env(_scope_of(helper, self.root), None, None), depth + 1
                         )
+                    elif not more and helper is None and self.links is not None:
+                        more = self._foreign_function_contents(func, env, depth) or {}
             for trait, item in more.items():
                 found.setdefault(trait, item)
         return found
