@@ -60,7 +60,7 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         if (qualified or "").startswith("torch.nn.") or (
             type(func) is cst.Name and func.value in modules and qualified is None
-        ):
+        ) or facts.walk.project_module_class(func):
             return True
     return False
 
@@ -175,6 +175,8 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     if type(value) is not cst.Call:
         return False
     func = value.func
+    if facts.walk.project_module_class(func):
+        return True  # a module class of another file of the project
     qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
     if qualified is not None:
         return (
@@ -226,7 +228,7 @@ def _module_parameter(facts: ScopeFacts, name: str) -> bool:
         qualified = facts.bindings.qualify(annotation)
         if qualified == "torch.nn.Module" or (
             type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
-        ):
+        ) or facts.walk.project_module_class(annotation):
             return True
     function = facts.scope.name
     if not function or facts.scope.owner is not None:

@@ -77,6 +77,7 @@ class FileAnalysis:
         """Every scope of the file with its autograd state, loops, calls and assignments."""
         if self._scopes is None:
             self._scopes = ScopeWalk(self.module, self.bindings, self.may_contain)
+            self._scopes.links = self.links
             self._scopes.run(self.bindings)
         return self._scopes
 

@@ -47,6 +47,7 @@ class ProjectLinks:
         self._index: Optional[ProjectIndex] = None
         self._make = make_analysis
         self._located: Dict[str, Optional[Located]] = {}
+        self._module_class: Dict[str, bool] = {}
 
     @property
     def index(self) -> ProjectIndex:
@@ -65,6 +66,23 @@ class ProjectLinks:
     def ancestry(self, dotted: Optional[str]) -> List[Located]:
         """The class ``dotted`` names and the classes it derives from (``ProjectIndex.ancestry``)."""
         return self.index.ancestry(self.path, dotted) if dotted else []
+
+    def module_class(self, dotted: Optional[str]) -> bool:
+        """``dotted`` names a class of the project that derives, through classes of the
+        project, from torch's ``nn.Module`` (or a class named ``Module`` / ``LightningModule``,
+        as for a class of the file itself)."""
+        if not dotted:
+            return False
+        if dotted not in self._module_class:
+            ancestry = self.ancestry(dotted)
+            self._module_class[dotted] = bool(ancestry) and ancestry[0].kind == "class" and any(
+                ancestor.kind == "external" and (
+                    ancestor.name.startswith("torch.nn.")
+                    or ancestor.name.rsplit(".", 1)[-1] in ("Module", "LightningModule")
+                )
+                for ancestor in ancestry
+            )
+        return self._module_class[dotted]
 
     def definition(self, dotted: Optional[str], kind: str) -> Optional[Tuple[Any, cst.CSTNode]]:
         """``(analysis of the defining file, its ClassDef / FunctionDef)`` for a class or
