@@ -413,7 +413,9 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     `checkpoint_wrapper(Block(...))` (`torch.distributed.algorithms._checkpoint.
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`. Of timm's layers, `BatchNormAct2d` and
-    `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm.
+    `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm, and so
+    do torchvision's and timm's ResNet `BasicBlock`/`Bottleneck` and torchvision's `resnet*`
+    constructors without a `norm_layer` argument (their documented default is BatchNorm2d).
     A class or function that another file of the project defines (`from .blocks import Block`,
     `from layers import *`, a re-export through a package's `__init__.py`, a base class) is
     followed into that file the same way, so a project split into files gets the findings of
