@@ -334,7 +334,28 @@ class CallableModel:
         factory = self._factory(call, env)
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
-        return self._foreign_class_contents(call.func, env, depth) or {}
+        builder = self.local_function(call.func, env)
+        if builder is not None:  # `make_stage(64, 2)`: what the function returns
+            return self.returned_contents(builder, depth)
+        foreign = self._foreign_class_contents(call.func, env, depth)
+        if foreign is None:
+            found = self.foreign(call.func, env, "function")
+            if found is not None:
+                return found[0].returned_contents(found[1], depth)
+        return foreign or {}
+
+    def returned_contents(self, function: cst.FunctionDef, depth: int) -> Dict[str, Found]:
+        """Traits of the modules a builder function of this file returns (``return
+        nn.Sequential(*[Block(c) for _ in range(n)])``)."""
+        found: Dict[str, Found] = {}
+        if depth > self.MAX_DEPTH:
+            return found
+        env = Env(_scope_of(function, self.root), None, None, function)
+        for node in _walk(function.body):
+            if type(node) is cst.Return and node.value is not None:
+                for trait, item in self.contents(node.value, env, f"{function.name.value}()", depth + 1).items():
+                    found.setdefault(trait, item)
+        return found
 
     def _factory(self, call: cst.Call, env: Env):
         """The torch layer a factory call builds (``act_layer()``, ``partial(nn.X, ...)()``)."""
