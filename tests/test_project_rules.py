@@ -195,8 +195,15 @@ from torchvision.utils import save_image
 from models import *
 from pkg.net import Net
 
+
+
+class EMAGenerator(Generator):
+    pass
+
+
 generator = Generator()
 sampler = Sampler()
+ema = EMAGenerator()
 
 
 def sample_image(n_row, step):
@@ -207,6 +214,11 @@ def sample_image(n_row, step):
 def sample_plain(n_row, step):
     z = torch.randn(n_row, 8)
     save_image(sampler(z).data, "plain/%d.png" % step)  # quiet: not a module
+
+
+def sample_ema(n_row, step):
+    z = torch.randn(n_row, 8)
+    save_image(ema(z).data, "ema/%d.png" % step)  # expect: TML501
 
 
 def export_features(x, mean, var):

@@ -96,6 +96,7 @@ class FileContext:
                 self.filename,
                 lambda: self.project,
                 lambda module, bindings, text: FileAnalysis(module, bindings, text=text),
+                self.module,
             )
         return self._analysis
 

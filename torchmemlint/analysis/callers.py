@@ -175,17 +175,17 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     if type(value) is not cst.Call:
         return False
     func = value.func
-    if facts.walk.project_module_class(func):
-        return True  # a module class of another file of the project
     qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
     if qualified is not None:
-        return (
+        known = (
             (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.")
              and not _PARAMETERLESS.search(qualified.rsplit(".", 1)[-1]) and qualified not in KIND_BY_MODULE)
             or qualified in _LOADERS or qualified.endswith(".from_pretrained")
             or qualified.startswith(_MODEL_PACKAGES)
         )
-    return type(func) is cst.Name and func.value in facts.walk.module_classes()
+    else:
+        known = type(func) is cst.Name and func.value in facts.walk.module_classes()
+    return known or facts.walk.project_module_class(func)  # a module class of another file
 
 
 def module_instance(facts: ScopeFacts, callee: str) -> bool:

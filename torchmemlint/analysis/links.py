@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.names import Bindings
-from torchmemlint.project import Located, ProjectIndex, REGISTRY
+from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.project import Located, package_root, ProjectIndex, REGISTRY
 
 # Parsed files of the project, kept while the index they were followed in is the current one:
 # (path, digest) -> (index, analysis). A few: a file is followed into only for the names it
@@ -41,8 +41,12 @@ class ProjectLinks:
         path: str,
         index: Callable[[], ProjectIndex],
         make_analysis: Callable[[cst.Module, Bindings, str], Any],
+        module: Optional[cst.Module] = None,
     ) -> None:
         self.path = os.path.abspath(path)
+        self._module = module
+        self._from_project: Optional[Tuple[Dict[str, bool], bool]] = None
+        self._own_classes: Optional[FrozenSet[str]] = None
         self._index_source = index
         self._index: Optional[ProjectIndex] = None
         self._make = make_analysis
@@ -55,17 +59,65 @@ class ProjectLinks:
             self._index = self._index_source()
         return self._index
 
+    def may_come_from_project(self, dotted: Optional[str]) -> bool:
+        """Whether another file of the project may define ``dotted``, from this file's own
+        imports and without the index: its first name is bound by a relative import, by an
+        import of a module beside the file's top-level package (or of that package), or by
+        nothing while the file has such a star import. A name of this file, or one imported
+        from torch or any module outside the project, is not."""
+        if not dotted:
+            return False
+        if self._module is None:
+            return True
+        if self._from_project is None:
+            self._from_project = _project_imports(self._module, self.path)
+        names, star = self._from_project
+        head = dotted.partition(".")[0]
+        return names[head] if head in names else star
+
+    def _own_class(self, dotted: str) -> bool:
+        """A class of this file with a base that may come from another file of the project,
+        directly or through other classes of this file."""
+        if self._module is None:
+            return False
+        if self._own_classes is None:
+            bases = {
+                statement.name.value: [dotted_name(base.value) for base in statement.bases]
+                for statement in self._module.body if type(statement) is cst.ClassDef
+            }
+            found: set = set()
+            changed = True
+            while changed:
+                changed = False
+                for name, written in bases.items():
+                    if name not in found and any(
+                        base and (base in found or (base not in bases and self.may_come_from_project(base)))
+                        for base in written
+                    ):
+                        found.add(name)
+                        changed = True
+            self._own_classes = frozenset(found)
+        return dotted in self._own_classes
+
     def locate(self, dotted: Optional[str]) -> Optional[Located]:
         """Where the module-level name ``dotted`` of this file is defined (``ProjectIndex.locate``)."""
-        if not dotted:
+        if not dotted or not self.may_come_from_project(dotted):
             return None
         if dotted not in self._located:
             self._located[dotted] = self.index.locate(self.path, dotted)
         return self._located[dotted]
 
-    def ancestry(self, dotted: Optional[str]) -> List[Located]:
-        """The class ``dotted`` names and the classes it derives from (``ProjectIndex.ancestry``)."""
-        return self.index.ancestry(self.path, dotted) if dotted else []
+    def ancestry(self, dotted: Optional[str], own: bool = False) -> List[Located]:
+        """The class ``dotted`` names and the classes it derives from (``ProjectIndex.ancestry``);
+        for a class of this file only when a base may come from another file, or with ``own``."""
+        if not dotted:
+            return []
+        if not (self.may_come_from_project(dotted) or self._own_class(dotted)):
+            if not own or self._module is None or not any(
+                type(statement) is cst.ClassDef and statement.name.value == dotted for statement in self._module.body
+            ):
+                return []
+        return self.index.ancestry(self.path, dotted)
 
     def module_class(self, dotted: Optional[str]) -> bool:
         """``dotted`` names a class of the project that derives, through classes of the
@@ -117,8 +169,64 @@ class ProjectLinks:
         bindings = Bindings()
         bindings.bind_statements(module.body)
         analysis = self._make(module, bindings, text)
-        analysis.links = ProjectLinks(path, lambda: index, self._make)
+        analysis.links = ProjectLinks(path, lambda: index, self._make, module)
         _KEPT[key] = (index, analysis)
         while len(_KEPT) > _KEPT_MAX:
             _KEPT.popitem(last=False)
         return analysis
+
+
+def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bool]:
+    """The module-level names of a file and whether each may come from the project (see
+    ``ProjectLinks.may_come_from_project``); and whether a star import may bring others."""
+    directory = os.path.dirname(os.path.abspath(path))
+    root = package_root(path)
+
+    def in_project(dotted: str) -> bool:
+        top = dotted.partition(".")[0]
+        return any(
+            os.path.isfile(os.path.join(base, top + ".py"))
+            or os.path.isfile(os.path.join(base, top, "__init__.py"))
+            for base in {root, directory}
+        )
+
+    names: Dict[str, bool] = {}
+    star = False
+    for small in _top_level_smalls(module.body):
+        if type(small) is cst.ImportFrom:
+            relative = bool(small.relative)
+            source = dotted_name(small.module) if small.module is not None else None
+            project = relative or (source is not None and in_project(source))
+            if type(small.names) is cst.ImportStar:
+                star = star or project
+                continue
+            for alias in small.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                local = dotted_name(bound)  # type: ignore[arg-type]
+                if local:
+                    names[local.partition(".")[0]] = project
+        elif type(small) is cst.Import:
+            for alias in small.names:
+                full = dotted_name(alias.name) or ""
+                bound = dotted_name(alias.asname.name) if alias.asname is not None else full  # type: ignore[arg-type]
+                if bound:
+                    names[bound.partition(".")[0]] = in_project(full)
+    for statement in module.body:  # the file's own classes and functions
+        if type(statement) in (cst.ClassDef, cst.FunctionDef):
+            names[statement.name.value] = False  # type: ignore[attr-defined]
+    return names, star
+
+
+def _top_level_smalls(statements) -> List[cst.BaseSmallStatement]:
+    found: List[cst.BaseSmallStatement] = []
+    for statement in statements:
+        if type(statement) is cst.SimpleStatementLine:
+            found.extend(statement.body)
+        elif type(statement) in (cst.If, cst.Try):  # `try: from .x import y` / `if TYPE_CHECKING:`
+            found.extend(_top_level_smalls(statement.body.body))
+            if type(statement) is cst.Try:
+                for handler in statement.handlers:
+                    found.extend(_top_level_smalls(handler.body.body))
+            elif statement.orelse is not None and type(statement.orelse) is cst.Else:
+                found.extend(_top_level_smalls(statement.orelse.body.body))
+    return found

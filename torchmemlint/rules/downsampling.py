@@ -309,7 +309,7 @@ class DroppedStemPool(Rule):
         if links is None:
             return False
         for base in classdef.bases:
-            for ancestor in links.ancestry(dotted_name(base.value)):
+            for ancestor in links.ancestry(dotted_name(base.value), own=True):
                 if ancestor.kind == "external" and ancestor.name in _RESNET_CLASSES:
                     return True
                 if self._resnet_stem(links, ancestor):
