@@ -297,3 +297,38 @@ def test_one_file_of_the_project_reads_its_neighbours(tmp_path):
     project, _, expected = _write(tmp_path)
     found = {(f["location"]["row"], f["code"]) for f in _lint(project / "pkg" / "net.py")}
     assert found == {(line, code) for file, line, code in expected if file == "pkg/net.py"}
+
+
+@pytest.mark.slow
+def test_an_edit_in_one_file_relints_the_files_that_import_it(tmp_path):
+    """With the result cache: after ``pkg/layers.py`` turns its BatchNorm into a GroupNorm, the
+    files that import it (directly or through others) are linted again and the two findings
+    that came from it go; ``models.py`` and ``pkg/encoders.py``, which do not, are not."""
+    project, _, expected = _write(tmp_path)
+
+    def lint() -> Set[Tuple[str, int, str]]:
+        result = subprocess.run(
+            [sys.executable, "-m", "torchmemlint", "check", "--select", CODES,
+             "--output-format", "json", "--exit-zero", "."],
+            capture_output=True, text=True, cwd=project, timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        return {
+            (Path(f["filename"]).resolve().relative_to(project.resolve()).as_posix(), f["location"]["row"], f["code"])
+            for f in json.loads(result.stdout)
+        }
+
+    assert lint() == expected
+    cache = project / ".torchmemlint_cache"
+    stamps = {path: path.stat().st_mtime_ns for path in cache.glob("*/*/*.json")}
+    assert len(stamps) == len(FILES)
+    layers = project / "pkg" / "layers.py"
+    layers.write_text(layers.read_text().replace("nn.BatchNorm2d(c)", "nn.GroupNorm(8, c)"))
+    warm = lint()
+    rewritten = sorted(
+        path.name for path, stamp in stamps.items()
+        if path.stat().st_mtime_ns != stamp
+    )
+    assert len(rewritten) == len(FILES) - 2, rewritten  # all but models.py and encoders.py
+    gone = {("pkg/net.py", 43, "TML403"), ("pkg/net.py", 45, "TML403")}
+    assert warm == expected - gone
