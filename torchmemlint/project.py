@@ -16,7 +16,14 @@ parse) and built only when an enabled rule asks for the project (``Rule.needs_pr
   attributes their methods set, read and delete on ``self``;
 - the attribute names read on other objects, and the identifier-like strings (``getattr(m,
   "relu")``, a ``fuse_modules`` list) that may name an attribute;
-- whether the module walks a module's children in order.
+- whether the module walks a module's children in order;
+- its top-level functions, what each class's ``__init__`` assigns from a call
+  (``self.maxpool = nn.MaxPool2d(...)``), and a digest of its text.
+
+``locate`` and ``ancestry`` answer where a name a file does not define comes from (a class or
+function of another module, or an outside name such as ``torchvision.models.ResNet``) and what
+a class derives from; ``analysis/links.py`` follows such a name into the defining file's own
+shared analysis for the rules (TML301, TML403, TML501).
 
 The project of a run is the files it lints and their *neighbours*: the other modules of the
 top-level package a file is in, or, for a file outside any package, the Python files beside it
@@ -507,7 +514,9 @@ class ProjectIndex:
         return self._project_facts
 
     def key_for(self, path: str) -> str:
-        """A digest of the project facts the findings of ``path`` may depend on."""
+        """A digest of the project facts the findings of ``path`` may depend on: who reaches
+        its classes' attributes, and the texts of the project modules it imports, directly or
+        through others (``dependencies``)."""
         absolute = os.path.abspath(path)
         key = self._keys.get(absolute)
         if key is None:
