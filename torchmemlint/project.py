@@ -267,7 +267,7 @@ class ProjectIndex:
             self.by_path[os.path.abspath(summary.path)] = summary
             self.by_name.setdefault(summary.name, summary)
         self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
-        self._keys: Dict[str, str] = {}
+        self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._project_facts: Optional[_ProjectFacts] = None
         self._root_names: Optional[FrozenSet[str]] = None
         self._direct: Dict[str, List[ModuleSummary]] = {}
@@ -513,25 +513,26 @@ class ProjectIndex:
             self._project_facts = facts
         return self._project_facts
 
-    def key_for(self, path: str) -> str:
+    def key_for(self, path: str, facts: FrozenSet[str] = frozenset({"attributes", "imports"})) -> str:
         """A digest of the project facts the findings of ``path`` may depend on: who reaches
         its classes' attributes, and the texts of the project modules it imports, directly or
         through others (``dependencies``)."""
         absolute = os.path.abspath(path)
-        key = self._keys.get(absolute)
+        key = self._keys.get((absolute, facts))
         if key is None:
             module = self.by_path.get(absolute)
             parts: List[str] = []
-            if module is not None:
+            if module is not None and "attributes" in facts:
                 for klass in sorted(module.classes.values(), key=lambda k: k.name):
                     for attribute in sorted(klass.assigned):
                         why = self.attribute_reached(absolute, klass.name, attribute)
                         parts.append(f"{klass.name}.{attribute}:{why or ''}")
+            if module is not None and "imports" in facts:
                 # what the names it imports from the project are: an edit there may change them
                 for other in self.dependencies(absolute):
                     parts.append(f"<{other.name}:{other.digest}")
             key = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            self._keys[absolute] = key
+            self._keys[(absolute, facts)] = key
         return key
 
 

@@ -479,6 +479,7 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     code = "TML403"
     needs = (("checkpoint",),)  # every checkpointing function's name holds it
     needs_project = True  # blocks imported from other files are followed there
+    project_facts = frozenset({"imports"})
     name = "batchnorm-in-checkpoint"
     summary = "BatchNorm inside a checkpointed segment updates its running statistics twice"
 

@@ -198,6 +198,7 @@ class DroppedStemPool(Rule):
     # the triggers below: `x.layer1` / `x.children()` in a class, `x.maxpool = `, `x.conv1 = `
     needs = (("layer1", "children", "maxpool", "conv1"),)
     needs_project = True  # an encoder's base class may be defined in another file
+    project_facts = frozenset({"imports"})
     name = "dropped-stem-pool"
     summary = "ResNet stem max-pool dropped before layer1: every later activation is 4x larger"
 

@@ -57,6 +57,7 @@ class EvalWithoutNoGrad(_LoopRule):
 
     code = "TML501"
     needs_project = True  # a model class may come from another file (`from models import *`)
+    project_facts = frozenset({"imports"})
     name = "eval-without-no-grad"
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
@@ -154,6 +155,7 @@ class AccumulatedTensor(_LoopRule):
 
     code = "TML502"
     needs_project = True  # which `self.model` is a module may depend on a class in another file
+    project_facts = frozenset({"imports"})
     name = "tensor-accumulated-across-iterations"
     summary = "A loss or model output tensor accumulated across loop iterations keeps its graph"
     fix_availability = FixAvailability.SOMETIMES
