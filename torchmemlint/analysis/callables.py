@@ -86,6 +86,13 @@ class CallableModel:
     ) -> Optional[Tuple["CallableModel", cst.CSTNode]]:
         """A class or function (``kind``) that another file of the project defines, named by
         ``func`` at module level here: that file's model and its definition."""
+        dotted = self._module_level_name(func, env)
+        found = self.links.definition(dotted, kind) if dotted is not None else None
+        return None if found is None else (found[0].callables, found[1])
+
+    def _module_level_name(self, func: cst.BaseExpression, env: Env) -> Optional[str]:
+        """``func`` as a dotted name of the module's scope (None: not a name, or a local or
+        parameter of the function shadows it, or the file has no project)."""
         if self.links is None or type(func) not in (cst.Name, cst.Attribute):
             return None
         head = func
@@ -96,10 +103,21 @@ class CallableModel:
         scope: Optional[Bindings] = env.scope
         while scope is not None and scope is not self.root:
             if head.value in scope.names:
-                return None  # a local or parameter of the function shadows the module's name
+                return None
             scope = scope.parent
-        found = self.links.definition(_dotted(func), kind)
-        return None if found is None else (found[0].callables, found[1])
+        return _dotted(func)
+
+    def outside_name(self, func: cst.BaseExpression, env: Env) -> Optional[str]:
+        """The absolute name of a torchvision/timm/torch name that a project module re-exports
+        to this file (``from .encoders import Bottleneck``), which the file's own imports do
+        not say."""
+        dotted = self._module_level_name(func, env)
+        if dotted is None or env.qualify(func) is not None:
+            return None
+        if self.local_class(func, env) is not None or self.local_function(func, env) is not None:
+            return None
+        located = self.links.locate(dotted)
+        return located.name if located is not None and located.kind == "external" else None
 
     def _foreign_class_contents(self, func: cst.BaseExpression, env: Env, depth: int) -> Optional[Dict[str, Found]]:
         found = self.foreign(func, env, "class")
@@ -342,6 +360,9 @@ class CallableModel:
             found = self.foreign(call.func, env, "function")
             if found is not None:
                 return found[0].returned_contents(found[1], depth)
+            outside = self.outside_name(call.func, env)
+            if outside is not None:  # re-exported by a project module: `from .encoders import Bottleneck`
+                return timm_layer_traits(outside, call, where)
         return foreign or {}
 
     def returned_contents(self, function: cst.FunctionDef, depth: int) -> Dict[str, Found]:
