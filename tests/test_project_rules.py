@@ -351,3 +351,18 @@ def test_an_edit_in_one_file_relints_the_files_that_import_it(tmp_path):
     gone = {("pkg/net.py", number, "TML403") for number, line in enumerate(net, start=1) if "(layers)" in line}
     assert len(gone) == 2
     assert warm == expected - gone
+
+
+@pytest.mark.slow
+def test_flake8_on_one_file_follows_its_names_into_the_project(tmp_path):
+    """flake8 checks ``pkg/net.py`` alone; the rules still read the rest of its package."""
+    project, _, expected = _write(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "TML301,TML403", "pkg/net.py"],
+        capture_output=True, text=True, cwd=project, timeout=300,
+    )
+    found = {
+        (int(line.split(":")[1]), line.split(": ", 1)[1].split()[0])
+        for line in result.stdout.splitlines() if line.strip()
+    }
+    assert found == {(line, code) for file, line, code in expected if file == "pkg/net.py"}, result.stderr
