@@ -270,7 +270,7 @@ class ProjectIndex:
         self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._project_facts: Optional[_ProjectFacts] = None
         self._root_names: Optional[FrozenSet[str]] = None
-        self._direct: Dict[str, List[ModuleSummary]] = {}
+        self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -445,29 +445,69 @@ class ProjectIndex:
         if module is None:
             return []
         found: Dict[str, ModuleSummary] = {}
+        expanded: Set[str] = {module.path}
         pending = [module]
         while pending:
             current = pending.pop()
-            for other in self._direct_dependencies(current):
-                if other.path not in found and other is not module:
-                    found[other.path] = other
+            for other, defines in self._direct_dependencies(current):
+                if other is not module:
+                    found.setdefault(other.path, other)
+                if defines and other.path not in expanded:  # what it defines may use its imports
+                    expanded.add(other.path)
                     pending.append(other)
         return [found[key] for key in sorted(found)]
 
-    def _direct_dependencies(self, module: ModuleSummary) -> List[ModuleSummary]:
+    def _direct_dependencies(self, module: ModuleSummary) -> List[Tuple[ModuleSummary, bool]]:
+        """The modules that resolving the names ``module`` imports reads, each with whether it
+        defines what is used (then its own imports count too) or only passes a name on (a
+        package's ``__init__.py`` re-exporting it: not every module it imports); the modules it
+        star-imports define what is used."""
         cached = self._direct.get(module.path)
         if cached is None:
-            cached = []
-            for target in [*module.imports.values(), *module.star]:
-                name = target
-                while name:
-                    other = self.by_name.get(name)
-                    if other is not None:
-                        cached.append(other)
-                        break
-                    name = name.rpartition(".")[0]
+            found: Dict[str, Tuple[ModuleSummary, bool]] = {}
+            for target in module.imports.values():
+                path = self._resolution_path(target)
+                for position, other in enumerate(path):
+                    defines = position == len(path) - 1
+                    if other.path not in found or defines:
+                        found[other.path] = (other, defines or found.get(other.path, (other, False))[1])
+            for star in module.star:
+                other = self.by_name.get(star)
+                if other is not None:
+                    found[other.path] = (other, True)
+            cached = list(found.values())
             self._direct[module.path] = cached
         return cached
+
+    def _resolution_path(self, full: str) -> List[ModuleSummary]:
+        """The project modules read to resolve the absolute name ``full``: the module it names,
+        or each module the name is looked up in until the one that defines it."""
+        path: List[ModuleSummary] = []
+        for _ in range(20):
+            module_part, attribute = full, ""
+            module = self.by_name.get(module_part)
+            while module is None and "." in module_part:
+                module_part, _, head = module_part.rpartition(".")
+                attribute = f"{head}.{attribute}" if attribute else head
+                module = self.by_name.get(module_part)
+            if module is None:
+                return path
+            path.append(module)
+            head, _, rest = attribute.partition(".")
+            if not head or head in module.classes or head in module.functions:
+                return path
+            target = module.imports.get(head)
+            if target is not None:
+                full = f"{target}.{rest}" if rest else target
+                continue
+            for star in module.star:  # the star import the name comes through
+                source = self.by_name.get(star)
+                if source is not None and source is not module and self._locate(source, head, 0) is not None:
+                    full = f"{star}.{attribute}"
+                    break
+            else:
+                return path  # a variable of the module: it defines the name itself
+        return path
 
     # -- questions ---------------------------------------------------------------------------
     def attribute_reached(self, path: str, classname: str, attribute: str) -> Optional[str]:
