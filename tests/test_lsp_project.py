@@ -100,3 +100,43 @@ async def test_an_unsaved_edit_in_a_subclass_relints_the_base_class(client: Lang
     ))
     [pool] = [d for d in (await relinted).diagnostics if d.code == "TML101"]
     assert await _fix_titles(client, blocks, pool) != []
+
+
+BN_BLOCK = (
+    "import torch.nn as nn\n\n\nclass BNBlock(nn.Module):\n"
+    "    def __init__(self, c):\n        super().__init__()\n"
+    "        self.norm = nn.BatchNorm2d(c)\n\n"
+    "    def forward(self, x):\n        return self.norm(x)\n"
+)
+CHECKPOINTS = (
+    "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n\n"
+    "from .bnblocks import BNBlock\n\n\nclass Net(nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        self.block = BNBlock(8)\n\n"
+    "    def forward(self, x):\n        return checkpoint(self.block, x, use_reentrant=False)\n"
+)
+
+
+@pytest.mark.asyncio
+async def test_an_unsaved_edit_in_a_block_relints_the_file_that_checkpoints_it(client: LanguageClient):
+    """TML403 follows `BNBlock` into its file: turning its BatchNorm into a GroupNorm in the
+    editor re-lints the open file that checkpoints it, and the finding goes."""
+    (client.root / "pkg" / "bnblocks.py").write_text(BN_BLOCK)
+    (client.root / "pkg" / "net.py").write_text(CHECKPOINTS)
+    bnblocks = (client.root / "pkg" / "bnblocks.py").as_uri()
+    net = (client.root / "pkg" / "net.py").as_uri()
+    waiting = asyncio.ensure_future(_published(client, net))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=net, language_id="python", version=1, text=CHECKPOINTS)))
+    assert [d.code for d in (await waiting).diagnostics] == ["TML403"]
+
+    waiting = asyncio.ensure_future(_published(client, bnblocks))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=bnblocks, language_id="python", version=1, text=BN_BLOCK)))
+    await waiting
+    relinted = asyncio.ensure_future(_published(client, net))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=bnblocks, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(
+            text=BN_BLOCK.replace("nn.BatchNorm2d(c)", "nn.GroupNorm(4, c)"))],
+    ))
+    assert [d.code for d in (await relinted).diagnostics] == []

@@ -90,6 +90,14 @@ class FileContext:
             self._analysis = FileAnalysis(
                 self.module, self.module_bindings, self.qualify, text=self.text
             )
+            from torchmemlint.analysis.links import ProjectLinks
+
+            self._analysis.links = ProjectLinks(
+                self.filename,
+                lambda: self.project,
+                lambda module, bindings, text: FileAnalysis(module, bindings, text=text),
+                self.module,
+            )
         return self._analysis
 
     @property

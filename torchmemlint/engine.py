@@ -9,7 +9,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import accumulate
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -583,9 +583,14 @@ def project_key(path: str, codes: FrozenSet[str], text: Optional[str] = None) ->
     "" when no rule of ``codes`` reads other files of the project; ``text``: the file's text
     when it is not the one on disk (an editor's buffer)."""
     registry = all_rules()
-    if not any(code in registry and registry[code].needs_project for code in codes):
+    facts: Set[str] = set()
+    for code in codes:
+        rule = registry.get(code)
+        if rule is not None and rule.needs_project:
+            facts.update(rule.project_facts)
+    if not facts:
         return ""
-    return REGISTRY.index_for(path, text).key_for(path)
+    return REGISTRY.index_for(path, text).key_for(path, frozenset(facts))
 
 
 def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:

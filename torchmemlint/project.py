@@ -16,7 +16,14 @@ parse) and built only when an enabled rule asks for the project (``Rule.needs_pr
   attributes their methods set, read and delete on ``self``;
 - the attribute names read on other objects, and the identifier-like strings (``getattr(m,
   "relu")``, a ``fuse_modules`` list) that may name an attribute;
-- whether the module walks a module's children in order.
+- whether the module walks a module's children in order;
+- its top-level functions, what each class's ``__init__`` assigns from a call
+  (``self.maxpool = nn.MaxPool2d(...)``), and a digest of its text.
+
+``locate`` and ``ancestry`` answer where a name a file does not define comes from (a class or
+function of another module, or an outside name such as ``torchvision.models.ResNet``) and what
+a class derives from; ``analysis/links.py`` follows such a name into the defining file's own
+shared analysis for the rules (TML301, TML403, TML501).
 
 The project of a run is the files it lints and their *neighbours*: the other modules of the
 top-level package a file is in, or, for a file outside any package, the Python files beside it
@@ -65,6 +72,9 @@ class ClassSummary:
     bases: Tuple[str, ...]  # as written, dotted ("nn.Module", "resnet.ResNet", "Base")
     assigned: FrozenSet[str]  # self.<name> = ... in any method
     read: FrozenSet[str]  # self.<name> read or deleted in any method
+    # ``self.<name> = <callee>(...)`` in ``__init__``: the callee as written, dotted (the last
+    # assignment of each name; a stem's ``maxpool``, a block's ``bn1``)
+    builds: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -79,6 +89,8 @@ class ModuleSummary:
     strings: FrozenSet[str] = frozenset()  # identifier-like string constants
     ordered_walk: bool = False
     error: Optional[str] = None  # not readable / not parsable: it may read anything
+    functions: FrozenSet[str] = frozenset()  # top-level ``def`` names
+    digest: str = ""  # of the text summarised: what a dependant's cache key holds of it
 
 
 def module_name(path: str) -> Tuple[str, str]:
@@ -132,6 +144,7 @@ def summarize(path: str, text: str) -> ModuleSummary:
     """What the module at ``path`` (its source ``text``) says to the rest of the project."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
+    summary.digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     try:
         tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
@@ -158,6 +171,7 @@ def summarize(path: str, text: str) -> ModuleSummary:
     named: List[Tuple[str, str]] = []  # (attribute, the name it is read on): foreign unless imported
     strings: Set[str] = set()
     ordered = False
+    functions: Set[str] = set()
     # one walk of each top-level statement; a class's own `self.<name>` reads and stores too
     for statement in tree.body:
         is_class = type(statement) is ast.ClassDef
@@ -193,9 +207,13 @@ def summarize(path: str, text: str) -> ModuleSummary:
         if is_class:
             bases = tuple(dotted for dotted in (_dotted(base) for base in statement.bases) if dotted)  # type: ignore
             summary.classes[statement.name] = ClassSummary(  # type: ignore[attr-defined]
-                statement.name, bases, frozenset(assigned), frozenset(read)  # type: ignore[attr-defined]
+                statement.name, bases, frozenset(assigned), frozenset(read),  # type: ignore[attr-defined]
+                _builds(statement),  # type: ignore[arg-type]
             )
+        elif type(statement) in (ast.FunctionDef, ast.AsyncFunctionDef):
+            functions.add(statement.name)  # type: ignore[attr-defined]
     foreign.update(attr for attr, name in named if name not in imported)
+    summary.functions = frozenset(functions)
     summary.foreign_reads = frozenset(foreign)
     summary.strings = frozenset(strings)
     summary.ordered_walk = ordered
@@ -265,6 +283,38 @@ def _nodes(root: ast.AST) -> List[ast.AST]:
     return found
 
 
+def _builds(classdef: ast.ClassDef) -> Tuple[Tuple[str, str], ...]:
+    """What ``__init__`` assigns from a call: ``self.maxpool = nn.MaxPool2d(...)``."""
+    builds: Dict[str, str] = {}
+    for statement in classdef.body:
+        if type(statement) is ast.FunctionDef and statement.name == "__init__":
+            for node in _nodes(statement):
+                if type(node) is not ast.Assign or type(node.value) is not ast.Call:  # type: ignore[attr-defined]
+                    continue
+                callee = _dotted(node.value.func)  # type: ignore[attr-defined]
+                for target in node.targets:  # type: ignore[attr-defined]
+                    if (
+                        callee and type(target) is ast.Attribute and type(target.value) is ast.Name
+                        and target.value.id == "self"
+                    ):
+                        builds[target.attr] = callee
+    return tuple(sorted(builds.items()))
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a name is defined: ``kind`` "class" or "function" of the project ``module``, or
+    "external" (``name``: the absolute name imported from outside the project)."""
+
+    module: Optional[ModuleSummary]
+    kind: str
+    name: str
+
+    @property
+    def klass(self) -> Optional[ClassSummary]:
+        return self.module.classes.get(self.name) if self.module is not None and self.kind == "class" else None
+
+
 @dataclass
 class _ProjectFacts:
     """Project-wide facts, gathered once: the first module of each kind, by name."""
@@ -285,8 +335,10 @@ class ProjectIndex:
             self.by_path[os.path.abspath(summary.path)] = summary
             self.by_name.setdefault(summary.name, summary)
         self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
-        self._keys: Dict[str, str] = {}
+        self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._project_facts: Optional[_ProjectFacts] = None
+        self._root_names: Optional[FrozenSet[str]] = None
+        self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -375,6 +427,156 @@ class ProjectIndex:
     def module_of(self, path: str) -> Optional[ModuleSummary]:
         return self.by_path.get(os.path.abspath(path))
 
+    # -- definitions: where a name that a file does not define comes from ------------------
+    def locate(self, path: str, dotted: str) -> Optional["Located"]:
+        """Where the module-level name ``dotted``, as written in the file at ``path``, is
+        defined: a class or function of a project module (imports, ``from x import *`` and
+        re-exports through ``__init__.py`` followed), or the absolute name it is imported as
+        from outside the project (``torchvision.models.ResNet``); None when neither."""
+        module = self.module_of(path)
+        return None if module is None else self._locate(module, dotted, 0)
+
+    def _locate(self, module: ModuleSummary, dotted: str, depth: int) -> Optional["Located"]:
+        if depth > 20:
+            return None
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            if head in module.classes:
+                return Located(module, "class", head)
+            if head in module.functions:
+                return Located(module, "function", head)
+        target = module.imports.get(head)
+        if target is not None:
+            full = f"{target}.{rest}" if rest else target
+            inside = self._locate_absolute(full, depth + 1)
+            if inside is not None:
+                return inside
+            root = full.partition(".")[0]
+            if not any(name == root or name.startswith(root + ".") for name in self._roots()):
+                return Located(None, "external", full)
+            return None
+        if head in module.classes or head in module.functions or head.startswith("_"):
+            return None
+        for star in module.star:  # from x import *: the name may come from x
+            source = self.by_name.get(star)  # an outside module's names are not known here
+            if source is not None and source is not module:
+                found = self._locate(source, dotted, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _locate_absolute(self, full: str, depth: int) -> Optional["Located"]:
+        module_part, _, attribute = full.rpartition(".")
+        while module_part:
+            module = self.by_name.get(module_part)
+            if module is not None:
+                return self._locate(module, attribute, depth)
+            module_part, _, head = module_part.rpartition(".")
+            attribute = f"{head}.{attribute}"
+        return None
+
+    def _roots(self) -> FrozenSet[str]:
+        """The top-level names of the project's modules (what an import of the project starts with)."""
+        if self._root_names is None:
+            self._root_names = frozenset(name.partition(".")[0] for name in self.by_name if name)
+        return self._root_names
+
+    def ancestry(self, path: str, dotted: str) -> List["Located"]:
+        """The class ``dotted`` names in ``path`` and every class it derives from, nearest
+        first: project classes (with their summaries) and outside ones by absolute name."""
+        first = self.locate(path, dotted)
+        if first is None or first.kind == "function":
+            return []
+        found: List[Located] = []
+        pending = [first]
+        seen: Set[Tuple[str, str]] = set()
+        while pending and len(found) < 64:
+            item = pending.pop(0)
+            key = (item.module.path if item.module is not None else "", item.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(item)
+            klass = item.klass
+            if klass is None or item.module is None:
+                continue
+            for base in klass.bases:
+                parent = self._locate(item.module, base, 0)
+                if parent is not None and parent.kind != "function":
+                    pending.append(parent)
+        return found
+
+    def dependencies(self, path: str) -> List[ModuleSummary]:
+        """The project modules the file at ``path`` imports, directly or through others (its
+        findings may depend on what they define), in a stable order."""
+        module = self.module_of(path)
+        if module is None:
+            return []
+        found: Dict[str, ModuleSummary] = {}
+        expanded: Set[str] = {module.path}
+        pending = [module]
+        while pending:
+            current = pending.pop()
+            for other, defines in self._direct_dependencies(current):
+                if other is not module:
+                    found.setdefault(other.path, other)
+                if defines and other.path not in expanded:  # what it defines may use its imports
+                    expanded.add(other.path)
+                    pending.append(other)
+        return [found[key] for key in sorted(found)]
+
+    def _direct_dependencies(self, module: ModuleSummary) -> List[Tuple[ModuleSummary, bool]]:
+        """The modules that resolving the names ``module`` imports reads, each with whether it
+        defines what is used (then its own imports count too) or only passes a name on (a
+        package's ``__init__.py`` re-exporting it: not every module it imports); the modules it
+        star-imports define what is used."""
+        cached = self._direct.get(module.path)
+        if cached is None:
+            found: Dict[str, Tuple[ModuleSummary, bool]] = {}
+            for target in module.imports.values():
+                path = self._resolution_path(target)
+                for position, other in enumerate(path):
+                    defines = position == len(path) - 1
+                    if other.path not in found or defines:
+                        found[other.path] = (other, defines or found.get(other.path, (other, False))[1])
+            for star in module.star:
+                other = self.by_name.get(star)
+                if other is not None:
+                    found[other.path] = (other, True)
+            cached = list(found.values())
+            self._direct[module.path] = cached
+        return cached
+
+    def _resolution_path(self, full: str) -> List[ModuleSummary]:
+        """The project modules read to resolve the absolute name ``full``: the module it names,
+        or each module the name is looked up in until the one that defines it."""
+        path: List[ModuleSummary] = []
+        for _ in range(20):
+            module_part, attribute = full, ""
+            module = self.by_name.get(module_part)
+            while module is None and "." in module_part:
+                module_part, _, head = module_part.rpartition(".")
+                attribute = f"{head}.{attribute}" if attribute else head
+                module = self.by_name.get(module_part)
+            if module is None:
+                return path
+            path.append(module)
+            head, _, rest = attribute.partition(".")
+            if not head or head in module.classes or head in module.functions:
+                return path
+            target = module.imports.get(head)
+            if target is not None:
+                full = f"{target}.{rest}" if rest else target
+                continue
+            for star in module.star:  # the star import the name comes through
+                source = self.by_name.get(star)
+                if source is not None and source is not module and self._locate(source, head, 0) is not None:
+                    full = f"{star}.{attribute}"
+                    break
+            else:
+                return path  # a variable of the module: it defines the name itself
+        return path
+
     # -- questions ---------------------------------------------------------------------------
     def attribute_reached(self, path: str, classname: str, attribute: str) -> Optional[str]:
         """Why ``self.<attribute>`` of class ``classname`` in ``path`` may be used by code other
@@ -419,20 +621,26 @@ class ProjectIndex:
             self._project_facts = facts
         return self._project_facts
 
-    def key_for(self, path: str) -> str:
-        """A digest of the project facts the findings of ``path`` may depend on."""
+    def key_for(self, path: str, facts: FrozenSet[str] = frozenset({"attributes", "imports"})) -> str:
+        """A digest of the project facts the findings of ``path`` may depend on: who reaches
+        its classes' attributes, and the texts of the project modules it imports, directly or
+        through others (``dependencies``)."""
         absolute = os.path.abspath(path)
-        key = self._keys.get(absolute)
+        key = self._keys.get((absolute, facts))
         if key is None:
             module = self.by_path.get(absolute)
             parts: List[str] = []
-            if module is not None:
+            if module is not None and "attributes" in facts:
                 for klass in sorted(module.classes.values(), key=lambda k: k.name):
                     for attribute in sorted(klass.assigned):
                         why = self.attribute_reached(absolute, klass.name, attribute)
                         parts.append(f"{klass.name}.{attribute}:{why or ''}")
+            if module is not None and "imports" in facts:
+                # what the names it imports from the project are: an edit there may change them
+                for other in self.dependencies(absolute):
+                    parts.append(f"<{other.name}:{other.digest}")
             key = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            self._keys[absolute] = key
+            self._keys[(absolute, facts)] = key
         return key
 
 
@@ -544,6 +752,13 @@ class ProjectRegistry:
                 self.texts.pop(absolute, None)
             else:
                 self.texts[absolute] = text
+
+    def text_of(self, path: str) -> Optional[str]:
+        """The text of a project file: an editor's buffer, or the file on disk."""
+        absolute = os.path.abspath(path)
+        with self._lock:
+            text = self.texts.get(absolute)
+        return text if text is not None else _read(absolute)
 
     def index_for(self, path: str, text: Optional[str] = None) -> ProjectIndex:
         absolute = os.path.abspath(path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -323,6 +323,15 @@ class ScopeWalk:
             grad_switching_functions(module.body) if may_contain(*_GRAD_MODE_NAMES) else set()
         )
         self._module_classes: Optional[Set[str]] = None
+        # the file's project (``analysis/links.py``), set by ``FileAnalysis``; None: the file alone
+        self.links: Optional[Any] = None
+
+    def project_module_class(self, func: cst.BaseExpression) -> bool:
+        """``func`` names a class that another file of the project (or this one) defines and
+        that derives from an ``nn.Module`` there (``from models import *``; ``Net()``)."""
+        if self.links is None or type(func) not in (cst.Name, cst.Attribute):
+            return False
+        return self.links.module_class(dotted_name(func))
 
     def module_classes(self) -> Set[str]:
         """Names of this file's classes that derive (through this file) from a `Module`."""

@@ -17,7 +17,7 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.factories import effective_call, Factories
-from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
 
 
@@ -48,6 +48,9 @@ class CallableModel:
         self._mentions: Dict[int, bool] = {}
         self._layer_counts: Dict[int, int] = {}
         self._relative_wrappers: Optional[Dict[str, Wrapper]] = None
+        # ``analysis/links.py``: classes and functions of other project files (set by
+        # ``FileAnalysis``; None: this file alone)
+        self.links = None
 
     @property
     def relative_wrappers(self) -> Dict[str, Wrapper]:
@@ -77,6 +80,58 @@ class CallableModel:
         if env.scope.lookup(func.value) is not None:
             return None
         return self.functions[func.value]
+
+    def foreign(
+        self, func: cst.BaseExpression, env: Env, kind: str
+    ) -> Optional[Tuple["CallableModel", cst.CSTNode]]:
+        """A class or function (``kind``) that another file of the project defines, named by
+        ``func`` at module level here: that file's model and its definition."""
+        dotted = self._module_level_name(func, env)
+        found = self.links.definition(dotted, kind) if dotted is not None else None
+        return None if found is None else (found[0].callables, found[1])
+
+    def _module_level_name(self, func: cst.BaseExpression, env: Env) -> Optional[str]:
+        """``func`` as a dotted name of the module's scope (None: not a name, or a local or
+        parameter of the function shadows it, or the file has no project)."""
+        if self.links is None or type(func) not in (cst.Name, cst.Attribute):
+            return None
+        head = func
+        while type(head) is cst.Attribute:
+            head = head.value
+        if type(head) is not cst.Name:
+            return None
+        scope: Optional[Bindings] = env.scope
+        while scope is not None and scope is not self.root:
+            if head.value in scope.names:
+                return None
+            scope = scope.parent
+        return _dotted(func)
+
+    def outside_name(self, func: cst.BaseExpression, env: Env) -> Optional[str]:
+        """The absolute name of a torchvision/timm/torch name that a project module re-exports
+        to this file (``from .encoders import Bottleneck``), which the file's own imports do
+        not say."""
+        dotted = self._module_level_name(func, env)
+        if dotted is None or env.qualify(func) is not None:
+            return None
+        if self.local_class(func, env) is not None or self.local_function(func, env) is not None:
+            return None
+        located = self.links.locate(dotted)
+        return located.name if located is not None and located.kind == "external" else None
+
+    def _foreign_class_contents(self, func: cst.BaseExpression, env: Env, depth: int) -> Optional[Dict[str, Found]]:
+        found = self.foreign(func, env, "class")
+        if found is None:
+            return None
+        other, node = found
+        return other.class_contents(other.model(node, other.root), depth + 1)
+
+    def _foreign_function_contents(self, func: cst.BaseExpression, env: Env, depth: int) -> Optional[Dict[str, Found]]:
+        found = self.foreign(func, env, "function")
+        if found is None:
+            return None
+        other, node = found
+        return other.function_contents(node, Env(_scope_of(node, other.root), None, None), depth + 1)
 
     def follow(
         self, expr: cst.BaseExpression, env: Env
@@ -266,7 +321,8 @@ class CallableModel:
                     )
                 )
             else:
-                merge(_function_traits(env.qualify(expr), None, where))
+                traits = _function_traits(env.qualify(expr), None, where)
+                merge(traits if traits else self._foreign_function_contents(expr, env, depth) or {})
         return found
 
     def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
@@ -286,14 +342,41 @@ class CallableModel:
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return _module_traits(qualified, call, where)
         if qualified is not None:
-            return timm_layer_traits(qualified, call, where)
+            known = timm_layer_traits(qualified, call, where)
+            if known or self.links is None:
+                return known
+            return self._foreign_class_contents(call.func, env, depth) or {}
         local = self.local_class(call.func, env)
         if local is not None:
             return self.class_contents(local, depth + 1)
         factory = self._factory(call, env)
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
-        return {}
+        builder = self.local_function(call.func, env)
+        if builder is not None:  # `make_stage(64, 2)`: what the function returns
+            return self.returned_contents(builder, depth)
+        foreign = self._foreign_class_contents(call.func, env, depth)
+        if foreign is None:
+            found = self.foreign(call.func, env, "function")
+            if found is not None:
+                return found[0].returned_contents(found[1], depth)
+            outside = self.outside_name(call.func, env)
+            if outside is not None:  # re-exported by a project module: `from .encoders import Bottleneck`
+                return timm_layer_traits(outside, call, where)
+        return foreign or {}
+
+    def returned_contents(self, function: cst.FunctionDef, depth: int) -> Dict[str, Found]:
+        """Traits of the modules a builder function of this file returns (``return
+        nn.Sequential(*[Block(c) for _ in range(n)])``)."""
+        found: Dict[str, Found] = {}
+        if depth > self.MAX_DEPTH:
+            return found
+        env = Env(_scope_of(function, self.root), None, None, function)
+        for node in _walk(function.body):
+            if type(node) is cst.Return and node.value is not None:
+                for trait, item in self.contents(node.value, env, f"{function.name.value}()", depth + 1).items():
+                    found.setdefault(trait, item)
+        return found
 
     def _factory(self, call: cst.Call, env: Env):
         """The torch layer a factory call builds (``act_layer()``, ``partial(nn.X, ...)()``)."""
@@ -318,6 +401,8 @@ class CallableModel:
                 parent = self.local_class(base.value, Env(model.scope, None, None))
                 if parent is not None:
                     parts.append(self.class_contents(parent, depth + 1))
+                elif self.links is not None:  # a base class from another file of the project
+                    parts.append(self._foreign_class_contents(base.value, Env(model.scope, None, None), depth) or {})
         init_env = model.init_env()
         for name, values in model.attributes.items():
             for value in values:
@@ -367,6 +452,8 @@ class CallableModel:
                         more = self.function_contents(
                             helper, Env(_scope_of(helper, self.root), None, None), depth + 1
                         )
+                    elif not more and helper is None and self.links is not None:
+                        more = self._foreign_function_contents(func, env, depth) or {}
             for trait, item in more.items():
                 found.setdefault(trait, item)
         return found

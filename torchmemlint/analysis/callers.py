@@ -60,7 +60,7 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         if (qualified or "").startswith("torch.nn.") or (
             type(func) is cst.Name and func.value in modules and qualified is None
-        ):
+        ) or facts.walk.project_module_class(func):
             return True
     return False
 
@@ -202,13 +202,15 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     func = value.func
     qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
     if qualified is not None:
-        return (
+        known = (
             (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.")
              and not _PARAMETERLESS.search(qualified.rsplit(".", 1)[-1]) and qualified not in KIND_BY_MODULE)
             or qualified in _LOADERS or qualified.endswith(".from_pretrained")
             or qualified.startswith(_MODEL_PACKAGES)
         )
-    return type(func) is cst.Name and func.value in facts.walk.module_classes()
+    else:
+        known = type(func) is cst.Name and func.value in facts.walk.module_classes()
+    return known or facts.walk.project_module_class(func)  # a module class of another file
 
 
 def module_instance(facts: ScopeFacts, callee: str) -> bool:
@@ -255,7 +257,7 @@ def _module_parameter(facts: ScopeFacts, name: str) -> bool:
         qualified = facts.bindings.qualify(annotation)
         if qualified == "torch.nn.Module" or (
             type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
-        ):
+        ) or facts.walk.project_module_class(annotation):
             return True
     function = facts.scope.name
     if not function or facts.scope.owner is not None:

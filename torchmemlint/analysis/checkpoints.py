@@ -361,8 +361,38 @@ _TIMM_LAYERS = ("timm.layers.", "timm.models.layers.")
 _TIMM_CONV_NORM_ACT = frozenset({"ConvNormAct", "ConvBnAct", "ConvNormActAa"})
 
 
+# Blocks and networks of torchvision and timm that hold BatchNorm2d unless the call chooses
+# another `norm_layer` (their documented default): the ResNet blocks, and torchvision's ResNet
+# constructors. Written from the libraries' documentation; they are never imported.
+_RESNETS = (
+    "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
+    "resnext101_32x8d", "resnext101_64x4d", "wide_resnet50_2", "wide_resnet101_2", "ResNet",
+)
+_BATCH_NORM_BLOCKS: Dict[str, int] = {  # qualified name -> position of `norm_layer`
+    **{f"torchvision.models.{module}{name}": 7 for module in ("", "resnet.") for name in ("BasicBlock", "Bottleneck")},
+    **{f"timm.models.{module}{name}": 99 for module in ("", "resnet.") for name in ("BasicBlock", "Bottleneck")},
+    **{f"torchvision.models.{module}{name}": 99 for module in ("", "resnet.") for name in _RESNETS},
+}
+
+
+def ecosystem_block_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict[str, Found]:
+    """A torchvision/timm ResNet block or network built with its default BatchNorm2d."""
+    position = _BATCH_NORM_BLOCKS.get(qualified)
+    if position is None or call is None:
+        return {}
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if keyword(call, "norm_layer") is not None or has_star_kwargs(call) or len(positional) > position:
+        return {}  # another norm layer, or one the call's arguments may choose
+    if any(arg.star for arg in positional):
+        return {}
+    return {BATCH_NORM: Found(f"{_last_part(qualified)} (its default BatchNorm2d)", where)}
+
+
 def timm_layer_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict[str, Found]:
-    """Traits of constructing one of timm's norm layers, when the call keeps its BatchNorm."""
+    """Traits of constructing one of timm's norm layers, when the call keeps its BatchNorm (or
+    a torchvision/timm ResNet block or network: ``ecosystem_block_traits``)."""
+    if qualified in _BATCH_NORM_BLOCKS:
+        return ecosystem_block_traits(qualified, call, where)
     if not qualified.startswith(_TIMM_LAYERS):
         return {}
     name = _last_part(qualified)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -57,6 +57,9 @@ class FileAnalysis:
         self._foreign_attributes: Optional[Set[str]] = None
         self._import_names: Optional[List[str]] = None
         self._values: Optional[FileValues] = None
+        # The file's project (``analysis/links.py``: where a name the file does not define
+        # comes from), set by the context that lints it; None: the file alone.
+        self.links: Optional[Any] = None
 
     @property
     def index(self) -> NodeIndex:
@@ -74,6 +77,7 @@ class FileAnalysis:
         """Every scope of the file with its autograd state, loops, calls and assignments."""
         if self._scopes is None:
             self._scopes = ScopeWalk(self.module, self.bindings, self.may_contain)
+            self._scopes.links = self.links
             self._scopes.run(self.bindings)
         return self._scopes
 
@@ -115,6 +119,7 @@ class FileAnalysis:
         """What calling an expression runs (checkpointed callables, blocks, single ops)."""
         if self._callables is None:
             self._callables = CallableModel(self.module, self.bindings, self.factories, self.text)
+            self._callables.links = self.links
         return self._callables
 
     def flow(self, function: cst.FunctionDef) -> Flow:

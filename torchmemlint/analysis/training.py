@@ -118,6 +118,7 @@ class ScopeFacts:
             if (
                 not last[:1].isupper() or last in modules
                 or (qualified or "").startswith("torch.")
+                or self.walk.project_module_class(value.func)
             ):
                 return False
         return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -80,6 +80,9 @@ class Rule:
     # The rule asks ``context.project`` (other files of the project): the result cache then
     # keys a file's findings by the project facts it may depend on (``ProjectIndex.key_for``).
     needs_project: ClassVar[bool] = False
+    # Which project facts (``ProjectIndex.key_for``): "attributes" (who reaches a class's
+    # attributes: TML101's fix) and/or "imports" (the project modules the file imports).
+    project_facts: ClassVar[FrozenSet[str]] = frozenset({"attributes", "imports"})
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 

@@ -413,9 +413,16 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     `checkpoint_wrapper(Block(...))` (`torch.distributed.algorithms._checkpoint.
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`. Of timm's layers, `BatchNormAct2d` and
-    `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm; blocks
-    built in other files (timm's efficientnet/mobilenetv3 builders) cannot be seen from the
-    file that checkpoints them. Not followed: `apply_activation_checkpointing`
+    `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm, and so
+    do torchvision's and timm's ResNet `BasicBlock`/`Bottleneck` and torchvision's `resnet*`
+    constructors without a `norm_layer` argument (their documented default is BatchNorm2d).
+    A class or function that another file of the project defines (`from .blocks import Block`,
+    `from layers import *`, a re-export through a package's `__init__.py`, a base class) is
+    followed into that file the same way, so a project split into files gets the findings of
+    the same code in one file (`tests/test_project_rules.py`); the project is the files linted
+    and the other modules of their packages, or a script's sibling files. Blocks that a builder
+    object assembles from strings at run time (timm's `EfficientNetBuilder`, `make_blocks`
+    with a block class passed in) are not followed. Not followed: `apply_activation_checkpointing`
     (which modules it wraps is decided by a `check_fn` at run time) and `functools.partial`
     of a wrapper.
 
@@ -471,6 +478,8 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
 
     code = "TML403"
     needs = (("checkpoint",),)  # every checkpointing function's name holds it
+    needs_project = True  # blocks imported from other files are followed there
+    project_facts = frozenset({"imports"})
     name = "batchnorm-in-checkpoint"
     summary = "BatchNorm inside a checkpointed segment updates its running statistics twice"
 

@@ -129,7 +129,11 @@ class DroppedStemPool(Rule):
     rebuilt from `enc.layer0.conv1 ... relu1` without `enc.layer0.pool`, the children of a
     torchvision/timm ResNet or of a ResNet class of the same file sliced past the pool
     (`nn.Sequential(*list(resnet.children())[:3])`, then `[4:8]`), and a local Sequential put
-    into another (`stem[0] = nn.Conv2d(6, 64, ...)`; `nn.Sequential(stem, body)`).
+    into another (`stem[0] = nn.Conv2d(6, 64, ...)`; `nn.Sequential(stem, body)`). A class
+    counts as a ResNet when it derives, directly or through classes of the project (this file,
+    another file of its package, a script's sibling file), from torchvision's or timm's
+    `ResNet` or from a project class that builds `conv1`, a max-pool `maxpool` and `layer1`
+    in `__init__` (`tests/test_project_rules.py`).
 
     ## Why is this bad?
     The stem pool halves the height and width before `layer1`. Without it every later stage
@@ -193,6 +197,8 @@ class DroppedStemPool(Rule):
     code = "TML301"
     # the triggers below: `x.layer1` / `x.children()` in a class, `x.maxpool = `, `x.conv1 = `
     needs = (("layer1", "children", "maxpool", "conv1"),)
+    needs_project = True  # an encoder's base class may be defined in another file
+    project_facts = frozenset({"imports"})
     name = "dropped-stem-pool"
     summary = "ResNet stem max-pool dropped before layer1: every later activation is 4x larger"
 
@@ -295,7 +301,30 @@ class DroppedStemPool(Rule):
         return package.startswith(_RESNET_PACKAGES) and function.startswith(_RESNET_PREFIXES)
 
     def _inherits_resnet(self, classdef: cst.ClassDef) -> bool:
-        return any(self.qualify(base.value) in _RESNET_CLASSES for base in classdef.bases)
+        """A torchvision/timm ``ResNet`` among the class's bases, or a class of the project (this
+        file or another) that derives from one or builds a ResNet stem itself (``conv1``,
+        ``maxpool`` a max-pool, ``layer1``)."""
+        if any(self.qualify(base.value) in _RESNET_CLASSES for base in classdef.bases):
+            return True
+        links = self.context.analysis.links
+        if links is None:
+            return False
+        for base in classdef.bases:
+            for ancestor in links.ancestry(dotted_name(base.value), own=True):
+                if ancestor.kind == "external" and ancestor.name in _RESNET_CLASSES:
+                    return True
+                if self._resnet_stem(links, ancestor):
+                    return True
+        return False
+
+    @staticmethod
+    def _resnet_stem(links, ancestor) -> bool:
+        klass = ancestor.klass
+        if klass is None or not {"conv1", "layer1"} <= klass.assigned:
+            return False
+        pool = dict(klass.builds).get("maxpool")
+        located = links.index.locate(ancestor.module.path, pool) if pool else None
+        return located is not None and located.kind == "external" and located.name in POOL_MODULES
 
     # -- rebuilt stems ----------------------------------------------------------------------------
     def _check_class(self, classdef: cst.ClassDef) -> None:

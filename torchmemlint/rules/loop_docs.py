@@ -30,6 +30,13 @@ TML501_DOCUMENTATION = """
     model). Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
     `enable_grad` / `requires_grad` is left alone.
 
+    A class counts as an `nn.Module` class of the file also when another file of the project
+    defines it (`from models import *`, `from .models import Net`, a re-export through a
+    package's `__init__.py`) and it derives from `nn.Module` there; the project is the files
+    linted and the other modules of their packages, or a script's sibling files. The same code
+    split into files gets the findings it gets pasted into one file
+    (`tests/test_project_rules.py`).
+
     A model the code borrows is left to its caller when nothing in the function calls
     `.eval()` / `.train()`: a parameter of a method called once (monai's
     `Inferer._run_inference(self, network, patch)`, which evaluators run without autograd and

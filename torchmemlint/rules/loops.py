@@ -56,6 +56,8 @@ class EvalWithoutNoGrad(_LoopRule):
     __doc__ = TML501_DOCUMENTATION  # its documentation: rules/loop_docs.py
 
     code = "TML501"
+    needs_project = True  # a model class may come from another file (`from models import *`)
+    project_facts = frozenset({"imports"})
     name = "eval-without-no-grad"
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
@@ -152,6 +154,8 @@ class AccumulatedTensor(_LoopRule):
     """
 
     code = "TML502"
+    needs_project = True  # which `self.model` is a module may depend on a class in another file
+    project_facts = frozenset({"imports"})
     name = "tensor-accumulated-across-iterations"
     summary = "A loss or model output tensor accumulated across loop iterations keeps its graph"
     fix_availability = FixAvailability.SOMETIMES

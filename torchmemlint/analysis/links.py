@@ -1,0 +1,232 @@
+"""Names a file takes from other files of its project, followed into those files.
+
+A rule that meets a name the file does not define (``Block`` from ``from .blocks import
+Block``, ``Net`` from ``from models import *``, a base class re-exported by a package's
+``__init__.py``) asks ``ProjectLinks``: the project index (``torchmemlint/project.py``) says
+where the name is defined, and the defining file's own shared analysis (``FileAnalysis``,
+parsed on first need and kept while the project is unchanged) answers what it builds. The
+answers are the ones the same code pasted into one file gets, because the same analysis
+gives them.
+
+The static linter never runs the other file: it is parsed, like the file being linted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.project import Located, package_root, ProjectIndex, REGISTRY
+
+# Parsed files of the project, kept while the index they were followed in is the current one:
+# (path, digest) -> (index, analysis). A few: a file is followed into only for the names it
+# imports from the project.
+_KEPT: "OrderedDict[Tuple[str, str], Tuple[ProjectIndex, Any]]" = OrderedDict()
+_KEPT_MAX = 64
+
+
+class ProjectLinks:
+    """The project seen from one file (``path``): where its undefined names come from.
+
+    ``index`` returns the project index (asked on first need); ``make_analysis(module,
+    bindings, text)`` builds the shared analysis of another file (``FileAnalysis``, given by
+    the caller so that this module does not import it)."""
+
+    def __init__(
+        self,
+        path: str,
+        index: Callable[[], ProjectIndex],
+        make_analysis: Callable[[cst.Module, Bindings, str], Any],
+        module: Optional[cst.Module] = None,
+    ) -> None:
+        self.path = os.path.abspath(path)
+        self._module = module
+        self._from_project: Optional[Tuple[Dict[str, bool], bool]] = None
+        self._own_classes: Optional[FrozenSet[str]] = None
+        self._index_source = index
+        self._index: Optional[ProjectIndex] = None
+        self._make = make_analysis
+        self._located: Dict[str, Optional[Located]] = {}
+        self._module_class: Dict[str, bool] = {}
+
+    @property
+    def index(self) -> ProjectIndex:
+        if self._index is None:
+            self._index = self._index_source()
+        return self._index
+
+    def may_come_from_project(self, dotted: Optional[str]) -> bool:
+        """Whether another file of the project may define ``dotted``, from this file's own
+        imports and without the index: its first name is bound by a relative import, by an
+        import of a module beside the file's top-level package (or of that package), or by
+        nothing while the file has such a star import. A name of this file, or one imported
+        from torch or any module outside the project, is not."""
+        if not dotted:
+            return False
+        if self._module is None:
+            return True
+        if self._from_project is None:
+            self._from_project = _project_imports(self._module, self.path)
+        names, star = self._from_project
+        head = dotted.partition(".")[0]
+        return names[head] if head in names else star
+
+    def _own_class(self, dotted: str) -> bool:
+        """A class of this file with a base that may come from another file of the project,
+        directly or through other classes of this file."""
+        if self._module is None:
+            return False
+        if self._own_classes is None:
+            bases = {
+                statement.name.value: [dotted_name(base.value) for base in statement.bases]
+                for statement in self._module.body if type(statement) is cst.ClassDef
+            }
+            found: set = set()
+            changed = True
+            while changed:
+                changed = False
+                for name, written in bases.items():
+                    if name not in found and any(
+                        base and (base in found or (base not in bases and self.may_come_from_project(base)))
+                        for base in written
+                    ):
+                        found.add(name)
+                        changed = True
+            self._own_classes = frozenset(found)
+        return dotted in self._own_classes
+
+    def locate(self, dotted: Optional[str]) -> Optional[Located]:
+        """Where the module-level name ``dotted`` of this file is defined (``ProjectIndex.locate``)."""
+        if not dotted or not self.may_come_from_project(dotted):
+            return None
+        if dotted not in self._located:
+            self._located[dotted] = self.index.locate(self.path, dotted)
+        return self._located[dotted]
+
+    def ancestry(self, dotted: Optional[str], own: bool = False) -> List[Located]:
+        """The class ``dotted`` names and the classes it derives from (``ProjectIndex.ancestry``);
+        for a class of this file only when a base may come from another file, or with ``own``."""
+        if not dotted:
+            return []
+        if not (self.may_come_from_project(dotted) or self._own_class(dotted)):
+            if not own or self._module is None or not any(
+                type(statement) is cst.ClassDef and statement.name.value == dotted for statement in self._module.body
+            ):
+                return []
+        return self.index.ancestry(self.path, dotted)
+
+    def module_class(self, dotted: Optional[str]) -> bool:
+        """``dotted`` names a class of the project that derives, through classes of the
+        project, from torch's ``nn.Module`` (or a class named ``Module`` / ``LightningModule``,
+        as for a class of the file itself)."""
+        if not dotted:
+            return False
+        if dotted not in self._module_class:
+            ancestry = self.ancestry(dotted)
+            self._module_class[dotted] = bool(ancestry) and ancestry[0].kind == "class" and any(
+                ancestor.kind == "external" and (
+                    ancestor.name.startswith("torch.nn.")
+                    or ancestor.name.rsplit(".", 1)[-1] in ("Module", "LightningModule")
+                )
+                for ancestor in ancestry
+            )
+        return self._module_class[dotted]
+
+    def definition(self, dotted: Optional[str], kind: str) -> Optional[Tuple[Any, cst.CSTNode]]:
+        """``(analysis of the defining file, its ClassDef / FunctionDef)`` for a class or
+        function (``kind``) of another project file; None when it is not one."""
+        located = self.locate(dotted)
+        if located is None or located.kind != kind or located.module is None:
+            return None
+        if os.path.abspath(located.module.path) == self.path:
+            return None  # the file's own: its analysis answers without the project
+        analysis = self.analysis_of(located.module.path, located.module.digest)
+        if analysis is None:
+            return None
+        callables = analysis.callables
+        node = (callables.classes if kind == "class" else callables.functions).get(located.name)
+        return None if node is None else (analysis, node)
+
+    def analysis_of(self, path: str, digest: str) -> Optional[Any]:
+        """The shared analysis of another project file (None: it cannot be read or parsed)."""
+        key = (os.path.abspath(path), digest)
+        index = self.index
+        kept = _KEPT.get(key)
+        if kept is not None and kept[0] is index:
+            _KEPT.move_to_end(key)
+            return kept[1]
+        text = REGISTRY.text_of(path)
+        if text is None:
+            return None
+        try:
+            module = cst.parse_module(text)
+        except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+            return None
+        bindings = Bindings()
+        bindings.bind_statements(module.body)
+        analysis = self._make(module, bindings, text)
+        analysis.links = ProjectLinks(path, lambda: index, self._make, module)
+        _KEPT[key] = (index, analysis)
+        while len(_KEPT) > _KEPT_MAX:
+            _KEPT.popitem(last=False)
+        return analysis
+
+
+def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bool]:
+    """The module-level names of a file and whether each may come from the project (see
+    ``ProjectLinks.may_come_from_project``); and whether a star import may bring others."""
+    directory = os.path.dirname(os.path.abspath(path))
+    root = package_root(path)
+
+    def in_project(dotted: str) -> bool:
+        top = dotted.partition(".")[0]
+        return any(
+            os.path.isfile(os.path.join(base, top + ".py"))
+            or os.path.isfile(os.path.join(base, top, "__init__.py"))
+            for base in {root, directory}
+        )
+
+    names: Dict[str, bool] = {}
+    star = False
+    for small in _top_level_smalls(module.body):
+        if type(small) is cst.ImportFrom:
+            relative = bool(small.relative)
+            source = dotted_name(small.module) if small.module is not None else None
+            project = relative or (source is not None and in_project(source))
+            if type(small.names) is cst.ImportStar:
+                star = star or project
+                continue
+            for alias in small.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                local = dotted_name(bound)  # type: ignore[arg-type]
+                if local:
+                    names[local.partition(".")[0]] = project
+        elif type(small) is cst.Import:
+            for alias in small.names:
+                full = dotted_name(alias.name) or ""
+                bound = dotted_name(alias.asname.name) if alias.asname is not None else full  # type: ignore[arg-type]
+                if bound:
+                    names[bound.partition(".")[0]] = in_project(full)
+    for statement in module.body:  # the file's own classes and functions
+        if type(statement) in (cst.ClassDef, cst.FunctionDef):
+            names[statement.name.value] = False  # type: ignore[attr-defined]
+    return names, star
+
+
+def _top_level_smalls(statements) -> List[cst.BaseSmallStatement]:
+    found: List[cst.BaseSmallStatement] = []
+    for statement in statements:
+        if type(statement) is cst.SimpleStatementLine:
+            found.extend(statement.body)
+        elif type(statement) in (cst.If, cst.Try):  # `try: from .x import y` / `if TYPE_CHECKING:`
+            found.extend(_top_level_smalls(statement.body.body))
+            if type(statement) is cst.Try:
+                for handler in statement.handlers:
+                    found.extend(_top_level_smalls(handler.body.body))
+            elif statement.orelse is not None and type(statement.orelse) is cst.Else:
+                found.extend(_top_level_smalls(statement.orelse.body.body))
+    return found
