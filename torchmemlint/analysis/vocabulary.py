@@ -1,5 +1,5 @@
 """The torch vocabulary: activations and their ``inplace`` switch, what each layer keeps for
-backward (memory-facts 3.2), pools, norms."""
+backward (measured by `benchmarks/memory_figures.py`), pools, norms."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ FUNCTIONAL = "torch.nn.functional."
 
 # -- the layer catalogue -------------------------------------------------------------------------
 class Saves(str, enum.Enum):
-    """What an activation keeps for backward when run out of place (measured, memory-facts 3.2)."""
+    """What an activation keeps for backward when run out of place (`benchmarks/memory_figures.py`)."""
 
     INPUT = "input"  # in place it keeps its result instead: one activation less (TML201)
     OUTPUT = "output"  # ReLU: keeps its output either way (TML202)
