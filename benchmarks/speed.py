@@ -34,7 +34,7 @@ Commands (``{path}`` is the corpus root):
 The floors run under the candidate's interpreter so that they use the very libcst that
 torchmemlint calls.  Corpora are pinned PyPI wheels; only their .py files are extracted into a
 cache outside the repository ($TML_CORPUS_DIR, else $XDG_CACHE_HOME/tml-corpus, else
-/tmp/tml-corpus: the layout of ../shared/bench/corpus.py, whose cache is reused when present).
+/tmp/tml-corpus, reused when present).
 
 Corpus D<LINES> (e.g. D20000) is generated: one model file of about LINES lines in which every
 class has findings of most rules (dense_model below), for "files dense with findings" timings.
