@@ -107,7 +107,8 @@ class _MissingInplace(Rule):
                 continue
             if site.inplace is not False or not site.complete:
                 continue
-            if site.private is not None and not activation_sites(self.context).file.private_attribute(*site.private):
+            file = activation_sites(self.context).file
+            if not all(file.private_attribute(*private) for private in site.privates):
                 continue
             if not all(use.single_use and use.fresh for use in site.uses):
                 continue
