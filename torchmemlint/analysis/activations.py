@@ -449,6 +449,7 @@ class InplaceAnalysis:
         use.reused = again or any(
             (position > at or _holds(reader)) and not (type(reader) is not str and (
                 reader.op == "meta" or facts.exclusive(consumer.statement, reader.statement)
+                or facts.exclusive(consumer.node, reader.node)
             ))  # read in the other arm of an ``if``: never after it
             for position, reader in others
         )
@@ -530,7 +531,8 @@ class _GraphFacts:
         return here is not None and there is not None and there < here < index.end[there]
 
     def exclusive(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
-        """Whether statements ``one`` and ``other`` are in different arms of one ``if``."""
+        """Whether ``one`` and ``other`` (statements or expressions) are in different arms of
+        one ``if`` statement or ``a if c else b``."""
         if one is None or other is None:
             return False
         index = self.file.index
@@ -539,12 +541,13 @@ class _GraphFacts:
         above = parent[here] if here is not None else -1
         while above >= 0 and type(order[above]) is not cst.FunctionDef:
             node = order[above]
-            if type(node) is cst.If and node.orelse is not None:  # type: ignore[attr-defined]
+            if type(node) in (cst.If, cst.IfExp) and node.orelse is not None:  # type: ignore[attr-defined]
                 body = index.find(node.body)  # type: ignore[attr-defined]
                 orelse = index.find(node.orelse)  # type: ignore[attr-defined]
                 arms = [(a, index.end[a]) for a in (body, orelse) if a is not None]
-                mine = [a for a, end in arms if a < here < end]  # type: ignore[operator]
-                if self.within(other, node) and mine and not (mine[0] < (index.find(other) or -1) < index.end[mine[0]]):
+                mine = [a for a, end in arms if a <= here < end]  # type: ignore[operator]
+                there = index.find(other)
+                if self.within(other, node) and mine and there is not None and not (mine[0] <= there < index.end[mine[0]]):
                     return True
             above = parent[above]
         return False
