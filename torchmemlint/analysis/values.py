@@ -36,7 +36,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.einsum import parse_spec
-from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE
+from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
 
 SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.Tensor.softmax", "torch.special.softmax"})
@@ -48,9 +48,6 @@ CASTS = frozenset({"to", "type_as", "type", "float", "half", "bfloat16", "double
 RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "expand", "repeat", "view_as", "reshape_as", "expand_as"})
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
-ACTIVATION_LAYERS = frozenset({"ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "Mish", "ELU", "Hardswish"})
-ACTIVATION_FUNCTIONS = frozenset(n for n in (*KIND_BY_FUNCTION, *INPLACE_FUNCTIONS) if "dropout" not in n)
-ACTIVATION_MODULES = frozenset(n for n in KIND_BY_MODULE if "Dropout" not in n)
 HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 
@@ -353,13 +350,8 @@ class FunctionValues:
         elif kind is cst.Expr:
             call = small.value  # type: ignore[attr-defined]
             value = self.results[id(small)] = self.expression(call, env)
-            operand = value.info.get("operand") if value.op == "activation" and value.info.get("inplace") else None
-            if operand is not None:  # ``x.relu_()``, ``F.relu_(x)``, ``F.relu(x, inplace=True)``: ``x`` is now the result
-                if type(operand) is cst.Name and operand.value in env:
-                    env[operand.value] = value
-                    value.info.setdefault("names", []).append(operand.value)
-                else:
-                    self._sink(value, "opaque")
+            if value.op == "activation" and value.info.get("inplace") and type(value.info.get("operand")) is cst.Name:
+                self._bind(value.info["operand"], value, env)  # ``F.relu_(x)``, ``x.relu_()``: ``x`` is now the result
             elif (  # ``x.masked_fill_(m, v)``, ``x.mul_(s)``: ``x`` is now that value
                 type(call) is cst.Call and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name
                 and call.func.attr.value.endswith("_") and value.op not in ("call", "meta")
@@ -535,10 +527,8 @@ class FunctionValues:
         return self._function(qualified or "", node, positional, keywords)
 
     def _function(self, name: str, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
-        if name in ACTIVATION_FUNCTIONS and node.args and not node.args[0].star and (
-            node.args[0].keyword is None or node.args[0].keyword.value == "input"
-        ):
-            return self._activation(name, node, positional, keywords)
+        if (activation := activation_value(self, name, node, positional, keywords)) is not None:
+            return activation
         if name in SOFTMAX and positional:
             return self._softmax(positional[0], node, positional[1:], keywords)
         if name in MATMUL and len(positional) == 2 and not keywords:
@@ -582,7 +572,7 @@ class FunctionValues:
 
     def _method(self, method: str, receiver: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
         numbers = [_int(v) for v in positional]
-        if method in INPLACE_METHODS:  # ``x.relu_()``: an activation that overwrites ``x``
+        if method in ACTIVATION_METHODS:  # ``x.relu_()``: an activation that overwrites ``x``
             return self._same("activation", receiver, node, positional, method=method, inplace=True, operand=node.func.value)  # type: ignore[attr-defined]
         if method == "softmax":
             return self._softmax(receiver, node, positional, keywords)
@@ -613,26 +603,6 @@ class FunctionValues:
         if method in ("chunk", "split", "unbind"):
             return self._new("split", [receiver, *positional], node)
         return self._new("call", [receiver, *positional, *keywords.values()], node, info={"method": method})
-
-    def _activation(self, name: str, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
-        """``F.leaky_relu(x, 0.1)``, ``F.relu(x, inplace=True)``, ``torch.sigmoid_(x)``:
-        ``activation`` of its first argument; ``info["inplace"]``: True, False or None (not a
-        literal), ``info["operand"]``: the expression it runs on."""
-        source = positional[0] if node.args[0].keyword is None else keywords["input"]
-        rest = [v for v in (*positional, *keywords.values()) if v is not source]
-        inplace: Optional[bool] = name in INPLACE_FUNCTIONS
-        if not inplace:
-            given = next((a for a in node.args if a.keyword is not None and a.keyword.value == "inplace"), None)
-            kind = KIND_BY_FUNCTION[name]
-            position = kind.functional_params.index("inplace") + 1 if "inplace" in kind.functional_params else None
-            if given is None and position is not None and len(node.args) > position and node.args[position].keyword is None:
-                given = node.args[position]
-            if any(a.star for a in node.args):
-                inplace = None
-            elif given is not None:
-                text = given.value.value if type(given.value) is cst.Name else None
-                inplace = True if text == "True" else False if text == "False" else None
-        return self._same("activation", source, node, rest, qualified=name, inplace=inplace, operand=node.args[0].value)
 
     def _relabel(self, source: Value, node: cst.CSTNode, dims: List[int], transpose: bool) -> Value:
         """``transpose(a, b)`` (``transpose=True``) or ``permute(*dims)``: the same axes, reordered."""
@@ -712,25 +682,24 @@ class FunctionValues:
             qualified = getattr(layer, "qualified", None) or ""
             short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.nn.") else ""
             where = (attribute, position, len(parts))
-            facts = {"part": part} if hasattr(part, "layer") else {}
             if short == "Softmax":
                 dim = None
                 for index, arg in enumerate(layer.effective.args):
                     if (arg.keyword is None and index == 0) or (arg.keyword is not None and arg.keyword.value == "dim"):
                         dim = _int_of(_number(arg.value))
-                value = self._same("softmax", value, node, dim=dim, axis=value.axis(dim), extra=[], layer=where, **facts)
+                value = self._same("softmax", value, node, dim=dim, axis=value.axis(dim), extra=[], layer=where)
             elif short == "Dropout":
-                value = self._same("dropout", value, node, layer=where, **facts)
+                value = self._same("dropout", value, node, layer=where)
             elif short == "Identity":
                 continue
             elif "Norm" in short:
-                value = self._same("norm", value, node, layer=where, **facts)
-            elif short in ACTIVATION_LAYERS or qualified in ACTIVATION_MODULES:
-                value = self._same("activation", value, node, layer=where, **facts)
+                value = self._same("norm", value, node, layer=where)
+            elif qualified in ACTIVATION_MODULES:
+                value = self._same("activation", value, node, layer=where)
             elif short:
-                value = self._new("linear", [value], node, info={"layer": where, "qualified": qualified, **facts})
+                value = self._new("linear", [value], node, info={"layer": where, "qualified": qualified})
             else:
-                value = self._same("module", value, node, layer=where, **facts)
+                value = self._same("module", value, node, layer=where)
         if value is source:
             value = self._same("same", source, node)
         return value
