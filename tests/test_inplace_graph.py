@@ -20,6 +20,8 @@ from typing import Dict, Set, Tuple
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts the CLI
+
 MARKER = re.compile(r"#\s*expect:\s*(TML\d{3})")
 
 CASES: Dict[str, str] = {

@@ -127,7 +127,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     upsampling, `cat`, addition) and nothing else reads that input. Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
-    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials.
+    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and so are layers a function
+    of the file returns into `self.<name>` (`self.act = get_act(name)`) and tensors a method of
+    the file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
@@ -309,7 +311,9 @@ class UnsafeInplace(Rule):
     output for backward (sigmoid, tanh, softmax, log_softmax, exp, sqrt, rsqrt, relu, or another
     in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
     that calls it is judged, and so is every call of a Sequential it starts
-    (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`).
+    (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`, or a Sequential a function
+    of the file builds and returns into `self.<name>`). A read in the other arm of an `if` or
+    of `a if c else b` is not after it; a loop that reads the same tensor again each round is.
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
