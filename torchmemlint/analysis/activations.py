@@ -6,7 +6,7 @@ Asked by the TML2xx rules as the traversal reaches each call."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -60,13 +60,35 @@ class Site:
     node: cst.Call  # the constructor or the call; fixes edit it
     label: str  # how messages name it
     inplace: Optional[bool]
-    uses: List[Use] = field(default_factory=list)
-    complete: bool = False  # every call of it in its class is among ``uses``
-    # (class, attribute) of the module attributes that hold it
+    _uses: List[Use] = field(default_factory=list)
+    _complete: bool = False  # every call of it in its class is among ``uses``
+    # (class, attribute) of the module attributes that hold it (known once ``uses`` is)
     privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
     # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
     effective: Optional[cst.Call] = None
     certain: bool = True  # False: the layer is a factory default callers elsewhere may change
+    # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
+    # site for its kind or its ``inplace`` never builds a value graph for it)
+    pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
+
+    def _settle(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending(self)
+
+    @property
+    def uses(self) -> List[Use]:
+        self._settle()
+        return self._uses
+
+    @property
+    def complete(self) -> bool:
+        self._settle()
+        return self._complete
+
+    @complete.setter
+    def complete(self, value: bool) -> None:
+        self._complete = value
 
     @property
     def arguments(self) -> cst.Call:
@@ -97,6 +119,7 @@ class InplaceAnalysis:
         self._splices: Optional[list] = None
         self._spliced_by_call: Dict[int, Set[int]] = {}
         self._graph_facts: Dict[int, _GraphFacts] = {}
+        self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
 
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
@@ -166,13 +189,18 @@ class InplaceAnalysis:
         model, attribute = destinations[0]
         helper = "" if self._assigned(call) else f", returned by `{self._returning(call)}`"
         site.label = f"`self.{attribute}` ({short_name(qualified)}{_via(layer)}{helper})"
-        for model, attribute in destinations:
-            self._attribute_uses(site, model, attribute)
-            complete = complete and site.complete
-            site.complete = True
-            self._leading_uses(site, model, attribute)
-            complete = complete and site.complete
-        site.complete = complete
+
+        def settle(site: Site) -> None:
+            done = complete
+            for model, attribute in destinations:
+                self._attribute_uses(site, model, attribute)
+                done = done and site.complete
+                site.complete = True
+                self._leading_uses(site, model, attribute)
+                done = done and site.complete
+            site.complete = done
+
+        site.pending = settle
         return site
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
@@ -204,7 +232,16 @@ class InplaceAnalysis:
         if assigned is not None:
             return [assigned], True
         name = self._returning(call)
-        if name is None or len(self.file.layer_lists._by_name().get(name, ())) != 1:
+        if name is None:
+            return [], False
+        if name not in self._kept_by:
+            self._kept_by[name] = self._kept(name)
+        return self._kept_by[name]
+
+    def _kept(self, name: str) -> Tuple[List[Tuple[ClassModel, str]], bool]:
+        """Every ``self.x = name(...)`` / ``self.x = self.name(...)`` in an ``__init__`` of the
+        file, and whether those are all the calls of ``name``."""
+        if len(self.file.layer_lists._by_name().get(name, ())) != 1:
             return [], False
         index = self.file.index
         order, parent = index.order, index.parent
@@ -254,8 +291,7 @@ class InplaceAnalysis:
                 if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
                     continue
                 use = self._use(
-                    call.args[0].value, call, reference.method, reference.statement, model,
-                    model.self_name(reference.method),
+                    call.args[0].value, call, reference.method, model, model.self_name(reference.method),
                 )
                 if use is not None:
                     site.uses.append(use)
@@ -385,8 +421,7 @@ class InplaceAnalysis:
                 complete = False
                 continue
             use = self._use(
-                call.args[0].value, call, reference.method, reference.statement, model,
-                model.self_name(reference.method),
+                call.args[0].value, call, reference.method, model, model.self_name(reference.method),
             )
             if use is None:
                 complete = False
@@ -400,7 +435,7 @@ class InplaceAnalysis:
             return
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
-        use = self._use(arg.value, site.node, function, None, model, self_name)
+        use = self._use(arg.value, site.node, function, model, self_name)
         if use is not None and use.caller_tensor is not None and self._guarded_by_flag(site.node):
             use.caller_tensor = None
         if use is not None:
@@ -412,7 +447,6 @@ class InplaceAnalysis:
         expression: cst.BaseExpression,
         anchor: cst.CSTNode,
         function: cst.FunctionDef,
-        statement: Optional[cst.CSTNode],
         model: Optional[ClassModel],
         self_name: Optional[str],
     ) -> Optional[Use]:
