@@ -83,6 +83,43 @@ CASES: Dict[str, str] = {
         def apply_gate(x):
             return get_gate()(x)
     ''',
+    # a factory's layer as a list element: `layers.append(get_act(act))` in a block builder,
+    # `layers += block(...)` in a loop, `nn.Sequential(*layers)`; a factory whose layer comes
+    # first (what runs before it is not known) and `inplace` from a config stay quiet
+    "list_factory": '''
+        import torch.nn as nn
+
+
+        def get_act(name):
+            if name == "leaky":
+                return nn.LeakyReLU(0.2)  # expect: TML201
+            return nn.ELU()  # expect: TML201
+
+
+        def get_first():
+            return nn.LeakyReLU(0.1)
+
+
+        def block(cin, cout, act="leaky", norm=True):
+            layers = [nn.Conv2d(cin, cout, 3, padding=1)]
+            if norm:
+                layers.append(nn.BatchNorm2d(cout))
+            layers.append(get_act(act))
+            return layers
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                layers = []
+                for cin, cout in [(3, 16), (16, 32)]:
+                    layers += block(cin, cout, norm=cin > 3)
+                self.body = nn.Sequential(*layers)
+                self.head = nn.Sequential(get_first(), nn.Conv2d(32, 8, 1), nn.LeakyReLU(0.1, inplace=cfg.inplace))
+
+            def forward(self, x):
+                return self.head(self.body(x))
+    ''',
     # a tensor made by a same-file helper method: what the helper returns is what arrives
     "helper_method": '''
         import torch.nn as nn

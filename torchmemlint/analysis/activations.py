@@ -120,6 +120,8 @@ class InplaceAnalysis:
         self._spliced_by_call: Dict[int, Set[int]] = {}
         self._graph_facts: Dict[int, _GraphFacts] = {}
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
+        self._placed_by: Dict[str, List[List[Any]]] = {}
+        self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
 
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
@@ -184,13 +186,20 @@ class InplaceAnalysis:
         assert kind is not None
         site = _layer_site(layer)
         destinations, complete = self._destinations(call)
-        if not destinations:
+        returning = None if self._assigned(call) else self._returning(call)
+        placed = self._placed_by.get(returning, []) if returning is not None else []
+        if not destinations and not placed:
             return site
-        model, attribute = destinations[0]
-        helper = "" if self._assigned(call) else f", returned by `{self._returning(call)}`"
-        site.label = f"`self.{attribute}` ({short_name(qualified)}{_via(layer)}{helper})"
+        if destinations:
+            helper = f", returned by `{returning}`" if returning is not None else ""
+            site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)}{helper})"
+        else:
+            site.label = f"`{short_name(qualified)}` (returned by `{returning}`{_via(layer)})"
 
         def settle(site: Site) -> None:
+            for before in placed:
+                for previous in before:
+                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
             done = complete
             for model, attribute in destinations:
                 self._attribute_uses(site, model, attribute)
@@ -246,6 +255,7 @@ class InplaceAnalysis:
         index = self.file.index
         order, parent = index.order, index.parent
         found: List[Tuple[ClassModel, str]] = []
+        placed = self._placed_by[name] = []  # the layers that may run right before, in each Sequential
         complete = True
         for here in index.positions(cst.Call):
             other = order[here]
@@ -255,6 +265,12 @@ class InplaceAnalysis:
                 and func.value.value in ("self", "cls") else None
             )
             if called != name:
+                continue
+            if id(other) in self._elements():  # ``layers.append(get_act(act))`` ... ``nn.Sequential(*layers)``
+                for sequence, part in self._elements()[id(other)]:
+                    before = sequence.predecessors(part)
+                    complete = complete and bool(before) and part not in sequence.first
+                    placed.append(before)
                 continue
             above = parent[here]
             while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
@@ -270,7 +286,37 @@ class InplaceAnalysis:
                 complete = False
             else:
                 found.append((model, attribute))
-        return found, complete and bool(found)
+        return found, complete and bool(found or placed)
+
+    def _elements(self) -> Dict[int, List[Tuple[Any, Any]]]:
+        """For each call that is an element of an ``nn.Sequential`` of the file (directly, or
+        through a spliced list), the Sequential's order and the element's part in it."""
+        if self._element_map is None:
+            found: Dict[int, List[Tuple[Any, Any]]] = {}
+            index, resolver = self.file.index, self.file.resolver
+            order, parent = index.order, index.parent
+            for here in index.positions(cst.Call):
+                call = order[here]
+                if resolver.constructor(call) != SEQUENTIAL:  # type: ignore[arg-type]
+                    continue
+                above = parent[here]
+                if above >= 0 and type(order[above]) is cst.Arg and resolver.constructor(order[parent[above]]) == SEQUENTIAL:  # type: ignore[arg-type]
+                    continue  # flattened into the Sequential around it
+                while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
+                    above = parent[above]
+                statement = order[above] if above >= 0 and type(order[above]) is cst.SimpleStatementLine else None
+                method = index.function_of(here)
+                function = order[method] if method >= 0 else None
+                owner = index.scope[method] if method >= 0 else -1
+                self_name = None
+                if owner >= 0 and type(order[owner]) is cst.ClassDef:
+                    self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
+                sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
+                for part in sequence.items if sequence is not None else ():
+                    if type(part.node) is cst.Call and part.layer is None:
+                        found.setdefault(id(part.node), []).append((sequence, part))
+            self._element_map = found
+        return self._element_map
 
     def _leading_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
         """Uses of ``self.<attribute>`` as the first element of another Sequential attribute
