@@ -128,8 +128,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and so are layers a function
-    of the file returns into `self.<name>` (`self.act = get_act(name)`) and tensors a method of
-    the file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`).
+    of the file returns into `self.<name>` (`self.act = get_act(name)`) or into a list spliced
+    into `nn.Sequential` (`layers.append(get_act(act))`), and tensors a method of the file
+    returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
