@@ -5,7 +5,7 @@ read again later" and "was it read in between"."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -289,6 +289,64 @@ class Flow:
                 found[ENTRY] = Definition(ENTRY)
             stack.extend(node.pred)
         return [found[key] for key in sorted(found)]
+
+    def read_again(self, names: FrozenSet[str], index: int) -> bool:
+        """Whether a value held in ``names`` after statement ``index`` may be read later.
+
+        A write of a name ends that name's interest on that path; coming back to ``index``
+        through a loop counts as a read (the next iteration sees the value).
+        """
+        seen: Set[Tuple[int, FrozenSet[str]]] = set()
+        names = names - self.nodes[index].writes
+        stack = [(successor, names) for successor in self.nodes[index].succ] if names else []
+        while stack:
+            number, live = stack.pop()
+            if (number, live) in seen:
+                continue
+            seen.add((number, live))
+            node = self.nodes[number]
+            if any(name in node.reads for name in live):
+                return True
+            live = live - node.writes
+            if live:
+                stack.extend((successor, live) for successor in node.succ)
+        return False
+
+    def read_between(self, name: str, start: int, end: int) -> bool:
+        """Whether ``name`` is read on a path from after ``start`` up to (not including) ``end``."""
+        seen: Set[int] = set()
+        stack = list(self.nodes[start].succ)
+        while stack:
+            number = stack.pop()
+            if number in seen or number == end:
+                continue
+            seen.add(number)
+            node = self.nodes[number]
+            if name in node.reads:
+                return True
+            if name not in node.writes:
+                stack.extend(node.succ)
+        return False
+
+    def holders(self, name: str, index: int) -> FrozenSet[str]:
+        """``name`` and the names that hold the same tensor at ``index``.
+
+        ``identity = x`` or ``feats.append(x)`` made earlier, while ``x`` had the value it has
+        at ``index``, keeps that tensor reachable through ``identity`` / ``feats``.
+        """
+        reaching = self.definitions(name, index)
+        held = {name}
+        if len(reaching) == 1 and type(reaching[0].value) is cst.Name:
+            source, copied_at = reaching[0].value.value, reaching[0].index
+            if self.definitions(source, copied_at) == self.definitions(source, index):
+                held.add(source)  # `x = identity`: identity still holds the tensor
+        for number, node in enumerate(self.nodes):
+            pairs = list(node.stores)
+            pairs += [(alias, v.value) for alias, v in node.values.items() if type(v) is cst.Name]
+            for holder, element in pairs:
+                if element == name and holder != name and self.definitions(name, number) == reaching:
+                    held.add(holder)
+        return frozenset(held)
 
 
 def _parameter_names(params: cst.Parameters) -> List[str]:
