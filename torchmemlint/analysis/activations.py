@@ -137,19 +137,22 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.context.qualify(call.func)
+        # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
-            if id(call) in self._spliced_layers():
+            if self._assigned(call) is None and id(call) in self._spliced_layers():
                 return []  # read as part of the Sequential it is spliced into
             return self._sequential(call)
         if qualified in KIND_BY_MODULE:
-            if id(call) in self._in_sequential or id(call) in self._spliced_layers():
+            if id(call) in self._in_sequential or (self._assigned(call) is None and id(call) in self._spliced_layers()):
                 return []
             return [self._module(Layer(qualified, call))]
         if qualified is None and type(call.func) is not cst.Attribute:
             function = enclosing(self.context, cst.FunctionDef)
             layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
             if layer is not None and layer.kind is not None:
-                if id(call) in self._in_sequential or id(call) in self._spliced_layers():
+                if id(call) in self._in_sequential or (
+                    self._assigned(call) is None and id(call) in self._spliced_layers()
+                ):
                     return []
                 return [self._module(layer)]
         if qualified in KIND_BY_FUNCTION:
@@ -351,8 +354,11 @@ class InplaceAnalysis:
         order = self.file.resolver.sequential_order(call, self_name, function, statement)
         if order is None:
             return []
-        for inner in _nested_calls(call, self.file.resolver, function):
+        nested = _nested_calls(call, self.file.resolver, function)
+        for inner in nested:
             self._in_sequential.add(id(inner))
+        # its layers can be in a spliced list only through a ``*list`` in it
+        spliced_here = any(arg.star for inner in (call, *nested) for arg in inner.args)
         producers = Producers(self.file, model)
         destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
@@ -383,7 +389,7 @@ class InplaceAnalysis:
                 site.complete = False  # what runs before it is not known here
         for key, site in sites.items():
             self._claimed.add(key)
-            if key in self._spliced_layers():
+            if spliced_here and key in self._spliced_layers():
                 self._other_splices(site, call)
         return list(sites.values())
 
