@@ -204,11 +204,19 @@ CASES: Dict[str, str] = {
                 for head in self.heads:
                     z = F.relu(z, inplace=True)
                     z = head(z)
+                w = self.fc(x)
+                for head in self.heads:
+                    w = F.leaky_relu(w, 0.2)  # the next round runs it on a tanh's output
+                    w = torch.tanh(head(w))
+                v = self.fc(x)
+                for head in self.heads:
+                    v = F.leaky_relu(v, 0.2)  # expect: TML201
+                    v = head(v) + v
                 y = self.fc(x)
                 outs = []
                 for head in self.heads:
                     outs.append(head(F.hardtanh(y, inplace=True)))  # expect: TML203
-                return g, z, outs
+                return g, z, w, v, outs
     ''',
 }
 

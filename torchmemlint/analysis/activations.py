@@ -521,6 +521,9 @@ class InplaceAnalysis:
         if consumer is None:
             return None
         producers = Producers(self.file, model).of(source, self_name)
+        carried = facts.carried(source, consumer)  # what the previous round of a loop leaves
+        for value in carried:
+            producers += Producers(self.file, model).of(value, self_name)
         use = Use(anchor, producers)
         if type(expression) is cst.Name:
             use.name = expression.value
@@ -541,6 +544,10 @@ class InplaceAnalysis:
         )
         use.single_use = (
             not again and not others and source.op != "argument" and facts.arms_alone(source)
+            and all(
+                type(reader) is not str and reader.op == "join" for value in carried
+                for _, reader in facts.reads.get(id(value), ())
+            )
         )
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
@@ -638,17 +645,34 @@ class _GraphFacts:
             above = parent[above]
         return False
 
+    def carried(self, source, consumer) -> List[Any]:
+        """For ``consumer`` in a loop that rebinds the name holding ``source`` (made before the
+        loop): the values the name holds at the end of a round, which the next round reads."""
+        around = self.loops(consumer.statement) - self.loops(source.statement)
+        if not around:
+            return []
+        self._index_loop_joins()
+        order = self.file.index.order
+        return [
+            value for loop in around for join in self._loop_joins.get(id(order[loop]), ())  # type: ignore[union-attr]
+            if source in join.inputs for value in join.inputs if value is not source
+        ]
+
+    def _index_loop_joins(self) -> None:
+        if self._loop_joins is None:
+            self._loop_joins = {}
+            for value in self.graph.values:
+                if value.op == "join" and type(value.statement) in (cst.For, cst.While):
+                    self._loop_joins.setdefault(id(value.statement), []).append(value)
+
     def repeated(self, source, consumer) -> bool:
         """Whether ``consumer`` runs in a loop that ``source`` was made before, and the name
         holding ``source`` is not bound again in it: the next round reads ``source`` again."""
         around = self.loops(consumer.statement) - self.loops(source.statement)
         if not around:
             return False
-        if self._loop_joins is None:
-            self._loop_joins = {}
-            for value in self.graph.values:
-                if value.op == "join" and type(value.statement) in (cst.For, cst.While):
-                    self._loop_joins.setdefault(id(value.statement), []).append(value)
+        self._index_loop_joins()
+        assert self._loop_joins is not None
         order = self.file.index.order
         for loop in around:
             if not any(source in join.inputs for join in self._loop_joins.get(id(order[loop]), ())):
