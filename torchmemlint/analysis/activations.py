@@ -6,17 +6,16 @@ Asked by the TML2xx rules as the traversal reaches each call."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.syntax import (
-    argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to, reads_beside,
+    argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
     terminal_name, watched_names,
 )
 from torchmemlint.analysis.vocabulary import (
@@ -61,12 +60,35 @@ class Site:
     node: cst.Call  # the constructor or the call; fixes edit it
     label: str  # how messages name it
     inplace: Optional[bool]
-    uses: List[Use] = field(default_factory=list)
-    complete: bool = False  # every call of it in its class is among ``uses``
-    private: Optional[Tuple[cst.ClassDef, str]] = None  # (class, attribute) of a module attribute
+    _uses: List[Use] = field(default_factory=list)
+    _complete: bool = False  # every call of it in its class is among ``uses``
+    # (class, attribute) of the module attributes that hold it (known once ``uses`` is)
+    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
     # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
     effective: Optional[cst.Call] = None
     certain: bool = True  # False: the layer is a factory default callers elsewhere may change
+    # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
+    # site for its kind or its ``inplace`` never builds a value graph for it)
+    pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
+
+    def _settle(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending(self)
+
+    @property
+    def uses(self) -> List[Use]:
+        self._settle()
+        return self._uses
+
+    @property
+    def complete(self) -> bool:
+        self._settle()
+        return self._complete
+
+    @complete.setter
+    def complete(self, value: bool) -> None:
+        self._complete = value
 
     @property
     def arguments(self) -> cst.Call:
@@ -96,6 +118,10 @@ class InplaceAnalysis:
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
         self._splices: Optional[list] = None
         self._spliced_by_call: Dict[int, Set[int]] = {}
+        self._graph_facts: Dict[int, _GraphFacts] = {}
+        self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
+        self._placed_by: Dict[str, List[List[Any]]] = {}
+        self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
 
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
@@ -111,19 +137,22 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.context.qualify(call.func)
+        # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
-            if id(call) in self._spliced_layers():
+            if self._assigned(call) is None and id(call) in self._spliced_layers():
                 return []  # read as part of the Sequential it is spliced into
             return self._sequential(call)
         if qualified in KIND_BY_MODULE:
-            if id(call) in self._in_sequential or id(call) in self._spliced_layers():
+            if id(call) in self._in_sequential or (self._assigned(call) is None and id(call) in self._spliced_layers()):
                 return []
             return [self._module(Layer(qualified, call))]
         if qualified is None and type(call.func) is not cst.Attribute:
             function = enclosing(self.context, cst.FunctionDef)
             layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
             if layer is not None and layer.kind is not None:
-                if id(call) in self._in_sequential or id(call) in self._spliced_layers():
+                if id(call) in self._in_sequential or (
+                    self._assigned(call) is None and id(call) in self._spliced_layers()
+                ):
                     return []
                 return [self._module(layer)]
         if qualified in KIND_BY_FUNCTION:
@@ -159,16 +188,138 @@ class InplaceAnalysis:
         kind = layer.kind
         assert kind is not None
         site = _layer_site(layer)
-        model = self._class()
-        if model is None:
+        destinations, complete = self._destinations(call)
+        returning = None if self._assigned(call) else self._returning(call)
+        placed = self._placed_by.get(returning, []) if returning is not None else []
+        if not destinations and not placed:
             return site
-        attribute = _assigned_attribute(self.context.statement_stack[-1], call, model)
-        if attribute is None:
-            return site
-        site.label = f"`self.{attribute}` ({short_name(qualified)}{_via(layer)})"
-        self._attribute_uses(site, model, attribute)
-        self._leading_uses(site, model, attribute)
+        if destinations:
+            helper = f", returned by `{returning}`" if returning is not None else ""
+            site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)}{helper})"
+        else:
+            site.label = f"`{short_name(qualified)}` (returned by `{returning}`{_via(layer)})"
+
+        def settle(site: Site) -> None:
+            for before in placed:
+                for previous in before:
+                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+            done = complete
+            for model, attribute in destinations:
+                self._attribute_uses(site, model, attribute)
+                done = done and site.complete
+                site.complete = True
+                self._leading_uses(site, model, attribute)
+                done = done and site.complete
+            site.complete = done
+
+        site.pending = settle
         return site
+
+    def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
+        """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""
+        model = self._class()
+        if model is None or not self.context.statement_stack:
+            return None
+        attribute = _assigned_attribute(self.context.statement_stack[-1], call, model)
+        return (model, attribute) if attribute is not None else None
+
+    def _returning(self, call: cst.Call) -> Optional[str]:
+        """The name of the function the statement being visited returns ``call`` from."""
+        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        if not (
+            type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
+            and type(statement.body[0]) is cst.Return and statement.body[0].value is call
+        ):
+            return None
+        function = enclosing(self.context, cst.FunctionDef)
+        return function.name.value if type(function) is cst.FunctionDef else None
+
+    def _destinations(self, call: cst.Call) -> Tuple[List[Tuple[ClassModel, str]], bool]:
+        """Where the module ``call`` builds is kept: ``self.x = <call>`` in ``__init__``, or,
+        for ``return <call>`` in a function of this file (``get_act(name)``, ``make_block(...)``),
+        every ``self.x = f(...)`` / ``self.x = self.f(...)`` in an ``__init__`` of the file.
+        The flag is False when ``f`` is also called elsewhere (what runs before it there is
+        not known)."""
+        assigned = self._assigned(call)
+        if assigned is not None:
+            return [assigned], True
+        name = self._returning(call)
+        if name is None:
+            return [], False
+        if name not in self._kept_by:
+            self._kept_by[name] = self._kept(name)
+        return self._kept_by[name]
+
+    def _kept(self, name: str) -> Tuple[List[Tuple[ClassModel, str]], bool]:
+        """Every ``self.x = name(...)`` / ``self.x = self.name(...)`` in an ``__init__`` of the
+        file, and whether those are all the calls of ``name``."""
+        if len(self.file.layer_lists._by_name().get(name, ())) != 1:
+            return [], False
+        index = self.file.index
+        order, parent = index.order, index.parent
+        found: List[Tuple[ClassModel, str]] = []
+        placed = self._placed_by[name] = []  # the layers that may run right before, in each Sequential
+        complete = True
+        for here in index.positions(cst.Call):
+            other = order[here]
+            func = other.func  # type: ignore[attr-defined]
+            called = func.value if type(func) is cst.Name else (
+                func.attr.value if type(func) is cst.Attribute and type(func.value) is cst.Name
+                and func.value.value in ("self", "cls") else None
+            )
+            if called != name:
+                continue
+            if id(other) in self._elements():  # ``layers.append(get_act(act))`` ... ``nn.Sequential(*layers)``
+                for sequence, part in self._elements()[id(other)]:
+                    before = sequence.predecessors(part)
+                    complete = complete and bool(before) and part not in sequence.first
+                    placed.append(before)
+                continue
+            above = parent[here]
+            while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
+                above = parent[above]
+            method = index.function_of(here)
+            owner = index.scope[method] if method >= 0 else -1
+            if above < 0 or owner < 0 or type(order[owner]) is not cst.ClassDef:
+                complete = False
+                continue
+            model = self.file.class_model(order[owner])  # type: ignore[arg-type]
+            attribute = _assigned_attribute(order[above], other, model)  # type: ignore[arg-type]
+            if attribute is None:
+                complete = False
+            else:
+                found.append((model, attribute))
+        return found, complete and bool(found or placed)
+
+    def _elements(self) -> Dict[int, List[Tuple[Any, Any]]]:
+        """For each call that is an element of an ``nn.Sequential`` of the file (directly, or
+        through a spliced list), the Sequential's order and the element's part in it."""
+        if self._element_map is None:
+            found: Dict[int, List[Tuple[Any, Any]]] = {}
+            index, resolver = self.file.index, self.file.resolver
+            order, parent = index.order, index.parent
+            for here in index.positions(cst.Call):
+                call = order[here]
+                if resolver.constructor(call) != SEQUENTIAL:  # type: ignore[arg-type]
+                    continue
+                above = parent[here]
+                if above >= 0 and type(order[above]) is cst.Arg and resolver.constructor(order[parent[above]]) == SEQUENTIAL:  # type: ignore[arg-type]
+                    continue  # flattened into the Sequential around it
+                while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
+                    above = parent[above]
+                statement = order[above] if above >= 0 and type(order[above]) is cst.SimpleStatementLine else None
+                method = index.function_of(here)
+                function = order[method] if method >= 0 else None
+                owner = index.scope[method] if method >= 0 else -1
+                self_name = None
+                if owner >= 0 and type(order[owner]) is cst.ClassDef:
+                    self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
+                sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
+                for part in sequence.items if sequence is not None else ():
+                    if type(part.node) is cst.Call and part.layer is None:
+                        found.setdefault(id(part.node), []).append((sequence, part))
+            self._element_map = found
+        return self._element_map
 
     def _leading_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
         """Uses of ``self.<attribute>`` as the first element of another Sequential attribute
@@ -189,8 +340,7 @@ class InplaceAnalysis:
                 if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
                     continue
                 use = self._use(
-                    call.args[0].value, call, reference.method, reference.statement, model,
-                    model.self_name(reference.method),
+                    call.args[0].value, call, reference.method, model, model.self_name(reference.method),
                 )
                 if use is not None:
                     site.uses.append(use)
@@ -204,12 +354,13 @@ class InplaceAnalysis:
         order = self.file.resolver.sequential_order(call, self_name, function, statement)
         if order is None:
             return []
-        for inner in _nested_calls(call, self.file.resolver, function):
+        nested = _nested_calls(call, self.file.resolver, function)
+        for inner in nested:
             self._in_sequential.add(id(inner))
+        # its layers can be in a spliced list only through a ``*list`` in it
+        spliced_here = any(arg.star for inner in (call, *nested) for arg in inner.args)
         producers = Producers(self.file, model)
-        attribute = (
-            _assigned_attribute(self.context.statement_stack[-1], call, model) if model is not None else None
-        )
+        destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
         for part in order.items:  # what may directly precede each layer, over every order
             layer = part.layer
@@ -223,19 +374,22 @@ class InplaceAnalysis:
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
             if part not in order.first:
                 continue
-            if attribute is not None and model is not None and not site.private:
+            if destinations and not site.privates:
+                attribute = destinations[0][1]
                 site.label = (
                     f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
                     if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
                 )
-                complete = site.complete
-                self._attribute_uses(site, model, attribute)
-                site.complete = complete and site.complete
+                complete = site.complete and kept_complete
+                for owner, attribute in destinations:
+                    self._attribute_uses(site, owner, attribute)
+                    complete = complete and site.complete
+                site.complete = complete
             else:
                 site.complete = False  # what runs before it is not known here
         for key, site in sites.items():
             self._claimed.add(key)
-            if key in self._spliced_layers():
+            if spliced_here and key in self._spliced_layers():
                 self._other_splices(site, call)
         return list(sites.values())
 
@@ -311,7 +465,7 @@ class InplaceAnalysis:
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
         complete = model.single_assignment(attribute) is not None and model.only_called(attribute)
-        site.private = (model.node, attribute)
+        site.privates.append((model.node, attribute))
         for reference in model.calls(attribute):
             call = reference.call
             assert call is not None
@@ -319,8 +473,7 @@ class InplaceAnalysis:
                 complete = False
                 continue
             use = self._use(
-                call.args[0].value, call, reference.method, reference.statement, model,
-                model.self_name(reference.method),
+                call.args[0].value, call, reference.method, model, model.self_name(reference.method),
             )
             if use is None:
                 complete = False
@@ -334,11 +487,7 @@ class InplaceAnalysis:
             return
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
-        statement = self.context.statement_stack[-1]
-        use = self._use(
-            arg.value, site.node, function, statement, model, self_name,
-            discarded=site.inplace is True and _bare_statement(statement, site.node),
-        )
+        use = self._use(arg.value, site.node, function, model, self_name)
         if use is not None and use.caller_tensor is not None and self._guarded_by_flag(site.node):
             use.caller_tensor = None
         if use is not None:
@@ -350,61 +499,65 @@ class InplaceAnalysis:
         expression: cst.BaseExpression,
         anchor: cst.CSTNode,
         function: cst.FunctionDef,
-        statement: Optional[cst.CSTNode],
         model: Optional[ClassModel],
         self_name: Optional[str],
-        discarded: bool = False,
     ) -> Optional[Use]:
-        """``discarded``: the in-place call is a statement of its own (``p.sigmoid_()``): it
-        rebinds nothing, so later reads of the same name want the activated value; only other
-        names holding the tensor (``skip = p``) still read the overwritten one."""
-        flow: Flow = self.file.flow(function)
-        index = flow.statement_index(statement)
-        if index is None or not flow.reliable:
+        """The tensor ``expression`` as the activation called at ``anchor`` receives it, asked
+        of ``function``'s value graph: what made it (through the arms of a join), and which
+        other values and sinks read it. After a bare ``p.sigmoid_()`` the graph binds ``p`` to
+        the result, so only other names still holding the tensor (``skip = p``) read the
+        overwritten one."""
+        graph = self.file.values(function)
+        if not graph.reliable:
             return None
-        producers = Producers(self.file, model).value(expression, flow, index, self_name)
+        facts = self._facts(graph)
+        source = graph.names.get(id(expression)) if type(expression) is cst.Name else None
+        if source is None:
+            made = facts.made.get(id(expression))
+            source = made[-1] if made else None
+        if source is None:
+            return None
+        consumer = next((v for v in facts.made.get(id(anchor), ()) if source in v.inputs), None)
+        if consumer is None:
+            return None
+        producers = Producers(self.file, model).of(source, self_name)
+        carried = facts.carried(source, consumer)  # what the previous round of a loop leaves
+        for value in carried:
+            producers += Producers(self.file, model).of(value, self_name)
         use = Use(anchor, producers)
         if type(expression) is cst.Name:
-            name = use.name = expression.value
-            holders = flow.holders(name, index)
-            later = holders - {name} if discarded else holders
-            use.reused = (
-                self._read_beside(flow, index, expression, holders)
-                or flow.read_again(later, index)
-                or name in flow.captured
+            use.name = expression.value
+        reads = facts.reads.get(id(source), [])
+        at = next((position for position, reader in reads if reader is consumer), None)
+        others = [  # a join of the branch or loop the activation is in: the way where it did not run
+            (position, reader) for position, reader in reads if reader is not consumer and not (
+                type(reader) is not str and reader.op == "join" and facts.within(consumer.statement, reader.statement)
             )
-            definitions = flow.definitions(name, index)
-            use.single_use = (
-                not use.reused
-                and len(holders) == 1
-                and bool(definitions)
-                and all(d.index >= 0 and d.index != index for d in definitions)
-                and (
-                    not flow.read_between(name, definitions[0].index, index)
-                    if len(definitions) == 1
-                    # branches join (`x = conv(x)`; `if bn: x = bn(x)`): each value reaches
-                    # the call unread, on the paths where it is the one that arrives
-                    else not any(_read_while_live(flow, name, d.index, index) for d in definitions)
-                )
+        ]
+        again = facts.repeated(source, consumer)  # a loop runs the activation on it again
+        use.reused = again or any(
+            (position > at or _holds(reader)) and not (type(reader) is not str and (
+                reader.op == "meta" or facts.exclusive(consumer.statement, reader.statement)
+                or facts.exclusive(consumer.node, reader.node)
+            ))  # read in the other arm of an ``if``: never after it
+            for position, reader in others
+        )
+        use.single_use = (
+            not again and not others and source.op != "argument" and facts.arms_alone(source)
+            and all(
+                type(reader) is not str and reader.op == "join" for value in carried
+                for _, reader in facts.reads.get(id(value), ())
             )
-        else:
-            use.single_use = type(expression) in (cst.Call, cst.BinaryOperation)
+        )
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use
 
-    @staticmethod
-    def _read_beside(flow: Flow, index: int, expression: cst.Name, holders: FrozenSet[str]) -> bool:
-        """Whether the statement of the call reads the tensor elsewhere (`act(x) + x`)."""
-        reads = flow.nodes[index].reads
-        statement = flow.nodes[index].statement
-        for holder in holders:
-            count = reads.get(holder, 0) - (holder == expression.value)
-            if count > 0 and type(statement) is cst.SimpleStatementLine:
-                count = reads_beside(statement, expression, holder)
-            if count > 0:
-                return True
-        return False
+    def _facts(self, graph) -> "_GraphFacts":
+        facts = self._graph_facts.get(id(graph))
+        if facts is None or facts.graph is not graph:
+            facts = self._graph_facts[id(graph)] = _GraphFacts(graph, self.file)
+        return facts
 
     def _guarded_by_flag(self, call: cst.Call) -> bool:
         """``x.relu_() if self.inplace else x.relu()``: in place is the caller's explicit choice."""
@@ -420,26 +573,137 @@ class InplaceAnalysis:
         return False
 
 
-def _read_while_live(flow: Flow, name: str, start: int, end: int) -> bool:
-    """Whether the value ``name`` gets at statement ``start`` is read on a way from there to
-    ``end`` on which it is still the value ``end`` receives: nothing binds ``name`` again
-    between them (after ``x = self.bn(x)`` what reaches ``end`` is another value, and a read
-    on a way that never reaches ``end``, such as ``return x`` past a skipped activation, is
-    not before it)."""
-    def spread(first, step):
-        seen: Set[int] = set()
-        stack = list(first)
-        while stack:
-            number = stack.pop()
-            if number in seen or number == end or number == start or name in flow.nodes[number].writes:
-                continue
-            seen.add(number)
-            stack.extend(step(number))
-        return seen
+def _holds(reader) -> bool:
+    """A reader that keeps the tensor to read it later: a list or tuple, an ``append``, a store."""
+    if type(reader) is str:
+        return reader == "store"
+    return reader.op == "tuple" or (reader.op == "call" and reader.info.get("method") in ("append", "extend", "insert"))
 
-    after_start = spread(flow.nodes[start].succ, lambda n: flow.nodes[n].succ)
-    before_end = spread(flow.nodes[end].pred, lambda n: flow.nodes[n].pred)
-    return any(name in flow.nodes[n].reads for n in after_start & before_end)
+
+class _GraphFacts:
+    """What the TML2xx questions need of one value graph, indexed once: the values each
+    expression made, who reads each value (in the order the graph met them), and the loops."""
+
+    def __init__(self, graph, file: FileAnalysis) -> None:
+        self.graph = graph
+        self.file = file
+        self.made: Dict[int, List[Any]] = {}
+        for value in graph.values:
+            if value.node is not None:
+                self.made.setdefault(id(value.node), []).append(value)
+        self.reads: Dict[int, List[Tuple[int, Any]]] = {}
+        for position, use in enumerate(graph.uses):
+            self.reads.setdefault(id(use.value), []).append((position, use.consumer))
+        self._loops: Dict[int, FrozenSet[int]] = {}
+        self._loop_joins: Optional[Dict[int, List[Any]]] = None
+
+    def loops(self, statement: Optional[cst.CSTNode]) -> FrozenSet[int]:
+        """The loops of the function around ``statement`` (positions in the file's index)."""
+        if statement is None:
+            return frozenset()
+        key = id(statement)
+        if key not in self._loops:
+            index = self.file.index
+            here = index.find(statement)
+            found = []
+            order, parent = index.order, index.parent
+            above = parent[here] if here is not None else -1
+            while above >= 0 and type(order[above]) is not cst.FunctionDef:
+                if type(order[above]) in (cst.For, cst.While):
+                    found.append(above)
+                above = parent[above]
+            self._loops[key] = frozenset(found)
+        return self._loops[key]
+
+    def within(self, inner: Optional[cst.CSTNode], outer: Optional[cst.CSTNode]) -> bool:
+        """Whether statement ``inner`` is inside compound statement ``outer``."""
+        if inner is None or outer is None:
+            return False
+        index = self.file.index
+        here, there = index.find(inner), index.find(outer)
+        return here is not None and there is not None and there < here < index.end[there]
+
+    def exclusive(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
+        """Whether ``one`` and ``other`` (statements or expressions) are in different arms of
+        one ``if`` statement or ``a if c else b``."""
+        if one is None or other is None:
+            return False
+        index = self.file.index
+        here = index.find(one)
+        order, parent = index.order, index.parent
+        above = parent[here] if here is not None else -1
+        while above >= 0 and type(order[above]) is not cst.FunctionDef:
+            node = order[above]
+            if type(node) in (cst.If, cst.IfExp) and node.orelse is not None:  # type: ignore[attr-defined]
+                body = index.find(node.body)  # type: ignore[attr-defined]
+                orelse = index.find(node.orelse)  # type: ignore[attr-defined]
+                arms = [(a, index.end[a]) for a in (body, orelse) if a is not None]
+                mine = [a for a, end in arms if a <= here < end]  # type: ignore[operator]
+                there = index.find(other)
+                if self.within(other, node) and mine and there is not None and not (mine[0] <= there < index.end[mine[0]]):
+                    return True
+            above = parent[above]
+        return False
+
+    def carried(self, source, consumer) -> List[Any]:
+        """For ``consumer`` in a loop that rebinds the name holding ``source`` (made before the
+        loop): the values the name holds at the end of a round, which the next round reads."""
+        around = self.loops(consumer.statement) - self.loops(source.statement)
+        if not around:
+            return []
+        self._index_loop_joins()
+        order = self.file.index.order
+        return [
+            value for loop in around for join in self._loop_joins.get(id(order[loop]), ())  # type: ignore[union-attr]
+            if source in join.inputs for value in join.inputs if value is not source
+        ]
+
+    def _index_loop_joins(self) -> None:
+        if self._loop_joins is None:
+            self._loop_joins = {}
+            for value in self.graph.values:
+                if value.op == "join" and type(value.statement) in (cst.For, cst.While):
+                    self._loop_joins.setdefault(id(value.statement), []).append(value)
+
+    def repeated(self, source, consumer) -> bool:
+        """Whether ``consumer`` runs in a loop that ``source`` was made before, and the name
+        holding ``source`` is not bound again in it: the next round reads ``source`` again."""
+        around = self.loops(consumer.statement) - self.loops(source.statement)
+        if not around:
+            return False
+        self._index_loop_joins()
+        assert self._loop_joins is not None
+        order = self.file.index.order
+        for loop in around:
+            if not any(source in join.inputs for join in self._loop_joins.get(id(order[loop]), ())):
+                return True
+        return False
+
+    def arms_alone(self, source, depth: int = 0) -> bool:
+        """For a join (``x = conv(x)``; ``if bn: x = bn(x)``): each arm is read by nothing but
+        the join, or by what leads to another arm (``bn`` on the path where it is ``bn(x)``
+        that arrives)."""
+        if source.op == "helper" and source.info.get("helper") is not None and depth < 4:
+            inner = source.inputs[0]  # what the helper returned: read by nothing else in it
+            return all(reader is source for _, reader in self.reads.get(id(inner), ())) and self.arms_alone(inner, depth + 1)
+        if source.op != "join":
+            return True
+        leading = set()
+        todo = [(arm, 0) for arm in source.inputs]
+        while todo:
+            value, steps = todo.pop()
+            if id(value) in leading or steps > 6:
+                continue
+            leading.add(id(value))
+            todo.extend((v, steps + 1) for v in value.inputs)
+        for arm in source.inputs:
+            for _, reader in self.reads.get(id(arm), ()):
+                if reader is source or (type(reader) is not str and id(reader) in leading):
+                    continue
+                return False
+            if depth < 4 and not self.arms_alone(arm, depth + 1):
+                return False
+        return True
 
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:

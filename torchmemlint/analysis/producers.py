@@ -10,9 +10,9 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
+    from torchmemlint.analysis.values import Value
 
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
-from torchmemlint.analysis.flow import ENTRY, Flow
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
@@ -98,31 +98,28 @@ class Producers:
             return Producer(Category.FRESH, shown)
         return UNKNOWN_PRODUCER
 
-    def value(
-        self, expression: cst.BaseExpression, flow: Flow, index: int, self_name: Optional[str], depth: int = 0
-    ) -> List[Producer]:
-        """Every producer that may have made ``expression``'s value at statement ``index``."""
-        if type(expression) is cst.Call:
-            return [self.call(expression, self_name)]
-        if type(expression) is cst.BinaryOperation and isinstance(expression.operator, _FRESH_OPERATORS):
-            return [Producer(Category.FRESH, "an arithmetic operation")]
-        if type(expression) is not cst.Name or depth > 4:
-            return [UNKNOWN_PRODUCER]
-        name = expression.value
-        found: List[Producer] = []
-        for definition in flow.definitions(name, index):
-            if definition.index == ENTRY:
-                parameter = name if name in flow.parameters[1:] or (
-                    name in flow.parameters and self_name is None
-                ) else None
-                found.append(Producer(Category.UNKNOWN, f"`{name}`", from_parameter=parameter))
-            elif definition.augmented is not None:
-                fresh = isinstance(definition.augmented, _FRESH_AUGMENTED)
-                found.append(Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER)
-            elif definition.value is not None:
-                found.extend(self.value(definition.value, flow, definition.index, self_name, depth + 1))
-            else:
-                found.append(UNKNOWN_PRODUCER)
-        return found
-
-
+    def of(self, value: "Value", self_name: Optional[str], depth: int = 0) -> List[Producer]:
+        """Every producer that may have made ``value`` (a node of the value graph): through the
+        arms of a join, what made each."""
+        op = value.op
+        if op == "join" and depth < 8:
+            return [p for arm in value.inputs for p in self.of(arm, self_name, depth + 1)]
+        if op == "helper" and value.info.get("helper") is not None and depth < 8:
+            return self.of(value.inputs[0], self_name, depth + 1)  # what the same-file helper returns
+        if op == "argument":
+            name = value.info.get("name")
+            return [Producer(Category.UNKNOWN, f"`{name}`", from_parameter=name if name != self_name else None)]
+        node = value.node
+        where = value.info.get("layer")
+        where = where if type(where) is tuple else None  # (attribute, position, count) of ``self.x(...)``
+        if type(node) is cst.Call:
+            if where is not None and where[1] != where[2] - 1:
+                return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
+            return [self.call(node, self_name)]
+        if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
+            if isinstance(node.operator, _FRESH_OPERATORS):
+                return [Producer(Category.FRESH, "an arithmetic operation")]
+        if type(node) is cst.AugAssign and op in ("add", "scale", "arith", "contract"):
+            fresh = isinstance(node.operator, _FRESH_AUGMENTED)
+            return [Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER]
+        return [UNKNOWN_PRODUCER]

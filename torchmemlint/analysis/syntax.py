@@ -21,31 +21,6 @@ from torchmemlint.tree import children, indexed, nodes_of, path_to, walk  # noqa
 # when the node is indexed, else they walk --------------------------------------------------
 
 
-def reads_beside(statement: cst.CSTNode, skipped: cst.CSTNode, name: str) -> int:
-    """Reads of ``name`` in ``statement`` outside ``skipped`` that can run together with it.
-
-    The other branch of a conditional expression around ``skipped`` never runs with it.
-    """
-    path = path_to(statement, skipped)
-    on_path = {id(node) for node in path or ()}
-    count = 0
-    stack: List[cst.CSTNode] = [statement]
-    while stack:
-        node = stack.pop()
-        if node is skipped:
-            continue
-        if type(node) is cst.Name:
-            count += node.value == name
-        elif type(node) in (cst.Attribute, cst.Arg):
-            stack.append(node.value)
-        elif type(node) is cst.IfExp and id(node) in on_path:
-            stack.append(node.test)
-            stack.extend(branch for branch in (node.body, node.orelse) if id(branch) in on_path)
-        else:
-            stack.extend(children(node))
-    return count
-
-
 def mentions(expression: cst.CSTNode, word: str) -> bool:
     """Whether a name or attribute in ``expression`` contains ``word`` (``self.inplace``)."""
     for node in walk(expression):

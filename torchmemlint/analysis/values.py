@@ -37,6 +37,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
 from torchmemlint.analysis.einsum import parse_spec
+from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
 
 SOFTMAX = frozenset({"torch.nn.functional.softmax", "torch.softmax", "torch.Tensor.softmax", "torch.special.softmax"})
@@ -48,7 +49,6 @@ CASTS = frozenset({"to", "type_as", "type", "float", "half", "bfloat16", "double
 RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "expand", "repeat", "view_as", "reshape_as", "expand_as"})
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
-ACTIVATION_LAYERS = frozenset({"ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "LeakyReLU", "Mish", "ELU", "Hardswish"})
 HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 
@@ -342,7 +342,9 @@ class FunctionValues:
         elif kind is cst.Expr:
             call = small.value  # type: ignore[attr-defined]
             value = self.results[id(small)] = self.expression(call, env)
-            if (  # ``x.masked_fill_(m, v)``, ``x.mul_(s)``: ``x`` is now that value
+            if value.op == "activation" and value.info.get("inplace") and type(value.info.get("operand")) is cst.Name:
+                self._bind(value.info["operand"], value, env)  # ``F.relu_(x)``, ``x.relu_()``: ``x`` is now the result
+            elif (  # ``x.masked_fill_(m, v)``, ``x.mul_(s)``: ``x`` is now that value
                 type(call) is cst.Call and type(call.func) is cst.Attribute and type(call.func.value) is cst.Name
                 and call.func.attr.value.endswith("_") and value.op not in ("call", "meta")
             ):
@@ -517,6 +519,8 @@ class FunctionValues:
         return self._function(qualified or "", node, positional, keywords)
 
     def _function(self, name: str, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
+        if (activation := activation_value(self, name, node, positional, keywords)) is not None:
+            return activation
         if name in SOFTMAX and positional:
             return self._softmax(positional[0], node, positional[1:], keywords)
         if name in MATMUL and len(positional) == 2 and not keywords:
@@ -560,6 +564,8 @@ class FunctionValues:
 
     def _method(self, method: str, receiver: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
         numbers = [_int(v) for v in positional]
+        if method in ACTIVATION_METHODS:  # ``x.relu_()``: an activation that overwrites ``x``
+            return self._same("activation", receiver, node, positional, method=method, inplace=True, operand=node.func.value)  # type: ignore[attr-defined]
         if method == "softmax":
             return self._softmax(receiver, node, positional, keywords)
         if method in ("matmul", "bmm") and len(positional) == 1 and not keywords:
@@ -680,7 +686,7 @@ class FunctionValues:
                 continue
             elif "Norm" in short:
                 value = self._same("norm", value, node, layer=where)
-            elif short in ACTIVATION_LAYERS:
+            elif qualified in ACTIVATION_MODULES:
                 value = self._same("activation", value, node, layer=where)
             elif short:
                 value = self._new("linear", [value], node, info={"layer": where, "qualified": qualified})

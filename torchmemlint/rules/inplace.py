@@ -107,7 +107,8 @@ class _MissingInplace(Rule):
                 continue
             if site.inplace is not False or not site.complete:
                 continue
-            if site.private is not None and not activation_sites(self.context).file.private_attribute(*site.private):
+            file = activation_sites(self.context).file
+            if not all(file.private_attribute(*private) for private in site.privates):
                 continue
             if not all(use.single_use and use.fresh for use in site.uses):
                 continue
@@ -126,7 +127,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     upsampling, `cat`, addition) and nothing else reads that input. Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
-    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials.
+    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and so are layers a function
+    of the file returns into `self.<name>` (`self.act = get_act(name)`) or into a list spliced
+    into `nn.Sequential` (`layers.append(get_act(act))`), and tensors a method of the file
+    returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
@@ -308,7 +312,9 @@ class UnsafeInplace(Rule):
     output for backward (sigmoid, tanh, softmax, log_softmax, exp, sqrt, rsqrt, relu, or another
     in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
     that calls it is judged, and so is every call of a Sequential it starts
-    (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`).
+    (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`, or a Sequential a function
+    of the file builds and returns into `self.<name>`). A read in the other arm of an `if` or
+    of `a if c else b` is not after it; a loop that reads the same tensor again each round is.
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
