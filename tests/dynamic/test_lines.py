@@ -1,4 +1,5 @@
-"""Memory at the peak by source line: `torchmemlint profile` as a user runs it (a subprocess).
+"""Memory at the peak by source line: `torchmemlint profile` as a user runs it (the JSON from
+a subprocess; the text report and the two devices from the same CLI in this process).
 
 The step's lines are the storages live at the tracker's peak, each charged to the line of the
 user's code that made it; parameters and buffers to the line that built their module. The
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from in_process import cli
+
 pytest.importorskip("torch")
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
@@ -29,6 +32,13 @@ def profile(target, *args):
         [sys.executable, "-m", "torchmemlint", "profile", target, "--no-verify", *args],
         capture_output=True, text=True, env=env, timeout=600,
     )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def profile_in_process(target, *args):
+    """The same CLI in this process (tests/dynamic/in_process.py)."""
+    result = cli("profile", target, "--no-verify", *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -74,7 +84,7 @@ def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape):
     kinds = {line["what"] for line in lines if os.path.abspath(line["filename"]) == os.path.abspath(path)}
     assert data["peak_phase"] == "backward"
     assert {"parameter", "gradient"} <= kinds and kinds - {"parameter", "gradient"}, kinds
-    text = profile(spec, *extra, "--input-shape", shape)
+    text = profile_in_process(spec, *extra, "--input-shape", shape)
     section = text[text.index(TITLE):]
     assert "100.0 % of the peak" in section
     biggest = max((item for item in lines if item["what"] not in RESIDENT), key=lambda item: item["bytes"])
@@ -85,7 +95,7 @@ def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape):
 def test_parameters_where_built_activations_where_made_real_tensors_too():
     target = "%s:ModuleSoftmaxAttention" % SPELLINGS
     for device in ([], ["--device", "cpu", "--real-tensors"]):
-        data = json.loads(profile(target, *device, "--input-shape", "2,16,32", "--output-format", "json"))
+        data = json.loads(profile_in_process(target, *device, "--input-shape", "2,16,32", "--output-format", "json"))
         lines = check_lines_add_up(data)
         built = row_of(SPELLINGS, "self.to_qkv = nn.Linear")
         qkv = {(item["what"], item["bytes"]) for item in lines if item["module"] == "to_qkv" and item["row"] == built}

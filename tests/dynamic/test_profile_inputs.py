@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from in_process import cli
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +39,14 @@ def run(*args, cwd=None, command=None):
         (command or [sys.executable, "-m", "torchmemlint"]) + list(args),
         cwd=cwd, capture_output=True, text=True, env=env(), timeout=300,
     )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def run_in_process(*args):
+    """The same CLI in this process (tests/dynamic/in_process.py): for the cases whose point is
+    the check and its message; each group below keeps one case that runs the subprocess."""
+    result = cli(*args)
     assert "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -71,8 +81,8 @@ def test_an_output_without_a_loss_falls_back_to_the_sum_of_means(tmp_path):
     """))
     report = profile_json(*GPT2, "--inputs", "%s:batch" % inputs, "--batch-size", "2", "--no-verify")
     assert "loss" not in report
-    text = run("profile", "--isolated", *GPT2, "--inputs", "%s:batch" % inputs, "--batch-size", "2",
-               "--no-verify").stdout
+    text = run_in_process("profile", "--isolated", *GPT2, "--inputs", "%s:batch" % inputs, "--batch-size", "2",
+                          "--no-verify").stdout
     assert "one training step: forward, mean loss, backward" in text
 
 
@@ -92,22 +102,22 @@ def test_diffusion_unet_gets_its_timestep_and_keyword_condition():
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    "args, message, runner",
     [
-        (["--inputs", UNET_INPUTS], "--inputs needs --batch-size N"),
+        (["--inputs", UNET_INPUTS], "--inputs needs --batch-size N", run),
         (["--inputs", UNET_INPUTS, "--batch-size", "2", "--input-shape", "2,3,32,32"],
-         "--inputs and --input-shape cannot be used together"),
-        (["--batch-size", "2", "--input-shape", "2,3,32,32"], "--batch-size is for --inputs"),
-        ([], "profile needs --input-shape SHAPE, or --inputs FILE.py:FUNCTION with --batch-size N"),
-        (["--inputs", "nothing.py:f", "--batch-size", "2"], "--inputs: no file nothing.py"),
+         "--inputs and --input-shape cannot be used together", run_in_process),
+        (["--batch-size", "2", "--input-shape", "2,3,32,32"], "--batch-size is for --inputs", run_in_process),
+        ([], "profile needs --input-shape SHAPE, or --inputs FILE.py:FUNCTION with --batch-size N", run_in_process),
+        (["--inputs", "nothing.py:f", "--batch-size", "2"], "--inputs: no file nothing.py", run_in_process),
         (["--inputs", "%s:missing" % (MODELS / "diffusion_unet.py"), "--batch-size", "2"],
-         "has no function 'missing'"),
+         "has no function 'missing'", run_in_process),
         (["--inputs", "%s:timestep_embedding" % (MODELS / "diffusion_unet.py"), "--batch-size", "2"],
-         "it also requires dim"),
+         "it also requires dim", run),
     ],
 )
-def test_bad_inputs_options_are_one_line_errors(args, message):
-    result = run("profile", "--isolated", UNET, *args)
+def test_bad_inputs_options_are_one_line_errors(args, message, runner):
+    result = runner("profile", "--isolated", UNET, *args)
     assert result.returncode == 2, result.stdout
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("torchmemlint: error: ")
     assert message in result.stderr
@@ -133,7 +143,8 @@ def test_an_inputs_function_that_returns_or_raises_the_wrong_thing(tmp_path):
         "keys": "a non-string key 1",
     }
     for name, message in cases.items():
-        result = run("profile", "--isolated", UNET, "--inputs", "%s:%s" % (functions, name), "--batch-size", "2")
+        runner = run if name == "broken" else run_in_process
+        result = runner("profile", "--isolated", UNET, "--inputs", "%s:%s" % (functions, name), "--batch-size", "2")
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert message in result.stderr, result.stderr
 
@@ -151,8 +162,8 @@ def test_auto_model_from_a_built_in_config_class_with_overrides():
 
 
 def test_a_named_config_that_is_not_available_offline_is_one_line():
-    result = run("profile", "--isolated", "transformers:AutoModelForCausalLM", "--model-config",
-                 "someone/not-a-cached-model", "--inputs", GPT2_INPUTS, "--batch-size", "2")
+    result = run_in_process("profile", "--isolated", "transformers:AutoModelForCausalLM", "--model-config",
+                            "someone/not-a-cached-model", "--inputs", GPT2_INPUTS, "--batch-size", "2")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "--model-config 'someone/not-a-cached-model' is not available offline" in result.stderr
 
