@@ -421,8 +421,8 @@ def test_cuda_budget_without_cuda_and_a_model_that_cannot_run_at_batch_one(tiny)
         assert result.stderr == ("torchmemlint: error: budget 'cuda:0' needs a CUDA device, "
                                  "but torch.cuda is not available\n")
     too_small = estimate(nets.BatchNormMlp, (2, 8), "sgd").allocated_bytes - 1
-    result = profile("%s:BatchNormMlp" % path, "--input-shape", "4,8", "--budget",
-                     "%dB" % too_small, "--optimizer", "sgd", "--no-verify")
+    result = profile_in_process("%s:BatchNormMlp" % path, "--input-shape", "4,8", "--budget",
+                                "%dB" % too_small, "--optimizer", "sgd", "--no-verify")
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
     assert "at batch 1: " in result.stderr

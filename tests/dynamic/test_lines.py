@@ -1,5 +1,5 @@
-"""Memory at the peak by source line: `torchmemlint profile` as a user runs it (the JSON from
-a subprocess; the text report and the two devices from the same CLI in this process).
+"""Memory at the peak by source line: `torchmemlint profile` as a user runs it (the UNet's JSON
+from a subprocess; the rest from the same CLI in this process, tests/dynamic/in_process.py).
 
 The step's lines are the storages live at the tracker's peak, each charged to the line of the
 user's code that made it; parameters and buffers to the line that built their module. The
@@ -63,21 +63,22 @@ def check_lines_add_up(data):
     return lines
 
 
+# The UNet's JSON comes from the subprocess, the others' from the same CLI in this process.
 MODELS_AT_PEAK = [
-    pytest.param("resnet_unet.py:UNetResNetNoPool", [], "1,3,64,64", id="unet"),
+    pytest.param("resnet_unet.py:UNetResNetNoPool", [], "1,3,64,64", profile, id="unet"),
     pytest.param("transformer_lm.py:TransformerLM",
                  ["--init-args", '{"vocab": 1000, "width": 64, "heads": 4, "layers": 2, "feedforward": 128}'],
-                 "2,32,int64", id="attention-lm"),
+                 "2,32,int64", profile_in_process, id="attention-lm"),
     pytest.param("vit_timm_like.py:vit_tiny_patch16", ["--init-args", '{"img_size": 64}'], "2,3,64,64",
-                 id="vit"),
+                 profile_in_process, id="vit"),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target, extra, shape", MODELS_AT_PEAK)
-def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape):
+@pytest.mark.parametrize("target, extra, shape, runner", MODELS_AT_PEAK)
+def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape, runner):
     spec = str(MODELS / target)
-    data = json.loads(profile(spec, *extra, "--input-shape", shape, "--output-format", "json"))
+    data = json.loads(runner(spec, *extra, "--input-shape", shape, "--output-format", "json"))
     lines = check_lines_add_up(data)
     path = spec.rpartition(":")[0]
     # The peaks are in backward: parameters and gradients are there, in the model's file.

@@ -127,6 +127,11 @@ def _profile(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _profile_in_process(*args: str):
+    """The same CLI in this process (tests/dynamic/in_process.py)."""
+    return cli("profile", LM, "--input-shape", "4,64,int64", *args, cwd=ROOT)
+
+
 @pytest.mark.slow
 def test_cli_reports_one_rank_with_a_budget():
     run = _profile("--parallel", "fsdp", "--world-size", "4", "--budget", "1GiB", "--output-format", "json")
@@ -138,16 +143,11 @@ def test_cli_reports_one_rank_with_a_budget():
     assert rank["param_bytes"] < rank["unsharded_param_bytes"] / 2
     assert data["fits"] == "fits" and data["budget"]["estimate"]["resident_bytes"] < rank["unsharded_param_bytes"]
     assert rank["allocated_peak_with_adam_bytes"] == data["budget"]["estimate"]["allocated_bytes"]
-    text = _profile("--parallel", "ddp", "--world-size", "8", "--no-verify")
+    text = _profile_in_process("--parallel", "ddp", "--world-size", "8", "--no-verify")
     assert text.returncode == 0, text.stderr
     assert "DDP buckets" in text.stdout and "DDP, world size 8" in text.stdout
     assert "rank peak with Adam" in text.stdout
     assert "Reducer cannot run on fake tensors" in text.stdout
-
-
-def _profile_in_process(*args: str):
-    """The same CLI in this process (tests/dynamic/in_process.py)."""
-    return cli("profile", LM, "--input-shape", "4,64,int64", *args, cwd=ROOT)
 
 
 # The last case (refused by FSDP's wrapping, after torch is imported) runs the subprocess.

@@ -153,8 +153,11 @@ def test_an_inputs_function_that_returns_or_raises_the_wrong_thing(tmp_path):
 
 def test_auto_model_from_a_built_in_config_class_with_overrides():
     overrides = '{"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 1000, "n_positions": 64}'
-    report = profile_json("transformers:AutoModelForCausalLM", "--model-config", "gpt2", "--init-args", overrides,
-                          "--inputs", GPT2_INPUTS, "--batch-size", "2", "--no-verify")
+    result = run_in_process("profile", "--isolated", "--output-format", "json", "transformers:AutoModelForCausalLM",
+                            "--model-config", "gpt2", "--init-args", overrides, "--inputs", GPT2_INPUTS,
+                            "--batch-size", "2", "--no-verify")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
     assert report["loss"] == "output.loss"
     assert "built with AutoModelForCausalLM.from_config(gpt2) (no weights downloaded)" in report["notes"]
     # 1 layer of width 32 over a 1000-token vocabulary: embeddings dominate (tied head).
@@ -241,20 +244,27 @@ OLD_SEARCH = {
 }
 
 
-def max_batch_search(args, budget_mib):
-    report = profile_json(*args, "--budget", "%dMiB" % budget_mib, "--max-batch", "--no-verify")
+def max_batch_search(args, budget_mib, in_process=False):
+    args = [*args, "--budget", "%dMiB" % budget_mib, "--max-batch", "--no-verify"]
+    if in_process:
+        result = run_in_process("profile", "--isolated", "--output-format", "json", *args)
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+    else:
+        report = profile_json(*args)
     return report["max_batch"], report["budget"]["max_batch_search"]
 
 
-@pytest.mark.parametrize("case, args", [
-    ("unet", [UNET, "--inputs", UNET_INPUTS, "--batch-size", "4"]),
-    ("vit", [VIT, "--input-shape", "8,3,32,32"]),
-    ("vit-300", [VIT, "--input-shape", "8,3,32,32"]),
-    ("gpt2", GPT2 + ["--inputs", GPT2_INPUTS, "--batch-size", "2"]),
+# The UNet and GPT-2 run the subprocess; the two ViT budgets the same CLI in this process.
+@pytest.mark.parametrize("case, args, in_process", [
+    ("unet", [UNET, "--inputs", UNET_INPUTS, "--batch-size", "4"], False),
+    ("vit", [VIT, "--input-shape", "8,3,32,32"], True),
+    ("vit-300", [VIT, "--input-shape", "8,3,32,32"], True),
+    ("gpt2", GPT2 + ["--inputs", GPT2_INPUTS, "--batch-size", "2"], False),
 ])
-def test_max_batch_in_at_most_six_measurements_with_the_old_answer(case, args):
+def test_max_batch_in_at_most_six_measurements_with_the_old_answer(case, args, in_process):
     budget_mib, old_answer, old_count = OLD_SEARCH[case]
-    answer, search = max_batch_search(args, budget_mib)
+    answer, search = max_batch_search(args, budget_mib, in_process)
     measured = {item["batch"]: item["reserved_bytes"] for item in search["measured"]}
     assert answer == old_answer
     assert len(measured) <= 6 and len(measured) <= old_count
@@ -303,7 +313,7 @@ def test_dynamic_reports_every_target_that_works_and_the_errors_then_exits_2(tmp
         in result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("torchmemlint: error: ")]
     assert len(errors) == 1 and "broken constructor" in errors[0]
-    data = json.loads(run("--dynamic", "models", "--output-format", "json", cwd=tmp_path).stdout)
+    data = json.loads(cli("--dynamic", "models", "--output-format", "json", cwd=tmp_path).stdout)
     assert len(data["profiles"]) == 1 and data["errors"][0]["target"].endswith("broken.py:LeakyConvNet")
     assert data["profiles"][0]["inputs"]["made"] == "args: 2x3x32x32 float32"
 
