@@ -1,4 +1,5 @@
-"""`torchmemlint profile` and `torchmemlint --dynamic` as a user runs them: a subprocess."""
+"""`torchmemlint profile` and `torchmemlint --dynamic` as a user runs them: a subprocess (most of
+the bad-input cases through the same CLI in this process, tests/dynamic/in_process.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """`torchmemlint profile` on models as people write them: their own inputs functions (a Hugging
 Face causal LM with labels and an attention mask, a detection model with a list of target
 dicts, a diffusion UNet's ``forward(x, t, cond=...)``), models by configuration, targets of the
-user's project, and the largest batch in a few measurements. Run as a user runs them."""
+user's project, and the largest batch in a few measurements. Run as a user runs them: the CLI as
+a subprocess, or, where a group repeats it, the same CLI in this process (tests/dynamic/in_process.py)."""
 
 from __future__ import annotations
 
