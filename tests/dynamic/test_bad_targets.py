@@ -1,6 +1,8 @@
 """Every bad target is one line on stderr and exit 2, never a traceback (issue 11).
 
-Runs ``torchmemlint profile`` as a subprocess, as a user does.
+Runs ``torchmemlint profile`` as a subprocess, as a user does, where the process is the point
+(the model exits, is interrupted or times out; torch.compile); the other cases call the same CLI
+in this process (tests/dynamic/in_process.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import subprocess
 import sys
 
 import pytest
+
+from in_process import cli
 
 pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
 
@@ -88,39 +92,55 @@ def targets(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize(
-    "target, extra, message",
-    [
-        ("exits.py:M", [], "the model's code called sys.exit(0) while importing"),
-        ("syntax.py:M", [], "SyntaxError: expected ':'"),
-        ("models.py:Missing", [], "target not found"),
-        ("models.py:Ctor", [], "constructing"),
-        ("models.py:Lin", ["--input-shape", "2,5"], "the training step failed: RuntimeError"),
-        ("models.py:ExitInForward", [], "sys.exit(0) while running the training step"),
-        ("models.py:Interrupt", [], "interrupted (KeyboardInterrupt) while running the training step"),
-        ("models.py:Endless", ["--timeout", "2"], "gave up after 2 s (--timeout)"),
-        ("models.py:Lin", ["--timeout", "0"], "--timeout must be a positive number"),
-        ("models.py:Lin", ["--device", "cuda", "--real-tensors"], "--real-tensors measures on the CPU"),
-    ],
-)
-def test_bad_target_is_one_line_and_exit_2(targets, target, extra, message):
-    shape = [] if "--input-shape" in extra else ["--input-shape", "2,4"]
-    result = run(["profile", str(targets / target), *shape, *extra, "--no-verify"])
+def in_process(args):
+    """The same CLI in this process (tests/dynamic/in_process.py), for errors that neither end
+    the process nor need a fresh one: the model's sys.exit, KeyboardInterrupt and the timeout's
+    alarm run the subprocess."""
+    return cli(*args)
+
+
+def check_one_line_exit_2(result, message):
     assert result.returncode == 2, (result.stdout, result.stderr)
     errors = [line for line in result.stderr.splitlines() if line.startswith("torchmemlint: error:")]
     assert len(errors) == 1 and message in errors[0], result.stderr
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 
-def profile_json(targets, target, *extra):
-    result = run(["profile", str(targets / target), "--input-shape", "2,4", "--no-verify",
-                  "--output-format", "json", *extra])
+# models.py:Endless with --timeout 2 is test_timeout_in_an_endless_forward_never_aborts_the_process.
+@pytest.mark.parametrize(
+    "target, extra, message, runner",
+    [
+        ("exits.py:M", [], "the model's code called sys.exit(0) while importing", run),
+        ("syntax.py:M", [], "SyntaxError: expected ':'", in_process),
+        ("models.py:Missing", [], "target not found", in_process),
+        ("models.py:Ctor", [], "constructing", in_process),
+        ("models.py:Lin", ["--input-shape", "2,5"], "the training step failed: RuntimeError", in_process),
+        ("models.py:ExitInForward", [], "sys.exit(0) while running the training step", run),
+        ("models.py:Interrupt", [], "interrupted (KeyboardInterrupt) while running the training step", run),
+        ("models.py:Lin", ["--timeout", "0"], "--timeout must be a positive number", in_process),
+        ("models.py:Lin", ["--device", "cuda", "--real-tensors"], "--real-tensors measures on the CPU",
+         in_process),
+    ],
+)
+def test_bad_target_is_one_line_and_exit_2(targets, target, extra, message, runner):
+    shape = [] if "--input-shape" in extra else ["--input-shape", "2,4"]
+    check_one_line_exit_2(runner(["profile", str(targets / target), *shape, *extra, "--no-verify"]), message)
+
+
+def profile_json(targets, target, *extra, runner=run):
+    result = runner(["profile", str(targets / target), "--input-shape", "2,4", "--no-verify",
+                     "--output-format", "json", *extra])
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
-def test_compiled_modules_are_measured_as_the_original(targets):
-    plain = profile_json(targets, "models.py:Lin")
+@pytest.fixture(scope="module")
+def plain(targets):
+    """models.py:Lin measured by the subprocess, once for the tests below."""
+    return profile_json(targets, "models.py:Lin")
+
+
+def test_compiled_modules_are_measured_as_the_original(targets, plain):
     for target in ("compiled.py:compiled", "compiled.py:CompiledChild"):
         compiled = profile_json(targets, target)
         assert compiled["peak_bytes"] == plain["peak_bytes"]
@@ -129,17 +149,16 @@ def test_compiled_modules_are_measured_as_the_original(targets):
     assert not any("torch.compile" in limit for limit in plain["limits"])
 
 
-def test_a_model_that_cannot_be_built_on_fake_tensors_is_built_for_real(targets):
-    plain = profile_json(targets, "models.py:Lin")
-    built = profile_json(targets, "models.py:ItemInInit")
+def test_a_model_that_cannot_be_built_on_fake_tensors_is_built_for_real(targets, plain):
+    built = profile_json(targets, "models.py:ItemInInit", runner=in_process)
     assert built["peak_bytes"] == plain["peak_bytes"]
     assert any(limit.startswith("built for real on the CPU") and "_local_scalar_dense" in limit
                for limit in built["limits"])
 
 
 def test_real_tensors_measure_a_real_cpu_step(targets):
-    estimate = profile_json(targets, "models.py:Lin", "--estimate-for", "cpu")
-    real = profile_json(targets, "models.py:Lin", "--real-tensors")
+    estimate = profile_json(targets, "models.py:Lin", "--estimate-for", "cpu", runner=in_process)
+    real = profile_json(targets, "models.py:Lin", "--real-tensors", runner=in_process)
     assert "real step on the CPU" in real["method"] and real["emulated"] == {}
     assert real["peak_bytes"] == estimate["peak_bytes"]
 
@@ -153,4 +172,4 @@ def test_timeout_in_an_endless_forward_never_aborts_the_process(targets):
         result = run(["profile", str(targets / "models.py:Endless"), "--input-shape", "2,4",
                       "--timeout", "2", "--no-verify"])
         assert result.returncode == 2, (result.returncode, result.stderr[-500:])
-        assert "gave up after 2 s (--timeout)" in result.stderr
+        check_one_line_exit_2(result, "gave up after 2 s (--timeout)")

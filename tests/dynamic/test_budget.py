@@ -29,6 +29,8 @@ from torchmemlint.dynamic.errors import DynamicError
 from torchmemlint.dynamic.measure import measure_training_step, scalar_loss
 from torchmemlint.dynamic.tracker import LiveTracker, storage_bytes
 
+from in_process import cli
+
 pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
 
 
@@ -383,21 +385,29 @@ def test_profile_text_without_verification_still_measures_the_fixes(tiny):
     assert_largest(nets.NoPoolNet, SHAPE, parse_size("16MiB"), largest, "sgd")
 
 
+def profile_in_process(*args):
+    """The same CLI in this process (tests/dynamic/in_process.py)."""
+    result = cli("profile", "--isolated", *args)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+# The first case runs the subprocess; the others the same CLI in this process.
 @pytest.mark.parametrize(
-    "options, message",
+    "options, message, runner",
     [
-        (["--budget", "eight"], "cannot parse budget 'eight': expected a size such as 8GiB"),
-        (["--budget", "8"], "cannot parse budget '8'"),
-        (["--budget", "0GiB"], "budget must be positive, got '0GiB'"),
-        (["--budget", "-8GiB"], "budget must be positive, got '-8GiB'"),
-        (["--budget", "8GiB", "--reserve", "-1MiB"], "--reserve must be positive"),
-        (["--budget", "8GiB", "--reserve", "8GiB"], "--reserve 8.00 GiB leaves nothing"),
-        (["--max-batch"], "--max-batch needs --budget"),
-        (["--optimizer", "sgd"], "--optimizer needs --budget"),
+        (["--budget", "eight"], "cannot parse budget 'eight': expected a size such as 8GiB", profile),
+        (["--budget", "8"], "cannot parse budget '8'", profile_in_process),
+        (["--budget", "0GiB"], "budget must be positive, got '0GiB'", profile_in_process),
+        (["--budget", "-8GiB"], "budget must be positive, got '-8GiB'", profile_in_process),
+        (["--budget", "8GiB", "--reserve", "-1MiB"], "--reserve must be positive", profile_in_process),
+        (["--budget", "8GiB", "--reserve", "8GiB"], "--reserve 8.00 GiB leaves nothing", profile_in_process),
+        (["--max-batch"], "--max-batch needs --budget", profile_in_process),
+        (["--optimizer", "sgd"], "--optimizer needs --budget", profile_in_process),
     ],
 )
-def test_bad_budget_options_are_one_line_errors(tiny, options, message):
-    result = profile("%s:PoolNet" % tiny[0], "--input-shape", "8,3,64,64", *options)
+def test_bad_budget_options_are_one_line_errors(tiny, options, message, runner):
+    result = runner("%s:PoolNet" % tiny[0], "--input-shape", "8,3,64,64", *options)
     assert result.returncode == 2
     assert result.stderr.startswith("torchmemlint: error: ") and result.stderr.count("\n") == 1
     assert message in result.stderr and result.stdout == ""
@@ -411,8 +421,8 @@ def test_cuda_budget_without_cuda_and_a_model_that_cannot_run_at_batch_one(tiny)
         assert result.stderr == ("torchmemlint: error: budget 'cuda:0' needs a CUDA device, "
                                  "but torch.cuda is not available\n")
     too_small = estimate(nets.BatchNormMlp, (2, 8), "sgd").allocated_bytes - 1
-    result = profile("%s:BatchNormMlp" % path, "--input-shape", "4,8", "--budget",
-                     "%dB" % too_small, "--optimizer", "sgd", "--no-verify")
+    result = profile_in_process("%s:BatchNormMlp" % path, "--input-shape", "4,8", "--budget",
+                                "%dB" % too_small, "--optimizer", "sgd", "--no-verify")
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
     assert "at batch 1: " in result.stderr

@@ -10,6 +10,7 @@ file (the rules learn new spellings; the flag must follow them, not a fixed answ
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import subprocess
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from in_process import cli
 
 pytest.importorskip("torch")
 
@@ -31,8 +34,10 @@ def run(*args):
                           env=env, timeout=600)
 
 
-def profile(target, shape, *extra):
-    result = run("profile", target, "--no-verify", "--input-shape", shape, *extra)
+def profile(target, shape, *extra, runner=cli):
+    """The CLI in this process (tests/dynamic/in_process.py); test_look_alikes_stay_quiet runs
+    it as a subprocess (``runner=run``)."""
+    result = runner("profile", target, "--no-verify", "--input-shape", shape, *extra)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -54,13 +59,19 @@ def class_span(path: Path, row: int):
 def linter_reports(path: Path, code: str, rows) -> bool:
     """Whether `torchmemlint check --select ALL` reports ``code`` in the top-level definition
     (class or function) holding any of ``rows``."""
-    result = run("check", "--isolated", "--select", "ALL", "--output-format", "json", str(path))
-    assert result.returncode in (0, 1), result.stderr
     spans = [class_span(path, row) for row in rows]
     return any(
         item["code"] == code and any(first <= item["location"]["row"] <= last for first, last in spans)
-        for item in json.loads(result.stdout)
+        for item in check_all(path)
     )
+
+
+@functools.lru_cache(maxsize=None)
+def check_all(path: Path):
+    """The findings of `torchmemlint check --select ALL` on ``path`` (a subprocess), once per file."""
+    result = run("check", "--isolated", "--select", "ALL", "--output-format", "json", str(path))
+    assert result.returncode in (0, 1), result.stderr
+    return json.loads(result.stdout)
 
 
 def measured(target, shape, *extra):
@@ -144,5 +155,5 @@ def test_known_spellings_are_marked_found():
 @pytest.mark.parametrize("name, shape", [("QuietAttention", "2,16,32"), ("QuietConv", "2,8,16,16")])
 def test_look_alikes_stay_quiet(name, shape):
     assert measured("%s:%s" % (SPELLINGS, name), shape) == []
-    text = profile("%s:%s" % (SPELLINGS, name), shape)
+    text = profile("%s:%s" % (SPELLINGS, name), shape, runner=run)
     assert "Found by measurement" in text and "MISSED" not in text

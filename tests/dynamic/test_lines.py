@@ -1,4 +1,5 @@
-"""Memory at the peak by source line: `torchmemlint profile` as a user runs it (a subprocess).
+"""Memory at the peak by source line: `torchmemlint profile` as a user runs it (the UNet's JSON
+from a subprocess; the rest from the same CLI in this process, tests/dynamic/in_process.py).
 
 The step's lines are the storages live at the tracker's peak, each charged to the line of the
 user's code that made it; parameters and buffers to the line that built their module. The
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from in_process import cli
+
 pytest.importorskip("torch")
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
@@ -29,6 +32,13 @@ def profile(target, *args):
         [sys.executable, "-m", "torchmemlint", "profile", target, "--no-verify", *args],
         capture_output=True, text=True, env=env, timeout=600,
     )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def profile_in_process(target, *args):
+    """The same CLI in this process (tests/dynamic/in_process.py)."""
+    result = cli("profile", target, "--no-verify", *args)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -53,28 +63,29 @@ def check_lines_add_up(data):
     return lines
 
 
+# The UNet's JSON comes from the subprocess, the others' from the same CLI in this process.
 MODELS_AT_PEAK = [
-    pytest.param("resnet_unet.py:UNetResNetNoPool", [], "1,3,64,64", id="unet"),
+    pytest.param("resnet_unet.py:UNetResNetNoPool", [], "1,3,64,64", profile, id="unet"),
     pytest.param("transformer_lm.py:TransformerLM",
                  ["--init-args", '{"vocab": 1000, "width": 64, "heads": 4, "layers": 2, "feedforward": 128}'],
-                 "2,32,int64", id="attention-lm"),
+                 "2,32,int64", profile_in_process, id="attention-lm"),
     pytest.param("vit_timm_like.py:vit_tiny_patch16", ["--init-args", '{"img_size": 64}'], "2,3,64,64",
-                 id="vit"),
+                 profile_in_process, id="vit"),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target, extra, shape", MODELS_AT_PEAK)
-def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape):
+@pytest.mark.parametrize("target, extra, shape, runner", MODELS_AT_PEAK)
+def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape, runner):
     spec = str(MODELS / target)
-    data = json.loads(profile(spec, *extra, "--input-shape", shape, "--output-format", "json"))
+    data = json.loads(runner(spec, *extra, "--input-shape", shape, "--output-format", "json"))
     lines = check_lines_add_up(data)
     path = spec.rpartition(":")[0]
     # The peaks are in backward: parameters and gradients are there, in the model's file.
     kinds = {line["what"] for line in lines if os.path.abspath(line["filename"]) == os.path.abspath(path)}
     assert data["peak_phase"] == "backward"
     assert {"parameter", "gradient"} <= kinds and kinds - {"parameter", "gradient"}, kinds
-    text = profile(spec, *extra, "--input-shape", shape)
+    text = profile_in_process(spec, *extra, "--input-shape", shape)
     section = text[text.index(TITLE):]
     assert "100.0 % of the peak" in section
     biggest = max((item for item in lines if item["what"] not in RESIDENT), key=lambda item: item["bytes"])
@@ -85,7 +96,7 @@ def test_lines_add_up_to_the_peak_in_json_and_text(target, extra, shape):
 def test_parameters_where_built_activations_where_made_real_tensors_too():
     target = "%s:ModuleSoftmaxAttention" % SPELLINGS
     for device in ([], ["--device", "cpu", "--real-tensors"]):
-        data = json.loads(profile(target, *device, "--input-shape", "2,16,32", "--output-format", "json"))
+        data = json.loads(profile_in_process(target, *device, "--input-shape", "2,16,32", "--output-format", "json"))
         lines = check_lines_add_up(data)
         built = row_of(SPELLINGS, "self.to_qkv = nn.Linear")
         qkv = {(item["what"], item["bytes"]) for item in lines if item["module"] == "to_qkv" and item["row"] == built}

@@ -15,6 +15,8 @@ from torchmemlint.dynamic.errors import DynamicError
 from torchmemlint.dynamic.measure import measure_training_step
 from torchmemlint.dynamic.parallel import ParallelOptions, check_options, measure_parallel, wrap_targets
 
+from in_process import cli
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LM = os.path.join(ROOT, "fixtures", "models", "transformer_lm.py") + ":small_lm"
 SHAPE = [[8, 256]]
@@ -125,6 +127,11 @@ def _profile(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _profile_in_process(*args: str):
+    """The same CLI in this process (tests/dynamic/in_process.py)."""
+    return cli("profile", LM, "--input-shape", "4,64,int64", *args, cwd=ROOT)
+
+
 @pytest.mark.slow
 def test_cli_reports_one_rank_with_a_budget():
     run = _profile("--parallel", "fsdp", "--world-size", "4", "--budget", "1GiB", "--output-format", "json")
@@ -136,23 +143,25 @@ def test_cli_reports_one_rank_with_a_budget():
     assert rank["param_bytes"] < rank["unsharded_param_bytes"] / 2
     assert data["fits"] == "fits" and data["budget"]["estimate"]["resident_bytes"] < rank["unsharded_param_bytes"]
     assert rank["allocated_peak_with_adam_bytes"] == data["budget"]["estimate"]["allocated_bytes"]
-    text = _profile("--parallel", "ddp", "--world-size", "8", "--no-verify")
+    text = _profile_in_process("--parallel", "ddp", "--world-size", "8", "--no-verify")
     assert text.returncode == 0, text.stderr
     assert "DDP buckets" in text.stdout and "DDP, world size 8" in text.stdout
     assert "rank peak with Adam" in text.stdout
     assert "Reducer cannot run on fake tensors" in text.stdout
 
 
+# The last case (refused by FSDP's wrapping, after torch is imported) runs the subprocess.
 @pytest.mark.slow
-@pytest.mark.parametrize("args, message", [
-    (["--world-size", "8"], "--world-size needs --parallel"),
-    (["--parallel", "ddp"], "--parallel needs --world-size N"),
-    (["--parallel", "fsdp", "--world-size", "0"], "--world-size must be at least 1"),
-    (["--parallel", "ddp", "--world-size", "2", "--param-dtype", "bfloat16"], "are FSDP options"),
-    (["--parallel", "fsdp", "--world-size", "2", "--fsdp-wrap", "Nope"], "no module of class Nope"),
+@pytest.mark.parametrize("args, message, runner", [
+    (["--world-size", "8"], "--world-size needs --parallel", _profile_in_process),
+    (["--parallel", "ddp"], "--parallel needs --world-size N", _profile_in_process),
+    (["--parallel", "fsdp", "--world-size", "0"], "--world-size must be at least 1", _profile_in_process),
+    (["--parallel", "ddp", "--world-size", "2", "--param-dtype", "bfloat16"], "are FSDP options",
+     _profile_in_process),
+    (["--parallel", "fsdp", "--world-size", "2", "--fsdp-wrap", "Nope"], "no module of class Nope", _profile),
 ])
-def test_cli_bad_parallel_options_are_one_line(args, message):
-    run = _profile(*args)
+def test_cli_bad_parallel_options_are_one_line(args, message, runner):
+    run = runner(*args)
     assert run.returncode == 2
     assert message in run.stderr and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1

@@ -110,8 +110,19 @@ def test_the_docs_example_runs(tmp_path):
 
 # -- the plot and the snapshot -------------------------------------------------------------------
 
+@pytest.fixture(scope="module")
+def unet_profile(tmp_path_factory):
+    """One `profile` of the UNet (the CLI, a subprocess) writing both --plot and --snapshot,
+    for the two tests below: (the PNG, the snapshot, the JSON report)."""
+    root = tmp_path_factory.mktemp("unet")
+    plot, snapshot = root / "memory.png", root / "snapshot.pickle"
+    report = json.loads(cli(UNET, "--inputs", UNET_INPUTS, "--batch-size", "4", "--no-verify", "--plot", str(plot),
+                            "--snapshot", str(snapshot), "--output-format", "json"))
+    return plot, snapshot, report
+
+
 @pytest.mark.slow
-def test_plot_bands_add_up_to_the_live_memory_and_name_the_modules(tmp_path):
+def test_plot_bands_add_up_to_the_live_memory_and_name_the_modules(unet_profile):
     from torchmemlint.dynamic.inputs import load_inputs_function
     from torchmemlint.dynamic.measure import measure_training_step
     from torchmemlint.dynamic.plot import BACKWARD_BAND, stacked_series
@@ -126,18 +137,15 @@ def test_plot_bands_add_up_to_the_live_memory_and_name_the_modules(tmp_path):
         assert sum(series[name][position] for name in order) == live
     assert max(sum(series[name][i] for name in order) for i in range(len(xs))) == step.peak_bytes
     assert {"down1", "up1", "mid", BACKWARD_BAND} <= set(order)  # named bands, top-level modules here
-    plot = tmp_path / "memory.png"
-    cli(UNET, "--inputs", UNET_INPUTS, "--batch-size", "4", "--no-verify", "--plot", str(plot))
+    plot = unet_profile[0]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow
-def test_snapshot_is_read_by_pytorchs_memory_viz(tmp_path):
+def test_snapshot_is_read_by_pytorchs_memory_viz(unet_profile):
     from torch.cuda import _memory_viz
 
-    path = tmp_path / "snapshot.pickle"
-    report = json.loads(cli(UNET, "--inputs", UNET_INPUTS, "--batch-size", "4", "--no-verify",
-                            "--snapshot", str(path), "--output-format", "json"))
+    _, path, report = unet_profile
     with open(path, "rb") as handle:
         snapshot = pickle.load(handle)
     trace = snapshot["device_traces"][0]

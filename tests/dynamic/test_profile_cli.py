@@ -1,4 +1,5 @@
-"""`torchmemlint profile` and `torchmemlint --dynamic` as a user runs them: a subprocess."""
+"""`torchmemlint profile` and `torchmemlint --dynamic` as a user runs them: a subprocess (most of
+the bad-input cases through the same CLI in this process, tests/dynamic/in_process.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from in_process import cli
 
 pytestmark = pytest.mark.slow  # torch training steps (the dynamic mode)
 
@@ -83,26 +86,32 @@ def test_text_report_and_plot(tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def in_process(args):
+    return cli(*args)
+
+
+# Two cases run the CLI as a subprocess (one refused before torch is imported, one from the
+# training step); the others call the same entry point in this process (tests/dynamic/in_process.py).
 @pytest.mark.parametrize(
-    "target, args, message",
+    "target, args, message, runner",
     [
-        ("{models}/missing.py:Net", [], "target not found: no file"),
-        ("{models}/leaky_convnet.py:Missing", [], "target not found: .* has no attribute 'Missing'"),
+        ("{models}/missing.py:Net", [], "target not found: no file", run),
+        ("{models}/leaky_convnet.py:Missing", [], "target not found: .* has no attribute 'Missing'", in_process),
         ("{models}/leaky_convnet.py:LeakyConvNet", ["--init-args", '{"width": 3}'],
-         "constructing .* failed: TypeError: .*unexpected keyword argument 'width'"),
+         "constructing .* failed: TypeError: .*unexpected keyword argument 'width'", in_process),
         ("{models}/leaky_convnet.py:LeakyConvNet", ["--input-shape", "2,4,32,32"],
-         "the training step failed: RuntimeError: .*expected input.* to have 3 channels"),
+         "the training step failed: RuntimeError: .*expected input.* to have 3 channels", run),
         ("{models}/activations.py:NoTensorNet", ["--input-shape", "2,4"],
-         "forward returned no floating-point tensor"),
-        ("{models}/leaky_convnet.py:LeakyConvNet", ["--input-shape", "2,x,32"], "--input-shape must be"),
+         "forward returned no floating-point tensor", in_process),
+        ("{models}/leaky_convnet.py:LeakyConvNet", ["--input-shape", "2,x,32"], "--input-shape must be", in_process),
         ("{models}/leaky_convnet.py:LeakyConvNet", ["--init-args", "{width: 3}"],
-         "--init-args is not valid JSON"),
+         "--init-args is not valid JSON", in_process),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(target, args, message):
+def test_bad_input_is_one_line_and_exit_2(target, args, message, runner):
     if "--input-shape" not in args:
         args = args + ["--input-shape", "2,3,32,32"]
-    result = run(["profile", target.format(models=MODELS), *args])
+    result = runner(["profile", target.format(models=MODELS), *args])
     assert result.returncode == 2
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr

@@ -1,7 +1,8 @@
 """`torchmemlint profile` on models as people write them: their own inputs functions (a Hugging
 Face causal LM with labels and an attention mask, a detection model with a list of target
 dicts, a diffusion UNet's ``forward(x, t, cond=...)``), models by configuration, targets of the
-user's project, and the largest batch in a few measurements. Run as a user runs them."""
+user's project, and the largest batch in a few measurements. Run as a user runs them: the CLI as
+a subprocess, or, where a group repeats it, the same CLI in this process (tests/dynamic/in_process.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from in_process import cli
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +40,14 @@ def run(*args, cwd=None, command=None):
         (command or [sys.executable, "-m", "torchmemlint"]) + list(args),
         cwd=cwd, capture_output=True, text=True, env=env(), timeout=300,
     )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def run_in_process(*args):
+    """The same CLI in this process (tests/dynamic/in_process.py): for the cases whose point is
+    the check and its message; each group below keeps one case that runs the subprocess."""
+    result = cli(*args)
     assert "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -71,8 +82,8 @@ def test_an_output_without_a_loss_falls_back_to_the_sum_of_means(tmp_path):
     """))
     report = profile_json(*GPT2, "--inputs", "%s:batch" % inputs, "--batch-size", "2", "--no-verify")
     assert "loss" not in report
-    text = run("profile", "--isolated", *GPT2, "--inputs", "%s:batch" % inputs, "--batch-size", "2",
-               "--no-verify").stdout
+    text = run_in_process("profile", "--isolated", *GPT2, "--inputs", "%s:batch" % inputs, "--batch-size", "2",
+                          "--no-verify").stdout
     assert "one training step: forward, mean loss, backward" in text
 
 
@@ -92,22 +103,22 @@ def test_diffusion_unet_gets_its_timestep_and_keyword_condition():
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    "args, message, runner",
     [
-        (["--inputs", UNET_INPUTS], "--inputs needs --batch-size N"),
+        (["--inputs", UNET_INPUTS], "--inputs needs --batch-size N", run),
         (["--inputs", UNET_INPUTS, "--batch-size", "2", "--input-shape", "2,3,32,32"],
-         "--inputs and --input-shape cannot be used together"),
-        (["--batch-size", "2", "--input-shape", "2,3,32,32"], "--batch-size is for --inputs"),
-        ([], "profile needs --input-shape SHAPE, or --inputs FILE.py:FUNCTION with --batch-size N"),
-        (["--inputs", "nothing.py:f", "--batch-size", "2"], "--inputs: no file nothing.py"),
+         "--inputs and --input-shape cannot be used together", run_in_process),
+        (["--batch-size", "2", "--input-shape", "2,3,32,32"], "--batch-size is for --inputs", run_in_process),
+        ([], "profile needs --input-shape SHAPE, or --inputs FILE.py:FUNCTION with --batch-size N", run_in_process),
+        (["--inputs", "nothing.py:f", "--batch-size", "2"], "--inputs: no file nothing.py", run_in_process),
         (["--inputs", "%s:missing" % (MODELS / "diffusion_unet.py"), "--batch-size", "2"],
-         "has no function 'missing'"),
+         "has no function 'missing'", run_in_process),
         (["--inputs", "%s:timestep_embedding" % (MODELS / "diffusion_unet.py"), "--batch-size", "2"],
-         "it also requires dim"),
+         "it also requires dim", run),
     ],
 )
-def test_bad_inputs_options_are_one_line_errors(args, message):
-    result = run("profile", "--isolated", UNET, *args)
+def test_bad_inputs_options_are_one_line_errors(args, message, runner):
+    result = runner("profile", "--isolated", UNET, *args)
     assert result.returncode == 2, result.stdout
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("torchmemlint: error: ")
     assert message in result.stderr
@@ -133,7 +144,8 @@ def test_an_inputs_function_that_returns_or_raises_the_wrong_thing(tmp_path):
         "keys": "a non-string key 1",
     }
     for name, message in cases.items():
-        result = run("profile", "--isolated", UNET, "--inputs", "%s:%s" % (functions, name), "--batch-size", "2")
+        runner = run if name == "broken" else run_in_process
+        result = runner("profile", "--isolated", UNET, "--inputs", "%s:%s" % (functions, name), "--batch-size", "2")
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert message in result.stderr, result.stderr
 
@@ -142,8 +154,11 @@ def test_an_inputs_function_that_returns_or_raises_the_wrong_thing(tmp_path):
 
 def test_auto_model_from_a_built_in_config_class_with_overrides():
     overrides = '{"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 1000, "n_positions": 64}'
-    report = profile_json("transformers:AutoModelForCausalLM", "--model-config", "gpt2", "--init-args", overrides,
-                          "--inputs", GPT2_INPUTS, "--batch-size", "2", "--no-verify")
+    result = run_in_process("profile", "--isolated", "--output-format", "json", "transformers:AutoModelForCausalLM",
+                            "--model-config", "gpt2", "--init-args", overrides, "--inputs", GPT2_INPUTS,
+                            "--batch-size", "2", "--no-verify")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
     assert report["loss"] == "output.loss"
     assert "built with AutoModelForCausalLM.from_config(gpt2) (no weights downloaded)" in report["notes"]
     # 1 layer of width 32 over a 1000-token vocabulary: embeddings dominate (tied head).
@@ -151,8 +166,8 @@ def test_auto_model_from_a_built_in_config_class_with_overrides():
 
 
 def test_a_named_config_that_is_not_available_offline_is_one_line():
-    result = run("profile", "--isolated", "transformers:AutoModelForCausalLM", "--model-config",
-                 "someone/not-a-cached-model", "--inputs", GPT2_INPUTS, "--batch-size", "2")
+    result = run_in_process("profile", "--isolated", "transformers:AutoModelForCausalLM", "--model-config",
+                            "someone/not-a-cached-model", "--inputs", GPT2_INPUTS, "--batch-size", "2")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "--model-config 'someone/not-a-cached-model' is not available offline" in result.stderr
 
@@ -230,20 +245,27 @@ OLD_SEARCH = {
 }
 
 
-def max_batch_search(args, budget_mib):
-    report = profile_json(*args, "--budget", "%dMiB" % budget_mib, "--max-batch", "--no-verify")
+def max_batch_search(args, budget_mib, in_process=False):
+    args = [*args, "--budget", "%dMiB" % budget_mib, "--max-batch", "--no-verify"]
+    if in_process:
+        result = run_in_process("profile", "--isolated", "--output-format", "json", *args)
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+    else:
+        report = profile_json(*args)
     return report["max_batch"], report["budget"]["max_batch_search"]
 
 
-@pytest.mark.parametrize("case, args", [
-    ("unet", [UNET, "--inputs", UNET_INPUTS, "--batch-size", "4"]),
-    ("vit", [VIT, "--input-shape", "8,3,32,32"]),
-    ("vit-300", [VIT, "--input-shape", "8,3,32,32"]),
-    ("gpt2", GPT2 + ["--inputs", GPT2_INPUTS, "--batch-size", "2"]),
+# The UNet and GPT-2 run the subprocess; the two ViT budgets the same CLI in this process.
+@pytest.mark.parametrize("case, args, in_process", [
+    ("unet", [UNET, "--inputs", UNET_INPUTS, "--batch-size", "4"], False),
+    ("vit", [VIT, "--input-shape", "8,3,32,32"], True),
+    ("vit-300", [VIT, "--input-shape", "8,3,32,32"], True),
+    ("gpt2", GPT2 + ["--inputs", GPT2_INPUTS, "--batch-size", "2"], False),
 ])
-def test_max_batch_in_at_most_six_measurements_with_the_old_answer(case, args):
+def test_max_batch_in_at_most_six_measurements_with_the_old_answer(case, args, in_process):
     budget_mib, old_answer, old_count = OLD_SEARCH[case]
-    answer, search = max_batch_search(args, budget_mib)
+    answer, search = max_batch_search(args, budget_mib, in_process)
     measured = {item["batch"]: item["reserved_bytes"] for item in search["measured"]}
     assert answer == old_answer
     assert len(measured) <= 6 and len(measured) <= old_count
@@ -292,7 +314,7 @@ def test_dynamic_reports_every_target_that_works_and_the_errors_then_exits_2(tmp
         in result.stdout
     errors = [line for line in result.stderr.splitlines() if line.startswith("torchmemlint: error: ")]
     assert len(errors) == 1 and "broken constructor" in errors[0]
-    data = json.loads(run("--dynamic", "models", "--output-format", "json", cwd=tmp_path).stdout)
+    data = json.loads(cli("--dynamic", "models", "--output-format", "json", cwd=tmp_path).stdout)
     assert len(data["profiles"]) == 1 and data["errors"][0]["target"].endswith("broken.py:LeakyConvNet")
     assert data["profiles"][0]["inputs"]["made"] == "args: 2x3x32x32 float32"
 
