@@ -777,10 +777,7 @@ def _unix_newlines(module: cst.Module, code: str) -> str:
     return code if newline == "\n" else code.replace(newline, "\n")
 
 
-
 # -- entry point ----------------------------------------------------------------------------
-
-
 def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> Findings:
     """Every TML5xx finding of one file, keyed by rule code and node id. With ``codes`` (the
     rules running on the file), a file where none of them can report (``leak_gate``) is not
