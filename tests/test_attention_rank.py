@@ -146,6 +146,13 @@ def test_the_rank_of_q_k_v_comes_from_the_value_graph():
     ("q, k = x.reshape(B, N, 2, h, d).permute(2, 0, 3, 1, 4).unbind(0)", 4),  # timm's qkv.unbind(0)
     ("q = x.reshape(B, N, 3, h, d).permute(2, 0, 3, 1, 4)[0]", 4),
     ("q = x.view(B, N, C)[:, 0]", None),  # not an integer index
+    # each part made by a generator, a comprehension or map(lambda ...) over the parts
+    ("q, k = (t.reshape(B, W, N, h, d).transpose(2, 3) for t in x.chunk(2, dim=-1))", 5),
+    ("q, k = [t.view(B, N, h, d).transpose(1, 2) for t in x.chunk(2, dim=-1)]", 4),
+    ("q, k = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=h), x.chunk(2, dim=-1))", 4),
+    ("q, k = map(lambda t: rearrange(t, 'b w n (h d) -> b w h n d', h=h), x.chunk(2, dim=-1))", 5),
+    ("q, k = (t.transpose(1, 2) for t in x.chunk(2, dim=-1))", None),  # the parts' rank: unknown
+    ("q, k = map(lambda t: t.softmax(-1), x.chunk(2, dim=-1))", None),
 ])
 def test_each_rank_rule(line, expected):
     source = """

@@ -79,7 +79,7 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
     def of(source: Any) -> Optional[int]:
         return _rank(source, facts, memo, depth)
 
-    if not inputs:
+    if not inputs and op != "element":
         return None
     if op in KEEPS_RANK or (op == "helper" and not value.info.get("assumed")):
         return of(inputs[0])
@@ -98,6 +98,8 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
             return whole - 1 if whole is not None and _method(source.node) == "unbind" else whole
         if source.op == "call" and source.info.get("qualified") in ("torch.split", "torch.chunk") and source.inputs:
             return of(source.inputs[0])
+        return _mapped_rank(source.node)
+    if op == "unknown" or not inputs:
         return None
     if op == "index" and type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
         whole = of(inputs[0])  # qkv[0]: one axis fewer
@@ -111,6 +113,34 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
         if value.info.get("qualified") == "einops.rearrange":
             return _pattern_rank(inputs[1].info.get("text") if len(inputs) > 1 else None)
         return _reshaped(node, of(inputs[0]))
+    return None
+
+
+def _mapped_rank(node: Any) -> Optional[int]:
+    """Each element of ``(f(t) for t in parts)``, ``[f(t) for t in parts]`` or
+    ``map(lambda t: f(t), parts)``, where ``f`` ends in a step that says the rank:
+    ``t.reshape(b, n, h, d).transpose(1, 2)``, ``rearrange(t, "b n (h d) -> b h n d", h=h)``."""
+    if type(node) in (cst.GeneratorExp, cst.ListComp):
+        return _expression_rank(node.elt)
+    if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "map" and node.args:
+        first = node.args[0].value
+        return _expression_rank(first.body) if type(first) is cst.Lambda else None
+    return None
+
+
+def _expression_rank(node: cst.BaseExpression) -> Optional[int]:
+    while type(node) is cst.Call:
+        func = node.func
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+        if name == "rearrange" and len(node.args) > 1 and type(node.args[1].value) is cst.SimpleString:
+            return _pattern_rank(node.args[1].value.evaluated_value)
+        if type(func) is not cst.Attribute:
+            return None
+        if name in ("view", "reshape"):
+            return _reshaped(node, None)
+        if name not in ("transpose", "contiguous", "float", "half", "to", "type", "clone", "detach"):
+            return None
+        node = func.value
     return None
 
 
