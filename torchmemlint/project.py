@@ -41,7 +41,7 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 # Calls and names that reach a module's children in order, or by a name held in a string:
 # torchvision's IntermediateLayerGetter / create_feature_extractor, timm's features_only and
@@ -325,15 +325,72 @@ class _ProjectFacts:
     foreign_reads: Dict[str, List[ModuleSummary]] = field(default_factory=dict)
 
 
+class _LazySummaries:
+    """The modules of one index by path and by dotted name, each read and summarized on first
+    access (the same summary object for both). The names come from the files' places in their
+    packages (``module_name``), so which file a name means is decided without reading any."""
+
+    def __init__(self, paths: List[str], texts: Mapping[str, str]) -> None:
+        self._texts = texts
+        self._done: Dict[str, ModuleSummary] = {}
+        self._lock = threading.Lock()
+        names: Dict[str, str] = {}
+        for path in paths:
+            names.setdefault(module_name(path)[0], path)
+        self.by_path = _SummaryMap({path: path for path in paths}, self.summary)
+        self.by_name = _SummaryMap(names, self.summary)
+
+    def summary(self, path: str) -> ModuleSummary:
+        with self._lock:
+            done = self._done.get(path)
+            if done is None:
+                text = self._texts.get(path)
+                if text is None:
+                    text = _read(path)
+                if text is None:
+                    done = ModuleSummary(path, *module_name(path))
+                    done.error = "unreadable"
+                else:
+                    done = _summary_of(path, text)
+                self._done[path] = done
+            return done
+
+
+class _SummaryMap(Mapping):  # type: ignore[type-arg]
+    """A read-only mapping of keys to the summaries of the files they name, made on access."""
+
+    def __init__(self, paths: Dict[str, str], load: "Callable[[str], ModuleSummary]") -> None:
+        self._paths = paths
+        self._load = load
+
+    def __getitem__(self, key: str) -> ModuleSummary:
+        return self._load(self._paths[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths
+
+    def __iter__(self) -> "Iterator[str]":
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 class ProjectIndex:
     """The modules of one run's project and the questions rules ask across them."""
 
-    def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
-        self.by_path: Dict[str, ModuleSummary] = {}
-        self.by_name: Dict[str, ModuleSummary] = {}
-        for summary in summaries:
-            self.by_path[os.path.abspath(summary.path)] = summary
-            self.by_name.setdefault(summary.name, summary)
+    def __init__(self, summaries: Iterable[ModuleSummary] = (), lazy: Optional["_LazySummaries"] = None) -> None:
+        self.by_path: Mapping[str, ModuleSummary]
+        self.by_name: Mapping[str, ModuleSummary]
+        if lazy is not None:  # summarized on first need (``for_files``)
+            self.by_path, self.by_name = lazy.by_path, lazy.by_name
+        else:
+            by_path: Dict[str, ModuleSummary] = {}
+            by_name: Dict[str, ModuleSummary] = {}
+            for summary in summaries:
+                by_path[os.path.abspath(summary.path)] = summary
+                by_name.setdefault(summary.name, summary)
+            self.by_path, self.by_name = by_path, by_name
         self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
         self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._project_facts: Optional[_ProjectFacts] = None
@@ -346,24 +403,15 @@ class ProjectIndex:
         cls, files: Sequence[str], texts: Optional[Mapping[str, str]] = None, neighbours: bool = True
     ) -> "ProjectIndex":
         """The index of ``files`` and (with ``neighbours``) their neighbours; ``texts`` gives
-        the text of a file that differs from the disk (an editor's unsaved buffer)."""
+        the text of a file that differs from the disk (an editor's unsaved buffer). A module is
+        read and summarized when a question first needs it: the default rules ask only about
+        the modules a file's imports resolve through, not the whole package."""
         texts = {os.path.abspath(path): text for path, text in (texts or {}).items()}
         paths: Dict[str, None] = {os.path.abspath(path): None for path in files}
         if neighbours:
             for path in _neighbours(list(paths)):
                 paths.setdefault(path, None)
-        summaries = []
-        for path in paths:
-            text = texts.get(path)
-            if text is None:
-                text = _read(path)
-            if text is None:
-                summary = ModuleSummary(path, *module_name(path))
-                summary.error = "unreadable"
-                summaries.append(summary)
-            else:
-                summaries.append(_summary_of(path, text))
-        return cls(summaries)
+        return cls(lazy=_LazySummaries(list(paths), texts))
 
     # -- names across modules --------------------------------------------------------------
     def resolve_class(self, module: ModuleSummary, dotted: str) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
