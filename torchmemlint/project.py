@@ -37,11 +37,12 @@ could change, and only those.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 # Calls and names that reach a module's children in order, or by a name held in a string:
 # torchvision's IntermediateLayerGetter / create_feature_extractor, timm's features_only and
@@ -232,12 +233,144 @@ def _summary_of(path: str, text: str) -> ModuleSummary:
         kept = _SUMMARIES.get(path)
     if kept is not None and kept[0] == text and (kept[1].name, kept[1].package) == module_name(path):
         return kept[1]  # (the same text, in the same package: an __init__.py may have come or gone)
-    summary = summarize(path, text)
+    summary = STORE.get(path, text) if STORE.records is not None else None
+    if summary is None:
+        summary = summarize(path, text)
+        STORE.add(summary)
     with _SUMMARIES_LOCK:
         if len(_SUMMARIES) >= 4 * MAX_NEIGHBOURS:
             _SUMMARIES.clear()
         _SUMMARIES[path] = (text, summary)
     return summary
+
+
+class SummaryStore:
+    """Module summaries kept between runs (in the result cache's directory, authenticated as
+    its entries are: ``engine.lint_paths``), by the text's digest and the module's place in its
+    package: a warm run reads each file but summarizes only those whose text changed. A record
+    is used only when it has exactly the fields and types ``summarize`` makes."""
+
+    def __init__(self) -> None:
+        self.records: Optional[Dict[str, Any]] = None  # None: no store for this run
+        self.used: Dict[str, Any] = {}
+        self.added = False
+        self._lock = threading.Lock()
+
+    def load(self, data: Any) -> None:
+        self.records = data.get("modules", {}) if type(data) is dict and data.get("fields") == _FIELDS else {}
+        if type(self.records) is not dict:
+            self.records = {}
+        self.used, self.added = {}, False
+
+    def dump(self) -> Optional[Dict[str, Any]]:
+        """What to store again, or None when this run made no summary: the records kept and
+        the ones made; the ones this run did not use are dropped once they outnumber it (the
+        texts of files since edited)."""
+        if self.records is None or not self.added:
+            return None
+        modules = {**self.records, **self.used}
+        if len(modules) > max(2 * len(self.used), 1000):
+            modules = dict(self.used)
+        return {"fields": _FIELDS, "modules": modules}
+
+    def close(self) -> None:
+        self.records, self.used, self.added = None, {}, False
+
+    @staticmethod
+    def _key(path: str, text: str) -> Tuple[str, str, str]:
+        name, package = module_name(path)
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return f"{digest} {name} {package}", name, package
+
+    def get(self, path: str, text: str) -> Optional[ModuleSummary]:
+        key, name, package = self._key(path, text)
+        with self._lock:
+            record = (self.records or {}).get(key)
+        summary = _summary_from(record, path, name, package, key.partition(" ")[0])
+        if summary is not None:
+            with self._lock:
+                self.used[key] = record
+        return summary
+
+    def add(self, summary: ModuleSummary) -> None:
+        if self.records is None or summary.error is not None:
+            return
+        record = _record_of(summary)
+        if record is None:
+            return
+        with self._lock:
+            self.used[f"{summary.digest} {summary.name} {summary.package}"] = record
+            self.added = True
+
+
+_CLASS_FIELDS = ("name", "bases", "assigned", "read", "builds")
+_MODULE_FIELDS = (
+    "path", "name", "package", "imports", "star", "classes", "foreign_reads", "strings",
+    "ordered_walk", "error", "functions", "digest",
+)
+# Stored with the records: a summary of other fields (a fact added to the dataclasses) is not
+# read back, and the store is rewritten.
+_FIELDS = [
+    [f.name for f in dataclasses.fields(ModuleSummary)], [f.name for f in dataclasses.fields(ClassSummary)]
+]
+
+
+def _record_of(summary: ModuleSummary) -> Optional[Dict[str, Any]]:
+    if tuple(f.name for f in dataclasses.fields(ModuleSummary)) != _MODULE_FIELDS or tuple(
+        f.name for f in dataclasses.fields(ClassSummary)
+    ) != _CLASS_FIELDS:
+        return None  # fields this store does not know how to write
+    return {
+        "imports": summary.imports,
+        "star": summary.star,
+        "classes": [
+            [k.name, list(k.bases), sorted(k.assigned), sorted(k.read), [list(b) for b in k.builds]]
+            for k in summary.classes.values()
+        ],
+        "foreign_reads": sorted(summary.foreign_reads),
+        "strings": sorted(summary.strings),
+        "ordered_walk": summary.ordered_walk,
+        "functions": sorted(summary.functions),
+    }
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _summary_from(record: Any, path: str, name: str, package: str, digest: str) -> Optional[ModuleSummary]:
+    if type(record) is not dict or set(record) != {
+        "imports", "star", "classes", "foreign_reads", "strings", "ordered_walk", "functions"
+    }:
+        return None
+    imports, classes = record["imports"], record["classes"]
+    if type(imports) is not dict or not all(type(k) is str and type(v) is str for k, v in imports.items()):
+        return None
+    if not all(_strings(record[k]) for k in ("star", "foreign_reads", "strings", "functions")):
+        return None
+    if type(record["ordered_walk"]) is not bool or type(classes) is not list:
+        return None
+    summary = ModuleSummary(path, name, package, dict(imports), list(record["star"]))
+    for item in classes:
+        if not (
+            type(item) is list and len(item) == 5 and type(item[0]) is str
+            and all(_strings(part) for part in item[1:4]) and type(item[4]) is list
+            and all(_strings(pair) and len(pair) == 2 for pair in item[4])
+        ):
+            return None
+        summary.classes[item[0]] = ClassSummary(
+            item[0], tuple(item[1]), frozenset(item[2]), frozenset(item[3]),
+            tuple((pair[0], pair[1]) for pair in item[4]),
+        )
+    summary.foreign_reads = frozenset(record["foreign_reads"])
+    summary.strings = frozenset(record["strings"])
+    summary.ordered_walk = record["ordered_walk"]
+    summary.functions = frozenset(record["functions"])
+    summary.digest = digest
+    return summary
+
+
+STORE = SummaryStore()
 
 
 # The index is read with ``ast`` (a tenth of a libcst parse); ``ast.walk`` (a generator of
