@@ -4,6 +4,7 @@ check that it reads what ``ast.walk`` reads, in the order that decides which imp
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from torchmemlint.project import _nodes, _statements, summarize
 
@@ -129,3 +130,62 @@ def test_the_import_key_summarizes_only_the_modules_the_imports_resolve_through(
     full = project.ProjectIndex.for_files([model])
     full.key_for(model, frozenset({"attributes", "imports"}))
     assert len(read) == 6
+
+
+def test_summaries_kept_in_the_cache_directory_are_read_back_only_when_authentic(tmp_path, monkeypatch):
+    # a warm run summarizes only the files whose text changed; a document not signed with the
+    # user's secret, or a record not of the schema, is not used (the module is summarized again)
+    import hashlib
+    import hmac
+    import json
+
+    from torchmemlint import project
+    from torchmemlint.cache import Cache, secret_path
+    from torchmemlint.config import load_settings
+    from torchmemlint.engine import SUMMARY_DOCUMENT, lint_paths
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "blocks.py").write_text(
+        "from torch import nn\nclass Block(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.act = nn.ReLU()\n", encoding="utf-8"
+    )
+    (package / "model.py").write_text(
+        "from .blocks import Block\nclass Net(Block):\n    pass\n", encoding="utf-8"
+    )
+    files = sorted(str(path) for path in package.glob("*.py"))
+    cache = Cache.open(str(tmp_path / "cache"))
+    assert cache is not None
+    read = []
+    real = project.summarize
+    monkeypatch.setattr(project, "summarize", lambda path, text: read.append(path) or real(path, text))
+
+    def run():
+        read.clear()
+        project._SUMMARIES.clear()  # as a new process
+        project.REGISTRY.set_run(files)
+        return [(r.path, r.findings, r.error) for r in lint_paths(files, load_settings(None), 1, cache=cache)]
+
+    cold = run()
+    assert sorted(read) == files
+    document = tmp_path / "cache" / cache.key / f"{SUMMARY_DOCUMENT}.json"
+    assert document.is_file()
+    assert run() == cold and read == []
+    (package / "model.py").write_text(
+        "from .blocks import Block\nclass Net(Block):\n    pass  # edited\n", encoding="utf-8"
+    )
+    edited = run()
+    assert read == [str(package / "model.py")]
+    mac, _, body = document.read_bytes().partition(b"\n")
+    data = json.loads(body)
+    key = next(key for key in data["modules"] if key.endswith(" pkg.blocks pkg"))
+    data["modules"][key]["classes"] = []  # forged: Block gone
+    document.write_bytes(mac + b"\n" + json.dumps(data).encode())
+    assert run() == edited and str(package / "blocks.py") in read
+    data["modules"][key]["imports"] = ["not", "a", "mapping"]  # signed, but not the schema
+    secret = Path(secret_path()).read_bytes().strip()
+    body = json.dumps(data).encode()
+    signed = hmac.new(secret, document.name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
+    document.write_bytes(signed.encode() + b"\n" + body)
+    assert run() == edited and read == [str(package / "blocks.py")]
