@@ -44,9 +44,10 @@ EDITED = "layers/activations.py"  # the file edited (relative to the corpus's pa
 
 
 def rewritten(cache: Path, since: float) -> int:
-    """Cache entries written at or after ``since``: the files the run linted."""
+    """Cache entries written at or after ``since``: the files the run linted (the entries
+    ``<tool key>/<2 hex>/<name>.json``, not the project's module summaries beside them)."""
     return sum(
-        1 for entry in cache.rglob("*.json") if entry.stat().st_mtime >= since
+        1 for entry in cache.glob("*/*/*.json") if entry.stat().st_mtime >= since
     )
 
 
