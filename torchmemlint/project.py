@@ -37,12 +37,13 @@ could change, and only those.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from torchmemlint.project_files import MAX_NEIGHBOURS, LazySummaries, SummaryStore, _neighbours, _read, _stamp
 
 # Calls and names that reach a module's children in order, or by a name held in a string:
 # torchvision's IntermediateLayerGetter / create_feature_extractor, timm's features_only and
@@ -63,8 +64,6 @@ ORDERED_WALKS: FrozenSet[str] = frozenset(
         "_modules",
     }
 )
-# Neighbours read for one run at most; a larger tree is read only where it is linted.
-MAX_NEIGHBOURS = 5000
 
 
 @dataclass
@@ -141,11 +140,15 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def summarize(path: str, text: str) -> ModuleSummary:
     """What the module at ``path`` (its source ``text``) says to the rest of the project."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
-    summary.digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    summary.digest = _digest(text)
     try:
         tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
@@ -233,7 +236,10 @@ def _summary_of(path: str, text: str) -> ModuleSummary:
         kept = _SUMMARIES.get(path)
     if kept is not None and kept[0] == text and (kept[1].name, kept[1].package) == module_name(path):
         return kept[1]  # (the same text, in the same package: an __init__.py may have come or gone)
-    summary = STORE.get(path, text) if STORE.records is not None else None
+    summary = None
+    if STORE.records is not None:
+        name, package = module_name(path)
+        summary = STORE.get(path, name, package, _digest(text))
     if summary is None:
         summary = summarize(path, text)
         STORE.add(summary)
@@ -244,133 +250,7 @@ def _summary_of(path: str, text: str) -> ModuleSummary:
     return summary
 
 
-class SummaryStore:
-    """Module summaries kept between runs (in the result cache's directory, authenticated as
-    its entries are: ``engine.lint_paths``), by the text's digest and the module's place in its
-    package: a warm run reads each file but summarizes only those whose text changed. A record
-    is used only when it has exactly the fields and types ``summarize`` makes."""
-
-    def __init__(self) -> None:
-        self.records: Optional[Dict[str, Any]] = None  # None: no store for this run
-        self.used: Dict[str, Any] = {}
-        self.added = False
-        self._lock = threading.Lock()
-
-    def load(self, data: Any) -> None:
-        self.records = data.get("modules", {}) if type(data) is dict and data.get("fields") == _FIELDS else {}
-        if type(self.records) is not dict:
-            self.records = {}
-        self.used, self.added = {}, False
-
-    def dump(self) -> Optional[Dict[str, Any]]:
-        """What to store again, or None when this run made no summary: the records kept and
-        the ones made; the ones this run did not use are dropped once they outnumber it (the
-        texts of files since edited)."""
-        if self.records is None or not self.added:
-            return None
-        modules = {**self.records, **self.used}
-        if len(modules) > max(2 * len(self.used), 1000):
-            modules = dict(self.used)
-        return {"fields": _FIELDS, "modules": modules}
-
-    def close(self) -> None:
-        self.records, self.used, self.added = None, {}, False
-
-    @staticmethod
-    def _key(path: str, text: str) -> Tuple[str, str, str]:
-        name, package = module_name(path)
-        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        return f"{digest} {name} {package}", name, package
-
-    def get(self, path: str, text: str) -> Optional[ModuleSummary]:
-        key, name, package = self._key(path, text)
-        with self._lock:
-            record = (self.records or {}).get(key)
-        summary = _summary_from(record, path, name, package, key.partition(" ")[0])
-        if summary is not None:
-            with self._lock:
-                self.used[key] = record
-        return summary
-
-    def add(self, summary: ModuleSummary) -> None:
-        if self.records is None or summary.error is not None:
-            return
-        record = _record_of(summary)
-        if record is None:
-            return
-        with self._lock:
-            self.used[f"{summary.digest} {summary.name} {summary.package}"] = record
-            self.added = True
-
-
-_CLASS_FIELDS = ("name", "bases", "assigned", "read", "builds")
-_MODULE_FIELDS = (
-    "path", "name", "package", "imports", "star", "classes", "foreign_reads", "strings",
-    "ordered_walk", "error", "functions", "digest",
-)
-# Stored with the records: a summary of other fields (a fact added to the dataclasses) is not
-# read back, and the store is rewritten.
-_FIELDS = [
-    [f.name for f in dataclasses.fields(ModuleSummary)], [f.name for f in dataclasses.fields(ClassSummary)]
-]
-
-
-def _record_of(summary: ModuleSummary) -> Optional[Dict[str, Any]]:
-    if tuple(f.name for f in dataclasses.fields(ModuleSummary)) != _MODULE_FIELDS or tuple(
-        f.name for f in dataclasses.fields(ClassSummary)
-    ) != _CLASS_FIELDS:
-        return None  # fields this store does not know how to write
-    return {
-        "imports": summary.imports,
-        "star": summary.star,
-        "classes": [
-            [k.name, list(k.bases), sorted(k.assigned), sorted(k.read), [list(b) for b in k.builds]]
-            for k in summary.classes.values()
-        ],
-        "foreign_reads": sorted(summary.foreign_reads),
-        "strings": sorted(summary.strings),
-        "ordered_walk": summary.ordered_walk,
-        "functions": sorted(summary.functions),
-    }
-
-
-def _strings(value: Any) -> bool:
-    return type(value) is list and all(type(item) is str for item in value)
-
-
-def _summary_from(record: Any, path: str, name: str, package: str, digest: str) -> Optional[ModuleSummary]:
-    if type(record) is not dict or set(record) != {
-        "imports", "star", "classes", "foreign_reads", "strings", "ordered_walk", "functions"
-    }:
-        return None
-    imports, classes = record["imports"], record["classes"]
-    if type(imports) is not dict or not all(type(k) is str and type(v) is str for k, v in imports.items()):
-        return None
-    if not all(_strings(record[k]) for k in ("star", "foreign_reads", "strings", "functions")):
-        return None
-    if type(record["ordered_walk"]) is not bool or type(classes) is not list:
-        return None
-    summary = ModuleSummary(path, name, package, dict(imports), list(record["star"]))
-    for item in classes:
-        if not (
-            type(item) is list and len(item) == 5 and type(item[0]) is str
-            and all(_strings(part) for part in item[1:4]) and type(item[4]) is list
-            and all(_strings(pair) and len(pair) == 2 for pair in item[4])
-        ):
-            return None
-        summary.classes[item[0]] = ClassSummary(
-            item[0], tuple(item[1]), frozenset(item[2]), frozenset(item[3]),
-            tuple((pair[0], pair[1]) for pair in item[4]),
-        )
-    summary.foreign_reads = frozenset(record["foreign_reads"])
-    summary.strings = frozenset(record["strings"])
-    summary.ordered_walk = record["ordered_walk"]
-    summary.functions = frozenset(record["functions"])
-    summary.digest = digest
-    return summary
-
-
-STORE = SummaryStore()
+STORE = SummaryStore(ModuleSummary, ClassSummary)
 
 
 # The index is read with ``ast`` (a tenth of a libcst parse); ``ast.walk`` (a generator of
@@ -458,61 +338,10 @@ class _ProjectFacts:
     foreign_reads: Dict[str, List[ModuleSummary]] = field(default_factory=dict)
 
 
-class _LazySummaries:
-    """The modules of one index by path and by dotted name, each read and summarized on first
-    access (the same summary object for both). The names come from the files' places in their
-    packages (``module_name``), so which file a name means is decided without reading any."""
-
-    def __init__(self, paths: List[str], texts: Mapping[str, str]) -> None:
-        self._texts = texts
-        self._done: Dict[str, ModuleSummary] = {}
-        self._lock = threading.Lock()
-        names: Dict[str, str] = {}
-        for path in paths:
-            names.setdefault(module_name(path)[0], path)
-        self.by_path = _SummaryMap({path: path for path in paths}, self.summary)
-        self.by_name = _SummaryMap(names, self.summary)
-
-    def summary(self, path: str) -> ModuleSummary:
-        with self._lock:
-            done = self._done.get(path)
-            if done is None:
-                text = self._texts.get(path)
-                if text is None:
-                    text = _read(path)
-                if text is None:
-                    done = ModuleSummary(path, *module_name(path))
-                    done.error = "unreadable"
-                else:
-                    done = _summary_of(path, text)
-                self._done[path] = done
-            return done
-
-
-class _SummaryMap(Mapping):  # type: ignore[type-arg]
-    """A read-only mapping of keys to the summaries of the files they name, made on access."""
-
-    def __init__(self, paths: Dict[str, str], load: "Callable[[str], ModuleSummary]") -> None:
-        self._paths = paths
-        self._load = load
-
-    def __getitem__(self, key: str) -> ModuleSummary:
-        return self._load(self._paths[key])
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._paths
-
-    def __iter__(self) -> "Iterator[str]":
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-
 class ProjectIndex:
     """The modules of one run's project and the questions rules ask across them."""
 
-    def __init__(self, summaries: Iterable[ModuleSummary] = (), lazy: Optional["_LazySummaries"] = None) -> None:
+    def __init__(self, summaries: Iterable[ModuleSummary] = (), lazy: Optional[LazySummaries] = None) -> None:
         self.by_path: Mapping[str, ModuleSummary]
         self.by_name: Mapping[str, ModuleSummary]
         if lazy is not None:  # summarized on first need (``for_files``)
@@ -544,7 +373,10 @@ class ProjectIndex:
         if neighbours:
             for path in _neighbours(list(paths)):
                 paths.setdefault(path, None)
-        return cls(lazy=_LazySummaries(list(paths), texts))
+        names: Dict[str, str] = {}
+        for path in paths:
+            names.setdefault(module_name(path)[0], path)
+        return cls(lazy=LazySummaries(list(paths), names, lambda path: _load(path, texts)))
 
     # -- names across modules --------------------------------------------------------------
     def resolve_class(self, module: ModuleSummary, dotted: str) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
@@ -825,79 +657,24 @@ class ProjectIndex:
         return key
 
 
+def _load(path: str, texts: Mapping[str, str]) -> ModuleSummary:
+    """The summary of the module at ``path``: of its text in ``texts``, else on disk."""
+    text = texts.get(path)
+    if text is None:
+        text = _read(path)
+    if text is None:
+        summary = ModuleSummary(path, *module_name(path))
+        summary.error = "unreadable"
+        return summary
+    return _summary_of(path, text)
+
+
 def _display(path: str) -> str:
     try:
         relative = os.path.relpath(path)
     except ValueError:
         return path
     return path if relative.startswith(os.pardir) else relative
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        try:
-            return data.decode("latin-1")
-        except UnicodeDecodeError:
-            return None
-
-
-def _neighbours(paths: Sequence[str]) -> List[str]:
-    """The other Python files of the top-level packages of ``paths``, and of the directories
-    of the files outside any package."""
-    found: List[str] = []
-    roots: Set[str] = set()
-    for path in paths:
-        directory = os.path.dirname(path)
-        if os.path.isfile(os.path.join(directory, "__init__.py")):
-            roots.add(_top_package(directory))
-        else:
-            roots.add(directory + os.sep + "*")  # the directory's own files, not its subtree
-    for root in sorted(roots):
-        if root.endswith(os.sep + "*"):
-            directory = root[:-2]
-            try:
-                names = sorted(os.listdir(directory))
-            except OSError:
-                continue
-            for name in names:
-                if name.endswith(".py"):
-                    candidate = os.path.join(directory, name)
-                    if os.path.isfile(candidate):
-                        found.append(candidate)
-                        if len(found) >= MAX_NEIGHBOURS:
-                            return found
-            continue
-        for directory, subdirectories, filenames in os.walk(root):
-            subdirectories[:] = sorted(
-                name for name in subdirectories
-                if os.path.isfile(os.path.join(directory, name, "__init__.py"))
-            )
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    candidate = os.path.join(directory, name)
-                    if os.path.isfile(candidate):
-                        found.append(candidate)
-                        if len(found) >= MAX_NEIGHBOURS:
-                            return found
-    return found
-
-
-def _top_package(directory: str) -> str:
-    top = directory
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        top = directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    return top
 
 
 class ProjectRegistry:
@@ -961,14 +738,6 @@ class ProjectRegistry:
         index = ProjectIndex.for_files(files, texts, neighbours=False)
         self._by_root[root] = (stamp, overrides, index)
         return index
-
-
-def _stamp(path: str) -> Tuple[str, float, int]:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return (path, -1.0, -1)
-    return (path, status.st_mtime, status.st_size)
 
 
 REGISTRY = ProjectRegistry()
