@@ -26,6 +26,10 @@ The directory is ``--cache-dir`` if given, else ``.torchmemlint_cache`` in the s
 the directory of the configuration file, or the working directory when there is none. It holds
 a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``, so it never shows up in version control or
 backups. Errors writing the cache are ignored: the cache only ever saves time.
+
+Beside the entries, ``<tool key>/<name>.json`` documents (``get_document``/``put_document``)
+hold other data of the same tool key, signed the same way: the project index's module
+summaries (``project_files.SummaryStore``), which their reader checks against its schema.
 """
 
 from __future__ import annotations
