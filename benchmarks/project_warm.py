@@ -43,10 +43,21 @@ from speed import run_once  # noqa: E402  (whole-process timing: wall, CPU, peak
 EDITED = "layers/activations.py"  # the file edited (relative to the corpus's package)
 
 
+def _installed(name: str) -> str:
+    """The version of an installed distribution, read from its metadata (never imported)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def rewritten(cache: Path, since: float) -> int:
-    """Cache entries written at or after ``since``: the files the run linted."""
+    """Cache entries written at or after ``since``: the files the run linted (the entries
+    ``<tool key>/<2 hex>/<name>.json``, not the project's module summaries beside them)."""
     return sum(
-        1 for entry in cache.rglob("*.json") if entry.stat().st_mtime >= since
+        1 for entry in cache.glob("*/*/*.json") if entry.stat().st_mtime >= since
     )
 
 
@@ -71,6 +82,7 @@ def main() -> int:
     edited = copy / EDITED
     original = edited.read_text(encoding="utf-8")
     rounds = []
+    printed: list = []
     for number in range(args.rounds):
         row = {}
         order = ["cold", "parse"] if number % 2 == 0 else ["parse", "cold"]
@@ -94,10 +106,11 @@ def main() -> int:
         row["edit-facts"]["relinted"] = rewritten(cache, since)
         edited.write_text(original, encoding="utf-8")
         rounds.append(row)
-        print(f"round {number + 1}: " + ", ".join(
+        printed.append(f"round {number + 1}: " + ", ".join(
             f"{name} {row[name]['wall']:.2f}s wall {row[name]['user'] + row[name]['sys']:.2f}s cpu"
             + (f" ({row[name]['relinted']} files re-linted)" if "relinted" in row[name] else "")
-            for name in row), flush=True)
+            for name in row))
+        print(printed[-1], flush=True)
     files = sum(1 for _ in copy.rglob("*.py"))
     summary = {}
     for name in rounds[0]:
@@ -117,16 +130,25 @@ def main() -> int:
         "corpus": str(corpus), "files": files, "rounds": rounds, "summary": summary,
         "cold_over_parse_wall": ratio_wall, "cold_over_parse_cpu": ratio_cpu,
         "edited": EDITED, "commit": commit, "device": "CPU", "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        "python": platform.python_version(), "torch": _installed("torch"),
+        "load_average_at_end": [round(load, 2) for load in os.getloadavg()],
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"{files} files; cold --select ALL (project index built) / libcst parse: "
-          f"{ratio_wall:.3f} wall, {ratio_cpu:.3f} CPU (median of {len(rounds)} rounds)")
+    printed.append(f"{files} files; cold --select ALL (project index built) / libcst parse: "
+                   f"{ratio_wall:.3f} wall, {ratio_cpu:.3f} CPU (median of {len(rounds)} rounds)")
     for name in ("warm", "edit-text", "edit-facts"):
-        print(f"{name}: {summary[name]['wall']:.2f}s wall, {summary[name]['cpu']:.2f}s CPU, "
-              f"files re-linted {summary[name]['relinted']}")
-    print(f"(written {args.json})")
+        printed.append(f"{name}: {summary[name]['wall']:.2f}s wall, {summary[name]['cpu']:.2f}s CPU, "
+                       f"files re-linted {summary[name]['relinted']}")
+    print("\n".join(printed[len(rounds):]))
+    lines = [
+        f"benchmarks/project_warm.py --rounds {len(rounds)} on {corpus} ({files} files), commit {commit}, "
+        f"device CPU, torch {result['torch']} installed (not imported), {os.cpu_count()} CPUs shared, "
+        f"load average at the end {' '.join(str(x) for x in result['load_average_at_end'])}",
+        *printed,
+    ]
+    args.json.with_suffix(".txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"(written {args.json} and {args.json.with_suffix('.txt')})")
     return 0
 
 

@@ -26,6 +26,10 @@ The directory is ``--cache-dir`` if given, else ``.torchmemlint_cache`` in the s
 the directory of the configuration file, or the working directory when there is none. It holds
 a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``, so it never shows up in version control or
 backups. Errors writing the cache are ignored: the cache only ever saves time.
+
+Beside the entries, ``<tool key>/<name>.json`` documents (``get_document``/``put_document``)
+hold other data of the same tool key, signed the same way: the project index's module
+summaries (``project_files.SummaryStore``), which their reader checks against its schema.
 """
 
 from __future__ import annotations
@@ -232,6 +236,57 @@ class Cache:
                 raise
         except OSError:
             pass  # a read-only tree, a full disk: lint without a cache
+
+    # -- documents: other data kept for this tool key (the project's module summaries) -------
+    def document_path(self, name: str) -> str:
+        return os.path.join(self.directory, self.key, f"{name}.json")
+
+    def get_document(self, name: str) -> Optional[Any]:
+        """The JSON stored with ``put_document(name, ...)``, when authentic; None otherwise (the
+        caller checks its schema, as ``get`` does for findings)."""
+        if not self.secret:
+            return None
+        entry = self.document_path(name)
+        try:
+            with open(entry, "rb") as handle:
+                raw = handle.read(_MAX_ENTRY_BYTES + 1)
+        except OSError:
+            return None
+        mac, newline, body = raw.partition(b"\n")
+        if not newline or len(raw) > _MAX_ENTRY_BYTES:
+            return None
+        if not hmac.compare_digest(mac, self._mac(entry, body).encode("ascii")):
+            return None
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (ValueError, RecursionError, MemoryError):
+            return None
+
+    def put_document(self, name: str, data: Any) -> None:
+        if not self.secret:
+            return
+        entry = self.document_path(name)
+        body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        if len(body) > _MAX_ENTRY_BYTES:
+            return
+        payload = self._mac(entry, body).encode("ascii") + b"\n" + body
+        try:
+            self._prepare()
+            directory = os.path.dirname(entry)
+            os.makedirs(directory, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+            try:
+                with os.fdopen(handle, "wb") as stream:
+                    stream.write(payload)
+                os.replace(temporary, entry)
+            except BaseException:
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            pass
 
     def _prepare(self) -> None:
         """Create the directory with its .gitignore and CACHEDIR.TAG (idempotent, race-safe)."""

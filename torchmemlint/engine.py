@@ -24,7 +24,7 @@ from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
-from torchmemlint.project import REGISTRY
+from torchmemlint.project import REGISTRY, STORE
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.pool import run_isolated
@@ -554,17 +554,29 @@ def lint_paths(
     # warm run of an unchanged tree starts no pool.
     results: Dict[str, FileResult] = {}
     misses = []
-    for path in files:
-        hit = _cached(path, settings, ignore_noqa, cache)
-        if hit is None:
-            misses.append(path)
-        else:
-            results[path] = hit
+    # The project's module summaries (for the keys of the rules that read other files) are
+    # kept in the cache directory too: a warm run summarizes only the files whose text changed.
+    STORE.load(cache.get_document(SUMMARY_DOCUMENT))
+    try:
+        for path in files:
+            hit = _cached(path, settings, ignore_noqa, cache)
+            if hit is None:
+                misses.append(path)
+            else:
+                results[path] = hit
+        kept = STORE.dump()
+        if kept is not None:
+            cache.put_document(SUMMARY_DOCUMENT, kept)
+    finally:
+        STORE.close()  # (the workers forked below inherit the summaries made here)
     for path, result in zip(
         misses, run_parallel(_lint_one, misses, (settings, ignore_noqa, cache), jobs)
     ):
         results[path] = result
     return [results[path] for path in files]
+
+
+SUMMARY_DOCUMENT = "project-summaries"
 
 
 def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> Optional[FileResult]:

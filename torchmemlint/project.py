@@ -43,6 +43,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from torchmemlint.project_files import MAX_NEIGHBOURS, LazySummaries, SummaryStore, _neighbours, _read, _stamp
+
 # Calls and names that reach a module's children in order, or by a name held in a string:
 # torchvision's IntermediateLayerGetter / create_feature_extractor, timm's features_only and
 # feature wrappers, nn.Module.children() / named_children() / _modules.
@@ -62,8 +64,6 @@ ORDERED_WALKS: FrozenSet[str] = frozenset(
         "_modules",
     }
 )
-# Neighbours read for one run at most; a larger tree is read only where it is linted.
-MAX_NEIGHBOURS = 5000
 
 
 @dataclass
@@ -140,11 +140,15 @@ def _dotted(node: ast.AST) -> Optional[str]:
     return None
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def summarize(path: str, text: str) -> ModuleSummary:
     """What the module at ``path`` (its source ``text``) says to the rest of the project."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
-    summary.digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    summary.digest = _digest(text)
     try:
         tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
@@ -232,12 +236,21 @@ def _summary_of(path: str, text: str) -> ModuleSummary:
         kept = _SUMMARIES.get(path)
     if kept is not None and kept[0] == text and (kept[1].name, kept[1].package) == module_name(path):
         return kept[1]  # (the same text, in the same package: an __init__.py may have come or gone)
-    summary = summarize(path, text)
+    summary = None
+    if STORE.records is not None:
+        name, package = module_name(path)
+        summary = STORE.get(path, name, package, _digest(text))
+    if summary is None:
+        summary = summarize(path, text)
+        STORE.add(summary)
     with _SUMMARIES_LOCK:
         if len(_SUMMARIES) >= 4 * MAX_NEIGHBOURS:
             _SUMMARIES.clear()
         _SUMMARIES[path] = (text, summary)
     return summary
+
+
+STORE = SummaryStore(ModuleSummary, ClassSummary)
 
 
 # The index is read with ``ast`` (a tenth of a libcst parse); ``ast.walk`` (a generator of
@@ -328,12 +341,18 @@ class _ProjectFacts:
 class ProjectIndex:
     """The modules of one run's project and the questions rules ask across them."""
 
-    def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
-        self.by_path: Dict[str, ModuleSummary] = {}
-        self.by_name: Dict[str, ModuleSummary] = {}
-        for summary in summaries:
-            self.by_path[os.path.abspath(summary.path)] = summary
-            self.by_name.setdefault(summary.name, summary)
+    def __init__(self, summaries: Iterable[ModuleSummary] = (), lazy: Optional[LazySummaries] = None) -> None:
+        self.by_path: Mapping[str, ModuleSummary]
+        self.by_name: Mapping[str, ModuleSummary]
+        if lazy is not None:  # summarized on first need (``for_files``)
+            self.by_path, self.by_name = lazy.by_path, lazy.by_name
+        else:
+            by_path: Dict[str, ModuleSummary] = {}
+            by_name: Dict[str, ModuleSummary] = {}
+            for summary in summaries:
+                by_path[os.path.abspath(summary.path)] = summary
+                by_name.setdefault(summary.name, summary)
+            self.by_path, self.by_name = by_path, by_name
         self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
         self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._project_facts: Optional[_ProjectFacts] = None
@@ -346,24 +365,18 @@ class ProjectIndex:
         cls, files: Sequence[str], texts: Optional[Mapping[str, str]] = None, neighbours: bool = True
     ) -> "ProjectIndex":
         """The index of ``files`` and (with ``neighbours``) their neighbours; ``texts`` gives
-        the text of a file that differs from the disk (an editor's unsaved buffer)."""
+        the text of a file that differs from the disk (an editor's unsaved buffer). A module is
+        read and summarized when a question first needs it: the default rules ask only about
+        the modules a file's imports resolve through, not the whole package."""
         texts = {os.path.abspath(path): text for path, text in (texts or {}).items()}
         paths: Dict[str, None] = {os.path.abspath(path): None for path in files}
         if neighbours:
             for path in _neighbours(list(paths)):
                 paths.setdefault(path, None)
-        summaries = []
+        names: Dict[str, str] = {}
         for path in paths:
-            text = texts.get(path)
-            if text is None:
-                text = _read(path)
-            if text is None:
-                summary = ModuleSummary(path, *module_name(path))
-                summary.error = "unreadable"
-                summaries.append(summary)
-            else:
-                summaries.append(_summary_of(path, text))
-        return cls(summaries)
+            names.setdefault(module_name(path)[0], path)
+        return cls(lazy=LazySummaries(list(paths), names, lambda path: _load(path, texts)))
 
     # -- names across modules --------------------------------------------------------------
     def resolve_class(self, module: ModuleSummary, dotted: str) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
@@ -644,79 +657,24 @@ class ProjectIndex:
         return key
 
 
+def _load(path: str, texts: Mapping[str, str]) -> ModuleSummary:
+    """The summary of the module at ``path``: of its text in ``texts``, else on disk."""
+    text = texts.get(path)
+    if text is None:
+        text = _read(path)
+    if text is None:
+        summary = ModuleSummary(path, *module_name(path))
+        summary.error = "unreadable"
+        return summary
+    return _summary_of(path, text)
+
+
 def _display(path: str) -> str:
     try:
         relative = os.path.relpath(path)
     except ValueError:
         return path
     return path if relative.startswith(os.pardir) else relative
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        try:
-            return data.decode("latin-1")
-        except UnicodeDecodeError:
-            return None
-
-
-def _neighbours(paths: Sequence[str]) -> List[str]:
-    """The other Python files of the top-level packages of ``paths``, and of the directories
-    of the files outside any package."""
-    found: List[str] = []
-    roots: Set[str] = set()
-    for path in paths:
-        directory = os.path.dirname(path)
-        if os.path.isfile(os.path.join(directory, "__init__.py")):
-            roots.add(_top_package(directory))
-        else:
-            roots.add(directory + os.sep + "*")  # the directory's own files, not its subtree
-    for root in sorted(roots):
-        if root.endswith(os.sep + "*"):
-            directory = root[:-2]
-            try:
-                names = sorted(os.listdir(directory))
-            except OSError:
-                continue
-            for name in names:
-                if name.endswith(".py"):
-                    candidate = os.path.join(directory, name)
-                    if os.path.isfile(candidate):
-                        found.append(candidate)
-                        if len(found) >= MAX_NEIGHBOURS:
-                            return found
-            continue
-        for directory, subdirectories, filenames in os.walk(root):
-            subdirectories[:] = sorted(
-                name for name in subdirectories
-                if os.path.isfile(os.path.join(directory, name, "__init__.py"))
-            )
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    candidate = os.path.join(directory, name)
-                    if os.path.isfile(candidate):
-                        found.append(candidate)
-                        if len(found) >= MAX_NEIGHBOURS:
-                            return found
-    return found
-
-
-def _top_package(directory: str) -> str:
-    top = directory
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        top = directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    return top
 
 
 class ProjectRegistry:
@@ -780,14 +738,6 @@ class ProjectRegistry:
         index = ProjectIndex.for_files(files, texts, neighbours=False)
         self._by_root[root] = (stamp, overrides, index)
         return index
-
-
-def _stamp(path: str) -> Tuple[str, float, int]:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return (path, -1.0, -1)
-    return (path, status.st_mtime, status.st_size)
 
 
 REGISTRY = ProjectRegistry()
