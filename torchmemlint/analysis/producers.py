@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.values import Value
 
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
+from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
@@ -46,7 +47,14 @@ class Producers:
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
-            return Producer(part.layer.category(), f"`{short_name(part.layer.qualified)}`")
+            layer = part.layer
+            if layer.qualified in WRAPPERS:  # ``weight_norm(nn.Conv1d(...))``: the layer it wraps
+                inner = wrapped_layer(self.file.resolver, layer.call)
+                if inner is None:
+                    return UNKNOWN_PRODUCER
+                wrapper = short_name(layer.qualified)
+                return Producer(inner.category(), f"`{wrapper}({short_name(inner.qualified)})`")
+            return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
         if part.attribute is not None and self.model is not None and depth < 4:
             sequence = self.model.attribute_sequence(part.attribute)
             if sequence:
@@ -56,8 +64,26 @@ class Producers:
                 return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
         return UNKNOWN_PRODUCER
 
-    def call(self, call: cst.Call, self_name: Optional[str]) -> Producer:
+    def listed(self, attribute: str) -> Producer:
+        """Calling one element of the module list ``self.<attribute>``: what all its elements are."""
+        layers = module_lists(self.file, self.model).elements(attribute) if self.model is not None else None
+        if not layers:
+            return UNKNOWN_PRODUCER
+        categories = {layer.category() for layer in layers}
+        if categories <= {Category.FRESH, Category.POOL}:
+            category = Category.FRESH if Category.FRESH in categories else Category.POOL
+        elif len(categories) == 1:
+            category = categories.pop()
+        else:
+            return UNKNOWN_PRODUCER
+        kinds = "/".join(sorted({short_name(layer.qualified) for layer in layers}))
+        return Producer(category, f"an element of `self.{attribute}` ({kinds})")
+
+    def call(self, call: cst.Call, self_name: Optional[str], callee: Optional["Value"] = None) -> Producer:
         func = call.func
+        attribute = listed_attribute(func, callee, self_name, self.file.resolver.qualify)
+        if attribute is not None:
+            return self.listed(attribute)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
@@ -115,7 +141,8 @@ class Producers:
         if type(node) is cst.Call:
             if where is not None and where[1] != where[2] - 1:
                 return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
-            return [self.call(node, self_name)]
+            callee = value.inputs[0] if op == "call" and value.inputs and type(node.func) is cst.Name else None
+            return [self.call(node, self_name, callee)]
         if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
             if isinstance(node.operator, _FRESH_OPERATORS):
                 return [Producer(Category.FRESH, "an arithmetic operation")]
