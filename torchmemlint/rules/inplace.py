@@ -84,9 +84,11 @@ def _negative_parameter(site: Site) -> Optional[bool]:
         if name not in params:
             continue
         arg = argument(site.arguments, params.index(name) + offset, name)
-        if arg is None:
+        # or a keyword of a ``**params`` whose default dict the site read
+        value = arg.value if arg is not None else (site.spread or {}).get(name)
+        if value is None:
             continue
-        number = literal_number(arg.value)
+        number = literal_number(value)
         if number is None:
             negative = None
         elif number < 0:
