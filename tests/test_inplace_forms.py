@@ -333,3 +333,78 @@ def test_fix_writes_inplace(tmp_path):
     assert "x = act(self.conv(x), 0.2, inplace=True)" in fixed
     assert "return lrelu(self.conv2(x), 0.2, inplace=True)" in fixed
     assert "act(self.conv(x), 0.2) + act2(self.conv(x))" in fixed  # the look-alikes untouched
+
+
+PROJECT = {
+    "layers.py": '''
+        import torch.nn as nn
+
+
+        class Conv1d(nn.Module):
+            def __init__(self, cin, cout, k):
+                super().__init__()
+                self.conv = nn.Conv1d(cin, cout, k, padding=k // 2)
+
+            def forward(self, x):
+                return self.conv(x)
+
+
+        class Gated(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv1d(c, c, 3)
+
+            def forward(self, x):
+                return self.conv(x).sigmoid()
+    ''',
+    "model.py": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        from .layers import Conv1d, Gated
+
+
+        class Local(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.pre = Conv1d(c, c, 3)
+                self.local = Local(c)
+                self.gate = Gated(c)
+                self.act = nn.LeakyReLU(0.2)  # expect: TML201 (after the project's Conv1d)
+
+            def forward(self, x, y):
+                x = self.act(self.pre(x))
+                y = F.leaky_relu(self.local(y), 0.2)  # expect: TML201
+                z = F.leaky_relu(self.gate(x), 0.2)  # Gated returns a sigmoid's output: quiet
+                return x, y, z
+    ''',
+}
+
+
+def test_module_class_of_the_project(tmp_path):
+    """A module class whose ``forward`` returns a convolution's output, defined in the file or
+    imported from another file of the package, counts as that convolution."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    for name, source in PROJECT.items():
+        (package / name).write_text(textwrap.dedent(source), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", str(package / "model.py"), "--isolated", "--no-cache",
+         "--exit-zero", "--select", "TML201", "--output-format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {(f["location"]["row"], f["code"]) for f in json.loads(result.stdout)}
+    lines = textwrap.dedent(PROJECT["model.py"]).splitlines()
+    expected = {(row, m.group(1)) for row, line in enumerate(lines, start=1) for m in [MARKER.search(line)] if m}
+    assert rows == expected

@@ -34,6 +34,15 @@ class Producer:
 
 
 UNKNOWN_PRODUCER = Producer(Category.UNKNOWN)
+
+
+def _dotted(node: cst.BaseExpression) -> Optional[str]:
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute:
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
 _FRESH_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
 _FRESH_AUGMENTED = (cst.AddAssign, cst.SubtractAssign)
 
@@ -44,6 +53,7 @@ class Producers:
     def __init__(self, file: "FileAnalysis", model: Optional[ClassModel]) -> None:
         self.file = file
         self.model = model
+        self.nesting = 0  # module classes followed into (``block``)
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
@@ -62,7 +72,38 @@ class Producers:
                 if inner.category is Category.UNKNOWN:
                     return UNKNOWN_PRODUCER
                 return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
+        if type(part.node) is cst.Call and self.nesting < 3:
+            return self.block(part.node)
         return UNKNOWN_PRODUCER
+
+    def block(self, call: cst.Call) -> Producer:
+        """``Conv1d(...)``, a module class of this file or of another file of the project
+        (``analysis/links.py``): what its ``forward`` returns (``return self.conv(x)``)."""
+        func = call.func
+        if type(func) not in (cst.Name, cst.Attribute) or self.file.resolver.qualify(func) is not None:
+            return UNKNOWN_PRODUCER
+        file, classdef = self.file, None
+        if type(func) is cst.Name:
+            classdef = file.callables.classes.get(func.value)
+        if classdef is None and file.links is not None:
+            found = file.links.definition(_dotted(func), "class")
+            if found is not None:
+                file, classdef = found
+        if classdef is None:
+            return UNKNOWN_PRODUCER
+        forward = file.value_graphs.method(classdef, "forward")
+        if forward is None:
+            return UNKNOWN_PRODUCER
+        graph = file.values(forward)
+        if not graph.reliable or len(graph.returns) != 1:
+            return UNKNOWN_PRODUCER
+        inner = Producers(file, file.class_model(classdef))
+        inner.nesting = self.nesting + 1
+        made = inner.of(graph.returns[0], graph.self_name)
+        if len(made) != 1 or made[0].category is Category.UNKNOWN:
+            return UNKNOWN_PRODUCER
+        shown = made[0].description.replace("`", "")
+        return Producer(made[0].category, f"{classdef.name.value}, whose forward returns {shown}")
 
     def listed(self, attribute: str) -> Producer:
         """Calling one element of the module list ``self.<attribute>``: what all its elements are."""

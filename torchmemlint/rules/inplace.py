@@ -203,6 +203,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("safe", "unsafe")
     saves = frozenset({Saves.INPUT})
+    needs_project = True  # a module class from another file of the project is followed there
+    project_facts = frozenset({"imports"})
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
