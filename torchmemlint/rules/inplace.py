@@ -136,7 +136,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     of a module list counts as what every element of the list is (`for conv in self.convs:`,
     `self.convs[i](x)`, `zip(self.convs1, self.convs2)`, the list built by a display, a
     comprehension or `append`/`extend` in `__init__`); `weight_norm(...)` and `spectral_norm(...)`
-    (also from `torch.nn.utils.parametrizations`) count as the layer they wrap. Activations
+    (also from `torch.nn.utils.parametrizations`) count as the layer they wrap, and a module
+    class of the file or of another file of the project counts as what its `forward` returns
+    (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)`). Activations
     built by name are read too: `getattr(torch.nn, name)(**params)` and `ACTS[name](...)` (a
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
     default (`"LeakyReLU"`), with its slope read from a dict default of `params`, and
