@@ -380,11 +380,17 @@ PROJECT = {
                 self.local = Local(c)
                 self.gate = Gated(c)
                 self.act = nn.LeakyReLU(0.2)  # expect: TML201 (after the project's Conv1d)
+                self.convs = nn.ModuleList([Conv1d(c, c, 3) for _ in range(2)])
+                self.gates = nn.ModuleList([Conv1d(c, c, 3), Gated(c)])
 
             def forward(self, x, y):
                 x = self.act(self.pre(x))
                 y = F.leaky_relu(self.local(y), 0.2)  # expect: TML201
                 z = F.leaky_relu(self.gate(x), 0.2)  # Gated returns a sigmoid's output: quiet
+                for conv in self.convs:
+                    x = F.leaky_relu(conv(x), 0.1)  # expect: TML201
+                for gate in self.gates:
+                    y = F.leaky_relu(gate(y), 0.1)  # one element is Gated: quiet
                 return x, y, z
     ''',
 }

@@ -54,16 +54,17 @@ class ModuleLists:
     def __init__(self, file: Any, model: ClassModel) -> None:
         self.file = file
         self.model = model
-        self._found: Dict[str, Optional[List[Layer]]] = {}
+        self._found: Dict[str, Optional[List[Any]]] = {}
         self._locals: Optional[Dict[str, List[Tuple[str, cst.BaseExpression]]]] = None
 
-    def elements(self, attribute: str) -> Optional[List[Layer]]:
-        """Every layer ``self.<attribute>`` may hold as an element (None: not all known)."""
+    def elements(self, attribute: str) -> Optional[List[Any]]:
+        """Every layer ``self.<attribute>`` may hold as an element (None: not all known): a
+        ``Layer``, or the call of a class that is not a ``torch`` one (``Conv1d(...)``)."""
         if attribute not in self._found:
             self._found[attribute] = self._attribute(attribute)
         return self._found[attribute]
 
-    def _attribute(self, attribute: str) -> Optional[List[Layer]]:
+    def _attribute(self, attribute: str) -> Optional[List[Any]]:
         init = self.model.init
         assignments = self.model.assignments.get(attribute, [])
         if init is None or not assignments or any(a.method is not init for a in assignments):
@@ -79,7 +80,7 @@ class ModuleLists:
             if found is None:
                 return None
             expressions.extend(found)
-        layers: List[Layer] = []
+        layers: List[Any] = []
         for expression in expressions:
             layer = self._layer(expression, 0)
             if layer is None:
@@ -156,13 +157,15 @@ class ModuleLists:
             return found
         return None
 
-    def _layer(self, expression: cst.BaseExpression, depth: int) -> Optional[Layer]:
+    def _layer(self, expression: cst.BaseExpression, depth: int) -> Optional[Any]:
         """The layer an element expression builds: ``nn.Conv1d(...)``, a factory call, a
         wrapper of one, or a local bound once to one of these."""
         init = self.model.init
         resolver = self.file.resolver
         if type(expression) is cst.Call:
             layer = wrapped_layer(resolver, expression, init) or resolver.layer(expression, init)
+            if layer is None and resolver.qualify(expression.func) is None:
+                return expression  # ``Conv1d(...)``, a module class of the project: the caller reads it
             return layer if layer is not None and layer.qualified not in WRAPPERS else None
         if type(expression) is cst.Name and depth < _DEPTH:
             bound = self._additions().get(expression.value, [])

@@ -72,7 +72,7 @@ class Producers:
                 if inner.category is Category.UNKNOWN:
                     return UNKNOWN_PRODUCER
                 return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
-        if type(part.node) is cst.Call and self.nesting < 3:
+        if type(part.node) is cst.Call:
             return self.block(part.node)
         return UNKNOWN_PRODUCER
 
@@ -80,7 +80,7 @@ class Producers:
         """``Conv1d(...)``, a module class of this file or of another file of the project
         (``analysis/links.py``): what its ``forward`` returns (``return self.conv(x)``)."""
         func = call.func
-        if type(func) not in (cst.Name, cst.Attribute) or self.file.resolver.qualify(func) is not None:
+        if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute) or self.file.resolver.qualify(func) is not None:
             return UNKNOWN_PRODUCER
         file, classdef = self.file, None
         if type(func) is cst.Name:
@@ -110,14 +110,17 @@ class Producers:
         layers = module_lists(self.file, self.model).elements(attribute) if self.model is not None else None
         if not layers:
             return UNKNOWN_PRODUCER
-        categories = {layer.category() for layer in layers}
+        made = [self.block(layer) if type(layer) is cst.Call else None for layer in layers]
+        categories = {layer.category() if found is None else found.category for layer, found in zip(layers, made)}
         if categories <= {Category.FRESH, Category.POOL}:
             category = Category.FRESH if Category.FRESH in categories else Category.POOL
         elif len(categories) == 1:
             category = categories.pop()
         else:
             return UNKNOWN_PRODUCER
-        kinds = "/".join(sorted({short_name(layer.qualified) for layer in layers}))
+        kinds = "/".join(sorted({
+            short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
+        }))
         return Producer(category, f"an element of `self.{attribute}` ({kinds})")
 
     def call(self, call: cst.Call, self_name: Optional[str], callee: Optional["Value"] = None) -> Producer:
