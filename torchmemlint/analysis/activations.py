@@ -13,6 +13,8 @@ import libcst as cst
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
+from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS
+from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.syntax import (
     argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
@@ -67,6 +69,8 @@ class Site:
     # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
     effective: Optional[cst.Call] = None
     certain: bool = True  # False: the layer is a factory default callers elsewhere may change
+    # the keywords a ``**params`` passes, read from the parameter's default dict (None: not read)
+    spread: Optional[Dict[str, cst.BaseExpression]] = None
     # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
     # site for its kind or its ``inplace`` never builds a value graph for it)
     pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
@@ -122,11 +126,13 @@ class InplaceAnalysis:
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
         self._placed_by: Dict[str, List[List[Any]]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
+        self._alias_names: Optional[FunctionAliases] = None
 
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
         if name not in self.watched_names and not (
-            type(call.func) is cst.Call or (name is not None and name in self.file.factories.names())
+            type(call.func) in (cst.Call, cst.Subscript) or (name is not None and name in self.file.factories.names())
+            or (type(call.func) is cst.Name and name in self._aliases().names)  # ``act = F.leaky_relu``
         ):
             return []
         key = id(call)
@@ -134,9 +140,14 @@ class InplaceAnalysis:
             self._sites[key] = self._discover(call)
         return self._sites[key]
 
+    def _aliases(self) -> FunctionAliases:
+        if self._alias_names is None:
+            self._alias_names = FunctionAliases(self.file, ACTIVATION_FUNCTIONS)
+        return self._alias_names
+
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
-        qualified = self.context.qualify(call.func)
+        qualified = self.context.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.context, cst.FunctionDef))
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
             if self._assigned(call) is None and id(call) in self._spliced_layers():
@@ -187,7 +198,8 @@ class InplaceAnalysis:
         call, qualified = layer.call, layer.qualified
         kind = layer.kind
         assert kind is not None
-        site = _layer_site(layer)
+        function = enclosing(self.context, cst.FunctionDef)
+        site = _layer_site(layer, function if type(function) is cst.FunctionDef else None)
         destinations, complete = self._destinations(call)
         returning = None if self._assigned(call) else self._returning(call)
         placed = self._placed_by.get(returning, []) if returning is not None else []
@@ -368,7 +380,7 @@ class InplaceAnalysis:
                 continue
             site = sites.get(id(layer.call))
             if site is None:
-                site = sites[id(layer.call)] = _layer_site(layer)
+                site = sites[id(layer.call)] = _layer_site(layer, function)
                 site.complete = True
             for previous in order.predecessors(part):
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
@@ -732,7 +744,7 @@ def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
     )
 
 
-def _layer_site(layer: Layer) -> Site:
+def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:
     """The site of a layer constructor (direct, or through a factory)."""
     kind = layer.kind
     assert kind is not None
@@ -741,6 +753,9 @@ def _layer_site(layer: Layer) -> Site:
         f"`{short_name(layer.qualified)}`" + (f" ({_via(layer).strip()})" if layer.via else ""),
         layer.inplace(),
     )
+    if site.inplace is None and has_star_args(layer.effective):
+        # ``(**params)`` with ``params={"negative_slope": 0.2}`` as the parameter's default
+        site.spread, site.inplace = spread_inplace(layer.effective, function)
     if layer.preset or layer.via is not None:
         site.effective = layer.effective
         site.certain = layer.certain

@@ -24,6 +24,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.named_layers import by_name
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
@@ -147,7 +148,7 @@ class Factories:
         func = call.func
         if type(func) is cst.Name and func.value not in self.names():
             return None
-        if type(func) not in (cst.Name, cst.Call):
+        if type(func) not in (cst.Name, cst.Call, cst.Subscript):
             return None
         return self.resolve(func, function)
 
@@ -161,6 +162,8 @@ class Factories:
         return found
 
     def _resolve(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
+        if type(expr) is cst.Subscript or (type(expr) is cst.Call and self.qualify(expr.func) != PARTIAL):
+            return self._named(expr, function, depth)
         if type(expr) is cst.Call:
             if self.qualify(expr.func) != PARTIAL or not expr.args or expr.args[0].keyword is not None:
                 return None
@@ -190,6 +193,17 @@ class Factories:
         if len(values) == 1 and name not in self._definitions:
             return self.resolve(values[0], None, depth + 1)
         return None
+
+    def _named(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
+        """``getattr(torch.nn, name)`` / ``ACTS[name]`` (``analysis/named_layers.py``)."""
+        named = by_name(self, expr, function)
+        if named is None:
+            return None
+        target, via, certain = named
+        inner = Factory(target) if isinstance(target, str) else self.resolve(target, None, depth + 1)
+        if inner is None:
+            return None
+        return Factory(inner.qualified, inner.preset, via or inner.via, certain and inner.certain)
 
     def _class(self, expr: cst.BaseExpression) -> Optional[Factory]:
         qualified = self.qualify(expr)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.values import Value
 
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
+from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
@@ -33,6 +34,15 @@ class Producer:
 
 
 UNKNOWN_PRODUCER = Producer(Category.UNKNOWN)
+
+
+def _dotted(node: cst.BaseExpression) -> Optional[str]:
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute:
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
 _FRESH_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
 _FRESH_AUGMENTED = (cst.AddAssign, cst.SubtractAssign)
 
@@ -43,10 +53,18 @@ class Producers:
     def __init__(self, file: "FileAnalysis", model: Optional[ClassModel]) -> None:
         self.file = file
         self.model = model
+        self.nesting = 0  # module classes followed into (``block``)
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
-            return Producer(part.layer.category(), f"`{short_name(part.layer.qualified)}`")
+            layer = part.layer
+            if layer.qualified in WRAPPERS:  # ``weight_norm(nn.Conv1d(...))``: the layer it wraps
+                inner = wrapped_layer(self.file.resolver, layer.call)
+                if inner is None:
+                    return UNKNOWN_PRODUCER
+                wrapper = short_name(layer.qualified)
+                return Producer(inner.category(), f"`{wrapper}({short_name(inner.qualified)})`")
+            return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
         if part.attribute is not None and self.model is not None and depth < 4:
             sequence = self.model.attribute_sequence(part.attribute)
             if sequence:
@@ -54,10 +72,62 @@ class Producers:
                 if inner.category is Category.UNKNOWN:
                     return UNKNOWN_PRODUCER
                 return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
+        if type(part.node) is cst.Call:
+            return self.block(part.node)
         return UNKNOWN_PRODUCER
 
-    def call(self, call: cst.Call, self_name: Optional[str]) -> Producer:
+    def block(self, call: cst.Call) -> Producer:
+        """``Conv1d(...)``, a module class of this file or of another file of the project
+        (``analysis/links.py``): what its ``forward`` returns (``return self.conv(x)``)."""
         func = call.func
+        if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute) or self.file.resolver.qualify(func) is not None:
+            return UNKNOWN_PRODUCER
+        file, classdef = self.file, None
+        if type(func) is cst.Name:
+            classdef = file.callables.classes.get(func.value)
+        if classdef is None and file.links is not None:
+            found = file.links.definition(_dotted(func), "class")
+            if found is not None:
+                file, classdef = found
+        if classdef is None:
+            return UNKNOWN_PRODUCER
+        forward = file.value_graphs.method(classdef, "forward")
+        if forward is None:
+            return UNKNOWN_PRODUCER
+        graph = file.values(forward)
+        if not graph.reliable or len(graph.returns) != 1:
+            return UNKNOWN_PRODUCER
+        inner = Producers(file, file.class_model(classdef))
+        inner.nesting = self.nesting + 1
+        made = inner.of(graph.returns[0], graph.self_name)
+        if len(made) != 1 or made[0].category is Category.UNKNOWN:
+            return UNKNOWN_PRODUCER
+        shown = made[0].description.replace("`", "")
+        return Producer(made[0].category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def listed(self, attribute: str) -> Producer:
+        """Calling one element of the module list ``self.<attribute>``: what all its elements are."""
+        layers = module_lists(self.file, self.model).elements(attribute) if self.model is not None else None
+        if not layers:
+            return UNKNOWN_PRODUCER
+        made = [self.block(layer) if type(layer) is cst.Call else None for layer in layers]
+        categories = {layer.category() if found is None else found.category for layer, found in zip(layers, made)}
+        if categories <= {Category.FRESH, Category.POOL}:
+            category = Category.FRESH if Category.FRESH in categories else Category.POOL
+        elif len(categories) == 1:
+            category = categories.pop()
+        else:
+            return UNKNOWN_PRODUCER
+        kinds = "/".join(sorted({
+            short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
+        }))
+        return Producer(category, f"an element of `self.{attribute}` ({kinds})")
+
+    def call(self, call: cst.Call, self_name: Optional[str], callee: Optional["Value"] = None) -> Producer:
+        func = call.func
+        attribute = listed_attribute(func, callee, self_name, self.file.resolver.qualify)
+        if attribute is not None:
+            return self.listed(attribute)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
@@ -115,7 +185,8 @@ class Producers:
         if type(node) is cst.Call:
             if where is not None and where[1] != where[2] - 1:
                 return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
-            return [self.call(node, self_name)]
+            callee = value.inputs[0] if op == "call" and value.inputs and type(node.func) is cst.Name else None
+            return [self.call(node, self_name, callee)]
         if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
             if isinstance(node.operator, _FRESH_OPERATORS):
                 return [Producer(Category.FRESH, "an arithmetic operation")]

@@ -84,9 +84,11 @@ def _negative_parameter(site: Site) -> Optional[bool]:
         if name not in params:
             continue
         arg = argument(site.arguments, params.index(name) + offset, name)
-        if arg is None:
+        # or a keyword of a ``**params`` whose default dict the site read
+        value = arg.value if arg is not None else (site.spread or {}).get(name)
+        if value is None:
             continue
-        number = literal_number(arg.value)
+        number = literal_number(value)
         if number is None:
             negative = None
         elif number < 0:
@@ -130,7 +132,19 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and so are layers a function
     of the file returns into `self.<name>` (`self.act = get_act(name)`) or into a list spliced
     into `nn.Sequential` (`layers.append(get_act(act))`), and tensors a method of the file
-    returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`).
+    returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer called as an element
+    of a module list counts as what every element of the list is (`for conv in self.convs:`,
+    `self.convs[i](x)`, `zip(self.convs1, self.convs2)`, the list built by a display, a
+    comprehension or `append`/`extend` in `__init__`); `weight_norm(...)` and `spectral_norm(...)`
+    (also from `torch.nn.utils.parametrizations`) count as the layer they wrap, and a module
+    class of the file or of another file of the project counts as what its `forward` returns
+    (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)`). Activations
+    built by name are read too: `getattr(torch.nn, name)(**params)` and `ACTS[name](...)` (a
+    module-level dict of layer classes) where `name` is a literal or a parameter with a string
+    default (`"LeakyReLU"`), with its slope read from a dict default of `params`, and
+    functional aliases (`act = F.leaky_relu`). A layer built with `**params` gets a finding
+    without a fix: a caller may pass `params` with an `inplace` of its own, which an added
+    `inplace=True` would clash with (tests/test_inplace_forms.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
@@ -191,6 +205,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("safe", "unsafe")
     saves = frozenset({Saves.INPUT})
+    needs_project = True  # a module class from another file of the project is followed there
+    project_facts = frozenset({"imports"})
 
     @classmethod
     def may_apply(cls, text: str) -> bool:

@@ -1,0 +1,234 @@
+"""What calling an element of a module list runs: ``for conv in self.convs: x = conv(x)``,
+``self.convs[i](x)``, ``for c1, c2 in zip(self.convs1, self.convs2)``. The list is what
+``__init__`` builds into ``self.<name>`` (``nn.ModuleList([...])``, a list display, a
+comprehension, a local list filled by ``append``/``extend``/``+=``, ``self.<name>.append``);
+the value of calling one of its elements is "a call of one of its element kinds". Layers
+wrapped by ``weight_norm``/``spectral_norm`` (``torch.nn.utils`` and its ``parametrizations``)
+are the layer they wrap."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
+from torchmemlint.tree import walk
+
+# A wrapper that returns the module it is given (its kind unchanged).
+WRAPPERS = frozenset(
+    f"torch.nn.utils.{place}{name}"
+    for place in ("", "parametrizations.", "weight_norm.", "spectral_norm.")
+    for name in ("weight_norm", "spectral_norm")
+)
+_LISTS = frozenset({"torch.nn.ModuleList"})
+_ADDS = ("append", "extend", "insert")
+_DEPTH = 4
+
+
+def unwrap(call: cst.Call, qualify) -> cst.Call:
+    """``weight_norm(nn.Conv1d(...))`` -> ``nn.Conv1d(...)`` (any number of such wrappers)."""
+    for _ in range(_DEPTH):
+        if qualify(call.func) not in WRAPPERS or not call.args or call.args[0].keyword is not None:
+            break
+        inner = call.args[0].value
+        if type(inner) is not cst.Call:
+            break
+        call = inner
+    return call
+
+
+def wrapped_layer(resolver, call: cst.Call, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
+    """The layer ``call`` builds, through the wrappers around it (None when it builds none)."""
+    inner = unwrap(call, resolver.qualify)
+    if inner is call:
+        return None
+    layer = resolver.layer(inner, function)
+    return layer if layer is not None and layer.qualified not in WRAPPERS else None
+
+
+class ModuleLists:
+    """The element layers of the module lists of one class (asked per attribute, cached)."""
+
+    def __init__(self, file: Any, model: ClassModel) -> None:
+        self.file = file
+        self.model = model
+        self._found: Dict[str, Optional[List[Any]]] = {}
+        self._locals: Optional[Dict[str, List[Tuple[str, cst.BaseExpression]]]] = None
+
+    def elements(self, attribute: str) -> Optional[List[Any]]:
+        """Every layer ``self.<attribute>`` may hold as an element (None: not all known): a
+        ``Layer``, or the call of a class that is not a ``torch`` one (``Conv1d(...)``)."""
+        if attribute not in self._found:
+            self._found[attribute] = self._attribute(attribute)
+        return self._found[attribute]
+
+    def _attribute(self, attribute: str) -> Optional[List[Any]]:
+        init = self.model.init
+        assignments = self.model.assignments.get(attribute, [])
+        if init is None or not assignments or any(a.method is not init for a in assignments):
+            return None
+        expressions: List[cst.BaseExpression] = []
+        for assignment in assignments:
+            found = self._items(assignment.value, 0)
+            if found is None:
+                return None
+            expressions.extend(found)
+        for how, added in self._additions().get("self." + attribute, []):
+            found = [added] if how == "append" else self._items(added, 0)
+            if found is None:
+                return None
+            expressions.extend(found)
+        layers: List[Any] = []
+        for expression in expressions:
+            layer = self._layer(expression, 0)
+            if layer is None:
+                return None
+            layers.append(layer)
+        return layers or None
+
+    def _additions(self) -> Dict[str, List[Tuple[str, cst.BaseExpression]]]:
+        """In ``__init__``: ``name.append(x)`` / ``self.name.extend(xs)`` / ``name += xs`` /
+        ``name = value`` by the name (``self.`` prefixed for attributes) they add to."""
+        if self._locals is None:
+            found: Dict[str, List[Tuple[str, cst.BaseExpression]]] = {}
+            init = self.model.init
+            self_name = self.model.self_name(init) if init is not None else None
+            for node in walk(init) if init is not None else ():
+                kind = type(node)
+                if kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _ADDS:  # type: ignore[attr-defined]
+                    target = _target(node.func.value, self_name)  # type: ignore[attr-defined]
+                    args = [a for a in node.args if a.keyword is None and not a.star]  # type: ignore[attr-defined]
+                    if target is not None and args:
+                        how = node.func.attr.value  # type: ignore[attr-defined]
+                        found.setdefault(target, []).append(("extend" if how == "extend" else "append", args[-1].value))
+                elif kind is cst.AugAssign and type(node.operator) is cst.AddAssign:  # type: ignore[attr-defined]
+                    target = _target(node.target, self_name)  # type: ignore[attr-defined]
+                    if target is not None:
+                        found.setdefault(target, []).append(("extend", node.value))  # type: ignore[attr-defined]
+                elif kind is cst.Assign:
+                    for target in node.targets:  # type: ignore[attr-defined]
+                        if type(target.target) is cst.Name:
+                            found.setdefault(target.target.value, []).append(("bind", node.value))  # type: ignore[attr-defined]
+            self._locals = found
+        return self._locals
+
+    def _items(self, expression: cst.BaseExpression, depth: int) -> Optional[List[cst.BaseExpression]]:
+        """The element expressions of the list ``expression`` builds (None: not known)."""
+        if depth > _DEPTH:
+            return None
+        kind = type(expression)
+        if kind in (cst.List, cst.Tuple):
+            found: List[cst.BaseExpression] = []
+            for element in expression.elements:  # type: ignore[attr-defined]
+                if type(element) is cst.StarredElement:
+                    inner = self._items(element.value, depth + 1)
+                    if inner is None:
+                        return None
+                    found.extend(inner)
+                else:
+                    found.append(element.value)
+            return found
+        if kind in (cst.ListComp, cst.GeneratorExp):
+            return [expression.elt]  # type: ignore[attr-defined]
+        if kind is cst.BinaryOperation and type(expression.operator) is cst.Add:  # type: ignore[attr-defined]
+            left = self._items(expression.left, depth + 1)  # type: ignore[attr-defined]
+            right = self._items(expression.right, depth + 1)  # type: ignore[attr-defined]
+            return None if left is None or right is None else left + right
+        if kind is cst.Call and self.file.resolver.qualify(expression.func) in _LISTS:  # type: ignore[attr-defined]
+            args = expression.args  # type: ignore[attr-defined]
+            if not args:
+                return []
+            if len(args) != 1 or args[0].keyword is not None or args[0].star:
+                return None
+            return self._items(args[0].value, depth + 1)
+        if kind is cst.Name:
+            bound = self._additions().get(expression.value, [])  # type: ignore[attr-defined]
+            binds = [value for how, value in bound if how == "bind"]
+            if not binds:
+                return None
+            found = []
+            for how, value in bound:
+                inner = [value] if how == "append" else self._items(value, depth + 1)
+                if inner is None:
+                    return None
+                found.extend(inner)
+            return found
+        return None
+
+    def _layer(self, expression: cst.BaseExpression, depth: int) -> Optional[Any]:
+        """The layer an element expression builds: ``nn.Conv1d(...)``, a factory call, a
+        wrapper of one, or a local bound once to one of these."""
+        init = self.model.init
+        resolver = self.file.resolver
+        if type(expression) is cst.Call:
+            layer = wrapped_layer(resolver, expression, init) or resolver.layer(expression, init)
+            if layer is None and resolver.qualify(expression.func) is None:
+                return expression  # ``Conv1d(...)``, a module class of the project: the caller reads it
+            return layer if layer is not None and layer.qualified not in WRAPPERS else None
+        if type(expression) is cst.Name and depth < _DEPTH:
+            bound = self._additions().get(expression.value, [])
+            if len(bound) == 1 and bound[0][0] == "bind":
+                return self._layer(bound[0][1], depth + 1)
+        return None
+
+
+_CACHE: "weakref.WeakKeyDictionary[ClassModel, ModuleLists]" = weakref.WeakKeyDictionary()
+
+
+def module_lists(file: Any, model: ClassModel) -> ModuleLists:
+    """The (cached) module lists of ``model``."""
+    found = _CACHE.get(model)
+    if found is None:
+        found = _CACHE[model] = ModuleLists(file, model)
+    return found
+
+
+def _target(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[str]:
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute and _is_self(node.value, self_name):
+        return "self." + node.attr.value
+    return None
+
+
+def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify) -> Optional[str]:
+    """For the module called by ``func`` (its value ``callee`` in the value graph, or None):
+    ``convs`` when it is an element of ``self.convs`` (``self.convs[i]``, a loop variable over
+    ``self.convs``, or over ``zip(self.a, self.convs)`` / ``enumerate(self.convs)``)."""
+    if type(func) is cst.Subscript:
+        base = func.value
+        if type(base) is cst.Attribute and _is_self(base.value, self_name):
+            return base.attr.value
+        return None
+    if type(func) is not cst.Name or callee is None or callee.op != "element":
+        return None
+    index = callee.info.get("index")
+    source = callee.inputs[0] if callee.inputs else None
+    if index is not None:  # one name of a tuple target: the element of an element
+        if source is None or source.op != "element" or not source.inputs:
+            return None
+        source = source.inputs[0]
+    if source is None:
+        return None
+    node = source.node
+    if index is None:
+        if type(node) is cst.Attribute and _is_self(node.value, self_name):
+            return node.attr.value
+        return None
+    if type(node) is not cst.Call:
+        return None
+    name = qualify(node.func)
+    if name is None and type(node.func) is cst.Name:
+        name = node.func.value
+    args = [a.value for a in node.args if a.keyword is None and not a.star]
+    if name in ("zip", "builtins.zip") and index < len(args):
+        chosen = args[index]
+    elif name in ("enumerate", "builtins.enumerate") and index == 1 and args:
+        chosen = args[0]
+    else:
+        return None
+    if type(chosen) is cst.Attribute and _is_self(chosen.value, self_name):
+        return chosen.attr.value
+    return None
