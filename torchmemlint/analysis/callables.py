@@ -11,12 +11,12 @@ import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
     BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
-    _last_part, _module_traits, _NN, _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL,
-    RANDOM, _RANDOM_METHODS, relative_wrappers, _single_return_call, SingleOp,
-    timm_layer_traits, Wrapper,
+    _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
+    _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
+    relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
-from torchmemlint.analysis.factories import effective_call, Factories
+from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
 
@@ -314,7 +314,15 @@ class CallableModel:
             merge(self._call_contents(expr, env, where, depth))
         elif type(expr) in (cst.Name, cst.Attribute):
             function = self.local_function(expr, env)
-            if function is not None:
+            nested = _nested_function(env.function, expr) if function is None else None
+            values = self._init_values(expr, env) if function is None and nested is None else []
+            if nested is not None:  # `def _inner_forward(x): ...` in the calling method
+                scope = _scope_of(nested, _scope_of(env.function, env.scope) if env.function else env.scope)
+                merge(self.function_contents(nested, Env(scope, env.owner, env.self_name, nested), depth + 1))
+            elif values:  # `norm = build(...)` in `__init__`, registered by `add_module`
+                for value in values:
+                    merge(self.contents(value, env, where, depth + 1))
+            elif function is not None:
                 merge(
                     self.function_contents(
                         function, Env(_scope_of(function, self.root), None, None), depth + 1
@@ -341,6 +349,11 @@ class CallableModel:
             return self.contents(call.args[0].value, env, where, depth + 1)
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return _module_traits(qualified, call, where)
+        if qualified in NORM_CONFIG_BUILDERS:
+            position, name = NORM_CONFIG_BUILDERS[qualified]
+            config = _argument(call, position, name)
+            kind = self.config_type(config, env, depth) if config is not None else None
+            return norm_config_traits(qualified, kind, where)
         if qualified is not None:
             known = timm_layer_traits(qualified, call, where)
             if known or self.links is None:
@@ -445,6 +458,8 @@ class CallableModel:
                     qualified = env.qualify(func)
                     if qualified is None or not qualified.startswith("torch.nn.init."):
                         more = {RANDOM: Found(f".{func.attr.value}()", label)}
+                elif _is_builtin(func, "getattr", env) and env.owner is not None:
+                    more = self._getattr_contents(node, env, depth)
                 else:
                     more = _function_traits(env.qualify(func), node, label)
                     helper = self.local_function(func, env)
@@ -457,6 +472,83 @@ class CallableModel:
             for trait, item in more.items():
                 found.setdefault(trait, item)
         return found
+
+    def _init_values(self, expr: cst.BaseExpression, env: Env) -> List[cst.BaseExpression]:
+        """What a local name of ``__init__`` is assigned there (also unpacked from a call)."""
+        owner = env.owner
+        if type(expr) is not cst.Name or owner is None or env.function is None:
+            return []
+        if env.function is not owner.methods.get("__init__"):
+            return []
+        return [value for value in assigned_values(env.function, expr.value) if type(value) is cst.Call]
+
+    def _getattr_contents(self, call: cst.Call, env: Env, depth: int) -> Dict[str, Found]:
+        """``getattr(self, self.norm1_name)``: the module ``__init__`` registered under that
+        name (``self.add_module(self.norm1_name, norm1)``), or ``getattr(self, "bn")``."""
+        owner = env.owner
+        args = call.args
+        first = args[0].value if args else None
+        if owner is None or len(args) < 2 or not (type(first) is cst.Name and first.value == env.self_name):
+            return {}
+        found: Dict[str, Found] = {}
+        init = owner.methods.get("__init__")
+        key = args[1].value
+        if type(key) is cst.SimpleString:
+            for value in owner.attributes.get(str(key.evaluated_value), []):
+                found.update(self.contents(value, owner.init_env(), owner.name, depth + 1))
+            return found
+        path = self_path(key, env.self_name)
+        if init is None or path is None or len(path) != 1:
+            return {}
+        for node in _walk(init.body):
+            if (
+                type(node) is cst.Call
+                and len(node.args) == 2
+                and self_path(node.func, owner.self_name) == ["add_module"]
+                and self_path(node.args[0].value, owner.self_name) == path
+            ):
+                where = f"{owner.name}.{path[0]}"
+                for trait, item in self.contents(node.args[1].value, owner.init_env(), where, depth + 1).items():
+                    found.setdefault(trait, item)
+        return found
+
+    def config_type(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
+        """The ``type`` of a config dict (``dict(type="BN")``, ``{"type": "BN"}``), followed
+        through a parameter's default (unless a call in this file passes a config of another
+        type, or the body rebinds it), a local, or ``self.cfg`` set in ``__init__``."""
+        if depth > self.MAX_DEPTH:
+            return None
+        if type(expr) is cst.Call and _is_builtin(expr.func, "dict", env):
+            if any(arg.star for arg in expr.args):
+                return None
+            found = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "type"), None)
+            return str(found.evaluated_value) if type(found) is cst.SimpleString else None
+        if type(expr) is cst.Dict:
+            for element in expr.elements:
+                if type(element) is not cst.DictElement:
+                    return None
+                if type(element.key) is cst.SimpleString and element.key.evaluated_value == "type":
+                    return str(element.value.evaluated_value) if type(element.value) is cst.SimpleString else None
+            return None
+        path = self_path(expr, env.self_name)
+        if path is not None and len(path) == 1 and env.owner is not None:
+            values = env.owner.attributes.get(path[0], [])
+            return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
+        if type(expr) is not cst.Name or env.function is None:
+            return None
+        param = parameter(env.function, expr.value)
+        if param is None:
+            values = assigned_values(env.function, expr.value)
+            return self.config_type(values[0], env, depth + 1) if len(values) == 1 else None
+        if param.default is None:
+            return None  # a required config: the caller chooses it
+        kind = self.config_type(param.default, Env(env.scope, None, None), depth + 1)
+        passed = self.factories.passed(env.function, param) if self.factories is not None else None
+        for value, _ in passed or ():
+            other = self.config_type(value, Env(self.root, None, None), depth + 1) if value is not None else None
+            if other is not None and other != kind:
+                return None  # a call of this file chooses another norm
+        return kind
 
     @staticmethod
     def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
@@ -548,3 +640,18 @@ class CallableModel:
         return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
 
 
+
+
+def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    """A function defined once in ``function``'s body under ``name`` (``def _inner_forward``)."""
+    if function is None or type(name) is not cst.Name:
+        return None
+    found = [
+        node for node in _walk(function.body)
+        if type(node) is cst.FunctionDef and node.name.value == name.value
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
+    return type(func) is cst.Name and func.value == name and env.scope.lookup(name) is None

@@ -329,3 +329,26 @@ def _targets(node: cst.CSTNode):
 
 def _rebound(function: cst.FunctionDef, name: str) -> bool:
     return bool(_local_values(function, name))
+
+
+def assigned_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
+    """What ``name`` is assigned in ``function`` (not in nested functions), also where it is
+    one of several targets unpacked from a call (``self.norm_name, norm = build(...)``: the
+    call is given)."""
+    values: List[cst.BaseExpression] = []
+    for child in scan(function.body, (cst.Assign,), _NESTED, strict=True):
+        for target in child.targets:  # type: ignore[attr-defined]
+            node = target.target
+            if type(node) is cst.Name and node.value == name:
+                values.append(child.value)  # type: ignore[attr-defined]
+            elif type(node) in (cst.Tuple, cst.List) and any(
+                type(element.value) is cst.Name and element.value.value == name for element in node.elements
+            ):
+                values.append(child.value)  # type: ignore[attr-defined]
+    return values
+
+
+def parameter(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+    """The parameter ``name`` of ``function``, when it is not rebound in its body."""
+    param = _param(function, name)
+    return None if param is None or _rebound(function, name) else param
