@@ -16,7 +16,7 @@ from torchmemlint.analysis.checkpoints import (
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
-from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter
+from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
 
@@ -299,7 +299,10 @@ class CallableModel:
                 if method is not None:
                     merge(self.function_contents(method, env.owner.method_env(method), depth + 1))
             return found
-        if type(expr) is cst.IfExp:
+        if type(expr) in (cst.List, cst.Tuple):  # a list of modules, a builder's `return blocks, info`
+            for element in expr.elements:
+                merge(self.contents(element.value, env, where, depth + 1))
+        elif type(expr) is cst.IfExp:
             merge(self.contents(expr.body, env, where, depth + 1))
             merge(self.contents(expr.orelse, env, where, depth + 1))
         elif type(expr) is cst.Subscript:
@@ -334,12 +337,14 @@ class CallableModel:
         return found
 
     def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
+        call = spelled_out(call, env.function)
         qualified = env.qualify(call.func)
         if qualified in _CONTAINERS:
             found: Dict[str, Found] = {}
-            for element, element_env, element_where in (
-                self.elements(call, env, where, depth + 1) or ()
-            ):
+            elements = self.elements(call, env, where, depth + 1)
+            if elements is None:  # `nn.Sequential(*features)`, a list the order of which is not known
+                elements = [(arg.value, env, where) for arg in call.args if arg.keyword is None and arg.star != "**"]
+            for element, element_env, element_where in elements:
                 for trait, item in self.contents(
                     element, element_env, element_where, depth + 1
                 ).items():
@@ -474,13 +479,27 @@ class CallableModel:
         return found
 
     def _init_values(self, expr: cst.BaseExpression, env: Env) -> List[cst.BaseExpression]:
-        """What a local name of ``__init__`` is assigned there (also unpacked from a call)."""
-        owner = env.owner
-        if type(expr) is not cst.Name or owner is None or env.function is None:
+        """What a local name of the function is assigned there (also unpacked from a call:
+        the call) and what is appended to it (``blocks.append(Block())``)."""
+        function = env.function
+        if type(expr) is not cst.Name or function is None or parameter(function, expr.value) is not None:
             return []
-        if env.function is not owner.methods.get("__init__"):
-            return []
-        return [value for value in assigned_values(env.function, expr.value) if type(value) is cst.Call]
+        name = expr.value
+        values = [
+            value for value in assigned_values(function, name)
+            if type(value) in (cst.Call, cst.List, cst.Tuple) and not (type(value) is cst.Call and _is_builtin(value.func, "dict", env))
+        ]
+        for node in _walk(function.body):  # `features.append(Block(...))`
+            if (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
+                and node.func.value.value == name
+                and node.func.attr.value in ("append", "extend")
+                and len(node.args) == 1
+            ):
+                values.append(node.args[0].value)
+        return values
 
     def _getattr_contents(self, call: cst.Call, env: Env, depth: int) -> Dict[str, Found]:
         """``getattr(self, self.norm1_name)``: the module ``__init__`` registered under that
@@ -562,7 +581,10 @@ class CallableModel:
         """How many torch layers constructing ``expr`` builds, as far as it can be followed."""
         if depth > self.MAX_DEPTH:
             return 0
-        if type(expr) is cst.IfExp:
+        if type(expr) in (cst.List, cst.Tuple):  # a list of modules, a builder's `return blocks, info`
+            for element in expr.elements:
+                merge(self.contents(element.value, env, where, depth + 1))
+        elif type(expr) is cst.IfExp:
             return max(
                 self.layer_count(expr.body, env, depth + 1),
                 self.layer_count(expr.orelse, env, depth + 1),
@@ -655,3 +677,4 @@ def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpressi
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
     return type(func) is cst.Name and func.value == name and env.scope.lookup(name) is None
+
