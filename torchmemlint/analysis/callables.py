@@ -306,7 +306,11 @@ class CallableModel:
             merge(self.contents(expr.body, env, where, depth + 1))
             merge(self.contents(expr.orelse, env, where, depth + 1))
         elif type(expr) is cst.Subscript:
-            merge(self.contents(expr.value, env, where, depth + 1))
+            sliced = self._sliced(expr, env, where, depth)
+            if sliced is None:
+                merge(self.contents(expr.value, env, where, depth + 1))
+            for element, element_env, element_where in sliced or ():
+                merge(self.contents(element, element_env, element_where, depth + 1))
         elif type(expr) is cst.Lambda:
             merge(
                 self.function_contents(
@@ -373,6 +377,10 @@ class CallableModel:
         builder = self.local_function(call.func, env)
         if builder is not None:  # `make_stage(64, 2)`: what the function returns
             return self.returned_contents(builder, depth)
+        path = self_path(call.func, env.self_name)
+        method = env.owner.methods.get(path[0]) if env.owner is not None and path and len(path) == 1 else None
+        if method is not None:  # `self._make_layer(...)`: what the method returns
+            return self.returned_contents(method, depth, env.owner.method_env(method))
         foreign = self._foreign_class_contents(call.func, env, depth)
         if foreign is None:
             found = self.foreign(call.func, env, "function")
@@ -383,13 +391,13 @@ class CallableModel:
                 return timm_layer_traits(outside, call, where)
         return foreign or {}
 
-    def returned_contents(self, function: cst.FunctionDef, depth: int) -> Dict[str, Found]:
+    def returned_contents(self, function: cst.FunctionDef, depth: int, env: Optional[Env] = None) -> Dict[str, Found]:
         """Traits of the modules a builder function of this file returns (``return
         nn.Sequential(*[Block(c) for _ in range(n)])``)."""
         found: Dict[str, Found] = {}
         if depth > self.MAX_DEPTH:
             return found
-        env = Env(_scope_of(function, self.root), None, None, function)
+        env = env or Env(_scope_of(function, self.root), None, None, function)
         for node in _walk(function.body):
             if type(node) is cst.Return and node.value is not None:
                 for trait, item in self.contents(node.value, env, f"{function.name.value}()", depth + 1).items():
@@ -478,6 +486,25 @@ class CallableModel:
                 found.setdefault(trait, item)
         return found
 
+    def _sliced(
+        self, expr: cst.Subscript, env: Env, where: str, depth: int
+    ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+        """The elements ``self.body[2:]`` runs, where the container's order is known."""
+        if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Slice:
+            return None
+        part = expr.slice[0].slice
+        bounds = []
+        for bound in (part.lower, part.upper):
+            if bound is not None and type(bound) is not cst.Integer:
+                return None
+            bounds.append(int(bound.evaluated_value) if bound is not None else None)
+        if part.step is not None:
+            return None
+        elements = self.elements(expr.value, env, where, depth + 1)
+        if elements is None or any(element_where.endswith("[...]") for _, _, element_where in elements):
+            return None
+        return elements[bounds[0]:bounds[1]]
+
     def _init_values(self, expr: cst.BaseExpression, env: Env) -> List[cst.BaseExpression]:
         """What a local name of the function is assigned there (also unpacked from a call:
         the call) and what is appended to it (``blocks.append(Block())``)."""
@@ -489,8 +516,10 @@ class CallableModel:
             value for value in assigned_values(function, name)
             if type(value) in (cst.Call, cst.List, cst.Tuple) and not (type(value) is cst.Call and _is_builtin(value.func, "dict", env))
         ]
-        for node in _walk(function.body):  # `features.append(Block(...))`
-            if (
+        for node in _walk(function.body):  # `features.append(Block(...))`, `layers += [...]`
+            if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
+                values.append(node.value)
+            elif (
                 type(node) is cst.Call
                 and type(node.func) is cst.Attribute
                 and type(node.func.value) is cst.Name
