@@ -419,3 +419,67 @@ def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef) -> O
             return None
         return [cst.Arg(arg.value, keyword=arg.keyword) for arg in found.args]
     return None
+
+
+def possible_callees(
+    func: cst.BaseExpression,
+    qualify: Callable[[cst.BaseExpression], Optional[str]],
+    module: cst.Module,
+    function: Optional[cst.FunctionDef] = None,
+    depth: int = 0,
+) -> Optional[List[str]]:
+    """The qualified names of what calling ``func`` may call: a name or attribute itself, a
+    value picked from a dict literal of constructors (``{"r18": resnet18, "r50":
+    models.resnet50}[name]``, also a module-level constant dict or a name assigned it once),
+    or ``getattr(torchvision.models, name)`` (``"torchvision.models."``, ending in a dot, when
+    the attribute's name is not a string literal). None when one of them is not known."""
+    if depth > _MAX_DEPTH:
+        return None
+    if type(func) in (cst.Name, cst.Attribute):
+        qualified = qualify(func)
+        if qualified is not None:
+            return [qualified]
+        if type(func) is cst.Name:
+            values = assigned_values(function, func.value) if function is not None else []
+            if not values:
+                values = [
+                    small.value
+                    for statement in module.body if type(statement) is cst.SimpleStatementLine
+                    for small in statement.body
+                    if type(small) is cst.Assign and len(small.targets) == 1
+                    and type(small.targets[0].target) is cst.Name and small.targets[0].target.value == func.value
+                ]
+            if len(values) == 1:
+                return possible_callees(values[0], qualify, module, function, depth + 1)
+        return None
+    if type(func) is cst.Subscript:
+        table = func.value
+        if type(table) is cst.Name:
+            found = [
+                small.value
+                for statement in module.body if type(statement) is cst.SimpleStatementLine
+                for small in statement.body
+                if type(small) is cst.Assign and len(small.targets) == 1
+                and type(small.targets[0].target) is cst.Name and small.targets[0].target.value == table.value
+            ]
+            if function is not None and assigned_values(function, table.value):
+                found = assigned_values(function, table.value)
+            table = found[0] if len(found) == 1 else None
+        if type(table) is not cst.Dict or not table.elements:
+            return None
+        names: List[str] = []
+        for element in table.elements:
+            if type(element) is not cst.DictElement:
+                return None
+            inner = possible_callees(element.value, qualify, module, None, depth + 1)
+            if inner is None:
+                return None
+            names.extend(inner)
+        return names
+    if type(func) is cst.Call and type(func.func) is cst.Name and func.func.value == "getattr" and len(func.args) == 2:
+        owner = qualify(func.args[0].value)
+        name = func.args[1].value
+        if owner is None:
+            return None
+        return [f"{owner}.{name.evaluated_value}" if type(name) is cst.SimpleString else f"{owner}."]
+    return None
