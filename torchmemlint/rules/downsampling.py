@@ -122,8 +122,9 @@ class _StemWalk:
 class DroppedStemPool(Rule):
     """
     ## What it does
-    Flags a ResNet-style encoder (torchvision or timm `resnet*`, `resnext*`, `wide_resnet*`, or
-    any object whose `conv1`, `bn1`, `relu`, `maxpool`, `layer1`..`layer4` are used) whose stem
+    Flags a ResNet-style encoder (torchvision or timm `resnet*`, `resnext*`, `wide_resnet*`,
+    also picked by name from a dict of such constructors or by `getattr(torchvision.models,
+    name)`, or any object whose `conv1`, `bn1`, `relu`, `maxpool`, `layer1`..`layer4` are used) whose stem
     max-pool is dropped: the stem is rebuilt as `nn.Sequential(enc.conv1, enc.bn1, enc.relu)`
     and fed straight into `enc.layer1`, `enc.maxpool` is replaced by `nn.Identity()`, or
     `enc.conv1` is replaced by a stride-1 convolution. Also followed: a SENet-style stem
