@@ -610,10 +610,7 @@ class CallableModel:
         """How many torch layers constructing ``expr`` builds, as far as it can be followed."""
         if depth > self.MAX_DEPTH:
             return 0
-        if type(expr) in (cst.List, cst.Tuple):  # a list of modules, a builder's `return blocks, info`
-            for element in expr.elements:
-                merge(self.contents(element.value, env, where, depth + 1))
-        elif type(expr) is cst.IfExp:
+        if type(expr) is cst.IfExp:
             return max(
                 self.layer_count(expr.body, env, depth + 1),
                 self.layer_count(expr.orelse, env, depth + 1),
