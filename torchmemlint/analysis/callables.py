@@ -592,8 +592,8 @@ class CallableModel:
             return None  # a required config: the caller chooses it
         kind = self.config_type(param.default, Env(env.scope, None, None), depth + 1)
         passed = self.factories.passed(env.function, param) if self.factories is not None else None
-        for value, _ in passed or ():
-            other = self.config_type(value, Env(self.root, None, None), depth + 1) if value is not None else None
+        for value, caller in passed or ():  # followed into the caller's own parameter's default
+            other = self.config_type(value, Env(self.root, None, None, caller), depth + 1) if value is not None else None
             if other is not None and other != kind:
                 return None  # a call of this file chooses another norm
         return kind
