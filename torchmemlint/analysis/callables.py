@@ -19,6 +19,7 @@ from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
+from torchmemlint.tree import scan
 
 
 class CallableModel:
@@ -516,7 +517,7 @@ class CallableModel:
             value for value in assigned_values(function, name)
             if type(value) in (cst.Call, cst.List, cst.Tuple) and not (type(value) is cst.Call and _is_builtin(value.func, "dict", env))
         ]
-        for node in _walk(function.body):  # `features.append(Block(...))`, `layers += [...]`
+        for node in scan(function.body, (cst.AugAssign, cst.Call)):  # `features.append(Block(...))`, `layers += [...]`
             if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
                 values.append(node.value)
             elif (
@@ -548,7 +549,7 @@ class CallableModel:
         path = self_path(key, env.self_name)
         if init is None or path is None or len(path) != 1:
             return {}
-        for node in _walk(init.body):
+        for node in scan(init.body, (cst.Call,)):
             if (
                 type(node) is cst.Call
                 and len(node.args) == 2
@@ -694,10 +695,7 @@ def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpressi
     """A function defined once in ``function``'s body under ``name`` (``def _inner_forward``)."""
     if function is None or type(name) is not cst.Name:
         return None
-    found = [
-        node for node in _walk(function.body)
-        if type(node) is cst.FunctionDef and node.name.value == name.value
-    ]
+    found = [node for node in scan(function.body, (cst.FunctionDef,)) if node.name.value == name.value]
     return found[0] if len(found) == 1 else None
 
 

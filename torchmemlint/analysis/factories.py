@@ -401,8 +401,8 @@ def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef) -> O
     values = assigned_values(function, value.value)
     if len(values) != 1:
         return None
-    for node in walk(function.body):  # `dd.update(...)`, `dd["k"] = v`: not the literal
-        if type(node) in (cst.Attribute, cst.Subscript) and type(node.value) is cst.Name and node.value.value == value.value:
+    for node in scan(function.body, (cst.Attribute, cst.Subscript)):  # `dd.update(...)`, `dd["k"] = v`
+        if type(node.value) is cst.Name and node.value.value == value.value:
             if type(node) is cst.Subscript or node.attr.value not in ("get", "keys", "items", "values", "copy"):
                 return None
     found = values[0]
