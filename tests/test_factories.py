@@ -303,3 +303,76 @@ def test_children_of_known_resnets_in_registration_order(code, expected):
     fn = _function(module, "f")
     ret = next(n for n in _walk(fn) if isinstance(n, cst.Return))
     assert Children(module, bindings.qualify).sliced(ret.value, fn) == expected
+
+
+# -- constructors picked by name, keywords spelled out of a literal dict ----------------------
+TABLES = '''
+import torchvision
+import torchvision.models as tvm
+from torchvision.models import resnet50
+
+TABLE = {"r18": tvm.resnet18, "r50": resnet50}
+
+
+def pick(name, table):
+    a = {"r18": torchvision.models.resnet18, "r34": tvm.resnet34}[name]()
+    b = TABLE[name]()
+    c = getattr(tvm, name)()
+    d = getattr(torchvision.models, "resnet101")()
+    chosen = TABLE[name]
+    e = chosen()
+    f = table[name]()
+    g = {"r18": tvm.resnet18, **table}[name]()
+    h = {"r18": tvm.resnet18, "mine": make}[name]()
+'''
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        ('{"r18": torchvision.models.resnet18, "r34": tvm.resnet34}[name]()',
+         ["torchvision.models.resnet18", "torchvision.models.resnet34"]),
+        ("TABLE[name]()", ["torchvision.models.resnet18", "torchvision.models.resnet50"]),
+        ("getattr(tvm, name)()", ["torchvision.models."]),
+        ('getattr(torchvision.models, "resnet101")()', ["torchvision.models.resnet101"]),
+        ("chosen()", ["torchvision.models.resnet18", "torchvision.models.resnet50"]),
+        ("table[name]()", None),  # a parameter: any table
+        ('{"r18": tvm.resnet18, **table}[name]()', None),
+        ('{"r18": tvm.resnet18, "mine": make}[name]()', None),  # `make` is not known
+    ],
+)
+def test_possible_callees_of_a_constructor_table(call, expected):
+    from torchmemlint.analysis.factories import possible_callees
+
+    module, factories = _factories(TABLES)
+    node = _call_in(module, call)
+    assert possible_callees(node.func, factories.qualify, module, _function(module, "pick")) == expected
+
+
+SPELLED = '''
+def build(device=None, dtype=None, **kwargs):
+    dd = {"device": device, "dtype": dtype}
+    ee = dict(device=device)
+    changed = {"device": device}
+    changed["norm_layer"] = None
+    Layer(1, **dd)
+    Layer(2, **ee)
+    Layer(3, **changed)
+    Layer(4, **kwargs)
+'''
+
+
+@pytest.mark.parametrize(
+    "call, keywords",
+    [("Layer(1, **dd)", ["device", "dtype"]), ("Layer(2, **ee)", ["device"]),
+     ("Layer(3, **changed)", None), ("Layer(4, **kwargs)", None)],
+)
+def test_a_literal_dict_spread_into_a_call_is_read_as_its_keywords(call, keywords):
+    from torchmemlint.analysis.factories import spelled_out
+
+    module, _ = _factories(SPELLED)
+    node = spelled_out(_call_in(module, call), _function(module, "build"))
+    if keywords is None:
+        assert any(arg.star == "**" for arg in node.args)
+    else:
+        assert [arg.keyword.value for arg in node.args if arg.keyword is not None] == keywords

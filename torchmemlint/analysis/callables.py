@@ -11,14 +11,15 @@ import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
     BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
-    _last_part, _module_traits, _NN, _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL,
-    RANDOM, _RANDOM_METHODS, relative_wrappers, _single_return_call, SingleOp,
-    timm_layer_traits, Wrapper,
+    _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
+    _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
+    relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
-from torchmemlint.analysis.factories import effective_call, Factories
+from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
+from torchmemlint.tree import scan
 
 
 class CallableModel:
@@ -299,11 +300,18 @@ class CallableModel:
                 if method is not None:
                     merge(self.function_contents(method, env.owner.method_env(method), depth + 1))
             return found
-        if type(expr) is cst.IfExp:
+        if type(expr) in (cst.List, cst.Tuple):  # a list of modules, a builder's `return blocks, info`
+            for element in expr.elements:
+                merge(self.contents(element.value, env, where, depth + 1))
+        elif type(expr) is cst.IfExp:
             merge(self.contents(expr.body, env, where, depth + 1))
             merge(self.contents(expr.orelse, env, where, depth + 1))
         elif type(expr) is cst.Subscript:
-            merge(self.contents(expr.value, env, where, depth + 1))
+            sliced = self._sliced(expr, env, where, depth)
+            if sliced is None:
+                merge(self.contents(expr.value, env, where, depth + 1))
+            for element, element_env, element_where in sliced or ():
+                merge(self.contents(element, element_env, element_where, depth + 1))
         elif type(expr) is cst.Lambda:
             merge(
                 self.function_contents(
@@ -314,7 +322,15 @@ class CallableModel:
             merge(self._call_contents(expr, env, where, depth))
         elif type(expr) in (cst.Name, cst.Attribute):
             function = self.local_function(expr, env)
-            if function is not None:
+            nested = _nested_function(env.function, expr) if function is None else None
+            values = self._init_values(expr, env) if function is None and nested is None else []
+            if nested is not None:  # `def _inner_forward(x): ...` in the calling method
+                scope = _scope_of(nested, _scope_of(env.function, env.scope) if env.function else env.scope)
+                merge(self.function_contents(nested, Env(scope, env.owner, env.self_name, nested), depth + 1))
+            elif values:  # `norm = build(...)` in `__init__`, registered by `add_module`
+                for value in values:
+                    merge(self.contents(value, env, where, depth + 1))
+            elif function is not None:
                 merge(
                     self.function_contents(
                         function, Env(_scope_of(function, self.root), None, None), depth + 1
@@ -326,12 +342,14 @@ class CallableModel:
         return found
 
     def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
+        call = spelled_out(call, env.function)
         qualified = env.qualify(call.func)
         if qualified in _CONTAINERS:
             found: Dict[str, Found] = {}
-            for element, element_env, element_where in (
-                self.elements(call, env, where, depth + 1) or ()
-            ):
+            elements = self.elements(call, env, where, depth + 1)
+            if elements is None:  # `nn.Sequential(*features)`, a list the order of which is not known
+                elements = [(arg.value, env, where) for arg in call.args if arg.keyword is None and arg.star != "**"]
+            for element, element_env, element_where in elements:
                 for trait, item in self.contents(
                     element, element_env, element_where, depth + 1
                 ).items():
@@ -341,6 +359,11 @@ class CallableModel:
             return self.contents(call.args[0].value, env, where, depth + 1)
         if qualified is not None and qualified.startswith(_NN) and not qualified.startswith(_F):
             return _module_traits(qualified, call, where)
+        if qualified in NORM_CONFIG_BUILDERS:
+            position, name = NORM_CONFIG_BUILDERS[qualified]
+            config = _argument(call, position, name)
+            kind = self.config_type(config, env, depth) if config is not None else None
+            return norm_config_traits(qualified, kind, where)
         if qualified is not None:
             known = timm_layer_traits(qualified, call, where)
             if known or self.links is None:
@@ -355,6 +378,10 @@ class CallableModel:
         builder = self.local_function(call.func, env)
         if builder is not None:  # `make_stage(64, 2)`: what the function returns
             return self.returned_contents(builder, depth)
+        path = self_path(call.func, env.self_name)
+        method = env.owner.methods.get(path[0]) if env.owner is not None and path and len(path) == 1 else None
+        if method is not None:  # `self._make_layer(...)`: what the method returns
+            return self.returned_contents(method, depth, env.owner.method_env(method))
         foreign = self._foreign_class_contents(call.func, env, depth)
         if foreign is None:
             found = self.foreign(call.func, env, "function")
@@ -365,13 +392,13 @@ class CallableModel:
                 return timm_layer_traits(outside, call, where)
         return foreign or {}
 
-    def returned_contents(self, function: cst.FunctionDef, depth: int) -> Dict[str, Found]:
+    def returned_contents(self, function: cst.FunctionDef, depth: int, env: Optional[Env] = None) -> Dict[str, Found]:
         """Traits of the modules a builder function of this file returns (``return
         nn.Sequential(*[Block(c) for _ in range(n)])``)."""
         found: Dict[str, Found] = {}
         if depth > self.MAX_DEPTH:
             return found
-        env = Env(_scope_of(function, self.root), None, None, function)
+        env = env or Env(_scope_of(function, self.root), None, None, function)
         for node in _walk(function.body):
             if type(node) is cst.Return and node.value is not None:
                 for trait, item in self.contents(node.value, env, f"{function.name.value}()", depth + 1).items():
@@ -445,6 +472,8 @@ class CallableModel:
                     qualified = env.qualify(func)
                     if qualified is None or not qualified.startswith("torch.nn.init."):
                         more = {RANDOM: Found(f".{func.attr.value}()", label)}
+                elif _is_builtin(func, "getattr", env) and env.owner is not None:
+                    more = self._getattr_contents(node, env, depth)
                 else:
                     more = _function_traits(env.qualify(func), node, label)
                     helper = self.local_function(func, env)
@@ -457,6 +486,118 @@ class CallableModel:
             for trait, item in more.items():
                 found.setdefault(trait, item)
         return found
+
+    def _sliced(
+        self, expr: cst.Subscript, env: Env, where: str, depth: int
+    ) -> Optional[List[Tuple[cst.BaseExpression, Env, str]]]:
+        """The elements ``self.body[2:]`` runs, where the container's order is known."""
+        if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Slice:
+            return None
+        part = expr.slice[0].slice
+        bounds = []
+        for bound in (part.lower, part.upper):
+            if bound is not None and type(bound) is not cst.Integer:
+                return None
+            bounds.append(int(bound.evaluated_value) if bound is not None else None)
+        if part.step is not None:
+            return None
+        elements = self.elements(expr.value, env, where, depth + 1)
+        if elements is None or any(element_where.endswith("[...]") for _, _, element_where in elements):
+            return None
+        return elements[bounds[0]:bounds[1]]
+
+    def _init_values(self, expr: cst.BaseExpression, env: Env) -> List[cst.BaseExpression]:
+        """What a local name of the function is assigned there (also unpacked from a call:
+        the call) and what is appended to it (``blocks.append(Block())``)."""
+        function = env.function
+        if type(expr) is not cst.Name or function is None or parameter(function, expr.value) is not None:
+            return []
+        name = expr.value
+        values = [
+            value for value in assigned_values(function, name)
+            if type(value) in (cst.Call, cst.List, cst.Tuple) and not (type(value) is cst.Call and _is_builtin(value.func, "dict", env))
+        ]
+        for node in scan(function.body, (cst.AugAssign, cst.Call)):  # `features.append(Block(...))`, `layers += [...]`
+            if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
+                values.append(node.value)
+            elif (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
+                and node.func.value.value == name
+                and node.func.attr.value in ("append", "extend")
+                and len(node.args) == 1
+            ):
+                values.append(node.args[0].value)
+        return values
+
+    def _getattr_contents(self, call: cst.Call, env: Env, depth: int) -> Dict[str, Found]:
+        """``getattr(self, self.norm1_name)``: the module ``__init__`` registered under that
+        name (``self.add_module(self.norm1_name, norm1)``), or ``getattr(self, "bn")``."""
+        owner = env.owner
+        args = call.args
+        first = args[0].value if args else None
+        if owner is None or len(args) < 2 or not (type(first) is cst.Name and first.value == env.self_name):
+            return {}
+        found: Dict[str, Found] = {}
+        init = owner.methods.get("__init__")
+        key = args[1].value
+        if type(key) is cst.SimpleString:
+            for value in owner.attributes.get(str(key.evaluated_value), []):
+                found.update(self.contents(value, owner.init_env(), owner.name, depth + 1))
+            return found
+        path = self_path(key, env.self_name)
+        if init is None or path is None or len(path) != 1:
+            return {}
+        for node in scan(init.body, (cst.Call,)):
+            if (
+                type(node) is cst.Call
+                and len(node.args) == 2
+                and self_path(node.func, owner.self_name) == ["add_module"]
+                and self_path(node.args[0].value, owner.self_name) == path
+            ):
+                where = f"{owner.name}.{path[0]}"
+                for trait, item in self.contents(node.args[1].value, owner.init_env(), where, depth + 1).items():
+                    found.setdefault(trait, item)
+        return found
+
+    def config_type(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
+        """The ``type`` of a config dict (``dict(type="BN")``, ``{"type": "BN"}``), followed
+        through a parameter's default (unless a call in this file passes a config of another
+        type, or the body rebinds it), a local, or ``self.cfg`` set in ``__init__``."""
+        if depth > self.MAX_DEPTH:
+            return None
+        if type(expr) is cst.Call and _is_builtin(expr.func, "dict", env):
+            if any(arg.star for arg in expr.args):
+                return None
+            found = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "type"), None)
+            return str(found.evaluated_value) if type(found) is cst.SimpleString else None
+        if type(expr) is cst.Dict:
+            for element in expr.elements:
+                if type(element) is not cst.DictElement:
+                    return None
+                if type(element.key) is cst.SimpleString and element.key.evaluated_value == "type":
+                    return str(element.value.evaluated_value) if type(element.value) is cst.SimpleString else None
+            return None
+        path = self_path(expr, env.self_name)
+        if path is not None and len(path) == 1 and env.owner is not None:
+            values = env.owner.attributes.get(path[0], [])
+            return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
+        if type(expr) is not cst.Name or env.function is None:
+            return None
+        param = parameter(env.function, expr.value)
+        if param is None:
+            values = assigned_values(env.function, expr.value)
+            return self.config_type(values[0], env, depth + 1) if len(values) == 1 else None
+        if param.default is None:
+            return None  # a required config: the caller chooses it
+        kind = self.config_type(param.default, Env(env.scope, None, None), depth + 1)
+        passed = self.factories.passed(env.function, param) if self.factories is not None else None
+        for value, caller in passed or ():  # followed into the caller's own parameter's default
+            other = self.config_type(value, Env(self.root, None, None, caller), depth + 1) if value is not None else None
+            if other is not None and other != kind:
+                return None  # a call of this file chooses another norm
+        return kind
 
     @staticmethod
     def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
@@ -547,4 +688,17 @@ class CallableModel:
         ops = [self.single_op(element, element_env) for element, element_env, _ in elements]
         return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
 
+
+
+
+def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+    """A function defined once in ``function``'s body under ``name`` (``def _inner_forward``)."""
+    if function is None or type(name) is not cst.Name:
+        return None
+    found = [node for node in scan(function.body, (cst.FunctionDef,)) if node.name.value == name.value]
+    return found[0] if len(found) == 1 else None
+
+
+def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
+    return type(func) is cst.Name and func.value == name and env.scope.lookup(name) is None
 

@@ -375,6 +375,26 @@ _BATCH_NORM_BLOCKS: Dict[str, int] = {  # qualified name -> position of `norm_la
 }
 
 
+# OpenMMLab (mmcv) builders that take the norm layer as a config dict: qualified name ->
+# (position, keyword) of that config. `build_norm_layer(cfg, num_features, postfix)` returns
+# `(name, layer)`; `ConvModule(..., conv_cfg=None, norm_cfg=None, ...)` has no norm by default.
+# Written from mmcv's documentation; mmcv is never imported.
+_MMCV_CNN = ("mmcv.cnn.", "mmcv.cnn.bricks.")
+NORM_CONFIG_BUILDERS: Dict[str, tuple] = {
+    **{f"{prefix}build_norm_layer": (0, "cfg") for prefix in (*_MMCV_CNN, "mmcv.cnn.bricks.norm.")},
+    **{f"{prefix}ConvModule": (9, "norm_cfg") for prefix in (*_MMCV_CNN, "mmcv.cnn.bricks.conv_module.")},
+}
+# The config `type`s mmcv's norm registry maps to BatchNorm layers (running statistics).
+_BATCH_NORM_CONFIG_TYPES = frozenset({"BN", "BN1d", "BN2d", "BN3d", "SyncBN", "MMSyncBN", "NaiveSyncBN"})
+
+
+def norm_config_traits(qualified: str, config_type: Optional[str], where: str) -> Dict[str, Found]:
+    """Traits of an mmcv builder whose norm config says ``type=config_type`` (None: unknown)."""
+    if config_type not in _BATCH_NORM_CONFIG_TYPES:
+        return {}
+    return {BATCH_NORM: Found(f"{_last_part(qualified)}(type='{config_type}')", where)}
+
+
 def ecosystem_block_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict[str, Found]:
     """A torchvision/timm ResNet block or network built with its default BatchNorm2d."""
     position = _BATCH_NORM_BLOCKS.get(qualified)

@@ -31,6 +31,16 @@ from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
 from torchmemlint.tree import node_index, scan
 
 PARTIAL = "functools.partial"
+# timm's layer lookups: a class passed in is returned as it is (timm documents a string or
+# None as what they look up). Written from timm's documentation; timm is never imported.
+PASSTHROUGH = frozenset(
+    f"timm.{package}{module}{name}"
+    for package in ("layers.", "models.layers.")
+    for module, name in (
+        ("", "get_norm_layer"), ("create_norm.", "get_norm_layer"),
+        ("", "get_act_layer"), ("create_act.", "get_act_layer"),
+    )
+)
 _MAX_DEPTH = 6
 
 
@@ -215,7 +225,7 @@ class Factories:
         return Factory(qualified)
 
     def _parameter(self, function: cst.FunctionDef, param: cst.Param, depth: int) -> Optional[Factory]:
-        if param.default is None or _rebound(function, param.name.value):
+        if param.default is None or self._changed(function, param.name.value):
             return None
         default = self.resolve(param.default, None, depth + 1)
         if default is None:
@@ -263,6 +273,7 @@ class Factories:
         index = next((i for i, p in enumerate(positional) if p is param), None)
         found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
         for call, caller in self._calls.get(callee, []):
+            call = spelled_out(call, caller)
             if owner is not None and function.name.value != "__init__" and type(call.func) is not cst.Attribute:
                 continue  # a function of the same name, not the method
             if any(arg.star for arg in call.args):
@@ -279,6 +290,22 @@ class Factories:
                 position += 1
             found.append((value, caller))
         return found
+
+    def _changed(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether ``function`` rebinds its parameter ``name`` to another layer: not where it
+        only passes it through one of timm's lookups (``norm_layer = get_norm_layer(norm_layer)``
+        gives a layer class back unchanged; only a string or None is looked up)."""
+        for value in _local_values(function, name):
+            if not (
+                type(value) is cst.Call
+                and self.qualify(value.func) in PASSTHROUGH
+                and len(value.args) == 1
+                and not value.args[0].star
+                and type(value.args[0].value) is cst.Name
+                and value.args[0].value.value == name
+            ):
+                return True
+        return False
 
     def passed(self, function: cst.FunctionDef, param: cst.Param):
         """Public form of ``_passed`` (used for dropout probabilities)."""
@@ -343,3 +370,130 @@ def _targets(node: cst.CSTNode):
 
 def _rebound(function: cst.FunctionDef, name: str) -> bool:
     return bool(_local_values(function, name))
+
+
+def assigned_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
+    """What ``name`` is assigned in ``function`` (not in nested functions), also where it is
+    one of several targets unpacked from a call (``self.norm_name, norm = build(...)``: the
+    call is given)."""
+    values: List[cst.BaseExpression] = []
+    for child in scan(function.body, (cst.Assign,), _NESTED, strict=True):
+        for target in child.targets:  # type: ignore[attr-defined]
+            node = target.target
+            if type(node) is cst.Name and node.value == name:
+                values.append(child.value)  # type: ignore[attr-defined]
+            elif type(node) in (cst.Tuple, cst.List) and any(
+                type(element.value) is cst.Name and element.value.value == name for element in node.elements
+            ):
+                values.append(child.value)  # type: ignore[attr-defined]
+    return values
+
+
+def parameter(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+    """The parameter ``name`` of ``function``, when it is not rebound in its body."""
+    param = _param(function, name)
+    return None if param is None or _rebound(function, name) else param
+
+
+def spelled_out(call: cst.Call, function: Optional[cst.FunctionDef]) -> cst.Call:
+    """``call`` with each ``**name`` whose value is a literal dict of ``function``
+    (``dd = {'device': device, 'dtype': dtype}``, ``dict(device=device)``), never changed
+    there, written as its keywords, so that what the call chooses is known (an unknown
+    ``**kwargs`` may choose anything)."""
+    if function is None or not any(arg.star == "**" and type(arg.value) is cst.Name for arg in call.args):
+        return call
+    args: List[cst.Arg] = []
+    for arg in call.args:
+        keywords = _literal_keywords(arg.value, function) if arg.star == "**" else None
+        args.extend([arg] if keywords is None else keywords)
+    return call.with_changes(args=args)
+
+
+def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[List[cst.Arg]]:
+    if type(value) is not cst.Name or _param(function, value.value) is not None:
+        return None
+    values = assigned_values(function, value.value)
+    if len(values) != 1:
+        return None
+    for node in scan(function.body, (cst.Attribute, cst.Subscript)):  # `dd.update(...)`, `dd["k"] = v`
+        if type(node.value) is cst.Name and node.value.value == value.value:
+            if type(node) is cst.Subscript or node.attr.value not in ("get", "keys", "items", "values", "copy"):
+                return None
+    found = values[0]
+    if type(found) is cst.Dict:
+        keywords = []
+        for element in found.elements:
+            key = element.key if type(element) is cst.DictElement else None
+            if type(key) is not cst.SimpleString or not str(key.evaluated_value).isidentifier():
+                return None
+            keywords.append(cst.Arg(element.value, keyword=cst.Name(str(key.evaluated_value))))
+        return keywords
+    if type(found) is cst.Call and type(found.func) is cst.Name and found.func.value == "dict":
+        if any(arg.keyword is None for arg in found.args):
+            return None
+        return [cst.Arg(arg.value, keyword=arg.keyword) for arg in found.args]
+    return None
+
+
+def possible_callees(
+    func: cst.BaseExpression,
+    qualify: Callable[[cst.BaseExpression], Optional[str]],
+    module: cst.Module,
+    function: Optional[cst.FunctionDef] = None,
+    depth: int = 0,
+) -> Optional[List[str]]:
+    """The qualified names of what calling ``func`` may call: a name or attribute itself, a
+    value picked from a dict literal of constructors (``{"r18": resnet18, "r50":
+    models.resnet50}[name]``, also a module-level constant dict or a name assigned it once),
+    or ``getattr(torchvision.models, name)`` (``"torchvision.models."``, ending in a dot, when
+    the attribute's name is not a string literal). None when one of them is not known."""
+    if depth > _MAX_DEPTH:
+        return None
+    if type(func) in (cst.Name, cst.Attribute):
+        qualified = qualify(func)
+        if qualified is not None:
+            return [qualified]
+        if type(func) is cst.Name:
+            values = assigned_values(function, func.value) if function is not None else []
+            if not values:
+                values = [
+                    small.value
+                    for statement in module.body if type(statement) is cst.SimpleStatementLine
+                    for small in statement.body
+                    if type(small) is cst.Assign and len(small.targets) == 1
+                    and type(small.targets[0].target) is cst.Name and small.targets[0].target.value == func.value
+                ]
+            if len(values) == 1:
+                return possible_callees(values[0], qualify, module, function, depth + 1)
+        return None
+    if type(func) is cst.Subscript:
+        table = func.value
+        if type(table) is cst.Name:
+            found = [
+                small.value
+                for statement in module.body if type(statement) is cst.SimpleStatementLine
+                for small in statement.body
+                if type(small) is cst.Assign and len(small.targets) == 1
+                and type(small.targets[0].target) is cst.Name and small.targets[0].target.value == table.value
+            ]
+            if function is not None and assigned_values(function, table.value):
+                found = assigned_values(function, table.value)
+            table = found[0] if len(found) == 1 else None
+        if type(table) is not cst.Dict or not table.elements:
+            return None
+        names: List[str] = []
+        for element in table.elements:
+            if type(element) is not cst.DictElement:
+                return None
+            inner = possible_callees(element.value, qualify, module, None, depth + 1)
+            if inner is None:
+                return None
+            names.extend(inner)
+        return names
+    if type(func) is cst.Call and type(func.func) is cst.Name and func.func.value == "getattr" and len(func.args) == 2:
+        owner = qualify(func.args[0].value)
+        name = func.args[1].value
+        if owner is None:
+            return None
+        return [f"{owner}.{name.evaluated_value}" if type(name) is cst.SimpleString else f"{owner}."]
+    return None

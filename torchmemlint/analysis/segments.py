@@ -54,8 +54,10 @@ class ScopeTracker:
             if owner is not None:
                 scope = next(scope for node, scope in self._classes if node is owner)
                 model = file_models(self).model(owner, scope)
-                return Env(self.context.bindings, model, _first_param(function))
-        return Env(self.context.bindings, None, None)
+                innermost = self._functions[-1][0]  # where a nested `def` is looked up
+                return Env(self.context.bindings, model, _first_param(function), innermost)
+        innermost = self._functions[-1][0] if self._functions else None
+        return Env(self.context.bindings, None, None, innermost)
 
     def loop_container(self, name: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """``self.blocks`` when ``name`` is the variable of an enclosing ``for`` over it."""

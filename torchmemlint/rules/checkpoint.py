@@ -415,14 +415,27 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     `deepspeed.checkpointing.checkpoint(f, x)`. Of timm's layers, `BatchNormAct2d` and
     `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm, and so
     do torchvision's and timm's ResNet `BasicBlock`/`Bottleneck` and torchvision's `resnet*`
-    constructors without a `norm_layer` argument (their documented default is BatchNorm2d).
+    constructors without a `norm_layer` argument (their documented default is BatchNorm2d);
+    a `**dd` whose value is a dict literal of the function (`dd = {'device': device, 'dtype':
+    dtype}`) is read as its keywords, and timm's `get_norm_layer(norm_layer)`/`get_act_layer`
+    keep a class passed to them. Of mmcv's builders, `build_norm_layer(norm_cfg, c)` and
+    `ConvModule(..., norm_cfg=norm_cfg)` count as BatchNorm when the config's `type` is `BN`,
+    `BN1d`/`2d`/`3d`, `SyncBN`, `MMSyncBN` or `NaiveSyncBN`: a dict literal, or a parameter
+    whose default is one (unless a call in the file passes another type; a parameter without
+    a default, or `norm_cfg=None`, is not followed). Also followed: a function defined in the
+    calling method (`def _inner_forward(x): ...; cp.checkpoint(_inner_forward, x)`), a layer
+    registered by `self.add_module(self.norm1_name, norm1)` and read by `getattr(self,
+    self.norm1_name)` (also through a `@property`), a builder function or method that
+    returns the blocks it appended (`return blocks, feature_info`), and a constant slice of
+    a container (`checkpoint_seq(self.body[2:], x)`: only those elements).
     A class or function that another file of the project defines (`from .blocks import Block`,
     `from layers import *`, a re-export through a package's `__init__.py`, a base class) is
     followed into that file the same way, so a project split into files gets the findings of
     the same code in one file (`tests/test_project_rules.py`); the project is the files linted
     and the other modules of their packages, or a script's sibling files. Blocks that a builder
-    object assembles from strings at run time (timm's `EfficientNetBuilder`, `make_blocks`
-    with a block class passed in) are not followed. Not followed: `apply_activation_checkpointing`
+    object assembles from strings at run time (timm's `EfficientNetBuilder`, so efficientnet
+    and mobilenetv3), stages registered under computed names (`self.add_module(*stage)` in
+    timm's resnet) and block classes passed in as arguments are not followed. Not followed: `apply_activation_checkpointing`
     (which modules it wraps is decided by a `check_fn` at run time) and `functools.partial`
     of a wrapper.
 

@@ -8,6 +8,7 @@ from typing import List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Part
+from torchmemlint.analysis.factories import possible_callees
 from torchmemlint.analysis.flow import ENTRY
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.producers import Producers
@@ -121,8 +122,9 @@ class _StemWalk:
 class DroppedStemPool(Rule):
     """
     ## What it does
-    Flags a ResNet-style encoder (torchvision or timm `resnet*`, `resnext*`, `wide_resnet*`, or
-    any object whose `conv1`, `bn1`, `relu`, `maxpool`, `layer1`..`layer4` are used) whose stem
+    Flags a ResNet-style encoder (torchvision or timm `resnet*`, `resnext*`, `wide_resnet*`,
+    also picked by name from a dict of such constructors or by `getattr(torchvision.models,
+    name)`, or any object whose `conv1`, `bn1`, `relu`, `maxpool`, `layer1`..`layer4` are used) whose stem
     max-pool is dropped: the stem is rebuilt as `nn.Sequential(enc.conv1, enc.bn1, enc.relu)`
     and fed straight into `enc.layer1`, `enc.maxpool` is replaced by `nn.Identity()`, or
     `enc.conv1` is replaced by a stride-1 convolution. Also followed: a SENet-style stem
@@ -289,15 +291,22 @@ class DroppedStemPool(Rule):
         return False
 
     def _is_resnet_factory(self, value: cst.BaseExpression) -> bool:
+        """A call of a ResNet constructor, also picked from a dict of them or by
+        ``getattr(torchvision.models, name)`` (every constructor it may call is one)."""
         if type(value) is not cst.Call:
             return False
-        qualified = self.qualify(value.func)
-        if qualified is None:
-            return False
+        function = enclosing(self.context, cst.FunctionDef)
+        callees = possible_callees(value.func, self.qualify, self.context.module, function)
+        return bool(callees) and all(self._resnet_constructor(value, qualified) for qualified in callees)
+
+    @staticmethod
+    def _resnet_constructor(value: cst.Call, qualified: str) -> bool:
         if qualified == "timm.create_model" and value.args:
             name = value.args[0].value
             return type(name) is cst.SimpleString and name.evaluated_value.startswith(_RESNET_PREFIXES)
         package, _, function = qualified.rpartition(".")
+        if package in ("torchvision.models", "timm.models") and not function:
+            return True  # `getattr(torchvision.models, name)`: its `maxpool`/`conv1` are used below
         return package.startswith(_RESNET_PACKAGES) and function.startswith(_RESNET_PREFIXES)
 
     def _inherits_resnet(self, classdef: cst.ClassDef) -> bool:
