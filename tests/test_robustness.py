@@ -313,3 +313,22 @@ def test_ctrl_c_stops_at_once_with_130(tmp_path, where):
     assert process.returncode == 130
     assert err.decode().strip() == "torchmemlint: interrupted"
     assert b"TML900" not in out and b"Found" not in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.2, 0.4, 0.8])
+def test_ctrl_c_while_starting_is_the_same_one_line_and_130(tmp_path, delay):
+    # Right after the start the CLI is still importing its modules or parsing the command line
+    # (on a loaded machine for seconds): no traceback, no click "Aborted!", the same exit.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "big.py").write_text(big_model(3000))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "torchmemlint", "--no-cache", "-j", "1", "src"],
+        cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env(),
+    )
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert (process.returncode, err.decode().strip()) == (130, "torchmemlint: interrupted")
+    assert b"Found" not in out

@@ -6,7 +6,7 @@ import difflib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -68,6 +68,14 @@ class _DefaultCommandGroup(click.Group):
         # and exits 1); the worker processes are stopped by the pool (torchmemlint/pool.py).
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("torchmemlint: interrupted", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        # the same while the command line is still being parsed (a Ctrl-C right at the start)
+        try:
+            return super().make_context(*args, **kwargs)
         except KeyboardInterrupt:
             click.echo("torchmemlint: interrupted", err=True)
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None

@@ -311,9 +311,9 @@ class MissingInplaceNoSaving(_MissingInplace):
         fix = FixSpec(applicability, "Pass `inplace=True`", (edit,)) if edit else None
         self.report(
             site.node,
-            f"{site.label} could run in place, but that saves no training memory. "
-            f"{reason[:1].upper()}{reason[1:]} (measured 0 B of training peak); it only drops a forward temporary, which can lower "
-            "an inference peak",
+            "Running this activation in place would save no training memory. "
+            f"{site.label} could run in place, but {reason} (measured 0 B of training peak); it "
+            "only drops a forward temporary, which can lower an inference peak",
             fix,
         )
 
