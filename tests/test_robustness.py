@@ -289,6 +289,13 @@ def test_unreadable_files_and_directories_are_e902_and_the_rest_is_linted(tmp_pa
 
 
 # -- 6. Ctrl-C ---------------------------------------------------------------------------------
+def _ctrl_c_as_in_a_terminal() -> None:
+    # pytest-xdist's workers ignore SIGINT and a child inherits that (a program started with
+    # SIGINT ignored must keep ignoring it, as POSIX shells start background jobs): the CLI is
+    # started here as a terminal starts it, with SIGINT's default action.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("where", ["stdin", "workers"])
 def test_ctrl_c_stops_at_once_with_130(tmp_path, where):
@@ -298,7 +305,7 @@ def test_ctrl_c_stops_at_once_with_130(tmp_path, where):
     process = subprocess.Popen(
         [sys.executable, "-m", "torchmemlint", *args],
         cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env(),
+        env=env(), preexec_fn=_ctrl_c_as_in_a_terminal,
     )
     if where == "stdin":
         process.stdin.write((tmp_path / "src" / "big.py").read_bytes())
