@@ -218,6 +218,11 @@ class Cache:
         if not self.secret:
             return
         body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        self._write_signed(entry, body)
+
+    def _write_signed(self, entry: str, body: bytes) -> None:
+        """``body`` under its HMAC, written atomically; a read-only tree or a full disk only
+        means linting without a cache."""
         payload = self._mac(entry, body).encode("ascii") + b"\n" + body
         try:
             self._prepare()
@@ -235,7 +240,7 @@ class Cache:
                     pass
                 raise
         except OSError:
-            pass  # a read-only tree, a full disk: lint without a cache
+            pass
 
     # -- documents: other data kept for this tool key (the project's module summaries) -------
     def document_path(self, name: str) -> str:
@@ -269,24 +274,7 @@ class Cache:
         body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         if len(body) > _MAX_ENTRY_BYTES:
             return
-        payload = self._mac(entry, body).encode("ascii") + b"\n" + body
-        try:
-            self._prepare()
-            directory = os.path.dirname(entry)
-            os.makedirs(directory, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-            try:
-                with os.fdopen(handle, "wb") as stream:
-                    stream.write(payload)
-                os.replace(temporary, entry)
-            except BaseException:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
-                raise
-        except OSError:
-            pass
+        self._write_signed(entry, body)
 
     def _prepare(self) -> None:
         """Create the directory with its .gitignore and CACHEDIR.TAG (idempotent, race-safe)."""
