@@ -189,6 +189,14 @@ class Cache:
         """The stored findings for a file whose bytes hash to ``content_hash``; None (a miss)
         for an entry that is missing, not authentic, or not of the schema ``put`` writes.
         ``source``: the file's bytes, to check that the rows stored lie within it."""
+        data = self._read_signed(entry)
+        if data is None:
+            return None
+        rows = _line_count(source) if source is not None else None
+        return _valid_findings(data, content_hash, rows)
+
+    def _read_signed(self, entry: str) -> Optional[Any]:
+        """The JSON ``_write_signed`` stored at ``entry``, when its HMAC holds; None otherwise."""
         if not self.secret:
             return None
         try:
@@ -199,15 +207,12 @@ class Cache:
         mac, newline, body = raw.partition(b"\n")
         if not newline or len(raw) > _MAX_ENTRY_BYTES:
             return None
-        expected = self._mac(entry, body).encode("ascii")
-        if not hmac.compare_digest(mac, expected):
+        if not hmac.compare_digest(mac, self._mac(entry, body).encode("ascii")):
             return None
         try:
-            data = json.loads(body.decode("utf-8"))
+            return json.loads(body.decode("utf-8"))
         except (ValueError, RecursionError, MemoryError):
             return None
-        rows = _line_count(source) if source is not None else None
-        return _valid_findings(data, content_hash, rows)
 
     def put(self, entry: str, content_hash: str, filename: str, findings: List[Finding]) -> None:
         data = {
@@ -249,23 +254,7 @@ class Cache:
     def get_document(self, name: str) -> Optional[Any]:
         """The JSON stored with ``put_document(name, ...)``, when authentic; None otherwise (the
         caller checks its schema, as ``get`` does for findings)."""
-        if not self.secret:
-            return None
-        entry = self.document_path(name)
-        try:
-            with open(entry, "rb") as handle:
-                raw = handle.read(_MAX_ENTRY_BYTES + 1)
-        except OSError:
-            return None
-        mac, newline, body = raw.partition(b"\n")
-        if not newline or len(raw) > _MAX_ENTRY_BYTES:
-            return None
-        if not hmac.compare_digest(mac, self._mac(entry, body).encode("ascii")):
-            return None
-        try:
-            return json.loads(body.decode("utf-8"))
-        except (ValueError, RecursionError, MemoryError):
-            return None
+        return self._read_signed(self.document_path(name))
 
     def put_document(self, name: str, data: Any) -> None:
         if not self.secret:
