@@ -131,6 +131,19 @@ class FileContext:
             raise AnalysisError(value.key, value.error)
         return value
 
+    def close(self) -> None:
+        """Drop what the file's lint built: the analyses refer to each other and to this
+        context, and those reference cycles would hold the whole tree until Python's cyclic
+        garbage collector walked it (about a tenth of a timm lint, benchmarks/README.md,
+        "Garbage collection"); broken here, the tree is freed as soon as the lint returns."""
+        if self._analysis is not None:
+            self._analysis.close()
+        for value in self._shared.values():
+            close = getattr(value, "close", None)
+            if close is not None:
+                close()
+        self.__dict__.clear()
+
     def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
         top = self.statement_stack[0] if self.statement_stack else None
         self.pending.append(_PendingFinding(code, node, message, fix, top))

@@ -400,12 +400,15 @@ def _lint_source(
             message = internal_error_message(what, error)
             context.pending.append(_PendingFinding(INTERNAL_ERROR, module, message, None))
     walker = _BatchedWalker(context, rules)
-    walker.walk(module)
-    if not context.pending:
+    try:
+        walker.walk(module)
+        pending = context.pending
+    finally:
+        context.close()
+        del rules[:], walker.rules[:]
+    if not pending:
         return []
-    findings = resolve_findings(
-        module, filename, context.pending, text, walker.statements, document
-    )
+    findings = resolve_findings(module, filename, pending, text, walker.statements, document)
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)
     return sorted(findings, key=lambda finding: finding.sort_key)

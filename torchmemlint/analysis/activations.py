@@ -128,6 +128,10 @@ class InplaceAnalysis:
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
         self._alias_names: Optional[FunctionAliases] = None
 
+    def close(self) -> None:
+        """Drop the sites (``FileContext.close``): an unsettled one refers back to this."""
+        self.__dict__.clear()
+
     def sites(self, call: cst.Call) -> List[Site]:
         name = terminal_name(call.func)
         if name not in self.watched_names and not (

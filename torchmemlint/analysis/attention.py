@@ -361,7 +361,9 @@ class _Question:
                     return True
             return False
 
-        return any(reads(value) for value in self.chain.values())
+        escapes = any(reads(value) for value in self.chain.values())
+        del reads  # it refers to itself: a cycle holding the graph until a garbage collection
+        return escapes
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two

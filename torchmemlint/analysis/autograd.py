@@ -267,6 +267,7 @@ def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
                     scan(_suite_statements(suite), function)
 
     scan(statements, None)
+    del scan  # it refers to itself
     # Decorator factories and wrappers whose body (nested functions included) uses torch's
     # grad-mode switches: `def smart_inference_mode(): def decorate(fn): return
     # torch.inference_mode()(fn) ...`.
@@ -325,6 +326,12 @@ class ScopeWalk:
         self._module_classes: Optional[Set[str]] = None
         # the file's project (``analysis/links.py``), set by ``FileAnalysis``; None: the file alone
         self.links: Optional[Any] = None
+
+    def close(self) -> None:
+        """Break the class <-> method links (``FileAnalysis.close``)."""
+        for facts in self.classes:
+            facts.methods.clear()
+        self.__dict__.clear()
 
     def project_module_class(self, func: cst.BaseExpression) -> bool:
         """``func`` names a class that another file of the project (or this one) defines and

@@ -61,6 +61,13 @@ class FileAnalysis:
         # comes from), set by the context that lints it; None: the file alone.
         self.links: Optional[Any] = None
 
+    def close(self) -> None:
+        """Drop every part built (``FileContext.close``): they refer to each other."""
+        for part in (self._scopes, self._values):
+            if part is not None:
+                part.close()
+        self.__dict__.clear()
+
     @property
     def index(self) -> NodeIndex:
         """The file's nodes in pre-order with parents, subtree ranges and nodes by type

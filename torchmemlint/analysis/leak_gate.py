@@ -233,10 +233,12 @@ def _sink_code(facts: LoopFacts) -> bool:
                 return True
         return False
 
-    return any(
+    found = any(
         function.may_run_module(facts.module_stores) and sinks(function, 2)
         for function in facts.functions
     )
+    del sinks  # it refers to itself: a cycle holding the file's facts until a collection
+    return found
 
 
 def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:

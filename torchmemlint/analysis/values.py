@@ -118,6 +118,10 @@ class FileValues:
                     if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
                         self._constants[small.targets[0].target.value] = small.value  # type: ignore[attr-defined]
 
+    def close(self) -> None:
+        """Drop the graphs, which refer back to this file (``FileAnalysis.close``)."""
+        self.__dict__.clear()
+
     def functions(self) -> List[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]:
         """Every function of the file, in order, with the class it is directly a method of."""
         if self._ordered is None:
