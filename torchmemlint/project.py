@@ -41,7 +41,7 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchmemlint.project_files import MAX_NEIGHBOURS, LazySummaries, SummaryStore, _neighbours, _read, _stamp
 
@@ -328,16 +328,6 @@ class Located:
         return self.module.classes.get(self.name) if self.module is not None and self.kind == "class" else None
 
 
-@dataclass
-class _ProjectFacts:
-    """Project-wide facts, gathered once: the first module of each kind, by name."""
-
-    unreadable: Optional[ModuleSummary] = None
-    ordered_walk: Optional[ModuleSummary] = None
-    strings: Dict[str, ModuleSummary] = field(default_factory=dict)
-    foreign_reads: Dict[str, List[ModuleSummary]] = field(default_factory=dict)
-
-
 class ProjectIndex:
     """The modules of one run's project and the questions rules ask across them."""
 
@@ -355,7 +345,6 @@ class ProjectIndex:
             self.by_path, self.by_name = by_path, by_name
         self._subclasses: Optional[Dict[Tuple[str, str], List[Tuple[ModuleSummary, ClassSummary]]]] = None
         self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
-        self._project_facts: Optional[_ProjectFacts] = None
         self._root_names: Optional[FrozenSet[str]] = None
         self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
 
@@ -603,36 +592,33 @@ class ProjectIndex:
         module = self.module_of(path)
         if module is None:
             return None
-        facts = self._facts()
-        if facts.unreadable is not None:
-            return f"`{_display(facts.unreadable.path)}` could not be read ({facts.unreadable.error})"
-        if facts.ordered_walk is not None:
-            return f"`{_display(facts.ordered_walk.path)}` walks modules' children in order"
-        named = facts.strings.get(attribute)
-        if named is not None:
-            return f"`{_display(named.path)}` names `{attribute}` in a string"
-        for other in facts.foreign_reads.get(attribute, ()):
-            if other is not module:
-                return f"`{_display(other.path)}` reads `.{attribute}`"
+        # The first module that reaches it is enough (the fix is dropped either way): the file's
+        # own module, the modules it imports, then the others; a project where nothing does is
+        # read whole, once (the summaries are kept).
+        for summary in self._reach_order(module):
+            if summary.error is not None:
+                return f"`{_display(summary.path)}` could not be read ({summary.error})"
+            if summary.ordered_walk:
+                return f"`{_display(summary.path)}` walks modules' children in order"
+            if attribute in summary.strings:
+                return f"`{_display(summary.path)}` names `{attribute}` in a string"
+            if summary is not module and attribute in summary.foreign_reads:
+                return f"`{_display(summary.path)}` reads `.{attribute}`"
         for owner, klass in self.subclasses(module, classname):
             if attribute in klass.read:
                 return f"subclass `{klass.name}` in `{_display(owner.path)}` uses `self.{attribute}`"
         return None
 
-    def _facts(self) -> "_ProjectFacts":
-        if self._project_facts is None:
-            facts = _ProjectFacts()
-            for summary in self.by_path.values():
-                if summary.error is not None and facts.unreadable is None:
-                    facts.unreadable = summary
-                if summary.ordered_walk and facts.ordered_walk is None:
-                    facts.ordered_walk = summary
-                for string in summary.strings:
-                    facts.strings.setdefault(string, summary)
-                for name in summary.foreign_reads:
-                    facts.foreign_reads.setdefault(name, []).append(summary)
-            self._project_facts = facts
-        return self._project_facts
+    def _reach_order(self, module: ModuleSummary) -> Iterator[ModuleSummary]:
+        seen = {module.path}
+        yield module
+        for other in self.dependencies(module.path):
+            if other.path not in seen:
+                seen.add(other.path)
+                yield other
+        for path in sorted(self.by_path):
+            if path not in seen:
+                yield self.by_path[path]
 
     def key_for(self, path: str, facts: FrozenSet[str] = frozenset({"attributes", "imports"})) -> str:
         """A digest of the project facts the findings of ``path`` may depend on: who reaches

@@ -18,7 +18,7 @@ from torchmemlint.analysis.checkpoints import (
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
-from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk
+from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk_types
 from torchmemlint.tree import scan
 
 
@@ -46,6 +46,9 @@ class CallableModel:
         self._models: Dict[int, InitModel] = {}
         self._class_contents: Dict[int, Dict[str, Found]] = {}
         self._in_progress: Set[int] = set()
+        # function_contents by (function, where it is evaluated, depth): a checkpointed
+        # block's methods are met again from every call that reaches them
+        self._function_contents: Dict[Tuple[int, int, int, Optional[str], int, int], Dict[str, Found]] = {}
         self._mentions: Dict[int, bool] = {}
         self._layer_counts: Dict[int, int] = {}
         self._relative_wrappers: Optional[Dict[str, Wrapper]] = None
@@ -399,8 +402,8 @@ class CallableModel:
         if depth > self.MAX_DEPTH:
             return found
         env = env or Env(_scope_of(function, self.root), None, None, function)
-        for node in _walk(function.body):
-            if type(node) is cst.Return and node.value is not None:
+        for node in _walk_types(function.body, (cst.Return,)):
+            if node.value is not None:
                 for trait, item in self.contents(node.value, env, f"{function.name.value}()", depth + 1).items():
                     found.setdefault(trait, item)
         return found
@@ -450,11 +453,21 @@ class CallableModel:
         self, function: Union[cst.FunctionDef, cst.Lambda], env: Env, depth: int
     ) -> Dict[str, Found]:
         """Traits of the calls in a function body and of the `self` modules it uses."""
-        found: Dict[str, Found] = {}
         if depth > self.MAX_DEPTH:
-            return found
+            return {}
+        key = (id(function), id(env.scope), id(env.owner), env.self_name, id(env.function), depth)
+        found = self._function_contents.get(key)
+        if found is None:
+            found = self._function_contents[key] = self._function_contents_of(function, env, depth)
+        return found
+
+    def _function_contents_of(
+        self, function: Union[cst.FunctionDef, cst.Lambda], env: Env, depth: int
+    ) -> Dict[str, Found]:
+        found: Dict[str, Found] = {}
         label = self._function_label(function, env)
-        for node in _walk(function.body if type(function) is cst.FunctionDef else function):
+        body = function.body if type(function) is cst.FunctionDef else function
+        for node in _walk_types(body, (cst.Attribute, cst.Call)):
             more: Dict[str, Found] = {}
             if type(node) is cst.Attribute and type(node.value) is cst.Name:
                 path = self_path(node, env.self_name)
