@@ -260,6 +260,8 @@ def main(argv=None) -> int:
         path = Path(args.labels)
         stem = path.stem[:-len("_labels")] if path.stem.endswith("_labels") else path.stem
         sets, out = {stem: path}, RESULTS / f"{stem}.json"
+        if out.resolve() == path.resolve():  # a label file not named *_labels.json: never overwrite it
+            out = RESULTS / f"{stem}_results.json"
     corpus = Path(args.corpus_dir) if args.corpus_dir else None
     loaded = {}
     for name, path in sets.items():
