@@ -2,6 +2,7 @@
 """Recall and precision of every default rule, per code and per family, on held-out real code.
 
     python benchmarks/recall_families.py [--cache DIR] [--tool PATH] [--label NAME] [--set NAME]
+    python benchmarks/recall_families.py --labels FILE [--corpus-dir DIR] [--cache DIR] [--tool PATH] [--label NAME]
 
 Two label sets, both hand-labelled by reading the code before any rule ran on it:
 
@@ -29,6 +30,12 @@ finding is looked up in the set's ``judged`` list (``true``: a site the labeller
 as a hit and a true site; ``false``: a false positive); one that is in neither is *unjudged*,
 listed, and counted as false in the precision given. Results: ``results/recall_families.json``
 under ``--label`` (other labels kept) and a Markdown table with every miss on stdout.
+
+``--labels FILE`` measures one label file of the ``families`` format instead (its packages,
+files, sites, ignore and judged lists; e.g. ``results/recall_holdout2_labels.json``, the second
+held-out set), and writes ``results/<FILE's stem without _labels>.json``
+(``results/recall_holdout2.json``). ``--corpus-dir DIR`` extracts the wheels to
+``DIR/<name>-<version>/`` instead of ``<cache>/recall-families/``.
 """
 from __future__ import annotations
 
@@ -110,8 +117,9 @@ def enclosing_function(source: str, row: int) -> str:
     return best
 
 
-def measure(name: str, labels: dict, cache: Path, tool: Path) -> dict:
+def measure(name: str, labels: dict, cache: Path, tool: Path, corpus: Optional[Path] = None) -> dict:
     codes = labels["codes"] or default_codes(tool)
+    corpus = corpus or cache / "recall-families"
     wheels = cache / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     findings: List[Tuple[Key, str]] = []
@@ -123,7 +131,7 @@ def measure(name: str, labels: dict, cache: Path, tool: Path) -> dict:
         if not files:
             continue
         pkg, version = split_requirement(requirement)
-        dest = cache / "recall-families" / f"{pkg}-{version}"
+        dest = corpus / f"{pkg}-{version}"
         extract(download(requirement, wheels), dest)
         missing = [f for f in files if not (dest / f).is_file()]
         if missing:
@@ -240,19 +248,36 @@ def main(argv=None) -> int:
     parser.add_argument("--tool", default=str(REPO), help="the directory holding the torchmemlint package to run")
     parser.add_argument("--label", default="current", help="the name of this run in the results")
     parser.add_argument("--set", choices=sorted(SETS) + ["all"], default="all")
+    parser.add_argument("--labels", help="a label file of the families format to measure instead of --set")
+    parser.add_argument("--corpus-dir", help="where to extract the wheels (default: <cache>/recall-families)")
     args = parser.parse_args(argv)
     tool = Path(args.tool).resolve()
     if not (tool / "torchmemlint" / "__init__.py").is_file():
         print(f"error: no torchmemlint package in {tool}", file=sys.stderr)
         return 2
-    results = json.loads(OUT.read_text(encoding="utf-8")) if OUT.exists() else {}
+    sets, out = {name: SETS[name] for name in (sorted(SETS) if args.set == "all" else [args.set])}, OUT
+    if args.labels:
+        path = Path(args.labels)
+        stem = path.stem[:-len("_labels")] if path.stem.endswith("_labels") else path.stem
+        sets, out = {stem: path}, RESULTS / f"{stem}.json"
+        if out.resolve() == path.resolve():  # a label file not named *_labels.json: never overwrite it
+            out = RESULTS / f"{stem}_results.json"
+    corpus = Path(args.corpus_dir) if args.corpus_dir else None
+    loaded = {}
+    for name, path in sets.items():
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            loaded[name] = normalise(raw, name if name in SETS else "families")
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"error: cannot read label file {path}: {error!r}", file=sys.stderr)
+            return 2
+    results = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     run = results.get(args.label, {})
-    for name in (sorted(SETS) if args.set == "all" else [args.set]):
-        labels = normalise(json.loads(SETS[name].read_text(encoding="utf-8")), name)
-        run[name] = measure(name, labels, cache_dir(args.cache), tool)
+    for name, labels in loaded.items():
+        run[name] = measure(name, labels, cache_dir(args.cache), tool, corpus)
         print(table(run[name]) + "\n")
     results[args.label] = run
-    OUT.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
