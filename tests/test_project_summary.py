@@ -77,7 +77,9 @@ def test_one_file_at_a_time_shares_the_index_and_rereads_only_what_changed(tmp_p
         (package / f"{name}.py").write_text(f"class {name.upper()}:\n    pass\n", encoding="utf-8")
     read = []
     real = project.summarize
-    monkeypatch.setattr(project, "summarize", lambda path, text: read.append(path) or real(path, text))
+    monkeypatch.setattr(
+        project, "summarize", lambda path, text, **kw: read.append(path) or real(path, text, **kw)
+    )
     registry = project.ProjectRegistry()
     paths = [str(package / f"{name}.py") for name in ("a", "b", "c")]
     first = registry.index_for(paths[0], (package / "a.py").read_text(encoding="utf-8"))
@@ -93,7 +95,10 @@ def test_one_file_at_a_time_shares_the_index_and_rereads_only_what_changed(tmp_p
     assert edited is not first
     list(edited.by_path.values())
     assert read == [str(package / "c.py")]
-    assert edited.by_path[str(package / "c.py")].classes["C"].read == frozenset({"x"})
+    summary = edited.by_path[str(package / "c.py")]
+    # who reads which attribute is read only when asked (only the TML101 fix asks)
+    assert not summary.reach_known and summary.classes["C"].read == frozenset()
+    assert project.ensure_reach(summary).classes["C"].read == frozenset({"x"})
 
 
 def test_the_import_key_summarizes_only_the_modules_the_imports_resolve_through(tmp_path, monkeypatch):
@@ -114,7 +119,7 @@ def test_the_import_key_summarizes_only_the_modules_the_imports_resolve_through(
     (package / "other.py").write_text("class Other:\n    pass\n", encoding="utf-8")
     read = []
     real = project.summarize
-    monkeypatch.setattr(project, "summarize", lambda path, text: read.append(path) or real(path, text))
+    monkeypatch.setattr(project, "summarize", lambda path, text, **kw: read.append(path) or real(path, text, **kw))
     project._SUMMARIES.clear()
     model = str(package / "model.py")
     index = project.ProjectIndex.for_files([model])
@@ -159,7 +164,7 @@ def test_summaries_kept_in_the_cache_directory_are_read_back_only_when_authentic
     assert cache is not None
     read = []
     real = project.summarize
-    monkeypatch.setattr(project, "summarize", lambda path, text: read.append(path) or real(path, text))
+    monkeypatch.setattr(project, "summarize", lambda path, text, **kw: read.append(path) or real(path, text, **kw))
 
     def run():
         read.clear()
@@ -189,3 +194,29 @@ def test_summaries_kept_in_the_cache_directory_are_read_back_only_when_authentic
     signed = hmac.new(secret, document.name.encode() + b"\0" + body, hashlib.sha256).hexdigest()
     document.write_bytes(signed.encode() + b"\n" + body)
     assert run() == edited and read == [str(package / "blocks.py")]
+
+
+def test_who_reads_an_attribute_is_read_when_first_asked_also_after_the_store():
+    # the index summarizes without these facts (only the TML101 fix asks for them); a stored
+    # record without them is read back as such, and they are read from the text when asked
+    from torchmemlint import project
+    from torchmemlint.project_files import SummaryStore
+
+    text = "import x\n\nclass A:\n    def f(self, y):\n        self.a = y.c\n        return self.b\n"
+    for reach in (False, True):
+        store = SummaryStore(project.ModuleSummary, project.ClassSummary)
+        store.load(None)
+        made = project.summarize("/p/m.py", text, reach=reach)
+        assert made.reach_known is reach
+        store.add(made)
+        again = SummaryStore(project.ModuleSummary, project.ClassSummary)
+        again.load(store.dump())
+        read = again.get("/p/m.py", made.name, made.package, made.digest)
+        assert read is not None and read.reach_known is reach and read.classes["A"].bases == ()
+        read.text = text
+        project.ensure_reach(read)
+        assert read.classes["A"].assigned == {"a"} and read.classes["A"].read == {"b"}
+        assert "c" in read.foreign_reads and read.reach_known
+    lost = project.summarize("/p/m.py", text, reach=False)
+    lost.text = None  # no text to read them from: it may read anything
+    assert project.ensure_reach(lost).error is not None

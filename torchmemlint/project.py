@@ -92,6 +92,11 @@ class ModuleSummary:
     functions: FrozenSet[str] = frozenset()  # top-level ``def`` names
     digest: str = ""  # of the text summarised: what a dependant's cache key holds of it
 
+    # Not stored with the summary: whether foreign_reads, strings, ordered_walk and the
+    # classes' assigned/read/builds were read (``ensure_reach``), and the text they are read from.
+    reach_known = False
+    text = None  # (Optional[str])
+
 
 def module_name(path: str) -> Tuple[str, str]:
     """``(dotted name, package)`` of the module at ``path``, from the ``__init__.py`` files above it."""
@@ -144,8 +149,13 @@ def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def summarize(path: str, text: str) -> ModuleSummary:
-    """What the module at ``path`` (its source ``text``) says to the rest of the project."""
+def summarize(path: str, text: str, reach: bool = True) -> ModuleSummary:
+    """What the module at ``path`` (its source ``text``) says to the rest of the project.
+
+    Without ``reach``, only what names resolve through (imports, classes and their bases,
+    functions): the facts of who reads which attribute (``ensure_reach``), which only the
+    TML101 fix asks, are read from ``text`` when first asked; the index summarizes every
+    module a file imports for the result cache's key, and this part is half the cost."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
     summary.digest = _digest(text)
@@ -171,11 +181,48 @@ def summarize(path: str, text: str) -> ModuleSummary:
                 local = alias.asname or alias.name
                 summary.imports[local] = f"{source}.{alias.name}" if source else alias.name
                 imported.add(local)
+    functions: Set[str] = set()
+    for statement in tree.body:
+        if type(statement) is ast.ClassDef:
+            bases = tuple(dotted for dotted in (_dotted(base) for base in statement.bases) if dotted)
+            summary.classes[statement.name] = ClassSummary(statement.name, bases, frozenset(), frozenset())
+        elif type(statement) in (ast.FunctionDef, ast.AsyncFunctionDef):
+            functions.add(statement.name)  # type: ignore[attr-defined]
+    summary.functions = frozenset(functions)
+    summary.text = text
+    if reach:
+        _read_reach(summary, tree, imported)
+    return summary
+
+
+def ensure_reach(summary: ModuleSummary) -> ModuleSummary:
+    """``summary`` with the facts of who reads which attribute read (``summarize``)."""
+    if summary.reach_known or summary.error is not None:
+        return summary
+    text = summary.text
+    try:
+        if text is None:
+            raise ValueError("its text is no longer known")
+        tree = compile(text, summary.path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        summary.error = f"{type(error).__name__}: {error}"
+        return summary
+    imported = {
+        alias.asname or (alias.name.split(".")[0] if type(statement) is ast.Import else alias.name)
+        for statement in _statements(tree) if type(statement) in (ast.Import, ast.ImportFrom)
+        for alias in statement.names  # type: ignore[attr-defined]
+        if alias.name != "*"
+    }
+    _read_reach(summary, tree, imported)
+    STORE.add(summary)  # stored again, with these facts
+    return summary
+
+
+def _read_reach(summary: ModuleSummary, tree: ast.Module, imported: Set[str]) -> None:
     foreign: Set[str] = set()
     named: List[Tuple[str, str]] = []  # (attribute, the name it is read on): foreign unless imported
     strings: Set[str] = set()
     ordered = False
-    functions: Set[str] = set()
     # one walk of each top-level statement; a class's own `self.<name>` reads and stores too
     for statement in tree.body:
         is_class = type(statement) is ast.ClassDef
@@ -209,19 +256,14 @@ def summarize(path: str, text: str) -> ModuleSummary:
                 if node.arg in ORDERED_WALKS:  # type: ignore[attr-defined]
                     ordered = True
         if is_class:
-            bases = tuple(dotted for dotted in (_dotted(base) for base in statement.bases) if dotted)  # type: ignore
-            summary.classes[statement.name] = ClassSummary(  # type: ignore[attr-defined]
-                statement.name, bases, frozenset(assigned), frozenset(read),  # type: ignore[attr-defined]
-                _builds(statement),  # type: ignore[arg-type]
-            )
-        elif type(statement) in (ast.FunctionDef, ast.AsyncFunctionDef):
-            functions.add(statement.name)  # type: ignore[attr-defined]
+            klass = summary.classes[statement.name]  # type: ignore[attr-defined]
+            klass.assigned, klass.read = frozenset(assigned), frozenset(read)
+            klass.builds = _builds(statement)  # type: ignore[arg-type]
     foreign.update(attr for attr, name in named if name not in imported)
-    summary.functions = frozenset(functions)
     summary.foreign_reads = frozenset(foreign)
     summary.strings = frozenset(strings)
     summary.ordered_walk = ordered
-    return summary
+    summary.reach_known = True
 
 
 # The summary of each module last read, and the text it was read from: an index rebuilt because
@@ -241,8 +283,9 @@ def _summary_of(path: str, text: str) -> ModuleSummary:
         name, package = module_name(path)
         summary = STORE.get(path, name, package, _digest(text))
     if summary is None:
-        summary = summarize(path, text)
+        summary = summarize(path, text, reach=False)
         STORE.add(summary)
+    summary.text = text
     with _SUMMARIES_LOCK:
         if len(_SUMMARIES) >= 4 * MAX_NEIGHBOURS:
             _SUMMARIES.clear()
@@ -483,6 +526,14 @@ class ProjectIndex:
             self._root_names = frozenset(name.partition(".")[0] for name in self.by_name if name)
         return self._root_names
 
+    @staticmethod
+    def class_facts(located: "Located") -> Optional[ClassSummary]:
+        """The summary of the project class ``located``, with what its methods assign and
+        read and what ``__init__`` builds (``ensure_reach``); None for an outside class."""
+        if located.module is None or located.klass is None:
+            return None
+        return ensure_reach(located.module).classes.get(located.klass.name)
+
     def ancestry(self, path: str, dotted: str) -> List["Located"]:
         """The class ``dotted`` names in ``path`` and every class it derives from, nearest
         first: project classes (with their summaries) and outside ones by absolute name."""
@@ -596,6 +647,7 @@ class ProjectIndex:
         # own module, the modules it imports, then the others; a project where nothing does is
         # read whole, once (the summaries are kept).
         for summary in self._reach_order(module):
+            ensure_reach(summary)
             if summary.error is not None:
                 return f"`{_display(summary.path)}` could not be read ({summary.error})"
             if summary.ordered_walk:
@@ -605,7 +657,7 @@ class ProjectIndex:
             if summary is not module and attribute in summary.foreign_reads:
                 return f"`{_display(summary.path)}` reads `.{attribute}`"
         for owner, klass in self.subclasses(module, classname):
-            if attribute in klass.read:
+            if attribute in ensure_reach(owner).classes[klass.name].read:
                 return f"subclass `{klass.name}` in `{_display(owner.path)}` uses `self.{attribute}`"
         return None
 
@@ -630,6 +682,7 @@ class ProjectIndex:
             module = self.by_path.get(absolute)
             parts: List[str] = []
             if module is not None and "attributes" in facts:
+                ensure_reach(module)
                 for klass in sorted(module.classes.values(), key=lambda k: k.name):
                     for attribute in sorted(klass.assigned):
                         why = self.attribute_reached(absolute, klass.name, attribute)

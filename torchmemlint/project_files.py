@@ -58,7 +58,10 @@ _MODULE_FIELDS = (
     "path", "name", "package", "imports", "star", "classes", "foreign_reads", "strings",
     "ordered_walk", "error", "functions", "digest",
 )
-_RECORD_KEYS = {"imports", "star", "classes", "foreign_reads", "strings", "ordered_walk", "functions"}
+_CORE_KEYS = {"imports", "star", "classes", "functions"}
+# Who reads which attribute (``project.ensure_reach``): stored when it was read, else read
+# again from the text when first asked.
+_REACH_KEYS = {"foreign_reads", "strings", "ordered_walk"}
 
 
 class SummaryStore:
@@ -118,50 +121,59 @@ class SummaryStore:
     def add(self, summary: Any) -> None:
         if self.records is None or summary.error is not None or not self._known:
             return
+        reach = summary.reach_known
         record = {
             "imports": summary.imports,
             "star": summary.star,
             "classes": [
                 [k.name, list(k.bases), sorted(k.assigned), sorted(k.read), [list(b) for b in k.builds]]
+                if reach else [k.name, list(k.bases)]
                 for k in summary.classes.values()
             ],
-            "foreign_reads": sorted(summary.foreign_reads),
-            "strings": sorted(summary.strings),
-            "ordered_walk": summary.ordered_walk,
             "functions": sorted(summary.functions),
         }
+        if reach:
+            record.update(
+                foreign_reads=sorted(summary.foreign_reads), strings=sorted(summary.strings),
+                ordered_walk=summary.ordered_walk,
+            )
         with self._lock:
             self.used[self.key(summary.digest, summary.name, summary.package)] = record
             self.added = True
 
     def _decode(self, record: Any, path: str, name: str, package: str, digest: str) -> Optional[Any]:
-        if type(record) is not dict or set(record) != _RECORD_KEYS:
+        if type(record) is not dict or set(record) not in (_CORE_KEYS, _CORE_KEYS | _REACH_KEYS):
             return None
+        reach = set(record) != _CORE_KEYS
         imports, classes = record["imports"], record["classes"]
         if type(imports) is not dict or not all(type(k) is str and type(v) is str for k, v in imports.items()):
             return None
-        if not all(_strings(record[k]) for k in ("star", "foreign_reads", "strings", "functions")):
+        lists = ("star", "functions", "foreign_reads", "strings") if reach else ("star", "functions")
+        if not all(_strings(record[k]) for k in lists) or type(classes) is not list:
             return None
-        if type(record["ordered_walk"]) is not bool or type(classes) is not list:
+        if reach and type(record["ordered_walk"]) is not bool:
             return None
         built: Dict[str, Any] = {}
         for item in classes:
             if not (
-                type(item) is list and len(item) == 5 and type(item[0]) is str
-                and all(_strings(part) for part in item[1:4]) and type(item[4]) is list
-                and all(_strings(pair) and len(pair) == 2 for pair in item[4])
+                type(item) is list and len(item) == (5 if reach else 2) and type(item[0]) is str
+                and all(_strings(part) for part in item[1:4])
+                and (not reach or (type(item[4]) is list and all(_strings(pair) and len(pair) == 2 for pair in item[4])))
             ):
                 return None
             built[item[0]] = self._class_type(
-                item[0], tuple(item[1]), frozenset(item[2]), frozenset(item[3]),
-                tuple((pair[0], pair[1]) for pair in item[4]),
+                item[0], tuple(item[1]), frozenset(item[2]) if reach else frozenset(),
+                frozenset(item[3]) if reach else frozenset(),
+                tuple((pair[0], pair[1]) for pair in item[4]) if reach else (),
             )
         summary = self._module_type(path, name, package, dict(imports), list(record["star"]), built)
-        summary.foreign_reads = frozenset(record["foreign_reads"])
-        summary.strings = frozenset(record["strings"])
-        summary.ordered_walk = record["ordered_walk"]
         summary.functions = frozenset(record["functions"])
         summary.digest = digest
+        if reach:
+            summary.foreign_reads = frozenset(record["foreign_reads"])
+            summary.strings = frozenset(record["strings"])
+            summary.ordered_walk = record["ordered_walk"]
+            summary.reach_known = True
         return summary
 
 

@@ -328,7 +328,7 @@ class DroppedStemPool(Rule):
 
     @staticmethod
     def _resnet_stem(links, ancestor) -> bool:
-        klass = ancestor.klass
+        klass = links.index.class_facts(ancestor)
         if klass is None or not {"conv1", "layer1"} <= klass.assigned:
             return False
         pool = dict(klass.builds).get("maxpool")
