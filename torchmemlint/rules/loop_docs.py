@@ -56,9 +56,11 @@ TML501_DOCUMENTATION = """
     called on `self` that returns what it computes from it (`fake = self._apply_activate(fake)`)
     or consumes it. Quiet when the output is returned, stored, passed to an unknown function,
     or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
-    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook). One finding stands for the function (or loop) its
-    `torch.no_grad()` covers; the message says how many model calls that is when there are
-    several.
+    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook).
+
+    Each model call is its own finding at its own line (`# noqa` silences one call); the calls
+    under the same loop or function share one fix, applied once, and the message says how many
+    model calls that `torch.no_grad()` covers when there are several.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
