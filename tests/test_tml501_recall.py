@@ -187,7 +187,78 @@ generator = G()
         out = self.net(x)
         self._report(out)
 """, 1),
-    # look-alikes: a helper that keeps its argument, or hands it to an unknown function
+    "ctgan_helper_loops_and_static_helper": (HEAD + """class Synthesizer:
+    def __init__(self, spans):
+        self._generator = nn.Linear(8, 8)
+        self.spans = spans
+
+    @staticmethod
+    def _gumbel(logits, tau=1.0):
+        for _ in range(10):
+            transformed = F.gumbel_softmax(logits, tau=tau)
+            if not torch.isnan(transformed).any():
+                return transformed
+        raise ValueError("nan")
+
+    def _apply_activate(self, data):
+        data_t = []
+        st = 0
+        for kind, dim in self.spans:
+            if kind == "tanh":
+                data_t.append(torch.tanh(data[:, st:st + dim]))
+            else:
+                data_t.append(self._gumbel(data[:, st:st + dim], tau=0.2))
+            st += dim
+        return torch.cat(data_t, dim=1)
+
+    def sample(self, n, steps):
+        data = []
+        for _ in range(steps):
+            fake = self._generator(torch.randn(n, 8))
+            fakeact = self._apply_activate(fake)
+            data.append(fakeact.detach().cpu().numpy())
+        return data
+""", 1),
+    # look-alikes: a helper that keeps its argument, or hands it to an unknown function;
+    # a static helper that keeps it; the list holding the output returned or kept on self
+    "static_helper_keeps": (HEAD + """from somewhere import keep
+
+
+class Synthesizer:
+    def __init__(self):
+        self._generator = nn.Linear(8, 8)
+
+    @staticmethod
+    def _activate(logits):
+        keep(logits)
+        return torch.tanh(logits)
+
+    def sample(self, n):
+        fake = self._activate(self._generator(torch.randn(n, 8)))
+        return fake.detach().cpu().numpy()
+""", 0),
+    "list_of_outputs_returned": (HEAD + """def sample(generator, zs):
+    outs = []
+    for z in zs:
+        outs.append(generator(z))
+        outs.append(z)
+    return outs
+
+
+generator = nn.Linear(8, 8)
+""", 0),
+    "list_of_outputs_kept_on_self": (HEAD + """class Synth:
+    def __init__(self):
+        self.net = nn.Linear(8, 8)
+
+    def sample(self, zs):
+        outs = []
+        for z in zs:
+            outs.append(self.net(z))
+            outs.append(z)
+        self.last = outs
+        print(len(outs))
+""", 0),
     "helper_stores_argument": (HEAD + """class Synth:
     def __init__(self):
         self._generator = nn.Linear(8, 8)

@@ -365,12 +365,14 @@ def _helper_of(facts: ScopeFacts, analysis) -> "Callable[[cst.Call], Optional[He
             type(func) is cst.Attribute and type(func.value) is cst.Name and self_name is not None
             and func.value.value == self_name and func.attr.value in methods
         ):
-            function, bound = methods[func.attr.value], True
-            if any(
-                type(d.decorator) in (cst.Name, cst.Attribute) and dotted_name(d.decorator) in ("staticmethod", "classmethod")
-                for d in function.decorators
-            ):
-                return None
+            function = methods[func.attr.value]
+            decorators = {
+                dotted_name(d.decorator) for d in function.decorators
+                if type(d.decorator) in (cst.Name, cst.Attribute)
+            }
+            # a static method called on `self` takes the arguments as written; a class
+            # method's first parameter is the class, as a method's is `self`
+            bound = "staticmethod" not in decorators
         else:
             return None
         return Helper(function, analysis.flow(function), bound)
