@@ -297,6 +297,54 @@ def sample(generator, z):
 
 generator = nn.Linear(8, 8)
 """, 0),
+    # -- 2b. Lightning: the module a training hook of a callback is given -------------------
+    "lightning_callback_logs_images": ("""import torch
+import pytorch_lightning as pl
+from pytorch_lightning import Callback
+from torchvision.utils import make_grid
+
+
+class ImageLogger(Callback):
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        if trainer.global_step % 100 == 0:
+            hr, lr = batch
+            fake = pl_module(lr)
+            grid = torch.cat((make_grid(fake[:4]), make_grid(hr[:4])), -1)
+            trainer.logger.experiment.add_image("sr", grid, global_step=trainer.global_step)
+""", 1),
+    "lightning_module_annotated_function": ("""import lightning.pytorch as pl
+from torchvision.utils import save_image
+
+
+def log_samples(lit: pl.LightningModule, z, path):
+    save_image(lit(z), path)
+""", 1),
+    # look-alikes: a validation hook (Lightning runs it without autograd), a method of a
+    # class that is not a callback (its caller decides), the output kept on the callback
+    "lightning_validation_hook": ("""import pytorch_lightning as pl
+from pytorch_lightning import Callback
+
+
+class ImageLogger(Callback):
+    def on_validation_batch_end(self, trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        trainer.logger.experiment.add_image("sr", pl_module(batch[1])[0])
+""", 0),
+    "not_a_callback": ("""import pytorch_lightning as pl
+
+
+class ImageLogger:
+    def on_train_batch_end(self, trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        trainer.logger.experiment.add_image("sr", pl_module(batch[1])[0])
+""", 0),
+    "lightning_callback_keeps_output": ("""import pytorch_lightning as pl
+from pytorch_lightning import Callback
+
+
+class Keeper(Callback):
+    def on_train_batch_end(self, trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        self.last = pl_module(batch[1])
+        trainer.logger.experiment.add_image("sr", self.last[0])
+""", 0),
     # -- 3. a model from a base class: only a base that runs without autograd exempts -------
     "foreign_base_sampler": ("""import torch
 from .base import BaseVAE
