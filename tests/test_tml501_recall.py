@@ -1,8 +1,8 @@
 """TML501 outside evaluation-named code, through the CLI: sampling loops whose model output
 ends as indices (``multinomial``, ``argmax``, ``topk`` indices) written into a returned tensor,
 generator outputs passed through a helper of the file before ``.detach()``, a sampler of a
-class whose base does not turn autograd off, and one finding counting every model call its
-``torch.no_grad()`` covers. Each reported form has look-alikes that must stay quiet."""
+class whose base does not turn autograd off, and one finding per model call, the calls under
+one ``torch.no_grad()`` sharing its fix. Each reported form has look-alikes that must stay quiet."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ CASES = {
         next_word = torch.argmax(prob, dim=1, keepdim=True)
         ys = torch.cat([ys, next_word], dim=1)
     return ys
-""", 1),
+""", 3),  # encode, decode and generator: each call its own finding
     "topk_indices_attribute": (HEAD + """def decode_tokens(net, x, steps):
     tokens = []
     for _ in range(steps):
@@ -187,7 +187,78 @@ generator = G()
         out = self.net(x)
         self._report(out)
 """, 1),
-    # look-alikes: a helper that keeps its argument, or hands it to an unknown function
+    "ctgan_helper_loops_and_static_helper": (HEAD + """class Synthesizer:
+    def __init__(self, spans):
+        self._generator = nn.Linear(8, 8)
+        self.spans = spans
+
+    @staticmethod
+    def _gumbel(logits, tau=1.0):
+        for _ in range(10):
+            transformed = F.gumbel_softmax(logits, tau=tau)
+            if not torch.isnan(transformed).any():
+                return transformed
+        raise ValueError("nan")
+
+    def _apply_activate(self, data):
+        data_t = []
+        st = 0
+        for kind, dim in self.spans:
+            if kind == "tanh":
+                data_t.append(torch.tanh(data[:, st:st + dim]))
+            else:
+                data_t.append(self._gumbel(data[:, st:st + dim], tau=0.2))
+            st += dim
+        return torch.cat(data_t, dim=1)
+
+    def sample(self, n, steps):
+        data = []
+        for _ in range(steps):
+            fake = self._generator(torch.randn(n, 8))
+            fakeact = self._apply_activate(fake)
+            data.append(fakeact.detach().cpu().numpy())
+        return data
+""", 1),
+    # look-alikes: a helper that keeps its argument, or hands it to an unknown function;
+    # a static helper that keeps it; the list holding the output returned or kept on self
+    "static_helper_keeps": (HEAD + """from somewhere import keep
+
+
+class Synthesizer:
+    def __init__(self):
+        self._generator = nn.Linear(8, 8)
+
+    @staticmethod
+    def _activate(logits):
+        keep(logits)
+        return torch.tanh(logits)
+
+    def sample(self, n):
+        fake = self._activate(self._generator(torch.randn(n, 8)))
+        return fake.detach().cpu().numpy()
+""", 0),
+    "list_of_outputs_returned": (HEAD + """def sample(generator, zs):
+    outs = []
+    for z in zs:
+        outs.append(generator(z))
+        outs.append(z)
+    return outs
+
+
+generator = nn.Linear(8, 8)
+""", 0),
+    "list_of_outputs_kept_on_self": (HEAD + """class Synth:
+    def __init__(self):
+        self.net = nn.Linear(8, 8)
+
+    def sample(self, zs):
+        outs = []
+        for z in zs:
+            outs.append(self.net(z))
+            outs.append(z)
+        self.last = outs
+        print(len(outs))
+""", 0),
     "helper_stores_argument": (HEAD + """class Synth:
     def __init__(self):
         self._generator = nn.Linear(8, 8)
@@ -225,6 +296,54 @@ def sample(generator, z):
 
 
 generator = nn.Linear(8, 8)
+""", 0),
+    # -- 2b. Lightning: the module a training hook of a callback is given -------------------
+    "lightning_callback_logs_images": ("""import torch
+import pytorch_lightning as pl
+from pytorch_lightning import Callback
+from torchvision.utils import make_grid
+
+
+class ImageLogger(Callback):
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        if trainer.global_step % 100 == 0:
+            hr, lr = batch
+            fake = pl_module(lr)
+            grid = torch.cat((make_grid(fake[:4]), make_grid(hr[:4])), -1)
+            trainer.logger.experiment.add_image("sr", grid, global_step=trainer.global_step)
+""", 1),
+    "lightning_module_annotated_function": ("""import lightning.pytorch as pl
+from torchvision.utils import save_image
+
+
+def log_samples(lit: pl.LightningModule, z, path):
+    save_image(lit(z), path)
+""", 1),
+    # look-alikes: a validation hook (Lightning runs it without autograd), a method of a
+    # class that is not a callback (its caller decides), the output kept on the callback
+    "lightning_validation_hook": ("""import pytorch_lightning as pl
+from pytorch_lightning import Callback
+
+
+class ImageLogger(Callback):
+    def on_validation_batch_end(self, trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        trainer.logger.experiment.add_image("sr", pl_module(batch[1])[0])
+""", 0),
+    "not_a_callback": ("""import pytorch_lightning as pl
+
+
+class ImageLogger:
+    def on_train_batch_end(self, trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        trainer.logger.experiment.add_image("sr", pl_module(batch[1])[0])
+""", 0),
+    "lightning_callback_keeps_output": ("""import pytorch_lightning as pl
+from pytorch_lightning import Callback
+
+
+class Keeper(Callback):
+    def on_train_batch_end(self, trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx):
+        self.last = pl_module(batch[1])
+        trainer.logger.experiment.add_image("sr", self.last[0])
 """, 0),
     # -- 3. a model from a base class: only a base that runs without autograd exempts -------
     "foreign_base_sampler": ("""import torch
@@ -322,7 +441,7 @@ def test_a_sampling_finding_names_the_indices(found):
 
 
 @pytest.mark.slow
-def test_one_finding_counts_every_model_call_its_no_grad_covers(tmp_path):
+def test_every_model_call_is_a_finding_sharing_its_no_grad_fix(tmp_path):
     (tmp_path / "many.py").write_text(HEAD + """def validate(model, loader):
     model.eval()
     for x in loader:
@@ -352,7 +471,50 @@ generator = nn.Linear(4, 4)
         capture_output=True, text=True, timeout=300,
     )
     by_row = {item["location"]["row"]: item["message"] for item in json.loads(proc.stdout)}
-    assert sorted(by_row) == [9, 18, 22], by_row
-    assert "this function makes 3 model calls" in by_row[9]
+    # every call its own finding; the calls under one `torch.no_grad()` say how many it covers
+    assert sorted(by_row) == [9, 10, 12, 18, 22, 23], by_row
+    for row in (9, 10, 12):
+        assert "covers its 3 model calls" in by_row[row], by_row[row]
     assert "model calls" not in by_row[18]
-    assert "this function makes 2 model calls" in by_row[22]
+    for row in (22, 23):
+        assert "covers its 2 model calls" in by_row[row], by_row[row]
+    fixes = {
+        row: json.dumps(item["fix"], sort_keys=True)
+        for item in json.loads(proc.stdout) for row in [item["location"]["row"]]
+    }
+    assert fixes[9] == fixes[10] == fixes[12] != fixes[22] == fixes[23]
+    assert "null" not in (fixes[9], fixes[22])
+
+
+@pytest.mark.slow
+def test_fix_applies_the_shared_no_grad_once_and_noqa_is_per_call(tmp_path):
+    """`--fix` decorates each function once for all its findings (no overlapping edits, nothing
+    left), and `# noqa` on one call's line silences that call only."""
+    source = HEAD + """def draw(z, fixed):
+    fake = generator(z)
+    ref = generator(fixed)  # noqa: TML501
+    print(fake.detach().mean().item(), ref.detach().mean().item())
+
+
+def show(z):
+    print(generator(z).detach().sum().item(), generator(z + 1).detach().sum().item())
+
+
+generator = nn.Linear(4, 4)
+"""
+    path = tmp_path / "draw.py"
+    path.write_text(source, encoding="utf-8")
+    command = [sys.executable, "-m", "torchmemlint", "check", "--select", "TML501", "--no-cache",
+               "--isolated"]
+    proc = subprocess.run(command + ["--output-format", "json", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    rows = sorted((item["location"]["row"], item["location"]["column"])
+                  for item in json.loads(proc.stdout))
+    assert rows == [(7, 12), (13, 11), (13, 47)], rows
+    proc = subprocess.run(command + ["--fix", "--unsafe-fixes", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Fixed 3 findings" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    fixed = path.read_text(encoding="utf-8")
+    assert fixed.count("@torch.no_grad()") == 2, fixed
+    assert fixed.replace("@torch.no_grad()\n", "") == source

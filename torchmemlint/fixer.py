@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -171,16 +171,26 @@ def _span(finding: Finding, starts: List[int]) -> Tuple[int, int]:
 
 
 def select_non_overlapping(text: str, findings: Sequence[Finding]) -> List[Finding]:
-    """Fixes whose edits do not touch each other; the rest wait for the next pass."""
+    """Fixes whose edits do not touch each other; the rest wait for the next pass.
+
+    A fix whose edits are those of a fix already chosen (several findings that one
+    `torch.no_grad()` covers) is chosen with it: its edits are applied once (``apply_edits``).
+    """
     starts = line_starts(text)
     chosen: List[Finding] = []
     taken: List[Tuple[int, int]] = []
+    same: Set[Tuple[Edit, ...]] = set()
     for finding in findings:
+        assert finding.fix is not None
+        if finding.fix.edits in same:
+            chosen.append(finding)
+            continue
         start, end = _span(finding, starts)
         if any(start <= other_end and other_start <= end for other_start, other_end in taken):
             continue
         chosen.append(finding)
         taken.append((start, end))
+        same.add(finding.fix.edits)
     return chosen
 
 
@@ -195,7 +205,8 @@ def fix_text(
         if not applicable:
             break
         chosen = select_non_overlapping(text, applicable)
-        new_text = apply_edits(text, [edit for f in chosen for edit in f.fix.edits])  # type: ignore[union-attr]
+        edits = dict.fromkeys(edit for f in chosen for edit in f.fix.edits)  # type: ignore[union-attr]
+        new_text = apply_edits(text, list(edits))
         if new_text == text:
             break
         error = _parse_error(new_text)

@@ -190,6 +190,10 @@ class _Question:
         if value.op == "softmax":
             if value.info.get("axis") is not axis:
                 raise _NoSite()
+            for part in value.info.get("parts", ()):  # written in place, slice by slice (writes.py)
+                self._add(part)
+            if value.info.get("in_place"):
+                self.reasons.append("the softmax is written in place into slices of the scores; the fix does not rewrite that")
             return value
         if value.op not in WEIGHT_STEPS or not value.inputs:
             raise _NoSite()
@@ -543,20 +547,28 @@ class _Question:
 
 def _similarity(scores: Value, key_side: int) -> bool:
     """Are the two operands of the scores laid out alike (q and k, each (…, position, feature),
-    one of them transposed for the product), not a tensor times a weight matrix (``x @ w``)?"""
+    one of them transposed for the product), not a tensor times a weight matrix (``x @ w``)?
+
+    Transposes of the last two axes are followed back to where each operand was made (other
+    axes: as written). A rearrange that moves the features past the positions (``"b c h w ->
+    b (h w) c"``) is a transpose of the map it was made from, or the tokens' own layout: alike
+    either way."""
     specs = scores.info["specs"]
     if len(scores.info["contracted"]) != 1:
         return True  # several feature axes (an einsum over d and m): the letters say it
     feature = scores.info["contracted"][0]
-    found = []
-    for side in (0, 1):
-        spec, value, flipped = list(specs[side]), scores.inputs[side], False
-        if feature not in spec[-2:]:
-            return "..." not in spec
-        while value.op == "relabel" and value.info.get("swap"):  # (transposes of other axes: as written)
-            flipped, value = not flipped, value.inputs[0]
-        found.append((spec[-1] == feature) != flipped)
-    return found[0] == found[1]
+    for through_rearrange in (False, True):
+        found = []
+        for side in (0, 1):
+            spec, value, flipped = list(specs[side]), scores.inputs[side], False
+            if feature not in spec[-2:]:
+                return "..." not in spec
+            while value.info.get("swap") and (value.op == "relabel" or (through_rearrange and value.op == "reshape")):
+                flipped, value = not flipped, value.inputs[0]
+            found.append((spec[-1] == feature) != flipped)
+        if found[0] == found[1]:
+            return True
+    return False
 
 
 def _computes_attention(value: Value, depth: int = 4) -> bool:

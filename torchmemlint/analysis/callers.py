@@ -83,6 +83,8 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
         return False
     params = {param.name.value for param in facts.scope.params()}
     if callee in params:
+        if _training_hook(facts):
+            return False  # Lightning calls it from its training loop, with autograd on
         return facts.scope.owner is not None and not iterating
     head, _, attr = callee.partition(".")
     owner = facts.scope.owner
@@ -98,6 +100,21 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
             if call.attr in ("eval", "train", "backward", "step", "zero_grad"):
                 return False
     return True
+
+_CALLBACKS = frozenset({
+    "pytorch_lightning.Callback", "pytorch_lightning.callbacks.Callback",
+    "lightning.pytorch.Callback", "lightning.pytorch.callbacks.Callback",
+})
+
+
+def _training_hook(facts: ScopeFacts) -> bool:
+    """An `on_train_*` method of a Lightning `Callback` subclass: the training loop calls it
+    with the module it trains, autograd on (its `on_validation_*` hooks run without)."""
+    owner = facts.scope.owner
+    if owner is None or not (facts.scope.name or "").startswith("on_train_"):
+        return False
+    return any(facts.bindings.qualify(base.value) in _CALLBACKS for base in owner.node.bases)
+
 
 # bases whose methods the library runs under `torch.no_grad()`: transformers' `Pipeline`
 # (`ChunkPipeline`, `TextGenerationPipeline` ...: `Pipeline.forward` wraps `_forward`)
@@ -186,6 +203,11 @@ _PARAMETERLESS = re.compile(
     r"Softmax\w*|Softmin|LogSoftmax|ChannelShuffle|Fold|Unfold|CosineSimilarity|PairwiseDistance)$"
 )
 _MODEL_PACKAGES = ("torchvision.models.", "timm.models.", "segmentation_models_pytorch.")
+# annotations that say a parameter is a module: Lightning's module is an `nn.Module`
+_MODULE_TYPES = frozenset({
+    "torch.nn.Module", "pytorch_lightning.LightningModule", "lightning.pytorch.LightningModule",
+    "lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+})
 _HOOKS = re.compile(r"\b(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
 
 
@@ -255,7 +277,7 @@ def _module_parameter(facts: ScopeFacts, name: str) -> bool:
     annotation = param.annotation.annotation if param.annotation is not None else None
     if annotation is not None and type(annotation) in (cst.Name, cst.Attribute):
         qualified = facts.bindings.qualify(annotation)
-        if qualified == "torch.nn.Module" or (
+        if qualified in _MODULE_TYPES or (
             type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
         ) or facts.walk.project_module_class(annotation):
             return True
@@ -365,12 +387,14 @@ def _helper_of(facts: ScopeFacts, analysis) -> "Callable[[cst.Call], Optional[He
             type(func) is cst.Attribute and type(func.value) is cst.Name and self_name is not None
             and func.value.value == self_name and func.attr.value in methods
         ):
-            function, bound = methods[func.attr.value], True
-            if any(
-                type(d.decorator) in (cst.Name, cst.Attribute) and dotted_name(d.decorator) in ("staticmethod", "classmethod")
-                for d in function.decorators
-            ):
-                return None
+            function = methods[func.attr.value]
+            decorators = {
+                dotted_name(d.decorator) for d in function.decorators
+                if type(d.decorator) in (cst.Name, cst.Attribute)
+            }
+            # a static method called on `self` takes the arguments as written; a class
+            # method's first parameter is the class, as a method's is `self`
+            bound = "staticmethod" not in decorators
         else:
             return None
         return Helper(function, analysis.flow(function), bound)

@@ -1,9 +1,10 @@
 """Einsum specs as label lists: ``"b h i d, b h j d -> b h i j"`` (einops: names separated
-by spaces) or ``"bhid,bhjd->bhij"`` (torch: one letter each), ``...`` kept as one label."""
+by spaces) or ``"bhid,bhjd->bhij"`` (torch: one letter each), ``...`` kept as one label; and
+``einops.rearrange`` patterns as axis groups (a pure permutation is an axis relabelling)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 
 def parse_spec(spec: str) -> Optional[Tuple[List[List[str]], List[str]]]:
@@ -34,3 +35,69 @@ def _labels(part: str) -> Optional[List[str]]:
     if any(not (label == "..." or label.isidentifier()) for label in labels) or len(set(labels)) != len(labels):
         return None
     return labels
+
+
+def spec_axes(value: Any, spec: Sequence[str]) -> Optional[List[Any]]:
+    """The known axes of ``value`` (a value graph ``Value``) at the positions of ``spec``
+    (None where not known)."""
+    if value.axes is None:
+        return None
+    if "..." in spec:
+        start = spec.index("...")
+        tail = len(spec) - start - 1
+        return [None] * (start + 1) + [value.axis(position - tail) for position in range(tail)]
+    return [value.axis(position - len(spec)) for position in range(len(spec))]
+
+
+def parse_rearrange(pattern: str) -> Optional[Tuple[List[List[str]], List[List[str]]]]:
+    """``einops.rearrange``'s ``"b c (h w) -> b (h w) c"`` -> the axis groups of each side
+    (``[["b"], ["c"], ["h", "w"]]``, ...); None for ``...``, anonymous axes (``1``) or names
+    that are not the same on both sides."""
+    if pattern.count("->") != 1:
+        return None
+    sides = []
+    for part in pattern.split("->"):
+        groups: List[List[str]] = []
+        group: Optional[List[str]] = None
+        for token in part.replace("(", " ( ").replace(")", " ) ").split():
+            if token == "(":
+                if group is not None:
+                    return None
+                group = []
+            elif token == ")":
+                if not group:
+                    return None
+                groups.append(group)
+                group = None
+            elif not token.isidentifier():
+                return None
+            elif group is not None:
+                group.append(token)
+            else:
+                groups.append([token])
+        if group is not None:
+            return None
+        sides.append(groups)
+    names = [sorted(name for g in side for name in g) for side in sides]
+    if names[0] != names[1] or len(set(names[0])) != len(names[0]):
+        return None
+    return sides[0], sides[1]
+
+
+def rearranged(pattern: str) -> Optional[Tuple[Optional[List[int]], bool]]:
+    """What ``rearrange(x, pattern)`` does to the axes: (the permutation, when every axis stays
+    itself: ``"b i j -> b j i"`` is ``permute(0, 2, 1)``; else None, and whether the last two
+    output axes come in the input's opposite order: ``"b c h w -> b (h w) c"`` moves the
+    features after the positions, as a transpose would). None when the pattern is not known."""
+    parsed = parse_rearrange(pattern)
+    if parsed is None:
+        return None
+    source, target = parsed
+    if all(len(group) == 1 for group in source + target):
+        order = [group[0] for group in source]
+        return [order.index(group[0]) for group in target], False
+    position = {name: index for index, group in enumerate(source) for name in group}
+    swapped = len(target) >= 2 and all(
+        position[late] < position[early] for late in target[-1] for early in target[-2]
+    )
+    return None, swapped

@@ -221,7 +221,11 @@ class SinkFollower:
                     result.sinks.append(f"`.{attr}()`")
                     result.strong = result.strong or attr not in SINK_METHODS or attr in STRONG_METHODS
                     return []
-                if attr in ("append", "extend", "insert", "add"):
+                if attr in ("append", "extend", "insert"):
+                    # a list holding the output gets another item: the list still goes only
+                    # where its later reads take it (`data_t.append(...)`; `torch.cat(data_t)`)
+                    return []
+                if attr == "add":
                     raise _Escape("a method of the value stores something in it")
                 return [(call, where)]  # .cpu(), .softmax(1), .view(...): still the graph
             return [(parent, where)]  # `out.logits`, `out.sample`

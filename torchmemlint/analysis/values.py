@@ -13,10 +13,12 @@ Spellings are normalised here, once:
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
   ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
 - ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
-  ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known);
+  ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known), but a
+  ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``;
 - ``* s``/``/ s`` are ``scale``; ``masked_fill(_)`` is ``fill`` (its value a ``constant``
   when one can be computed: ``-torch.finfo(x.dtype).max`` held in a local, ``float('-inf')``,
   a module constant, a helper that returns one); ``+`` is ``add``;
+- ``x[h:] = x[h:].softmax(-1)`` then ``x[:h] = ...`` is ``softmax`` of ``x`` (``writes.py``);
 - ``F.dropout``/``nn.Dropout`` are ``dropout``, ``.float()``/``.to(...)``/``.type(...)`` ``cast``,
   ``F.scaled_dot_product_attention`` ``attention``;
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
@@ -36,7 +38,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
-from torchmemlint.analysis.einsum import parse_spec
+from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes
+from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
 
@@ -392,6 +395,10 @@ class FunctionValues:
                     self._bind(element.value, parts[position], env)
                 else:
                     self._bind(element.value, self._new("element", [value], element, info={"index": position}), env)
+        elif kind is cst.Subscript and type(target.value) is cst.Name and (  # type: ignore[attr-defined]
+            written := slice_write(self, target, value, env)  # type: ignore[arg-type]
+        ) is not None:  # ``x[h:] = x[h:].softmax(-1)``: ``x`` is now that value (``writes.py``)
+            self._bind(target.value, written, env)  # type: ignore[attr-defined]
         else:  # ``self.x = v``, ``d[k] = v``: stored where this function no longer sees it
             self.expression(target, env)
             self._sink(value, "store")
@@ -540,6 +547,12 @@ class FunctionValues:
         short = name.rsplit(".", 1)[-1]
         if name.startswith("torch.") and short in ("transpose", "permute", "softmax") and positional:
             return self._method(short, positional[0], node, positional[1:], keywords)
+        if name == "einops.rearrange" and len(positional) > 1 and isinstance(positional[1].info.get("text"), str):
+            how = rearranged(positional[1].info["text"])
+            if how is not None and how[0] is not None:  # ``"b i j -> b j i"``: a permute
+                return self._relabel(positional[0], node, how[0], transpose=False)
+            if how is not None:  # axes grouped or split: ``swap``, the features moved past the positions
+                return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name, "swap": how[1]})
         if name.startswith("einops."):
             return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name})
         if name in ("torch.cat", "torch.stack", "torch.concat"):
@@ -775,14 +788,3 @@ def _string(node: cst.BaseExpression, env: Environment, values: FunctionValues) 
                 parts.append(text)
         return "".join(parts)
     return None
-
-
-def _spec_axes(value: Value, spec: Sequence[str]) -> Optional[List[Optional[Axis]]]:
-    """The known axes of ``value`` at the positions of ``spec`` (None where not known)."""
-    if value.axes is None:
-        return None
-    if "..." in spec:
-        start = spec.index("...")
-        tail = len(spec) - start - 1
-        return [None] * (start + 1) + [value.axis(position - tail) for position in range(tail)]
-    return [value.axis(position - len(spec)) for position in range(len(spec))]

@@ -33,11 +33,15 @@ class EagerAttention(Rule):
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
       `"bct,bcs->bts"`, an f-string whose parts are constants); `k` transposed in the product
-      or earlier (`transpose`, `permute`, `.mT`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`);
+      or earlier (`transpose`, `permute`, `.mT`, an `einops.rearrange` that reorders axes:
+      `rearrange(w, "b i j -> b j i")`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`),
+      q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`);
     - the softmax: `F.softmax`, `torch.softmax`, `s.softmax(...)`, an `nn.Softmax` attribute
       (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), a local alias
       (`softmax = torch.softmax if c else F.softmax`), over `dim=-1` or the same axis by its
-      index (`dim=2` of 3-D scores);
+      index (`dim=2` of 3-D scores); written in place into two complementary slices of the
+      first axis (`s[h:] = s[h:].softmax(-1)`; `s[:h] = s[:h].softmax(-1)`), also in one arm
+      of an `if` whose other arm is the plain softmax (reported without a fix);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
       (`-inf`, `-1e9`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
       returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`;
@@ -56,7 +60,10 @@ class EagerAttention(Rule):
     or a module, two masks are applied, the scale is a tensor (a learned temperature: SDPA's
     `scale` is a number), the weights come from different computations in the arms of an `if`,
     an `einsum` says the tensors are neither 3-D nor 4-D or the batch axes of q, k and v
-    differ, or a name the scores use is reassigned before the product with v.
+    differ, a name the scores use is reassigned before the product with v, or the softmax is
+    written in place into slices of the scores (the fix does not rewrite that form)
+    (`tests/test_attention_rearrange.py`: the rearranged forms fixed compute what the eager
+    code did, CPU).
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,

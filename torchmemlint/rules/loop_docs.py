@@ -40,7 +40,8 @@ TML501_DOCUMENTATION = """
     A model the code borrows is left to its caller when nothing in the function calls
     `.eval()` / `.train()`: a parameter of a method called once (monai's
     `Inferer._run_inference(self, network, patch)`, which evaluators run without autograd and
-    trainers with it), or `self.model` in a class that never assigns it nor calls
+    trainers with it; not the module an `on_train_*` hook of a Lightning `Callback` is given:
+    the training loop calls it with autograd on), or `self.model` in a class that never assigns it nor calls
     eval/train/backward/step and derives (maybe through classes of the file) from a base known
     to run its methods without autograd: transformers' pipelines (`Pipeline`, `ChunkPipeline`
     ..., imported from `transformers` or relatively inside it), whose `forward` runs `_forward`
@@ -53,12 +54,15 @@ TML501_DOCUMENTATION = """
     numpy array, detached, given to a metric, or made indices (`torch.multinomial`, `argmax`,
     the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens
     carry no graph even when they are returned); through a function of the file or a method
-    called on `self` that returns what it computes from it (`fake = self._apply_activate(fake)`)
-    or consumes it. Quiet when the output is returned, stored, passed to an unknown function,
+    called on `self` (a static method included) that returns what it computes from it
+    (`fake = self._apply_activate(fake)`) or consumes it. A parameter annotated
+    `nn.Module` or `LightningModule` is a module. Quiet when the output is returned, stored, passed to an unknown function,
     or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
-    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook). One finding stands for the function (or loop) its
-    `torch.no_grad()` covers; the message says how many model calls that is when there are
-    several.
+    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook).
+
+    Each model call is its own finding at its own line (`# noqa` silences one call); the calls
+    under the same loop or function share one fix, applied once, and the message says how many
+    model calls that `torch.no_grad()` covers when there are several.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -28,6 +28,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
     _buffers, _float_use, is_eval_name, _keyed_list, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
     _self_attribute_name, _short, uses_allow, Value,
@@ -386,7 +387,8 @@ class _Checks:
     """Replays one scope (``ScopeFacts``) and records the TML5xx findings in it."""
 
     def __init__(
-        self, facts: ScopeFacts, findings: Findings, wrapped: Set[Tuple[str, int]],
+        self, facts: ScopeFacts, findings: Findings,
+        wrapped: Dict[Tuple[str, int], Optional[FixSpec]],
         analysis: Optional[FileAnalysis] = None,
     ) -> None:
         self.analysis = analysis
@@ -476,29 +478,32 @@ class _Checks:
         if not named and self.facts.trains_around(event, mode_seq[0], target):
             return  # eval() for frozen batch-norm or an attack: gradients are wanted
         key = ("decorate", id(scope.node)) if target is None else ("wrap", id(target.statement))
-        if key in self.wrapped:
-            return  # one finding per loop (or function) to wrap
-        self.wrapped.add(key)
-        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
-            event.node, message + self._covered(target), self._no_grad_fix(target)
-        )
+        self._pend(event, key, message + self._covered(target), target)
 
     def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
         """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
-        key = ("decorate", id(self.scope.node))
-        if self.analysis is None or key in self.wrapped:
+        if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD]:
             return
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
         if reach is None:
             return
-        self.wrapped.add(key)
-        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
-            event.node,
+        message = (
             f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
             f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
             "the forward records its graph and keeps every activation saved for backward alive "
-            "while the output lives; use `torch.no_grad()`" + self._covered(None),
-            self._no_grad_fix(None),
+            "while the output lives; use `torch.no_grad()`" + self._covered(None)
+        )
+        self._pend(event, ("decorate", id(self.scope.node)), message, None)
+
+    def _pend(
+        self, event: CallEvent, key: Tuple[str, int], message: str, target: Optional[Frame]
+    ) -> None:
+        """One finding per model call, each at its own line (`# noqa` is per line); every call
+        under the same loop or function gets the same fix, which the fixer applies once."""
+        if key not in self.wrapped:
+            self.wrapped[key] = self._no_grad_fix(target)
+        self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
+            event.node, message, self.wrapped[key]
         )
 
     def _covered(self, target: Optional[Frame]) -> str:
@@ -509,7 +514,7 @@ class _Checks:
         where = "function" if target is None else (
             "loop" if type(target.statement) in (cst.For, cst.While) else "statement"
         )
-        return f" (this {where} makes {count} model calls: the one `torch.no_grad()` covers them all)"
+        return f" (one `torch.no_grad()` over this {where} covers its {count} model calls)"
 
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
         """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when
@@ -751,32 +756,6 @@ class _Checks:
 
 
 
-# -- rendering a rewritten statement --------------------------------------------------------
-
-
-def render(module: cst.Module, statement: cst.CSTNode, indents: Tuple[Optional[str], ...]) -> str:
-    """Source of `statement` at the nesting given by `indents`, as it would sit in the file.
-
-    The statement is nested in dummy `if True:` blocks with the original relative indents and
-    the dummy header lines are dropped; string contents are never re-indented."""
-    node = statement
-    for indent in reversed(indents):
-        node = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[node], indent=indent))
-    code = module.with_changes(body=[node], header=[], footer=[], has_trailing_newline=True).code
-    lines = _unix_newlines(module, code).splitlines(keepends=True)
-    return "".join(lines[len(indents):])
-
-
-def render_expression(module: cst.Module, node: cst.CSTNode) -> str:
-    return _unix_newlines(module, module.code_for_node(node))
-
-
-def _unix_newlines(module: cst.Module, code: str) -> str:
-    """Edits are written with "\n"; the fixer turns them into the file's own line ending."""
-    newline = module.default_newline
-    return code if newline == "\n" else code.replace(newline, "\n")
-
-
 # -- entry point ----------------------------------------------------------------------------
 def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> Findings:
     """Every TML5xx finding of one file, keyed by rule code and node id. With ``codes`` (the
@@ -791,7 +770,7 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
     ):
         return findings
     walk = analysis.scopes
-    wrapped: Set[Tuple[str, int]] = set()  # no_grad fixes already offered (TML501)
+    wrapped: Dict[Tuple[str, int], Optional[FixSpec]] = {}  # each no_grad fix, built once (TML501)
     for scope in walk.scopes:
         if leak_gate.scope_may_leak(scope):
             _Checks(ScopeFacts(walk, scope), findings, wrapped, analysis).run()
