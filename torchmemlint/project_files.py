@@ -39,18 +39,19 @@ class LazySummaries:
     by ``load`` on first access: one summary object per path, for both mappings."""
 
     def __init__(self, paths: List[str], names: Dict[str, str], load: Callable[[str], Any]) -> None:
-        self._load = load
-        self._done: Dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self.by_path = SummaryMap({path: path for path in paths}, self.summary)
-        self.by_name = SummaryMap(names, self.summary)
+        done: Dict[str, Any] = {}
+        lock = threading.Lock()
 
-    def summary(self, path: str) -> Any:
-        with self._lock:
-            done = self._done.get(path)
-            if done is None:
-                done = self._done[path] = self._load(path)
-            return done
+        def summary(path: str) -> Any:  # (refers to no self: no reference cycle to collect)
+            with lock:
+                found = done.get(path)
+                if found is None:
+                    found = done[path] = load(path)
+                return found
+
+        self.summary = summary
+        self.by_path = SummaryMap({path: path for path in paths}, summary)
+        self.by_name = SummaryMap(names, summary)
 
 
 _CLASS_FIELDS = ("name", "bases", "assigned", "read", "builds")

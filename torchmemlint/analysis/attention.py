@@ -348,26 +348,23 @@ class _Question:
     def _escapes(self) -> bool:
         """Does anything outside the chain read a value of it?"""
         seen: Set[int] = set()
+        return any(self._read_outside(value, seen) for value in self.chain.values())
 
-        def reads(value: Value) -> bool:
-            for consumer in self.graph.consumers(value):
-                if isinstance(consumer, str):
-                    if consumer not in ("test", "meta"):
-                        return True
-                elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
-                    continue
-                elif consumer.op == "join":
-                    if id(consumer) not in seen:
-                        seen.add(id(consumer))
-                        if reads(consumer):
-                            return True
-                elif not self._alternative(consumer, 8):
+    def _read_outside(self, value: Value, seen: Set[int]) -> bool:
+        for consumer in self.graph.consumers(value):
+            if isinstance(consumer, str):
+                if consumer not in ("test", "meta"):
                     return True
-            return False
-
-        escapes = any(reads(value) for value in self.chain.values())
-        del reads  # it refers to itself: a cycle holding the graph until a garbage collection
-        return escapes
+            elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
+                continue
+            elif consumer.op == "join":
+                if id(consumer) not in seen:
+                    seen.add(id(consumer))
+                    if self._read_outside(consumer, seen):
+                        return True
+            elif not self._alternative(consumer, 8):
+                return True
+        return False
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two

@@ -8,7 +8,6 @@ statements (with their indents) around them. ``FileAnalysis.scopes`` builds it o
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple, Union
@@ -239,35 +238,36 @@ _EXPRESSION_TYPES = (cst.Lambda, cst.Call, *_COMPREHENSIONS)  # what ScopeWalk.e
 _GRAD_MODE_NAMES = ("no_grad", "inference_mode", "set_grad_enabled", "enable_grad")
 
 
+def _scan_grad_switches(nodes: Sequence[cst.CSTNode], function: Optional[str], found: Set[str]) -> None:
+    """``grad_switching_functions``' statement-level scan, adding to ``found``."""
+    for node in nodes:
+        if type(node) is cst.FunctionDef:
+            _scan_grad_switches(_suite_statements(node.body), node.name.value, found)
+        elif type(node) is cst.ClassDef:
+            _scan_grad_switches(_suite_statements(node.body), None, found)
+        elif type(node) is cst.With and function is not None and any(
+            name.rsplit(".", 1)[-1] in _GRAD_MODE_NAMES
+            for item in node.items
+            for name in _names_in(item.item)
+        ):
+            found.add(function)
+        elif isinstance(node, cst.BaseCompoundStatement):
+            for child in children(node):
+                if isinstance(child, (cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)):
+                    _scan_grad_switches(_suite_statements(child), function, found)
+                elif type(child) in (cst.If, cst.ExceptHandler):
+                    _scan_grad_switches([child], function, found)
+            for suite in _extra_suites(node):
+                _scan_grad_switches(_suite_statements(suite), function, found)
+
+
 def grad_switching_functions(statements: Sequence[cst.CSTNode]) -> Set[str]:
     """Functions of this file that switch grad mode in a `with` block: a context manager like
     `def _set_training_mode(self, training): ... with torch.set_grad_enabled(training): yield`.
     A `with` over one of them is treated as switching grad mode (statement-level scan only)."""
     found: Set[str] = set()
 
-    def scan(nodes: Sequence[cst.CSTNode], function: Optional[str]) -> None:
-        for node in nodes:
-            if type(node) is cst.FunctionDef:
-                scan(_suite_statements(node.body), node.name.value)
-            elif type(node) is cst.ClassDef:
-                scan(_suite_statements(node.body), None)
-            elif type(node) is cst.With and function is not None and any(
-                name.rsplit(".", 1)[-1] in _GRAD_MODE_NAMES
-                for item in node.items
-                for name in _names_in(item.item)
-            ):
-                found.add(function)
-            elif isinstance(node, cst.BaseCompoundStatement):
-                for child in children(node):
-                    if isinstance(child, (cst.BaseSuite, cst.Else, cst.Finally, cst.ExceptHandler)):
-                        scan(_suite_statements(child), function)
-                    elif type(child) in (cst.If, cst.ExceptHandler):
-                        scan([child], function)
-                for suite in _extra_suites(node):
-                    scan(_suite_statements(suite), function)
-
-    scan(statements, None)
-    del scan  # it refers to itself
+    _scan_grad_switches(statements, None, found)
     # Decorator factories and wrappers whose body (nested functions included) uses torch's
     # grad-mode switches: `def smart_inference_mode(): def decorate(fn): return
     # torch.inference_mode()(fn) ...`.

@@ -206,6 +206,27 @@ def _eval_code(facts: LoopFacts) -> bool:
     )
 
 
+def _sinks_in(
+    function: FunctionFacts, depth: int, imported: Dict[str, str], by_name: Dict[str, List[FunctionFacts]]
+) -> bool:
+    """``function``'s own sink, or one in a helper of the file it calls (`self._report(out)`,
+    `report(out)`): ``analysis.sinks`` follows an output into helpers two levels deep."""
+    if function.sinks(imported):
+        return True
+    if depth == 0:
+        return False
+    for callee in function.callees:
+        head, _, rest = callee.partition(".")
+        name = rest if head == "self" and rest and "." not in rest else callee
+        if "." not in name and any(
+            helper is not function and helper.name not in ("__init__", "forward")
+            and _sinks_in(helper, depth - 1, imported, by_name)
+            for helper in by_name.get(name, ())
+        ):
+            return True
+    return False
+
+
 def _sink_code(facts: LoopFacts) -> bool:
     """TML501 outside evaluation-named code: a module's output that reaches only saving,
     printing, logging or numbers needs, in one function (other than ``__init__`` /
@@ -215,30 +236,10 @@ def _sink_code(facts: LoopFacts) -> bool:
     for function in facts.functions:
         by_name.setdefault(function.name, []).append(function)
 
-    def sinks(function: FunctionFacts, depth: int) -> bool:
-        # its own sink, or one in a helper of the file it calls (`self._report(out)`,
-        # `report(out)`): ``analysis.sinks`` follows an output into helpers two levels deep
-        if function.sinks(facts.imported):
-            return True
-        if depth == 0:
-            return False
-        for callee in function.callees:
-            head, _, rest = callee.partition(".")
-            name = rest if head == "self" and rest and "." not in rest else callee
-            if "." not in name and any(
-                helper is not function and helper.name not in ("__init__", "forward")
-                and sinks(helper, depth - 1)
-                for helper in by_name.get(name, ())
-            ):
-                return True
-        return False
-
-    found = any(
-        function.may_run_module(facts.module_stores) and sinks(function, 2)
+    return any(
+        function.may_run_module(facts.module_stores) and _sinks_in(function, 2, facts.imported, by_name)
         for function in facts.functions
     )
-    del sinks  # it refers to itself: a cycle holding the file's facts until a collection
-    return found
 
 
 def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
