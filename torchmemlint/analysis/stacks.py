@@ -26,7 +26,7 @@ class Stack:
     node: cst.CSTNode  # where to report
     description: str  # "the 12 blocks of `self.blocks`"
     count: int
-    statement: cst.CSTNode  # reported while the traversal is in it, for `# noqa` rows
+    statement: cst.CSTNode  # the statement of `forward` (or a helper) that runs it
     via: Tuple[str, ...] = ()  # the helper methods `forward` reaches it through
 
 

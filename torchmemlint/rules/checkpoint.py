@@ -10,7 +10,7 @@ only ask it and word the findings.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -636,27 +636,14 @@ class DeepStackWithoutCheckpoint(Rule):
         ),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        # Stacks found when their class is entered, reported once the traversal reaches their
-        # statement (so that a `# noqa` on that statement applies). Keyed by statement id.
-        self._pending: Dict[int, Stack] = {}
-
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         minimum = self.option("checkpoint-min-blocks")
         stacks = class_stacks(self.context.analysis.callables, self.context.module, node, self.context.bindings, minimum)
-        self._pending.update((id(stack.statement), stack) for stack in stacks)
+        # one finding per statement: the last stack found there (a chain over containers)
+        for stack in {id(stack.statement): stack for stack in stacks}.values():
+            self._report(stack)
 
-    def visit_For(self, node: cst.For) -> None:
-        self._report_pending(node)
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self._report_pending(node)
-
-    def _report_pending(self, statement: cst.CSTNode) -> None:
-        stack = self._pending.pop(id(statement), None) if self._pending else None
-        if stack is None:
-            return
+    def _report(self, stack: Stack) -> None:
         through = ", ".join(f"`self.{name}`" for name in stack.via)
         through = f" (through {through})" if through else ""
         self.report(
