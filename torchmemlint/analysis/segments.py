@@ -21,7 +21,7 @@ from torchmemlint.analysis.checkpoints import (
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _scope_of, _walk
 from torchmemlint.tree import NodeIndex
 
@@ -218,13 +218,14 @@ class CheckpointCalls:
         self._lambdas = index.positions(cst.Lambda)
         self.calls: List[CheckpointCall] = []
         order = index.order
+        names = _wrapper_names(index)
         for here in index.positions(cst.Call):
             node = order[here]
             func = node.func  # type: ignore[attr-defined]
             if type(func) is cst.Attribute:
                 if func.attr.value not in _WRAPPER_ATTRIBUTES:
                     continue
-            elif type(func) is not cst.Name:
+            elif type(func) is not cst.Name or func.value not in names:
                 continue
             wrapper = checkpoint_wrapper(func, self.bindings_at(here).qualify, models)
             if wrapper is not None:
@@ -339,6 +340,23 @@ class CheckpointCalls:
             if _assigns(statement, name):
                 return None
         return name, function.name.value
+
+
+def _wrapper_names(index: NodeIndex) -> Set[str]:
+    """The only names a call can name a checkpointing function by: the functions' own names
+    (imported as they are, by a star import or relatively) and the aliases imports give them
+    (``from torch.utils.checkpoint import checkpoint as cp``). A name bound otherwise does not
+    qualify to one of them, so its calls need no scope."""
+    names = set(_WRAPPER_ATTRIBUTES)
+    order = index.order
+    for at in index.positions(cst.ImportAlias):
+        alias: cst.ImportAlias = order[at]  # type: ignore[assignment]
+        if alias.asname is None or type(alias.asname.name) is not cst.Name:
+            continue
+        imported = dotted_name(alias.name) or ""
+        if imported.rsplit(".", 1)[-1] in _WRAPPER_ATTRIBUTES:
+            names.add(alias.asname.name.value)
+    return names
 
 
 def checkpoint_calls(context) -> CheckpointCalls:
