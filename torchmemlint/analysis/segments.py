@@ -164,7 +164,10 @@ class CheckpointCall:
             if self.form in (CALL, MODULE) and self.runs:
                 models, env = self._calls.models, self.env
                 container = self.container
-                op = models.element_op(container, env) if container is not None else models.single_op(self.target, env)  # type: ignore[arg-type]
+                if container is not None:
+                    op = models.element_op(container, env)
+                else:
+                    op = models.single_op(self.target, env)  # type: ignore[arg-type]
             self._single_op = op
         return self._single_op  # type: ignore[return-value]
 
