@@ -261,6 +261,10 @@ def wrap_from_config(model, cfg):
 
 def wrap_fsdp(model):
     return MMFullyShardedDataParallel(module=model)
+
+
+def wrap_positional(model):
+    return MMDistributedDataParallel(model, False, [0], 0, 0, True, None, 25, False, False, True)
 """
 
 MMENGINE_LOOKALIKE = """\

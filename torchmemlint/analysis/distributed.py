@@ -40,9 +40,10 @@ DDP_CONSTRUCTORS: Dict[str, Tuple[str, Optional[int]]] = {
         for package in ("lightning.pytorch", "lightning.fabric", "pytorch_lightning")
     },
     # mmengine: `MMDistributedDataParallel(module, detect_anomalous_params=False, **kwargs)`, a
-    # DistributedDataParallel subclass whose `**kwargs` go to DDP's constructor (keyword only).
+    # DistributedDataParallel subclass whose `**kwargs` go to DDP's constructor (its first
+    # releases also passed `*args` on after `detect_anomalous_params`: DDP's position + 1).
     **{
-        f"mmengine.model.{module}MMDistributedDataParallel": ("MMDistributedDataParallel", None)
+        f"mmengine.model.{module}MMDistributedDataParallel": ("MMDistributedDataParallel", 10)
         for module in ("", "wrappers.", "wrappers.distributed.")
     },
     # mmcv 1.x: `MMDistributedDataParallel(DistributedDataParallel)` keeps DDP's constructor.
