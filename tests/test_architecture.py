@@ -229,3 +229,47 @@ def test_exact_type_tests_name_only_classes_without_subclasses():
         (name, where) for name, where in sorted(tested) if getattr(cst, name).__subclasses__()
     ]
     assert with_subclasses == []
+
+
+# Rule modules whose rules only ask the shared analysis (docs/contributing.md, "A rule as a graph
+# question"): they meet no expression node in the traversal and resolve no name themselves.
+# Their fixes may still lay out edits on the call the analysis found.
+ASKING = ("checkpoint.py", "distributed.py")
+EXPRESSION_NODES = {"Call", "Arg", "Attribute", "Name", "Lambda", "Subscript", "BinaryOperation"}
+
+
+def _reads_syntax(path: Path):
+    """What in a rule module reads expressions itself: a ``visit_``/``leave_`` method for an
+    expression node, a call of ``qualify`` (resolving a name in the traversal's scope), an
+    import of ``libcst.matchers``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef):
+            kind, _, node_type = node.name.partition("_")
+            if kind in ("visit", "leave") and node_type in EXPRESSION_NODES:
+                found.append(f"{node.name} (line {node.lineno})")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "qualify":
+            found.append(f"qualify() (line {node.lineno})")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names]
+            if any(name == "libcst.matchers" or name.startswith("libcst.matchers.") for name in names):
+                found.append(f"libcst.matchers (line {node.lineno})")
+    return found
+
+
+@pytest.mark.parametrize("name", ASKING)
+def test_rules_that_ask_the_analysis_read_no_expressions(name):
+    assert _reads_syntax(PACKAGE / "rules" / name) == []
+
+
+def test_the_syntax_reading_check_finds_a_call_visitor(tmp_path):
+    """The check itself: a rule module with a visit_Call and a qualify call is caught."""
+    path = tmp_path / "rule.py"
+    path.write_text(
+        "import libcst.matchers as m\n\n\nclass R:\n    def visit_Call(self, node):\n"
+        "        return self.qualify(node.func)\n"
+    )
+    assert _reads_syntax(path) == [
+        "libcst.matchers (line 1)", "visit_Call (line 5)", "qualify() (line 6)"
+    ]

@@ -452,3 +452,44 @@ def test_a_subscript_built_block_does_not_count_but_the_named_ones_still_do():
     findings = lint_source(STACKED_SUBSCRIPT_BLOCKS, "net.py", Settings(select=("TML405",)))
     assert [f.code for f in findings] == ["TML405"]
     assert "4 blocks" in findings[0].message and "self.a" not in findings[0].message
+
+
+# -- the rules ask one shared model of the file's checkpoint calls --------------------------
+def test_checkpoint_calls_are_found_once_per_file(monkeypatch):
+    """TML401-404 all ask `checkpoint_calls(context)`: the calls are found once per file, and
+    what a call recomputes is followed once for TML403 and TML404 together."""
+    from torchmemlint.analysis import segments
+
+    built, followed = [], []
+    init, contents = segments.CheckpointCalls.__init__, segments.CheckpointCall._find_contents
+
+    def counting_init(self, *args):
+        built.append(self)
+        init(self, *args)
+
+    def counting_contents(self):
+        followed.append(self.node)
+        return contents(self)
+
+    monkeypatch.setattr(segments.CheckpointCalls, "__init__", counting_init)
+    monkeypatch.setattr(segments.CheckpointCall, "_find_contents", counting_contents)
+    findings = lint_source(
+        fixture_source("dropout_rng.py"), "dropout_rng.py", Settings(select=("TML401", "TML402", "TML403", "TML404"))
+    )
+    assert {finding.code for finding in findings} >= {"TML404"}
+    assert len(built) == 1
+    assert len(followed) == len({id(node) for node in followed}) > 0
+
+
+def test_a_report_made_outside_the_statements_belongs_to_its_top_level_statement():
+    """A rule that reports from `visit_Module` (no statement being visited) gets the top-level
+    statement from the file's index, so only that statement's positions are computed."""
+    from torchmemlint.context import FileContext
+    from torchmemlint.tree import parse_module
+
+    module = parse_module("import torch\n\n\ndef f(x):\n    if x:\n        return g(x)\n")
+    context = FileContext(module, "f.py", {})
+    call = module.body[1].body.body[0].body.body[0].body[0].value
+    context.report("TML401", call, "message", None)
+    context.report("TML401", module, "message", None)
+    assert [item.top for item in context.pending] == [module.body[1], None]

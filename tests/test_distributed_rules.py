@@ -225,3 +225,93 @@ def test_zero_grad_wrapper_passing_on_a_false_default(tmp_path):
     # the parameter's default False reaches the optimizer (by keyword or position); a True
     # default, a rebound parameter and one without a default do not say
     assert found == [(11, None), (24, None)]
+
+
+MMENGINE_WRAPPERS = """\
+import torch
+import mmengine.model as mm_model
+from mmengine.model import MMDistributedDataParallel, MMFullyShardedDataParallel
+from mmcv.parallel import MMDistributedDataParallel as MMCVDDP
+
+
+def wrap(model, local_rank):
+    model = MMDistributedDataParallel(
+        module=model.cuda(),
+        device_ids=[torch.cuda.current_device()],
+        broadcast_buffers=False,
+        find_unused_parameters=False)
+    return model
+
+
+def wrap_flagged(model):
+    return mm_model.MMDistributedDataParallel(module=model, gradient_as_bucket_view=True)
+
+
+def wrap_off(model):
+    return mm_model.wrappers.MMDistributedDataParallel(module=model, gradient_as_bucket_view=False)
+
+
+def wrap_mmcv(model, rank):
+    return MMCVDDP(model.cuda(), [rank], rank, 0, False)
+
+
+def wrap_from_config(model, cfg):
+    return MMDistributedDataParallel(module=model, **cfg.model_wrapper_cfg)
+
+
+def wrap_fsdp(model):
+    return MMFullyShardedDataParallel(module=model)
+
+
+def wrap_positional(model):
+    return MMDistributedDataParallel(model, False, [0], 0, 0, True, None, 25, False, False, True)
+"""
+
+MMENGINE_LOOKALIKE = """\
+import torch
+
+
+class MMDistributedDataParallel(torch.nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+
+model = MMDistributedDataParallel(module=torch.nn.Linear(2, 2))
+"""
+
+
+@pytest.mark.slow
+def test_ddp_built_by_mmengine_and_mmcv_wrappers(tmp_path):
+    """mmengine's `MMDistributedDataParallel(module, detect_anomalous_params, **kwargs)` passes its
+    keywords to DDP's constructor, mmcv 1.x's keeps DDP's: both build a DDP. A local class of
+    that name, a wrapper given the flag or a config the file does not show, and mmengine's
+    FSDP wrapper are not reported."""
+    path = tmp_path / "wrappers.py"
+    path.write_text(MMENGINE_WRAPPERS)
+    lookalike = tmp_path / "lookalike.py"
+    lookalike.write_text(MMENGINE_LOOKALIKE)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
+         "--output-format", "json", str(path), str(lookalike)],
+        capture_output=True, text=True,
+    )
+    found = sorted(
+        (f["filename"].rsplit("/", 1)[-1], f["location"]["row"], f["message"].split(" keeps")[0])
+        for f in json.loads(run.stdout)
+    )
+    assert found == [
+        ("wrappers.py", 8, "MMDistributedDataParallel"),
+        ("wrappers.py", 21, "MMDistributedDataParallel"),
+        ("wrappers.py", 25, "MMDistributedDataParallel"),
+    ], run.stderr
+    fixed = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701", "--fix",
+         "--unsafe-fixes", str(path)],
+        capture_output=True, text=True,
+    )
+    text = path.read_text()
+    assert "find_unused_parameters=False, gradient_as_bucket_view=True)" in text, fixed.stdout
+    assert "MMDistributedDataParallel(module=model, gradient_as_bucket_view=True)\n\n\ndef wrap_mmcv" in text
+    assert "MMCVDDP(model.cuda(), [rank], rank, 0, False, gradient_as_bucket_view=True)" in text
+    compile(text, "wrappers.py", "exec")

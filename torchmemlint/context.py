@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings
+from torchmemlint.tree import node_index
 
 from torchmemlint.findings import Applicability
 
@@ -145,8 +146,19 @@ class FileContext:
         self.__dict__.clear()
 
     def report(self, code: str, node: cst.CSTNode, message: str, fix: Optional[FixSpec]) -> None:
-        top = self.statement_stack[0] if self.statement_stack else None
+        top = self.statement_stack[0] if self.statement_stack else self._top_statement(node)
         self.pending.append(_PendingFinding(code, node, message, fix, top))
+
+    def _top_statement(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The top-level statement holding ``node``, for a report made outside the traversal
+        of the statements (a rule that answers from the shared analysis in ``visit_Module``);
+        None for the module itself or a node that is not the file's."""
+        index = node_index(self.module)  # the file's index, built once (the engine's)
+        here = index.find(node)
+        if here is None or here == 0:
+            return None
+        path = index.ancestors(here)
+        return index.order[path[1]]
 
 
 class _FailedAnalysis:

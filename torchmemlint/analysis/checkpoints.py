@@ -243,19 +243,13 @@ def relative_wrappers(module: cst.Module) -> Dict[str, Wrapper]:
     return found
 
 
-def checkpoint_wrapper_of(rule, call: cst.Call) -> Optional[Wrapper]:
-    """The checkpointing function a call invokes (torch, timm, deepspeed); cheap otherwise."""
-    func = call.func
-    if type(func) is cst.Attribute:
-        if func.attr.value not in _WRAPPER_ATTRIBUTES:
-            return None
-    elif type(func) is not cst.Name:
-        return None
-    qualified = rule.qualify(func)
+def checkpoint_wrapper(func: cst.BaseExpression, qualify, models) -> Optional[Wrapper]:
+    """The checkpointing function (torch, timm, deepspeed) that calling ``func`` invokes, with
+    ``qualify`` the names of the call's scope and ``models`` the file's ``CallableModel``."""
+    qualified = qualify(func)
     if qualified is not None:
         return WRAPPERS.get(qualified)
     if type(func) is cst.Name and func.value in _WRAPPER_ATTRIBUTES:
-        models = rule.context.analysis.callables
         if func.value not in models.functions:
             return models.relative_wrappers.get(func.value)
     return None

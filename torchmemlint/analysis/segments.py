@@ -1,108 +1,150 @@
-"""Checkpoint calls and their segments: where a call is (``ScopeTracker``: the class and
-method around the node being visited) and what it recomputes (``callable_contents``, following
-``CallableModel``; for ``checkpoint_sequential``, the segments it checkpoints)."""
+"""The checkpoint calls of a file (``checkpoint_calls``), found once from the file's index:
+each call of a checkpointing function (torch's ``checkpoint``/``checkpoint_sequential``,
+timm's ``checkpoint``/``checkpoint_seq``, deepspeed's ``checkpoint``, ``checkpoint_wrapper``)
+as a ``CheckpointCall`` that says which function it is, which variant it runs, the arguments
+torch's checkpoint consumes, the callable it checkpoints and what that recomputes
+(``contents``, following ``CallableModel``; for ``checkpoint_sequential`` and
+``checkpoint_seq`` the segments they checkpoint), whether it is a single cheap op, and how the
+call reads without the checkpoint. Where a call is (its scope, the class of ``self``, the
+``for`` loops around it) is read off the index, not off a traversal."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.callables import CallableModel
-from torchmemlint.analysis.checkpoints import Found, keyword, _positional, SEQ, SEQUENTIAL, Wrapper
+from torchmemlint.analysis.checkpoints import (
+    _CHECKPOINT_KEYWORDS, CALL, checkpoint_wrapper, Found, _lambda_call, _literal_false, MODULE,
+    _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
+)
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.names import Bindings
-from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item
+from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _scope_of, _walk
+from torchmemlint.tree import NodeIndex
+
+_NOT_YET = object()
 
 
+@dataclass(frozen=True)
+class DirectCall:
+    """How a checkpoint call reads without the checkpoint: ``function`` called on the call's
+    arguments but ``removed`` (indices into ``call.args``: the checkpointed callable and torch's
+    checkpoint keywords), followed by ``extra`` (a lambda's own trailing arguments)."""
 
-def file_models(rule) -> CallableModel:
-    return rule.context.analysis.callables
+    function: cst.BaseExpression
+    removed: Set[int]
+    extra: Sequence[cst.Arg] = ()
 
 
-class ScopeTracker:
-    """Mixin for a rule (``class R(ScopeTracker, Rule)``): knows the class and method the node
-    being visited is in, to resolve ``self.x`` and what a checkpoint call there recomputes."""
+class CheckpointCall:
+    """One call of a checkpointing function, and what it checkpoints."""
 
-    context: Any  # the rule's FileContext (set by Rule.__init__)
+    def __init__(self, calls: "CheckpointCalls", node: cst.Call, wrapper: Wrapper, here: int) -> None:
+        self._calls = calls
+        self._here = here
+        self.node = node
+        self.wrapper = wrapper
+        self.form = wrapper.form
+        positional = _positional(node)
+        first = positional[0] if positional else None
+        # The callable (or module) checkpointed; None when not passed plainly by position.
+        self.target: Optional[cst.BaseExpression] = first.value if first is not None and not first.star else None
+        self.inputs: List[cst.Arg] = positional[1:]  # what it is called on (CALL form)
+        self.keywords: Dict[str, cst.Arg] = {}
+        for arg in node.args:
+            if arg.keyword is not None:
+                self.keywords.setdefault(arg.keyword.value, arg)
+        self.star_kwargs = any(arg.star == "**" for arg in node.args)
+        # True/False: the reentrant variant or not; None: the file does not say.
+        self.reentrant: Optional[bool] = reentrant(wrapper, node)
+        self._env: Optional[Env] = None
+        self._container = _NOT_YET
+        self._contents: Optional[Tuple[Dict[str, Found], str]] = None
+        self._single_op = _NOT_YET
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        self._classes: List[Tuple[cst.ClassDef, Bindings]] = []
-        self._functions: List[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = []
+    # -- the call's own arguments --------------------------------------------------------------
+    @property
+    def omits_use_reentrant(self) -> bool:
+        """The call takes `use_reentrant`, does not pass it, and runs the reentrant variant."""
+        return (
+            self.wrapper.omitted_use_reentrant_is_reentrant
+            and "use_reentrant" not in self.keywords
+            and not self.star_kwargs
+        )
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._classes.append((node, self.context.bindings))
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._classes.pop()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        owner = None
-        if self._classes:
-            candidate = self._classes[-1][0]
-            if any(statement is node for statement in _body_statements(candidate.body)):
-                owner = candidate
-        self._functions.append((node, owner))
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._functions.pop()
-
-    def call_env(self) -> Env:
-        """The environment of the node being visited: its scope and `self`'s class."""
-        for function, owner in reversed(self._functions):
-            if owner is not None:
-                scope = next(scope for node, scope in self._classes if node is owner)
-                model = file_models(self).model(owner, scope)
-                innermost = self._functions[-1][0]  # where a nested `def` is looked up
-                return Env(self.context.bindings, model, _first_param(function), innermost)
-        innermost = self._functions[-1][0] if self._functions else None
-        return Env(self.context.bindings, None, None, innermost)
-
-    def loop_container(self, name: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        """``self.blocks`` when ``name`` is the variable of an enclosing ``for`` over it."""
-        if type(name) is not cst.Name:
+    @property
+    def rng_state_off(self) -> Optional[cst.Arg]:
+        """The `preserve_rng_state=False` argument, when the function passes it to torch's."""
+        argument = self.keywords.get("preserve_rng_state")
+        if argument is None or not self.wrapper.torch_keywords or not _literal_false(argument.value):
             return None
-        function = self._functions[-1][0] if self._functions else None
-        for statement in reversed(self.context.statement_stack):
-            if statement is function:
-                break
-            if type(statement) is not cst.For:
-                continue
-            target, iterable = loop_item(statement)
-            if type(target) is cst.Name and target.value == name.value:
-                return iterable
-        return None
+        return argument
 
-    def callable_contents(self, call: cst.Call, wrapper: Wrapper) -> Tuple[Dict[str, Found], str]:
-        """Traits of what a checkpoint call recomputes, and how to name its callable.
+    @property
+    def runs(self) -> bool:
+        """The call runs its callable now: ``checkpoint(f, x)`` with inputs, or a wrapper."""
+        return self.target is not None and (self.form == MODULE or (self.form == CALL and bool(self.inputs)))
+
+    def index_of(self, argument: cst.Arg) -> int:
+        return next(index for index, arg in enumerate(self.node.args) if arg is argument)
+
+    # -- where it is -----------------------------------------------------------------------
+    @property
+    def env(self) -> Env:
+        """The call's environment: its scope, and the class of `self` in the method it is in."""
+        if self._env is None:
+            self._env = self._calls.env_at(self._here)
+        return self._env
+
+    @property
+    def container(self) -> Optional[cst.BaseExpression]:
+        """``self.blocks`` when the checkpointed name is the variable of a ``for`` over it."""
+        if self._container is _NOT_YET:
+            self._container = self._calls.loop_container(self._here, self.target)
+        return self._container  # type: ignore[return-value]
+
+    @property
+    def callable_label(self) -> str:
+        """How a message names what is checkpointed."""
+        target = self.target
+        if target is None:
+            return ""
+        label = f"`{self._calls.code_for(target)}`" if type(target) is not cst.Lambda else "the lambda"
+        if self.container is not None:
+            label += f" (an element of `{self._calls.code_for(self.container)}`)"
+        return label
+
+    # -- what it recomputes ------------------------------------------------------------------
+    def contents(self) -> Tuple[Dict[str, Found], str]:
+        """Traits (BATCH_NORM, RANDOM) of what the call recomputes, and how to name its callable.
 
         ``checkpoint(f, ...)`` and ``checkpoint_wrapper(module)``: what ``f``/``module`` runs;
         torch's ``checkpoint_sequential``: all segments but the last; timm's ``checkpoint_seq``:
         every element (a container or a list of them), but the last with ``skip_last=True``.
         """
-        positional = _positional(call)
-        if not positional or positional[0].star:
+        if self._contents is None:
+            self._contents = self._find_contents()
+        return self._contents
+
+    def _find_contents(self) -> Tuple[Dict[str, Found], str]:
+        target = self.target
+        if target is None:
             return {}, ""
-        target = positional[0].value
-        models = file_models(self)
-        env = self.call_env()
-        label = f"`{self.context.module.code_for_node(target)}`" if type(target) is not cst.Lambda else "the lambda"
-        container = self.loop_container(target)
+        models, env, label = self._calls.models, self.env, self.callable_label
+        container = self.container
         if container is not None:
-            label += f" (an element of `{self.context.module.code_for_node(container)}`)"
             return models.contents(container, env, label), label
         segments: Optional[List[Tuple[cst.BaseExpression, Env, str]]] = None
-        if wrapper.form == SEQUENTIAL:
-            segments = _recomputed_segments(models.elements(target, env, label), positional)
-        elif wrapper.form == SEQ:
+        if self.form == SEQUENTIAL:
+            segments = _recomputed_segments(models.elements(target, env, label), _positional(self.node))
+        elif self.form == SEQ:
             segments = _seq_elements(models, target, env, label)
-            skip_last = keyword(call, "skip_last")
-            if skip_last is not None and not (
-                type(skip_last.value) is cst.Name and skip_last.value.value == "False"
-            ):
-                flatten = keyword(call, "flatten")
-                known = segments is not None and flatten is None and not any(
+            skip_last = self.keywords.get("skip_last")
+            if skip_last is not None and not _literal_false(skip_last.value):
+                known = segments is not None and "flatten" not in self.keywords and not any(
                     where.endswith("[...]") for _, _, where in segments
                 )
                 segments = segments[:-1] if known else []  # type: ignore[index]
@@ -113,6 +155,238 @@ class ScopeTracker:
                     found.setdefault(trait, item)
             return found, label
         return models.contents(target, env, label), label
+
+    def single_op(self) -> Optional[SingleOp]:
+        """The one cheap layer or op the call checkpoints, if that is all it runs (``CALL`` and
+        ``MODULE`` forms; the elements of a container a ``for`` iterates all the same op)."""
+        if self._single_op is _NOT_YET:
+            op = None
+            if self.form in (CALL, MODULE) and self.runs:
+                models, env = self._calls.models, self.env
+                container = self.container
+                if container is not None:
+                    op = models.element_op(container, env)
+                else:
+                    op = models.single_op(self.target, env)  # type: ignore[arg-type]
+            self._single_op = op
+        return self._single_op  # type: ignore[return-value]
+
+    @property
+    def called(self) -> Optional[cst.BaseExpression]:
+        """What the checkpointed callable calls: the body call's function of a lambda that only
+        forwards to one, else the callable itself."""
+        target = self.target
+        body = _lambda_call(target) if type(target) is cst.Lambda else None
+        return body.func if body is not None else target
+
+    def input_origin(self) -> Optional[Tuple[str, str]]:
+        """``("x", "forward")`` when the first input is an argument of the enclosing function
+        that no statement before the call rebinds."""
+        value = self.inputs[0].value if self.inputs else None
+        if type(value) is not cst.Name:
+            return None
+        return self._calls.untouched_argument(self._here, value.value)
+
+    def direct_call(self) -> Optional[DirectCall]:
+        """The call without the checkpoint (``CALL`` form); None where it cannot be written:
+        ``context_fn`` or ``**kwargs`` passed, or a lambda that does not only forward its
+        parameters, in order, to one call."""
+        if self.star_kwargs or "context_fn" in self.keywords or self.target is None:
+            return None
+        removed = {0} | {
+            index
+            for index, arg in enumerate(self.node.args)
+            if arg.keyword is not None and arg.keyword.value in _CHECKPOINT_KEYWORDS
+        }
+        target = self.target
+        if type(target) is not cst.Lambda:
+            return DirectCall(target, removed)
+        body = _lambda_call(target)
+        kept = [arg for index, arg in enumerate(self.node.args) if index not in removed]
+        params = len(target.params.params)
+        if body is None or len(kept) != params or any(arg.keyword or arg.star for arg in kept):
+            return None
+        return DirectCall(body.func, removed, body.args[params:])
+
+
+class CheckpointCalls:
+    """The checkpoint calls of one file, in source order, built once from its index."""
+
+    def __init__(self, module: cst.Module, index: NodeIndex, root: Bindings, models: CallableModel) -> None:
+        self.module = module
+        self.index = index
+        self.root = root
+        self.models = models
+        self._scopes: Dict[int, Bindings] = {}
+        self._lambdas = index.positions(cst.Lambda)
+        self.calls: List[CheckpointCall] = []
+        order = index.order
+        names = _wrapper_names(index)
+        for here in index.positions(cst.Call):
+            node = order[here]
+            func = node.func  # type: ignore[attr-defined]
+            if type(func) is cst.Attribute:
+                if func.attr.value not in _WRAPPER_ATTRIBUTES:
+                    continue
+            elif type(func) is not cst.Name or func.value not in names:
+                continue
+            wrapper = checkpoint_wrapper(func, self.bindings_at(here).qualify, models)
+            if wrapper is not None:
+                self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
+
+    def __iter__(self):
+        return iter(self.calls)
+
+    def close(self) -> None:
+        self.__dict__.clear()
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # -- where a node is ---------------------------------------------------------------------
+    def _enclosing(self, here: int) -> List[int]:
+        """The positions of the functions and lambdas strictly above ``here``, outermost first
+        (up the index's scope links, which name functions and classes; lambdas by range)."""
+        index = self.index
+        order, scope = index.order, index.scope
+        found: List[int] = []
+        at = scope[here]
+        while at >= 0:
+            if type(order[at]) is cst.FunctionDef:
+                found.append(at)
+            at = scope[at]
+        lambdas = self._lambdas
+        if lambdas:
+            end = index.end
+            found.extend(at for at in lambdas if at < here < end[at])
+        found.sort()
+        return found
+
+    def bindings_at(self, here: int) -> Bindings:
+        """The names the node at ``here`` sees, as the engine binds them in its traversal."""
+        enclosing = self._enclosing(here)
+        if not enclosing:
+            return self.root
+        found = self._scopes.get(enclosing[-1])
+        if found is not None:
+            return found
+        scope = self.root
+        for at in enclosing:
+            inner = self._scopes.get(at)
+            if inner is None:
+                inner = self._scopes[at] = _scope_of(self.index.order[at], scope)  # type: ignore[arg-type]
+            scope = inner
+        return scope
+
+    def _functions(self, here: int) -> List[Tuple[int, Optional[int]]]:
+        """The functions (not lambdas) around ``here``, outermost first, each with the class it
+        is a method of (a ``def`` directly in the innermost class around it), or None."""
+        order = self.index.order
+        found: List[Tuple[int, Optional[int]]] = []
+        innermost_class: Optional[int] = None
+        for at in self.index.ancestors(here)[:-1]:
+            node = order[at]
+            if type(node) is cst.ClassDef:
+                innermost_class = at
+            elif type(node) is cst.FunctionDef:
+                owner = None
+                if innermost_class is not None:
+                    body = _body_statements(order[innermost_class].body)  # type: ignore[attr-defined]
+                    if any(statement is node for statement in body):
+                        owner = innermost_class
+                found.append((at, owner))
+        return found
+
+    def env_at(self, here: int) -> Env:
+        order = self.index.order
+        functions = self._functions(here)
+        innermost = order[functions[-1][0]] if functions else None
+        for at, owner in reversed(functions):
+            if owner is not None:
+                model = self.models.model(order[owner], self.bindings_at(owner))  # type: ignore[arg-type]
+                return Env(self.bindings_at(here), model, _first_param(order[at]), innermost)  # type: ignore[arg-type]
+        return Env(self.bindings_at(here), None, None, innermost)  # type: ignore[arg-type]
+
+    def loop_container(self, here: int, name: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        """``self.blocks`` when ``name`` is the variable of a ``for`` over it around ``here``
+        (inside the innermost function)."""
+        if type(name) is not cst.Name:
+            return None
+        order = self.index.order
+        for at in reversed(self.index.ancestors(here)[:-1]):
+            statement = order[at]
+            if type(statement) is cst.FunctionDef:
+                break
+            if type(statement) is not cst.For:
+                continue
+            target, iterable = loop_item(statement)
+            if type(target) is cst.Name and target.value == name.value:
+                return iterable
+        return None
+
+    def untouched_argument(self, here: int, name: str) -> Optional[Tuple[str, str]]:
+        """``(name, function)`` when ``name`` is a parameter of the innermost function around
+        ``here`` (not `self` of a method) that no statement before the one holding ``here``
+        rebinds."""
+        functions = self._functions(here)
+        if not functions:
+            return None
+        at, owner = functions[-1]
+        function: cst.FunctionDef = self.index.order[at]  # type: ignore[assignment]
+        params = [param.name.value for param in (*function.params.posonly_params, *function.params.params)]
+        if name not in params[1 if owner is not None else 0 :]:
+            return None
+        around = {id(self.index.order[above]) for above in self.index.ancestors(here)}
+        for statement in _body_statements(function.body):
+            if id(statement) in around:
+                break
+            if _assigns(statement, name):
+                return None
+        return name, function.name.value
+
+
+def _wrapper_names(index: NodeIndex) -> Set[str]:
+    """The only names a call can name a checkpointing function by: the functions' own names
+    (imported as they are, by a star import or relatively) and the aliases imports give them
+    (``from torch.utils.checkpoint import checkpoint as cp``). A name bound otherwise does not
+    qualify to one of them, so its calls need no scope."""
+    names = set(_WRAPPER_ATTRIBUTES)
+    order = index.order
+    for at in index.positions(cst.ImportAlias):
+        alias: cst.ImportAlias = order[at]  # type: ignore[assignment]
+        if alias.asname is None or type(alias.asname.name) is not cst.Name:
+            continue
+        imported = dotted_name(alias.name) or ""
+        if imported.rsplit(".", 1)[-1] in _WRAPPER_ATTRIBUTES:
+            names.add(alias.asname.name.value)
+    return names
+
+
+def checkpoint_calls(context) -> CheckpointCalls:
+    """The file's checkpoint calls, built once per file and shared by the rules that ask."""
+    analysis = context.analysis
+    return context.shared(
+        "checkpoint-calls",
+        lambda: CheckpointCalls(context.module, analysis.index, context.module_bindings, analysis.callables),
+    )
+
+
+def _assigns(statement: cst.CSTNode, name: str) -> bool:
+    """Whether a statement (re)binds ``name`` (assignment, for target, with-as, walrus)."""
+    for node in [statement, *_walk(statement)]:
+        targets: List[cst.BaseExpression] = []
+        if type(node) is cst.Assign:
+            targets = [target.target for target in node.targets]
+        elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
+            targets = [node.target]
+        elif type(node) is cst.NamedExpr:
+            targets = [node.target]
+        elif type(node) is cst.AsName:
+            targets = [node.name]
+        for target in targets:
+            if any(type(n) is cst.Name and n.value == name for n in [target, *_walk(target)]):
+                return True
+    return False
 
 
 def _seq_elements(
@@ -138,5 +412,3 @@ def _recomputed_segments(
         return None
     count = int(segments.evaluated_value)
     return elements[: len(elements) // count * (count - 1)]
-
-

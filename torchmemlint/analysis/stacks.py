@@ -26,10 +26,33 @@ class Stack:
     node: cst.CSTNode  # where to report
     description: str  # "the 12 blocks of `self.blocks`"
     count: int
-    statement: cst.CSTNode  # reported while the traversal is in it, for `# noqa` rows
+    statement: cst.CSTNode  # the statement of `forward` (or a helper) that runs it
     via: Tuple[str, ...] = ()  # the helper methods `forward` reaches it through
 
 
+
+
+def class_stacks(
+    models: "CallableModel", module: cst.Module, node: cst.ClassDef, scope: Bindings, minimum: int
+) -> List[Stack]:
+    """The stacks of at least ``minimum`` blocks that the ``forward`` of class ``node`` runs
+    (``scope``: the names where the class is defined); none when the class has no ``forward``
+    or mentions checkpointing anywhere (it handles checkpointing itself)."""
+    forward = next(
+        (
+            statement
+            for statement in _body_statements(node.body)
+            if type(statement) is cst.FunctionDef and statement.name.value == "forward"
+        ),
+        None,
+    )
+    if forward is None:
+        return []
+    model = models.model(node, scope)
+    stacks = [stack for stack in StackFinder(models, module).stacks(model, forward) if stack.count >= minimum]
+    if stacks and models.mentions_checkpoint(node):
+        return []
+    return stacks
 
 
 class StackFinder:

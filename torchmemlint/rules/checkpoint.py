@@ -10,17 +10,13 @@ only ask it and word the findings.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Set
+from typing import List, Optional, Set
 
 import libcst as cst
 
-from torchmemlint.analysis.checkpoints import (
-    BATCH_NORM, CALL, _CHECKPOINT_KEYWORDS, checkpoint_wrapper_of, has_star_kwargs, keyword,
-    _lambda_call, _literal_false, MODULE, _positional, RANDOM, reentrant, SingleOp, Wrapper,
-)
-from torchmemlint.analysis.segments import file_models, ScopeTracker
-from torchmemlint.analysis.stacks import Stack, StackFinder
-from torchmemlint.analysis.syntax import _body_statements, _walk
+from torchmemlint.analysis.checkpoints import BATCH_NORM, MODULE, RANDOM, SingleOp
+from torchmemlint.analysis.segments import CheckpointCall, checkpoint_calls
+from torchmemlint.analysis.stacks import class_stacks, Stack
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule, RuleOption
 
@@ -98,19 +94,17 @@ class CheckpointWithoutUseReentrant(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("unsafe",)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        wrapper = checkpoint_wrapper_of(self, node)
-        if wrapper is None or not wrapper.omitted_use_reentrant_is_reentrant:
-            return
-        if keyword(node, "use_reentrant") is not None or has_star_kwargs(node):
-            return
-        self.report(
-            node,
-            "`checkpoint` without `use_reentrant` runs torch's reentrant variant. It "
-            "recomputes every segment and gives no gradient to parameters whose segment input "
-            "does not require grad; pass `use_reentrant=False`",
-            FixSpec(Applicability.UNSAFE, "Pass `use_reentrant=False`", (self._add_keyword(node),)),
-        )
+    def visit_Module(self, node: cst.Module) -> None:
+        for call in checkpoint_calls(self.context):
+            if not call.omits_use_reentrant:
+                continue
+            self.report(
+                call.node,
+                "`checkpoint` without `use_reentrant` runs torch's reentrant variant. It "
+                "recomputes every segment and gives no gradient to parameters whose segment input "
+                "does not require grad; pass `use_reentrant=False`",
+                FixSpec(Applicability.UNSAFE, "Pass `use_reentrant=False`", (self._add_keyword(call.node),)),
+            )
 
     def _add_keyword(self, call: cst.Call) -> NodeEdit:
         last = call.args[-1] if call.args else None
@@ -129,7 +123,7 @@ def _use_reentrant_false() -> cst.Arg:
 
 
 # -- TML402 ---------------------------------------------------------------------------------
-class SingleOpCheckpoint(ScopeTracker, Rule):
+class SingleOpCheckpoint(Rule):
     """
     ## What it does
     Flags `checkpoint(f, x)` where `f` is a single cheap layer or op: a `Conv*d`, `Linear`,
@@ -216,80 +210,50 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("safe", "unsafe")
 
-    def visit_Call(self, node: cst.Call) -> None:
-        wrapper = checkpoint_wrapper_of(self, node)
-        if wrapper is None or wrapper.form not in (CALL, MODULE):
-            return
-        positional = _positional(node)
-        if not positional or positional[0].star:
-            return
-        if wrapper.form == CALL and len(positional) < 2:
-            return  # no inputs: not a call that runs
-        target = positional[0].value
-        models = file_models(self)
-        env = self.call_env()
-        container = self.loop_container(target)
-        if container is not None:
-            op = models.element_op(container, env)
-        else:
-            op = models.single_op(target, env)
-        if op is None:
-            return
-        variant = reentrant(wrapper, node)
-        if wrapper.form == MODULE:
-            self.report(node, self._module_message(target, op, variant), self._unwrap(node, target, op, variant))
-            return
-        self.report(
-            node,
-            self._message(node, target, op, variant, wrapper),
-            self._fix(node, target, op, variant),
-        )
+    def visit_Module(self, node: cst.Module) -> None:
+        for call in checkpoint_calls(self.context):
+            op = call.single_op()
+            if op is None:
+                continue
+            if call.form == MODULE:
+                self.report(call.node, self._module_message(call, op), self._unwrap(call, op))
+            else:
+                self.report(call.node, self._message(call, op), self._fix(call, op))
 
-    def _module_message(self, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]) -> str:
+    def _module_message(self, call: CheckpointCall, op: SingleOp) -> str:
         message = (
             f"`checkpoint_wrapper` around a single `{op.name}` saves no memory. The op keeps at "
             "most one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
-        if reentrant is not False:
-            variant = "the reentrant variant" if reentrant else "if reentrant, it"
+        if call.reentrant is not False:
+            variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
             message += f"; {variant} recomputes it in backward"
-        return message + f"; use `{self.code_for(target)}` unwrapped"
+        return message + f"; use `{self.code_for(call.target)}` unwrapped"
 
-    def _unwrap(
-        self, call: cst.Call, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]
-    ) -> Optional[FixSpec]:
-        code = self.code_for(target)
-        if "\n" in self.code_for(call) or has_star_kwargs(call) or keyword(call, "checkpoint_fn") is not None:
+    def _unwrap(self, call: CheckpointCall, op: SingleOp) -> Optional[FixSpec]:
+        code = self.code_for(call.target)
+        if "\n" in self.code_for(call.node) or call.star_kwargs or "checkpoint_fn" in call.keywords:
             return None
-        safe = reentrant is False and not op.stateful
+        safe = call.reentrant is False and not op.stateful
         applicability = Applicability.SAFE if safe else Applicability.UNSAFE
-        return FixSpec(applicability, "Use the layer without `checkpoint_wrapper`", (NodeEdit(call, code),))
+        return FixSpec(applicability, "Use the layer without `checkpoint_wrapper`", (NodeEdit(call.node, code),))
 
-    def _message(
-        self,
-        call: cst.Call,
-        target: cst.BaseExpression,
-        op: SingleOp,
-        reentrant: Optional[bool],
-        wrapper: Wrapper,
-    ) -> str:
-        body = _lambda_call(target) if type(target) is cst.Lambda else None
-        name = self.code_for(body.func if body is not None else target)
+    def _message(self, call: CheckpointCall, op: SingleOp) -> str:
+        name = self.code_for(call.called)
         message = (
-            f"`{wrapper.name}` around a single `{op.name}` saves no memory. The op keeps at most "
+            f"`{call.wrapper.name}` around a single `{op.name}` saves no memory. The op keeps at most "
             "one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
-        if reentrant is False:
+        if call.reentrant is False:
             return message + f"; call `{name}` directly"
-        variant = "the reentrant variant" if reentrant else "if reentrant, it"
+        variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
         message += f"; {variant} recomputes it in backward (+30 % FLOPs for every conv of resnet18)"
         if op.parametric:
-            inputs = _positional(call)[1:]
-            source = self._input_origin(inputs[0].value) if inputs else None
-            if source is not None:
+            origin = call.input_origin()
+            if origin is not None:
                 message += (
-                    f", and its input is {source}: if that is the data batch (no requires_grad), "
-                    f"`{name}` gets no gradient at all"
+                    f", and its input is `{origin[0]}`, the argument of `{origin[1]}`: if that is "
+                    f"the data batch (no requires_grad), `{name}` gets no gradient at all"
                 )
             else:
                 message += (
@@ -297,56 +261,24 @@ class SingleOpCheckpoint(ScopeTracker, Rule):
                 )
         return message + f"; call `{name}` directly"
 
-    def _input_origin(self, value: cst.BaseExpression) -> Optional[str]:
-        """ "`x`, the argument of `forward`" when ``value`` is an untouched function argument."""
-        if type(value) is not cst.Name or not self._functions:
+    def _fix(self, call: CheckpointCall, op: SingleOp) -> Optional[FixSpec]:
+        direct = call.direct_call()
+        if direct is None:
             return None
-        function = self._functions[-1][0]
-        params = [
-            param.name.value for param in (*function.params.posonly_params, *function.params.params)
-        ]
-        if value.value not in params[1 if self._functions[-1][1] is not None else 0 :]:
-            return None
-        for statement in _body_statements(function.body):
-            if any(statement is active for active in self.context.statement_stack):
-                break
-            if _assigns(statement, value.value):
-                return None
-        return f"`{value.value}`, the argument of `{function.name.value}`"
-
-    def _fix(
-        self, call: cst.Call, target: cst.BaseExpression, op: SingleOp, reentrant: Optional[bool]
-    ) -> Optional[FixSpec]:
-        if has_star_kwargs(call) or keyword(call, "context_fn") is not None:
-            return None
-        doomed = {0} | {
-            index
-            for index, arg in enumerate(call.args)
-            if arg.keyword is not None and arg.keyword.value in _CHECKPOINT_KEYWORDS
-        }
-        extra: Sequence[cst.Arg] = ()
-        if type(target) is cst.Lambda:
-            body = _lambda_call(target)
-            kept = [arg for index, arg in enumerate(call.args) if index not in doomed]
-            params = len(target.params.params)
-            if body is None or len(kept) != params or any(arg.keyword or arg.star for arg in kept):
-                return None
-            function, extra = body.func, body.args[params:]
-        else:
-            function = target
-        edits = _delete_arguments(call, doomed)
-        function_code = self.code_for(function)
+        node, doomed = call.node, direct.removed
+        edits = _delete_arguments(node, doomed)
+        function_code = self.code_for(direct.function)
         extra_code = ", ".join(
             self.code_for(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
-            for arg in extra
+            for arg in direct.extra
         )
         if edits is None or "\n" in function_code or "\n" in extra_code:
             return None
-        edits.append(NodeEdit(call.func, function_code))
+        edits.append(NodeEdit(node.func, function_code))
         if extra_code:
-            last_kept = max(index for index in range(len(call.args)) if index not in doomed)
-            edits.append(NodeEdit(call.args[last_kept].value, ", " + extra_code, "after"))
-        safe = reentrant is False and not op.stateful
+            last_kept = max(index for index in range(len(node.args)) if index not in doomed)
+            edits.append(NodeEdit(node.args[last_kept].value, ", " + extra_code, "after"))
+        safe = call.reentrant is False and not op.stateful
         applicability = Applicability.SAFE if safe else Applicability.UNSAFE
         return FixSpec(applicability, "Call the op without `checkpoint`", tuple(edits))
 
@@ -378,26 +310,8 @@ def _delete_arguments(call: cst.Call, doomed: Set[int]) -> Optional[List[NodeEdi
     return edits
 
 
-def _assigns(statement: cst.CSTNode, name: str) -> bool:
-    """Whether a statement (re)binds ``name`` (assignment, for target, with-as, walrus)."""
-    for node in [statement, *_walk(statement)]:
-        targets: List[cst.BaseExpression] = []
-        if type(node) is cst.Assign:
-            targets = [target.target for target in node.targets]
-        elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
-            targets = [node.target]
-        elif type(node) is cst.NamedExpr:
-            targets = [node.target]
-        elif type(node) is cst.AsName:
-            targets = [node.name]
-        for target in targets:
-            if any(type(n) is cst.Name and n.value == name for n in [target, *_walk(target)]):
-                return True
-    return False
-
-
 # -- TML403 ---------------------------------------------------------------------------------
-class BatchNormInCheckpoint(ScopeTracker, Rule):
+class BatchNormInCheckpoint(Rule):
     """
     ## What it does
     Flags `checkpoint(f, ...)` and `checkpoint_sequential(f, ...)` where `f` contains a
@@ -496,27 +410,25 @@ class BatchNormInCheckpoint(ScopeTracker, Rule):
     name = "batchnorm-in-checkpoint"
     summary = "BatchNorm inside a checkpointed segment updates its running statistics twice"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        wrapper = checkpoint_wrapper_of(self, node)
-        if wrapper is None:
-            return
-        found, label = self.callable_contents(node, wrapper)
-        item = found.get(BATCH_NORM)
-        if item is None:
-            return
-        self.report(
-            _positional(node)[0].value,
-            "Checkpoint updates a BatchNorm's running statistics twice. "
-            f"{label} contains `{item.what}`{item.located()}: in train mode its running "
-            "statistics are updated again when checkpoint recomputes the segment in backward "
-            "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
-            "momentum 0.1; gradients unaffected); keep BatchNorm outside the segment"
-            + (" or recompute with momentum 0 via `context_fn`" if wrapper.torch_keywords else ""),
-        )
+    def visit_Module(self, node: cst.Module) -> None:
+        for call in checkpoint_calls(self.context):
+            found, label = call.contents()
+            item = found.get(BATCH_NORM)
+            if item is None:
+                continue
+            self.report(
+                call.target,
+                "Checkpoint updates a BatchNorm's running statistics twice. "
+                f"{label} contains `{item.what}`{item.located()}: in train mode its running "
+                "statistics are updated again when checkpoint recomputes the segment in backward "
+                "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
+                "momentum 0.1; gradients unaffected); keep BatchNorm outside the segment"
+                + (" or recompute with momentum 0 via `context_fn`" if call.wrapper.torch_keywords else ""),
+            )
 
 
 # -- TML404 ---------------------------------------------------------------------------------
-class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
+class CheckpointRandomWithoutRngState(Rule):
     """
     ## What it does
     Flags `preserve_rng_state=False` on a `checkpoint`/`checkpoint_sequential` call whose
@@ -588,31 +500,27 @@ class CheckpointRandomWithoutRngState(ScopeTracker, Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("unsafe",)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        wrapper = checkpoint_wrapper_of(self, node)
-        if wrapper is None or not wrapper.torch_keywords:
-            return
-        argument = keyword(node, "preserve_rng_state")
-        if argument is None or not _literal_false(argument.value):
-            return
-        found, label = self.callable_contents(node, wrapper)
-        item = found.get(RANDOM)
-        if item is None:
-            return
-        self.report(
-            argument,
-            f"`preserve_rng_state=False` around `{item.what}` gives wrong gradients. "
-            f"{label[:1].upper()}{label[1:]} runs `{item.what}`{item.located()}: "
-            "the recomputation in backward draws different random numbers, so the gradients "
-            "are wrong while the output and the loss are unchanged; remove the argument",
-            self._removal(node, argument),
-        )
+    def visit_Module(self, node: cst.Module) -> None:
+        for call in checkpoint_calls(self.context):
+            argument = call.rng_state_off
+            if argument is None:
+                continue
+            found, label = call.contents()
+            item = found.get(RANDOM)
+            if item is None:
+                continue
+            self.report(
+                argument,
+                f"`preserve_rng_state=False` around `{item.what}` gives wrong gradients. "
+                f"{label[:1].upper()}{label[1:]} runs `{item.what}`{item.located()}: "
+                "the recomputation in backward draws different random numbers, so the gradients "
+                "are wrong while the output and the loss are unchanged; remove the argument",
+                self._removal(call, argument),
+            )
 
     @staticmethod
-    def _removal(call: cst.Call, argument: cst.Arg) -> Optional[FixSpec]:
-        edits = _delete_arguments(
-            call, {next(i for i, arg in enumerate(call.args) if arg is argument)}
-        )
+    def _removal(call: CheckpointCall, argument: cst.Arg) -> Optional[FixSpec]:
+        edits = _delete_arguments(call.node, {call.index_of(argument)})
         if edits is None:
             return None
         return FixSpec(Applicability.UNSAFE, "Remove `preserve_rng_state=False`", tuple(edits))
@@ -728,40 +636,14 @@ class DeepStackWithoutCheckpoint(Rule):
         ),
     )
 
-    def __init__(self, context) -> None:
-        super().__init__(context)
-        # Stacks found when their class is entered, reported once the traversal reaches their
-        # statement (so that a `# noqa` on that statement applies). Keyed by statement id.
-        self._pending: Dict[int, Stack] = {}
-
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        forward = next(
-            (
-                statement
-                for statement in _body_statements(node.body)
-                if type(statement) is cst.FunctionDef and statement.name.value == "forward"
-            ),
-            None,
-        )
-        if forward is None:
-            return
-        models = file_models(self)
-        model = models.model(node, self.context.bindings)
         minimum = self.option("checkpoint-min-blocks")
-        stacks = [stack for stack in StackFinder(models, self.context.module).stacks(model, forward) if stack.count >= minimum]
-        if stacks and not models.mentions_checkpoint(node):
-            self._pending.update((id(stack.statement), stack) for stack in stacks)
+        stacks = class_stacks(self.context.analysis.callables, self.context.module, node, self.context.bindings, minimum)
+        # one finding per statement: the last stack found there (a chain over containers)
+        for stack in {id(stack.statement): stack for stack in stacks}.values():
+            self._report(stack)
 
-    def visit_For(self, node: cst.For) -> None:
-        self._report_pending(node)
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self._report_pending(node)
-
-    def _report_pending(self, statement: cst.CSTNode) -> None:
-        stack = self._pending.pop(id(statement), None) if self._pending else None
-        if stack is None:
-            return
+    def _report(self, stack: Stack) -> None:
         through = ", ".join(f"`self.{name}`" for name in stack.via)
         through = f" (through {through})" if through else ""
         self.report(

@@ -1,79 +1,30 @@
 """TML7xx: the memory mistakes of distributed training (DDP, FSDP, torchrun scripts).
 
-Each rule reads the shared scope walk (``context.analysis.scopes``: every call of every scope
-with its loops), qualifies callees with the scope's bindings, and reads keyword arguments
-through ``analysis/scripts.call_keywords`` (a ``**kwargs`` dict built in the same scope
-counts); ``multi_device_evidence`` says whether the file runs one process per device.
+Each rule asks the file's distributed facts (``analysis/distributed.py``: the DDP
+constructions with the keywords they resolve to, ``torch.load`` calls without a device,
+``empty_cache`` in training steps, ``zero_grad`` calls that keep the gradients) and words the
+findings and their fixes.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, Optional, Tuple
-
 import libcst as cst
 
-from torchmemlint.analysis.autograd import CallEvent, Scope
-from torchmemlint.analysis.scripts import call_keywords, multi_device_evidence
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
-from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.distributed import distributed_facts
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
-DDP_CLASSES = frozenset({
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-})
-# accelerate and Lightning build the DDP themselves, passing it these keyword arguments.
-DDP_KWARGS_CLASSES = {
-    "accelerate.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
-    "accelerate.utils.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
-    "accelerate.utils.dataclasses.DistributedDataParallelKwargs": "DistributedDataParallelKwargs",
-    "lightning.pytorch.strategies.DDPStrategy": "DDPStrategy",
-    "lightning.fabric.strategies.DDPStrategy": "DDPStrategy",
-    "pytorch_lightning.strategies.DDPStrategy": "DDPStrategy",
-}
-TORCH_LOAD = "torch.load"
-EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
-# Methods a framework calls once per training step (Lightning's LightningModule hooks).
-PER_STEP_METHODS = frozenset({
-    "training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
-    "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad",
-})
 
-
-def _calls(rule: Rule) -> Iterator[Tuple[Scope, CallEvent, Optional[str]]]:
-    """Every call of the file with its scope and its callee, qualified (None: not imported)."""
-    for scope in rule.context.analysis.scopes.scopes:
-        for call in scope.calls:
-            func = call.node.func
-            qualified = scope.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
-            yield scope, call, qualified
-
-
-class _CallRule(Rule):
-    """Finds its calls in ``visit_Module`` (``_found``: call id -> message and fix) and
-    reports them when the traversal reaches them."""
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._found: Dict[int, Tuple[str, Optional[FixSpec]]] = {}
-        self.find()
-
-    def find(self) -> None:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
-
-    def visit_Call(self, node: cst.Call) -> None:
-        found = self._found.get(id(node))
-        if found is not None:
-            self.report(node, found[0], found[1])
-
-
-class DdpWithoutGradientAsBucketView(_CallRule):
+class DdpWithoutGradientAsBucketView(Rule):
     """
     ## What it does
     Flags `DistributedDataParallel(...)` (however it is imported: `DDP`, `nn.parallel.
     DistributedDataParallel`, with keywords spread from a dict built beside it) without
     `gradient_as_bucket_view=True`, and accelerate's `DistributedDataParallelKwargs(...)` and
-    Lightning's `DDPStrategy(...)`, whose keywords reach the DDP they build, without it.
+    Lightning's `DDPStrategy(...)`, whose keywords reach the DDP they build, without it. The
+    DDP subclasses of OpenMMLab are DDPs too: mmengine's `MMDistributedDataParallel(module=...,
+    **kwargs)` passes its keywords to DDP's constructor and mmcv's (1.x) keeps DDP's
+    (`tests/test_distributed_rules.py`).
 
     ## Why is this bad?
     DDP's reducer copies every gradient into its communication buckets, flat tensors as large
@@ -141,46 +92,29 @@ class DdpWithoutGradientAsBucketView(_CallRule):
     fix_applicability = ("unsafe",)
     needs = (("DistributedDataParallel", "DDPStrategy"),)
 
-    def find(self) -> None:
-        for scope, call, qualified in _calls(self):
-            if qualified in DDP_CLASSES:
-                what = "DDP"
-            elif qualified in DDP_KWARGS_CLASSES:
-                what = DDP_KWARGS_CLASSES[qualified]
-            else:
+    def visit_Module(self, node: cst.Module) -> None:
+        for ddp in distributed_facts(self.context).ddp_constructions():
+            if not ddp.bucket_view_off:
                 continue
-            positional = [arg for arg in call.node.args if arg.keyword is None and not arg.star]
-            if len(positional) > 9:
-                continue  # gradient_as_bucket_view may be passed by position
-            keywords = call_keywords(call.node, scope)
-            if keywords is None:
-                continue  # a **kwargs this file does not show
-            value = keywords.get("gradient_as_bucket_view")
-            if value is None:
-                if not call.node.args:
-                    edit = None
-                else:
-                    edit = NodeEdit(call.node.args[-1].value, ", gradient_as_bucket_view=True", "after")
-                message = (
-                    "%s keeps every gradient twice. Without `gradient_as_bucket_view=True` the "
-                    "reducer's buckets hold a second copy of each gradient; as bucket views the "
-                    "gradients take no extra memory" % what
-                )
-            elif literal_bool(value) is False:
-                edit = NodeEdit(value, "True")
-                message = (
-                    "%s keeps every gradient twice. With `gradient_as_bucket_view=False` the "
-                    "reducer's buckets hold a second copy of each gradient; as bucket views the "
-                    "gradients take no extra memory" % what
-                )
+            if ddp.bucket_view is None:
+                edit = None
+                if ddp.last_argument is not None:
+                    edit = NodeEdit(ddp.last_argument, ", gradient_as_bucket_view=True", "after")
+                passed = "Without `gradient_as_bucket_view=True`"
             else:
-                continue
+                edit = NodeEdit(ddp.bucket_view, "True")
+                passed = "With `gradient_as_bucket_view=False`"
             fix = None if edit is None else FixSpec(
                 Applicability.UNSAFE, "Pass `gradient_as_bucket_view=True`", (edit,))
-            self._found[id(call.node)] = (message, fix)
+            self.report(
+                ddp.node,
+                "%s keeps every gradient twice. %s the reducer's buckets hold a second copy of "
+                "each gradient; as bucket views the gradients take no extra memory" % (ddp.what, passed),
+                fix,
+            )
 
 
-class LoadWithoutMapLocation(_CallRule):
+class LoadWithoutMapLocation(Rule):
     """
     ## What it does
     Flags `torch.load(path)` without `map_location` in a file that runs one process per
@@ -255,24 +189,20 @@ class LoadWithoutMapLocation(_CallRule):
     needs = (("load",), ("distributed", "DistributedDataParallel", "fsdp", "accelerate", "deepspeed",
                          "RANK", "WORLD_SIZE", "lightning", "multiprocessing"))
 
-    def find(self) -> None:
-        loads = [(scope, call) for scope, call, qualified in _calls(self) if qualified == TORCH_LOAD]
-        if not loads:
+    def visit_Module(self, node: cst.Module) -> None:
+        facts = distributed_facts(self.context)
+        if not facts.has_loads():
             return
-        evidence = multi_device_evidence(self.context.module, self.context.analysis.scopes)
+        evidence = facts.multi_device_evidence()
         if evidence is None:
             return
-        for scope, call in loads:
-            if argument(call.node, 1, "map_location") is not None:
-                continue
-            keywords = call_keywords(call.node, scope)
-            if keywords is None or "map_location" in keywords:
-                continue
+        for load in facts.loads_without_map_location():
             fix = None
-            if call.node.args and not has_star_args(call.node):
+            if load.last_argument is not None:
                 fix = FixSpec(Applicability.UNSAFE, 'Pass `map_location="cpu"`',
-                              (NodeEdit(call.node.args[-1].value, ', map_location="cpu"', "after"),))
-            self._found[id(call.node)] = (
+                              (NodeEdit(load.last_argument, ', map_location="cpu"', "after"),))
+            self.report(
+                load.node,
                 "`torch.load` without `map_location` loads onto the GPU the tensors were saved "
                 "from. In a multi-process script (%s) every rank puts its copy there (cuda:0 for "
                 "rank 0's checkpoint); pass `map_location=\"cpu\"` or the rank's device" % evidence,
@@ -280,7 +210,7 @@ class LoadWithoutMapLocation(_CallRule):
             )
 
 
-class EmptyCacheInTrainingLoop(_CallRule):
+class EmptyCacheInTrainingLoop(Rule):
     """
     ## What it does
     Flags `torch.cuda.empty_cache()` inside a loop that trains (the loop calls `.backward()`
@@ -348,30 +278,21 @@ class EmptyCacheInTrainingLoop(_CallRule):
     default_enabled = False
     needs = (("empty_cache",),)
 
-    def find(self) -> None:
-        facts_of: Dict[int, ScopeFacts] = {}
-        walk = self.context.analysis.scopes
-        for scope, call, qualified in _calls(self):
-            if qualified not in EMPTY_CACHE:
-                continue
-            if scope.name in PER_STEP_METHODS and scope.owner is not None:
-                where = "`%s` (run every training step)" % scope.name
+    def visit_Module(self, node: cst.Module) -> None:
+        for site in distributed_facts(self.context).empty_cache_per_step():
+            if site.per_step_method is not None:
+                where = "`%s` (run every training step)" % site.per_step_method
             else:
-                facts = facts_of.get(id(scope))
-                if facts is None:
-                    facts = facts_of[id(scope)] = ScopeFacts(walk, scope)
-                if not any(facts.loop_has(loop, facts.training_calls) for loop in call.ctx.loops):
-                    continue
                 where = "a training loop"
-            self._found[id(call.node)] = (
+            self.report(
+                site.node,
                 "`torch.cuda.empty_cache()` every training step frees nothing for the next. It "
                 "runs in %s: the next step allocates the same blocks again (through cudaMalloc, "
                 "which synchronizes); the peak does not move" % where,
-                None,
             )
 
 
-class ZeroGradKeepsGradients(_CallRule):
+class ZeroGradKeepsGradients(Rule):
     """
     ## What it does
     Flags `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)`
@@ -442,49 +363,21 @@ class ZeroGradKeepsGradients(_CallRule):
     fix_applicability = ("unsafe",)
     needs = (("zero_grad",), ("set_to_none", "False"))
 
-    def find(self) -> None:
-        for scope, call, _ in _calls(self):
-            if call.attr != "zero_grad":
-                continue
-            node = call.node
-            arg = argument(node, 0, "set_to_none")
-            if arg is not None:
-                value = arg.value
-            else:
-                keywords = call_keywords(node, scope)
-                value = None if keywords is None else keywords.get("set_to_none")
-            if value is None:
-                continue
-            default = _parameter_default(scope, value)
-            if literal_bool(default if default is not None else value) is not False:
-                continue
+    def visit_Module(self, node: cst.Module) -> None:
+        for site in distributed_facts(self.context).zero_grads_keeping_gradients():
             fix = None
-            if default is None and len(node.args) == 1 and arg is not None:
+            if site.parameter is None and site.only_argument:
                 fix = FixSpec(Applicability.UNSAFE, "Remove `set_to_none=False`",
-                              (NodeEdit(node, self.code_for(node.func) + "()"),))
-            if default is None:
+                              (NodeEdit(site.node, self.code_for(site.node.func) + "()"),))
+            if site.parameter is None:
                 title = ("`zero_grad(set_to_none=False)` keeps every gradient allocated through the "
                          "next forward")
             else:
                 title = ("`zero_grad` gets `set_to_none=False` from the default of `%s` and keeps "
-                         "every gradient allocated" % value.value)
-            self._found[id(node)] = (
+                         "every gradient allocated" % site.parameter)
+            self.report(
+                site.node,
                 title + ". They stay as zeros; without the argument the gradients are freed "
                 "until backward makes them again",
                 fix,
             )
-
-
-def _parameter_default(scope: Scope, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """The default of the enclosing function's parameter that ``value`` names, when the
-    function never rebinds it (a `zero_grad(self, set_to_none=False)` that passes it on)."""
-    function = scope.node
-    if type(value) is not cst.Name or type(function) is not cst.FunctionDef:
-        return None
-    params = function.params
-    for param in (*params.params, *params.kwonly_params):
-        if param.name.value == value.value and param.default is not None:
-            if any(value.value in event.targets for event in scope.assigns):
-                return None
-            return param.default
-    return None
