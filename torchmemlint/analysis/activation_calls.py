@@ -47,3 +47,28 @@ def activation_value(graph: Any, name: str, call: cst.Call, positional: List[Any
     source = positional[0] if positional else keywords["input"]
     rest = [v for v in (*positional, *keywords.values()) if v is not source]
     return graph._same("activation", source, call, rest, qualified=name, inplace=found[1], operand=found[0])
+
+
+def nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] = None) -> List[cst.Call]:
+    """The element constructors and nested Sequentials that ``call``'s flattening covers."""
+    found: List[cst.Call] = []
+    for arg in call.args:
+        value = arg.value
+        if arg.star or type(value) is not cst.Call:
+            continue
+        if resolver.constructor(value) == NN + "Sequential":
+            found.append(value)
+            found.extend(nested_calls(value, resolver, function))
+        elif resolver.layer(value, function) is not None:
+            found.append(value)
+        elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
+            pairs = value.args[0].value
+            for element in getattr(pairs, "elements", ()):
+                pair = element.value
+                if type(pair) is cst.Tuple and len(pair.elements) == 2:
+                    inner = pair.elements[1].value
+                    if type(inner) is cst.Call:
+                        found.append(inner)
+                        if resolver.constructor(inner) == NN + "Sequential":
+                            found.extend(nested_calls(inner, resolver))
+    return found

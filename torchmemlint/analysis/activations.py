@@ -13,7 +13,8 @@ import libcst as cst
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
-from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS
+from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS, nested_calls
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.syntax import (
@@ -370,7 +371,7 @@ class InplaceAnalysis:
         order = self.file.resolver.sequential_order(call, self_name, function, statement)
         if order is None:
             return []
-        nested = _nested_calls(call, self.file.resolver, function)
+        nested = nested_calls(call, self.file.resolver, function)
         for inner in nested:
             self._in_sequential.add(id(inner))
         # its layers can be in a spliced list only through a ``*list`` in it
@@ -390,7 +391,18 @@ class InplaceAnalysis:
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
             if part not in order.first:
                 continue
-            if destinations and not site.privates:
+            holder = self._list_holder(model, call) if not destinations else None
+            if holder is not None:  # first in an element of a module list: what each element call gets
+                site.label = f"`{short_name(layer.qualified)}` (first in an element of `self.{holder}`{',' if layer.via else ''}{_via(layer)})"
+                site.privates.append((model.node, holder))
+                calls, site.complete = module_lists(self.file, model).element_calls(holder)
+                for element_call, method in calls:
+                    arg = element_call.args[0] if len(element_call.args) == 1 else None
+                    use = None if arg is None or arg.keyword is not None or arg.star else self._use(
+                        arg.value, element_call, method, model, model.self_name(method))
+                    site.complete = site.complete and use is not None
+                    site.uses.extend([use] if use is not None else [])
+            elif destinations and not site.privates:
                 attribute = destinations[0][1]
                 site.label = (
                     f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
@@ -408,6 +420,10 @@ class InplaceAnalysis:
             if spliced_here and key in self._spliced_layers():
                 self._other_splices(site, call)
         return list(sites.values())
+
+    def _list_holder(self, model: Optional[ClassModel], call: cst.Call) -> Optional[str]:
+        """``x`` when ``call`` is an element expression of the module list ``self.x`` of ``model``."""
+        return module_lists(self.file, model).holder(call) if model is not None else None
 
     def _other_splices(self, site: Site, visited: cst.Call) -> None:
         """Uses of a spliced layer in the other Sequentials its list is spliced into (a helper
@@ -449,7 +465,7 @@ class InplaceAnalysis:
                     if type(value) is cst.Call:
                         found.add(id(value))
                         if resolver.constructor(value) == SEQUENTIAL:
-                            found.update(id(inner) for inner in _nested_calls(value, resolver, function))
+                            found.update(id(inner) for inner in nested_calls(value, resolver, function))
             self._spliced_by_call[key] = found
         return self._spliced_by_call[key]
 
@@ -768,31 +784,6 @@ def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Sit
 
 def _via(layer: Layer) -> str:
     return f" through {layer.via}" if layer.via else ""
-
-
-def _nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] = None) -> List[cst.Call]:
-    """The element constructors and nested Sequentials that ``call``'s flattening covers."""
-    found: List[cst.Call] = []
-    for arg in call.args:
-        value = arg.value
-        if arg.star or type(value) is not cst.Call:
-            continue
-        if resolver.constructor(value) == SEQUENTIAL:
-            found.append(value)
-            found.extend(_nested_calls(value, resolver, function))
-        elif resolver.layer(value, function) is not None:
-            found.append(value)
-        elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
-            pairs = value.args[0].value
-            for element in getattr(pairs, "elements", ()):
-                pair = element.value
-                if type(pair) is cst.Tuple and len(pair.elements) == 2:
-                    inner = pair.elements[1].value
-                    if type(inner) is cst.Call:
-                        found.append(inner)
-                        if resolver.constructor(inner) == SEQUENTIAL:
-                            found.extend(_nested_calls(inner, resolver))
-    return found
 
 
 def activation_sites(context) -> InplaceAnalysis:

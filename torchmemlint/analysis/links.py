@@ -181,13 +181,16 @@ def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bo
     ``ProjectLinks.may_come_from_project``); and whether a star import may bring others."""
     directory = os.path.dirname(os.path.abspath(path))
     root = package_root(path)
+    bases = {root, directory}
+    if os.path.isfile(os.path.join(root, "__init__.py")):
+        bases.add(os.path.dirname(root))  # ``from speechbrain.nnet.CNN import Conv1d`` in speechbrain
 
     def in_project(dotted: str) -> bool:
         top = dotted.partition(".")[0]
         return any(
             os.path.isfile(os.path.join(base, top + ".py"))
             or os.path.isfile(os.path.join(base, top, "__init__.py"))
-            for base in {root, directory}
+            for base in bases
         )
 
     names: Dict[str, bool] = {}
