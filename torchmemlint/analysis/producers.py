@@ -65,6 +65,9 @@ class Producers:
         self.file = file
         self.model = model
         self.nesting = 0  # module classes followed into (``block``)
+        # following a value a function returns: a ``return`` of a view's base ends another path
+        # (``if t: return wx.transpose(1, -1)`` ... ``return wx``)
+        self.returned = False
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
@@ -114,6 +117,7 @@ class Producers:
             return UNKNOWN_PRODUCER
         inner = Producers(file, file.class_model(classdef))
         inner.nesting = self.nesting + 1
+        inner.returned = True
         # every return, and every arm of a join each returns: what any way through makes
         made = joined([p for value in graph.returns for p in inner.of(value, graph.self_name)])
         if made.category is Category.UNKNOWN:
@@ -256,7 +260,8 @@ class Producers:
         if node.func.attr.value not in VIEWS or value.function is None:
             return False
         graph = self.file.values(value.function)
-        return [c for c in graph.consumers(base) if type(c) is str or c.op != "join"] == [value]
+        others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
+        return [c for c in others if type(c) is str or c.op != "join"] == [value]
 
 
 def joined(made: List[Producer]) -> Producer:
