@@ -431,21 +431,23 @@ def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef, dept
     if len(values) != 1:
         return None
     overrides: Dict[str, cst.BaseExpression] = {}
-    for node in scan(function.body, (cst.Attribute, cst.Subscript, cst.Assign, cst.AugAssign, cst.Del)):
-        kind = type(node)
-        if kind is cst.Assign:
+    keyed = False
+    for node in scan(function.body, (cst.Attribute, cst.Subscript)):
+        if type(node.value) is cst.Name and node.value.value == value.value:  # type: ignore[attr-defined]
+            if type(node) is cst.Attribute and node.attr.value not in ("get", "keys", "items", "values", "copy"):  # type: ignore[attr-defined]
+                return None  # ``dd.update(...)``, ``dd.pop(...)``
+            if type(node) is cst.Subscript:
+                if _literal_key(node, value.value) is None:  # type: ignore[arg-type]
+                    return None  # ``dd[name] = ...`` with a computed key
+                keyed = True
+    for node in scan(function.body, (cst.Assign, cst.AugAssign, cst.Del)) if keyed else ():
+        if type(node) is cst.Assign:  # ``params["period"] = period``
             for target in node.targets:  # type: ignore[attr-defined]
                 key = _literal_key(target.target, value.value)
                 if key is not None:
                     overrides[key] = node.value  # type: ignore[attr-defined]
-        elif kind in (cst.AugAssign, cst.Del):
-            if any(_literal_key(n, value.value, any_key=True) for n in walk(node.target)):  # type: ignore[attr-defined]
-                return None
-        elif type(node.value) is cst.Name and node.value.value == value.value:  # type: ignore[attr-defined]
-            if kind is cst.Attribute and node.attr.value not in ("get", "keys", "items", "values", "copy"):  # type: ignore[attr-defined]
-                return None  # ``dd.update(...)``, ``dd.pop(...)``
-            if kind is cst.Subscript and _literal_key(node, value.value) is None:  # type: ignore[arg-type]
-                return None  # ``dd[name] = ...`` with a computed key
+        elif any(_literal_key(n, value.value) for n in walk(node.target)):  # type: ignore[attr-defined]
+            return None  # ``del dd["k"]``, ``dd["k"] += 1``
     found = values[0]
     keywords: Optional[List[cst.Arg]] = None
     if type(found) is cst.Dict:
@@ -480,12 +482,10 @@ def _in_defaults(node: cst.CSTNode, function: cst.FunctionDef) -> bool:
     )
 
 
-def _literal_key(node: cst.BaseExpression, name: str, any_key: bool = False) -> Optional[str]:
-    """``"k"`` for ``name["k"]`` (any subscript of ``name`` with ``any_key``: ``"?"``)."""
+def _literal_key(node: cst.BaseExpression, name: str) -> Optional[str]:
+    """``"k"`` for ``name["k"]``."""
     if type(node) is not cst.Subscript or type(node.value) is not cst.Name or node.value.value != name:
         return None
-    if any_key:
-        return "?"
     if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
         return None
     key = node.slice[0].slice.value  # type: ignore[attr-defined]

@@ -264,7 +264,7 @@ class ModuleLists:
         if self.file.resolver.qualify(func) is None:
             return True
         links = self.file.links
-        return links is not None and links.may_come_from_project(dotted_name(func))
+        return links is not None and links.may_come_from_package(dotted_name(func))
 
 
 _CACHE: "weakref.WeakKeyDictionary[ClassModel, ModuleLists]" = weakref.WeakKeyDictionary()

@@ -97,14 +97,14 @@ class Producers:
         if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute):
             return UNKNOWN_PRODUCER
         if self.file.resolver.qualify(func) is not None and not (
-            self.file.links is not None and self.file.links.may_come_from_project(_dotted(func))
+            self.file.links is not None and self.file.links.may_come_from_package(_dotted(func))
         ):  # (``from speechbrain.nnet.CNN import Conv1d`` in speechbrain is qualified, and the project's)
             return UNKNOWN_PRODUCER
         file, classdef = self.file, None
         if type(func) is cst.Name:
             classdef = file.callables.classes.get(func.value)
         if classdef is None and file.links is not None:
-            found = file.links.definition(_dotted(func), "class")
+            found = file.links.definition(_dotted(func), "class", package=True)
             if found is not None:
                 file, classdef = found
         if classdef is None:
