@@ -272,6 +272,51 @@ CASES: Dict[str, str] = {
         def make_block(conv):
             return nn.Sequential(conv, nn.Sigmoid())
     ''',
+    # lightweight-gan's form: a function of the file that returns the module (a Sequential)
+    "builders": '''
+        import torch.nn as nn
+        from einops.layers.torch import Rearrange
+
+
+        def SPConvDownsample(dim, dim_out=None):
+            dim_out = dim_out or dim
+            return nn.Sequential(
+                Rearrange("b c (h s1) (w s2) -> b (c s1 s2) h w", s1=2, s2=2),
+                nn.Conv2d(dim * 4, dim_out, 1),
+            )
+
+
+        def resample(dim, down=True):
+            if down:
+                return nn.Conv2d(dim, dim, 3, 2, 1)
+            return nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(dim, dim, 3, padding=1))
+
+
+        def gate(dim):
+            return nn.Sequential(nn.Conv2d(dim, dim, 1), nn.Sigmoid())
+
+
+        def maybe_tanh(dim, last=False):
+            if last:
+                return nn.Sequential(nn.Conv2d(dim, dim, 3, padding=1), nn.Tanh())
+            return nn.Conv2d(dim, dim, 3, padding=1)
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.down = nn.Sequential(
+                    SPConvDownsample(c, c),
+                    nn.LeakyReLU(0.1),  # expect: TML201 fix=safe
+                    nn.Conv2d(c, c, 3, padding=1),
+                )
+                self.up = nn.Sequential(resample(c, down=False), nn.LeakyReLU(0.2), nn.Conv2d(c, c, 1))  # expect: TML201 fix=safe
+                self.gated = nn.Sequential(gate(c), nn.LeakyReLU(0.2), nn.Conv2d(c, c, 1))  # a sigmoid's output: quiet
+                self.last = nn.Sequential(maybe_tanh(c), nn.LeakyReLU(0.2), nn.Conv2d(c, c, 1))  # a tanh in one return: quiet
+
+            def forward(self, x):
+                return self.last(self.gated(self.up(self.down(x))))
+    ''',
     # espnet's discriminators: built through `**params` copied from a default dict
     "dict_spread": '''
         import copy
@@ -380,7 +425,7 @@ def test_fixes(findings):
                 checked += 1
                 expected = None if match.group(1) == "none" else match.group(1)
                 assert findings[name][row][1] == expected, (name, row, line)
-    assert checked == 9
+    assert checked == 11
 
 
 PROJECT = {

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
 from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
     OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name,
@@ -108,7 +109,8 @@ class Producers:
             if found is not None:
                 file, classdef = found
         if classdef is None:
-            return UNKNOWN_PRODUCER
+            builder = file.callables.functions.get(func.value) if type(func) is cst.Name else None
+            return self._built(file, builder) if builder is not None else UNKNOWN_PRODUCER
         forward = file.value_graphs.method(classdef, "forward")
         if forward is None:
             return UNKNOWN_PRODUCER
@@ -124,6 +126,29 @@ class Producers:
             return UNKNOWN_PRODUCER
         shown = made.description.replace("`", "")
         return Producer(made.category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def _built(self, file: "FileAnalysis", builder: cst.FunctionDef) -> Producer:
+        """Calling the module a function of the file builds (``def SPConvDownsample(dim):
+        return nn.Sequential(Rearrange(...), nn.Conv2d(...))``): what every module it returns
+        makes (a Sequential: its last layers)."""
+        made: List[Producer] = []
+        inner = Producers(file, None)
+        inner.nesting = self.nesting + 1
+        for statement in scan(builder.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            value = statement.value  # type: ignore[attr-defined]
+            if type(value) is not cst.Call:
+                return UNKNOWN_PRODUCER
+            order = file.resolver.sequential_order(value, None, builder, None)
+            if order is not None:
+                if order.nullable or not order.last:
+                    return UNKNOWN_PRODUCER
+                made.extend(inner.part(part) for part in order.last)
+            else:
+                made.append(inner.part(file.resolver.part(value, None, builder)))
+        found = joined(made)
+        if found.category is Category.UNKNOWN:
+            return UNKNOWN_PRODUCER
+        return Producer(found.category, f"`{builder.name.value}`, which returns {found.description.replace('`', '')}")
 
     def _rewrapped(self, attribute: str) -> Optional[List[Part]]:
         """``self.conv = nn.Conv1d(...)`` then ``self.conv = weight_norm(self.conv)`` in
