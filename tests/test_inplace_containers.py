@@ -317,6 +317,46 @@ CASES: Dict[str, str] = {
             def forward(self, x):
                 return self.last(self.gated(self.up(self.down(x))))
     ''',
+    # torchgan's form: one layer bound to a local (the default of a layer parameter), placed in Sequentials
+    "locals": '''
+        import torch.nn as nn
+
+
+        class DCGANDiscriminator(nn.Module):
+            def __init__(self, nonlinearity=None, last_nonlinearity=None, batchnorm=True):
+                super().__init__()
+                nl = nn.LeakyReLU(0.2) if nonlinearity is None else nonlinearity  # expect: TML201 fix=unsafe
+                last_nl = (
+                    last_nonlinearity if last_nonlinearity is not None else nn.LeakyReLU(0.2)  # expect: TML201 fix=unsafe
+                )
+                model = [nn.Sequential(nn.Conv2d(3, 64, 4, 2, 1), nl)]
+                if batchnorm:
+                    for _ in range(2):
+                        model.append(nn.Sequential(nn.Conv2d(64, 64, 4, 2, 1), nn.BatchNorm2d(64), nl))
+                else:
+                    for _ in range(2):
+                        model.append(nn.Sequential(nn.Conv2d(64, 64, 4, 2, 1), nl))
+                model.append(nn.Sequential(nn.Conv2d(64, 64, 4, 2, 1), last_nl))
+                self.model = nn.Sequential(*model)
+
+            def forward(self, x):
+                return self.model(x)
+
+
+        class LookAlikes(nn.Module):
+            def __init__(self, nonlinearity=None, act_layer=None, gate=None):
+                super().__init__()
+                first = nn.LeakyReLU(0.2) if nonlinearity is None else nonlinearity
+                kept = nn.LeakyReLU(0.2) if act_layer is None else act_layer
+                after_gate = nn.LeakyReLU(0.2) if gate is None else gate
+                self.a = nn.Sequential(first, nn.Conv2d(8, 8, 3))  # first: what it runs on is the caller's
+                self.b = nn.Sequential(nn.Conv2d(8, 8, 3), kept)
+                self.act = kept  # also used on its own
+                self.c = nn.Sequential(nn.Conv2d(8, 8, 3), nn.Sigmoid(), after_gate)  # a sigmoid keeps its output
+
+            def forward(self, x):
+                return self.act(self.c(self.b(self.a(x))))
+    ''',
     # espnet's discriminators: built through `**params` copied from a default dict
     "dict_spread": '''
         import copy
@@ -425,7 +465,7 @@ def test_fixes(findings):
                 checked += 1
                 expected = None if match.group(1) == "none" else match.group(1)
                 assert findings[name][row][1] == expected, (name, row, line)
-    assert checked == 11
+    assert checked == 13
 
 
 PROJECT = {

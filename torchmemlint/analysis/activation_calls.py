@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.tree import walk
+
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, NN
 
@@ -72,3 +74,48 @@ def nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] =
                         if resolver.constructor(inner) == NN + "Sequential":
                             found.extend(nested_calls(inner, resolver))
     return found
+
+
+def bound_local(statement: Any, call: cst.Call, function: cst.FunctionDef) -> Optional[Tuple[cst.Name, Optional[str]]]:
+    """For ``nl = <call>`` or ``nl = <call> if p is None else p`` (``p`` a parameter of
+    ``function`` that defaults to None; also ``p if p is not None else <call>``): the target
+    ``nl`` and ``p`` (None for the plain form). None for any other statement."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
+        return None
+    target, value = small.targets[0].target, small.value
+    if value is call:
+        return target, None
+    if type(value) is not cst.IfExp:
+        return None
+    other, negated = (value.orelse, False) if value.body is call else (value.body, True) if value.orelse is call else (None, False)
+    test = value.test
+    if type(other) is not cst.Name or type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    operator = cst.IsNot if negated else cst.Is
+    if not (
+        type(test.left) is cst.Name and test.left.value == other.value and type(comparison.operator) is operator
+        and type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"
+    ):
+        return None
+    params = function.params
+    param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == other.value), None)
+    if param is None or type(param.default) is not cst.Name or param.default.value != "None":
+        return None
+    return target, other.value
+
+
+def names_read(function: cst.FunctionDef, target: cst.Name) -> List[cst.Name]:
+    """Every read of the local ``target`` names in ``function`` (not attribute or keyword names)."""
+    skip = {id(target)}
+    nodes = walk(function.body)
+    for node in nodes:
+        if type(node) is cst.Attribute:
+            skip.add(id(node.attr))
+        elif type(node) is cst.Arg and node.keyword is not None:
+            skip.add(id(node.keyword))
+    return [node for node in nodes if type(node) is cst.Name and node.value == target.value and id(node) not in skip]  # type: ignore[misc]
+

@@ -14,7 +14,8 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS, nested_calls
+from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls
+from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
@@ -210,7 +211,7 @@ class InplaceAnalysis:
         returning = None if self._assigned(call) else self._returning(call)
         placed = self._placed_by.get(returning, []) if returning is not None else []
         if not destinations and not placed:
-            return site
+            return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
         if destinations:
             helper = f", returned by `{returning}`" if returning is not None else ""
             site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)}{helper})"
@@ -229,6 +230,35 @@ class InplaceAnalysis:
                 self._leading_uses(site, model, attribute)
                 done = done and site.complete
             site.complete = done
+
+        site.pending = settle
+        return site
+
+    def _local(self, site: Site, layer: Layer, function: cst.FunctionDef) -> Site:
+        """``nl = nn.LeakyReLU(0.2) if nonlinearity is None else nonlinearity`` (or ``nl =
+        nn.LeakyReLU(0.2)``), ``nl`` then placed in Sequentials of the function: it runs on what
+        precedes it in each (complete when every read of ``nl`` is such an element, never first)."""
+        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        bound = bound_local(statement, layer.call, function)
+        if bound is None or len(assigned_values(function, bound[0].value)) != 1:
+            return site
+        target, param = bound
+        reads = names_read(function, target)
+        if param is not None:
+            site.certain = False
+        when = f", when `{param}` is None" if param is not None else ""
+        site.label = f"`{short_name(layer.qualified)}` (`{target.value}`{when}{_via(layer)})"
+
+        def settle(site: Site) -> None:
+            complete = bool(reads)
+            for read in reads:
+                placed = self._elements().get(id(read))
+                complete = complete and bool(placed)
+                for sequence, part in placed or ():
+                    complete = complete and part not in sequence.first
+                    for previous in sequence.predecessors(part):
+                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+            site.complete = complete
 
         site.pending = settle
         return site
@@ -334,7 +364,7 @@ class InplaceAnalysis:
                     self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
                 sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
                 for part in sequence.items if sequence is not None else ():
-                    if type(part.node) is cst.Call and part.layer is None:
+                    if part.layer is None and type(part.node) in (cst.Call, cst.Name):  # (``nl``: ``_local``)
                         found.setdefault(id(part.node), []).append((sequence, part))
             self._element_map = found
         return self._element_map
