@@ -136,7 +136,11 @@ class DroppedStemPool(Rule):
     counts as a ResNet when it derives, directly or through classes of the project (this file,
     another file of its package, a script's sibling file), from torchvision's or timm's
     `ResNet` or from a project class that builds `conv1`, a max-pool `maxpool` and `layer1`
-    in `__init__` (`tests/test_project_rules.py`).
+    in `__init__` (`tests/test_project_rules.py`). A constructor stored on `self` and built
+    later counts as what it was given (`self.base_model = {"resnet18": resnet18, ...}[name]`,
+    then `self.encoder = self.base_model(**kw)` in that or another method, or in a subclass):
+    a ResNet among the dict's constructors, beside the project's own encoders but beside no
+    torchvision or timm model that is not one (`tests/test_downsampling_stored.py`).
 
     ## Why is this bad?
     The stem pool halves the height and width before `layer1`. Without it every later stage
