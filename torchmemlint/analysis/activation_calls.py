@@ -78,7 +78,8 @@ def nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] =
 
 def bound_local(statement: Any, call: cst.Call, function: cst.FunctionDef) -> Optional[Tuple[cst.Name, Optional[str]]]:
     """For ``nl = <call>`` or ``nl = <call> if p is None else p`` (``p`` a parameter of
-    ``function`` that defaults to None; also ``p if p is not None else <call>``): the target
+    ``function`` that defaults to None; also ``p if p is not None else <call>``, ``p or
+    <call>``): the target
     ``nl`` and ``p`` (None for the plain form). None for any other statement."""
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
@@ -88,6 +89,9 @@ def bound_local(statement: Any, call: cst.Call, function: cst.FunctionDef) -> Op
     target, value = small.targets[0].target, small.value
     if value is call:
         return target, None
+    if type(value) is cst.BooleanOperation and type(value.operator) is cst.Or and value.right is call:
+        other = value.left  # ``nl = nonlinearity or nn.LeakyReLU(0.2)``
+        return (target, other.value) if type(other) is cst.Name and _none_default(function, other.value) else None
     if type(value) is not cst.IfExp:
         return None
     other, negated = (value.orelse, False) if value.body is call else (value.body, True) if value.orelse is call else (None, False)
@@ -101,11 +105,14 @@ def bound_local(statement: Any, call: cst.Call, function: cst.FunctionDef) -> Op
         and type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"
     ):
         return None
+    return (target, other.value) if _none_default(function, other.value) else None
+
+
+def _none_default(function: cst.FunctionDef, name: str) -> bool:
+    """``name`` is a parameter of ``function`` that defaults to None."""
     params = function.params
-    param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == other.value), None)
-    if param is None or type(param.default) is not cst.Name or param.default.value != "None":
-        return None
-    return target, other.value
+    param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == name), None)
+    return param is not None and type(param.default) is cst.Name and param.default.value == "None"
 
 
 def names_read(function: cst.FunctionDef, target: cst.Name) -> List[cst.Name]:
