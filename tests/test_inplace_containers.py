@@ -141,6 +141,24 @@ CASES: Dict[str, str] = {
                 return x
 
 
+        class Forwarded(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pre = nn.Conv1d(8, 8, 3)
+                self.stages = nn.ModuleList([nn.Sequential(nn.LeakyReLU(0.1), nn.Conv1d(8, 8, 3)) for _ in range(2)])
+
+            def forward(self, x):
+                x = self.pre(x)
+                for stage in self.stages:
+                    x = stage(x)
+                return x
+
+            def run(self, y):
+                for stage in self.stages:
+                    y = stage.forward(y)  # the caller's tensor
+                return y
+
+
         class Exposed(nn.Module):
             def __init__(self):
                 super().__init__()

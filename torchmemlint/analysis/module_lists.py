@@ -312,8 +312,8 @@ def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[i
     for node in walk(loop.body):
         if type(node) is cst.Call and type(node.func) is cst.Name:  # type: ignore[attr-defined]
             allowed.add(id(node.func))  # type: ignore[attr-defined]
-        elif type(node) is cst.Attribute and type(node.value) is cst.Name:  # type: ignore[attr-defined]
-            allowed.add(id(node.value))  # type: ignore[attr-defined]
+        elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.attr.value not in ("forward", "__call__"):  # type: ignore[attr-defined]
+            allowed.add(id(node.value))  # type: ignore[attr-defined]  (``layer.forward(x)`` runs it unseen)
     for node in walk(loop.body):
         if type(node) is cst.Name and node.value in bound and id(node) not in allowed:  # type: ignore[attr-defined]
             return []  # ``checkpoint(layer, x)``, ``outs.append(layer)``: it may run on anything
