@@ -350,22 +350,37 @@ def test_possible_callees_of_a_constructor_table(call, expected):
 
 
 SPELLED = '''
-def build(device=None, dtype=None, **kwargs):
+def build(device=None, dtype=None, params={"act": "LeakyReLU", "slope": 0.1}, **kwargs):
     dd = {"device": device, "dtype": dtype}
     ee = dict(device=device)
     changed = {"device": device}
     changed["norm_layer"] = None
+    copied = copy.deepcopy(params)
+    copied["period"] = 2
+    updated = dict(params)
+    updated.update(kwargs)
+    keyed = params.copy()
+    keyed[name] = 1
     Layer(1, **dd)
     Layer(2, **ee)
     Layer(3, **changed)
     Layer(4, **kwargs)
+    Layer(5, **copied)
+    Layer(6, **updated)
+    Layer(7, **keyed)
+    Layer(8, **params)
 '''
 
 
 @pytest.mark.parametrize(
     "call, keywords",
     [("Layer(1, **dd)", ["device", "dtype"]), ("Layer(2, **ee)", ["device"]),
-     ("Layer(3, **changed)", None), ("Layer(4, **kwargs)", None)],
+     ("Layer(3, **changed)", ["device", "norm_layer"]), ("Layer(4, **kwargs)", None),
+     # a copy of a parameter's default dict, with a key set by a literal: the default's keywords
+     ("Layer(5, **copied)", ["act", "slope", "period"]),
+     ("Layer(6, **updated)", None),  # ``.update(...)``: anything
+     ("Layer(7, **keyed)", None),  # a computed key
+     ("Layer(8, **params)", ["act", "slope"])],
 )
 def test_a_literal_dict_spread_into_a_call_is_read_as_its_keywords(call, keywords):
     from torchmemlint.analysis.factories import spelled_out

@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.tree import walk
+
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, NN
 
@@ -47,3 +49,80 @@ def activation_value(graph: Any, name: str, call: cst.Call, positional: List[Any
     source = positional[0] if positional else keywords["input"]
     rest = [v for v in (*positional, *keywords.values()) if v is not source]
     return graph._same("activation", source, call, rest, qualified=name, inplace=found[1], operand=found[0])
+
+
+def nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] = None) -> List[cst.Call]:
+    """The element constructors and nested Sequentials that ``call``'s flattening covers."""
+    found: List[cst.Call] = []
+    for arg in call.args:
+        value = arg.value
+        if arg.star or type(value) is not cst.Call:
+            continue
+        if resolver.constructor(value) == NN + "Sequential":
+            found.append(value)
+            found.extend(nested_calls(value, resolver, function))
+        elif resolver.layer(value, function) is not None:
+            found.append(value)
+        elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
+            pairs = value.args[0].value
+            for element in getattr(pairs, "elements", ()):
+                pair = element.value
+                if type(pair) is cst.Tuple and len(pair.elements) == 2:
+                    inner = pair.elements[1].value
+                    if type(inner) is cst.Call:
+                        found.append(inner)
+                        if resolver.constructor(inner) == NN + "Sequential":
+                            found.extend(nested_calls(inner, resolver))
+    return found
+
+
+def bound_local(statement: Any, call: cst.Call, function: cst.FunctionDef) -> Optional[Tuple[cst.Name, Optional[str]]]:
+    """For ``nl = <call>`` or ``nl = <call> if p is None else p`` (``p`` a parameter of
+    ``function`` that defaults to None; also ``p if p is not None else <call>``, ``p or
+    <call>``): the target
+    ``nl`` and ``p`` (None for the plain form). None for any other statement."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
+        return None
+    target, value = small.targets[0].target, small.value
+    if value is call:
+        return target, None
+    if type(value) is cst.BooleanOperation and type(value.operator) is cst.Or and value.right is call:
+        other = value.left  # ``nl = nonlinearity or nn.LeakyReLU(0.2)``
+        return (target, other.value) if type(other) is cst.Name and _none_default(function, other.value) else None
+    if type(value) is not cst.IfExp:
+        return None
+    other, negated = (value.orelse, False) if value.body is call else (value.body, True) if value.orelse is call else (None, False)
+    test = value.test
+    if type(other) is not cst.Name or type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    operator = cst.IsNot if negated else cst.Is
+    if not (
+        type(test.left) is cst.Name and test.left.value == other.value and type(comparison.operator) is operator
+        and type(comparison.comparator) is cst.Name and comparison.comparator.value == "None"
+    ):
+        return None
+    return (target, other.value) if _none_default(function, other.value) else None
+
+
+def _none_default(function: cst.FunctionDef, name: str) -> bool:
+    """``name`` is a parameter of ``function`` that defaults to None."""
+    params = function.params
+    param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == name), None)
+    return param is not None and type(param.default) is cst.Name and param.default.value == "None"
+
+
+def names_read(function: cst.FunctionDef, target: cst.Name) -> List[cst.Name]:
+    """Every read of the local ``target`` names in ``function`` (not attribute or keyword names)."""
+    skip = {id(target)}
+    nodes = walk(function.body)
+    for node in nodes:
+        if type(node) is cst.Attribute:
+            skip.add(id(node.attr))
+        elif type(node) is cst.Arg and node.keyword is not None:
+            skip.add(id(node.keyword))
+    return [node for node in nodes if type(node) is cst.Name and node.value == target.value and id(node) not in skip]  # type: ignore[misc]
+

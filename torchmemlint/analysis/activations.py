@@ -6,14 +6,17 @@ Asked by the TML2xx rules as the traversal reaches each call."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
-from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS
+from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls
+from torchmemlint.analysis.factories import assigned_values
+from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.syntax import (
@@ -122,7 +125,7 @@ class InplaceAnalysis:
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
         self._splices: Optional[list] = None
         self._spliced_by_call: Dict[int, Set[int]] = {}
-        self._graph_facts: Dict[int, _GraphFacts] = {}
+        self._graph_facts: Dict[int, GraphFacts] = {}
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
         self._placed_by: Dict[str, List[List[Any]]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
@@ -208,7 +211,7 @@ class InplaceAnalysis:
         returning = None if self._assigned(call) else self._returning(call)
         placed = self._placed_by.get(returning, []) if returning is not None else []
         if not destinations and not placed:
-            return site
+            return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
         if destinations:
             helper = f", returned by `{returning}`" if returning is not None else ""
             site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)}{helper})"
@@ -227,6 +230,35 @@ class InplaceAnalysis:
                 self._leading_uses(site, model, attribute)
                 done = done and site.complete
             site.complete = done
+
+        site.pending = settle
+        return site
+
+    def _local(self, site: Site, layer: Layer, function: cst.FunctionDef) -> Site:
+        """``nl = nn.LeakyReLU(0.2) if nonlinearity is None else nonlinearity`` (or ``nl =
+        nn.LeakyReLU(0.2)``), ``nl`` then placed in Sequentials of the function: it runs on what
+        precedes it in each (complete when every read of ``nl`` is such an element, never first)."""
+        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        bound = bound_local(statement, layer.call, function)
+        if bound is None or len(assigned_values(function, bound[0].value)) != 1:
+            return site
+        target, param = bound
+        reads = names_read(function, target)
+        if param is not None:
+            site.certain = False
+        when = f", when `{param}` is None" if param is not None else ""
+        site.label = f"`{short_name(layer.qualified)}` (`{target.value}`{when}{_via(layer)})"
+
+        def settle(site: Site) -> None:
+            complete = bool(reads)
+            for read in reads:
+                placed = self._elements().get(id(read))
+                complete = complete and bool(placed)
+                for sequence, part in placed or ():
+                    complete = complete and part not in sequence.first
+                    for previous in sequence.predecessors(part):
+                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+            site.complete = complete
 
         site.pending = settle
         return site
@@ -332,7 +364,7 @@ class InplaceAnalysis:
                     self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
                 sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
                 for part in sequence.items if sequence is not None else ():
-                    if type(part.node) is cst.Call and part.layer is None:
+                    if part.layer is None and type(part.node) in (cst.Call, cst.Name):  # (``nl``: ``_local``)
                         found.setdefault(id(part.node), []).append((sequence, part))
             self._element_map = found
         return self._element_map
@@ -370,7 +402,7 @@ class InplaceAnalysis:
         order = self.file.resolver.sequential_order(call, self_name, function, statement)
         if order is None:
             return []
-        nested = _nested_calls(call, self.file.resolver, function)
+        nested = nested_calls(call, self.file.resolver, function)
         for inner in nested:
             self._in_sequential.add(id(inner))
         # its layers can be in a spliced list only through a ``*list`` in it
@@ -390,7 +422,18 @@ class InplaceAnalysis:
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
             if part not in order.first:
                 continue
-            if destinations and not site.privates:
+            holder = self._list_holder(model, call) if not destinations else None
+            if holder is not None:  # first in an element of a module list: what each element call gets
+                site.label = f"`{short_name(layer.qualified)}` (first in an element of `self.{holder}`{',' if layer.via else ''}{_via(layer)})"
+                site.privates.append((model.node, holder))
+                calls, site.complete = module_lists(self.file, model).element_calls(holder)
+                for element_call, method in calls:
+                    arg = element_call.args[0] if len(element_call.args) == 1 else None
+                    use = None if arg is None or arg.keyword is not None or arg.star else self._use(
+                        arg.value, element_call, method, model, model.self_name(method))
+                    site.complete = site.complete and use is not None
+                    site.uses.extend([use] if use is not None else [])
+            elif destinations and not site.privates:
                 attribute = destinations[0][1]
                 site.label = (
                     f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
@@ -408,6 +451,10 @@ class InplaceAnalysis:
             if spliced_here and key in self._spliced_layers():
                 self._other_splices(site, call)
         return list(sites.values())
+
+    def _list_holder(self, model: Optional[ClassModel], call: cst.Call) -> Optional[str]:
+        """``x`` when ``call`` is an element expression of the module list ``self.x`` of ``model``."""
+        return module_lists(self.file, model).holder(call) if model is not None else None
 
     def _other_splices(self, site: Site, visited: cst.Call) -> None:
         """Uses of a spliced layer in the other Sequentials its list is spliced into (a helper
@@ -449,7 +496,7 @@ class InplaceAnalysis:
                     if type(value) is cst.Call:
                         found.add(id(value))
                         if resolver.constructor(value) == SEQUENTIAL:
-                            found.update(id(inner) for inner in _nested_calls(value, resolver, function))
+                            found.update(id(inner) for inner in nested_calls(value, resolver, function))
             self._spliced_by_call[key] = found
         return self._spliced_by_call[key]
 
@@ -552,7 +599,7 @@ class InplaceAnalysis:
         ]
         again = facts.repeated(source, consumer)  # a loop runs the activation on it again
         use.reused = again or any(
-            (position > at or _holds(reader)) and not (type(reader) is not str and (
+            (position > at or holds(reader)) and not (type(reader) is not str and (
                 reader.op == "meta" or facts.exclusive(consumer.statement, reader.statement)
                 or facts.exclusive(consumer.node, reader.node)
             ))  # read in the other arm of an ``if``: never after it
@@ -569,10 +616,10 @@ class InplaceAnalysis:
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use
 
-    def _facts(self, graph) -> "_GraphFacts":
+    def _facts(self, graph) -> "GraphFacts":
         facts = self._graph_facts.get(id(graph))
         if facts is None or facts.graph is not graph:
-            facts = self._graph_facts[id(graph)] = _GraphFacts(graph, self.file)
+            facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
 
     def _guarded_by_flag(self, call: cst.Call) -> bool:
@@ -587,139 +634,6 @@ class InplaceAnalysis:
                     if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                         return True
         return False
-
-
-def _holds(reader) -> bool:
-    """A reader that keeps the tensor to read it later: a list or tuple, an ``append``, a store."""
-    if type(reader) is str:
-        return reader == "store"
-    return reader.op == "tuple" or (reader.op == "call" and reader.info.get("method") in ("append", "extend", "insert"))
-
-
-class _GraphFacts:
-    """What the TML2xx questions need of one value graph, indexed once: the values each
-    expression made, who reads each value (in the order the graph met them), and the loops."""
-
-    def __init__(self, graph, file: FileAnalysis) -> None:
-        self.graph = graph
-        self.file = file
-        self.made: Dict[int, List[Any]] = {}
-        for value in graph.values:
-            if value.node is not None:
-                self.made.setdefault(id(value.node), []).append(value)
-        self.reads: Dict[int, List[Tuple[int, Any]]] = {}
-        for position, use in enumerate(graph.uses):
-            self.reads.setdefault(id(use.value), []).append((position, use.consumer))
-        self._loops: Dict[int, FrozenSet[int]] = {}
-        self._loop_joins: Optional[Dict[int, List[Any]]] = None
-
-    def loops(self, statement: Optional[cst.CSTNode]) -> FrozenSet[int]:
-        """The loops of the function around ``statement`` (positions in the file's index)."""
-        if statement is None:
-            return frozenset()
-        key = id(statement)
-        if key not in self._loops:
-            index = self.file.index
-            here = index.find(statement)
-            found = []
-            order, parent = index.order, index.parent
-            above = parent[here] if here is not None else -1
-            while above >= 0 and type(order[above]) is not cst.FunctionDef:
-                if type(order[above]) in (cst.For, cst.While):
-                    found.append(above)
-                above = parent[above]
-            self._loops[key] = frozenset(found)
-        return self._loops[key]
-
-    def within(self, inner: Optional[cst.CSTNode], outer: Optional[cst.CSTNode]) -> bool:
-        """Whether statement ``inner`` is inside compound statement ``outer``."""
-        if inner is None or outer is None:
-            return False
-        index = self.file.index
-        here, there = index.find(inner), index.find(outer)
-        return here is not None and there is not None and there < here < index.end[there]
-
-    def exclusive(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
-        """Whether ``one`` and ``other`` (statements or expressions) are in different arms of
-        one ``if`` statement or ``a if c else b``."""
-        if one is None or other is None:
-            return False
-        index = self.file.index
-        here = index.find(one)
-        order, parent = index.order, index.parent
-        above = parent[here] if here is not None else -1
-        while above >= 0 and type(order[above]) is not cst.FunctionDef:
-            node = order[above]
-            if type(node) in (cst.If, cst.IfExp) and node.orelse is not None:  # type: ignore[attr-defined]
-                body = index.find(node.body)  # type: ignore[attr-defined]
-                orelse = index.find(node.orelse)  # type: ignore[attr-defined]
-                arms = [(a, index.end[a]) for a in (body, orelse) if a is not None]
-                mine = [a for a, end in arms if a <= here < end]  # type: ignore[operator]
-                there = index.find(other)
-                if self.within(other, node) and mine and there is not None and not (mine[0] <= there < index.end[mine[0]]):
-                    return True
-            above = parent[above]
-        return False
-
-    def carried(self, source, consumer) -> List[Any]:
-        """For ``consumer`` in a loop that rebinds the name holding ``source`` (made before the
-        loop): the values the name holds at the end of a round, which the next round reads."""
-        around = self.loops(consumer.statement) - self.loops(source.statement)
-        if not around:
-            return []
-        self._index_loop_joins()
-        order = self.file.index.order
-        return [
-            value for loop in around for join in self._loop_joins.get(id(order[loop]), ())  # type: ignore[union-attr]
-            if source in join.inputs for value in join.inputs if value is not source
-        ]
-
-    def _index_loop_joins(self) -> None:
-        if self._loop_joins is None:
-            self._loop_joins = {}
-            for value in self.graph.values:
-                if value.op == "join" and type(value.statement) in (cst.For, cst.While):
-                    self._loop_joins.setdefault(id(value.statement), []).append(value)
-
-    def repeated(self, source, consumer) -> bool:
-        """Whether ``consumer`` runs in a loop that ``source`` was made before, and the name
-        holding ``source`` is not bound again in it: the next round reads ``source`` again."""
-        around = self.loops(consumer.statement) - self.loops(source.statement)
-        if not around:
-            return False
-        self._index_loop_joins()
-        assert self._loop_joins is not None
-        order = self.file.index.order
-        for loop in around:
-            if not any(source in join.inputs for join in self._loop_joins.get(id(order[loop]), ())):
-                return True
-        return False
-
-    def arms_alone(self, source, depth: int = 0) -> bool:
-        """For a join (``x = conv(x)``; ``if bn: x = bn(x)``): each arm is read by nothing but
-        the join, or by what leads to another arm (``bn`` on the path where it is ``bn(x)``
-        that arrives)."""
-        if source.op == "helper" and source.info.get("helper") is not None and depth < 4:
-            inner = source.inputs[0]  # what the helper returned: read by nothing else in it
-            return all(reader is source for _, reader in self.reads.get(id(inner), ())) and self.arms_alone(inner, depth + 1)
-        if source.op != "join":
-            return True
-        leading = set()
-        todo = [(arm, 0) for arm in source.inputs]
-        while todo:
-            value, steps = todo.pop()
-            if id(value) in leading or steps > 6:
-                continue
-            leading.add(id(value))
-            todo.extend((v, steps + 1) for v in value.inputs)
-        for arm in source.inputs:
-            for _, reader in self.reads.get(id(arm), ()):
-                if reader is source or (type(reader) is not str and id(reader) in leading):
-                    continue
-                return False
-            if depth < 4 and not self.arms_alone(arm, depth + 1):
-                return False
-        return True
 
 
 def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
@@ -768,31 +682,6 @@ def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Sit
 
 def _via(layer: Layer) -> str:
     return f" through {layer.via}" if layer.via else ""
-
-
-def _nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] = None) -> List[cst.Call]:
-    """The element constructors and nested Sequentials that ``call``'s flattening covers."""
-    found: List[cst.Call] = []
-    for arg in call.args:
-        value = arg.value
-        if arg.star or type(value) is not cst.Call:
-            continue
-        if resolver.constructor(value) == SEQUENTIAL:
-            found.append(value)
-            found.extend(_nested_calls(value, resolver, function))
-        elif resolver.layer(value, function) is not None:
-            found.append(value)
-        elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
-            pairs = value.args[0].value
-            for element in getattr(pairs, "elements", ()):
-                pair = element.value
-                if type(pair) is cst.Tuple and len(pair.elements) == 2:
-                    inner = pair.elements[1].value
-                    if type(inner) is cst.Call:
-                        found.append(inner)
-                        if resolver.constructor(inner) == SEQUENTIAL:
-                            found.extend(_nested_calls(inner, resolver))
-    return found
 
 
 def activation_sites(context) -> InplaceAnalysis:

@@ -288,6 +288,9 @@ class Factories:
                 if index is not None and position == index:
                     value = arg.value
                 position += 1
+            if value is not None and caller is not None and param.default is not None and _in_defaults(value, caller):
+                if value.deep_equals(param.default):
+                    continue  # ``**params`` copied from the caller's default dict: the default, as uncertain
             found.append((value, caller))
         return found
 
@@ -409,17 +412,44 @@ def spelled_out(call: cst.Call, function: Optional[cst.FunctionDef]) -> cst.Call
     return call.with_changes(args=args)
 
 
-def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[List[cst.Arg]]:
-    if type(value) is not cst.Name or _param(function, value.value) is not None:
+_DICT_COPIES = frozenset({"copy.deepcopy", "deepcopy", "copy.copy", "dict"})
+
+
+def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef, depth: int = 0) -> Optional[List[cst.Arg]]:
+    """The keywords ``**value`` passes: a dict literal or ``dict(k=v)`` bound once in
+    ``function``, or a copy of one (``copy.deepcopy(x)``, ``dict(x)``, ``x.copy()``; ``x`` a
+    local or a parameter whose default is a dict literal), with ``value["k"] = v`` by literal
+    keys applied; None when not known (``value.update(...)``, a computed key)."""
+    if type(value) is not cst.Name or depth > 3:
         return None
+    param = _param(function, value.value)
     values = assigned_values(function, value.value)
+    if param is not None:
+        if values or param.default is None:
+            return None
+        values = [param.default]  # what a call that does not pass it gets
     if len(values) != 1:
         return None
-    for node in scan(function.body, (cst.Attribute, cst.Subscript)):  # `dd.update(...)`, `dd["k"] = v`
-        if type(node.value) is cst.Name and node.value.value == value.value:
-            if type(node) is cst.Subscript or node.attr.value not in ("get", "keys", "items", "values", "copy"):
-                return None
+    overrides: Dict[str, cst.BaseExpression] = {}
+    keyed = False
+    for node in scan(function.body, (cst.Attribute, cst.Subscript)):
+        if type(node.value) is cst.Name and node.value.value == value.value:  # type: ignore[attr-defined]
+            if type(node) is cst.Attribute and node.attr.value not in ("get", "keys", "items", "values", "copy"):  # type: ignore[attr-defined]
+                return None  # ``dd.update(...)``, ``dd.pop(...)``
+            if type(node) is cst.Subscript:
+                if _literal_key(node, value.value) is None:  # type: ignore[arg-type]
+                    return None  # ``dd[name] = ...`` with a computed key
+                keyed = True
+    for node in scan(function.body, (cst.Assign, cst.AugAssign, cst.Del)) if keyed else ():
+        if type(node) is cst.Assign:  # ``params["period"] = period``
+            for target in node.targets:  # type: ignore[attr-defined]
+                key = _literal_key(target.target, value.value)
+                if key is not None:
+                    overrides[key] = node.value  # type: ignore[attr-defined]
+        elif any(_literal_key(n, value.value) for n in walk(node.target)):  # type: ignore[attr-defined]
+            return None  # ``del dd["k"]``, ``dd["k"] += 1``
     found = values[0]
+    keywords: Optional[List[cst.Arg]] = None
     if type(found) is cst.Dict:
         keywords = []
         for element in found.elements:
@@ -427,12 +457,39 @@ def _literal_keywords(value: cst.BaseExpression, function: cst.FunctionDef) -> O
             if type(key) is not cst.SimpleString or not str(key.evaluated_value).isidentifier():
                 return None
             keywords.append(cst.Arg(element.value, keyword=cst.Name(str(key.evaluated_value))))
-        return keywords
-    if type(found) is cst.Call and type(found.func) is cst.Name and found.func.value == "dict":
+    elif type(found) is cst.Call and dotted_name(found.func) in _DICT_COPIES and len(found.args) == 1 and not found.args[0].keyword and not found.args[0].star:
+        keywords = _literal_keywords(found.args[0].value, function, depth + 1)
+    elif type(found) is cst.Call and type(found.func) is cst.Attribute and found.func.attr.value == "copy" and not found.args:
+        keywords = _literal_keywords(found.func.value, function, depth + 1)
+    elif type(found) is cst.Call and type(found.func) is cst.Name and found.func.value == "dict":
         if any(arg.keyword is None for arg in found.args):
             return None
-        return [cst.Arg(arg.value, keyword=arg.keyword) for arg in found.args]
-    return None
+        keywords = [cst.Arg(arg.value, keyword=arg.keyword) for arg in found.args]
+    if keywords is None:
+        return None
+    if overrides:
+        keywords = [k for k in keywords if k.keyword is None or k.keyword.value not in overrides]
+        keywords += [cst.Arg(v, keyword=cst.Name(k)) for k, v in overrides.items() if k.isidentifier()]
+    return keywords
+
+
+def _in_defaults(node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+    """``node`` is (inside) the default of one of ``function``'s parameters."""
+    params = function.params
+    return any(
+        param.default is not None and any(inner is node for inner in walk(param.default))
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+    )
+
+
+def _literal_key(node: cst.BaseExpression, name: str) -> Optional[str]:
+    """``"k"`` for ``name["k"]``."""
+    if type(node) is not cst.Subscript or type(node.value) is not cst.Name or node.value.value != name:
+        return None
+    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    key = node.slice[0].slice.value  # type: ignore[attr-defined]
+    return str(key.evaluated_value) if type(key) is cst.SimpleString else None
 
 
 def possible_callees(

@@ -51,6 +51,7 @@ class ProjectLinks:
         self._index: Optional[ProjectIndex] = None
         self._make = make_analysis
         self._located: Dict[str, Optional[Located]] = {}
+        self._package_names: Optional[FrozenSet[str]] = None
         self._module_class: Dict[str, bool] = {}
 
     @property
@@ -99,9 +100,25 @@ class ProjectLinks:
             self._own_classes = frozenset(found)
         return dotted in self._own_classes
 
-    def locate(self, dotted: Optional[str]) -> Optional[Located]:
-        """Where the module-level name ``dotted`` of this file is defined (``ProjectIndex.locate``)."""
-        if not dotted or not self.may_come_from_project(dotted):
+    def may_come_from_package(self, dotted: Optional[str]) -> bool:
+        """``may_come_from_project``, or imported by absolute name from the file's own top-level
+        package (``from speechbrain.nnet.CNN import Conv1d`` in ``speechbrain/lobes/...``).
+        Asked only where a module class's ``forward`` is read (``package=True`` below), so that
+        the other questions do not make a package's every absolute import a project file to read."""
+        if not dotted:
+            return False
+        if self.may_come_from_project(dotted):
+            return True
+        if self._module is None:
+            return False
+        if self._package_names is None:
+            self._package_names = _package_imports(self._module, self.path)
+        return dotted.partition(".")[0] in self._package_names
+
+    def locate(self, dotted: Optional[str], package: bool = False) -> Optional[Located]:
+        """Where the module-level name ``dotted`` of this file is defined (``ProjectIndex.locate``);
+        with ``package``, also a name imported by absolute name from the file's own package."""
+        if not dotted or not (self.may_come_from_package(dotted) if package else self.may_come_from_project(dotted)):
             return None
         if dotted not in self._located:
             self._located[dotted] = self.index.locate(self.path, dotted)
@@ -136,10 +153,11 @@ class ProjectLinks:
             )
         return self._module_class[dotted]
 
-    def definition(self, dotted: Optional[str], kind: str) -> Optional[Tuple[Any, cst.CSTNode]]:
+    def definition(self, dotted: Optional[str], kind: str, package: bool = False) -> Optional[Tuple[Any, cst.CSTNode]]:
         """``(analysis of the defining file, its ClassDef / FunctionDef)`` for a class or
-        function (``kind``) of another project file; None when it is not one."""
-        located = self.locate(dotted)
+        function (``kind``) of another project file; None when it is not one (``package``: see
+        ``locate``)."""
+        located = self.locate(dotted, package)
         if located is None or located.kind != kind or located.module is None:
             return None
         if os.path.abspath(located.module.path) == self.path:
@@ -215,6 +233,30 @@ def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bo
         if type(statement) in (cst.ClassDef, cst.FunctionDef):
             names[statement.name.value] = False  # type: ignore[attr-defined]
     return names, star
+
+
+def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
+    """The module-level names a file binds by absolute import from its own top-level package."""
+    root = package_root(path)
+    if not os.path.isfile(os.path.join(root, "__init__.py")):
+        return frozenset()
+    top = os.path.basename(root)
+    names = set()
+    for small in _top_level_smalls(module.body):
+        if type(small) is cst.ImportFrom and not small.relative and small.module is not None:
+            source = dotted_name(small.module) or ""
+            if source.partition(".")[0] == top and type(small.names) is not cst.ImportStar:
+                for alias in small.names:
+                    bound = dotted_name(alias.asname.name if alias.asname is not None else alias.name)  # type: ignore[arg-type]
+                    if bound:
+                        names.add(bound.partition(".")[0])
+        elif type(small) is cst.Import:
+            for alias in small.names:
+                full = dotted_name(alias.name) or ""
+                bound = dotted_name(alias.asname.name) if alias.asname is not None else full  # type: ignore[arg-type]
+                if full.partition(".")[0] == top and bound:
+                    names.add(bound.partition(".")[0])
+    return frozenset(names)
 
 
 def _top_level_smalls(statements) -> List[cst.BaseSmallStatement]:

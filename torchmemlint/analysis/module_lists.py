@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import walk
 
 # A wrapper that returns the module it is given (its kind unchanged).
@@ -23,6 +24,7 @@ WRAPPERS = frozenset(
     for name in ("weight_norm", "spectral_norm")
 )
 _LISTS = frozenset({"torch.nn.ModuleList"})
+SEQUENTIAL = "torch.nn.Sequential"
 _ADDS = ("append", "extend", "insert")
 _DEPTH = 4
 
@@ -56,6 +58,9 @@ class ModuleLists:
         self.model = model
         self._found: Dict[str, Optional[List[Any]]] = {}
         self._locals: Optional[Dict[str, List[Tuple[str, cst.BaseExpression]]]] = None
+        self._expressions: Dict[str, List[cst.BaseExpression]] = {}  # attribute -> its element expressions
+        self._holders: Optional[Dict[int, str]] = None
+        self._calls: Dict[str, Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]] = {}
 
     def elements(self, attribute: str) -> Optional[List[Any]]:
         """Every layer ``self.<attribute>`` may hold as an element (None: not all known): a
@@ -80,6 +85,7 @@ class ModuleLists:
             if found is None:
                 return None
             expressions.extend(found)
+        self._expressions[attribute] = expressions
         layers: List[Any] = []
         for expression in expressions:
             layer = self._layer(expression, 0)
@@ -87,6 +93,67 @@ class ModuleLists:
                 return None
             layers.append(layer)
         return layers or None
+
+    def holder(self, call: cst.CSTNode) -> Optional[str]:
+        """``upsamples`` when ``call`` (``nn.Sequential(...)`` in ``__init__``) is an element
+        expression of the module list ``self.upsamples`` (in its display, comprehension or
+        ``+=``/``append``)."""
+        if self._holders is None:
+            self._holders = {}
+            for attribute in self.model.assignments:
+                self.elements(attribute)
+                for expression in self._expressions.get(attribute, ()):
+                    self._holders.setdefault(id(expression), attribute)
+        return self._holders.get(id(call))
+
+    def element_calls(self, attribute: str) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
+        """Every call of an element of ``self.<attribute>`` in the class's methods other than
+        ``__init__`` (``self.convs[i](x)``, ``for conv in self.convs: conv(x)``, through ``zip``
+        and ``enumerate``), with its method; and whether those are all that can run one: every
+        other read of ``self.<attribute>`` is ``len(...)`` or a loop whose variable is only
+        called or has its attributes read (``layer.remove_weight_norm()``)."""
+        if attribute not in self._calls:
+            self._calls[attribute] = self._element_calls(attribute)
+        return self._calls[attribute]
+
+    def _element_calls(self, attribute: str) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
+        found: List[Tuple[cst.Call, cst.FunctionDef]] = []
+        model, init, qualify = self.model, self.model.init, self.file.resolver.qualify
+        references = [r for r in model.references.get(attribute, []) if r.method is not init]
+        accounted = set()
+        for method in dict.fromkeys(r.method for r in references):
+            self_name = model.self_name(method)
+            graph = self.file.values(method)
+            if not graph.reliable:
+                return found, False
+            for node in walk(method):
+                if type(node) is cst.For:
+                    accounted.update(_iterated(node, self_name, attribute))
+                if type(node) is not cst.Call:
+                    continue
+                func = node.func  # type: ignore[attr-defined]
+                callee = graph.names.get(id(func)) if type(func) is cst.Name else None
+                source = listed_node(func, callee, self_name, qualify)
+                if source is not None and source.attr.value == attribute:
+                    found.append((node, method))  # type: ignore[arg-type]
+                    accounted.add(id(source))
+                elif type(func) is cst.Name and func.value == "len":
+                    accounted.update(id(arg.value) for arg in node.args)  # type: ignore[attr-defined]
+        return found, bool(found) and all(id(r.node) in accounted for r in references)
+
+    def last_parts(self, layer: Any) -> Optional[List[Any]]:
+        """For an element built by ``nn.Sequential(...)``, the parts (``Part``) that may run
+        last in it, so that calling the element makes what they make; None for any other
+        element ([] for a Sequential whose order is not known or that may be empty)."""
+        resolver = self.file.resolver
+        if type(layer) is not Layer or resolver.constructor(layer.call) != SEQUENTIAL:
+            return None
+        init = self.model.init
+        self_name = self.model.self_name(init) if init is not None else None
+        order = resolver.sequential_order(layer.call, self_name, init, None)
+        if order is None or order.nullable:
+            return []
+        return list(order.last)
 
     def _additions(self) -> Dict[str, List[Tuple[str, cst.BaseExpression]]]:
         """In ``__init__``: ``name.append(x)`` / ``self.name.extend(xs)`` / ``name += xs`` /
@@ -163,8 +230,13 @@ class ModuleLists:
         init = self.model.init
         resolver = self.file.resolver
         if type(expression) is cst.Call:
+            if depth < _DEPTH and self._local_wrapper(expression.func):
+                args = expression.args
+                if args and args[0].keyword is None and not args[0].star:
+                    return self._layer(args[0].value, depth + 1)  # ``norm_f(nn.Conv1d(...))``
+                return None
             layer = wrapped_layer(resolver, expression, init) or resolver.layer(expression, init)
-            if layer is None and resolver.qualify(expression.func) is None:
+            if layer is None and self._project_class(expression.func):
                 return expression  # ``Conv1d(...)``, a module class of the project: the caller reads it
             return layer if layer is not None and layer.qualified not in WRAPPERS else None
         if type(expression) is cst.Name and depth < _DEPTH:
@@ -172,6 +244,27 @@ class ModuleLists:
             if len(bound) == 1 and bound[0][0] == "bind":
                 return self._layer(bound[0][1], depth + 1)
         return None
+
+
+    def _local_wrapper(self, func: cst.BaseExpression) -> bool:
+        """``norm_f`` bound once in ``__init__`` to a wrapper, or to either of two
+        (``norm_f = spectral_norm if use_spectral_norm else weight_norm``)."""
+        if type(func) is not cst.Name:
+            return False
+        bound = self._additions().get(func.value, [])
+        if len(bound) != 1 or bound[0][0] != "bind":
+            return False
+        value, qualify = bound[0][1], self.file.resolver.qualify
+        options = [value.body, value.orelse] if type(value) is cst.IfExp else [value]  # type: ignore[attr-defined]
+        return all(qualify(option) in WRAPPERS for option in options)
+
+    def _project_class(self, func: cst.BaseExpression) -> bool:
+        """``Conv1d`` of the file, or imported from another file of the project (which the
+        resolver qualifies when the import is absolute: ``from speechbrain.nnet.CNN import Conv1d``)."""
+        if self.file.resolver.qualify(func) is None:
+            return True
+        links = self.file.links
+        return links is not None and links.may_come_from_package(dotted_name(func))
 
 
 _CACHE: "weakref.WeakKeyDictionary[ClassModel, ModuleLists]" = weakref.WeakKeyDictionary()
@@ -197,10 +290,43 @@ def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[
     """For the module called by ``func`` (its value ``callee`` in the value graph, or None):
     ``convs`` when it is an element of ``self.convs`` (``self.convs[i]``, a loop variable over
     ``self.convs``, or over ``zip(self.a, self.convs)`` / ``enumerate(self.convs)``)."""
+    node = listed_node(func, callee, self_name, qualify)
+    return node.attr.value if node is not None else None
+
+
+def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[int]:
+    """The ids of the ``self.<attribute>`` a ``for`` iterates (directly, or in ``zip`` /
+    ``enumerate``), when each name it binds is only called or has attributes read in its body."""
+    iterated = loop.iter
+    sources = [iterated]
+    if type(iterated) is cst.Call and type(iterated.func) is cst.Name and iterated.func.value in ("zip", "enumerate"):
+        sources = [arg.value for arg in iterated.args]
+    mine = [
+        source for source in sources if type(source) is cst.Attribute
+        and _is_self(source.value, self_name) and source.attr.value == attribute
+    ]
+    if not mine:
+        return []
+    bound = {node.value for node in walk(loop.target) if type(node) is cst.Name}
+    allowed = set()
+    for node in walk(loop.body):
+        if type(node) is cst.Call and type(node.func) is cst.Name:  # type: ignore[attr-defined]
+            allowed.add(id(node.func))  # type: ignore[attr-defined]
+        elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.attr.value not in ("forward", "__call__"):  # type: ignore[attr-defined]
+            allowed.add(id(node.value))  # type: ignore[attr-defined]  (``layer.forward(x)`` runs it unseen)
+    for node in walk(loop.body):
+        if type(node) is cst.Name and node.value in bound and id(node) not in allowed:  # type: ignore[attr-defined]
+            return []  # ``checkpoint(layer, x)``, ``outs.append(layer)``: it may run on anything
+    return [id(source) for source in mine]
+
+
+def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify) -> Optional[cst.Attribute]:
+    """The ``self.convs`` (its node) that the module called by ``func`` is an element of
+    (see ``listed_attribute``)."""
     if type(func) is cst.Subscript:
         base = func.value
         if type(base) is cst.Attribute and _is_self(base.value, self_name):
-            return base.attr.value
+            return base
         return None
     if type(func) is not cst.Name or callee is None or callee.op != "element":
         return None
@@ -215,7 +341,7 @@ def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[
     node = source.node
     if index is None:
         if type(node) is cst.Attribute and _is_self(node.value, self_name):
-            return node.attr.value
+            return node
         return None
     if type(node) is not cst.Call:
         return None
@@ -230,5 +356,5 @@ def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[
     else:
         return None
     if type(chosen) is cst.Attribute and _is_self(chosen.value, self_name):
-        return chosen.attr.value
+        return chosen
     return None

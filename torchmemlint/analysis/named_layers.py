@@ -7,10 +7,11 @@ the file passes, when all agree with it."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
+from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import walk
 
 _GETATTR = (None, "getattr", "builtins.getattr")
@@ -220,3 +221,33 @@ def _rebound_elsewhere(function: Optional[cst.FunctionDef], name: str) -> bool:
         if type(node) in (cst.AugAssign, cst.For) and _binds(node.target, name):  # type: ignore[attr-defined]
             return True
     return False
+
+
+def stored_values(file: Any, classdef: cst.ClassDef, attribute: str, depth: int = 0) -> Optional[
+    List[Tuple[cst.BaseExpression, cst.FunctionDef]]
+]:
+    """Every value ``classdef`` gives ``self.<attribute>`` in any of its methods, each with its
+    method (``self.base_model = {"resnet18": resnet18, ...}[name]`` in ``__init__``, built
+    later by ``self.encoder = self.base_model(**kw)``); when the class assigns none, those of
+    the first base class of the same file that does. None when no class here assigns it."""
+    found = file.class_model(classdef).assignments.get(attribute)
+    if found:
+        return [(assignment.value, assignment.method) for assignment in found]
+    for base in classdef.bases if depth < 4 else ():
+        name = dotted_name(base.value)
+        parent = file.callables.classes.get(name) if name else None
+        inherited = stored_values(file, parent, attribute, depth + 1) if parent is not None else None
+        if inherited:
+            return inherited
+    return None
+
+
+def method_qualify(file: Any, function: cst.FunctionDef) -> Callable[[cst.BaseExpression], Optional[str]]:
+    """Qualified names as ``function``'s own scope binds them (its imports, its parameters),
+    for a value read from another method (``from torchvision.models import resnet18`` in
+    ``__init__``, the dict built there read in a subclass)."""
+    scope = Bindings(parent=file.bindings)
+    scope.bind_parameters(function.params)
+    if type(function.body) is cst.IndentedBlock:
+        scope.bind_statements(function.body.body)
+    return scope.qualify

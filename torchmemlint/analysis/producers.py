@@ -4,7 +4,7 @@ function's local value, classified by what autograd keeps of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import libcst as cst
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
 from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
     OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name,
@@ -43,6 +44,17 @@ def _dotted(node: cst.BaseExpression) -> Optional[str]:
         base = _dotted(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
+# Functions that return the module they are given, its kind unchanged.
+SAME_MODULE = WRAPPERS | frozenset({
+    "torch.nn.utils.remove_weight_norm", "torch.nn.utils.remove_spectral_norm",
+    "torch.nn.utils.weight_norm.remove_weight_norm", "torch.nn.utils.spectral_norm.remove_spectral_norm",
+    "torch.nn.utils.parametrize.remove_parametrizations",
+})
+# Methods whose result is the same storage (or a same-valued copy) as their receiver.
+VIEWS = frozenset({
+    "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "t",
+    "contiguous", "view_as", "reshape_as", "swapaxes", "movedim",
+})
 _FRESH_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
 _FRESH_AUGMENTED = (cst.AddAssign, cst.SubtractAssign)
 
@@ -54,6 +66,9 @@ class Producers:
         self.file = file
         self.model = model
         self.nesting = 0  # module classes followed into (``block``)
+        # following a value a function returns: a ``return`` of a view's base ends another path
+        # (``if t: return wx.transpose(1, -1)`` ... ``return wx``)
+        self.returned = False
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
@@ -66,7 +81,7 @@ class Producers:
                 return Producer(inner.category(), f"`{wrapper}({short_name(inner.qualified)})`")
             return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
         if part.attribute is not None and self.model is not None and depth < 4:
-            sequence = self.model.attribute_sequence(part.attribute)
+            sequence = self.model.attribute_sequence(part.attribute) or self._rewrapped(part.attribute)
             if sequence:
                 inner = self.part(sequence[-1], depth + 1)
                 if inner.category is Category.UNKNOWN:
@@ -80,37 +95,93 @@ class Producers:
         """``Conv1d(...)``, a module class of this file or of another file of the project
         (``analysis/links.py``): what its ``forward`` returns (``return self.conv(x)``)."""
         func = call.func
-        if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute) or self.file.resolver.qualify(func) is not None:
+        if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute):
+            return UNKNOWN_PRODUCER
+        if self.file.resolver.qualify(func) is not None and not (
+            self.file.links is not None and self.file.links.may_come_from_package(_dotted(func))
+        ):  # (``from speechbrain.nnet.CNN import Conv1d`` in speechbrain is qualified, and the project's)
             return UNKNOWN_PRODUCER
         file, classdef = self.file, None
         if type(func) is cst.Name:
             classdef = file.callables.classes.get(func.value)
         if classdef is None and file.links is not None:
-            found = file.links.definition(_dotted(func), "class")
+            found = file.links.definition(_dotted(func), "class", package=True)
             if found is not None:
                 file, classdef = found
         if classdef is None:
-            return UNKNOWN_PRODUCER
+            builder = file.callables.functions.get(func.value) if type(func) is cst.Name else None
+            return self._built(file, builder) if builder is not None else UNKNOWN_PRODUCER
         forward = file.value_graphs.method(classdef, "forward")
         if forward is None:
             return UNKNOWN_PRODUCER
         graph = file.values(forward)
-        if not graph.reliable or len(graph.returns) != 1:
+        if not graph.reliable or not graph.returns:
             return UNKNOWN_PRODUCER
         inner = Producers(file, file.class_model(classdef))
         inner.nesting = self.nesting + 1
-        made = inner.of(graph.returns[0], graph.self_name)
-        if len(made) != 1 or made[0].category is Category.UNKNOWN:
+        inner.returned = True
+        # every return, and every arm of a join each returns: what any way through makes
+        made = joined([p for value in graph.returns for p in inner.of(value, graph.self_name)])
+        if made.category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
-        shown = made[0].description.replace("`", "")
-        return Producer(made[0].category, f"{classdef.name.value}, whose forward returns {shown}")
+        shown = made.description.replace("`", "")
+        return Producer(made.category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def _built(self, file: "FileAnalysis", builder: cst.FunctionDef) -> Producer:
+        """Calling the module a function of the file builds (``def SPConvDownsample(dim):
+        return nn.Sequential(Rearrange(...), nn.Conv2d(...))``): what every module it returns
+        makes (a Sequential: its last layers)."""
+        made: List[Producer] = []
+        inner = Producers(file, None)
+        inner.nesting = self.nesting + 1
+        for statement in scan(builder.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            value = statement.value  # type: ignore[attr-defined]
+            if type(value) is not cst.Call:
+                return UNKNOWN_PRODUCER
+            order = file.resolver.sequential_order(value, None, builder, None)
+            if order is not None:
+                if order.nullable or not order.last:
+                    return UNKNOWN_PRODUCER
+                made.extend(inner.part(part) for part in order.last)
+            else:
+                made.append(inner.part(file.resolver.part(value, None, builder)))
+        found = joined(made)
+        if found.category is Category.UNKNOWN:
+            return UNKNOWN_PRODUCER
+        return Producer(found.category, f"`{builder.name.value}`, which returns {found.description.replace('`', '')}")
+
+    def _rewrapped(self, attribute: str) -> Optional[List[Part]]:
+        """``self.conv = nn.Conv1d(...)`` then ``self.conv = weight_norm(self.conv)`` in
+        ``__init__``: the one layer, wrapped (a wrapper returns the module it is given)."""
+        assert self.model is not None
+        assignments = self.model.assignments.get(attribute, [])
+        if len(assignments) < 2:
+            return None
+        built = []
+        for assignment in assignments:
+            value = assignment.value
+            self_name = self.model.self_name(assignment.method)
+            if (
+                type(value) is cst.Call and self.file.resolver.qualify(value.func) in SAME_MODULE
+                and value.args and value.args[0].keyword is None and not value.args[0].star
+                and type(value.args[0].value) is cst.Attribute
+                and _is_self(value.args[0].value.value, self_name)  # type: ignore[attr-defined]
+                and value.args[0].value.attr.value == attribute  # type: ignore[attr-defined]
+            ):
+                continue  # ``self.conv = weight_norm(self.conv)``, also in ``remove_weight_norm()``
+            if assignment.method.name.value != "__init__":
+                return None
+            built.append(self.file.resolver.part(value, self_name, assignment.method))
+        return built if len(built) == 1 and built[0].layer is not None else None
 
     def listed(self, attribute: str) -> Producer:
-        """Calling one element of the module list ``self.<attribute>``: what all its elements are."""
-        layers = module_lists(self.file, self.model).elements(attribute) if self.model is not None else None
+        """Calling one element of the module list ``self.<attribute>``: what all its elements are
+        (a Sequential element: what its last layers make)."""
+        lists = module_lists(self.file, self.model) if self.model is not None else None
+        layers = lists.elements(attribute) if lists is not None else None
         if not layers:
             return UNKNOWN_PRODUCER
-        made = [self.block(layer) if type(layer) is cst.Call else None for layer in layers]
+        made = [self._element(layer, lists) for layer in layers]
         categories = {layer.category() if found is None else found.category for layer, found in zip(layers, made)}
         if categories <= {Category.FRESH, Category.POOL}:
             category = Category.FRESH if Category.FRESH in categories else Category.POOL
@@ -122,6 +193,14 @@ class Producers:
             short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
         }))
         return Producer(category, f"an element of `self.{attribute}` ({kinds})")
+
+    def _element(self, layer: Any, lists: Any) -> Optional[Producer]:
+        if type(layer) is cst.Call:
+            return self.block(layer)
+        last = lists.last_parts(layer)
+        if last is None:
+            return None
+        return joined([self.part(part) for part in last]) if last else UNKNOWN_PRODUCER
 
     def call(self, call: cst.Call, self_name: Optional[str], callee: Optional["Value"] = None) -> Producer:
         func = call.func
@@ -176,6 +255,8 @@ class Producers:
             return [p for arm in value.inputs for p in self.of(arm, self_name, depth + 1)]
         if op == "helper" and value.info.get("helper") is not None and depth < 8:
             return self.of(value.inputs[0], self_name, depth + 1)  # what the same-file helper returns
+        if op in ("reshape", "relabel", "same") and value.inputs and depth < 8 and self._only_view(value):
+            return self.of(value.inputs[0], self_name, depth + 1)  # a view of a value nothing else reads
         if op == "argument":
             name = value.info.get("name")
             return [Producer(Category.UNKNOWN, f"`{name}`", from_parameter=name if name != self_name else None)]
@@ -194,3 +275,30 @@ class Producers:
             fresh = isinstance(node.operator, _FRESH_AUGMENTED)
             return [Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER]
         return [UNKNOWN_PRODUCER]
+
+    def _only_view(self, value: "Value") -> bool:
+        """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by
+        nothing but this view (and the joins of a rebinding): what made the base made it."""
+        node, base = value.node, value.inputs[0]
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+            return False
+        if node.func.attr.value not in VIEWS or value.function is None:
+            return False
+        graph = self.file.values(value.function)
+        others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
+        return [c for c in others if type(c) is str or c.op != "join"] == [value]
+
+
+def joined(made: List[Producer]) -> Producer:
+    """What any of ``made`` (the ways a value may come) is: one category when all agree
+    (fresh and pooled outputs are both fresh), else unknown."""
+    categories = {p.category for p in made}
+    if not made or Category.UNKNOWN in categories:
+        return UNKNOWN_PRODUCER
+    if categories <= {Category.FRESH, Category.POOL}:
+        category = Category.FRESH if Category.FRESH in categories else Category.POOL
+    elif len(categories) == 1:
+        category = categories.pop()
+    else:
+        return UNKNOWN_PRODUCER
+    return Producer(category, " / ".join(dict.fromkeys(p.description for p in made)))

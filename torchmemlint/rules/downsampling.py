@@ -10,6 +10,7 @@ import libcst as cst
 from torchmemlint.analysis.classes import ClassModel, Part
 from torchmemlint.analysis.factories import possible_callees
 from torchmemlint.analysis.flow import ENTRY
+from torchmemlint.analysis.named_layers import method_qualify, stored_values
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.syntax import argument, enclosing, literal_number, walk
@@ -135,7 +136,11 @@ class DroppedStemPool(Rule):
     counts as a ResNet when it derives, directly or through classes of the project (this file,
     another file of its package, a script's sibling file), from torchvision's or timm's
     `ResNet` or from a project class that builds `conv1`, a max-pool `maxpool` and `layer1`
-    in `__init__` (`tests/test_project_rules.py`).
+    in `__init__` (`tests/test_project_rules.py`). A constructor stored on `self` and built
+    later counts as what it was given (`self.base_model = {"resnet18": resnet18, ...}[name]`,
+    then `self.encoder = self.base_model(**kw)` in that or another method, or in a subclass):
+    a ResNet among the dict's constructors, beside the project's own encoders but beside no
+    torchvision or timm model that is not one (`tests/test_downsampling_stored.py`).
 
     ## Why is this bad?
     The stem pool halves the height and width before `layer1`. Without it every later stage
@@ -297,7 +302,36 @@ class DroppedStemPool(Rule):
             return False
         function = enclosing(self.context, cst.FunctionDef)
         callees = possible_callees(value.func, self.qualify, self.context.module, function)
+        classdef = enclosing(self.context, cst.ClassDef)
+        func = value.func
+        if callees is None and type(classdef) is cst.ClassDef and type(func) is cst.Attribute and type(func.value) is cst.Name:
+            # ``self.encoder = self.base_model(**kw)``: what the class stored in ``self.base_model``
+            stored = stored_values(self.context.analysis, classdef, func.attr.value)
+            callees = []
+            for stored_value, method in stored or ():
+                found = possible_callees(stored_value, self._project_qualify(method), self.context.module, method)
+                if found is None:
+                    return False
+                callees.extend(found)
+            # a constructor picked by name from a dict that also holds the project's other
+            # encoders (``vit_tiny``): a ResNet among them, and no torchvision/timm model that is not one
+            return any(self._resnet_constructor(value, q) for q in callees) and not any(
+                q.startswith(("torchvision.", "timm.")) and not self._resnet_constructor(value, q) for q in callees
+            )
         return bool(callees) and all(self._resnet_constructor(value, qualified) for qualified in callees)
+
+    def _project_qualify(self, method: cst.FunctionDef):
+        """Qualified names as ``method`` binds them; a name the project defines
+        (``from .backbones import vit_tiny``) as ``<project>.vit_tiny``."""
+        qualify = method_qualify(self.context.analysis, method)
+        links = self.context.analysis.links
+
+        def project_qualify(node: cst.BaseExpression) -> Optional[str]:
+            found = qualify(node)
+            dotted = dotted_name(node) if found is None and links is not None else None
+            return f"<project>.{dotted}" if dotted and links.may_come_from_project(dotted) else found
+
+        return project_qualify
 
     @staticmethod
     def _resnet_constructor(value: cst.Call, qualified: str) -> bool:

@@ -135,13 +135,22 @@ class MissingInplaceSavesMemory(_MissingInplace):
     returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer called as an element
     of a module list counts as what every element of the list is (`for conv in self.convs:`,
     `self.convs[i](x)`, `zip(self.convs1, self.convs2)`, the list built by a display, a
-    comprehension or `append`/`extend` in `__init__`); `weight_norm(...)` and `spectral_norm(...)`
-    (also from `torch.nn.utils.parametrizations`) count as the layer they wrap, and a module
-    class of the file or of another file of the project counts as what its `forward` returns
-    (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)`). Activations
+    comprehension or `append`/`extend`/`+=` in `__init__`; an element that is an
+    `nn.Sequential` as what its last layers make), and an activation first in such a
+    Sequential runs on what every call of an element is given, when the list is only ever
+    called or looped over; `weight_norm(...)` and `spectral_norm(...)` (also from
+    `torch.nn.utils.parametrizations`, also through a local `norm_f = spectral_norm if sn else
+    weight_norm`) count as the layer they wrap, and a module class of the file or of another
+    file of the project counts as what its `forward` returns, over every `return` and every
+    branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of
+    it), as does a function of the file that returns a module (`def down(c): return
+    nn.Sequential(..., nn.Conv2d(...))`). A layer bound to a local (`nl = nn.LeakyReLU(0.2) if
+    nonlinearity is None else nonlinearity`) runs after whatever precedes it in each Sequential
+    it is placed in (tests/test_inplace_containers.py). Activations
     built by name are read too: `getattr(torch.nn, name)(**params)` and `ACTS[name](...)` (a
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
-    default (`"LeakyReLU"`), with its slope read from a dict default of `params`, and
+    default (`"LeakyReLU"`), with its slope read from a dict default of `params` (also when a
+    caller passes `**params` copied from a dict default of its own), and
     functional aliases (`act = F.leaky_relu`). A layer built with `**params` gets a finding
     without a fix: a caller may pass `params` with an `inplace` of its own, which an added
     `inplace=True` would clash with (tests/test_inplace_forms.py).

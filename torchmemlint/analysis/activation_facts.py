@@ -1,0 +1,143 @@
+"""What the TML2xx questions need of one function's value graph, indexed once
+(``GraphFacts``): the values each expression made, who reads each value and in which order,
+the loops around a statement, which statements exclude each other, what a loop carries to its
+next round; and whether a reader keeps a tensor to read it later (``holds``)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
+
+import libcst as cst
+
+
+def holds(reader) -> bool:
+    """A reader that keeps the tensor to read it later: a list or tuple, an ``append``, a store."""
+    if type(reader) is str:
+        return reader == "store"
+    return reader.op == "tuple" or (reader.op == "call" and reader.info.get("method") in ("append", "extend", "insert"))
+
+
+class GraphFacts:
+    """What the TML2xx questions need of one value graph, indexed once: the values each
+    expression made, who reads each value (in the order the graph met them), and the loops."""
+
+    def __init__(self, graph, file: Any) -> None:  # a FileAnalysis
+        self.graph = graph
+        self.file = file
+        self.made: Dict[int, List[Any]] = {}
+        for value in graph.values:
+            if value.node is not None:
+                self.made.setdefault(id(value.node), []).append(value)
+        self.reads: Dict[int, List[Tuple[int, Any]]] = {}
+        for position, use in enumerate(graph.uses):
+            self.reads.setdefault(id(use.value), []).append((position, use.consumer))
+        self._loops: Dict[int, FrozenSet[int]] = {}
+        self._loop_joins: Optional[Dict[int, List[Any]]] = None
+
+    def loops(self, statement: Optional[cst.CSTNode]) -> FrozenSet[int]:
+        """The loops of the function around ``statement`` (positions in the file's index)."""
+        if statement is None:
+            return frozenset()
+        key = id(statement)
+        if key not in self._loops:
+            index = self.file.index
+            here = index.find(statement)
+            found = []
+            order, parent = index.order, index.parent
+            above = parent[here] if here is not None else -1
+            while above >= 0 and type(order[above]) is not cst.FunctionDef:
+                if type(order[above]) in (cst.For, cst.While):
+                    found.append(above)
+                above = parent[above]
+            self._loops[key] = frozenset(found)
+        return self._loops[key]
+
+    def within(self, inner: Optional[cst.CSTNode], outer: Optional[cst.CSTNode]) -> bool:
+        """Whether statement ``inner`` is inside compound statement ``outer``."""
+        if inner is None or outer is None:
+            return False
+        index = self.file.index
+        here, there = index.find(inner), index.find(outer)
+        return here is not None and there is not None and there < here < index.end[there]
+
+    def exclusive(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
+        """Whether ``one`` and ``other`` (statements or expressions) are in different arms of
+        one ``if`` statement or ``a if c else b``."""
+        if one is None or other is None:
+            return False
+        index = self.file.index
+        here = index.find(one)
+        order, parent = index.order, index.parent
+        above = parent[here] if here is not None else -1
+        while above >= 0 and type(order[above]) is not cst.FunctionDef:
+            node = order[above]
+            if type(node) in (cst.If, cst.IfExp) and node.orelse is not None:  # type: ignore[attr-defined]
+                body = index.find(node.body)  # type: ignore[attr-defined]
+                orelse = index.find(node.orelse)  # type: ignore[attr-defined]
+                arms = [(a, index.end[a]) for a in (body, orelse) if a is not None]
+                mine = [a for a, end in arms if a <= here < end]  # type: ignore[operator]
+                there = index.find(other)
+                if self.within(other, node) and mine and there is not None and not (mine[0] <= there < index.end[mine[0]]):
+                    return True
+            above = parent[above]
+        return False
+
+    def carried(self, source, consumer) -> List[Any]:
+        """For ``consumer`` in a loop that rebinds the name holding ``source`` (made before the
+        loop): the values the name holds at the end of a round, which the next round reads."""
+        around = self.loops(consumer.statement) - self.loops(source.statement)
+        if not around:
+            return []
+        self._index_loop_joins()
+        order = self.file.index.order
+        return [
+            value for loop in around for join in self._loop_joins.get(id(order[loop]), ())  # type: ignore[union-attr]
+            if source in join.inputs for value in join.inputs if value is not source
+        ]
+
+    def _index_loop_joins(self) -> None:
+        if self._loop_joins is None:
+            self._loop_joins = {}
+            for value in self.graph.values:
+                if value.op == "join" and type(value.statement) in (cst.For, cst.While):
+                    self._loop_joins.setdefault(id(value.statement), []).append(value)
+
+    def repeated(self, source, consumer) -> bool:
+        """Whether ``consumer`` runs in a loop that ``source`` was made before, and the name
+        holding ``source`` is not bound again in it: the next round reads ``source`` again."""
+        around = self.loops(consumer.statement) - self.loops(source.statement)
+        if not around:
+            return False
+        self._index_loop_joins()
+        assert self._loop_joins is not None
+        order = self.file.index.order
+        for loop in around:
+            if not any(source in join.inputs for join in self._loop_joins.get(id(order[loop]), ())):
+                return True
+        return False
+
+    def arms_alone(self, source, depth: int = 0) -> bool:
+        """For a join (``x = conv(x)``; ``if bn: x = bn(x)``): each arm is read by nothing but
+        the join, or by what leads to another arm (``bn`` on the path where it is ``bn(x)``
+        that arrives)."""
+        if source.op == "helper" and source.info.get("helper") is not None and depth < 4:
+            inner = source.inputs[0]  # what the helper returned: read by nothing else in it
+            return all(reader is source for _, reader in self.reads.get(id(inner), ())) and self.arms_alone(inner, depth + 1)
+        if source.op != "join":
+            return True
+        leading = set()
+        todo = [(arm, 0) for arm in source.inputs]
+        while todo:
+            value, steps = todo.pop()
+            if id(value) in leading or steps > 6:
+                continue
+            leading.add(id(value))
+            todo.extend((v, steps + 1) for v in value.inputs)
+        for arm in source.inputs:
+            for _, reader in self.reads.get(id(arm), ()):
+                if reader is source or (type(reader) is not str and id(reader) in leading):
+                    continue
+                return False
+            if depth < 4 and not self.arms_alone(arm, depth + 1):
+                return False
+        return True
