@@ -24,19 +24,17 @@ marked ``# expect: CODE``; rows marked ``fix=...`` also say which fix the findin
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict
 
 import pytest
 
+from marked_cases import MARKER, Found, fix_at, lint_cases, marked, marked_fixes
+
 pytestmark = pytest.mark.slow  # starts the CLI
 
-MARKER = re.compile(r"#\s*expect:\s*(TML\d{3})")
-FIX = re.compile(r"#\s*expect:\s*TML\d{3}\s+fix=(\w+)")
 
 CASES: Dict[str, str] = {
     # HiFi-GAN (espnet's form): Sequentials as elements of module lists
@@ -452,34 +450,14 @@ CASES: Dict[str, str] = {
 }
 
 
-def marked(name: str) -> Set[Tuple[int, str]]:
-    lines = textwrap.dedent(CASES[name]).splitlines()
-    return {(row, m.group(1)) for row, line in enumerate(lines, start=1) for m in [MARKER.search(line)] if m}
-
-
 @pytest.fixture(scope="module")
-def findings(tmp_path_factory) -> Dict[str, Dict[int, Tuple[str, Optional[str]]]]:
-    folder = tmp_path_factory.mktemp("inplace_containers")
-    for name, source in CASES.items():
-        (folder / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", str(folder), "--isolated", "--no-cache", "--exit-zero",
-         "--select", "TML201,TML202,TML203", "--output-format", "json"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    rows: Dict[str, Dict[int, Tuple[str, Optional[str]]]] = {name: {} for name in CASES}
-    for finding in json.loads(result.stdout):
-        fix = finding["fix"]
-        rows[Path(finding["filename"]).stem][finding["location"]["row"]] = (
-            finding["code"], fix["applicability"] if fix else None,
-        )
-    return rows
+def findings(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("inplace_containers"), CASES, "TML201,TML202,TML203")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reports_exactly_the_marked_rows(findings, name):
-    assert {(row, code) for row, (code, _) in findings[name].items()} == marked(name)
+    assert set(findings[name]) == marked(CASES[name])
 
 
 def test_fixes(findings):
@@ -487,12 +465,9 @@ def test_fixes(findings):
     place to put it: a finding without a fix."""
     checked = 0
     for name, source in CASES.items():
-        for row, line in enumerate(textwrap.dedent(source).splitlines(), start=1):
-            match = FIX.search(line)
-            if match:
-                checked += 1
-                expected = None if match.group(1) == "none" else match.group(1)
-                assert findings[name][row][1] == expected, (name, row, line)
+        for row, expected in marked_fixes(source).items():
+            checked += 1
+            assert fix_at(findings[name], row) == expected, (name, row)
     assert checked == 14
 
 
