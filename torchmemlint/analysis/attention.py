@@ -159,7 +159,7 @@ class _Question:
             raise _NoSite("the scores or weights are also read elsewhere (returned, stored, logged): SDPA never makes them")
         if self._fallback():
             raise _NoSite("the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")
-        if not _similarity(scores, key_side):
+        if not _similarity(self.graph, scores):
             raise _NoSite()
         graph = self.graph
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]
@@ -312,6 +312,8 @@ class _Question:
             other = value.info.get("other")
             if value.info.get("subtract") or other is None:
                 self.reasons.append("a tensor is subtracted from the scores")
+            elif self.scales:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
+                self.reasons.append("the scores are scaled after a tensor is added to them; SDPA adds its mask after the scale")
             else:
                 self.masks.append(_code(_bare(other)))
                 self.texts.append(other)
@@ -542,30 +544,64 @@ class _Question:
         return False
 
 
-def _similarity(scores: Value, key_side: int) -> bool:
-    """Are the two operands of the scores laid out alike (q and k, each (…, position, feature),
-    one of them transposed for the product), not a tensor times a weight matrix (``x @ w``)?
+def _similarity(graph: FunctionValues, scores: Value) -> bool:
+    """Are the two operands of the scores laid out alike (q and k, each (…, position, feature)
+    where each was made, the feature at the same place), not a tensor times a weight matrix
+    (``x @ w``)?
 
-    Transposes of the last two axes are followed back to where each operand was made (other
-    axes: as written). A rearrange that moves the features past the positions (``"b c h w ->
-    b (h w) c"``) is a transpose of the map it was made from, or the tokens' own layout: alike
-    either way."""
+    The contracted axis is followed back through transposes, permutes (``k.permute(0, 2, 3, 1)``
+    of a (b, s, h, d) projection is (b, h, d, s): its feature is still the last axis of what
+    it was made from) and ``.contiguous()`` to where each operand was made (``_origin``). A
+    rearrange that moves the features past the positions (``"b c h w -> b (h w) c"``) is a
+    transpose of the map it was made from, or the tokens' own layout: alike either way."""
     specs = scores.info["specs"]
     if len(scores.info["contracted"]) != 1:
         return True  # several feature axes (an einsum over d and m): the letters say it
     feature = scores.info["contracted"][0]
-    for through_rearrange in (False, True):
+    for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
         found = []
         for side in (0, 1):
-            spec, value, flipped = list(specs[side]), scores.inputs[side], False
+            spec = list(specs[side])
             if feature not in spec[-2:]:
                 return "..." not in spec
-            while value.info.get("swap") and (value.op == "relabel" or (through_rearrange and value.op == "reshape")):
-                flipped, value = not flipped, value.inputs[0]
-            found.append((spec[-1] == feature) != flipped)
+            position = spec.index(feature) - len(spec)
+            found.append(_origin(graph, scores.inputs[side], position, through_rearrange, every_step) == -1)
         if found[0] == found[1]:
             return True
     return False
+
+
+def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool) -> int:
+    """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
+    axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
+    other step), of ``value``'s axis at ``position``."""
+    for _ in range(16):
+        info = value.info
+        if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
+            return position
+        if value.op == "same" and value.inputs:
+            value = value.inputs[0]
+            continue
+        if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
+            position, value = -3 - position, value.inputs[0]
+            continue
+        if value.op != "relabel":
+            return position
+        dims = list(info.get("dims", ()))
+        rank = value.rank if value.rank is not None else value_rank(graph, value)
+        norm = [d - rank if d >= 0 else d for d in dims] if rank is not None else dims  # type: ignore[operator]
+        if any(d >= 0 for d in norm):  # the rank is not known: only a swap of the last two is
+            if not (info.get("swap") and position in (-1, -2)):
+                return position
+            position = -3 - position
+        elif info.get("transpose") and len(norm) == 2:
+            position = norm[1] if position == norm[0] else (norm[0] if position == norm[1] else position)
+        elif rank is not None and len(norm) == rank and -rank <= position:
+            position = norm[position]
+        else:
+            return position
+        value = value.inputs[0]
+    return position
 
 
 def _computes_attention(value: Value, depth: int = 4) -> bool:

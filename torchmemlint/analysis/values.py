@@ -368,6 +368,10 @@ class FunctionValues:
         elif kind in (cst.Raise, cst.Break, cst.Continue):
             self._opaque(small, env)
             raise _Ended()
+        elif kind is cst.ImportFrom and isinstance(small.names, Sequence) and small.module is not None and not small.relative:  # type: ignore[attr-defined]
+            for alias in small.names:  # ``from xformers.ops import masked_matmul`` inside the function
+                head = cst.Module([]).code_for_node(small.module)  # type: ignore[attr-defined]
+                env[(alias.asname.name if alias.asname else alias.name).value] = self._new("global", node=alias, info={"qualified": "%s.%s" % (head, alias.name.value)})  # type: ignore[union-attr]
         elif kind is cst.Del:
             for name in (n for n in walk(small) if type(n) is cst.Name):
                 env.pop(name.value, None)
@@ -459,7 +463,7 @@ class FunctionValues:
         base = self.expression(node.value, env)
         if name in ("mT", "T"):
             axes = base.axes[:-2] + (base.axes[-1], base.axes[-2]) if base.axes is not None and len(base.axes) >= 2 else None
-            return self._new("relabel", [base], node, axes, base.rank, {"swap": True, "dims": (-1, -2)})
+            return self._new("relabel", [base], node, axes, base.rank, {"swap": True, "dims": (-1, -2), "transpose": True})
         if name in ("max", "min") and base.op == "finfo":
             return self._new("constant", [base], node, info={"number": 3.0e38 if name == "max" else -3.0e38})
         if name in META:
@@ -486,7 +490,7 @@ class FunctionValues:
             tensor, other = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
             other_node = right_node if tensor is left else getattr(node, "left", None)
             return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node)
-        return self._same("arith", left, node, [right])
+        return self._same("arith", left, node, [right], scalar=not (_tensorish(left) or _tensorish(right)))
 
     # -- calls ---------------------------------------------------------------------------------
     def _call(self, node: cst.Call, env: Environment) -> Value:
@@ -538,6 +542,9 @@ class FunctionValues:
             return self._contract(positional[0], positional[1], node, MATMUL_SPECS, name)
         if name in EINSUM:
             return self._einsum(node, positional, name)
+        if name == "xformers.ops.masked_matmul" and len(positional) == 3 and not keywords:  # ``a @ b``, then the mask added
+            product = self._contract(positional[0], positional[1], node, MATMUL_SPECS, name, (node.args[0].value, node.args[1].value))
+            return self._same("add", product, node, [positional[2]], other=node.args[2].value)
         if name in DROPOUT and positional:
             return self._same("dropout", positional[0], node, [*positional[1:], *keywords.values()], call=node)
         if name in SDPA:
@@ -577,6 +584,8 @@ class FunctionValues:
             return self._helper(callee.info["define"], node, positional, keywords)
         if callee.op == "layer" and len(positional) == 1:
             return self._layers([callee.info["layer"]], positional[0], node, None)
+        if callee.op == "argument" and len(positional) == 1 and not keywords and _tensorish(positional[0]):
+            return self._same("module", positional[0], node, [callee], assumed=True)  # a callable passed in: same-shaped, conservatively
         return self._new("call", [callee, *positional, *keywords.values()], node)
 
     def _method(self, method: str, receiver: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
@@ -625,7 +634,7 @@ class FunctionValues:
                 known[a], known[b] = known[b], known[a]  # type: ignore[index]
                 axes = tuple(known)
             swap = None not in norm and sorted(norm) == [-2, -1]  # type: ignore[type-var]
-            return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims)})
+            return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims), "transpose": True})
         rank = len(dims)
         if source.rank is not None and source.rank != rank:
             return self._new("reshape", [source], node)
@@ -747,7 +756,7 @@ def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
 
 
 def _tensorish(value: Value) -> bool:
-    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo")
+    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
 
 
 def _number(node: cst.BaseExpression) -> Optional[float]:
