@@ -153,6 +153,8 @@ class _Question:
             raise _NoSite()
         weights, values = product.inputs[side], product.inputs[1 - side]
         softmax = self._weights(weights, axis)
+        if softmax.function is not self.graph.function:  # a helper returns the weights
+            self.reasons.insert(0, "the softmax is computed in `%s`, another function; the fix rewrites one function" % softmax.function.name.value)  # type: ignore[union-attr]
         scores = self._scores(softmax.inputs[0], axis)
         key_side = 0 if axis.side == "left" else 1
         if self._escapes():
