@@ -52,9 +52,10 @@ class PermutedKey(nn.Module):
 class ChannelFirst(nn.Module):
     """A conv map flattened to (B, C, N); the key used channel-first, the query permuted."""
 
-    def __init__(self, channels):
+    def __init__(self, channels, matmul_norm=True):
         super().__init__()
         self.channels = channels
+        self.matmul_norm = matmul_norm
         self.query_project = nn.Conv2d(channels, channels, 1)
         self.key_project = nn.Conv2d(channels, channels, 1)
         self.value_project = nn.Conv2d(channels, channels, 1)
@@ -70,7 +71,8 @@ class ChannelFirst(nn.Module):
         value = value.reshape(*value.shape[:2], -1)
         value = value.permute(0, 2, 1).contiguous()
         sim_map = torch.matmul(query, key)
-        sim_map = (self.channels ** -.5) * sim_map
+        if self.matmul_norm:
+            sim_map = (self.channels ** -.5) * sim_map
         sim_map = F.softmax(sim_map, dim=-1)
         context = torch.matmul(sim_map, value)
         context = context.permute(0, 2, 1).contiguous()
@@ -191,7 +193,7 @@ def test_a_key_made_in_any_layout_is_recognised_and_fixable():
     )
     channel_first = by_class["key.transpose(-2, -1)"]
     assert (channel_first.query, channel_first.value, channel_first.scale, channel_first.rank, channel_first.reason) == (
-        "query", "value", "self.channels ** -.5", None, "",  # reshape(*shape[:2], -1): rank not shown
+        "query", "value", "(self.channels ** -.5) if self.matmul_norm else 1.0", None, "",  # reshape(*shape[:2], -1): rank not shown
     )
     flat = by_class["self.k(x).transpose(-2, -1)"]
     assert (flat.query, flat.value, flat.rank, flat.transposed, flat.reason) == (
@@ -239,6 +241,7 @@ def test_the_fixed_layouts_compute_what_the_eager_code_did(tmp_path):
     for name, make, inputs in (
         ("PermutedKey", lambda m: m(16, 2), (torch.randn(2, 7, 16),)),
         ("ChannelFirst", lambda m: m(8), (torch.randn(2, 8, 5, 6), torch.randn(2, 8, 3, 4))),
+        ("ChannelFirst", lambda m: m(8, matmul_norm=False), (torch.randn(2, 8, 5, 6), torch.randn(2, 8, 3, 4))),
         ("FlatBCN", lambda m: m(8), (torch.randn(2, 8, 9),)),
     ):
         a, b = make(getattr(eager, name)).eval(), make(getattr(fixed, name)).eval()

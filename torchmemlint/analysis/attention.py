@@ -231,7 +231,7 @@ class _Question:
             ):
                 self.reasons.append("the %s come from different computations in the branches of an `if`" % what)
             return found[0]
-        if failed or not self._conditional_mask(value):
+        if failed or not (self._conditional_mask(value) or self._conditional_scale(value)):
             self.reasons.append("the %s come from different computations in the branches of an `if`" % what)
         return found[0]
 
@@ -247,6 +247,18 @@ class _Question:
         self.texts.append(test)
         if condition != "%s is not None" % self.masks[-1]:  # ``if mask is not None: s = s + mask``: None is no mask
             self.masks[-1] = "%s if %s else None" % (_parenthesised(self.masks[-1]), condition)
+        return True
+
+    def _conditional_scale(self, join: Value) -> bool:
+        """``if c: s = s * scale`` (no ``else``): SDPA's scale is ``scale if c else 1.0``."""
+        test = join.info.get("test")
+        if test is None or len(join.inputs) != 2 or sorted(map(bool, join.info.get("branches", ()))) != [False, True] or len(self.scales) != 1:
+            return False
+        scaled, plain = join.inputs if join.info["branches"][0] else join.inputs[::-1]
+        if scaled.op != "scale" or scaled.inputs[0] is not plain:
+            return False
+        self.texts.append(test)
+        self.scales[-1] = "%s if %s else 1.0" % (_parenthesised(self.scales[-1]), _code(test))
         return True
 
     def _dropout(self, value: Value) -> None:
