@@ -79,6 +79,28 @@ class ChannelFirst(nn.Module):
         return context.reshape(batch_size, -1, *query_feats.shape[2:])
 
 
+class SplitPermuted(nn.Module):
+    """q, k, v split from one projection, k permuted to (B, h, d, N), a learned bias added
+    after the scale."""
+
+    def __init__(self, dim, key_dim=4, num_heads=2, n=6):
+        super().__init__()
+        self.num_heads, self.key_dim, self.scale = num_heads, key_dim, key_dim ** -0.5
+        self.qkv = nn.Linear(dim, num_heads * 3 * key_dim)
+        self.attention_biases = nn.Parameter(torch.randn(num_heads, n, n))
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).view(B, N, self.num_heads, -1).split([self.key_dim, self.key_dim, self.key_dim], dim=3)
+        q = q.permute(0, 2, 1, 3)
+        k = k.permute(0, 2, 3, 1)
+        v = v.permute(0, 2, 1, 3)
+        attn = q @ k * self.scale + self.attention_biases
+        attn = attn.softmax(dim=-1)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, -1)
+        return x
+
+
 class FlatBCN(nn.Module):
     """(B, C, N) maps; the weights on the right of v: v @ attn.permute(0, 2, 1)."""
 
@@ -186,26 +208,43 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_key_made_in_any_layout_is_recognised_and_fixable():
-    by_class = {site.key: site for site in found_sites(FORMS)}
-    permuted = by_class["k.transpose(-2, -1)"]
+    permuted, channel_first, split, flat = found_sites(FORMS)  # in the order of the file
     assert (permuted.query, permuted.key, permuted.value, permuted.scale, permuted.rank, permuted.reason) == (
         "q", "k.transpose(-2, -1)", "v", "self.scale", 4, "",
     )
-    channel_first = by_class["key.transpose(-2, -1)"]
-    assert (channel_first.query, channel_first.value, channel_first.scale, channel_first.rank, channel_first.reason) == (
-        "query", "value", "(self.channels ** -.5) if self.matmul_norm else 1.0", None, "",  # reshape(*shape[:2], -1): rank not shown
+    assert (channel_first.query, channel_first.key, channel_first.value, channel_first.scale, channel_first.rank, channel_first.reason) == (
+        "query", "key.transpose(-2, -1)", "value", "(self.channels ** -.5) if self.matmul_norm else 1.0", None, "",
+    )  # reshape(*shape[:2], -1): the rank is not shown
+    assert (split.query, split.key, split.value, split.scale, split.mask, split.rank, split.reason) == (
+        "q", "k.transpose(-2, -1)", "v", "self.scale", "self.attention_biases", 4, "",
     )
-    flat = by_class["self.k(x).transpose(-2, -1)"]
-    assert (flat.query, flat.value, flat.rank, flat.transposed, flat.reason) == (
-        "q", "self.v(x).transpose(-2, -1)", 3, True, "",
+    assert (flat.query, flat.key, flat.value, flat.rank, flat.transposed, flat.reason) == (
+        "q", "self.k(x).transpose(-2, -1)", "self.v(x).transpose(-2, -1)", 3, True, "",
     )
-    assert len(by_class) == 3
 
 
 def test_a_tensor_added_before_the_scale_is_no_sdpa_mask():
     source = FORMS.replace("attn = torch.matmul(q, k) * self.scale", "attn = (torch.matmul(q, k) + x[:, None]) * self.scale")
     (site, *_) = [s for s in found_sites(source) if s.query is None or s.query == "q"]
     assert "scaled after a tensor is added" in site.reason and not site.fixable
+
+
+def test_a_scale_before_masks_chosen_by_an_if_is_not_taken_for_one_after_them():
+    source = """
+    import torch
+
+    def attend(query, key, value, attn_mask):
+        attn_weight = torch.matmul(query, key.transpose(-2, -1)) * 0.125
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.bool:
+                attn_weight = attn_weight.masked_fill(~attn_mask, float("-inf"))
+            else:
+                attn_weight = attn_weight + attn_mask
+        attn_weight = torch.nn.functional.softmax(attn_weight, dim=-1)
+        return torch.matmul(attn_weight, value)
+    """
+    (site,) = found_sites(source)
+    assert site.reason == "the scores come from different computations in the branches of an `if`"
 
 
 def test_scores_and_softmax_in_a_helper_are_reported_without_a_fix():
@@ -230,11 +269,11 @@ def test_the_fixed_layouts_compute_what_the_eager_code_did(tmp_path):
     eager_path.write_text(FORMS)
     copy.write_text(FORMS)
     listed = json.loads(run_cli("--select", "TML601", "--output-format", "json", str(copy)).stdout)
-    assert len(listed) == 3 and all(f["fix"] is not None for f in listed), listed
+    assert len(listed) == 4 and all(f["fix"] is not None for f in listed), listed
     result = run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
     assert result.returncode == 0, result.stdout + result.stderr
     fixed_source = copy.read_text()
-    assert fixed_source.count("scaled_dot_product_attention(") == 3 and "softmax" not in fixed_source
+    assert fixed_source.count("scaled_dot_product_attention(") == 4 and "softmax" not in fixed_source
     eager, fixed = load_module("%s:_" % eager_path), load_module("%s:_" % copy)
     close = dict(atol=1e-5, rtol=1e-4)
     torch.manual_seed(0)
@@ -243,6 +282,7 @@ def test_the_fixed_layouts_compute_what_the_eager_code_did(tmp_path):
         ("ChannelFirst", lambda m: m(8), (torch.randn(2, 8, 5, 6), torch.randn(2, 8, 3, 4))),
         ("ChannelFirst", lambda m: m(8, matmul_norm=False), (torch.randn(2, 8, 5, 6), torch.randn(2, 8, 3, 4))),
         ("FlatBCN", lambda m: m(8), (torch.randn(2, 8, 9),)),
+        ("SplitPermuted", lambda m: m(8), (torch.randn(2, 6, 8),)),
     ):
         a, b = make(getattr(eager, name)).eval(), make(getattr(fixed, name)).eval()
         b.load_state_dict(a.state_dict())

@@ -128,6 +128,7 @@ class _Question:
         self.texts: List[cst.CSTNode] = []  # expressions the SDPA call re-evaluates
         self.memo: Dict[int, Value] = {}  # id(a scores value) -> the contraction it comes from
         self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
+        self.scaled = 0  # how many scales the path from the softmax back to the scores passed
 
     def site(self) -> Optional[AttentionSite]:
         why = ""
@@ -326,13 +327,18 @@ class _Question:
             other = value.info.get("other")
             if value.info.get("subtract") or other is None:
                 self.reasons.append("a tensor is subtracted from the scores")
-            elif self.scales:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
+            elif self.scaled:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
                 self.reasons.append("the scores are scaled after a tensor is added to them; SDPA adds its mask after the scale")
             else:
                 self.masks.append(_code(_bare(other)))
                 self.texts.append(other)
         elif value.op == "scale":
             self._scale(value)
+            self.scaled += 1
+            try:
+                return self._scores(value.inputs[0], axis)
+            finally:
+                self.scaled -= 1
         elif value.op == "cast":
             self.reasons.append("the scores are cast (`.%s(...)`) before the softmax" % value.info.get("method"))
         elif value.op in ("helper", "module"):
