@@ -147,6 +147,20 @@ class Block(torch.nn.Module):
     def forward(self, q, k, v):
         w = self.weights(q, k)
         return self.drop(w) @ v
+
+
+class HelperDrops(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.1)
+        self.scale = 0.125
+
+    def _attn_weights(self, q, k):
+        w = (q @ k.transpose(-2, -1)) * self.scale
+        return self.drop(w.softmax(-1))
+
+    def forward(self, q, k, v):
+        return self._attn_weights(q, k) @ v
 '''
 
 QUIET = '''
@@ -163,6 +177,20 @@ class ReturnsWeights(nn.Module):
     def forward(self, q, k, v):
         w = weights_of(q, k.permute(0, 1, 3, 2))
         return w @ v, w
+
+
+class HelperWeightsLogged(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+
+    def weights(self, q, k):
+        return (q @ k.permute(0, 1, 3, 2)).softmax(dim=-1)
+
+    def forward(self, q, k, v):
+        w = self.weights(q, k)
+        self.attention_map = w.detach()
+        return self.drop(w) @ v
 
 
 class StoresWeights(nn.Module):
@@ -251,6 +279,7 @@ def test_scores_and_softmax_in_a_helper_are_reported_without_a_fix():
     sites = found_sites(HELPERS)
     reasons = sorted((site.function.name.value, site.reason) for site in sites)
     assert reasons == [
+        ("forward", "the softmax is computed in `_attn_weights`, another function; the fix rewrites one function"),
         ("forward", "the softmax is computed in `weights`, another function; the fix rewrites one function"),
         ("scaled_dot_product_attention", "the softmax is computed in `scaled_query_key_softmax`, another function; the fix rewrites one function"),
     ]
@@ -294,5 +323,5 @@ def test_the_cli_reports_the_helper_form_without_a_fix(tmp_path):
     path = tmp_path / "helpers.py"
     path.write_text(HELPERS)
     listed = json.loads(run_cli("--select", "TML601", "--output-format", "json", str(path)).stdout)
-    assert [(f["location"]["row"], f["fix"]) for f in listed] == [(16, None), (30, None)]
+    assert [(f["location"]["row"], f["fix"]) for f in listed] == [(16, None), (30, None), (44, None)]
     assert all("another function" in f["message"] for f in listed)
