@@ -8,7 +8,8 @@ and joins with what came before it, a ``return``/``raise``/``break``/``continue`
 Spellings are normalised here, once:
 
 - ``a @ b``, ``torch.matmul``/``bmm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
-  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes;
+  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes
+  (xformers' ``masked_matmul(a, b, m)``: ``contract``, then ``add`` of ``m``; a function-local import is read);
 - ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
   ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
@@ -23,7 +24,7 @@ Spellings are normalised here, once:
   ``F.scaled_dot_product_attention`` ``attention``;
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
   in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
-  ``module`` (one of unknown kind keeps its input's axes: a same-shaped step, conservatively).
+  ``module`` (one of unknown kind, or a callable argument, keeps its input's axes: a same-shaped step, conservatively).
 
 Each use of a value is recorded (``uses``: the value or sink that reads it: ``return``, ``store``,
 ``opaque``, ``meta`` for ``.shape``, ``test`` for an ``if``): a question can say what escapes.
@@ -38,7 +39,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
-from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes
+from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -370,8 +371,8 @@ class FunctionValues:
             raise _Ended()
         elif kind is cst.ImportFrom and isinstance(small.names, Sequence) and small.module is not None and not small.relative:  # type: ignore[attr-defined]
             for alias in small.names:  # ``from xformers.ops import masked_matmul`` inside the function
-                head = cst.Module([]).code_for_node(small.module)  # type: ignore[attr-defined]
-                env[(alias.asname.name if alias.asname else alias.name).value] = self._new("global", node=alias, info={"qualified": "%s.%s" % (head, alias.name.value)})  # type: ignore[union-attr]
+                qualified = "%s.%s" % (cst.Module([]).code_for_node(small.module), alias.name.value)  # type: ignore[attr-defined]
+                env[(alias.asname.name if alias.asname else alias.name).value] = self._new("global", node=alias, info={"qualified": qualified})  # type: ignore[union-attr]
         elif kind is cst.Del:
             for name in (n for n in walk(small) if type(n) is cst.Name):
                 env.pop(name.value, None)
@@ -449,7 +450,7 @@ class FunctionValues:
                     return base.inputs[int(index)]
             return self._new("index", [base], node)
         if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
-            return self._new("constant", node=node, info={"text": _string(node, env, self)})
+            return self._new("constant", node=node, info={"text": string_value(node, env, self)})
         self._opaque(node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
@@ -774,26 +775,3 @@ def _int(value: Optional[Value]) -> Optional[int]:
 
 def _int_of(number: Optional[float]) -> Optional[int]:
     return int(number) if isinstance(number, float) and math.isfinite(number) and number == int(number) else None
-
-
-def _string(node: cst.BaseExpression, env: Environment, values: FunctionValues) -> Optional[str]:
-    """A string's value; an f-string's when each part is a constant (``f"b {h} i d"`` with
-    ``h = "h"``)."""
-    if type(node) is cst.SimpleString:
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    if type(node) is cst.ConcatenatedString:
-        left, right = _string(node.left, env, values), _string(node.right, env, values)  # type: ignore[arg-type]
-        return None if left is None or right is None else left + right
-    if type(node) is cst.FormattedString:
-        parts = []
-        for part in node.parts:
-            if type(part) is cst.FormattedStringText:
-                parts.append(part.value)
-            else:
-                text = values.expression(part.expression, env).info.get("text")  # type: ignore[attr-defined]
-                if not isinstance(text, str):
-                    return None
-                parts.append(text)
-        return "".join(parts)
-    return None
