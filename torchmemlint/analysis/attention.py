@@ -128,6 +128,7 @@ class _Question:
         self.texts: List[cst.CSTNode] = []  # expressions the SDPA call re-evaluates
         self.memo: Dict[int, Value] = {}  # id(a scores value) -> the contraction it comes from
         self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
+        self.scaled = 0  # how many scales the path from the softmax back to the scores passed
 
     def site(self) -> Optional[AttentionSite]:
         why = ""
@@ -153,13 +154,15 @@ class _Question:
             raise _NoSite()
         weights, values = product.inputs[side], product.inputs[1 - side]
         softmax = self._weights(weights, axis)
+        if softmax.function is not self.graph.function:  # a helper returns the weights
+            self.reasons.insert(0, "the softmax is computed in `%s`, another function; the fix rewrites one function" % softmax.function.name.value)  # type: ignore[union-attr]
         scores = self._scores(softmax.inputs[0], axis)
         key_side = 0 if axis.side == "left" else 1
         if self._escapes():
             raise _NoSite("the scores or weights are also read elsewhere (returned, stored, logged): SDPA never makes them")
         if self._fallback():
             raise _NoSite("the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")
-        if not _similarity(scores, key_side):
+        if not _similarity(self.graph, scores):
             raise _NoSite()
         graph = self.graph
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]
@@ -229,7 +232,7 @@ class _Question:
             ):
                 self.reasons.append("the %s come from different computations in the branches of an `if`" % what)
             return found[0]
-        if failed or not self._conditional_mask(value):
+        if failed or not (self._conditional_mask(value) or self._conditional_scale(value)):
             self.reasons.append("the %s come from different computations in the branches of an `if`" % what)
         return found[0]
 
@@ -245,6 +248,18 @@ class _Question:
         self.texts.append(test)
         if condition != "%s is not None" % self.masks[-1]:  # ``if mask is not None: s = s + mask``: None is no mask
             self.masks[-1] = "%s if %s else None" % (_parenthesised(self.masks[-1]), condition)
+        return True
+
+    def _conditional_scale(self, join: Value) -> bool:
+        """``if c: s = s * scale`` (no ``else``): SDPA's scale is ``scale if c else 1.0``."""
+        test = join.info.get("test")
+        if test is None or len(join.inputs) != 2 or sorted(map(bool, join.info.get("branches", ()))) != [False, True] or len(self.scales) != 1:
+            return False
+        scaled, plain = join.inputs if join.info["branches"][0] else join.inputs[::-1]
+        if scaled.op != "scale" or scaled.inputs[0] is not plain:
+            return False
+        self.texts.append(test)
+        self.scales[-1] = "%s if %s else 1.0" % (_parenthesised(self.scales[-1]), _code(test))
         return True
 
     def _dropout(self, value: Value) -> None:
@@ -312,11 +327,18 @@ class _Question:
             other = value.info.get("other")
             if value.info.get("subtract") or other is None:
                 self.reasons.append("a tensor is subtracted from the scores")
+            elif self.scaled:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
+                self.reasons.append("the scores are scaled after a tensor is added to them; SDPA adds its mask after the scale")
             else:
                 self.masks.append(_code(_bare(other)))
                 self.texts.append(other)
         elif value.op == "scale":
             self._scale(value)
+            self.scaled += 1
+            try:
+                return self._scores(value.inputs[0], axis)
+            finally:
+                self.scaled -= 1
         elif value.op == "cast":
             self.reasons.append("the scores are cast (`.%s(...)`) before the softmax" % value.info.get("method"))
         elif value.op in ("helper", "module"):
@@ -542,30 +564,64 @@ class _Question:
         return False
 
 
-def _similarity(scores: Value, key_side: int) -> bool:
-    """Are the two operands of the scores laid out alike (q and k, each (…, position, feature),
-    one of them transposed for the product), not a tensor times a weight matrix (``x @ w``)?
+def _similarity(graph: FunctionValues, scores: Value) -> bool:
+    """Are the two operands of the scores laid out alike (q and k, each (…, position, feature)
+    where each was made, the feature at the same place), not a tensor times a weight matrix
+    (``x @ w``)?
 
-    Transposes of the last two axes are followed back to where each operand was made (other
-    axes: as written). A rearrange that moves the features past the positions (``"b c h w ->
-    b (h w) c"``) is a transpose of the map it was made from, or the tokens' own layout: alike
-    either way."""
+    The contracted axis is followed back through transposes, permutes (``k.permute(0, 2, 3, 1)``
+    of a (b, s, h, d) projection is (b, h, d, s): its feature is still the last axis of what
+    it was made from) and ``.contiguous()`` to where each operand was made (``_origin``). A
+    rearrange that moves the features past the positions (``"b c h w -> b (h w) c"``) is a
+    transpose of the map it was made from, or the tokens' own layout: alike either way."""
     specs = scores.info["specs"]
     if len(scores.info["contracted"]) != 1:
         return True  # several feature axes (an einsum over d and m): the letters say it
     feature = scores.info["contracted"][0]
-    for through_rearrange in (False, True):
+    for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
         found = []
         for side in (0, 1):
-            spec, value, flipped = list(specs[side]), scores.inputs[side], False
+            spec = list(specs[side])
             if feature not in spec[-2:]:
                 return "..." not in spec
-            while value.info.get("swap") and (value.op == "relabel" or (through_rearrange and value.op == "reshape")):
-                flipped, value = not flipped, value.inputs[0]
-            found.append((spec[-1] == feature) != flipped)
+            position = spec.index(feature) - len(spec)
+            found.append(_origin(graph, scores.inputs[side], position, through_rearrange, every_step) == -1)
         if found[0] == found[1]:
             return True
     return False
+
+
+def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool) -> int:
+    """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
+    axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
+    other step), of ``value``'s axis at ``position``."""
+    for _ in range(16):
+        info = value.info
+        if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
+            return position
+        if value.op == "same" and value.inputs:
+            value = value.inputs[0]
+            continue
+        if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
+            position, value = -3 - position, value.inputs[0]
+            continue
+        if value.op != "relabel":
+            return position
+        dims = list(info.get("dims", ()))
+        rank = value.rank if value.rank is not None else value_rank(graph, value)
+        norm = [d - rank if d >= 0 else d for d in dims] if rank is not None else dims  # type: ignore[operator]
+        if any(d >= 0 for d in norm):  # the rank is not known: only a swap of the last two is
+            if not (info.get("swap") and position in (-1, -2)):
+                return position
+            position = -3 - position
+        elif info.get("transpose") and len(norm) == 2:
+            position = norm[1] if position == norm[0] else (norm[0] if position == norm[1] else position)
+        elif rank is not None and len(norm) == rank and -rank <= position:
+            position = norm[position]
+        else:
+            return position
+        value = value.inputs[0]
+    return position
 
 
 def _computes_attention(value: Value, depth: int = 4) -> bool:

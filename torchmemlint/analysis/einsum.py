@@ -1,10 +1,13 @@
 """Einsum specs as label lists: ``"b h i d, b h j d -> b h i j"`` (einops: names separated
 by spaces) or ``"bhid,bhjd->bhij"`` (torch: one letter each), ``...`` kept as one label; and
-``einops.rearrange`` patterns as axis groups (a pure permutation is an axis relabelling)."""
+``einops.rearrange`` patterns as axis groups (a pure permutation is an axis relabelling); the
+text of a string or constant f-string (``string_value``)."""
 
 from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple
+
+import libcst as cst
 
 
 def parse_spec(spec: str) -> Optional[Tuple[List[List[str]], List[str]]]:
@@ -101,3 +104,27 @@ def rearranged(pattern: str) -> Optional[Tuple[Optional[List[int]], bool]]:
         position[late] < position[early] for late in target[-1] for early in target[-2]
     )
     return None, swapped
+
+
+def string_value(node: Any, env: Any, values: Any) -> Optional[str]:
+    """A string's value (an einsum spec, a rearrange pattern); an f-string's when each part is a
+    constant (``f"b {h} i d"`` with ``h = "h"``), read by ``values`` (the function's value graph)
+    in ``env``."""
+    if type(node) is cst.SimpleString:
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if type(node) is cst.ConcatenatedString:
+        left, right = string_value(node.left, env, values), string_value(node.right, env, values)  # type: ignore[arg-type]
+        return None if left is None or right is None else left + right
+    if type(node) is cst.FormattedString:
+        parts = []
+        for part in node.parts:
+            if type(part) is cst.FormattedStringText:
+                parts.append(part.value)
+            else:
+                text = values.expression(part.expression, env).info.get("text")  # type: ignore[attr-defined]
+                if not isinstance(text, str):
+                    return None
+                parts.append(text)
+        return "".join(parts)
+    return None

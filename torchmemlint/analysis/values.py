@@ -8,7 +8,8 @@ and joins with what came before it, a ``return``/``raise``/``break``/``continue`
 Spellings are normalised here, once:
 
 - ``a @ b``, ``torch.matmul``/``bmm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
-  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes;
+  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes
+  (xformers' ``masked_matmul(a, b, m)``: ``contract``, then ``add`` of ``m``; a function-local import is read);
 - ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
   ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
@@ -23,7 +24,7 @@ Spellings are normalised here, once:
   ``F.scaled_dot_product_attention`` ``attention``;
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
   in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
-  ``module`` (one of unknown kind keeps its input's axes: a same-shaped step, conservatively).
+  ``module`` (one of unknown kind, or a callable argument, keeps its input's axes: a same-shaped step, conservatively).
 
 Each use of a value is recorded (``uses``: the value or sink that reads it: ``return``, ``store``,
 ``opaque``, ``meta`` for ``.shape``, ``test`` for an ``if``): a question can say what escapes.
@@ -38,7 +39,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
-from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes
+from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -368,6 +369,10 @@ class FunctionValues:
         elif kind in (cst.Raise, cst.Break, cst.Continue):
             self._opaque(small, env)
             raise _Ended()
+        elif kind is cst.ImportFrom and isinstance(small.names, Sequence) and small.module is not None and not small.relative:  # type: ignore[attr-defined]
+            for alias in small.names:  # ``from xformers.ops import masked_matmul`` inside the function
+                qualified = "%s.%s" % (cst.Module([]).code_for_node(small.module), alias.name.value)  # type: ignore[attr-defined]
+                env[(alias.asname.name if alias.asname else alias.name).value] = self._new("global", node=alias, info={"qualified": qualified})  # type: ignore[union-attr]
         elif kind is cst.Del:
             for name in (n for n in walk(small) if type(n) is cst.Name):
                 env.pop(name.value, None)
@@ -445,7 +450,7 @@ class FunctionValues:
                     return base.inputs[int(index)]
             return self._new("index", [base], node)
         if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
-            return self._new("constant", node=node, info={"text": _string(node, env, self)})
+            return self._new("constant", node=node, info={"text": string_value(node, env, self)})
         self._opaque(node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
@@ -459,7 +464,7 @@ class FunctionValues:
         base = self.expression(node.value, env)
         if name in ("mT", "T"):
             axes = base.axes[:-2] + (base.axes[-1], base.axes[-2]) if base.axes is not None and len(base.axes) >= 2 else None
-            return self._new("relabel", [base], node, axes, base.rank, {"swap": True, "dims": (-1, -2)})
+            return self._new("relabel", [base], node, axes, base.rank, {"swap": True, "dims": (-1, -2), "transpose": True})
         if name in ("max", "min") and base.op == "finfo":
             return self._new("constant", [base], node, info={"number": 3.0e38 if name == "max" else -3.0e38})
         if name in META:
@@ -486,7 +491,7 @@ class FunctionValues:
             tensor, other = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
             other_node = right_node if tensor is left else getattr(node, "left", None)
             return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node)
-        return self._same("arith", left, node, [right])
+        return self._same("arith", left, node, [right], scalar=not (_tensorish(left) or _tensorish(right)))
 
     # -- calls ---------------------------------------------------------------------------------
     def _call(self, node: cst.Call, env: Environment) -> Value:
@@ -538,6 +543,9 @@ class FunctionValues:
             return self._contract(positional[0], positional[1], node, MATMUL_SPECS, name)
         if name in EINSUM:
             return self._einsum(node, positional, name)
+        if name == "xformers.ops.masked_matmul" and len(positional) == 3 and not keywords:  # ``a @ b``, then the mask added
+            product = self._contract(positional[0], positional[1], node, MATMUL_SPECS, name, (node.args[0].value, node.args[1].value))
+            return self._same("add", product, node, [positional[2]], other=node.args[2].value)
         if name in DROPOUT and positional:
             return self._same("dropout", positional[0], node, [*positional[1:], *keywords.values()], call=node)
         if name in SDPA:
@@ -577,6 +585,8 @@ class FunctionValues:
             return self._helper(callee.info["define"], node, positional, keywords)
         if callee.op == "layer" and len(positional) == 1:
             return self._layers([callee.info["layer"]], positional[0], node, None)
+        if callee.op == "argument" and len(positional) == 1 and not keywords and _tensorish(positional[0]):
+            return self._same("module", positional[0], node, [callee], assumed=True)  # a callable passed in: same-shaped, conservatively
         return self._new("call", [callee, *positional, *keywords.values()], node)
 
     def _method(self, method: str, receiver: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
@@ -625,7 +635,7 @@ class FunctionValues:
                 known[a], known[b] = known[b], known[a]  # type: ignore[index]
                 axes = tuple(known)
             swap = None not in norm and sorted(norm) == [-2, -1]  # type: ignore[type-var]
-            return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims)})
+            return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims), "transpose": True})
         rank = len(dims)
         if source.rank is not None and source.rank != rank:
             return self._new("reshape", [source], node)
@@ -747,7 +757,7 @@ def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
 
 
 def _tensorish(value: Value) -> bool:
-    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo")
+    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
 
 
 def _number(node: cst.BaseExpression) -> Optional[float]:
@@ -765,26 +775,3 @@ def _int(value: Optional[Value]) -> Optional[int]:
 
 def _int_of(number: Optional[float]) -> Optional[int]:
     return int(number) if isinstance(number, float) and math.isfinite(number) and number == int(number) else None
-
-
-def _string(node: cst.BaseExpression, env: Environment, values: FunctionValues) -> Optional[str]:
-    """A string's value; an f-string's when each part is a constant (``f"b {h} i d"`` with
-    ``h = "h"``)."""
-    if type(node) is cst.SimpleString:
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    if type(node) is cst.ConcatenatedString:
-        left, right = _string(node.left, env, values), _string(node.right, env, values)  # type: ignore[arg-type]
-        return None if left is None or right is None else left + right
-    if type(node) is cst.FormattedString:
-        parts = []
-        for part in node.parts:
-            if type(part) is cst.FormattedStringText:
-                parts.append(part.value)
-            else:
-                text = values.expression(part.expression, env).info.get("text")  # type: ignore[attr-defined]
-                if not isinstance(text, str):
-                    return None
-                parts.append(text)
-        return "".join(parts)
-    return None

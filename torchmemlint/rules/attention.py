@@ -35,7 +35,11 @@ class EagerAttention(Rule):
       `"bct,bcs->bts"`, an f-string whose parts are constants); `k` transposed in the product
       or earlier (`transpose`, `permute`, `.mT`, an `einops.rearrange` that reorders axes:
       `rearrange(w, "b i j -> b j i")`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`),
-      q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`);
+      q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`); the feature axis
+      followed through `reshape`/`permute`/`.contiguous()` to where each operand was made, so
+      `k` projected straight to (b, h, d, s) (`.reshape(b, s, h, -1).permute(0, 2, 3, 1)`) and
+      a channel-first key (B, C, N) used as it is count; xformers' `masked_matmul(q, kᵀ, mask)`
+      (the product, then the mask added);
     - the softmax: `F.softmax`, `torch.softmax`, `s.softmax(...)`, an `nn.Softmax` attribute
       (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), a local alias
       (`softmax = torch.softmax if c else F.softmax`), over `dim=-1` or the same axis by its
@@ -44,7 +48,8 @@ class EagerAttention(Rule):
       of an `if` whose other arm is the plain softmax (reported without a fix);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
       (`-inf`, `-1e9`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
-      returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`;
+      returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`
+      (so can the scale be);
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 
@@ -61,9 +66,12 @@ class EagerAttention(Rule):
     `scale` is a number), the weights come from different computations in the arms of an `if`,
     an `einsum` says the tensors are neither 3-D nor 4-D or the batch axes of q, k and v
     differ, a name the scores use is reassigned before the product with v, or the softmax is
-    written in place into slices of the scores (the fix does not rewrite that form)
-    (`tests/test_attention_rearrange.py`: the rearranged forms fixed compute what the eager
-    code did, CPU).
+    written in place into slices of the scores (the fix does not rewrite that form), a tensor
+    is added to the scores before the scale (SDPA adds its mask after scaling), or the softmax
+    is computed in another function (a helper that returns the weights to the function that
+    applies the dropout and the product with v; the fix rewrites one function)
+    (`tests/test_attention_rearrange.py` and `tests/test_attention_layouts.py`: the rearranged
+    and permuted forms fixed compute what the eager code did, CPU).
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
