@@ -59,7 +59,10 @@ def spread_keywords(call: cst.Call, scope: Scope, module: cst.Module) -> Optiona
     return SpreadKeywords(found, through)
 
 
-def _mapping(value: cst.BaseExpression, call: cst.Call, scope: Scope, module: cst.Module) -> Optional[Tuple[Keywords, Optional[str]]]:
+Read = Optional[Tuple[Keywords, Optional[str]]]  # the keys, and how they were reached
+
+
+def _mapping(value: cst.BaseExpression, call: cst.Call, scope: Scope, module: cst.Module) -> Read:
     if type(value) is cst.Call:
         return _initial(value, scope, module)
     if type(value) is cst.Attribute and type(value.value) is cst.Name:
@@ -81,7 +84,7 @@ def _mapping(value: cst.BaseExpression, call: cst.Call, scope: Scope, module: cs
     return found, read[1]
 
 
-def _self_attribute(value: cst.Attribute, scope: Scope, module: cst.Module) -> Optional[Tuple[Keywords, Optional[str]]]:
+def _self_attribute(value: cst.Attribute, scope: Scope, module: cst.Module) -> Read:
     """``self.kwargs`` in a method: the dict ``__init__`` assigns it (once), filled there; any
     other method that writes it makes it unknown."""
     function = scope.function
@@ -201,7 +204,7 @@ def _display(value: cst.BaseExpression) -> Optional[Keywords]:
     return None
 
 
-def _initial(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Optional[Tuple[Keywords, Optional[str]]]:
+def _initial(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Read:
     """The keys a dict-valued expression holds: a display, ``dict(...)``, ``asdict(instance)``,
     or a None-defaulted parameter's default (``kwargs or {}``)."""
     default = _default_path(value, scope)
@@ -220,7 +223,7 @@ def _initial(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Opt
     return None
 
 
-def _instance(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Optional[Tuple[Keywords, Optional[str]]]:
+def _instance(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Read:
     """The fields of a dataclass instance: ``C(...)``, or a name bound once to one (maybe as a
     None-defaulted parameter's default)."""
     through: Optional[str] = None

@@ -412,3 +412,27 @@ def _recomputed_segments(
         return None
     count = int(segments.evaluated_value)
     return elements[: len(elements) // count * (count - 1)]
+
+
+CHECKPOINT_MODULE = "torch.utils.checkpoint"
+
+
+def checkpoint_module_calls(context) -> List[cst.Call]:
+    """Calls of the module ``torch.utils.checkpoint`` itself (``checkpoint(f, x)`` after ``from
+    torch.utils import checkpoint``), which raise TypeError, in source order; names resolved as
+    the engine binds them at each call."""
+    return context.shared("checkpoint-module-calls", lambda: _module_calls(context))
+
+
+def _module_calls(context) -> List[cst.Call]:
+    index: NodeIndex = context.analysis.index
+    order = index.order
+    calls = checkpoint_calls(context)
+    found: List[cst.Call] = []
+    for here in index.positions(cst.Call):
+        func = order[here].func  # type: ignore[attr-defined]
+        if type(func) not in (cst.Name, cst.Attribute):
+            continue
+        if calls.bindings_at(here).qualify(func) == CHECKPOINT_MODULE:
+            found.append(order[here])  # type: ignore[arg-type]
+    return found
