@@ -235,15 +235,19 @@ def test_exact_type_tests_name_only_classes_without_subclasses():
 # question"): they meet no expression node in the traversal and resolve no name themselves.
 # Their fixes may still lay out edits on the call the analysis found.
 ASKING = ("checkpoint.py", "distributed.py")
-EXPRESSION_NODES = {"Call", "Arg", "Attribute", "Name", "Lambda", "Subscript", "BinaryOperation"}
+EXPRESSION_NODES = {"Call", "Arg", "Attribute", "Name", "Lambda", "Subscript", "BinaryOperation", "Dict"}
 
 
-def _reads_syntax(path: Path):
-    """What in a rule module reads expressions itself: a ``visit_``/``leave_`` method for an
-    expression node, a call of ``qualify`` (resolving a name in the traversal's scope), an
-    import of ``libcst.matchers``."""
+def _reads_syntax(path: Path, classes=None):
+    """What in a rule module (or only in its ``classes``, given by name) reads expressions
+    itself: a ``visit_``/``leave_`` method for an expression node, a call of ``qualify``
+    (resolving a name in the traversal's scope), an import of ``libcst.matchers``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    roots = [ast.parse(path.read_text(encoding="utf-8"))]
+    if classes is not None:
+        roots = [node for node in ast.walk(roots[0]) if isinstance(node, ast.ClassDef) and node.name in classes]
+        assert sorted(node.name for node in roots) == sorted(classes), "a class named here is gone"
+    for node in (found_node for root in roots for found_node in ast.walk(root)):
         if isinstance(node, ast.FunctionDef):
             kind, _, node_type = node.name.partition("_")
             if kind in ("visit", "leave") and node_type in EXPRESSION_NODES:
@@ -258,9 +262,23 @@ def _reads_syntax(path: Path):
     return found
 
 
+# Rule classes that only ask the shared analysis, in modules whose other rules still read syntax.
+ASKING_CLASSES = {
+    "attention.py": (
+        "EagerAttnImplementation", "CheckpointFunctionWithoutRng", "CheckpointModuleCalled",
+        "TrainingWithoutAutocast",
+    ),
+}
+
+
 @pytest.mark.parametrize("name", ASKING)
 def test_rules_that_ask_the_analysis_read_no_expressions(name):
     assert _reads_syntax(PACKAGE / "rules" / name) == []
+
+
+@pytest.mark.parametrize("name", sorted(ASKING_CLASSES))
+def test_rule_classes_that_ask_the_analysis_read_no_expressions(name):
+    assert _reads_syntax(PACKAGE / "rules" / name, ASKING_CLASSES[name]) == []
 
 
 def test_the_syntax_reading_check_finds_a_call_visitor(tmp_path):
@@ -273,3 +291,10 @@ def test_the_syntax_reading_check_finds_a_call_visitor(tmp_path):
     assert _reads_syntax(path) == [
         "libcst.matchers (line 1)", "visit_Call (line 5)", "qualify() (line 6)"
     ]
+    # only the classes named: another class's visit_Call is not theirs to answer for
+    path.write_text(
+        "class R:\n    def visit_Call(self, node):\n        return self.qualify(node.func)\n\n\n"
+        "class Q:\n    def visit_Module(self, node):\n        return ask(self.context)\n"
+    )
+    assert _reads_syntax(path, ("Q",)) == []
+    assert _reads_syntax(path, ("R", "Q")) == ["visit_Call (line 2)", "qualify() (line 3)"]

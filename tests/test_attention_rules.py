@@ -373,3 +373,78 @@ def test_forms_the_value_graph_sees_are_fixed_in_one_pass_and_compute_what_eager
     # with dropout on, the fixed modules drop with the attribute's probability while training
     module = fixed.SequentialSoftmax(1.0).train()
     assert torch.count_nonzero(module(q, k, v, mask)) == 0
+
+
+SCOPED_FORMS = '''\
+import torch
+from torch.utils import checkpoint
+
+
+def shadowed(checkpoint, x):
+    return checkpoint(x)
+
+
+def called(block, x):
+    return checkpoint(block, x)
+
+
+def imported_inside(block, x):
+    import torch.utils.checkpoint as cp
+    return cp(block, x)
+
+
+def function_call(block, x):
+    return checkpoint.checkpoint(block, x, use_reentrant=False)
+
+
+rerun = lambda checkpoint, x: checkpoint(x)
+direct = lambda block, x: torch.utils.checkpoint(block, x)
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        def inner(checkpoint):
+            return checkpoint(x)
+        return inner(self.block) + torch.utils.checkpoint(self.block, x)
+
+
+def train(model, loader, optimizer):
+    for x in loader:
+        model(x).sum().backward()
+        optimizer.step()
+    while True:
+        loss = model(x).mean()
+        loss.backward()
+        break
+    model(x).sum().backward()
+
+
+def finetune(model_name, data):
+    from transformers import AutoModelForCausalLM, Trainer
+    model = AutoModelForCausalLM.from_pretrained(model_name, attn_implementation="eager")
+    probe = AutoModelForCausalLM.from_pretrained(model_name, attn_implementation="eager", output_attentions=True)
+    kwargs = {"attn_implementation": 'eager', "torch_dtype": "auto"}
+    other = {"attn_implementation": "sdpa"}
+    model.config._attn_implementation = "eager"
+    model.config.attn_implementation = other["attn_implementation"]
+    Trainer(model=model, train_dataset=data).train()
+'''
+
+
+@pytest.mark.slow
+def test_tml602_604_605_answer_from_the_shared_analysis_in_each_scope(tmp_path):
+    """TML604: a name resolved where the call is (a parameter, a lambda's or an inner
+    function's, shadowing the import is not the module; an import inside a function is);
+    TML605: `.backward()` in a loop of a file with no mixed precision, once each; TML602: the
+    keyword, the dict item and the config attribute, not a call that asks for the weights or
+    another implementation."""
+    path = tmp_path / "scopes.py"
+    path.write_text(SCOPED_FORMS)
+    result = run_cli("--isolated", "--no-cache", "--select", "TML602,TML604,TML605",
+                     "--output-format", "json", str(path))
+    found = [(f["code"], f["location"]["row"]) for f in json.loads(result.stdout)]
+    assert found == [
+        ("TML604", 10), ("TML604", 15), ("TML604", 23), ("TML604", 30),
+        ("TML605", 35), ("TML605", 39),
+        ("TML602", 46), ("TML602", 48), ("TML602", 50),
+    ], result.stderr

@@ -315,3 +315,125 @@ def test_ddp_built_by_mmengine_and_mmcv_wrappers(tmp_path):
     assert "MMDistributedDataParallel(module=model, gradient_as_bucket_view=True)\n\n\ndef wrap_mmcv" in text
     assert "MMCVDDP(model.cuda(), [rank], rank, 0, False, gradient_as_bucket_view=True)" in text
     compile(text, "wrappers.py", "exec")
+
+
+# DDP keywords held by `self` (built in `__init__`) and read from a dataclass by `asdict`.
+SPREAD_MAPPINGS = '''\
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Accelerator:
+    def __init__(self, find_unused_parameters=False, device=0, static=False):
+        self.device = device
+        self._ddp_kwargs = {"find_unused_parameters": find_unused_parameters}
+        if static:
+            self._ddp_kwargs["static_graph"] = True
+
+    def wrap_model(self, model):
+        return torch.nn.parallel.DistributedDataParallel(model, device_ids=[self.device], **self._ddp_kwargs)
+
+
+class FromCaller:
+    def __init__(self, ddp_kwargs=None):
+        self.ddp_kwargs = ddp_kwargs or {}
+
+    def wrap(self, model):
+        return DDP(model, **self.ddp_kwargs)
+
+
+class ViewsOn:
+    def __init__(self):
+        self.kwargs = dict(gradient_as_bucket_view=True)
+
+    def wrap(self, model):
+        return DDP(model, **self.kwargs)
+
+
+class Required:
+    def __init__(self, ddp_kwargs):
+        self.ddp_kwargs = ddp_kwargs
+
+    def wrap(self, model):
+        return DDP(model, **self.ddp_kwargs)
+
+
+class Reassigned:
+    def __init__(self):
+        self.kwargs = {}
+
+    def configure(self, kwargs):
+        self.kwargs.update(kwargs)
+
+    def wrap(self, model):
+        return DDP(model, **self.kwargs)
+
+
+@dataclass
+class Strategy:
+    pass
+
+
+@dataclass
+class DDPStrategy(Strategy):
+    find_unused_parameters: bool = False
+    gradient_as_bucket_view: bool = False
+    static_graph: bool = field(default=False)
+
+
+@dataclasses.dataclass
+class ViewStrategy:
+    gradient_as_bucket_view: bool = True
+
+
+def prepare_ddp(module, device_ids, strategy: Optional[DDPStrategy] = None):
+    strategy = strategy if strategy is not None else DDPStrategy()
+    params_dict = asdict(strategy)
+    del params_dict["static_graph"]
+    return DDP(module, device_ids=device_ids, **params_dict)
+
+
+def prepare_views(module, strategy=None):
+    strategy = strategy or ViewStrategy()
+    return DDP(module, **asdict(strategy))
+
+
+def prepare_given(module, strategy: DDPStrategy):
+    return DDP(module, **asdict(strategy))
+
+
+def prepare_on(module):
+    return DDP(module, **dataclasses.asdict(DDPStrategy(gradient_as_bucket_view=True)))
+
+
+def prepare_positional_off(module):
+    return DDP(module, **asdict(DDPStrategy(True, False)))
+'''
+
+
+@pytest.mark.slow
+def test_ddp_keywords_from_self_and_from_a_dataclass(tmp_path):
+    """A dict `__init__` builds on `self` (filled under an `if`) and spread in another method,
+    and `asdict` of a same-file dataclass (with a base, a `field(default=...)`, a key deleted,
+    the instance built when the caller passes none): DDP gets no `gradient_as_bucket_view`, or
+    False. Quiet: a dict or instance the caller passes (required parameter), the flag set True
+    in the dict or the dataclass (default or constructor), a dict another method updates."""
+    path = tmp_path / "spread.py"
+    path.write_text(SPREAD_MAPPINGS)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
+         "--output-format", "json", str(path)],
+        capture_output=True, text=True,
+    )
+    found = sorted((f["location"]["row"], f["fix"] is not None) for f in json.loads(run.stdout))
+    # 17: the key is known to be absent, so the fix adds it after `**self._ddp_kwargs`;
+    # 25: read on the path where the caller passes no dict: no fix (the caller's may hold it);
+    # 76 and 93: the False is a dataclass field's default / a constructor argument: no fix here
+    assert found == [(17, True), (25, False), (76, False), (93, False)], run.stderr
+    messages = {f["location"]["row"]: f["message"] for f in json.loads(run.stdout)}
+    assert "read from `self._ddp_kwargs`, built in `__init__`" in messages[17]
+    assert "the fields of `DDPStrategy`, when `strategy` is not passed" in messages[76]

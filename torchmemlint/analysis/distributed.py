@@ -1,7 +1,8 @@
 """The distributed-training facts of a file (``distributed_facts``), each found on first need
 from the shared scope walk (``analysis/autograd.ScopeWalk``: every call of every scope with its
 loops) and built once per file: the DDP constructions with the keywords they resolve to
-(``**kwargs`` dicts built beside them included, ``analysis/scripts.call_keywords``), the
+(``**kwargs`` dicts built beside them, in ``__init__`` or by ``dataclasses.asdict`` included,
+``analysis/mappings.spread_keywords``), the
 ``torch.load`` calls and whether they choose a device, ``torch.cuda.empty_cache()`` where it
 runs every training step, and ``zero_grad`` calls that keep the gradients.
 
@@ -17,6 +18,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import CallEvent, Scope, ScopeWalk
+from torchmemlint.analysis.mappings import spread_keywords
 from torchmemlint.analysis.scripts import call_keywords, multi_device_evidence
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.analysis.training import ScopeFacts
@@ -70,6 +72,9 @@ class DdpConstruction:
     what: str
     bucket_view: Optional[cst.BaseExpression]
     last_argument: Optional[cst.BaseExpression]  # where a keyword can be added after
+    # how a spread mapping's keywords were read when they are not written in the call's own
+    # function (``analysis/mappings.py``): None when they are
+    through: Optional[str] = None
 
     @property
     def bucket_view_off(self) -> bool:
@@ -137,11 +142,16 @@ class DistributedFacts:
             positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
             if position is not None and len(positional) > position:
                 continue  # gradient_as_bucket_view may be passed by position
-            keywords = call_keywords(node, scope)
-            if keywords is None:
+            spread = spread_keywords(node, scope, self.module)
+            if spread is None:
                 continue  # a **kwargs this file does not show
+            bucket_view = spread.keywords.get("gradient_as_bucket_view")
             last = node.args[-1].value if node.args else None
-            yield DdpConstruction(node, what, keywords.get("gradient_as_bucket_view"), last)
+            if spread.through is not None and (bucket_view is not None or spread.assumed_default):
+                # the value is written elsewhere (a field default, `__init__`), or the caller
+                # may pass the keyword: no plain place to add it
+                last = None
+            yield DdpConstruction(node, what, bucket_view, last, spread.through)
 
     def loads_without_map_location(self) -> Iterator[Load]:
         for scope, call, qualified in self.calls():

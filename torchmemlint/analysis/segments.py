@@ -412,3 +412,51 @@ def _recomputed_segments(
         return None
     count = int(segments.evaluated_value)
     return elements[: len(elements) // count * (count - 1)]
+
+
+CHECKPOINT_MODULE = "torch.utils.checkpoint"
+
+
+def checkpoint_module_calls(context) -> List[cst.Call]:
+    """Calls of the module ``torch.utils.checkpoint`` itself (``checkpoint(f, x)`` after ``from
+    torch.utils import checkpoint``), which raise TypeError, in source order; names resolved as
+    the engine binds them at each call."""
+    return context.shared("checkpoint-module-calls", lambda: _module_calls(context))
+
+
+def _module_calls(context) -> List[cst.Call]:
+    index: NodeIndex = context.analysis.index
+    order = index.order
+    names = _module_names(index)
+    calls = checkpoint_calls(context)
+    found: List[cst.Call] = []
+    for here in index.positions(cst.Call):
+        func = order[here].func  # type: ignore[attr-defined]
+        if type(func) is cst.Attribute:
+            if func.attr.value != "checkpoint":
+                continue  # `a.b.x` resolves to a name that ends in `x`
+        elif type(func) is not cst.Name or func.value not in names:
+            continue
+        if calls.bindings_at(here).qualify(func) == CHECKPOINT_MODULE:
+            found.append(order[here])  # type: ignore[arg-type]
+    return found
+
+
+def _module_names(index: NodeIndex) -> Set[str]:
+    """The only bare names that can resolve to the checkpoint module (``Bindings`` resolves a
+    name through an import or a star import only): those an import of a ``...checkpoint``
+    binds, and ``checkpoint`` itself where a star import may bring it."""
+    names: Set[str] = set()
+    order = index.order
+    for at in index.positions(cst.ImportFrom):
+        statement: cst.ImportFrom = order[at]  # type: ignore[assignment]
+        if type(statement.names) is cst.ImportStar:
+            names.add("checkpoint")
+    for at in index.positions(cst.ImportAlias):
+        alias: cst.ImportAlias = order[at]  # type: ignore[assignment]
+        imported = dotted_name(alias.name) or ""
+        if imported.rsplit(".", 1)[-1] != "checkpoint":
+            continue
+        local = alias.asname.name if alias.asname is not None else alias.name
+        names.add((dotted_name(local) or "").partition(".")[0])  # type: ignore[arg-type]
+    return names

@@ -1,7 +1,9 @@
 """TML6xx: where memory goes in attention models and mixed precision.
 
 TML601 asks the value graph a question (``analysis/attention.py`` over ``analysis/values.py``);
-the others look at single calls and assignments.
+TML602 and TML605 ask how the file sets up training (``analysis/training_setup.py``), TML603
+the hand-written checkpoint functions (``analysis/recompute.py``), TML604 the calls of the
+checkpoint module (``analysis/segments.py``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchmemlint.analysis.attention import AttentionSite, AttentionSites
-from torchmemlint.analysis.scripts import loop_backward_calls, training_evidence, uses_mixed_precision
 from torchmemlint.analysis.recompute import recomputing_functions
+from torchmemlint.analysis.segments import checkpoint_module_calls
+from torchmemlint.analysis.training_setup import eager_attention_settings, float32_training_steps
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
@@ -240,16 +243,6 @@ def _operand(text: str) -> str:
     return text if simple else "(%s)" % text
 
 
-ATTN_IMPLEMENTATION = frozenset({"attn_implementation", "_attn_implementation"})
-
-
-def _string(node: cst.BaseExpression) -> Optional[str]:
-    if type(node) is cst.SimpleString:
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
 class EagerAttnImplementation(Rule):
     """
     ## What it does
@@ -323,53 +316,21 @@ class EagerAttnImplementation(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         # the gate (`needs`) already kept this rule to files that say "eager"
-        self._evidence = training_evidence(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self._evidence is None:
-            return
-        if any(
-            arg.keyword is not None and arg.keyword.value == "output_attentions"
-            and type(arg.value) is cst.Name and arg.value.value == "True"
-            for arg in node.args
-        ):
-            return
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in ATTN_IMPLEMENTATION:
-                self._check(arg.value)
-
-    def visit_Dict(self, node: cst.Dict) -> None:
-        if self._evidence is None:
-            return
-        for element in node.elements:
-            if type(element) is cst.DictElement and _string(element.key) in ATTN_IMPLEMENTATION:
-                self._check(element.value)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if self._evidence is None:
-            return
-        for target in node.targets:
-            if type(target.target) is cst.Attribute and target.target.attr.value in ATTN_IMPLEMENTATION:
-                self._check(node.value)
-
-    def _check(self, value: cst.BaseExpression) -> None:
-        if _string(value) != "eager":
-            return
-        assert type(value) is cst.SimpleString
-        quote = value.quote
-        prefix = value.prefix
-        fix = FixSpec(
-            Applicability.UNSAFE, 'Use attn_implementation="sdpa"',
-            (NodeEdit(value, "%s%ssdpa%s" % (prefix, quote, quote)),),
-        )
-        self.report(
-            value,
-            'attn_implementation="eager" keeps every layer\'s attention weights for backward. '
-            'This file trains (%s): every attention layer keeps '
-            "its B·H·L·S softmax output, dropout mask and dropped weights for backward; "
-            '"sdpa" runs F.scaled_dot_product_attention, which keeps a B·H·L logsumexp' % self._evidence,
-            fix,
-        )
+        found = eager_attention_settings(self.context)
+        for setting in found.settings:
+            value = setting.value
+            fix = FixSpec(
+                Applicability.UNSAFE, 'Use attn_implementation="sdpa"',
+                (NodeEdit(value, "%s%ssdpa%s" % (value.prefix, value.quote, value.quote)),),
+            )
+            self.report(
+                value,
+                'attn_implementation="eager" keeps every layer\'s attention weights for backward. '
+                'This file trains (%s): every attention layer keeps '
+                "its B·H·L·S softmax output, dropout mask and dropped weights for backward; "
+                '"sdpa" runs F.scaled_dot_product_attention, which keeps a B·H·L logsumexp' % found.evidence,
+                fix,
+            )
 
 
 class CheckpointFunctionWithoutRng(Rule):
@@ -531,10 +492,10 @@ class CheckpointModuleCalled(Rule):
     name = "checkpoint-module-called"
     summary = "`torch.utils.checkpoint` (the module) is called, which raises TypeError"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.qualify(node.func) == "torch.utils.checkpoint":
+    def visit_Module(self, node: cst.Module) -> None:
+        for call in checkpoint_module_calls(self.context):
             self.report(
-                node.func,
+                call.func,
                 "`torch.utils.checkpoint` is a module, so calling it raises TypeError. Python says "
                 "'module' object is not callable; call torch.utils.checkpoint.checkpoint(function, *inputs, "
                 "use_reentrant=False)",
@@ -620,18 +581,9 @@ class TrainingWithoutAutocast(Rule):
     default_enabled = False
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._calls = set()
-        text = self.context.analysis.text
-        if text is None:
-            text = self.context.module.code
-        if uses_mixed_precision(text) is not None:
-            return
-        self._calls = {id(call) for call in loop_backward_calls(self.context.analysis.scopes)}
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if id(node) in self._calls:
+        for call in float32_training_steps(self.context):
             self.report(
-                node,
+                call,
                 "Training step in float32 without autocast. Under torch.autocast(\"cuda\", "
                 "dtype=torch.bfloat16) matmuls, convolutions and attention keep bf16 activations "
                 "(about half the bytes); validate the numerics",

@@ -19,7 +19,10 @@ class DdpWithoutGradientAsBucketView(Rule):
     """
     ## What it does
     Flags `DistributedDataParallel(...)` (however it is imported: `DDP`, `nn.parallel.
-    DistributedDataParallel`, with keywords spread from a dict built beside it) without
+    DistributedDataParallel`, with keywords spread from a dict built beside it, from a dict
+    `__init__` keeps on `self`, or from `dataclasses.asdict` of a same-file dataclass; a
+    parameter that defaults to None and is replaced by a default, `kwargs or {}`, is read as
+    that default: what the DDP gets when the caller passes nothing) without
     `gradient_as_bucket_view=True`, and accelerate's `DistributedDataParallelKwargs(...)` and
     Lightning's `DDPStrategy(...)`, whose keywords reach the DDP they build, without it. The
     DDP subclasses of OpenMMLab are DDPs too: mmengine's `MMDistributedDataParallel(module=...,
@@ -102,8 +105,10 @@ class DdpWithoutGradientAsBucketView(Rule):
                     edit = NodeEdit(ddp.last_argument, ", gradient_as_bucket_view=True", "after")
                 passed = "Without `gradient_as_bucket_view=True`"
             else:
-                edit = NodeEdit(ddp.bucket_view, "True")
+                edit = NodeEdit(ddp.bucket_view, "True") if ddp.through is None else None
                 passed = "With `gradient_as_bucket_view=False`"
+            if ddp.through is not None:
+                passed += " (read from %s)" % ddp.through
             fix = None if edit is None else FixSpec(
                 Applicability.UNSAFE, "Pass `gradient_as_bucket_view=True`", (edit,))
             self.report(
