@@ -184,6 +184,8 @@ class FunctionFacts:
             last = callee.rsplit(".", 1)[-1]
             if last in _FORWARD_PARTS or last.startswith("forward_"):
                 return True
+            if head == "self" and MODEL_NAME.match(last):
+                return True  # `self.learn.model(...)`: another object's model
         return False
 
 
@@ -584,6 +586,8 @@ def scope_may_leak(scope: Scope) -> bool:
             for event in scope.assigns
         )
     sinks = scope.function is not None and scope.name not in ("__init__", "forward")
+    if sinks and is_eval_name(scope.name) and scope.calls:
+        return True  # `predict()`: any module it calls is a model call (analysis.module_calls)
     for call in scope.calls:
         if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
             return True

@@ -322,9 +322,20 @@ class ScopeFacts:
             if value is None:
                 self.env.pop(target, None)
             elif event.unpacked and value.kind is Kind.LOSS:
-                self.env.pop(target, None)  # `loss, logs = ...`: only one of them is the loss
+                # `loss, logs = ...`: only one of them is the loss; the one `.backward()` is
+                # called on is, and so is a loss beside it (`agg_loss, loss = loss_fn(...)`)
+                self._bind_unpacked_loss(event, target, value)
             else:
                 self.env[target] = value
+
+    def _bind_unpacked_loss(self, event: AssignEvent, target: str, value: Value) -> None:
+        backwarded = set(event.targets) & self.scalar_losses
+        if target in backwarded:
+            self.env[target] = Value(Kind.LOSS, value.loops, True)
+        elif backwarded and _LOSS_WORD.search(target.rsplit(".", 1)[-1]):
+            self.env[target] = Value(Kind.LOSS, value.loops, False)
+        else:
+            self.env.pop(target, None)
 
     def is_self_increment(self, event: AssignEvent) -> bool:
         value = event.value
@@ -679,6 +690,7 @@ def _list_use(label: str) -> bool:
     return _float_use(label)
 
 
+_LOSS_WORD = re.compile(r"(?i)loss")
 _PASS_THROUGH = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)
 
 

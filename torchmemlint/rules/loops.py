@@ -19,7 +19,7 @@ from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_loop, borrowed_model, model_calls_under, module_call, only_sinks_reached, output_kept,
+    borrowed_loop, borrowed_model, model_calls_under, only_sinks_reached, output_kept,
     plainly_a_module, reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
@@ -27,6 +27,7 @@ from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
 from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.module_calls import called_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
     _buffers, _float_use, is_eval_name, _keyed_list, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
@@ -419,12 +420,12 @@ class _Checks:
         if self.facts.is_model(event.func):
             self._model_call(event)
         elif self.scope.function is not None and self.analysis is not None:
-            callee = module_call(self.facts, event)
+            callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
             if root and self.facts.is_model(root):
                 self._model_call(event, root)  # a part of the model: `model.forward_masks(x)`
             elif callee is not None:
-                self._output_only_sinks(event, callee)
+                self._model_call(event, callee)  # what the value is: `analysis.module_calls`
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 

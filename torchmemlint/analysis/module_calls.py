@@ -1,0 +1,156 @@
+"""Whether a call runs a module, from what the called value is rather than from its name.
+
+``callers.module_call`` knows a module by how it is built (``Generator()``, ``nn.Linear(...)``,
+``torch.load``), by an annotation, or by a model-like name. This module adds what the class
+model and the values of the function show:
+
+- ``self.<x>`` that a method of the class binds to a module build, or to a parameter of that
+  method annotated as a module or as a tensor function (``encoder: nn.Module``,
+  ``Optional[Callable[[Tensor], Tensor]]``), or, in a class derived from ``nn.Module``, to a
+  parameter at all (a submodule handed in: ``self.encoder = encoder``); or on which the class
+  calls a method only modules have (``self.x.eval()``, ``self.x.parameters()``);
+- a local name whose every binding is a module value: a module build, an item or attribute of
+  one (``encoder = torch.load(path)["model"].g_a``: a loaded checkpoint's model, a part of a
+  model), or a name the function also moves or switches like a module (``model =
+  exp.expert_model; model.to(device)``, then ``model(x)``: a tensor is never called);
+- an attribute path ending in a model of another object (``self.learn.model(...)``: the
+  same name rule as ``self.model``).
+
+Asked by TML501: which calls are model calls for the evaluation-named and mode-switch cases,
+not only for the "output reaches only sinks" one."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import CallEvent, MODEL_NAME
+from torchmemlint.analysis.callers import _builds_module, module_call
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.training import ScopeFacts
+
+# methods only a module has (a tensor has `.to`/`.cuda` too, but a tensor is never called)
+_MODULE_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
+     "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers"}
+)
+_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
+_DEPTH = 4  # local bindings followed, at most
+_TEST = re.compile(r"_*test(?:_|[A-Z]|$)")
+
+
+def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
+    """The module ``event`` runs, as the code names it (``self.encoder``, ``encoder``), when
+    what the called value is shows a module; None otherwise. A test function (``test_*``)
+    exercises modules on purpose: None there."""
+    callee = event.func
+    if callee is None or _TEST.match(facts.scope.name or ""):
+        return None
+    if callee.endswith(".forward"):
+        callee = callee[: -len(".forward")]
+    known = module_call(facts, event)
+    if known is not None:
+        return known
+    head, _, attr = callee.partition(".")
+    if head == "self" and attr and "." not in attr:
+        return callee if module_attribute(facts, attr) else None
+    if "." in callee:
+        last = callee.rsplit(".", 1)[-1]
+        # `self.learn.model(...)`: the model of another object, as `self.model` is one
+        return callee if head == "self" and MODEL_NAME.match(last) and callee.count(".") == 2 else None
+    return callee if module_local(facts, callee, 0) else None
+
+
+def module_attribute(facts: ScopeFacts, attr: str) -> bool:
+    """``self.<attr>`` is a module in the scope's class (see the module docstring)."""
+    owner = facts.scope.owner
+    if owner is None or any(method.name == attr for method in owner.methods):
+        return False
+    target = f"self.{attr}"
+    module_class = owner.node.name.value in facts.walk.module_classes()
+    for method in owner.methods:
+        for call in method.calls:
+            if call.attr in _MODULE_METHODS and call.receiver is not None and dotted_name(call.receiver) == target:
+                return True
+        params = {param.name.value: param for param in method.params()}
+        for event in method.assigns:
+            if event.targets != (target,) or event.value is None or event.augmented:
+                continue
+            value = event.value
+            if _builds_module(facts, value):
+                return True
+            if type(value) is cst.Name and value.value in params:
+                if module_class or _module_annotation(facts, params[value.value]):
+                    return True
+    return False
+
+
+def _module_annotation(facts: ScopeFacts, param: cst.Param) -> bool:
+    """Annotated as a module (``nn.Module``, a module class) or a tensor function
+    (``Callable[[Tensor], Tensor]``), possibly ``Optional[...]``."""
+    if param.annotation is None:
+        return False
+    annotation = param.annotation.annotation
+    for _ in range(2):  # `Optional[X]`
+        if not (
+            type(annotation) is cst.Subscript and len(annotation.slice) == 1
+            and type(annotation.slice[0].slice) is cst.Index
+            and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Optional"
+        ):
+            break
+        annotation = annotation.slice[0].slice.value
+    if type(annotation) in (cst.Name, cst.Attribute):
+        qualified = facts.bindings.qualify(annotation)
+        return qualified == "torch.nn.Module" or (
+            type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
+        ) or facts.walk.project_module_class(annotation)
+    if type(annotation) is cst.Subscript and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Callable":
+        text = cst.Module(body=[]).code_for_node(annotation)
+        return re.fullmatch(r"(?:typing\.)?Callable\[\[(?:torch\.)?Tensor\],\s*(?:torch\.)?Tensor\]", text) is not None
+    return False
+
+
+def module_local(facts: ScopeFacts, name: str, depth: int) -> bool:
+    """A local name (or parameter) whose every binding here is a module value."""
+    if depth > _DEPTH:
+        return False
+    assigned = [event for event in facts.scope.assigns if name in event.targets]
+    if depth == 0 and _moved_like_a_module(facts, name):
+        return True
+    if not assigned:
+        return False
+    return all(
+        event.value is not None and not event.augmented and not event.unpacked
+        and _module_value(facts, event.value, depth)
+        for event in assigned
+    )
+
+
+def _moved_like_a_module(facts: ScopeFacts, name: str) -> bool:
+    """``name.eval()``, ``name.parameters()`` ... or ``name.to(device)`` as a statement of its
+    own (a tensor's ``.to`` is bound, a module's is not needed)."""
+    for call in facts.scope.calls:
+        if call.receiver is None or type(call.receiver) is not cst.Name or call.receiver.value != name:
+            continue
+        if call.attr in _MODULE_METHODS:
+            return True
+        statement = call.ctx.chain[-1].statement if call.ctx.chain else None
+        if call.attr in _MOVES and type(statement) is cst.SimpleStatementLine and any(
+            type(small) is cst.Expr and small.value is call.node for small in statement.body
+        ):
+            return True
+    return False
+
+
+def _module_value(facts: ScopeFacts, value: cst.BaseExpression, depth: int) -> bool:
+    """A module build (``_builds_module``: classes, torch layers, loaders), an item or an
+    attribute of a module value or of a loaded checkpoint, or a local that is one."""
+    if _builds_module(facts, value):
+        return True
+    if type(value) in (cst.Attribute, cst.Subscript):
+        return _module_value(facts, value.value, depth + 1)
+    if type(value) is cst.Name:
+        return value.value != "None" and module_local(facts, value.value, depth + 1)
+    return False
