@@ -63,6 +63,35 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     return callee if module_local(facts, callee, 0) else None
 
 
+def as_model(facts: ScopeFacts) -> bool:
+    """Whether a module called in this scope counts as the model (reported in an
+    evaluation-named function or after `.eval()`, whatever becomes of its output), rather than
+    only when its output reaches nothing but sinks: not in a method of a module class (a
+    `predict()` or `_inference_forward()` there is part of the module's own computation), nor
+    in a function another function of the file calls (its caller decides, and may train on
+    what it returns)."""
+    owner = facts.scope.owner
+    if owner is not None and owner.node.name.value in facts.walk.module_classes():
+        return False
+    return not called_in_file(facts)
+
+
+def called_in_file(facts: ScopeFacts) -> bool:
+    """Another function of the file calls the scope's function (``self.predict(x)``,
+    ``predict(model, x)``): the computation it is part of, and its autograd mode, are the
+    caller's."""
+    walk = facts.walk
+    callers = getattr(walk, "_callers_by_name", None)
+    if callers is None:
+        callers = {}
+        for scope in walk.scopes:
+            for call in scope.calls:
+                if call.func is not None:
+                    callers.setdefault(call.func.rsplit(".", 1)[-1], set()).add(id(scope))
+        walk._callers_by_name = callers  # type: ignore[attr-defined]  # once per file
+    return bool(callers.get(facts.scope.name, set()) - {id(facts.scope)})
+
+
 def module_attribute(facts: ScopeFacts, attr: str) -> bool:
     """``self.<attr>`` is a module in the scope's class (see the module docstring)."""
     owner = facts.scope.owner

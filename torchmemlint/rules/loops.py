@@ -27,7 +27,7 @@ from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
 from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.module_calls import called_module
+from torchmemlint.analysis.module_calls import as_model, called_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import (
     _buffers, _float_use, is_eval_name, _keyed_list, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
@@ -424,8 +424,8 @@ class _Checks:
             root = (callee or "").rpartition(".")[0]
             if root and self.facts.is_model(root):
                 self._model_call(event, root)  # a part of the model: `model.forward_masks(x)`
-            elif callee is not None:
-                self._model_call(event, callee)  # what the value is: `analysis.module_calls`
+            elif callee is not None:  # what the value is: `analysis.module_calls`
+                (self._model_call if as_model(self.facts) else self._output_only_sinks)(event, callee)
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
