@@ -70,6 +70,12 @@ _NESTED = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
+def metric_call(dotted: Optional[str]) -> bool:
+    """``acc.update``, ``metric.add_batch``: a metric object (named so) takes a batch's output."""
+    receiver, _, method = (dotted or "").rpartition(".")
+    return method in _METRIC_METHODS and sink_name(receiver)
+
+
 def sink_name(name: Optional[str]) -> bool:
     """Whether a called name (its last part) consumes what it is given (``save_image``,
     ``writer.add_image``, ``logger.info``, ``psnr``)."""
@@ -337,10 +343,7 @@ class SinkFollower:
             result.sinks.append(f"`{dotted or qualified}`")
             result.strong = True
             return []
-        if (
-            type(func) is cst.Attribute and func.attr.value in _METRIC_METHODS
-            and sink_name(dotted_name(func.value))
-        ):  # `acc.update(y_pred, y)`, `metric.add(out)`: a metric object takes it
+        if metric_call(dotted):  # `acc.update(y_pred, y)`, `metric.add(out)`: a metric object takes it
             result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
