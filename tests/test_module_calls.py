@@ -152,6 +152,27 @@ class LayerwiseScores:
         self.encoder.eval()
         return self.encoder(x).argmax(dim=1)  # <-
 """,
+    "method_returning_a_submodule_output": HEAD + """class VAE(nn.Module):
+    def __init__(self, latent):
+        super().__init__()
+        self.latent = latent
+        self.decoder = nn.Linear(latent, 784)
+
+    def forward(self, z):
+        return self.decoder(z)
+
+    def generate(self, n):
+        z = torch.randn(n, self.latent)
+        images = self.decoder(z)
+        if n == 1:
+            images = images.squeeze(0)
+        return images
+
+
+def show(model, plt, n=10):
+    samples = model.generate(n)  # <-
+    plt.imshow(samples.detach().cpu().numpy()[0].reshape(28, 28))
+""",
     "unpacked_loss_beside_the_backwarded_one": HEAD + """def optimise_design(design, loss_fn, steps, optimizer):
     trace = []
     for _ in range(steps):
@@ -239,6 +260,25 @@ def train(head, loader, optimizer):
         hidden, _ = self.encoder(x)
         return self.tagger(hidden).sigmoid()
 """,
+    "methods_under_no_grad_or_returning_numbers": HEAD + """class VAE(nn.Module):
+    def __init__(self, latent):
+        super().__init__()
+        self.latent = latent
+        self.decoder = nn.Linear(latent, 784)
+
+    @torch.no_grad()
+    def generate(self, n):
+        return self.decoder(torch.randn(n, self.latent))
+
+    def codes(self, x):
+        return self.decoder(x).argmax(dim=1).tolist()  # <- (here, not in `show`)
+
+
+def show(model, plt, x, n=10):
+    samples = model.generate(n)
+    plt.imshow(samples.cpu().numpy()[0].reshape(28, 28))
+    print(model.codes(x))
+""",
     "plain_callable_attribute": HEAD + """class Cleaner:
     def __init__(self, transform, tokenizer: Callable[[str], Tensor]):
         self.transform = transform
@@ -312,4 +352,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 13 and len(CASES) - len(reported) == 13
+    assert len(reported) == 15 and len(CASES) - len(reported) == 13

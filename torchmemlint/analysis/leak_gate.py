@@ -184,8 +184,8 @@ class FunctionFacts:
             last = callee.rsplit(".", 1)[-1]
             if last in _FORWARD_PARTS or last.startswith("forward_"):
                 return True
-            if head == "self" and MODEL_NAME.match(last):
-                return True  # `self.learn.model(...)`: another object's model
+            if (head == "self" and MODEL_NAME.match(last)) or MODEL_NAME.match(head):
+                return True  # `self.learn.model(...)`, `model.generate(n)`: a model or a method of one
         return False
 
 

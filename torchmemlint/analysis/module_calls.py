@@ -29,6 +29,7 @@ import libcst as cst
 from torchmemlint.analysis.autograd import CallEvent, MODEL_NAME
 from torchmemlint.analysis.callers import _builds_module, module_call
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import _first_param, _small_statements
 from torchmemlint.analysis.training import ScopeFacts
 
 # methods only a module has (a tensor has `.to`/`.cuda` too, but a tensor is never called)
@@ -56,6 +57,11 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     head, _, attr = callee.partition(".")
     if head == "self" and attr and "." not in attr:
         return callee if module_attribute(facts, attr) else None
+    if (
+        head != "self" and attr and "." not in attr and attr not in _MODULE_METHODS and attr not in _MOVES
+        and _output_method(facts, head, attr)
+    ):
+        return callee  # `model.generate(10)`: a method of the model returning a module's output
     if "." in callee:
         last = callee.rsplit(".", 1)[-1]
         # `self.learn.model(...)`: the model of another object, as `self.model` is one
@@ -183,3 +189,99 @@ def _module_value(facts: ScopeFacts, value: cst.BaseExpression, depth: int) -> b
     if type(value) is cst.Name:
         return value.value != "None" and module_local(facts, value.value, depth + 1)
     return False
+
+
+def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
+    """``receiver.method(...)`` returns the output of a module: ``receiver`` is a model here (a
+    parameter named or annotated so, a local bound to a module value), and the method, in its
+    class (``model = VAE(...)``: that class, of this file or of the project; otherwise every
+    module class of this file defining ``method``), returns what one of its submodules returns
+    (``_returns_output``)."""
+    if not (facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)):
+        return False
+    classes = []
+    for event in facts.scope.assigns:
+        if receiver in event.targets and type(event.value) is cst.Call:
+            classes.append(event.value.func)
+    if classes:
+        found = [_class_method(facts, func, method) for func in classes]
+        return all(node is not None and _returns_output(node) for node in found)
+    local = [
+        method_scope.function for classfacts in facts.walk.classes
+        if classfacts.node.name.value in facts.walk.module_classes()
+        for method_scope in classfacts.methods if method_scope.name == method and method_scope.function is not None
+    ]
+    return bool(local) and all(_returns_output(node) for node in local)
+
+
+def module_call_name(facts: ScopeFacts, name: str) -> bool:
+    """``name`` is a parameter annotated as (or given) a module (``callers.module_instance``)."""
+    from torchmemlint.analysis.callers import module_instance
+
+    return "." not in name and module_instance(facts, name)
+
+
+def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str) -> Optional[cst.FunctionDef]:
+    """The method ``method`` of the class ``func`` names (this file's, or another project
+    file's through ``links``); None when unknown."""
+    name = dotted_name(func)
+    if name is None:
+        return None
+    for classfacts in facts.walk.classes:
+        if classfacts.node.name.value == name:
+            return next((m.function for m in classfacts.methods if m.name == method), None)
+    links = facts.walk.links
+    definition = links.definition(name, "class") if links is not None else None
+    if definition is None:
+        return None
+    body = definition[1].body
+    for statement in body.body if type(body) is cst.IndentedBlock else ():
+        if type(statement) is cst.FunctionDef and statement.name.value == method:
+            return statement
+    return None
+
+
+def _returns_output(function: cst.FunctionDef) -> bool:
+    """Every value the method returns is what a call of one of its class's attributes
+    returned (``return self.decoder(z)``; ``res = self.decoder(z); res = res.squeeze(0);
+    return res``), and it neither turns autograd off nor backpropagates."""
+    if function.decorators:
+        return False  # `@torch.no_grad()`, `@property`, `@staticmethod` ...
+    this = _first_param(function)
+    if this is None or type(function.body) is not cst.IndentedBlock:
+        return False
+    outputs: set = set()
+
+    def output(node: cst.BaseExpression) -> bool:
+        while True:
+            if type(node) is cst.Name:
+                return node.value in outputs
+            if type(node) is cst.Call:
+                func = node.func
+                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == this:
+                    return True  # `self.decoder(z)`
+                if type(func) is not cst.Attribute or func.attr.value in ("detach", "item", "tolist", "numpy"):
+                    return False
+                node = func.value  # `res.squeeze(0)`, `self.decoder(z).view(...)`
+            elif type(node) in (cst.Subscript, cst.Attribute):
+                node = node.value
+            else:
+                return False
+
+    returned = False
+    for small in _small_statements(function.body.body):
+        if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+            name = small.targets[0].target.value
+            (outputs.add if output(small.value) else outputs.discard)(name)
+        elif type(small) is cst.Return and small.value is not None:
+            if not output(small.value):
+                return False
+            returned = True
+        elif type(small) is cst.Expr and type(small.value) is cst.Call and (
+            dotted_name(small.value.func) or ""
+        ).endswith(("backward", "step", "no_grad")):
+            return False
+    for statement in function.body.body:
+        if type(statement) is cst.With:
+            return False  # `with torch.no_grad():` (or anything that may switch autograd)
+    return returned
