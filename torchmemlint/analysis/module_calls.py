@@ -22,7 +22,7 @@ not only for the "output reaches only sinks" one."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Dict, List, Optional
 
 import libcst as cst
 
@@ -197,21 +197,45 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     class (``model = VAE(...)``: that class, of this file or of the project; otherwise every
     module class of this file defining ``method``), returns what one of its submodules returns
     (``_returns_output``)."""
-    if not (facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)):
-        return False
-    classes = []
-    for event in facts.scope.assigns:
-        if receiver in event.targets and type(event.value) is cst.Call:
-            classes.append(event.value.func)
+    classes = [
+        _unwrapped(event.value).func for event in facts.scope.assigns  # type: ignore[union-attr]
+        if receiver in event.targets and type(event.value) is cst.Call
+    ]
     if classes:
         found = [_class_method(facts, func, method) for func in classes]
-        return all(node is not None and _returns_output(node) for node in found)
-    local = [
-        method_scope.function for classfacts in facts.walk.classes
-        if classfacts.node.name.value in facts.walk.module_classes()
-        for method_scope in classfacts.methods if method_scope.name == method and method_scope.function is not None
-    ]
-    return bool(local) and all(_returns_output(node) for node in local)
+        if not all(node is not None and _returns_output(node) for node in found):
+            return False
+    else:
+        local = _module_class_methods(facts).get(method)
+        if not local or not all(_returns_output(node) for node in local):
+            return False
+    return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
+
+
+def _unwrapped(call: cst.Call) -> cst.Call:
+    """``VAE(...).to(device).eval()`` -> ``VAE(...)``."""
+    while (
+        type(call.func) is cst.Attribute and call.func.attr.value in _MOVES | {"eval", "train"}
+        and type(call.func.value) is cst.Call
+    ):
+        call = call.func.value
+    return call
+
+
+def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]:
+    """The methods of this file's module classes, by name (once per file)."""
+    walk = facts.walk
+    methods = getattr(walk, "_module_class_methods", None)
+    if methods is None:
+        methods = {}
+        modules = walk.module_classes()
+        for classfacts in walk.classes:
+            if classfacts.node.name.value in modules:
+                for scope in classfacts.methods:
+                    if scope.function is not None:
+                        methods.setdefault(scope.name, []).append(scope.function)
+        walk._module_class_methods = methods  # type: ignore[attr-defined]
+    return methods
 
 
 def module_call_name(facts: ScopeFacts, name: str) -> bool:
