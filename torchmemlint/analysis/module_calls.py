@@ -255,7 +255,12 @@ def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str) -> O
         if classfacts.node.name.value == name:
             return next((m.function for m in classfacts.methods if m.name == method), None)
     links = facts.walk.links
-    definition = links.definition(name, "class") if links is not None else None
+    qualified = facts.bindings.qualify(func)
+    if links is None or (qualified or "").startswith(("torch.", "numpy.", "builtins.")) or (
+        qualified is None and not facts.bindings.is_bound(name.split(".", 1)[0])
+    ) or not facts.walk.project_module_class(func):
+        return None
+    definition = links.definition(name, "class")
     if definition is None:
         return None
     body = definition[1].body
