@@ -26,9 +26,10 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import CallEvent, MODEL_NAME
+from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME
 from torchmemlint.analysis.callers import _builds_module, module_call
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.syntax import _first_param, _small_statements
 from torchmemlint.analysis.training import ScopeFacts
 
@@ -38,6 +39,9 @@ _MODULE_METHODS = frozenset(
      "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers"}
 )
 _MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
+# a module's own methods and a tensor's: never a model's method that returns an output
+_NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
+    "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
 _DEPTH = 4  # local bindings followed, at most
 _TEST = re.compile(r"_*test(?:_|[A-Z]|$)")
 
@@ -57,8 +61,10 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     head, _, attr = callee.partition(".")
     if head == "self" and attr and "." not in attr:
         return callee if module_attribute(facts, attr) else None
+    if facts.bindings.qualify(cst.Name(head)) is not None:
+        return None  # `torch.cat`, `F.relu`, `np.mean`: imported
     if (
-        head != "self" and attr and "." not in attr and attr not in _MODULE_METHODS and attr not in _MOVES
+        head != "self" and attr and "." not in attr and attr not in _NOT_OUTPUT_METHODS
         and _output_method(facts, head, attr)
     ):
         return callee  # `model.generate(10)`: a method of the model returning a module's output
