@@ -88,7 +88,7 @@ class AccumulatedTensor(_LoopRule):
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
-    `.backward()` is called on; the model as in TML501. Only loops that run the model, compute
+    `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
     a loss or step are considered, and only values computed in the same iteration.
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
     that are themselves backpropagated (gradient accumulation) are not reported. Nor are
