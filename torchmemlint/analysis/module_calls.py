@@ -14,10 +14,15 @@ model and the values of the function show:
   model), or a name the function also moves or switches like a module (``model =
   exp.expert_model; model.to(device)``, then ``model(x)``: a tensor is never called);
 - an attribute path ending in a model of another object (``self.learn.model(...)``: the
-  same name rule as ``self.model``).
+  same name rule as ``self.model``);
+- a model's method that returns what one of its submodules returns (``model.generate(n)``
+  with ``def generate(self, n): return self.decoder(torch.randn(n, d))``), looked up in the
+  class the receiver is built from (this file's or another project file's) or, for a model
+  handed in, in every module class of this file that defines it.
 
-Asked by TML501: which calls are model calls for the evaluation-named and mode-switch cases,
-not only for the "output reaches only sinks" one."""
+``as_model`` says where such a call counts as the model for the evaluation-named and
+mode-switch cases; elsewhere its output must reach only sinks (``callers.only_sinks_reached``).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME
-from torchmemlint.analysis.callers import _builds_module, module_call
+from torchmemlint.analysis.callers import _builds_module, module_call, module_instance
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.syntax import _first_param, _small_statements
@@ -246,8 +251,6 @@ def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]
 
 def module_call_name(facts: ScopeFacts, name: str) -> bool:
     """``name`` is a parameter annotated as (or given) a module (``callers.module_instance``)."""
-    from torchmemlint.analysis.callers import module_instance
-
     return "." not in name and module_instance(facts, name)
 
 
