@@ -254,6 +254,36 @@ def train(head, loader, optimizer):
         optimizer.step()
         return self.score(z)
 """,
+    "detector_trains_through_a_helper": HEAD + """class Adapter:
+    def __init__(self, encoder: nn.Module, optimizer):
+        self.encoder = encoder
+        self.optimizer = optimizer
+
+    def _entropy_step(self, logits):
+        loss = -(logits.softmax(1) * logits.log_softmax(1)).sum(1).mean()
+        self._apply(loss)
+
+    def _apply(self, loss):
+        loss.backward()
+        self.optimizer.step()
+
+    def predict(self, x):
+        logits = self.encoder(x)
+        self._entropy_step(logits)
+        return logits.detach().argmax(dim=1)
+""",
+    "model_trains_through_a_helper": HEAD + """def adapt(model, x, optimizer):
+    model(x).pow(2).mean().backward()
+    optimizer.step()
+
+
+def predict(model, loader, optimizer):
+    preds = []
+    for x in loader:
+        adapt(model, x, optimizer)
+        preds.append(model(x).argmax(dim=1))
+    return preds
+""",
     "detector_input_gradients": DETECTOR + """    def predict(self, x):
         x = x.clone().requires_grad_()
         z = self.encoder(x)
@@ -377,4 +407,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 16 and len(CASES) - len(reported) == 13
+    assert len(reported) == 16 and len(CASES) - len(reported) == 15
