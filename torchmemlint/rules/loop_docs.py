@@ -27,8 +27,9 @@ TML501_DOCUMENTATION = """
     every value the class gives it is an instance of a class the file does not know to be an
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
-    model). Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
-    `enable_grad` / `requires_grad` is left alone.
+    model). Code that calls `backward`, `autograd.grad`, an optimizer `step` (itself, or through
+    a function of the file or a method on `self` it calls, two levels down: test-time
+    adaptation), or switches `enable_grad` / `requires_grad` is left alone.
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
     `self.<x>` that the class binds to a module instance, or to a parameter annotated as a
