@@ -27,7 +27,7 @@ from torchmemlint.analysis.autograd import (
     _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.sinks import SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
+from torchmemlint.analysis.sinks import metric_call, SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
 from torchmemlint.analysis.training import (
     FOLDING_NAMES, is_eval_name, _keyword, _self_attribute, _self_attribute_name,
 )
@@ -150,7 +150,7 @@ class FunctionFacts:
 
     def note_call(self, attr: Optional[str], dotted: Optional[str]) -> None:
         last = (dotted or "").rsplit(".", 1)[-1]
-        if attr in STRONG_METHODS or last in STRONG_NAMES or sink_name(attr or last or None):
+        if attr in STRONG_METHODS or last in STRONG_NAMES or sink_name(attr or last or None) or metric_call(dotted):
             self.strong = True
         if attr in _MODE_ATTRS:
             self.mode = True
@@ -184,6 +184,8 @@ class FunctionFacts:
             last = callee.rsplit(".", 1)[-1]
             if last in _FORWARD_PARTS or last.startswith("forward_"):
                 return True
+            if (head == "self" and MODEL_NAME.match(last)) or MODEL_NAME.match(head):
+                return True  # `self.learn.model(...)`, `model.generate(n)`: a model or a method of one
         return False
 
 
@@ -585,10 +587,12 @@ def scope_may_leak(scope: Scope) -> bool:
             for event in scope.assigns
         )
     sinks = scope.function is not None and scope.name not in ("__init__", "forward")
+    if sinks and is_eval_name(scope.name) and scope.calls:
+        return True  # `predict()`: any module it calls is a model call (analysis.module_calls)
     for call in scope.calls:
         if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
             return True
-        if sinks and (call.attr in STRONG_METHODS or sink_name(call.attr or call.func)
+        if sinks and (call.attr in STRONG_METHODS or sink_name(call.attr or call.func) or metric_call(call.func)
                       or (call.func or "").rsplit(".", 1)[-1] in STRONG_NAMES
                       or (call.func is not None and "." in call.func and (
                           scope.bindings.qualify(call.node.func) or "").startswith(SINK_MODULE_ROOTS))):

@@ -64,8 +64,16 @@ SINK_WORDS = re.compile(
     r"dump|add_(?:image|images|scalar|scalars|histogram|figure|video|audio|text|embedding|pr_curve)|"
     r"metric|metrics|score|accuracy|acc|psnr|ssim|lpips|bleu|fid|info|debug|warning)(?:$|_)"
 )
+# methods by which a metric object (named so: `acc`, `metric`) takes a batch's output
+_METRIC_METHODS = frozenset({"update", "add", "add_batch", "accumulate"})
 _NESTED = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def metric_call(dotted: Optional[str]) -> bool:
+    """``acc.update``, ``metric.add_batch``: a metric object (named so) takes a batch's output."""
+    receiver, _, method = (dotted or "").rpartition(".")
+    return method in _METRIC_METHODS and sink_name(receiver)
 
 
 def sink_name(name: Optional[str]) -> bool:
@@ -326,6 +334,8 @@ class SinkFollower:
             return [(call, where)]  # the model again (an encoder's memory to the decoder)
         dotted = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
         qualified = self.qualify(func) if dotted is not None else None
+        if (dotted or "").startswith("torch.") and (qualified or "").endswith("." + (dotted or "")):
+            qualified = dotted  # `torch` from a star import (`from fastai.callback.all import *`)
         if qualified is None and type(func) is cst.Name and (
             func.value in SINK_FUNCTIONS or func.value in _WEAK_FUNCTIONS
         ) and func.value not in self.local_functions:
@@ -335,6 +345,10 @@ class SinkFollower:
             return []
         if qualified in SINK_FUNCTIONS or (qualified or "").startswith(_SINK_MODULES):
             result.sinks.append(f"`{dotted or qualified}`")
+            result.strong = True
+            return []
+        if metric_call(dotted):  # `acc.update(y_pred, y)`, `metric.add(out)`: a metric object takes it
+            result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
         if type(func) is cst.Attribute and func.attr.value in ("append", "extend", "insert", "add"):
@@ -452,6 +466,9 @@ class SinkFollower:
                     bound = bound.elements[0].value
                 found.extend(self._bound(bound, where))
             return found
+        if type(statement) is cst.AugAssign and statement.target is node:
+            # `logits /= temperature`: in place, the name still holds the value
+            return self._bound(statement.target, where)
         if statement.value is not node:  # type: ignore[attr-defined]
             raise _Escape("an assignment target")
         return self._bound(statement.target, where)  # type: ignore[attr-defined]

@@ -62,7 +62,7 @@ class ScopeFacts:
         self.model_names = self._model_names()
         self.loss_instances = self._loss_instances()
         self.backward_calls = [c for c in scope.calls if self.is_backward(c)]
-        self.training_calls = [c for c in scope.calls if self.is_training_step(c)]
+        self.training_calls = [c for c in scope.calls if self.is_training_step(c) or self._trains_inside(c)]
         self.backward_losses = self._backward_losses()
         self.scalar_losses = self._scalar_losses()
         self.env: Dict[str, Value] = {}
@@ -164,6 +164,24 @@ class ScopeFacts:
             receiver = (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
             return "opt" in receiver or "scaler" in receiver
         return False
+
+    def _trains_inside(self, call: CallEvent) -> bool:
+        """A function of this file (or a method called on `self`) that backpropagates or steps an
+        optimizer, itself or through the functions it calls (two levels): `self._adapt(z)`."""
+        func = call.func or ""
+        head, _, name = func.rpartition(".")
+        if head not in ("", "self") or not name:
+            return False
+        trains = getattr(self.walk, "_training_functions", None)
+        if trains is None:
+            functions = [s for s in self.walk.scopes if s.function is not None]
+            found = {s.name for s in functions if any(self.is_training_step(c) for c in s.calls)}
+            for _ in range(2):
+                found |= {s.name for s in functions if any(
+                    (c.func or "").rpartition(".")[2] in found and (c.func or "").rpartition(".")[0] in ("", "self")
+                    for c in s.calls)}
+            trains = self.walk._training_functions = found  # type: ignore[attr-defined]  # once per file
+        return name in trains and name != self.scope.name
 
     def _backward_losses(self) -> Set[str]:
         """Names whose value reaches a backward: receivers, arguments, and what they came from."""
@@ -322,9 +340,20 @@ class ScopeFacts:
             if value is None:
                 self.env.pop(target, None)
             elif event.unpacked and value.kind is Kind.LOSS:
-                self.env.pop(target, None)  # `loss, logs = ...`: only one of them is the loss
+                # `loss, logs = ...`: only one of them is the loss; the one `.backward()` is
+                # called on is, and so is a loss beside it (`agg_loss, loss = loss_fn(...)`)
+                self._bind_unpacked_loss(event, target, value)
             else:
                 self.env[target] = value
+
+    def _bind_unpacked_loss(self, event: AssignEvent, target: str, value: Value) -> None:
+        backwarded = set(event.targets) & self.scalar_losses
+        if target in backwarded:
+            self.env[target] = Value(Kind.LOSS, value.loops, True)
+        elif backwarded and _LOSS_WORD.search(target.rsplit(".", 1)[-1]):
+            self.env[target] = Value(Kind.LOSS, value.loops, False)
+        else:
+            self.env.pop(target, None)
 
     def is_self_increment(self, event: AssignEvent) -> bool:
         value = event.value
@@ -679,6 +708,7 @@ def _list_use(label: str) -> bool:
     return _float_use(label)
 
 
+_LOSS_WORD = re.compile(r"(?i)loss")
 _PASS_THROUGH = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)
 
 

@@ -27,8 +27,22 @@ TML501_DOCUMENTATION = """
     every value the class gives it is an instance of a class the file does not know to be an
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
-    model). Code that calls `backward`, `autograd.grad`, an optimizer `step`, or switches
-    `enable_grad` / `requires_grad` is left alone.
+    model). Code that calls `backward`, `autograd.grad`, an optimizer `step` (itself, or through
+    a function of the file or a method on `self` it calls, two levels down: test-time
+    adaptation), or switches `enable_grad` / `requires_grad` is left alone.
+
+    A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
+    `self.<x>` that the class binds to a module instance, or to a parameter annotated as a
+    module or a tensor function (`encoder: nn.Module`, `Optional[Callable[[Tensor], Tensor]]`),
+    or on which it calls `.eval()` / `.parameters()` ...; a local bound to a module, to an item
+    or attribute of one (`encoder = torch.load(path)["model"].g_a`), or moved like one
+    (`model = expert.network; model.to(device)`); another object's model
+    (`self.learn.model(...)`); a model's method that returns a submodule's output
+    (`model.generate(n)` with `def generate(self, n): return self.decoder(...)`). Known this
+    way, it counts as the model in evaluation-named code only outside a module class's own
+    methods (a `predict()` there is part of its forward) and in functions no other function of
+    the file calls (the caller decides, and may train on the result); elsewhere it is reported
+    when its output reaches only the ends below.
 
     A class counts as an `nn.Module` class of the file also when another file of the project
     defines it (`from models import *`, `from .models import Net`, a re-export through a
@@ -51,7 +65,7 @@ TML501_DOCUMENTATION = """
     are still reported. Elsewhere, a module called in a function that never backpropagates
     (`self(idx)` in a method of a module class included) is reported when its output
     (followed through the statement flow) ends only saved, printed, logged, made a number or
-    numpy array, detached, given to a metric, or made indices (`torch.multinomial`, `argmax`,
+    numpy array, detached, given to a metric (`acc.update(out, y)`), or made indices (`torch.multinomial`, `argmax`,
     the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens
     carry no graph even when they are returned); through a function of the file or a method
     called on `self` (a static method included) that returns what it computes from it

@@ -19,7 +19,7 @@ from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_loop, borrowed_model, model_calls_under, module_call, only_sinks_reached, output_kept,
+    borrowed_loop, borrowed_model, model_calls_under, only_sinks_reached, output_kept,
     plainly_a_module, reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
@@ -27,6 +27,7 @@ from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
 from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.module_calls import as_model, called_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -88,7 +89,7 @@ class AccumulatedTensor(_LoopRule):
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
-    `.backward()` is called on; the model as in TML501. Only loops that run the model, compute
+    `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
     a loss or step are considered, and only values computed in the same iteration.
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
     that are themselves backpropagated (gradient accumulation) are not reported. Nor are
@@ -421,12 +422,12 @@ class _Checks:
         if self.facts.is_model(event.func):
             self._model_call(event)
         elif self.scope.function is not None and self.analysis is not None:
-            callee = module_call(self.facts, event)
+            callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
             if root and self.facts.is_model(root):
                 self._model_call(event, root)  # a part of the model: `model.forward_masks(x)`
-            elif callee is not None:
-                self._output_only_sinks(event, callee)
+            elif callee is not None:  # what the value is: `analysis.module_calls`
+                (self._model_call if as_model(self.facts) else self._output_only_sinks)(event, callee)
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 

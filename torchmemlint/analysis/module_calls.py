@@ -1,0 +1,325 @@
+"""Whether a call runs a module, from what the called value is rather than from its name.
+
+``callers.module_call`` knows a module by how it is built (``Generator()``, ``nn.Linear(...)``,
+``torch.load``), by an annotation, or by a model-like name. This module adds what the class
+model and the values of the function show:
+
+- ``self.<x>`` that a method of the class binds to a module build, or to a parameter of that
+  method annotated as a module or as a tensor function (``encoder: nn.Module``,
+  ``Optional[Callable[[Tensor], Tensor]]``), or, in a class derived from ``nn.Module``, to a
+  parameter at all (a submodule handed in: ``self.encoder = encoder``); or on which the class
+  calls a method only modules have (``self.x.eval()``, ``self.x.parameters()``);
+- a local name whose every binding is a module value: a module build, an item or attribute of
+  one (``encoder = torch.load(path)["model"].g_a``: a loaded checkpoint's model, a part of a
+  model), or a name the function also moves or switches like a module (``model =
+  exp.expert_model; model.to(device)``, then ``model(x)``: a tensor is never called);
+- an attribute path ending in a model of another object (``self.learn.model(...)``: the
+  same name rule as ``self.model``);
+- a model's method that returns what one of its submodules returns (``model.generate(n)``
+  with ``def generate(self, n): return self.decoder(torch.randn(n, d))``), looked up in the
+  class the receiver is built from (this file's or another project file's) or, for a model
+  handed in, in every module class of this file that defines it.
+
+``as_model`` says where such a call counts as the model for the evaluation-named and
+mode-switch cases; elsewhere its output must reach only sinks (``callers.only_sinks_reached``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME
+from torchmemlint.analysis.callers import _builds_module, module_call, module_instance
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import SINK_METHODS
+from torchmemlint.analysis.syntax import _first_param, _small_statements
+from torchmemlint.analysis.training import ScopeFacts
+
+# methods only a module has (a tensor has `.to`/`.cuda` too, but a tensor is never called)
+_MODULE_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
+     "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers"}
+)
+_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
+# a module's own methods and a tensor's: never a model's method that returns an output
+_NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
+    "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
+_DEPTH = 4  # local bindings followed, at most
+_TEST = re.compile(r"_*test(?:_|[A-Z]|$)")
+
+
+def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
+    """The module ``event`` runs, as the code names it (``self.encoder``, ``encoder``), when
+    what the called value is shows a module; None otherwise. A test function (``test_*``)
+    exercises modules on purpose: None there."""
+    callee = event.func
+    if callee is None or _TEST.match(facts.scope.name or ""):
+        return None
+    if callee.endswith(".forward"):
+        callee = callee[: -len(".forward")]
+    known = module_call(facts, event)
+    if known is not None:
+        return known
+    head, _, attr = callee.partition(".")
+    if head == "self" and attr and "." not in attr:
+        return callee if module_attribute(facts, attr) else None
+    if facts.bindings.qualify(cst.Name(head)) is not None:
+        return None  # `torch.cat`, `F.relu`, `np.mean`: imported
+    if (
+        head != "self" and attr and "." not in attr and attr not in _NOT_OUTPUT_METHODS
+        and _output_method(facts, head, attr)
+    ):
+        return callee  # `model.generate(10)`: a method of the model returning a module's output
+    if "." in callee:
+        last = callee.rsplit(".", 1)[-1]
+        # `self.learn.model(...)`: the model of another object, as `self.model` is one
+        return callee if head == "self" and MODEL_NAME.match(last) and callee.count(".") == 2 else None
+    return callee if module_local(facts, callee, 0) else None
+
+
+def as_model(facts: ScopeFacts) -> bool:
+    """Whether a module called in this scope counts as the model (reported in an
+    evaluation-named function or after `.eval()`, whatever becomes of its output), rather than
+    only when its output reaches nothing but sinks: not in a method of a module class (a
+    `predict()` or `_inference_forward()` there is part of the module's own computation), nor
+    in a function another function of the file calls (its caller decides, and may train on
+    what it returns)."""
+    owner = facts.scope.owner
+    if owner is not None and owner.node.name.value in facts.walk.module_classes():
+        return False
+    return not called_in_file(facts)
+
+
+def called_in_file(facts: ScopeFacts) -> bool:
+    """Another function of the file calls the scope's function (``self.predict(x)``,
+    ``predict(model, x)``): the computation it is part of, and its autograd mode, are the
+    caller's."""
+    walk = facts.walk
+    callers = getattr(walk, "_callers_by_name", None)
+    if callers is None:
+        callers = {}
+        for scope in walk.scopes:
+            for call in scope.calls:
+                if call.func is not None:
+                    callers.setdefault(call.func.rsplit(".", 1)[-1], set()).add(id(scope))
+        walk._callers_by_name = callers  # type: ignore[attr-defined]  # once per file
+    return bool(callers.get(facts.scope.name, set()) - {id(facts.scope)})
+
+
+def module_attribute(facts: ScopeFacts, attr: str) -> bool:
+    """``self.<attr>`` is a module in the scope's class (see the module docstring)."""
+    owner = facts.scope.owner
+    if owner is None or any(method.name == attr for method in owner.methods):
+        return False
+    target = f"self.{attr}"
+    module_class = owner.node.name.value in facts.walk.module_classes()
+    for method in owner.methods:
+        for call in method.calls:
+            if call.attr in _MODULE_METHODS and call.receiver is not None and dotted_name(call.receiver) == target:
+                return True
+        params = {param.name.value: param for param in method.params()}
+        for event in method.assigns:
+            if event.targets != (target,) or event.value is None or event.augmented:
+                continue
+            value = event.value
+            if _builds_module(facts, value):
+                return True
+            if type(value) is cst.Name and value.value in params:
+                if module_class or _module_annotation(facts, params[value.value]):
+                    return True
+    return False
+
+
+def _module_annotation(facts: ScopeFacts, param: cst.Param) -> bool:
+    """Annotated as a module (``nn.Module``, a module class) or a tensor function
+    (``Callable[[Tensor], Tensor]``), possibly ``Optional[...]``."""
+    if param.annotation is None:
+        return False
+    annotation = param.annotation.annotation
+    for _ in range(2):  # `Optional[X]`
+        if not (
+            type(annotation) is cst.Subscript and len(annotation.slice) == 1
+            and type(annotation.slice[0].slice) is cst.Index
+            and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Optional"
+        ):
+            break
+        annotation = annotation.slice[0].slice.value
+    if type(annotation) in (cst.Name, cst.Attribute):
+        qualified = facts.bindings.qualify(annotation)
+        return qualified == "torch.nn.Module" or (
+            type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
+        ) or facts.walk.project_module_class(annotation)
+    if type(annotation) is cst.Subscript and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Callable":
+        text = cst.Module(body=[]).code_for_node(annotation)
+        return re.fullmatch(r"(?:typing\.)?Callable\[\[(?:torch\.)?Tensor\],\s*(?:torch\.)?Tensor\]", text) is not None
+    return False
+
+
+def module_local(facts: ScopeFacts, name: str, depth: int) -> bool:
+    """A local name (or parameter) whose every binding here is a module value."""
+    if depth > _DEPTH:
+        return False
+    assigned = [event for event in facts.scope.assigns if name in event.targets]
+    if depth == 0 and _moved_like_a_module(facts, name):
+        return True
+    if not assigned:
+        return False
+    return all(
+        event.value is not None and not event.augmented and not event.unpacked
+        and _module_value(facts, event.value, depth)
+        for event in assigned
+    )
+
+
+def _moved_like_a_module(facts: ScopeFacts, name: str) -> bool:
+    """``name.eval()``, ``name.parameters()`` ... or ``name.to(device)`` as a statement of its
+    own (a tensor's ``.to`` is bound, a module's is not needed)."""
+    for call in facts.scope.calls:
+        if call.receiver is None or type(call.receiver) is not cst.Name or call.receiver.value != name:
+            continue
+        if call.attr in _MODULE_METHODS:
+            return True
+        statement = call.ctx.chain[-1].statement if call.ctx.chain else None
+        if call.attr in _MOVES and type(statement) is cst.SimpleStatementLine and any(
+            type(small) is cst.Expr and small.value is call.node for small in statement.body
+        ):
+            return True
+    return False
+
+
+def _module_value(facts: ScopeFacts, value: cst.BaseExpression, depth: int) -> bool:
+    """A module build (``_builds_module``: classes, torch layers, loaders), an item or an
+    attribute of a module value or of a loaded checkpoint, or a local that is one."""
+    if _builds_module(facts, value):
+        return True
+    if type(value) in (cst.Attribute, cst.Subscript):
+        return _module_value(facts, value.value, depth + 1)
+    if type(value) is cst.Name:
+        return value.value != "None" and module_local(facts, value.value, depth + 1)
+    return False
+
+
+def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
+    """``receiver.method(...)`` returns the output of a module: ``receiver`` is a model here (a
+    parameter named or annotated so, a local bound to a module value), and the method, in its
+    class (``model = VAE(...)``: that class, of this file or of the project; otherwise every
+    module class of this file defining ``method``), returns what one of its submodules returns
+    (``_returns_output``)."""
+    classes = [
+        _unwrapped(event.value).func for event in facts.scope.assigns  # type: ignore[union-attr]
+        if receiver in event.targets and type(event.value) is cst.Call
+    ]
+    if classes:
+        found = [_class_method(facts, func, method) for func in classes]
+        if not all(node is not None and _returns_output(node) for node in found):
+            return False
+    else:
+        local = _module_class_methods(facts).get(method)
+        if not local or not all(_returns_output(node) for node in local):
+            return False
+    return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
+
+
+def _unwrapped(call: cst.Call) -> cst.Call:
+    """``VAE(...).to(device).eval()`` -> ``VAE(...)``."""
+    while (
+        type(call.func) is cst.Attribute and call.func.attr.value in _MOVES | {"eval", "train"}
+        and type(call.func.value) is cst.Call
+    ):
+        call = call.func.value
+    return call
+
+
+def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]:
+    """The methods of this file's module classes, by name (once per file)."""
+    walk = facts.walk
+    methods = getattr(walk, "_module_class_methods", None)
+    if methods is None:
+        methods = {}
+        modules = walk.module_classes()
+        for classfacts in walk.classes:
+            if classfacts.node.name.value in modules:
+                for scope in classfacts.methods:
+                    if scope.function is not None:
+                        methods.setdefault(scope.name, []).append(scope.function)
+        walk._module_class_methods = methods  # type: ignore[attr-defined]
+    return methods
+
+
+def module_call_name(facts: ScopeFacts, name: str) -> bool:
+    """``name`` is a parameter annotated as (or given) a module (``callers.module_instance``)."""
+    return "." not in name and module_instance(facts, name)
+
+
+def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str) -> Optional[cst.FunctionDef]:
+    """The method ``method`` of the class ``func`` names (this file's, or another project
+    file's through ``links``); None when unknown."""
+    name = dotted_name(func)
+    if name is None:
+        return None
+    for classfacts in facts.walk.classes:
+        if classfacts.node.name.value == name:
+            return next((m.function for m in classfacts.methods if m.name == method), None)
+    links = facts.walk.links
+    qualified = facts.bindings.qualify(func)
+    if links is None or (qualified or "").startswith(("torch.", "numpy.", "builtins.")) or (
+        qualified is None and not facts.bindings.is_bound(name.split(".", 1)[0])
+    ) or not facts.walk.project_module_class(func):
+        return None
+    definition = links.definition(name, "class")
+    if definition is None:
+        return None
+    body = definition[1].body
+    for statement in body.body if type(body) is cst.IndentedBlock else ():
+        if type(statement) is cst.FunctionDef and statement.name.value == method:
+            return statement
+    return None
+
+
+def _returns_output(function: cst.FunctionDef) -> bool:
+    """Every value the method returns is what a call of one of its class's attributes
+    returned (``return self.decoder(z)``; ``res = self.decoder(z); res = res.squeeze(0);
+    return res``), and it neither turns autograd off nor backpropagates."""
+    if function.decorators:
+        return False  # `@torch.no_grad()`, `@property`, `@staticmethod` ...
+    this = _first_param(function)
+    if this is None or type(function.body) is not cst.IndentedBlock:
+        return False
+    outputs: set = set()
+
+    def output(node: cst.BaseExpression) -> bool:
+        while True:
+            if type(node) is cst.Name:
+                return node.value in outputs
+            if type(node) is cst.Call:
+                func = node.func
+                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == this:
+                    return True  # `self.decoder(z)`
+                if type(func) is not cst.Attribute or func.attr.value in ("detach", "item", "tolist", "numpy"):
+                    return False
+                node = func.value  # `res.squeeze(0)`, `self.decoder(z).view(...)`
+            elif type(node) in (cst.Subscript, cst.Attribute):
+                node = node.value
+            else:
+                return False
+
+    returned = False
+    for small in _small_statements(function.body.body):
+        if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+            name = small.targets[0].target.value
+            (outputs.add if output(small.value) else outputs.discard)(name)
+        elif type(small) is cst.Return and small.value is not None:
+            if not output(small.value):
+                return False
+            returned = True
+        elif type(small) is cst.Expr and type(small.value) is cst.Call and (
+            dotted_name(small.value.func) or ""
+        ).endswith(("backward", "step", "no_grad")):
+            return False
+    for statement in function.body.body:
+        if type(statement) is cst.With:
+            return False  # `with torch.no_grad():` (or anything that may switch autograd)
+    return returned
