@@ -19,6 +19,7 @@ from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.tree import walk
 from torchmemlint.analysis.syntax import (
     argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
     terminal_name, watched_names,
@@ -118,7 +119,7 @@ class InplaceAnalysis:
     def __init__(self, context) -> None:
         self.context = context
         self.file: FileAnalysis = context.analysis
-        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
+        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
@@ -155,6 +156,8 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.context.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.context, cst.FunctionDef))
+        if qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__":
+            qualified = self.file.resolver.constructor(call)  # ``super().__init__(*layers)`` of a Sequential
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
             if self._assigned(call) is None and id(call) in self._spliced_layers():
@@ -211,6 +214,13 @@ class InplaceAnalysis:
         returning = None if self._assigned(call) else self._returning(call)
         placed = self._placed_by.get(returning, []) if returning is not None else []
         if not destinations and not placed:
+            model = self._class()
+            holder = self._list_holder(model, call) if model is not None else None
+            if holder is not None:
+                return self._chained(site, layer, model, holder)  # type: ignore[arg-type]
+            passed = self._passed(call)
+            if passed is not None:
+                return self._parameter(site, layer, *passed)
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
         if destinations:
             helper = f", returned by `{returning}`" if returning is not None else ""
@@ -230,6 +240,77 @@ class InplaceAnalysis:
                 self._leading_uses(site, model, attribute)
                 done = done and site.complete
             site.complete = done
+
+        site.pending = settle
+        return site
+
+    def _chained(self, site: Site, layer: Layer, model: ClassModel, holder: str) -> Site:
+        """An element of the module list ``self.<holder>`` that ``forward`` runs as a Sequential
+        (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes."""
+        site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{_via(layer)})"
+        site.privates.append((model.node, holder))
+        before = module_lists(self.file, model).chained_before(holder, layer.call)
+        if before is None:
+            return site  # (not complete)
+
+        def settle(site: Site) -> None:
+            init = model.init
+            part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
+            site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+            site.complete = True
+
+        site.pending = settle
+        return site
+
+    def _passed(self, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.Name, str]]:
+        """For a layer passed to a class or function of the file (``FullyConnected(sizes,
+        final_activation=nn.ELU())``): the function that receives it (the class's
+        ``__init__``), the parameter, and the callee's name."""
+        index = self.file.index
+        here = index.find(call)
+        above = index.parent[here] if here is not None else -1
+        if above < 0 or type(index.order[above]) is not cst.Arg:
+            return None
+        arg, outer = index.order[above], index.order[index.parent[above]]
+        if arg.star or type(outer) is not cst.Call or type(outer.func) is not cst.Name:  # type: ignore[attr-defined]
+            return None
+        name = outer.func.value  # type: ignore[attr-defined]
+        callables = self.file.callables
+        target, skip = callables.functions.get(name), 0
+        if target is None and name in callables.classes:
+            body = callables.classes[name].body.body
+            target = next((f for f in body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
+            skip = 1
+        if target is None or target.params.star_arg is not cst.MaybeSentinel.DEFAULT or target.params.posonly_params:
+            return None  # (a ``*args`` shifts the positions)
+        params = list(target.params.params)[skip:]
+        if arg.keyword is not None:  # type: ignore[attr-defined]
+            params += list(target.params.kwonly_params)
+            chosen = next((p for p in params if p.name.value == arg.keyword.value), None)  # type: ignore[attr-defined]
+        else:
+            position = [a for a in outer.args if a.keyword is None].index(arg)  # type: ignore[attr-defined]
+            chosen = params[position] if position < len(params) else None
+        return (target, chosen.name, name) if chosen is not None else None
+
+    def _parameter(self, site: Site, layer: Layer, function: cst.FunctionDef, param: cst.Name, callee: str) -> Site:
+        """A layer passed in as ``param`` of ``function``, which places it in its Sequentials
+        (``layers.append(final_activation)`` ... ``super().__init__(*layers)``): it runs on what
+        precedes it there (complete when every other read of ``param`` is an ``is None`` test)."""
+        if assigned_values(function, param.value):
+            return site
+        reads = [r for r in names_read(function, param) if not _none_test(function, r)]
+        site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{callee}`{_via(layer)})"
+
+        def settle(site: Site) -> None:
+            complete = bool(reads)
+            for read in reads:
+                placed = self._elements().get(id(read))
+                complete = complete and bool(placed)
+                for sequence, part in placed or ():
+                    complete = complete and part not in sequence.first
+                    for previous in sequence.predecessors(part):
+                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+            site.complete = complete
 
         site.pending = settle
         return site
@@ -650,6 +731,16 @@ def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassMod
                 if type(target) is cst.Attribute and target.attr.value == name:
                     return name
     return None
+
+
+def _none_test(function: cst.FunctionDef, name: cst.Name) -> bool:
+    """``name`` is read only to test it against None (``if p is not None:``)."""
+    for node in walk(function.body):
+        if type(node) is cst.Comparison and node.left is name and len(node.comparisons) == 1:
+            comparison = node.comparisons[0]
+            return type(comparison.operator) in (cst.Is, cst.IsNot) and type(comparison.comparator) is cst.Name \
+                and comparison.comparator.value == "None"
+    return False
 
 
 def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
