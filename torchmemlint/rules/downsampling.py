@@ -140,7 +140,11 @@ class DroppedStemPool(Rule):
     later counts as what it was given (`self.base_model = {"resnet18": resnet18, ...}[name]`,
     then `self.encoder = self.base_model(**kw)` in that or another method, or in a subclass):
     a ResNet among the dict's constructors, beside the project's own encoders but beside no
-    torchvision or timm model that is not one (`tests/test_downsampling_stored.py`).
+    torchvision or timm model that is not one (`tests/test_downsampling_stored.py`). A model
+    picked from a models package by name (`torchvision.models.__dict__[name]`,
+    `vars(models)[name]`), `timm.create_model(name)` where the replacement runs only under
+    `if "resnet" in name` (or `name.startswith("resnet")`), and a function handed the model that
+    replaces both its `conv1` and its `maxpool` count too (`tests/test_downsampling_helpers.py`).
 
     ## Why is this bad?
     The stem pool halves the height and width before `layer1`. Without it every later stage
