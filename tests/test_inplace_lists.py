@@ -122,6 +122,11 @@ CASES: Dict[str, str] = {
                 super().__init__(nn.Linear(sizes[0], sizes[1]), final)
 
 
+        class Pair(nn.Sequential):
+            def __init__(self, first, second):
+                super().__init__(first, nn.Linear(8, 8), second)
+
+
         class Plain(nn.Module):
             def __init__(self, act):
                 super().__init__()
@@ -136,10 +141,14 @@ CASES: Dict[str, str] = {
                 self.after_elu = Stacked([8, 16], final=nn.ELU())
                 self.kept = Kept([8, 16], nn.ELU())
                 self.plain = Plain(nn.ELU())
+                self.pair = Pair(
+                    nn.ELU(),
+                    nn.ELU(),  # expect: TML201
+                )
                 self.head = nn.Linear(16, 1)
 
             def forward(self, x):
-                return self.head(self.body(x)) + self.other(x) + self.after_elu(x) + self.kept(x) + self.plain.act(x)
+                return self.head(self.body(x)) + self.other(x) + self.after_elu(x) + self.kept(x) + self.plain.act(x) + self.pair(x)
     ''',
     "enum_zip": '''
         import torch.nn as nn

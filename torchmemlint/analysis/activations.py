@@ -288,7 +288,7 @@ class InplaceAnalysis:
             params += list(target.params.kwonly_params)
             chosen = next((p for p in params if p.name.value == arg.keyword.value), None)  # type: ignore[attr-defined]
         else:
-            position = [a for a in outer.args if a.keyword is None].index(arg)  # type: ignore[attr-defined]
+            position = next(i for i, a in enumerate(a for a in outer.args if a.keyword is None) if a is arg)  # type: ignore[attr-defined]
             chosen = params[position] if position < len(params) else None
         return (target, chosen.name, name) if chosen is not None else None
 
