@@ -2,14 +2,14 @@
 
 * a builder that appends ``Linear`` then ``ELU()`` in a loop and drops the last activation
   (``layers.pop(-1)``, ``layers.pop()``, ``layers = layers[:-1]``, ``del layers[-1]``) before
-  ``nn.Sequential(*layers)`` or ``super().__init__(*layers)`` in an ``nn.Sequential`` subclass;
+  ``nn.Sequential(*layers)`` (or ``nn.Sequential(*layers[:-1])``, ``layers[:-2]``, ``layers[1:]``) or ``super().__init__(*layers)`` in an ``nn.Sequential`` subclass;
 * an activation passed in as a constructor argument (``final_activation=nn.ELU()``) that the
   class appends after its last layer;
 * ``for i, (conv, norm) in enumerate(zip(self.convs, self.norms))``;
 * a ``ModuleList`` extended with ``[Conv1d, LeakyReLU(), BatchNorm1d]`` in a loop and run in
   order by ``for block in self.blocks: x = block(x)``: a Sequential by another name.
 
-Look-alikes stay quiet: a pop at an index that is not the end, a popped value used, an
+Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
 activation passed after an ELU (its output is needed in backward), a passed layer the class
 also stores, a residual read of the norm's output, a module-list loop that also keeps each
 output or adds its input back, a list that ``insert`` reorders, an element also called on its
@@ -56,6 +56,35 @@ CASES: Dict[str, str] = {
                 layers += [nn.Linear(a, b), nn.ELU()]  # expect: TML201
             layers = layers[:-1]
             return nn.Sequential(*layers)
+
+
+        def spliced_slice(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.ELU()]  # expect: TML201
+            return nn.Sequential(*layers[:-1])
+
+
+        def two_dropped(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.BatchNorm1d(b), nn.ELU()]  # expect: TML201
+            layers = layers[:-2]
+            return nn.Sequential(*layers)
+
+
+        def head_dropped(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.ELU(), nn.Linear(a, b)]  # expect: TML201
+            return nn.Sequential(*layers[1:])
+
+
+        def cut_unknown(sizes, n):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.ELU()]
+            return nn.Sequential(*layers[:n])
 
 
         class Net(nn.Module):
@@ -295,3 +324,22 @@ def findings(tmp_path_factory) -> Dict[str, Set[Tuple[int, str]]]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reports_exactly_the_marked_rows(findings, name):
     assert findings[name] == marked(name)
+
+
+def test_trimmed_orders_drop_what_a_slice_or_pop_removes():
+    """``Order.trimmed`` / ``drop_last`` on the successor relation of a loop-built list."""
+    from torchmemlint.analysis.layer_lists import Order
+
+    linear, act = object(), object()
+    body = Order.sequence([linear, act])
+    looped = Order.empty()
+    for _ in range(3):  # the loop's fixpoint: the body 0, 1, 2 ... times
+        looped = looped.union(looped.then(body))
+    popped = looped.drop_last()
+    assert popped.last == frozenset({linear}) and popped.predecessors(act) == [linear]
+    assert not popped.nullable  # one round popped leaves [linear]; popping an empty list raises
+    assert looped.trimmed(slice(None, -1)) == popped
+    assert looped.trimmed(slice(1, None)).first == frozenset({act})
+    assert looped.trimmed(slice(None, -2)).last == frozenset({act})
+    assert Order.sequence([linear, act]).drop_last().single() == [linear]
+    assert looped.trimmed(slice(None, None, 2)) is None and looped.trimmed(5) is None

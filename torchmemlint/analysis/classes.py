@@ -11,7 +11,9 @@ import libcst as cst
 
 from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
-from torchmemlint.analysis.layer_lists import LayerLists, enclosing_definitions, literal_elements as _literal_list, Order
+from torchmemlint.analysis.layer_lists import (
+    LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order,
+)
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -268,6 +270,10 @@ class Resolver:
             if function is None or statement is None:
                 return None
             return self.lists.order(function, arg.value.value, statement)
+        value = arg.value
+        if type(value) is cst.Subscript and type(value.value) is cst.Name and function is not None and statement is not None:
+            whole = self.lists.order(function, value.value.value, statement)  # `*layers[:-1]`
+            return whole.trimmed(list_index(value, value.value.value)) if whole is not None else None
         literal = _literal_list(arg.value)
         return Order.sequence(literal) if literal is not None else None
 

@@ -116,6 +116,15 @@ class Order:
             frozenset((a, b) for a, b in self.pairs if a in seen and b in seen), single,
         )
 
+    def trimmed(self, cut: Any) -> Optional["Order"]:
+        """``layers[2:]`` / ``layers[:-2]`` (a ``slice`` from ``_index``); None for another cut."""
+        if type(cut) is not slice or cut.step is not None or (cut.start is None) == (cut.stop is None):
+            return None
+        order = self
+        for _ in range(cut.start if cut.start is not None else -cut.stop):
+            order = order.drop_first() if cut.start is not None else order.drop_last()
+        return order
+
     def replace_first(self, element: Any) -> "Order":
         """``rep[0] = element`` (an empty list raises there: the result is never empty)."""
         after = frozenset(b for a, b in self.pairs if a in self.first)
@@ -353,10 +362,9 @@ class LayerLists:
             if type(target) is not cst.Name or target.value != name:
                 return None
             if _mentions_name(value, name):
-                if held is not None and _index(value, name) == slice(1, None):  # `rep = rep[1:]`
-                    return held.drop_first()
-                if held is not None and _index(value, name) == slice(None, -1):  # `layers = layers[:-1]`
-                    return held.drop_last()
+                trimmed = held.trimmed(_index(value, name)) if held is not None else None
+                if trimmed is not None:  # `rep = rep[1:]`, `layers = layers[:-1]`
+                    return trimmed
                 if held is not None and type(value) is cst.BinaryOperation and type(value.operator) is cst.Add \
                         and type(value.left) is cst.Name and value.left.value == name \
                         and not _mentions_name(value.right, name):  # `layers = layers + [...]`
@@ -490,10 +498,15 @@ def _index(node: cst.BaseExpression, name: str):
         number = literal_number(inner.value)
         return int(number) if number is not None and number == int(number) else None
     if type(inner) is cst.Slice and inner.upper is None and inner.step is None and inner.lower is not None:
-        return slice(1, None) if literal_number(inner.lower) == 1 else None
+        lower = literal_number(inner.lower)
+        return slice(int(lower), None) if lower in (1, 2, 3, 4) else None
     if type(inner) is cst.Slice and inner.lower is None and inner.step is None and inner.upper is not None:
-        return slice(None, -1) if literal_number(inner.upper) == -1 else None
+        upper = literal_number(inner.upper)
+        return slice(None, int(upper)) if upper in (-1, -2, -3, -4) else None
     return None
+
+
+list_index = _index  # (for ``Resolver.spliced_order``: ``*layers[:-1]``)
 
 
 def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:
