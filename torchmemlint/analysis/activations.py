@@ -14,12 +14,13 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls
+from torchmemlint.analysis.activation_calls import (
+    ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
+)
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
-from torchmemlint.tree import walk
 from torchmemlint.analysis.syntax import (
     argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
     terminal_name, watched_names,
@@ -218,7 +219,7 @@ class InplaceAnalysis:
             holder = self._list_holder(model, call) if model is not None else None
             if holder is not None:
                 return self._chained(site, layer, model, holder)  # type: ignore[arg-type]
-            passed = self._passed(call)
+            passed = passed_to(self.file, call)
             if passed is not None:
                 return self._parameter(site, layer, *passed)
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
@@ -262,43 +263,13 @@ class InplaceAnalysis:
         site.pending = settle
         return site
 
-    def _passed(self, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.Name, str]]:
-        """For a layer passed to a class or function of the file (``FullyConnected(sizes,
-        final_activation=nn.ELU())``): the function that receives it (the class's
-        ``__init__``), the parameter, and the callee's name."""
-        index = self.file.index
-        here = index.find(call)
-        above = index.parent[here] if here is not None else -1
-        if above < 0 or type(index.order[above]) is not cst.Arg:
-            return None
-        arg, outer = index.order[above], index.order[index.parent[above]]
-        if arg.star or type(outer) is not cst.Call or type(outer.func) is not cst.Name:  # type: ignore[attr-defined]
-            return None
-        name = outer.func.value  # type: ignore[attr-defined]
-        callables = self.file.callables
-        target, skip = callables.functions.get(name), 0
-        if target is None and name in callables.classes:
-            body = callables.classes[name].body.body
-            target = next((f for f in body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
-            skip = 1
-        if target is None or target.params.star_arg is not cst.MaybeSentinel.DEFAULT or target.params.posonly_params:
-            return None  # (a ``*args`` shifts the positions)
-        params = list(target.params.params)[skip:]
-        if arg.keyword is not None:  # type: ignore[attr-defined]
-            params += list(target.params.kwonly_params)
-            chosen = next((p for p in params if p.name.value == arg.keyword.value), None)  # type: ignore[attr-defined]
-        else:
-            position = next(i for i, a in enumerate(a for a in outer.args if a.keyword is None) if a is arg)  # type: ignore[attr-defined]
-            chosen = params[position] if position < len(params) else None
-        return (target, chosen.name, name) if chosen is not None else None
-
     def _parameter(self, site: Site, layer: Layer, function: cst.FunctionDef, param: cst.Name, callee: str) -> Site:
         """A layer passed in as ``param`` of ``function``, which places it in its Sequentials
         (``layers.append(final_activation)`` ... ``super().__init__(*layers)``): it runs on what
         precedes it there (complete when every other read of ``param`` is an ``is None`` test)."""
         if assigned_values(function, param.value):
             return site
-        reads = [r for r in names_read(function, param) if not _none_test(function, r)]
+        reads = [r for r in names_read(function, param) if not none_test(function, r)]
         site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{callee}`{_via(layer)})"
 
         def settle(site: Site) -> None:
@@ -731,16 +702,6 @@ def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassMod
                 if type(target) is cst.Attribute and target.attr.value == name:
                     return name
     return None
-
-
-def _none_test(function: cst.FunctionDef, name: cst.Name) -> bool:
-    """``name`` is read only to test it against None (``if p is not None:``)."""
-    for node in walk(function.body):
-        if type(node) is cst.Comparison and node.left is name and len(node.comparisons) == 1:
-            comparison = node.comparisons[0]
-            return type(comparison.operator) in (cst.Is, cst.IsNot) and type(comparison.comparator) is cst.Name \
-                and comparison.comparator.value == "None"
-    return False
 
 
 def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
