@@ -263,7 +263,9 @@ def test_a_helper_list_bound_then_extended_in_a_loop():
     [
         "    for v in cfg:\n        if v:\n            break\n        layers.append(conv())\n",
         "    try:\n        layers.append(conv())\n    except ValueError:\n        pass\n",
-        "    layers = layers[2:]\n",
+        "    layers = layers[::2]\n",
+        "    layers = layers[:cfg]\n",
+        "    layers.pop(1)\n",
         "    layers[1] = conv()\n",
         "    register(layers)\n",
         "    if flag:\n        return nn.Sequential(*layers)\n",

@@ -126,3 +126,43 @@ def names_read(function: cst.FunctionDef, target: cst.Name) -> List[cst.Name]:
             skip.add(id(node.keyword))
     return [node for node in nodes if type(node) is cst.Name and node.value == target.value and id(node) not in skip]  # type: ignore[misc]
 
+
+def passed_to(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.Name, str]]:
+    """For a layer passed to a class or function of the file (``FullyConnected(sizes,
+    final_activation=nn.ELU())``): the function that receives it (the class's
+    ``__init__``), the parameter, and the callee's name."""
+    index = file.index
+    here = index.find(call)
+    above = index.parent[here] if here is not None else -1
+    if above < 0 or type(index.order[above]) is not cst.Arg:
+        return None
+    arg, outer = index.order[above], index.order[index.parent[above]]
+    if arg.star or type(outer) is not cst.Call or type(outer.func) is not cst.Name:  # type: ignore[attr-defined]
+        return None
+    name = outer.func.value  # type: ignore[attr-defined]
+    callables = file.callables
+    target, skip = callables.functions.get(name), 0
+    if target is None and name in callables.classes:
+        body = callables.classes[name].body.body
+        target = next((f for f in body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
+        skip = 1
+    if target is None or target.params.star_arg is not cst.MaybeSentinel.DEFAULT or target.params.posonly_params:
+        return None  # (a ``*args`` shifts the positions)
+    params = list(target.params.params)[skip:]
+    if arg.keyword is not None:  # type: ignore[attr-defined]
+        params += list(target.params.kwonly_params)
+        chosen = next((p for p in params if p.name.value == arg.keyword.value), None)  # type: ignore[attr-defined]
+    else:
+        position = next(i for i, a in enumerate(a for a in outer.args if a.keyword is None) if a is arg)  # type: ignore[attr-defined]
+        chosen = params[position] if position < len(params) else None
+    return (target, chosen.name, name) if chosen is not None else None
+
+
+def none_test(function: cst.FunctionDef, name: cst.Name) -> bool:
+    """``name`` is read only to test it against None (``if p is not None:``)."""
+    for node in walk(function.body):
+        if type(node) is cst.Comparison and node.left is name and len(node.comparisons) == 1:
+            comparison = node.comparisons[0]
+            return type(comparison.operator) in (cst.Is, cst.IsNot) and type(comparison.comparator) is cst.Name \
+                and comparison.comparator.value == "None"
+    return False

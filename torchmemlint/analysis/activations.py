@@ -14,7 +14,9 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.activation_calls import ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls
+from torchmemlint.analysis.activation_calls import (
+    ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
+)
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
@@ -118,7 +120,7 @@ class InplaceAnalysis:
     def __init__(self, context) -> None:
         self.context = context
         self.file: FileAnalysis = context.analysis
-        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS)
+        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
@@ -155,6 +157,8 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.context.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.context, cst.FunctionDef))
+        if qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__":
+            qualified = self.file.resolver.constructor(call)  # ``super().__init__(*layers)`` of a Sequential
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
             if self._assigned(call) is None and id(call) in self._spliced_layers():
@@ -211,6 +215,13 @@ class InplaceAnalysis:
         returning = None if self._assigned(call) else self._returning(call)
         placed = self._placed_by.get(returning, []) if returning is not None else []
         if not destinations and not placed:
+            model = self._class()
+            holder = self._list_holder(model, call) if model is not None else None
+            if holder is not None:
+                return self._chained(site, layer, model, holder)  # type: ignore[arg-type]
+            passed = passed_to(self.file, call)
+            if passed is not None:
+                return self._parameter(site, layer, *passed)
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
         if destinations:
             helper = f", returned by `{returning}`" if returning is not None else ""
@@ -230,6 +241,47 @@ class InplaceAnalysis:
                 self._leading_uses(site, model, attribute)
                 done = done and site.complete
             site.complete = done
+
+        site.pending = settle
+        return site
+
+    def _chained(self, site: Site, layer: Layer, model: ClassModel, holder: str) -> Site:
+        """An element of the module list ``self.<holder>`` that ``forward`` runs as a Sequential
+        (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes."""
+        site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{_via(layer)})"
+        site.privates.append((model.node, holder))
+        before = module_lists(self.file, model).chained_before(holder, layer.call)
+        if before is None:
+            return site  # (not complete)
+
+        def settle(site: Site) -> None:
+            init = model.init
+            part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
+            site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+            site.complete = True
+
+        site.pending = settle
+        return site
+
+    def _parameter(self, site: Site, layer: Layer, function: cst.FunctionDef, param: cst.Name, callee: str) -> Site:
+        """A layer passed in as ``param`` of ``function``, which places it in its Sequentials
+        (``layers.append(final_activation)`` ... ``super().__init__(*layers)``): it runs on what
+        precedes it there (complete when every other read of ``param`` is an ``is None`` test)."""
+        if assigned_values(function, param.value):
+            return site
+        reads = [r for r in names_read(function, param) if not none_test(function, r)]
+        site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{callee}`{_via(layer)})"
+
+        def settle(site: Site) -> None:
+            complete = bool(reads)
+            for read in reads:
+                placed = self._elements().get(id(read))
+                complete = complete and bool(placed)
+                for sequence, part in placed or ():
+                    complete = complete and part not in sequence.first
+                    for previous in sequence.predecessors(part):
+                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+            site.complete = complete
 
         site.pending = settle
         return site

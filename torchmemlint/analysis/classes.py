@@ -11,7 +11,9 @@ import libcst as cst
 
 from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
-from torchmemlint.analysis.layer_lists import LayerLists, literal_elements as _literal_list, Order
+from torchmemlint.analysis.layer_lists import (
+    LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order,
+)
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -117,10 +119,26 @@ class Resolver:
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
         if type(node) is cst.Call:
-            qualified = self.qualify(node.func)
+            func = node.func
+            qualified = self.qualify(func)
             if qualified is not None and qualified.startswith(NN):
                 return qualified
+            if qualified is None and type(func) is cst.Attribute and func.attr.value == "__init__":
+                return self._super_sequential(node)
         return None
+
+    def _super_sequential(self, call: cst.Call) -> Optional[str]:
+        """``super().__init__(*layers)`` in ``__init__`` of a class deriving ``nn.Sequential``:
+        the Sequential of those layers, as ``nn.Sequential(*layers)`` would build it."""
+        func = call.func
+        inner = func.value  # type: ignore[attr-defined]
+        if not (type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value == "super") or self.lists is None:
+            return None
+        function, classdef = enclosing_definitions(self.lists.module, call)
+        if function is None or classdef is None or function.name.value != "__init__":
+            return None
+        sequential = NN + "Sequential"
+        return sequential if any(self.qualify(base.value) == sequential for base in classdef.bases) else None
 
     def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
         """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
@@ -252,6 +270,10 @@ class Resolver:
             if function is None or statement is None:
                 return None
             return self.lists.order(function, arg.value.value, statement)
+        value = arg.value
+        if type(value) is cst.Subscript and type(value.value) is cst.Name and function is not None and statement is not None:
+            whole = self.lists.order(function, value.value.value, statement)  # `*layers[:-1]`
+            return whole.trimmed(list_index(value, value.value.value)) if whole is not None else None
         literal = _literal_list(arg.value)
         return Order.sequence(literal) if literal is not None else None
 

@@ -525,6 +525,13 @@ def possible_callees(
         return None
     if type(func) is cst.Subscript:
         table = func.value
+        namespace = _namespace(table, qualify)
+        if namespace is not None:  # `torchvision.models.__dict__[name]`: `getattr` by another name
+            key = func.slice[0].slice if len(func.slice) == 1 else None
+            key = key.value if type(key) is cst.Index else None
+            if key is None:
+                return None
+            return [f"{namespace}.{key.evaluated_value}" if type(key) is cst.SimpleString else f"{namespace}."]
         if type(table) is cst.Name:
             found = [
                 small.value
@@ -553,4 +560,13 @@ def possible_callees(
         if owner is None:
             return None
         return [f"{owner}.{name.evaluated_value}" if type(name) is cst.SimpleString else f"{owner}."]
+    return None
+
+
+def _namespace(node: cst.BaseExpression, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
+    """``torchvision.models`` for ``torchvision.models.__dict__`` or ``vars(torchvision.models)``."""
+    if type(node) is cst.Attribute and node.attr.value == "__dict__":
+        return qualify(node.value)
+    if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "vars" and len(node.args) == 1:
+        return qualify(node.args[0].value)
     return None

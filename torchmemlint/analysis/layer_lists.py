@@ -96,6 +96,35 @@ class Order:
         single = bool(self.first & self.last)  # a one-element order becomes empty
         return self._reachable(first, self.last, self.nullable or single)
 
+    def drop_last(self) -> "Order":
+        """``layers.pop()``, ``layers = layers[:-1]``, ``del layers[-1]`` (popping an empty
+        list raises: the orders that remain are the non-empty ones, shortened)."""
+        last = frozenset(a for a, b in self.pairs if b in self.last)
+        single = bool(self.first & self.last)
+        before: Dict[Any, List[Any]] = {}
+        for a, b in self.pairs:
+            before.setdefault(b, []).append(a)
+        seen = set(last)
+        todo = list(last)
+        while todo:
+            for a in before.get(todo.pop(), ()):
+                if a not in seen:
+                    seen.add(a)
+                    todo.append(a)
+        return Order(
+            {k: None for k in self.items if k in seen}, frozenset(k for k in self.first if k in seen), last,
+            frozenset((a, b) for a, b in self.pairs if a in seen and b in seen), single,
+        )
+
+    def trimmed(self, cut: Any) -> Optional["Order"]:
+        """``layers[2:]`` / ``layers[:-2]`` (a ``slice`` from ``_index``); None for another cut."""
+        if type(cut) is not slice or cut.step is not None or (cut.start is None) == (cut.stop is None):
+            return None
+        order = self
+        for _ in range(cut.start if cut.start is not None else -cut.stop):
+            order = order.drop_first() if cut.start is not None else order.drop_last()
+        return order
+
     def replace_first(self, element: Any) -> "Order":
         """``rep[0] = element`` (an empty list raises there: the result is never empty)."""
         after = frozenset(b for a, b in self.pairs if a in self.first)
@@ -333,8 +362,9 @@ class LayerLists:
             if type(target) is not cst.Name or target.value != name:
                 return None
             if _mentions_name(value, name):
-                if held is not None and _index(value, name) == slice(1, None):  # `rep = rep[1:]`
-                    return held.drop_first()
+                trimmed = held.trimmed(_index(value, name)) if held is not None else None
+                if trimmed is not None:  # `rep = rep[1:]`, `layers = layers[:-1]`
+                    return trimmed
                 if held is not None and type(value) is cst.BinaryOperation and type(value.operator) is cst.Add \
                         and type(value.left) is cst.Name and value.left.value == name \
                         and not _mentions_name(value.right, name):  # `layers = layers + [...]`
@@ -353,11 +383,16 @@ class LayerLists:
                 return None
             added = self._added(function, small.value, depth)
             return held.then(added) if added is not None else None
+        if type(small) is cst.Del and type(small.target) is cst.Subscript and _index(small.target, name) == -1:
+            return held.drop_last()  # `del layers[-1]`
         if type(small) is cst.Expr and type(small.value) is cst.Call:
             call = small.value
             func = call.func
             if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name):
                 return None
+            if func.attr.value == "pop" and len(call.args) <= 1 and all(a.keyword is None and not a.star for a in call.args):
+                where = literal_number(call.args[0].value) if call.args else -1  # `layers.pop(-1)`, `.pop(0)`
+                return held.drop_last() if where == -1 else held.drop_first() if where == 0 else None
             if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
                 return None
             value = call.args[0].value
@@ -463,8 +498,15 @@ def _index(node: cst.BaseExpression, name: str):
         number = literal_number(inner.value)
         return int(number) if number is not None and number == int(number) else None
     if type(inner) is cst.Slice and inner.upper is None and inner.step is None and inner.lower is not None:
-        return slice(1, None) if literal_number(inner.lower) == 1 else None
+        lower = literal_number(inner.lower)
+        return slice(int(lower), None) if lower in (1, 2, 3, 4) else None
+    if type(inner) is cst.Slice and inner.lower is None and inner.step is None and inner.upper is not None:
+        upper = literal_number(inner.upper)
+        return slice(None, int(upper)) if upper in (-1, -2, -3, -4) else None
     return None
+
+
+list_index = _index  # (for ``Resolver.spliced_order``: ``*layers[:-1]``)
 
 
 def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:

@@ -61,6 +61,7 @@ class ModuleLists:
         self._expressions: Dict[str, List[cst.BaseExpression]] = {}  # attribute -> its element expressions
         self._holders: Optional[Dict[int, str]] = None
         self._calls: Dict[str, Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]] = {}
+        self._before: Dict[int, cst.BaseExpression] = {}  # element -> the one before it in its display
 
     def elements(self, attribute: str) -> Optional[List[Any]]:
         """Every layer ``self.<attribute>`` may hold as an element (None: not all known): a
@@ -141,6 +142,32 @@ class ModuleLists:
                     accounted.update(id(arg.value) for arg in node.args)  # type: ignore[attr-defined]
         return found, bool(found) and all(id(r.node) in accounted for r in references)
 
+    def chained_before(self, attribute: str, element: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The element that runs right before ``element`` when ``self.<attribute>`` runs as a
+        Sequential: every call of an element is ``x = block(x)``, the only statement of a
+        ``for block in self.<attribute>`` loop, so each element consumes what the one before
+        it in the list made. Known for an element of a list display (``self.tdnns.extend([conv,
+        act, norm])`` in a loop) after another of the same display; None otherwise (first in
+        its display, a list that ``insert`` reorders, or a loop that does more)."""
+        if self.elements(attribute) is None or not self._chained(attribute):
+            return None
+        return self._before.get(id(element))
+
+    def _chained(self, attribute: str) -> bool:
+        calls, complete = self.element_calls(attribute)
+        if not complete:
+            return False
+        init = self.model.init
+        self_name = self.model.self_name(init) if init is not None else None
+        for node in walk(init) if init is not None else ():
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "insert":  # type: ignore[attr-defined]
+                if _target(node.func.value, self_name) == "self." + attribute:  # type: ignore[attr-defined]
+                    return False
+        for call, method in calls:
+            if not _chain_step(call, method, self.model.self_name(method), attribute):
+                return False
+        return True
+
     def last_parts(self, layer: Any) -> Optional[List[Any]]:
         """For an element built by ``nn.Sequential(...)``, the parts (``Part``) that may run
         last in it, so that calling the element makes what they make; None for any other
@@ -188,14 +215,19 @@ class ModuleLists:
         kind = type(expression)
         if kind in (cst.List, cst.Tuple):
             found: List[cst.BaseExpression] = []
+            previous: Optional[cst.BaseExpression] = None
             for element in expression.elements:  # type: ignore[attr-defined]
                 if type(element) is cst.StarredElement:
                     inner = self._items(element.value, depth + 1)
                     if inner is None:
                         return None
                     found.extend(inner)
+                    previous = None
                 else:
+                    if previous is not None:
+                        self._before[id(element.value)] = previous
                     found.append(element.value)
+                    previous = element.value
             return found
         if kind in (cst.ListComp, cst.GeneratorExp):
             return [expression.elt]  # type: ignore[attr-defined]
@@ -278,6 +310,29 @@ def module_lists(file: Any, model: ClassModel) -> ModuleLists:
     return found
 
 
+def _chain_step(call: cst.Call, method: cst.FunctionDef, self_name: Optional[str], attribute: str) -> bool:
+    """``call`` is ``x = block(x)``, the whole body of ``for block in self.<attribute>:``."""
+    func = call.func
+    if type(func) is not cst.Name or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    arg = call.args[0].value
+    for node in walk(method):
+        if type(node) is not cst.For or node.orelse is not None:  # type: ignore[attr-defined]
+            continue
+        loop_iter, target, body = node.iter, node.target, node.body  # type: ignore[attr-defined]
+        if not (type(loop_iter) is cst.Attribute and _is_self(loop_iter.value, self_name) and loop_iter.attr.value == attribute):
+            continue
+        if type(target) is not cst.Name or target.value != func.value or type(body) is not cst.IndentedBlock:
+            continue
+        if len(body.body) != 1 or type(body.body[0]) is not cst.SimpleStatementLine or len(body.body[0].body) != 1:
+            continue
+        small = body.body[0].body[0]
+        if type(small) is cst.Assign and small.value is call and len(small.targets) == 1:
+            bound = small.targets[0].target
+            return type(bound) is cst.Name and type(arg) is cst.Name and bound.value == arg.value
+    return False
+
+
 def _target(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[str]:
     if type(node) is cst.Name:
         return node.value
@@ -297,10 +352,12 @@ def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[
 def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[int]:
     """The ids of the ``self.<attribute>`` a ``for`` iterates (directly, or in ``zip`` /
     ``enumerate``), when each name it binds is only called or has attributes read in its body."""
-    iterated = loop.iter
-    sources = [iterated]
-    if type(iterated) is cst.Call and type(iterated.func) is cst.Name and iterated.func.value in ("zip", "enumerate"):
-        sources = [arg.value for arg in iterated.args]
+    sources = [loop.iter]
+    for _ in range(_DEPTH):  # through ``zip`` / ``enumerate``, nested (``enumerate(zip(a, b))``)
+        calls = {id(s): s for s in sources if type(s) is cst.Call and type(s.func) is cst.Name and s.func.value in ("zip", "enumerate")}
+        if not calls:
+            break
+        sources = [s for s in sources if id(s) not in calls] + [a.value for c in calls.values() for a in c.args]
     mine = [
         source for source in sources if type(source) is cst.Attribute
         and _is_self(source.value, self_name) and source.attr.value == attribute
@@ -330,19 +387,27 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         return None
     if type(func) is not cst.Name or callee is None or callee.op != "element":
         return None
-    index = callee.info.get("index")
-    source = callee.inputs[0] if callee.inputs else None
-    if index is not None:  # one name of a tuple target: the element of an element
-        if source is None or source.op != "element" or not source.inputs:
+    indices: List[int] = []  # ``for i, (conv, norm) in enumerate(zip(...))``: conv is [1][0]
+    value = callee
+    while value.op == "element" and value.info.get("index") is not None and len(indices) < _DEPTH:
+        indices.append(value.info["index"])
+        value = value.inputs[0] if value.inputs else None
+        if value is None:
             return None
-        source = source.inputs[0]
-    if source is None:
+    if value.op != "element" or value.info.get("index") is not None or not value.inputs:
         return None
-    node = source.node
-    if index is None:
-        if type(node) is cst.Attribute and _is_self(node.value, self_name):
-            return node
-        return None
+    node = value.inputs[0].node  # what the loop iterates
+    for index in reversed(indices):
+        node = _zipped(node, index, qualify)
+        if node is None:
+            return None
+    if type(node) is cst.Attribute and _is_self(node.value, self_name):
+        return node
+    return None
+
+
+def _zipped(node: Any, index: int, qualify) -> Optional[cst.BaseExpression]:
+    """What position ``index`` of an element of ``zip(a, b)`` / ``enumerate(a)`` iterates."""
     if type(node) is not cst.Call:
         return None
     name = qualify(node.func)
@@ -350,11 +415,7 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         name = node.func.value
     args = [a.value for a in node.args if a.keyword is None and not a.star]
     if name in ("zip", "builtins.zip") and index < len(args):
-        chosen = args[index]
-    elif name in ("enumerate", "builtins.enumerate") and index == 1 and args:
-        chosen = args[0]
-    else:
-        return None
-    if type(chosen) is cst.Attribute and _is_self(chosen.value, self_name):
-        return chosen
+        return args[index]
+    if name in ("enumerate", "builtins.enumerate") and index == 1 and args:
+        return args[0]
     return None

@@ -140,7 +140,11 @@ class DroppedStemPool(Rule):
     later counts as what it was given (`self.base_model = {"resnet18": resnet18, ...}[name]`,
     then `self.encoder = self.base_model(**kw)` in that or another method, or in a subclass):
     a ResNet among the dict's constructors, beside the project's own encoders but beside no
-    torchvision or timm model that is not one (`tests/test_downsampling_stored.py`).
+    torchvision or timm model that is not one (`tests/test_downsampling_stored.py`). A model
+    picked from a models package by name (`torchvision.models.__dict__[name]`,
+    `vars(models)[name]`), `timm.create_model(name)` where the replacement runs only under
+    `if "resnet" in name` (or `name.startswith("resnet")`), and a function handed the model that
+    replaces both its `conv1` and its `maxpool` count too (`tests/test_downsampling_helpers.py`).
 
     ## Why is this bad?
     The stem pool halves the height and width before `layer1`. Without it every later stage
@@ -286,6 +290,9 @@ class DroppedStemPool(Rule):
             or enclosing(self.context, cst.FunctionDef)
             or self.context.module
         )
+        function = enclosing(self.context, cst.FunctionDef)
+        if type(function) is cst.FunctionDef and _stem_helper(function, base):
+            return True
         for node in walk(scope):
             if type(node) is cst.Attribute and node.attr.value in _STAGES:
                 if dotted_name(node.value) == base:
@@ -320,6 +327,19 @@ class DroppedStemPool(Rule):
             )
         return bool(callees) and all(self._resnet_constructor(value, qualified) for qualified in callees)
 
+    def _name_constrained(self, name: cst.BaseExpression) -> bool:
+        """The statement being visited runs only where the model name ``name`` is a ResNet's:
+        in the body of an ``if "resnet" in name`` (``name.startswith("resnet")``, also one
+        side of an ``and``)."""
+        if type(name) is not cst.Name:
+            return False
+        stack = self.context.statement_stack
+        for position, statement in enumerate(stack[:-1]):
+            if type(statement) is cst.If and any(s is stack[position + 1] for s in statement.body.body):
+                if _constrains(statement.test, name.value):
+                    return True
+        return False
+
     def _project_qualify(self, method: cst.FunctionDef):
         """Qualified names as ``method`` binds them; a name the project defines
         (``from .backbones import vit_tiny``) as ``<project>.vit_tiny``."""
@@ -333,11 +353,12 @@ class DroppedStemPool(Rule):
 
         return project_qualify
 
-    @staticmethod
-    def _resnet_constructor(value: cst.Call, qualified: str) -> bool:
+    def _resnet_constructor(self, value: cst.Call, qualified: str) -> bool:
         if qualified == "timm.create_model" and value.args:
             name = value.args[0].value
-            return type(name) is cst.SimpleString and name.evaluated_value.startswith(_RESNET_PREFIXES)
+            if type(name) is not cst.SimpleString:
+                return self._name_constrained(name)  # `if "resnet" in model_name:`
+            return name.evaluated_value.startswith(_RESNET_PREFIXES)
         package, _, function = qualified.rpartition(".")
         if package in ("torchvision.models", "timm.models") and not function:
             return True  # `getattr(torchvision.models, name)`: its `maxpool`/`conv1` are used below
@@ -520,3 +541,41 @@ def _is_stride_one(node: cst.BaseExpression) -> bool:
     if type(node) in (cst.Tuple, cst.List):
         return bool(node.elements) and all(_is_stride_one(e.value) for e in node.elements)
     return literal_number(node) == 1
+
+
+def _stem_helper(function: cst.FunctionDef, base: str) -> bool:
+    """``def adapt(model): model.conv1 = ...; model.maxpool = nn.Identity()``: a parameter whose
+    ``conv1`` and ``maxpool`` the function both replaces (a ResNet's stem, by its parts)."""
+    names = [p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)]
+    if base not in names:
+        return False
+    replaced = set()
+    for node in walk(function):
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Attribute and dotted_name(target.target.value) == base:
+                    replaced.add(target.target.attr.value)
+    return {"conv1", "maxpool"} <= replaced
+
+
+def _constrains(test: cst.BaseExpression, name: str) -> bool:
+    """``test`` holds only for a ResNet model name: ``"resnet" in name``,
+    ``name.startswith("resnet")``, or an ``and`` with one of these."""
+    if type(test) is cst.BooleanOperation:
+        if type(test.operator) is cst.And:
+            return _constrains(test.left, name) or _constrains(test.right, name)
+        return False
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        return (
+            type(comparison.operator) is cst.In and type(test.left) is cst.SimpleString
+            and test.left.evaluated_value.startswith(_RESNET_PREFIXES)
+            and type(comparison.comparator) is cst.Name and comparison.comparator.value == name
+        )
+    if type(test) is cst.Call and type(test.func) is cst.Attribute and test.func.attr.value == "startswith":
+        owner, args = test.func.value, test.args
+        return (
+            type(owner) is cst.Name and owner.value == name and len(args) == 1
+            and type(args[0].value) is cst.SimpleString and args[0].value.evaluated_value.startswith(_RESNET_PREFIXES)
+        )
+    return False

@@ -153,7 +153,13 @@ class MissingInplaceSavesMemory(_MissingInplace):
     caller passes `**params` copied from a dict default of its own), and
     functional aliases (`act = F.leaky_relu`). A layer built with `**params` gets a finding
     without a fix: a caller may pass `params` with an `inplace` of its own, which an added
-    `inplace=True` would clash with (tests/test_inplace_forms.py).
+    `inplace=True` would clash with (tests/test_inplace_forms.py). Lists are followed through
+    `layers.pop()`, `layers = layers[:-1]` and `del layers[-1]`, into `super().__init__(*layers)`
+    of an `nn.Sequential` subclass; a layer passed to a class of the file
+    (`FullyConnected(sizes, final_activation=nn.ELU())`) runs after what precedes it where that
+    class places it; a `ModuleList` run as `for block in self.blocks: x = block(x)` runs its
+    elements in order, like a Sequential; and module lists are followed through
+    `enumerate(zip(...))` (tests/test_inplace_lists.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps

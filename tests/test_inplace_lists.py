@@ -1,0 +1,345 @@
+"""TML201 through list mutations and module lists, in the forms research code writes:
+
+* a builder that appends ``Linear`` then ``ELU()`` in a loop and drops the last activation
+  (``layers.pop(-1)``, ``layers.pop()``, ``layers = layers[:-1]``, ``del layers[-1]``) before
+  ``nn.Sequential(*layers)`` (or ``nn.Sequential(*layers[:-1])``, ``layers[:-2]``, ``layers[1:]``) or ``super().__init__(*layers)`` in an ``nn.Sequential`` subclass;
+* an activation passed in as a constructor argument (``final_activation=nn.ELU()``) that the
+  class appends after its last layer;
+* ``for i, (conv, norm) in enumerate(zip(self.convs, self.norms))``;
+* a ``ModuleList`` extended with ``[Conv1d, LeakyReLU(), BatchNorm1d]`` in a loop and run in
+  order by ``for block in self.blocks: x = block(x)``: a Sequential by another name.
+
+Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
+activation passed after an ELU (its output is needed in backward), a passed layer the class
+also stores, a residual read of the norm's output, a module-list loop that also keeps each
+output or adds its input back, a list that ``insert`` reorders, an element also called on its
+own, an activation first in its display, a ``super().__init__`` of a class that is not a
+Sequential.
+
+The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
+marked ``# expect: CODE``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, Set, Tuple
+
+import pytest
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+MARKER = re.compile(r"#\s*expect:\s*(TML\d{3})")
+
+CASES: Dict[str, str] = {
+    "pop": '''
+        import torch.nn as nn
+
+
+        def fully_connected(sizes):
+            layers = []
+            for in_size, out_size in zip(sizes, sizes[1:]):
+                layers.append(nn.Linear(in_size, out_size))
+                layers.append(nn.ELU())  # expect: TML201
+            layers.pop(-1)
+            return nn.Sequential(*layers)
+
+
+        def sliced(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.ELU()]  # expect: TML201
+            layers = layers[:-1]
+            return nn.Sequential(*layers)
+
+
+        def spliced_slice(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.ELU()]  # expect: TML201
+            return nn.Sequential(*layers[:-1])
+
+
+        def two_dropped(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.BatchNorm1d(b), nn.ELU()]  # expect: TML201
+            layers = layers[:-2]
+            return nn.Sequential(*layers)
+
+
+        def head_dropped(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.ELU(), nn.Linear(a, b)]  # expect: TML201
+            return nn.Sequential(*layers[1:])
+
+
+        def cut_unknown(sizes, n):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.ELU()]
+            return nn.Sequential(*layers[:n])
+
+
+        class Net(nn.Module):
+            def __init__(self, sizes):
+                super().__init__()
+                layers = []
+                for a, b in zip(sizes, sizes[1:]):
+                    layers.append(nn.Linear(a, b))
+                    layers.append(nn.ELU())  # expect: TML201
+                del layers[-1]
+                self.body = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        def popped_middle(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers.append(nn.Linear(a, b))
+                layers.append(nn.ELU())
+            layers.pop(1)
+            return nn.Sequential(*layers)
+
+
+        def popped_used(sizes):
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers.append(nn.Linear(a, b))
+                layers.append(nn.ELU())
+            last = layers.pop()
+            return nn.Sequential(*layers), last
+    ''',
+    "subclass": '''
+        import torch.nn as nn
+
+
+        class FullyConnected(nn.Sequential):
+            def __init__(self, sizes, final_activation=None):
+                layers = []
+                for in_size, out_size in zip(sizes, sizes[1:]):
+                    layers.append(nn.Linear(in_size, out_size))
+                    layers.append(nn.ELU())  # expect: TML201
+                layers.pop(-1)
+                if final_activation is not None:
+                    layers.append(final_activation)
+                super().__init__(*layers)
+
+
+        class Stacked(nn.Sequential):
+            def __init__(self, sizes, final=None):
+                layers = []
+                for in_size, out_size in zip(sizes, sizes[1:]):
+                    layers.append(nn.Linear(in_size, out_size))
+                    layers.append(nn.ELU())  # expect: TML201
+                if final is not None:
+                    layers.append(final)
+                super().__init__(*layers)
+
+
+        class Kept(nn.Sequential):
+            def __init__(self, sizes, final):
+                self.final = final
+                super().__init__(nn.Linear(sizes[0], sizes[1]), final)
+
+
+        class Pair(nn.Sequential):
+            def __init__(self, first, second):
+                super().__init__(first, nn.Linear(8, 8), second)
+
+
+        class Plain(nn.Module):
+            def __init__(self, act):
+                super().__init__()
+                self.act = act
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = FullyConnected([8, 16, 16], final_activation=nn.ELU())  # expect: TML201
+                self.other = FullyConnected([8, 16], nn.ELU())  # expect: TML201
+                self.after_elu = Stacked([8, 16], final=nn.ELU())
+                self.kept = Kept([8, 16], nn.ELU())
+                self.plain = Plain(nn.ELU())
+                self.pair = Pair(
+                    nn.ELU(),
+                    nn.ELU(),  # expect: TML201
+                )
+                self.head = nn.Linear(16, 1)
+
+            def forward(self, x):
+                return self.head(self.body(x)) + self.other(x) + self.after_elu(x) + self.kept(x) + self.plain.act(x) + self.pair(x)
+    ''',
+    "enum_zip": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.convs = nn.ModuleList([nn.Conv1d(8, 8, 3) for _ in range(3)])
+                self.norms = nn.ModuleList([nn.InstanceNorm1d(8, affine=True) for _ in range(3)])
+
+            def forward(self, x):
+                for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
+                    x = conv(x)
+                    x = F.leaky_relu(norm(x))  # expect: TML201
+                return x
+
+
+        class Residual(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.convs = nn.ModuleList([nn.Conv1d(8, 8, 3) for _ in range(3)])
+                self.norms = nn.ModuleList([nn.InstanceNorm1d(8, affine=True) for _ in range(3)])
+
+            def forward(self, x):
+                for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
+                    y = norm(conv(x))
+                    x = F.leaky_relu(y) + y
+                return x
+    ''',
+    "chained_list": '''
+        import torch.nn as nn
+
+
+        class XVector(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tdnns = nn.ModuleList()
+                c = 8
+                for out in (16, 16, 32):
+                    self.tdnns.extend(
+                        [
+                            nn.Conv1d(c, out, 3),
+                            nn.LeakyReLU(),  # expect: TML201
+                            nn.BatchNorm1d(out),
+                        ]
+                    )
+                    c = out
+
+            def forward(self, x):
+                for block in self.tdnns:
+                    x = block(x)
+                return x
+
+
+        class KeepsEach(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv1d(8, 8, 3), nn.LeakyReLU(), nn.BatchNorm1d(8)])
+
+            def forward(self, x):
+                feats = []
+                for block in self.blocks:
+                    x = block(x)
+                    feats.append(x)
+                return feats
+
+
+        class AddsBack(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv1d(8, 8, 3), nn.LeakyReLU(), nn.BatchNorm1d(8)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x) + x
+                return x
+
+
+        class Reordered(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv1d(8, 8, 3), nn.LeakyReLU(), nn.BatchNorm1d(8)])
+                self.blocks.insert(1, nn.Dropout(0.1))
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+
+
+        class AlsoAlone(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv1d(8, 8, 3), nn.LeakyReLU(), nn.BatchNorm1d(8)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+
+            def probe(self, x):
+                return self.blocks[1](x)
+
+
+        class FirstInDisplay(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList()
+                for _ in range(3):
+                    self.blocks.extend([nn.LeakyReLU(), nn.Conv1d(8, 8, 3)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x)
+                return x
+    ''',
+}
+
+
+def marked(name: str) -> Set[Tuple[int, str]]:
+    lines = textwrap.dedent(CASES[name]).splitlines()
+    return {(row, m.group(1)) for row, line in enumerate(lines, start=1) for m in [MARKER.search(line)] if m}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> Dict[str, Set[Tuple[int, str]]]:
+    folder = tmp_path_factory.mktemp("inplace_lists")
+    for name, source in CASES.items():
+        (folder / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", str(folder), "--isolated", "--no-cache", "--exit-zero",
+         "--select", "TML201,TML203,TML204", "--output-format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    rows: Dict[str, Set[Tuple[int, str]]] = {name: set() for name in CASES}
+    for finding in json.loads(result.stdout):
+        rows[Path(finding["filename"]).stem].add((finding["location"]["row"], finding["code"]))
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows(findings, name):
+    assert findings[name] == marked(name)
+
+
+def test_trimmed_orders_drop_what_a_slice_or_pop_removes():
+    """``Order.trimmed`` / ``drop_last`` on the successor relation of a loop-built list."""
+    from torchmemlint.analysis.layer_lists import Order
+
+    linear, act = object(), object()
+    body = Order.sequence([linear, act])
+    looped = Order.empty()
+    for _ in range(3):  # the loop's fixpoint: the body 0, 1, 2 ... times
+        looped = looped.union(looped.then(body))
+    popped = looped.drop_last()
+    assert popped.last == frozenset({linear}) and popped.predecessors(act) == [linear]
+    assert not popped.nullable  # one round popped leaves [linear]; popping an empty list raises
+    assert looped.trimmed(slice(None, -1)) == popped
+    assert looped.trimmed(slice(1, None)).first == frozenset({act})
+    assert looped.trimmed(slice(None, -2)).last == frozenset({act})
+    assert Order.sequence([linear, act]).drop_last().single() == [linear]
+    assert looped.trimmed(slice(None, None, 2)) is None and looped.trimmed(5) is None
