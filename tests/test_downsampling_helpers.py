@@ -13,19 +13,14 @@ marked ``# expect: CODE``.
 
 from __future__ import annotations
 
-import json
-import re
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-from typing import Dict, Set, Tuple
+from typing import Dict
 
 import pytest
 
+from marked_cases import Found, lint_cases, marked
+
 pytestmark = pytest.mark.slow  # starts the CLI
 
-MARKER = re.compile(r"#\s*expect:\s*(TML\d{3})")
 
 CASES: Dict[str, str] = {
     "namespace": '''
@@ -160,28 +155,11 @@ CASES: Dict[str, str] = {
 }
 
 
-def marked(name: str) -> Set[Tuple[int, str]]:
-    lines = textwrap.dedent(CASES[name]).splitlines()
-    return {(row, m.group(1)) for row, line in enumerate(lines, start=1) for m in [MARKER.search(line)] if m}
-
-
 @pytest.fixture(scope="module")
-def findings(tmp_path_factory) -> Dict[str, Set[Tuple[int, str]]]:
-    folder = tmp_path_factory.mktemp("downsampling_helpers")
-    for name, source in CASES.items():
-        (folder / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", str(folder), "--isolated", "--no-cache", "--exit-zero",
-         "--select", "TML301", "--output-format", "json"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    rows: Dict[str, Set[Tuple[int, str]]] = {name: set() for name in CASES}
-    for finding in json.loads(result.stdout):
-        rows[Path(finding["filename"]).stem].add((finding["location"]["row"], finding["code"]))
-    return rows
+def findings(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("downsampling_helpers"), CASES, "TML301")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reports_exactly_the_marked_rows(findings, name):
-    assert findings[name] == marked(name)
+    assert set(findings[name]) == marked(CASES[name])
