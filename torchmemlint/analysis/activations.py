@@ -272,18 +272,7 @@ class InplaceAnalysis:
         reads = [r for r in names_read(function, param) if not none_test(function, r)]
         site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{callee}`{_via(layer)})"
 
-        def settle(site: Site) -> None:
-            complete = bool(reads)
-            for read in reads:
-                placed = self._elements().get(id(read))
-                complete = complete and bool(placed)
-                for sequence, part in placed or ():
-                    complete = complete and part not in sequence.first
-                    for previous in sequence.predecessors(part):
-                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
-            site.complete = complete
-
-        site.pending = settle
+        site.pending = self._placed_after(reads)
         return site
 
     def _local(self, site: Site, layer: Layer, function: cst.FunctionDef) -> Site:
@@ -301,6 +290,14 @@ class InplaceAnalysis:
         when = f", when `{param}` is None" if param is not None else ""
         site.label = f"`{short_name(layer.qualified)}` (`{target.value}`{when}{_via(layer)})"
 
+        site.pending = self._placed_after(reads)
+        return site
+
+    def _placed_after(self, reads: List[Any]) -> Callable[[Site], None]:
+        """A site's ``pending``: each of ``reads`` (a name for the layer) is an element of
+        Sequentials of the file, and the layer runs on what precedes it there (complete when
+        every read is such an element, never the first)."""
+
         def settle(site: Site) -> None:
             complete = bool(reads)
             for read in reads:
@@ -312,8 +309,7 @@ class InplaceAnalysis:
                         site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
             site.complete = complete
 
-        site.pending = settle
-        return site
+        return settle
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
         """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""
