@@ -16,7 +16,7 @@ from typing import Dict, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import Scope
-from torchmemlint.analysis.scripts import call_keywords
+from torchmemlint.analysis.scripts import apply_dict_writes, call_keywords, dict_display
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import nodes_of
 
@@ -79,7 +79,7 @@ def _mapping(value: cst.BaseExpression, call: cst.Call, scope: Scope, module: cs
     if read is None:
         return None
     found = dict(read[0])
-    if not _apply_writes(found, value.value, scope, after=events[0].seq):
+    if not apply_dict_writes(found, value.value, scope, after=events[0].seq):
         return None
     return found, read[1]
 
@@ -112,7 +112,7 @@ def _self_attribute(value: cst.Attribute, scope: Scope, module: cst.Module) -> R
     if read is None:
         return None
     found = dict(read[0])
-    if not _apply_writes(found, name, init, after=events[0].seq):
+    if not apply_dict_writes(found, name, init, after=events[0].seq):
         return None
     for method in owner.methods:
         if method is init or method.function is None:
@@ -132,7 +132,7 @@ def _writes(name: str, scope: Scope) -> bool:
     if any(name in event.targets for event in scope.assigns):
         return True
     probe: Keywords = {}
-    return not _apply_writes(probe, name, scope, after=-1) or bool(probe) or _deletes(name, scope)
+    return not apply_dict_writes(probe, name, scope, after=-1) or bool(probe) or _deletes(name, scope)
 
 
 def _deletes(name: str, scope: Scope) -> bool:
@@ -141,67 +141,6 @@ def _deletes(name: str, scope: Scope) -> bool:
         if type(target) is cst.Subscript and dotted_name(target.value) == name:
             return True
     return any(event.func == "%s.pop" % name for event in scope.calls)
-
-
-def _apply_writes(found: Keywords, name: str, scope: Scope, after: int) -> bool:
-    """Apply to ``found`` what ``scope`` writes into the dict ``name`` after sequence point
-    ``after`` (maybe under ``if``s: a key written may be passed, with that value); False when a
-    write cannot be read."""
-    for event in scope.calls:
-        if event.seq <= after:
-            continue
-        if event.func == "%s.update" % name:
-            args = event.node.args
-            if len(args) == 1 and args[0].keyword is None and not args[0].star:
-                added = _display(args[0].value)
-            else:
-                added = _display(cst.Call(cst.Name("dict"), args))
-            if added is None:
-                return False
-            found.update(added)
-        elif event.func == "%s.setdefault" % name:
-            args = event.node.args
-            if len(args) != 2 or type(args[0].value) is not cst.SimpleString or args[0].keyword or args[0].star:
-                return False
-            found.setdefault(args[0].value.evaluated_value, args[1].value)  # type: ignore[arg-type]
-        elif event.func == "%s.pop" % name:
-            args = event.node.args
-            if not args or type(args[0].value) is not cst.SimpleString:
-                return False
-            found.pop(args[0].value.evaluated_value, None)  # type: ignore[arg-type]
-    for assign in nodes_of(scope.node, cst.Assign):
-        for target in assign.targets:
-            written = target.target
-            if type(written) is cst.Subscript and dotted_name(written.value) == name:
-                key = written.slice[0].slice if len(written.slice) == 1 else None
-                if type(key) is not cst.Index or type(key.value) is not cst.SimpleString:
-                    return False
-                found[key.value.evaluated_value] = assign.value  # type: ignore[index]
-    for statement in nodes_of(scope.node, cst.Del):
-        target = statement.target
-        if type(target) is cst.Subscript and dotted_name(target.value) == name:
-            key = target.slice[0].slice if len(target.slice) == 1 else None
-            if type(key) is not cst.Index or type(key.value) is not cst.SimpleString:
-                return False
-            found.pop(key.value.evaluated_value, None)  # type: ignore[arg-type]
-    return True
-
-
-def _display(value: cst.BaseExpression) -> Optional[Keywords]:
-    found: Keywords = {}
-    if type(value) is cst.Dict:
-        for element in value.elements:
-            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
-                return None
-            found[element.key.evaluated_value] = element.value  # type: ignore[index]
-        return found
-    if type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "dict":
-        for arg in value.args:
-            if arg.keyword is None:
-                return None
-            found[arg.keyword.value] = arg.value
-        return found
-    return None
 
 
 def _initial(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Read:
@@ -213,7 +152,7 @@ def _initial(value: cst.BaseExpression, scope: Scope, module: cst.Module) -> Rea
         if read is None:
             return None
         return read[0], read[1] or "the default used when `%s` %s" % (default[0], DEFAULT_PATH)
-    display = _display(value)
+    display = dict_display(value)
     if display is not None:
         return display, None
     if type(value) is cst.Call and len(value.args) == 1 and not value.args[0].keyword and not value.args[0].star:

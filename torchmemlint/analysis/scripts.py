@@ -130,56 +130,71 @@ def _dict_of(
     value: cst.BaseExpression, call: cst.Call, scope: Scope
 ) -> Optional[Dict[str, cst.BaseExpression]]:
     if type(value) is not cst.Name:
-        return _dict_display(value)
+        return dict_display(value)
     events = [event for event in scope.assigns if value.value in event.targets]
     seq = next((event.seq for event in scope.calls if event.node is call), None)
     if len(events) != 1 or events[0].augmented or seq is None or events[0].seq > seq:
         return None
-    found = _dict_display(events[0].value) if events[0].value is not None else None
+    found = dict_display(events[0].value) if events[0].value is not None else None
     if found is None:
         return None
     # Filled in after its definition, maybe under an `if`: a key written with a literal name
-    # (`kwargs["x"] = v`, `kwargs.update(x=v)`, `kwargs.update({"x": v})`,
-    # `kwargs.setdefault("x", v)`) may be passed, with that value; any other write: unknown.
+    # may be passed, with that value; any other write: unknown.
+    return found if apply_dict_writes(found, value.value, scope, events[0].seq) else None
+
+
+def apply_dict_writes(found: Dict[str, cst.BaseExpression], name: str, scope: Scope, after: int) -> bool:
+    """Apply to ``found`` what ``scope`` writes into the dict ``name`` after sequence point
+    ``after`` (maybe under ``if``s: a key written may be passed, with that value); False when a
+    write cannot be read."""
     for event in scope.calls:
-        if event.func == "%s.update" % value.value:
-            update = event.node.args
-            if len(update) == 1 and update[0].keyword is None and not update[0].star:
-                added = _dict_display(update[0].value)
+        if event.seq <= after:
+            continue
+        if event.func == "%s.update" % name:
+            args = event.node.args
+            if len(args) == 1 and args[0].keyword is None and not args[0].star:
+                added = dict_display(args[0].value)
             else:
-                added = _dict_display(cst.Call(cst.Name("dict"), update))
+                added = dict_display(cst.Call(cst.Name("dict"), args))
             if added is None:
-                return None
+                return False
             found.update(added)
-        elif event.func == "%s.setdefault" % value.value:
+        elif event.func == "%s.setdefault" % name:
             args = event.node.args
             if len(args) != 2 or type(args[0].value) is not cst.SimpleString or args[0].keyword or args[0].star:
-                return None
-            found.setdefault(args[0].value.evaluated_value, args[1].value)
-    for target in nodes_of(scope.node, cst.AssignTarget):
-        written = target.target
-        if type(written) is cst.Subscript and type(written.value) is cst.Name and written.value.value == value.value:
-            key = written.slice[0].slice if len(written.slice) == 1 else None
+                return False
+            found.setdefault(args[0].value.evaluated_value, args[1].value)  # type: ignore[arg-type]
+        elif event.func == "%s.pop" % name:
+            args = event.node.args
+            if not args or type(args[0].value) is not cst.SimpleString:
+                return False
+            found.pop(args[0].value.evaluated_value, None)  # type: ignore[arg-type]
+    for assign in nodes_of(scope.node, cst.Assign):
+        for target in assign.targets:
+            written = target.target
+            if type(written) is cst.Subscript and dotted_name(written.value) == name:
+                key = written.slice[0].slice if len(written.slice) == 1 else None
+                if type(key) is not cst.Index or type(key.value) is not cst.SimpleString:
+                    return False
+                found[key.value.evaluated_value] = assign.value  # type: ignore[index]
+    for statement in nodes_of(scope.node, cst.Del):
+        target = statement.target
+        if type(target) is cst.Subscript and dotted_name(target.value) == name:
+            key = target.slice[0].slice if len(target.slice) == 1 else None
             if type(key) is not cst.Index or type(key.value) is not cst.SimpleString:
-                return None
-            found[key.value.evaluated_value] = _assigned_value(scope.node, target)
-    return found
+                return False
+            found.pop(key.value.evaluated_value, None)  # type: ignore[arg-type]
+    return True
 
 
-def _assigned_value(root: cst.CSTNode, target: cst.AssignTarget) -> cst.BaseExpression:
-    for assign in nodes_of(root, cst.Assign):
-        if any(t is target for t in assign.targets):
-            return assign.value
-    return cst.Name("None")  # pragma: no cover - every AssignTarget belongs to an Assign
-
-
-def _dict_display(value: cst.BaseExpression) -> Optional[Dict[str, cst.BaseExpression]]:
+def dict_display(value: cst.BaseExpression) -> Optional[Dict[str, cst.BaseExpression]]:
+    """The literal keys of a dict display or `dict(k=v)` call (None: not such a display)."""
     found: Dict[str, cst.BaseExpression] = {}
     if type(value) is cst.Dict:
         for element in value.elements:
             if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
                 return None
-            found[element.key.evaluated_value] = element.value
+            found[element.key.evaluated_value] = element.value  # type: ignore[index]
         return found
     if type(value) is cst.Call and type(value.func) is cst.Name and value.func.value == "dict":
         for arg in value.args:
