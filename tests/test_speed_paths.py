@@ -418,3 +418,50 @@ def test_a_lint_leaves_no_reference_cycle_holding_the_tree():
         gc.set_debug(0)
         gc.garbage.clear()
     assert (held, owners) == ([], [])
+
+
+METHODS = {
+    # findings inside methods: only those methods are generated (a tab-indented body, a
+    # decorated method with comments before it, two methods of one class)
+    "methods": (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class Net(nn.Module):\n"
+        "\tdef __init__(self):\n\t\tsuper().__init__()\n\t\tself.conv = nn.Conv2d(3, 8, 3)\n"
+        "\t\tself.act = nn.ReLU()\n\n"
+        "\t# the forward pass\n\t@torch.jit.ignore\n"
+        "\tdef forward(self, x):\n\t\treturn F.relu(self.conv(x))\n\n"
+        "\tdef predict(self, x):\n\t\treturn self.act(self.conv(x)).argmax(1)\n\n\n"
+        "def evaluate(model, x):\n    print(model(x).sum().item())\n"
+    ),
+    # the same method text in two classes: its code is in the file twice, so the classes
+    # are generated whole; a finding on a class attribute: the class whole too
+    "twins": (
+        "import torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+        "class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n\n    def forward(self, x):\n"
+        "        return F.relu(self.conv(x))\n\n\n"
+        "class B(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n\n    def forward(self, x):\n"
+        "        return F.relu(self.conv(x))\n\n\n"
+        "class C(nn.Module):\n    act = nn.ReLU()\n\n    def __init__(self):\n        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, 3)\n\n    def forward(self, x):\n        return self.act(self.conv(x))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_partial_positions_of_methods_equal_the_full_pass(name, monkeypatch):
+    generated = []
+    real = positions._OffsetPositions.__init__
+
+    def spy(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        generated.append(self)
+
+    monkeypatch.setattr(positions._OffsetPositions, "__init__", spy)
+    fast = _lint(METHODS[name], True, monkeypatch)
+    methods_alone = [state for state in generated if state.indent_tokens == ["\t"]]
+    assert fast and fast == _lint(METHODS[name], False, monkeypatch)
+    # "methods": its methods alone were generated, under the class body's tab (and nothing
+    # else was); "twins" has no tab
+    assert bool(methods_alone) == (name == "methods")

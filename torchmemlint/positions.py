@@ -206,45 +206,53 @@ def _partial_positions(
     # The nodes whose ranges are needed, by the top-level statement that holds them: the
     # statements inside (for noqa rows), the reported nodes and the edited ones (an edit
     # outside its report's statement is found nowhere, and the full pass is made instead).
+    needed: Dict[int, List[cst.CSTNode]] = {position: [] for position in wanted}
+    for item in pending:
+        top = index[id(item.top)]
+        needed[top].append(item.node)
+        for edit in item.fix.edits if item.fix is not None else ():
+            needed[index.get(id(edit.node), top)].append(edit.node)
+    # What is generated for each: the statement, or (without a document) the methods of a
+    # class that hold everything needed there, when each method's code is in the text once.
+    units: Dict[int, List[Tuple[cst.CSTNode, Tuple[str, ...]]]] = {}
+    for position in sorted(wanted):
+        methods = None if known else _methods_holding(module, body[position], needed[position])
+        units[position] = methods or [(body[position], ())]
     groups: Dict[int, List[cst.CSTNode]] = {}
     statements: List[cst.CSTNode] = []
     for position in sorted(wanted):
-        inner = _statements_in(body[position])
+        inner = [node for unit, _ in units[position] for node in _statements_in(unit)]
         statements.extend(inner)
-        groups[position] = inner
-    for item in pending:
-        top = index[id(item.top)]
-        groups[top].append(item.node)
-        for edit in item.fix.edits if item.fix is not None else ():
-            groups[index.get(id(edit.node), top)].append(edit.node)
+        groups[position] = inner + needed[position]
     # kept ranges cover every node; code generated here records only the nodes needed
     nodes = None if known else _wanted_nodes(pending, statements)
     state = _OffsetPositions(module)  # holds the shifted ranges; generates nothing
     for position in sorted(wanted):
-        statement = body[position]
-        if known:
-            alone, code = _kept_positions(module, statement, document)
-            start = starts[id(statement)]
-            if not text.startswith(code, start):
-                return None
-        else:
-            alone = _OffsetPositions(module, nodes)
-            statement._codegen(alone)
-            code = "".join(alone.tokens)
-            start = text.find(code)
-            if start < 0 or text.find(code, start + 1) >= 0 or not code:
-                return None
-            if start > 0 and text[start - 1] not in "\n\r":
-                return None
-        inclusive, syntactic = alone.inclusive, alone.syntactic
-        for node in groups[position]:
-            found = inclusive.get(node)
-            if found is None:
-                continue
-            state.inclusive[node] = (found[0] + start, found[1] + start)
-            found = syntactic.get(node)
-            if found is not None:
-                state.syntactic[node] = (found[0] + start, found[1] + start)
+        for unit, indent in units[position]:
+            if known:
+                alone, code = _kept_positions(module, unit, document)
+                start = starts[id(unit)]
+                if not text.startswith(code, start):
+                    return None
+            else:
+                alone = _OffsetPositions(module, nodes)
+                alone.indent_tokens = list(indent)
+                unit._codegen(alone)
+                code = "".join(alone.tokens)
+                start = text.find(code)
+                if start < 0 or text.find(code, start + 1) >= 0 or not code:
+                    return None
+                if start > 0 and text[start - 1] not in "\n\r":
+                    return None
+            inclusive, syntactic = alone.inclusive, alone.syntactic
+            for node in groups[position]:
+                found = inclusive.get(node)
+                if found is None:
+                    continue
+                state.inclusive[node] = (found[0] + start, found[1] + start)
+                found = syntactic.get(node)
+                if found is not None:
+                    state.syntactic[node] = (found[0] + start, found[1] + start)
     for item in pending:
         if item.node not in state.inclusive:
             return None
@@ -252,6 +260,34 @@ def _partial_positions(
             if edit.node not in state.inclusive:
                 return None
     return state, statements
+
+
+def _methods_holding(
+    module: cst.Module, statement: cst.CSTNode, needed: List[cst.CSTNode]
+) -> Optional[List[Tuple[cst.CSTNode, Tuple[str, ...]]]]:
+    """The methods of the top-level class ``statement`` that hold every node of ``needed``,
+    each with the indentation its body's code is generated under (a class's code is mostly
+    other methods: generating only these is a fraction of the work); None when a node is
+    outside any method (a class attribute, the header) or the nodes are not indexed."""
+    if type(statement) is not cst.ClassDef or type(statement.body) is not cst.IndentedBlock:
+        return None
+    block = statement.body
+    indent = (block.indent if block.indent is not None else module.default_indent,)
+    methods: Dict[int, cst.CSTNode] = {}
+    for node in needed:
+        found = indexed(node)
+        if found is None:
+            return None
+        index, here = found
+        path = index.ancestors(here)
+        # module > class > its body > the method (> ... > the node)
+        if len(path) < 4 or index.order[path[1]] is not statement or index.order[path[2]] is not block:
+            return None
+        method = index.order[path[3]]
+        if type(method) is not cst.FunctionDef:
+            return None
+        methods[id(method)] = method
+    return [(method, indent) for method in methods.values()]
 
 
 _STATEMENT_TYPES = tuple(
