@@ -493,3 +493,28 @@ def test_a_report_made_outside_the_statements_belongs_to_its_top_level_statement
     context.report("TML401", call, "message", None)
     context.report("TML401", module, "message", None)
     assert [item.top for item in context.pending] == [module.body[1], None]
+
+
+@pytest.mark.parametrize(
+    "said, reported",
+    [
+        ("", True),  # the file says checkpoint elsewhere, this class does not
+        ("        # checkpointing is done by the caller\n", False),  # a comment in the class
+        ("        self.use_checkpoint = False\n", False),  # a name
+        ("        self.mode = 'grad_checkpoint'\n", False),  # a string
+    ],
+)
+def test_a_class_that_says_checkpoint_handles_it_itself(said, reported):
+    # TML405 stays quiet on a class that mentions checkpointing anywhere, a comment included
+    text = (
+        "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n\n\n"
+        "class Block(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        "        self.norm = nn.LayerNorm(dim)\n"
+        "        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, dim))\n\n"
+        "    def forward(self, x):\n        return x + self.mlp(self.norm(x))\n\n\n"
+        "class Encoder(nn.Module):\n    def __init__(self, depth=12, dim=64):\n        super().__init__()\n" + said
+        + "        self.blocks = nn.ModuleList([Block(dim) for _ in range(depth)])\n\n"
+        "    def forward(self, x):\n        for block in self.blocks:\n            x = block(x)\n        return x\n"
+    )
+    found = [f.code for f in lint_source(text, "m.py", Settings(), frozenset({"TML405"}))]
+    assert found == (["TML405"] if reported else [])

@@ -18,7 +18,7 @@ from torchmemlint.analysis.checkpoints import (
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
-from torchmemlint.analysis.syntax import _flat_statements, _scope_of, self_path, _walk_types
+from torchmemlint.analysis.syntax import _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
 
 
@@ -34,6 +34,10 @@ class CallableModel:
         self.module = module
         # the parsed source, when known: a class cannot say "checkpoint" if the file does not
         self._file_mentions = text is None or "checkpoint" in text.lower()
+        # ... nor in a comment if no line says it after a `#` (a `#` in a string: maybe)
+        self._comment_mentions = text is None or any(
+            "checkpoint" in line.partition("#")[2] for line in text.lower().splitlines() if "#" in line
+        )
         self.root = root
         self.factories = factories
         self.classes: Dict[str, cst.ClassDef] = {}
@@ -196,6 +200,13 @@ class CallableModel:
         if key not in self._mentions:
             if not self._file_mentions:
                 self._mentions[key] = False  # without generating the class's code
+            elif not self._comment_mentions:  # then only a name or a string can say it
+                self._mentions[key] = any(
+                    "checkpoint" in text.lower()
+                    for text in (
+                        n.value for n in nodes_of(node, cst.Name, cst.SimpleString, cst.FormattedStringText)
+                    )
+                )
             else:
                 self._mentions[key] = "checkpoint" in self.module.code_for_node(node).lower()
         return self._mentions[key]
