@@ -106,7 +106,7 @@ class LayerwiseScores:
         tokens = torch.zeros(1, steps + 1, dtype=torch.long)
         memory = self.encoder(src)  # <-
         for i in range(1, steps + 1):
-            logits, _ = self.decoder(tokens[:, :i], memory)
+            logits, _ = self.decoder(tokens[:, :i], memory)  # <- (each model call is its own finding)
             logits = logits[:, -1]
             logits /= temperature
             tokens[:, i] = torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(-1)

@@ -182,12 +182,10 @@ class Producers:
         if not layers:
             return UNKNOWN_PRODUCER
         made = [self._element(layer, lists) for layer in layers]
-        categories = {layer.category() if found is None else found.category for layer, found in zip(layers, made)}
-        if categories <= {Category.FRESH, Category.POOL}:
-            category = Category.FRESH if Category.FRESH in categories else Category.POOL
-        elif len(categories) == 1:
-            category = categories.pop()
-        else:
+        category = joined([
+            Producer(layer.category(), "") if found is None else found for layer, found in zip(layers, made)
+        ]).category
+        if category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
         kinds = "/".join(sorted({
             short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
