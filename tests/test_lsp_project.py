@@ -11,7 +11,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import client_recording_registrations
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, default_converter, register_lsp_features
 
 pytestmark = pytest.mark.slow  # a server process
 
@@ -28,10 +28,29 @@ SUBCLASS = "from .blocks import Block\n\n\nclass Small(Block):\n    pass\n"
 DELETES = SUBCLASS.replace("    pass\n", "    def __init__(self):\n        super().__init__()\n        del self.pool\n")
 
 
+def client_recording_publishes() -> LanguageClient:
+    """A client that keeps every diagnostics notification in order (``published``): waiting
+    for "the next one" would miss a notification that arrives in the same read as another."""
+    client = LanguageClient(converter_factory=default_converter)
+    client.registrations = []
+    client.published = []
+
+    def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.append(params)
+
+    def register(ls: LanguageClient, params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)
+
+    features = dict(DEFAULT_CLIENT_FEATURES, **{PUBLISH: publish, types.CLIENT_REGISTER_CAPABILITY: register})
+    register_lsp_features(client, features)
+    return client
+
+
 @pytest_lsp.fixture(
     config=ClientServerConfig(
         server_command=[sys.executable, "-m", "torchmemlint", "lsp"],
-        client_factory=client_recording_registrations,
+        client_factory=client_recording_publishes,
     )
 )
 async def client(lsp_client: LanguageClient, request):
@@ -49,12 +68,22 @@ async def client(lsp_client: LanguageClient, request):
     await lsp_client.shutdown_session()
 
 
-async def _published(client: LanguageClient, uri: str):
-    """The next diagnostics published for ``uri`` (others' are skipped)."""
-    while True:
-        params = await asyncio.wait_for(client.protocol.wait_for_notification_async(PUBLISH), TIMEOUT)
-        if params.uri == uri:
-            return params
+def _published(client: LanguageClient, uri: str):
+    """The first diagnostics published for ``uri`` from now on (others' are skipped)."""
+    since = len(client.published)
+
+    async def first():
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TIMEOUT
+        while True:
+            for params in client.published[since:]:
+                if params.uri == uri:
+                    return params
+            if loop.time() > deadline:
+                raise asyncio.TimeoutError(f"no diagnostics for {uri} in {TIMEOUT} s")
+            await asyncio.sleep(0.02)
+
+    return first()
 
 
 async def _fix_titles(client: LanguageClient, uri: str, diagnostic) -> List[str]:
