@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -110,3 +111,28 @@ def test_readme_install_for_your_own_project_works_verbatim_from_a_fresh_copy(tm
         assert result.returncode == 1 and "model.py:2:5: TML401" in result.stdout, result
     # The static linter never needs torch: the fresh environment has none.
     assert subprocess.run([str(bin_dir / "python"), "-c", "import torch"], env=env).returncode
+
+
+@pytest.mark.slow
+def test_readme_fixture_outputs_are_what_the_cli_prints():
+    """The README's first example (`--output-format concise`) and the set-up command's
+    `--statistics` output, as the README quotes them: totals and the lines shown."""
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> List[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "torchmemlint", *args, "--exit-zero", "fixtures/"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+        )
+        return result.stdout.splitlines()
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    concise, statistics = re.findall(r"```console\n(.*?)```", readme, re.S)[:2]
+    shown = [line for line in concise.splitlines() if line != "..." and not line.startswith("$")]
+    assert len(shown) >= 4 and set(shown) <= set(cli("--output-format", "concise"))
+    lines = cli("--statistics")
+    total = re.search(r"\((\d+) findings in all;", readme)
+    assert total and sum(int(line.split()[0]) for line in lines) == int(total.group(1))
+    shown = [line for line in statistics.splitlines() if line != "..."]
+    assert shown[:3] == lines[:3] and shown[-1] == lines[-1]
