@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Where an in-process lint of a corpus spends its time, by phase: the libcst parse, the
+file's node index, the rules' walk (their analyses included), placing the findings
+(``resolve_findings``) and the loop-rule gate; the rest (text gates, contexts, noqa) is
+total minus those.
+
+    python benchmarks/lint_phases.py [PATH] [--all]    # default: the timm corpus of speed.py (M)
+
+Every file is linted by ``engine.lint_source`` in this process (no start-up, no worker), with
+the default rules or ``--all``. Seconds of wall time on this machine; compare phases within one
+run (benchmarks/README.md, "End of the fourth session").
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    from speed import cache_dir  # the corpora speed.py extracts
+
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    root = Path(args[0]) if args else cache_dir() / "M"
+    if not root.is_dir():
+        print(f"lint_phases: no corpus at {root} (run benchmarks/speed.py --corpus M once)", file=sys.stderr)
+        return 2
+    import torchmemlint.engine as engine
+    import torchmemlint.tree as tree
+    from torchmemlint.config import load_settings
+    from torchmemlint.project import REGISTRY
+    from torchmemlint.rules import all_rules
+
+    spent: dict = {}
+
+    def timed(owner, name: str, phase: str) -> None:
+        original = getattr(owner, name)
+
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            try:
+                return original(*a, **k)
+            finally:
+                spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, wrapper)
+
+    timed(engine, "parse_module", "parse")
+    timed(engine, "resolve_findings", "placing findings")
+    timed(engine, "_loop_rules_may_report", "loop gate")
+    timed(tree.NodeIndex, "__init__", "node index")
+    timed(engine._BatchedWalker, "walk", "rules' walk")
+    settings = load_settings(None)
+    codes = frozenset(all_rules()) if "--all" in sys.argv else None
+    files = sorted(str(path) for path in root.rglob("*.py"))
+    REGISTRY.set_run(files)
+    texts = [(path, Path(path).read_text(encoding="utf-8", errors="surrogateescape")) for path in files]
+    start = time.perf_counter()
+    for path, text in texts:
+        engine.lint_source(text, path, settings, codes=codes)
+    total = time.perf_counter() - start
+    print(f"{len(files)} files of {root}, {'all rules' if codes else 'default rules'}: {total:.2f} s")
+    for phase, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"  {seconds:6.2f} s  {phase}")
+    print(f"  {total - sum(spent.values()):6.2f} s  the rest")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
