@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
@@ -81,6 +82,23 @@ class AttentionSites:
         self.analysis = analysis
         self._sites: Optional[List[AttentionSite]] = None
         self.quiet: List[Tuple[cst.FunctionDef, cst.CSTNode, str]] = []  # (function, product, why): by design
+        self._prefixes: Dict[int, Optional[str]] = {}
+
+    def functional_prefix(self, site: AttentionSite) -> Optional[str]:
+        """How the fix spells ``torch.nn.functional`` at ``site`` (``F``, ``nn.functional``,
+        ``torch.nn.functional``, an import of the file that no enclosing function's own name
+        shadows), None when there is none."""
+        function = site.function
+        if id(function) not in self._prefixes:
+            scope = self.analysis.bindings
+            for node in path_to(self.analysis.module, function) or [function]:
+                if type(node) in (cst.FunctionDef, cst.Lambda):  # the scopes the engine opens
+                    scope = Bindings(scope)
+                    scope.bind_parameters(node.params)  # type: ignore[attr-defined]
+                    if type(getattr(node, "body", None)) is cst.IndentedBlock:
+                        scope.bind_statements(node.body.body)  # type: ignore[attr-defined]
+            self._prefixes[id(function)] = self.analysis.functional_prefix(scope.qualify)
+        return self._prefixes[id(function)]
 
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:

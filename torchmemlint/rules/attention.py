@@ -180,20 +180,12 @@ class EagerAttention(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._pending: Dict[int, AttentionSite] = {
-            id(site.product): site for site in attention_sites(self.context).sites()
-        }
+        found = attention_sites(self.context)
+        pending: Dict[int, AttentionSite] = {id(site.product): site for site in found.sites()}
+        for site in pending.values():
+            self._report(site, found.functional_prefix(site))
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self._reached(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._reached(node)
-
-    def _reached(self, node: cst.CSTNode) -> None:
-        site = self._pending.get(id(node))
-        if site is None:
-            return
+    def _report(self, site: AttentionSite, prefix: Optional[str]) -> None:
         kept = "softmax output"
         if site.has_dropout:
             kept += ", dropout mask and dropped weights"
@@ -203,16 +195,15 @@ class EagerAttention(Rule):
             "F.scaled_dot_product_attention keeps q, k, v, the output and a B·H·L logsumexp"
             % kept
         )
-        fix = self._fix(site)
+        fix = self._fix(site, prefix)
         if fix is None:
             reason = site.reason or "this file does not import torch or torch.nn.functional"
             message += " (no automatic fix: %s)" % reason
-        self.report(node, message, fix)
+        self.report(site.product, message, fix)
 
-    def _fix(self, site: AttentionSite) -> Optional[FixSpec]:
+    def _fix(self, site: AttentionSite, prefix: Optional[str]) -> Optional[FixSpec]:
         if not site.fixable or site.query is None or site.key is None or site.value is None:
             return None
-        prefix = self.context.analysis.functional_prefix(self.qualify)
         if prefix is None:
             return None
         arguments = [site.query, site.key, site.value]
