@@ -317,3 +317,60 @@ def test_weights_that_escape_and_look_alikes_stay_quiet(tmp_path):
     result = _lint(path, "--output-format", "json")
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout) == []
+
+
+def _returned_value(source: str):
+    """The value the only function of ``source`` returns, in its value graph."""
+    import textwrap
+
+    import libcst as cst
+
+    from torchmemlint.analysis.file import FileAnalysis
+    from torchmemlint.analysis.names import Bindings
+
+    module = cst.parse_module(textwrap.dedent(source))
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    analysis = FileAnalysis(module, bindings, text=module.code)
+    (function, _), = analysis.value_graphs.functions()
+    (value,) = analysis.values(function).returns
+    return value
+
+
+@pytest.mark.parametrize("call, ops", [
+    ("torch.baddbmm(torch.empty(1), q, k, beta=0, alpha=s)", ["scale", "contract"]),  # the input ignored
+    ("torch.baddbmm(bias, q, k, alpha=s)", ["add", "scale", "contract"]),  # beta=1: the input added
+    ("torch.baddbmm(bias, q, k, beta=1.0)", ["add", "contract"]),
+    ("bias.baddbmm(q, k, beta=0, alpha=1)", ["contract"]),
+    ("torch.baddbmm(bias, q, k, beta=0.5)", ["call"]),  # another beta: not followed
+])
+def test_baddbmm_is_a_contraction_scaled_and_added(call, ops):
+    value = _returned_value("import torch\n\n\ndef f(q, k, bias, s):\n    return %s\n" % call)
+    found = []
+    while value.op in ("add", "scale", "contract", "call"):
+        found.append(value.op)
+        if value.op in ("contract", "call"):
+            break
+        value = value.inputs[0]
+    assert found == ops
+    if ops[-1] == "contract":
+        assert value.info["specs"][2][-2:] == ("i", "j") and value.rank == 3
+
+
+@pytest.mark.parametrize("call, dim, keepdim", [
+    ("x.amax(dim=-1, keepdim=True)", -1, True),
+    ("torch.amax(x, -1, True)", -1, True),
+    ("x.max(-2, keepdim=True)", -2, True),
+    ("torch.logsumexp(x, dim=-1)", -1, False),
+    ("x.max()", None, None),  # no axis: not a reduction over one
+    ("torch.max(x, y)", None, None),  # elementwise
+])
+def test_reductions_over_one_axis(call, dim, keepdim):
+    value = _returned_value(
+        "import torch\n\n\ndef f(y):\n    x = torch.einsum('b i d, b j d -> b i j', y, y)\n    return %s\n" % call
+    )
+    if dim is None:
+        assert value.op != "reduce"
+        return
+    assert value.op == "reduce" and value.info["keepdim"] is keepdim
+    assert value.info["axis"] is value.inputs[0].axis(dim) is not None

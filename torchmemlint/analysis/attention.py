@@ -3,7 +3,8 @@
 A site is a contraction ``O`` of weights ``W`` with a value ``V`` over one axis, where ``W`` is,
 through dropout, casts, axis relabelling, same-file helpers and modules of unknown kind, a
 softmax over that axis, and the softmax's input is, through scales, mask fills, additions,
-casts and helpers, a contraction ``S`` of two tensors in which that axis comes from one of them
+the subtraction of a maximum over that axis (``s - s.amax(-1, keepdim=True)``: the softmax is
+the same), casts and helpers, a contraction ``S`` of two tensors in which that axis comes from one of them
 (the keys; the other gives the queries). The spelling does not matter: the graph has already
 turned ``@``/``matmul``/``bmm``/``einsum``, ``F.softmax``/``nn.Softmax``/aliases, transposes and
 permutes into these operations. A site whose intermediate values (the scores, the weights)
