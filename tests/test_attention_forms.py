@@ -374,3 +374,26 @@ def test_reductions_over_one_axis(call, dim, keepdim):
         return
     assert value.op == "reduce" and value.info["keepdim"] is keepdim
     assert value.info["axis"] is value.inputs[0].axis(dim) is not None
+
+
+@pytest.mark.slow
+def test_the_kernel_model_the_multi_query_message_states():
+    """What the multi-query finding says of CUDA's kernels is the repository's model of torch's
+    choice (``torchmemlint/dynamic/emulate.py``, from ``sdp_utils.cpp``): k and v with fewer
+    heads run the memory-efficient kernel in no case, the flash kernel only with
+    ``enable_gqa=True`` in fp16/bf16 without a mask."""
+    torch = pytest.importorskip("torch")
+    from torchmemlint.dynamic.emulate import EFFICIENT, FLASH, MATH, choose_attention_kernel
+
+    def kernel(dtype, heads, gqa, mask=None):
+        q = torch.empty(2, 4, 5, 8, dtype=dtype, device="meta")
+        k = torch.empty(2, heads, 6, 8, dtype=dtype, device="meta")
+        return choose_attention_kernel(q, k, k, mask, gqa)
+
+    mask = torch.empty(5, 6, dtype=torch.bool, device="meta")
+    assert kernel(torch.float32, 4, False) == EFFICIENT  # as many heads: fused
+    assert kernel(torch.float32, 4, False, mask) == EFFICIENT
+    assert kernel(torch.float32, 1, False) == MATH
+    assert kernel(torch.float32, 1, True) == MATH
+    assert kernel(torch.bfloat16, 1, True) == FLASH
+    assert kernel(torch.bfloat16, 1, True, mask) == MATH
