@@ -234,7 +234,7 @@ def test_exact_type_tests_name_only_classes_without_subclasses():
 # Rule modules whose rules only ask the shared analysis (docs/contributing.md, "A rule as a graph
 # question"): they meet no expression node in the traversal and resolve no name themselves.
 # Their fixes may still lay out edits on the call the analysis found.
-ASKING = ("checkpoint.py", "distributed.py")
+ASKING = ("attention.py", "checkpoint.py", "distributed.py")
 EXPRESSION_NODES = {"Call", "Arg", "Attribute", "Name", "Lambda", "Subscript", "BinaryOperation", "Dict"}
 
 
@@ -262,23 +262,9 @@ def _reads_syntax(path: Path, classes=None):
     return found
 
 
-# Rule classes that only ask the shared analysis, in modules whose other rules still read syntax.
-ASKING_CLASSES = {
-    "attention.py": (
-        "EagerAttnImplementation", "CheckpointFunctionWithoutRng", "CheckpointModuleCalled",
-        "TrainingWithoutAutocast",
-    ),
-}
-
-
 @pytest.mark.parametrize("name", ASKING)
 def test_rules_that_ask_the_analysis_read_no_expressions(name):
     assert _reads_syntax(PACKAGE / "rules" / name) == []
-
-
-@pytest.mark.parametrize("name", sorted(ASKING_CLASSES))
-def test_rule_classes_that_ask_the_analysis_read_no_expressions(name):
-    assert _reads_syntax(PACKAGE / "rules" / name, ASKING_CLASSES[name]) == []
 
 
 def test_the_syntax_reading_check_finds_a_call_visitor(tmp_path):

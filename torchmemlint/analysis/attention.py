@@ -3,7 +3,8 @@
 A site is a contraction ``O`` of weights ``W`` with a value ``V`` over one axis, where ``W`` is,
 through dropout, casts, axis relabelling, same-file helpers and modules of unknown kind, a
 softmax over that axis, and the softmax's input is, through scales, mask fills, additions,
-casts and helpers, a contraction ``S`` of two tensors in which that axis comes from one of them
+the subtraction of a maximum over that axis (``s - s.amax(-1, keepdim=True)``: the softmax is
+the same), casts and helpers, a contraction ``S`` of two tensors in which that axis comes from one of them
 (the keys; the other gives the queries). The spelling does not matter: the graph has already
 turned ``@``/``matmul``/``bmm``/``einsum``, ``F.softmax``/``nn.Softmax``/aliases, transposes and
 permutes into these operations. A site whose intermediate values (the scores, the weights)
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
@@ -35,6 +37,7 @@ LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mas
 WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
+CONTRACTIONS = ("matmul", "bmm", "einsum")
 PASSES = frozenset({"reshape", "relabel", "same", "join", "element", "helper", "index", "cast"})
 
 
@@ -81,6 +84,23 @@ class AttentionSites:
         self.analysis = analysis
         self._sites: Optional[List[AttentionSite]] = None
         self.quiet: List[Tuple[cst.FunctionDef, cst.CSTNode, str]] = []  # (function, product, why): by design
+        self._prefixes: Dict[int, Optional[str]] = {}
+
+    def functional_prefix(self, site: AttentionSite) -> Optional[str]:
+        """How the fix spells ``torch.nn.functional`` at ``site`` (``F``, ``nn.functional``,
+        ``torch.nn.functional``, an import of the file that no enclosing function's own name
+        shadows), None when there is none."""
+        function = site.function
+        if id(function) not in self._prefixes:
+            scope = self.analysis.bindings
+            for node in path_to(self.analysis.module, function) or [function]:
+                if type(node) in (cst.FunctionDef, cst.Lambda):  # the scopes the engine opens
+                    scope = Bindings(scope)
+                    scope.bind_parameters(node.params)  # type: ignore[attr-defined]
+                    if type(getattr(node, "body", None)) is cst.IndentedBlock:
+                        scope.bind_statements(node.body.body)  # type: ignore[attr-defined]
+            self._prefixes[id(function)] = self.analysis.functional_prefix(scope.qualify)
+        return self._prefixes[id(function)]
 
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
@@ -106,9 +126,9 @@ def _mentions_contraction(function: cst.FunctionDef) -> bool:
     for node in walk(function):
         if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             return True
-        if type(node) is cst.Name and node.value in ("matmul", "bmm", "einsum", "contract"):
-            return True
-        if type(node) is cst.Attribute and node.attr.value in ("matmul", "bmm", "einsum"):
+        if type(node) is cst.Name and (node.value == "contract" or any(word in node.value for word in CONTRACTIONS)):
+            return True  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
+        if type(node) is cst.Attribute and any(word in node.attr.value for word in CONTRACTIONS):
             return True
     return False
 
@@ -129,6 +149,7 @@ class _Question:
         self.memo: Dict[int, Value] = {}  # id(a scores value) -> the contraction it comes from
         self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
         self.scaled = 0  # how many scales the path from the softmax back to the scores passed
+        self.assumed: Optional[int] = None  # the scores' rank, taken from one operand (``_axis_at``)
 
     def site(self) -> Optional[AttentionSite]:
         why = ""
@@ -191,7 +212,10 @@ class _Question:
         """The softmax over ``axis`` that ``value`` is made from."""
         self._add(value)
         if value.op == "softmax":
-            if value.info.get("axis") is not axis:
+            over = value.info.get("axis")
+            if over is None and isinstance(value.info.get("dim"), int) and value.info["dim"] >= 0 and value.inputs:
+                over = self._axis_at(value.inputs[0], value.info["dim"])
+            if over is not axis:
                 raise _NoSite()
             for part in value.info.get("parts", ()):  # written in place, slice by slice (writes.py)
                 self._add(part)
@@ -212,6 +236,27 @@ class _Question:
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
         return self._weights(value.inputs[0], axis)
+
+    def _axis_at(self, scores: Value, dim: int) -> object:
+        """The axis at index ``dim`` (from the start) of scores whose rank the code does not show:
+        that of the contraction they come from (through elementwise steps), when one of its
+        operands' rank is shown and the other's is not (``matmul(q.permute(0, 2, 1), k)``):
+        a batched matmul's operands are taken to have one rank (``self.assumed``)."""
+        value = scores
+        for _ in range(16):
+            if value.op == "contract":
+                break
+            if value.op not in ("scale", "fill", "add", "cast", "same", "join") or not value.inputs:
+                return None
+            value = value.inputs[0]
+        if value.op != "contract" or value.info.get("spelling") not in ("@", "torch.matmul", "matmul"):
+            return None
+        ranks = {value_rank(self.graph, v) for v in value.inputs}
+        known = [r for r in ranks if r is not None]
+        if len(known) != 1 or None not in ranks or known[0] < 3:
+            return None
+        self.assumed = known[0]
+        return scores.axis(dim - known[0])
 
     def _join(self, value: Value, follow, what: str) -> Value:  # type: ignore[no-untyped-def]
         """An ``if``/``else`` join: every arm that leads to the same value; fixed only when
@@ -325,6 +370,8 @@ class _Question:
             self.texts.append(value.info["where"])
         elif value.op == "add":
             other = value.info.get("other")
+            if value.info.get("subtract") and len(value.inputs) == 2 and self._along(value.inputs[1], axis):
+                return self._scores(value.inputs[0], axis)  # ``s - s.amax(-1, keepdim=True)``: softmax is the same
             if value.info.get("subtract") or other is None:
                 self.reasons.append("a tensor is subtracted from the scores")
             elif self.scaled:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
@@ -348,6 +395,29 @@ class _Question:
         elif value.op == "reshape":  # reached with the key axis known: another arm of an ``if`` kept it
             self.reasons.append("the scores are reshaped (`%s`) before the softmax" % _code(value.node)[:60])
         return self._scores(value.inputs[0], axis)
+
+    def _along(self, value: Value, axis: object) -> bool:
+        """Is ``value`` constant along ``axis`` (a reduction over it that keeps the dim, through
+        ``.detach()``, casts, ``.values``/``[0]`` of ``max``)? Subtracting it leaves the softmax
+        over ``axis`` as it is; its steps join the chain (SDPA needs none of them)."""
+        steps = []
+        for _ in range(8):
+            steps.append(value)
+            if value.op in ("same", "cast") and value.inputs:
+                value = value.inputs[0]
+            elif value.op == "member" and value.info.get("name") == "values" and value.inputs and value.inputs[0].op == "reduce":
+                value = value.inputs[0]
+            elif value.op == "index" and value.inputs and value.inputs[0].op == "reduce" and _first(value.node):
+                value = value.inputs[0]
+            else:
+                break
+        if value.op != "reduce" or not value.info.get("keepdim") or value.info.get("axis") is not axis or axis is None:
+            return False
+        if value.info.get("pair") and steps[-1] is value and (len(steps) < 2 or steps[-2].op not in ("member", "index")):
+            return False  # ``x.max(-1, keepdim=True)`` itself is the (values, indices) pair
+        for step in steps:
+            self._add(step)
+        return True
 
     def _scale(self, value: Value) -> None:
         factor_node = value.info.get("factor")
@@ -433,6 +503,14 @@ class _Question:
         feature = scores.info["contracted"]
         j_s = [letter for letter in s_out if letter != "..."][scores.position(axis)]  # type: ignore[index, arg-type]
         query_letters = [l for l in s_out if l in q_spec and l not in k_spec]
+        heads = [l for l in query_letters if l != s_out[-2]]
+        if len(feature) == 1 and s_out[-1] == j_s and len(query_letters) > 1 and all(l in s_out[:-2] for l in heads):
+            self.reasons.append(
+                "q has an axis that k has not (multi-query attention: one k and v for every head); the "
+                "memory-efficient CUDA kernel of F.scaled_dot_product_attention needs as many heads in k and v "
+                "as in q, and with enable_gqa=True only the flash kernel (fp16/bf16, no mask) runs it"
+            )
+            return
         if len(feature) != 1 or len(query_letters) != 1 or s_out[-1] != j_s or s_out[-2] != query_letters[0]:
             self.reasons.append("the scores' layout has no F.scaled_dot_product_attention equivalent")
             return
@@ -463,11 +541,14 @@ class _Question:
         self.texts.extend((q_node, k_node, v_node))
         spellings = (scores.info["spelling"], product.info["spelling"])
         rank: Optional[int] = None
-        if "einsum" in spellings or {"torch.bmm", "bmm"} & set(spellings):  # the rank is in the code
-            rank = len(s_out) if "..." not in s_out else 3
-        else:  # `@`/`matmul`: the rank where the value graph shows it (q, k and v agree)
+        explicit = [len(spec) for spelling, spec in zip(spellings, (s_out, o_out)) if spelling == "einsum" and "..." not in spec]
+        if {"torch.bmm", "bmm"} & set(spellings):  # the rank is in the code
+            rank = 3
+        elif explicit:
+            rank = explicit[0]
+        else:  # `@`/`matmul`, an einsum over `...`: the rank where the value graph shows it (q, k and v agree)
             ranks = {value_rank(self.graph, v) for v in (scores.inputs[1 - key_side], scores.inputs[key_side], product.inputs[1 - side])}
-            rank = ranks.pop() if len(ranks) == 1 else None
+            rank = ranks.pop() if len(ranks) == 1 else self.assumed
         if rank is not None:
             site.rank = rank
             if rank not in (None, 3, 4):
@@ -578,6 +659,7 @@ def _similarity(graph: FunctionValues, scores: Value) -> bool:
     if len(scores.info["contracted"]) != 1:
         return True  # several feature axes (an einsum over d and m): the letters say it
     feature = scores.info["contracted"][0]
+    hint = 3 if scores.info.get("spelling") in ("torch.bmm", "bmm") else None  # ``bmm``: 3-D operands
     for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
         found = []
         for side in (0, 1):
@@ -585,16 +667,17 @@ def _similarity(graph: FunctionValues, scores: Value) -> bool:
             if feature not in spec[-2:]:
                 return "..." not in spec
             position = spec.index(feature) - len(spec)
-            found.append(_origin(graph, scores.inputs[side], position, through_rearrange, every_step) == -1)
+            found.append(_origin(graph, scores.inputs[side], position, through_rearrange, every_step, hint) == -1)
         if found[0] == found[1]:
             return True
     return False
 
 
-def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool) -> int:
+def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool, hint: Optional[int] = None) -> int:
     """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
     axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
-    other step), of ``value``'s axis at ``position``."""
+    other step), of ``value``'s axis at ``position``. ``hint``: the rank the contraction says
+    its operands have (``bmm``: 3), which these steps keep."""
     for _ in range(16):
         info = value.info
         if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
@@ -609,6 +692,7 @@ def _origin(graph: FunctionValues, value: Value, position: int, through_rearrang
             return position
         dims = list(info.get("dims", ()))
         rank = value.rank if value.rank is not None else value_rank(graph, value)
+        rank = hint if rank is None else rank
         norm = [d - rank if d >= 0 else d for d in dims] if rank is not None else dims  # type: ignore[operator]
         if any(d >= 0 for d in norm):  # the rank is not known: only a swap of the last two is
             if not (info.get("swap") and position in (-1, -2)):
@@ -659,6 +743,12 @@ def _oriented(node: cst.CSTNode, swap: bool) -> str:
     text = _code(node)
     return "%s.transpose(-2, -1)" % (text if _simple(node) else "(%s)" % text)
 
+
+def _first(node: Optional[cst.CSTNode]) -> bool:
+    """``x[0]``."""
+    if type(node) is not cst.Subscript or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return False
+    return _literal(node.slice[0].slice.value) == 0
 
 def _literal(node: cst.BaseExpression) -> Optional[int]:
     if type(node) is cst.Integer:

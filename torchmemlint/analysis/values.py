@@ -21,7 +21,8 @@ Spellings are normalised here, once:
   a module constant, a helper that returns one); ``+`` is ``add``;
 - ``x[h:] = x[h:].softmax(-1)`` then ``x[:h] = ...`` is ``softmax`` of ``x`` (``writes.py``);
 - ``F.dropout``/``nn.Dropout`` are ``dropout``, ``.float()``/``.to(...)``/``.type(...)`` ``cast``,
-  ``F.scaled_dot_product_attention`` ``attention``;
+  ``F.scaled_dot_product_attention`` ``attention``; ``baddbmm`` and ``amax``/``max``/``logsumexp``
+  over one axis are composed of these (``compound.py``: ``contract``, ``scale``, ``add``; ``reduce``);
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
   in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
   ``module`` (one of unknown kind, or a callable argument, keeps its input's axes: a same-shaped step, conservatively).
@@ -39,6 +40,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
+from torchmemlint.analysis.compound import REDUCTIONS, compound_value
 from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
@@ -54,6 +56,7 @@ RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "s
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 HELPER_DEPTH = 2
+COMPOUND = REDUCTIONS | {"baddbmm"}
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 
 
@@ -537,6 +540,8 @@ class FunctionValues:
     def _function(self, name: str, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
         if (activation := activation_value(self, name, node, positional, keywords)) is not None:
             return activation
+        if name.startswith("torch.") and (compound := compound_value(self, name[6:], node, None, positional, keywords)) is not None:
+            return compound  # ``torch.baddbmm``, ``torch.amax``: composed of the graph's operations
         if name in SOFTMAX and positional:
             return self._softmax(positional[0], node, positional[1:], keywords)
         if name in MATMUL and len(positional) == 2 and not keywords:
@@ -595,6 +600,8 @@ class FunctionValues:
             return self._same("activation", receiver, node, positional, method=method, inplace=True, operand=node.func.value)  # type: ignore[attr-defined]
         if method == "softmax":
             return self._softmax(receiver, node, positional, keywords)
+        if method in COMPOUND and (compound := compound_value(self, method, node, receiver, positional, keywords)) is not None:
+            return compound
         if method in ("matmul", "bmm") and len(positional) == 1 and not keywords:
             return self._contract(receiver, positional[0], node, MATMUL_SPECS, method)
         if method in ("masked_fill", "masked_fill_") and len(positional) == 2 and not keywords:

@@ -42,11 +42,17 @@ class EagerAttention(Rule):
       followed through `reshape`/`permute`/`.contiguous()` to where each operand was made, so
       `k` projected straight to (b, h, d, s) (`.reshape(b, s, h, -1).permute(0, 2, 3, 1)`) and
       a channel-first key (B, C, N) used as it is count; xformers' `masked_matmul(q, kᵀ, mask)`
-      (the product, then the mask added);
+      (the product, then the mask added); `torch.baddbmm(input, q, kᵀ, beta=0, alpha=scale)`
+      (the product scaled by `alpha`; `beta=0` ignores the input, `beta=1` adds it as a mask);
+      an `einsum` over `...` (`"... i d, ... j d -> ... i j"` on 5-D tensors);
     - the softmax: `F.softmax`, `torch.softmax`, `s.softmax(...)`, an `nn.Softmax` attribute
       (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), a local alias
       (`softmax = torch.softmax if c else F.softmax`), over `dim=-1` or the same axis by its
-      index (`dim=2` of 3-D scores); written in place into two complementary slices of the
+      index (`dim=2` of 3-D scores; of `matmul(q.permute(0, 2, 1), k)` too, the rank taken
+      from the operand that shows it); the scores' maximum subtracted first
+      (`s - s.amax(-1, keepdim=True).detach()`, `s.max(-1, keepdim=True).values` or `[0]`,
+      `torch.logsumexp(s, -1, keepdim=True)`: the softmax is the same, the fix drops it);
+      written in place into two complementary slices of the
       first axis (`s[h:] = s[h:].softmax(-1)`; `s[:h] = s[:h].softmax(-1)`), also in one arm
       of an `if` whose other arm is the plain softmax (reported without a fix);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
@@ -72,7 +78,11 @@ class EagerAttention(Rule):
     written in place into slices of the scores (the fix does not rewrite that form), a tensor
     is added to the scores before the scale (SDPA adds its mask after scaling), or the softmax
     is computed in another function (a helper that returns the weights to the function that
-    applies the dropout and the product with v; the fix rewrites one function)
+    applies the dropout and the product with v; the fix rewrites one function), or q has an
+    axis k has not (multi-query attention, one k and v for every head: CUDA's memory-efficient
+    kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
+    kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
+    kernel choice)
     (`tests/test_attention_rearrange.py` and `tests/test_attention_layouts.py`: the rearranged
     and permuted forms fixed compute what the eager code did, CPU).
 
@@ -156,7 +166,9 @@ class EagerAttention(Rule):
     `torchmemlint/dynamic/emulate.py` models it). `tests/test_attention_rules.py` and
     `tests/test_attention_rank.py` run the fixed forms (channel-first, `v` on the left,
     module softmax, aliases, a conv feature map flattened to 3-D) against the eager code on
-    CPU: equal within float32 rounding in eval mode.
+    CPU: equal within float32 rounding in eval mode; `tests/test_attention_forms.py` the
+    maximum subtracted, 5-D `...` einsums, `baddbmm` (also per batch slice in a loop) and
+    channel-first `matmul(q.permute(0, 2, 1), k)` forms, outputs and gradients (CPU).
 
     ## Measured
     CPU estimate of CUDA (`benchmarks/memory_figures.py`, `h_attention`: fake tensors with
@@ -180,20 +192,12 @@ class EagerAttention(Rule):
     fix_applicability = ("unsafe",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._pending: Dict[int, AttentionSite] = {
-            id(site.product): site for site in attention_sites(self.context).sites()
-        }
+        found = attention_sites(self.context)
+        pending: Dict[int, AttentionSite] = {id(site.product): site for site in found.sites()}
+        for site in pending.values():
+            self._report(site, found.functional_prefix(site))
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self._reached(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._reached(node)
-
-    def _reached(self, node: cst.CSTNode) -> None:
-        site = self._pending.get(id(node))
-        if site is None:
-            return
+    def _report(self, site: AttentionSite, prefix: Optional[str]) -> None:
         kept = "softmax output"
         if site.has_dropout:
             kept += ", dropout mask and dropped weights"
@@ -203,16 +207,15 @@ class EagerAttention(Rule):
             "F.scaled_dot_product_attention keeps q, k, v, the output and a B·H·L logsumexp"
             % kept
         )
-        fix = self._fix(site)
+        fix = self._fix(site, prefix)
         if fix is None:
             reason = site.reason or "this file does not import torch or torch.nn.functional"
             message += " (no automatic fix: %s)" % reason
-        self.report(node, message, fix)
+        self.report(site.product, message, fix)
 
-    def _fix(self, site: AttentionSite) -> Optional[FixSpec]:
+    def _fix(self, site: AttentionSite, prefix: Optional[str]) -> Optional[FixSpec]:
         if not site.fixable or site.query is None or site.key is None or site.value is None:
             return None
-        prefix = self.context.analysis.functional_prefix(self.qualify)
         if prefix is None:
             return None
         arguments = [site.query, site.key, site.value]

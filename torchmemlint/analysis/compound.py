@@ -1,0 +1,74 @@
+"""Calls the value graph (``analysis/values.py``) writes as its own operations, composed:
+
+- ``torch.baddbmm(input, a, b, beta=β, alpha=α)`` is ``β·input + α·(a @ b)``: a ``contract`` of
+  ``a`` and ``b`` (a ``bmm``), then a ``scale`` by α (when given and not 1), then an ``add`` of
+  ``input`` (β = 1 or not given; β = 0: the input is ignored, as torch does even when it holds
+  NaN: diffusers' ``baddbmm(torch.empty(...), q, kᵀ, beta=0, alpha=scale)``); another β is a
+  plain call;
+- ``x.amax(dim, keepdim)``, ``torch.amax``, ``x.max(dim, keepdim)`` (the pair of values and
+  indices; its ``.values`` or ``[0]`` is the values), ``logsumexp`` are ``reduce`` over one
+  axis (``info["axis"]``, None when not known, and ``keepdim``): a question can see that
+  ``s - s.amax(-1, keepdim=True)`` subtracts what is constant along that axis.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import libcst as cst
+
+BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
+REDUCTIONS = frozenset({"amax", "max", "logsumexp"})
+
+
+def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
+    """The value of ``torch.<name>(...)`` (``receiver`` None) or ``receiver.<name>(...)`` when
+    it is one of the calls above, else None. ``graph``: a ``values.FunctionValues``."""
+    operands = positional if receiver is None else [receiver, *positional]
+    arguments = [a.value for a in node.args if a.keyword is None and not a.star]
+    if receiver is not None:
+        arguments = [node.func.value, *arguments]  # type: ignore[attr-defined]
+    if name == "baddbmm":
+        return _baddbmm(graph, node, operands, arguments, keywords)
+    if name in REDUCTIONS:
+        return _reduction(graph, name, node, operands, keywords)
+    return None
+
+
+def _number(value: Optional[Any]) -> Optional[float]:
+    return value.info.get("number") if value is not None and value.op == "constant" else None
+
+
+def _baddbmm(graph: Any, node: cst.Call, operands: List[Any], arguments: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
+    if len(operands) != 3 or len(arguments) != 3 or set(keywords) - {"beta", "alpha"}:
+        return None
+    beta = 1.0 if "beta" not in keywords else _number(keywords["beta"])
+    if beta not in (0.0, 1.0):
+        return None
+    value = graph._contract(operands[1], operands[2], node, BMM_SPECS, "torch.bmm", (arguments[1], arguments[2]))
+    value.info["via"] = "baddbmm"
+    alpha = keywords.get("alpha")
+    if alpha is not None and _number(alpha) != 1.0:
+        factor = next(a.value for a in node.args if a.keyword is not None and a.keyword.value == "alpha")
+        value = graph._same("scale", value, node, [alpha], divide=False, factor=factor)
+    if beta == 1.0:
+        value = graph._same("add", value, node, [operands[0]], subtract=False, other=arguments[0])
+    return value
+
+
+def _reduction(graph: Any, name: str, node: cst.Call, operands: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
+    if not operands or set(keywords) - {"dim", "keepdim"}:
+        return None
+    source, rest = operands[0], operands[1:]
+    dim_value = keywords.get("dim", rest[0] if rest else None)
+    keep_value = keywords.get("keepdim", rest[1] if len(rest) > 1 else None)
+    dim = _number(dim_value)
+    if dim_value is None or dim is None or dim != int(dim) or len(rest) > 2:
+        return None  # ``x.max()``, ``torch.max(a, b)``: not a reduction over one axis
+    keepdim = keep_value is not None and (
+        _number(keep_value) == 1.0 or (keep_value.op == "global" and keep_value.info.get("qualified") == "builtins.True")
+        or type(keep_value.node) is cst.Name and keep_value.node.value == "True"
+    )
+    return graph._new("reduce", [source, *rest, *keywords.values()], node, rank=source.rank if keepdim else None, info={
+        "kind": name, "axis": source.axis(int(dim)), "keepdim": keepdim, "pair": name == "max",
+    })
