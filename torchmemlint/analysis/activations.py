@@ -642,7 +642,7 @@ class InplaceAnalysis:
         at = next((position for position, reader in reads if reader is consumer), None)
         others = [  # a join of the branch or loop the activation is in: the way where it did not run
             (position, reader) for position, reader in reads if reader is not consumer and not (
-                type(reader) is not str and reader.op == "join" and facts.within(consumer.statement, reader.statement)
+                type(reader) is not str and reader.op == "join" and facts.passed_by(source, consumer, reader)
             )
         ]
         again = facts.repeated(source, consumer)  # a loop runs the activation on it again

@@ -346,6 +346,10 @@ class UnsafeInplace(Rule):
     (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`, or a Sequential a function
     of the file builds and returns into `self.<name>`). A read in the other arm of an `if` or
     of `a if c else b` is not after it; a loop that reads the same tensor again each round is.
+    Branches join: a tensor made and passed to the activation in one arm of an
+    `if`/`elif`/`else`, `a if c else b` or `try`/`except`/`else`, then read after the branch
+    (`conv9_3 = self.model9(conv9_up)` in both arms, `feature_map["conv9_up"] = conv9_up`
+    after them), is read again (tests/test_inplace_branches.py).
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
