@@ -18,7 +18,7 @@ from torchmemlint.analysis.checkpoints import (
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
-from torchmemlint.analysis.syntax import _flat_statements, _scope_of, _walk_types, nodes_of, self_path
+from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
 
 
@@ -484,7 +484,13 @@ class CallableModel:
                 path = self_path(node, env.self_name)
                 if path is not None and env.owner is not None:
                     method = env.owner.methods.get(path[0])
-                    if method is None:
+                    inherited = self.inherited_method(env.owner, path[0]) if method is None else None
+                    if inherited is not None:  # run with `self` still this class: its `add_module`s
+                        base, method = inherited
+                        more = self.function_contents(
+                            method, Env(_scope_of(method, base.scope), env.owner, _first_param(method), method), depth + 1
+                        )
+                    elif method is None:
                         more = self.contents(node, env, label, depth + 1)
                     elif method is not function:
                         more = self.function_contents(
@@ -606,6 +612,8 @@ class CallableModel:
         path = self_path(expr, env.self_name)
         if path is not None and len(path) == 1 and env.owner is not None:
             values = env.owner.attributes.get(path[0], [])
+            if not values:  # `self.norm_cfg` set by a base class's `__init__`
+                return self._inherited_config(env.owner, path[0], depth + 1)
             return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
         if type(expr) is not cst.Name or env.function is None:
             return None
@@ -622,6 +630,57 @@ class CallableModel:
             if other is not None and other != kind:
                 return None  # a call of this file chooses another norm
         return kind
+
+    def _inherited_config(self, model: InitModel, name: str, depth: int) -> Optional[str]:
+        """The config type of ``self.<name>`` that a base class (of this file or another file of
+        the project) sets in ``__init__``: from its parameter's default, unless ``model``'s
+        ``super().__init__(...)`` passes that parameter (then what it passes, read here)."""
+        for other, base in self.bases(model):
+            values = base.attributes.get(name, [])
+            if not values:
+                found = other._inherited_config(base, name, depth + 1) if depth < self.MAX_DEPTH else None
+                if found is not None:
+                    return found
+                continue
+            if len(values) != 1:
+                return None
+            init = base.methods.get("__init__")
+            param = parameter(init, values[0].value) if init is not None and type(values[0]) is cst.Name else None
+            if param is not None:
+                passed = model.super_argument(init, param.name.value)
+                if passed is False:
+                    return None  # a `*args` may carry it
+                if passed is not None:
+                    return self.config_type(passed, model.init_env(), depth + 1)
+            return other.config_type(values[0], base.init_env(), depth + 1)
+        return None
+
+    def bases(self, model: InitModel) -> List[Tuple["CallableModel", InitModel]]:
+        """The base classes of ``model`` (a class of this file) that this file or another file
+        of the project defines, with the model of the file that defines each."""
+        found: List[Tuple[CallableModel, InitModel]] = []
+        env = Env(model.scope, None, None)
+        for base in model.node.bases:
+            parent = self.local_class(base.value, env)
+            if parent is not None and parent is not model:
+                found.append((self, parent))
+            elif parent is None and self.links is not None:
+                foreign = self.foreign(base.value, env, "class")
+                if foreign is not None:
+                    found.append((foreign[0], foreign[0].model(foreign[1], foreign[0].root)))
+        return found
+
+    def inherited_method(self, model: InitModel, name: str, depth: int = 0) -> Optional[Tuple[InitModel, cst.FunctionDef]]:
+        """The method ``name`` that ``model`` inherits (``@property def norm1(self)`` of a base
+        class in another file), with the base class that defines it."""
+        for other, base in self.bases(model):
+            method = base.methods.get(name)
+            if method is not None:
+                return base, method
+            deeper = other.inherited_method(base, name, depth + 1) if depth < 4 else None
+            if deeper is not None:
+                return deeper
+        return None
 
     @staticmethod
     def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
