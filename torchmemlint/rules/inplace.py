@@ -102,14 +102,15 @@ class _MissingInplace(Rule):
 
     saves: FrozenSet[Saves] = frozenset()
 
-    def visit_Call(self, node: cst.Call) -> None:
-        for site in activation_sites(self.context).sites(node):
+    def visit_Module(self, node: cst.Module) -> None:
+        analysis = activation_sites(self.context)
+        for site in analysis.sites():
             kind = site.kind
             if kind is None or kind.saves not in self.saves or kind.name == "threshold":
                 continue
             if site.inplace is not False or not site.complete:
                 continue
-            file = activation_sites(self.context).file
+            file = analysis.file
             if not all(file.private_attribute(*private) for private in site.privates):
                 continue
             if not all(use.single_use and use.fresh for use in site.uses):
@@ -411,8 +412,8 @@ class UnsafeInplace(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("safe", "unsafe")
 
-    def visit_Call(self, node: cst.Call) -> None:
-        for site in activation_sites(self.context).sites(node):
+    def visit_Module(self, node: cst.Module) -> None:
+        for site in activation_sites(self.context).sites():
             if site.inplace is not True:
                 continue
             problems = [(use, _problem(use)) for use in site.uses]
@@ -519,9 +520,9 @@ class InplaceDropout(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("unsafe",)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
-        for site in analysis.sites(node):
+        for site in analysis.sites():
             if site.name != "dropout" or site.inplace is not True or analysis.never_drops(site):
                 continue
             edit = drop_inplace(self, site)
