@@ -194,6 +194,45 @@ CASES: Dict[str, str] = {
                     out = self.block(h)
                 return out
     ''',
+    # the activation runs before the branch, or in a `try` body that a handler may follow
+    "before_the_arms": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        def before(x, reset: bool):
+            h = x * 2
+            y = F.relu(h, inplace=True)  # expect: TML203
+            if reset:
+                h = torch.zeros(1)
+            return y, h
+
+
+        def before_unread(x, reset: bool):
+            h = x * 2
+            y = F.relu(h, inplace=True)
+            if reset:
+                h = torch.zeros(1)
+            return y
+
+
+        class Handler(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.block = nn.Sequential(nn.ReLU(inplace=True), nn.Conv2d(8, 8, 1))
+                self.proj = nn.Conv2d(8, 8, 1)
+
+            def forward(self, x):
+                h = x * 2
+                out = None
+                try:
+                    out = self.block(h)  # expect: TML203
+                    h = self.proj(out)
+                except RuntimeError:
+                    pass
+                return out, h
+    ''',
     "module_list_element": '''
         import torch.nn as nn
 

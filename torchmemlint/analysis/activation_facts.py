@@ -92,19 +92,16 @@ class GraphFacts:
         arms = self._arms(join)
         if arms is None:  # a loop, or arms that cannot be told apart
             return self.within(consumer.statement, join.statement)
-        owner = join.node if type(join.node) is cst.IfExp else join.statement
-        if self.within(consumer.node, owner) or self.within(consumer.statement, owner):
-            ran = any(
-                value is source and any(self._inside(consumer, region) for region in regions)
-                for value, regions in zip(join.inputs, arms)
-            )
-            if not ran:
-                return True
+        mine = [i for i, regions in enumerate(arms) if any(self._inside(consumer, region) for region in regions)]
+        if mine and type(join.statement) in (cst.Try, cst.TryStar) and mine[0] == 0:
+            mine = list(range(len(arms)))  # a handler may run after the body ran the activation
+        if mine and not any(join.inputs[i] is source for i in mine):
+            return True  # in one arm; the tensor reaches the join only through another
         return not self.read_later(join)
 
     def _inside(self, consumer, region: Optional[cst.CSTNode]) -> bool:
         return region is not None and (
-            self.within(consumer.node, region) or self.within(consumer.statement, region)
+            consumer.node is region or self.within(consumer.node, region) or self.within(consumer.statement, region)
             or consumer.statement is region
         )
 
