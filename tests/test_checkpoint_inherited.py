@@ -6,7 +6,9 @@ layers are registered with ``self.add_module(self.norm1_name, norm1)`` and read 
 base class's ``@property def norm1(self): return getattr(self, self.norm1_name)``, or kept in
 ``self.bns = nn.ModuleList(bns)`` and called as ``self.bns[i]``. Look-alikes stay quiet: the
 subclass passes ``norm_cfg=dict(type='GN')`` (by keyword, or its own parameter's default), the
-checkpointed function touches no norm.
+checkpointed function touches no norm. A subclass that only overrides ``forward`` inherits the
+constructor whole (``self.norm1`` registered there, ``self.bn2`` set there); one whose
+``__init__`` passes GroupNorm up is quiet.
 
 Each case is a package of two files (the base class in one, the subclass in the other, imported
 relatively); the CLI runs once, as a subprocess, over all of them, and each file must report
@@ -46,6 +48,7 @@ BASE = '''
             self.norm1_name, norm1 = build_norm_layer(norm_cfg, planes, postfix=1)
             self.conv1 = build_conv_layer(conv_cfg, inplanes, planes, kernel_size=1, bias=False)
             self.add_module(self.norm1_name, norm1)
+            self.bn2 = nn.BatchNorm2d(planes)
             self.relu = nn.ReLU(inplace=True)
 
         @property
@@ -94,6 +97,25 @@ SUB = '''
             return self.relu(out)
 '''
 
+# a subclass that only overrides `forward`: the modules are the inherited constructor's;
+# {init} is an `__init__` of its own, or nothing
+FORWARD_ONLY = '''
+    import torch.utils.checkpoint as cp
+
+    from .resnet import Bottleneck
+
+
+    class CheckpointedBottleneck(Bottleneck):
+        {init}
+        def forward(self, x):
+            def _inner_forward(x):
+                out = self.conv1(x)
+                {body}
+                return out
+
+            return cp.checkpoint(_inner_forward, x, use_reentrant=False){expect}
+'''
+
 KEPT = "super(Bottle2neck, self).__init__(inplanes, planes, **kwargs)"
 NORM1 = "out = self.relu(self.norm1(out))"
 SPLIT = (
@@ -123,6 +145,18 @@ CASES: Dict[str, Dict[str, str]] = {
         super="super().__init__(inplanes, planes, norm_cfg=norm_cfg, **kwargs)",
     ),
     "no_norm": dict(params="", super=KEPT, body="out = self.relu(self.convs[0](out))", expect=""),
+    # the constructor is inherited whole: `self.norm1` registered there, `self.bn2` set there
+    "inherited_init_property": dict(template=FORWARD_ONLY, init="", body=NORM1, expect=FOUND),
+    "inherited_init_attribute": dict(template=FORWARD_ONLY, init="", body="out = self.bn2(out)", expect=FOUND),
+    "inherited_init_no_norm": dict(template=FORWARD_ONLY, init="", body="out = self.relu(out)", expect=""),
+    # ... but an `__init__` that passes GroupNorm up: the base's modules are not the default ones
+    "init_passes_gn": dict(
+        template=FORWARD_ONLY, body=NORM1, expect="",
+        init=(
+            "def __init__(self, inplanes, planes, **kwargs):\n"
+            "        super().__init__(inplanes, planes, norm_cfg=dict(type='GN', num_groups=8), **kwargs)\n"
+        ),
+    ),
 }
 
 
@@ -130,7 +164,7 @@ def _sources(case: Dict[str, str]) -> Dict[str, str]:
     return {
         "__init__.py": "",
         "resnet.py": textwrap.dedent(BASE),
-        "res2net.py": textwrap.dedent(SUB).format(**case),
+        "res2net.py": textwrap.dedent(case.get("template", SUB)).format(**case),
     }
 
 

@@ -16,6 +16,7 @@ from torchmemlint.analysis.checkpoints import (
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.inheritance import inherited_config, inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
@@ -313,6 +314,9 @@ class CallableModel:
                 method = env.owner.methods.get(path[0])
                 if method is not None:
                     merge(self.function_contents(method, env.owner.method_env(method), depth + 1))
+                for other, base in inherited_init(self, env.owner) if method is None else ():
+                    for value in base.attributes.get(path[0], ()):  # set by the constructor it inherits
+                        merge(other.contents(value, base.init_env(), f"{base.name}.{path[0]}", depth + 1))
             return found
         if type(expr) in (cst.List, cst.Tuple):  # a list of modules, a builder's `return blocks, info`
             for element in expr.elements:
@@ -484,7 +488,7 @@ class CallableModel:
                 path = self_path(node, env.self_name)
                 if path is not None and env.owner is not None:
                     method = env.owner.methods.get(path[0])
-                    inherited = self.inherited_method(env.owner, path[0]) if method is None else None
+                    inherited = inherited_method(self, env.owner, path[0]) if method is None else None
                     if inherited is not None:  # run with `self` still this class: its `add_module`s
                         base, method = inherited
                         more = self.function_contents(
@@ -570,25 +574,35 @@ class CallableModel:
         if owner is None or len(args) < 2 or not (type(first) is cst.Name and first.value == env.self_name):
             return {}
         found: Dict[str, Found] = {}
-        init = owner.methods.get("__init__")
         key = args[1].value
         if type(key) is cst.SimpleString:
             for value in owner.attributes.get(str(key.evaluated_value), []):
                 found.update(self.contents(value, owner.init_env(), owner.name, depth + 1))
             return found
         path = self_path(key, env.self_name)
-        if init is None or path is None or len(path) != 1:
+        if path is None or len(path) != 1:
             return {}
-        for node in scan(init.body, (cst.Call,)):
+        return self.registered_contents(owner, path[0], depth)
+
+    def registered_contents(self, owner: InitModel, name: str, depth: int) -> Dict[str, Found]:
+        """Traits of what ``owner``'s ``__init__`` registers as ``self.add_module(self.<name>,
+        module)``, or else the constructor it inherits, as written there (``inherited_init``)."""
+        found: Dict[str, Found] = {}
+        init = owner.methods.get("__init__")
+        registered = False
+        for node in scan(init.body, (cst.Call,)) if init is not None else ():
             if (
                 type(node) is cst.Call
                 and len(node.args) == 2
                 and self_path(node.func, owner.self_name) == ["add_module"]
-                and self_path(node.args[0].value, owner.self_name) == path
+                and self_path(node.args[0].value, owner.self_name) == [name]
             ):
-                where = f"{owner.name}.{path[0]}"
-                for trait, item in self.contents(node.args[1].value, owner.init_env(), where, depth + 1).items():
+                registered = True
+                for trait, item in self.contents(node.args[1].value, owner.init_env(), f"{owner.name}.{name}", depth + 1).items():
                     found.setdefault(trait, item)
+        for other, base in inherited_init(self, owner) if not registered and depth < self.MAX_DEPTH else ():
+            for trait, item in other.registered_contents(base, name, depth + 1).items():
+                found.setdefault(trait, item)
         return found
 
     def config_type(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
@@ -613,7 +627,7 @@ class CallableModel:
         if path is not None and len(path) == 1 and env.owner is not None:
             values = env.owner.attributes.get(path[0], [])
             if not values:  # `self.norm_cfg` set by a base class's `__init__`
-                return self._inherited_config(env.owner, path[0], depth + 1)
+                return inherited_config(self, env.owner, path[0], depth + 1)
             return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
         if type(expr) is not cst.Name or env.function is None:
             return None
@@ -630,57 +644,6 @@ class CallableModel:
             if other is not None and other != kind:
                 return None  # a call of this file chooses another norm
         return kind
-
-    def _inherited_config(self, model: InitModel, name: str, depth: int) -> Optional[str]:
-        """The config type of ``self.<name>`` that a base class (of this file or another file of
-        the project) sets in ``__init__``: from its parameter's default, unless ``model``'s
-        ``super().__init__(...)`` passes that parameter (then what it passes, read here)."""
-        for other, base in self.bases(model):
-            values = base.attributes.get(name, [])
-            if not values:
-                found = other._inherited_config(base, name, depth + 1) if depth < self.MAX_DEPTH else None
-                if found is not None:
-                    return found
-                continue
-            if len(values) != 1:
-                return None
-            init = base.methods.get("__init__")
-            param = parameter(init, values[0].value) if init is not None and type(values[0]) is cst.Name else None
-            if param is not None:
-                passed = model.super_argument(init, param.name.value)
-                if passed is False:
-                    return None  # a `*args` may carry it
-                if passed is not None:
-                    return self.config_type(passed, model.init_env(), depth + 1)
-            return other.config_type(values[0], base.init_env(), depth + 1)
-        return None
-
-    def bases(self, model: InitModel) -> List[Tuple["CallableModel", InitModel]]:
-        """The base classes of ``model`` (a class of this file) that this file or another file
-        of the project defines, with the model of the file that defines each."""
-        found: List[Tuple[CallableModel, InitModel]] = []
-        env = Env(model.scope, None, None)
-        for base in model.node.bases:
-            parent = self.local_class(base.value, env)
-            if parent is not None and parent is not model:
-                found.append((self, parent))
-            elif parent is None and self.links is not None:
-                foreign = self.foreign(base.value, env, "class")
-                if foreign is not None:
-                    found.append((foreign[0], foreign[0].model(foreign[1], foreign[0].root)))
-        return found
-
-    def inherited_method(self, model: InitModel, name: str, depth: int = 0) -> Optional[Tuple[InitModel, cst.FunctionDef]]:
-        """The method ``name`` that ``model`` inherits (``@property def norm1(self)`` of a base
-        class in another file), with the base class that defines it."""
-        for other, base in self.bases(model):
-            method = base.methods.get(name)
-            if method is not None:
-                return base, method
-            deeper = other.inherited_method(base, name, depth + 1) if depth < 4 else None
-            if deeper is not None:
-                return deeper
-        return None
 
     @staticmethod
     def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
