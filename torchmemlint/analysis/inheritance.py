@@ -20,8 +20,13 @@ MAX_DEPTH = 4
 
 def bases(models: Any, model: InitModel) -> List[Tuple[Any, InitModel]]:
     """The base classes of ``model`` (a class of ``models``'s file) that this file or another
-    file of the project defines, each with the ``CallableModel`` of the file that defines it."""
+    file of the project defines, each with the ``CallableModel`` of the file that defines it
+    (found once per class)."""
+    known = model.__dict__.get("_bases")
+    if known is not None:
+        return known
     found: List[Tuple[Any, InitModel]] = []
+    model.__dict__["_bases"] = found  # (a class that names itself as a base meets the empty list)
     env = Env(model.scope, None, None)
     for base in model.node.bases:
         parent = models.local_class(base.value, env)
