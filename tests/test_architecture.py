@@ -234,7 +234,7 @@ def test_exact_type_tests_name_only_classes_without_subclasses():
 # Rule modules whose rules only ask the shared analysis (docs/contributing.md, "A rule as a graph
 # question"): they meet no expression node in the traversal and resolve no name themselves.
 # Their fixes may still lay out edits on the call the analysis found.
-ASKING = ("attention.py", "checkpoint.py", "distributed.py")
+ASKING = ("attention.py", "checkpoint.py", "distributed.py", "inplace.py")
 EXPRESSION_NODES = {"Call", "Arg", "Attribute", "Name", "Lambda", "Subscript", "BinaryOperation", "Dict"}
 
 

@@ -82,6 +82,57 @@ class GraphFacts:
             above = parent[above]
         return False
 
+    def passed_by(self, source, consumer, join) -> bool:
+        """Whether the join ``join`` of a branch reads ``source`` only on a way where ``consumer``
+        did not run (``y = relu_(x) if c else x``; ``x = conv(x)``, ``if a: x = act(x)``), or
+        holds it for nothing that reads it afterwards. A join of an ``if``/``elif``/``else``,
+        ``a if c else b`` or ``try``/``except``/``else`` whose arm ran ``consumer`` and that is
+        read later (``if c: up = f(x); out = seq(up)``, ``else:`` the same; ``return up``) carries
+        the tensor on; a loop's join is passed by when ``consumer`` is in that loop."""
+        arms = self._arms(join)
+        if arms is None:  # a loop, or arms that cannot be told apart
+            return self.within(consumer.statement, join.statement)
+        mine = [i for i, regions in enumerate(arms) if any(self._inside(consumer, region) for region in regions)]
+        if mine and type(join.statement) in (cst.Try, cst.TryStar) and mine[0] == 0:
+            mine = list(range(len(arms)))  # a handler may run after the body ran the activation
+        if mine and not any(join.inputs[i] is source for i in mine):
+            return True  # in one arm; the tensor reaches the join only through another
+        return not self.read_later(join)
+
+    def _inside(self, consumer, region: Optional[cst.CSTNode]) -> bool:
+        return region is not None and (
+            consumer.node is region or self.within(consumer.node, region) or self.within(consumer.statement, region)
+            or consumer.statement is region
+        )
+
+    def _arms(self, join) -> Optional[List[Tuple[Optional[cst.CSTNode], ...]]]:
+        """The regions of each input of an ``if``/``try``/``a if c else b`` join, in order."""
+        node, statement = join.node, join.statement
+        if type(node) is cst.IfExp:
+            return [(node.body,), (node.orelse,)][: len(join.inputs)]
+        if type(statement) is cst.If:
+            branches = join.info.get("branches") or ()
+            if len(branches) != len(join.inputs):
+                return None
+            return [(statement.body,) if branch else (statement.orelse,) for branch in branches]
+        if type(statement) in (cst.Try, cst.TryStar):
+            regions = [(statement.body, statement.orelse)] + [(h.body,) for h in statement.handlers]
+            return regions if len(regions) == len(join.inputs) else None
+        return None
+
+    def read_later(self, value, depth: int = 0) -> bool:
+        """Whether something other than a ``.shape``-like read takes ``value`` (through joins)."""
+        for _, reader in self.reads.get(id(value), ()):
+            if type(reader) is str:
+                if reader != "meta":
+                    return True
+            elif reader.op == "join" and self._arms(reader) is not None and depth < 8:
+                if self.read_later(reader, depth + 1):
+                    return True
+            elif reader.op != "meta":
+                return True
+        return False
+
     def carried(self, source, consumer) -> List[Any]:
         """For ``consumer`` in a loop that rebinds the name holding ``source`` (made before the
         loop): the values the name holds at the end of a round, which the next round reads."""

@@ -1,7 +1,8 @@
 """Activation sites and their uses: every activation (module, ``nn.Sequential`` element,
 functional, ``relu_``/``.relu_()``) with its ``inplace`` switch, what produced its input, and
 how the tensor it runs on is used afterwards (read again, held by another name, the caller's).
-Asked by the TML2xx rules as the traversal reaches each call."""
+Asked by the TML2xx rules from ``visit_Module`` (``sites()``); each call is read with a
+``Cursor`` at it, in the engine's traversal order."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
 )
+from torchmemlint.analysis.cursor import Cursor
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
@@ -115,10 +117,9 @@ class Site:
 
 
 class InplaceAnalysis:
-    """Activation sites of one file, found from the calls the TML2xx rules visit."""
+    """Activation sites of one file, found from its calls (``sites()``)."""
 
     def __init__(self, context) -> None:
-        self.context = context
         self.file: FileAnalysis = context.analysis
         self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._sites: Dict[int, List[Site]] = {}
@@ -132,22 +133,33 @@ class InplaceAnalysis:
         self._placed_by: Dict[str, List[List[Any]]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
         self._alias_names: Optional[FunctionAliases] = None
+        # where discovery is: the statements and names around the call it reads
+        self.cursor = Cursor(self.file.index, context.module_bindings)
+        self._all: Optional[List[Site]] = None
 
     def close(self) -> None:
         """Drop the sites (``FileContext.close``): an unsettled one refers back to this."""
         self.__dict__.clear()
 
-    def sites(self, call: cst.Call) -> List[Site]:
+    def sites(self) -> List[Site]:
+        """Every activation site of the file, in source order: each call read once, in the
+        engine's traversal order (a Sequential before the layers in it), with the cursor at it."""
+        if self._all is None:
+            found: List[Site] = []
+            for call in self.cursor.walk(cst.Call, self._may_be_site):
+                key = id(call)
+                if key not in self._sites:
+                    self._sites[key] = self._discover(call)  # type: ignore[arg-type]
+                found.extend(self._sites[key])
+            self._all = found
+        return self._all
+
+    def _may_be_site(self, call: cst.Call) -> bool:
         name = terminal_name(call.func)
-        if name not in self.watched_names and not (
+        return name in self.watched_names or (
             type(call.func) in (cst.Call, cst.Subscript) or (name is not None and name in self.file.factories.names())
             or (type(call.func) is cst.Name and name in self._aliases().names)  # ``act = F.leaky_relu``
-        ):
-            return []
-        key = id(call)
-        if key not in self._sites:
-            self._sites[key] = self._discover(call)
-        return self._sites[key]
+        )
 
     def _aliases(self) -> FunctionAliases:
         if self._alias_names is None:
@@ -156,7 +168,7 @@ class InplaceAnalysis:
 
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
-        qualified = self.context.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.context, cst.FunctionDef))
+        qualified = self.cursor.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.cursor, cst.FunctionDef))
         if qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__":
             qualified = self.file.resolver.constructor(call)  # ``super().__init__(*layers)`` of a Sequential
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
@@ -169,7 +181,7 @@ class InplaceAnalysis:
                 return []
             return [self._module(Layer(qualified, call))]
         if qualified is None and type(call.func) is not cst.Attribute:
-            function = enclosing(self.context, cst.FunctionDef)
+            function = enclosing(self.cursor, cst.FunctionDef)
             layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
             if layer is not None and layer.kind is not None:
                 if id(call) in self._in_sequential or (
@@ -192,7 +204,7 @@ class InplaceAnalysis:
             return [site]
         func = call.func
         if qualified is None and type(func) is cst.Attribute and func.attr.value in INPLACE_METHODS:
-            if self.context.qualify(func.value) is None:
+            if self.cursor.qualify(func.value) is None:
                 name = INPLACE_METHODS[func.attr.value]
                 site = Site(name, KIND_BY_NAME.get(name), "method", call, f"`.{func.attr.value}()`", True)
                 self._functional_use(site, cst.Arg(func.value))
@@ -200,7 +212,7 @@ class InplaceAnalysis:
         return []
 
     def _class(self) -> Optional[ClassModel]:
-        node = enclosing(self.context, cst.ClassDef)
+        node = enclosing(self.cursor, cst.ClassDef)
         if type(node) is not cst.ClassDef:
             return None
         return self.file.class_model(node)
@@ -209,7 +221,7 @@ class InplaceAnalysis:
         call, qualified = layer.call, layer.qualified
         kind = layer.kind
         assert kind is not None
-        function = enclosing(self.context, cst.FunctionDef)
+        function = enclosing(self.cursor, cst.FunctionDef)
         site = _layer_site(layer, function if type(function) is cst.FunctionDef else None)
         destinations, complete = self._destinations(call)
         returning = None if self._assigned(call) else self._returning(call)
@@ -279,7 +291,7 @@ class InplaceAnalysis:
         """``nl = nn.LeakyReLU(0.2) if nonlinearity is None else nonlinearity`` (or ``nl =
         nn.LeakyReLU(0.2)``), ``nl`` then placed in Sequentials of the function: it runs on what
         precedes it in each (complete when every read of ``nl`` is such an element, never first)."""
-        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
         bound = bound_local(statement, layer.call, function)
         if bound is None or len(assigned_values(function, bound[0].value)) != 1:
             return site
@@ -314,20 +326,20 @@ class InplaceAnalysis:
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
         """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""
         model = self._class()
-        if model is None or not self.context.statement_stack:
+        if model is None or not self.cursor.statement_stack:
             return None
-        attribute = _assigned_attribute(self.context.statement_stack[-1], call, model)
+        attribute = _assigned_attribute(self.cursor.statement_stack[-1], call, model)
         return (model, attribute) if attribute is not None else None
 
     def _returning(self, call: cst.Call) -> Optional[str]:
         """The name of the function the statement being visited returns ``call`` from."""
-        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
         if not (
             type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
             and type(statement.body[0]) is cst.Return and statement.body[0].value is call
         ):
             return None
-        function = enclosing(self.context, cst.FunctionDef)
+        function = enclosing(self.cursor, cst.FunctionDef)
         return function.name.value if type(function) is cst.FunctionDef else None
 
     def _destinations(self, call: cst.Call) -> Tuple[List[Tuple[ClassModel, str]], bool]:
@@ -443,10 +455,10 @@ class InplaceAnalysis:
 
     def _sequential(self, call: cst.Call) -> List[Site]:
         model = self._class()
-        method = enclosing(self.context, cst.FunctionDef)
+        method = enclosing(self.cursor, cst.FunctionDef)
         function = method if type(method) is cst.FunctionDef else None
         self_name = model.self_name(function) if model is not None and function is not None else None
-        statement = self.context.statement_stack[-1] if self.context.statement_stack else None
+        statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
         order = self.file.resolver.sequential_order(call, self_name, function, statement)
         if order is None:
             return []
@@ -593,7 +605,7 @@ class InplaceAnalysis:
         site.complete = complete and bool(site.uses)
 
     def _functional_use(self, site: Site, arg: Optional[cst.Arg]) -> None:
-        function = enclosing(self.context, cst.FunctionDef)
+        function = enclosing(self.cursor, cst.FunctionDef)
         if arg is None or type(function) is not cst.FunctionDef:
             return
         model = self._class()
@@ -642,7 +654,7 @@ class InplaceAnalysis:
         at = next((position for position, reader in reads if reader is consumer), None)
         others = [  # a join of the branch or loop the activation is in: the way where it did not run
             (position, reader) for position, reader in reads if reader is not consumer and not (
-                type(reader) is not str and reader.op == "join" and facts.within(consumer.statement, reader.statement)
+                type(reader) is not str and reader.op == "join" and facts.passed_by(source, consumer, reader)
             )
         ]
         again = facts.repeated(source, consumer)  # a loop runs the activation on it again
@@ -672,7 +684,7 @@ class InplaceAnalysis:
 
     def _guarded_by_flag(self, call: cst.Call) -> bool:
         """``x.relu_() if self.inplace else x.relu()``: in place is the caller's explicit choice."""
-        for statement in reversed(self.context.statement_stack):
+        for statement in reversed(self.cursor.statement_stack):
             if type(statement) is cst.FunctionDef:
                 break
             if type(statement) in (cst.If, cst.While) and mentions(statement.test, "inplace"):
@@ -733,5 +745,5 @@ def _via(layer: Layer) -> str:
 
 
 def activation_sites(context) -> InplaceAnalysis:
-    """The activation sites of the file, found as the rules visit calls (once per call)."""
+    """The activation sites of the file (found once, when a rule first asks)."""
     return context.shared("tml.inplace", lambda: InplaceAnalysis(context))

@@ -16,9 +16,10 @@ from torchmemlint.analysis.checkpoints import (
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.inheritance import inherited_config, inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
-from torchmemlint.analysis.syntax import _flat_statements, _scope_of, _walk_types, nodes_of, self_path
+from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
 
 
@@ -313,6 +314,9 @@ class CallableModel:
                 method = env.owner.methods.get(path[0])
                 if method is not None:
                     merge(self.function_contents(method, env.owner.method_env(method), depth + 1))
+                for other, base in inherited_init(self, env.owner) if method is None else ():
+                    for value in base.attributes.get(path[0], ()):  # set by the constructor it inherits
+                        merge(other.contents(value, base.init_env(), f"{base.name}.{path[0]}", depth + 1))
             return found
         if type(expr) in (cst.List, cst.Tuple):  # a list of modules, a builder's `return blocks, info`
             for element in expr.elements:
@@ -484,7 +488,13 @@ class CallableModel:
                 path = self_path(node, env.self_name)
                 if path is not None and env.owner is not None:
                     method = env.owner.methods.get(path[0])
-                    if method is None:
+                    inherited = inherited_method(self, env.owner, path[0]) if method is None else None
+                    if inherited is not None:  # run with `self` still this class: its `add_module`s
+                        base, method = inherited
+                        more = self.function_contents(
+                            method, Env(_scope_of(method, base.scope), env.owner, _first_param(method), method), depth + 1
+                        )
+                    elif method is None:
                         more = self.contents(node, env, label, depth + 1)
                     elif method is not function:
                         more = self.function_contents(
@@ -564,25 +574,35 @@ class CallableModel:
         if owner is None or len(args) < 2 or not (type(first) is cst.Name and first.value == env.self_name):
             return {}
         found: Dict[str, Found] = {}
-        init = owner.methods.get("__init__")
         key = args[1].value
         if type(key) is cst.SimpleString:
             for value in owner.attributes.get(str(key.evaluated_value), []):
                 found.update(self.contents(value, owner.init_env(), owner.name, depth + 1))
             return found
         path = self_path(key, env.self_name)
-        if init is None or path is None or len(path) != 1:
+        if path is None or len(path) != 1:
             return {}
-        for node in scan(init.body, (cst.Call,)):
+        return self.registered_contents(owner, path[0], depth)
+
+    def registered_contents(self, owner: InitModel, name: str, depth: int) -> Dict[str, Found]:
+        """Traits of what ``owner``'s ``__init__`` registers as ``self.add_module(self.<name>,
+        module)``, or else the constructor it inherits, as written there (``inherited_init``)."""
+        found: Dict[str, Found] = {}
+        init = owner.methods.get("__init__")
+        registered = False
+        for node in scan(init.body, (cst.Call,)) if init is not None else ():
             if (
                 type(node) is cst.Call
                 and len(node.args) == 2
                 and self_path(node.func, owner.self_name) == ["add_module"]
-                and self_path(node.args[0].value, owner.self_name) == path
+                and self_path(node.args[0].value, owner.self_name) == [name]
             ):
-                where = f"{owner.name}.{path[0]}"
-                for trait, item in self.contents(node.args[1].value, owner.init_env(), where, depth + 1).items():
+                registered = True
+                for trait, item in self.contents(node.args[1].value, owner.init_env(), f"{owner.name}.{name}", depth + 1).items():
                     found.setdefault(trait, item)
+        for other, base in inherited_init(self, owner) if not registered and depth < self.MAX_DEPTH else ():
+            for trait, item in other.registered_contents(base, name, depth + 1).items():
+                found.setdefault(trait, item)
         return found
 
     def config_type(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
@@ -606,6 +626,8 @@ class CallableModel:
         path = self_path(expr, env.self_name)
         if path is not None and len(path) == 1 and env.owner is not None:
             values = env.owner.attributes.get(path[0], [])
+            if not values:  # `self.norm_cfg` set by a base class's `__init__`
+                return inherited_config(self, env.owner, path[0], depth + 1)
             return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
         if type(expr) is not cst.Name or env.function is None:
             return None

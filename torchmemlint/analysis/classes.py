@@ -639,6 +639,32 @@ class InitModel:
     def init_env(self) -> "Env":
         return Env(self.init_scope, self, self.self_name, self.methods.get("__init__"))
 
+    def super_argument(self, base_init: cst.FunctionDef, name: str) -> "Optional[cst.BaseExpression] | bool":
+        """What this class's ``__init__`` passes for parameter ``name`` of its base class's
+        ``base_init`` through ``super().__init__(...)`` (``super(C, self)``, ``Base.__init__(self,
+        ...)``): the expression, None when it passes nothing for it (the default holds; a
+        ``**kwargs`` is the caller's), False when a ``*args`` may reach it."""
+        init = self.methods.get("__init__")
+        for small in _small_statements(_body_statements(init.body)) if init is not None else ():
+            call = small.value if type(small) is cst.Expr else None
+            func = call.func if type(call) is cst.Call else None
+            if type(func) is not cst.Attribute or func.attr.value != "__init__":
+                continue
+            via_super = type(func.value) is cst.Call and type(func.value.func) is cst.Name and func.value.func.value == "super"
+            if not via_super and type(func.value) is not cst.Name:
+                continue
+            params = [p.name.value for p in base_init.params.params][1:]  # after `self`
+            positional = [arg for arg in call.args if arg.keyword is None and arg.star != "**"]
+            if not via_super:
+                positional = positional[1:]  # `Base.__init__(self, ...)`
+            for index, arg in enumerate(positional):
+                if arg.star == "*":
+                    return False if name in params[index:] else None
+                if index < len(params) and params[index] == name:
+                    return arg.value
+            return next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == name), None)
+        return None
+
     def method_env(self, method: cst.FunctionDef) -> "Env":
         return Env(_scope_of(method, self.scope), self, _first_param(method), method)
 

@@ -3,7 +3,7 @@ from other values.
 
 ``FileAnalysis.values(function)`` builds it on first need, once per function. The statements
 are run in order over an environment (name -> ``Value``); an ``if``/``else`` runs both arms and
-joins what they bind (``join``, with the test and the arm of each input), a loop body runs once
+joins what they bind (``join``, with the test and the arm of each input; a ``try``'s ``else`` runs after its body), a loop body runs once
 and joins with what came before it, a ``return``/``raise``/``break``/``continue`` ends its arm.
 Spellings are normalised here, once:
 
@@ -306,7 +306,10 @@ class FunctionValues:
                     self._bind(item.asname.name, value, env)
             self._block(_statements(statement.body), env)  # type: ignore[attr-defined]
         elif kind in (cst.Try, cst.TryStar):
-            arms: List[Tuple[Optional[Environment], Optional[bool]]] = [(self._suite(statement.body, env), None)]  # type: ignore[attr-defined]
+            done = self._suite(statement.body, env)  # type: ignore[attr-defined]
+            if done is not None and statement.orelse is not None:  # type: ignore[attr-defined]
+                done = self._suite(statement.orelse.body, done)  # ``else:`` runs after the body  # type: ignore[attr-defined]
+            arms: List[Tuple[Optional[Environment], Optional[bool]]] = [(done, None)]
             for handler in statement.handlers:  # type: ignore[attr-defined]
                 arms.append((self._suite(handler.body, env), None))
             self._statement = statement

@@ -345,7 +345,15 @@ class BatchNormInCheckpoint(Rule):
     A class or function that another file of the project defines (`from .blocks import Block`,
     `from layers import *`, a re-export through a package's `__init__.py`, a base class) is
     followed into that file the same way, so a project split into files gets the findings of
-    the same code in one file (`tests/test_project_rules.py`); the project is the files linted
+    the same code in one file (`tests/test_project_rules.py`). A subclass's `self.norm_cfg`
+    that only its base class's `__init__` sets is that parameter's default, or what the
+    subclass's `super().__init__(...)` passes for it (a `**kwargs` leaves the default), and a
+    method it inherits (`@property def norm1(self): return getattr(self, self.norm1_name)`)
+    runs on the subclass's own `add_module`s (Res2Net over ResNet's `Bottleneck`); a
+    subclass without an `__init__`, or whose `super().__init__(...)` passes none of the
+    base's defaulted parameters, has the modules the base's `__init__` builds (a subclass
+    that passes `norm_cfg=dict(type='GN')` up is not read as the default)
+    (`tests/test_checkpoint_inherited.py`); the project is the files linted
     and the other modules of their packages, or a script's sibling files. Blocks that a builder
     object assembles from strings at run time (timm's `EfficientNetBuilder`, so efficientnet
     and mobilenetv3), stages registered under computed names (`self.add_module(*stage)` in

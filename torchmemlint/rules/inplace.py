@@ -102,14 +102,15 @@ class _MissingInplace(Rule):
 
     saves: FrozenSet[Saves] = frozenset()
 
-    def visit_Call(self, node: cst.Call) -> None:
-        for site in activation_sites(self.context).sites(node):
+    def visit_Module(self, node: cst.Module) -> None:
+        analysis = activation_sites(self.context)
+        for site in analysis.sites():
             kind = site.kind
             if kind is None or kind.saves not in self.saves or kind.name == "threshold":
                 continue
             if site.inplace is not False or not site.complete:
                 continue
-            file = activation_sites(self.context).file
+            file = analysis.file
             if not all(file.private_attribute(*private) for private in site.privates):
                 continue
             if not all(use.single_use and use.fresh for use in site.uses):
@@ -346,6 +347,10 @@ class UnsafeInplace(Rule):
     (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`, or a Sequential a function
     of the file builds and returns into `self.<name>`). A read in the other arm of an `if` or
     of `a if c else b` is not after it; a loop that reads the same tensor again each round is.
+    Branches join: a tensor made and passed to the activation in one arm of an
+    `if`/`elif`/`else`, `a if c else b` or `try`/`except`/`else`, then read after the branch
+    (`conv9_3 = self.model9(conv9_up)` in both arms, `feature_map["conv9_up"] = conv9_up`
+    after them), is read again (tests/test_inplace_branches.py).
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
@@ -407,8 +412,8 @@ class UnsafeInplace(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("safe", "unsafe")
 
-    def visit_Call(self, node: cst.Call) -> None:
-        for site in activation_sites(self.context).sites(node):
+    def visit_Module(self, node: cst.Module) -> None:
+        for site in activation_sites(self.context).sites():
             if site.inplace is not True:
                 continue
             problems = [(use, _problem(use)) for use in site.uses]
@@ -515,9 +520,9 @@ class InplaceDropout(Rule):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("unsafe",)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
-        for site in analysis.sites(node):
+        for site in analysis.sites():
             if site.name != "dropout" or site.inplace is not True or analysis.never_drops(site):
                 continue
             edit = drop_inplace(self, site)
