@@ -526,7 +526,7 @@ class _Checks:
         )
 
     def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
-        if self.facts.bindings.qualify(cst.Name("torch")) != "torch":
+        if not self.facts.torch_named:
             return None
         module = self.walk.module
         if target is None:
