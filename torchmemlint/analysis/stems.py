@@ -195,10 +195,12 @@ class _Stems:
             node = order[here]
             if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Attribute:  # type: ignore[attr-defined]
                 continue
-            site = _Site(sites.statements(here), sites.qualify(here))
             target = node.targets[0].target  # type: ignore[attr-defined]
             value = node.value  # type: ignore[attr-defined]
             attribute = target.attr.value
+            if attribute not in ("maxpool", "conv1", "stride"):
+                continue
+            site = _Site(sites.statements(here), sites.qualify(here))
             if attribute == "maxpool":
                 self._check_pool_replacement(site, target, value)
             elif attribute == "conv1":
