@@ -27,7 +27,7 @@ from typing import Callable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.classes import ClassModel, Part
+from torchmemlint.analysis.classes import ClassModel, Part, Resolver
 from torchmemlint.analysis.factories import possible_callees
 from torchmemlint.analysis.flow import ENTRY
 from torchmemlint.analysis.named_layers import method_qualify, stored_values
@@ -189,7 +189,13 @@ class _Stems:
                     if at is not None and at not in with_stages:
                         with_stages.append(at)
         for at in with_stages:
-            self._check_class(order[at], sites.qualify(at))  # type: ignore[arg-type]
+            classdef, qualify = order[at], sites.qualify(at)
+            if sites.enclosing(index.parent[at], cst.FunctionDef) is None:
+                model = self.analysis.class_model(classdef)
+            else:  # a class built in a function sees the function's names (`import torch.nn as nn`)
+                scoped = _ScopedFile(self.analysis, qualify)
+                model = ClassModel(classdef, scoped, self.analysis.class_indent(classdef))  # type: ignore[arg-type]
+            self._check_class(model, qualify)
         # the stem parts replaced: `x.maxpool = ...`, `x.conv1 = ...`, `x.conv1.stride = ...`
         for here in index.positions(cst.Assign):
             node = order[here]
@@ -341,10 +347,8 @@ class _Stems:
         return False
 
     # -- rebuilt stems ----------------------------------------------------------------------------
-    def _check_class(self, classdef: cst.ClassDef, qualify: Qualify) -> None:
-        file = self.analysis
-        model = file.class_model(classdef)
-        resolver = file.resolver
+    def _check_class(self, model: ClassModel, qualify: Qualify) -> None:
+        resolver = model.file.resolver
         for call, qualified, method, statement in model.constructors:
             if qualified not in (NN + "Sequential", NN + "ModuleList"):
                 continue
@@ -451,6 +455,20 @@ class _Stems:
             return
         self._reported.add(id(anchor))
         self.found.append(StemPoolDrop(STEM_WITHOUT_POOL, anchor, base, verdict.walked, verdict.pool))
+
+
+class _ScopedFile:
+    """The file's analysis as a class defined in a function sees it: names resolved in the
+    scopes around the class (the function's imports and parameters), as the traversal
+    resolved them when it left the class; every other part is the file's."""
+
+    def __init__(self, file, qualify: Qualify) -> None:
+        self._file = file
+        self.qualify = qualify
+        self.resolver = Resolver(qualify, file.layer_lists, file.factories, file.resolver.children)
+
+    def __getattr__(self, name: str):
+        return getattr(self._file, name)
 
 
 def _resnet_stem(links, ancestor) -> bool:
