@@ -60,7 +60,22 @@ CASES: Dict[str, str] = {
                 def forward(self, x):
                     return self.pool(self.conv(x))
 
-            return UNetEncoder(), Kept(), Net()
+            class Head(nn.Module):  # no forward: a module by its base, which the function imports
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.GELU()  # expect: TML101
+
+                def run(self, x):
+                    return self.act(x)
+
+            class Plain:  # not a module: quiet
+                def __init__(self):
+                    self.act = nn.GELU()
+
+                def run(self, x):
+                    return self.act(x)
+
+            return UNetEncoder(), Kept(), Net(), Head(), Plain()
     ''',
     "replacements_in_functions": '''
         import torch

@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.syntax import _scope_of
 from torchmemlint.tree import NodeIndex
@@ -28,6 +29,7 @@ class Sites:
         self.index = index
         self.root = root
         self._scopes: Dict[int, Bindings] = {}
+        self._models: Dict[int, ClassModel] = {}
 
     def statements(self, here: int) -> List[cst.CSTNode]:
         """The statements holding the node at ``here`` (itself too, if it is one), outermost
@@ -59,3 +61,29 @@ class Sites:
     def qualify(self, here: int) -> Callable[[cst.BaseExpression], Optional[str]]:
         """``FileContext.qualify`` as it answers at ``here``."""
         return self.bindings(here).qualify
+
+    def class_model(self, analysis, classdef: cst.ClassDef, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> ClassModel:
+        """``analysis.class_model(classdef)``; for a class defined in a function, one whose
+        names (``import torch.nn as nn`` in the function) resolve with ``qualify``, the names
+        seen where the traversal first asked about the class."""
+        here = self.index.find(classdef)
+        if here is None or self.enclosing(self.index.parent[here], cst.FunctionDef) is None:
+            return analysis.class_model(classdef)
+        model = self._models.get(here)
+        if model is None:
+            scoped = _ScopedFile(analysis, qualify)
+            model = self._models[here] = ClassModel(classdef, scoped, analysis.class_indent(classdef))  # type: ignore[arg-type]
+        return model
+
+
+class _ScopedFile:
+    """A file's analysis as code in a function sees it: names resolved with ``qualify`` (the
+    function's imports and parameters too); every other part is the file's."""
+
+    def __init__(self, file, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> None:
+        self._file = file
+        self.qualify = qualify
+        self.resolver = Resolver(qualify, file.layer_lists, file.factories, file.resolver.children)
+
+    def __getattr__(self, name: str):
+        return getattr(self._file, name)

@@ -51,7 +51,7 @@ def called_only_attributes(analysis, constructors: FrozenSet[str]) -> List[Calle
         classdef = sites.enclosing(here, cst.ClassDef)
         if type(classdef) is not cst.ClassDef:
             continue
-        model = analysis.class_model(classdef)
+        model = sites.class_model(analysis, classdef, qualify)  # type: ignore[arg-type]
         assignment = _attribute_assignment(model, sites.statements(here)[-1], node)  # type: ignore[arg-type]
         if assignment is None or not model.is_module():
             continue

@@ -27,7 +27,7 @@ from typing import Callable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.classes import ClassModel, Part, Resolver
+from torchmemlint.analysis.classes import ClassModel, Part
 from torchmemlint.analysis.factories import possible_callees
 from torchmemlint.analysis.flow import ENTRY
 from torchmemlint.analysis.named_layers import method_qualify, stored_values
@@ -189,13 +189,8 @@ class _Stems:
                     if at is not None and at not in with_stages:
                         with_stages.append(at)
         for at in with_stages:
-            classdef, qualify = order[at], sites.qualify(at)
-            if sites.enclosing(index.parent[at], cst.FunctionDef) is None:
-                model = self.analysis.class_model(classdef)
-            else:  # a class built in a function sees the function's names (`import torch.nn as nn`)
-                scoped = _ScopedFile(self.analysis, qualify)
-                model = ClassModel(classdef, scoped, self.analysis.class_indent(classdef))  # type: ignore[arg-type]
-            self._check_class(model, qualify)
+            qualify = sites.qualify(at)  # the names the class sees (a function's imports too)
+            self._check_class(sites.class_model(self.analysis, order[at], qualify), qualify)  # type: ignore[arg-type]
         # the stem parts replaced: `x.maxpool = ...`, `x.conv1 = ...`, `x.conv1.stride = ...`
         for here in index.positions(cst.Assign):
             node = order[here]
@@ -455,20 +450,6 @@ class _Stems:
             return
         self._reported.add(id(anchor))
         self.found.append(StemPoolDrop(STEM_WITHOUT_POOL, anchor, base, verdict.walked, verdict.pool))
-
-
-class _ScopedFile:
-    """The file's analysis as a class defined in a function sees it: names resolved in the
-    scopes around the class (the function's imports and parameters), as the traversal
-    resolved them when it left the class; every other part is the file's."""
-
-    def __init__(self, file, qualify: Qualify) -> None:
-        self._file = file
-        self.qualify = qualify
-        self.resolver = Resolver(qualify, file.layer_lists, file.factories, file.resolver.children)
-
-    def __getattr__(self, name: str):
-        return getattr(self._file, name)
 
 
 def _resnet_stem(links, ancestor) -> bool:
