@@ -233,14 +233,23 @@ def test_exact_type_tests_name_only_classes_without_subclasses():
 
 # Rule modules whose rules only ask the shared analysis (docs/contributing.md, "A rule as a graph
 # question"): they meet no expression node in the traversal and resolve no name themselves.
-# Their fixes may still lay out edits on the call the analysis found.
-ASKING = ("attention.py", "checkpoint.py", "distributed.py", "inplace.py")
-EXPRESSION_NODES = {"Call", "Arg", "Attribute", "Name", "Lambda", "Subscript", "BinaryOperation", "Dict"}
+# Their fixes may still lay out edits on the call the analysis found. Every module of
+# torchmemlint/rules/ but those still being converted, named here:
+PENDING: tuple = ()
+ASKING = tuple(sorted(
+    path.name for path in (PACKAGE / "rules").glob("*.py")
+    if path.name not in PENDING and path.name != "base.py"  # base.py: the rule API (``Rule.qualify``)
+))
+# The nodes a rule that asks may still be visited at: the file, a class, a function (where a
+# question starts). A hook for any other node (a call, an attribute, an assignment, a name, a
+# statement line, ...) means the rule meets the expressions of the file itself.
+SCOPE_NODES = {"Module", "ClassDef", "FunctionDef"}
 
 
 def _reads_syntax(path: Path, classes=None):
     """What in a rule module (or only in its ``classes``, given by name) reads expressions
-    itself: a ``visit_``/``leave_`` method for an expression node, a call of ``qualify``
+    itself: a ``visit_``/``leave_`` method for a node other than the file, a class or a
+    function, a call of ``qualify``
     (resolving a name in the traversal's scope), an import of ``libcst.matchers``."""
     found = []
     roots = [ast.parse(path.read_text(encoding="utf-8"))]
@@ -250,7 +259,7 @@ def _reads_syntax(path: Path, classes=None):
     for node in (found_node for root in roots for found_node in ast.walk(root)):
         if isinstance(node, ast.FunctionDef):
             kind, _, node_type = node.name.partition("_")
-            if kind in ("visit", "leave") and node_type in EXPRESSION_NODES:
+            if kind in ("visit", "leave") and node_type and node_type not in SCOPE_NODES:
                 found.append(f"{node.name} (line {node.lineno})")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "qualify":
             found.append(f"qualify() (line {node.lineno})")
@@ -267,15 +276,27 @@ def test_rules_that_ask_the_analysis_read_no_expressions(name):
     assert _reads_syntax(PACKAGE / "rules" / name) == []
 
 
+def test_every_rule_module_asks_but_those_pending():
+    """The rule modules checked are all of them but the pending ones, and each pending module
+    still reads syntax (once it does not, it leaves the list and is checked like the others)."""
+    assert {"checkpoint.py", "distributed.py", "downsampling.py", "stateless.py", "loops.py"} <= set(ASKING)
+    for name in PENDING:
+        assert (PACKAGE / "rules" / name).exists(), f"{name} is gone: take it off PENDING"
+        assert _reads_syntax(PACKAGE / "rules" / name) != [], f"{name} asks the analysis now: take it off PENDING"
+
+
 def test_the_syntax_reading_check_finds_a_call_visitor(tmp_path):
     """The check itself: a rule module with a visit_Call and a qualify call is caught."""
     path = tmp_path / "rule.py"
     path.write_text(
         "import libcst.matchers as m\n\n\nclass R:\n    def visit_Call(self, node):\n"
-        "        return self.qualify(node.func)\n"
+        "        return self.qualify(node.func)\n\n    def visit_Assign(self, node):\n        pass\n\n"
+        "    def leave_Attribute(self, node):\n        pass\n\n    def visit_Module(self, node):\n        pass\n\n"
+        "    def leave_ClassDef(self, node):\n        pass\n\n    def visit_(self, node):\n        pass\n"
     )
     assert _reads_syntax(path) == [
-        "libcst.matchers (line 1)", "visit_Call (line 5)", "qualify() (line 6)"
+        "libcst.matchers (line 1)", "visit_Call (line 5)", "visit_Assign (line 8)",
+        "leave_Attribute (line 11)", "qualify() (line 6)",
     ]
     # only the classes named: another class's visit_Call is not theirs to answer for
     path.write_text(

@@ -66,6 +66,8 @@ class ScopeFacts:
         self.backward_losses = self._backward_losses()
         self.scalar_losses = self._scalar_losses()
         self.env: Dict[str, Value] = {}
+        # `torch` in this scope is the package (a fix may write `torch.no_grad()`)
+        self.torch_named = self.bindings.qualify(cst.Name("torch")) == "torch"
 
     # what things are
     def _model_names(self) -> Set[str]:

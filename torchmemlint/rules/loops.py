@@ -2,8 +2,8 @@
 
 The checks replay each scope over the shared analysis (``context.analysis.scopes``: autograd
 state, loops and events of every scope; ``ScopeFacts``: what its values are) once per file;
-each rule reports its findings when the traversal reaches the flagged node, so ``# noqa``
-works per statement.
+each rule reports its findings from ``visit_Module`` (``FileContext.report`` finds the statement
+of each, so ``# noqa`` works per statement).
 """
 
 from __future__ import annotations
@@ -40,18 +40,28 @@ from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
 
 class _LoopRule(Rule):
-    """Reports what the shared loop analysis found for this rule's code."""
+    """Reports what the shared loop analysis found for this rule's code, all at once from
+    ``visit_Module`` (the engine's walk then meets no expression for these rules)."""
+
+    # the statements or calls a finding of this rule is keyed by
+    flagged: Tuple[type, ...] = (cst.Call,)
 
     def visit_Module(self, node: cst.Module) -> None:
         findings = self.context.shared(
             "loops", lambda: analyse(self.context.analysis, self.context.codes)
         )
-        self._pending: Dict[int, Pending] = findings[self.code]
-
-    def _reached(self, node: cst.CSTNode) -> None:
-        pending = self._pending.get(id(node))
-        if pending is not None:
-            self.report(pending.node, pending.message, pending.fix)
+        pending = findings[self.code]
+        if not pending:
+            return
+        # Each finding is keyed by its node; in source order, as the traversal met them.
+        index = self.context.analysis.index
+        placed = []
+        for found in pending.values():
+            here = index.find(found.node)
+            if here is not None and type(found.node) in self.flagged:
+                placed.append((here, found))
+        for _, found in sorted(placed, key=lambda pair: pair[0]):
+            self.report(found.node, found.message, found.fix)
 
 
 class EvalWithoutNoGrad(_LoopRule):
@@ -72,9 +82,6 @@ class EvalWithoutNoGrad(_LoopRule):
         return super().may_apply(text) and (
             leak_gate.eval_code_possible(text) or leak_gate.sink_code_possible(text)
         )
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._reached(node)
 
 
 class AccumulatedTensor(_LoopRule):
@@ -163,14 +170,7 @@ class AccumulatedTensor(_LoopRule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self._reached(node)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._reached(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._reached(node)
+    flagged = (cst.Call, cst.AugAssign, cst.Assign)
 
 
 class RetainGraphWithoutSecondBackward(_LoopRule):
@@ -232,9 +232,6 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     summary = "`backward(retain_graph=True)` in a loop with no second backward through the graph"
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("unsafe",)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._reached(node)
 
 
 class ListOnSelfInForward(_LoopRule):
@@ -299,9 +296,6 @@ class ListOnSelfInForward(_LoopRule):
     name = "activation-list-on-self"
     summary = "`forward` appends an activation to a list on `self` that is never emptied"
 
-    def visit_Call(self, node: cst.Call) -> None:
-        self._reached(node)
-
 
 class TensorOnSelfInForward(_LoopRule):
     """
@@ -360,8 +354,7 @@ class TensorOnSelfInForward(_LoopRule):
     summary = "`forward` stores an activation on `self`, keeping it alive between steps"
     default_enabled = False
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._reached(node)
+    flagged = (cst.Assign,)
 
 
 # -- the checks, over the shared analysis ---------------------------------------------------
@@ -533,7 +526,7 @@ class _Checks:
         )
 
     def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
-        if self.facts.bindings.qualify(cst.Name("torch")) != "torch":
+        if not self.facts.torch_named:
             return None
         module = self.walk.module
         if target is None:

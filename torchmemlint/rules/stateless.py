@@ -8,7 +8,8 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import Assignment, ClassModel
-from torchmemlint.analysis.syntax import enclosing, is_literal, terminal_name, watched_names
+from torchmemlint.analysis.stateless import called_only_attributes
+from torchmemlint.analysis.syntax import is_literal
 from torchmemlint.analysis.vocabulary import NN, short_name
 
 from torchmemlint.findings import Applicability
@@ -137,41 +138,23 @@ class StatelessModuleAttribute(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        watched = self.context.shared("tml.stateless", lambda: watched_names(self.context, frozenset(STATELESS)))
-        if terminal_name(node.func) not in watched:
-            return
-        qualified = self.qualify(node.func)
-        functional = STATELESS.get(qualified or "")
-        if functional is None:
-            return
-        classdef = enclosing(self.context, cst.ClassDef)
-        if type(classdef) is not cst.ClassDef:
-            return
-        file = self.context.analysis
-        model = file.class_model(classdef)
-        statement = self.context.statement_stack[-1]
-        assignment = _attribute_assignment(model, statement, node)
-        if assignment is None or not model.is_module():
-            return
-        name = assignment.name
-        if not model.only_called(name) or not file.private_attribute(classdef, name):
-            return
-        assert qualified is not None
-        prefix = file.functional_prefix(self.qualify)
-        fix = self._fix(model, assignment, functional, prefix)
-        if fix is not None and self.context.project.attribute_reached(
-            self.context.filename, classdef.name.value, name
-        ):
-            fix = None  # another file, a subclass or a feature extractor may reach it
-        self.report(
-            node,
-            f"`self.{name}` ({short_name(qualified)}) has no parameters or buffers and is only "
-            f"called. `F.{functional.function}` in forward changes no autograd memory (measured "
-            "0 B); torchsummary shows less for functional code only because it sums the outputs "
-            "of hooked modules and cannot see `F.*` calls",
-            fix,
-        )
+    def visit_Module(self, node: cst.Module) -> None:
+        for found in called_only_attributes(self.context.analysis, frozenset(STATELESS)):
+            functional = STATELESS[found.qualified]
+            name = found.assignment.name
+            fix = self._fix(found.model, found.assignment, functional, found.functional)
+            if fix is not None and self.context.project.attribute_reached(
+                self.context.filename, found.classdef.name.value, name
+            ):
+                fix = None  # another file, a subclass or a feature extractor may reach it
+            self.report(
+                found.node,
+                f"`self.{name}` ({short_name(found.qualified)}) has no parameters or buffers and is only "
+                f"called. `F.{functional.function}` in forward changes no autograd memory (measured "
+                "0 B); torchsummary shows less for functional code only because it sums the outputs "
+                "of hooked modules and cannot see `F.*` calls",
+                fix,
+            )
 
     def _fix(
         self, model: ClassModel, assignment: Assignment, functional: Functional, prefix: Optional[str]
@@ -199,15 +182,6 @@ class StatelessModuleAttribute(Rule):
         )
         edits.append(NodeEdit(assignment.statement, comments))
         return FixSpec(Applicability.UNSAFE, f"Call `{prefix}.{functional.function}` instead", tuple(edits))
-
-
-def _attribute_assignment(model: ClassModel, statement: cst.CSTNode, value: cst.Call) -> Optional[Assignment]:
-    for assignments in model.assignments.values():
-        for assignment in assignments:
-            if assignment.statement is statement and assignment.value is value:
-                single = model.single_assignment(assignment.name)
-                return assignment if single is assignment and assignment.single_target else None
-    return None
 
 
 def _keywords(call: cst.Call, functional: Functional) -> Optional[List[Tuple[str, str]]]:
