@@ -1,4 +1,4 @@
-"""The ``Cursor`` (``analysis/cursor.py``) says at every call what the engine's traversal says
+"""The ``Cursor`` (``analysis/sites.py``) says at every call what the engine's traversal says
 there: the same calls in the same order, the same statements around each, and the same
 qualified name for its callee (functions, lambdas, comprehensions, nested classes, decorators,
 defaults, one-line bodies, shadowed imports). The TML2xx rules ask their analysis from
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchmemlint.analysis.cursor import Cursor
+from torchmemlint.analysis.sites import Cursor
 from torchmemlint.context import FileContext
 from torchmemlint.engine import _BatchedWalker
 from torchmemlint.tree import node_index

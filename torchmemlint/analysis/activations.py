@@ -18,7 +18,7 @@ from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
 )
-from torchmemlint.analysis.cursor import Cursor
+from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace

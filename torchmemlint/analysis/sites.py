@@ -5,11 +5,13 @@ An analysis that answers a rule from ``visit_Module`` finds its nodes in the fil
 traversal would have held at such a node: the statements around it (``FileContext.
 statement_stack``) and the names it sees (``FileContext.bindings``: the module's, then one
 scope per function or lambda around it, each binding its parameters and its body's names).
+``Cursor`` gives the same while visiting the nodes of one type in the traversal's order.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from bisect import bisect_left
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -74,6 +76,67 @@ class Sites:
             scoped = _ScopedFile(analysis, qualify)
             model = self._models[here] = ClassModel(classdef, scoped, analysis.class_indent(classdef))  # type: ignore[arg-type]
         return model
+
+
+class Cursor:
+    """The traversal's view of the node ``walk`` has reached: ``Sites`` for an analysis that
+    visits the nodes of one type itself, in the engine's order (the statements around kept as
+    a stack, the scopes those of ``Sites``)."""
+
+    def __init__(self, index: NodeIndex, root: Bindings) -> None:
+        self.sites = Sites(index, root)
+        self.index = index
+        self.statement_stack: List[cst.CSTNode] = []
+        self._scopes: List[int] = []  # positions of the functions and lambdas around, outermost first
+
+    def qualify(self, node: cst.BaseExpression) -> Optional[str]:
+        return self.bindings().qualify(node)
+
+    def bindings(self) -> Bindings:
+        return self.sites.bindings(self._scopes[-1]) if self._scopes else self.sites.root
+
+    def walk(self, node_type: type, keep: Callable[[Any], bool] = bool) -> Iterator[cst.CSTNode]:
+        """Every node of ``node_type`` in the file that ``keep`` accepts (asked first, without
+        the cursor), in pre-order, with the cursor at it."""
+        index = self.index
+        order, end = index.order, index.end
+        targets = [here for here in index.positions(node_type) if keep(order[here])]
+        if not targets:
+            return
+        wanted = [
+            here for kind in index.types()
+            if issubclass(kind, _STATEMENTS) or kind in _SCOPES
+            for here in index.positions(kind)
+        ]
+        wanted.sort()
+        wanted = wanted[: bisect_left(wanted, targets[-1])]  # nothing after the last target matters
+        targeted = set(targets)
+        open_nodes: List[Tuple[int, int]] = []  # (end of subtree, position), innermost last
+        for here in sorted(targeted.union(wanted)):
+            while open_nodes and open_nodes[-1][0] <= here:
+                self._leave(open_nodes.pop()[1])
+            node = order[here]
+            if here in targeted:
+                yield node
+            if isinstance(node, _STATEMENTS) or type(node) in _SCOPES:
+                self._enter(here)
+                open_nodes.append((end[here], here))
+        while open_nodes:
+            self._leave(open_nodes.pop()[1])
+
+    def _enter(self, here: int) -> None:
+        node = self.index.order[here]
+        if isinstance(node, _STATEMENTS):
+            self.statement_stack.append(node)
+        if type(node) in _SCOPES:
+            self._scopes.append(here)
+
+    def _leave(self, here: int) -> None:
+        node = self.index.order[here]
+        if type(node) in _SCOPES:
+            self._scopes.pop()
+        if isinstance(node, _STATEMENTS):
+            self.statement_stack.pop()
 
 
 class _ScopedFile:
