@@ -173,7 +173,9 @@ def test_summaries_kept_in_the_cache_directory_are_read_back_only_when_authentic
         return [(r.path, r.findings, r.error) for r in lint_paths(files, load_settings(None), 1, cache=cache)]
 
     cold = run()
-    assert sorted(read) == files
+    # a cold run compiles none of them here: the workers return the summaries read off the
+    # trees they linted (project_cst), and the keys are made from those after the lint
+    assert read == []
     document = tmp_path / "cache" / cache.key / f"{SUMMARY_DOCUMENT}.json"
     assert document.is_file()
     assert run() == cold and read == []

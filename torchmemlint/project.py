@@ -149,18 +149,20 @@ def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def summarize(path: str, text: str, reach: bool = True) -> ModuleSummary:
+def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Module] = None) -> ModuleSummary:
     """What the module at ``path`` (its source ``text``) says to the rest of the project.
 
     Without ``reach``, only what names resolve through (imports, classes and their bases,
     functions): the facts of who reads which attribute (``ensure_reach``), which only the
     TML101 fix asks, are read from ``text`` when first asked; the index summarizes every
-    module a file imports for the result cache's key, and this part is half the cost."""
+    module a file imports for the result cache's key, and this part is half the cost.
+    ``tree``: the ``ast`` tree of ``text``, when the caller has compiled it."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
     summary.digest = _digest(text)
     try:
-        tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+        if tree is None:
+            tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         summary.error = f"{type(error).__name__}: {error}"
         return summary
