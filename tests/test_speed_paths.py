@@ -531,3 +531,36 @@ def test_the_node_index_holds_what_a_recursive_walk_finds():
         assert index.parent == parent and index.end == end and index.scope == scope
         assert index.kids == [children(node) for node in order]
         assert all(index.position[id(node)] == here for here, node in enumerate(order))
+
+
+def _exceeds_reference(text: str) -> bool:
+    """``engine.may_exceed_python_limits`` the long way: every line's length, and the running
+    bracket depth over every character (brackets in strings and comments count too)."""
+    if len(text) < engine._DEEP_BRACKETS:
+        return False
+    if any(len(line) >= engine._LONG_LINE for line in text.splitlines()):
+        return True
+    depth = deepest = 0
+    for char in text:
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        deepest = max(deepest, depth)
+    return deepest > engine._DEEP_BRACKETS
+
+
+@pytest.mark.parametrize("depth", [99, 100, 101, 150])
+@pytest.mark.parametrize("filler", ["", "x = 'é(' # ]\n", "f(a)[b]{c} ", "\u00e9\u4e2d"])
+def test_the_depth_screen_counts_only_brackets(depth, filler):
+    text = filler * 3 + "y = " + "(" * depth + "1" + ")" * depth + "\n" + filler * 200
+    assert engine.may_exceed_python_limits(text) == _exceeds_reference(text)
+    if "(" not in filler:  # balanced or bracket-free filler: the expression's depth decides
+        assert engine.may_exceed_python_limits(text) == (depth > 100)
+
+
+def test_the_depth_screen_on_real_modules():
+    from pathlib import Path
+
+    package = Path(engine.__file__).parent
+    texts = [path.read_text(encoding="utf-8") for path in sorted(package.rglob("*.py"))]
+    texts += ["(" * 60 + "x" * 600, ")" * 300 + "(" * 101, "[" * 101 + "]" * 101, "a = 1\n" * 30]
+    assert [engine.may_exceed_python_limits(text) for text in texts] == [_exceeds_reference(text) for text in texts]
+    assert any(engine.may_exceed_python_limits(text) for text in texts[-4:])

@@ -215,6 +215,7 @@ _DEEP_BRACKETS = 100  # running bracket depth, counting brackets in strings and 
 _BRACKET_STEPS = bytes(
     1 if byte in b"([{" else 255 if byte in b")]}" else 0 for byte in range(256)
 )  # read as signed bytes: +1, -1, 0
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"()[]{}")  # dropped first
 
 
 def may_exceed_python_limits(text: str) -> bool:
@@ -225,7 +226,9 @@ def may_exceed_python_limits(text: str) -> bool:
         return False
     if max(map(len, text.splitlines()), default=0) >= _LONG_LINE:
         return True
-    steps = memoryview(text.encode("utf-8", "surrogatepass").translate(_BRACKET_STEPS)).cast("b")
+    # the running depth over the brackets alone (a twentieth of timm's bytes): the same maximum
+    brackets = text.encode("utf-8", "surrogatepass").translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    steps = memoryview(brackets).cast("b")
     return max(accumulate(steps), default=0) > _DEEP_BRACKETS
 
 
