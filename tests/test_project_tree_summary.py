@@ -227,3 +227,26 @@ def test_no_entry_for_a_file_whose_project_changed_during_the_run(tmp_path, monk
         if cache.holds(cache.entry_path(path, settings, settings.codes_for_file(path), False))
     }
     assert written == {str(tmp_path / "pkg" / "layers.py"), str(tmp_path / "pkg" / "blocks.py")}
+
+
+def test_an_offered_summary_does_not_replace_a_kept_one_that_holds_more():
+    """A worker's summary (names only) of a text whose stored record also says who reads
+    which attribute (a ``--select ALL`` run read that) leaves the record as it is; for a text
+    with no record it is used."""
+    from torchmemlint.project_files import SummaryStore
+
+    text = "import x\n\nclass A:\n    def f(self, y):\n        self.a = y.c\n"
+    earlier = SummaryStore(project.ModuleSummary, project.ClassSummary)
+    earlier.load(None)
+    earlier.add(summarize("/p/m.py", text, reach=True))
+    store = SummaryStore(project.ModuleSummary, project.ClassSummary)
+    store.load(earlier.dump())
+    made = summarize_tree("/p/m.py", text, cst.parse_module(text))
+    store.offer(*store.record_of(made))
+    kept = store.get("/p/m.py", made.name, made.package, made.digest)
+    assert kept is not None and kept.reach_known and kept.classes["A"].assigned == {"a"}
+    other = "import z\n"
+    fresh = summarize_tree("/p/n.py", other, cst.parse_module(other))
+    store.offer(*store.record_of(fresh))
+    got = store.get("/p/n.py", fresh.name, fresh.package, fresh.digest)
+    assert got is not None and got.imports == {"z": "z"} and not got.reach_known

@@ -130,11 +130,13 @@ class SummaryStore:
     def offer(self, key: Any, record: Any) -> None:
         """A summary made by another process of this run (``record_of``: a worker's, read off
         the tree it linted): used as a stored record is, once its key is asked (``get``
-        checks it as it checks those)."""
+        checks it as it checks those). A record already kept for the same text is kept: it
+        may hold more (who reads which attribute, read for the TML101 fix)."""
         if self.records is not None and type(key) is str:
             with self._lock:
-                self.records[key] = record
-                self.added = True
+                if key not in self.records:
+                    self.records[key] = record
+                    self.added = True
 
     def record_of(self, summary: Any) -> Tuple[str, Dict[str, Any]]:
         """The key and the record ``add`` stores for ``summary``."""
