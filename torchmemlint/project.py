@@ -392,6 +392,7 @@ class ProjectIndex:
         self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._root_names: Optional[FrozenSet[str]] = None
         self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
+        self._dependencies: Dict[str, List[ModuleSummary]] = {}
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -563,10 +564,13 @@ class ProjectIndex:
 
     def dependencies(self, path: str) -> List[ModuleSummary]:
         """The project modules the file at ``path`` imports, directly or through others (its
-        findings may depend on what they define), in a stable order."""
+        findings may depend on what they define), in a stable order (kept: do not change it)."""
         module = self.module_of(path)
         if module is None:
             return []
+        known = self._dependencies.get(module.path)
+        if known is not None:
+            return known
         found: Dict[str, ModuleSummary] = {}
         expanded: Set[str] = {module.path}
         pending = [module]
@@ -578,7 +582,8 @@ class ProjectIndex:
                 if defines and other.path not in expanded:  # what it defines may use its imports
                     expanded.add(other.path)
                     pending.append(other)
-        return [found[key] for key in sorted(found)]
+        known = self._dependencies[module.path] = [found[key] for key in sorted(found)]
+        return known
 
     def _direct_dependencies(self, module: ModuleSummary) -> List[Tuple[ModuleSummary, bool]]:
         """The modules that resolving the names ``module`` imports reads, each with whether it
