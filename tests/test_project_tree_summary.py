@@ -250,28 +250,3 @@ def test_an_offered_summary_does_not_replace_a_kept_one_that_holds_more():
     store.offer(*store.record_of(fresh))
     got = store.get("/p/n.py", fresh.name, fresh.package, fresh.digest)
     assert got is not None and got.imports == {"z": "z"} and not got.reach_known
-
-
-def test_with_tml101_the_keys_are_made_before_the_lint_and_the_workers_inherit_them(tmp_path, monkeypatch):
-    """TML101 reads who reaches each attribute, which only ``ast`` gives: a cold run reads it
-    once, in the main process before the workers fork, not again after the lint."""
-    from torchmemlint.cache import Cache
-    from torchmemlint.config import load_settings
-    from torchmemlint.engine import lint_paths
-    from torchmemlint.project import REGISTRY
-
-    files = _write(tmp_path)
-    settings = load_settings(None).with_overrides(select=("TML101", "TML501"))
-    cache = Cache.open(str(tmp_path / "cache"))
-    made = []
-    real = project.summarize
-    monkeypatch.setattr(project, "summarize", lambda *a, **k: made.append(a[0]) or real(*a, **k))
-    monkeypatch.setattr(project, "_SUMMARIES", {})
-    reached = []
-    real_reach = project.ensure_reach
-    monkeypatch.setattr(project, "ensure_reach", lambda summary: reached.append(summary.path) or real_reach(summary))
-    REGISTRY.set_run(files)
-    lint_paths(files, settings, 1, cache=cache)
-    assert sorted(made) == sorted(files)  # each module once, before the lint
-    assert len(reached) >= len(files)
-    assert len(list((tmp_path / "cache").glob("*/*/*.json"))) == len(files)

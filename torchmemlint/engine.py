@@ -641,11 +641,8 @@ def _cached(
         return None, None  # the worker reports it
     codes = settings.codes_for_file(path)
     entry = cache.entry_path(path, settings, codes, ignore_noqa)
-    if not cache.holds(entry) and "attributes" not in _project_facts(codes):
-        # A miss whatever its key: the key is computed after the lint. Not when a rule reads
-        # who reaches a class's attributes (TML101): those facts are read with ``ast`` from
-        # every module of the project anyway, once here (the workers inherit them), not again.
-        return None, data
+    if not cache.holds(entry):
+        return None, data  # a miss whatever its key: the key is computed after the lint
     findings = cache.get(entry, project_content_hash(path, data, codes), data)
     return (None if findings is None else FileResult(path, findings)), data
 
@@ -716,21 +713,15 @@ def project_key(path: str, codes: FrozenSet[str], text: Optional[str] = None) ->
     """The project facts the findings of ``path`` may depend on (``ProjectIndex.key_for``), or
     "" when no rule of ``codes`` reads other files of the project; ``text``: the file's text
     when it is not the one on disk (an editor's buffer)."""
-    facts = _project_facts(codes)
-    if not facts:
-        return ""
-    return REGISTRY.index_for(path, text).key_for(path, facts)
-
-
-def _project_facts(codes: FrozenSet[str]) -> FrozenSet[str]:
-    """The project facts the rules of ``codes`` read (``Rule.project_facts``)."""
     registry = all_rules()
     facts: Set[str] = set()
     for code in codes:
         rule = registry.get(code)
         if rule is not None and rule.needs_project:
             facts.update(rule.project_facts)
-    return frozenset(facts)
+    if not facts:
+        return ""
+    return REGISTRY.index_for(path, text).key_for(path, frozenset(facts))
 
 
 def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
