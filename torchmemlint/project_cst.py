@@ -25,6 +25,7 @@ from torchmemlint.project import ClassSummary, ModuleSummary, _digest, _resolve_
 
 # Syntax newer than 3.12 this reader knows: below it, such a tree gets no summary.
 _NEW_SYNTAX = sys.version_info < (3, 12)
+_TYPE_ALIAS = getattr(cst, "TypeAlias", None)  # (libcst 1.1 and later)
 
 
 class _Unsupported(Exception):
@@ -61,7 +62,7 @@ def _below(node: cst.CSTNode) -> List[cst.CSTNode]:
     (an ``else`` block's statements, an ``elif``'s ``If``, a handler, a match case)."""
     node_type = type(node)
     if node_type in (cst.FunctionDef, cst.ClassDef):
-        if _NEW_SYNTAX and node.type_parameters is not None:  # type: ignore[attr-defined]
+        if _NEW_SYNTAX and getattr(node, "type_parameters", None) is not None:
             raise _Unsupported
         return _suite(node.body)  # type: ignore[attr-defined]
     if node_type is cst.If:
@@ -89,7 +90,7 @@ def _below(node: cst.CSTNode) -> List[cst.CSTNode]:
         return found
     if node_type is cst.Match:
         return list(node.cases)  # type: ignore[attr-defined]
-    if _NEW_SYNTAX and node_type is cst.TypeAlias:
+    if _NEW_SYNTAX and node_type is _TYPE_ALIAS:
         raise _Unsupported
     return []
 
