@@ -61,11 +61,26 @@ def rewritten(cache: Path, since: float) -> int:
     )
 
 
+def _dependants(package: Path, edited: Path) -> list:
+    """The files of ``package`` whose cache keys name ``edited``: those that import it, directly
+    or through other modules (what an edit there may change for the rules that read the project)."""
+    sys.path.insert(0, str(REPO))
+    from torchmemlint.project import ProjectIndex
+
+    files = sorted(str(path) for path in package.rglob("*.py"))
+    index = ProjectIndex.for_files(files)
+    target = str(edited.resolve())
+    return [file for file in files if any(module.path == target for module in index.dependencies(file))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="/tmp/tml-corpus/M")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", type=Path, default=REPO / "benchmarks/results/project_warm_M.json")
+    parser.add_argument("--select", default="ALL",
+                        help="rules (default ALL: TML101 too); DEFAULT: the default rules, which read the project for "
+                             "names only (TML301, TML403, TML501, ...)")
     parser.add_argument("--scratch", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tml-project-warm")
     args = parser.parse_args()
     corpus = Path(args.corpus)
@@ -75,7 +90,8 @@ def main() -> int:
     shutil.copytree(package, copy)
     cache = args.scratch / "cache"
     env_python = sys.executable
-    base = (f"PYTHONPATH={REPO} {env_python} -m torchmemlint check --exit-zero -j 1 --select ALL "
+    select = "" if args.select.upper() == "DEFAULT" else f"--select {args.select} "
+    base = (f"PYTHONPATH={REPO} {env_python} -m torchmemlint check --exit-zero -j 1 {select}"
             f"--cache-dir {cache} {copy}")
     floor = f"PYTHONPATH={REPO} {env_python} {REPO / 'benchmarks/speed.py'} --floor parse {copy}"
     out = args.scratch / "out.txt"
@@ -112,6 +128,9 @@ def main() -> int:
             for name in row))
         print(printed[-1], flush=True)
     files = sum(1 for _ in copy.rglob("*.py"))
+    dependants = _dependants(copy, edited)
+    printed.append(f"the edited file ({EDITED}) and the files that import it, directly or through others "
+                   f"(ProjectIndex.dependencies): {1 + len(dependants)}")
     summary = {}
     for name in rounds[0]:
         summary[name] = {
@@ -129,20 +148,20 @@ def main() -> int:
     result = {
         "corpus": str(corpus), "files": files, "rounds": rounds, "summary": summary,
         "cold_over_parse_wall": ratio_wall, "cold_over_parse_cpu": ratio_cpu,
-        "edited": EDITED, "commit": commit, "device": "CPU", "cpus": os.cpu_count(),
+        "edited": EDITED, "edited_and_dependants": 1 + len(dependants), "select": args.select, "commit": commit, "device": "CPU", "cpus": os.cpu_count(),
         "python": platform.python_version(), "torch": _installed("torch"),
         "load_average_at_end": [round(load, 2) for load in os.getloadavg()],
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    printed.append(f"{files} files; cold --select ALL (project index built) / libcst parse: "
+    printed.append(f"{files} files; cold --select {args.select} (project index built) / libcst parse: "
                    f"{ratio_wall:.3f} wall, {ratio_cpu:.3f} CPU (median of {len(rounds)} rounds)")
     for name in ("warm", "edit-text", "edit-facts"):
         printed.append(f"{name}: {summary[name]['wall']:.2f}s wall, {summary[name]['cpu']:.2f}s CPU, "
                        f"files re-linted {summary[name]['relinted']}")
     print("\n".join(printed[len(rounds):]))
     lines = [
-        f"benchmarks/project_warm.py --rounds {len(rounds)} on {corpus} ({files} files), commit {commit}, "
+        f"benchmarks/project_warm.py --rounds {len(rounds)} --select {args.select} on {corpus} ({files} files), commit {commit}, "
         f"device CPU, torch {result['torch']} installed (not imported), {os.cpu_count()} CPUs shared, "
         f"load average at the end {' '.join(str(x) for x in result['load_average_at_end'])}",
         *printed,

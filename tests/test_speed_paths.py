@@ -465,3 +465,102 @@ def test_partial_positions_of_methods_equal_the_full_pass(name, monkeypatch):
     # "methods": its methods alone were generated, under the class body's tab (and nothing
     # else was); "twins" has no tab
     assert bool(methods_alone) == (name == "methods")
+
+
+def _reference_index(root: cst.CSTNode):
+    """The lists ``NodeIndex`` keeps, the long way: a recursive walk over ``children``."""
+    from torchmemlint.tree import children
+
+    order, parent, end, scope = [], [], [], []
+
+    def visit(node, above, inside):
+        here = len(order)
+        order.append(node)
+        parent.append(above)
+        scope.append(inside)
+        end.append(None)
+        below = here if type(node) in (cst.FunctionDef, cst.ClassDef) else inside
+        for child in children(node):
+            visit(child, here, below)
+        end[here] = len(order)
+
+    visit(root, -1, -1)
+    return order, parent, end, scope
+
+
+NESTED_DEFINITIONS = '''
+import torch
+
+
+class Outer(torch.nn.Module):
+    class Inner:
+        def method(self, x=lambda y: y + 1):
+            def local(z):
+                return [w for w in z if w]
+            return local(x)
+
+    def forward(self, x):
+        if x:
+            return {k: v for k, v in x.items()}
+        return (lambda: x)()
+
+
+def top(a, *b, c=1, **d):
+    @decorate(a)
+    def inner():
+        pass
+    return inner
+'''
+
+
+def test_the_node_index_holds_what_a_recursive_walk_finds():
+    """Order, parents, subtree ends and scopes of ``NodeIndex`` (built from the ends back,
+    without looking a child up) equal a recursive walk's, on nested definitions and on real
+    modules: the engine's own."""
+    from pathlib import Path
+
+    from torchmemlint.tree import NodeIndex, children, parse_module
+
+    package = Path(engine.__file__).parent
+    texts = [NESTED_DEFINITIONS] + [path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py"))[:12]]
+    for text in texts:
+        module = parse_module(text)
+        index = NodeIndex(module, register=False)
+        order, parent, end, scope = _reference_index(module)
+        assert [id(node) for node in index.order] == [id(node) for node in order]
+        assert index.parent == parent and index.end == end and index.scope == scope
+        assert index.kids == [children(node) for node in order]
+        assert all(index.position[id(node)] == here for here, node in enumerate(order))
+
+
+def _exceeds_reference(text: str) -> bool:
+    """``engine.may_exceed_python_limits`` the long way: every line's length, and the running
+    bracket depth over every character (brackets in strings and comments count too)."""
+    if len(text) < engine._DEEP_BRACKETS:
+        return False
+    if any(len(line) >= engine._LONG_LINE for line in text.splitlines()):
+        return True
+    depth = deepest = 0
+    for char in text:
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        deepest = max(deepest, depth)
+    return deepest > engine._DEEP_BRACKETS
+
+
+@pytest.mark.parametrize("depth", [99, 100, 101, 150])
+@pytest.mark.parametrize("filler", ["", "x = 'é(' # ]\n", "f(a)[b]{c} ", "\u00e9\u4e2d"])
+def test_the_depth_screen_counts_only_brackets(depth, filler):
+    text = filler * 3 + "y = " + "(" * depth + "1" + ")" * depth + "\n" + filler * 200
+    assert engine.may_exceed_python_limits(text) == _exceeds_reference(text)
+    if "(" not in filler:  # balanced or bracket-free filler: the expression's depth decides
+        assert engine.may_exceed_python_limits(text) == (depth > 100)
+
+
+def test_the_depth_screen_on_real_modules():
+    from pathlib import Path
+
+    package = Path(engine.__file__).parent
+    texts = [path.read_text(encoding="utf-8") for path in sorted(package.rglob("*.py"))]
+    texts += ["(" * 60 + "x" * 600, ")" * 300 + "(" * 101, "[" * 101 + "]" * 101, "a = 1\n" * 30]
+    assert [engine.may_exceed_python_limits(text) for text in texts] == [_exceeds_reference(text) for text in texts]
+    assert any(engine.may_exceed_python_limits(text) for text in texts[-4:])

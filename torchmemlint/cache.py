@@ -195,6 +195,11 @@ class Cache:
         rows = _line_count(source) if source is not None else None
         return _valid_findings(data, content_hash, rows)
 
+    def holds(self, entry: str) -> bool:
+        """Whether there is an entry at ``entry`` at all (not whether it is authentic or
+        current: ``get`` says that). Without one, a file is a miss whatever its content key."""
+        return os.path.isfile(entry)
+
     def _read_signed(self, entry: str) -> Optional[Any]:
         """The JSON ``_write_signed`` stored at ``entry``, when its HMAC holds; None otherwise."""
         if not self.secret:

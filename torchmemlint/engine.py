@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import os
+import time
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,7 +25,8 @@ from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
-from torchmemlint.project import REGISTRY, STORE
+from torchmemlint.project import REGISTRY, STORE, ModuleSummary, summarize
+from torchmemlint.project_cst import summarize_tree
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
 from torchmemlint.pool import run_isolated
@@ -195,6 +197,11 @@ class FileResult:
     path: str
     findings: List[Finding] = field(default_factory=list)
     error: Optional[str] = None  # a one-line I/O or decoding error
+    # Of a file linted for ``lint_paths`` with the result cache (``_lint_miss``): the hash of
+    # the bytes linted, and the module's summary for the project index read off the tree the
+    # lint parsed (``SummaryStore.record_of``: its key and record), None when there is none.
+    content: Optional[str] = None
+    summary: Optional[Tuple[str, Dict[str, Any]]] = None
 
 
 # A file that may be too deep or too long for CPython (its tokenizer stops at 200 nested
@@ -208,6 +215,7 @@ _DEEP_BRACKETS = 100  # running bracket depth, counting brackets in strings and 
 _BRACKET_STEPS = bytes(
     1 if byte in b"([{" else 255 if byte in b")]}" else 0 for byte in range(256)
 )  # read as signed bytes: +1, -1, 0
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"()[]{}")  # dropped first
 
 
 def may_exceed_python_limits(text: str) -> bool:
@@ -218,7 +226,9 @@ def may_exceed_python_limits(text: str) -> bool:
         return False
     if max(map(len, text.splitlines()), default=0) >= _LONG_LINE:
         return True
-    steps = memoryview(text.encode("utf-8", "surrogatepass").translate(_BRACKET_STEPS)).cast("b")
+    # the running depth over the brackets alone (a twentieth of timm's bytes): the same maximum
+    brackets = text.encode("utf-8", "surrogatepass").translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    steps = memoryview(brackets).cast("b")
     return max(accumulate(steps), default=0) > _DEEP_BRACKETS
 
 
@@ -304,12 +314,15 @@ def lint_source(
     codes: Optional[FrozenSet[str]] = None,
     ignore_noqa: bool = False,
     document: Optional[Document] = None,
+    trees: Optional[List[Any]] = None,
 ) -> List[Finding]:
     """All findings for one file's text, noqa applied, sorted by position.
 
     With a ``document`` (the language server keeps one per open buffer), the parse and the
     positions of the top-level statements the last version of the text shared with this one
-    are reused; the findings are the same.
+    are reused; the findings are the same. ``trees``: a list the tree parsed is appended to:
+    libcst's for the rules, or, when no rule needs one, Python's ``ast`` tree where the
+    syntax check or the loop rules' gate read one (none when the text does not parse).
 
     A rule that raises becomes one INTERNAL_ERROR finding at the node it was visiting and is
     skipped for the rest of the file; an error outside any rule (parsing aside) becomes one
@@ -322,7 +335,7 @@ def lint_source(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _lint_source(text, filename, settings, codes, ignore_noqa, document)
+        return _lint_source(text, filename, settings, codes, ignore_noqa, document, trees)
     except Exception as error:
         if _interrupted(error):
             raise KeyboardInterrupt from None
@@ -351,6 +364,7 @@ def _lint_source(
     codes: Optional[FrozenSet[str]],
     ignore_noqa: bool,
     document: Optional[Document] = None,
+    trees: Optional[List[Any]] = None,
 ) -> List[Finding]:
     if codes is None:
         codes = settings.codes_for_file(filename)
@@ -364,17 +378,20 @@ def _lint_source(
     registry = all_rules()
     # only the rules whose words the text holds (their gates: Rule.needs, needs_torch)
     codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply(text))
-    if (
-        codes
-        and codes <= leak_gate.LOOP_CODES
-        and not _loop_rules_may_report(text, codes, tree)
-    ):
-        return []  # CPython parsed it (no syntax error), and no loop rule can report there
+    if codes and codes <= leak_gate.LOOP_CODES:
+        if tree is None and not checked and trees is not None:
+            tree = _cpython_parse(text, filename)[2]  # (kept for the caller's ``trees``)
+        if not _loop_rules_may_report(text, codes, tree):
+            if trees is not None and tree is not None:
+                trees.append(tree)
+            return []  # CPython parsed it (no syntax error), and no loop rule can report there
     if not codes:
         # Nothing can match; still report a file that does not parse, cheaply.
         if not checked:
-            verdict = _python_syntax_error(text, filename)
+            verdict, _, tree = _cpython_parse(text, filename)
         if verdict is None:
+            if trees is not None and tree is not None:
+                trees.append(tree)
             return []
         # Only libcst's verdict counts: it also reads syntax newer than this interpreter.
         try:
@@ -388,6 +405,8 @@ def _lint_source(
         return [syntax_error_finding(text, filename, error)]
     if document is not None:
         document.index(module)  # registered: the walker and the analyses find it
+    if trees is not None:
+        trees.append(module)
     context = FileContext(module, filename, settings.option_values(), text, codes)
     rules = []
     for code in sorted(codes):
@@ -430,20 +449,37 @@ def lint_path(
         cached = cache.get(entry, digest, data)
         if cached is not None:
             return FileResult(path, cached)
+    result = _lint_data(path, data, settings, ignore_noqa)
+    if cache is not None and entry is not None and digest is not None and result.error is None:
+        # An internal error may be transient (memory, recursion): lint such a file again.
+        if not any(finding.code == INTERNAL_ERROR for finding in result.findings):
+            cache.put(entry, digest, path, result.findings)
+    return result
+
+
+def _lint_data(
+    path: str, data: bytes, settings: Settings, ignore_noqa: bool, trees: Optional[List[Any]] = None
+) -> FileResult:
+    """The findings of the file ``path`` whose bytes are ``data`` (``trees``: ``lint_source``'s)."""
     try:
         source = decode_source(path, data)
         notebook = read_notebook(path, source.text) if is_notebook(path) else None
     except SourceError as error:  # a notebook's NotebookError too
         return FileResult(path, error=str(error))
     text = source.text if notebook is None else notebook.source
-    findings = lint_source(text, path, settings, ignore_noqa=ignore_noqa)
+    findings = lint_source(text, path, settings, ignore_noqa=ignore_noqa, trees=trees)
     if notebook is not None:
         findings = notebook.translate(findings)  # cells, rows and columns in them
-    if cache is not None and entry is not None and digest is not None:
-        # An internal error may be transient (memory, recursion): lint such a file again.
-        if not any(finding.code == INTERNAL_ERROR for finding in findings):
-            cache.put(entry, digest, path, findings)
-    return FileResult(path, findings)
+    result = FileResult(path, findings)
+    if trees and notebook is None and path.endswith((".py", ".pyi")):
+        tree = trees[0]
+        if type(tree) is ast.Module:
+            summary: Optional[ModuleSummary] = summarize(path, text, reach=False, tree=tree)
+        else:
+            summary = summarize_tree(path, text, tree)
+        if summary is not None and summary.error is None:
+            result.summary = STORE.record_of(summary)
+    return result
 
 
 # -- discovery ------------------------------------------------------------------------------
@@ -556,41 +592,121 @@ def lint_paths(
     # Hits are answered here; only the files that changed go to the worker processes, so a
     # warm run of an unchanged tree starts no pool.
     results: Dict[str, FileResult] = {}
-    misses = []
+    misses: List[str] = []
+    read: Dict[str, bytes] = {}
+    started = time.time_ns()
     # The project's module summaries (for the keys of the rules that read other files) are
     # kept in the cache directory too: a warm run summarizes only the files whose text changed.
     STORE.load(cache.get_document(SUMMARY_DOCUMENT))
     try:
         for path in files:
-            hit = _cached(path, settings, ignore_noqa, cache)
+            hit, data = _cached(path, settings, ignore_noqa, cache)
             if hit is None:
                 misses.append(path)
+                if data is not None:
+                    read[path] = data
             else:
                 results[path] = hit
+        # The workers (forked here: they inherit the summaries made and loaded so far) lint the
+        # misses and return each file's module summary, read off the tree they parsed; the keys
+        # of the new entries are computed after, from those, so that a cold run does not parse
+        # every file a second time, with ``ast``, for its keys (``project_cst``).
+        linted = run_parallel(_lint_miss, misses, (settings, ignore_noqa), jobs)
+        for result in linted:
+            if result.summary is not None:
+                STORE.offer(*result.summary)
+        changed = _ChangedSince(started)
+        for path, result in zip(misses, linted):
+            _store(path, read.get(path), result, settings, ignore_noqa, cache, changed)
+            result.content = result.summary = None
+            results[path] = result
         kept = STORE.dump()
         if kept is not None:
             cache.put_document(SUMMARY_DOCUMENT, kept)
     finally:
-        STORE.close()  # (the workers forked below inherit the summaries made here)
-    for path, result in zip(
-        misses, run_parallel(_lint_one, misses, (settings, ignore_noqa, cache), jobs)
-    ):
-        results[path] = result
+        STORE.close()
     return [results[path] for path in files]
 
 
 SUMMARY_DOCUMENT = "project-summaries"
 
 
-def _cached(path: str, settings: Settings, ignore_noqa: bool, cache: Cache) -> Optional[FileResult]:
+def _cached(
+    path: str, settings: Settings, ignore_noqa: bool, cache: Cache
+) -> Tuple[Optional[FileResult], Optional[bytes]]:
+    """The stored result of ``path`` if its entry holds, and the bytes read."""
     try:
         data = read_bytes(path)
     except SourceError:
-        return None  # the worker reports it
+        return None, None  # the worker reports it
     codes = settings.codes_for_file(path)
     entry = cache.entry_path(path, settings, codes, ignore_noqa)
+    if not cache.holds(entry):
+        return None, data  # a miss whatever its key: the key is computed after the lint
     findings = cache.get(entry, project_content_hash(path, data, codes), data)
-    return None if findings is None else FileResult(path, findings)
+    return (None if findings is None else FileResult(path, findings)), data
+
+
+def _lint_miss(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
+    """A worker's lint of a file the cache did not hold: its findings, the hash of the bytes
+    linted and the module's summary (``FileResult.summary``); the entry is written by
+    ``lint_paths`` (``_store``)."""
+    try:
+        data = read_bytes(path)
+    except SourceError as error:
+        return FileResult(path, error=str(error))
+    result = _lint_data(path, data, settings, ignore_noqa, trees=[])
+    result.content = content_hash(data)
+    return result
+
+
+def _store(
+    path: str,
+    data: Optional[bytes],
+    result: FileResult,
+    settings: Settings,
+    ignore_noqa: bool,
+    cache: Cache,
+    changed: "_ChangedSince",
+) -> None:
+    """Write the cache entry of a file a worker linted, keyed with the project facts as they
+    are now (the summaries the workers returned are in ``STORE``). Not when the bytes read
+    here before the lint are not the ones the worker linted, nor when a project module its key
+    holds was written since the run began (the worker may have read it before or after: the
+    findings may not be those of the texts the key names), nor for an error, nor when a rule
+    failed (an internal error may be transient)."""
+    if result.error is not None or result.content is None or data is None or content_hash(data) != result.content:
+        return
+    if any(finding.code == INTERNAL_ERROR for finding in result.findings):
+        return
+    codes = settings.codes_for_file(path)
+    digest = project_content_hash(path, data, codes)
+    if project_key(path, codes) and any(
+        changed(module.path) for module in REGISTRY.index_for(path).dependencies(path)
+    ):
+        return
+    cache.put(cache.entry_path(path, settings, codes, ignore_noqa), digest, path, result.findings)
+
+
+class _ChangedSince:
+    """Whether a file was written since ``started`` (``time.time_ns()``), or cannot be read:
+    a file's time stamp comes from a coarser clock, up to a tick behind, hence the margin."""
+
+    MARGIN_NS = 20_000_000
+
+    def __init__(self, started: int) -> None:
+        self.since = started - self.MARGIN_NS
+        self.known: Dict[str, bool] = {}
+
+    def __call__(self, path: str) -> bool:
+        found = self.known.get(path)
+        if found is None:
+            try:
+                found = os.stat(path).st_mtime_ns >= self.since
+            except OSError:
+                found = True
+            self.known[path] = found
+        return found
 
 
 def project_key(path: str, codes: FrozenSet[str], text: Optional[str] = None) -> str:

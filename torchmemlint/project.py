@@ -149,18 +149,20 @@ def _digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def summarize(path: str, text: str, reach: bool = True) -> ModuleSummary:
+def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Module] = None) -> ModuleSummary:
     """What the module at ``path`` (its source ``text``) says to the rest of the project.
 
     Without ``reach``, only what names resolve through (imports, classes and their bases,
     functions): the facts of who reads which attribute (``ensure_reach``), which only the
     TML101 fix asks, are read from ``text`` when first asked; the index summarizes every
-    module a file imports for the result cache's key, and this part is half the cost."""
+    module a file imports for the result cache's key, and this part is half the cost.
+    ``tree``: the ``ast`` tree of ``text``, when the caller has compiled it."""
     name, package = module_name(path)
     summary = ModuleSummary(path, name, package)
     summary.digest = _digest(text)
     try:
-        tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+        if tree is None:
+            tree = compile(text, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         summary.error = f"{type(error).__name__}: {error}"
         return summary
@@ -390,6 +392,7 @@ class ProjectIndex:
         self._keys: Dict[Tuple[str, FrozenSet[str]], str] = {}
         self._root_names: Optional[FrozenSet[str]] = None
         self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
+        self._dependencies: Dict[str, List[ModuleSummary]] = {}
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -561,10 +564,13 @@ class ProjectIndex:
 
     def dependencies(self, path: str) -> List[ModuleSummary]:
         """The project modules the file at ``path`` imports, directly or through others (its
-        findings may depend on what they define), in a stable order."""
+        findings may depend on what they define), in a stable order (kept: do not change it)."""
         module = self.module_of(path)
         if module is None:
             return []
+        known = self._dependencies.get(module.path)
+        if known is not None:
+            return known
         found: Dict[str, ModuleSummary] = {}
         expanded: Set[str] = {module.path}
         pending = [module]
@@ -576,7 +582,8 @@ class ProjectIndex:
                 if defines and other.path not in expanded:  # what it defines may use its imports
                     expanded.add(other.path)
                     pending.append(other)
-        return [found[key] for key in sorted(found)]
+        known = self._dependencies[module.path] = [found[key] for key in sorted(found)]
+        return known
 
     def _direct_dependencies(self, module: ModuleSummary) -> List[Tuple[ModuleSummary, bool]]:
         """The modules that resolving the names ``module`` imports reads, each with whether it

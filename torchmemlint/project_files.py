@@ -122,6 +122,24 @@ class SummaryStore:
     def add(self, summary: Any) -> None:
         if self.records is None or summary.error is not None or not self._known:
             return
+        key, record = self.record_of(summary)
+        with self._lock:
+            self.used[key] = record
+            self.added = True
+
+    def offer(self, key: Any, record: Any) -> None:
+        """A summary made by another process of this run (``record_of``: a worker's, read off
+        the tree it linted): used as a stored record is, once its key is asked (``get``
+        checks it as it checks those). A record already kept for the same text is kept: it
+        may hold more (who reads which attribute, read for the TML101 fix)."""
+        if self.records is not None and type(key) is str:
+            with self._lock:
+                if key not in self.records:
+                    self.records[key] = record
+                    self.added = True
+
+    def record_of(self, summary: Any) -> Tuple[str, Dict[str, Any]]:
+        """The key and the record ``add`` stores for ``summary``."""
         reach = summary.reach_known
         record = {
             "imports": summary.imports,
@@ -138,9 +156,7 @@ class SummaryStore:
                 foreign_reads=sorted(summary.foreign_reads), strings=sorted(summary.strings),
                 ordered_walk=summary.ordered_walk,
             )
-        with self._lock:
-            self.used[self.key(summary.digest, summary.name, summary.package)] = record
-            self.added = True
+        return self.key(summary.digest, summary.name, summary.package), record
 
     def _decode(self, record: Any, path: str, name: str, package: str, digest: str) -> Optional[Any]:
         if type(record) is not dict or set(record) not in (_CORE_KEYS, _CORE_KEYS | _REACH_KEYS):

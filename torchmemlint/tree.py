@@ -192,32 +192,43 @@ class NodeIndex:
             order: List[cst.CSTNode] = []
             kids: List[List[cst.CSTNode]] = []
             stack = [root]
-            pop, add, keep = stack.pop, order.append, kids.append
+            pop, add, keep, reader_of = stack.pop, order.append, kids.append, _READERS.get
             while stack:
                 node = pop()
                 add(node)
-                below = children(node)
+                reader = reader_of(type(node))  # (``children``, without a call to it per node)
+                if reader is None:
+                    reader = _READERS[type(node)] = _reader(type(node))
+                below = reader(node)
                 keep(below)
                 if below:
                     stack.extend(reversed(below))
             size = len(order)
             position = {id(node): here for here, node in enumerate(order)}
+            # In pre-order a node's first child follows it and each next child starts where the
+            # subtree of the one before ends: the ends, from the last node back, give parents
+            # and ends without looking a child up; scopes follow, from the root down.
             parent = [-1] * size
+            end = list(range(1, size + 1))
+            for here in range(size - 1, -1, -1):
+                below = kids[here]
+                if below:
+                    at = here + 1
+                    for _ in below:
+                        parent[at] = here
+                        at = end[at]
+                    end[here] = at
             scope = [-1] * size
             definitions = _DEFINITIONS
             for here in range(size):
                 below = kids[here]
                 if below:
                     inside = here if type(order[here]) in definitions else scope[here]
-                    for child in below:
-                        at = position[id(child)]
-                        parent[at] = here
-                        scope[at] = inside
-            end = list(range(1, size + 1))
-            for here in range(size - 1, 0, -1):
-                above = parent[here]
-                if end[above] < end[here]:
-                    end[above] = end[here]
+                    if inside >= 0:
+                        at = here + 1
+                        for _ in below:
+                            scope[at] = inside
+                            at = end[at]
         finally:
             if enabled:
                 gc.enable()
