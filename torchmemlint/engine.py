@@ -20,7 +20,7 @@ from torchmemlint.findings import Finding, Location
 from torchmemlint.gitignore import GitIgnore
 from torchmemlint.incremental import Document
 from torchmemlint.analysis import leak_gate
-from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.sites import Sites
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
@@ -85,6 +85,7 @@ class _BatchedWalker:
         self.rules = list(rules)
         self.statements: List[cst.CSTNode] = []  # every statement met, for noqa rows
         self.index = node_index(context.module)  # the file's shared index
+        self._sites: Optional[Sites] = None  # where a visited node is, asked when one is
         self._build_tables()
 
     def _build_tables(self) -> None:
@@ -128,68 +129,58 @@ class _BatchedWalker:
 
     def walk(self, root: cst.CSTNode) -> None:
         """Visit ``root``'s subtree in pre-order, each node's leave methods after its subtree,
-        as a recursive walk would; only the nodes that matter are met: those of a type some
-        rule visits or leaves, statements and scopes (read off the index, in its order)."""
+        as a recursive walk would; only the nodes of a type some rule visits or leaves are met
+        (read off the index, in its order). At each, the context holds what a recursive walk
+        would: the statements around the node and the names it sees (``analysis.sites``);
+        every statement of the subtree is kept for the noqa rows."""
         index = self.index
         top = index.find(root)
         if top is None:
             raise ValueError("the walk starts at a node of the file's index")
         order, end = index.order, index.end
-        wanted = [
-            here
-            for node_type in index.types()
-            if self._matters(node_type)
-            for here in index.positions(node_type)
-        ]
-        wanted.sort()
         stop = end[top]
-        start = bisect_left(wanted, top)
-        open_nodes: List[Tuple[int, cst.CSTNode]] = []  # (end of subtree, node), innermost last
-        for here in wanted[start:bisect_left(wanted, stop)]:
-            while open_nodes and open_nodes[-1][0] <= here:
-                self._leave(open_nodes.pop()[1])
-            node = order[here]
-            self._enter(node)
-            open_nodes.append((end[here], node))
-        while open_nodes:
-            self._leave(open_nodes.pop()[1])
+        statements: List[int] = []
+        hooked: List[int] = []
+        for node_type in index.types():
+            is_statement, _, visits, leaves = self.kinds.get(node_type) or self._kind(node_type)
+            if is_statement:
+                statements.extend(index.positions(node_type))
+            if visits or leaves:
+                hooked.extend(index.positions(node_type))
+        statements.sort()
+        self.statements.extend(order[here] for here in statements[bisect_left(statements, top):bisect_left(statements, stop)])
+        hooked.sort()
+        open_nodes: List[Tuple[int, int]] = []  # (end of subtree, position), innermost last
+        try:
+            for here in hooked[bisect_left(hooked, top):bisect_left(hooked, stop)]:
+                while open_nodes and open_nodes[-1][0] <= here:
+                    self._visit(open_nodes.pop()[1], leave=True)
+                self._visit(here, leave=False)
+                open_nodes.append((end[here], here))
+            while open_nodes:
+                self._visit(open_nodes.pop()[1], leave=True)
+        finally:
+            self.context.statement_stack = []
+            self.context.bindings = self.context.module_bindings
 
-    def _matters(self, node_type: type) -> bool:
-        is_statement, is_scope, visits, leaves = self.kinds.get(node_type) or self._kind(node_type)
-        return bool(is_statement or is_scope or visits or leaves)
-
-    def _enter(self, node: cst.CSTNode) -> None:
-        is_statement, is_scope, visits, _ = self.kinds.get(type(node)) or self._kind(type(node))
+    def _visit(self, here: int, leave: bool) -> None:
+        """Call the visit (or leave) methods of the node at ``here``, with the context at it.
+        Looked up at each call: without the rules that failed meanwhile."""
+        node = self.index.order[here]
+        _, _, visits, leaves = self.kinds.get(type(node)) or self._kind(type(node))
+        methods = leaves if leave else visits
+        if not methods:
+            return
+        if self._sites is None:
+            self._sites = Sites(self.index, self.context.module_bindings)
         context = self.context
-        if is_statement:
-            context.statement_stack.append(node)
-            self.statements.append(node)
-        if is_scope:
-            scope = Bindings(context.bindings)
-            scope.bind_parameters(node.params)  # type: ignore[attr-defined]
-            body = getattr(node, "body", None)
-            if type(body) is cst.IndentedBlock:
-                scope.bind_statements(body.body)
-            context.bindings = scope
-        for method in visits:
+        context.statement_stack = self._sites.statements(here)
+        context.bindings = self._sites.bindings(here)
+        for method in methods:
             try:
                 method(node)
             except Exception as error:
                 self._failed(method, node, error)
-
-    def _leave(self, node: cst.CSTNode) -> None:
-        # Looked up again: without the rules that failed meanwhile.
-        is_statement, is_scope, _, leaves = self.kinds.get(type(node)) or self._kind(type(node))
-        for method in leaves:
-            try:
-                method(node)
-            except Exception as error:
-                self._failed(method, node, error)
-        context = self.context
-        if is_scope:
-            context.bindings = context.bindings.parent  # type: ignore[assignment]
-        if is_statement:
-            context.statement_stack.pop()
 
 
 @dataclass
