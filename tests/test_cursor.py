@@ -13,6 +13,8 @@ from torchmemlint.context import FileContext
 from torchmemlint.engine import _BatchedWalker
 from torchmemlint.tree import node_index
 
+from traversal_reference import ReferenceWalk
+
 SOURCE = '''
 import torch
 import torch.nn as nn
@@ -67,17 +69,24 @@ class _Recorder:
 def test_the_cursor_agrees_with_the_traversal_at_every_call():
     module = cst.parse_module(SOURCE)
     context = FileContext(module, "block.py", {}, text=SOURCE)
-    recorder = _Recorder(context)
-    walker = _BatchedWalker(context, [recorder])  # type: ignore[list-item]
-    walker.walk(module)
-    assert len(recorder.seen) > 15
+    seen = []
+
+    def record(node, statements, bindings):
+        if isinstance(node, cst.Call):
+            seen.append((id(node), [id(s) for s in statements], bindings.qualify(node.func)))
+
+    module.visit(ReferenceWalk(context.module_bindings, record))
+    assert len(seen) > 15
+    recorder = _Recorder(context)  # the engine's walk says the same
+    _BatchedWalker(context, [recorder]).walk(module)  # type: ignore[list-item]
+    assert recorder.seen == seen
 
     cursor = Cursor(node_index(module), context.module_bindings)
     walked = [
         (id(node), [id(s) for s in cursor.statement_stack], cursor.qualify(node.func))  # type: ignore[attr-defined]
         for node in cursor.walk(cst.Call)
     ]
-    assert walked == recorder.seen
+    assert walked == seen
     # the shadowing is real: some calls qualify differently from the module's own names
     qualified = {name for _, _, name in walked}
     assert "torch.nn.functional.silu" in qualified and "torch.nn.Sequential" not in qualified

@@ -12,6 +12,8 @@ from torchmemlint.context import FileContext
 from torchmemlint.engine import _BatchedWalker
 from torchmemlint.tree import parse_module
 
+from traversal_reference import ReferenceWalk
+
 SOURCE = textwrap.dedent(
     """
     import torch
@@ -66,16 +68,45 @@ class _Probe:
     visit_Name = visit_Attribute = visit_Call = visit_Assign = visit_ClassDef = visit_If = _record
 
 
-def test_sites_answer_as_the_traversal_does():
+def _reference(module: cst.Module, context: FileContext) -> dict:
+    """What a recursive walk (tests/traversal_reference.py) holds at each node ``_Probe`` visits
+    that the file's index holds (not a keyword argument's name, which no rule is shown)."""
+    seen = {}
+    index = context.analysis.index
+
+    def record(node, statements, bindings):
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Assign, cst.ClassDef, cst.If)) and index.find(node) is not None:
+            qualified = bindings.qualify(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+            seen[id(node)] = (node, statements, qualified)
+
+    module.visit(ReferenceWalk(context.module_bindings, record))
+    return seen
+
+
+def test_the_engine_walk_holds_what_a_recursive_walk_holds():
+    """The engine meets only the hooked nodes and sets the context at each from ``Sites``:
+    what its rules see there is what a recursive walk holds."""
     module = parse_module(SOURCE)
     context = FileContext(module, "probe.py", {}, SOURCE)
     probe = _Probe(context)
     _BatchedWalker(context, [probe]).walk(module)
+    reference = _reference(module, context)
+    assert len(reference) > 100
+    assert {key: (node, [id(s) for s in stack], q) for key, (node, stack, q) in probe.seen.items()} == {
+        key: (node, [id(s) for s in stack], q) for key, (node, stack, q) in reference.items()
+    }
+    assert context.statement_stack == [] and context.bindings is context.module_bindings
+
+
+def test_sites_answer_as_the_traversal_does():
+    module = parse_module(SOURCE)
+    context = FileContext(module, "probe.py", {}, SOURCE)
+    reference = _reference(module, context)
     sites = Sites(context.analysis.index, context.module_bindings)
     index = context.analysis.index
-    assert len(probe.seen) > 100
+    assert len(reference) > 100
     qualified_somewhere = set()
-    for node, stack, qualified in probe.seen.values():
+    for node, stack, qualified in reference.values():
         here = index.find(node)
         assert sites.statements(here) == stack, context.module.code_for_node(node)
         if isinstance(node, (cst.Name, cst.Attribute)):
