@@ -545,9 +545,6 @@ class _Question:
         q_node, k_node = operands[1 - key_side], operands[key_side]
         v_node = product.info["operands"][1 - side]
         site.operands = (q_node, k_node, v_node)
-        site.query = _oriented(q_node, q_spec[-1] != d)
-        site.key = _oriented(k_node, k_spec[-1] != d)
-        site.value = _oriented(v_node, v_spec[-1] != e)
         site.transposed = o_out[-1] != e
         self.texts.extend((q_node, k_node, v_node))
         spellings = (scores.info["spelling"], product.info["spelling"])
@@ -560,6 +557,9 @@ class _Question:
         else:  # `@`/`matmul`, an einsum over `...`: the rank where the value graph shows it (q, k and v agree)
             ranks = {value_rank(self.graph, v) for v in (scores.inputs[1 - key_side], scores.inputs[key_side], product.inputs[1 - side])}
             rank = ranks.pop() if len(ranks) == 1 else self.assumed
+        site.query = _oriented(q_node, q_spec[-1] != d, rank)
+        site.key = _oriented(k_node, k_spec[-1] != d, rank)
+        site.value = _oriented(v_node, v_spec[-1] != e, rank)
         if rank is not None:
             site.rank = rank
             if rank not in (None, 3, 4):
@@ -676,9 +676,9 @@ def _tensor_attribute(graph: FunctionValues, value: Value) -> Optional[str]:
     return None
 
 
-def _oriented(node: cst.CSTNode, swap: bool) -> str:
+def _oriented(node: cst.CSTNode, swap: bool, rank: Optional[int] = None) -> str:
     """``node`` as (…, L, E): ``x.transpose(-2, -1)`` when ``node`` is (…, E, L) (and ``x`` when
-    ``node`` already is that transpose)."""
+    ``node`` already is that transpose: ``transpose(2, 3)`` too when the tensors are ``rank``-D)."""
     node = _bare(node)  # type: ignore[arg-type]
     if not swap:
         return _code(node)
@@ -686,6 +686,8 @@ def _oriented(node: cst.CSTNode, swap: bool) -> str:
         return _code(node.value)
     if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "transpose" and len(node.args) == 2:
         dims = sorted(_literal(a.value) for a in node.args)  # type: ignore[type-var]
+        if rank is not None and None not in dims:
+            dims = sorted(d - rank if d >= 0 else d for d in dims)  # type: ignore[operator]
         if dims == [-2, -1]:
             return _code(node.func.value)
     text = _code(node)

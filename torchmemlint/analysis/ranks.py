@@ -98,6 +98,9 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
             return whole - 1 if whole is not None and _method(source.node) == "unbind" else whole
         if source.op == "call" and source.info.get("qualified") in ("torch.split", "torch.chunk") and source.inputs:
             return of(source.inputs[0])
+        whole = of(source) if source.op not in ("split", "call", "tuple") else None
+        if whole is not None and whole >= 1:  # ``q, k, v = qkv.permute(2, 0, 3, 1, 4)``: unpacked along its first axis
+            return whole - 1
         return _mapped_rank(source.node)
     if op == "unknown" or not inputs:
         return None

@@ -759,6 +759,8 @@ class FunctionValues:
             return result
         if result.axes is None and positional and _tensorish(positional[0]):
             # an unknown step on the first argument: assumed to keep its shape (conservatively)
+            if result.rank is not None and result.rank != positional[0].rank:  # it says its rank (``x.permute(0, 2, 1, 3)``)
+                return self._new("helper", [result, *everything], node, None, result.rank, {"helper": helper, "assumed": True})
             return self._new("helper", [result, *everything], node, positional[0].axes, positional[0].rank, {"helper": helper, "assumed": True})
         return self._same("helper", result, node, everything, helper=helper)
 
