@@ -336,3 +336,42 @@ def test_the_cli_reports_the_unfixed_forms_and_not_the_look_alikes(tmp_path):
     listed = json.loads(run_cli("--select", "TML601", "--output-format", "json", str(path)).stdout)
     assert [f["fix"] for f in listed] == [None, None]
     assert "add_rel_pos" in listed[0]["message"] and "more than one mask" in listed[1]["message"]
+
+
+SPELLINGS = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn import Softmax
+
+
+def attend(q, k, v, b, t, h):
+    shape = LAYOUT
+    q, k, v = q.METHOD(shape).transpose(1, 2), k.METHOD(shape).transpose(1, 2), v.METHOD(shape).transpose(1, 2)
+    w = SOFTMAX(torch.matmul(q, k.transpose(2, 3)))
+    return torch.matmul(w, v)
+'''
+
+
+@pytest.mark.parametrize("softmax, found", [
+    ("nn.Softmax(dim=-1)", True),
+    ("torch.nn.Softmax(-1)", True),
+    ("Softmax(dim=3)", True),
+    ("nn.Softmax(3)", True),
+    ("F.softmax", False),  # no dim: not known to be the key axis
+    ("nn.Softmax(dim=2)", False),  # the queries
+    ("nn.Softmax(1)", False),  # the heads
+])
+@pytest.mark.parametrize("shape, reshape", [
+    ("(b, t, h, -1)", "view"),
+    ("[b, t, h, -1]", "reshape"),
+])
+def test_inline_softmax_spellings_on_scores_of_a_shape_held_in_a_local(softmax, found, shape, reshape):
+    source = SPELLINGS.replace("LAYOUT", shape).replace("METHOD", reshape).replace("SOFTMAX", softmax)
+    sites = found_sites(source)
+    assert [(s.key, s.rank, s.reason) for s in sites] == ([("k", 4, "")] if found else [])
+
+
+def test_a_shape_with_a_star_shows_no_rank():
+    source = SPELLINGS.replace("LAYOUT", "(*q.shape[:2], h, -1)").replace("METHOD", "view").replace("SOFTMAX", "nn.Softmax(dim=-1)")
+    assert found_sites(source) == []  # k.transpose(2, 3) of a tensor whose rank is not shown: not taken for kᵀ
