@@ -375,3 +375,18 @@ def test_inline_softmax_spellings_on_scores_of_a_shape_held_in_a_local(softmax, 
 def test_a_shape_with_a_star_shows_no_rank():
     source = SPELLINGS.replace("LAYOUT", "(*q.shape[:2], h, -1)").replace("METHOD", "view").replace("SOFTMAX", "nn.Softmax(dim=-1)")
     assert found_sites(source) == []  # k.transpose(2, 3) of a tensor whose rank is not shown: not taken for kᵀ
+
+
+def test_a_slice_written_in_the_function_itself_is_reported_without_a_fix():
+    source = """
+    import torch
+
+
+    def attend(q, k, v):
+        s = q @ k.transpose(-2, -1)
+        s[..., 0] = s[..., 0] * 2.0
+        return torch.softmax(s, dim=-1) @ v
+    """
+    (site,) = found_sites(source)
+    assert site.reason == "a slice of the scores or the weights is overwritten in place; SDPA takes an additive mask, not a write"
+    assert found_sites(source.replace("s[..., 0] = s[..., 0] * 2.0", "kept = s.clone()\n        kept[..., 0] = s[..., 0] * 2.0\n        log(kept)")) == []

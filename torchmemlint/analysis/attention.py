@@ -477,7 +477,7 @@ class _Question:
                 if consumer in ("test", "meta"):
                     continue
                 if consumer == "store" and any(id(into) in self.chain for into in value.info.get("into", ())):
-                    self.reasons.append("a slice of the scores is overwritten in place before the softmax; SDPA takes an additive mask, not a write")
+                    self.reasons.append("a slice of the scores or the weights is overwritten in place; SDPA takes an additive mask, not a write")
                     continue
                 return False
             if consumer.op == "join" and id(consumer) in self.chain:
