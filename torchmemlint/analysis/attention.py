@@ -27,6 +27,7 @@ import libcst as cst
 from torchmemlint.analysis.axes import arm_axis
 from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.ranks import rank as value_rank
+from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
 
@@ -242,6 +243,9 @@ class _Question:
         that of the contraction they come from (through elementwise steps), when one of its
         operands' rank is shown and the other's is not (``matmul(q.permute(0, 2, 1), k)``):
         a batched matmul's operands are taken to have one rank (``self.assumed``)."""
+        shown = value_rank(self.graph, scores)
+        if shown is not None:  # ``matmul(q, k)`` of two 4-D views: 4-D scores
+            return scores.axis(dim - shown) if 0 <= dim < shown else None
         value = scores
         for _ in range(16):
             if value.op == "contract":
@@ -460,13 +464,20 @@ class _Question:
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two
-        never run together)?"""
+        never run together), or a slice of the scores it is written back into (``s[..., 1:, 1:]
+        = s[..., 1:, 1:] + bias``, as a relative-position helper does: the scores are changed,
+        not kept)?"""
         consumers = self.graph.consumers(value)
+        if not consumers and value.info.get("target"):
+            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below)
         if not consumers or depth == 0:
             return False
         for consumer in consumers:
             if isinstance(consumer, str):
                 if consumer in ("test", "meta"):
+                    continue
+                if consumer == "store" and any(id(into) in self.chain for into in value.info.get("into", ())):
+                    self.reasons.append("a slice of the scores or the weights is overwritten in place; SDPA takes an additive mask, not a write")
                     continue
                 return False
             if consumer.op == "join" and id(consumer) in self.chain:
@@ -534,9 +545,6 @@ class _Question:
         q_node, k_node = operands[1 - key_side], operands[key_side]
         v_node = product.info["operands"][1 - side]
         site.operands = (q_node, k_node, v_node)
-        site.query = _oriented(q_node, q_spec[-1] != d)
-        site.key = _oriented(k_node, k_spec[-1] != d)
-        site.value = _oriented(v_node, v_spec[-1] != e)
         site.transposed = o_out[-1] != e
         self.texts.extend((q_node, k_node, v_node))
         spellings = (scores.info["spelling"], product.info["spelling"])
@@ -549,6 +557,9 @@ class _Question:
         else:  # `@`/`matmul`, an einsum over `...`: the rank where the value graph shows it (q, k and v agree)
             ranks = {value_rank(self.graph, v) for v in (scores.inputs[1 - key_side], scores.inputs[key_side], product.inputs[1 - side])}
             rank = ranks.pop() if len(ranks) == 1 else self.assumed
+        site.query = _oriented(q_node, q_spec[-1] != d, rank)
+        site.key = _oriented(k_node, k_spec[-1] != d, rank)
+        site.value = _oriented(v_node, v_spec[-1] != e, rank)
         if rank is not None:
             site.rank = rank
             if rank not in (None, 3, 4):
@@ -645,69 +656,6 @@ class _Question:
         return False
 
 
-def _similarity(graph: FunctionValues, scores: Value) -> bool:
-    """Are the two operands of the scores laid out alike (q and k, each (…, position, feature)
-    where each was made, the feature at the same place), not a tensor times a weight matrix
-    (``x @ w``)?
-
-    The contracted axis is followed back through transposes, permutes (``k.permute(0, 2, 3, 1)``
-    of a (b, s, h, d) projection is (b, h, d, s): its feature is still the last axis of what
-    it was made from) and ``.contiguous()`` to where each operand was made (``_origin``). A
-    rearrange that moves the features past the positions (``"b c h w -> b (h w) c"``) is a
-    transpose of the map it was made from, or the tokens' own layout: alike either way."""
-    specs = scores.info["specs"]
-    if len(scores.info["contracted"]) != 1:
-        return True  # several feature axes (an einsum over d and m): the letters say it
-    feature = scores.info["contracted"][0]
-    hint = 3 if scores.info.get("spelling") in ("torch.bmm", "bmm") else None  # ``bmm``: 3-D operands
-    for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
-        found = []
-        for side in (0, 1):
-            spec = list(specs[side])
-            if feature not in spec[-2:]:
-                return "..." not in spec
-            position = spec.index(feature) - len(spec)
-            found.append(_origin(graph, scores.inputs[side], position, through_rearrange, every_step, hint) == -1)
-        if found[0] == found[1]:
-            return True
-    return False
-
-
-def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool, hint: Optional[int] = None) -> int:
-    """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
-    axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
-    other step), of ``value``'s axis at ``position``. ``hint``: the rank the contraction says
-    its operands have (``bmm``: 3), which these steps keep."""
-    for _ in range(16):
-        info = value.info
-        if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
-            return position
-        if value.op == "same" and value.inputs:
-            value = value.inputs[0]
-            continue
-        if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
-            position, value = -3 - position, value.inputs[0]
-            continue
-        if value.op != "relabel":
-            return position
-        dims = list(info.get("dims", ()))
-        rank = value.rank if value.rank is not None else value_rank(graph, value)
-        rank = hint if rank is None else rank
-        norm = [d - rank if d >= 0 else d for d in dims] if rank is not None else dims  # type: ignore[operator]
-        if any(d >= 0 for d in norm):  # the rank is not known: only a swap of the last two is
-            if not (info.get("swap") and position in (-1, -2)):
-                return position
-            position = -3 - position
-        elif info.get("transpose") and len(norm) == 2:
-            position = norm[1] if position == norm[0] else (norm[0] if position == norm[1] else position)
-        elif rank is not None and len(norm) == rank and -rank <= position:
-            position = norm[position]
-        else:
-            return position
-        value = value.inputs[0]
-    return position
-
-
 def _computes_attention(value: Value, depth: int = 4) -> bool:
     if value.op == "attention":
         return True
@@ -728,9 +676,9 @@ def _tensor_attribute(graph: FunctionValues, value: Value) -> Optional[str]:
     return None
 
 
-def _oriented(node: cst.CSTNode, swap: bool) -> str:
+def _oriented(node: cst.CSTNode, swap: bool, rank: Optional[int] = None) -> str:
     """``node`` as (…, L, E): ``x.transpose(-2, -1)`` when ``node`` is (…, E, L) (and ``x`` when
-    ``node`` already is that transpose)."""
+    ``node`` already is that transpose: ``transpose(2, 3)`` too when the tensors are ``rank``-D)."""
     node = _bare(node)  # type: ignore[arg-type]
     if not swap:
         return _code(node)
@@ -738,6 +686,8 @@ def _oriented(node: cst.CSTNode, swap: bool) -> str:
         return _code(node.value)
     if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "transpose" and len(node.args) == 2:
         dims = sorted(_literal(a.value) for a in node.args)  # type: ignore[type-var]
+        if rank is not None and None not in dims:
+            dims = sorted(d - rank if d >= 0 else d for d in dims)  # type: ignore[operator]
         if dims == [-2, -1]:
             return _code(node.func.value)
     text = _code(node)

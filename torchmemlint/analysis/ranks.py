@@ -98,6 +98,9 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
             return whole - 1 if whole is not None and _method(source.node) == "unbind" else whole
         if source.op == "call" and source.info.get("qualified") in ("torch.split", "torch.chunk") and source.inputs:
             return of(source.inputs[0])
+        whole = of(source) if source.op not in ("split", "call", "tuple") else None
+        if whole is not None and whole >= 1:  # ``q, k, v = qkv.permute(2, 0, 3, 1, 4)``: unpacked along its first axis
+            return whole - 1
         return _mapped_rank(source.node)
     if op == "unknown" or not inputs:
         return None
@@ -112,6 +115,10 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
     if op == "reshape" and type(node) is cst.Call:
         if value.info.get("qualified") == "einops.rearrange":
             return _pattern_rank(inputs[1].info.get("text") if len(inputs) > 1 else None)
+        shape = inputs[1] if len(inputs) == 2 and _method(node) in ("view", "reshape") else None
+        if shape is not None and shape.op == "tuple" and type(shape.node) in (cst.Tuple, cst.List) and type(node.args[0].value) is cst.Name:
+            elements = shape.node.elements  # ``shape = (b, t, h, -1)``, then ``x.view(shape)``
+            return None if any(type(e) is cst.StarredElement for e in elements) else len(elements)
         return _reshaped(node, of(inputs[0]))
     return None
 

@@ -411,7 +411,10 @@ class FunctionValues:
         ) is not None:  # ``x[h:] = x[h:].softmax(-1)``: ``x`` is now that value (``writes.py``)
             self._bind(target.value, written, env)  # type: ignore[attr-defined]
         else:  # ``self.x = v``, ``d[k] = v``: stored where this function no longer sees it
-            self.expression(target, env)
+            written = self.expression(target, env)
+            if kind is cst.Subscript and type(target.value) is cst.Name and target.value.value in env:  # type: ignore[attr-defined]
+                value.info.setdefault("into", []).append(env[target.value.value])  # type: ignore[attr-defined]  # ``s[..., 1:] = v``: written into ``s``
+                written.info["target"] = True  # the slice written, not read
             self._sink(value, "store")
 
     # -- expressions ---------------------------------------------------------------------------
@@ -512,6 +515,8 @@ class FunctionValues:
         if method is not None and qualified is None:
             receiver = self.expression(func.value, env)  # type: ignore[attr-defined]
         callee = env.get(func.value) if type(func) is cst.Name else None  # type: ignore[attr-defined]
+        if type(func) is cst.Call and (made := self.expression(func, env)).op == "layer":
+            callee = made  # ``nn.Softmax(dim=-1)(s)``: the layer built and run at once
         positional = [self.expression(a.value, env) for a in node.args if a.keyword is None and not a.star]
         keywords = {a.keyword.value: self.expression(a.value, env) for a in node.args if a.keyword is not None}
         for arg in node.args:
@@ -754,6 +759,8 @@ class FunctionValues:
             return result
         if result.axes is None and positional and _tensorish(positional[0]):
             # an unknown step on the first argument: assumed to keep its shape (conservatively)
+            if result.rank is not None and result.rank != positional[0].rank:  # it says its rank (``x.permute(0, 2, 1, 3)``)
+                return self._new("helper", [result, *everything], node, None, result.rank, {"helper": helper, "assumed": True})
             return self._new("helper", [result, *everything], node, positional[0].axes, positional[0].rank, {"helper": helper, "assumed": True})
         return self._same("helper", result, node, everything, helper=helper)
 

@@ -41,12 +41,15 @@ class EagerAttention(Rule):
       q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`); the feature axis
       followed through `reshape`/`permute`/`.contiguous()` to where each operand was made, so
       `k` projected straight to (b, h, d, s) (`.reshape(b, s, h, -1).permute(0, 2, 3, 1)`) and
-      a channel-first key (B, C, N) used as it is count; xformers' `masked_matmul(q, kᵀ, mask)`
+      a channel-first key (B, C, N) used as it is count, and so do q and k both made by layers
+      of the module in any layout (`k = self.WK(y).view(B, N, h, L)`, then `torch.matmul(q, k)`);
+      xformers' `masked_matmul(q, kᵀ, mask)`
       (the product, then the mask added); `torch.baddbmm(input, q, kᵀ, beta=0, alpha=scale)`
       (the product scaled by `alpha`; `beta=0` ignores the input, `beta=1` adds it as a mask);
       an `einsum` over `...` (`"... i d, ... j d -> ... i j"` on 5-D tensors);
     - the softmax: `F.softmax`, `torch.softmax`, `s.softmax(...)`, an `nn.Softmax` attribute
-      (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), a local alias
+      (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), one built and run at
+      once (`nn.Softmax(dim=-1)(s)`), a local alias
       (`softmax = torch.softmax if c else F.softmax`), over `dim=-1` or the same axis by its
       index (`dim=2` of 3-D scores; of `matmul(q.permute(0, 2, 1), k)` too, the rank taken
       from the operand that shows it); the scores' maximum subtracted first
@@ -75,7 +78,8 @@ class EagerAttention(Rule):
     `scale` is a number), the weights come from different computations in the arms of an `if`,
     an `einsum` says the tensors are neither 3-D nor 4-D or the batch axes of q, k and v
     differ, a name the scores use is reassigned before the product with v, or the softmax is
-    written in place into slices of the scores (the fix does not rewrite that form), a tensor
+    written in place into slices of the scores (the fix does not rewrite that form; nor a
+    helper that writes a bias into a slice of the scores, `attn[:, :, 1:, 1:] = ...`), a tensor
     is added to the scores before the scale (SDPA adds its mask after scaling), or the softmax
     is computed in another function (a helper that returns the weights to the function that
     applies the dropout and the product with v; the fix rewrites one function), or q has an
@@ -83,8 +87,9 @@ class EagerAttention(Rule):
     kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
     kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
     kernel choice)
-    (`tests/test_attention_rearrange.py` and `tests/test_attention_layouts.py`: the rearranged
-    and permuted forms fixed compute what the eager code did, CPU).
+    (`tests/test_attention_rearrange.py`, `tests/test_attention_layouts.py` and
+    `tests/test_attention_held_out.py`: the rearranged, permuted and held-out forms fixed compute
+    what the eager code did, outputs and gradients, CPU).
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,

@@ -1,0 +1,86 @@
+"""Are the two operands of an attention's scores laid out alike, q and k, not a tensor times a
+weight matrix (``analysis/attention.py`` asks it of the value graph)?"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from torchmemlint.analysis.ranks import rank as value_rank
+from torchmemlint.analysis.values import FunctionValues, Value
+
+
+def similarity(graph: FunctionValues, scores: Value) -> bool:
+    """Are the two operands of the scores laid out alike (q and k, each (…, position, feature)
+    where each was made, the feature at the same place), not a tensor times a weight matrix
+    (``x @ w``)?
+
+    The contracted axis is followed back through transposes, permutes (``k.permute(0, 2, 3, 1)``
+    of a (b, s, h, d) projection is (b, h, d, s): its feature is still the last axis of what
+    it was made from) and ``.contiguous()`` to where each operand was made (``_origin``). A
+    rearrange that moves the features past the positions (``"b c h w -> b (h w) c"``) is a
+    transpose of the map it was made from, or the tokens' own layout: alike either way."""
+    specs = scores.info["specs"]
+    if len(scores.info["contracted"]) != 1:
+        return True  # several feature axes (an einsum over d and m): the letters say it
+    if all(_projected(operand) for operand in scores.inputs[:2]):
+        return True  # both made by layers of the module (``self.WK(y).view(b, n, d, l)``): q and k in any layout
+    feature = scores.info["contracted"][0]
+    hint = 3 if scores.info.get("spelling") in ("torch.bmm", "bmm") else None  # ``bmm``: 3-D operands
+    for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
+        found = []
+        for side in (0, 1):
+            spec = list(specs[side])
+            if feature not in spec[-2:]:
+                return "..." not in spec
+            position = spec.index(feature) - len(spec)
+            found.append(_origin(graph, scores.inputs[side], position, through_rearrange, every_step, hint) == -1)
+        if found[0] == found[1]:
+            return True
+    return False
+
+
+def _projected(value: Value) -> bool:
+    """Was ``value`` made by an ``nn`` layer (``nn.Linear``, ``nn.Conv2d``: a projection, not a
+    weight matrix), through reshapes, transposes and axis-keeping steps?"""
+    for _ in range(16):
+        if value.op == "linear":
+            return True
+        if value.op not in ("reshape", "relabel", "same", "cast") or not value.inputs:
+            return False
+        value = value.inputs[0]
+    return False
+
+
+def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool, hint: Optional[int] = None) -> int:
+    """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
+    axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
+    other step), of ``value``'s axis at ``position``. ``hint``: the rank the contraction says
+    its operands have (``bmm``: 3), which these steps keep."""
+    for _ in range(16):
+        info = value.info
+        if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
+            return position
+        if value.op == "same" and value.inputs:
+            value = value.inputs[0]
+            continue
+        if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
+            position, value = -3 - position, value.inputs[0]
+            continue
+        if value.op != "relabel":
+            return position
+        dims = list(info.get("dims", ()))
+        rank = value.rank if value.rank is not None else value_rank(graph, value)
+        rank = hint if rank is None else rank
+        norm = [d - rank if d >= 0 else d for d in dims] if rank is not None else dims  # type: ignore[operator]
+        if any(d >= 0 for d in norm):  # the rank is not known: only a swap of the last two is
+            if not (info.get("swap") and position in (-1, -2)):
+                return position
+            position = -3 - position
+        elif info.get("transpose") and len(norm) == 2:
+            position = norm[1] if position == norm[0] else (norm[0] if position == norm[1] else position)
+        elif rank is not None and len(norm) == rank and -rank <= position:
+            position = norm[position]
+        else:
+            return position
+        value = value.inputs[0]
+    return position
