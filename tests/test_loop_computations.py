@@ -81,6 +81,18 @@ CASES = {
             sizes.append(self.model.parameters())
         return results, best, sizes
 """, {"TML501": [10]}),
+    # look-alike: what a model's method returns, unpacked, need not be tensors (flair's
+    # `loss, datapoint_count = self.model.forward_loss(batch)`)
+    "method_result_unpacked": (HEAD + """class Trainer:
+    def train(self, loader, optimizer):
+        samples = 0
+        for batch in loader:
+            loss, count = self.model.forward_loss(batch)
+            samples += count
+            self._backward(loss)
+            optimizer.step()
+        return samples
+""", {}),
     # -- 3. a comprehension over a loader collecting model outputs --------------------------
     "comprehension_in_training": (HEAD + """class USAD:
     def training(self, train_loader, val_loader, epochs, optimizer1):

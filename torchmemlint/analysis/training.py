@@ -282,6 +282,11 @@ class ScopeFacts:
             and not last.startswith("_") and self.is_model(head)
         )
 
+    def _method_result(self, value: Optional[cst.BaseExpression]) -> bool:
+        """What a method of the model returns (``model_part``), not the model's own call."""
+        dotted = dotted_name(value.func) if type(value) is cst.Call else None
+        return not self.is_model(dotted) and self.model_part(dotted)
+
     def _activation(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
         """In forward: submodule calls, torch ops on activations and tensor methods."""
         func = call.func
@@ -350,6 +355,8 @@ class ScopeFacts:
                 continue
             if value is None:
                 self.env.pop(target, None)
+            elif event.unpacked and value.kind is Kind.OUTPUT and self._method_result(event.value):
+                self.env.pop(target, None)  # `loss, count = model.forward_loss(b)`: not all tensors
             elif event.unpacked and value.kind is Kind.LOSS:
                 # `loss, logs = ...`: only one of them is the loss; the one `.backward()` is
                 # called on is, and so is a loss beside it (`agg_loss, loss = loss_fn(...)`)
