@@ -93,6 +93,16 @@ CASES = {
             optimizer.step()
         return samples
 """, {}),
+    # look-alike: a sum that starts as text holds no tensor (a tokenizer's `self.sp_model`)
+    "text_sum_of_a_model_method": (HEAD + """class Tokenizer:
+    def convert_tokens_to_string(self, tokens):
+        current = []
+        out_string = ""
+        for token in tokens:
+            out_string += self.sp_model.decode(current) + token
+            current = []
+        return out_string
+""", {}),
     # -- 3. a comprehension over a loader collecting model outputs --------------------------
     "comprehension_in_training": (HEAD + """class USAD:
     def training(self, train_loader, val_loader, epochs, optimizer1):

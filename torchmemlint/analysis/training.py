@@ -521,13 +521,22 @@ class ScopeFacts:
 
     def starts_as_number(self, name: str, ctx: Ctx) -> bool:
         """The accumulator's last assignment before the loop is a number: `total = 0.0`."""
+        start = self._start(name, ctx)
+        return start is not None and _is_number(start)
+
+    def starts_as_text(self, name: str, ctx: Ctx) -> bool:
+        """The accumulator's last assignment before the loop is a string (`out = ""`): a
+        tensor added to it raises, so what it sums is text (a tokenizer's `decode`)."""
+        return isinstance(self._start(name, ctx), (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+    def _start(self, name: str, ctx: Ctx) -> Optional[cst.BaseExpression]:
         loop = ctx.loops[-1]
         loop_seq = next(frame.seq for frame in ctx.chain if frame.statement is loop)
         start = None
         for event in self.scope.assigns:
             if event.seq < loop_seq and name in event.targets and not event.augmented:
                 start = event
-        return start is not None and start.value is not None and _is_number(start.value)
+        return None if start is None else start.value
 
     def built_in_loop(self, call: CallEvent) -> bool:
         """What is backpropagated was computed in this iteration (not a graph from before the

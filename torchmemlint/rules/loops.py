@@ -568,6 +568,8 @@ class _Checks:
                 appended = False
         if accumulator is None or accumulator in self.facts.backward_losses:
             return
+        if not appended and self.facts.starts_as_text(accumulator, ctx):
+            return  # `out_string += sp_model.decode(ids)`: text, not a tensor
         value = self.facts.value_of(value_node, ctx)
         if value is None or value.kind is Kind.ACTIVATION:
             return
