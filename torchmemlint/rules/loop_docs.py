@@ -74,9 +74,18 @@ TML501_DOCUMENTATION = """
     or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
     one of its methods (frozen weights record nothing: transformers' FLAVA image codebook).
 
+    A comprehension over something named like a loader, data set or batches that collects what
+    the model (or a method or part of it: `self.model.validation_step(b)`) returns, with
+    autograd on, is reported also in a function that trains on other values, when what it
+    collects never reaches a backward there (`outputs = [self.model.validation_step(b) for
+    [b] in val_loader]`); the fix wraps that statement (`tests/test_loop_computations.py`).
+
     Each model call is its own finding at its own line (`# noqa` silences one call); the calls
     under the same loop or function share one fix, applied once, and the message says how many
-    model calls that `torch.no_grad()` covers when there are several.
+    model calls that `torch.no_grad()` covers when there are several. A loss computed from the
+    output of a model call reported in the same function (`score = criterion(x, outputs)`,
+    through the names the output is bound to) is not a second finding: its memory is the
+    model's (`tests/test_loop_computations.py`).
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
@@ -131,7 +140,12 @@ TML502_DOCUMENTATION = """
     number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
     `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
     `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
-    no fix offered). An accumulator reset only under an `if` in the loop
+    no fix offered), and a comprehension over something named like a loader, data set or
+    batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
+    collects never backpropagated, outside `no_grad`). A model output is also what a part or
+    method of the model returns (`self.model.decoder1(z)`; unpacked, only the loss beside it),
+    and a torch function of one (`torch.mean((x - w) ** 2)`) keeps its graph; a sum that
+    starts as a string holds none (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
