@@ -93,6 +93,16 @@ CASES = {
             optimizer.step()
         return samples
 """, {}),
+    # look-alike: a model wrapper's method given no input by position returns no tensor
+    # (open_flamingo's `eval_model.get_caption_prompt()`)
+    "prompt_of_an_eval_model": (HEAD + """def evaluate(eval_model, test_dataloader, shots):
+    for batch in test_dataloader:
+        batch_text = []
+        for i in range(len(batch)):
+            context_text = "".join([eval_model.get_caption_prompt(caption=x) for x in shots])
+            batch_text.append(context_text + eval_model.get_caption_prompt())
+        print(batch_text)
+""", {}),
     # look-alike: a sum that starts as text holds no tensor (a tokenizer's `self.sp_model`)
     "text_sum_of_a_model_method": (HEAD + """class Tokenizer:
     def convert_tokens_to_string(self, tokens):

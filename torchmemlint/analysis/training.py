@@ -253,7 +253,7 @@ class ScopeFacts:
         dotted = dotted_name(func)
         if self.forward:
             return self._activation(call, ctx)
-        if self.is_model(dotted) or self.model_part(dotted):
+        if self.is_model(dotted) or self.model_part(call):
             return Value(Kind.OUTPUT, ctx.loops)
         scalar = self.loss_call(call)
         if scalar is not None:
@@ -273,19 +273,22 @@ class ScopeFacts:
             return dataclasses.replace(base, scalar=False) if base else None
         return None
 
-    def model_part(self, dotted: Optional[str]) -> bool:
-        """`self.model.decoder1(z)`, `model.encode(x)`: a part or a method of the model, run
-        (not one of a module's own methods: `model.parameters()`, `model.to(device)`)."""
-        head, _, last = (dotted or "").rpartition(".")
+    def model_part(self, call: cst.Call) -> bool:
+        """`self.model.decoder1(z)`, `model.encode(x)`: a part or a method of the model run on
+        an input given by position, as a module's forward takes it (not one of a module's own
+        methods: `model.parameters()`, `model.to(device)`; not `eval_model.get_prompt()`)."""
+        head, _, last = (dotted_name(call.func) or "").rpartition(".")
         return (
-            bool(head) and last not in MODULE_METHODS and last not in MODULE_MOVES
+            any(arg.keyword is None and not arg.star for arg in call.args)
+            and bool(head) and last not in MODULE_METHODS and last not in MODULE_MOVES
             and not last.startswith("_") and self.is_model(head)
         )
 
     def _method_result(self, value: Optional[cst.BaseExpression]) -> bool:
         """What a method of the model returns (``model_part``), not the model's own call."""
-        dotted = dotted_name(value.func) if type(value) is cst.Call else None
-        return not self.is_model(dotted) and self.model_part(dotted)
+        if type(value) is not cst.Call:
+            return False
+        return not self.is_model(dotted_name(value.func)) and self.model_part(value)
 
     def _activation(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
         """In forward: submodule calls, torch ops on activations and tensor methods."""
@@ -496,7 +499,7 @@ class ScopeFacts:
         for call in self.scope.calls:
             if loop not in call.ctx.loops:
                 continue
-            if self.is_model(call.func) or self.model_part(call.func) or self.is_training_step(call):
+            if self.is_model(call.func) or self.model_part(call.node) or self.is_training_step(call):
                 return True
             if self.loss_call(call.node) is not None and any(
                 self.computed_in(arg.value, loop, call.seq) for arg in call.node.args

@@ -143,7 +143,8 @@ TML502_DOCUMENTATION = """
     no fix offered), and a comprehension over something named like a loader, data set or
     batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
     collects never backpropagated, outside `no_grad`). A model output is also what a part or
-    method of the model returns (`self.model.decoder1(z)`; unpacked, only the loss beside it),
+    method of the model given its input by position returns (`self.model.decoder1(z)`;
+    unpacked, only the loss beside it),
     and a torch function of one (`torch.mean((x - w) ** 2)`) keeps its graph; a sum that
     starts as a string holds none (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and

@@ -347,7 +347,7 @@ class _Checks:
             return
         if self.facts.is_model(event.func):
             self._model_call(event)
-        elif self.facts.model_part(event.func) and collected_over_loader(self.facts, event):
+        elif self.facts.model_part(event.node) and collected_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
