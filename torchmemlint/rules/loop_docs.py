@@ -144,9 +144,9 @@ TML502_DOCUMENTATION = """
     batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
     collects never backpropagated, outside `no_grad`). A model output is also what a part or
     method of the model given its input by position returns (`self.model.decoder1(z)`;
-    unpacked, only the loss beside it),
-    and a torch function of one (`torch.mean((x - w) ** 2)`) keeps its graph; a sum that
-    starts as a string holds none (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
+    unpacked, only the loss beside it), and a torch function of one
+    (`torch.mean((x - w) ** 2)`) keeps its graph; a sum that starts as a string holds none
+    (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
