@@ -113,6 +113,46 @@ CASES = {
             current = []
         return out_string
 """, {}),
+    # look-alikes: one batch's items, not a loop over batches: embeddings of a word list
+    # stacked after the loop (allennlp's bias direction), per-image losses handed on (mmdet)
+    "embeddings_of_items_stacked": (HEAD + """class BiasDirection:
+    def __call__(self, module):
+        ids_embeddings = []
+        for i in self.ids:
+            ids_embeddings.append(torch.mean(module.forward(i), dim=0, keepdim=True))
+        return torch.cat(ids_embeddings)
+""", {}),
+    "per_image_losses_handed_on": (HEAD + """import torch.nn.functional as F
+
+
+def loss_by_feat(mask_preds, targets, num_imgs):
+    loss_mask = []
+    for idx in range(num_imgs):
+        pred = mask_preds[idx].sigmoid()
+        loss = F.binary_cross_entropy(pred, targets[idx], reduction='none')
+        loss = torch.sum(loss.mean(dim=(1, 2)))
+        loss_mask.append(loss)
+    return dict(loss_mask=loss_mask)
+""", {}),
+    # but a loop that trains keeps every step's loss, stacked after or not (pyro's
+    # `opt_eig_ape_loss` history)
+    "history_of_a_training_loop": (HEAD + """def optimise(loss_fn, design, optim, params, num_steps):
+    history = []
+    for step in range(num_steps):
+        agg_loss, loss = loss_fn(design)
+        agg_loss.backward(retain_graph=True)
+        history.append(loss)
+        optim.step()
+    return torch.stack(history)
+""", {"TML502": [11]}),
+    # a loop over a loader keeps every batch's scores (torchkge's `get_scores`)
+    "scores_over_a_loader": (HEAD + """class Evaluator:
+    def get_scores(self, heads, dataloader):
+        scores = []
+        for i, batch in enumerate(dataloader):
+            scores.append(self.model.scoring_function(batch[0], batch[1]))
+        return torch.cat(scores, dim=0)
+""", {"TML502": [10]}),
     # -- 3. a comprehension over a loader collecting model outputs --------------------------
     "comprehension_in_training": (HEAD + """class USAD:
     def training(self, train_loader, val_loader, epochs, optimizer1):

@@ -105,6 +105,13 @@ def over_loader(value: Optional[cst.BaseExpression]) -> bool:
     )
 
 
+def iterates_loader(loop: cst.CSTNode) -> bool:
+    """A ``for`` loop over something named like a loader, a data set or batches."""
+    return type(loop) is cst.For and any(
+        _LOADER_WORDS.search(name) for name in _names_in(loop.iter)  # type: ignore[attr-defined]
+    )
+
+
 def _for_clauses(comprehension: cst.BaseExpression) -> List[cst.CompFor]:
     clauses = []
     clause = getattr(comprehension, "for_in", None)

@@ -26,7 +26,7 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
-from torchmemlint.analysis.feeds import collected_over_loader, fed_by
+from torchmemlint.analysis.feeds import collected_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.module_calls import as_model, called_module
 from torchmemlint.analysis.names import dotted_name
@@ -579,11 +579,12 @@ class _Checks:
         if not self.facts.loop_computes(loop):
             return
         if (
-            appended
-            and not runs_model(self.facts, loop)
-            and reduced_after(self.facts, accumulator, loop)
+            appended and not iterates_loader(loop)
+            and not self.facts.loop_has(loop, self.facts.training_calls)
+            and ((not runs_model(self.facts, loop) and value.kind is Kind.LOSS)
+                 or reduced_after(self.facts, accumulator, loop))
         ):
-            return  # per-item losses of one batch, stacked after the loop: one loss computation
+            return  # one batch's items (per-image losses handed on, embeddings stacked after)
         if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
         persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
