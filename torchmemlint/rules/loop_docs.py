@@ -155,10 +155,11 @@ TML502_DOCUMENTATION = """
     a loss or step are considered, and only values computed in the same iteration.
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
     that are themselves backpropagated (gradient accumulation) are not reported. Nor are
-    per-item losses of one batch: a list filled in a loop that neither calls the model (or a
-    callee named like one) nor iterates something named like a loader / data set / batches,
-    and that is stacked or summed after the loop (`torch.stack(bbox_loss)`: torchvision SSD's
-    `compute_loss`); nor a loop whose only models are borrowed (a class with a base from
+    one batch's items: a list filled in a loop that neither iterates something named like a
+    loader / data set / batches nor trains, and that is stacked or summed after the loop
+    (`torch.stack(bbox_loss)`: torchvision SSD's `compute_loss`; the embeddings of a word
+    list) or, when the loop does not call the model (or a callee named like one) either,
+    that holds losses (per-image losses handed on to the caller); nor a loop whose only models are borrowed (a class with a base from
     another file that never assigns `self.model` nor calls eval/backward: see TML501).
 
     ## Why is this bad?
