@@ -437,3 +437,71 @@ def test_ddp_keywords_from_self_and_from_a_dataclass(tmp_path):
     messages = {f["location"]["row"]: f["message"] for f in json.loads(run.stdout)}
     assert "read from `self._ddp_kwargs`, built in `__init__`" in messages[17]
     assert "the fields of `DDPStrategy`, when `strategy` is not passed" in messages[76]
+
+
+# accelerate's DDP keywords and a DDP built through `functools.partial`: what the partial builds
+# gets its keywords, unless a call of it passes the flag (or a `**mapping` that may).
+PARTIALS = """\
+import functools
+from functools import partial
+
+import torch
+from accelerate import Accelerator, DistributedDataParallelKwargs
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def find_and_pop(arr, cond, default=None):
+    for i, x in enumerate(arr):
+        if cond(x):
+            return arr.pop(i)
+    return default() if callable(default) else default
+
+
+class Trainer:
+    def __init__(self, accelerate_kwargs: dict = dict()):
+        kwargs_handlers = accelerate_kwargs.get("kwargs_handlers", [])
+        ddp_kwargs = find_and_pop(
+            kwargs_handlers,
+            lambda x: isinstance(x, DistributedDataParallelKwargs),
+            partial(DistributedDataParallelKwargs, find_unused_parameters=True)
+        )
+        kwargs_handlers.append(ddp_kwargs)
+        self.accelerator = Accelerator(kwargs_handlers=kwargs_handlers)
+
+
+def wrap_all(models, rank):
+    wrap = functools.partial(DDP, device_ids=[rank])
+    return [wrap(m) for m in models]
+
+
+def quiet(opts, rank, model):
+    make = partial(DistributedDataParallelKwargs, find_unused_parameters=True)
+    handler = make(gradient_as_bucket_view=True)
+    viewed = partial(DistributedDataParallelKwargs, gradient_as_bucket_view=True)()
+    spread = partial(DistributedDataParallelKwargs, find_unused_parameters=True)(**opts)
+    unrelated = partial(dict, find_unused_parameters=True)()
+    positional = partial(DDP, model, [rank], rank, 0, True, None, 25, False, False, True)()
+    return Accelerator(kwargs_handlers=[handler, viewed, spread, unrelated]), positional
+"""
+
+
+@pytest.mark.slow
+def test_ddp_keywords_built_through_partial(tmp_path):
+    path = tmp_path / "partials.py"
+    path.write_text(PARTIALS)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
+         "--output-format", "json", str(path)],
+        capture_output=True, text=True,
+    )
+    found = sorted((f["location"]["row"], f["message"].split(" keeps")[0]) for f in json.loads(run.stdout))
+    assert found == [(22, "DistributedDataParallelKwargs"), (29, "DDP")], run.stderr
+    subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701", "--fix",
+         "--unsafe-fixes", str(path)],
+        capture_output=True, text=True,
+    )
+    text = path.read_text()
+    assert "partial(DistributedDataParallelKwargs, find_unused_parameters=True, gradient_as_bucket_view=True)\n" in text
+    assert "functools.partial(DDP, device_ids=[rank], gradient_as_bucket_view=True)" in text
+    compile(text, "partials.py", "exec")

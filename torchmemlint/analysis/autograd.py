@@ -26,6 +26,12 @@ MODEL_NAME = re.compile(
 )
 # Callables whose result is a loss.
 CRITERION_NAME = re.compile(r"(?:^|_)(?:criterion|loss_?fn|loss_?func|loss_?function)(?:$|_|\d)")
+# methods only a module has (a tensor has `.to`/`.cuda` too, but a tensor is never called)
+MODULE_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
+     "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers"}
+)
+MODULE_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
 # Words of a function name that make it evaluation code.
 EVAL_WORDS = frozenset(
     {"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid", "test",

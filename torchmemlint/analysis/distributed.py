@@ -54,6 +54,7 @@ DDP_CONSTRUCTORS: Dict[str, Tuple[str, Optional[int]]] = {
         for module in ("", "distributed.")
     },
 }
+_PARTIAL = frozenset({"functools.partial"})
 TORCH_LOAD = "torch.load"
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 # Methods a framework calls once per training step (Lightning's LightningModule hooks).
@@ -134,13 +135,23 @@ class DistributedFacts:
     def ddp_constructions(self) -> Iterator[DdpConstruction]:
         """The DDPs built (and keyword holders of one) whose keywords the file shows all of."""
         for scope, call, qualified in self.calls():
+            node = call.node
             constructor = DDP_CONSTRUCTORS.get(qualified) if qualified is not None else None
+            offset = 0
+            if constructor is None and qualified in _PARTIAL and node.args and node.args[0].keyword is None:
+                # `partial(DistributedDataParallelKwargs, find_unused_parameters=True)`: what it
+                # builds gets these keywords (and those of its own call: ``_called_with``)
+                bound = node.args[0].value
+                inner = scope.bindings.qualify(bound) if type(bound) in (cst.Name, cst.Attribute) else None
+                constructor = DDP_CONSTRUCTORS.get(inner) if inner is not None else None
+                offset = 1
+                if constructor is not None and self._called_with(scope, node, "gradient_as_bucket_view"):
+                    continue
             if constructor is None:
                 continue
             what, position = constructor
-            node = call.node
             positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
-            if position is not None and len(positional) > position:
+            if position is not None and len(positional) - offset > position:
                 continue  # gradient_as_bucket_view may be passed by position
             spread = spread_keywords(node, scope, self.module)
             if spread is None:
@@ -152,6 +163,21 @@ class DistributedFacts:
                 # may pass the keyword: no plain place to add it
                 last = None
             yield DdpConstruction(node, what, bucket_view, last, spread.through)
+
+    def _called_with(self, scope: Scope, partial: cst.Call, keyword: str) -> bool:
+        """Whether a call of the partial ``partial`` (directly, or through the names it is bound
+        to in ``scope``) passes ``keyword`` or a ``**mapping`` that may."""
+        names = {
+            target for event in scope.assigns if event.value is partial for target in event.targets
+        }
+        for call in scope.calls:
+            func = call.node.func
+            if func is partial or (call.func is not None and call.func in names):
+                if has_star_args(call.node) or any(
+                    arg.keyword is not None and arg.keyword.value == keyword for arg in call.node.args
+                ):
+                    return True
+        return False
 
     def loads_without_map_location(self) -> Iterator[Load]:
         for scope, call, qualified in self.calls():

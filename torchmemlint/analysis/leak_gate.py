@@ -22,10 +22,11 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.callers import _FORWARD_PARTS
+from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS
 from torchmemlint.analysis.autograd import (
     _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
+from torchmemlint.analysis.feeds import over_loader
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import metric_call, SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
 from torchmemlint.analysis.training import (
@@ -34,6 +35,9 @@ from torchmemlint.analysis.training import (
 from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
+# a comprehension over batches is a loop that collects what it computes (``feeds``)
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # the loop rules' codes (rules/loops.py reports under these)
 EVAL_WITHOUT_NO_GRAD = "TML501"
 ACCUMULATED_TENSOR = "TML502"
@@ -66,6 +70,15 @@ def sink_code_possible(text: str) -> bool:
     return _SINK_TEXT.search(text) is not None
 
 
+def loader_comprehension_possible(text: str) -> bool:
+    """TML501 reports a model call collected by a comprehension over a loader
+    (``feeds.collected_over_loader``): a `for ... in` naming a loader, data set or batches."""
+    return _LOADER_FOR.search(text) is not None
+
+
+_LOADER_FOR = re.compile(r"(?i)\bfor\b[^\n]*\bin\b[^\n]*(?:loader|dataset|batches)")
+
+
 def eval_code_possible(text: str) -> bool:
     """TML501 reports a model call in a function named like evaluation (``is_eval_name``) or
     after a ``.eval()`` / ``.train(False)``: the text names one or the other."""
@@ -79,9 +92,11 @@ Call = Tuple[Optional[str], Optional[str]]  # (method name, dotted callee) of a 
 
 @dataclass
 class Loop:
-    """An outermost `for` / `while` (its nested loops included)."""
+    """An outermost `for` / `while` or comprehension (its nested loops included)."""
 
     accumulates: bool = False  # `+=` / `-=`, a `+`, or an `.append(...)` inside
+    # is or holds a comprehension over a loader (``feeds.over_loader``, ``collected_over_loader``)
+    comprehension: bool = False
     # (a call of torch's `cat` / `stack` ..., among ``calls``, also counts: ``_folds``)
     calls: List[Call] = field(default_factory=list)
 
@@ -108,7 +123,7 @@ class LoopFacts:
         return (
             sorted(self.function_names), sorted(self.mode_calls, key=repr),
             self.forward_appends, self.forward_assigns,
-            sorted(((loop.accumulates, sorted(loop.calls, key=repr)) for loop in self.loops),
+            sorted(((loop.accumulates, loop.comprehension, sorted(loop.calls, key=repr)) for loop in self.loops),
                    key=repr),
             sorted(self.renamed.items()),
             sorted(function.normalised() for function in self.functions),
@@ -194,7 +209,8 @@ def may_report(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> 
     read from (``text``: its source, None when unknown)."""
     return (
         RETAIN_GRAPH in codes  # its text gate (`retain_graph`) already passed
-        or (EVAL_WITHOUT_NO_GRAD in codes and (_eval_code(facts) or _sink_code(facts)))
+        or (EVAL_WITHOUT_NO_GRAD in codes and (
+            _eval_code(facts) or _sink_code(facts) or any(loop.comprehension for loop in facts.loops)))
         or (LIST_ON_SELF in codes and facts.forward_appends)
         or (TENSOR_ON_SELF in codes and facts.forward_assigns)
         or (ACCUMULATED_TENSOR in codes and _accumulating_loop(facts, text))
@@ -284,6 +300,9 @@ def _computes(
         dotted = dotted[: -len(".forward")]
     if dotted in switched or loss_class:
         return True
+    head = dotted.rpartition(".")[0]
+    if head and (head in switched or MODEL_NAME.match(head.rsplit(".", 1)[-1])):
+        return True  # a part or method of the model (``ScopeFacts.model_part``)
     last = dotted.rsplit(".", 1)[-1]
     if "." not in dotted:
         last = renamed.get(last, last)
@@ -364,13 +383,16 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                 if any(_self_attribute(target) is not None for target in targets):
                     facts.forward_assigns = True
     outer_end = -1
-    for here in sorted(index.positions(cst.For) + index.positions(cst.While)):
+    comprehensions = [here for kind in _COMPREHENSIONS for here in index.positions(kind)]
+    for here in sorted(index.positions(cst.For) + index.positions(cst.While) + comprehensions):
         if here < outer_end:
             continue
         outer_end = index.end[here]
-        loop = Loop()
-        for node in index.of_types(here, (cst.AugAssign, cst.BinaryOperation, cst.Call)):
-            if type(node) is cst.AugAssign:
+        loop = Loop(accumulates=type(order[here]) in _COMPREHENSIONS)  # a comprehension collects
+        for node in index.of_types(here, (cst.AugAssign, cst.BinaryOperation, cst.Call) + _COMPREHENSIONS):
+            if type(node) in _COMPREHENSIONS:
+                loop.comprehension = loop.comprehension or over_loader(node)  # type: ignore[arg-type]
+            elif type(node) is cst.AugAssign:
                 if type(node.operator) in (cst.AddAssign, cst.SubtractAssign):
                     loop.accumulates = True
             elif type(node) is cst.BinaryOperation:
@@ -481,10 +503,15 @@ class _AstReader:
                 facts.note_store(function, node.id)  # type: ignore[attr-defined]
         elif kind is ast.ClassDef:
             owner = "class"
-        elif kind in (ast.For, ast.AsyncFor, ast.While):
+        elif kind in (ast.For, ast.AsyncFor, ast.While) or kind in _AST_COMPREHENSIONS:
             if loop is None:
-                loop = Loop()
+                loop = Loop(accumulates=kind in _AST_COMPREHENSIONS)
                 facts.loops.append(loop)
+            loop.comprehension = loop.comprehension or (kind in _AST_COMPREHENSIONS and any(
+                _LOADER_WORDS.search(name)
+                for generator in node.generators for part in ast.walk(generator.iter)  # type: ignore
+                for name in ([part.id] if type(part) is ast.Name else [part.attr] if type(part) is ast.Attribute else [])
+            ))
         elif kind is ast.Call:
             self.call(node, forward, loop)  # type: ignore[arg-type]
             func = node.func  # type: ignore[attr-defined]
@@ -603,6 +630,8 @@ def scope_may_leak(scope: Scope) -> bool:
             return True
         if sinks and call.func is not None and MODEL_NAME.match(call.func.split(".", 1)[0]):
             return True  # `model.encode(...)`: its output may end in `.data` (TML501)
+    if any(over_loader(event.value) for event in scope.assigns):
+        return True  # `outs = [model(b) for b in loader]` (TML502: ``feeds.collected_over_loader``)
     return any(event.ctx.loops and event.value is not None for event in scope.assigns) and (
         any(event.augmented or type(event.value) is cst.BinaryOperation
             for event in scope.assigns if event.ctx.loops)

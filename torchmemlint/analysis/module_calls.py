@@ -31,19 +31,16 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME
+from torchmemlint.analysis.autograd import (
+    CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME, MODULE_METHODS as _MODULE_METHODS,
+    MODULE_MOVES as _MOVES,
+)
 from torchmemlint.analysis.callers import _builds_module, module_call, module_instance
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.syntax import _first_param, _small_statements
 from torchmemlint.analysis.training import ScopeFacts
 
-# methods only a module has (a tensor has `.to`/`.cuda` too, but a tensor is never called)
-_MODULE_METHODS = frozenset(
-    {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
-     "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers"}
-)
-_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
 # a module's own methods and a tensor's: never a model's method that returns an output
 _NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
     "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}

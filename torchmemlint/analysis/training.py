@@ -14,12 +14,12 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import (
     AssignEvent, AUTOGRAD_CALLS, CallEvent, ClassFacts, CRITERION_NAME, Ctx,
-    DEVICE_KEEPING_METHODS, EVAL_WORDS, FIXED_TYPE_CALLS, Frame, FRAMEWORK_NO_GRAD_HOOKS,
+    DEVICE_KEEPING_METHODS, EVAL_WORDS, Frame, FRAMEWORK_NO_GRAD_HOOKS,
     FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
-    LOGGING_METHODS, MODEL_NAME, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk, _target_names,
-    TYPE_FOLLOWING_CALLS, TYPE_FOLLOWING_MODULES,
+    MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import SINK_FUNCTIONS
 
 from torchmemlint.tree import children
 
@@ -253,12 +253,13 @@ class ScopeFacts:
         dotted = dotted_name(func)
         if self.forward:
             return self._activation(call, ctx)
-        if self.is_model(dotted):
+        if self.is_model(dotted) or self.model_part(call):
             return Value(Kind.OUTPUT, ctx.loops)
         scalar = self.loss_call(call)
         if scalar is not None:
             return Value(Kind.LOSS, ctx.loops, scalar)
-        if type(func) is cst.Attribute:
+        qualified = self.bindings.qualify(func) if dotted else None
+        if type(func) is cst.Attribute and qualified is None:
             if func.attr.value in GRAD_KEEPING_METHODS:
                 base = self.value_of(func.value, ctx)
                 if base is None:
@@ -267,11 +268,27 @@ class ScopeFacts:
                 return dataclasses.replace(base, scalar=base.scalar or reduced)
             if func.attr.value == "scale" and call.args:  # GradScaler.scale(loss)
                 return self.value_of(call.args[0].value, ctx)
-        qualified = self.bindings.qualify(func) if dotted else None
-        if qualified in GRAD_KEEPING_TORCH_FUNCTIONS and call.args:
+        if call.args and _keeps_graph(qualified):
             base = self.value_of(call.args[0].value, ctx)
             return dataclasses.replace(base, scalar=False) if base else None
         return None
+
+    def model_part(self, call: cst.Call) -> bool:
+        """`self.model.decoder1(z)`, `model.encode(x)`: a part or a method of the model run on
+        an input given by position, as a module's forward takes it (not one of a module's own
+        methods: `model.parameters()`, `model.to(device)`; not `eval_model.get_prompt()`)."""
+        head, _, last = (dotted_name(call.func) or "").rpartition(".")
+        return (
+            any(arg.keyword is None and not arg.star for arg in call.args)
+            and bool(head) and last not in MODULE_METHODS and last not in MODULE_MOVES
+            and not last.startswith("_") and self.is_model(head)
+        )
+
+    def _method_result(self, value: Optional[cst.BaseExpression]) -> bool:
+        """What a method of the model returns (``model_part``), not the model's own call."""
+        if type(value) is not cst.Call:
+            return False
+        return not self.is_model(dotted_name(value.func)) and self.model_part(value)
 
     def _activation(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
         """In forward: submodule calls, torch ops on activations and tensor methods."""
@@ -341,6 +358,8 @@ class ScopeFacts:
                 continue
             if value is None:
                 self.env.pop(target, None)
+            elif event.unpacked and value.kind is Kind.OUTPUT and self._method_result(event.value):
+                self.env.pop(target, None)  # `loss, count = model.forward_loss(b)`: not all tensors
             elif event.unpacked and value.kind is Kind.LOSS:
                 # `loss, logs = ...`: only one of them is the loss; the one `.backward()` is
                 # called on is, and so is a loss beside it (`agg_loss, loss = loss_fn(...)`)
@@ -480,7 +499,7 @@ class ScopeFacts:
         for call in self.scope.calls:
             if loop not in call.ctx.loops:
                 continue
-            if self.is_model(call.func) or self.is_training_step(call):
+            if self.is_model(call.func) or self.model_part(call.node) or self.is_training_step(call):
                 return True
             if self.loss_call(call.node) is not None and any(
                 self.computed_in(arg.value, loop, call.seq) for arg in call.node.args
@@ -505,13 +524,22 @@ class ScopeFacts:
 
     def starts_as_number(self, name: str, ctx: Ctx) -> bool:
         """The accumulator's last assignment before the loop is a number: `total = 0.0`."""
+        start = self._start(name, ctx)
+        return start is not None and _is_number(start)
+
+    def starts_as_text(self, name: str, ctx: Ctx) -> bool:
+        """The accumulator's last assignment before the loop is a string (`out = ""`): a
+        tensor added to it raises, so what it sums is text (a tokenizer's `decode`)."""
+        return isinstance(self._start(name, ctx), (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+
+    def _start(self, name: str, ctx: Ctx) -> Optional[cst.BaseExpression]:
         loop = ctx.loops[-1]
         loop_seq = next(frame.seq for frame in ctx.chain if frame.statement is loop)
         start = None
         for event in self.scope.assigns:
             if event.seq < loop_seq and name in event.targets and not event.augmented:
                 start = event
-        return start is not None and start.value is not None and _is_number(start.value)
+        return None if start is None else start.value
 
     def built_in_loop(self, call: CallEvent) -> bool:
         """What is backpropagated was computed in this iteration (not a graph from before the
@@ -578,6 +606,26 @@ def _primary_names(expr: cst.BaseExpression) -> Iterator[str]:
             yield from _primary_names(expr.func.value)
     else:
         yield "?"  # something we cannot follow
+
+
+def _keeps_graph(qualified: Optional[str]) -> bool:
+    """A torch function whose result, computed from a tensor with a graph, carries that graph
+    (`torch.mean(out)`, `torch.sigmoid(out)`); not one that returns numbers, indices or a new
+    leaf (`torch.argmax`, `torch.save`, `torch.zeros_like`, `torch.tensor`)."""
+    if qualified in GRAD_KEEPING_TORCH_FUNCTIONS:
+        return True
+    if not qualified or not qualified.startswith("torch.") or qualified.count(".") != 1:
+        return False  # `torch.nn.functional.*` losses: `loss_call`; submodules: not known
+    return not (
+        NON_TENSOR_TORCH.match(qualified) or qualified in SINK_FUNCTIONS or qualified.endswith("_like")
+        or qualified in _NEW_TENSORS
+    )
+
+
+_NEW_TENSORS = frozenset(
+    {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.unique",
+     "torch.bucketize", "torch.searchsorted", "torch.no_grad", "torch.device", "torch.manual_seed"}
+)
 
 
 def _short(code: str, limit: int = 40) -> str:
@@ -691,107 +739,4 @@ def is_eval_name(name: str) -> bool:
     return any(word.lower() in EVAL_WORDS for word in words)
 
 
-# -- uses of an accumulator (for the `.item()` fix) -----------------------------------------
-
-
-def _float_use(label: str) -> bool:
-    kind, _, name = label.partition(":")
-    if kind == "arg":
-        return name in FIXED_TYPE_CALLS or (
-            "." in name and name.rsplit(".", 1)[-1] in LOGGING_METHODS
-        )
-    return kind in ("test", "format")
-
-
-def _list_use(label: str) -> bool:
-    kind, _, name = label.partition(":")
-    if kind == "receiver":
-        return name in ("append", "clear")
-    return _float_use(label)
-
-
 _LOSS_WORD = re.compile(r"(?i)loss")
-_PASS_THROUGH = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BooleanOperation)
-
-
-def uses_allow(scope: Scope, name: str, allowed, depth: int = 0) -> bool:
-    """Every read of `name` in the scope is one `allowed` accepts (names derived by assignment
-    from it are checked the same way, one level deep)."""
-    labels: List[str] = []
-    derived: Set[str] = set()
-    body = scope.node.body
-    statements = body if isinstance(body, Sequence) else body.body
-    for statement in statements:
-        _scan_statement(statement, name, labels, derived)
-    if not all(allowed(label) for label in labels):
-        return False
-    if depth == 0:
-        return all(uses_allow(scope, other, allowed, 1) for other in derived - {name})
-    return not derived - {name}
-
-
-def _scan_statement(node: cst.CSTNode, name: str, labels: List[str], derived: Set[str]) -> None:
-    if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-        return
-    if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
-        value = node.value
-        if value is None:
-            return
-        before = len(labels)
-        _scan(value, name, "assign", labels)
-        if "assign" in labels[before:]:
-            # read into another name (`avg = total / n`): that name's uses are checked instead
-            assigned = type(node) is cst.Assign
-            targets = [t.target for t in node.targets] if assigned else [node.target]
-            for target in targets:
-                derived.update(_target_names(target))
-            labels[before:] = [label for label in labels[before:] if label != "assign"]
-        return
-    if type(node) in (cst.Return, cst.Yield):
-        if node.value is not None:
-            _scan(node.value, name, "return", labels)
-        return
-    if type(node) in (cst.If, cst.While):
-        _scan(node.test, name, "test", labels)
-        for child in children(node):
-            if child is not node.test:
-                _scan_statement(child, name, labels, derived)
-        return
-    if type(node) is cst.Expr:
-        _scan(node.value, name, "expr", labels)
-        return
-    if isinstance(node, cst.BaseExpression):
-        _scan(node, name, "escape", labels)
-        return
-    for child in children(node):
-        _scan_statement(child, name, labels, derived)
-
-
-def _scan(node: cst.CSTNode, name: str, label: str, labels: List[str]) -> None:
-    if type(node) is cst.Lambda:
-        return
-    if type(node) in (cst.Name, cst.Attribute):
-        dotted = dotted_name(node)
-        if dotted == name:
-            labels.append(label)
-            return
-        if type(node) is cst.Attribute:
-            _scan(node.value, name, f"receiver:{node.attr.value}", labels)
-        return
-    if type(node) is cst.Call:
-        callee = dotted_name(node.func) or (
-            f".{node.func.attr.value}" if type(node.func) is cst.Attribute else "?"
-        )
-        _scan(node.func, name, "callee", labels)
-        following = callee in TYPE_FOLLOWING_CALLS or callee.startswith(TYPE_FOLLOWING_MODULES)
-        for arg in node.args:
-            _scan(arg.value, name, label if following else f"arg:{callee}", labels)
-        return
-    if type(node) in (cst.FormattedString, cst.FormattedStringExpression):
-        label = "format"
-    elif not isinstance(node, _PASS_THROUGH + (cst.IfExp,)):
-        label = "escape"
-    for child in children(node):
-        _scan(child, name, label, labels)
-
-

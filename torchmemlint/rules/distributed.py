@@ -26,7 +26,10 @@ class DdpWithoutGradientAsBucketView(Rule):
     `gradient_as_bucket_view=True`, and accelerate's `DistributedDataParallelKwargs(...)` and
     Lightning's `DDPStrategy(...)`, whose keywords reach the DDP they build, without it. The
     DDP subclasses of OpenMMLab are DDPs too: mmengine's `MMDistributedDataParallel(module=...,
-    **kwargs)` passes its keywords to DDP's constructor and mmcv's (1.x) keeps DDP's
+    **kwargs)` passes its keywords to DDP's constructor and mmcv's (1.x) keeps DDP's. Any of
+    these built through `functools.partial` gets the partial's keywords
+    (`partial(DistributedDataParallelKwargs, find_unused_parameters=True)`, a default handler
+    factory), unless a call of the partial passes the flag or a `**mapping`
     (`tests/test_distributed_rules.py`).
 
     ## Why is this bad?

@@ -1,5 +1,5 @@
-"""The documentation of TML501 (``torchmemlint rule TML501``), kept out of ``loops.py`` so that
-module stays under 800 lines (``tests/test_architecture.py``)."""
+"""The documentation of TML501 and TML502 (``torchmemlint rule TML501``), kept out of
+``loops.py`` so that module stays under 800 lines (``tests/test_architecture.py``)."""
 
 TML501_DOCUMENTATION = """
     ## What it does
@@ -74,9 +74,18 @@ TML501_DOCUMENTATION = """
     or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
     one of its methods (frozen weights record nothing: transformers' FLAVA image codebook).
 
+    A comprehension over something named like a loader, data set or batches that collects what
+    the model (or a method or part of it: `self.model.validation_step(b)`) returns, with
+    autograd on, is reported also in a function that trains on other values, when what it
+    collects never reaches a backward there (`outputs = [self.model.validation_step(b) for
+    [b] in val_loader]`); the fix wraps that statement (`tests/test_loop_computations.py`).
+
     Each model call is its own finding at its own line (`# noqa` silences one call); the calls
     under the same loop or function share one fix, applied once, and the message says how many
-    model calls that `torch.no_grad()` covers when there are several.
+    model calls that `torch.no_grad()` covers when there are several. A loss computed from the
+    output of a model call reported in the same function (`score = criterion(x, outputs)`,
+    through the names the output is bound to) is not a second finding: its memory is the
+    model's (`tests/test_loop_computations.py`).
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
@@ -123,4 +132,88 @@ TML501_DOCUMENTATION = """
     (`benchmarks/memory_figures.py`, `f_training_loop_leaks`): an evaluation loop without
     `no_grad` peaks at 14,682,760 B per iteration against 6,291,460 B under `no_grad` (x2.33);
     with `total += loss` it grows by 6,294,148 B per iteration.
+    """
+
+TML502_DOCUMENTATION = """
+    ## What it does
+    Flags a loss or model output accumulated across loop iterations without turning it into a
+    number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
+    `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
+    `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
+    no fix offered), and a comprehension over something named like a loader, data set or
+    batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
+    collects never backpropagated, outside `no_grad`). A model output is also what a part or
+    method of the model given its input by position returns (`self.model.decoder1(z)`;
+    unpacked, only the loss beside it), and a torch function of one
+    (`torch.mean((x - w) ** 2)`) keeps its graph; a sum that starts as a string holds none
+    (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
+    (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
+    is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
+    A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
+    `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
+    `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
+    a loss or step are considered, and only values computed in the same iteration.
+    `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
+    that are themselves backpropagated (gradient accumulation) are not reported. Nor are
+    one batch's items: a list filled in a loop that neither iterates something named like a
+    loader / data set / batches nor trains, and that is stacked or summed after the loop
+    (`torch.stack(bbox_loss)`: torchvision SSD's `compute_loss`; the embeddings of a word
+    list) or, when the loop does not call the model (or a callee named like one) either,
+    that holds losses (per-image losses handed on to the caller); nor a loop whose only models are borrowed (a class with a base from
+    another file that never assigns `self.model` nor calls eval/backward: see TML501).
+
+    ## Why is this bad?
+    The accumulated tensor references its autograd graph, and each `+=` links the next one.
+    In a training loop, backward frees the saved activations, so device memory stays flat,
+    but the graph nodes of every iteration stay reachable from the sum and host memory grows;
+    an appended list also holds one tensor per iteration on its device. In a loop without
+    backward and outside `no_grad` (evaluation), nothing frees the graphs: every batch's saved
+    activations are kept and memory grows by a batch's activations per iteration until out of
+    memory. The message says which case applies.
+
+    ## Example
+    ```python
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        running_loss = 0.0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss
+        print(running_loss / len(loader))
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+
+    def train(model, loader, criterion, optimizer):
+        running_loss = 0.0
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+        print(running_loss / len(loader))
+    ```
+
+    ## Fix safety
+    Unsafe: the fix appends `.item()` to a loss known to be a 0-dim tensor (`.backward()` is
+    called on it, or it comes from a reducing loss). The accumulator becomes a Python float and
+    `.item()` waits for the device; it is offered only when the accumulator starts as a number
+    (or is a list) and is only read where a float works (printing, logging, arithmetic,
+    comparisons, `len` / `sum` / numpy).
+
+    ## Measured
+    Same net and loop (`benchmarks/memory_figures.py`, `f_training_loop_leaks`, torch 2.13.0):
+    training with `total_loss += loss` keeps tensor memory flat (0 B per iteration); evaluation
+    without `no_grad` with `total += loss` grows by 6,294,148 B (6.29 MB) per iteration. In the
+    training case the accumulator's autograd graph gains nodes every iteration (host memory);
+    this project has not measured how many bytes that is.
     """

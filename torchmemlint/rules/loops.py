@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Optional, Tuple, Union
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -26,16 +26,18 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
+from torchmemlint.analysis.feeds import collected_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.module_calls import as_model, called_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
-    _buffers, _float_use, is_eval_name, _keyed_list, _keyword, Kind, _list_use, ScopeFacts, _self_attribute,
-    _self_attribute_name, _short, uses_allow, Value,
+    _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
+    _self_attribute_name, _short, Value,
 )
+from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_allow
 from torchmemlint.findings import Applicability
-from torchmemlint.rules.loop_docs import TML501_DOCUMENTATION
+from torchmemlint.rules.loop_docs import TML501_DOCUMENTATION, TML502_DOCUMENTATION
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
 
@@ -81,86 +83,12 @@ class EvalWithoutNoGrad(_LoopRule):
         # (or a strong sink: a module's output only saved, printed or made a number)
         return super().may_apply(text) and (
             leak_gate.eval_code_possible(text) or leak_gate.sink_code_possible(text)
+            or leak_gate.loader_comprehension_possible(text)
         )
 
 
 class AccumulatedTensor(_LoopRule):
-    """
-    ## What it does
-    Flags a loss or model output accumulated across loop iterations without turning it into a
-    number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
-    `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
-    `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
-    no fix offered). An accumulator reset only under an `if` in the loop
-    (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
-    is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
-    A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
-    `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
-    `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
-    a loss or step are considered, and only values computed in the same iteration.
-    `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
-    that are themselves backpropagated (gradient accumulation) are not reported. Nor are
-    per-item losses of one batch: a list filled in a loop that neither calls the model (or a
-    callee named like one) nor iterates something named like a loader / data set / batches,
-    and that is stacked or summed after the loop (`torch.stack(bbox_loss)`: torchvision SSD's
-    `compute_loss`); nor a loop whose only models are borrowed (a class with a base from
-    another file that never assigns `self.model` nor calls eval/backward: see TML501).
-
-    ## Why is this bad?
-    The accumulated tensor references its autograd graph, and each `+=` links the next one.
-    In a training loop, backward frees the saved activations, so device memory stays flat,
-    but the graph nodes of every iteration stay reachable from the sum and host memory grows;
-    an appended list also holds one tensor per iteration on its device. In a loop without
-    backward and outside `no_grad` (evaluation), nothing frees the graphs: every batch's saved
-    activations are kept and memory grows by a batch's activations per iteration until out of
-    memory. The message says which case applies.
-
-    ## Example
-    ```python
-    import torch
-
-
-    def train(model, loader, criterion, optimizer):
-        running_loss = 0.0
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = criterion(model(x), y)
-            loss.backward()
-            optimizer.step()
-            running_loss += loss
-        print(running_loss / len(loader))
-    ```
-
-    ## Use instead
-    ```python
-    import torch
-
-
-    def train(model, loader, criterion, optimizer):
-        running_loss = 0.0
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = criterion(model(x), y)
-            loss.backward()
-            optimizer.step()
-            running_loss += loss.item()
-        print(running_loss / len(loader))
-    ```
-
-    ## Fix safety
-    Unsafe: the fix appends `.item()` to a loss known to be a 0-dim tensor (`.backward()` is
-    called on it, or it comes from a reducing loss). The accumulator becomes a Python float and
-    `.item()` waits for the device; it is offered only when the accumulator starts as a number
-    (or is a list) and is only read where a float works (printing, logging, arithmetic,
-    comparisons, `len` / `sum` / numpy).
-
-    ## Measured
-    Same net and loop (`benchmarks/memory_figures.py`, `f_training_loop_leaks`, torch 2.13.0):
-    training with `total_loss += loss` keeps tensor memory flat (0 B per iteration); evaluation
-    without `no_grad` with `total += loss` grows by 6,294,148 B (6.29 MB) per iteration. In the
-    training case the accumulator's autograd graph gains nodes every iteration (host memory);
-    this project has not measured how many bytes that is.
-    """
+    __doc__ = TML502_DOCUMENTATION  # its documentation: rules/loop_docs.py
 
     code = "TML502"
     needs_project = True  # which `self.model` is a module may depend on a class in another file
@@ -392,6 +320,8 @@ class _Checks:
         self.findings = findings
         self.wrapped = wrapped
         self.forward = facts.forward
+        self.reported: Set[int] = set()  # model calls reported here (TML501)
+        self.losses: List[CallEvent] = []  # loss calls reported here (TML501)
 
     def run(self) -> None:
         for event in self.facts.replay():
@@ -401,6 +331,9 @@ class _Checks:
                 self._call(event)
         if not self.forward:
             self._retain_graph()
+        for event in self.losses:  # a loss of a model output reported here: the memory is the model's
+            if fed_by(self.scope, event, self.reported):
+                self.findings[EVAL_WITHOUT_NO_GRAD].pop(id(event.node), None)
 
     def _assignment(self, event: AssignEvent) -> None:
         if event.augmented or self.facts.is_self_increment(event) or self.facts.folded(event) is not None:
@@ -414,6 +347,8 @@ class _Checks:
             return
         if self.facts.is_model(event.func):
             self._model_call(event)
+        elif self.facts.model_part(event.node) and collected_over_loader(self.facts, event):
+            self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
@@ -432,6 +367,9 @@ class _Checks:
         callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
+        collected = collected_over_loader(self.facts, event)
+        if collected is not None and self._collected(event, collected, callee):
+            return
         mode_seq = self.facts.last_mode_change(callee, event.seq)
         named = is_eval_name(scope.name)
         if borrowed_model(self.facts, callee, event.ctx.iterating):
@@ -474,6 +412,32 @@ class _Checks:
         key = ("decorate", id(scope.node)) if target is None else ("wrap", id(target.statement))
         self._pend(event, key, message + self._covered(target), target)
 
+    def _collected(self, event: CallEvent, assign: AssignEvent, callee: str) -> bool:
+        """`outputs = [model.step(b) for b in val_loader]`: the list keeps every batch's output
+        and graph (TML502); in a function that trains elsewhere, the call is TML501's too (its
+        other forms stay quiet there). Whether that TML501 was reported here."""
+        if borrowed_model(self.facts, callee, True):
+            return False
+        shown = _short(self.walk.module.code_for_node(event.node))
+        self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(event.node, (
+            f"`{assign.targets[0]}` collects `{shown}` over every batch of a loader, with autograd on "
+            "and never backpropagated: every batch's graph stays alive with all its saved "
+            f"activations (+{EVAL_GROWTH} per iteration measured) while the list lives; use "
+            "`torch.no_grad()` or keep `.detach()` copies"
+        ))
+        if not self.facts.training_calls:
+            return False
+        message = (
+            f"`{callee}` is called over every batch of a loader with autograd on, and what it returns "
+            "is never backpropagated (the function trains on other values). Every call records "
+            "its graph and keeps the saved activations while the output lives (peak "
+            f"{EVAL_PEAK_FACTOR} measured against `torch.no_grad()`); use `torch.no_grad()`"
+        )
+        target = event.ctx.chain[-1] if event.ctx.chain else None
+        key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
+        self._pend(event, key, message, target)
+        return True
+
     def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
         """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD]:
@@ -494,6 +458,10 @@ class _Checks:
     ) -> None:
         """One finding per model call, each at its own line (`# noqa` is per line); every call
         under the same loop or function gets the same fix, which the fixer applies once."""
+        if self.facts.loss_call(event.node) is None:
+            self.reported.add(id(event.node))
+        else:
+            self.losses.append(event)
         if key not in self.wrapped:
             self.wrapped[key] = self._no_grad_fix(target)
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
@@ -600,6 +568,8 @@ class _Checks:
                 appended = False
         if accumulator is None or accumulator in self.facts.backward_losses:
             return
+        if not appended and self.facts.starts_as_text(accumulator, ctx):
+            return  # `out_string += sp_model.decode(ids)`: text, not a tensor
         value = self.facts.value_of(value_node, ctx)
         if value is None or value.kind is Kind.ACTIVATION:
             return
@@ -609,11 +579,12 @@ class _Checks:
         if not self.facts.loop_computes(loop):
             return
         if (
-            appended
-            and not runs_model(self.facts, loop)
-            and reduced_after(self.facts, accumulator, loop)
+            appended and not iterates_loader(loop)
+            and not self.facts.loop_has(loop, self.facts.training_calls)
+            and ((not runs_model(self.facts, loop) and value.kind is Kind.LOSS)
+                 or reduced_after(self.facts, accumulator, loop))
         ):
-            return  # per-item losses of one batch, stacked after the loop: one loss computation
+            return  # one batch's items (per-image losses handed on, embeddings stacked after)
         if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
         persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)

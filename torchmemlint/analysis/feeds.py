@@ -1,0 +1,121 @@
+"""Whether a call is fed by the output of other calls of the same function: its arguments (or
+receiver) hold one of those calls, or a name bound, through the function's assignments before
+it in source order, to a value computed from one (``outputs = self.net(x)``, ``z = z[1]``,
+``out, attn = model(x)``). A name rebound to anything else stops carrying it.
+
+Asked by TML501: a loss computed from a model output it already reports
+(``score = criterion(x, outputs)``) is the same computation, whose memory is the model's,
+and is reported once.
+
+And which comprehension a call is the kept element of (``collected_over_loader``): a
+comprehension over a loader is a loop whose every iteration's output the list keeps."""
+
+from __future__ import annotations
+
+from typing import AbstractSet, Iterator, List, Optional, Set
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import AssignEvent, CallEvent, Scope, _names_in
+from torchmemlint.analysis.callers import _LOADER_WORDS
+from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.tree import children
+
+
+def fed_by(scope: Scope, call: CallEvent, sources: AbstractSet[int]) -> bool:
+    """Whether ``call`` takes a value computed from one of the calls in ``sources`` (ids of
+    their ``cst.Call`` nodes) of ``scope``."""
+    if not sources:
+        return False
+    carried: Set[str] = set()
+    for event in scope.assigns:
+        if event.seq >= call.seq:
+            break
+        if event.value is None:
+            continue
+        if _mentions(event.value, sources, carried):
+            carried.update(event.targets)
+        elif not event.augmented:
+            carried.difference_update(event.targets)
+    node = call.node
+    values = [arg.value for arg in node.args]
+    if call.receiver is not None:
+        values.append(call.receiver)
+    return any(_mentions(value, sources, carried) for value in values)
+
+
+def _mentions(expr: cst.BaseExpression, sources: AbstractSet[int], carried: Set[str]) -> bool:
+    if any(id(call) in sources for call in _calls(expr)):
+        return True
+    return any(_carried(name, carried) for name in _names_in(expr))
+
+
+def _carried(name: str, carried: Set[str]) -> bool:
+    """``outputs`` and ``outputs.logits`` carry what ``outputs`` holds."""
+    while True:
+        if name in carried:
+            return True
+        if "." not in name:
+            return False
+        name = name.rpartition(".")[0]
+
+
+def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
+    if type(node) is cst.Call:
+        yield node
+    if type(node) in (cst.Lambda, cst.FunctionDef):
+        return
+    for child in children(node):
+        yield from _calls(child)
+
+
+_COLLECTING = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
+
+
+def collected_over_loader(facts: ScopeFacts, call: CallEvent) -> Optional[AssignEvent]:
+    """The assignment of a comprehension over a loader (``outputs = [model.step(b) for b in
+    val_loader]``) whose kept element ``call`` computes, outside ``torch.no_grad()``, when what
+    it collects never reaches a backward of the function: a loop that keeps every iteration's
+    output and graph. None otherwise."""
+    if not call.ctx.iterating or call.ctx.no_grad or facts.grad_controlled(call.seq):
+        return None
+    for event in facts.scope.assigns:
+        value = event.value
+        if type(value) not in _COLLECTING or event.seq < call.seq or event.augmented:
+            continue
+        kept = (value.key, value.value) if type(value) is cst.DictComp else (value.elt,)  # type: ignore[union-attr]
+        if not any(found is call.node for element in kept for found in _calls(element)):
+            continue
+        if not over_loader(value):
+            return None
+        if set(event.targets) & facts.backward_losses or any(
+            facts.is_training_step(other) for other in facts.scope.calls
+            if other.ctx.iterating and any(found is other.node for found in _calls(value))
+        ):
+            return None
+        return event
+    return None
+
+
+def over_loader(value: Optional[cst.BaseExpression]) -> bool:
+    """A comprehension one of whose ``for`` clauses iterates something named like a loader,
+    a data set or batches."""
+    return type(value) in _COLLECTING and any(
+        _LOADER_WORDS.search(name) for clause in _for_clauses(value) for name in _names_in(clause.iter)
+    )
+
+
+def iterates_loader(loop: cst.CSTNode) -> bool:
+    """A ``for`` loop over something named like a loader, a data set or batches."""
+    return type(loop) is cst.For and any(
+        _LOADER_WORDS.search(name) for name in _names_in(loop.iter)  # type: ignore[attr-defined]
+    )
+
+
+def _for_clauses(comprehension: cst.BaseExpression) -> List[cst.CompFor]:
+    clauses = []
+    clause = getattr(comprehension, "for_in", None)
+    while clause is not None:
+        clauses.append(clause)
+        clause = clause.inner_for_in
+    return clauses
