@@ -166,14 +166,12 @@ def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Modul
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         summary.error = f"{type(error).__name__}: {error}"
         return summary
-    imported: Set[str] = set()
     for statement in _statements(tree):  # in ast.walk's order: a later import of a name wins
         statement_type = type(statement)
         if statement_type is ast.Import:
             for alias in statement.names:  # type: ignore[attr-defined]
                 local = alias.asname or alias.name.split(".")[0]
                 summary.imports[local] = alias.name if alias.asname else alias.name.split(".")[0]
-                imported.add(local)
         elif statement_type is ast.ImportFrom:
             source = _resolve_relative(package, statement.level, statement.module)  # type: ignore[attr-defined]
             for alias in statement.names:  # type: ignore[attr-defined]
@@ -182,7 +180,6 @@ def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Modul
                     continue
                 local = alias.asname or alias.name
                 summary.imports[local] = f"{source}.{alias.name}" if source else alias.name
-                imported.add(local)
     functions: Set[str] = set()
     for statement in tree.body:
         if type(statement) is ast.ClassDef:
@@ -193,7 +190,7 @@ def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Modul
     summary.functions = frozenset(functions)
     summary.text = text
     if reach:
-        _read_reach(summary, tree, imported)
+        _read_reach(summary, tree)
     return summary
 
 
@@ -209,18 +206,13 @@ def ensure_reach(summary: ModuleSummary) -> ModuleSummary:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         summary.error = f"{type(error).__name__}: {error}"
         return summary
-    imported = {
-        alias.asname or (alias.name.split(".")[0] if type(statement) is ast.Import else alias.name)
-        for statement in _statements(tree) if type(statement) in (ast.Import, ast.ImportFrom)
-        for alias in statement.names  # type: ignore[attr-defined]
-        if alias.name != "*"
-    }
-    _read_reach(summary, tree, imported)
+    _read_reach(summary, tree)
     STORE.add(summary)  # stored again, with these facts
     return summary
 
 
-def _read_reach(summary: ModuleSummary, tree: ast.Module, imported: Set[str]) -> None:
+def _read_reach(summary: ModuleSummary, tree: ast.Module) -> None:
+    imported = summary.imports  # the names the module's imports bind
     foreign: Set[str] = set()
     named: List[Tuple[str, str]] = []  # (attribute, the name it is read on): foreign unless imported
     strings: Set[str] = set()
