@@ -71,10 +71,9 @@ def internal_error_message(what: str, error: BaseException) -> str:
 
 
 @lru_cache(maxsize=None)
-def _node_kind(node_type: type) -> Tuple[bool, bool]:
-    """(is a statement, opens a scope), once per node type."""
-    is_statement = issubclass(node_type, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
-    return is_statement, node_type in (cst.FunctionDef, cst.Lambda)
+def _is_statement(node_type: type) -> bool:
+    """Whether nodes of ``node_type`` are statements, once per node type."""
+    return issubclass(node_type, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
 
 
 class _BatchedWalker:
@@ -96,13 +95,13 @@ class _BatchedWalker:
                 kind, _, node_type = attribute.partition("_")
                 table = self.visits if kind == "visit" else self.leaves
                 table.setdefault(node_type, []).extend(methods)
-        # Per node type: (is a statement, opens a scope, visit methods, leave methods).
-        self.kinds: Dict[type, Tuple[bool, bool, Tuple[Any, ...], Tuple[Any, ...]]] = {}
+        # Per node type: (is a statement, visit methods, leave methods).
+        self.kinds: Dict[type, Tuple[bool, Tuple[Any, ...], Tuple[Any, ...]]] = {}
 
-    def _kind(self, node_type: type) -> Tuple[bool, bool, Tuple[Any, ...], Tuple[Any, ...]]:
+    def _kind(self, node_type: type) -> Tuple[bool, Tuple[Any, ...], Tuple[Any, ...]]:
         name = node_type.__name__
         kind = self.kinds[node_type] = (
-            *_node_kind(node_type),
+            _is_statement(node_type),
             tuple(self.visits.get(name, ())),
             tuple(self.leaves.get(name, ())),
         )
@@ -142,7 +141,7 @@ class _BatchedWalker:
         statements: List[int] = []
         hooked: List[int] = []
         for node_type in index.types():
-            is_statement, _, visits, leaves = self.kinds.get(node_type) or self._kind(node_type)
+            is_statement, visits, leaves = self.kinds.get(node_type) or self._kind(node_type)
             if is_statement:
                 statements.extend(index.positions(node_type))
             if visits or leaves:
@@ -167,15 +166,14 @@ class _BatchedWalker:
         """Call the visit (or leave) methods of the node at ``here``, with the context at it.
         Looked up at each call: without the rules that failed meanwhile."""
         node = self.index.order[here]
-        _, _, visits, leaves = self.kinds.get(type(node)) or self._kind(type(node))
+        _, visits, leaves = self.kinds.get(type(node)) or self._kind(type(node))
         methods = leaves if leave else visits
         if not methods:
             return
         if self._sites is None:
             self._sites = Sites(self.index, self.context.module_bindings)
         context = self.context
-        context.statement_stack = self._sites.statements(here)
-        context.bindings = self._sites.bindings(here)
+        context.statement_stack, context.bindings = self._sites.at(here)
         for method in methods:
             try:
                 method(node)

@@ -50,15 +50,23 @@ class Sites:
 
     def bindings(self, here: int) -> Bindings:
         """The names the node at ``here`` sees."""
+        return self.at(here)[1]
+
+    def at(self, here: int) -> Tuple[List[cst.CSTNode], Bindings]:
+        """``statements(here)`` and ``bindings(here)``, read in one walk up the tree."""
         order = self.index.order
+        statements: List[cst.CSTNode] = []
         scope = self.root
         for at in self.index.ancestors(here):
-            if type(order[at]) in _SCOPES:
+            node = order[at]
+            if isinstance(node, _STATEMENTS):
+                statements.append(node)
+            if type(node) in _SCOPES:  # (a function is a statement too)
                 inner = self._scopes.get(at)
                 if inner is None:
-                    inner = self._scopes[at] = _scope_of(order[at], scope)  # type: ignore[arg-type]
+                    inner = self._scopes[at] = _scope_of(node, scope)  # type: ignore[arg-type]
                 scope = inner
-        return scope
+        return statements, scope
 
     def qualify(self, here: int) -> Callable[[cst.BaseExpression], Optional[str]]:
         """``FileContext.qualify`` as it answers at ``here``."""
