@@ -22,7 +22,8 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _scope_of, _walk
+from torchmemlint.analysis.sites import Sites
+from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
@@ -217,8 +218,7 @@ class CheckpointCalls:
         self.index = index
         self.root = root
         self.models = models
-        self._scopes: Dict[int, Bindings] = {}
-        self._lambdas = index.positions(cst.Lambda)
+        self._sites = Sites(index, root)
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
@@ -244,39 +244,9 @@ class CheckpointCalls:
         return self.module.code_for_node(node)
 
     # -- where a node is ---------------------------------------------------------------------
-    def _enclosing(self, here: int) -> List[int]:
-        """The positions of the functions and lambdas strictly above ``here``, outermost first
-        (up the index's scope links, which name functions and classes; lambdas by range)."""
-        index = self.index
-        order, scope = index.order, index.scope
-        found: List[int] = []
-        at = scope[here]
-        while at >= 0:
-            if type(order[at]) is cst.FunctionDef:
-                found.append(at)
-            at = scope[at]
-        lambdas = self._lambdas
-        if lambdas:
-            end = index.end
-            found.extend(at for at in lambdas if at < here < end[at])
-        found.sort()
-        return found
-
     def bindings_at(self, here: int) -> Bindings:
         """The names the node at ``here`` sees, as the engine binds them in its traversal."""
-        enclosing = self._enclosing(here)
-        if not enclosing:
-            return self.root
-        found = self._scopes.get(enclosing[-1])
-        if found is not None:
-            return found
-        scope = self.root
-        for at in enclosing:
-            inner = self._scopes.get(at)
-            if inner is None:
-                inner = self._scopes[at] = _scope_of(self.index.order[at], scope)  # type: ignore[arg-type]
-            scope = inner
-        return scope
+        return self._sites.bindings(here)
 
     def _functions(self, here: int) -> List[Tuple[int, Optional[int]]]:
         """The functions (not lambdas) around ``here``, outermost first, each with the class it
