@@ -577,7 +577,7 @@ def lint_paths(
     cache: Optional[Cache] = None,
 ) -> List[FileResult]:
     if cache is None:
-        return list(run_parallel(_lint_one, files, (settings, ignore_noqa, cache), jobs))
+        return list(run_parallel(_lint_one, files, (settings, ignore_noqa), jobs))
     # Hits are answered here; only the files that changed go to the worker processes, so a
     # warm run of an unchanged tree starts no pool.
     results: Dict[str, FileResult] = {}
@@ -720,10 +720,9 @@ def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
     return content_hash(data + b"\0" + key.encode("ascii")) if key else content_hash(data)
 
 
-def _lint_one(
-    path: str, settings: Settings, ignore_noqa: bool, cache: Optional[Cache] = None
-) -> FileResult:
-    return lint_path(path, settings, ignore_noqa, cache)
+def _lint_one(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
+    """A worker's lint of one file, without the cache (``lint_paths`` with a cache: ``_lint_miss``)."""
+    return lint_path(path, settings, ignore_noqa)
 
 
 def run_parallel(
