@@ -34,10 +34,11 @@ class CallableModel:
     ) -> None:
         self.module = module
         # the parsed source, when known: a class cannot say "checkpoint" if the file does not
-        self._file_mentions = text is None or "checkpoint" in text.lower()
+        lower = text.lower() if text is not None else None
+        self._file_mentions = lower is None or "checkpoint" in lower
         # ... nor in a comment if no line says it after a `#` (a `#` in a string: maybe)
-        self._comment_mentions = text is None or any(
-            "checkpoint" in line.partition("#")[2] for line in text.lower().splitlines() if "#" in line
+        self._comment_mentions = lower is None or self._file_mentions and any(
+            "checkpoint" in line.partition("#")[2] for line in lower.splitlines() if "#" in line
         )
         self.root = root
         self.factories = factories
