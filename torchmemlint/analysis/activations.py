@@ -712,16 +712,6 @@ def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassMod
     return None
 
 
-def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
-    """``statement`` is ``call`` alone, its result unused (``p.sigmoid_()``)."""
-    return (
-        type(statement) is cst.SimpleStatementLine
-        and len(statement.body) == 1
-        and type(statement.body[0]) is cst.Expr
-        and statement.body[0].value is call
-    )
-
-
 def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:
     """The site of a layer constructor (direct, or through a factory)."""
     kind = layer.kind
