@@ -122,7 +122,6 @@ class InplaceAnalysis:
     def __init__(self, context) -> None:
         self.file: FileAnalysis = context.analysis
         self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
-        self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
@@ -147,10 +146,7 @@ class InplaceAnalysis:
         if self._all is None:
             found: List[Site] = []
             for call in self.cursor.walk(cst.Call, self._may_be_site):
-                key = id(call)
-                if key not in self._sites:
-                    self._sites[key] = self._discover(call)  # type: ignore[arg-type]
-                found.extend(self._sites[key])
+                found.extend(self._discover(call))  # type: ignore[arg-type]
             self._all = found
         return self._all
 
