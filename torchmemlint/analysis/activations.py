@@ -122,7 +122,6 @@ class InplaceAnalysis:
     def __init__(self, context) -> None:
         self.file: FileAnalysis = context.analysis
         self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
-        self._sites: Dict[int, List[Site]] = {}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
@@ -147,10 +146,7 @@ class InplaceAnalysis:
         if self._all is None:
             found: List[Site] = []
             for call in self.cursor.walk(cst.Call, self._may_be_site):
-                key = id(call)
-                if key not in self._sites:
-                    self._sites[key] = self._discover(call)  # type: ignore[arg-type]
-                found.extend(self._sites[key])
+                found.extend(self._discover(call))  # type: ignore[arg-type]
             self._all = found
         return self._all
 
@@ -710,16 +706,6 @@ def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassMod
                 if type(target) is cst.Attribute and target.attr.value == name:
                     return name
     return None
-
-
-def _bare_statement(statement: cst.CSTNode, call: cst.Call) -> bool:
-    """``statement`` is ``call`` alone, its result unused (``p.sigmoid_()``)."""
-    return (
-        type(statement) is cst.SimpleStatementLine
-        and len(statement.body) == 1
-        and type(statement.body[0]) is cst.Expr
-        and statement.body[0].value is call
-    )
 
 
 def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
-from torchmemlint.analysis.names import Bindings
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
+from torchmemlint.analysis.syntax import _scope_of
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to, walk
 
@@ -96,10 +96,7 @@ class AttentionSites:
             scope = self.analysis.bindings
             for node in path_to(self.analysis.module, function) or [function]:
                 if type(node) in (cst.FunctionDef, cst.Lambda):  # the scopes the engine opens
-                    scope = Bindings(scope)
-                    scope.bind_parameters(node.params)  # type: ignore[attr-defined]
-                    if type(getattr(node, "body", None)) is cst.IndentedBlock:
-                        scope.bind_statements(node.body.body)  # type: ignore[attr-defined]
+                    scope = _scope_of(node, scope)  # type: ignore[arg-type]
             self._prefixes[id(function)] = self.analysis.functional_prefix(scope.qualify)
         return self._prefixes[id(function)]
 

@@ -11,8 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.syntax import walk
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import _scope_of, walk
 
 _GETATTR = (None, "getattr", "builtins.getattr")
 _MODULES = ("torch.nn",)
@@ -246,8 +246,4 @@ def method_qualify(file: Any, function: cst.FunctionDef) -> Callable[[cst.BaseEx
     """Qualified names as ``function``'s own scope binds them (its imports, its parameters),
     for a value read from another method (``from torchvision.models import resnet18`` in
     ``__init__``, the dict built there read in a subclass)."""
-    scope = Bindings(parent=file.bindings)
-    scope.bind_parameters(function.params)
-    if type(function.body) is cst.IndentedBlock:
-        scope.bind_statements(function.body.body)
-    return scope.qualify
+    return _scope_of(function, file.bindings).qualify

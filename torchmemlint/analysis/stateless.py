@@ -15,9 +15,8 @@ from typing import FrozenSet, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.classes import Assignment, ClassModel
-from torchmemlint.analysis.names import canonical
 from torchmemlint.analysis.sites import Sites
-from torchmemlint.analysis.syntax import terminal_name
+from torchmemlint.analysis.syntax import terminal_name, watched_names
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class CalledOnlyAttribute:
 def called_only_attributes(analysis, constructors: FrozenSet[str]) -> List[CalledOnlyAttribute]:
     """The constructor calls of ``constructors`` kept as only-called attributes, in source order."""
     found: List[CalledOnlyAttribute] = []
-    watched = _watched_names(analysis, constructors)
+    watched = watched_names(analysis, constructors)
     index = analysis.index
     order = index.order
     sites: Optional[Sites] = None
@@ -64,16 +63,6 @@ def called_only_attributes(analysis, constructors: FrozenSet[str]) -> List[Calle
             )
         )
     return found
-
-
-def _watched_names(analysis, qualified_names: FrozenSet[str]) -> FrozenSet[str]:
-    """Last components of ``qualified_names`` plus the file's import aliases for them: a call
-    whose function ends in none of these cannot be one of them."""
-    names = {q.rsplit(".", 1)[-1] for q in qualified_names}
-    for local, qualified in analysis.bindings.names.items():
-        if qualified is not None and canonical(qualified) in qualified_names:
-            names.add(local)
-    return frozenset(names)
 
 
 def _attribute_assignment(model: ClassModel, statement: cst.CSTNode, value: cst.Call) -> Optional[Assignment]:
