@@ -24,7 +24,7 @@ import libcst as cst
 
 from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS
 from torchmemlint.analysis.autograd import (
-    _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
+    _COMPREHENSIONS, _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
 from torchmemlint.analysis.feeds import over_loader
 from torchmemlint.analysis.names import dotted_name
@@ -36,7 +36,6 @@ from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
 # a comprehension over batches is a loop that collects what it computes (``feeds``)
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # the loop rules' codes (rules/loops.py reports under these)
 EVAL_WITHOUT_NO_GRAD = "TML501"
