@@ -58,6 +58,16 @@ def _lint(tmp_path, *args):
     return path, run
 
 
+def _findings(code, *paths):
+    """The CLI's JSON findings of ``code`` in ``paths``, and the run (for its stderr)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", code,
+         "--output-format", "json", *map(str, paths)],
+        capture_output=True, text=True,
+    )
+    return json.loads(run.stdout), run
+
+
 @pytest.mark.slow
 def test_a_torchrun_script(tmp_path):
     _, run = _lint(tmp_path, "--select", "TML7", "--output-format", "json")
@@ -163,12 +173,8 @@ def wrap_unknown(model, extra):
 def test_ddp_keywords_from_a_dict_filled_under_conditions(tmp_path):
     path = tmp_path / "wrap.py"
     path.write_text(DDP_OPTIONS)
-    run = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
-         "--output-format", "json", str(path)],
-        capture_output=True, text=True,
-    )
-    found = sorted((f["location"]["row"], f["fix"] is not None) for f in json.loads(run.stdout))
+    findings, run = _findings("TML701", path)
+    found = sorted((f["location"]["row"], f["fix"] is not None) for f in findings)
     # the dict filled under `if`s without the flag: reported with a fix; set to True under an
     # `if`: the user's choice; set to False: reported; filled from elsewhere: unknown, quiet
     assert found == [(12, True), (25, True)]
@@ -216,12 +222,8 @@ class Trainer:
 def test_zero_grad_wrapper_passing_on_a_false_default(tmp_path):
     path = tmp_path / "trainer.py"
     path.write_text(ZERO_GRAD_WRAPPERS)
-    run = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML704",
-         "--output-format", "json", str(path)],
-        capture_output=True, text=True,
-    )
-    found = sorted((f["location"]["row"], f["fix"]) for f in json.loads(run.stdout))
+    findings, run = _findings("TML704", path)
+    found = sorted((f["location"]["row"], f["fix"]) for f in findings)
     # the parameter's default False reaches the optimizer (by keyword or position); a True
     # default, a rebound parameter and one without a default do not say
     assert found == [(11, None), (24, None)]
@@ -291,14 +293,10 @@ def test_ddp_built_by_mmengine_and_mmcv_wrappers(tmp_path):
     path.write_text(MMENGINE_WRAPPERS)
     lookalike = tmp_path / "lookalike.py"
     lookalike.write_text(MMENGINE_LOOKALIKE)
-    run = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
-         "--output-format", "json", str(path), str(lookalike)],
-        capture_output=True, text=True,
-    )
+    findings, run = _findings("TML701", path, lookalike)
     found = sorted(
         (f["filename"].rsplit("/", 1)[-1], f["location"]["row"], f["message"].split(" keeps")[0])
-        for f in json.loads(run.stdout)
+        for f in findings
     )
     assert found == [
         ("wrappers.py", 8, "MMDistributedDataParallel"),
@@ -424,17 +422,13 @@ def test_ddp_keywords_from_self_and_from_a_dataclass(tmp_path):
     in the dict or the dataclass (default or constructor), a dict another method updates."""
     path = tmp_path / "spread.py"
     path.write_text(SPREAD_MAPPINGS)
-    run = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
-         "--output-format", "json", str(path)],
-        capture_output=True, text=True,
-    )
-    found = sorted((f["location"]["row"], f["fix"] is not None) for f in json.loads(run.stdout))
+    findings, run = _findings("TML701", path)
+    found = sorted((f["location"]["row"], f["fix"] is not None) for f in findings)
     # 17: the key is known to be absent, so the fix adds it after `**self._ddp_kwargs`;
     # 25: read on the path where the caller passes no dict: no fix (the caller's may hold it);
     # 76 and 93: the False is a dataclass field's default / a constructor argument: no fix here
     assert found == [(17, True), (25, False), (76, False), (93, False)], run.stderr
-    messages = {f["location"]["row"]: f["message"] for f in json.loads(run.stdout)}
+    messages = {f["location"]["row"]: f["message"] for f in findings}
     assert "read from `self._ddp_kwargs`, built in `__init__`" in messages[17]
     assert "the fields of `DDPStrategy`, when `strategy` is not passed" in messages[76]
 
@@ -489,12 +483,8 @@ def quiet(opts, rank, model):
 def test_ddp_keywords_built_through_partial(tmp_path):
     path = tmp_path / "partials.py"
     path.write_text(PARTIALS)
-    run = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701",
-         "--output-format", "json", str(path)],
-        capture_output=True, text=True,
-    )
-    found = sorted((f["location"]["row"], f["message"].split(" keeps")[0]) for f in json.loads(run.stdout))
+    findings, run = _findings("TML701", path)
+    found = sorted((f["location"]["row"], f["message"].split(" keeps")[0]) for f in findings)
     assert found == [(22, "DistributedDataParallelKwargs"), (29, "DDP")], run.stderr
     subprocess.run(
         [sys.executable, "-m", "torchmemlint", "--isolated", "--select", "TML701", "--fix",

@@ -16,7 +16,7 @@ from typing import AbstractSet, Iterator, List, Optional, Set
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import AssignEvent, CallEvent, Scope, _names_in
+from torchmemlint.analysis.autograd import _COMPREHENSIONS as _COLLECTING, AssignEvent, CallEvent, Scope, _names_in
 from torchmemlint.analysis.callers import _LOADER_WORDS
 from torchmemlint.analysis.training import ScopeFacts
 from torchmemlint.tree import children
@@ -67,9 +67,6 @@ def _calls(node: cst.CSTNode) -> Iterator[cst.Call]:
         return
     for child in children(node):
         yield from _calls(child)
-
-
-_COLLECTING = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
 
 
 def collected_over_loader(facts: ScopeFacts, call: CallEvent) -> Optional[AssignEvent]:

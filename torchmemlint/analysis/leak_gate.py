@@ -24,7 +24,7 @@ import libcst as cst
 
 from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS
 from torchmemlint.analysis.autograd import (
-    _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
+    _COMPREHENSIONS, _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
 )
 from torchmemlint.analysis.feeds import over_loader
 from torchmemlint.analysis.names import dotted_name
@@ -36,7 +36,6 @@ from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import NodeIndex
 
 # a comprehension over batches is a loop that collects what it computes (``feeds``)
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # the loop rules' codes (rules/loops.py reports under these)
 EVAL_WITHOUT_NO_GRAD = "TML501"
@@ -507,11 +506,9 @@ class _AstReader:
             if loop is None:
                 loop = Loop(accumulates=kind in _AST_COMPREHENSIONS)
                 facts.loops.append(loop)
-            loop.comprehension = loop.comprehension or (kind in _AST_COMPREHENSIONS and any(
-                _LOADER_WORDS.search(name)
-                for generator in node.generators for part in ast.walk(generator.iter)  # type: ignore
-                for name in ([part.id] if type(part) is ast.Name else [part.attr] if type(part) is ast.Attribute else [])
-            ))
+            loop.comprehension = loop.comprehension or (
+                kind in _AST_COMPREHENSIONS and _ast_over_loader(node)  # type: ignore[arg-type]
+            )
         elif kind is ast.Call:
             self.call(node, forward, loop)  # type: ignore[arg-type]
             func = node.func  # type: ignore[attr-defined]
@@ -573,6 +570,16 @@ class _AstReader:
             if attr == "append":
                 loop.accumulates = True
             loop.calls.append((attr, _ast_dotted(func)))
+
+
+def _ast_over_loader(node: ast.ListComp) -> bool:
+    """``feeds.over_loader`` read from ``ast``: a ``for`` clause iterates a name or attribute
+    named like a loader, a data set or batches."""
+    return any(
+        _LOADER_WORDS.search(name)
+        for generator in node.generators for part in ast.walk(generator.iter)
+        for name in ([part.id] if type(part) is ast.Name else [part.attr] if type(part) is ast.Attribute else [])
+    )
 
 
 def _ast_params(arguments: ast.arguments) -> List[str]:

@@ -409,8 +409,7 @@ class _Checks:
         target = self.facts.wrap_target(event, None if named else mode_seq[0])
         if not named and self.facts.trains_around(event, mode_seq[0], target):
             return  # eval() for frozen batch-norm or an attack: gradients are wanted
-        key = ("decorate", id(scope.node)) if target is None else ("wrap", id(target.statement))
-        self._pend(event, key, message + self._covered(target), target)
+        self._pend(event, message + self._covered(target), target)
 
     def _collected(self, event: CallEvent, assign: AssignEvent, callee: str) -> bool:
         """`outputs = [model.step(b) for b in val_loader]`: the list keeps every batch's output
@@ -434,8 +433,7 @@ class _Checks:
             f"{EVAL_PEAK_FACTOR} measured against `torch.no_grad()`); use `torch.no_grad()`"
         )
         target = event.ctx.chain[-1] if event.ctx.chain else None
-        key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
-        self._pend(event, key, message, target)
+        self._pend(event, message, target)
         return True
 
     def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
@@ -451,13 +449,13 @@ class _Checks:
             "the forward records its graph and keeps every activation saved for backward alive "
             "while the output lives; use `torch.no_grad()`" + self._covered(None)
         )
-        self._pend(event, ("decorate", id(self.scope.node)), message, None)
+        self._pend(event, message, None)
 
-    def _pend(
-        self, event: CallEvent, key: Tuple[str, int], message: str, target: Optional[Frame]
-    ) -> None:
+    def _pend(self, event: CallEvent, message: str, target: Optional[Frame]) -> None:
         """One finding per model call, each at its own line (`# noqa` is per line); every call
-        under the same loop or function gets the same fix, which the fixer applies once."""
+        under the same loop or function (``target``: the statement to wrap, None: decorate the
+        function) gets the same fix, which the fixer applies once."""
+        key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
         if self.facts.loss_call(event.node) is None:
             self.reported.add(id(event.node))
         else:
