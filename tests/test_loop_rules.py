@@ -338,3 +338,40 @@ def test_sink_follower_says_where_a_model_output_goes(body, sinks, escape):
     assert reach.sinks == sinks
     assert reach.escape == escape
     assert reach.only_sinks == (escape is None)
+
+
+# -- which functions of a file train (ScopeFacts._trains_inside) ---------------------------------
+TRAINS_THROUGH_LOCAL_IMPORT = '''
+import torch
+
+
+def adapt(model, x):
+    from torch.autograd import grad
+    return grad(model(x).sum(), model.parameters())
+
+
+def run(model, x):
+    return adapt(model, x)
+'''
+
+
+@pytest.mark.parametrize("first", ["adapt", "run"])
+def test_the_functions_that_train_do_not_depend_on_which_is_asked_first(first):
+    """``adapt`` calls ``torch.autograd.grad`` through its own import, so it and its caller
+    ``run`` train, whichever function's facts are built first (each function's calls are read
+    with its own names, not with those of the function asked first)."""
+    import libcst as cst
+
+    from torchmemlint.analysis.file import FileAnalysis
+    from torchmemlint.analysis.names import Bindings
+    from torchmemlint.analysis.training import ScopeFacts
+
+    module = cst.parse_module(TRAINS_THROUGH_LOCAL_IMPORT)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    analysis = FileAnalysis(module, bindings, text=TRAINS_THROUGH_LOCAL_IMPORT)
+    scopes = {s.name: s for s in analysis.scopes.scopes if s.function is not None}
+    order = [first] + [name for name in ("adapt", "run") if name != first]
+    facts = {name: ScopeFacts(analysis.scopes, scopes[name]) for name in order}
+    assert [c.func for c in facts["run"].training_calls] == ["adapt"]
+    assert analysis.scopes._training_functions == {"adapt", "run"}

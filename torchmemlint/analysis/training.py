@@ -18,7 +18,7 @@ from torchmemlint.analysis.autograd import (
     FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
-from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sinks import SINK_FUNCTIONS
 
 from torchmemlint.tree import children
@@ -154,13 +154,14 @@ class ScopeFacts:
             return False
         return None
 
-    def is_backward(self, call: CallEvent) -> bool:
+    def is_backward(self, call: CallEvent, bindings: Optional[Bindings] = None) -> bool:
+        """``bindings``: the names seen where ``call`` is (default: this function's)."""
         if call.attr in ("backward", "manual_backward"):
             return True
-        return bool(call.func) and self.bindings.qualify(call.node.func) in AUTOGRAD_CALLS
+        return bool(call.func) and (bindings or self.bindings).qualify(call.node.func) in AUTOGRAD_CALLS
 
-    def is_training_step(self, call: CallEvent) -> bool:
-        if self.is_backward(call):
+    def is_training_step(self, call: CallEvent, bindings: Optional[Bindings] = None) -> bool:
+        if self.is_backward(call, bindings):
             return True
         if call.attr == "step" and call.receiver is not None:
             receiver = (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
@@ -177,7 +178,9 @@ class ScopeFacts:
         trains = getattr(self.walk, "_training_functions", None)
         if trains is None:
             functions = [s for s in self.walk.scopes if s.function is not None]
-            found = {s.name for s in functions if any(self.is_training_step(c) for c in s.calls)}
+            # each function's calls judged with its own names (its imports, its parameters):
+            # the set does not depend on which function's facts were asked first
+            found = {s.name for s in functions if any(self.is_training_step(c, s.bindings) for c in s.calls)}
             for _ in range(2):
                 found |= {s.name for s in functions if any(
                     (c.func or "").rpartition(".")[2] in found and (c.func or "").rpartition(".")[0] in ("", "self")
