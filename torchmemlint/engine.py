@@ -422,28 +422,13 @@ def _lint_source(
     return sorted(findings, key=lambda finding: finding.sort_key)
 
 
-def lint_path(
-    path: str, settings: Settings, ignore_noqa: bool = False, cache: Optional[Cache] = None
-) -> FileResult:
-    """One file's findings; with a cache, an unchanged file's stored findings instead."""
+def lint_path(path: str, settings: Settings, ignore_noqa: bool = False) -> FileResult:
+    """One file's findings (the cache is ``lint_paths``': it keys an entry after the lint)."""
     try:
         data = read_bytes(path)  # a regular file only: a FIFO would hang the run
     except SourceError as error:
         return FileResult(path, error=str(error))
-    entry = digest = None
-    if cache is not None:
-        codes = settings.codes_for_file(path)
-        entry = cache.entry_path(path, settings, codes, ignore_noqa)
-        digest = project_content_hash(path, data, codes)
-        cached = cache.get(entry, digest, data)
-        if cached is not None:
-            return FileResult(path, cached)
-    result = _lint_data(path, data, settings, ignore_noqa)
-    if cache is not None and entry is not None and digest is not None and result.error is None:
-        # An internal error may be transient (memory, recursion): lint such a file again.
-        if not any(finding.code == INTERNAL_ERROR for finding in result.findings):
-            cache.put(entry, digest, path, result.findings)
-    return result
+    return _lint_data(path, data, settings, ignore_noqa)
 
 
 def _lint_data(
