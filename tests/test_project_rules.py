@@ -50,6 +50,11 @@ class ConvGN(nn.Module):
 
 def stem_norm(x, mean, var):
     return nn.functional.batch_norm(x, mean, var, training=True)
+
+
+class BaseModel(nn.Module):
+    def describe(self):
+        return type(self).__name__
 '''),
     ("pkg/blocks.py", '''\
 import torch.nn as nn
@@ -134,7 +139,21 @@ from . import ResNetEncoder
 from .encoders import PlainEncoder, TVEncoder, Bottleneck
 from .builders import make_gn_stage, make_stage
 from .blocks import Block, GNBlock
-from .layers import stem_norm
+from .layers import BaseModel, stem_norm
+
+
+class Tagger(BaseModel):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(self.rnn(x)[0])
+
+    def predict(self, x):
+        out, _ = self.rnn(x)  # quiet: a method of a module class (its caller decides)
+        return {"pred": self.fc(out)}
 
 
 class Encoder(ResNetEncoder):

@@ -347,7 +347,10 @@ class ScopeWalk:
         return self.links.module_class(dotted_name(func))
 
     def module_classes(self) -> Set[str]:
-        """Names of this file's classes that derive (through this file) from a `Module`."""
+        """Names of this file's classes that derive from a `Module`: through this file, or
+        through a class another file of the project defines (``class Tagger(BaseModel)`` with
+        ``from .base_model import BaseModel``, ``BaseModel(torch.nn.Module)`` there), as the
+        same classes pasted into one file would."""
         if self._module_classes is None:
             found: Set[str] = set()
             changed = True
@@ -357,10 +360,10 @@ class ScopeWalk:
                     name = facts.node.name.value
                     if name in found:
                         continue
-                    bases = {
-                        (dotted_name(arg.value) or "").rsplit(".", 1)[-1] for arg in facts.node.bases
-                    }
-                    if bases & ({"Module", "LightningModule"} | found):
+                    bases = [arg.value for arg in facts.node.bases if arg.keyword is None]
+                    if {(dotted_name(base) or "").rsplit(".", 1)[-1] for base in bases} & (
+                        {"Module", "LightningModule"} | found
+                    ) or any(self.project_module_class(base) for base in bases):
                         found.add(name)
                         changed = True
             self._module_classes = found
