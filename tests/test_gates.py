@@ -90,6 +90,29 @@ def reconstruct(vae: nn.Module, z):
     image = vae.decode(z)
     print(image.argmax())
 """, ["TML501"]),
+    "sink-comparison": ("""import torch
+import torch.nn as nn
+
+
+def keep_mask(scorer: nn.Module, x, margin):
+    return scorer(x).sigmoid() > margin
+""", ["TML501"]),
+    "sink-inherited-attribute-bound": ("""import torch
+import torch.nn as nn
+
+
+class Base:
+    def encode(self, x):
+        return x
+
+
+class Sampler(Base):
+    def __init__(self):
+        self.encode = nn.Linear(4, 4)
+
+    def show(self, x):
+        print(self.encode(x).argmax())
+""", ["TML501"]),
     "sink-global-module": ("""import torch
 import torch.nn as nn
 
@@ -277,6 +300,31 @@ def test_sinks_without_a_module_call_in_their_function_leave_the_file_unparsed(m
     assert parsed == []
     sampler = helpers + (
         "\n\ndef sample(generator: nn.Module, z):\n    out = generator(z)\n    print(out.item())\n"
+    )
+    assert [f.code for f in lint_source(sampler, "a.py", Settings(), leak_gate.LOOP_CODES)] == ["TML501"]
+    assert len(parsed) == 1
+
+
+def test_methods_and_plain_parameters_called_beside_sinks_leave_the_file_unparsed(monkeypatch):
+    # an optimizer's `step(self, closure)` and a data class's `self._lazy_init()` with a
+    # comparison or `print` beside them (timm's optimizers, readers, schedulers): a method of
+    # the class, or a method's parameter neither named, annotated nor moved like a module, is
+    # not a module (``module_calls``), so TML501's sink case cannot report
+    parsed = []
+    real = cst.parse_module
+    monkeypatch.setattr(engine.cst, "parse_module", lambda text: parsed.append(text) or real(text))
+    helpers = (
+        "import torch\n\n\nclass Reader:\n    def _lazy_init(self):\n        return 1\n\n"
+        "    def __len__(self):\n        n = self._lazy_init()\n        print(n)\n        return n\n\n\n"
+        "class Sub(Reader):\n    def size(self):\n        return self._lazy_init() > 0\n\n\n"
+        "class Opt:\n    def step(self, closure=None):\n        loss = None\n"
+        "        if closure is not None:\n            loss = closure()\n"
+        "        if loss is not None and loss > 0:\n            print(loss.item())\n        return loss\n"
+    )
+    assert lint_source(helpers, "a.py", Settings(), leak_gate.LOOP_CODES) == []
+    assert parsed == []
+    sampler = helpers + (
+        "\n\ndef keep(scorer: torch.nn.Module, x, margin):\n    return scorer(x).sigmoid() > margin\n"
     )
     assert [f.code for f in lint_source(sampler, "a.py", Settings(), leak_gate.LOOP_CODES)] == ["TML501"]
     assert len(parsed) == 1

@@ -1,7 +1,8 @@
 """TML501 outside evaluation-named code, through the CLI: sampling loops whose model output
 ends as indices (``multinomial``, ``argmax``, ``topk`` indices) written into a returned tensor,
 generator outputs passed through a helper of the file before ``.detach()``, a sampler of a
-class whose base does not turn autograd off, and one finding per model call, the calls under
+class whose base does not turn autograd off, outputs that only become a comparison's bool
+tensor (`logits >= t`, as `logits.ge(t)`), and one finding per model call, the calls under
 one ``torch.no_grad()`` sharing its fix. Each reported form has look-alikes that must stay quiet."""
 
 from __future__ import annotations
@@ -401,6 +402,45 @@ class Sampler(BaseVAE):
 
     def sample(self, n):
         return self.model.decoder(torch.randn(n, 16)).detach()
+""", 0),
+    # -- comparisons: `logits >= t` is a bool tensor, as `logits.ge(t)` is --------------------
+    "route_by_comparison_method": (HEAD + """class Router(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 1)
+        self.threshold = 0.5
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def route_fine(self, x):
+        logits = self.fc(x)
+        return torch.sigmoid(logits) >= self.threshold
+""", 1),
+    "route_by_comparison_function": (HEAD + """def keep_mask(scorer: nn.Module, x, margin):
+    scores = scorer(x)
+    return scores.sigmoid() > margin
+""", 1),
+    "route_ge_method_same_finding": (HEAD + """def keep_mask(scorer: nn.Module, x, margin):
+    scores = scorer(x)
+    return scores.sigmoid().ge(margin)
+""", 1),
+    "comparison_with_none_says_nothing": (HEAD + """def maybe(scorer: nn.Module, x):
+    scores = scorer(x)
+    missing = scores is None
+    return scores, missing
+""", 0),
+    "comparison_beside_a_returned_output": (HEAD + """def keep(scorer: nn.Module, x, margin):
+    scores = scorer(x)
+    mask = scores > margin
+    return scores[mask]
+""", 0),
+    "comparison_in_a_training_step": (HEAD + """def step(scorer: nn.Module, x, margin, opt):
+    scores = scorer(x)
+    loss = (scores - margin).clamp(min=0).mean()
+    loss.backward()
+    opt.step()
+    return (scores > margin).float().mean().item()
 """, 0),
 }
 

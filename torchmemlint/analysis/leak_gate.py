@@ -24,19 +24,24 @@ import libcst as cst
 
 from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS
 from torchmemlint.analysis.autograd import (
-    _COMPREHENSIONS, _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, Scope,
+    _COMPREHENSIONS, _is_false, AUTOGRAD_CALLS, CRITERION_NAME, FUNCTIONAL_LOSSES, MODEL_NAME, MODULE_METHODS,
+    MODULE_MOVES, Scope,
 )
 from torchmemlint.analysis.feeds import over_loader
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.sinks import metric_call, SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
+from torchmemlint.analysis.sinks import (
+    metric_call, SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name, tensor_comparison,
+)
 from torchmemlint.analysis.training import (
     FOLDING_NAMES, is_eval_name, _keyword, _self_attribute, _self_attribute_name,
 )
 from torchmemlint.analysis.vocabulary import whole_words
-from torchmemlint.tree import NodeIndex
+from torchmemlint.tree import NodeIndex, nodes_of
 
 # a comprehension over batches is a loop that collects what it computes (``feeds``)
 _AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# ``sinks.VALUE_COMPARISONS`` in ``ast``
+_AST_VALUE_COMPARISONS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
 # the loop rules' codes (rules/loops.py reports under these)
 EVAL_WITHOUT_NO_GRAD = "TML501"
 ACCUMULATED_TENSOR = "TML502"
@@ -52,11 +57,13 @@ _MODE_WORD = re.compile(r"(?:eval|train)\b")  # whole words (vocabulary.whole_wo
 _DEF_NAME = re.compile(r"def[\s\\]+(\w+)")
 _AUTOGRAD_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in AUTOGRAD_CALLS)
 _STEP_ATTRS = frozenset({"backward", "manual_backward", "step"})
+# calls that make a bare name a module (``module_calls._moved_like_a_module``)
+_MOVED_BY = MODULE_METHODS | MODULE_MOVES
 _MODE_ATTRS = frozenset({"eval", "train"})
 
 
 _SINK_TEXT = re.compile(
-    r"(?i)\.(?:data|%s)\b|\b(?:%s)\b|save|print|log|write|show|plot|display|dump|metric|score|acc|psnr|"
+    r"(?i)\.(?:data|%s)\b|\b(?:%s)\b|[<>]|[=!]=|save|print|log|write|show|plot|display|dump|metric|score|acc|psnr|"
     r"ssim|lpips|bleu|fid|info|debug|warning|%s" % (
         "|".join(sorted(STRONG_METHODS)), "|".join(sorted(STRONG_NAMES)), "|".join(SINK_MODULE_ROOTS),
     )
@@ -116,6 +123,11 @@ class LoopFacts:
     module_stores: Set[str] = field(default_factory=set)  # names bound outside any function
     # `import numpy as np` -> np: numpy; `from numpy import array` -> array: numpy.array
     imported: Dict[str, str] = field(default_factory=dict)
+    # `<x>` of every `self.<x>` bound (assigned, a loop or `with` target) or given a call only
+    # modules answer (`self.<x>.eval()`): what may make `self.<x>` a module besides its name
+    self_bound: Set[str] = field(default_factory=set)
+    # bare names given a call only modules answer or a move (`net.eval()`, `net.to(device)`)
+    moved: Set[str] = field(default_factory=set)
 
     def normalised(self) -> tuple:
         """For comparing two readers: order does not matter."""
@@ -126,7 +138,8 @@ class LoopFacts:
                    key=repr),
             sorted(self.renamed.items()),
             sorted(function.normalised() for function in self.functions),
-            sorted(self.module_stores), sorted(self.imported.items()),
+            sorted(self.module_stores), sorted(self.imported.items()), sorted(self.self_bound),
+            sorted(self.moved),
         )
 
     def function(self, name: str) -> "FunctionFacts":
@@ -153,13 +166,21 @@ class FunctionFacts:
     params: Set[str] = field(default_factory=set)  # its parameters and its lambdas'
     stores: Set[str] = field(default_factory=set)  # names it binds
     mode: bool = False  # calls `.eval(...)` / `.train(...)`: a receiver may be the model
+    # a method's (a def written in a class body): the methods of its class and of the classes
+    # of the file it derives from; its first parameter; its parameters with an annotation
+    method: bool = False
+    methods: Set[str] = field(default_factory=set)
+    first: Optional[str] = None
+    annotated: Set[str] = field(default_factory=set)
 
     def normalised(self) -> tuple:
         return (self.name, self.strong, sorted(self.roots), sorted(self.callees),
-                sorted(self.params), sorted(self.stores), self.mode)
+                sorted(self.params), sorted(self.stores), self.mode, self.method,
+                sorted(self.methods), self.first, sorted(self.annotated))
 
     def note_data(self) -> None:
-        """``x.data``: detached on purpose, a strong sink."""
+        """``x.data``: detached on purpose, a strong sink; or a comparison of values
+        (``sinks.tensor_comparison``: a bool tensor)."""
         self.strong = True
 
     def note_call(self, attr: Optional[str], dotted: Optional[str]) -> None:
@@ -178,7 +199,9 @@ class FunctionFacts:
             imported.get(root, "").split(".", 1)[0] in SINK_MODULE_ROOTS for root in self.roots
         ))
 
-    def may_run_module(self, module_stores: Set[str]) -> bool:
+    def may_run_module(
+        self, module_stores: Set[str], self_bound: Set[str] = frozenset(), moved: Set[str] = frozenset(),  # type: ignore
+    ) -> bool:
         """Some call here may run a module (``callers.module_call``, ``ScopeFacts.is_model``):
         `self.<name>(...)`; a bare name that is a parameter, bound here or at module level;
         `x.forward(...)`, `x.decode(...)`, `x.forward_*()` ...; anything once the function
@@ -190,10 +213,17 @@ class FunctionFacts:
                 callee = callee[: -len(".forward")]
             head, _, rest = callee.partition(".")
             if not rest:
+                if (
+                    self.method and callee in self.params and callee != self.first and callee not in self.stores
+                    and callee not in self.annotated and callee not in moved and not MODEL_NAME.match(callee)
+                ):
+                    continue  # a method's parameter (`closure`): a module only so named, annotated or moved
                 if callee in self.params or callee in self.stores or callee in module_stores:
                     return True
                 continue
             if head == "self" and "." not in rest:
+                if rest in self.methods and rest not in self_bound and not MODEL_NAME.match(rest):
+                    continue  # `self._lazy_init()`: a method of the class (``module_calls.module_attribute``)
                 return True
             last = callee.rsplit(".", 1)[-1]
             if last in _FORWARD_PARTS or last.startswith("forward_"):
@@ -254,7 +284,7 @@ def _sink_code(facts: LoopFacts) -> bool:
         by_name.setdefault(function.name, []).append(function)
 
     return any(
-        function.may_run_module(facts.module_stores) and _sinks_in(function, 2, facts.imported, by_name)
+        function.may_run_module(facts.module_stores, facts.self_bound, facts.moved) and _sinks_in(function, 2, facts.imported, by_name)
         for function in facts.functions
     )
 
@@ -344,6 +374,30 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                 owner = record_of(here)
                 for name in _target_names(target):
                     facts.note_store(owner, name)
+                facts.self_bound.update(_target_names(target, on_self=True))
+    classes: Dict[str, List[Tuple[List[str], Set[str]]]] = {}  # name: (bases, methods) of each
+    for here in index.positions(cst.ClassDef):
+        node = order[here]
+        bases = [arg.value.value for arg in node.bases if type(arg.value) is cst.Name]
+        methods = {
+            statement.name.value for statement in getattr(node.body, "body", ())
+            if type(statement) is cst.FunctionDef
+        }
+        classes.setdefault(node.name.value, []).append((bases, methods))
+    for here in index.positions(cst.FunctionDef):
+        owner_class = index.scope[here]
+        if owner_class >= 0 and type(order[owner_class]) is cst.ClassDef and order[here] in getattr(
+            order[owner_class].body, "body", ()
+        ):
+            node = order[owner_class]
+            record = records[here]
+            record.method = True
+            record.first, record.annotated = _first_and_annotated(order[here].params)
+            record.methods = _visible_methods(
+                [arg.value.value for arg in node.bases if type(arg.value) is cst.Name],
+                {s.name.value for s in getattr(node.body, "body", ()) if type(s) is cst.FunctionDef},
+                classes,
+            )
     for here in index.positions(cst.Call):
         call = order[here]
         func = call.func
@@ -353,6 +407,10 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
             records[function].note_call(
                 func.attr.value if type(func) is cst.Attribute else None, dotted_name(func),
             )
+        if type(func) is cst.Attribute and func.attr.value in MODULE_METHODS:
+            facts.self_bound.update(_target_names(func.value, on_self=True))
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value in _MOVED_BY:
+            facts.moved.add(func.value.value)
         if type(func) is cst.Attribute and func.attr.value in _MODE_ATTRS:
             receiver = dotted_name(func.value)
             if func.attr.value == "eval":
@@ -409,6 +467,11 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
             function = index.function_of(here)
             if function >= 0:
                 records[function].note_data()
+    for here in index.positions(cst.Comparison):
+        if tensor_comparison(order[here]):
+            function = index.function_of(here)
+            if function >= 0:
+                records[function].note_data()
     for node in nodes(cst.ImportFrom):
         if type(node.names) is cst.ImportStar:
             continue
@@ -430,6 +493,17 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
     return facts
 
 
+def _first_and_annotated(params: cst.Parameters) -> Tuple[Optional[str], Set[str]]:
+    positional = [*params.posonly_params, *params.params]
+    found = [*positional, *params.kwonly_params]
+    if isinstance(params.star_arg, cst.Param):
+        found.append(params.star_arg)
+    if params.star_kwarg is not None:
+        found.append(params.star_kwarg)
+    first = positional[0].name.value if positional else None
+    return first, {param.name.value for param in found if param.annotation is not None}
+
+
 def _param_names(params: cst.Parameters) -> List[str]:
     found = [*params.posonly_params, *params.params, *params.kwonly_params]
     if isinstance(params.star_arg, cst.Param):
@@ -439,15 +513,20 @@ def _param_names(params: cst.Parameters) -> List[str]:
     return [param.name.value for param in found]
 
 
-def _target_names(target: cst.BaseExpression) -> List[str]:
-    """The names a binding target binds (`a`, `a, (b, *c)`; not `x.a`, `x[i]`)."""
+def _target_names(target: cst.BaseExpression, on_self: bool = False) -> List[str]:
+    """The names a binding target binds (`a`, `a, (b, *c)`; not `x.a`, `x[i]`); ``on_self``:
+    the `x` of each `self.x` it binds instead."""
     names: List[str] = []
     stack = [target]
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind is cst.Name:
-            names.append(item.value)  # type: ignore[attr-defined]
+        if kind is cst.Attribute:
+            if on_self and type(item.value) is cst.Name and item.value.value == "self":  # type: ignore
+                names.append(item.attr.value)  # type: ignore[attr-defined]
+        elif kind is cst.Name:
+            if not on_self:
+                names.append(item.value)  # type: ignore[attr-defined]
         elif kind in (cst.Tuple, cst.List):
             stack.extend(element.value for element in item.elements)  # type: ignore[attr-defined]
         elif kind is cst.StarredElement:
@@ -467,16 +546,62 @@ _STORE_TARGETS = (
 )
 
 
+def _visible_methods(
+    bases: List[str], methods: Set[str], classes: Dict[str, List[Tuple[List[str], Set[str]]]]
+) -> Set[str]:
+    """``methods`` and those of every class of the file (any of that name) that ``bases``
+    name, and of their bases in turn."""
+    seen: Set[str] = set()
+    found = set(methods)
+    todo = list(bases)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for more_bases, more_methods in classes.get(name, ()):
+            found |= more_methods
+            todo.extend(more_bases)
+    return found
+
+
 # -- reading the same facts from Python's ast --------------------------------------------------
 def facts_from_ast(tree: ast.Module) -> LoopFacts:
     facts = LoopFacts()
-    _AstReader(facts).read(tree, owner=None, forward=False, loop=None, function=None)
+    reader = _AstReader(facts)
+    reader.read(tree, owner=None, forward=False, loop=None, function=None)
+    classes: Dict[str, List[Tuple[List[str], Set[str]]]] = {}
+    for node in reader.classes:
+        classes.setdefault(node.name, []).append((_ast_bases(node), _ast_methods(node)))
+    for node in reader.classes:
+        for statement in node.body:
+            record = reader.records.get(id(statement))
+            if record is not None:
+                record.method = True
+                arguments = statement.args  # type: ignore[attr-defined]
+                positional = [*arguments.posonlyargs, *arguments.args]
+                record.first = positional[0].arg if positional else None
+                record.annotated = {
+                    arg.arg for arg in [*positional, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+                    if arg is not None and arg.annotation is not None
+                }
+                record.methods = _visible_methods(_ast_bases(node), _ast_methods(node), classes)
     return facts
+
+
+def _ast_bases(node: ast.ClassDef) -> List[str]:
+    return [base.id for base in node.bases if type(base) is ast.Name]
+
+
+def _ast_methods(node: ast.ClassDef) -> Set[str]:
+    return {s.name for s in node.body if type(s) in (ast.FunctionDef, ast.AsyncFunctionDef)}
 
 
 class _AstReader:
     def __init__(self, facts: LoopFacts) -> None:
         self.facts = facts
+        self.classes: List[ast.ClassDef] = []
+        self.records: Dict[int, FunctionFacts] = {}  # id of a def: its record
 
     def read(
         self, node: ast.AST, owner: Optional[str], forward: bool, loop: Optional[Loop],
@@ -489,6 +614,7 @@ class _AstReader:
             forward = forward or (node.name == "forward" and owner == "class")  # type: ignore
             owner = "function"
             function = facts.function(node.name)  # type: ignore[attr-defined]
+            self.records[id(node)] = function
             function.params.update(_ast_params(node.args))  # type: ignore[attr-defined]
         elif kind is ast.Lambda:
             # (libcst's index reader does not count a lambda as a function either)
@@ -502,6 +628,7 @@ class _AstReader:
                 facts.note_store(function, node.id)  # type: ignore[attr-defined]
         elif kind is ast.ClassDef:
             owner = "class"
+            self.classes.append(node)  # type: ignore[arg-type]
         elif kind in (ast.For, ast.AsyncFor, ast.While) or kind in _AST_COMPREHENSIONS:
             if loop is None:
                 loop = Loop(accumulates=kind in _AST_COMPREHENSIONS)
@@ -521,6 +648,9 @@ class _AstReader:
                 facts.forward_assigns = True
         elif kind is ast.Attribute and node.attr == "data":  # type: ignore[attr-defined]
             if function is not None:
+                function.note_data()
+        elif kind is ast.Compare:
+            if function is not None and any(type(op) in _AST_VALUE_COMPARISONS for op in node.ops):  # type: ignore
                 function.note_data()
         elif kind is ast.BinOp:
             if loop is not None and isinstance(node.op, ast.Add):  # type: ignore[attr-defined]
@@ -544,6 +674,8 @@ class _AstReader:
                 else:
                     root = alias.name.split(".", 1)[0]
                     facts.imported[root] = root
+        if kind is ast.Attribute and type(node.ctx) is ast.Store and _ast_on_self(node):  # type: ignore
+            facts.self_bound.add(node.attr)  # type: ignore[attr-defined]
         for child in ast.iter_child_nodes(node):
             self.read(child, owner, forward, loop, function)
 
@@ -564,6 +696,10 @@ class _AstReader:
                     arguments[0], ast.keyword) else (arguments[0] if arguments else None)
                 to_eval = isinstance(first, ast.Constant) and first.value is False
                 self.facts.mode_calls.append((receiver, to_eval))
+        if attr in MODULE_METHODS and _ast_on_self(func.value):  # type: ignore[union-attr]
+            self.facts.self_bound.add(func.value.attr)  # type: ignore[union-attr]
+        if attr in _MOVED_BY and type(func.value) is ast.Name:  # type: ignore[union-attr]
+            self.facts.moved.add(func.value.id)  # type: ignore[union-attr]
         if forward and attr == "append" and _ast_on_self(func.value):  # type: ignore[union-attr]
             self.facts.forward_appends = True
         if loop is not None:
@@ -623,6 +759,8 @@ def scope_may_leak(scope: Scope) -> bool:
     sinks = scope.function is not None and scope.name not in ("__init__", "forward")
     if sinks and is_eval_name(scope.name) and scope.calls:
         return True  # `predict()`: any module it calls is a model call (analysis.module_calls)
+    if sinks and scope.calls and any(tensor_comparison(node) for node in nodes_of(scope.function, cst.Comparison)):
+        return True  # `return logits >= threshold`: a bool tensor (analysis.sinks)
     for call in scope.calls:
         if call.attr in ("eval", "train") or (call.attr == "append" and call.ctx.loops):
             return True

@@ -70,6 +70,16 @@ _NESTED = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
+# comparison operators that compare a tensor's values (elementwise): their result is a bool tensor
+VALUE_COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+
+
+def tensor_comparison(node: cst.CSTNode) -> bool:
+    """A ``Comparison`` (or one ``ComparisonTarget``) with an operator that compares values."""
+    targets = node.comparisons if type(node) is cst.Comparison else [node]
+    return any(type(target.operator) in VALUE_COMPARISONS for target in targets)
+
+
 def metric_call(dotted: Optional[str]) -> bool:
     """``acc.update``, ``metric.add_batch``: a metric object (named so) takes a batch's output."""
     receiver, _, method = (dotted or "").rpartition(".")
@@ -253,6 +263,9 @@ class SinkFollower:
             return [(parent, where)]
         if kind in (cst.Comparison, cst.ComparisonTarget):
             result.sinks.append("a comparison")
+            # `<`, `>=`, `==` ... give a bool tensor, as `.ge()` / `torch.eq` do: made a number,
+            # as strong as they are (`is None`, `in` say nothing of the values)
+            result.strong = result.strong or tensor_comparison(parent)
             return []
         if kind is cst.IfExp:
             if parent.test is node:
