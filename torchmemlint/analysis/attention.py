@@ -39,6 +39,7 @@ WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "modul
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 CONTRACTIONS = ("matmul", "bmm", "einsum")
+MATRIX_PRODUCT = "mm"  # ``torch.mm``, ``x.mm(y)``: the whole name (a substring of many)
 PASSES = frozenset({"reshape", "relabel", "same", "join", "element", "helper", "index", "cast"})
 
 
@@ -124,9 +125,9 @@ def _mentions_contraction(function: cst.FunctionDef) -> bool:
     for node in walk(function):
         if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             return True
-        if type(node) is cst.Name and (node.value == "contract" or any(word in node.value for word in CONTRACTIONS)):
+        if type(node) is cst.Name and (node.value in ("contract", MATRIX_PRODUCT) or any(word in node.value for word in CONTRACTIONS)):
             return True  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
-        if type(node) is cst.Attribute and any(word in node.attr.value for word in CONTRACTIONS):
+        if type(node) is cst.Attribute and (any(word in node.attr.value for word in CONTRACTIONS) or node.attr.value == MATRIX_PRODUCT):
             return True
     return False
 
@@ -549,6 +550,8 @@ class _Question:
         explicit = [len(spec) for spelling, spec in zip(spellings, (s_out, o_out)) if spelling == "einsum" and "..." not in spec]
         if {"torch.bmm", "bmm"} & set(spellings):  # the rank is in the code
             rank = 3
+        elif {"torch.mm", "mm"} & set(spellings):
+            rank = 2
         elif explicit:
             rank = explicit[0]
         else:  # `@`/`matmul`, an einsum over `...`: the rank where the value graph shows it (q, k and v agree)

@@ -25,7 +25,7 @@ def similarity(graph: FunctionValues, scores: Value) -> bool:
     if all(_projected(operand) for operand in scores.inputs[:2]):
         return True  # both made by layers of the module (``self.WK(y).view(b, n, d, l)``): q and k in any layout
     feature = scores.info["contracted"][0]
-    hint = 3 if scores.info.get("spelling") in ("torch.bmm", "bmm") else None  # ``bmm``: 3-D operands
+    hint = {"torch.bmm": 3, "bmm": 3, "torch.mm": 2, "mm": 2}.get(scores.info.get("spelling"))  # ``bmm``: 3-D operands
     for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
         found = []
         for side in (0, 1):

@@ -7,8 +7,9 @@ joins what they bind (``join``, with the test and the arm of each input; a ``try
 and joins with what came before it, a ``return``/``raise``/``break``/``continue`` ends its arm.
 Spellings are normalised here, once:
 
-- ``a @ b``, ``torch.matmul``/``bmm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
-  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes
+- ``a @ b``, ``torch.matmul``/``bmm``/``mm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
+  (any layout, ``...``, an f-string whose parts are constants, the two operands in one list) are
+  ``contract`` over named axes
   (xformers' ``masked_matmul(a, b, m)``: ``contract``, then ``add`` of ``m``; a function-local import is read);
 - ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
@@ -18,7 +19,7 @@ Spellings are normalised here, once:
   ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``;
 - ``* s``/``/ s`` are ``scale``; ``masked_fill(_)`` is ``fill`` (its value a ``constant``
   when one can be computed: ``-torch.finfo(x.dtype).max`` held in a local, ``float('-inf')``,
-  a module constant, a helper that returns one); ``+`` is ``add``;
+  a module constant, a helper that returns one, ``float("-1e20")``); ``+`` is ``add``;
 - ``x[h:] = x[h:].softmax(-1)`` then ``x[:h] = ...`` is ``softmax`` of ``x`` (``writes.py``);
 - ``F.dropout``/``nn.Dropout`` are ``dropout``, ``.float()``/``.to(...)``/``.type(...)`` ``cast``,
   ``F.scaled_dot_product_attention`` ``attention``; ``baddbmm`` and ``amax``/``max``/``logsumexp``
@@ -41,7 +42,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
 from torchmemlint.analysis.compound import REDUCTIONS, compound_value
-from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.einsum import einsum_value, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -537,10 +538,8 @@ class FunctionValues:
             helper = self.file.function_named(func.value)
             if helper is not None and not starred:
                 return self._helper(helper, node, positional, keywords)
-            if func.value == "float" and positional:
-                text = positional[0].info.get("text")
-                if isinstance(text, str) and text.strip().lower().lstrip("+-") in ("inf", "infinity"):
-                    return self._new("constant", node=node, info={"number": -math.inf if text.strip().startswith("-") else math.inf})
+            if func.value == "float" and positional and (number := _float_text(positional[0].info.get("text"))) is not None:
+                return self._new("constant", node=node, info={"number": number})  # ``float("-inf")``, ``float("-1e20")``
         if receiver is not None:
             return self._method(method, receiver, node, positional, keywords)  # type: ignore[arg-type]
         return self._function(qualified or "", node, positional, keywords)
@@ -554,8 +553,10 @@ class FunctionValues:
             return self._softmax(positional[0], node, positional[1:], keywords)
         if name in MATMUL and len(positional) == 2 and not keywords:
             return self._contract(positional[0], positional[1], node, MATMUL_SPECS, name)
+        if name == "torch.mm" and len(positional) == 2 and not keywords:  # 2-D matrices only
+            return self._contract(positional[0], positional[1], node, MM_SPECS, name)
         if name in EINSUM:
-            return self._einsum(node, positional, name)
+            return einsum_value(self, node, positional, name)
         if name == "xformers.ops.masked_matmul" and len(positional) == 3 and not keywords:  # ``a @ b``, then the mask added
             product = self._contract(positional[0], positional[1], node, MATMUL_SPECS, name, (node.args[0].value, node.args[1].value))
             return self._same("add", product, node, [positional[2]], other=node.args[2].value)
@@ -612,6 +613,8 @@ class FunctionValues:
             return compound
         if method in ("matmul", "bmm") and len(positional) == 1 and not keywords:
             return self._contract(receiver, positional[0], node, MATMUL_SPECS, method)
+        if method == "mm" and len(positional) == 1 and not keywords:
+            return self._contract(receiver, positional[0], node, MM_SPECS, method)
         if method in ("masked_fill", "masked_fill_") and len(positional) == 2 and not keywords:
             return self._same("fill", receiver, node, positional, where=node.args[0].value, fill=positional[1], inplace=method.endswith("_"))
         if method in ("transpose", "swapaxes") and len(positional) == 2 and None not in numbers:
@@ -692,21 +695,6 @@ class FunctionValues:
             "known": (_spec_axes(left, lspec), _spec_axes(right, rspec)), "operands": operands,
         })
 
-    def _einsum(self, node: cst.Call, positional: List[Value], name: str) -> Value:
-        args = [a.value for a in node.args if a.keyword is None]
-        texts = [v.info.get("text") for v in positional]
-        if len(positional) == 3 and isinstance(texts[0], str):  # torch.einsum(spec, a, b)
-            spec, (left, right), operands = texts[0], positional[1:], (args[1], args[2])
-        elif len(positional) == 3 and isinstance(texts[2], str):  # einops.einsum(a, b, spec)
-            spec, (left, right), operands = texts[2], positional[:2], (args[0], args[1])
-        else:
-            return self._new("call", positional, node, info={"qualified": name})
-        parsed = parse_spec(spec)  # type: ignore[arg-type]
-        if parsed is None or len(parsed[0]) != 2:
-            return self._new("call", positional, node, info={"qualified": name})
-        (lspec, rspec), out = parsed
-        return self._contract(left, right, node, (lspec, rspec, out), "einsum", operands)
-
     def _layers(self, parts: Sequence[Any], source: Value, node: cst.Call, attribute: Optional[str]) -> Value:
         """``self.x(source)`` where ``self.x`` holds one layer or a Sequential of layers
         (``ClassModel.attribute_sequence``); ``info["layer"]``: (attribute, position, count)."""
@@ -766,6 +754,7 @@ class FunctionValues:
 
 
 MATMUL_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
+MM_SPECS = (("i", "c"), ("c", "j"), ("i", "j"))  # ``torch.mm``: two matrices
 HELPER_NODES = 600
 
 
@@ -784,6 +773,15 @@ def _number(node: cst.BaseExpression) -> Optional[float]:
         inner = _number(node.expression)
         return None if inner is None else -inner
     return None
+
+
+def _float_text(text: Any) -> Optional[float]:
+    """What ``float(text)`` gives for a string constant, None when it raises or ``text`` is not one."""
+    try:
+        number = float(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return None if number is None or math.isnan(number) else number
 
 
 def _int(value: Optional[Value]) -> Optional[int]:
