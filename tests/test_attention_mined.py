@@ -4,10 +4,16 @@ GitHub repositories, reduced), modelled as computations of the value graph:
 - ``torch.einsum(spec, [a, b])``: the operands as one list (or tuple), as torch also takes them
   (the einsum tutorial form ``einsum("nqhd,nkhd->nhqk", [queries, keys])``);
 - ``torch.mm(a, b)`` / ``a.mm(b)``: the product of two matrices (2-D: reported without a fix);
-  so is the tutorial's layout (``"nqhd,nkhd->nhqk"``: the heads after the positions in q).
+  so is the tutorial's layout (``"nqhd,nkhd->nhqk"``: the heads after the positions in q);
+- a softmax written out, an exponential divided by its own sum over the keys (``e / e.sum(-1,
+  keepdim=True)``, ``w = w / torch.sum(w, axis=-1, keepdims=True)``), inline (fixed) or in a
+  same-file ``softmax`` helper, as course assignments write it (reported without a fix: the
+  fix rewrites one function); the file need not say "softmax" (``may_hold_softmax``).
 
 Look-alikes stay quiet: the weights returned, a softmax over the queries, a classifier's logits
-(a tensor times a weight matrix) contracted with a matrix.
+(a tensor times a weight matrix) contracted with a matrix; an exponential divided by another
+tensor's sum, by a sum that drops the axis or over the queries, kept elsewhere, and scores
+normalised without an exponential.
 """
 
 from __future__ import annotations
@@ -51,6 +57,55 @@ def heads_in_a_tuple(q, k, v):
     energy = torch.einsum("bhqd,bhkd->bhqk", (q, k))
     attention = torch.softmax(energy / 8.0, dim=3)
     return torch.einsum("bhqk,bhkd->bhqd", (attention, v))
+'''
+
+WRITTEN = '''
+import math
+
+import torch
+
+
+def inline_written(q, k, v):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    w = e / e.sum(dim=-1, keepdim=True)
+    return w @ v
+
+
+def inline_augmented(q, k, v):
+    s = torch.matmul(q, k.transpose(-1, -2))
+    w = (s - torch.amax(s, -1, keepdim=True)).exp()
+    w = w / torch.sum(w, axis=-1, keepdims=True)
+    return torch.matmul(w, v)
+'''
+
+HELPER = '''
+import math
+
+import einops
+import torch
+
+
+def softmax(x, dim):
+    y = (x - x.max(dim=dim, keepdim=True).values).exp()
+    return y / y.sum(dim=dim, keepdim=True)
+
+
+def scaled_dot_product_attention(q, k, v, mask):
+    qk = einops.einsum(q, k, "... s d, ... t d -> ... s t") / math.sqrt(k.shape[-1])
+    qk = qk.masked_fill(~mask, float("-inf"))
+    return einops.einsum(softmax(qk, dim=-1), v, "... s t, ... t d -> ... s d")
+
+
+def normalise(x, dim=-1):
+    x_max = torch.max(x, dim=dim, keepdim=True).values
+    exp_x = torch.exp(x - x_max)
+    return exp_x / torch.sum(exp_x, dim=dim, keepdim=True)
+
+
+def attention(Q, K, V):
+    QK = Q.matmul(K.transpose(-2, -1)) / (Q.shape[-1] ** 0.5)
+    return normalise(QK).matmul(V)
 '''
 
 UNFIXED = '''
@@ -99,6 +154,32 @@ def matrices_over_the_queries(q, k, v):
 
 def classifier_times_a_matrix(x, w, v):
     return F.softmax(x.mm(w), dim=1).mm(v)
+
+
+def written_over_the_queries(q, k, v):
+    e = (q @ k.transpose(-2, -1)).exp()
+    return e / e.sum(dim=-2, keepdim=True) @ v
+
+
+def another_tensors_sum(q, k, v, other):
+    e = (q @ k.transpose(-2, -1)).exp()
+    return (e / other.exp().sum(dim=-1, keepdim=True)) @ v
+
+
+def sum_not_kept(q, k, v):
+    e = (q @ k.transpose(-2, -1)).exp()
+    return (e / e.sum(dim=-1)) @ v
+
+
+def exponential_kept(q, k, v, log):
+    e = (q @ k.transpose(-2, -1)).exp()
+    log.append(e)
+    return (e / e.sum(dim=-1, keepdim=True)) @ v
+
+
+def normalised_without_an_exponential(q, k, v):
+    s = (q @ k.transpose(-2, -1)).relu()
+    return (s / s.sum(dim=-1, keepdim=True)) @ v
 '''
 
 
@@ -131,8 +212,28 @@ def test_matrix_products_and_the_tutorial_layout_are_reported_without_a_fix():
     assert tutorial.reason == "the einsum's batch axes differ between q, k and v; SDPA's must match"
 
 
+def test_a_softmax_written_out_is_a_softmax_over_the_axis_it_sums():
+    inline, augmented = found_sites(WRITTEN)
+    assert [(s.query, s.key, s.value, s.scale, s.reason) for s in (inline, augmented)] == [
+        ("q", "k", "v", "1.0 / math.sqrt(q.shape[-1])", ""),
+        ("q", "k", "v", None, ""),
+    ]
+    helper, method = found_sites(HELPER)
+    assert (helper.function.name.value, method.function.name.value) == ("scaled_dot_product_attention", "attention")
+    assert helper.reason == method.reason.replace("normalise", "softmax") == (
+        "the softmax is computed in `softmax`, another function; the fix rewrites one function"
+    )
+
+
 def test_look_alikes_stay_quiet():
     assert found_sites(QUIET) == []
+
+
+def test_a_file_that_never_says_softmax_is_linted_for_one_written_out():
+    from torchmemlint.rules.attention import EagerAttention
+
+    assert "softmax" not in WRITTEN.lower()
+    assert EagerAttention.may_apply(WRITTEN) and not EagerAttention.may_apply(WRITTEN.replace("sum", "mean"))
 
 
 @pytest.mark.slow
@@ -165,3 +266,31 @@ def test_the_fixed_forms_compute_what_the_eager_code_did(tmp_path):
     torch.testing.assert_close(results[0][0], results[1][0], **close)
     for before, after in zip(results[0][1], results[1][1]):
         torch.testing.assert_close(before, after, **close)
+
+
+@pytest.mark.slow
+def test_the_softmax_written_out_fixed_computes_what_the_eager_code_did(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torchmemlint.dynamic.target import load_module
+
+    eager_path, copy = tmp_path / "eager_written.py", tmp_path / "written.py"
+    eager_path.write_text(WRITTEN)
+    copy.write_text(WRITTEN)
+    result = run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
+    assert "Fixed 2 findings" in result.stdout, result.stdout + result.stderr
+    fixed_source = copy.read_text()
+    assert fixed_source.count("scaled_dot_product_attention(") == 2 and ".exp" not in fixed_source and "sum" not in fixed_source
+    eager, fixed = load_module("%s:_" % eager_path), load_module("%s:_" % copy)
+    torch.manual_seed(0)
+    close = dict(atol=1e-5, rtol=1e-4)
+    inputs = [torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 4)]
+    for name in ("inline_written", "inline_augmented"):
+        results = []
+        for module in (eager, fixed):
+            leaves = [t.clone().requires_grad_() for t in inputs]
+            out = getattr(module, name)(*leaves)
+            out.backward(torch.ones_like(out))
+            results.append((out.detach(), [t.grad for t in leaves]))
+        torch.testing.assert_close(results[0][0], results[1][0], **close, msg=name)
+        for before, after in zip(results[0][1], results[1][1]):
+            torch.testing.assert_close(before, after, **close, msg=name)

@@ -2,7 +2,7 @@
 
 A site is a contraction ``O`` of weights ``W`` with a value ``V`` over one axis, where ``W`` is,
 through dropout, casts, axis relabelling, same-file helpers and modules of unknown kind, a
-softmax over that axis, and the softmax's input is, through scales, mask fills, additions,
+softmax over that axis (by name, or written out: an ``exp`` divided by its sum over the axis), and the softmax's input is, through scales, mask fills, additions,
 the subtraction of a maximum over that axis (``s - s.amax(-1, keepdim=True)``: the softmax is
 the same), casts and helpers, a contraction ``S`` of two tensors in which that axis comes from one of them
 (the keys; the other gives the queries). The spelling does not matter: the graph has already
@@ -104,7 +104,7 @@ class AttentionSites:
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
             self._sites = []
-            if not self.analysis.may_contain("softmax", "Softmax"):
+            if self.analysis.text is not None and not may_hold_softmax(self.analysis.text):
                 return self._sites
             for function, _ in self.analysis.value_graphs.functions():
                 if not _mentions_contraction(function):
@@ -119,6 +119,13 @@ class AttentionSites:
                         elif question.why:
                             self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
         return self._sites
+
+
+def may_hold_softmax(text: str) -> bool:
+    """False only when ``text`` cannot hold a softmax the value graph sees: one called by name
+    (``F.softmax``, ``x.softmax``, ``nn.Softmax``) or one written out (``e / e.sum(...)`` of
+    ``e = x.exp()``, ``analysis/compound.py``)."""
+    return "softmax" in text or "Softmax" in text or ("exp" in text and "sum" in text)
 
 
 def _mentions_contraction(function: cst.FunctionDef) -> bool:

@@ -22,8 +22,9 @@ Spellings are normalised here, once:
   a module constant, a helper that returns one, ``float("-1e20")``); ``+`` is ``add``;
 - ``x[h:] = x[h:].softmax(-1)`` then ``x[:h] = ...`` is ``softmax`` of ``x`` (``writes.py``);
 - ``F.dropout``/``nn.Dropout`` are ``dropout``, ``.float()``/``.to(...)``/``.type(...)`` ``cast``,
-  ``F.scaled_dot_product_attention`` ``attention``; ``baddbmm`` and ``amax``/``max``/``logsumexp``
-  over one axis are composed of these (``compound.py``: ``contract``, ``scale``, ``add``; ``reduce``);
+  ``F.scaled_dot_product_attention`` ``attention``; ``baddbmm`` and ``amax``/``max``/``logsumexp``/``sum``
+  over one axis are composed of these (``compound.py``: ``contract``, ``scale``, ``add``; ``reduce``),
+  and so is a softmax written out (``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()``: ``softmax``);
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
   in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
   ``module`` (one of unknown kind, or a callable argument, keeps its input's axes: a same-shaped step, conservatively).
@@ -41,7 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined
-from torchmemlint.analysis.compound import REDUCTIONS, compound_value
+from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
@@ -57,7 +58,6 @@ RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "s
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 HELPER_DEPTH = 2
-COMPOUND = REDUCTIONS | {"baddbmm"}
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 
 
@@ -491,6 +491,8 @@ class FunctionValues:
             combine = {"Add": lambda a, b: a + b, "Subtract": lambda a, b: a - b, "Multiply": lambda a, b: a * b}.get(operator)
             if combine is not None:
                 return self._new("constant", [left, right], node, info={"number": combine(*numbers)})  # type: ignore[misc]
+        if operator == "Divide" and (softmax := written_softmax(self, left, right, node)) is not None:
+            return softmax  # ``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()`` (compound.py)
         if operator in ("Multiply", "Divide"):
             if operator == "Divide" and not _tensorish(left) and _tensorish(right):
                 return self._same("arith", right, node, [left])
@@ -609,7 +611,7 @@ class FunctionValues:
             return self._same("activation", receiver, node, positional, method=method, inplace=True, operand=node.func.value)  # type: ignore[attr-defined]
         if method == "softmax":
             return self._softmax(receiver, node, positional, keywords)
-        if method in COMPOUND and (compound := compound_value(self, method, node, receiver, positional, keywords)) is not None:
+        if method in COMPOSED and (compound := compound_value(self, method, node, receiver, positional, keywords)) is not None:
             return compound
         if method in ("matmul", "bmm") and len(positional) == 1 and not keywords:
             return self._contract(receiver, positional[0], node, MATMUL_SPECS, method)

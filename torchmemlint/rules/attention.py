@@ -12,7 +12,7 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.attention import AttentionSite, AttentionSites
+from torchmemlint.analysis.attention import AttentionSite, AttentionSites, may_hold_softmax
 from torchmemlint.analysis.recompute import recomputing_functions
 from torchmemlint.analysis.segments import checkpoint_module_calls
 from torchmemlint.analysis.training_setup import eager_attention_settings, float32_training_steps
@@ -35,7 +35,9 @@ class EagerAttention(Rule):
 
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
-      `"bct,bcs->bts"`, an f-string whose parts are constants); `k` transposed in the product
+      `"bct,bcs->bts"`, an f-string whose parts are constants, the operands in one list:
+      `torch.einsum("bqd,bkd->bqk", [q, k])`), `torch.mm` (two matrices: reported without a
+      fix); `k` transposed in the product
       or earlier (`transpose`, `permute`, `.mT`, an `einops.rearrange` that reorders axes:
       `rearrange(w, "b i j -> b j i")`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`),
       q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`); the feature axis
@@ -57,9 +59,12 @@ class EagerAttention(Rule):
       `torch.logsumexp(s, -1, keepdim=True)`: the softmax is the same, the fix drops it);
       written in place into two complementary slices of the
       first axis (`s[h:] = s[h:].softmax(-1)`; `s[:h] = s[:h].softmax(-1)`), also in one arm
-      of an `if` whose other arm is the plain softmax (reported without a fix);
+      of an `if` whose other arm is the plain softmax (reported without a fix); written out,
+      an exponential divided by its own sum over the keys (`e = torch.exp(s - s.amax(-1,
+      keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
+      reported without a fix);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
-      (`-inf`, `-1e9`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
+      (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
       returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`
       (so can the scale be);
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
@@ -190,7 +195,11 @@ class EagerAttention(Rule):
     """
 
     code = "TML601"
-    needs = (("softmax", "Softmax"),)  # every site has a softmax: F.softmax, x.softmax, nn.Softmax
+    needs = ()  # every site has a softmax, by name or written out: ``may_apply``
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        return super().may_apply(text) and may_hold_softmax(text)
     name = "eager-attention"
     summary = "Hand-written softmax(q @ kᵀ) @ v attention keeps the B·H·L·S weights for backward"
     fix_availability = FixAvailability.SOMETIMES
