@@ -8,12 +8,16 @@ GitHub repositories, reduced), modelled as computations of the value graph:
 - a softmax written out, an exponential divided by its own sum over the keys (``e / e.sum(-1,
   keepdim=True)``, ``w = w / torch.sum(w, axis=-1, keepdims=True)``), inline (fixed) or in a
   same-file ``softmax`` helper, as course assignments write it (reported without a fix: the
-  fix rewrites one function); the file need not say "softmax" (``may_hold_softmax``).
+  fix rewrites one function); the file need not say "softmax" (``may_hold_softmax``);
+- a decoder step's dot attention through ``squeeze``/``unsqueeze`` (Luong's "general" score:
+  ``bmm(h_src, q.unsqueeze(-1)).squeeze(-1)``, then ``bmm(w.unsqueeze(1), h_src)``): the axes
+  they keep are the same ones (reported without a fix: the weights are reshaped).
 
 Look-alikes stay quiet: the weights returned, a softmax over the queries, a classifier's logits
 (a tensor times a weight matrix) contracted with a matrix; an exponential divided by another
 tensor's sum, by a sum that drops the axis or over the queries, kept elsewhere, and scores
-normalised without an exponential.
+normalised without an exponential; a decoder step's weights returned, an additive (Bahdanau)
+score.
 """
 
 from __future__ import annotations
@@ -77,6 +81,32 @@ def inline_augmented(q, k, v):
     w = (s - torch.amax(s, -1, keepdim=True)).exp()
     w = w / torch.sum(w, axis=-1, keepdims=True)
     return torch.matmul(w, v)
+'''
+
+STEP = '''
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.linear = nn.Linear(hidden_size, hidden_size, bias=False)
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, h_src, h_t_tgt, mask=None):
+        query = self.linear(h_t_tgt.squeeze(1)).unsqueeze(-1)
+        weight = torch.bmm(h_src, query).squeeze(-1)
+        if mask is not None:
+            weight.masked_fill_(mask, -float("inf"))
+        weight = self.softmax(weight)
+        return torch.bmm(weight.unsqueeze(1), h_src)
+
+
+def dot_step(decoder_hidden, encoder_outputs):
+    energies = torch.bmm(encoder_outputs, decoder_hidden.unsqueeze(2)).squeeze(2)
+    weights = torch.softmax(energies, dim=1).unsqueeze(1)
+    return weights.bmm(encoder_outputs).squeeze(1)
 '''
 
 HELPER = '''
@@ -180,6 +210,24 @@ def exponential_kept(q, k, v, log):
 def normalised_without_an_exponential(q, k, v):
     s = (q @ k.transpose(-2, -1)).relu()
     return (s / s.sum(dim=-1, keepdim=True)) @ v
+
+
+def step_weights_returned(decoder_hidden, encoder_outputs):
+    energies = torch.bmm(encoder_outputs, decoder_hidden.unsqueeze(2)).squeeze(2)
+    weights = torch.softmax(energies, dim=1)
+    return weights.unsqueeze(1).bmm(encoder_outputs).squeeze(1), weights
+
+
+def step_over_the_batch(decoder_hidden, encoder_outputs):
+    energies = torch.bmm(encoder_outputs, decoder_hidden.unsqueeze(2)).squeeze(2)
+    weights = torch.softmax(energies, dim=0).unsqueeze(1)
+    return weights.bmm(encoder_outputs).squeeze(1)
+
+
+def additive_step(hidden, encoder_outputs, attn, v):
+    energy = torch.tanh(attn(torch.cat((hidden.unsqueeze(1).expand_as(encoder_outputs), encoder_outputs), dim=2)))
+    weights = torch.softmax(energy.matmul(v), dim=1)
+    return torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1)
 '''
 
 
@@ -223,6 +271,37 @@ def test_a_softmax_written_out_is_a_softmax_over_the_axis_it_sums():
     assert helper.reason == method.reason.replace("normalise", "softmax") == (
         "the softmax is computed in `softmax`, another function; the fix rewrites one function"
     )
+
+
+def test_a_decoder_step_through_squeeze_and_unsqueeze_is_reported_without_a_fix():
+    module, step = found_sites(STEP)
+    assert (module.function.name.value, step.function.name.value) == ("forward", "dot_step")
+    assert module.reason == "the weights are reshaped (`weight.unsqueeze(1)`) before the product with v"
+    assert step.reason.startswith("the weights are reshaped (`torch.softmax(energies, dim=1).unsqueeze(1)`)")
+
+
+@pytest.mark.parametrize("line, kept", [
+    ("s.unsqueeze(1).squeeze(1)", (0, 1, 2)),
+    ("s.unsqueeze(-1).squeeze(-1)", (0, 1, 2)),
+    ("s.unsqueeze(0)", (None, 0, 1, 2)),
+    ("s.unsqueeze(-2)", (0, 1, None, 2)),
+    ("s.unsqueeze(dim=3)", (0, 1, 2, None)),
+    ("s.unsqueeze(1).squeeze(dim=2)", (0, None, 2)),
+])
+def test_unsqueeze_and_squeeze_keep_the_other_axes(line, kept):
+    from torchmemlint.analysis.file import FileAnalysis as Analysis
+
+    module = cst.parse_module("import torch\n\n\ndef f(q, k):\n    s = torch.einsum('bid,bjd->bij', q, k)\n    return %s\n" % line)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    analysis = Analysis(module, bindings, text=module.code)
+    (function, _), = analysis.value_graphs.functions()
+    (value,) = analysis.values(function).returns
+    scores = value
+    while scores.op != "contract":
+        scores = scores.inputs[0]
+    assert value.rank == len(kept)
+    assert tuple(None if axis not in scores.axes else scores.axes.index(axis) for axis in value.axes) == kept
 
 
 def test_look_alikes_stay_quiet():

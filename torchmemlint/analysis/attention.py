@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
-WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join"})
+WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 CONTRACTIONS = ("matmul", "bmm", "einsum")
@@ -241,6 +241,8 @@ class _Question:
             self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
+        elif value.op == "reshape":  # the axes known through it (``w.unsqueeze(1)``: values.py)
+            self.reasons.append("the weights are reshaped (`%s`) before the product with v" % _code(value.node)[:60])
         return self._weights(value.inputs[0], axis)
 
     def _axis_at(self, scores: Value, dim: int) -> object:

@@ -16,7 +16,8 @@ Spellings are normalised here, once:
   ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
 - ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
   ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known), but a
-  ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``;
+  ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``, and
+  ``unsqueeze(d)``/``squeeze(d)`` keep the other axes (``axes.squeezed``);
 - ``* s``/``/ s`` are ``scale``; ``masked_fill(_)`` is ``fill`` (its value a ``constant``
   when one can be computed: ``-torch.finfo(x.dtype).max`` held in a local, ``float('-inf')``,
   a module constant, a helper that returns one, ``float("-1e20")``); ``+`` is ``add``;
@@ -41,7 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.axes import Axis, joined as _joined
+from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
@@ -637,6 +638,9 @@ class FunctionValues:
             return self._same("add", receiver, node, positional, other=node.args[0].value if node.args else None)
         if method in META:
             return self._new("meta", [receiver, *positional], node)
+        dim = numbers[0] if len(positional) == 1 and not keywords else (_int(keywords["dim"]) if not positional and list(keywords) == ["dim"] else None)
+        if method in ("unsqueeze", "squeeze") and dim is not None:  # the same axes, one more or fewer
+            return self._new("reshape", [receiver, *positional, *keywords.values()], node, *squeezed(receiver, method, dim))
         if method in RESHAPES:
             return self._new("reshape", [receiver, *positional, *keywords.values()], node)
         if method in ("chunk", "split", "unbind"):

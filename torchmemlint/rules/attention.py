@@ -45,6 +45,9 @@ class EagerAttention(Rule):
       `k` projected straight to (b, h, d, s) (`.reshape(b, s, h, -1).permute(0, 2, 3, 1)`) and
       a channel-first key (B, C, N) used as it is count, and so do q and k both made by layers
       of the module in any layout (`k = self.WK(y).view(B, N, h, L)`, then `torch.matmul(q, k)`);
+      the axes `unsqueeze(d)`/`squeeze(d)` keep (a decoder step's
+      `bmm(h_src, q.unsqueeze(-1)).squeeze(-1)`, then `bmm(w.unsqueeze(1), h_src)`: reported
+      without a fix, the weights are reshaped);
       xformers' `masked_matmul(q, kᵀ, mask)`
       (the product, then the mask added); `torch.baddbmm(input, q, kᵀ, beta=0, alpha=scale)`
       (the product scaled by `alpha`; `beta=0` ignores the input, `beta=1` adds it as a mask);
