@@ -11,13 +11,17 @@ GitHub repositories, reduced), modelled as computations of the value graph:
   fix rewrites one function); the file need not say "softmax" (``may_hold_softmax``);
 - a decoder step's dot attention through ``squeeze``/``unsqueeze`` (Luong's "general" score:
   ``bmm(h_src, q.unsqueeze(-1)).squeeze(-1)``, then ``bmm(w.unsqueeze(1), h_src)``): the axes
-  they keep are the same ones (reported without a fix: the weights are reshaped).
+  they keep are the same ones (reported without a fix: the weights are reshaped);
+- scores computed by the caller and passed to a same-file method that applies the softmax and
+  the product with v (speech toolkits' ``forward_attention(v, scores, mask)``), which slices the
+  mask by the scores' size (``mask[:, :, :, :scores.size(-1)]``: a read of its size only) and
+  rebinds ``scores`` under an ``if``: reported once, at the product, without a fix.
 
 Look-alikes stay quiet: the weights returned, a softmax over the queries, a classifier's logits
 (a tensor times a weight matrix) contracted with a matrix; an exponential divided by another
 tensor's sum, by a sum that drops the axis or over the queries, kept elsewhere, and scores
 normalised without an exponential; a decoder step's weights returned, an additive (Bahdanau)
-score.
+score; the weights kept by the helper on ``self``; the scores used as an index.
 """
 
 from __future__ import annotations
@@ -107,6 +111,54 @@ def dot_step(decoder_hidden, encoder_outputs):
     energies = torch.bmm(encoder_outputs, decoder_hidden.unsqueeze(2)).squeeze(2)
     weights = torch.softmax(energies, dim=1).unsqueeze(1)
     return weights.bmm(encoder_outputs).squeeze(1)
+'''
+
+CALLER = '''
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadedAttention(nn.Module):
+    def __init__(self, n_head, n_feat, dropout_rate):
+        super().__init__()
+        self.d_k = n_feat // n_head
+        self.h = n_head
+        self.linear_q = nn.Linear(n_feat, n_feat)
+        self.linear_k = nn.Linear(n_feat, n_feat)
+        self.linear_v = nn.Linear(n_feat, n_feat)
+        self.linear_out = nn.Linear(n_feat, n_feat)
+        self.dropout = nn.Dropout(p=dropout_rate)
+
+    def forward_qkv(self, query, key, value):
+        n_batch = query.size(0)
+        q = self.linear_q(query).view(n_batch, -1, self.h, self.d_k).transpose(1, 2)
+        k = self.linear_k(key).view(n_batch, -1, self.h, self.d_k).transpose(1, 2)
+        v = self.linear_v(value).view(n_batch, -1, self.h, self.d_k).transpose(1, 2)
+        return q, k, v
+
+    def forward_attention(self, value, scores, mask):
+        n_batch = value.size(0)
+        if mask.size(2) > 0:
+            mask = mask.unsqueeze(1).eq(0)
+            mask = mask[:, :, :, :scores.size(-1)]
+            scores = scores.masked_fill(mask, -float("inf"))
+            attn = torch.softmax(scores, dim=-1).masked_fill(mask, 0.0)
+        else:
+            attn = torch.softmax(scores, dim=-1)
+        x = torch.matmul(self.dropout(attn), value)
+        return self.linear_out(x.transpose(1, 2).contiguous().view(n_batch, -1, self.h * self.d_k))
+
+    def forward(self, query, key, value, mask):
+        q, k, v = self.forward_qkv(query, key, value)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.d_k)
+        return self.forward_attention(v, scores, mask)
+
+    def forward_twice(self, query, key, value, mask):
+        q, k, v = self.forward_qkv(query, key, value)
+        first = self.forward_attention(v, torch.matmul(q, k.transpose(-2, -1)), mask)
+        return first + self.forward_attention(v, torch.matmul(k, q.transpose(-2, -1)), mask)
 '''
 
 HELPER = '''
@@ -224,6 +276,21 @@ def step_over_the_batch(decoder_hidden, encoder_outputs):
     return weights.bmm(encoder_outputs).squeeze(1)
 
 
+class KeepsTheWeights(torch.nn.Module):
+    def forward_attention(self, value, scores):
+        self.attn = torch.softmax(scores, dim=-1)
+        return torch.matmul(self.attn, value)
+
+    def forward(self, q, k, v):
+        return self.forward_attention(v, torch.matmul(q, k.transpose(-2, -1)))
+
+
+def scores_as_an_index(q, k, v, table):
+    s = q @ k.transpose(-2, -1)
+    kept = table[s > 0]
+    return s.softmax(-1) @ v, kept
+
+
 def additive_step(hidden, encoder_outputs, attn, v):
     energy = torch.tanh(attn(torch.cat((hidden.unsqueeze(1).expand_as(encoder_outputs), encoder_outputs), dim=2)))
     weights = torch.softmax(energy.matmul(v), dim=1)
@@ -302,6 +369,12 @@ def test_unsqueeze_and_squeeze_keep_the_other_axes(line, kept):
         scores = scores.inputs[0]
     assert value.rank == len(kept)
     assert tuple(None if axis not in scores.axes else scores.axes.index(axis) for axis in value.axes) == kept
+
+
+def test_scores_passed_to_the_method_that_applies_softmax_and_product_are_one_site():
+    (site,) = found_sites(CALLER)
+    assert site.function.name.value == "forward" and site.product.func.attr.value == "matmul"
+    assert site.reason == "the softmax is computed in `forward_attention`, another function; the fix rewrites one function"
 
 
 def test_look_alikes_stay_quiet():

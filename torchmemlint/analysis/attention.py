@@ -104,20 +104,25 @@ class AttentionSites:
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
             self._sites = []
+            found: Dict[int, List[Tuple[bool, AttentionSite]]] = {}  # id(product node) -> (in its own function, site)
             if self.analysis.text is not None and not may_hold_softmax(self.analysis.text):
                 return self._sites
             for function, _ in self.analysis.value_graphs.functions():
                 if not _mentions_contraction(function):
                     continue
                 graph = self.analysis.values(function)
-                for value in graph.values:
-                    if value.op == "contract" and value.function is function:
+                for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
+                    if value.op == "contract":
                         question = _Question(graph, value)
                         site = question.site()
                         if site is not None:
-                            self._sites.append(site)
-                        elif question.why:
+                            found.setdefault(id(value.node), []).append((value.function is function, site))
+                        elif question.why and value.function is function:
                             self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
+            for candidates in found.values():  # a product in a helper: its own function's site, else its first caller's
+                self._sites.append(max(candidates, key=lambda c: c[0])[1])
+            position = self.analysis.index.position
+            self._sites.sort(key=lambda site: position.get(id(site.product), -1))
         return self._sites
 
 
@@ -460,6 +465,8 @@ class _Question:
                     return True
             elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
                 continue
+            elif consumer.op == "helper" and consumer.info.get("helper") is self.product.function:
+                continue  # the scores passed to the helper that applies the softmax and the product (its values are here)
             elif consumer.op == "join":
                 if id(consumer) not in seen:
                     seen.add(id(consumer))
@@ -471,12 +478,12 @@ class _Question:
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two
-        never run together), or a slice of the scores it is written back into (``s[..., 1:, 1:]
+        never run together) or a join nothing reads, or a slice of the scores it is written back into (``s[..., 1:, 1:]
         = s[..., 1:, 1:] + bias``, as a relative-position helper does: the scores are changed,
         not kept)?"""
         consumers = self.graph.consumers(value)
-        if not consumers and value.info.get("target"):
-            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below)
+        if not consumers and (value.info.get("target") or value.op == "join"):
+            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below); a join nothing reads
         if not consumers or depth == 0:
             return False
         for consumer in consumers:

@@ -1,10 +1,12 @@
 """Einsum specs as label lists: ``"b h i d, b h j d -> b h i j"`` (einops: names separated
 by spaces) or ``"bhid,bhjd->bhij"`` (torch: one letter each), ``...`` kept as one label; and
 ``einops.rearrange`` patterns as axis groups (a pure permutation is an axis relabelling); the
-text of a string or constant f-string (``string_value``)."""
+text of a string or constant f-string (``string_value``) and the number ``float`` makes of it
+(``float_text``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -104,6 +106,15 @@ def rearranged(pattern: str) -> Optional[Tuple[Optional[List[int]], bool]]:
         position[late] < position[early] for late in target[-1] for early in target[-2]
     )
     return None, swapped
+
+
+def float_text(text: Any) -> Optional[float]:
+    """What ``float(text)`` gives for a string constant, None when it raises or ``text`` is not one."""
+    try:
+        number = float(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return None if number is None or math.isnan(number) else number
 
 
 def string_value(node: Any, env: Any, values: Any) -> Optional[str]:

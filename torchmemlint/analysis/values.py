@@ -44,7 +44,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
-from torchmemlint.analysis.einsum import einsum_value, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.einsum import einsum_value, float_text, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -197,6 +197,7 @@ class FunctionValues:
         self.classdef = classdef
         self.depth = depth
         self.values: List[Value] = []
+        self.inlined: List[Value] = []  # the values of the same-file helpers it ran (``_helper``), with their own ``function``
         self.uses: List[Use] = [] if uses is None else uses
         self.returns: List[Value] = []
         self.names: Dict[int, Value] = {}  # id(a cst.Name read) -> the value it read
@@ -453,8 +454,10 @@ class FunctionValues:
             return self._new("join", [body, orelse], node, axes, rank, {"test": node.test, "branches": (True, False)})  # type: ignore[attr-defined]
         if kind is cst.Subscript:
             base = self.expression(node.value, env)  # type: ignore[attr-defined]
-            for element in node.slice:  # type: ignore[attr-defined]
-                self._opaque(element, env)
+            for element in node.slice:  # ``x[:, :s.size(-1)]`` reads only the size of ``s``  # type: ignore[attr-defined]
+                index = element.slice
+                for part in [index.value] if type(index) is cst.Index else [p for p in (index.lower, index.upper, index.step) if p is not None]:  # type: ignore[attr-defined]
+                    self._sink(self.expression(part, env), "opaque")
             if base.op == "tuple" and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:  # type: ignore[attr-defined]
                 index = _number(node.slice[0].slice.value)  # type: ignore[attr-defined]
                 if index is not None and int(index) == index and -len(base.inputs) <= index < len(base.inputs):
@@ -541,7 +544,7 @@ class FunctionValues:
             helper = self.file.function_named(func.value)
             if helper is not None and not starred:
                 return self._helper(helper, node, positional, keywords)
-            if func.value == "float" and positional and (number := _float_text(positional[0].info.get("text"))) is not None:
+            if func.value == "float" and positional and (number := float_text(positional[0].info.get("text"))) is not None:
                 return self._new("constant", node=node, info={"number": number})  # ``float("-inf")``, ``float("-1e20")``
         if receiver is not None:
             return self._method(method, receiver, node, positional, keywords)  # type: ignore[arg-type]
@@ -744,7 +747,7 @@ class FunctionValues:
         bound.update(keywords)
         classdef = self.classdef if bound_self else None
         inner = FunctionValues(self.file, helper, classdef, bound, self.depth + 1, self.uses)
-        self._consumers = None
+        self._consumers, self.inlined = None, [*self.inlined, *inner.values, *inner.inlined]
         if len(inner.returns) != 1:
             return self._new("call", everything, node, info={"helper": helper})
         result = inner.returns[0]
@@ -779,15 +782,6 @@ def _number(node: cst.BaseExpression) -> Optional[float]:
         inner = _number(node.expression)
         return None if inner is None else -inner
     return None
-
-
-def _float_text(text: Any) -> Optional[float]:
-    """What ``float(text)`` gives for a string constant, None when it raises or ``text`` is not one."""
-    try:
-        number = float(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
-    return None if number is None or math.isnan(number) else number
 
 
 def _int(value: Optional[Value]) -> Optional[int]:

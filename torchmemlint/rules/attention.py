@@ -90,7 +90,9 @@ class EagerAttention(Rule):
     helper that writes a bias into a slice of the scores, `attn[:, :, 1:, 1:] = ...`), a tensor
     is added to the scores before the scale (SDPA adds its mask after scaling), or the softmax
     is computed in another function (a helper that returns the weights to the function that
-    applies the dropout and the product with v; the fix rewrites one function), or q has an
+    applies the dropout and the product with v, or a same-file method the caller passes its
+    scores to, `self.forward_attention(v, scores, mask)`, that applies the softmax and the
+    product; the fix rewrites one function), or q has an
     axis k has not (multi-query attention, one k and v for every head: CUDA's memory-efficient
     kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
     kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
