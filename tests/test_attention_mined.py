@@ -15,7 +15,10 @@ GitHub repositories, reduced), modelled as computations of the value graph:
 - scores computed by the caller and passed to a same-file method that applies the softmax and
   the product with v (speech toolkits' ``forward_attention(v, scores, mask)``), which slices the
   mask by the scores' size (``mask[:, :, :, :scores.size(-1)]``: a read of its size only) and
-  rebinds ``scores`` under an ``if``: reported once, at the product, without a fix.
+  rebinds ``scores`` under an ``if``: reported once, at the product, without a fix;
+- a mask subtracted from the scores (``dot - 1e6 * (1 - mask[:, None, None, :])``, ``s -= bias``:
+  SDPA's additive mask, negated) and a number added or subtracted (the softmax is the same) are
+  fixed; scores subtracted from another value (``1.0 - s``) are reported without a fix.
 
 Look-alikes stay quiet: the weights returned, a softmax over the queries, a classifier's logits
 (a tensor times a weight matrix) contracted with a matrix; an exponential divided by another
@@ -111,6 +114,43 @@ def dot_step(decoder_hidden, encoder_outputs):
     energies = torch.bmm(encoder_outputs, decoder_hidden.unsqueeze(2)).squeeze(2)
     weights = torch.softmax(energies, dim=1).unsqueeze(1)
     return weights.bmm(encoder_outputs).squeeze(1)
+'''
+
+SUBTRACTED = '''
+import math
+
+import torch
+import torch.nn as nn
+
+
+class SoftmaxAttention(nn.Module):
+    def __init__(self, head_dim):
+        super().__init__()
+        self.head_dim = head_dim
+
+    def forward(self, Q, K, V, mask):
+        dot = torch.matmul(Q, torch.transpose(K, -2, -1))
+        dot = dot / math.sqrt(self.head_dim)
+        dot = dot - 1e6 * (1 - mask[:, None, None, :])
+        attn = nn.functional.softmax(dot, dim=-1)
+        return torch.matmul(attn, V)
+
+
+def shifted(q, k, v):
+    s = q @ k.transpose(-2, -1) * 0.125
+    s = s - 3.0
+    return s.softmax(-1) @ v
+
+
+def bias_subtracted(q, k, v, bias):
+    s = q @ k.transpose(-2, -1)
+    s -= bias
+    return s.softmax(-1) @ v
+
+
+def negated(q, k, v):
+    s = q @ k.transpose(-2, -1)
+    return (1.0 - s).softmax(-1) @ v
 '''
 
 CALLER = '''
@@ -377,6 +417,16 @@ def test_scores_passed_to_the_method_that_applies_softmax_and_product_are_one_si
     assert site.reason == "the softmax is computed in `forward_attention`, another function; the fix rewrites one function"
 
 
+def test_a_subtracted_mask_is_an_additive_one_and_a_number_changes_no_softmax():
+    forward, shifted, subtracted, negated = found_sites(SUBTRACTED)
+    assert [(s.key, s.mask, s.scale, s.reason) for s in (forward, shifted, subtracted)] == [
+        ("K", "-(1e6 * (1 - mask[:, None, None, :]))", "1.0 / math.sqrt(self.head_dim)", ""),
+        ("k", None, "0.125", ""),
+        ("k", "-bias", None, ""),
+    ]
+    assert negated.reason == "the scores are subtracted from another value"
+
+
 def test_look_alikes_stay_quiet():
     assert found_sites(QUIET) == []
 
@@ -418,6 +468,39 @@ def test_the_fixed_forms_compute_what_the_eager_code_did(tmp_path):
     torch.testing.assert_close(results[0][0], results[1][0], **close)
     for before, after in zip(results[0][1], results[1][1]):
         torch.testing.assert_close(before, after, **close)
+
+
+@pytest.mark.slow
+def test_the_subtracted_masks_fixed_compute_what_the_eager_code_did(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torchmemlint.dynamic.target import load_module
+
+    eager_path, copy = tmp_path / "eager_subtracted.py", tmp_path / "subtracted.py"
+    eager_path.write_text(SUBTRACTED)
+    copy.write_text(SUBTRACTED)
+    result = run_cli("--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
+    assert "(3 fixed, 1 remaining)" in result.stdout, result.stdout + result.stderr
+    eager, fixed = load_module("%s:_" % eager_path), load_module("%s:_" % copy)
+    torch.manual_seed(0)
+    close = dict(atol=1e-5, rtol=1e-4)
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 4)
+    mask = (torch.rand(2, 7) > 0.3).float()
+    mask[:, 0] = 1.0  # every row attends to one key at least
+    cases = [
+        (lambda m: m.SoftmaxAttention(8).eval(), (q, k, v, mask)),
+        (lambda m: m.shifted, (q, k, v)),
+        (lambda m: m.bias_subtracted, (q, k, v, torch.randn(5, 7))),
+    ]
+    for make, inputs in cases:
+        results = []
+        for module in (eager, fixed):
+            leaves = [t.clone().requires_grad_() for t in inputs[:3]]
+            out = make(module)(*leaves, *inputs[3:])
+            out.backward(torch.ones_like(out))
+            results.append((out.detach(), [t.grad for t in leaves]))
+        torch.testing.assert_close(results[0][0], results[1][0], **close)
+        for before, after in zip(results[0][1], results[1][1]):
+            torch.testing.assert_close(before, after, **close)
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ which statements computed the scores, or why no such call can be written (``reas
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
@@ -388,12 +389,18 @@ class _Question:
             other = value.info.get("other")
             if value.info.get("subtract") and len(value.inputs) == 2 and self._along(value.inputs[1], axis):
                 return self._scores(value.inputs[0], axis)  # ``s - s.amax(-1, keepdim=True)``: softmax is the same
-            if value.info.get("subtract") or other is None:
-                self.reasons.append("a tensor is subtracted from the scores")
+            subtract = bool(value.info.get("subtract"))
+            from_it = subtract and type(value.node) is cst.BinaryOperation and value.node.left is other  # ``c - s``: -s
+            number = value.inputs[1].info.get("number") if len(value.inputs) == 2 and value.inputs[1].op == "constant" else None
+            if isinstance(number, float) and math.isfinite(number) and not from_it:
+                return self._scores(value.inputs[0], axis)  # ``s + 1.0``, ``s - c``: the softmax is the same
+            if other is None or from_it:
+                self.reasons.append("the scores are subtracted from another value")
             elif self.scaled:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
                 self.reasons.append("the scores are scaled after a tensor is added to them; SDPA adds its mask after the scale")
-            else:
-                self.masks.append(_code(_bare(other)))
+            else:  # ``s - t`` is ``s + (-t)``: an additive mask
+                text = _code(_bare(other))
+                self.masks.append("-%s" % (text if _simple(other) else "(%s)" % text) if subtract else text)
                 self.texts.append(other)
         elif value.op == "scale":
             self._scale(value)
@@ -700,6 +707,8 @@ def _oriented(node: cst.CSTNode, swap: bool, rank: Optional[int] = None) -> str:
         return _code(node)
     if type(node) is cst.Attribute and node.attr.value == "mT":
         return _code(node.value)
+    if type(node) is cst.Call and _code(node.func) == "torch.transpose" and len(node.args) == 3:  # ``torch.transpose(x, -2, -1)``
+        node = cst.Call(cst.Attribute(node.args[0].value, cst.Name("transpose")), node.args[1:])  # type: ignore[arg-type]
     if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "transpose" and len(node.args) == 2:
         dims = sorted(_literal(a.value) for a in node.args)  # type: ignore[type-var]
         if rank is not None and None not in dims:

@@ -67,9 +67,10 @@ class EagerAttention(Rule):
       keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
       reported without a fix);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
-      (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
-      returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`
-      (so can the scale be);
+      (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
+      module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
+      (the additive mask `-t`; a number added or subtracted leaves the softmax as it is),
+      possibly under an `if` without an `else` (so can the scale be);
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 
