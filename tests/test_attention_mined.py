@@ -18,13 +18,18 @@ GitHub repositories, reduced), modelled as computations of the value graph:
   rebinds ``scores`` under an ``if``: reported once, at the product, without a fix;
 - a mask subtracted from the scores (``dot - 1e6 * (1 - mask[:, None, None, :])``, ``s -= bias``:
   SDPA's additive mask, negated) and a number added or subtracted (the softmax is the same) are
-  fixed; scores subtracted from another value (``1.0 - s``) are reported without a fix.
+  fixed; scores subtracted from another value (``1.0 - s``) are reported without a fix;
+- a softmax helper imported from another file of the project (``from .utils.tensors import
+  softmax``, a ``softmax(x, *, dim)`` that calls ``x.softmax`` or one written out), run in its
+  own file with the caller's values (``analysis/foreign.py``): reported without a fix; the
+  result cache keys the finding by the imported file (``project_facts``).
 
 Look-alikes stay quiet: the weights returned, a softmax over the queries, a classifier's logits
 (a tensor times a weight matrix) contracted with a matrix; an exponential divided by another
 tensor's sum, by a sum that drops the axis or over the queries, kept elsewhere, and scores
 normalised without an exponential; a decoder step's weights returned, an additive (Bahdanau)
-score; the weights kept by the helper on ``self``; the scores used as an index.
+score; the weights kept by the helper on ``self``; the scores used as an index; an imported
+helper's softmax over the queries, an imported helper that is no softmax, weights returned.
 """
 
 from __future__ import annotations
@@ -468,6 +473,77 @@ def test_the_fixed_forms_compute_what_the_eager_code_did(tmp_path):
     torch.testing.assert_close(results[0][0], results[1][0], **close)
     for before, after in zip(results[0][1], results[1][1]):
         torch.testing.assert_close(before, after, **close)
+
+
+TENSORS = '''
+from torch import Tensor
+
+
+def softmax(x: Tensor, *, dim: int) -> Tensor:
+    return x.softmax(dim, dtype=x.dtype)
+
+
+def normalise(x, dim=-1):
+    y = (x - x.max(dim=dim, keepdim=True).values).exp()
+    return y / y.sum(dim=dim, keepdim=True)
+
+
+def gate(x, dim=-1):
+    return x.sigmoid()
+'''
+
+IMPORTING = '''
+import torch
+
+from .utils.tensors import gate, normalise, softmax
+
+
+def chunked_attention(q, k, v, chunks):
+    out = torch.empty_like(q)
+    for i in range(0, len(k), chunks):
+        s = slice(i, min(i + chunks, len(k)))
+        attn = softmax(q[s] @ k[s].transpose(-2, -1), dim=-1)
+        out[s] = attn @ v[s]
+    return out
+
+
+def written_elsewhere(q, k, v):
+    return normalise(q @ k.transpose(-2, -1) * 0.125) @ v
+
+
+def over_the_queries(q, k, v):
+    return softmax(q @ k.transpose(-2, -1), dim=-2) @ v
+
+
+def gated(q, k, v):
+    return gate(q @ k.transpose(-2, -1)) @ v
+
+
+def weights_returned(q, k, v):
+    w = softmax(q @ k.transpose(-2, -1), dim=-1)
+    return w @ v, w
+'''
+
+
+def test_a_softmax_imported_from_another_file_of_the_project_is_run_there(tmp_path):
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_paths, project_key
+
+    package = tmp_path / "pkg"
+    (package / "utils").mkdir(parents=True)
+    for init in (package / "__init__.py", package / "utils" / "__init__.py"):
+        init.write_text("")
+    helpers, attention = package / "utils" / "tensors.py", package / "attention.py"
+    helpers.write_text(TENSORS)
+    attention.write_text(IMPORTING)
+    (result,) = lint_paths([str(attention)], Settings(select=("TML601",)), jobs=1)
+    rows = {finding.location.row: finding.message for finding in result.findings}
+    lines = IMPORTING.splitlines()
+    assert sorted(lines[row - 1].strip() for row in rows) == ["out[s] = attn @ v[s]", "return normalise(q @ k.transpose(-2, -1) * 0.125) @ v"]
+    assert all("another function; the fix rewrites one function" in message for message in rows.values())
+    key = project_key(str(attention), frozenset({"TML601"}))
+    helpers.write_text(TENSORS.replace("x.softmax(dim, dtype=x.dtype)", "x.sigmoid()"))
+    assert project_key(str(attention), frozenset({"TML601"})) != key  # the cache keys the finding by the helper's file
 
 
 @pytest.mark.slow

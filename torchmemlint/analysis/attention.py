@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
@@ -243,6 +244,8 @@ class _Question:
             self._dropout(value)
         elif value.op == "cast":
             self.reasons.append("the weights are cast (`.%s(...)`) before the product with v" % value.info.get("method"))
+        elif value.op == "helper" and (made := foreign_result(self.graph, value)) is not None and made.op == "softmax":
+            return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project
         elif value.op in ("helper", "module"):
             self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
         elif value.op == "relabel" and not value.info.get("swap"):

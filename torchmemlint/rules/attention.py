@@ -65,7 +65,9 @@ class EagerAttention(Rule):
       of an `if` whose other arm is the plain softmax (reported without a fix); written out,
       an exponential divided by its own sum over the keys (`e = torch.exp(s - s.amax(-1,
       keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
-      reported without a fix);
+      reported without a fix); a `softmax(x, dim)` helper imported from another file of the
+      project (`from .utils import softmax`), run there with the caller's scores (reported
+      without a fix; the result cache keys the finding by that file);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
       (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
       module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
@@ -202,6 +204,8 @@ class EagerAttention(Rule):
 
     code = "TML601"
     needs = ()  # every site has a softmax, by name or written out: ``may_apply``
+    needs_project = True  # a softmax helper imported from another file of the project is run there
+    project_facts = frozenset({"imports"})
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
