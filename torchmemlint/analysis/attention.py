@@ -2,7 +2,7 @@
 
 A site is a contraction ``O`` of weights ``W`` with a value ``V`` over one axis, where ``W`` is,
 through dropout, casts, axis relabelling, same-file helpers and modules of unknown kind, a
-softmax over that axis, and the softmax's input is, through scales, mask fills, additions,
+softmax over that axis (by name, or written out: an ``exp`` divided by its sum over the axis), and the softmax's input is, through scales, mask fills, additions,
 the subtraction of a maximum over that axis (``s - s.amax(-1, keepdim=True)``: the softmax is
 the same), casts and helpers, a contraction ``S`` of two tensors in which that axis comes from one of them
 (the keys; the other gives the queries). The spelling does not matter: the graph has already
@@ -19,12 +19,14 @@ which statements computed the scores, or why no such call can be written (``reas
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
@@ -35,10 +37,11 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
-WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join"})
+WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 CONTRACTIONS = ("matmul", "bmm", "einsum")
+MATRIX_PRODUCT = "mm"  # ``torch.mm``, ``x.mm(y)``: the whole name (a substring of many)
 PASSES = frozenset({"reshape", "relabel", "same", "join", "element", "helper", "index", "cast"})
 
 
@@ -103,30 +106,42 @@ class AttentionSites:
     def sites(self) -> List[AttentionSite]:
         if self._sites is None:
             self._sites = []
-            if not self.analysis.may_contain("softmax", "Softmax"):
+            found: Dict[int, List[Tuple[bool, AttentionSite]]] = {}  # id(product node) -> (in its own function, site)
+            if self.analysis.text is not None and not may_hold_softmax(self.analysis.text):
                 return self._sites
             for function, _ in self.analysis.value_graphs.functions():
                 if not _mentions_contraction(function):
                     continue
                 graph = self.analysis.values(function)
-                for value in graph.values:
-                    if value.op == "contract" and value.function is function:
+                for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
+                    if value.op == "contract":
                         question = _Question(graph, value)
                         site = question.site()
                         if site is not None:
-                            self._sites.append(site)
-                        elif question.why:
+                            found.setdefault(id(value.node), []).append((value.function is function, site))
+                        elif question.why and value.function is function:
                             self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
+            for candidates in found.values():  # a product in a helper: its own function's site, else its first caller's
+                self._sites.append(max(candidates, key=lambda c: c[0])[1])
+            position = self.analysis.index.position
+            self._sites.sort(key=lambda site: position.get(id(site.product), -1))
         return self._sites
+
+
+def may_hold_softmax(text: str) -> bool:
+    """False only when ``text`` cannot hold a softmax the value graph sees: one called by name
+    (``F.softmax``, ``x.softmax``, ``nn.Softmax``) or one written out (``e / e.sum(...)`` of
+    ``e = x.exp()``, ``analysis/compound.py``)."""
+    return "softmax" in text or "Softmax" in text or ("exp" in text and "sum" in text)
 
 
 def _mentions_contraction(function: cst.FunctionDef) -> bool:
     for node in walk(function):
         if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
             return True
-        if type(node) is cst.Name and (node.value == "contract" or any(word in node.value for word in CONTRACTIONS)):
+        if type(node) is cst.Name and (node.value in ("contract", MATRIX_PRODUCT) or any(word in node.value for word in CONTRACTIONS)):
             return True  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
-        if type(node) is cst.Attribute and any(word in node.attr.value for word in CONTRACTIONS):
+        if type(node) is cst.Attribute and (any(word in node.attr.value for word in CONTRACTIONS) or node.attr.value == MATRIX_PRODUCT):
             return True
     return False
 
@@ -229,10 +244,14 @@ class _Question:
             self._dropout(value)
         elif value.op == "cast":
             self.reasons.append("the weights are cast (`.%s(...)`) before the product with v" % value.info.get("method"))
+        elif value.op == "helper" and (made := foreign_result(self.graph, value)) is not None and made.op == "softmax":
+            return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project
         elif value.op in ("helper", "module"):
             self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
+        elif value.op == "reshape":  # the axes known through it (``w.unsqueeze(1)``: values.py)
+            self.reasons.append("the weights are reshaped (`%s`) before the product with v" % _code(value.node)[:60])
         return self._weights(value.inputs[0], axis)
 
     def _axis_at(self, scores: Value, dim: int) -> object:
@@ -373,12 +392,18 @@ class _Question:
             other = value.info.get("other")
             if value.info.get("subtract") and len(value.inputs) == 2 and self._along(value.inputs[1], axis):
                 return self._scores(value.inputs[0], axis)  # ``s - s.amax(-1, keepdim=True)``: softmax is the same
-            if value.info.get("subtract") or other is None:
-                self.reasons.append("a tensor is subtracted from the scores")
+            subtract = bool(value.info.get("subtract"))
+            from_it = subtract and type(value.node) is cst.BinaryOperation and value.node.left is other  # ``c - s``: -s
+            number = value.inputs[1].info.get("number") if len(value.inputs) == 2 and value.inputs[1].op == "constant" else None
+            if isinstance(number, float) and math.isfinite(number) and not from_it:
+                return self._scores(value.inputs[0], axis)  # ``s + 1.0``, ``s - c``: the softmax is the same
+            if other is None or from_it:
+                self.reasons.append("the scores are subtracted from another value")
             elif self.scaled:  # ``(s + bias) * scale``: SDPA adds its mask after scaling
                 self.reasons.append("the scores are scaled after a tensor is added to them; SDPA adds its mask after the scale")
-            else:
-                self.masks.append(_code(_bare(other)))
+            else:  # ``s - t`` is ``s + (-t)``: an additive mask
+                text = _code(_bare(other))
+                self.masks.append("-%s" % (text if _simple(other) else "(%s)" % text) if subtract else text)
                 self.texts.append(other)
         elif value.op == "scale":
             self._scale(value)
@@ -450,6 +475,8 @@ class _Question:
                     return True
             elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
                 continue
+            elif consumer.op == "helper" and consumer.info.get("helper") is self.product.function:
+                continue  # the scores passed to the helper that applies the softmax and the product (its values are here)
             elif consumer.op == "join":
                 if id(consumer) not in seen:
                     seen.add(id(consumer))
@@ -461,12 +488,12 @@ class _Question:
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two
-        never run together), or a slice of the scores it is written back into (``s[..., 1:, 1:]
+        never run together) or a join nothing reads, or a slice of the scores it is written back into (``s[..., 1:, 1:]
         = s[..., 1:, 1:] + bias``, as a relative-position helper does: the scores are changed,
         not kept)?"""
         consumers = self.graph.consumers(value)
-        if not consumers and value.info.get("target"):
-            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below)
+        if not consumers and (value.info.get("target") or value.op == "join"):
+            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below); a join nothing reads
         if not consumers or depth == 0:
             return False
         for consumer in consumers:
@@ -549,6 +576,8 @@ class _Question:
         explicit = [len(spec) for spelling, spec in zip(spellings, (s_out, o_out)) if spelling == "einsum" and "..." not in spec]
         if {"torch.bmm", "bmm"} & set(spellings):  # the rank is in the code
             rank = 3
+        elif {"torch.mm", "mm"} & set(spellings):
+            rank = 2
         elif explicit:
             rank = explicit[0]
         else:  # `@`/`matmul`, an einsum over `...`: the rank where the value graph shows it (q, k and v agree)
@@ -681,6 +710,8 @@ def _oriented(node: cst.CSTNode, swap: bool, rank: Optional[int] = None) -> str:
         return _code(node)
     if type(node) is cst.Attribute and node.attr.value == "mT":
         return _code(node.value)
+    if type(node) is cst.Call and _code(node.func) == "torch.transpose" and len(node.args) == 3:  # ``torch.transpose(x, -2, -1)``
+        node = cst.Call(cst.Attribute(node.args[0].value, cst.Name("transpose")), node.args[1:])  # type: ignore[arg-type]
     if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "transpose" and len(node.args) == 2:
         dims = sorted(_literal(a.value) for a in node.args)  # type: ignore[type-var]
         if rank is not None and None not in dims:

@@ -53,3 +53,28 @@ def arm_axis(axis: Any, join: Any, arm: int) -> Any:
     if isinstance(axis, JoinedAxis) and join.position(axis) is not None and len(axis.arms) == len(join.inputs):
         return axis.arms[arm]
     return axis
+
+
+def squeezed(source: Any, method: str, dim: int) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int], dict]:
+    """The axes, rank and info of ``source.unsqueeze(dim)`` (a new axis of size 1) or
+    ``source.squeeze(dim)`` (that axis gone; the code squeezes an axis of size 1): the other axes
+    are the same ones. ``info["step"]``: ``("insert", p)`` (``p``: the new axis's negative
+    position in the result) or ``("remove", p)`` (the position in ``source``), ``p`` None (and
+    ``info["dim"]`` the code's) when ``dim`` counts from the start of a tensor of unknown rank;
+    axes None where ``source``'s are not known that far."""
+    rank = source.rank
+    insert = method == "unsqueeze"
+    if dim >= 0:
+        if rank is None:  # where the new axis goes is known once the rank is (``similarity.py``)
+            return None, None, {"step": ("insert" if insert else "remove", None), "dim": dim}
+        dim -= rank + 1 if insert else rank
+    new_rank = None if rank is None else rank + (1 if insert else -1)
+    axes = None
+    known = list(source.axes) if source.axes is not None else None
+    if insert and known is not None and -len(known) - 1 <= dim <= -1:
+        at = len(known) + 1 + dim  # index in the known axes of the result
+        axes = tuple(known[:at] + [Axis("")] + known[at:])
+    elif not insert and known is not None and -len(known) <= dim <= -1:
+        at = len(known) + dim
+        axes = tuple(known[:at] + known[at + 1:])
+    return axes, new_rank, {"step": ("insert" if insert else "remove", dim)}

@@ -6,9 +6,14 @@
   NaN: diffusers' ``baddbmm(torch.empty(...), q, kᵀ, beta=0, alpha=scale)``); another β is a
   plain call;
 - ``x.amax(dim, keepdim)``, ``torch.amax``, ``x.max(dim, keepdim)`` (the pair of values and
-  indices; its ``.values`` or ``[0]`` is the values), ``logsumexp`` are ``reduce`` over one
-  axis (``info["axis"]``, None when not known, and ``keepdim``): a question can see that
-  ``s - s.amax(-1, keepdim=True)`` subtracts what is constant along that axis.
+  indices; its ``.values`` or ``[0]`` is the values), ``logsumexp``, ``sum`` are ``reduce`` over
+  one axis (``info["axis"]``, None when not known, and ``keepdim``; numpy's ``axis=`` and
+  ``keepdims=``, which torch also takes): a question can see that
+  ``s - s.amax(-1, keepdim=True)`` subtracts what is constant along that axis;
+- ``x.exp()``/``torch.exp(x)`` is ``exp``, and an ``exp`` divided by its own sum over one axis
+  (``e / e.sum(-1, keepdim=True)``, also through ``.detach()``/casts of either) is the
+  ``softmax`` over that axis of what ``exp`` took (``written_softmax``; ``info["parts"]``: the
+  ``exp`` and the sum, which only compute it): a softmax written out, as assignments do.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
-REDUCTIONS = frozenset({"amax", "max", "logsumexp"})
+REDUCTIONS = frozenset({"amax", "max", "logsumexp", "sum"})
+COMPOSED = REDUCTIONS | {"baddbmm", "exp"}  # the methods and ``torch.`` functions composed here
+ALIASES = {"axis": "dim", "keepdims": "keepdim"}  # numpy's names, which torch also takes
 
 
 def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
@@ -31,8 +38,30 @@ def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positio
     if name == "baddbmm":
         return _baddbmm(graph, node, operands, arguments, keywords)
     if name in REDUCTIONS:
-        return _reduction(graph, name, node, operands, keywords)
+        return _reduction(graph, name, node, operands, {ALIASES.get(k, k): v for k, v in keywords.items()})
+    if name == "exp" and len(operands) == 1 and not keywords:
+        return graph._same("exp", operands[0], node)
     return None
+
+
+def written_softmax(graph: Any, numerator: Any, denominator: Any, node: cst.CSTNode) -> Optional[Any]:
+    """``e / e.sum(dim, keepdim=True)`` where ``e`` is an ``exp``: the ``softmax`` over ``dim`` of
+    the tensor ``e`` exponentiates (None when ``numerator / denominator`` is not that)."""
+    steps = [denominator]
+    while denominator.op in ("same", "cast") and denominator.inputs:
+        denominator = denominator.inputs[0]
+        steps.append(denominator)
+    if denominator.op != "reduce" or denominator.info.get("kind") != "sum" or not denominator.info.get("keepdim"):
+        return None
+    summed, exponential = denominator.inputs[0], numerator
+    while summed is not exponential and summed.op in ("same", "cast") and summed.inputs:
+        steps.append(summed)
+        summed = summed.inputs[0]
+    axis = denominator.info.get("axis")
+    if summed is not exponential or exponential.op != "exp" or axis is None:
+        return None
+    source = exponential.inputs[0]
+    return graph._same("softmax", source, node, [denominator], dim=None, axis=axis, extra=[], parts=(exponential, *steps), written=True)
 
 
 def _number(value: Optional[Any]) -> Optional[float]:

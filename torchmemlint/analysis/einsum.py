@@ -1,10 +1,12 @@
 """Einsum specs as label lists: ``"b h i d, b h j d -> b h i j"`` (einops: names separated
 by spaces) or ``"bhid,bhjd->bhij"`` (torch: one letter each), ``...`` kept as one label; and
 ``einops.rearrange`` patterns as axis groups (a pure permutation is an axis relabelling); the
-text of a string or constant f-string (``string_value``)."""
+text of a string or constant f-string (``string_value``) and the number ``float`` makes of it
+(``float_text``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, List, Optional, Sequence, Tuple
 
 import libcst as cst
@@ -106,6 +108,15 @@ def rearranged(pattern: str) -> Optional[Tuple[Optional[List[int]], bool]]:
     return None, swapped
 
 
+def float_text(text: Any) -> Optional[float]:
+    """What ``float(text)`` gives for a string constant, None when it raises or ``text`` is not one."""
+    try:
+        number = float(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return None if number is None or math.isnan(number) else number
+
+
 def string_value(node: Any, env: Any, values: Any) -> Optional[str]:
     """A string's value (an einsum spec, a rearrange pattern); an f-string's when each part is a
     constant (``f"b {h} i d"`` with ``h = "h"``), read by ``values`` (the function's value graph)
@@ -128,3 +139,31 @@ def string_value(node: Any, env: Any, values: Any) -> Optional[str]:
                 parts.append(text)
         return "".join(parts)
     return None
+
+
+def einsum_value(graph: Any, node: cst.Call, positional: List[Any], name: str) -> Any:
+    """The value of ``torch.einsum(spec, a, b)``, ``torch.einsum(spec, [a, b])`` (the operands as
+    one list or tuple, as torch also takes them) or ``einops.einsum(a, b, spec)`` in ``graph``
+    (a ``values.FunctionValues``): a ``contract`` of two operands, else a plain call."""
+    args = [a.value for a in node.args if a.keyword is None]
+    texts = [v.info.get("text") for v in positional]
+    if len(positional) == 3 and isinstance(texts[0], str):  # torch.einsum(spec, a, b)
+        spec, (left, right), operands = texts[0], positional[1:], (args[1], args[2])
+    elif (
+        len(positional) == 2 and isinstance(texts[0], str) and positional[1].op == "tuple"
+        and len(positional[1].inputs) == 2 and type(args[1]) in (cst.List, cst.Tuple)
+        and not any(type(e) is cst.StarredElement for e in args[1].elements)  # type: ignore[attr-defined]
+    ):
+        elements, listed = args[1].elements, positional[1]  # type: ignore[attr-defined]
+        spec, (left, right), operands = texts[0], listed.inputs, (elements[0].value, elements[1].value)
+        graph.uses[:] = [u for u in graph.uses if u.consumer is not listed]  # the list only carries them to the einsum
+        graph._consumers = None
+    elif len(positional) == 3 and isinstance(texts[2], str):  # einops.einsum(a, b, spec)
+        spec, (left, right), operands = texts[2], positional[:2], (args[0], args[1])
+    else:
+        return graph._new("call", positional, node, info={"qualified": name})
+    parsed = parse_spec(spec)  # type: ignore[arg-type]
+    if parsed is None or len(parsed[0]) != 2:
+        return graph._new("call", positional, node, info={"qualified": name})
+    (lspec, rspec), out = parsed
+    return graph._contract(left, right, node, (lspec, rspec, out), "einsum", operands)

@@ -25,7 +25,7 @@ def similarity(graph: FunctionValues, scores: Value) -> bool:
     if all(_projected(operand) for operand in scores.inputs[:2]):
         return True  # both made by layers of the module (``self.WK(y).view(b, n, d, l)``): q and k in any layout
     feature = scores.info["contracted"][0]
-    hint = 3 if scores.info.get("spelling") in ("torch.bmm", "bmm") else None  # ``bmm``: 3-D operands
+    hint = {"torch.bmm": 3, "bmm": 3, "torch.mm": 2, "mm": 2}.get(scores.info.get("spelling"))  # ``bmm``: 3-D operands
     for through_rearrange, every_step in ((False, False), (True, False), (False, True)):
         found = []
         for side in (0, 1):
@@ -55,7 +55,8 @@ def _origin(graph: FunctionValues, value: Value, position: int, through_rearrang
     """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
     axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
     other step), of ``value``'s axis at ``position``. ``hint``: the rank the contraction says
-    its operands have (``bmm``: 3), which these steps keep."""
+    its operands have (``bmm``: 3), which these steps keep (``unsqueeze``/``squeeze`` change it by
+    one, and move the axes after the one they add or drop)."""
     for _ in range(16):
         info = value.info
         if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
@@ -65,6 +66,18 @@ def _origin(graph: FunctionValues, value: Value, position: int, through_rearrang
             continue
         if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
             position, value = -3 - position, value.inputs[0]
+            continue
+        if value.op == "reshape" and every_step and info.get("step"):  # ``unsqueeze(d)``/``squeeze(d)``
+            kind, at = info["step"]
+            if at is None:  # ``d`` from the start: the result has the rank the contraction says (``bmm``: 3)
+                if hint is None:
+                    return position
+                at = info["dim"] - hint - (1 if kind == "remove" else 0)
+            if kind == "insert" and position == at:
+                return position  # the new axis: made here
+            position = position + (1 if kind == "insert" and position < at else 0) - (1 if kind == "remove" and position <= at else 0)
+            hint = None if hint is None else hint + (-1 if kind == "insert" else 1)  # the rank before the step
+            value = value.inputs[0]
             continue
         if value.op != "relabel":
             return position

@@ -7,22 +7,25 @@ joins what they bind (``join``, with the test and the arm of each input; a ``try
 and joins with what came before it, a ``return``/``raise``/``break``/``continue`` ends its arm.
 Spellings are normalised here, once:
 
-- ``a @ b``, ``torch.matmul``/``bmm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
-  (any layout, ``...``, an f-string whose parts are constants) are ``contract`` over named axes
+- ``a @ b``, ``torch.matmul``/``bmm``/``mm``, ``x.matmul(y)``, ``torch.einsum``/``einops.einsum``
+  (any layout, ``...``, an f-string whose parts are constants, the two operands in one list) are
+  ``contract`` over named axes
   (xformers' ``masked_matmul(a, b, m)``: ``contract``, then ``add`` of ``m``; a function-local import is read);
 - ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
   ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
 - ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
   ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known), but a
-  ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``;
+  ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``, and
+  ``unsqueeze(d)``/``squeeze(d)`` keep the other axes (``axes.squeezed``);
 - ``* s``/``/ s`` are ``scale``; ``masked_fill(_)`` is ``fill`` (its value a ``constant``
   when one can be computed: ``-torch.finfo(x.dtype).max`` held in a local, ``float('-inf')``,
-  a module constant, a helper that returns one); ``+`` is ``add``;
+  a module constant, a helper that returns one, ``float("-1e20")``); ``+`` is ``add``;
 - ``x[h:] = x[h:].softmax(-1)`` then ``x[:h] = ...`` is ``softmax`` of ``x`` (``writes.py``);
 - ``F.dropout``/``nn.Dropout`` are ``dropout``, ``.float()``/``.to(...)``/``.type(...)`` ``cast``,
-  ``F.scaled_dot_product_attention`` ``attention``; ``baddbmm`` and ``amax``/``max``/``logsumexp``
-  over one axis are composed of these (``compound.py``: ``contract``, ``scale``, ``add``; ``reduce``);
+  ``F.scaled_dot_product_attention`` ``attention``; ``baddbmm`` and ``amax``/``max``/``logsumexp``/``sum``
+  over one axis are composed of these (``compound.py``: ``contract``, ``scale``, ``add``; ``reduce``),
+  and so is a softmax written out (``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()``: ``softmax``);
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
   in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
   ``module`` (one of unknown kind, or a callable argument, keeps its input's axes: a same-shaped step, conservatively).
@@ -39,9 +42,9 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.axes import Axis, joined as _joined
-from torchmemlint.analysis.compound import REDUCTIONS, compound_value
-from torchmemlint.analysis.einsum import parse_spec, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
+from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
+from torchmemlint.analysis.einsum import einsum_value, float_text, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -56,7 +59,6 @@ RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "s
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 HELPER_DEPTH = 2
-COMPOUND = REDUCTIONS | {"baddbmm"}
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 
 
@@ -195,6 +197,7 @@ class FunctionValues:
         self.classdef = classdef
         self.depth = depth
         self.values: List[Value] = []
+        self.inlined: List[Value] = []  # the values of the same-file helpers it ran (``_helper``), with their own ``function``
         self.uses: List[Use] = [] if uses is None else uses
         self.returns: List[Value] = []
         self.names: Dict[int, Value] = {}  # id(a cst.Name read) -> the value it read
@@ -451,8 +454,10 @@ class FunctionValues:
             return self._new("join", [body, orelse], node, axes, rank, {"test": node.test, "branches": (True, False)})  # type: ignore[attr-defined]
         if kind is cst.Subscript:
             base = self.expression(node.value, env)  # type: ignore[attr-defined]
-            for element in node.slice:  # type: ignore[attr-defined]
-                self._opaque(element, env)
+            for element in node.slice:  # ``x[:, :s.size(-1)]`` reads only the size of ``s``  # type: ignore[attr-defined]
+                index = element.slice
+                for part in [index.value] if type(index) is cst.Index else [p for p in (index.lower, index.upper, index.step) if p is not None]:  # type: ignore[attr-defined]
+                    self._sink(self.expression(part, env), "opaque")
             if base.op == "tuple" and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:  # type: ignore[attr-defined]
                 index = _number(node.slice[0].slice.value)  # type: ignore[attr-defined]
                 if index is not None and int(index) == index and -len(base.inputs) <= index < len(base.inputs):
@@ -490,6 +495,8 @@ class FunctionValues:
             combine = {"Add": lambda a, b: a + b, "Subtract": lambda a, b: a - b, "Multiply": lambda a, b: a * b}.get(operator)
             if combine is not None:
                 return self._new("constant", [left, right], node, info={"number": combine(*numbers)})  # type: ignore[misc]
+        if operator == "Divide" and (softmax := written_softmax(self, left, right, node)) is not None:
+            return softmax  # ``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()`` (compound.py)
         if operator in ("Multiply", "Divide"):
             if operator == "Divide" and not _tensorish(left) and _tensorish(right):
                 return self._same("arith", right, node, [left])
@@ -537,10 +544,8 @@ class FunctionValues:
             helper = self.file.function_named(func.value)
             if helper is not None and not starred:
                 return self._helper(helper, node, positional, keywords)
-            if func.value == "float" and positional:
-                text = positional[0].info.get("text")
-                if isinstance(text, str) and text.strip().lower().lstrip("+-") in ("inf", "infinity"):
-                    return self._new("constant", node=node, info={"number": -math.inf if text.strip().startswith("-") else math.inf})
+            if func.value == "float" and positional and (number := float_text(positional[0].info.get("text"))) is not None:
+                return self._new("constant", node=node, info={"number": number})  # ``float("-inf")``, ``float("-1e20")``
         if receiver is not None:
             return self._method(method, receiver, node, positional, keywords)  # type: ignore[arg-type]
         return self._function(qualified or "", node, positional, keywords)
@@ -554,8 +559,10 @@ class FunctionValues:
             return self._softmax(positional[0], node, positional[1:], keywords)
         if name in MATMUL and len(positional) == 2 and not keywords:
             return self._contract(positional[0], positional[1], node, MATMUL_SPECS, name)
+        if name == "torch.mm" and len(positional) == 2 and not keywords:  # 2-D matrices only
+            return self._contract(positional[0], positional[1], node, MM_SPECS, name)
         if name in EINSUM:
-            return self._einsum(node, positional, name)
+            return einsum_value(self, node, positional, name)
         if name == "xformers.ops.masked_matmul" and len(positional) == 3 and not keywords:  # ``a @ b``, then the mask added
             product = self._contract(positional[0], positional[1], node, MATMUL_SPECS, name, (node.args[0].value, node.args[1].value))
             return self._same("add", product, node, [positional[2]], other=node.args[2].value)
@@ -608,10 +615,12 @@ class FunctionValues:
             return self._same("activation", receiver, node, positional, method=method, inplace=True, operand=node.func.value)  # type: ignore[attr-defined]
         if method == "softmax":
             return self._softmax(receiver, node, positional, keywords)
-        if method in COMPOUND and (compound := compound_value(self, method, node, receiver, positional, keywords)) is not None:
+        if method in COMPOSED and (compound := compound_value(self, method, node, receiver, positional, keywords)) is not None:
             return compound
         if method in ("matmul", "bmm") and len(positional) == 1 and not keywords:
             return self._contract(receiver, positional[0], node, MATMUL_SPECS, method)
+        if method == "mm" and len(positional) == 1 and not keywords:
+            return self._contract(receiver, positional[0], node, MM_SPECS, method)
         if method in ("masked_fill", "masked_fill_") and len(positional) == 2 and not keywords:
             return self._same("fill", receiver, node, positional, where=node.args[0].value, fill=positional[1], inplace=method.endswith("_"))
         if method in ("transpose", "swapaxes") and len(positional) == 2 and None not in numbers:
@@ -632,6 +641,9 @@ class FunctionValues:
             return self._same("add", receiver, node, positional, other=node.args[0].value if node.args else None)
         if method in META:
             return self._new("meta", [receiver, *positional], node)
+        dim = numbers[0] if len(positional) == 1 and not keywords else (_int(keywords["dim"]) if not positional and list(keywords) == ["dim"] else None)
+        if method in ("unsqueeze", "squeeze") and dim is not None:  # the same axes, one more or fewer
+            return self._new("reshape", [receiver, *positional, *keywords.values()], node, *squeezed(receiver, method, dim))
         if method in RESHAPES:
             return self._new("reshape", [receiver, *positional, *keywords.values()], node)
         if method in ("chunk", "split", "unbind"):
@@ -692,21 +704,6 @@ class FunctionValues:
             "known": (_spec_axes(left, lspec), _spec_axes(right, rspec)), "operands": operands,
         })
 
-    def _einsum(self, node: cst.Call, positional: List[Value], name: str) -> Value:
-        args = [a.value for a in node.args if a.keyword is None]
-        texts = [v.info.get("text") for v in positional]
-        if len(positional) == 3 and isinstance(texts[0], str):  # torch.einsum(spec, a, b)
-            spec, (left, right), operands = texts[0], positional[1:], (args[1], args[2])
-        elif len(positional) == 3 and isinstance(texts[2], str):  # einops.einsum(a, b, spec)
-            spec, (left, right), operands = texts[2], positional[:2], (args[0], args[1])
-        else:
-            return self._new("call", positional, node, info={"qualified": name})
-        parsed = parse_spec(spec)  # type: ignore[arg-type]
-        if parsed is None or len(parsed[0]) != 2:
-            return self._new("call", positional, node, info={"qualified": name})
-        (lspec, rspec), out = parsed
-        return self._contract(left, right, node, (lspec, rspec, out), "einsum", operands)
-
     def _layers(self, parts: Sequence[Any], source: Value, node: cst.Call, attribute: Optional[str]) -> Value:
         """``self.x(source)`` where ``self.x`` holds one layer or a Sequential of layers
         (``ClassModel.attribute_sequence``); ``info["layer"]``: (attribute, position, count)."""
@@ -750,7 +747,7 @@ class FunctionValues:
         bound.update(keywords)
         classdef = self.classdef if bound_self else None
         inner = FunctionValues(self.file, helper, classdef, bound, self.depth + 1, self.uses)
-        self._consumers = None
+        self._consumers, self.inlined = None, [*self.inlined, *inner.values, *inner.inlined]
         if len(inner.returns) != 1:
             return self._new("call", everything, node, info={"helper": helper})
         result = inner.returns[0]
@@ -766,6 +763,7 @@ class FunctionValues:
 
 
 MATMUL_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
+MM_SPECS = (("i", "c"), ("c", "j"), ("i", "j"))  # ``torch.mm``: two matrices
 HELPER_NODES = 600
 
 

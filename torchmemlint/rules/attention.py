@@ -12,7 +12,7 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.attention import AttentionSite, AttentionSites
+from torchmemlint.analysis.attention import AttentionSite, AttentionSites, may_hold_softmax
 from torchmemlint.analysis.recompute import recomputing_functions
 from torchmemlint.analysis.segments import checkpoint_module_calls
 from torchmemlint.analysis.training_setup import eager_attention_settings, float32_training_steps
@@ -35,7 +35,9 @@ class EagerAttention(Rule):
 
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
-      `"bct,bcs->bts"`, an f-string whose parts are constants); `k` transposed in the product
+      `"bct,bcs->bts"`, an f-string whose parts are constants, the operands in one list:
+      `torch.einsum("bqd,bkd->bqk", [q, k])`), `torch.mm` (two matrices: reported without a
+      fix); `k` transposed in the product
       or earlier (`transpose`, `permute`, `.mT`, an `einops.rearrange` that reorders axes:
       `rearrange(w, "b i j -> b j i")`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`),
       q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`); the feature axis
@@ -43,6 +45,9 @@ class EagerAttention(Rule):
       `k` projected straight to (b, h, d, s) (`.reshape(b, s, h, -1).permute(0, 2, 3, 1)`) and
       a channel-first key (B, C, N) used as it is count, and so do q and k both made by layers
       of the module in any layout (`k = self.WK(y).view(B, N, h, L)`, then `torch.matmul(q, k)`);
+      the axes `unsqueeze(d)`/`squeeze(d)` keep (a decoder step's
+      `bmm(h_src, q.unsqueeze(-1)).squeeze(-1)`, then `bmm(w.unsqueeze(1), h_src)`: reported
+      without a fix, the weights are reshaped);
       xformers' `masked_matmul(q, kᵀ, mask)`
       (the product, then the mask added); `torch.baddbmm(input, q, kᵀ, beta=0, alpha=scale)`
       (the product scaled by `alpha`; `beta=0` ignores the input, `beta=1` adds it as a mask);
@@ -57,11 +62,17 @@ class EagerAttention(Rule):
       `torch.logsumexp(s, -1, keepdim=True)`: the softmax is the same, the fix drops it);
       written in place into two complementary slices of the
       first axis (`s[h:] = s[h:].softmax(-1)`; `s[:h] = s[:h].softmax(-1)`), also in one arm
-      of an `if` whose other arm is the plain softmax (reported without a fix);
+      of an `if` whose other arm is the plain softmax (reported without a fix); written out,
+      an exponential divided by its own sum over the keys (`e = torch.exp(s - s.amax(-1,
+      keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
+      reported without a fix); a `softmax(x, dim)` helper imported from another file of the
+      project (`from .utils import softmax`), run there with the caller's scores (reported
+      without a fix; the result cache keys the finding by that file);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
-      (`-inf`, `-1e9`, `-torch.finfo(x.dtype).max`, also held in a local, a module constant or
-      returned by a helper), or `+ mask` / `+= mask`, possibly under an `if` without an `else`
-      (so can the scale be);
+      (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
+      module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
+      (the additive mask `-t`; a number added or subtracted leaves the softmax as it is),
+      possibly under an `if` without an `else` (so can the scale be);
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 
@@ -82,7 +93,9 @@ class EagerAttention(Rule):
     helper that writes a bias into a slice of the scores, `attn[:, :, 1:, 1:] = ...`), a tensor
     is added to the scores before the scale (SDPA adds its mask after scaling), or the softmax
     is computed in another function (a helper that returns the weights to the function that
-    applies the dropout and the product with v; the fix rewrites one function), or q has an
+    applies the dropout and the product with v, or a same-file method the caller passes its
+    scores to, `self.forward_attention(v, scores, mask)`, that applies the softmax and the
+    product; the fix rewrites one function), or q has an
     axis k has not (multi-query attention, one k and v for every head: CUDA's memory-efficient
     kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
     kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
@@ -190,7 +203,13 @@ class EagerAttention(Rule):
     """
 
     code = "TML601"
-    needs = (("softmax", "Softmax"),)  # every site has a softmax: F.softmax, x.softmax, nn.Softmax
+    needs = ()  # every site has a softmax, by name or written out: ``may_apply``
+    needs_project = True  # a softmax helper imported from another file of the project is run there
+    project_facts = frozenset({"imports"})
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        return super().may_apply(text) and may_hold_softmax(text)
     name = "eager-attention"
     summary = "Hand-written softmax(q @ kᵀ) @ v attention keeps the B·H·L·S weights for backward"
     fix_availability = FixAvailability.SOMETIMES

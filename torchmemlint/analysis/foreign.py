@@ -1,0 +1,49 @@
+"""What a function of another file of the project returns when the caller's values are its
+arguments, asked by a question that needs it (``attention.py``: are the weights a softmax that
+an imported ``softmax(x, dim)`` helper writes out?).
+
+The value graph of a function (``values.py``) takes a call of a function it does not see for a
+step that keeps the shape of its first tensor argument (a ``helper`` value with
+``info["assumed"]``). Here the project (``links.py``) finds where the callee is defined, and
+that file's own value graphs run it with the call's values bound to its parameters: its result
+is made of the caller's values (the axes of the caller's scores stay the same ``Axis``
+objects). The caller's graph is not changed: the run records its uses apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.values import FunctionValues, Value
+
+
+def foreign_result(graph: FunctionValues, value: Value) -> Optional[Value]:
+    """The value ``value`` (an assumed ``helper``: a call of a function the file does not
+    define) returns, run in the file of the project that defines the callee; None when the
+    callee is not a function of another project file, takes ``*args``, or returns more than one
+    value."""
+    node = value.node
+    if value.op != "helper" or not value.info.get("assumed") or "helper" in value.info or type(node) is not cst.Call:
+        return None
+    links = getattr(graph.file.analysis, "links", None)
+    head = node.func
+    while type(head) is cst.Attribute:
+        head = head.value
+    # the callee as the file spells it at module level (``softmax`` of ``from .utils import softmax``),
+    # not a name the function binds (the graph read those)
+    dotted = dotted_name(node.func) if type(head) is cst.Name and id(head) not in graph.names else None
+    if links is None or dotted is None or any(arg.star for arg in node.args) or len(value.inputs) != len(node.args):
+        return None
+    found: Any = links.definition(dotted, "function")
+    if found is None:
+        return None
+    analysis, function = found
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    positional = [arg for arg in node.args if arg.keyword is None]
+    bound = dict(zip(params, value.inputs[: len(positional)]))
+    bound.update(zip((arg.keyword.value for arg in node.args if arg.keyword is not None), value.inputs[len(positional):]))
+    run = FunctionValues(analysis.value_graphs, function, None, bound, 1, [])
+    return run.returns[0] if len(run.returns) == 1 else None
