@@ -605,3 +605,20 @@ def test_the_softmax_written_out_fixed_computes_what_the_eager_code_did(tmp_path
         torch.testing.assert_close(results[0][0], results[1][0], **close, msg=name)
         for before, after in zip(results[0][1], results[1][1]):
             torch.testing.assert_close(before, after, **close, msg=name)
+
+
+@pytest.mark.parametrize(
+    "text, passes",
+    [
+        ("e = s.exp()\nw = e / e.sum(-1, keepdim=True)\n", True),
+        ("e = torch.exp(s)\nw = e / torch.sum(e, dim=-1, keepdim=True)\n", True),
+        ("w = F.softmax(s, dim=-1)\n", True),
+        ("x = y.expand(2, 3)\nprint(summary)\n", False),  # words that hold exp / sum are not them
+        ("expected = x.cumsum(0)\nexp_avg = 0\n", False),
+        ("e = s.exp()\n", False),  # an exp without a sum is no softmax
+    ],
+)
+def test_the_softmax_gate_reads_exp_and_sum_as_whole_words(text, passes):
+    from torchmemlint.analysis.attention import may_hold_softmax
+
+    assert may_hold_softmax(text) is passes

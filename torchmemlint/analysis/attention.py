@@ -20,6 +20,7 @@ which statements computed the scores, or why no such call can be written (``reas
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
@@ -31,6 +32,7 @@ from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
 from torchmemlint.analysis.values import FunctionValues, Value
+from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import path_to, walk
 
 if TYPE_CHECKING:
@@ -132,7 +134,14 @@ def may_hold_softmax(text: str) -> bool:
     """False only when ``text`` cannot hold a softmax the value graph sees: one called by name
     (``F.softmax``, ``x.softmax``, ``nn.Softmax``) or one written out (``e / e.sum(...)`` of
     ``e = x.exp()``, ``analysis/compound.py``)."""
-    return "softmax" in text or "Softmax" in text or ("exp" in text and "sum" in text)
+    return "softmax" in text or "Softmax" in text or (
+        any(True for _ in whole_words(_EXP, text)) and any(True for _ in whole_words(_SUM, text))
+    )
+
+
+# the words of a softmax written out, whole (`expand`, `expected`, `summary` are not them)
+_EXP = re.compile(r"exp\b")
+_SUM = re.compile(r"sum\b")
 
 
 def _mentions_contraction(function: cst.FunctionDef) -> bool:
