@@ -78,6 +78,23 @@ def loader_comprehension_possible(text: str) -> bool:
 _LOADER_FOR = re.compile(r"(?i)\bfor\b[^\n]*\bin\b[^\n]*(?:loader|dataset|batches)")
 
 
+# Array frameworks with their own autograd and `model.eval()` / `loss.backward()` (Paddle,
+# Jittor, OneFlow, MegEngine, MindSpore, MXNet, Chainer, TensorFlow/Keras, JAX/Flax, MLX,
+# tinygrad): a file that imports one of them and never names torch is that framework's code.
+_OTHER_FRAMEWORK_IMPORT = re.compile(
+    r"(?m)^[ \t]*(?:import|from)[ \t]+(?:paddle|jittor|oneflow|megengine|mindspore|mxnet|chainer"
+    r"|tensorflow|tf_keras|keras|jax|flax|mlx|tinygrad)\b"
+)
+
+
+def torch_code_possible(text: str) -> bool:
+    """Whether the file may be torch code: it names torch, or imports no other array
+    framework. A module of a training project that never names torch (`def validate(loader,
+    model, criterion)` beside `from tqdm import tqdm`, a helper of `train.py`) is read; a
+    Paddle or JAX file whose loops look alike is not."""
+    return "torch" in text or _OTHER_FRAMEWORK_IMPORT.search(text) is None
+
+
 def eval_code_possible(text: str) -> bool:
     """TML501 reports a model call in a function named like evaluation (``is_eval_name``) or
     after a ``.eval()`` / ``.train(False)``: the text names one or the other."""

@@ -22,6 +22,10 @@ TML501_DOCUMENTATION = """
     and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
     runs without autograd.
 
+    Like every loop rule (TML5xx), it also reads files that never name torch (an evaluation
+    helper importing only tqdm, a `train_model.py` importing nothing), except those that
+    import another array framework (Paddle, JAX, TensorFlow ...: `tests/test_loops_mined.py`).
+
     The model is what the code `.eval()`s or `.train()`s, a parameter named `model` / `net` /
     `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
     every value the class gives it is an instance of a class the file does not know to be an

@@ -1,0 +1,118 @@
+"""Loop (TML5xx) and distributed (TML7xx) rules on reduced copies of real code: the forms
+mined from public training and evaluation code, each with the look-alikes that must stay
+quiet. Every case is linted through the engine (``lint_source``, its text gates included)
+with all the TML5xx and TML7xx rules on, and must give exactly the rows listed."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import pytest
+
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+from torchmemlint.rules import all_rules
+
+CODES = frozenset(code for code in all_rules() if code.startswith(("TML5", "TML7")))
+
+# name -> (source, {code: rows reported})
+CASES: Dict[str, Tuple[str, Dict[str, List[int]]]] = {
+    # -- files that never name torch: helpers of a training project ------------------------
+    # a training helper module with no import at all sums the loss tensor it backpropagates
+    "training_helper_without_imports": ("""device = 'cuda'
+def train_1_epoch(num, dataloader, model, optimizer, lr, loss_fn):
+    total_loss = 0
+    for id, (X, y) in enumerate(dataloader):
+        model.train()
+        X = X.to(device)
+        pred = model(X)
+        loss = loss_fn(pred, y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total_loss += loss / len(dataloader)
+    return total_loss
+""", {"TML502": [12]}),
+    # an evaluation helper that imports only tqdm
+    "validation_helper_importing_tqdm": ("""from tqdm import tqdm
+
+def validate(valid_loader, model, criterion, device):
+    model.eval()
+    running_loss = 0
+    for x, y_true in tqdm(valid_loader, desc='Validating'):
+        y_pred = model(x.to(device))
+        loss = criterion(y_pred, y_true.to(device))
+        running_loss += loss.item() * x.size(0)
+    return model, running_loss / len(valid_loader.dataset)
+""", {"TML501": [7]}),
+    # accelerate's keyword holder in a package's `__init__.py`
+    "accelerate_kwargs_in_an_init": ("""__all__ = ["data", "models"]
+
+from accelerate import Accelerator, DistributedDataParallelKwargs
+
+ddp_args = DistributedDataParallelKwargs(find_unused_parameters=True)
+accelerator = Accelerator(kwargs_handlers=[ddp_args])
+""", {"TML701": [5]}),
+    # look-alike: the same loop in a Paddle file is Paddle's (its own autograd and no_grad)
+    "paddle_evaluation": ("""import paddle
+
+def validate(valid_loader, model, criterion):
+    model.eval()
+    running_loss = 0
+    for x, y_true in valid_loader:
+        y_pred = model(x)
+        running_loss += criterion(y_pred, y_true).item()
+    return running_loss
+""", {}),
+    # look-alike: a JAX/Flax training loop that sums a loss
+    "jax_training_sum": ("""import jax
+import optax
+
+def train(state, loader, loss_fn):
+    total_loss = 0
+    for x, y in loader:
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, x, y)
+        state = state.apply_gradients(grads=grads)
+        total_loss += loss
+    return total_loss
+""", {}),
+    # look-alike: the helper without torch, its evaluation under a context of the caller
+    # (a borrowed `trainer.valid_step`, which fairseq runs without autograd)
+    "borrowed_valid_step_without_torch": ("""class Evaluator:
+    def __init__(self, args, dataloader):
+        self.dataloader = dataloader
+
+    def evaluate(self, trainer):
+        itr = self.dataloader.next_epoch_itr(shuffle=False)
+        subset_losses = []
+        for sample in itr:
+            loss = trainer.valid_step(sample)
+            subset_losses.append(loss)
+        return sum(subset_losses) / (len(subset_losses) or 1)
+""", {}),
+    # look-alike: a helper without torch that keeps numbers
+    "training_helper_item": ("""def train(epoch, criterion, model, optimizer, loader):
+    total_loss = 0.0
+    model.train()
+    for data, target in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(data), target)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    return total_loss / len(loader.dataset)
+""", {}),
+}
+
+
+def _found(source: str) -> Dict[str, List[int]]:
+    found: Dict[str, List[int]] = {}
+    for finding in lint_source(source, "mined.py", Settings(), CODES):
+        found.setdefault(finding.code, []).append(finding.location.row)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_mined_forms(name):
+    source, expected = CASES[name]
+    assert _found(source) == expected
