@@ -102,6 +102,51 @@ def train(state, loader, loss_fn):
         total_loss += loss.item()
     return total_loss / len(loader.dataset)
 """, {}),
+    # -- greedy decoding: indices carry no graph ---------------------------------------------
+    # a decoder whose `torch.max` indices flow back into the model every step (the sink
+    # follower met them again, recursively, until Python's recursion limit) and reach no
+    # number: nothing says the output was only wanted for them; quiet, and no crash
+    "greedy_decode_indices_fed_back": ("""import torch
+import torch.nn.functional as F
+
+
+def greedy_decode(spectrum, model, device, bos=0, eos=2, max_len=70):
+    ys = torch.ones(spectrum.shape[0], 1, device=device, dtype=torch.long).fill_(bos)
+    memory = model.encode(spectrum)
+    output = torch.zeros(spectrum.shape[0], max_len, device=device)
+    for i in range(max_len - 1):
+        out = model.decode(memory, ys)
+        out = out['decoder_output']
+        logits = model.generator(out[:, -1])
+        prob = F.softmax(logits, dim=-1)
+        _, next_word = torch.max(prob, dim=-1)
+        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
+        for j in range(len(ys)):
+            if ys[j][-1] == eos and not output[j].all():
+                output[j] = ys[j]
+    return output
+""", {}),
+    # look-alike: the values of `topk` keep the graph; joined every step, they are reported
+    # (a free function of a pasted minGPT `generate`, the model a parameter)
+    "topk_values_joined": ("""import torch
+from torch.nn import functional as F
+
+
+def generate0(model, idx, device, max_new_tokens, block_size, do_sample=False):
+    words_probability = torch.ones(idx.shape).float().to(device)
+    for _ in range(max_new_tokens):
+        idx_cond = idx if idx.size(1) <= block_size else idx[:, -block_size:]
+        logits, _ = model(idx_cond)
+        probs = F.softmax(logits[:, -1, :], dim=-1)
+        if do_sample:
+            idx_next = torch.multinomial(probs, num_samples=1)
+        else:
+            _, idx_next = torch.topk(probs, k=1, dim=-1)
+        idx = torch.cat((idx, idx_next), dim=1)
+        probability, _ = torch.topk(probs, k=1, dim=-1)
+        words_probability = torch.cat((words_probability, probability), dim=1)
+    return idx, words_probability
+""", {"TML502": [17]}),
 }
 
 
