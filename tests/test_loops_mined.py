@@ -103,9 +103,38 @@ def train(state, loader, loss_fn):
     return total_loss / len(loader.dataset)
 """, {}),
     # -- greedy decoding: indices carry no graph ---------------------------------------------
-    # a decoder whose `torch.max` indices flow back into the model every step (the sink
-    # follower met them again, recursively, until Python's recursion limit) and reach no
-    # number: nothing says the output was only wanted for them; quiet, and no crash
+    # a decoder unwrapped from DDP (`model = model.module`), its logits penalised in place, the
+    # indices of `torch.max` joined to the tokens and fed back: the model calls are reported
+    # (their outputs only become indices), the joined tokens are not a model output
+    "greedy_decode_unwrapped_ddp": ("""import torch
+import torch.nn.functional as F
+
+
+def greedy_decode(spectrum, model, device, bos=0, eos=2, max_len=70, repetition_penalty=None):
+    if type(model) == torch.nn.parallel.DistributedDataParallel:
+        model = model.module
+    else:
+        model = model
+    ys = torch.ones(spectrum.shape[0], 1, device=device, dtype=torch.long).fill_(bos)
+    memory = model.encode(spectrum)
+    output = torch.zeros(spectrum.shape[0], max_len, device=device)
+    for i in range(max_len - 1):
+        out = model.decode(memory, ys)
+        logits = model.generator(out[:, -1])
+        if repetition_penalty is not None:
+            for tok in list(set(ys[0].tolist())):
+                logits[:, tok] /= repetition_penalty
+        prob = F.softmax(logits, dim=-1)
+        _, next_word = torch.max(prob, dim=-1)
+        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
+        for j in range(len(ys)):
+            if ys[j][-1] == eos and not output[j].all():
+                output[j] = ys[j]
+    return [get_smiles(y) for y in output]
+""", {"TML501": [11, 14, 15]}),
+    # the same loop without the penalty: the indices flow back into the model every step (the
+    # sink follower met them again, recursively, until Python's recursion limit), and reach no
+    # number: nothing says the output was only wanted for them
     "greedy_decode_indices_fed_back": ("""import torch
 import torch.nn.functional as F
 
