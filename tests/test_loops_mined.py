@@ -176,6 +176,45 @@ def generate0(model, idx, device, max_new_tokens, block_size, do_sample=False):
         words_probability = torch.cat((words_probability, probability), dim=1)
     return idx, words_probability
 """, {"TML502": [17]}),
+    # -- containers: a tuple, list or dict holds the tensors it is built from ----------------
+    # a training epoch that keeps `(out, y)` of every batch (and the same under `no_grad` in
+    # the validation epoch: quiet); `pred, target = model(x), y` binds each name to its own
+    # element: the targets kept beside are not outputs
+    "training_epoch_keeps_output_pairs": ("""import torch
+
+class Train:
+    def __init__(self, model, train_loader, val_loader, optimizer, criterion):
+        self.model = model
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+        self.optimizer = optimizer
+        self.criterion = criterion
+
+    def train_epoch(self):
+        self.model.train()
+        total_loss = 0
+        epoch_output = []
+        targets = []
+        for x, y in self.train_loader:
+            out, target = self.model(x), y.float()
+            loss = self.criterion(out, target)
+            epoch_output.append((out, target))
+            targets.append(target)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            total_loss += loss.item()
+        return total_loss / len(self.train_loader), epoch_output, targets
+
+    def val_epoch(self):
+        self.model.eval()
+        epoch_output = []
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                out = self.model(x)
+                epoch_output.append((out, y))
+        return epoch_output
+""", {"TML502": [19]}),
 }
 
 

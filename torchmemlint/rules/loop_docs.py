@@ -143,7 +143,7 @@ TML502_DOCUMENTATION = """
     Flags a loss or model output accumulated across loop iterations without turning it into a
     number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
     `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
-    `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
+    `outputs.append(model(x))` (or a tuple, list or dict holding one: `outputs.append((out, y))`), `history["loss"].append(loss)` (a list under a literal key;
     no fix offered), and a comprehension over something named like a loader, data set or
     batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
     collects never backpropagated, outside `no_grad`). A model output is also what a part or
