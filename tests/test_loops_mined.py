@@ -76,6 +76,32 @@ def train(state, loader, loss_fn):
         total_loss += loss
     return total_loss
 """, {}),
+    # look-alikes: files that never name torch nor ask a module what torch code asks: another
+    # library's `model` (fontTools' VariationModel plotted over a grid; a scikit-learn
+    # cross-validation) collected in a loop
+    "fonttools_variation_model": ("""def _plotModelFromMasters2D(model, masterValues, fig, **kwargs):
+    axis = model.axisOrder[0]
+    import numpy as np
+
+    X = np.arange(0, 1, 0.01)
+    Y = []
+    for x in X:
+        loc = {axis: x}
+        v = model.interpolateFromMasters(loc, masterValues)
+        Y.append(v)
+    fig.add_subplot(111).plot(X, Y, "-", **kwargs)
+""", {}),
+    "sklearn_cross_validation": ("""import numpy as np
+from sklearn.model_selection import KFold
+
+
+def evaluate(model, X, y, folds=5):
+    preds = []
+    for train_idx, val_idx in KFold(folds).split(X):
+        model.fit(X[train_idx], y[train_idx])
+        preds.append(model.predict(X[val_idx]))
+    return np.concatenate(preds)
+""", {}),
     # look-alike: the helper without torch, its evaluation under a context of the caller
     # (a borrowed `trainer.valid_step`, which fairseq runs without autograd)
     "borrowed_valid_step_without_torch": ("""class Evaluator:

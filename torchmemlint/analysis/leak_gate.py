@@ -87,12 +87,25 @@ _OTHER_FRAMEWORK_IMPORT = re.compile(
 )
 
 
+# What torch's modules and tensors are asked in training and evaluation code, and code for
+# other libraries rarely writes: a file that never names torch must show one of them.
+_TORCH_IDIOMS = re.compile(
+    r"\.(?:eval|train)\(\s*\)|\.backward\(|\bzero_grad\(|\bno_grad\b|\binference_mode\b"
+    r"|\.cuda\(|\.parameters\(\)|\bstate_dict\("
+)
+
+
 def torch_code_possible(text: str) -> bool:
-    """Whether the file may be torch code: it names torch, or imports no other array
-    framework. A module of a training project that never names torch (`def validate(loader,
-    model, criterion)` beside `from tqdm import tqdm`, a helper of `train.py`) is read; a
-    Paddle or JAX file whose loops look alike is not."""
-    return "torch" in text or _OTHER_FRAMEWORK_IMPORT.search(text) is None
+    """Whether the file may be torch code: it names torch, or it imports no other array
+    framework and asks a module or tensor what torch code asks (``model.eval()``,
+    ``loss.backward()``, ``optimizer.zero_grad()`` ...). A module of a training project that
+    never names torch (`def validate(loader, model, criterion)` beside `from tqdm import tqdm`,
+    a helper of `train.py`) is read; a Paddle or JAX file whose loops look alike is not, nor
+    one whose `model` is another library's (fontTools' `model.interpolateFromMasters(loc, v)`
+    collected in a loop)."""
+    if "torch" in text:
+        return True
+    return _OTHER_FRAMEWORK_IMPORT.search(text) is None and _TORCH_IDIOMS.search(text) is not None
 
 
 def eval_code_possible(text: str) -> bool:

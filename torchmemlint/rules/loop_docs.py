@@ -23,8 +23,10 @@ TML501_DOCUMENTATION = """
     runs without autograd.
 
     Like every loop rule (TML5xx), it also reads files that never name torch (an evaluation
-    helper importing only tqdm, a `train_model.py` importing nothing), except those that
-    import another array framework (Paddle, JAX, TensorFlow ...: `tests/test_loops_mined.py`).
+    helper importing only tqdm, a `train_model.py` importing nothing) when they ask a module
+    what torch code asks (`.eval()`, `.train()`, `.backward(`, `zero_grad(`, `no_grad` ...)
+    and import no other array framework (Paddle, JAX, TensorFlow ...: another library's
+    `model`, fontTools' or scikit-learn's, stays unread: `tests/test_loops_mined.py`).
 
     The model is what the code `.eval()`s or `.train()`s, a parameter named `model` / `net` /
     `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
