@@ -571,3 +571,17 @@ def returns_indices(node: cst.CSTNode, qualify: Callable[[cst.BaseExpression], O
             dim = dim.expression
         return type(dim) is cst.Integer or any(a.keyword is not None and a.keyword.value == "dim" for a in node.args)
     return True
+
+
+def indices_target(statement: cst.CSTNode, value: Optional[cst.BaseExpression], qualify) -> Optional[str]:
+    """`_, idx = torch.topk(p, 1)`, `v, i = out.max(dim=1)`: the name an assignment binds to
+    the indices of a call that returns (values, indices) (``returns_indices``); they carry no
+    graph."""
+    if type(statement) is not cst.Assign or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0].target
+    if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != 2:
+        return None
+    if value is None or not returns_indices(value, qualify):
+        return None
+    return dotted_name(target.elements[1].value)

@@ -19,7 +19,7 @@ from torchmemlint.analysis.autograd import (
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.sinks import returns_indices, SINK_FUNCTIONS
+from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 
 from torchmemlint.tree import children
 
@@ -362,7 +362,7 @@ class ScopeFacts:
                     event.value
                 ):
                     value = Value(Kind.LOSS, event.ctx.loops, True)
-        indices = _index_targets(event, self.bindings.qualify) if value is not None else None
+        indices = indices_target(event.node, event.value, self.bindings.qualify) if value is not None else None
         for target in event.targets:
             if event.augmented:
                 continue
@@ -653,20 +653,6 @@ def _held(values) -> Optional[Value]:
     rank = {Kind.LOSS: 0, Kind.OUTPUT: 1}
     best = min(found, key=lambda value: rank.get(value.kind, 2))
     return dataclasses.replace(best, scalar=False)
-
-
-def _index_targets(event: AssignEvent, qualify) -> Optional[str]:
-    """`_, idx = torch.topk(p, 1)`, `v, i = out.max(dim=1)`: the name bound to the indices of a
-    call that returns (values, indices) (``sinks.returns_indices``); they carry no graph."""
-    node = event.node
-    if not event.unpacked or type(node) is not cst.Assign or len(node.targets) != 1:
-        return None
-    target = node.targets[0].target
-    if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != 2:
-        return None
-    if event.value is None or not returns_indices(event.value, qualify):
-        return None
-    return dotted_name(target.elements[1].value)
 
 
 def _keeps_graph(qualified: Optional[str]) -> bool:
