@@ -257,7 +257,10 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
         return facts.is_model(callee)
     assigned = [event.value for event in facts.scope.assigns if callee in event.targets]
     if assigned:
-        return all(value is not None and _builds_module(facts, value) for value in assigned)
+        return all(
+            value is not None and (_builds_module(facts, value) or _unwrapped_model(facts, callee, value))
+            for value in assigned
+        )
     owner = facts.scope.owner
     if callee == _self_name(facts) and owner is not None and facts.scope.name != "forward":
         # `self(idx)` in a method of a module class (`def generate(self, idx)`): its forward
@@ -265,6 +268,22 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
     if callee in {param.name.value for param in facts.scope.params()}:
         return facts.is_model(callee) or _module_parameter(facts, callee)
     return _global_module(facts, callee)
+
+
+# what a DDP / DataParallel (`.module`) or `torch.compile` (`._orig_mod`) wrapper holds
+_WRAPPED = frozenset({"module", "_orig_mod"})
+
+
+def _unwrapped_model(facts: ScopeFacts, name: str, value: cst.BaseExpression) -> bool:
+    """``model = model.module`` (or ``model = model``) where the parameter ``model`` is the
+    model: the wrapped module of a DDP, DataParallel or compiled model is a module too."""
+    while type(value) is cst.Attribute and value.attr.value in _WRAPPED:
+        value = value.value
+    if type(value) is not cst.Name or value.value != name:
+        return False
+    if name not in {param.name.value for param in facts.scope.params()}:
+        return False
+    return facts.is_model(name) or _module_parameter(facts, name)
 
 
 def _module_parameter(facts: ScopeFacts, name: str) -> bool:

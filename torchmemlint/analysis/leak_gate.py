@@ -85,6 +85,36 @@ def loader_comprehension_possible(text: str) -> bool:
 _LOADER_FOR = re.compile(r"(?i)\bfor\b[^\n]*\bin\b[^\n]*(?:loader|dataset|batches)")
 
 
+# Array frameworks with their own autograd and `model.eval()` / `loss.backward()` (Paddle,
+# Jittor, OneFlow, MegEngine, MindSpore, MXNet, Chainer, TensorFlow/Keras, JAX/Flax, MLX,
+# tinygrad): a file that imports one of them and never names torch is that framework's code.
+_OTHER_FRAMEWORK_IMPORT = re.compile(
+    r"(?m)^[ \t]*(?:import|from)[ \t]+(?:paddle|jittor|oneflow|megengine|mindspore|mxnet|chainer"
+    r"|tensorflow|tf_keras|keras|jax|flax|mlx|tinygrad)\b"
+)
+
+
+# What torch's modules and tensors are asked in training and evaluation code, and code for
+# other libraries rarely writes: a file that never names torch must show one of them.
+_TORCH_IDIOMS = re.compile(
+    r"\.(?:eval|train)\(\s*\)|\.backward\(|\bzero_grad\(|\bno_grad\b|\binference_mode\b"
+    r"|\.cuda\(|\.parameters\(\)|\bstate_dict\("
+)
+
+
+def torch_code_possible(text: str) -> bool:
+    """Whether the file may be torch code: it names torch, or it imports no other array
+    framework and asks a module or tensor what torch code asks (``model.eval()``,
+    ``loss.backward()``, ``optimizer.zero_grad()`` ...). A module of a training project that
+    never names torch (`def validate(loader, model, criterion)` beside `from tqdm import tqdm`,
+    a helper of `train.py`) is read; a Paddle or JAX file whose loops look alike is not, nor
+    one whose `model` is another library's (fontTools' `model.interpolateFromMasters(loc, v)`
+    collected in a loop)."""
+    if "torch" in text:
+        return True
+    return _OTHER_FRAMEWORK_IMPORT.search(text) is None and _TORCH_IDIOMS.search(text) is not None
+
+
 def eval_code_possible(text: str) -> bool:
     """TML501 reports a model call in a function named like evaluation (``is_eval_name``) or
     after a ``.eval()`` / ``.train(False)``: the text names one or the other."""

@@ -145,6 +145,7 @@ class SinkFollower:
         self.returning = False  # following a helper's parameter: a return hands it back
         # `v, ix = topk(...)` met: (sampled, the indices' target, its statement)
         self._unpacked_indices: List[Tuple[bool, cst.BaseExpression, int]] = []
+        self._in_indices = False  # following indices already (``_indices_reach``): not again
         self._parents: Dict[int, Dict[int, cst.CSTNode]] = {}
 
     def reach(self, start: cst.CSTNode, statement: cst.CSTNode) -> Reach:
@@ -189,12 +190,17 @@ class SinkFollower:
             # `_, idx = torch.max(p, dim=1)`: the indices carry no graph, wherever they go;
             # what they reach (`idx.data`, `.item()`) still says what the output was for
             result.sinks.append("indices")
-            result.strong = result.strong or sampled or self._indices_reach(target, where).strong
+            # (indices that flow back into the model, `ys = cat((ys, idx))` feeding the next
+            # decode step, meet the same call again: followed once, not recursively)
+            result.strong = result.strong or sampled or (
+                not self._in_indices and self._indices_reach(target, where).strong
+            )
         self._unpacked_indices = []
         return result
 
     def _indices_reach(self, target: cst.BaseExpression, where: int) -> Reach:
         follower = SinkFollower(self.flow, self.qualify, self.is_model_call, self.local_functions)
+        follower._in_indices = True
         reach = Reach()
         try:
             reads = follower._bound(target, where)
@@ -441,28 +447,7 @@ class SinkFollower:
         return type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _SAMPLED_INDICES
 
     def _returns_indices(self, node: cst.CSTNode) -> bool:
-        """``torch.topk(...)``, ``x.max(dim=1)``, ``p.sort(-1)``: a call returning (values,
-        indices) (``max``/``min``/``median`` only with a ``dim``)."""
-        if type(node) is not cst.Call:
-            return False
-        func = node.func
-        if type(func) is cst.Attribute:
-            name = func.attr.value
-            qualified = self.qualify(func)
-            if qualified is not None and not qualified.startswith("torch."):
-                return False
-        else:
-            return False
-        if name not in _WITH_INDICES:
-            return False
-        arguments = [a for a in node.args if a.keyword is None] if qualified is None else [
-            a for a in node.args if a.keyword is None][1:]
-        if name in ("max", "min", "median", "nanmedian"):  # `torch.max(a, b)` is elementwise
-            dim = arguments[0].value if arguments else None
-            if type(dim) is cst.UnaryOperation:
-                dim = dim.expression
-            return type(dim) is cst.Integer or any(a.keyword is not None and a.keyword.value == "dim" for a in node.args)
-        return True
+        return returns_indices(node, self.qualify)
 
     def _assigned(self, statement: cst.CSTNode, node: cst.CSTNode, where: int) -> List[Tuple[cst.CSTNode, int]]:
         if type(statement) is cst.Assign:
@@ -480,6 +465,8 @@ class SinkFollower:
                 found.extend(self._bound(bound, where))
             return found
         if type(statement) is cst.AugAssign and statement.target is node:
+            if type(node) is cst.Subscript:
+                return []  # `logits[:, tok] /= penalty`: written into in place, as `logits[m] = x`
             # `logits /= temperature`: in place, the name still holds the value
             return self._bound(statement.target, where)
         if statement.value is not node:  # type: ignore[attr-defined]
@@ -573,3 +560,41 @@ def _walk_names(target: cst.CSTNode) -> List[cst.Name]:
         elif type(item) is cst.StarredElement:
             stack.append(item.value)
     return found
+
+
+def returns_indices(node: cst.CSTNode, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    """``torch.topk(...)``, ``x.max(dim=1)``, ``p.sort(-1)``: a call returning (values,
+    indices) (``max``/``min``/``median`` only with a ``dim``)."""
+    if type(node) is not cst.Call:
+        return False
+    func = node.func
+    if type(func) is not cst.Attribute:
+        return False
+    name = func.attr.value
+    qualified = qualify(func)
+    if qualified is not None and not qualified.startswith("torch."):
+        return False
+    if name not in _WITH_INDICES:
+        return False
+    arguments = [a for a in node.args if a.keyword is None] if qualified is None else [
+        a for a in node.args if a.keyword is None][1:]
+    if name in ("max", "min", "median", "nanmedian"):  # `torch.max(a, b)` is elementwise
+        dim = arguments[0].value if arguments else None
+        if type(dim) is cst.UnaryOperation:
+            dim = dim.expression
+        return type(dim) is cst.Integer or any(a.keyword is not None and a.keyword.value == "dim" for a in node.args)
+    return True
+
+
+def indices_target(statement: cst.CSTNode, value: Optional[cst.BaseExpression], qualify) -> Optional[str]:
+    """`_, idx = torch.topk(p, 1)`, `v, i = out.max(dim=1)`: the name an assignment binds to
+    the indices of a call that returns (values, indices) (``returns_indices``); they carry no
+    graph."""
+    if type(statement) is not cst.Assign or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0].target
+    if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != 2:
+        return None
+    if value is None or not returns_indices(value, qualify):
+        return None
+    return dotted_name(target.elements[1].value)

@@ -19,7 +19,7 @@ from torchmemlint.analysis.autograd import (
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.sinks import SINK_FUNCTIONS
+from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 
 from torchmemlint.tree import children
 
@@ -249,6 +249,10 @@ class ScopeFacts:
             return self.value_of(expr.expression, ctx)
         if type(expr) is cst.Call:
             return self._call_value(expr, ctx)
+        if type(expr) in (cst.Tuple, cst.List, cst.Dict):
+            # `outputs.append((out, y))`, `{"loss": loss}`: the container holds the tensor
+            return _held(self.value_of(element.value, ctx) for element in expr.elements  # type: ignore[attr-defined]
+                         if type(element) in (cst.Element, cst.DictElement))
         return None
 
     def _call_value(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
@@ -345,6 +349,8 @@ class ScopeFacts:
         return found
 
     def _bind(self, event: AssignEvent) -> None:
+        if self._bind_elementwise(event):
+            return
         value = None
         if event.value is not None and not event.augmented:
             value = self.value_of(event.value, event.ctx)
@@ -356,11 +362,12 @@ class ScopeFacts:
                     event.value
                 ):
                     value = Value(Kind.LOSS, event.ctx.loops, True)
+        indices = indices_target(event.node, event.value, self.bindings.qualify) if value is not None else None
         for target in event.targets:
             if event.augmented:
                 continue
-            if value is None:
-                self.env.pop(target, None)
+            if value is None or target == indices:
+                self.env.pop(target, None)  # `_, idx = torch.topk(p, 1)`: indices, no graph
             elif event.unpacked and value.kind is Kind.OUTPUT and self._method_result(event.value):
                 self.env.pop(target, None)  # `loss, count = model.forward_loss(b)`: not all tensors
             elif event.unpacked and value.kind is Kind.LOSS:
@@ -369,6 +376,32 @@ class ScopeFacts:
                 self._bind_unpacked_loss(event, target, value)
             else:
                 self.env[target] = value
+
+    def _bind_elementwise(self, event: AssignEvent) -> bool:
+        """`out, target = model(x), y`: each name takes the value of its own element."""
+        node = event.node
+        if not event.unpacked or type(event.value) not in (cst.Tuple, cst.List):
+            return False
+        if type(node) is not cst.Assign or len(node.targets) != 1:
+            return False
+        names = node.targets[0].target
+        values = event.value.elements  # type: ignore[union-attr]
+        if type(names) not in (cst.Tuple, cst.List) or len(names.elements) != len(values) or any(
+            type(element) is not cst.Element for element in (*names.elements, *values)
+        ):
+            return False
+        for name, element in zip(names.elements, values):
+            target = dotted_name(name.value)
+            if target is None:
+                continue
+            value = self.value_of(element.value, event.ctx)
+            if value is not None and target in self.scalar_losses and not event.ctx.no_grad:
+                value = Value(Kind.LOSS, value.loops, True)
+            if value is None:
+                self.env.pop(target, None)
+            else:
+                self.env[target] = value
+        return True
 
     def _bind_unpacked_loss(self, event: AssignEvent, target: str, value: Value) -> None:
         backwarded = set(event.targets) & self.scalar_losses
@@ -609,6 +642,17 @@ def _primary_names(expr: cst.BaseExpression) -> Iterator[str]:
             yield from _primary_names(expr.func.value)
     else:
         yield "?"  # something we cannot follow
+
+
+def _held(values) -> Optional[Value]:
+    """What a tuple, list or dict of these values keeps: a loss before a model output before
+    an activation, never a 0-dim scalar (``.item()`` is not offered on a container)."""
+    found = [value for value in values if value is not None]
+    if not found:
+        return None
+    rank = {Kind.LOSS: 0, Kind.OUTPUT: 1}
+    best = min(found, key=lambda value: rank.get(value.kind, 2))
+    return dataclasses.replace(best, scalar=False)
 
 
 def _keeps_graph(qualified: Optional[str]) -> bool:

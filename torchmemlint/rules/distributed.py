@@ -97,6 +97,10 @@ class DdpWithoutGradientAsBucketView(Rule):
     fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
     needs = (("DistributedDataParallel", "DDPStrategy"),)
+    # its constructors are qualified names (torch's, accelerate's, Lightning's, OpenMMLab's):
+    # `from accelerate import DistributedDataParallelKwargs` in a package's `__init__.py`
+    # need not name torch
+    needs_torch = False
 
     def visit_Module(self, node: cst.Module) -> None:
         for ddp in distributed_facts(self.context).ddp_constructions():

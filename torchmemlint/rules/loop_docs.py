@@ -22,6 +22,12 @@ TML501_DOCUMENTATION = """
     and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
     runs without autograd.
 
+    Like every loop rule (TML5xx), it also reads files that never name torch (an evaluation
+    helper importing only tqdm, a `train_model.py` importing nothing) when they ask a module
+    what torch code asks (`.eval()`, `.train()`, `.backward(`, `zero_grad(`, `no_grad` ...)
+    and import no other array framework (Paddle, JAX, TensorFlow ...: another library's
+    `model`, fontTools' or scikit-learn's, stays unread: `tests/test_loops_mined.py`).
+
     The model is what the code `.eval()`s or `.train()`s, a parameter named `model` / `net` /
     `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
     every value the class gives it is an instance of a class the file does not know to be an
@@ -139,7 +145,7 @@ TML502_DOCUMENTATION = """
     Flags a loss or model output accumulated across loop iterations without turning it into a
     number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
     `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
-    `outputs.append(model(x))`, `history["loss"].append(loss)` (a list under a literal key;
+    `outputs.append(model(x))` (or a tuple, list or dict holding one: `outputs.append((out, y))`), `history["loss"].append(loss)` (a list under a literal key;
     no fix offered), and a comprehension over something named like a loader, data set or
     batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
     collects never backpropagated, outside `no_grad`). A model output is also what a part or

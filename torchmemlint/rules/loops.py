@@ -47,6 +47,14 @@ class _LoopRule(Rule):
 
     # the statements or calls a finding of this rule is keyed by
     flagged: Tuple[type, ...] = (cst.Call,)
+    # A helper module of a training project need not name torch (`def validate(loader, model,
+    # criterion)` importing only tqdm; `train_model.py` importing nothing): read unless it
+    # imports another array framework (``leak_gate.torch_code_possible``).
+    needs_torch = False
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        return super().may_apply(text) and leak_gate.torch_code_possible(text)
 
     def visit_Module(self, node: cst.Module) -> None:
         findings = self.context.shared(

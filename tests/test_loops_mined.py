@@ -1,0 +1,257 @@
+"""Loop (TML5xx) and distributed (TML7xx) rules on reduced copies of real code: the forms
+mined from public training and evaluation code, each with the look-alikes that must stay
+quiet. Every case is linted through the engine (``lint_source``, its text gates included)
+with all the TML5xx and TML7xx rules on, and must give exactly the rows listed."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import pytest
+
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+from torchmemlint.rules import all_rules
+
+CODES = frozenset(code for code in all_rules() if code.startswith(("TML5", "TML7")))
+
+# name -> (source, {code: rows reported})
+CASES: Dict[str, Tuple[str, Dict[str, List[int]]]] = {
+    # -- files that never name torch: helpers of a training project ------------------------
+    # a training helper module with no import at all sums the loss tensor it backpropagates
+    "training_helper_without_imports": ("""device = 'cuda'
+def train_1_epoch(num, dataloader, model, optimizer, lr, loss_fn):
+    total_loss = 0
+    for id, (X, y) in enumerate(dataloader):
+        model.train()
+        X = X.to(device)
+        pred = model(X)
+        loss = loss_fn(pred, y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total_loss += loss / len(dataloader)
+    return total_loss
+""", {"TML502": [12]}),
+    # an evaluation helper that imports only tqdm
+    "validation_helper_importing_tqdm": ("""from tqdm import tqdm
+
+def validate(valid_loader, model, criterion, device):
+    model.eval()
+    running_loss = 0
+    for x, y_true in tqdm(valid_loader, desc='Validating'):
+        y_pred = model(x.to(device))
+        loss = criterion(y_pred, y_true.to(device))
+        running_loss += loss.item() * x.size(0)
+    return model, running_loss / len(valid_loader.dataset)
+""", {"TML501": [7]}),
+    # accelerate's keyword holder in a package's `__init__.py`
+    "accelerate_kwargs_in_an_init": ("""__all__ = ["data", "models"]
+
+from accelerate import Accelerator, DistributedDataParallelKwargs
+
+ddp_args = DistributedDataParallelKwargs(find_unused_parameters=True)
+accelerator = Accelerator(kwargs_handlers=[ddp_args])
+""", {"TML701": [5]}),
+    # look-alike: the same loop in a Paddle file is Paddle's (its own autograd and no_grad)
+    "paddle_evaluation": ("""import paddle
+
+def validate(valid_loader, model, criterion):
+    model.eval()
+    running_loss = 0
+    for x, y_true in valid_loader:
+        y_pred = model(x)
+        running_loss += criterion(y_pred, y_true).item()
+    return running_loss
+""", {}),
+    # look-alike: a JAX/Flax training loop that sums a loss
+    "jax_training_sum": ("""import jax
+import optax
+
+def train(state, loader, loss_fn):
+    total_loss = 0
+    for x, y in loader:
+        loss, grads = jax.value_and_grad(loss_fn)(state.params, x, y)
+        state = state.apply_gradients(grads=grads)
+        total_loss += loss
+    return total_loss
+""", {}),
+    # look-alikes: files that never name torch nor ask a module what torch code asks: another
+    # library's `model` (fontTools' VariationModel plotted over a grid; a scikit-learn
+    # cross-validation) collected in a loop
+    "fonttools_variation_model": ("""def _plotModelFromMasters2D(model, masterValues, fig, **kwargs):
+    axis = model.axisOrder[0]
+    import numpy as np
+
+    X = np.arange(0, 1, 0.01)
+    Y = []
+    for x in X:
+        loc = {axis: x}
+        v = model.interpolateFromMasters(loc, masterValues)
+        Y.append(v)
+    fig.add_subplot(111).plot(X, Y, "-", **kwargs)
+""", {}),
+    "sklearn_cross_validation": ("""import numpy as np
+from sklearn.model_selection import KFold
+
+
+def evaluate(model, X, y, folds=5):
+    preds = []
+    for train_idx, val_idx in KFold(folds).split(X):
+        model.fit(X[train_idx], y[train_idx])
+        preds.append(model.predict(X[val_idx]))
+    return np.concatenate(preds)
+""", {}),
+    # look-alike: the helper without torch, its evaluation under a context of the caller
+    # (a borrowed `trainer.valid_step`, which fairseq runs without autograd)
+    "borrowed_valid_step_without_torch": ("""class Evaluator:
+    def __init__(self, args, dataloader):
+        self.dataloader = dataloader
+
+    def evaluate(self, trainer):
+        itr = self.dataloader.next_epoch_itr(shuffle=False)
+        subset_losses = []
+        for sample in itr:
+            loss = trainer.valid_step(sample)
+            subset_losses.append(loss)
+        return sum(subset_losses) / (len(subset_losses) or 1)
+""", {}),
+    # look-alike: a helper without torch that keeps numbers
+    "training_helper_item": ("""def train(epoch, criterion, model, optimizer, loader):
+    total_loss = 0.0
+    model.train()
+    for data, target in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(data), target)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item()
+    return total_loss / len(loader.dataset)
+""", {}),
+    # -- greedy decoding: indices carry no graph ---------------------------------------------
+    # a decoder unwrapped from DDP (`model = model.module`), its logits penalised in place, the
+    # indices of `torch.max` joined to the tokens and fed back: the model calls are reported
+    # (their outputs only become indices), the joined tokens are not a model output
+    "greedy_decode_unwrapped_ddp": ("""import torch
+import torch.nn.functional as F
+
+
+def greedy_decode(spectrum, model, device, bos=0, eos=2, max_len=70, repetition_penalty=None):
+    if type(model) == torch.nn.parallel.DistributedDataParallel:
+        model = model.module
+    else:
+        model = model
+    ys = torch.ones(spectrum.shape[0], 1, device=device, dtype=torch.long).fill_(bos)
+    memory = model.encode(spectrum)
+    output = torch.zeros(spectrum.shape[0], max_len, device=device)
+    for i in range(max_len - 1):
+        out = model.decode(memory, ys)
+        logits = model.generator(out[:, -1])
+        if repetition_penalty is not None:
+            for tok in list(set(ys[0].tolist())):
+                logits[:, tok] /= repetition_penalty
+        prob = F.softmax(logits, dim=-1)
+        _, next_word = torch.max(prob, dim=-1)
+        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
+        for j in range(len(ys)):
+            if ys[j][-1] == eos and not output[j].all():
+                output[j] = ys[j]
+    return [get_smiles(y) for y in output]
+""", {"TML501": [11, 14, 15]}),
+    # the same loop without the penalty: the indices flow back into the model every step (the
+    # sink follower met them again, recursively, until Python's recursion limit), and reach no
+    # number: nothing says the output was only wanted for them
+    "greedy_decode_indices_fed_back": ("""import torch
+import torch.nn.functional as F
+
+
+def greedy_decode(spectrum, model, device, bos=0, eos=2, max_len=70):
+    ys = torch.ones(spectrum.shape[0], 1, device=device, dtype=torch.long).fill_(bos)
+    memory = model.encode(spectrum)
+    output = torch.zeros(spectrum.shape[0], max_len, device=device)
+    for i in range(max_len - 1):
+        out = model.decode(memory, ys)
+        out = out['decoder_output']
+        logits = model.generator(out[:, -1])
+        prob = F.softmax(logits, dim=-1)
+        _, next_word = torch.max(prob, dim=-1)
+        ys = torch.cat([ys, next_word.unsqueeze(1)], dim=1)
+        for j in range(len(ys)):
+            if ys[j][-1] == eos and not output[j].all():
+                output[j] = ys[j]
+    return output
+""", {}),
+    # look-alike: the values of `topk` keep the graph; joined every step, they are reported
+    # (a free function of a pasted minGPT `generate`, the model a parameter)
+    "topk_values_joined": ("""import torch
+from torch.nn import functional as F
+
+
+def generate0(model, idx, device, max_new_tokens, block_size, do_sample=False):
+    words_probability = torch.ones(idx.shape).float().to(device)
+    for _ in range(max_new_tokens):
+        idx_cond = idx if idx.size(1) <= block_size else idx[:, -block_size:]
+        logits, _ = model(idx_cond)
+        probs = F.softmax(logits[:, -1, :], dim=-1)
+        if do_sample:
+            idx_next = torch.multinomial(probs, num_samples=1)
+        else:
+            _, idx_next = torch.topk(probs, k=1, dim=-1)
+        idx = torch.cat((idx, idx_next), dim=1)
+        probability, _ = torch.topk(probs, k=1, dim=-1)
+        words_probability = torch.cat((words_probability, probability), dim=1)
+    return idx, words_probability
+""", {"TML502": [17]}),
+    # -- containers: a tuple, list or dict holds the tensors it is built from ----------------
+    # a training epoch that keeps `(out, y)` of every batch (and the same under `no_grad` in
+    # the validation epoch: quiet); `pred, target = model(x), y` binds each name to its own
+    # element: the targets kept beside are not outputs
+    "training_epoch_keeps_output_pairs": ("""import torch
+
+class Train:
+    def __init__(self, model, train_loader, val_loader, optimizer, criterion):
+        self.model = model
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+        self.optimizer = optimizer
+        self.criterion = criterion
+
+    def train_epoch(self):
+        self.model.train()
+        total_loss = 0
+        epoch_output = []
+        targets = []
+        for x, y in self.train_loader:
+            out, target = self.model(x), y.float()
+            loss = self.criterion(out, target)
+            epoch_output.append((out, target))
+            targets.append(target)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            total_loss += loss.item()
+        return total_loss / len(self.train_loader), epoch_output, targets
+
+    def val_epoch(self):
+        self.model.eval()
+        epoch_output = []
+        with torch.no_grad():
+            for x, y in self.val_loader:
+                out = self.model(x)
+                epoch_output.append((out, y))
+        return epoch_output
+""", {"TML502": [19]}),
+}
+
+
+def _found(source: str) -> Dict[str, List[int]]:
+    found: Dict[str, List[int]] = {}
+    for finding in lint_source(source, "mined.py", Settings(), CODES):
+        found.setdefault(finding.code, []).append(finding.location.row)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_mined_forms(name):
+    source, expected = CASES[name]
+    assert _found(source) == expected
