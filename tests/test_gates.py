@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from torchmemlint import engine
-from torchmemlint.analysis import leak_gate
+from torchmemlint.analysis import leak_gate, loop_facts
 from torchmemlint.config import Settings
 from torchmemlint.engine import lint_source
 from torchmemlint.rules import all_rules
@@ -247,7 +247,7 @@ def test_the_loop_gate_reads_the_same_facts_from_ast_and_from_the_node_index():
             tree = ast.parse(code)
         except SyntaxError:
             continue
-        from_ast = leak_gate.facts_from_ast(tree).normalised()
+        from_ast = loop_facts.facts_from_ast(tree).normalised()
         from_index = leak_gate.facts_from_index(node_index(parse_module(code))).normalised()
         assert from_ast == from_index, name
         compared += 1

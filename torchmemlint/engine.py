@@ -19,7 +19,7 @@ from torchmemlint.config import Settings
 from torchmemlint.findings import Finding, Location
 from torchmemlint.gitignore import GitIgnore
 from torchmemlint.incremental import Document
-from torchmemlint.analysis import leak_gate
+from torchmemlint.analysis import leak_gate, loop_facts
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
@@ -283,7 +283,7 @@ def _loop_rules_may_report(
             tree = compile(text, "<gate>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             return True
-    return leak_gate.may_report(leak_gate.facts_from_ast(tree), codes, text)
+    return leak_gate.may_report(loop_facts.facts_from_ast(tree), codes, text)
 
 
 def syntax_error_finding(text: str, filename: str, error: cst.ParserSyntaxError) -> Finding:
