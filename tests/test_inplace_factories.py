@@ -31,8 +31,8 @@ pytestmark = pytest.mark.slow  # starts the CLI
 
 CASES: Dict[str, str] = {
     # the form of the report: one factory placed three times, in two Sequentials; every place
-    # qualifies, so each finding carries the one edit of the factory (unsafe: the slope is a
-    # parameter, not a literal)
+    # qualifies, so each finding carries the one edit of the factory (safe: every call gives
+    # the slope a non-negative literal)
     "three_places": '''
         import torch.nn as nn
 
@@ -46,17 +46,36 @@ CASES: Dict[str, str] = {
                 super().__init__()
                 self.net = nn.Sequential(
                     nn.Conv2d(3, 8, 3),
-                    leaky_relu(),  # expect: TML201 fix=unsafe
+                    leaky_relu(),  # expect: TML201 fix=safe
                     nn.Conv2d(8, 8, 3),
-                    leaky_relu(),  # expect: TML201 fix=unsafe
+                    leaky_relu(),  # expect: TML201 fix=safe
                 )
-                self.head = nn.Sequential(nn.Linear(4, 4), leaky_relu(0.2))  # expect: TML201 fix=unsafe
+                self.head = nn.Sequential(nn.Linear(4, 4), leaky_relu(0.2))  # expect: TML201 fix=safe
 
             def forward(self, x):
                 return self.head(self.net(x))
     ''',
+    # a negative slope: in place, backward would raise; that place stays quiet, and the edit
+    # of the factory is not offered at the other
+    "negative_slope": '''
+        import torch.nn as nn
+
+
+        def leaky(slope=0.1):
+            return nn.LeakyReLU(slope)
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Sequential(nn.Conv2d(3, 8, 3), leaky())  # expect: TML201 fix=none
+                self.b = nn.Sequential(nn.Conv2d(8, 8, 3), leaky(-0.2))
+
+            def forward(self, x):
+                return self.b(self.a(x))
+    ''',
     # nested factories with keyword arguments: `make_act(...)` returns `leaky(**kwargs)`; each
-    # `make_act` call is the place. A factory never placed and a local class called LeakyReLU
+    # `make_act` call is the place (unsafe: what reaches `slope` through `**kwargs` is not read). A factory never placed and a local class called LeakyReLU
     # stay quiet
     "nested": '''
         import torch
@@ -97,7 +116,8 @@ CASES: Dict[str, str] = {
                 return self.local(self.stem(x))
     ''',
     # `inplace` as a factory parameter defaulting to False: each call chooses, so each call
-    # that leaves it False is reported and fixed at the call (`act_layer(inplace=True)`)
+    # that leaves it False is reported and fixed at the call (`act_layer(inplace=True)`; safe:
+    # the slope each gets is a non-negative literal)
     "inplace_parameter": '''
         import torch.nn as nn
 
@@ -111,11 +131,11 @@ CASES: Dict[str, str] = {
                 super().__init__()
                 self.mid = nn.Sequential(
                     nn.Conv2d(8, 8, 3),
-                    act_layer(),  # expect: TML201 fix=unsafe
+                    act_layer(),  # expect: TML201 fix=safe
                     nn.Conv2d(8, 8, 3),
                     act_layer(0.2, inplace=True),
                     nn.Linear(8, 8),
-                    act_layer(inplace=False),  # expect: TML201 fix=unsafe
+                    act_layer(inplace=False),  # expect: TML201 fix=safe
                     nn.Sigmoid(),
                     act_layer(),
                 )
@@ -269,7 +289,7 @@ PROJECT = {
             def __init__(self):
                 super().__init__()
                 self.a = nn.Sequential(nn.Conv2d(3, 8, 3), leaky(), nn.Sigmoid(), leaky())  # expect: TML201 fix=none
-                self.b = nn.Sequential(nn.Conv2d(8, 8, 3), act(0.2), nn.Conv2d(8, 8, 3), act(inplace=True))  # expect: TML201 fix=unsafe
+                self.b = nn.Sequential(nn.Conv2d(8, 8, 3), act(0.2), nn.Conv2d(8, 8, 3), act(inplace=True))  # expect: TML201 fix=safe
                 self.c = nn.Sequential(nn.Linear(8, 8), nn.Sigmoid(), hot())  # expect: TML203 fix=none
 
             def forward(self, x):
@@ -306,7 +326,7 @@ def test_factories_of_another_file_are_reported_where_placed(tmp_path):
             assert fix_at(found[name], row) == expected, (name, row)
     # `lonely`'s place in layers.py carries the factory's edit; `leaky`'s does not
     lonely_row = next(row for row, line in enumerate(textwrap.dedent(PROJECT["pkg/layers.py"]).splitlines(), 1) if "lonely())" in line)
-    assert fix_at(found["pkg/layers.py"], lonely_row) == "unsafe"
+    assert fix_at(found["pkg/layers.py"], lonely_row) == "safe"
 
 
 def test_fix_edits_each_factory_once_and_converges(tmp_path):
@@ -327,6 +347,7 @@ def test_fix_edits_each_factory_once_and_converges(tmp_path):
     assert "def leaky(slope=0.1):\n    return nn.LeakyReLU(slope)\n" in fixed["pkg/layers.py"]  # imported: not offered
     assert "return nn.LeakyReLU(slope, inplace=True)" in fixed["pkg/layers.py"]  # `lonely`
     assert "return nn.LeakyReLU(slope)\n" in fixed["mixed_places.py"]  # not every place qualifies
+    assert "return nn.LeakyReLU(slope)\n" in fixed["negative_slope.py"]
     second = _run(tmp_path, "--fix", "--unsafe-fixes", "--exit-zero")
     assert second.returncode == 0, second.stderr
     assert {name: (tmp_path / name).read_text(encoding="utf-8") for name in files} == fixed
@@ -354,7 +375,7 @@ def test_cached_fix_goes_when_another_file_starts_importing_the_factory(tmp_path
         return found
 
     lonely_row = next(row for row, line in enumerate(textwrap.dedent(PROJECT["pkg/layers.py"]).splitlines(), 1) if "lonely())" in line)
-    assert fix_at(fixes()["pkg/layers.py"], lonely_row) == "unsafe"
+    assert fix_at(fixes()["pkg/layers.py"], lonely_row) == "safe"
     model = tmp_path / "pkg" / "model.py"
     text = model.read_text()
     assert "from .layers import act, hot, leaky\n" in text

@@ -15,7 +15,7 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, switch_of, switched
+from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
 )
@@ -79,6 +79,9 @@ class Placement:
     switch: Optional[str] = None
     switch_arg: Optional[cst.Arg] = None
     inplace: Optional[bool] = None
+    # the layer's parameters the factory passes its own for (``nn.LeakyReLU(slope)``:
+    # ``negative_slope``), with what each gets from this call (None: not known)
+    bound: Dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
 
 
 @dataclass
@@ -352,6 +355,8 @@ class InplaceAnalysis:
                 through = terminal_name(call.func)
                 if placement.label is None and through != returning:  # ``make_act()`` returns ``leaky()``
                     placement.label = f"`{name}` (returned by `{returning}`{where}, through `{through}`{_via(layer)})"
+                if type(factory) is cst.FunctionDef:
+                    placement.bound = bound(layer, factory, call)
                 if switch is not None:
                     placement.switch = switch.name.value
                     placement.switch_arg, placement.inplace = switched(factory, switch, call)  # type: ignore[arg-type]

@@ -243,11 +243,32 @@ def switch_of(layer: Any, factory: cst.FunctionDef) -> Optional[cst.Param]:
 def switched(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[Optional[cst.Arg], Optional[bool]]:
     """What ``call`` of ``factory`` passes for ``param`` and the value ``param`` gets there
     (None: not known, as behind ``**kwargs`` or through another function)."""
+    known, arg, value = passed(factory, param, call)
+    return arg, literal_bool(value) if known else None
+
+
+def bound(layer: Any, factory: cst.FunctionDef, call: cst.Call) -> Dict[str, Optional[cst.BaseExpression]]:
+    """The layer's parameters that ``factory`` passes one of its own for (``nn.LeakyReLU(slope)``:
+    ``negative_slope``), with what each gets at ``call`` (None: not known)."""
+    kind = layer.kind
+    found: Dict[str, Optional[cst.BaseExpression]] = {}
+    for position, name in enumerate(kind.module_params if kind is not None else ()):
+        arg = argument(layer.effective, position, name)
+        param = parameter(factory, arg.value.value) if arg is not None and type(arg.value) is cst.Name else None
+        if param is not None:
+            known, _, value = passed(factory, param, call)
+            found[name] = value if known else None
+    return found
+
+
+def passed(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[bool, Optional[cst.Arg], Optional[cst.BaseExpression]]:
+    """Whether what ``call`` of ``factory`` gives ``param`` is known, the argument that passes
+    it (None: left at its default) and the value (the default's when left)."""
     if terminal_name(call.func) != factory.name.value or has_star_args(call):
-        return None, None
+        return False, None, None  # behind ``**kwargs``, or a call of another function
     positional = [*factory.params.posonly_params, *factory.params.params]
     if type(call.func) is cst.Attribute and positional:
         positional = positional[1:]  # ``self.act(...)``
     position = next((i for i, p in enumerate(positional) if p is param), None)
     arg = argument(call, position, param.name.value)
-    return arg, literal_bool((arg.value if arg is not None else param.default))
+    return True, arg, arg.value if arg is not None else param.default

@@ -4,7 +4,7 @@ nothing, where it corrupts results, and where it costs memory."""
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Union
 
 import libcst as cst
 
@@ -85,8 +85,9 @@ def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     return NodeEdit(call, rule.code_for(call.with_changes(args=args)))
 
 
-def _negative_parameter(site: Site) -> Optional[bool]:
-    """For LeakyReLU / ELU / CELU / RReLU: whether a slope parameter is negative (None: unknown).
+def _negative_parameter(site: Site, placement: Optional[Placement] = None) -> Optional[bool]:
+    """For LeakyReLU / ELU / CELU / RReLU: whether a slope parameter is negative (None: unknown);
+    for a factory's layer, with what ``placement`` passes for the factory's own parameters.
 
     In place, these activations rebuild their gradient from the result, which torch refuses for
     negative slopes (RuntimeError in backward).
@@ -99,9 +100,15 @@ def _negative_parameter(site: Site) -> Optional[bool]:
     for name in ("negative_slope", "alpha", "lower", "upper"):
         if name not in params:
             continue
-        arg = argument(site.arguments, params.index(name) + offset, name)
-        # or a keyword of a ``**params`` whose default dict the site read
-        value = arg.value if arg is not None else (site.spread or {}).get(name)
+        if placement is not None and name in placement.bound:  # ``leaky(-0.2)``
+            value = placement.bound[name]
+            if value is None:
+                negative = None
+                continue
+        else:
+            arg = argument(site.arguments, params.index(name) + offset, name)
+            # or a keyword of a ``**params`` whose default dict the site read
+            value = arg.value if arg is not None else (site.spread or {}).get(name)
         if value is None:
             continue
         number = literal_number(value)
@@ -110,6 +117,24 @@ def _negative_parameter(site: Site) -> Optional[bool]:
         elif number < 0:
             return True
     return negative
+
+
+class Placed(NamedTuple):
+    """A layer a finding names: its site, the place a factory's call puts it (None: the site
+    itself), how the message names it, its uses there, and how it may be fixed."""
+
+    site: Site
+    placement: Optional[Placement]
+    label: str
+    uses: List[Use]
+    fixable: Fixable
+
+    def negative(self) -> Optional[bool]:
+        """Whether a slope is negative here; for the factory's own edit, at any of its places."""
+        if self.fixable is True and self.placement is not None:
+            found = [_negative_parameter(self.site, p) for p in self.site.placements]
+            return True if True in found else (None if None in found else False)
+        return _negative_parameter(self.site, self.placement)
 
 
 # -- rules -----------------------------------------------------------------------------------------
@@ -125,53 +150,58 @@ class _MissingInplace(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
         file = analysis.file
-        placed: Dict[int, List[Tuple[Site, Placement, bool]]] = {}
+        placed: Dict[int, List[Placed]] = {}
         for site in analysis.sites():
             kind = site.kind
             if kind is None or kind.saves not in self.saves or kind.name == "threshold":
                 continue
             if site.inplace is None and site.placements and site.placements[0].switch is not None:
                 for placement in site.placements:  # ``act(inplace=False)``: each call chooses
-                    if placement.inplace is False and self._qualifies(file, placement.complete, placement.privates, placement.uses):
-                        placed.setdefault(id(placement.node), []).append((site, placement, placement))
+                    if placement.inplace is False and self._qualifies(file, site, placement, placement.complete, placement.privates, placement.uses):
+                        placed.setdefault(id(placement.node), []).append(
+                            Placed(site, placement, placement.label or site.label, placement.uses, placement)
+                        )
                 continue
             if site.inplace is not False:
                 continue
             if site.placements:  # a factory's layer: judged where each call of it puts it
-                good = [p for p in site.placements if self._qualifies(file, p.complete, p.privates, p.uses)]
+                good = [p for p in site.placements if self._qualifies(file, site, p, p.complete, p.privates, p.uses)]
                 # the edit of the factory changes every place: offered when each one qualifies
                 whole = site.every_placement and len(good) == len(site.placements)
                 for placement in good:
-                    placed.setdefault(id(placement.node), []).append((site, placement, whole or None))
+                    placed.setdefault(id(placement.node), []).append(
+                        Placed(site, placement, placement.label or site.label, placement.uses, True if whole else None)
+                    )
                 continue
-            if self._qualifies(file, site.complete, site.privates, site.uses):
-                self._report(site.node, [(site, site.label, site.uses, True)])
+            if self._qualifies(file, site, None, site.complete, site.privates, site.uses):
+                self._report(site.node, [Placed(site, None, site.label, site.uses, True)])
         for group in placed.values():  # one finding per place, for every layer the factory may return
-            self._report(group[0][1].node, [(site, p.label or site.label, p.uses, how) for site, p, how in group])
+            self._report(group[0].placement.node, group)  # type: ignore[union-attr]
 
     @staticmethod
-    def _qualifies(file, complete: bool, privates, uses: List[Use]) -> bool:
-        """Every way the layer runs is known, and each takes a fresh tensor nothing else reads."""
+    def _qualifies(file, site: Site, placement: Optional[Placement], complete: bool, privates, uses: List[Use]) -> bool:
+        """Every way the layer runs is known, and each takes a fresh tensor nothing else reads;
+        no slope is negative (in place, backward would raise)."""
         if not complete or not all(file.private_attribute(*private) for private in privates):
             return False
-        return all(use.single_use and use.fresh for use in uses)
+        return all(use.single_use and use.fresh for use in uses) and not _negative_parameter(site, placement)
 
-    def _fix(self, layers: List[Tuple[Site, str, List[Use], Fixable]], title: str, safe) -> Optional[FixSpec]:
+    def _fix(self, layers: List[Placed], title: str, safe) -> Optional[FixSpec]:
         """The edits that pass ``inplace=True`` to each layer (None: one cannot be given one);
-        SAFE when ``safe(site)`` holds for each."""
+        SAFE when ``safe(layer)`` holds for each."""
         edits = []
-        for site, _, _, fixable in layers:
-            if isinstance(fixable, Placement):  # the factory's parameter, at this call
-                edit = set_switch(self, fixable)
+        for layer in layers:
+            if isinstance(layer.fixable, Placement):  # the factory's parameter, at this call
+                edit = set_switch(self, layer.fixable)
             else:
-                edit = set_inplace(self, site) if fixable else None
+                edit = set_inplace(self, layer.site) if layer.fixable else None
             if edit is None:
                 return None
             edits.append(edit)
-        applicability = Applicability.SAFE if all(safe(site) for site, *_ in layers) else Applicability.UNSAFE
+        applicability = Applicability.SAFE if all(safe(layer) for layer in layers) else Applicability.UNSAFE
         return FixSpec(applicability, title, tuple(edits))
 
-    def _report(self, at: cst.CSTNode, layers: List[Tuple[Site, str, List[Use], Fixable]]) -> None:
+    def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         raise NotImplementedError
 
 
@@ -268,8 +298,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     overrides it in this call only. For a layer a function returns, the fix edits the function,
     so it is offered only where every call of it in the project puts the layer at a place that
     qualifies and no other file imports the function (its findings share that one edit, applied
-    once); a function with an `inplace` parameter (`def act(slope=0.1, inplace=False)`) is fixed
-    at each call that leaves it False (`act(inplace=True)`).
+    once), and is safe when every call gives the slope a non-negative literal (a place that
+    passes a negative one is not reported); a function with an `inplace` parameter (`def
+    act(slope=0.1, inplace=False)`) is fixed at each call that leaves it False
+    (`act(inplace=True)`).
 
     ## Measured
     Every ReLU of torchvision's resnet18 / resnet50 swapped for LeakyReLU or ELU (batch
@@ -294,15 +326,13 @@ class MissingInplaceSavesMemory(_MissingInplace):
             any(True for _ in whole_words(cls._WORDS, text)) or may_import_factories(text)
         )
 
-    def _report(self, at: cst.CSTNode, layers: List[Tuple[Site, str, List[Use], Fixable]]) -> None:
-        if any(_negative_parameter(site) for site, *_ in layers):
-            return  # in place with a negative slope raises in backward
+    def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         # through a factory default, a caller elsewhere may pass a layer without `inplace`
-        fix = self._fix(layers, "Pass `inplace=True`", lambda site: (
-            site.kind.name in ("leaky_relu", "rrelu") and _negative_parameter(site) is False and site.certain
+        fix = self._fix(layers, "Pass `inplace=True`", lambda layer: (
+            layer.site.kind.name in ("leaky_relu", "rrelu") and layer.negative() is False and layer.site.certain
         ))
-        label = " or ".join(dict.fromkeys(label for _, label, _, _ in layers))
-        sources = ", ".join(sorted({p.description for _, _, uses, _ in layers for u in uses for p in u.producers}))
+        label = " or ".join(dict.fromkeys(layer.label for layer in layers))
+        sources = ", ".join(sorted({p.description for layer in layers for u in layer.uses for p in u.producers}))
         self.report(
             at,
             f"{label} runs out of place. It follows {sources}, where in place is safe; "
@@ -382,16 +412,16 @@ class MissingInplaceNoSaving(_MissingInplace):
         # a layer a factory of another project file returns may be placed here unnamed
         return super().may_apply(text) and (any(word in text for word in cls._NEEDS) or may_import_factories(text))
 
-    def _report(self, at: cst.CSTNode, layers: List[Tuple[Site, str, List[Use], Fixable]]) -> None:
-        site = layers[0][0]
+    def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
+        site = layers[0].site
         assert site.kind is not None
         reason = (
             "ReLU keeps its output for backward either way"
             if site.kind.saves is Saves.OUTPUT
             else "in place, autograd keeps a copy of the input instead"
         )
-        fix = self._fix(layers, "Pass `inplace=True`", lambda site: site.certain)
-        label = " or ".join(dict.fromkeys(label for _, label, _, _ in layers))
+        fix = self._fix(layers, "Pass `inplace=True`", lambda layer: layer.site.certain)
+        label = " or ".join(dict.fromkeys(layer.label for layer in layers))
         self.report(
             at,
             "Running this activation in place would save no training memory. "
