@@ -221,6 +221,31 @@ def test_relative_imports_resolve_to_project_classes(tmp_path):
     assert [klass.name for _, klass in index.subclasses(base, "Base")] == ["Leaf"]
 
 
+def test_importers_of_a_function(tmp_path):
+    """Who may call a top-level function of ``p/layers.py``: a relative import of it, a
+    re-export of it by the package, an import of the module, a star import; not an import of
+    another of its names, nor the module itself."""
+    (tmp_path / "p").mkdir()
+    files = {
+        "p/__init__.py": "from .layers import shared\n",
+        "p/layers.py": "def leaky():\n    pass\n\ndef other():\n    pass\n\ndef shared():\n    pass\n\nleaky()\n",
+        "p/a.py": "from .layers import other\n",
+        "p/b.py": "from . import layers as L\n",
+        "p/c.py": "from .layers import *\n",
+        "p/d.py": "from p.layers import other as leaky\n",  # another name, bound as `leaky`
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    layers = str(tmp_path / "p" / "layers.py")
+    index = ProjectIndex.for_files([layers])
+    names = lambda name: sorted(Path(m.path).name for m in index.importers(layers, name))  # noqa: E731
+    assert names("leaky") == ["b.py", "c.py"]
+    assert names("shared") == ["__init__.py", "b.py", "c.py"]
+    assert names(None) == ["__init__.py", "a.py", "b.py", "c.py", "d.py"]
+    alone = ProjectIndex.for_files([layers], neighbours=False)
+    assert alone.importers(layers, "leaky") == []
+
+
 def test_a_summary_reads_what_others_may_reach():
     summary = summarize("m.py", "import torch.nn as nn\nfrom x import y\n\nclass A(nn.Module):\n"
                         "    def f(self):\n        self.a = 1\n        del self.b\n        return other.c, nn.d, y.e\n")

@@ -660,6 +660,18 @@ class ProjectIndex:
                 return f"subclass `{klass.name}` in `{_display(owner.path)}` uses `self.{attribute}`"
         return None
 
+    def importers(self, path: str, name: Optional[str]) -> List[ModuleSummary]:
+        """The other project modules that may call the top-level ``name`` (None: any name) of
+        the module at ``path``: that import it (``from .layers import leaky``, also through a
+        re-export), import the module itself (``import pkg.layers as L``), star-import it or
+        cannot be read (every module of the project is read)."""
+        module = self.module_of(path)
+        prefix = f"{module.name}." if module is not None else ""
+        return [other for other in (self.by_path[p] for p in sorted(self.by_path)) if module is not None and other is not module and (
+            other.error is not None or module.name in other.star or any(
+                target == module.name or (target.startswith(prefix) if name is None else target == prefix + name)
+                for target in other.imports.values()))]
+
     def _reach_order(self, module: ModuleSummary) -> Iterator[ModuleSummary]:
         seen = {module.path}
         yield module
@@ -686,6 +698,8 @@ class ProjectIndex:
                     for attribute in sorted(klass.assigned):
                         why = self.attribute_reached(absolute, klass.name, attribute)
                         parts.append(f"{klass.name}.{attribute}:{why or ''}")
+            for other in self.importers(absolute, None) if module is not None and "importers" in facts else ():
+                parts.append(f">{other.path}:{other.error}:{other.star}:{sorted(other.imports.values())}")
             if module is not None and "imports" in facts:
                 # what the names it imports from the project are: an edit there may change them
                 for other in self.dependencies(absolute):

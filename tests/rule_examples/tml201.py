@@ -4,6 +4,18 @@ from torchmemlint.rules.base import Invalid
 
 
 VALID = (
+    # a factory placed only after a layer that keeps its output (a sigmoid), and one never placed
+    "import torch.nn as nn\n\n"
+    "def leaky(slope=0.1):\n"
+    "    return nn.LeakyReLU(slope)\n\n"
+    "def spare():\n"
+    "    return nn.LeakyReLU(0.2)\n\n"
+    "class Gate(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.gate = nn.Sequential(nn.Linear(8, 8), nn.Sigmoid(), leaky())\n\n"
+    "    def forward(self, x):\n"
+    "        return self.gate(x)\n",
     # already in place
     "import torch.nn as nn\n"
     "block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.LeakyReLU(0.1, inplace=True))\n",
@@ -293,6 +305,30 @@ INVALID = (
         "def decode(a, b, conv):\n"
         "    y = torch.cat([a, b], 1)\n"
         "    return conv(F.elu(y, alpha=0.5, inplace=True))\n",
+    ),
+    # a factory's layer: reported where the factory's call places it (twice here), the edit in
+    # the factory, applied once
+    Invalid(
+        "import torch.nn as nn\n\n"
+        "def leaky(slope=0.1):\n"
+        "    return nn.LeakyReLU(slope)\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Sequential(nn.Conv2d(3, 8, 3), leaky(), nn.Conv2d(8, 8, 3), leaky(0.2))\n\n"
+        "    def forward(self, x):\n"
+        "        return self.net(x)\n",
+        fixed="import torch.nn as nn\n\n"
+        "def leaky(slope=0.1):\n"
+        "    return nn.LeakyReLU(slope, inplace=True)\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.net = nn.Sequential(nn.Conv2d(3, 8, 3), leaky(), nn.Conv2d(8, 8, 3), leaky(0.2))\n\n"
+        "    def forward(self, x):\n"
+        "        return self.net(x)\n",
+        line=9,
+        column=54,
     ),
     Invalid(
         "import torch.nn as nn\nhead = nn.Sequential(nn.Linear(8, 8), nn.SELU(inplace=False))\n",

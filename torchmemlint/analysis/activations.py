@@ -15,6 +15,7 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
 from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
 )
@@ -60,6 +61,30 @@ class Use:
 
 
 @dataclass
+class Placement:
+    """One place a call of a factory (a function of the file returning the layer: ``def
+    leaky(p=0.1): return nn.LeakyReLU(p)``) puts its layer: an element of ``nn.Sequential``
+    (directly or through a spliced list, ``layers.append(leaky())``), ``self.act = leaky()``
+    called in the class's methods, an element of a module list run as a chain. What the layer
+    receives there is judged there, as for a layer written at that place."""
+
+    node: cst.Call  # the factory call, where a finding about this place is reported
+    uses: List[Use] = field(default_factory=list)
+    complete: bool = False  # every way the layer runs from here is among ``uses``
+    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
+    label: Optional[str] = None  # how messages name the layer here (None: the site's label)
+    # ``def act(slope=0.1, inplace=False): return nn.LeakyReLU(slope, inplace=inplace)``: the
+    # factory's parameter that sets ``inplace``, the argument this call passes for it (None:
+    # left at its default) and the value it gets here (None: not known)
+    switch: Optional[str] = None
+    switch_arg: Optional[cst.Arg] = None
+    inplace: Optional[bool] = None
+    # the layer's parameters the factory passes its own for (``nn.LeakyReLU(slope)``:
+    # ``negative_slope``), with what each gets from this call (None: not known)
+    bound: Dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
+
+
+@dataclass
 class Site:
     """An activation with an ``inplace`` switch: a module, a function call or a method call."""
 
@@ -81,6 +106,12 @@ class Site:
     # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
     # site for its kind or its ``inplace`` never builds a value graph for it)
     pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
+    # a layer a factory returns: each place a call of it puts it (empty: not one)
+    _placements: List[Placement] = field(default_factory=list)
+    # every call of the factory is among ``placements`` and no other file of the project
+    # imports it: an edit of the construction changes only those places
+    _every_placement: bool = False
+    foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
 
     def _settle(self) -> None:
         if self.pending is not None:
@@ -100,6 +131,16 @@ class Site:
     @complete.setter
     def complete(self, value: bool) -> None:
         self._complete = value
+
+    @property
+    def placements(self) -> List[Placement]:
+        self._settle()
+        return self._placements
+
+    @property
+    def every_placement(self) -> bool:
+        self._settle()
+        return self._every_placement
 
     @property
     def arguments(self) -> cst.Call:
@@ -129,8 +170,7 @@ class InplaceAnalysis:
         self._spliced_by_call: Dict[int, Set[int]] = {}
         self._graph_facts: Dict[int, GraphFacts] = {}
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
-        self._placed_by: Dict[str, List[List[Any]]] = {}
-        self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
+        self.placing = FactoryPlacing(self.file)  # where the file's factories' layers are put
         self._alias_names: Optional[FunctionAliases] = None
         # where discovery is: the statements and names around the call it reads
         self.cursor = Cursor(self.file.index, context.module_bindings)
@@ -155,7 +195,13 @@ class InplaceAnalysis:
         return name in self.watched_names or (
             type(call.func) in (cst.Call, cst.Subscript) or (name is not None and name in self.file.factories.names())
             or (type(call.func) is cst.Name and name in self._aliases().names)  # ``act = F.leaky_relu``
+            or (type(call.func) is cst.Name and self._from_project(name))  # ``from .layers import leaky``
         )
+
+    def _from_project(self, name: Optional[str]) -> bool:
+        """Whether another file of the project may define ``name`` (from the imports)."""
+        links = self.file.links
+        return links is not None and links.may_come_from_project(name)
 
     def _aliases(self) -> FunctionAliases:
         if self._alias_names is None:
@@ -205,7 +251,25 @@ class InplaceAnalysis:
                 site = Site(name, KIND_BY_NAME.get(name), "method", call, f"`.{func.attr.value}()`", True)
                 self._functional_use(site, cst.Arg(func.value))
                 return [site]
-        return []
+        return self._foreign(call) if type(func) is cst.Name else []
+
+    def _foreign(self, call: cst.Call) -> List[Site]:
+        """A call of a factory another file of the project defines, placed here: a site for each
+        activation it may return, judged at this place (the edit of the factory is that file's:
+        never offered here; a call passing the factory's ``inplace`` parameter is fixed here)."""
+        found = self.placing.foreign(call)
+        if found is None:
+            return []
+        spot, function, layers, shown = found
+        sites = []
+        for layer in layers:
+            kind = layer.kind
+            if kind is None or kind.saves is Saves.MASK:
+                continue  # (dropout: TML204 reports the construction in its own file)
+            site = _layer_site(layer)
+            site.node, site.effective, site.foreign = call, layer.effective, True
+            sites.append(self._placed(site, layer, function.name.value, [spot], False, function, f", defined in `{shown}`"))
+        return sites
 
     def _class(self) -> Optional[ClassModel]:
         node = enclosing(self.cursor, cst.ClassDef)
@@ -219,10 +283,13 @@ class InplaceAnalysis:
         assert kind is not None
         function = enclosing(self.cursor, cst.FunctionDef)
         site = _layer_site(layer, function if type(function) is cst.FunctionDef else None)
-        destinations, complete = self._destinations(call)
         returning = None if self._assigned(call) else self._returning(call)
-        placed = self._placed_by.get(returning, []) if returning is not None else []
-        if not destinations and not placed:
+        if returning is not None:
+            spots, every = self.placing.spots(returning)
+            if spots:
+                return self._placed(site, layer, returning, spots, every)
+        destinations, complete = self._destinations(call)
+        if not destinations:
             model = self._class()
             holder = self._list_holder(model, call) if model is not None else None
             if holder is not None:
@@ -231,24 +298,74 @@ class InplaceAnalysis:
             if passed is not None:
                 return self._parameter(site, layer, *passed)
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
-        if destinations:
-            helper = f", returned by `{returning}`" if returning is not None else ""
-            site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)}{helper})"
-        else:
-            site.label = f"`{short_name(qualified)}` (returned by `{returning}`{_via(layer)})"
+        site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)})"
 
         def settle(site: Site) -> None:
-            for before in placed:
-                for previous in before:
-                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
             done = complete
             for model, attribute in destinations:
-                self._attribute_uses(site, model, attribute)
-                done = done and site.complete
-                site.complete = True
-                self._leading_uses(site, model, attribute)
-                done = done and site.complete
+                done = self._kept_uses(site, model, attribute) and done
             site.complete = done
+
+        site.pending = settle
+        return site
+
+    def _kept_uses(self, site: Site, model: ClassModel, attribute: str) -> bool:
+        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are
+        all of them."""
+        self._attribute_uses(site, model, attribute)
+        done = site.complete
+        site.complete = True
+        self._leading_uses(site, model, attribute)
+        return done and site.complete
+
+    def _placed(self, site: Site, layer: Layer, returning: str, spots, every: bool, factory=None, where: str = "") -> Site:
+        """A layer the function ``returning`` (``factory``: the one of the file being visited)
+        returns: judged at each place a call of it puts the layer (``Placement``); complete
+        when every call of it is such a place."""
+        name = short_name(layer.qualified)
+        site.label = f"`{name}` (returned by `{returning}`{where}{_via(layer)})"
+        factory = factory or enclosing(self.cursor, cst.FunctionDef)
+        switch = switch_of(layer, factory) if site.inplace is None and type(factory) is cst.FunctionDef else None
+
+        def settle(site: Site) -> None:
+            complete = every
+            for call, kind, data in spots:
+                placement = Placement(call)
+                if kind == "sequence":
+                    placement.complete = True
+                    for sequence, part in data:
+                        before = sequence.predecessors(part)
+                        placement.complete = placement.complete and bool(before) and part not in sequence.first
+                        for previous in before:
+                            placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+                elif kind == "chain":
+                    model, holder, before = data
+                    placement.privates.append((model.node, holder))
+                    if before is not None:
+                        init = model.init
+                        part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
+                        placement.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+                        placement.complete = True
+                else:
+                    model, attribute = data
+                    scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
+                    placement.complete = self._kept_uses(scratch, model, attribute)
+                    placement.uses, placement.privates = scratch.uses, scratch.privates
+                    placement.label = f"`self.{attribute}` ({name}, returned by `{returning}`{where}{_via(layer)})"
+                through = terminal_name(call.func)
+                if placement.label is None and through != returning:  # ``make_act()`` returns ``leaky()``
+                    placement.label = f"`{name}` (returned by `{returning}`{where}, through `{through}`{_via(layer)})"
+                if type(factory) is cst.FunctionDef:
+                    placement.bound = bound(layer, factory, call)
+                if switch is not None:
+                    placement.switch = switch.name.value
+                    placement.switch_arg, placement.inplace = switched(factory, switch, call)  # type: ignore[arg-type]
+                site._placements.append(placement)
+                site._uses.extend(placement.uses)
+                site.privates.extend(placement.privates)
+                complete = complete and placement.complete
+            site.complete = complete
+            site._every_placement = every and self.placing.imported_elsewhere(returning) is None
 
         site.pending = settle
         return site
@@ -309,7 +426,7 @@ class InplaceAnalysis:
         def settle(site: Site) -> None:
             complete = bool(reads)
             for read in reads:
-                placed = self._elements().get(id(read))
+                placed = self.placing.elements().get(id(read))
                 complete = complete and bool(placed)
                 for sequence, part in placed or ():
                     complete = complete and part not in sequence.first
@@ -324,7 +441,7 @@ class InplaceAnalysis:
         model = self._class()
         if model is None or not self.cursor.statement_stack:
             return None
-        attribute = _assigned_attribute(self.cursor.statement_stack[-1], call, model)
+        attribute = assigned_attribute(self.cursor.statement_stack[-1], call, model)
         return (model, attribute) if attribute is not None else None
 
     def _returning(self, call: cst.Call) -> Optional[str]:
@@ -356,74 +473,20 @@ class InplaceAnalysis:
 
     def _kept(self, name: str) -> Tuple[List[Tuple[ClassModel, str]], bool]:
         """Every ``self.x = name(...)`` / ``self.x = self.name(...)`` in an ``__init__`` of the
-        file, and whether those are all the calls of ``name``."""
-        if len(self.file.layer_lists._by_name().get(name, ())) != 1:
-            return [], False
-        index = self.file.index
-        order, parent = index.order, index.parent
+        file, and whether every call of ``name`` is one, or an element of a Sequential that
+        follows another."""
+        spots, complete = self.placing.spots(name)
         found: List[Tuple[ClassModel, str]] = []
-        placed = self._placed_by[name] = []  # the layers that may run right before, in each Sequential
-        complete = True
-        for here in index.positions(cst.Call):
-            other = order[here]
-            func = other.func  # type: ignore[attr-defined]
-            called = func.value if type(func) is cst.Name else (
-                func.attr.value if type(func) is cst.Attribute and type(func.value) is cst.Name
-                and func.value.value in ("self", "cls") else None
-            )
-            if called != name:
-                continue
-            if id(other) in self._elements():  # ``layers.append(get_act(act))`` ... ``nn.Sequential(*layers)``
-                for sequence, part in self._elements()[id(other)]:
-                    before = sequence.predecessors(part)
-                    complete = complete and bool(before) and part not in sequence.first
-                    placed.append(before)
-                continue
-            above = parent[here]
-            while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
-                above = parent[above]
-            method = index.function_of(here)
-            owner = index.scope[method] if method >= 0 else -1
-            if above < 0 or owner < 0 or type(order[owner]) is not cst.ClassDef:
-                complete = False
-                continue
-            model = self.file.class_model(order[owner])  # type: ignore[arg-type]
-            attribute = _assigned_attribute(order[above], other, model)  # type: ignore[arg-type]
-            if attribute is None:
-                complete = False
+        for call, kind, data in spots:
+            if kind == "attribute" and terminal_name(call.func) == name:
+                found.append(data)
+            elif kind == "sequence" and terminal_name(call.func) == name:
+                complete = complete and all(
+                    sequence.predecessors(part) and part not in sequence.first for sequence, part in data
+                )
             else:
-                found.append((model, attribute))
-        return found, complete and bool(found or placed)
-
-    def _elements(self) -> Dict[int, List[Tuple[Any, Any]]]:
-        """For each call that is an element of an ``nn.Sequential`` of the file (directly, or
-        through a spliced list), the Sequential's order and the element's part in it."""
-        if self._element_map is None:
-            found: Dict[int, List[Tuple[Any, Any]]] = {}
-            index, resolver = self.file.index, self.file.resolver
-            order, parent = index.order, index.parent
-            for here in index.positions(cst.Call):
-                call = order[here]
-                if resolver.constructor(call) != SEQUENTIAL:  # type: ignore[arg-type]
-                    continue
-                above = parent[here]
-                if above >= 0 and type(order[above]) is cst.Arg and resolver.constructor(order[parent[above]]) == SEQUENTIAL:  # type: ignore[arg-type]
-                    continue  # flattened into the Sequential around it
-                while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
-                    above = parent[above]
-                statement = order[above] if above >= 0 and type(order[above]) is cst.SimpleStatementLine else None
-                method = index.function_of(here)
-                function = order[method] if method >= 0 else None
-                owner = index.scope[method] if method >= 0 else -1
-                self_name = None
-                if owner >= 0 and type(order[owner]) is cst.ClassDef:
-                    self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
-                sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
-                for part in sequence.items if sequence is not None else ():
-                    if part.layer is None and type(part.node) in (cst.Call, cst.Name):  # (``nl``: ``_local``)
-                        found.setdefault(id(part.node), []).append((sequence, part))
-            self._element_map = found
-        return self._element_map
+                complete = False  # (a place that the Sequential's own first layer is not followed to)
+        return found, complete and bool(spots)
 
     def _leading_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
         """Uses of ``self.<attribute>`` as the first element of another Sequential attribute
@@ -690,22 +753,6 @@ class InplaceAnalysis:
                     if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                         return True
         return False
-
-
-def _assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: ClassModel) -> Optional[str]:
-    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
-    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
-        return None
-    small = statement.body[0]
-    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
-        return None
-    target = small.targets[0].target
-    for name, assignments in model.assignments.items():
-        for assignment in assignments:
-            if assignment.statement is statement and assignment.method.name.value == "__init__":
-                if type(target) is cst.Attribute and target.attr.value == name:
-                    return name
-    return None
 
 
 def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:

@@ -4,23 +4,29 @@ nothing, where it corrupts results, and where it costs memory."""
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, Optional
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.activations import activation_sites, Site, Use
+from torchmemlint.analysis.activations import activation_sites, Placement, Site, Use
+from torchmemlint.analysis.placing import may_import_factories
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_number
 from torchmemlint.analysis.vocabulary import INPLACE_WORDS, Saves, activation_words, whole_words
 
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
 
+# How a finding's layer may be fixed: True (edit its construction), None (not at all), or the
+# placement whose call passes the factory's ``inplace`` parameter
+Fixable = Union[bool, None, Placement]
+
+
 # -- fixes -----------------------------------------------------------------------------------------
 def set_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     """An edit that adds ``inplace=True`` to ``site`` (module or functional form)."""
     call = site.node
     position = site.inplace_position()
-    if position is None or has_star_args(site.arguments):
+    if position is None or has_star_args(site.arguments) or site.foreign:
         return None
     existing = argument(site.arguments, position, "inplace")  # a partial's preset ones too
     if existing is not None:
@@ -32,22 +38,32 @@ def set_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     return _add_keyword(rule, call, "True")
 
 
-def _add_keyword(rule: Rule, call: cst.Call, value: str) -> NodeEdit:
-    """An edit that passes ``inplace=<value>`` to ``call``."""
+def set_switch(rule: Rule, placement: Placement) -> Optional[NodeEdit]:
+    """An edit that passes True for the factory's ``inplace`` parameter at ``placement``."""
+    assert placement.switch is not None
+    if placement.switch_arg is not None:
+        return NodeEdit(placement.switch_arg.value, "True")
+    return _add_keyword(rule, placement.node, "True", placement.switch)
+
+
+def _add_keyword(rule: Rule, call: cst.Call, value: str, keyword: str = "inplace") -> NodeEdit:
+    """An edit that passes ``inplace=<value>`` (or another keyword) to ``call``."""
     if call.args:
-        return NodeEdit(call.args[-1].value, f", inplace={value}", "after")
-    keyword = cst.Arg(
+        return NodeEdit(call.args[-1].value, f", {keyword}={value}", "after")
+    keyword_arg = cst.Arg(
         value=cst.Name(value),
-        keyword=cst.Name("inplace"),
+        keyword=cst.Name(keyword),
         equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
     )
-    return NodeEdit(call, rule.code_for(call.with_changes(args=[keyword])))
+    return NodeEdit(call, rule.code_for(call.with_changes(args=[keyword_arg])))
 
 
 def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     """An edit that makes ``site`` out of place, keeping everything else as written."""
     call = site.node
     func = call.func
+    if site.foreign:
+        return None  # the construction is another file's
     if site.form in ("underscore", "method"):
         if type(func) is not cst.Attribute:
             return None  # `from torch import relu_`: the out-of-place name may not be imported
@@ -69,8 +85,9 @@ def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     return NodeEdit(call, rule.code_for(call.with_changes(args=args)))
 
 
-def _negative_parameter(site: Site) -> Optional[bool]:
-    """For LeakyReLU / ELU / CELU / RReLU: whether a slope parameter is negative (None: unknown).
+def _negative_parameter(site: Site, placement: Optional[Placement] = None) -> Optional[bool]:
+    """For LeakyReLU / ELU / CELU / RReLU: whether a slope parameter is negative (None: unknown);
+    for a factory's layer, with what ``placement`` passes for the factory's own parameters.
 
     In place, these activations rebuild their gradient from the result, which torch refuses for
     negative slopes (RuntimeError in backward).
@@ -83,9 +100,15 @@ def _negative_parameter(site: Site) -> Optional[bool]:
     for name in ("negative_slope", "alpha", "lower", "upper"):
         if name not in params:
             continue
-        arg = argument(site.arguments, params.index(name) + offset, name)
-        # or a keyword of a ``**params`` whose default dict the site read
-        value = arg.value if arg is not None else (site.spread or {}).get(name)
+        if placement is not None and name in placement.bound:  # ``leaky(-0.2)``
+            value = placement.bound[name]
+            if value is None:
+                negative = None
+                continue
+        else:
+            arg = argument(site.arguments, params.index(name) + offset, name)
+            # or a keyword of a ``**params`` whose default dict the site read
+            value = arg.value if arg is not None else (site.spread or {}).get(name)
         if value is None:
             continue
         number = literal_number(value)
@@ -96,28 +119,89 @@ def _negative_parameter(site: Site) -> Optional[bool]:
     return negative
 
 
+class Placed(NamedTuple):
+    """A layer a finding names: its site, the place a factory's call puts it (None: the site
+    itself), how the message names it, its uses there, and how it may be fixed."""
+
+    site: Site
+    placement: Optional[Placement]
+    label: str
+    uses: List[Use]
+    fixable: Fixable
+
+    def negative(self) -> Optional[bool]:
+        """Whether a slope is negative here; for the factory's own edit, at any of its places."""
+        if self.fixable is True and self.placement is not None:
+            found = [_negative_parameter(self.site, p) for p in self.site.placements]
+            return True if True in found else (None if None in found else False)
+        return _negative_parameter(self.site, self.placement)
+
+
 # -- rules -----------------------------------------------------------------------------------------
 class _MissingInplace(Rule):
     """Shared by TML201 and TML202: activations that could run in place without risk."""
 
     saves: FrozenSet[Saves] = frozenset()
+    # a module class or a layer factory of another file of the project is followed there; a
+    # factory's fix is offered only where no other file imports it
+    needs_project = True
+    project_facts = frozenset({"imports", "importers"})
 
     def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
+        file = analysis.file
+        placed: Dict[int, List[Placed]] = {}
         for site in analysis.sites():
             kind = site.kind
             if kind is None or kind.saves not in self.saves or kind.name == "threshold":
                 continue
-            if site.inplace is not False or not site.complete:
+            if site.inplace is None and site.placements and site.placements[0].switch is not None:
+                for placement in site.placements:  # ``act(inplace=False)``: each call chooses
+                    if placement.inplace is False and self._qualifies(file, site, placement, placement.complete, placement.privates, placement.uses):
+                        placed.setdefault(id(placement.node), []).append(
+                            Placed(site, placement, placement.label or site.label, placement.uses, placement)
+                        )
                 continue
-            file = analysis.file
-            if not all(file.private_attribute(*private) for private in site.privates):
+            if site.inplace is not False:
                 continue
-            if not all(use.single_use and use.fresh for use in site.uses):
+            if site.placements:  # a factory's layer: judged where each call of it puts it
+                good = [p for p in site.placements if self._qualifies(file, site, p, p.complete, p.privates, p.uses)]
+                # the edit of the factory changes every place: offered when each one qualifies
+                whole = site.every_placement and len(good) == len(site.placements)
+                for placement in good:
+                    placed.setdefault(id(placement.node), []).append(
+                        Placed(site, placement, placement.label or site.label, placement.uses, True if whole else None)
+                    )
                 continue
-            self._report(site)
+            if self._qualifies(file, site, None, site.complete, site.privates, site.uses):
+                self._report(site.node, [Placed(site, None, site.label, site.uses, True)])
+        for group in placed.values():  # one finding per place, for every layer the factory may return
+            self._report(group[0].placement.node, group)  # type: ignore[union-attr]
 
-    def _report(self, site: Site) -> None:
+    @staticmethod
+    def _qualifies(file, site: Site, placement: Optional[Placement], complete: bool, privates, uses: List[Use]) -> bool:
+        """Every way the layer runs is known, and each takes a fresh tensor nothing else reads;
+        no slope is negative (in place, backward would raise)."""
+        if not complete or not all(file.private_attribute(*private) for private in privates):
+            return False
+        return all(use.single_use and use.fresh for use in uses) and not _negative_parameter(site, placement)
+
+    def _fix(self, layers: List[Placed], title: str, safe) -> Optional[FixSpec]:
+        """The edits that pass ``inplace=True`` to each layer (None: one cannot be given one);
+        SAFE when ``safe(layer)`` holds for each."""
+        edits = []
+        for layer in layers:
+            if isinstance(layer.fixable, Placement):  # the factory's parameter, at this call
+                edit = set_switch(self, layer.fixable)
+            else:
+                edit = set_inplace(self, layer.site) if layer.fixable else None
+            if edit is None:
+                return None
+            edits.append(edit)
+        applicability = Applicability.SAFE if all(safe(layer) for layer in layers) else Applicability.UNSAFE
+        return FixSpec(applicability, title, tuple(edits))
+
+    def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         raise NotImplementedError
 
 
@@ -130,10 +214,17 @@ class MissingInplaceSavesMemory(_MissingInplace):
     upsampling, `cat`, addition) and nothing else reads that input. Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
-    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and so are layers a function
-    of the file returns into `self.<name>` (`self.act = get_act(name)`) or into a list spliced
-    into `nn.Sequential` (`layers.append(get_act(act))`), and tensors a method of the file
-    returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer called as an element
+    `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and tensors a method of the
+    file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer that a function
+    returns (`def leaky(slope=0.1): return nn.LeakyReLU(slope)`, also through another function,
+    `return leaky(**kwargs)`, and also a function of another file of the project, imported
+    relatively) is reported at each place a call of it puts the layer: an element of
+    `nn.Sequential`, a list spliced into one (`layers.append(leaky())`), `self.act = leaky()`
+    called in the class's methods, an element of a module list run as a chain. Each place is
+    judged on its own, as a layer written there would be; the function itself is not reported
+    (tests/test_inplace_factories.py). An activation that follows a layer inside a Sequential
+    the function returns (`return nn.Sequential(conv, nn.LeakyReLU(0.1))`) is reported once,
+    where it is built: its input is made there, the same at every place. A layer called as an element
     of a module list counts as what every element of the list is (`for conv in self.convs:`,
     `self.convs[i](x)`, `zip(self.convs1, self.convs2)`, the list built by a display, a
     comprehension or `append`/`extend`/`+=` in `__init__`; an element that is an
@@ -204,7 +295,13 @@ class MissingInplaceSavesMemory(_MissingInplace):
     (1e-5 to 1e-4 absolute where the largest gradient is about 200), for a slope that is not
     a literal, and for a layer taken from a factory parameter's default (a caller elsewhere may
     pass a layer that has no `inplace`). Where a shared partial presets `inplace`, the fix
-    overrides it in this call only.
+    overrides it in this call only. For a layer a function returns, the fix edits the function,
+    so it is offered only where every call of it in the project puts the layer at a place that
+    qualifies and no other file imports the function (its findings share that one edit, applied
+    once), and is safe when every call gives the slope a non-negative literal (a place that
+    passes a negative one is not reported); a function with an `inplace` parameter (`def
+    act(slope=0.1, inplace=False)`) is fixed at each call that leaves it False
+    (`act(inplace=True)`).
 
     ## Measured
     Every ReLU of torchvision's resnet18 / resnet50 swapped for LeakyReLU or ELU (batch
@@ -221,29 +318,24 @@ class MissingInplaceSavesMemory(_MissingInplace):
     fix_availability = FixAvailability.ALWAYS
     fix_applicability = ("safe", "unsafe")
     saves = frozenset({Saves.INPUT})
-    needs_project = True  # a module class from another file of the project is followed there
-    project_facts = frozenset({"imports"})
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
-        return super().may_apply(text) and any(True for _ in whole_words(cls._WORDS, text))
+        # a layer a factory of another project file returns may be placed here unnamed
+        return super().may_apply(text) and (
+            any(True for _ in whole_words(cls._WORDS, text)) or may_import_factories(text)
+        )
 
-    def _report(self, site: Site) -> None:
-        assert site.kind is not None
-        negative = _negative_parameter(site)
-        if negative:
-            return  # in place with a negative slope raises in backward
+    def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         # through a factory default, a caller elsewhere may pass a layer without `inplace`
-        bit_identical = site.kind.name in ("leaky_relu", "rrelu") and negative is False and site.certain
-        edit = set_inplace(self, site)
-        fix = None
-        if edit is not None:
-            applicability = Applicability.SAFE if bit_identical else Applicability.UNSAFE
-            fix = FixSpec(applicability, "Pass `inplace=True`", (edit,))
-        sources = ", ".join(sorted({p.description for u in site.uses for p in u.producers}))
+        fix = self._fix(layers, "Pass `inplace=True`", lambda layer: (
+            layer.site.kind.name in ("leaky_relu", "rrelu") and layer.negative() is False and layer.site.certain
+        ))
+        label = " or ".join(dict.fromkeys(layer.label for layer in layers))
+        sources = ", ".join(sorted({p.description for layer in layers for u in layer.uses for p in u.producers}))
         self.report(
-            site.node,
-            f"{site.label} runs out of place. It follows {sources}, where in place is safe; "
+            at,
+            f"{label} runs out of place. It follows {sources}, where in place is safe; "
             "out of place it keeps its input for backward "
             "and the next layer keeps its output, two tensors of this size; with `inplace=True` "
             "autograd keeps only the result (measured -25 % / -28 % training peak for resnet18 / "
@@ -307,7 +399,7 @@ class MissingInplaceNoSaving(_MissingInplace):
     """
 
     code = "TML202"
-    needs = (activation_words(Saves.OUTPUT, Saves.CLONE),)
+    _NEEDS = activation_words(Saves.OUTPUT, Saves.CLONE)
     name = "missing-inplace-no-saving"
     summary = "ReLU-like activation out of place: in place would save no training memory"
     default_enabled = False
@@ -315,20 +407,25 @@ class MissingInplaceNoSaving(_MissingInplace):
     fix_applicability = ("safe",)
     saves = frozenset({Saves.OUTPUT, Saves.CLONE})
 
-    def _report(self, site: Site) -> None:
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        # a layer a factory of another project file returns may be placed here unnamed
+        return super().may_apply(text) and (any(word in text for word in cls._NEEDS) or may_import_factories(text))
+
+    def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
+        site = layers[0].site
         assert site.kind is not None
         reason = (
             "ReLU keeps its output for backward either way"
             if site.kind.saves is Saves.OUTPUT
             else "in place, autograd keeps a copy of the input instead"
         )
-        edit = set_inplace(self, site)
-        applicability = Applicability.SAFE if site.certain else Applicability.UNSAFE
-        fix = FixSpec(applicability, "Pass `inplace=True`", (edit,)) if edit else None
+        fix = self._fix(layers, "Pass `inplace=True`", lambda layer: layer.site.certain)
+        label = " or ".join(dict.fromkeys(layer.label for layer in layers))
         self.report(
-            site.node,
+            at,
             "Running this activation in place would save no training memory. "
-            f"{site.label} could run in place, but {reason} (measured 0 B of training peak); it "
+            f"{label} could run in place, but {reason} (measured 0 B of training peak); it "
             "only drops a forward temporary, which can lower an inference peak",
             fix,
         )
@@ -407,6 +504,15 @@ class UnsafeInplace(Rule):
     code = "TML203"
     # `inplace` is only ever known True from a literal `True`, or from an `x_` form
     needs = (("True",) + INPLACE_WORDS, activation_words() + INPLACE_WORDS)
+    needs_project = True  # a layer factory of another file of the project is followed there
+    project_facts = frozenset({"imports"})
+
+    @classmethod
+    def may_apply(cls, text: str) -> bool:
+        # a layer a factory of another project file returns may be placed here unnamed
+        return super().may_apply(text) or (
+            (not cls.needs_torch or "torch" in text) and may_import_factories(text)
+        )
     name = "unsafe-inplace"
     summary = "In-place activation on a tensor that is reused, saved for backward, or the caller's"
     fix_availability = FixAvailability.SOMETIMES

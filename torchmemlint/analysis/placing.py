@@ -1,0 +1,274 @@
+"""Where a factory of the file puts its layer: each call of a function that returns a layer
+(``def leaky(p=0.1): return nn.LeakyReLU(p)``) that places it as an element of an
+``nn.Sequential`` (directly, or through a spliced list: ``layers.append(leaky())``), as
+``self.x = leaky()`` in ``__init__``, or as an element of a module list run as a chain; a call
+returned by another function (``return leaky(**kwargs)``) stands for that function's calls.
+Asked by the activation sites (``analysis/activations.py``), which judge each place."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import os
+import re
+
+import libcst as cst
+
+from torchmemlint.analysis.classes import Layer
+from torchmemlint.analysis.factories import parameter
+from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, terminal_name
+from torchmemlint.tree import scan
+
+SEQUENTIAL = "torch.nn.Sequential"
+# ``from .layers import leaky`` / ``from models.blocks import *``: a ``from`` import of a module
+# that may be the project's (not torch's, nor a few standard modules'); a text gate
+_FROM_IMPORT = re.compile(
+    r"^[ \t]*from[ \t]+(?:\.|(?!(?:torch|typing|__future__|functools|collections|dataclasses|math|os|abc|"
+    r"enum|itertools|numpy|einops|timm|torchvision)\b)\w)[\w.]*[ \t]+import\b",
+    re.MULTILINE,
+)
+
+# what a call that places its layer is directly inside: ``nn.Sequential(..., f())``,
+# ``layers.append(f())``, ``[conv, f()]``, ``[f() for _ in ...]``, ``self.act = f()``
+_PLACING = (cst.Arg, cst.Element, cst.ListComp, cst.Assign)
+
+
+def may_import_factories(text: str) -> bool:
+    """Whether a file of this text may call a factory another file of the project defines
+    (a text gate: a ``from`` import of a module that may be the project's)."""
+    return _FROM_IMPORT.search(text) is not None
+
+
+class FactoryPlacing:
+    """Per file: the places of its factories' calls (cached)."""
+
+    def __init__(self, file: Any) -> None:  # a FileAnalysis
+        self.file = file
+        self._spots_by: Dict[str, Tuple[List[Tuple[cst.Call, str, Any]], bool]] = {}
+        self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
+        self._foreign: Dict[str, Optional[Tuple[cst.FunctionDef, List[Any], str]]] = {}
+
+    def spots(self, name: str, depth: int = 0) -> Tuple[List[Tuple[cst.Call, str, Any]], bool]:
+        """Each call of the function ``name`` of the file (defined once) that puts the layer it
+        returns somewhere, as ``(call, kind, data)``: ``"sequence"`` (an element of Sequentials,
+        directly or through a spliced list: their orders and its parts), ``"attribute"``
+        (``self.x = name(...)`` in ``__init__``: the class model and ``x``) or ``"chain"`` (an
+        element of the module list ``self.x`` run as a chain: the class model, ``x``, the
+        element before it or None); a call returned by another function (``return
+        leaky(**kwargs)``) stands for that function's calls. And whether every call is one."""
+        known = self._spots_by.get(name)
+        if known is not None:
+            return known
+        self._spots_by[name] = ([], False)  # recursion guard
+        if len(self.file.layer_lists._by_name().get(name, ())) != 1:
+            return [], False
+        index = self.file.index
+        order = index.order
+        spots: List[Tuple[cst.Call, str, Any]] = []
+        every = True
+        for here in index.positions(cst.Call):
+            other = order[here]
+            func = other.func  # type: ignore[attr-defined]
+            called = func.value if type(func) is cst.Name else (
+                func.attr.value if type(func) is cst.Attribute and type(func.value) is cst.Name
+                and func.value.value in ("self", "cls") else None
+            )
+            if called != name:
+                continue
+            spot = self.spot(here)
+            if spot is None and depth < 4:
+                method = index.function_of(here)
+                statement = order[self._statement(here)] if self._statement(here) >= 0 else None
+                if method >= 0 and returns(statement, other):  # ``return leaky(**kwargs)``
+                    outer = order[method].name.value  # type: ignore[attr-defined]
+                    inner, inner_every = self.spots(outer, depth + 1) if outer != name else ([], False)
+                    spots.extend(inner)
+                    every = every and inner_every and bool(inner)
+                    continue
+            if spot is None:
+                every = False
+            else:
+                spots.append(spot)
+        self._spots_by[name] = (spots, every)
+        return spots, every
+
+    def spot(self, here: int) -> Optional[Tuple[cst.Call, str, Any]]:
+        """The place the call at position ``here`` of the index puts what it returns (see
+        ``spots``), or None."""
+        index = self.file.index
+        order = index.order
+        call = order[here]
+        if id(call) in self.elements():  # ``layers.append(get_act(act))`` ... ``nn.Sequential(*layers)``
+            return (call, "sequence", self.elements()[id(call)])  # type: ignore[return-value]
+        method = index.function_of(here)
+        owner = index.scope[method] if method >= 0 else -1
+        above = self._statement(here)
+        if above < 0 or owner < 0 or type(order[owner]) is not cst.ClassDef:
+            return None
+        model = self.file.class_model(order[owner])  # type: ignore[arg-type]
+        attribute = assigned_attribute(order[above], call, model)  # type: ignore[arg-type]
+        if attribute is not None:
+            return (call, "attribute", (model, attribute))  # type: ignore[return-value]
+        holder = module_lists(self.file, model).holder(call)
+        if holder is not None:
+            before = module_lists(self.file, model).chained_before(holder, call)  # type: ignore[arg-type]
+            return (call, "chain", (model, holder, before))  # type: ignore[return-value]
+        return None
+
+    def _statement(self, here: int) -> int:
+        """The position of the simple statement around position ``here`` (-1: none)."""
+        order, parent = self.file.index.order, self.file.index.parent
+        above = parent[here]
+        while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
+            above = parent[above]
+        return above if above >= 0 and type(order[above]) is cst.SimpleStatementLine else -1
+
+    def elements(self) -> Dict[int, List[Tuple[Any, Any]]]:
+        """For each call that is an element of an ``nn.Sequential`` of the file (directly, or
+        through a spliced list), the Sequential's order and the element's part in it."""
+        if self._element_map is None:
+            found: Dict[int, List[Tuple[Any, Any]]] = {}
+            index, resolver = self.file.index, self.file.resolver
+            order, parent = index.order, index.parent
+            for here in index.positions(cst.Call):
+                call = order[here]
+                if resolver.constructor(call) != SEQUENTIAL:  # type: ignore[arg-type]
+                    continue
+                above = parent[here]
+                if above >= 0 and type(order[above]) is cst.Arg and resolver.constructor(order[parent[above]]) == SEQUENTIAL:  # type: ignore[arg-type]
+                    continue  # flattened into the Sequential around it
+                while above >= 0 and type(order[above]) not in (cst.SimpleStatementLine, cst.FunctionDef):
+                    above = parent[above]
+                statement = order[above] if above >= 0 and type(order[above]) is cst.SimpleStatementLine else None
+                method = index.function_of(here)
+                function = order[method] if method >= 0 else None
+                owner = index.scope[method] if method >= 0 else -1
+                self_name = None
+                if owner >= 0 and type(order[owner]) is cst.ClassDef:
+                    self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
+                sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
+                for part in sequence.items if sequence is not None else ():
+                    if part.layer is None and type(part.node) in (cst.Call, cst.Name):  # (``nl``: ``_local``)
+                        found.setdefault(id(part.node), []).append((sequence, part))
+            self._element_map = found
+        return self._element_map
+
+    def foreign(self, call: cst.Call) -> Optional[Tuple[Tuple[cst.Call, str, Any], cst.FunctionDef, List[Any], str]]:
+        """For a call of a function another file of the project defines (``from .layers import
+        leaky``; ``def leaky(p=0.1): return nn.LeakyReLU(p)`` there) that puts what it returns
+        somewhere (``spot``): that place, the function, the layers its ``return`` statements
+        construct (``Layer``, read with that file's own analysis) and the file, as shown."""
+        links = self.file.links
+        func = call.func
+        if links is None or type(func) is not cst.Name or not links.may_come_from_project(func.value):
+            return None
+        here = self.file.index.find(call)
+        above = self.file.index.parent[here] if here is not None else -1
+        if above < 0 or type(self.file.index.order[above]) not in _PLACING:
+            return None  # (a quick test: not an argument, a list element or an assignment)
+        spot = self.spot(here)  # type: ignore[arg-type]
+        if spot is None:
+            return None
+        if func.value not in self._foreign:
+            self._foreign[func.value] = self._returned_layers(func.value)
+        made = self._foreign[func.value]
+        return None if made is None else (spot, *made)  # type: ignore[return-value]
+
+    def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str]]:
+        """The project function ``name`` (of another file), the layers its ``return``
+        statements construct, and that file as shown; None when it returns none."""
+        found = self.file.links.definition(name, "function")
+        if found is None:
+            return None
+        other, function = found
+        layers = []
+        for value in scan(function.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            made = value.value  # type: ignore[attr-defined]
+            qualified = other.resolver.qualify(made.func) if type(made) is cst.Call else None
+            if qualified is not None and qualified.startswith("torch.nn."):
+                layers.append(Layer(qualified, made))
+        here = self.file.links.path
+        shown = os.path.relpath(other.links.path, os.path.dirname(here)) if other.links is not None else "?"
+        return (function, layers, shown) if layers else None
+
+    def imported_elsewhere(self, name: str) -> Optional[str]:
+        """Another file of the project that may call the top-level function ``name`` of this
+        file (``ProjectIndex.importers``); None when none does, or when no project is known."""
+        links = self.file.links
+        if links is None or not any(f.name.value == name for f in self.file.module.body if type(f) is cst.FunctionDef):
+            return None
+        others = links.index.importers(links.path, name)
+        return others[0].path if others else None
+
+
+def returns(statement: Optional[cst.CSTNode], value: cst.CSTNode) -> bool:
+    """``statement`` is ``return <value>``."""
+    return (
+        type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Return and statement.body[0].value is value
+    )
+
+
+def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> Optional[str]:
+    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    for name, assignments in model.assignments.items():
+        for assignment in assignments:
+            if assignment.statement is statement and assignment.method.name.value == "__init__":
+                if type(target) is cst.Attribute and target.attr.value == name:
+                    return name
+    return None
+
+
+def switch_of(layer: Any, factory: cst.FunctionDef) -> Optional[cst.Param]:
+    """The parameter of ``factory`` with a literal default that the layer's ``inplace`` is
+    (``nn.LeakyReLU(slope, inplace=inplace)``), never rebound in it."""
+    kind = layer.kind
+    assert kind is not None
+    arg = argument(layer.effective, kind.module_params.index("inplace"), "inplace")
+    if arg is None or type(arg.value) is not cst.Name:
+        return None
+    param = parameter(factory, arg.value.value)
+    if param is None or param.default is None or literal_bool(param.default) is None:
+        return None
+    return param
+
+
+def switched(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[Optional[cst.Arg], Optional[bool]]:
+    """What ``call`` of ``factory`` passes for ``param`` and the value ``param`` gets there
+    (None: not known, as behind ``**kwargs`` or through another function)."""
+    known, arg, value = passed(factory, param, call)
+    return arg, literal_bool(value) if known else None
+
+
+def bound(layer: Any, factory: cst.FunctionDef, call: cst.Call) -> Dict[str, Optional[cst.BaseExpression]]:
+    """The layer's parameters that ``factory`` passes one of its own for (``nn.LeakyReLU(slope)``:
+    ``negative_slope``), with what each gets at ``call`` (None: not known)."""
+    kind = layer.kind
+    found: Dict[str, Optional[cst.BaseExpression]] = {}
+    for position, name in enumerate(kind.module_params if kind is not None else ()):
+        arg = argument(layer.effective, position, name)
+        param = parameter(factory, arg.value.value) if arg is not None and type(arg.value) is cst.Name else None
+        if param is not None:
+            known, _, value = passed(factory, param, call)
+            found[name] = value if known else None
+    return found
+
+
+def passed(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[bool, Optional[cst.Arg], Optional[cst.BaseExpression]]:
+    """Whether what ``call`` of ``factory`` gives ``param`` is known, the argument that passes
+    it (None: left at its default) and the value (the default's when left)."""
+    if terminal_name(call.func) != factory.name.value or has_star_args(call):
+        return False, None, None  # behind ``**kwargs``, or a call of another function
+    positional = [*factory.params.posonly_params, *factory.params.params]
+    if type(call.func) is cst.Attribute and positional:
+        positional = positional[1:]  # ``self.act(...)``
+    position = next((i for i, p in enumerate(positional) if p is param), None)
+    arg = argument(call, position, param.name.value)
+    return True, arg, arg.value if arg is not None else param.default
