@@ -24,7 +24,7 @@ Commands (``{path}`` is the corpus root):
   ruff             ruff check --isolated --no-cache, one thread (context)
   ast              ast.parse on every file (opt-in floor)
   parse-gated      libcst.parse_module on the files the default rules cannot skip: those whose
-                   text passes some default rule's gate (Rule.may_apply, as the engine tests it)
+                   text passes some default rule's gate (Rule.may_apply_at, as the engine tests it)
   parse-nogc       libcst.parse_module on every file, Python's cyclic garbage collector off during
                    each parse (with parse and parse-unchecked: what each of the two costs)
   parse-unchecked  every file parsed as torchmemlint parses it: libcst without its per-node
@@ -157,7 +157,7 @@ def run_floor(mode: str, root: str) -> int:
         default = [rule for rule in all_rules().values() if rule.default_enabled]
         files = [
             path for path in files
-            if any(rule.may_apply(path.read_bytes().decode("utf-8", "replace")) for rule in default)
+            if any(rule.may_apply_at(path.read_bytes().decode("utf-8", "replace"), str(path)) for rule in default)
         ]
     for path in files:
         try:

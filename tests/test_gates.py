@@ -356,3 +356,34 @@ def test_whole_word_gates_match_the_b_prefixed_regexes(text):
     assert any(True for _ in whole_words(MissingInplaceSavesMemory._WORDS, text)) == bool(
         words.search(text)
     )
+
+
+def test_a_factory_gate_reads_the_project_modules_a_file_imports_from(tmp_path):
+    # TML201 may report a layer that a factory of another project file returns, placed in a
+    # file that names no activation: the gate opens for a `from` import of a project module
+    # whose text may build one (re-exports and submodules followed), not for any `from` import
+    from torchmemlint.project import REGISTRY
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "from .acts import leaky\n",
+        "acts.py": "import torch.nn as nn\n\n\ndef leaky():\n    return nn.LeakyReLU(0.1)\n",
+        "utils.py": "import torch\n\n\ndef clip(x):\n    return torch.clamp(x, 0, 1)\n",
+        "opt.py": "import torch\nfrom .utils import clip\n\n\ndef step(x):\n    return clip(x)\n",
+        "net.py": "import torch.nn as nn\nfrom .acts import leaky\n\nBODY = nn.Sequential(nn.Conv2d(3, 8, 3), leaky())\n",
+        "net2.py": "import torch.nn as nn\nfrom pkg import leaky\n\nBODY = nn.Sequential(nn.Conv2d(3, 8, 3), leaky())\n",
+        "net3.py": "import torch.nn as nn\nfrom . import acts\n\nBODY = nn.Sequential(nn.Conv2d(3, 8, 3), acts.leaky())\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    REGISTRY.set_run([str(package / name) for name in files])
+    try:
+        rule = all_rules()["TML201"]
+        gate = {name: rule.may_apply_at(text, str(package / name)) for name, text in files.items()}
+        assert gate["opt.py"] is False and gate["utils.py"] is False
+        assert gate["net.py"] is True and gate["net2.py"] is True and gate["net3.py"] is True
+        assert rule.may_apply_at(files["opt.py"], None) is True  # no path: any `from` import
+        assert [f.code for f in lint_source(files["net.py"], str(package / "net.py"), Settings())] == ["TML201"]
+    finally:
+        REGISTRY.set_run([])

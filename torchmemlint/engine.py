@@ -366,7 +366,7 @@ def _lint_source(
             return [verdict]  # type: ignore[list-item]
     registry = all_rules()
     # only the rules whose words the text holds (their gates: Rule.needs, needs_torch)
-    codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply(text))
+    codes = frozenset(code for code in codes if code not in registry or registry[code].may_apply_at(text, filename))
     if codes and codes <= leak_gate.LOOP_CODES:
         if tree is None and not checked and trees is not None:
             tree = _cpython_parse(text, filename)[2]  # (kept for the caller's ``trees``)

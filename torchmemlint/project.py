@@ -660,6 +660,11 @@ class ProjectIndex:
                 return f"subclass `{klass.name}` in `{_display(owner.path)}` uses `self.{attribute}`"
         return None
 
+    def module_path(self, name: str) -> Optional[str]:
+        """The path of the project module named ``name``, without reading it (None: not one)."""
+        paths = getattr(self.by_name, "_paths", None)  # (a lazy index: names known unread)
+        return paths.get(name) if paths is not None else getattr(self.by_name.get(name), "path", None)
+
     def importers(self, path: str, name: Optional[str]) -> List[ModuleSummary]:
         """The other project modules that may call the top-level ``name`` (None: any name) of
         the module at ``path``: that import it (``from .layers import leaky``, also through a

@@ -7,7 +7,7 @@ Asked by the activation sites (``analysis/activations.py``), which judge each pl
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import os
 import re
@@ -18,6 +18,7 @@ from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, terminal_name
+from torchmemlint.project import _resolve_relative, module_name, REGISTRY
 from torchmemlint.tree import scan
 
 SEQUENTIAL = "torch.nn.Sequential"
@@ -34,10 +35,59 @@ _FROM_IMPORT = re.compile(
 _PLACING = (cst.Arg, cst.Element, cst.ListComp, cst.Assign)
 
 
-def may_import_factories(text: str) -> bool:
-    """Whether a file of this text may call a factory another file of the project defines
-    (a text gate: a ``from`` import of a module that may be the project's)."""
-    return _FROM_IMPORT.search(text) is not None
+def may_import_factories(text: str, path: Optional[str], key: str, defines: Callable[[str], bool]) -> bool:
+    """Whether the file at ``path`` (its source ``text``) may call a factory another file of
+    the project defines, of a layer ``defines`` finds in that file's text (``key``: the
+    question's name, for the answers kept per run): a ``from`` import of a project module
+    whose text may build it, or that imports (``from``, re-exports, ``*``) a project module
+    that may, up to ``_REEXPORT_DEPTH`` modules away (further: yes), or that cannot be read.
+    Without ``path``, any ``from`` import of a module that may be the project's. Text only:
+    no module is parsed (a gate runs before the parse)."""
+    if _FROM_IMPORT.search(text) is None:
+        return False
+    if path is None:
+        return True
+    index = REGISTRY.index_for(path)
+    known: Dict[Tuple[str, str], bool] = index.__dict__.setdefault("_factory_gate", {})
+    return _imports_may_define(index, path, text, key, defines, known, _REEXPORT_DEPTH)
+
+
+_REEXPORT_DEPTH = 3
+# `from <dots><module> import <names>` (the names: to the end of the line, or of the brackets)
+_FROM_ANY = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
+def _imports_may_define(
+    index: Any, path: str, text: str, key: str, defines: Callable[[str], bool],
+    known: Dict[Tuple[str, str], bool], depth: int,
+) -> bool:
+    package = module_name(path)[1]
+    for match in _FROM_ANY.finditer(text):
+        level, module = len(match.group(1)), match.group(2)
+        full = _resolve_relative(package, level, module or None) if level else module
+        if not full:
+            continue
+        names = re.findall(r"\w+", match.group(3).split("#", 1)[0])
+        # the module imported from, and each imported name that may be a submodule of it
+        for target in [index.module_path(full)] + [index.module_path(f"{full}.{name}") for name in names]:
+            if target is not None and _module_may_define(index, target, key, defines, known, depth):
+                return True
+    return False
+
+
+def _module_may_define(
+    index: Any, path: str, key: str, defines: Callable[[str], bool], known: Dict[Tuple[str, str], bool], depth: int,
+) -> bool:
+    found = known.get((key, path))
+    if found is not None:
+        return found
+    if depth <= 0:
+        return True
+    known[(key, path)] = False  # (while it is read: an import cycle adds nothing)
+    text = REGISTRY.text_of(path)
+    found = text is None or defines(text) or _imports_may_define(index, path, text, key, defines, known, depth - 1)
+    known[(key, path)] = found
+    return found
 
 
 class FactoryPlacing:

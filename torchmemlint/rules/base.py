@@ -97,6 +97,12 @@ class Rule:
             return False
         return all(any(word in text for word in group) for group in cls.needs)
 
+    @classmethod
+    def may_apply_at(cls, text: str, path: Optional[str]) -> bool:
+        """``may_apply``, for the file at ``path`` (None: not known), which a rule that follows
+        names into other files of the project may also ask about (what the engine calls)."""
+        return cls.may_apply(text)
+
     # -- helpers for subclasses -------------------------------------------------------------
     def report(
         self,

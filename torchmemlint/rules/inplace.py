@@ -321,10 +321,14 @@ class MissingInplaceSavesMemory(_MissingInplace):
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
+        return super().may_apply(text) and any(True for _ in whole_words(cls._WORDS, text))
+
+    @classmethod
+    def may_apply_at(cls, text: str, path: Optional[str]) -> bool:
         # a layer a factory of another project file returns may be placed here unnamed
-        return super().may_apply(text) and (
-            any(True for _ in whole_words(cls._WORDS, text)) or may_import_factories(text)
-        )
+        return cls.may_apply(text) or (Rule.may_apply.__func__(cls, text) and may_import_factories(  # type: ignore
+            text, path, cls.code, lambda other: any(True for _ in whole_words(cls._WORDS, other))
+        ))
 
     def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         # through a factory default, a caller elsewhere may pass a layer without `inplace`
@@ -409,8 +413,14 @@ class MissingInplaceNoSaving(_MissingInplace):
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
+        return super().may_apply(text) and any(word in text for word in cls._NEEDS)
+
+    @classmethod
+    def may_apply_at(cls, text: str, path: Optional[str]) -> bool:
         # a layer a factory of another project file returns may be placed here unnamed
-        return super().may_apply(text) and (any(word in text for word in cls._NEEDS) or may_import_factories(text))
+        return cls.may_apply(text) or (Rule.may_apply.__func__(cls, text) and may_import_factories(  # type: ignore
+            text, path, cls.code, lambda other: any(word in other for word in cls._NEEDS)
+        ))
 
     def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         site = layers[0].site
@@ -508,10 +518,11 @@ class UnsafeInplace(Rule):
     project_facts = frozenset({"imports"})
 
     @classmethod
-    def may_apply(cls, text: str) -> bool:
+    def may_apply_at(cls, text: str, path: Optional[str]) -> bool:
         # a layer a factory of another project file returns may be placed here unnamed
-        return super().may_apply(text) or (
-            (not cls.needs_torch or "torch" in text) and may_import_factories(text)
+        return cls.may_apply(text) or (
+            (not cls.needs_torch or "torch" in text)
+            and may_import_factories(text, path, cls.code, lambda other: Rule.may_apply.__func__(cls, other))  # type: ignore
         )
     name = "unsafe-inplace"
     summary = "In-place activation on a tensor that is reused, saved for backward, or the caller's"
