@@ -58,6 +58,9 @@ class CallableModel:
         self._mentions: Dict[int, bool] = {}
         self._layer_counts: Dict[int, int] = {}
         self._relative_wrappers: Optional[Dict[str, Wrapper]] = None
+        self.helper_wrappers: Dict[int, Optional[Wrapper]] = {}  # ``analysis/helpers.py``, by definition
+        self.helper_names: Dict[str, Optional[Wrapper]] = {}  # ... and by the name this file calls
+        self.mentions_text = self._file_mentions  # the file says "checkpoint" (or is not known)
         # ``analysis/links.py``: classes and functions of other project files (set by
         # ``FileAnalysis``; None: this file alone)
         self.links = None
@@ -92,12 +95,13 @@ class CallableModel:
         return self.functions[func.value]
 
     def foreign(
-        self, func: cst.BaseExpression, env: Env, kind: str
+        self, func: cst.BaseExpression, env: Env, kind: str, package: bool = False
     ) -> Optional[Tuple["CallableModel", cst.CSTNode]]:
         """A class or function (``kind``) that another file of the project defines, named by
-        ``func`` at module level here: that file's model and its definition."""
+        ``func`` at module level here: that file's model and its definition (``package``: also
+        imported by absolute name from the file's own package, ``ProjectLinks.locate``)."""
         dotted = self._module_level_name(func, env)
-        found = self.links.definition(dotted, kind) if dotted is not None else None
+        found = self.links.definition(dotted, kind, package) if dotted is not None else None
         return None if found is None else (found[0].callables, found[1])
 
     def _module_level_name(self, func: cst.BaseExpression, env: Env) -> Optional[str]:
@@ -701,6 +705,11 @@ class CallableModel:
             return None
         followed = self.follow(expr, env)
         if followed is not None:
+            path = self_path(expr, env.self_name)
+            method = env.owner.methods.get(path[0]) if not followed and len(path) == 1 else None  # type: ignore[union-attr,arg-type]
+            if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
+                call = _single_return_call(method, skip=1)
+                return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
             ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed]
             if ops and all(op is not None and op == ops[0] for op in ops):
                 return ops[0]
@@ -710,7 +719,7 @@ class CallableModel:
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
-            return None
+            return None if qualified is not None and qualified.startswith("torch.") else self._built_op(expr, env, depth)
         if type(expr) is cst.Lambda:
             call = _lambda_call(expr)
             if call is None:
@@ -726,6 +735,24 @@ class CallableModel:
                 return self.single_op(call.func, inner, depth + 1) if call is not None else None
             return _function_op(env.qualify(expr))
         return None
+
+    def _built_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
+        """The one layer a builder function of this or another project file returns, whatever
+        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every
+        ``return`` of it builds that same single op."""
+        model, builder = self, self.local_function(call.func, env)
+        if builder is None and self.local_class(call.func, env) is None:
+            found = self.foreign(call.func, env, "function")
+            if found is not None:
+                model, builder = found  # type: ignore[assignment]
+        if builder is None:
+            return None
+        inner = Env(_scope_of(builder, model.root), None, None, builder)
+        returned = [node.value for node in _walk_types(builder.body, (cst.Return,))]
+        if not returned or any(type(value) is not cst.Call for value in returned):
+            return None
+        ops = [model.single_op(value, inner, depth + 1) for value in returned]
+        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
 
     def element_op(self, container: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
         """The single op every element of a container is, if they all are the same one."""
