@@ -8,6 +8,8 @@ what a project's own checkpointing code runs is read as the computation it is.
   caller only where the helper passes the caller's keywords on and none chooses a variant;
 - a module whose ``forward`` checkpoints the module its ``__init__`` was given
   (``CheckpointWrapper(nn.Linear(...))``) checkpoints that module, as ``checkpoint_wrapper`` does;
+- a closure a factory builds from the block's layers (the memory-efficient DenseNet's
+  ``_bn_function_factory(self.norm1, self.relu1, self.conv1)``) runs the layers it was given;
 - a method that only forwards to one layer (``def _fc(self, h): return self.fc(h)``) and a
   builder whose every ``return`` is one layer (LDM's ``Normalize(c)`` -> ``nn.GroupNorm``) are
   that single op (TML402).
@@ -261,6 +263,70 @@ CASES: Dict[str, Dict[str, str]] = {
                     h = torch.utils.checkpoint.checkpoint(nonlinearity, h, use_reentrant=False)
                     h = torch.utils.checkpoint.checkpoint(self.norm_act, h, use_reentrant=False)
                     return torch.utils.checkpoint.checkpoint(self.conv_out, h, use_reentrant=False)  # expect: TML402
+        """,
+    },
+    # a closure built from the block's layers: by a module-level factory (the memory-efficient
+    # DenseNet, layers registered by `self.add_module('norm1', ...),` with a stray comma) or by
+    # one nested in `forward`; a factory whose closure never calls the BatchNorm it is given
+    "closure_factory": {
+        "m.py": """
+            import torch
+            import torch.nn as nn
+            import torch.utils.checkpoint as cp
+
+
+            def _bn_function_factory(norm, relu, conv):
+                def bn_function(*inputs):
+                    concated_features = torch.cat(inputs, 1)
+                    return conv(relu(norm(concated_features)))
+                return bn_function
+
+
+            def _conv_only_factory(norm, conv):
+                def conv_function(x):
+                    return conv(x)
+                return conv_function
+
+
+            class _DenseLayer(nn.Module):
+                def __init__(self, num_input_features, growth_rate, bn_size, efficient=False):
+                    super(_DenseLayer, self).__init__()
+                    self.add_module('norm1', nn.BatchNorm2d(num_input_features)),
+                    self.add_module('relu1', nn.ReLU(inplace=True)),
+                    self.add_module('conv1', nn.Conv2d(num_input_features, bn_size * growth_rate, kernel_size=1, bias=False)),
+                    self.efficient = efficient
+
+                def forward(self, *prev_features):
+                    bn_function = _bn_function_factory(self.norm1, self.relu1, self.conv1)
+                    conv_function = _conv_only_factory(self.norm1, self.conv1)
+                    if self.efficient and any(feature.requires_grad for feature in prev_features):
+                        out = cp.checkpoint(bn_function, *prev_features, use_reentrant=False)  # expect: TML403
+                        return cp.checkpoint(conv_function, out, use_reentrant=False)
+                    return bn_function(*prev_features)
+
+
+            class ConvBnRelu(nn.Module):
+                def __init__(self, in_planes, out_planes, has_bn=True, efficient=False):
+                    super().__init__()
+                    self.conv = nn.Conv2d(in_planes, out_planes, 3, padding=1)
+                    self.has_bn = has_bn
+                    self.bn = nn.BatchNorm2d(out_planes)
+                    self.relu = nn.ReLU(inplace=True)
+                    self.efficient = efficient
+
+                def forward(self, x):
+                    def _func_factory(conv, bn, relu, has_bn):
+                        def func(x):
+                            x = conv(x)
+                            if has_bn:
+                                x = bn(x)
+                            return relu(x)
+                        return func
+
+                    func = _func_factory(self.conv, self.bn, self.relu, self.has_bn)
+                    if self.efficient:
+                        return cp.checkpoint(func, x, use_reentrant=False)  # expect: TML403
+                    return func(x)
         """,
     },
     # look-alikes: a project's own checkpoint that never calls torch's, a helper that only runs

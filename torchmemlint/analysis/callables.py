@@ -345,8 +345,8 @@ class CallableModel:
             merge(self._call_contents(expr, env, where, depth))
         elif type(expr) in (cst.Name, cst.Attribute):
             function = self.local_function(expr, env)
-            nested = _nested_function(env.function, expr) if function is None else None
-            values = self._init_values(expr, env) if function is None and nested is None else []
+            values = self._init_values(expr, env) if function is None else []
+            nested = _nested_function(env.function, expr) if function is None and not values else None
             if nested is not None:  # `def _inner_forward(x): ...` in the calling method
                 scope = _scope_of(nested, _scope_of(env.function, env.scope) if env.function else env.scope)
                 merge(self.function_contents(nested, Env(scope, env.owner, env.self_name, nested), depth + 1))
@@ -399,8 +399,13 @@ class CallableModel:
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
         builder = self.local_function(call.func, env)
-        if builder is not None:  # `make_stage(64, 2)`: what the function returns
-            return self.returned_contents(builder, depth)
+        nested = _nested_function(env.function, call.func) if builder is None else None
+        if builder is not None or nested is not None:  # `make_stage(64, 2)`: what the function returns
+            found = self.returned_contents(builder, depth) if builder is not None else {}
+            for value in _called_arguments(builder or nested, call):  # a closure runs what it was given
+                for trait, item in self.contents(value, env, where, depth + 1).items():
+                    found.setdefault(trait, item)
+            return found
         path = self_path(call.func, env.self_name)
         method = env.owner.methods.get(path[0]) if env.owner is not None and path and len(path) == 1 else None
         if method is not None:  # `self._make_layer(...)`: what the method returns
@@ -771,6 +776,21 @@ def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpressi
         return None
     found = [node for node in scan(function.body, (cst.FunctionDef,)) if node.name.value == name.value]
     return found[0] if len(found) == 1 else None
+
+
+def _called_arguments(function: cst.FunctionDef, call: cst.Call) -> List[cst.BaseExpression]:
+    """What ``call`` passes for the parameters ``function``'s body calls (``norm(x)`` in the
+    closure ``_bn_function_factory(norm, relu, conv)`` returns, given ``self.norm1``)."""
+    names = [param.name.value for param in (*function.params.posonly_params, *function.params.params)]
+    called = {node.func.value for node in _walk_types(function.body, (cst.Call,)) if type(node.func) is cst.Name}
+    passed: Dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        name = arg.keyword.value if arg.keyword is not None else names[index] if index < len(names) else None
+        if name is not None:
+            passed[name] = arg.value
+    return [value for name, value in passed.items() if name in called]
 
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
