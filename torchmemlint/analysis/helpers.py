@@ -24,6 +24,12 @@ from torchmemlint.project import REGISTRY
 _CALLABLE = (cst.Name, cst.Attribute, cst.Lambda, cst.Call, cst.Subscript)
 
 
+def passes_callable(call: cst.Call) -> bool:
+    """Whether ``call`` passes by position anything that could be a callable or a module
+    (``self.block``, ``fn``, a lambda, ``nn.Linear(...)``); not ``Block(dim=64)``, ``Stage(3, 64)``."""
+    return any(type(arg.value) in _CALLABLE for arg in _positional(call))
+
+
 def helper_wrapper(models, call: cst.Call, env: Env) -> Optional[Wrapper]:
     """The checkpointing ``call`` does when it calls a project's helper function or
     checkpointing module class (None: it is neither, or cannot be followed)."""
@@ -35,8 +41,8 @@ def helper_wrapper(models, call: cst.Call, env: Env) -> Optional[Wrapper]:
     if model is not None:
         return _cached(models, model.node, lambda: _class_wrapper(models, model.node))
     dotted = models._module_level_name(func, env)
-    if dotted is None or not any(type(arg.value) in _CALLABLE for arg in _positional(call)):
-        return None  # nothing passed that could be the callable (`Block(dim=64)`, `Stage(3, 64)`)
+    if dotted is None or not passes_callable(call):
+        return None
     names: Dict[str, Optional[Wrapper]] = models.helper_names
     if dotted not in names:
         names[dotted] = None

@@ -21,7 +21,7 @@ from torchmemlint.analysis.checkpoints import (
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.helpers import helper_wrapper
+from torchmemlint.analysis.helpers import helper_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
@@ -238,7 +238,7 @@ class CheckpointCalls:
                 # a name imported from another file of the project
                 if not (func.value in models.functions or func.value in models.classes or (
                     links is not None and links.may_come_from_package(func.value)
-                )):
+                )) or not passes_callable(node):  # type: ignore[arg-type]
                     continue
             scope = self.bindings_at(here)
             wrapper = checkpoint_wrapper(func, scope.qualify, models)
