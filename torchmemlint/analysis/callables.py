@@ -58,6 +58,9 @@ class CallableModel:
         self._mentions: Dict[int, bool] = {}
         self._layer_counts: Dict[int, int] = {}
         self._relative_wrappers: Optional[Dict[str, Wrapper]] = None
+        self.helper_wrappers: Dict[int, Optional[Wrapper]] = {}  # ``analysis/helpers.py``, by definition
+        self.helper_names: Dict[str, Optional[Wrapper]] = {}  # ... and by the name this file calls
+        self.mentions_text = self._file_mentions  # the file says "checkpoint" (or is not known)
         # ``analysis/links.py``: classes and functions of other project files (set by
         # ``FileAnalysis``; None: this file alone)
         self.links = None
@@ -92,12 +95,13 @@ class CallableModel:
         return self.functions[func.value]
 
     def foreign(
-        self, func: cst.BaseExpression, env: Env, kind: str
+        self, func: cst.BaseExpression, env: Env, kind: str, package: bool = False
     ) -> Optional[Tuple["CallableModel", cst.CSTNode]]:
         """A class or function (``kind``) that another file of the project defines, named by
-        ``func`` at module level here: that file's model and its definition."""
+        ``func`` at module level here: that file's model and its definition (``package``: also
+        imported by absolute name from the file's own package, ``ProjectLinks.locate``)."""
         dotted = self._module_level_name(func, env)
-        found = self.links.definition(dotted, kind) if dotted is not None else None
+        found = self.links.definition(dotted, kind, package) if dotted is not None else None
         return None if found is None else (found[0].callables, found[1])
 
     def _module_level_name(self, func: cst.BaseExpression, env: Env) -> Optional[str]:
@@ -341,8 +345,8 @@ class CallableModel:
             merge(self._call_contents(expr, env, where, depth))
         elif type(expr) in (cst.Name, cst.Attribute):
             function = self.local_function(expr, env)
-            nested = _nested_function(env.function, expr) if function is None else None
-            values = self._init_values(expr, env) if function is None and nested is None else []
+            values = self._init_values(expr, env) if function is None else []
+            nested = _nested_function(env.function, expr) if function is None and not values else None
             if nested is not None:  # `def _inner_forward(x): ...` in the calling method
                 scope = _scope_of(nested, _scope_of(env.function, env.scope) if env.function else env.scope)
                 merge(self.function_contents(nested, Env(scope, env.owner, env.self_name, nested), depth + 1))
@@ -395,8 +399,13 @@ class CallableModel:
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
         builder = self.local_function(call.func, env)
-        if builder is not None:  # `make_stage(64, 2)`: what the function returns
-            return self.returned_contents(builder, depth)
+        nested = _nested_function(env.function, call.func) if builder is None else None
+        if builder is not None or nested is not None:  # `make_stage(64, 2)`: what the function returns
+            found = self.returned_contents(builder, depth) if builder is not None else {}
+            for value in _called_arguments(builder or nested, call):  # a closure runs what it was given
+                for trait, item in self.contents(value, env, where, depth + 1).items():
+                    found.setdefault(trait, item)
+            return found
         path = self_path(call.func, env.self_name)
         method = env.owner.methods.get(path[0]) if env.owner is not None and path and len(path) == 1 else None
         if method is not None:  # `self._make_layer(...)`: what the method returns
@@ -701,6 +710,11 @@ class CallableModel:
             return None
         followed = self.follow(expr, env)
         if followed is not None:
+            path = self_path(expr, env.self_name)
+            method = env.owner.methods.get(path[0]) if not followed and len(path) == 1 else None  # type: ignore[union-attr,arg-type]
+            if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
+                call = _single_return_call(method, skip=1)
+                return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
             ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed]
             if ops and all(op is not None and op == ops[0] for op in ops):
                 return ops[0]
@@ -710,7 +724,7 @@ class CallableModel:
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
-            return None
+            return None if qualified is not None and qualified.startswith("torch.") else self._built_op(expr, env, depth)
         if type(expr) is cst.Lambda:
             call = _lambda_call(expr)
             if call is None:
@@ -726,6 +740,24 @@ class CallableModel:
                 return self.single_op(call.func, inner, depth + 1) if call is not None else None
             return _function_op(env.qualify(expr))
         return None
+
+    def _built_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
+        """The one layer a builder function of this or another project file returns, whatever
+        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every
+        ``return`` of it builds that same single op."""
+        model, builder = self, self.local_function(call.func, env)
+        if builder is None and self.local_class(call.func, env) is None:
+            found = self.foreign(call.func, env, "function")
+            if found is not None:
+                model, builder = found  # type: ignore[assignment]
+        if builder is None:
+            return None
+        inner = Env(_scope_of(builder, model.root), None, None, builder)
+        returned = [node.value for node in _walk_types(builder.body, (cst.Return,))]
+        if not returned or any(type(value) is not cst.Call for value in returned):
+            return None
+        ops = [model.single_op(value, inner, depth + 1) for value in returned]
+        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
 
     def element_op(self, container: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
         """The single op every element of a container is, if they all are the same one."""
@@ -744,6 +776,21 @@ def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpressi
         return None
     found = [node for node in scan(function.body, (cst.FunctionDef,)) if node.name.value == name.value]
     return found[0] if len(found) == 1 else None
+
+
+def _called_arguments(function: cst.FunctionDef, call: cst.Call) -> List[cst.BaseExpression]:
+    """What ``call`` passes for the parameters ``function``'s body calls (``norm(x)`` in the
+    closure ``_bn_function_factory(norm, relu, conv)`` returns, given ``self.norm1``)."""
+    names = [param.name.value for param in (*function.params.posonly_params, *function.params.params)]
+    called = {node.func.value for node in _walk_types(function.body, (cst.Call,)) if type(node.func) is cst.Name}
+    passed: Dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        name = arg.keyword.value if arg.keyword is not None else names[index] if index < len(names) else None
+        if name is not None:
+            passed[name] = arg.value
+    return [value for name, value in passed.items() if name in called]
 
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:

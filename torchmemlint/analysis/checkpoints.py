@@ -174,7 +174,8 @@ class Wrapper:
     ``checkpoint_sequential(functions, segments, x)``: all but the last segment), ``SEQ``
     (timm's ``checkpoint_seq(functions, x)``: every element, the last kept out by
     ``skip_last=True``) or ``MODULE`` (``checkpoint_wrapper(module)``: a module whose every
-    call is checkpointed). ``reentrant``: the variant when the call does not choose one (None:
+    call is checkpointed). A project's own helper that hands its parameter to one of them is
+    one too (``analysis/helpers.py``). ``reentrant``: the variant when the call does not choose one (None:
     set elsewhere, timm's ``set_reentrant_ckpt``/``TIMM_REENTRANT_CKPT``, default off).
     ``use_reentrant``: the call takes that keyword; ``torch_keywords``: it passes torch's other
     checkpoint keywords (``preserve_rng_state``, ``context_fn``) on.
@@ -185,6 +186,7 @@ class Wrapper:
     reentrant: Optional[bool]
     use_reentrant: bool = True
     torch_keywords: bool = True
+    position: int = 0  # where the callable (module) is among the positional arguments
 
     @property
     def omitted_use_reentrant_is_reentrant(self) -> bool:
@@ -311,25 +313,26 @@ def _lambda_call(function: cst.Lambda) -> Optional[cst.Call]:
     return _forwarding_call(function.params, function.body)
 
 
-def _single_return_call(function: cst.FunctionDef) -> Optional[cst.Call]:
-    """The call of ``def f(a): return op(a, k=v)``, as for a lambda."""
+def _single_return_call(function: cst.FunctionDef, skip: int = 0) -> Optional[cst.Call]:
+    """The call of ``def f(a): return op(a, k=v)``, as for a lambda; ``skip``: leading
+    parameters not forwarded (a method's ``self``: ``def _fn(self, h): return self.fc(h)``)."""
     statements = _body_statements(function.body)
     if len(statements) != 1 or type(statements[0]) is not cst.SimpleStatementLine:
         return None
     small = statements[0].body[0]
     if type(small) is not cst.Return or small.value is None:
         return None
-    return _forwarding_call(function.params, small.value)
+    return _forwarding_call(function.params, small.value, skip)
 
 
-def _forwarding_call(params: cst.Parameters, call: cst.BaseExpression) -> Optional[cst.Call]:
+def _forwarding_call(params: cst.Parameters, call: cst.BaseExpression, skip: int = 0) -> Optional[cst.Call]:
     if (
         params.star_arg is not cst.MaybeSentinel.DEFAULT
         or params.kwonly_params
         or params.star_kwarg
     ):
         return None
-    names = [param.name.value for param in [*params.posonly_params, *params.params]]
+    names = [param.name.value for param in [*params.posonly_params, *params.params]][skip:]
     if any(param.default is not None for param in params.params) or not names:
         return None
     if type(call) is not cst.Call or len(call.args) < len(names):

@@ -587,6 +587,10 @@ class InitModel:
                 self._assign(small.target, small.value)
             elif type(small) is cst.Expr and type(small.value) is cst.Call:
                 self._read_call(small.value)
+            elif type(small) is cst.Expr and type(small.value) is cst.Tuple and len(small.value.elements) == 1:
+                call = small.value.elements[0].value  # `self.add_module('norm1', ...),`: a stray comma
+                if type(call) is cst.Call:
+                    self._read_call(call)
         self._read_appends(statements, None)
 
     def _read_appends(self, statements: Sequence[cst.CSTNode], loop: Optional[cst.For]) -> None:
@@ -624,7 +628,11 @@ class InitModel:
         func = call.func
         path = self_path(func, self.self_name)
         if path == ["add_module"] and len(call.args) == 2:
-            self.children.append(call.args[1].value)
+            name = call.args[0].value
+            if type(name) is cst.SimpleString and name.evaluated_value.isidentifier():  # `self.norm1` from now on
+                self.attributes.setdefault(name.evaluated_value, []).append(call.args[1].value)  # type: ignore[arg-type]
+            else:
+                self.children.append(call.args[1].value)
         elif path == ["append"] and len(call.args) == 1:
             self.children.append(call.args[0].value)
         elif (

@@ -205,7 +205,7 @@ def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bo
         return any(
             os.path.isfile(os.path.join(base, top + ".py"))
             or os.path.isfile(os.path.join(base, top, "__init__.py"))
-            for base in {root, directory}
+            for base in {root, directory, *_beside(root, top)}
         )
 
     names: Dict[str, bool] = {}
@@ -233,6 +233,15 @@ def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bo
         if type(statement) in (cst.ClassDef, cst.FunctionDef):
             names[statement.name.value] = False  # type: ignore[attr-defined]
     return names, star
+
+
+def _beside(root: str, top: str) -> Tuple[str, ...]:
+    """The directory a top-level package sits in, where its sibling packages are (``models/``
+    beside ``utils/``, imported as ``from utils.util import f``); none for a script's directory,
+    nor for the package itself (its absolute imports: ``ProjectLinks.may_come_from_package``)."""
+    if top == os.path.basename(root) or not os.path.isfile(os.path.join(root, "__init__.py")):
+        return ()
+    return (os.path.dirname(root),)
 
 
 def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:

@@ -21,6 +21,7 @@ from torchmemlint.analysis.checkpoints import (
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.classes import Env
+from torchmemlint.analysis.helpers import helper_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
@@ -50,10 +51,11 @@ class CheckpointCall:
         self.wrapper = wrapper
         self.form = wrapper.form
         positional = _positional(node)
-        first = positional[0] if positional else None
+        at = wrapper.position
+        first = positional[at] if len(positional) > at and not any(arg.star for arg in positional[:at]) else None
         # The callable (or module) checkpointed; None when not passed plainly by position.
         self.target: Optional[cst.BaseExpression] = first.value if first is not None and not first.star else None
-        self.inputs: List[cst.Arg] = positional[1:]  # what it is called on (CALL form)
+        self.inputs: List[cst.Arg] = positional[at + 1 :]  # what it is called on (CALL form)
         self.keywords: Dict[str, cst.Arg] = {}
         for arg in node.args:
             if arg.keyword is not None:
@@ -192,7 +194,7 @@ class CheckpointCall:
         """The call without the checkpoint (``CALL`` form); None where it cannot be written:
         ``context_fn`` or ``**kwargs`` passed, or a lambda that does not only forward its
         parameters, in order, to one call."""
-        if self.star_kwargs or "context_fn" in self.keywords or self.target is None:
+        if self.star_kwargs or "context_fn" in self.keywords or self.target is None or self.wrapper.position:
             return None
         removed = {0} | {
             index
@@ -222,15 +224,26 @@ class CheckpointCalls:
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
+        links = models.links
         for here in index.positions(cst.Call):
             node = order[here]
             func = node.func  # type: ignore[attr-defined]
             if type(func) is cst.Attribute:
                 if func.attr.value not in _WRAPPER_ATTRIBUTES:
                     continue
-            elif type(func) is not cst.Name or func.value not in names:
+            elif type(func) is not cst.Name:
                 continue
-            wrapper = checkpoint_wrapper(func, self.bindings_at(here).qualify, models)
+            elif func.value not in names:
+                # a project's own checkpointing helper: a function or class of this file, or
+                # a name imported from another file of the project
+                if not (func.value in models.functions or func.value in models.classes or (
+                    links is not None and links.may_come_from_package(func.value)
+                )) or not passes_callable(node):  # type: ignore[arg-type]
+                    continue
+            scope = self.bindings_at(here)
+            wrapper = checkpoint_wrapper(func, scope.qualify, models)
+            if wrapper is None:
+                wrapper = helper_wrapper(models, node, Env(scope, None, None))  # type: ignore[arg-type]
             if wrapper is not None:
                 self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
 

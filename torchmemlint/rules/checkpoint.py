@@ -27,6 +27,11 @@ class CheckpointWithoutUseReentrant(Rule):
     Flags `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` calls that
     do not pass `use_reentrant`.
 
+    A project's own helper that passes its caller's keywords on to torch's checkpoint
+    (`def ckpt(fn, *args, **kwargs): return checkpoint(fn, *args, **kwargs)`, in this file or
+    another file of the project) is reported at each call that passes no `use_reentrant`;
+    a helper that calls torch's without it itself is reported there, once.
+
     Other checkpoint functions are not reported: timm's `checkpoint`/`checkpoint_seq`
     (`timm.models`, `timm.models._manipulate`, `timm.models.helpers`) are non-reentrant unless
     `TIMM_REENTRANT_CKPT` or `set_reentrant_ckpt()` says otherwise, torch's
@@ -89,6 +94,8 @@ class CheckpointWithoutUseReentrant(Rule):
 
     code = "TML401"
     needs = (("checkpoint",),)  # every checkpointing function's name holds it
+    needs_project = True  # a project's helper that passes the caller's keywords on to torch's
+    project_facts = frozenset({"imports"})
     name = "checkpoint-without-use-reentrant"
     summary = "`checkpoint` without `use_reentrant`: torch falls back to the reentrant variant"
     fix_availability = FixAvailability.ALWAYS
@@ -129,11 +136,18 @@ class SingleOpCheckpoint(Rule):
     Flags `checkpoint(f, x)` where `f` is a single cheap layer or op: a `Conv*d`, `Linear`,
     normalisation, activation or average-pool module (`self.conv1` is followed to
     `self.conv1 = nn.Conv2d(...)` in `__init__`; an inline `nn.Conv2d(...)`; the elements of a
-    `ModuleList` iterated by a `for` loop), a functional op such as `F.relu`, or a lambda that
-    only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
+    `ModuleList` iterated by a `for` loop; a method that only forwards to one, `def _fc(self,
+    h): return self.fc(h)`; a layer built by a function of this or another project file whose
+    every `return` is that one layer, LDM's `Normalize(c)` returning `nn.GroupNorm`), a
+    functional op such as `F.relu`, or a lambda that only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`, and for torch's module wrapper
     `checkpoint_wrapper(nn.Conv2d(...))` (`torch.distributed.algorithms._checkpoint.
-    checkpoint_wrapper`), whose every call checkpoints the one layer.
+    checkpoint_wrapper`), whose every call checkpoints the one layer. A project's own
+    checkpointing code counts as what it runs: a function that hands its parameter to torch's
+    checkpoint (`def checkpoint(fn, *args): return torch_checkpoint(fn, *args,
+    use_reentrant=False)`) checkpoints what its callers pass, and a module whose `forward`
+    checkpoints the module its `__init__` was given (`CheckpointWrapper(nn.Linear(...))`)
+    that module (`analysis/helpers.py`; `tests/test_checkpoint_mined.py`).
 
     ## Why is this bad?
     Checkpointing saves memory by dropping the activations *inside* a segment and keeping only
@@ -204,7 +218,11 @@ class SingleOpCheckpoint(Rule):
     """
 
     code = "TML402"
-    needs = (("checkpoint",),)  # every checkpointing function's name holds it
+    # every checkpointing function's name holds it, and a project's checkpointing module
+    # class (`CheckpointWrapper(layer)`, `analysis/helpers.py`) is named so
+    needs = (("checkpoint", "Checkpoint"),)
+    needs_project = True  # a project's own checkpoint helper, or a layer builder, may be in another file
+    project_facts = frozenset({"imports"})
     name = "single-op-checkpoint"
     summary = "`checkpoint` around a single cheap layer saves no memory"
     fix_availability = FixAvailability.SOMETIMES
@@ -326,7 +344,9 @@ class BatchNormInCheckpoint(Rule):
     timm's own files), which timm models run when `set_grad_checkpointing()` is on;
     `checkpoint_wrapper(Block(...))` (`torch.distributed.algorithms._checkpoint.
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
-    `deepspeed.checkpointing.checkpoint(f, x)`. Of timm's layers, `BatchNormAct2d` and
+    `deepspeed.checkpointing.checkpoint(f, x)`; a project's own helper function or
+    checkpointing module that hands its callable or module on to one of them, as for TML402.
+    Of timm's layers, `BatchNormAct2d` and
     `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm, and so
     do torchvision's and timm's ResNet `BasicBlock`/`Bottleneck` and torchvision's `resnet*`
     constructors without a `norm_layer` argument (their documented default is BatchNorm2d);
@@ -412,7 +432,7 @@ class BatchNormInCheckpoint(Rule):
     """
 
     code = "TML403"
-    needs = (("checkpoint",),)  # every checkpointing function's name holds it
+    needs = (("checkpoint", "Checkpoint"),)  # as for TML402
     needs_project = True  # blocks imported from other files are followed there
     project_facts = frozenset({"imports"})
     name = "batchnorm-in-checkpoint"
@@ -501,6 +521,8 @@ class CheckpointRandomWithoutRngState(Rule):
 
     code = "TML404"
     needs = (("checkpoint",), ("preserve_rng_state",))
+    needs_project = True  # a project's own checkpoint helper may be in another file
+    project_facts = frozenset({"imports"})
     name = "checkpoint-random-without-rng-state"
     summary = (
         "`preserve_rng_state=False` around dropout: recomputed masks differ, gradients are wrong"

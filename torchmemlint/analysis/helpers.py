@@ -1,0 +1,153 @@
+"""Checkpointing functions a project writes itself, read as what they run: a function that
+hands one of its parameters to torch's checkpoint (``def ckpt(f, *a): return checkpoint(f,
+*a, use_reentrant=False)``, also ``def wrap(self, fn, *args)``) checkpoints what its caller
+passes there, and a module whose ``forward`` checkpoints the module its ``__init__`` was
+given (``self.module = module``; ``checkpoint(self.module, *args)``) checkpoints every call
+of that module, as ``checkpoint_wrapper`` does. Each is a ``Wrapper`` of the form, variant and
+keywords the inner call gives it; the helper may be defined in this file or followed into
+another file of the project (``CallableModel.foreign``)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.checkpoints import (
+    CALL, checkpoint_wrapper, keyword, MODULE, _positional, reentrant, Wrapper, WRAPPERS,
+)
+from torchmemlint.analysis.classes import Env
+from torchmemlint.analysis.syntax import _scope_of, _walk_types, self_path
+from torchmemlint.project import REGISTRY
+
+
+_CALLABLE = (cst.Name, cst.Attribute, cst.Lambda, cst.Call, cst.Subscript)
+
+
+def passes_callable(call: cst.Call) -> bool:
+    """Whether ``call`` passes by position anything that could be a callable or a module
+    (``self.block``, ``fn``, a lambda, ``nn.Linear(...)``); not ``Block(dim=64)``, ``Stage(3, 64)``."""
+    return any(type(arg.value) in _CALLABLE for arg in _positional(call))
+
+
+def helper_wrapper(models, call: cst.Call, env: Env) -> Optional[Wrapper]:
+    """The checkpointing ``call`` does when it calls a project's helper function or
+    checkpointing module class (None: it is neither, or cannot be followed)."""
+    func = call.func
+    local = models.local_function(func, env)
+    if local is not None:
+        return _cached(models, local, lambda: _function_wrapper(models, local))
+    model = models.local_class(func, env)
+    if model is not None:
+        return _cached(models, model.node, lambda: _class_wrapper(models, model.node))
+    dotted = models._module_level_name(func, env)
+    if dotted is None or not passes_callable(call):
+        return None
+    names: Dict[str, Optional[Wrapper]] = models.helper_names
+    if dotted not in names:
+        names[dotted] = None
+        located = models.links.locate(dotted, package=True)
+        if located is not None and located.module is not None and _may_checkpoint(located.module, located.name):
+            found = models.foreign(func, env, located.kind, package=True)
+            if found is not None:
+                other, node = found
+                read = _function_wrapper if located.kind == "function" else _class_wrapper
+                names[dotted] = _cached(other, node, lambda: read(other, node))
+    return names[dotted]
+
+
+def _may_checkpoint(summary, name: str) -> bool:
+    """Whether the definition of ``name`` in a project file can call a checkpoint function at
+    all, read off the file's summary and text before it is parsed: its lines (from ``def
+    name``/``class name`` to the next top-level line) call a name the file imports as one, or
+    ``.checkpoint(`` of a module it imports on the way to one (``cp.checkpoint(``,
+    ``torch.utils.checkpoint.checkpoint(``, ``deepspeed.checkpointing.checkpoint(``)."""
+    calls = [full for full, wrapper in WRAPPERS.items() if wrapper.form == CALL]  # what a helper hands on to
+    spelled = {".checkpoint("}
+    for local, imported in summary.imports.items():
+        if imported in calls:
+            spelled.add(local + "(")
+    lines = (REGISTRY.text_of(summary.path) or "").splitlines()
+    starts = (f"def {name}(", f"class {name}(", f"class {name}:", f"async def {name}(")
+    inside = False
+    for line in lines:
+        if line.startswith(starts):
+            inside = True
+        elif inside and line[:1] not in ("", " ", "\t", "#", ")"):
+            inside = False
+        if inside and any(word in line for word in spelled):
+            return True
+    return False
+
+
+def _cached(models, node: cst.CSTNode, read) -> Optional[Wrapper]:
+    cache: Dict[int, Optional[Wrapper]] = models.helper_wrappers
+    key = id(node)
+    if key not in cache:
+        cache[key] = None  # a helper that calls itself is not one
+        cache[key] = read() if models.mentions_text else None
+    return cache[key]
+
+
+def _inner_calls(models, body: cst.CSTNode, env: Env) -> List[Tuple[cst.Call, Wrapper]]:
+    """The calls of torch's (timm's, deepspeed's) ``checkpoint`` in ``body``."""
+    found = []
+    for call in _walk_types(body, (cst.Call,)):
+        wrapper = checkpoint_wrapper(call.func, env.qualify, models)  # type: ignore[attr-defined]
+        if wrapper is not None and wrapper.form == CALL:
+            found.append((call, wrapper))
+    return found
+
+
+def _function_wrapper(models, function: cst.FunctionDef) -> Optional[Wrapper]:
+    params = function.params
+    names = [param.name.value for param in (*params.posonly_params, *params.params)]
+    star = params.star_arg.name.value if type(params.star_arg) is cst.Param else None
+    kwargs = params.star_kwarg.name.value if params.star_kwarg is not None else None
+    env = Env(_scope_of(function, models.root), None, None, function)
+    for call, inner in _inner_calls(models, function.body, env):
+        positional = _positional(call)
+        first = positional[0] if positional else None
+        if first is None or first.star or type(first.value) is not cst.Name or first.value.value not in names:
+            continue
+        position = names.index(first.value.value)
+        rest = positional[1:]
+        if not rest or not all(
+            type(arg.value) is cst.Name
+            and (arg.value.value == star if arg.star == "*" else arg.value.value in names[position + 1 :])
+            for arg in rest
+        ):
+            continue  # not the caller's inputs that it checkpoints
+        forwards = kwargs is not None and any(
+            arg.star == "**" and type(arg.value) is cst.Name and arg.value.value == kwargs for arg in call.args
+        )
+        chooses = keyword(call, "use_reentrant") is not None
+        takes = forwards and not chooses and inner.use_reentrant  # the caller's keyword decides
+        return Wrapper(
+            function.name.value,
+            CALL,
+            inner.reentrant if takes else reentrant(inner, call),
+            use_reentrant=takes,
+            torch_keywords=forwards and inner.torch_keywords and keyword(call, "preserve_rng_state") is None,
+            position=position,
+        )
+    return None
+
+
+def _class_wrapper(models, node: cst.ClassDef) -> Optional[Wrapper]:
+    model = models.model(node, models.root)
+    forward, init = model.methods.get("forward"), model.methods.get("__init__")
+    if forward is None or init is None:
+        return None
+    params = [param.name.value for param in (*init.params.posonly_params, *init.params.params)][1:]
+    env = model.method_env(forward)
+    for call, inner in _inner_calls(models, forward.body, env):
+        positional = _positional(call)
+        first = positional[0] if positional else None
+        path = self_path(first.value, env.self_name) if first is not None and not first.star else None
+        values = model.attributes.get(path[0], []) if path is not None and len(path) == 1 else []
+        given = {value.value for value in values if type(value) is cst.Name}
+        if len(values) != 1 or len(given) != 1 or next(iter(given)) not in params:
+            continue  # not the module `__init__` was given
+        return Wrapper(node.name.value, MODULE, reentrant(inner, call), False, False, params.index(next(iter(given))))
+    return None
