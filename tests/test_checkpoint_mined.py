@@ -67,6 +67,29 @@ CASES: Dict[str, Dict[str, str]] = {
                     return checkpoint(self.body, x)  # expect: TML403
         """,
     },
+    # a helper that writes the variant into the keywords it passes on: callers need not say it
+    "helper_sets_default": {
+        "blocks.py": """
+            import torch
+            import torch.nn as nn
+
+
+            def checkpoint(function, *args, **kwargs):
+                kwargs.setdefault("use_reentrant", False)
+                return torch.utils.checkpoint.checkpoint(function, *args, **kwargs)
+
+
+            class Local(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.project_in = nn.Linear(d, d)
+                    self.mlp = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.Linear(d, d))
+
+                def forward(self, x):
+                    x = checkpoint(self.project_in, x)  # expect: TML402
+                    return checkpoint(self.mlp, x)
+        """,
+    },
     # a reentrant helper that may be switched off: TML401 at its own call, the contents at the callers
     "helper_reentrant": {
         "utils/__init__.py": "",

@@ -19,6 +19,7 @@ from torchmemlint.analysis.checkpoints import (
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.syntax import _scope_of, _walk_types, self_path
 from torchmemlint.project import REGISTRY
+from torchmemlint.tree import walk
 
 
 _CALLABLE = (cst.Name, cst.Attribute, cst.Lambda, cst.Call, cst.Subscript)
@@ -121,7 +122,9 @@ def _function_wrapper(models, function: cst.FunctionDef) -> Optional[Wrapper]:
         forwards = kwargs is not None and any(
             arg.star == "**" and type(arg.value) is cst.Name and arg.value.value == kwargs for arg in call.args
         )
-        chooses = keyword(call, "use_reentrant") is not None
+        # the helper chooses: at its call, or written into the keywords it passes on
+        # (`kwargs.setdefault("use_reentrant", False)`: a caller's own keyword still wins)
+        chooses = keyword(call, "use_reentrant") is not None or (forwards and _names_keyword(function.body, "use_reentrant"))
         takes = forwards and not chooses and inner.use_reentrant  # the caller's keyword decides
         return Wrapper(
             function.name.value,
@@ -132,6 +135,18 @@ def _function_wrapper(models, function: cst.FunctionDef) -> Optional[Wrapper]:
             position=position,
         )
     return None
+
+
+def _names_keyword(body: cst.CSTNode, name: str) -> bool:
+    """``body`` names the keyword ``name``: a string of it (``kwargs["use_reentrant"] = ...``,
+    ``kwargs.setdefault("use_reentrant", False)``) or a keyword argument (``kwargs.update(...)``)."""
+    for node in walk(body):
+        kind = type(node)
+        if kind is cst.SimpleString and node.value[-len(name) - 1 : -1] == name and node.value.lstrip("rbuRBU")[1:-1] == name:
+            return True
+        if kind is cst.Arg and node.keyword is not None and node.keyword.value == name:
+            return True
+    return False
 
 
 def _class_wrapper(models, node: cst.ClassDef) -> Optional[Wrapper]:
