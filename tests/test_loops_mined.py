@@ -17,6 +17,28 @@ CODES = frozenset(code for code in all_rules() if code.startswith(("TML5", "TML7
 
 # name -> (source, {code: rows reported})
 CASES: Dict[str, Tuple[str, Dict[str, List[int]]]] = {
+    # -- a module's own accessors return modules, not outputs ----------------------------------
+    # transformers' FSDP plan: submodules collected with their names (quiet), beside a model's
+    # method run on each batch and kept in tuples (reported)
+    "submodules_collected_by_name": ("""import torch
+
+
+def split(model, plan):
+    keep, reshard = [], []
+    for name, style in plan.items():
+        if style == "keep":
+            keep.append((name, model.get_submodule(name)))
+        else:
+            reshard.append((name, model.get_submodule(name)))
+    return keep, reshard
+
+
+def collect(model, loader):
+    outs = []
+    for x in loader:
+        outs.append((x, model.encode(x)))
+    return outs
+""", {"TML502": [17]}),
     # -- files that never name torch: helpers of a training project ------------------------
     # a training helper module with no import at all sums the loss tensor it backpropagates
     "training_helper_without_imports": ("""device = 'cuda'

@@ -29,7 +29,8 @@ CRITERION_NAME = re.compile(r"(?:^|_)(?:criterion|loss_?fn|loss_?func|loss_?func
 # methods only a module has (a tensor has `.to`/`.cuda` too, but a tensor is never called)
 MODULE_METHODS = frozenset(
     {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
-     "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers"}
+     "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers", "named_buffers",
+     "named_children", "get_submodule", "get_parameter", "get_buffer"}
 )
 MODULE_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
 # Words of a function name that make it evaluation code.
