@@ -99,6 +99,66 @@ CASES: Dict[str, str] = {
             block = make(c)
             return nn.Sequential(block, nn.LeakyReLU(0.1))  # not known to be a module: quiet
     ''',
+    # a factory that dispatches on a string and returns the layer through a local name
+    "dispatching_factory": '''
+        import torch.nn as nn
+        from torch.nn.utils import weight_norm
+
+
+        class Snake(nn.Module):
+            def forward(self, x):
+                return x * 2
+
+
+        def WNConv1d(*args, **kwargs):
+            return weight_norm(nn.Conv1d(*args, **kwargs))
+
+
+        def get_activation(activation, antialias=False, channels=None):
+            if activation == "elu":
+                act = nn.ELU()  # reported where a call places it
+            elif activation == "snake":
+                act = Snake()
+            elif activation == "none":
+                act = nn.Identity()
+            else:
+                raise ValueError(activation)
+            if antialias:
+                act = nn.Sequential(act)
+            return act
+
+
+        def wrapped_always(slope=0.1):
+            act = nn.LeakyReLU(slope)
+            act = nn.Sequential(nn.Sigmoid(), act)
+            return act  # the LeakyReLU never returned alone, and after a sigmoid: quiet
+
+
+        def two_returns(name):
+            act = nn.ELU()
+            if name == "tanh":
+                return nn.Tanh()
+            return act  # not every return returns `act`: quiet
+
+
+        class ResidualUnit(nn.Module):
+            def __init__(self, cin, cout, use_snake=False):
+                super().__init__()
+                self.layers = nn.Sequential(
+                    get_activation("snake" if use_snake else "elu", channels=cout),  # first: its input is kept as `res`
+                    WNConv1d(cin, cout, 7),
+                    get_activation("snake" if use_snake else "elu", channels=cout),  # expect: TML201
+                    WNConv1d(cout, cout, 1),
+                )
+                self.gate = nn.Sequential(nn.Conv1d(cin, cout, 3), nn.Sigmoid(), get_activation("elu"))
+                self.snakes = nn.Sequential(WNConv1d(cin, cout, 7), get_activation("snake"))
+                self.more = nn.Sequential(WNConv1d(cin, cout, 7), wrapped_always(), two_returns("elu"))
+
+            def forward(self, x):
+                res = x
+                x = self.layers(x)
+                return x + res + self.gate(x) + self.snakes(x) + self.more(x)
+    ''',
 }
 
 

@@ -218,7 +218,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer that a function
     returns (`def leaky(slope=0.1): return nn.LeakyReLU(slope)`, also through another function,
     `return leaky(**kwargs)`, and also a function of another file of the project, imported
-    relatively) is reported at each place a call of it puts the layer: an element of
+    relatively; also through a local every `return` returns, `if activation == "elu": act =
+    nn.ELU()` ... `return act`, not at a call that passes `activation` only other strings,
+    tests/test_inplace_held_out5.py) is reported at each place a call of it puts the layer: an element of
     `nn.Sequential`, a list spliced into one (`layers.append(leaky())`), `self.act = leaky()`
     called in the class's methods, an element of a module list run as a chain. Each place is
     judged on its own, as a layer written there would be; the function itself is not reported
