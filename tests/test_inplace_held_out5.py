@@ -159,6 +159,55 @@ CASES: Dict[str, str] = {
                 x = self.layers(x)
                 return x + res + self.gate(x) + self.snakes(x) + self.more(x)
     ''',
+    # a Sequential built empty and filled by ``add_module`` (DarkNet-style conv modules)
+    "add_module": '''
+        from torch import nn
+
+
+        def create_conv_module(cin, cout, kernel_size=3, stride=1):
+            seq = nn.Sequential()
+            seq.add_module("Conv2d", nn.Conv2d(cin, cout, kernel_size, stride, bias=False))
+            seq.add_module("BatchNorm2d", nn.BatchNorm2d(cout))
+            seq.add_module("LeakyRelu", nn.LeakyReLU())  # expect: TML201
+            return seq
+
+
+        def first_added(cout):
+            seq = nn.Sequential()
+            seq.add_module("act", nn.LeakyReLU(0.1))  # first: runs on the caller's input, quiet
+            seq.add_module("conv", nn.Conv2d(cout, cout, 3))
+            return seq
+
+
+        def after_sigmoid(cout):
+            seq = nn.Sequential()
+            seq.add_module("conv", nn.Conv2d(cout, cout, 3))
+            seq.add_module("gate", nn.Sigmoid())
+            seq.add_module("act", nn.ELU())  # after a sigmoid: quiet
+            return seq
+
+
+        def branched(cout, norm):
+            seq = nn.Sequential()
+            seq.add_module("conv", nn.Conv2d(cout, cout, 3))
+            if norm:
+                seq.add_module("gate", nn.Sigmoid())
+            seq.add_module("act", nn.ELU())  # a module may be added in between: quiet
+            return seq
+
+
+        def prefilled(cout):
+            seq = nn.Sequential(nn.Sigmoid())
+            seq.add_module("conv", nn.Conv2d(cout, cout, 3))
+            seq.add_module("act", nn.ELU())  # expect: TML201
+            return seq
+
+
+        def prefilled_first(cout):
+            seq = nn.Sequential(nn.Sigmoid())
+            seq.add_module("act", nn.ELU())  # after what the Sequential was built with: quiet
+            return seq
+    ''',
 }
 
 

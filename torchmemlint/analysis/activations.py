@@ -24,6 +24,7 @@ from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
 from torchmemlint.analysis.syntax import (
     argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
@@ -298,6 +299,11 @@ class InplaceAnalysis:
             holder = self._list_holder(model, call) if model is not None else None
             if holder is not None:
                 return self._chained(site, layer, model, holder)  # type: ignore[arg-type]
+            before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
+            if before is not None:  # ``seq.add_module("act", nn.LeakyReLU())`` after another module
+                site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
+                site.complete = True
+                return site
             passed = passed_to(self.file, call)
             if passed is not None:
                 return self._parameter(site, layer, *passed)

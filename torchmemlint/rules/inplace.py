@@ -236,7 +236,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `torch.nn.utils.parametrizations`, also through a local `norm_f = spectral_norm if sn else
     weight_norm`) count as the layer they wrap, a local name of the function as the one module
     it is ever given (`conv = weight_norm(nn.Conv1d(...))`; `nn.Sequential(conv,
-    nn.LeakyReLU(0.1))`; tests/test_inplace_held_out5.py), and a module class of the file or of another
+    nn.LeakyReLU(0.1))`; and a module added by `seq.add_module("act", nn.LeakyReLU())` to a
+    local Sequential runs on what the module added before it makes, when every `add_module` of
+    it is a statement of the block that builds it; tests/test_inplace_held_out5.py), and a module class of the file or of another
     file of the project counts as what its `forward` returns, over every `return` and every
     branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of
     it), as does a function of the file that returns a module (`def down(c): return
