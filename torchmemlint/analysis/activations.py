@@ -24,6 +24,8 @@ from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.added_modules import added_before
+from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
 from torchmemlint.analysis.syntax import (
     argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
     terminal_name, watched_names,
@@ -286,6 +288,9 @@ class InplaceAnalysis:
         returning = None if self._assigned(call) else self._returning(call)
         if returning is not None:
             spots, every = self.placing.spots(returning)
+            test = dispatch_test(self.file.index, function, self.cursor.statement_stack[-1])
+            if test is not None:  # ``if activation == "elu": act = nn.ELU()``: not where "snake" is passed
+                spots = [spot for spot in spots if not excluded(function, test, spot[0])]
             if spots:
                 return self._placed(site, layer, returning, spots, every)
         destinations, complete = self._destinations(call)
@@ -294,6 +299,11 @@ class InplaceAnalysis:
             holder = self._list_holder(model, call) if model is not None else None
             if holder is not None:
                 return self._chained(site, layer, model, holder)  # type: ignore[arg-type]
+            before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
+            if before is not None:  # ``seq.add_module("act", nn.LeakyReLU())`` after another module
+                site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
+                site.complete = True
+                return site
             passed = passed_to(self.file, call)
             if passed is not None:
                 return self._parameter(site, layer, *passed)
@@ -447,13 +457,15 @@ class InplaceAnalysis:
     def _returning(self, call: cst.Call) -> Optional[str]:
         """The name of the function the statement being visited returns ``call`` from."""
         statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
+        function = enclosing(self.cursor, cst.FunctionDef)
+        if type(function) is not cst.FunctionDef:
+            return None
         if not (
             type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
             and type(statement.body[0]) is cst.Return and statement.body[0].value is call
-        ):
+        ) and not returned_local(self.file.flow(function), function, statement, call):  # ``act = nn.ELU()`` ... ``return act``
             return None
-        function = enclosing(self.cursor, cst.FunctionDef)
-        return function.name.value if type(function) is cst.FunctionDef else None
+        return function.name.value
 
     def _destinations(self, call: cst.Call) -> Tuple[List[Tuple[ClassModel, str]], bool]:
         """Where the module ``call`` builds is kept: ``self.x = <call>`` in ``__init__``, or,

@@ -375,6 +375,17 @@ def _rebound(function: cst.FunctionDef, name: str) -> bool:
     return bool(_local_values(function, name))
 
 
+def single_local_value(function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
+    """The one value the local ``name`` of ``function`` is ever given (None for a parameter, or
+    a name bound twice, by a loop, ``with``, an augmented assignment or unpacking)."""
+    if _param(function, name) is not None:
+        return None
+    values = _local_values(function, name)
+    if len(values) != 1 or len(assigned_values(function, name)) != 1:  # (``a, name = ...``)
+        return None
+    return values[0]
+
+
 def assigned_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
     """What ``name`` is assigned in ``function`` (not in nested functions), also where it is
     one of several targets unpacked from a call (``self.norm_name, norm = build(...)``: the

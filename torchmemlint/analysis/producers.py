@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.values import Value
 
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
+from torchmemlint.analysis.factories import single_local_value
+from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.tree import scan
@@ -89,7 +91,23 @@ class Producers:
                 return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
         if type(part.node) is cst.Call:
             return self.block(part.node)
+        if type(part.node) is cst.Name and depth < 4:
+            bound = self._bound(part.node)
+            if bound is not None:
+                return self.part(bound, depth + 1)
         return UNKNOWN_PRODUCER
+
+    def _bound(self, name: cst.Name) -> Optional[Part]:
+        """The module a local name of a function holds where its one assignment there gives it
+        one (``conv = weight_norm(nn.Conv1d(...))`` ... ``nn.Sequential(conv, act)``); None for a
+        parameter, a name also bound by a loop, ``with`` or unpacking, or one assigned twice."""
+        function, classdef = enclosing_definitions(self.file.module, name)
+        value = single_local_value(function, name.value) if function is not None else None
+        if type(value) is not cst.Call:
+            return None
+        self_name = self.model.self_name(function) if self.model is not None and classdef is not None else None
+        part = self.file.resolver.part(value, self_name, function)
+        return part if part.layer is not None else None
 
     def block(self, call: cst.Call) -> Producer:
         """``Conv1d(...)``, a module class of this file or of another file of the project

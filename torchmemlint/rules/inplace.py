@@ -218,7 +218,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer that a function
     returns (`def leaky(slope=0.1): return nn.LeakyReLU(slope)`, also through another function,
     `return leaky(**kwargs)`, and also a function of another file of the project, imported
-    relatively) is reported at each place a call of it puts the layer: an element of
+    relatively; also through a local every `return` returns, `if activation == "elu": act =
+    nn.ELU()` ... `return act`, not at a call that passes `activation` only other strings,
+    tests/test_inplace_held_out5.py) is reported at each place a call of it puts the layer: an element of
     `nn.Sequential`, a list spliced into one (`layers.append(leaky())`), `self.act = leaky()`
     called in the class's methods, an element of a module list run as a chain. Each place is
     judged on its own, as a layer written there would be; the function itself is not reported
@@ -232,7 +234,11 @@ class MissingInplaceSavesMemory(_MissingInplace):
     Sequential runs on what every call of an element is given, when the list is only ever
     called or looped over; `weight_norm(...)` and `spectral_norm(...)` (also from
     `torch.nn.utils.parametrizations`, also through a local `norm_f = spectral_norm if sn else
-    weight_norm`) count as the layer they wrap, and a module class of the file or of another
+    weight_norm`) count as the layer they wrap, a local name of the function as the one module
+    it is ever given (`conv = weight_norm(nn.Conv1d(...))`; `nn.Sequential(conv,
+    nn.LeakyReLU(0.1))`; and a module added by `seq.add_module("act", nn.LeakyReLU())` to a
+    local Sequential runs on what the module added before it makes, when every `add_module` of
+    it is a statement of the block that builds it; tests/test_inplace_held_out5.py), and a module class of the file or of another
     file of the project counts as what its `forward` returns, over every `return` and every
     branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of
     it), as does a function of the file that returns a module (`def down(c): return

@@ -1,0 +1,92 @@
+"""A layer a function returns through a local name: ``act = nn.ELU()`` ... ``return act``
+(a factory that dispatches on a string: ``if activation == "elu": act = nn.ELU() elif ...``).
+The layer is one of what the function returns when every ``return`` of the function returns
+that name and the assignment reaches one of them; a call of the function that passes the
+string parameter a literal the branch does not test for does not build it there."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.placing import passed
+from torchmemlint.analysis.factories import parameter
+from torchmemlint.tree import scan
+
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def returned_local(flow: Any, function: cst.FunctionDef, statement: Any, call: cst.Call) -> bool:
+    """Whether ``statement`` (``name = call``) binds what ``function`` returns: every return
+    of the function is ``return name`` and the assignment reaches one of them."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if type(small) is not cst.Assign or len(small.targets) != 1 or small.value is not call:
+        return False
+    target = small.targets[0].target
+    if type(target) is not cst.Name:
+        return False
+    here = flow.statement_index(statement)
+    lines = _returns(function)
+    if here is None or not lines:
+        return False
+    reached = False
+    for line in lines:
+        value = line.body[0].value
+        if type(value) is not cst.Name or value.value != target.value:
+            return False
+        index = flow.statement_index(line)
+        if index is None:
+            return False
+        reached = reached or any(d.index == here for d in flow.definitions(target.value, index))
+    return reached
+
+
+def _returns(function: cst.FunctionDef) -> List[cst.SimpleStatementLine]:
+    found = []
+    for line in scan(function.body, (cst.SimpleStatementLine,), _NESTED, strict=True):
+        if any(type(small) is cst.Return for small in line.body):  # type: ignore[attr-defined]
+            if len(line.body) != 1:  # type: ignore[attr-defined]
+                return []
+            found.append(line)
+    return found  # type: ignore[return-value]
+
+
+def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Optional[tuple]:
+    """``(param, "elu")`` when ``statement`` sits directly in the body of ``if param ==
+    "elu":`` (or of such an ``elif``) and ``param`` is a parameter of ``function``."""
+    here = index.find(statement)
+    parent = index.parent
+    above = parent[here] if here is not None else -1
+    block = index.order[above] if above >= 0 else None
+    owner = index.order[parent[above]] if above >= 0 and parent[above] >= 0 else None
+    if type(block) is not cst.IndentedBlock or type(owner) is not cst.If or owner.body is not block:
+        return None
+    test = owner.test
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    left, right = test.left, comparison.comparator
+    if type(comparison.operator) is not cst.Equal:
+        return None
+    if type(left) is cst.SimpleString and type(right) is cst.Name:
+        left, right = right, left
+    if type(left) is not cst.Name or type(right) is not cst.SimpleString:
+        return None
+    param = parameter(function, left.value)
+    return (param, right.evaluated_value) if param is not None else None
+
+
+def excluded(function: cst.FunctionDef, test: tuple, call: cst.Call) -> bool:
+    """Whether ``call`` of ``function`` passes the tested parameter only strings other than
+    the one tested (a literal, or either arm of ``a if c else b``): the branch never runs."""
+    param, wanted = test
+    known, _, value = passed(function, param, call)
+    if not known or value is None:
+        return False
+    arms = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
+    if not all(type(arm) is cst.SimpleString for arm in arms):
+        return False
+    return all(arm.evaluated_value != wanted for arm in arms)
