@@ -548,6 +548,13 @@ class _Question:
         j_s = [letter for letter in s_out if letter != "..."][scores.position(axis)]  # type: ignore[index, arg-type]
         query_letters = [l for l in s_out if l in q_spec and l not in k_spec]
         heads = [l for l in query_letters if l != s_out[-2]]
+        if len(feature) == 1 and s_out[-1] == j_s and len(query_letters) > 1 and all(l in s_out[:-2] for l in heads) and s_out[0] in heads:
+            self.reasons.append(  # ``"blhe,she->bhls"``: keys (prototypes, a memory) without the batch axis
+                "q has a batch axis that k has not (`%s`: one k and v for every batch entry); "
+                "F.scaled_dot_product_attention takes k and v with q's batch axis (expanded), which the fix does not write"
+                % s_out[0]
+            )
+            return
         if len(feature) == 1 and s_out[-1] == j_s and len(query_letters) > 1 and all(l in s_out[:-2] for l in heads):
             self.reasons.append(
                 "q has an axis that k has not (multi-query attention: one k and v for every head); the "

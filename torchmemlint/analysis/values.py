@@ -60,6 +60,7 @@ KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
+NUMBER_BUILTINS = frozenset({"float", "int", "len"})  # what they return is a Python number, not a tensor
 
 
 @dataclass(eq=False)
@@ -497,6 +498,8 @@ class FunctionValues:
                 return self._new("constant", [left, right], node, info={"number": combine(*numbers)})  # type: ignore[misc]
         if operator == "Divide" and (softmax := written_softmax(self, left, right, node)) is not None:
             return softmax  # ``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()`` (compound.py)
+        if operator in ("Multiply", "Divide", "Add", "Subtract") and not (_tensorish(left) or _tensorish(right)):
+            return self._same("arith", left, node, [right], scalar=True)  # ``1.0 / math.sqrt(d)``: a number
         if operator in ("Multiply", "Divide"):
             if operator == "Divide" and not _tensorish(left) and _tensorish(right):
                 return self._same("arith", right, node, [left])
@@ -588,6 +591,8 @@ class FunctionValues:
         layer = self.file.resolver.layer(node)
         if layer is not None:
             return self._new("layer", [*positional, *keywords.values()], node, info={"layer": layer})
+        if name.startswith("math.") or (not name and type(node.func) is cst.Name and node.func.value in NUMBER_BUILTINS):  # type: ignore[attr-defined]
+            return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None, "scalar": True})
         if not name.startswith(KNOWN_LIBRARIES) and positional and _tensorish(positional[0]):
             # a function not defined here, on a tensor: assumed to keep its shape (conservatively)
             return self._new("helper", [*positional, *keywords.values()], node, positional[0].axes, positional[0].rank, {"assumed": True})
@@ -772,6 +777,8 @@ def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
 
 
 def _tensorish(value: Value) -> bool:
+    if value.op in ("element", "index") and value.inputs and value.inputs[0].op == "meta":
+        return False  # ``B, L, E = x.shape``, ``x.shape[-1]``: sizes
     return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
 
 

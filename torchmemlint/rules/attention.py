@@ -99,10 +99,12 @@ class EagerAttention(Rule):
     axis k has not (multi-query attention, one k and v for every head: CUDA's memory-efficient
     kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
     kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
-    kernel choice)
-    (`tests/test_attention_rearrange.py`, `tests/test_attention_layouts.py` and
-    `tests/test_attention_held_out.py`: the rearranged, permuted and held-out forms fixed compute
-    what the eager code did, outputs and gradients, CPU).
+    kernel choice), or q has a batch axis k and v have not (`einsum("blhe,she->bhls", q, k)`:
+    keys shared by the batch; SDPA takes them expanded, which the fix does not write)
+    (`tests/test_attention_rearrange.py`, `tests/test_attention_layouts.py`,
+    `tests/test_attention_held_out.py` and `tests/test_attention_held_out5.py`: the rearranged,
+    permuted and held-out forms fixed compute what the eager code did, outputs and gradients,
+    CPU; a number may scale the scores from either side, `1.0 / math.sqrt(E) * scores`).
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
