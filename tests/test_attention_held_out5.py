@@ -4,11 +4,17 @@
   ``scale = 1.0 / math.sqrt(E)``): what ``math`` functions and ``float``/``int``/``len`` return
   is a Python number, and so is arithmetic on numbers, so the product is a scale of the scores
   (before, ``math.sqrt(E)`` counted as a tensor and the scores' axes were lost);
+- the scores before the softmax returned with the output (``return out, state, dot_prod``; q
+  scaled in place, ``q.div_(scale).bmm(k.transpose(1, 2))``) or stored on ``self``: the
+  weights are not kept, so SDPA can replace the softmax and the product; reported without a
+  fix (the fix would delete the scores that reader takes);
 - an einsum whose keys and values have no batch axis (``"blhe,she->bhls"``: a cross-attention to
   prototypes shared by the batch): attention by its subscripts, reported without a fix (SDPA
   takes k and v with q's batch axis);
 
 Look-alikes stay quiet: the weights returned or stored on ``self`` (also only under an ``if``),
+the scores read by another computation (``table[dot_prod.argmax(-1)]``, an ``assert`` of their
+values; one of their shape, ``assert mask.shape == dot_prod.shape``, reads no value),
 a softmax over the queries, a classification head times a matrix, whatever side the number is.
 """
 
@@ -102,6 +108,52 @@ class Prototypes(nn.Module):
         A = self.dropout(torch.softmax(scale * scores, dim=-1))
         return torch.einsum("bhls,she->blhe", A, value)
 
+
+class ScoresReturned(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.n_heads = heads
+        self.attn_dropout = nn.Dropout(p=0.1)
+        self.q_lin = nn.Linear(dim, dim)
+        self.k_lin = nn.Linear(dim, dim)
+        self.v_lin = nn.Linear(dim, dim)
+
+    def forward(self, query, mask):
+        batch_size, query_len, dim = query.size()
+        n_heads = self.n_heads
+        dim_per_head = dim // n_heads
+        scale = math.sqrt(dim_per_head)
+
+        def prepare_head(tensor):
+            bsz, seq_len, _ = tensor.size()
+            tensor = tensor.view(batch_size, tensor.size(1), n_heads, dim_per_head)
+            return tensor.transpose(1, 2).contiguous().view(batch_size * n_heads, seq_len, dim_per_head)
+
+        q = prepare_head(self.q_lin(query))
+        k = prepare_head(self.k_lin(query))
+        v = prepare_head(self.v_lin(query))
+        full_key_len = k.size(1)
+        dot_prod = q.div_(scale).bmm(k.transpose(1, 2))
+        attn_mask = (mask == 0).view(batch_size, 1, -1, full_key_len).repeat(1, n_heads, 1, 1).view(batch_size * n_heads, query_len, full_key_len)
+        assert attn_mask.shape == dot_prod.shape
+        dot_prod.masked_fill_(attn_mask, -1e20)
+        attn_weights = F.softmax(dot_prod, dim=-1, dtype=torch.float).type_as(query)
+        attn_weights = self.attn_dropout(attn_weights)
+        attentioned = attn_weights.bmm(v)
+        attentioned = attentioned.view(batch_size, n_heads, query_len, dim_per_head).transpose(1, 2).reshape(batch_size, query_len, dim)
+        return attentioned, {"prev_key": k}, dot_prod
+
+
+class ScoresKept(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.qkv = nn.Linear(width, 3 * width)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        self.last_logits = logits.detach()
+        return F.softmax(logits, dim=-1) @ v
 '''
 
 QUIET = '''
@@ -151,6 +203,20 @@ class ScaledWeightsReturned(nn.Module):
         return probs @ v, {"attention_logits": logits, "attention_probs": probs}
 
 
+class ScoresIndexKept(nn.Module):
+    def forward(self, q, k, v, table):
+        dot_prod = q.div_(math.sqrt(q.shape[-1])).bmm(k.transpose(1, 2))
+        attn = F.softmax(dot_prod, dim=-1).bmm(v)
+        return attn, table[dot_prod.argmax(-1)]
+
+
+class ScoresChecked(nn.Module):
+    def forward(self, q, k, v):
+        dot_prod = q @ k.transpose(-2, -1)
+        assert torch.isfinite(dot_prod).all(), dot_prod
+        return dot_prod.softmax(-1) @ v, dot_prod
+
+
 class OverTheQueries(nn.Module):
     def forward(self, q, k, v):
         E = q.shape[-1]
@@ -193,10 +259,12 @@ def test_a_number_on_the_left_scales_the_scores():
     assert [s.rank for s in sites] == [4, 4]
 
 
-def test_keys_without_a_batch_axis_are_reported_without_a_fix():
-    (prototypes,) = found_sites(UNFIXED)
+def test_keys_without_a_batch_axis_and_returned_scores_are_reported_without_a_fix():
+    prototypes, returned, kept = found_sites(UNFIXED)
     assert prototypes.function.name.value == "attend" and prototypes.scale == "scale"
     assert prototypes.reason.startswith("q has a batch axis that k has not (`b`")
+    assert returned.reason.startswith("the scores before the softmax are also returned or kept")
+    assert kept.reason.startswith("the scores before the softmax are also returned or kept")
 
 
 def test_look_alikes_stay_quiet():
@@ -221,8 +289,8 @@ def test_the_cli_reports_the_unfixed_forms_and_not_the_look_alikes(tmp_path):
     path = tmp_path / "unfixed.py"
     path.write_text(UNFIXED + QUIET)
     listed = json.loads(run_cli("--select", "TML601", "--output-format", "json", str(path)).stdout)
-    assert [f["fix"] for f in listed] == [None], listed
-    assert "batch axis" in listed[0]["message"]
+    assert [f["fix"] for f in listed] == [None, None, None], listed
+    assert "batch axis" in listed[0]["message"] and all("scores before the softmax" in f["message"] for f in listed[1:])
 
 
 @pytest.mark.slow

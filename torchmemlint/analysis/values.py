@@ -44,7 +44,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
-from torchmemlint.analysis.einsum import einsum_value, float_text, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -386,6 +386,10 @@ class FunctionValues:
         elif kind is cst.Del:
             for name in (n for n in walk(small) if type(n) is cst.Name):
                 env.pop(name.value, None)
+        elif kind is cst.Assert:  # a check, as an ``if``'s test: ``assert mask.shape == s.shape`` reads sizes
+            self._sink(self.expression(small.test, env), "test")  # type: ignore[attr-defined]
+            if small.msg is not None:  # type: ignore[attr-defined]
+                self._opaque(small.msg, env)  # type: ignore[attr-defined]
         else:
             self._opaque(small, env)
 
@@ -466,6 +470,10 @@ class FunctionValues:
             return self._new("index", [base], node)
         if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             return self._new("constant", node=node, info={"text": string_value(node, env, self)})
+        if kind is cst.Comparison:  # ``a.shape == s.shape``, ``x.dim() == 4``: sizes compared, the tensors not read
+            parts = [self.expression(part, env) for part in (node.left, *(c.comparator for c in node.comparisons))]  # type: ignore[attr-defined]
+            if all(part.op in ("meta", "constant") or not _tensorish(part) and part.op in ("element", "index") for part in parts):
+                return self._new("meta", parts, node)
         self._opaque(node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
@@ -782,18 +790,5 @@ def _tensorish(value: Value) -> bool:
     return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
 
 
-def _number(node: cst.BaseExpression) -> Optional[float]:
-    if type(node) in (cst.Integer, cst.Float):
-        return float(node.evaluated_value)  # type: ignore[attr-defined]
-    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
-        inner = _number(node.expression)
-        return None if inner is None else -inner
-    return None
-
-
 def _int(value: Optional[Value]) -> Optional[int]:
     return _int_of(value.info.get("number")) if value is not None and value.op == "constant" else None
-
-
-def _int_of(number: Optional[float]) -> Optional[int]:
-    return int(number) if isinstance(number, float) and math.isfinite(number) and number == int(number) else None
