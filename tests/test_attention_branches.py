@@ -117,8 +117,8 @@ QUIET = {
                        "probs = self.drop(sim.softmax(dim=-1))\n        self.last_weights = probs\n"),
     "weights logged": ("probs = self.drop(sim.softmax(dim=-1))\n",
                        "probs = self.drop(sim.softmax(dim=-1))\n        log.debug('attention %s', probs.max())\n"),
-    "scores kept": ("probs = self.drop(sim.softmax(dim=-1))\n",
-                    "probs = self.drop(sim.softmax(dim=-1))\n        self.scores = sim\n"),
+    "scores read by a computation": ("probs = self.drop(sim.softmax(dim=-1))\n",
+                                     "probs = self.drop(sim.softmax(dim=-1))\n        self.scores = sim.amax(-2)\n"),
     "softmax over the queries": ("sim.softmax(dim=-1)", "sim.softmax(dim=-2)"),
     "weights not contracted with v": ("return (probs @ v).transpose(1, 2).reshape(b, n, c)",
                                       "return (probs.sum(-1, keepdim=True) * v).transpose(1, 2).reshape(b, n, c)"),
@@ -130,6 +130,14 @@ def test_look_alikes_of_the_branch_form_stay_quiet(name):
     old, new = QUIET[name]
     assert old in COSINE_OR_DOT
     assert sites(COSINE_OR_DOT.replace(old, new)) == []
+
+
+def test_scores_kept_as_they_are_are_reported_without_a_fix():
+    """``self.scores = sim``: the weights are not kept, SDPA can replace the softmax and the
+    product with v (the scores computed for that reader alone); the fix would delete them."""
+    (site,) = sites(COSINE_OR_DOT.replace("probs = self.drop(sim.softmax(dim=-1))\n",
+                                          "probs = self.drop(sim.softmax(dim=-1))\n        self.scores = sim\n"))
+    assert site.reason.startswith("the scores before the softmax are also returned or kept")
 
 
 def test_window_mask_look_alikes_stay_quiet():

@@ -199,10 +199,15 @@ class _Question:
         softmax = self._weights(weights, axis)
         if softmax.function is not self.graph.function:  # a helper returns the weights
             self.reasons.insert(0, "the softmax is computed in `%s`, another function; the fix rewrites one function" % softmax.function.name.value)  # type: ignore[union-attr]
+        weights_side = set(self.chain)  # the softmax and what follows it up to the product with v
         scores = self._scores(softmax.inputs[0], axis)
         key_side = 0 if axis.side == "left" else 1
-        if self._escapes():
+        scores_side = set(self.chain) - weights_side
+        if self._escapes(weights_side) or self._escapes(scores_side, kept=False):
             raise _NoSite("the scores or weights are also read elsewhere (returned, stored, logged): SDPA never makes them")
+        if self._escapes(scores_side):  # the scores only handed out as they are: ``return out, state, scores``
+            self.reasons.insert(0, "the scores before the softmax are also returned or kept; "
+                                "F.scaled_dot_product_attention can replace the softmax and the product with v, not them")
         if self._fallback():
             raise _NoSite("the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")
         if not _similarity(self.graph, scores):
@@ -472,15 +477,16 @@ class _Question:
         self.texts.append(factor_node)
 
     # -- whether it is one -----------------------------------------------------------------------
-    def _escapes(self) -> bool:
-        """Does anything outside the chain read a value of it?"""
+    def _escapes(self, among: Set[int], kept: bool = True) -> bool:
+        """Does anything outside the chain read one of its values whose id is in ``among``
+        (``kept=False``: a computation, not a return or a store)?"""
         seen: Set[int] = set()
-        return any(self._read_outside(value, seen) for value in self.chain.values())
+        return any(self._read_outside(value, seen, kept) for key, value in self.chain.items() if key in among)
 
-    def _read_outside(self, value: Value, seen: Set[int]) -> bool:
+    def _read_outside(self, value: Value, seen: Set[int], kept: bool = True) -> bool:
         for consumer in self.graph.consumers(value):
             if isinstance(consumer, str):
-                if consumer not in ("test", "meta"):
+                if consumer not in ("test", "meta") and (kept or consumer not in ("return", "store")):
                     return True
             elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
                 continue
@@ -489,11 +495,23 @@ class _Question:
             elif consumer.op == "join":
                 if id(consumer) not in seen:
                     seen.add(id(consumer))
-                    if self._read_outside(consumer, seen):
+                    if self._read_outside(consumer, seen, kept):
                         return True
+            elif not kept and self._handed_out(consumer, 4):
+                continue  # ``return out, scores``, ``self.kept = scores.detach()``
             elif not self._alternative(consumer, 8):
                 return True
         return False
+
+    def _handed_out(self, value: Value, depth: int) -> bool:
+        """Is ``value`` a tuple or list holding a value, or that value detached, cloned or cast,
+        and only returned or stored (not computed with)?"""
+        if value.op not in ("tuple", "same", "cast") or depth == 0:
+            return False
+        consumers = self.graph.consumers(value)
+        return bool(consumers) and all(
+            c in ("return", "store") if isinstance(c, str) else self._handed_out(c, depth - 1) for c in consumers
+        )
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two
@@ -548,6 +566,13 @@ class _Question:
         j_s = [letter for letter in s_out if letter != "..."][scores.position(axis)]  # type: ignore[index, arg-type]
         query_letters = [l for l in s_out if l in q_spec and l not in k_spec]
         heads = [l for l in query_letters if l != s_out[-2]]
+        if len(feature) == 1 and s_out[-1] == j_s and len(query_letters) > 1 and all(l in s_out[:-2] for l in heads) and s_out[0] in heads:
+            self.reasons.append(  # ``"blhe,she->bhls"``: keys (prototypes, a memory) without the batch axis
+                "q has a batch axis that k has not (`%s`: one k and v for every batch entry); "
+                "F.scaled_dot_product_attention takes k and v with q's batch axis (expanded), which the fix does not write"
+                % s_out[0]
+            )
+            return
         if len(feature) == 1 and s_out[-1] == j_s and len(query_letters) > 1 and all(l in s_out[:-2] for l in heads):
             self.reasons.append(
                 "q has an axis that k has not (multi-query attention: one k and v for every head); the "

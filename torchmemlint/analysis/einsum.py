@@ -1,8 +1,8 @@
 """Einsum specs as label lists: ``"b h i d, b h j d -> b h i j"`` (einops: names separated
 by spaces) or ``"bhid,bhjd->bhij"`` (torch: one letter each), ``...`` kept as one label; and
 ``einops.rearrange`` patterns as axis groups (a pure permutation is an axis relabelling); the
-text of a string or constant f-string (``string_value``) and the number ``float`` makes of it
-(``float_text``)."""
+text of a string or constant f-string (``string_value``), the number ``float`` makes of it
+(``float_text``) and that a literal writes (``literal_number``)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,21 @@ def float_text(text: Any) -> Optional[float]:
     except ValueError:
         return None
     return None if number is None or math.isnan(number) else number
+
+
+def literal_number(node: cst.BaseExpression) -> Optional[float]:
+    """The number a literal (``2``, ``-1e9``) writes, None for anything else."""
+    if type(node) in (cst.Integer, cst.Float):
+        return float(node.evaluated_value)  # type: ignore[attr-defined]
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[attr-defined]
+        inner = literal_number(node.expression)  # type: ignore[attr-defined]
+        return None if inner is None else -inner
+    return None
+
+
+def int_of(number: Optional[float]) -> Optional[int]:
+    """``number`` as an int when it is a finite whole number."""
+    return int(number) if isinstance(number, float) and math.isfinite(number) and number == int(number) else None
 
 
 def string_value(node: Any, env: Any, values: Any) -> Optional[str]:

@@ -44,7 +44,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
-from torchmemlint.analysis.einsum import einsum_value, float_text, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -60,6 +60,7 @@ KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
+NUMBER_BUILTINS = frozenset({"float", "int", "len"})  # what they return is a Python number, not a tensor
 
 
 @dataclass(eq=False)
@@ -385,6 +386,10 @@ class FunctionValues:
         elif kind is cst.Del:
             for name in (n for n in walk(small) if type(n) is cst.Name):
                 env.pop(name.value, None)
+        elif kind is cst.Assert:  # a check, as an ``if``'s test: ``assert mask.shape == s.shape`` reads sizes
+            self._sink(self.expression(small.test, env), "test")  # type: ignore[attr-defined]
+            if small.msg is not None:  # type: ignore[attr-defined]
+                self._opaque(small.msg, env)  # type: ignore[attr-defined]
         else:
             self._opaque(small, env)
 
@@ -465,6 +470,10 @@ class FunctionValues:
             return self._new("index", [base], node)
         if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             return self._new("constant", node=node, info={"text": string_value(node, env, self)})
+        if kind is cst.Comparison:  # ``a.shape == s.shape``, ``x.dim() == 4``: sizes compared, the tensors not read
+            parts = [self.expression(part, env) for part in (node.left, *(c.comparator for c in node.comparisons))]  # type: ignore[attr-defined]
+            if all(part.op in ("meta", "constant") or not _tensorish(part) and part.op in ("element", "index") for part in parts):
+                return self._new("meta", parts, node)
         self._opaque(node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
@@ -497,6 +506,8 @@ class FunctionValues:
                 return self._new("constant", [left, right], node, info={"number": combine(*numbers)})  # type: ignore[misc]
         if operator == "Divide" and (softmax := written_softmax(self, left, right, node)) is not None:
             return softmax  # ``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()`` (compound.py)
+        if operator in ("Multiply", "Divide", "Add", "Subtract") and not (_tensorish(left) or _tensorish(right)):
+            return self._same("arith", left, node, [right], scalar=True)  # ``1.0 / math.sqrt(d)``: a number
         if operator in ("Multiply", "Divide"):
             if operator == "Divide" and not _tensorish(left) and _tensorish(right):
                 return self._same("arith", right, node, [left])
@@ -588,6 +599,8 @@ class FunctionValues:
         layer = self.file.resolver.layer(node)
         if layer is not None:
             return self._new("layer", [*positional, *keywords.values()], node, info={"layer": layer})
+        if name.startswith("math.") or (not name and type(node.func) is cst.Name and node.func.value in NUMBER_BUILTINS):  # type: ignore[attr-defined]
+            return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None, "scalar": True})
         if not name.startswith(KNOWN_LIBRARIES) and positional and _tensorish(positional[0]):
             # a function not defined here, on a tensor: assumed to keep its shape (conservatively)
             return self._new("helper", [*positional, *keywords.values()], node, positional[0].axes, positional[0].rank, {"assumed": True})
@@ -772,21 +785,10 @@ def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
 
 
 def _tensorish(value: Value) -> bool:
+    if value.op in ("element", "index") and value.inputs and value.inputs[0].op == "meta":
+        return False  # ``B, L, E = x.shape``, ``x.shape[-1]``: sizes
     return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
-
-
-def _number(node: cst.BaseExpression) -> Optional[float]:
-    if type(node) in (cst.Integer, cst.Float):
-        return float(node.evaluated_value)  # type: ignore[attr-defined]
-    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus:
-        inner = _number(node.expression)
-        return None if inner is None else -inner
-    return None
 
 
 def _int(value: Optional[Value]) -> Optional[int]:
     return _int_of(value.info.get("number")) if value is not None and value.op == "constant" else None
-
-
-def _int_of(number: Optional[float]) -> Optional[int]:
-    return int(number) if isinstance(number, float) and math.isfinite(number) and number == int(number) else None

@@ -76,9 +76,14 @@ class EagerAttention(Rule):
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 
-    The rule stays quiet when the scores or the weights are read by anything else in the
-    function (returned, stored on `self`, appended, logged): `F.scaled_dot_product_attention`
-    never materialises the weights, so it cannot replace that code. It is quiet too when the
+    The rule stays quiet when the weights are read by anything else in the function
+    (returned, stored on `self`, appended, logged), or the scores are computed with
+    (`table[s.argmax(-1)]`, `log.append(s.amax(-1))`): `F.scaled_dot_product_attention`
+    never materialises them, so it cannot replace that code. When the scores before the
+    softmax are only handed out as they are (`return out, state, scores`, `self.scores =
+    s.detach()`; an `assert` of their shape reads no value), it reports without a fix: the
+    weights are not kept, SDPA can replace the softmax and the product with v, but the fix
+    would delete the scores that reader takes. It is quiet too when the
     output joins, after an `if`/`else`, a value that `scaled_dot_product_attention` computed
     (timm's `if self.fused_attn:` fallback), and for look-alikes: a softmax over the queries,
     linear attention (a softmax of q or k themselves), a classification head times a matrix
@@ -99,10 +104,12 @@ class EagerAttention(Rule):
     axis k has not (multi-query attention, one k and v for every head: CUDA's memory-efficient
     kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
     kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
-    kernel choice)
-    (`tests/test_attention_rearrange.py`, `tests/test_attention_layouts.py` and
-    `tests/test_attention_held_out.py`: the rearranged, permuted and held-out forms fixed compute
-    what the eager code did, outputs and gradients, CPU).
+    kernel choice), or q has a batch axis k and v have not (`einsum("blhe,she->bhls", q, k)`:
+    keys shared by the batch; SDPA takes them expanded, which the fix does not write)
+    (`tests/test_attention_rearrange.py`, `tests/test_attention_layouts.py`,
+    `tests/test_attention_held_out.py` and `tests/test_attention_held_out5.py`: the rearranged,
+    permuted and held-out forms fixed compute what the eager code did, outputs and gradients,
+    CPU; a number may scale the scores from either side, `1.0 / math.sqrt(E) * scores`).
 
     ## Why is this bad?
     For backward, eager attention keeps per layer the B·H·L·S tensors of the softmax output,
