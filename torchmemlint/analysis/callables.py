@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
-    BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
+    BATCH_NORM, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
     _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
     _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
@@ -715,12 +715,12 @@ class CallableModel:
             if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
                 call = _single_return_call(method, skip=1)
                 return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
-            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed]
+            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)]
             if ops and all(op is not None and op == ops[0] for op in ops):
                 return ops[0]
             return None
         if type(expr) is cst.Call:
-            qualified = env.qualify(expr.func)
+            qualified = env.qualify((expr := instantiated(expr, env.qualify)).func)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
