@@ -498,6 +498,70 @@ CASES: Dict[str, Dict[str, str]] = {
                     return self.checkpoint(model, x)
         """,
     },
+    # a module class whose forward runs one weight-normalised conv, checkpointed element by
+    # element through a file-level pass-through helper; one whose forward runs two layers, or
+    # whose forward does more than return the layer's call, is not a single op
+    "wrapper_module_single_op": {
+        "disc.py": """
+            import torch
+            from torch import nn
+            from torch.nn.utils import weight_norm, spectral_norm
+
+
+            def checkpoint(function, *args, **kwargs):
+                kwargs.setdefault("use_reentrant", False)
+                return torch.utils.checkpoint.checkpoint(function, *args, **kwargs)
+
+
+            class NormConv2d(nn.Module):
+                def __init__(self, *args, **kwargs):
+                    super().__init__()
+                    self.conv = weight_norm(nn.Conv2d(*args, **kwargs))
+
+                def forward(self, x):
+                    return self.conv(x)
+
+
+            class SNConv2d(NormConv2d):
+                def __init__(self, *args, **kwargs):
+                    super().__init__()
+                    self.conv = spectral_norm(nn.Conv2d(*args, **kwargs))
+                    self.act = nn.LeakyReLU(0.2)
+
+                def forward(self, x):
+                    return self.act(self.conv(x))
+
+
+            class ScaledConv(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.conv = nn.Conv2d(c, c, 3)
+
+                def forward(self, x):
+                    y = self.conv(x)
+                    return y * 0.5
+
+
+            class Discriminator(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.convs = nn.ModuleList()
+                    self.convs.append(NormConv2d(c, c, kernel_size=3))
+                    self.convs.append(NormConv2d(c, c, kernel_size=3, dilation=(2, 1)))
+                    self.conv_post = NormConv2d(c, 1, kernel_size=3)
+                    self.sn = SNConv2d(c, c, 3)
+                    self.scaled = ScaledConv(c)
+
+                def forward(self, z):
+                    fmap = []
+                    for layer in self.convs:
+                        z = checkpoint(layer, z)  # expect: TML402
+                        fmap.append(z)
+                    z = checkpoint(self.sn, z)
+                    z = checkpoint(self.scaled, z)
+                    return checkpoint(self.conv_post, z), fmap  # expect: TML402
+        """,
+    },
 }
 
 

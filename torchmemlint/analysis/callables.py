@@ -743,10 +743,15 @@ class CallableModel:
 
     def _built_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
         """The one layer a builder function of this or another project file returns, whatever
-        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every
-        ``return`` of it builds that same single op."""
+        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every ``return``
+        of it builds that same single op; a class of this file whose ``forward`` only calls one."""
         model, builder = self, self.local_function(call.func, env)
-        if builder is None and self.local_class(call.func, env) is None:
+        owner = self.local_class(call.func, env) if builder is None else None
+        if owner is not None:  # `NormConv2d(...)`: `def forward(self, x): return self.conv(x)`
+            forward = owner.methods.get("forward")
+            inner = _single_return_call(forward, skip=1) if forward is not None else None
+            return self.single_op(inner.func, owner.method_env(forward), depth + 1) if inner is not None else None  # type: ignore[arg-type]
+        if builder is None:
             found = self.foreign(call.func, env, "function")
             if found is not None:
                 model, builder = found  # type: ignore[assignment]
@@ -766,8 +771,6 @@ class CallableModel:
             return None
         ops = [self.single_op(element, element_env) for element, element_env, _ in elements]
         return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
-
-
 
 
 def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:
@@ -795,4 +798,3 @@ def _called_arguments(function: cst.FunctionDef, call: cst.Call) -> List[cst.Bas
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
     return type(func) is cst.Name and func.value == name and env.scope.lookup(name) is None
-

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.module_lists import unwrap
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import _body_statements, _walk
 
@@ -322,7 +323,9 @@ def _is_none(value: cst.BaseExpression) -> bool:
 
 def instantiated(call: cst.Call, qualify) -> cst.Call:
     """The constructor call a builder stands for: ``skip_init(nn.Linear, d, 4 * d)`` builds
-    ``nn.Linear(d, 4 * d)`` (without initialising it); any other call is itself."""
+    ``nn.Linear(d, 4 * d)`` (without initialising it), ``weight_norm(nn.Conv2d(...))`` returns
+    the ``nn.Conv2d(...)`` it is given; any other call is itself."""
+    call = unwrap(call, qualify)
     positional = _positional(call)
     if not positional or positional[0].star or qualify(call.func) not in _INSTANTIATORS:
         return call
