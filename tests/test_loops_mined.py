@@ -241,6 +241,61 @@ class Train:
                 epoch_output.append((out, y))
         return epoch_output
 """, {"TML502": [19]}),
+    # a GAN's generator loss, backpropagated per sub-generator, rebound after the loop to the
+    # numpy mean of their `.item()`s: the history keeps floats (the raw tensor appended inside
+    # the loop is still reported)
+    "gan_loss_rebound_to_a_numpy_mean": ("""import numpy as np
+import torch
+
+
+def train_gan(generator, discriminator, criterion, optimizer_g, noise, trick, epochs, k, history):
+    for epoch in range(epochs):
+        losses = {}
+        for i in range(k):
+            fake_outputs = discriminator(generator(noise))
+            generator_loss = criterion(fake_outputs, trick)
+            generator_loss.backward()
+            optimizer_g.step()
+            losses[i] = generator_loss.item()
+            history['raw'].append(generator_loss)
+        generator_loss = np.mean([losses[i] for i in range(k)])
+        history['generator_loss'].append(generator_loss)
+""", {"TML502": [14]}),
+    # a cross-validation method of a wrapper class whose own `train(model, datamodule, ...)`
+    # is not `nn.Module.train(mode)`: `self` is no model, and what its `predict`/`evaluate`
+    # return is not a model output; a module's `self.train(False)` still makes `self` one
+    "cross_validation_own_train_method": ("""import torch
+
+
+class TabularModel:
+    def train(self, model, datamodule, handle_oom=True):
+        model.fit(datamodule)
+
+    def predict(self, df):
+        return df
+
+    def evaluate(self, df):
+        return [{"loss": 0.0}]
+
+    def cross_validate(self, folds, model, datamodule):
+        oof_preds, cv_metrics = [], []
+        for train_df, val_df in folds:
+            self.train(model, datamodule, handle_oom=False)
+            preds = self.predict(val_df)
+            oof_preds.append(preds)
+            result = self.evaluate(val_df)
+            cv_metrics.append(result[0]["loss"])
+        return cv_metrics, oof_preds
+
+
+class Trainer(torch.nn.Module):
+    def run(self, loader):
+        self.train(False)
+        outputs = []
+        for x in loader:
+            outputs.append(self(x))
+        return outputs
+""", {"TML502": [30], "TML501": [30]}),
 }
 
 
