@@ -264,6 +264,51 @@ def train_gan(generator, discriminator, criterion, optimizer_g, noise, trick, ep
     # a cross-validation method of a wrapper class whose own `train(model, datamodule, ...)`
     # is not `nn.Module.train(mode)`: `self` is no model, and what its `predict`/`evaluate`
     # return is not a model output; a module's `self.train(False)` still makes `self` one
+    # a method of the model (`predict`, defined in another file) run on every batch of an
+    # inference loader after `.eval()`: its forward records a graph. Under no_grad, over a
+    # range, after switching back to train, or a module's own method (`load_state_dict`): quiet
+    "eval_model_method_over_a_loader": ("""from collections import defaultdict
+import torch
+
+
+class DeepFeatureExtractor:
+    def transform(self, X):
+        self.tabular_model.model.eval()
+        loader = self.tabular_model.datamodule.prepare_inference_dataloader(X)
+        found = defaultdict(list)
+        for batch in loader:
+            if self.task == "ssl":
+                ret_value = {"features": self.tabular_model.model.predict(batch, ret_model_output=True)}
+            else:
+                _, ret_value = self.tabular_model.model.predict(batch, ret_model_output=True)
+            for k in self.extract_keys:
+                found[k].append(ret_value[k].detach().cpu())
+        return found
+
+    def transform_no_grad(self, X):
+        self.tabular_model.model.eval()
+        found = []
+        with torch.no_grad():
+            for batch in self.tabular_model.datamodule.prepare_inference_dataloader(X):
+                found.append(self.tabular_model.model.predict(batch))
+        return found
+
+    def transform_rows(self, rows):
+        self.tabular_model.model.eval()
+        return [self.tabular_model.model.predict(rows[i]).detach() for i in range(3)]
+
+    def refit(self, loader):
+        self.model.eval()
+        self.model.train()
+        for batch in loader:
+            loss = self.model.predict(batch)
+            loss.backward()
+
+    def restore(self, checkpoints_loader):
+        self.model.eval()
+        for state in checkpoints_loader:
+            self.model.load_state_dict(state)
+""", {"TML501": [12, 14]}),
     "cross_validation_own_train_method": ("""import torch
 
 

@@ -116,3 +116,12 @@ def _for_clauses(comprehension: cst.BaseExpression) -> List[cst.CompFor]:
         clauses.append(clause)
         clause = clause.inner_for_in
     return clauses
+
+
+def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
+    """``model.predict(batch, ...)`` (``ScopeFacts.model_part``) in a loop over a loader, after
+    ``model.eval()`` in this scope: a method of a module put in evaluation mode, run on every
+    batch, runs its forward (pytorch_tabular's ``DeepFeatureExtractor.transform``)."""
+    receiver = (event.func or "").rpartition(".")[0]
+    mode = facts.last_mode_change(receiver, event.seq) if receiver else None
+    return mode is not None and mode[1] == "eval" and any(iterates_loader(loop) for loop in event.ctx.loops)

@@ -26,7 +26,7 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
-from torchmemlint.analysis.feeds import collected_over_loader, fed_by, iterates_loader
+from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.module_calls import as_model, called_module
 from torchmemlint.analysis.names import dotted_name
@@ -357,6 +357,8 @@ class _Checks:
             self._model_call(event)
         elif self.facts.model_part(event.node) and collected_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
+        elif self.facts.model_part(event.node) and eval_method_over_loader(self.facts, event):
+            self._model_call(event, (event.func or "").rpartition(".")[0])  # `model.predict(batch)`
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
