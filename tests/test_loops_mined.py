@@ -309,6 +309,57 @@ class DeepFeatureExtractor:
         for state in checkpoints_loader:
             self.model.load_state_dict(state)
 """, {"TML501": [12, 14]}),
+    # the model a method is given, run on every batch of an inference loader, after its only
+    # caller put it in eval mode (`model.eval()` then `self._generate_predictions(model, ...)`):
+    # TML501 at the model's methods. A caller under no_grad, or callers that disagree (one
+    # trains): no TML501 (the list of outputs kept is TML502's)
+    "model_put_in_eval_by_the_caller": ("""import torch
+from collections import defaultdict
+
+
+class TabularModel:
+    def _generate_predictions(self, model, inference_dataloader, n_samples, is_probabilistic):
+        point_predictions = []
+        logits = defaultdict(list)
+        for batch in inference_dataloader:
+            if is_probabilistic:
+                samples, ret_value = model.sample(batch, n_samples, ret_model_output=True)
+                y_hat = torch.mean(samples, dim=-1)
+            else:
+                y_hat, ret_value = model.predict(batch, ret_model_output=True)
+            for k, v in ret_value.items():
+                logits[k].append(v.detach().cpu())
+            point_predictions.append(y_hat.detach().cpu())
+        return torch.cat(point_predictions, dim=0), logits
+
+    def _predict(self, test, n_samples=100):
+        model = self.model
+        model.eval()
+        loader = self.datamodule.prepare_inference_dataloader(test)
+        return self._generate_predictions(model, loader, n_samples, self.is_probabilistic)
+
+    def _scores(self, model, loader):
+        return [model.predict(batch).detach() for batch in loader]
+
+    def evaluate_scores(self, loader):
+        self.model.eval()
+        with torch.no_grad():
+            return self._scores(self.model, loader)
+
+    def _embed(self, model, loader):
+        out = []
+        for batch in loader:
+            out.append(model.embed(batch))
+        return out
+
+    def embed_train(self, loader):
+        self.model.train()
+        return self._embed(self.model, loader)
+
+    def embed_eval(self, loader):
+        self.model.eval()
+        return self._embed(self.model, loader)
+""", {"TML501": [11, 14], "TML502": [37]}),
     "cross_validation_own_train_method": ("""import torch
 
 
