@@ -407,6 +407,161 @@ CASES: Dict[str, Dict[str, str]] = {
                     return self.conv(x)
         """,
     },
+    # an attribute `__init__` binds to torch's checkpoint in one arm of a choice, called in
+    # forward on each projection (built by `skip_init`, one possibly None), and on
+    # `super().forward` of a quantised Linear
+    "attribute_alias": {
+        "ffn.py": """
+            import torch.nn as nn
+            import torch.utils.checkpoint as cp
+            from torch.utils.checkpoint import checkpoint
+            from torch.nn.utils import skip_init
+
+
+            class FeedForward(nn.Module):
+                def __init__(self, d, d_ff, use_ckpting=(), gated=False):
+                    super().__init__()
+                    self.w_1 = skip_init(nn.Linear, in_features=d, out_features=d_ff)
+                    self.w_2 = skip_init(nn.Linear, in_features=d_ff, out_features=d)
+                    if gated:
+                        self.w_3 = skip_init(nn.Linear, in_features=d, out_features=d_ff)
+                    else:
+                        self.w_3 = None
+                    self.block = skip_init(Block, d)
+                    self.maybe_ckpt = checkpoint if "ffn" in use_ckpting else lambda f, x: f(x)
+                    self.safe_ckpt = cp.checkpoint
+
+                def forward(self, x):
+                    inter = self.maybe_ckpt(self.w_1, x)  # expect: TML401, TML402
+                    if self.w_3 is not None:
+                        inter.mul_(self.maybe_ckpt(self.w_3, x))  # expect: TML401, TML402
+                    inter = self.maybe_ckpt(self.block, inter)  # expect: TML401
+                    return self.safe_ckpt(self.w_2, inter, use_reentrant=False)  # expect: TML402
+
+
+            class Block(nn.Module):
+                def __init__(self, d):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.act = nn.GELU()
+
+                def forward(self, x):
+                    return self.act(self.fc(x))
+
+
+            def make_lora(base):
+                class LoraLinear(base):
+                    def __init__(self, *args, use_ckpting=()):
+                        super().__init__(*args)
+                        self.maybe_ckpt = (
+                            checkpoint if "lora" in use_ckpting else lambda f, x: f(x)
+                        )
+
+                    def forward(self, x):
+                        return self.maybe_ckpt(super().forward, x)  # expect: TML401
+
+                return LoraLinear
+        """,
+    },
+    # look-alikes: attributes bound to a project's own runner, or to two different
+    # checkpointing functions; another object's attribute of the same name
+    "attribute_alias_look_alikes": {
+        "net.py": """
+            import torch.nn as nn
+            import deepspeed
+            from torch.utils.checkpoint import checkpoint
+
+
+            def run(f, x):
+                return f(x)
+
+
+            class Net(nn.Module):
+                def __init__(self, d, opts, other):
+                    super().__init__()
+                    self.fc = nn.Linear(d, d)
+                    self.maybe_ckpt = run if "ffn" in opts else lambda f, x: f(x)
+                    self.either = checkpoint if "torch" in opts else deepspeed.checkpointing.checkpoint
+                    self.other = other
+
+                def forward(self, x):
+                    x = self.maybe_ckpt(self.fc, x)
+                    x = self.either(self.fc, x)
+                    return self.other.maybe_ckpt(self.fc, x)
+
+
+            class Saver:
+                def __init__(self, store):
+                    self.checkpoint = store.save
+
+                def step(self, model, x):
+                    return self.checkpoint(model, x)
+        """,
+    },
+    # a module class whose forward runs one weight-normalised conv, checkpointed element by
+    # element through a file-level pass-through helper; one whose forward runs two layers, or
+    # whose forward does more than return the layer's call, is not a single op
+    "wrapper_module_single_op": {
+        "disc.py": """
+            import torch
+            from torch import nn
+            from torch.nn.utils import weight_norm, spectral_norm
+
+
+            def checkpoint(function, *args, **kwargs):
+                kwargs.setdefault("use_reentrant", False)
+                return torch.utils.checkpoint.checkpoint(function, *args, **kwargs)
+
+
+            class NormConv2d(nn.Module):
+                def __init__(self, *args, **kwargs):
+                    super().__init__()
+                    self.conv = weight_norm(nn.Conv2d(*args, **kwargs))
+
+                def forward(self, x):
+                    return self.conv(x)
+
+
+            class SNConv2d(NormConv2d):
+                def __init__(self, *args, **kwargs):
+                    super().__init__()
+                    self.conv = spectral_norm(nn.Conv2d(*args, **kwargs))
+                    self.act = nn.LeakyReLU(0.2)
+
+                def forward(self, x):
+                    return self.act(self.conv(x))
+
+
+            class ScaledConv(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.conv = nn.Conv2d(c, c, 3)
+
+                def forward(self, x):
+                    y = self.conv(x)
+                    return y * 0.5
+
+
+            class Discriminator(nn.Module):
+                def __init__(self, c):
+                    super().__init__()
+                    self.convs = nn.ModuleList()
+                    self.convs.append(NormConv2d(c, c, kernel_size=3))
+                    self.convs.append(NormConv2d(c, c, kernel_size=3, dilation=(2, 1)))
+                    self.conv_post = NormConv2d(c, 1, kernel_size=3)
+                    self.sn = SNConv2d(c, c, 3)
+                    self.scaled = ScaledConv(c)
+
+                def forward(self, z):
+                    fmap = []
+                    for layer in self.convs:
+                        z = checkpoint(layer, z)  # expect: TML402
+                        fmap.append(z)
+                    z = checkpoint(self.sn, z)
+                    z = checkpoint(self.scaled, z)
+                    return checkpoint(self.conv_post, z), fmap  # expect: TML402
+        """,
+    },
 }
 
 

@@ -495,3 +495,69 @@ def test_ddp_keywords_built_through_partial(tmp_path):
     assert "partial(DistributedDataParallelKwargs, find_unused_parameters=True, gradient_as_bucket_view=True)\n" in text
     assert "functools.partial(DDP, device_ids=[rank], gradient_as_bucket_view=True)" in text
     compile(text, "partials.py", "exec")
+
+
+LOCAL_SUBCLASSES = """\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class TrialContext:
+    def wrap_model(self, model):
+        return self._PassThroughDDP(model)
+
+    def wrap_models(self, models):
+        return [self._KeptDDP(model) for model in models]
+
+    def wrap_own(self, model):
+        return self._OwnInit(model)
+
+    def wrap_flagged(self, model):
+        return self._KeptDDP(model, gradient_as_bucket_view=True)
+
+    class _PassThroughDDP(torch.nn.parallel.DistributedDataParallel):
+        \"\"\"Pass-through wrapper: inner module attributes reachable.\"\"\"
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self.module, name)
+
+    class _KeptDDP(DDP):
+        pass
+
+    class _OwnInit(DDP):
+        def __init__(self, module):
+            super().__init__(module, gradient_as_bucket_view=True)
+
+    class _NotDDP(torch.nn.Module):
+        pass
+
+
+class TopLevelDDP(DDP):
+    pass
+
+
+def build(model, other):
+    return TopLevelDDP(model), other._KeptDDP(model), TrialContext._NotDDP()
+
+
+def build_named(_KeptDDP, model):
+    return _KeptDDP(model)
+"""
+
+
+@pytest.mark.slow
+def test_ddp_built_by_a_subclass_defined_in_the_file(tmp_path):
+    """A class of this file that subclasses torch's DDP and keeps its constructor (no
+    `__init__`: determined's pass-through `_PyTorchDistributedDataParallel` nested in its
+    context class, called as `self._PyTorchDistributedDataParallel(model)`) builds a DDP; one
+    with its own `__init__`, a call given the flag, another object's attribute, a parameter of
+    the same name and a subclass of `nn.Module` do not report."""
+    path = tmp_path / "context.py"
+    path.write_text(LOCAL_SUBCLASSES)
+    findings, run = _findings("TML701", path)
+    assert run.returncode in (0, 1), run.stderr
+    found = sorted((f["location"]["row"], f["message"].split(" keeps")[0]) for f in findings)
+    assert found == [(7, "_PassThroughDDP"), (10, "_KeptDDP"), (43, "TopLevelDDP")]

@@ -263,6 +263,157 @@ class Train:
                 epoch_output.append((out, y))
         return epoch_output
 """, {"TML502": [19]}),
+    # a GAN's generator loss, backpropagated per sub-generator, rebound after the loop to the
+    # numpy mean of their `.item()`s: the history keeps floats (the raw tensor appended inside
+    # the loop is still reported)
+    "gan_loss_rebound_to_a_numpy_mean": ("""import numpy as np
+import torch
+
+
+def train_gan(generator, discriminator, criterion, optimizer_g, noise, trick, epochs, k, history):
+    for epoch in range(epochs):
+        losses = {}
+        for i in range(k):
+            fake_outputs = discriminator(generator(noise))
+            generator_loss = criterion(fake_outputs, trick)
+            generator_loss.backward()
+            optimizer_g.step()
+            losses[i] = generator_loss.item()
+            history['raw'].append(generator_loss)
+        generator_loss = np.mean([losses[i] for i in range(k)])
+        history['generator_loss'].append(generator_loss)
+""", {"TML502": [14]}),
+    # a cross-validation method of a wrapper class whose own `train(model, datamodule, ...)`
+    # is not `nn.Module.train(mode)`: `self` is no model, and what its `predict`/`evaluate`
+    # return is not a model output; a module's `self.train(False)` still makes `self` one
+    # a method of the model (`predict`, defined in another file) run on every batch of an
+    # inference loader after `.eval()`: its forward records a graph. Under no_grad, over a
+    # range, after switching back to train, or a module's own method (`load_state_dict`): quiet
+    "eval_model_method_over_a_loader": ("""from collections import defaultdict
+import torch
+
+
+class DeepFeatureExtractor:
+    def transform(self, X):
+        self.tabular_model.model.eval()
+        loader = self.tabular_model.datamodule.prepare_inference_dataloader(X)
+        found = defaultdict(list)
+        for batch in loader:
+            if self.task == "ssl":
+                ret_value = {"features": self.tabular_model.model.predict(batch, ret_model_output=True)}
+            else:
+                _, ret_value = self.tabular_model.model.predict(batch, ret_model_output=True)
+            for k in self.extract_keys:
+                found[k].append(ret_value[k].detach().cpu())
+        return found
+
+    def transform_no_grad(self, X):
+        self.tabular_model.model.eval()
+        found = []
+        with torch.no_grad():
+            for batch in self.tabular_model.datamodule.prepare_inference_dataloader(X):
+                found.append(self.tabular_model.model.predict(batch))
+        return found
+
+    def transform_rows(self, rows):
+        self.tabular_model.model.eval()
+        return [self.tabular_model.model.predict(rows[i]).detach() for i in range(3)]
+
+    def refit(self, loader):
+        self.model.eval()
+        self.model.train()
+        for batch in loader:
+            loss = self.model.predict(batch)
+            loss.backward()
+
+    def restore(self, checkpoints_loader):
+        self.model.eval()
+        for state in checkpoints_loader:
+            self.model.load_state_dict(state)
+""", {"TML501": [12, 14]}),
+    # the model a method is given, run on every batch of an inference loader, after its only
+    # caller put it in eval mode (`model.eval()` then `self._generate_predictions(model, ...)`):
+    # TML501 at the model's methods. A caller under no_grad, or callers that disagree (one
+    # trains): no TML501 (the list of outputs kept is TML502's)
+    "model_put_in_eval_by_the_caller": ("""import torch
+from collections import defaultdict
+
+
+class TabularModel:
+    def _generate_predictions(self, model, inference_dataloader, n_samples, is_probabilistic):
+        point_predictions = []
+        logits = defaultdict(list)
+        for batch in inference_dataloader:
+            if is_probabilistic:
+                samples, ret_value = model.sample(batch, n_samples, ret_model_output=True)
+                y_hat = torch.mean(samples, dim=-1)
+            else:
+                y_hat, ret_value = model.predict(batch, ret_model_output=True)
+            for k, v in ret_value.items():
+                logits[k].append(v.detach().cpu())
+            point_predictions.append(y_hat.detach().cpu())
+        return torch.cat(point_predictions, dim=0), logits
+
+    def _predict(self, test, n_samples=100):
+        model = self.model
+        model.eval()
+        loader = self.datamodule.prepare_inference_dataloader(test)
+        return self._generate_predictions(model, loader, n_samples, self.is_probabilistic)
+
+    def _scores(self, model, loader):
+        return [model.predict(batch).detach() for batch in loader]
+
+    def evaluate_scores(self, loader):
+        self.model.eval()
+        with torch.no_grad():
+            return self._scores(self.model, loader)
+
+    def _embed(self, model, loader):
+        out = []
+        for batch in loader:
+            out.append(model.embed(batch))
+        return out
+
+    def embed_train(self, loader):
+        self.model.train()
+        return self._embed(self.model, loader)
+
+    def embed_eval(self, loader):
+        self.model.eval()
+        return self._embed(self.model, loader)
+""", {"TML501": [11, 14], "TML502": [37]}),
+    "cross_validation_own_train_method": ("""import torch
+
+
+class TabularModel:
+    def train(self, model, datamodule, handle_oom=True):
+        model.fit(datamodule)
+
+    def predict(self, df):
+        return df
+
+    def evaluate(self, df):
+        return [{"loss": 0.0}]
+
+    def cross_validate(self, folds, model, datamodule):
+        oof_preds, cv_metrics = [], []
+        for train_df, val_df in folds:
+            self.train(model, datamodule, handle_oom=False)
+            preds = self.predict(val_df)
+            oof_preds.append(preds)
+            result = self.evaluate(val_df)
+            cv_metrics.append(result[0]["loss"])
+        return cv_metrics, oof_preds
+
+
+class Trainer(torch.nn.Module):
+    def run(self, loader):
+        self.train(False)
+        outputs = []
+        for x in loader:
+            outputs.append(self(x))
+        return outputs
+""", {"TML502": [30], "TML501": [30]}),
 }
 
 

@@ -16,6 +16,12 @@ VALID = (
     "from ._manipulate import checkpoint\ny = checkpoint(block, x)\n",
     "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n"
     "block = checkpoint_wrapper(block)\n",
+    # an attribute bound to something else than a checkpointing function, in every arm
+    "class Net:\n"
+    "    def __init__(self, run, opts):\n"
+    "        self.maybe_ckpt = run if 'ffn' in opts else lambda f, x: f(x)\n"
+    "    def forward(self, x):\n"
+    "        return self.maybe_ckpt(self.fc, x)\n",
 )
 
 INVALID = (
@@ -40,5 +46,32 @@ INVALID = (
         "import torch\n" "y = torch.utils.checkpoint.checkpoint(\n    block,\n    x,\n)\n",
         fixed="import torch\n"
         "y = torch.utils.checkpoint.checkpoint(\n    block,\n    x, use_reentrant=False,\n)\n",
+    ),
+    # an attribute bound to torch's checkpoint in one arm: the other arm takes no
+    # `use_reentrant`, so no fix is offered
+    Invalid(
+        "from torch.utils.checkpoint import checkpoint\n"
+        "class Net:\n"
+        "    def __init__(self, opts):\n"
+        "        self.maybe_ckpt = checkpoint if 'ffn' in opts else lambda f, x: f(x)\n"
+        "    def forward(self, x):\n"
+        "        return self.maybe_ckpt(self.fc, x)\n",
+        line=6,
+        column=16,
+    ),
+    # bound to it alone: the keyword is added at the call
+    Invalid(
+        "import torch.utils.checkpoint as cp\n"
+        "class Net:\n"
+        "    def __init__(self):\n"
+        "        self.ckpt = cp.checkpoint\n"
+        "    def forward(self, x):\n"
+        "        return self.ckpt(self.fc, x)\n",
+        fixed="import torch.utils.checkpoint as cp\n"
+        "class Net:\n"
+        "    def __init__(self):\n"
+        "        self.ckpt = cp.checkpoint\n"
+        "    def forward(self, x):\n"
+        "        return self.ckpt(self.fc, x, use_reentrant=False)\n",
     ),
 )

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
-    BATCH_NORM, _CONTAINERS, _F, Found, _function_op, _function_traits, _lambda_call,
+    BATCH_NORM, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
     _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
     _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
@@ -715,12 +715,12 @@ class CallableModel:
             if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
                 call = _single_return_call(method, skip=1)
                 return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
-            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed]
+            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)]
             if ops and all(op is not None and op == ops[0] for op in ops):
                 return ops[0]
             return None
         if type(expr) is cst.Call:
-            qualified = env.qualify(expr.func)
+            qualified = env.qualify((expr := instantiated(expr, env.qualify)).func)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
@@ -743,10 +743,15 @@ class CallableModel:
 
     def _built_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
         """The one layer a builder function of this or another project file returns, whatever
-        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every
-        ``return`` of it builds that same single op."""
+        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every ``return``
+        of it builds that same single op; a class of this file whose ``forward`` only calls one."""
         model, builder = self, self.local_function(call.func, env)
-        if builder is None and self.local_class(call.func, env) is None:
+        owner = self.local_class(call.func, env) if builder is None else None
+        if owner is not None:  # `NormConv2d(...)`: `def forward(self, x): return self.conv(x)`
+            forward = owner.methods.get("forward")
+            inner = _single_return_call(forward, skip=1) if forward is not None else None
+            return self.single_op(inner.func, owner.method_env(forward), depth + 1) if inner is not None else None  # type: ignore[arg-type]
+        if builder is None:
             found = self.foreign(call.func, env, "function")
             if found is not None:
                 model, builder = found  # type: ignore[assignment]
@@ -766,8 +771,6 @@ class CallableModel:
             return None
         ops = [self.single_op(element, element_env) for element, element_env, _ in elements]
         return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
-
-
 
 
 def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:
@@ -795,4 +798,3 @@ def _called_arguments(function: cst.FunctionDef, call: cst.Call) -> List[cst.Bas
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
     return type(func) is cst.Name and func.value == name and env.scope.lookup(name) is None
-

@@ -478,3 +478,37 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
         return None
     reach = output_only_sinks(facts, event, analysis.flow(function), analysis)
     return reach if reach.only_sinks else None
+
+
+def eval_by_callers(facts: ScopeFacts, name: str) -> Optional[str]:
+    """The caller that put the model parameter ``name`` in evaluation mode: every call of this
+    function in the file (``self.<method>(...)`` from its class, or ``<function>(...)``) passes
+    there a model the calling function switched with ``.eval()`` before the call, outside
+    ``no_grad`` (pytorch_tabular's ``_predict``: ``model.eval()`` then
+    ``self._generate_predictions(model, ...)``). None: no such call, or one that does not."""
+    function = facts.scope.function
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)] if function else []
+    owner = facts.scope.owner
+    if owner is not None:
+        params = params[1:]  # `self`
+    if name not in params or facts.scope.grad_work:
+        return None
+    position = params.index(name)
+    wanted = f"self.{facts.scope.name}" if owner is not None else facts.scope.name
+    scopes = owner.methods if owner is not None else [s for s in facts.walk.scopes if s.owner is None]
+    found: Optional[str] = None
+    for scope in scopes:
+        for call in scope.calls:
+            if call.func != wanted or scope is facts.scope:
+                continue
+            given = next((a.value for a in call.node.args if a.keyword is not None and a.keyword.value == name), None)
+            positional = [a for a in call.node.args if a.keyword is None and not a.star]
+            if given is None and position < len(positional) and not any(a.star for a in call.node.args):
+                given = positional[position].value
+            given_name = dotted_name(given) if given is not None else None
+            caller = ScopeFacts(facts.walk, scope)
+            mode = caller.last_mode_change(given_name, call.seq) if given_name is not None else None
+            if mode is None or mode[1] != "eval" or call.ctx.no_grad or caller.grad_controlled(call.seq) or scope.grad_work:
+                return None
+            found = scope.name
+    return found

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.module_lists import unwrap
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import _body_statements, _walk
 
@@ -187,6 +188,9 @@ class Wrapper:
     use_reentrant: bool = True
     torch_keywords: bool = True
     position: int = 0  # where the callable (module) is among the positional arguments
+    # False: called through a name that may also hold something else (``self.maybe_ckpt =
+    # checkpoint if ... else lambda f, x: f(x)``), which takes none of its keywords
+    sole: bool = True
 
     @property
     def omitted_use_reentrant_is_reentrant(self) -> bool:
@@ -306,6 +310,27 @@ def _function_op(qualified: Optional[str]) -> Optional[SingleOp]:
         stateful = qualified == _F + "batch_norm"
         return SingleOp(f"{_last_part(qualified)}()", qualified in _PARAMETRIC_FUNCTIONS, stateful)
     return None
+
+
+# torch functions that build the module class they are given with the remaining arguments
+_INSTANTIATORS = frozenset({"torch.nn.utils.skip_init", "torch.nn.utils.init.skip_init"})
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    """``None``: never what a call runs (calling it raises), so not a value a call can see."""
+    return type(value) is cst.Name and value.value == "None"
+
+
+def instantiated(call: cst.Call, qualify) -> cst.Call:
+    """The constructor call a builder stands for: ``skip_init(nn.Linear, d, 4 * d)`` builds
+    ``nn.Linear(d, 4 * d)`` (without initialising it), ``weight_norm(nn.Conv2d(...))`` returns
+    the ``nn.Conv2d(...)`` it is given; any other call is itself."""
+    call = unwrap(call, qualify)
+    positional = _positional(call)
+    if not positional or positional[0].star or qualify(call.func) not in _INSTANTIATORS:
+        return call
+    first = positional[0]
+    return cst.Call(first.value, [arg for arg in call.args if arg is not first])
 
 
 def _lambda_call(function: cst.Lambda) -> Optional[cst.Call]:

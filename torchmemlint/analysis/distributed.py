@@ -20,7 +20,7 @@ import libcst as cst
 from torchmemlint.analysis.autograd import CallEvent, Scope, ScopeWalk
 from torchmemlint.analysis.mappings import spread_keywords
 from torchmemlint.analysis.scripts import call_keywords, multi_device_evidence
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.syntax import _body_statements, argument, has_star_args, literal_bool
 from torchmemlint.analysis.training import ScopeFacts
 
 # Constructors that build a torch DistributedDataParallel from their keywords: qualified name
@@ -147,6 +147,9 @@ class DistributedFacts:
                 offset = 1
                 if constructor is not None and self._called_with(scope, node, "gradient_as_bucket_view"):
                     continue
+            if constructor is None and qualified is None:
+                # a subclass of one defined in this file that keeps its constructor
+                constructor = self._local_subclass(scope, node.func)
             if constructor is None:
                 continue
             what, position = constructor
@@ -163,6 +166,46 @@ class DistributedFacts:
                 # may pass the keyword: no plain place to add it
                 last = None
             yield DdpConstruction(node, what, bucket_view, last, spread.through)
+
+    def _local_subclass(self, scope: Scope, func: cst.BaseExpression) -> Optional[Tuple[str, Optional[int]]]:
+        """What ``func`` builds when it names a class of this file that subclasses a DDP
+        constructor and defines no ``__init__``/``__new__`` (its constructor is the base's,
+        ``class _DDP(torch.nn.parallel.DistributedDataParallel): def __getattr__ ...``): a
+        module-level class called by its name, or one nested in the class of the method that
+        calls it as ``self._DDP``."""
+        if type(func) is cst.Name:
+            name = func.value
+            bindings = scope.bindings
+            while bindings.parent is not None and name not in bindings.names:
+                bindings = bindings.parent
+            if bindings.parent is not None or bindings.names.get(name, None) is not None:
+                return None  # a local or parameter of a function, or imported
+            classes = [node for node in self.module.body if type(node) is cst.ClassDef and node.name.value == name]
+        elif (
+            type(func) is cst.Attribute and type(func.value) is cst.Name and scope.owner is not None
+            and scope.function is not None and scope.params()
+            and scope.params()[0].name.value == func.value.value
+        ):
+            name = func.attr.value
+            classes = [
+                node for node in _body_statements(scope.owner.node.body)
+                if type(node) is cst.ClassDef and node.name.value == name
+            ]
+        else:
+            return None
+        if len(classes) != 1:
+            return None
+        classdef = classes[0]
+        body = _body_statements(classdef.body)
+        if any(type(node) is cst.FunctionDef and node.name.value in ("__init__", "__new__") for node in body):
+            return None  # its own constructor: which keywords reach DDP's is not read here
+        for base in classdef.bases:
+            if base.keyword is not None or type(base.value) not in (cst.Name, cst.Attribute):
+                continue
+            inherited = DDP_CONSTRUCTORS.get(scope.bindings.qualify(base.value) or "")
+            if inherited is not None and inherited[0] == "DDP":
+                return name, inherited[1]
+        return None
 
     def _called_with(self, scope: Scope, partial: cst.Call, keyword: str) -> bool:
         """Whether a call of the partial ``partial`` (directly, or through the names it is bound

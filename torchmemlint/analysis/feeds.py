@@ -17,7 +17,7 @@ from typing import AbstractSet, Iterator, List, Optional, Set
 import libcst as cst
 
 from torchmemlint.analysis.autograd import _COMPREHENSIONS as _COLLECTING, AssignEvent, CallEvent, Scope, _names_in
-from torchmemlint.analysis.callers import _LOADER_WORDS
+from torchmemlint.analysis.callers import eval_by_callers, _LOADER_WORDS
 from torchmemlint.analysis.training import ScopeFacts
 from torchmemlint.tree import children
 
@@ -116,3 +116,17 @@ def _for_clauses(comprehension: cst.BaseExpression) -> List[cst.CompFor]:
         clauses.append(clause)
         clause = clause.inner_for_in
     return clauses
+
+
+def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
+    """``model.predict(batch, ...)`` (``ScopeFacts.model_part``) in a loop over a loader, after
+    ``model.eval()`` in this scope (or, for a parameter, in every caller: ``eval_by_callers``):
+    a method of a module put in evaluation mode, run on every batch, runs its forward
+    (pytorch_tabular's ``DeepFeatureExtractor.transform``)."""
+    receiver = (event.func or "").rpartition(".")[0]
+    if not receiver or not any(iterates_loader(loop) for loop in event.ctx.loops):
+        return False
+    mode = facts.last_mode_change(receiver, event.seq)
+    if mode is None:  # a parameter its callers put in evaluation mode
+        return eval_by_callers(facts, receiver) is not None
+    return mode[1] == "eval"

@@ -3,13 +3,16 @@ hands one of its parameters to torch's checkpoint (``def ckpt(f, *a): return che
 *a, use_reentrant=False)``, also ``def wrap(self, fn, *args)``) checkpoints what its caller
 passes there, and a module whose ``forward`` checkpoints the module its ``__init__`` was
 given (``self.module = module``; ``checkpoint(self.module, *args)``) checkpoints every call
-of that module, as ``checkpoint_wrapper`` does. Each is a ``Wrapper`` of the form, variant and
+of that module, as ``checkpoint_wrapper`` does; an attribute ``__init__`` binds to a
+checkpointing function in any arm (``self.maybe_ckpt = checkpoint if "ffn" in opts else
+lambda f, x: f(x)``) is that function where it is called (``self.maybe_ckpt(self.w_1, x)``). Each is a ``Wrapper`` of the form, variant and
 keywords the inner call gives it; the helper may be defined in this file or followed into
 another file of the project (``CallableModel.foreign``)."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from dataclasses import replace
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -55,6 +58,41 @@ def helper_wrapper(models, call: cst.Call, env: Env) -> Optional[Wrapper]:
                 read = _function_wrapper if located.kind == "function" else _class_wrapper
                 names[dotted] = _cached(other, node, lambda: read(other, node))
     return names[dotted]
+
+
+def arms(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The values an expression may be: both arms of ``a if c else b`` and of ``a or b``."""
+    if type(value) is cst.IfExp:
+        yield from arms(value.body)
+        yield from arms(value.orelse)
+    elif type(value) is cst.BooleanOperation:
+        yield from arms(value.left)
+        yield from arms(value.right)
+    else:
+        yield value
+
+
+def attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
+    """The checkpointing function ``self.<name>`` holds when ``__init__`` of ``owner``
+    (``InitModel``) binds it to one in some arm: ``self.maybe_ckpt = checkpoint if "mha" in
+    use_ckpting else lambda f, x: f(x)``. ``sole`` is False when another value it may hold is
+    not that function (its keywords would break the other arm). None: no arm is one, or the
+    arms are different checkpointing functions."""
+    values = owner.attributes.get(name) or []
+    env = owner.init_env()
+    found = set()
+    other = False
+    for value in values:
+        for arm in arms(value):
+            wrapper = checkpoint_wrapper(arm, env.qualify, models) if type(arm) in (cst.Name, cst.Attribute) else None
+            if wrapper is None:
+                other = True
+            else:
+                found.add(wrapper)
+    if len(found) != 1:
+        return None
+    wrapper = next(iter(found))
+    return replace(wrapper, sole=False) if other else wrapper
 
 
 def _may_checkpoint(summary, name: str) -> bool:

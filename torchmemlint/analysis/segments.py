@@ -21,7 +21,7 @@ from torchmemlint.analysis.checkpoints import (
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.helpers import helper_wrapper, passes_callable
+from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
@@ -224,11 +224,17 @@ class CheckpointCalls:
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
+        aliases = _aliased_attributes(index, names)
         links = models.links
         for here in index.positions(cst.Call):
             node = order[here]
             func = node.func  # type: ignore[attr-defined]
             if type(func) is cst.Attribute:
+                if func.attr.value in aliases and type(func.value) is cst.Name:
+                    wrapper = self._attribute_wrapper(here, func)
+                    if wrapper is not None:
+                        self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
+                        continue
                 if func.attr.value not in _WRAPPER_ATTRIBUTES:
                     continue
             elif type(func) is not cst.Name:
@@ -246,6 +252,14 @@ class CheckpointCalls:
                 wrapper = helper_wrapper(models, node, Env(scope, None, None))  # type: ignore[arg-type]
             if wrapper is not None:
                 self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
+
+    def _attribute_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
+        """``self.maybe_ckpt(...)`` in a method of a class whose ``__init__`` binds
+        ``self.maybe_ckpt`` to a checkpointing function (in some arm)."""
+        env = self.env_at(here)
+        if env.owner is None or env.self_name is None or func.value.value != env.self_name:  # type: ignore[attr-defined]
+            return None
+        return attribute_wrapper(self.models, env.owner, func.attr.value)
 
     def __iter__(self):
         return iter(self.calls)
@@ -343,6 +357,24 @@ def _wrapper_names(index: NodeIndex) -> Set[str]:
         if imported.rsplit(".", 1)[-1] in _WRAPPER_ATTRIBUTES:
             names.add(alias.asname.name.value)
     return names
+
+
+def _aliased_attributes(index: NodeIndex, names: Set[str]) -> Set[str]:
+    """The attributes an assignment may bind to a checkpointing function: ``x.attr = value``
+    where an arm of ``value`` is one of ``names`` or ends in one (``cp.checkpoint``); the
+    class model then says whether it is one, where ``x`` is ``self`` in ``__init__``."""
+    found: Set[str] = set()
+    order = index.order
+    for at in index.positions(cst.Assign):
+        assign: cst.Assign = order[at]  # type: ignore[assignment]
+        targets = [target.target for target in assign.targets if type(target.target) is cst.Attribute]
+        if targets and any(
+            (type(arm) is cst.Name and arm.value in names)
+            or (type(arm) is cst.Attribute and arm.attr.value in _WRAPPER_ATTRIBUTES)
+            for arm in arms(assign.value)
+        ):
+            found.update(target.attr.value for target in targets)  # type: ignore[attr-defined]
+    return found
 
 
 def checkpoint_calls(context) -> CheckpointCalls:

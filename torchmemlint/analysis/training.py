@@ -75,7 +75,7 @@ class ScopeFacts:
         for call in self.scope.calls:
             if call.attr in ("eval", "train") and call.receiver is not None:
                 receiver = dotted_name(call.receiver)
-                if receiver is not None and not (call.attr == "eval" and call.node.args):
+                if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
                     names.add(receiver)
         return names
 
@@ -360,7 +360,7 @@ class ScopeFacts:
                     value = Value(Kind.LOSS, value.loops, True)
                 elif type(event.value) in (cst.Call, cst.BinaryOperation) and not _detaches(
                     event.value
-                ):
+                ) and not _host_call(event.value, self.bindings.qualify):
                     value = Value(Kind.LOSS, event.ctx.loops, True)
         indices = indices_target(event.node, event.value, self.bindings.qualify) if value is not None else None
         for target in event.targets:
@@ -709,6 +709,15 @@ def _is_number(expr: cst.BaseExpression) -> bool:
     if type(expr) is cst.UnaryOperation:
         expr = expr.expression
     return type(expr) in (cst.Integer, cst.Float)
+
+
+def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` accepts
+    arg = call.args[0] if len(call.args) == 1 else None
+    return arg is not None and not arg.star and (arg.keyword is None or arg.keyword.value == "mode")
+
+
+def _host_call(expr: cst.BaseExpression, qualify) -> bool:  # numpy's, math's: never a graph
+    return type(expr) is cst.Call and (qualify(expr.func) or "").partition(".")[0] in ("numpy", "math")
 
 
 def _detaches(expr: cst.BaseExpression) -> bool:

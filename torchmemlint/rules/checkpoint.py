@@ -82,7 +82,10 @@ class CheckpointWithoutUseReentrant(Rule):
     but when none does, the reentrant variant leaves the segment's parameters without
     gradients and the non-reentrant one trains them: the fix corrects that, which changes the
     gradients, so it is offered only with `--unsafe-fixes`. The non-reentrant variant also
-    checks that the recomputation matches the forward and raises if it does not.
+    checks that the recomputation matches the forward and raises if it does not. No fix where
+    the call goes through an attribute that `__init__` binds to `checkpoint` in one arm only
+    (`self.maybe_ckpt = checkpoint if "ffn" in opts else lambda f, x: f(x)`): the other arm
+    takes no `use_reentrant`.
 
     ## Measured
     `benchmarks/memory_figures.py` (resnet18, batch 64 at 224², torch 2.13.0): with the stem
@@ -98,18 +101,24 @@ class CheckpointWithoutUseReentrant(Rule):
     project_facts = frozenset({"imports"})
     name = "checkpoint-without-use-reentrant"
     summary = "`checkpoint` without `use_reentrant`: torch falls back to the reentrant variant"
-    fix_availability = FixAvailability.ALWAYS
+    fix_availability = FixAvailability.SOMETIMES
     fix_applicability = ("unsafe",)
 
     def visit_Module(self, node: cst.Module) -> None:
         for call in checkpoint_calls(self.context):
             if not call.omits_use_reentrant:
                 continue
-            self.report(
-                call.node,
+            message = (
                 "`checkpoint` without `use_reentrant` runs torch's reentrant variant. It "
                 "recomputes every segment and gives no gradient to parameters whose segment input "
-                "does not require grad; pass `use_reentrant=False`",
+                "does not require grad; pass `use_reentrant=False`"
+            )
+            if not call.wrapper.sole:  # the name's other value takes no such keyword
+                self.report(call.node, message + f" where `{self.code_for(call.node.func)}` is bound to `checkpoint`")
+                continue
+            self.report(
+                call.node,
+                message,
                 FixSpec(Applicability.UNSAFE, "Pass `use_reentrant=False`", (self._add_keyword(call.node),)),
             )
 

@@ -19,14 +19,14 @@ from torchmemlint.analysis.autograd import (
     AssignEvent, CallEvent, Frame, _is_false, _is_true,
 )
 from torchmemlint.analysis.callers import (
-    borrowed_loop, borrowed_model, model_calls_under, only_sinks_reached, output_kept,
+    borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
     plainly_a_module, reduced_after, runs_model, switched_back,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
-from torchmemlint.analysis.feeds import collected_over_loader, fed_by, iterates_loader
+from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.module_calls import as_model, called_module
 from torchmemlint.analysis.names import dotted_name
@@ -357,6 +357,8 @@ class _Checks:
             self._model_call(event)
         elif self.facts.model_part(event.node) and collected_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
+        elif self.facts.model_part(event.node) and eval_method_over_loader(self.facts, event):
+            self._model_call(event, (event.func or "").rpartition(".")[0])  # `model.predict(batch)`
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
@@ -384,16 +386,23 @@ class _Checks:
             return  # the caller, perhaps in another file, decides about autograd
         if mode_seq is not None and mode_seq[1] == "train":
             return  # the model was put back in training mode
+        caller = None
         if not named and mode_seq is None:
-            self._output_only_sinks(event, callee)
-            return
+            over_loader = any(iterates_loader(loop) for loop in event.ctx.loops)
+            caller = eval_by_callers(self.facts, callee) if over_loader else None
+            if caller is None:
+                self._output_only_sinks(event, callee)
+                return
         single = not named and not event.ctx.iterating
         if single and not self._straight_line_eval(event, callee):
             return
-        if named and self.facts.training_calls:
+        if (named or caller) and self.facts.training_calls:
             return
         if named:
             where = f"in `{scope.name}()` with autograd on"
+        elif caller is not None:
+            switch = "eval()"
+            where = f"after `{callee}.eval()` in its caller `{caller}()` with autograd on"
         else:
             switch = next(
                 "train(False)" if call.attr == "train" else "eval()"
@@ -414,8 +423,8 @@ class _Checks:
                 "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
                 "`torch.no_grad()`"
             )
-        target = self.facts.wrap_target(event, None if named else mode_seq[0])
-        if not named and self.facts.trains_around(event, mode_seq[0], target):
+        target = self.facts.wrap_target(event, None if named or caller else mode_seq[0])
+        if not named and not caller and self.facts.trains_around(event, mode_seq[0], target):
             return  # eval() for frozen batch-norm or an attack: gradients are wanted
         self._pend(event, message + self._covered(target), target)
 
