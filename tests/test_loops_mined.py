@@ -17,6 +17,47 @@ CODES = frozenset(code for code in all_rules() if code.startswith(("TML5", "TML7
 
 # name -> (source, {code: rows reported})
 CASES: Dict[str, Tuple[str, Dict[str, List[int]]]] = {
+    # transformers' generate() runs under its own no_grad (quiet); a generate() the file defines
+    # does not (reported), both in a loop over a loader after eval()
+    "generate_after_eval_over_loader": ("""import torch
+import torch.nn as nn
+from transformers import AutoModelForCausalLM
+
+
+class Predictor:
+    def __init__(self, name):
+        self.model = AutoModelForCausalLM.from_pretrained(name)
+
+    def predict(self, loader):
+        self.model.eval()
+        outputs = []
+        for batch in loader:
+            outputs.extend(self.model.generate(batch["input_ids"]).tolist())
+        return outputs
+""", {}),
+    "own_generate_after_eval_over_loader": ("""import torch
+import torch.nn as nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.head(x)
+
+    def generate(self, x):
+        return self(x).argmax(-1)
+
+
+def decode_all(model, loader):
+    model.eval()
+    outputs = []
+    for batch in loader:
+        outputs.extend(model.generate(batch).tolist())
+    return outputs
+""", {"TML501": [21]}),
     # -- a module's own accessors return modules, not outputs ----------------------------------
     # transformers' FSDP plan: submodules collected with their names (quiet), beside a model's
     # method run on each batch and kept in tuples (reported)

@@ -123,10 +123,19 @@ def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
     ``model.eval()`` in this scope (or, for a parameter, in every caller: ``eval_by_callers``):
     a method of a module put in evaluation mode, run on every batch, runs its forward
     (pytorch_tabular's ``DeepFeatureExtractor.transform``)."""
-    receiver = (event.func or "").rpartition(".")[0]
+    receiver, _, method = (event.func or "").rpartition(".")
     if not receiver or not any(iterates_loader(loop) for loop in event.ctx.loops):
         return False
+    if method in SELF_NO_GRAD_METHODS and not any(
+        scope.name == method for classfacts in facts.walk.classes for scope in classfacts.methods
+    ):
+        return False  # transformers' `generate`, which no class of this file redefines
     mode = facts.last_mode_change(receiver, event.seq)
     if mode is None:  # a parameter its callers put in evaluation mode
         return eval_by_callers(facts, receiver) is not None
     return mode[1] == "eval"
+
+
+# methods of the ecosystem's models that turn autograd off themselves: transformers'
+# `GenerationMixin.generate` is decorated with `@torch.no_grad()`
+SELF_NO_GRAD_METHODS = frozenset({"generate"})
