@@ -158,6 +158,22 @@ CASES: Dict[str, str] = {
                 res = x
                 x = self.layers(x)
                 return x + res + self.gate(x) + self.snakes(x) + self.more(x)
+
+
+        class ConfiguredUnit(nn.Module):
+            # the name passed is a parameter: its default says what the model builds
+            def __init__(self, cin, cout, act_fn="snake", out_act="elu"):
+                super().__init__()
+                self.layers = nn.Sequential(
+                    WNConv1d(cin, cout, 7),
+                    get_activation(act_fn, channels=cout),  # "snake" by default: quiet
+                    WNConv1d(cout, cout, 1),
+                    get_activation(out_act, channels=cout),  # expect: TML201
+                )
+
+            def forward(self, x):
+                return self.layers(x)
+
     ''',
     # a Sequential built empty and filled by ``add_module`` (DarkNet-style conv modules)
     "add_module": '''

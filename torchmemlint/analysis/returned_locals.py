@@ -12,7 +12,7 @@ import libcst as cst
 
 from torchmemlint.analysis.placing import passed
 from torchmemlint.analysis.factories import parameter
-from torchmemlint.tree import scan
+from torchmemlint.tree import indexed, scan
 
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -86,7 +86,36 @@ def excluded(function: cst.FunctionDef, test: tuple, call: cst.Call) -> bool:
     known, _, value = passed(function, param, call)
     if not known or value is None:
         return False
+    if type(value) is cst.Name:
+        value = _default_of(value, call)  # `get_act(act_fn)` with `act_fn: str = "snake"` above
+        if value is None:
+            return False
     arms = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
     if not all(type(arm) is cst.SimpleString for arm in arms):
         return False
     return all(arm.evaluated_value != wanted for arm in arms)
+
+
+def _default_of(name: cst.Name, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The default of the parameter ``name`` of the function ``call`` is in, when the function
+    never rebinds it: what the layer is built from in the default configuration (a caller that
+    passes another value configures another model)."""
+    found = indexed(call)
+    if found is None:
+        return None
+    index, here = found
+    owner = index.function_of(here)
+    if owner < 0:
+        return None
+    function = index.order[owner]
+    param = parameter(function, name.value)
+    if param is None or param.default is None or any(
+        type(node) is cst.Name and node.value == name.value and type(index.order[index.parent[p]]) in _BINDERS
+        for p, node in ((p, index.order[p]) for p in index.positions_in(owner, (cst.Name,)))
+    ):
+        return None
+    return param.default
+
+
+# where a name is bound (the parameter rebound in the function: its default says nothing)
+_BINDERS = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr, cst.CompFor)
