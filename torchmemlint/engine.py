@@ -25,7 +25,7 @@ from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
-from torchmemlint.project import REGISTRY, STORE, ModuleSummary, summarize
+from torchmemlint.project import REGISTRY, STORE, ModuleSummary, remember_summary, summarize
 from torchmemlint.project_cst import summarize_tree
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
@@ -396,6 +396,10 @@ def _lint_source(
         document.index(module)  # registered: the walker and the analyses find it
     if trees is not None:
         trees.append(module)
+    if filename.endswith((".py", ".pyi")) and any(code in registry and registry[code].needs_project for code in codes):
+        summary = summarize_tree(filename, text, module)  # the file's own: not compiled again
+        if summary is not None:
+            remember_summary(filename, text, summary)
     context = FileContext(module, filename, settings.option_values(), text, codes)
     rules = []
     for code in sorted(codes):

@@ -1,37 +1,29 @@
 """The project: the files being linted and their neighbours, and what each says to the others.
 
-A rule sees one file's tree; some questions need the rest of the project. Whether
-``self.relu`` may be removed from a class depends on every file that could reach it: a
-subclass in ``resnet_q.py`` that calls ``fuse_modules(self, [["conv1", "bn1", "relu"]])``, a
-``del self.avgpool`` in a subclass, ``model.relu`` in a training script, or a feature extractor
-(``IntermediateLayerGetter``, timm's ``features_only``) that walks the children in order.
+A rule sees one file's tree; some questions need the rest of the project. Whether ``self.relu``
+may be removed from a class depends on every file that could reach it: a subclass calling
+``fuse_modules(self, [["conv1", "bn1", "relu"]])`` or doing ``del self.avgpool``, ``model.relu``
+in a script, or a feature extractor (``IntermediateLayerGetter``, ``features_only``) walking them.
 
 ``ProjectIndex`` answers those questions from a summary of each module, read with Python's
-``ast`` (the parse CPython does anyway to check the file's syntax; about a tenth of a libcst
-parse) and built only when an enabled rule asks for the project (``Rule.needs_project``):
+``ast`` (about a tenth of a libcst parse; a linted file's own is read off its libcst tree,
+``remember_summary``), built only when an enabled rule asks for the project
+(``Rule.needs_project``): the modules, named as Python imports them (relative imports,
+``from x import *`` and re-exports followed); each module's top-level classes, their bases and
+the attributes their methods set, read and delete on ``self``; the attribute names read on other
+objects and the identifier-like strings (``getattr(m, "relu")``, a ``fuse_modules`` list) that
+may name one; whether it walks a module's children in order; its top-level functions, what each
+``__init__`` assigns from a call (``self.maxpool = nn.MaxPool2d(...)``), and a digest of its text.
 
-- the modules of the project, named as Python imports them (package-relative imports resolved,
-  ``from x import *`` and re-exports followed);
-- each module's top-level classes, their bases (resolved across the project) and the
-  attributes their methods set, read and delete on ``self``;
-- the attribute names read on other objects, and the identifier-like strings (``getattr(m,
-  "relu")``, a ``fuse_modules`` list) that may name an attribute;
-- whether the module walks a module's children in order;
-- its top-level functions, what each class's ``__init__`` assigns from a call
-  (``self.maxpool = nn.MaxPool2d(...)``), and a digest of its text.
-
-``locate`` and ``ancestry`` answer where a name a file does not define comes from (a class or
-function of another module, or an outside name such as ``torchvision.models.ResNet``) and what
-a class derives from; ``analysis/links.py`` follows such a name into the defining file's own
-shared analysis for the rules (TML301, TML403, TML501).
+``locate``/``ancestry``: where a name a file does not define comes from (another module's
+class or function, or an outside name such as ``torchvision.models.ResNet``) and what a class
+derives from; ``analysis/links.py`` follows it into the defining file's own analysis.
 
 The project of a run is the files it lints and their *neighbours*: the other modules of the
-top-level package a file is in, or, for a file outside any package, the Python files beside it
-(a script imports its siblings). A file that is not linted is read, not reported on.
-
-``key_for(path)`` is the part of the index a file's findings may depend on: the result cache
-mixes it into the file's key, so an edit in one file invalidates the files whose findings it
-could change, and only those.
+top-level package a file is in, or, outside any package, the Python files beside it; a file not
+linted is read, not reported on. ``key_for(path)`` is the part of the index a file's findings
+may depend on: the result cache mixes it into the file's key, so an edit in one file
+invalidates the files whose findings it could change, and only those.
 """
 
 from __future__ import annotations
@@ -285,6 +277,13 @@ def _summary_of(path: str, text: str) -> ModuleSummary:
             _SUMMARIES.clear()
         _SUMMARIES[path] = (text, summary)
     return summary
+
+
+def remember_summary(path: str, text: str, summary: ModuleSummary) -> None:
+    """``summary`` (off the file's libcst tree) is that of ``text``: not compiled again."""
+    summary.text = text
+    with _SUMMARIES_LOCK:
+        _SUMMARIES[os.path.abspath(path)] = (text, summary)
 
 
 STORE = SummaryStore(ModuleSummary, ClassSummary)
@@ -662,7 +661,7 @@ class ProjectIndex:
 
     def module_path(self, name: str) -> Optional[str]:
         """The path of the project module named ``name``, without reading it (None: not one)."""
-        paths = getattr(self.by_name, "_paths", None)  # (a lazy index: names known unread)
+        paths = getattr(self.by_name, "_paths", None)  # (lazy: names known unread)
         return paths.get(name) if paths is not None else getattr(self.by_name.get(name), "path", None)
 
     def importers(self, path: str, name: Optional[str]) -> List[ModuleSummary]:
