@@ -19,6 +19,7 @@ from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, terminal_name
 from torchmemlint.project import _resolve_relative, module_name, REGISTRY
+from torchmemlint.analysis.vocabulary import activation_words, whole_words
 from torchmemlint.tree import scan
 
 SEQUENTIAL = "torch.nn.Sequential"
@@ -228,6 +229,10 @@ class FactoryPlacing:
     def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str]]:
         """The project function ``name`` (of another file), the layers its ``return``
         statements construct, and that file as shown; None when it returns none."""
+        located = self.file.links.locate(name)
+        text = located.module.text if located is not None and located.module is not None else None
+        if text is not None and not any(True for _ in whole_words(_ACTIVATION_WORDS, text)):
+            return None  # (the defining file names no activation: not parsed for nothing)
         found = self.file.links.definition(name, "function")
         if found is None:
             return None
@@ -322,3 +327,7 @@ def passed(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[
     position = next((i for i, p in enumerate(positional) if p is param), None)
     arg = argument(call, position, param.name.value)
     return True, arg, arg.value if arg is not None else param.default
+
+
+# the names of every activation, whole words (``vocabulary.whole_words``)
+_ACTIVATION_WORDS = re.compile(r"(?:%s)\b" % "|".join(activation_words()))
