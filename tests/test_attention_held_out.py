@@ -17,17 +17,12 @@ no projection, a helper that also stores the scores.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
-from torchmemlint.analysis.attention import AttentionSites
-from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.names import Bindings
+
+from attention_cases import found_sites, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -254,18 +249,6 @@ class HelperKeepsTheScores(nn.Module):
 '''
 
 
-def found_sites(source: str):
-    module = cst.parse_module(textwrap.dedent(source))
-    bindings = Bindings()
-    bindings.bind_statements(module.body)
-    return AttentionSites(FileAnalysis(module, bindings, text=module.code)).sites()
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
 
 
 def test_the_held_out_forms_are_fixable():

@@ -34,18 +34,15 @@ helper's softmax over the queries, an imported helper that is no softmax, weight
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
-from torchmemlint.analysis.attention import AttentionSites
-from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import Bindings
+
+from attention_cases import found_sites, run_cli as shared_run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -343,18 +340,8 @@ def additive_step(hidden, encoder_outputs, attn, v):
 '''
 
 
-def found_sites(source: str):
-    module = cst.parse_module(textwrap.dedent(source))
-    bindings = Bindings()
-    bindings.bind_statements(module.body)
-    return AttentionSites(FileAnalysis(module, bindings, text=module.code)).sites()
-
-
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "--isolated", "--no-cache", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
+    return shared_run_cli("--no-cache", *args)
 
 
 def test_einsum_operands_in_a_list_are_a_contraction_of_both():
