@@ -25,7 +25,7 @@ from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
 from torchmemlint.notebook import NOTEBOOK_SUFFIX, is_notebook, read_notebook
 from torchmemlint.positions import resolve_findings
-from torchmemlint.project import REGISTRY, STORE, ModuleSummary, remember_summary, summarize
+from torchmemlint.project import REGISTRY, STORE, ModuleSummary, remember_summary, remembered_summary, summarize
 from torchmemlint.project_cst import summarize_tree
 from torchmemlint.rules import all_rules
 from torchmemlint.rules.base import Rule, rule_methods
@@ -453,8 +453,8 @@ def _lint_data(
         tree = trees[0]
         if type(tree) is ast.Module:
             summary: Optional[ModuleSummary] = summarize(path, text, reach=False, tree=tree)
-        else:
-            summary = summarize_tree(path, text, tree)
+        else:  # the one the lint read off this tree when a rule asked the project
+            summary = remembered_summary(path, text) or summarize_tree(path, text, tree)
         if summary is not None and summary.error is None:
             result.summary = STORE.record_of(summary)
     return result

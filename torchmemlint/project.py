@@ -286,6 +286,13 @@ def remember_summary(path: str, text: str, summary: ModuleSummary) -> None:
         _SUMMARIES[os.path.abspath(path)] = (text, summary)
 
 
+def remembered_summary(path: str, text: str) -> Optional[ModuleSummary]:
+    """The summary ``remember_summary`` (or a read) kept for ``text`` at ``path``, if any."""
+    with _SUMMARIES_LOCK:
+        kept = _SUMMARIES.get(os.path.abspath(path))
+    return kept[1] if kept is not None and kept[0] is text else None
+
+
 STORE = SummaryStore(ModuleSummary, ClassSummary)
 
 
@@ -384,6 +391,7 @@ class ProjectIndex:
         self._root_names: Optional[FrozenSet[str]] = None
         self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
         self._dependencies: Dict[str, List[ModuleSummary]] = {}
+        self._importers: Optional[Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]] = None
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -670,11 +678,39 @@ class ProjectIndex:
         re-export), import the module itself (``import pkg.layers as L``), star-import it or
         cannot be read (every module of the project is read)."""
         module = self.module_of(path)
-        prefix = f"{module.name}." if module is not None else ""
-        return [other for other in (self.by_path[p] for p in sorted(self.by_path)) if module is not None and other is not module and (
-            other.error is not None or module.name in other.star or any(
-                target == module.name or (target.startswith(prefix) if name is None else target == prefix + name)
-                for target in other.imports.values()))]
+        if module is None:
+            return []
+        exact, under, star, unread = self._importer_map()
+        found = set(unread) | star.get(module.name, set()) | exact.get(module.name, set())
+        if name is None:
+            found |= under.get(module.name, set())
+        else:
+            found |= exact.get(f"{module.name}.{name}", set())
+        return [other for other in (self.by_path[p] for p in sorted(found)) if other is not module]
+
+    def _importer_map(self) -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]:
+        """Who imports what, read once from every module of the project (``importers``): the
+        modules that import each dotted target, that import a name under each dotted prefix,
+        that star-import each module, and those that cannot be read."""
+        if self._importers is None:
+            exact: Dict[str, Set[str]] = {}
+            under: Dict[str, Set[str]] = {}
+            star: Dict[str, Set[str]] = {}
+            unread: List[str] = []
+            for path in self.by_path:
+                other = self.by_path[path]
+                if other.error is not None:
+                    unread.append(path)
+                for target in other.imports.values():
+                    exact.setdefault(target, set()).add(path)
+                    head = target
+                    while "." in head:
+                        head = head.rpartition(".")[0]
+                        under.setdefault(head, set()).add(path)
+                for starred in other.star:
+                    star.setdefault(starred, set()).add(path)
+            self._importers = (exact, under, star, unread)
+        return self._importers
 
     def _reach_order(self, module: ModuleSummary) -> Iterator[ModuleSummary]:
         seen = {module.path}

@@ -99,6 +99,7 @@ class FactoryPlacing:
         self._spots_by: Dict[str, Tuple[List[Tuple[cst.Call, str, Any]], bool]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
         self._foreign: Dict[str, Optional[Tuple[cst.FunctionDef, List[Any], str]]] = {}
+        self._named: Dict[str, bool] = {}  # module path -> its text names an activation
 
     def spots(self, name: str, depth: int = 0) -> Tuple[List[Tuple[cst.Call, str, Any]], bool]:
         """Each call of the function ``name`` of the file (defined once) that puts the layer it
@@ -218,6 +219,9 @@ class FactoryPlacing:
         above = self.file.index.parent[here] if here is not None else -1
         if above < 0 or type(self.file.index.order[above]) not in _PLACING:
             return None  # (a quick test: not an argument, a list element or an assignment)
+        located = links.locate(func.value)
+        if located is None or located.kind != "function" or not self._names_activation(located):
+            return None  # (a class of the project, an outside name, a file naming no activation)
         spot = self.spot(here)  # type: ignore[arg-type]
         if spot is None:
             return None
@@ -226,13 +230,20 @@ class FactoryPlacing:
         made = self._foreign[func.value]
         return None if made is None else (spot, *made)  # type: ignore[return-value]
 
+    def _names_activation(self, located: Any) -> bool:
+        """Whether the file that defines ``located`` may construct an activation (its text
+        names one; unknown text: it may): a file that names none is not parsed for nothing."""
+        module = located.module
+        text = module.text if module is not None else None
+        if text is None:
+            return True
+        if module.path not in self._named:
+            self._named[module.path] = any(True for _ in whole_words(_ACTIVATION_WORDS, text))
+        return self._named[module.path]
+
     def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str]]:
         """The project function ``name`` (of another file), the layers its ``return``
         statements construct, and that file as shown; None when it returns none."""
-        located = self.file.links.locate(name)
-        text = located.module.text if located is not None and located.module is not None else None
-        if text is not None and not any(True for _ in whole_words(_ACTIVATION_WORDS, text)):
-            return None  # (the defining file names no activation: not parsed for nothing)
         found = self.file.links.definition(name, "function")
         if found is None:
             return None
