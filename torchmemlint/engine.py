@@ -397,7 +397,8 @@ def _lint_source(
     if trees is not None:
         trees.append(module)
     if filename.endswith((".py", ".pyi")) and any(code in registry and registry[code].needs_project for code in codes):
-        summary = summarize_tree(filename, text, module)  # the file's own: not compiled again
+        # the file's own, read off its tree (not compiled again), unless another file's lint read it
+        summary = remembered_summary(filename, text) or summarize_tree(filename, text, module)
         if summary is not None:
             remember_summary(filename, text, summary)
     context = FileContext(module, filename, settings.option_values(), text, codes)

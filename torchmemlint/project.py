@@ -287,10 +287,13 @@ def remember_summary(path: str, text: str, summary: ModuleSummary) -> None:
 
 
 def remembered_summary(path: str, text: str) -> Optional[ModuleSummary]:
-    """The summary ``remember_summary`` (or a read) kept for ``text`` at ``path``, if any."""
+    """The summary ``remember_summary`` or a read of the file for another's sake (``_summary_of``)
+    kept for ``text`` at ``path``, if any: the same facts, not read again."""
     with _SUMMARIES_LOCK:
         kept = _SUMMARIES.get(os.path.abspath(path))
-    return kept[1] if kept is not None and kept[0] is text else None
+    if kept is None or not (kept[0] is text or kept[0] == text):
+        return None
+    return kept[1] if (kept[1].name, kept[1].package) == module_name(path) else None
 
 
 STORE = SummaryStore(ModuleSummary, ClassSummary)

@@ -106,7 +106,10 @@ def _may_checkpoint(summary, name: str) -> bool:
     for local, imported in summary.imports.items():
         if imported in calls:
             spelled.add(local + "(")
-    lines = (REGISTRY.text_of(summary.path) or "").splitlines()
+    text = REGISTRY.text_of(summary.path) or ""
+    if not any(word in text for word in spelled):
+        return False  # (the file spells no checkpoint call anywhere)
+    lines = text.splitlines()
     starts = (f"def {name}(", f"class {name}(", f"class {name}:", f"async def {name}(")
     inside = False
     for line in lines:

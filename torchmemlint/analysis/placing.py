@@ -99,7 +99,6 @@ class FactoryPlacing:
         self._spots_by: Dict[str, Tuple[List[Tuple[cst.Call, str, Any]], bool]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
         self._foreign: Dict[str, Optional[Tuple[cst.FunctionDef, List[Any], str]]] = {}
-        self._named: Dict[str, bool] = {}  # module path -> its text names an activation
 
     def spots(self, name: str, depth: int = 0) -> Tuple[List[Tuple[cst.Call, str, Any]], bool]:
         """Each call of the function ``name`` of the file (defined once) that puts the layer it
@@ -237,9 +236,12 @@ class FactoryPlacing:
         text = module.text if module is not None else None
         if text is None:
             return True
-        if module.path not in self._named:
-            self._named[module.path] = any(True for _ in whole_words(_ACTIVATION_WORDS, text))
-        return self._named[module.path]
+        key = (module.path, module.digest)
+        if key not in _NAMES_ACTIVATION:  # (kept for the run: every file that imports it asks)
+            if len(_NAMES_ACTIVATION) > 4096:
+                _NAMES_ACTIVATION.clear()
+            _NAMES_ACTIVATION[key] = any(True for _ in whole_words(_ACTIVATION_WORDS, text))
+        return _NAMES_ACTIVATION[key]
 
     def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str]]:
         """The project function ``name`` (of another file), the layers its ``return``
@@ -342,3 +344,5 @@ def passed(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[
 
 # the names of every activation, whole words (``vocabulary.whole_words``)
 _ACTIVATION_WORDS = re.compile(r"(?:%s)\b" % "|".join(activation_words()))
+# (path, digest) of a project file -> whether its text names an activation (``_names_activation``)
+_NAMES_ACTIVATION: Dict[Tuple[str, str], bool] = {}
