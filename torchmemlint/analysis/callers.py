@@ -6,6 +6,7 @@ another file), loops over one batch's items rather than over batches, and a sing
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable, Optional
 
 import libcst as cst
@@ -367,12 +368,18 @@ def model_calls_under(facts: ScopeFacts, statement: Optional[cst.CSTNode]) -> in
     return count
 
 
+@lru_cache(maxsize=4)
+def _registers_hooks(text: str) -> bool:
+    """The file's text registers a hook or retains a gradient (asked once per file, not per scope)."""
+    return _HOOKS.search(text) is not None
+
+
 def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
     """A function of this file that calls this scope's function also backpropagates, and the
     file registers hooks or retains gradients: the caller's backward may go through what this
     function's forward recorded (Grad-CAM style), whatever becomes of its output."""
     name = facts.scope.name
-    if not name or not _HOOKS.search(text):
+    if not name or not _registers_hooks(text):
         return False
     for scope in facts.walk.scopes:
         if scope is facts.scope:
