@@ -204,7 +204,7 @@ class NodeIndex:
                 if below:
                     stack.extend(reversed(below))
             size = len(order)
-            position = {id(node): here for here, node in enumerate(order)}
+            position = dict(zip(map(id, order), range(size)))
             # In pre-order a node's first child follows it and each next child starts where the
             # subtree of the one before ends: the ends, from the last node back, give parents
             # and ends without looking a child up; scopes follow, from the root down.
