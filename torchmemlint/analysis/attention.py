@@ -9,8 +9,9 @@ the same), casts and helpers, a contraction ``S`` of two tensors in which that a
 turned ``@``/``matmul``/``bmm``/``einsum``, ``F.softmax``/``nn.Softmax``/aliases, transposes and
 permutes into these operations. A site whose intermediate values (the scores, the weights)
 are read by anything else - returned, stored, appended, logged - is not a site: SDPA never
-materialises the weights. Nor is one whose output joins, after an ``if``/``else``, a value
-``F.scaled_dot_product_attention`` computed (timm's ``if self.fused_attn:`` fallback).
+materialises the weights. Nor is the eager path of a function that computes the same attention
+with ``F.scaled_dot_product_attention`` on another path (timm's ``if self.fused_attn:``
+fallback; ``analysis/fallback.py``).
 
 Each site says what ``F.scaled_dot_product_attention`` needs to compute the same thing (query,
 key and value text, scale, mask, dropout probability, whether the output is transposed) and
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.fallback import PASSES, sdpa_fallback
 from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
@@ -44,7 +46,6 @@ SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "hel
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 CONTRACTIONS = ("matmul", "bmm", "einsum")
 MATRIX_PRODUCT = "mm"  # ``torch.mm``, ``x.mm(y)``: the whole name (a substring of many)
-PASSES = frozenset({"reshape", "relabel", "same", "join", "element", "helper", "index", "cast"})
 
 
 @dataclass
@@ -208,8 +209,9 @@ class _Question:
         if self._escapes(scores_side):  # the scores only handed out as they are: ``return out, state, scores``
             self.reasons.insert(0, "the scores before the softmax are also returned or kept; "
                                 "F.scaled_dot_product_attention can replace the softmax and the product with v, not them")
-        if self._fallback():
-            raise _NoSite("the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")
+        fallback = sdpa_fallback(self.graph, product, (scores.inputs[1 - key_side], scores.inputs[key_side], values))
+        if fallback:
+            raise _NoSite(fallback)
         if not _similarity(self.graph, scores):
             raise _NoSite()
         graph = self.graph
@@ -538,23 +540,6 @@ class _Question:
                     return False
         return True
 
-    def _fallback(self) -> bool:
-        """Does the output join a value SDPA computed (``if fused: sdpa(...) else: eager``)?"""
-        frontier, seen = [self.product], set()
-        for _ in range(4):
-            following = []
-            for value in frontier:
-                for consumer in self.graph.consumers(value):
-                    if isinstance(consumer, str) or id(consumer) in seen:
-                        continue
-                    seen.add(id(consumer))
-                    if consumer.op == "join" and any(_computes_attention(other) for other in consumer.inputs if other is not value):
-                        return True
-                    if consumer.op in PASSES:
-                        following.append(consumer)
-            frontier = following
-        return False
-
     # -- the SDPA call -------------------------------------------------------------------------
     def _layout(self, site: AttentionSite, scores: Value, key_side: int, side: int, values: Value, axis: object) -> None:
         """SDPA's q, k, v (…, L, E) / (…, S, E) / (…, S, Ev) from the two contractions' layouts."""
@@ -714,12 +699,6 @@ class _Question:
                     if read is not None and name.value in before and before[name.value] is not read:
                         return True
         return False
-
-
-def _computes_attention(value: Value, depth: int = 4) -> bool:
-    if value.op == "attention":
-        return True
-    return depth > 0 and value.op in PASSES | {"tuple"} and any(_computes_attention(v, depth - 1) for v in value.inputs)
 
 
 def _tensor_attribute(graph: FunctionValues, value: Value) -> Optional[str]:

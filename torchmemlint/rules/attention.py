@@ -83,9 +83,16 @@ class EagerAttention(Rule):
     softmax are only handed out as they are (`return out, state, scores`, `self.scores =
     s.detach()`; an `assert` of their shape reads no value), it reports without a fix: the
     weights are not kept, SDPA can replace the softmax and the product with v, but the fix
-    would delete the scores that reader takes. It is quiet too when the
-    output joins, after an `if`/`else`, a value that `scaled_dot_product_attention` computed
-    (timm's `if self.fused_attn:` fallback), and for look-alikes: a softmax over the queries,
+    would delete the scores that reader takes. It is quiet too when the function computes
+    the same attention with SDPA on another path that may run with autograd on (a deliberate
+    fallback, `analysis/fallback.py`): the output joins, after an `if`/`else`, a value that
+    `scaled_dot_product_attention` computed (timm's `if self.fused_attn:` fallback), or it is
+    returned where another `return` hands back SDPA of the same q, k and v (`if fused: return
+    F.scaled_dot_product_attention(q, k, v)` before the eager code; a patch of SDPA that runs
+    the original under `torch.nn.attention.sdpa_kernel(...)` except where it takes the eager
+    path). An SDPA path that runs only with autograd off (`if not torch.is_grad_enabled():`,
+    `with torch.no_grad():`) leaves the eager one reported: training runs it. It is quiet
+    for look-alikes too: a softmax over the queries,
     linear attention (a softmax of q or k themselves), a classification head times a matrix
     (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It reports without a fix
     when SDPA cannot compute the same thing: the dropout is not a known `nn.Dropout`, the

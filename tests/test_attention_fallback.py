@@ -1,0 +1,202 @@
+"""TML601 leaves alone an eager attention that its function keeps as the other path of
+``F.scaled_dot_product_attention`` on the same q, k and v (``analysis/fallback.py``): an early
+``return`` of SDPA before the eager code, and a patch of SDPA that runs the original under
+``torch.nn.attention.sdpa_kernel`` except where it takes the eager path. The look-alikes return
+SDPA of other tensors, or another function's result outside a backend context: they report.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import libcst as cst
+import pytest
+
+from tests.attention_cases import found_sites, run_cli
+from torchmemlint.analysis.attention import AttentionSites
+from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.names import Bindings
+
+HEADER = """
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+"""
+
+EARLY_RETURN = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, heads=8, fused_attn=True):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.fused_attn = fused_attn
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def attend(self, q, k, v):
+        if self.fused_attn:
+            return F.scaled_dot_product_attention(q, k, v)
+        q = q * self.scale
+        attn = q @ k.transpose(-2, -1)
+        attn = attn.softmax(dim=-1)
+        return attn @ v
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        return self.proj(self.attend(q, k, v).transpose(1, 2).reshape(B, N, C))
+"""
+
+PATCHED_SDPA = HEADER + """
+def patch_sdpa(original):
+    def patch(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
+        needs_eager = query.device.type == "cuda" and attn_mask is not None and attn_mask.is_floating_point()
+        if needs_eager:
+            scale_factor = scale if scale is not None else math.sqrt(query.shape[-1]) ** -1
+            if key.shape[1] != query.shape[1]:
+                key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
+                value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
+            attn_weight = torch.matmul(query, key.transpose(-2, -1)) * scale_factor
+            attn_weight = attn_weight + attn_mask
+            attn_weight = torch.nn.functional.softmax(attn_weight, dim=-1)
+            return torch.matmul(attn_weight, value)
+        with sdpa_kernel(SDPBackend.MATH):
+            return original(
+                query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kwargs
+            ).clone(memory_format=torch.contiguous_format)
+
+    return patch
+"""
+
+# the attention written in ``forward`` itself, q, k and v split from one projection
+INLINE = HEADER + """
+class Attention(nn.Module):
+    def __init__(self, dim, heads=8, fused_attn=True):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.fused_attn = fused_attn
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        if self.fused_attn:
+            return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, N, C))
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        return self.proj((attn.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, N, C))
+"""
+
+# the ``if``/``else`` form: the output joins SDPA's after the ``if``
+TWO_ARMS = EARLY_RETURN.replace(
+    "        if self.fused_attn:\n            return F.scaled_dot_product_attention(q, k, v)\n"
+    "        q = q * self.scale\n        attn = q @ k.transpose(-2, -1)\n        attn = attn.softmax(dim=-1)\n        return attn @ v\n",
+    "        if self.fused_attn:\n            out = F.scaled_dot_product_attention(q, k, v)\n"
+    "        else:\n            out = (q * self.scale @ k.transpose(-2, -1)).softmax(dim=-1) @ v\n        return out\n")
+
+# the output handed back with a placeholder for the weights (``return out, None``) in both paths
+WITH_PLACEHOLDER = EARLY_RETURN.replace(
+    "            return F.scaled_dot_product_attention(q, k, v)", "            return F.scaled_dot_product_attention(q, k, v), None"
+).replace("        return attn @ v\n", "        return attn @ v, None\n").replace("self.attend(q, k, v)", "self.attend(q, k, v)[0]")
+
+KERNEL_THEN_EAGER = HEADER + """
+def attention(q, k, v, run_sdpa):
+    try:
+        with torch.backends.cuda.sdp_kernel(enable_flash=True, enable_math=False):
+            return run_sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
+    except RuntimeError:
+        pass
+    weights = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
+    return torch.einsum("bhqk,bkhd->bqhd", weights.softmax(-1), v)
+"""
+
+
+def test_the_if_else_form_stays_quiet():
+    assert TWO_ARMS != EARLY_RETURN
+    assert quiet(TWO_ARMS) == ([], [("attend", "the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")])
+
+
+def quiet(source: str):
+    module = cst.parse_module(textwrap.dedent(source))
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    attention = AttentionSites(FileAnalysis(module, bindings, text=module.code))
+    return attention.sites(), [(function.name.value, why) for function, _, why in attention.quiet]
+
+
+@pytest.mark.parametrize("source, function", [
+    (EARLY_RETURN, "attend"), (WITH_PLACEHOLDER, "attend"), (INLINE, "forward"), (PATCHED_SDPA, "patch"),
+    (KERNEL_THEN_EAGER, "attention"),
+    (EARLY_RETURN.replace("if self.fused_attn:", "if self.fused_attn and not torch.jit.is_scripting():"), "attend"),
+], ids=["early-return", "with-placeholder", "inline-then-projected", "patched-sdpa", "sdp-kernel-then-eager", "not-scripting"])
+def test_an_eager_path_kept_beside_sdpa_of_the_same_tensors_is_left_alone(source, function):
+    found, why = quiet(source)
+    assert found == []
+    assert why == [(function, "the eager path of a function that returns the same attention "
+                              "from F.scaled_dot_product_attention on another path")]
+
+
+# Each look-alike changes one thing; every one is an eager attention SDPA could replace.
+LOOK_ALIKES = {
+    # SDPA of the cross-attention's keys and values returned first: the eager self-attention is no fallback of it
+    "other-tensors": EARLY_RETURN.replace(
+        "    def attend(self, q, k, v):\n        if self.fused_attn:\n            return F.scaled_dot_product_attention(q, k, v)",
+        "    def attend(self, q, k, v, memory=None):\n        if memory is not None:\n"
+        "            return F.scaled_dot_product_attention(q, memory, memory)"),
+    # the placeholder form, SDPA of the cross-attention's tensors in the other path
+    "placeholder-other-tensors": WITH_PLACEHOLDER.replace(
+        "F.scaled_dot_product_attention(q, k, v), None", "F.scaled_dot_product_attention(q, v, v), None"),
+    # split from the same projection, but SDPA of q, v, v (another element of the split as the keys)
+    "other-element-of-the-split": WITH_PLACEHOLDER.replace(
+        "F.scaled_dot_product_attention(q, k, v), None", "F.scaled_dot_product_attention(q, v, v), None"
+    ).replace("    def attend(self, q, k, v):\n", "    def attend(self, x, q, k, v):\n        q, k, v = x.unbind(0)\n"),
+    # the projected form, SDPA of q, k, k in the other path
+    "inline-other-element": INLINE.replace("F.scaled_dot_product_attention(q, k, v)", "F.scaled_dot_product_attention(q, k, k)"),
+    # SDPA only with autograd off (Swin UNETR's inference path): training runs the eager path
+    "sdpa-only-without-grad": EARLY_RETURN.replace(
+        "if self.fused_attn:", "if self.fused_attn and not torch.jit.is_scripting() and not torch.is_grad_enabled():"),
+    "sdpa-only-in-inference-mode": INLINE.replace("if self.fused_attn:", "if torch.is_inference_mode_enabled():"),
+    # the ``if``/``else`` form, SDPA in the arm autograd is off in
+    "joined-sdpa-without-grad": TWO_ARMS.replace("if self.fused_attn:", "if not torch.is_grad_enabled():"),
+    "joined-sdpa-in-no-grad": TWO_ARMS.replace(
+        "            out = F.scaled_dot_product_attention(q, k, v)",
+        "            with torch.no_grad():\n                out = F.scaled_dot_product_attention(q, k, v)"),
+    # no other path at all: the plain form of the same attention
+    "no-other-path": EARLY_RETURN.replace(
+        "        if self.fused_attn:\n            return F.scaled_dot_product_attention(q, k, v)\n", ""),
+    # the original run outside any backend context: nothing says it is SDPA
+    "no-backend-context": PATCHED_SDPA.replace(
+        "        with sdpa_kernel(SDPBackend.MATH):\n            return original(",
+        "        if True:\n            return original("),
+    # a context that is no backend selection
+    "autocast-context": PATCHED_SDPA.replace("with sdpa_kernel(SDPBackend.MATH):", "with torch.autocast(\"cuda\"):"),
+    # under the backend context, but on other tensors (the queries of another projection)
+    "context-other-tensors": PATCHED_SDPA.replace(
+        "            return original(\n                query, key, value,",
+        "            return original(\n                kwargs[\"memory\"], kwargs[\"memory\"], kwargs[\"memory\"],"),
+    # the eager result is stored, not returned: the early return is of a different function's path
+    "eager-not-returned": KERNEL_THEN_EAGER.replace(
+        "    return torch.einsum(\"bhqk,bkhd->bqhd\", weights.softmax(-1), v)",
+        "    out = torch.einsum(\"bhqk,bkhd->bqhd\", weights.softmax(-1), v)\n    attention.last = out"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOOK_ALIKES))
+def test_look_alikes_still_report(name):
+    source = LOOK_ALIKES[name]
+    assert source not in (EARLY_RETURN, WITH_PLACEHOLDER, INLINE, TWO_ARMS, PATCHED_SDPA, KERNEL_THEN_EAGER)  # the replacement took
+    assert len(found_sites(source)) == 1
+
+
+def test_cli(tmp_path):
+    for name, source in (("early.py", EARLY_RETURN), ("patched.py", PATCHED_SDPA),
+                         ("other.py", LOOK_ALIKES["other-tensors"]), ("plain.py", LOOK_ALIKES["no-backend-context"])):
+        (tmp_path / name).write_text(textwrap.dedent(source))
+    result = run_cli("--select", "TML601", "--output-format", "json", "--exit-zero", "--no-cache", str(tmp_path))
+    found = sorted((f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(result.stdout))
+    assert found == [("other.py", "TML601"), ("plain.py", "TML601")]
