@@ -16,6 +16,7 @@ from torchmemlint.analysis.checkpoints import (
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.configs import copied_parameter, copy_source, key_may_change
 from torchmemlint.analysis.inheritance import inherited_config, inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
@@ -618,14 +619,22 @@ class CallableModel:
     def config_type(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
         """The ``type`` of a config dict (``dict(type="BN")``, ``{"type": "BN"}``), followed
         through a parameter's default (unless a call in this file passes a config of another
-        type, or the body rebinds it), a local, or ``self.cfg`` set in ``__init__``."""
+        type, or the body rebinds it to anything but a copy of itself), a local, a copy
+        (``copy.deepcopy(cfg)``, ``cfg.copy()``, ``dict(cfg)``: ``analysis/configs.py``) or
+        ``self.cfg`` set in ``__init__``; None where the body may change its ``type`` key."""
         if depth > self.MAX_DEPTH:
             return None
         if type(expr) is cst.Call and _is_builtin(expr.func, "dict", env):
             if any(arg.star for arg in expr.args):
                 return None
             found = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "type"), None)
+            positional = [arg.value for arg in expr.args if arg.keyword is None]
+            if found is None and len(positional) == 1:  # `dict(cfg)`, `dict(cfg, momentum=0.01)`: a copy
+                return self.config_type(positional[0], env, depth + 1)
             return str(found.evaluated_value) if type(found) is cst.SimpleString else None
+        source = copy_source(expr, env.qualify)
+        if source is not None:  # `copy.deepcopy(cfg)`, `cfg.copy()`
+            return self.config_type(source, env, depth + 1)
         if type(expr) is cst.Dict:
             for element in expr.elements:
                 if type(element) is not cst.DictElement:
@@ -641,7 +650,9 @@ class CallableModel:
             return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
         if type(expr) is not cst.Name or env.function is None:
             return None
-        param = parameter(env.function, expr.value)
+        if key_may_change(env.function, expr.value, "type"):
+            return None  # `cfg['type'] = 'SyncBN'`, `cfg.update(other)`
+        param = parameter(env.function, expr.value) or copied_parameter(env.function, expr.value, env.qualify)
         if param is None:
             values = assigned_values(env.function, expr.value)
             return self.config_type(values[0], env, depth + 1) if len(values) == 1 else None

@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.configs import copied_parameter
 from torchmemlint.analysis.factories import parameter
 
 MAX_DEPTH = 4
@@ -66,7 +67,10 @@ def inherited_config(models: Any, model: InitModel, name: str, depth: int) -> Op
         if len(values) != 1:
             return None
         init = base.methods.get("__init__")
-        param = parameter(init, values[0].value) if init is not None and type(values[0]) is cst.Name else None
+        name_value = values[0].value if init is not None and type(values[0]) is cst.Name else None
+        param = None
+        if name_value is not None:  # (`norm_cfg = copy.deepcopy(norm_cfg)` keeps the parameter)
+            param = parameter(init, name_value) or copied_parameter(init, name_value, base.init_env().qualify)
         if param is not None:
             passed = model.super_argument(init, param.name.value)
             if passed is False:
