@@ -1,89 +1,72 @@
-"""Config dicts a function keeps as it was given (OpenMMLab's ``norm_cfg=dict(type='BN')``),
-for ``CallableModel.config_type``: a copy of a dict holds what the dict holds
-(``copy.deepcopy(cfg)``, ``copy.copy(cfg)``, ``cfg.copy()``), so a parameter that the body
-rebinds only to copies of itself (``norm_cfg = copy.deepcopy(norm_cfg)``, mmcv/mmpose's guard
-against mutable defaults) still holds what its caller passed, or its default; and whether the
-body may change one key of it (``cfg['type'] = 'SyncBN'``, ``cfg.update(...)``), after which
-the value read is not the one given."""
+"""The ``type`` of an OpenMMLab (mmcv) config dict a norm builder is given
+(``build_norm_layer(norm_cfg, c)``, ``ConvModule(..., norm_cfg=norm_cfg)``), for
+``CallableModel`` (``analysis/callables.py``; ``models`` is a file's model, not imported here):
+a literal (``dict(type="BN")``, ``{"type": "BN"}``), followed through a parameter's default
+(unless a call in this file passes a config of another type, or the body rebinds it to
+anything but a copy of itself), a local, a copy (``copy.deepcopy(cfg)``, ``cfg.copy()``,
+``dict(cfg, ...)``: ``analysis/copies.py``) or ``self.cfg`` set in ``__init__`` (or in a base
+class's, ``analysis/inheritance.py``); None where it is not known or the body may change its
+``type`` key."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.factories import _literal_key, _local_values, _param
-from torchmemlint.tree import scan, walk
-
-_COPY_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy"})
-# dict methods that change it; `pop`/`setdefault` only the key they name, `update` the keys
-# it is given as keywords (a positional mapping: any key)
-_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__"})
+from torchmemlint.analysis.classes import Env
+from torchmemlint.analysis.copies import copied_parameter, copy_source, key_may_change
+from torchmemlint.analysis.factories import assigned_values, parameter
+from torchmemlint.analysis.inheritance import inherited_config
+from torchmemlint.analysis.syntax import self_path
 
 
-def copy_source(value: cst.BaseExpression, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[cst.BaseExpression]:
-    """What ``value`` is a copy of: ``x`` for ``copy.deepcopy(x)`` and ``copy.copy(x)`` (however
-    ``copy`` is imported) and for ``x.copy()``; None when it is no such copy."""
-    if type(value) is not cst.Call:
+def config_type(models: Any, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
+    """The ``type`` of the config dict ``expr`` (None: not known)."""
+    if depth > models.MAX_DEPTH:
         return None
-    args = value.args
-    func = value.func
-    if type(func) is cst.Attribute and func.attr.value == "copy" and not args and qualify(func) is None:
-        return func.value
-    if len(args) == 1 and args[0].keyword is None and not args[0].star and qualify(func) in _COPY_FUNCTIONS:
-        return args[0].value
-    return None
-
-
-def copied_parameter(
-    function: cst.FunctionDef, name: str, qualify: Callable[[cst.BaseExpression], Optional[str]]
-) -> Optional[cst.Param]:
-    """The parameter ``name`` of ``function`` when its body rebinds it, and only to copies of
-    itself (``norm_cfg = copy.deepcopy(norm_cfg)``): wherever it is read it holds a dict equal
-    to what the caller passed, or to the default. None otherwise (not a parameter, never
-    rebound: ``factories.parameter``, or rebound to anything else)."""
-    param = _param(function, name)
-    values = _local_values(function, name) if param is not None else []
-    if not values:
-        return None
-    for value in values:
-        source = copy_source(value, qualify)
-        if type(source) is not cst.Name or source.value != name:
+    if type(expr) is cst.Call and _is_builtin(expr.func, "dict", env):
+        if any(arg.star for arg in expr.args):
             return None
-    return param
+        found = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "type"), None)
+        positional = [arg.value for arg in expr.args if arg.keyword is None]
+        if found is None and len(positional) == 1:  # `dict(cfg)`, `dict(cfg, momentum=0.01)`: a copy
+            return config_type(models, positional[0], env, depth + 1)
+        return str(found.evaluated_value) if type(found) is cst.SimpleString else None
+    source = copy_source(expr, env.qualify)
+    if source is not None:  # `copy.deepcopy(cfg)`, `cfg.copy()`
+        return config_type(models, source, env, depth + 1)
+    if type(expr) is cst.Dict:
+        for element in expr.elements:
+            if type(element) is not cst.DictElement:
+                return None
+            if type(element.key) is cst.SimpleString and element.key.evaluated_value == "type":
+                return str(element.value.evaluated_value) if type(element.value) is cst.SimpleString else None
+        return None
+    path = self_path(expr, env.self_name)
+    if path is not None and len(path) == 1 and env.owner is not None:
+        values = env.owner.attributes.get(path[0], [])
+        if not values:  # `self.norm_cfg` set by a base class's `__init__`
+            return inherited_config(models, env.owner, path[0], depth + 1)
+        return config_type(models, values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
+    if type(expr) is not cst.Name or env.function is None:
+        return None
+    if key_may_change(env.function, expr.value, "type"):
+        return None  # `cfg['type'] = 'SyncBN'`, `cfg.update(other)`
+    param = parameter(env.function, expr.value) or copied_parameter(env.function, expr.value, env.qualify)
+    if param is None:
+        values = assigned_values(env.function, expr.value)
+        return config_type(models, values[0], env, depth + 1) if len(values) == 1 else None
+    if param.default is None:
+        return None  # a required config: the caller chooses it
+    kind = config_type(models, param.default, Env(env.scope, None, None), depth + 1)
+    passed = models.factories.passed(env.function, param) if models.factories is not None else None
+    for value, caller in passed or ():  # followed into the caller's own parameter's default
+        other = config_type(models, value, Env(models.root, None, None, caller), depth + 1) if value is not None else None
+        if other is not None and other != kind:
+            return None  # a call of this file chooses another norm
+    return kind
 
 
-def key_may_change(function: cst.FunctionDef, name: str, key: str) -> bool:
-    """Whether ``function`` may change ``name[key]`` of the dict ``name``: assigns, augments or
-    deletes that key or a computed one (``cfg['type'] = 'SyncBN'``, ``cfg['type'] += '1d'``), or
-    calls a method that may (``cfg.update(d)``, ``cfg.pop('type')``, ``cfg.clear()``; not
-    ``cfg.setdefault('eps', 1e-5)`` or ``cfg.update(momentum=0.01)``)."""
-    for call in scan(function.body, (cst.Call,)):
-        func = call.func  # type: ignore[attr-defined]
-        if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.value.value != name:
-            continue
-        method = func.attr.value
-        if method not in _MUTATORS:
-            continue
-        args = call.args  # type: ignore[attr-defined]
-        if method == "update":
-            if any(arg.keyword is None or arg.keyword.value == key for arg in args):
-                return True
-        elif method in ("pop", "setdefault"):
-            first = args[0].value if args and args[0].keyword is None and not args[0].star else None
-            if type(first) is not cst.SimpleString or first.evaluated_value == key:
-                return True
-        else:
-            return True
-    for statement in scan(function.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del)):
-        if type(statement) is cst.Assign:
-            targets = [target.target for target in statement.targets]  # type: ignore[attr-defined]
-        else:
-            targets = [statement.target]  # type: ignore[attr-defined]
-        for target in targets:
-            for node in walk(target):
-                if type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value == name:
-                    written = _literal_key(node, name)
-                    if written is None or written == key:
-                        return True
-    return False
+def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:
+    return type(func) is cst.Name and func.value == name and env.scope.lookup(name) is None

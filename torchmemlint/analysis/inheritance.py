@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import Env, InitModel
-from torchmemlint.analysis.configs import copied_parameter
+from torchmemlint.analysis.copies import copied_parameter
 from torchmemlint.analysis.factories import parameter
 
 MAX_DEPTH = 4
