@@ -703,6 +703,14 @@ class CallableModel:
                 call = _single_return_call(function)
                 inner = Env(_scope_of(function, self.root), None, None)
                 return self.single_op(call.func, inner, depth + 1) if call is not None else None
+            nested = _nested_function(env.function, expr)
+            if nested is not None:  # `def proj(x): return self.proj(x)` in the calling method
+                if assigned_values(env.function, expr.value):  # type: ignore[arg-type,attr-defined]
+                    return None  # the name is also bound to something else
+                call = _single_return_call(nested)
+                scope = _scope_of(nested, _scope_of(env.function, env.scope))  # type: ignore[arg-type]
+                inner = Env(scope, env.owner, env.self_name, nested)
+                return self.single_op(call.func, inner, depth + 1) if call is not None else None
             return _function_op(env.qualify(expr))
         return None
 

@@ -43,11 +43,25 @@ def bases(models: Any, model: InitModel) -> List[Tuple[Any, InitModel]]:
 
 def inherited_method(models: Any, model: InitModel, name: str, depth: int = 0) -> Optional[Tuple[InitModel, cst.FunctionDef]]:
     """The method ``name`` that ``model`` inherits, with the base class that defines it."""
+    found = _inherited_definition(models, model, name, depth)
+    return None if found is None else (found[1], found[2])
+
+
+def method_definition(models: Any, model: InitModel, name: str) -> Optional[Tuple[Any, InitModel, cst.FunctionDef]]:
+    """The method ``name`` of ``model``, its own or inherited, with the ``CallableModel`` of the
+    file and the class that define it."""
+    method = model.methods.get(name)
+    if method is not None:
+        return models, model, method
+    return _inherited_definition(models, model, name, 0)
+
+
+def _inherited_definition(models: Any, model: InitModel, name: str, depth: int) -> Optional[Tuple[Any, InitModel, cst.FunctionDef]]:
     for other, base in bases(models, model):
         method = base.methods.get(name)
         if method is not None:
-            return base, method
-        deeper = inherited_method(other, base, name, depth + 1) if depth < MAX_DEPTH else None
+            return other, base, method
+        deeper = _inherited_definition(other, base, name, depth + 1) if depth < MAX_DEPTH else None
         if deeper is not None:
             return deeper
     return None

@@ -21,13 +21,20 @@ from torchmemlint.analysis.checkpoints import (
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, passes_callable
+from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
+# methods of torch's `nn.Module` that take a module or callable and never checkpoint it: a
+# call of one (`self.add_module(name, layer)`) needs no look at the class
+_MODULE_METHODS = frozenset({
+    "add_module", "register_module", "register_buffer", "register_parameter", "apply",
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_backward_hook", "get_submodule",
+})
 
 
 @dataclass(frozen=True)
@@ -235,6 +242,11 @@ class CheckpointCalls:
                     if wrapper is not None:
                         self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
                         continue
+                if type(func.value) is cst.Name and func.attr.value not in _MODULE_METHODS and passes_callable(node):  # type: ignore[arg-type]
+                    wrapper = self._method_wrapper(here, func)  # `self._apply_checkpoint(f, x)`
+                    if wrapper is not None:
+                        self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
+                        continue
                 if func.attr.value not in _WRAPPER_ATTRIBUTES:
                     continue
             elif type(func) is not cst.Name:
@@ -260,6 +272,14 @@ class CheckpointCalls:
         if env.owner is None or env.self_name is None or func.value.value != env.self_name:  # type: ignore[attr-defined]
             return None
         return attribute_wrapper(self.models, env.owner, func.attr.value)
+
+    def _method_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
+        """``self.<method>(f, x)`` in a method of a class whose own or inherited ``<method>``
+        is a checkpoint helper (``helpers.method_wrapper``)."""
+        env = self.env_at(here)
+        if env.owner is None or env.self_name is None or func.value.value != env.self_name:  # type: ignore[attr-defined]
+            return None
+        return method_wrapper(self.models, env.owner, func.attr.value)
 
     def __iter__(self):
         return iter(self.calls)
