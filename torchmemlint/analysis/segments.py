@@ -232,6 +232,7 @@ class CheckpointCalls:
         order = index.order
         names = _wrapper_names(index)
         aliases = _aliased_attributes(index, names)
+        selves = _method_selves(index)
         links = models.links
         for here in index.positions(cst.Call):
             node = order[here]
@@ -242,7 +243,10 @@ class CheckpointCalls:
                     if wrapper is not None:
                         self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
                         continue
-                if type(func.value) is cst.Name and func.attr.value not in _MODULE_METHODS and passes_callable(node):  # type: ignore[arg-type]
+                if (
+                    type(func.value) is cst.Name and func.value.value in selves
+                    and func.attr.value not in _MODULE_METHODS and passes_callable(node)  # type: ignore[arg-type]
+                ):
                     wrapper = self._method_wrapper(here, func)  # `self._apply_checkpoint(f, x)`
                     if wrapper is not None:
                         self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
@@ -377,6 +381,20 @@ def _wrapper_names(index: NodeIndex) -> Set[str]:
         if imported.rsplit(".", 1)[-1] in _WRAPPER_ATTRIBUTES:
             names.add(alias.asname.name.value)
     return names
+
+
+def _method_selves(index: NodeIndex) -> Set[str]:
+    """The names the methods of the file's classes give their first parameter (``self``):
+    only a call on one of them can be ``self.<method>(...)``."""
+    found: Set[str] = set()
+    order = index.order
+    for at in index.positions(cst.ClassDef):
+        for statement in _body_statements(order[at].body):  # type: ignore[attr-defined]
+            if type(statement) is cst.FunctionDef:
+                first = _first_param(statement)
+                if first is not None:
+                    found.add(first)
+    return found
 
 
 def _aliased_attributes(index: NodeIndex, names: Set[str]) -> Set[str]:
