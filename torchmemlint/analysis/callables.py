@@ -16,7 +16,8 @@ from torchmemlint.analysis.checkpoints import (
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.classes import Env, InitModel
-from torchmemlint.analysis.inheritance import inherited_config, inherited_init, inherited_method
+from torchmemlint.analysis.configs import config_type
+from torchmemlint.analysis.inheritance import inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
@@ -616,44 +617,8 @@ class CallableModel:
         return found
 
     def config_type(self, expr: cst.BaseExpression, env: Env, depth: int = 0) -> Optional[str]:
-        """The ``type`` of a config dict (``dict(type="BN")``, ``{"type": "BN"}``), followed
-        through a parameter's default (unless a call in this file passes a config of another
-        type, or the body rebinds it), a local, or ``self.cfg`` set in ``__init__``."""
-        if depth > self.MAX_DEPTH:
-            return None
-        if type(expr) is cst.Call and _is_builtin(expr.func, "dict", env):
-            if any(arg.star for arg in expr.args):
-                return None
-            found = next((arg.value for arg in expr.args if arg.keyword is not None and arg.keyword.value == "type"), None)
-            return str(found.evaluated_value) if type(found) is cst.SimpleString else None
-        if type(expr) is cst.Dict:
-            for element in expr.elements:
-                if type(element) is not cst.DictElement:
-                    return None
-                if type(element.key) is cst.SimpleString and element.key.evaluated_value == "type":
-                    return str(element.value.evaluated_value) if type(element.value) is cst.SimpleString else None
-            return None
-        path = self_path(expr, env.self_name)
-        if path is not None and len(path) == 1 and env.owner is not None:
-            values = env.owner.attributes.get(path[0], [])
-            if not values:  # `self.norm_cfg` set by a base class's `__init__`
-                return inherited_config(self, env.owner, path[0], depth + 1)
-            return self.config_type(values[0], env.owner.init_env(), depth + 1) if len(values) == 1 else None
-        if type(expr) is not cst.Name or env.function is None:
-            return None
-        param = parameter(env.function, expr.value)
-        if param is None:
-            values = assigned_values(env.function, expr.value)
-            return self.config_type(values[0], env, depth + 1) if len(values) == 1 else None
-        if param.default is None:
-            return None  # a required config: the caller chooses it
-        kind = self.config_type(param.default, Env(env.scope, None, None), depth + 1)
-        passed = self.factories.passed(env.function, param) if self.factories is not None else None
-        for value, caller in passed or ():  # followed into the caller's own parameter's default
-            other = self.config_type(value, Env(self.root, None, None, caller), depth + 1) if value is not None else None
-            if other is not None and other != kind:
-                return None  # a call of this file chooses another norm
-        return kind
+        """The ``type`` of an mmcv config dict (``analysis/configs.py``)."""
+        return config_type(self, expr, env, depth)
 
     @staticmethod
     def _function_label(function: Union[cst.FunctionDef, cst.Lambda], env: Env) -> str:
@@ -737,6 +702,14 @@ class CallableModel:
             if function is not None:
                 call = _single_return_call(function)
                 inner = Env(_scope_of(function, self.root), None, None)
+                return self.single_op(call.func, inner, depth + 1) if call is not None else None
+            nested = _nested_function(env.function, expr)
+            if nested is not None:  # `def proj(x): return self.proj(x)` in the calling method
+                if assigned_values(env.function, expr.value):  # type: ignore[arg-type,attr-defined]
+                    return None  # the name is also bound to something else
+                call = _single_return_call(nested)
+                scope = _scope_of(nested, _scope_of(env.function, env.scope))  # type: ignore[arg-type]
+                inner = Env(scope, env.owner, env.self_name, nested)
                 return self.single_op(call.func, inner, depth + 1) if call is not None else None
             return _function_op(env.qualify(expr))
         return None

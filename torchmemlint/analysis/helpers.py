@@ -5,7 +5,9 @@ passes there, and a module whose ``forward`` checkpoints the module its ``__init
 given (``self.module = module``; ``checkpoint(self.module, *args)``) checkpoints every call
 of that module, as ``checkpoint_wrapper`` does; an attribute ``__init__`` binds to a
 checkpointing function in any arm (``self.maybe_ckpt = checkpoint if "ffn" in opts else
-lambda f, x: f(x)``) is that function where it is called (``self.maybe_ckpt(self.w_1, x)``). Each is a ``Wrapper`` of the form, variant and
+lambda f, x: f(x)``) is that function where it is called (``self.maybe_ckpt(self.w_1, x)``), and
+a method of the class or of a base that is such a helper (``def _apply_checkpoint(self, func,
+*args)``) is one where ``self.<method>(f, x)`` calls it. Each is a ``Wrapper`` of the form, variant and
 keywords the inner call gives it; the helper may be defined in this file or followed into
 another file of the project (``CallableModel.foreign``)."""
 
@@ -20,6 +22,7 @@ from torchmemlint.analysis.checkpoints import (
     CALL, checkpoint_wrapper, keyword, MODULE, _positional, reentrant, Wrapper, WRAPPERS,
 )
 from torchmemlint.analysis.classes import Env
+from torchmemlint.analysis.inheritance import method_definition
 from torchmemlint.analysis.syntax import _scope_of, _walk_types, self_path
 from torchmemlint.project import REGISTRY
 from torchmemlint.tree import walk
@@ -58,6 +61,27 @@ def helper_wrapper(models, call: cst.Call, env: Env) -> Optional[Wrapper]:
                 read = _function_wrapper if located.kind == "function" else _class_wrapper
                 names[dotted] = _cached(other, node, lambda: read(other, node))
     return names[dotted]
+
+
+def method_wrapper(models, owner, name: str) -> Optional[Wrapper]:
+    """The checkpointing ``self.<name>(f, *args)`` does when ``name`` is a method of the class
+    (``InitModel`` ``owner``) or of a base class, in this file or another one of the project,
+    that hands its parameter to torch's checkpoint as a helper function does (lerobot's
+    ``def _apply_checkpoint(self, func, *args, **kwargs)``, which checkpoints ``func`` when
+    gradient checkpointing is on and else calls it): the ``Wrapper`` of that function, at the
+    position the bound call passes it (``self`` is not passed; a ``@staticmethod``'s is)."""
+    found = method_definition(models, owner, name)
+    if found is None:
+        return None
+    other, _, method = found
+    wrapper = _cached(other, method, lambda: _function_wrapper(other, method))
+    bound = 0 if any(
+        type(decorator.decorator) is cst.Name and decorator.decorator.value == "staticmethod"
+        for decorator in method.decorators
+    ) else 1
+    if wrapper is None or wrapper.position < bound:
+        return None  # (it checkpoints `self`)
+    return replace(wrapper, position=wrapper.position - bound)
 
 
 def arms(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

@@ -13,6 +13,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import Env, InitModel
+from torchmemlint.analysis.copies import copied_parameter
 from torchmemlint.analysis.factories import parameter
 
 MAX_DEPTH = 4
@@ -42,11 +43,25 @@ def bases(models: Any, model: InitModel) -> List[Tuple[Any, InitModel]]:
 
 def inherited_method(models: Any, model: InitModel, name: str, depth: int = 0) -> Optional[Tuple[InitModel, cst.FunctionDef]]:
     """The method ``name`` that ``model`` inherits, with the base class that defines it."""
+    found = _inherited_definition(models, model, name, depth)
+    return None if found is None else (found[1], found[2])
+
+
+def method_definition(models: Any, model: InitModel, name: str) -> Optional[Tuple[Any, InitModel, cst.FunctionDef]]:
+    """The method ``name`` of ``model``, its own or inherited, with the ``CallableModel`` of the
+    file and the class that define it."""
+    method = model.methods.get(name)
+    if method is not None:
+        return models, model, method
+    return _inherited_definition(models, model, name, 0)
+
+
+def _inherited_definition(models: Any, model: InitModel, name: str, depth: int) -> Optional[Tuple[Any, InitModel, cst.FunctionDef]]:
     for other, base in bases(models, model):
         method = base.methods.get(name)
         if method is not None:
-            return base, method
-        deeper = inherited_method(other, base, name, depth + 1) if depth < MAX_DEPTH else None
+            return other, base, method
+        deeper = _inherited_definition(other, base, name, depth + 1) if depth < MAX_DEPTH else None
         if deeper is not None:
             return deeper
     return None
@@ -66,7 +81,10 @@ def inherited_config(models: Any, model: InitModel, name: str, depth: int) -> Op
         if len(values) != 1:
             return None
         init = base.methods.get("__init__")
-        param = parameter(init, values[0].value) if init is not None and type(values[0]) is cst.Name else None
+        name_value = values[0].value if init is not None and type(values[0]) is cst.Name else None
+        param = None
+        if name_value is not None:  # (`norm_cfg = copy.deepcopy(norm_cfg)` keeps the parameter)
+            param = parameter(init, name_value) or copied_parameter(init, name_value, base.init_env().qualify)
         if param is not None:
             passed = model.super_argument(init, param.name.value)
             if passed is False:

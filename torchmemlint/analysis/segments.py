@@ -21,13 +21,20 @@ from torchmemlint.analysis.checkpoints import (
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, passes_callable
+from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
+# methods of torch's `nn.Module` that take a module or callable and never checkpoint it: a
+# call of one (`self.add_module(name, layer)`) needs no look at the class
+_MODULE_METHODS = frozenset({
+    "add_module", "register_module", "register_buffer", "register_parameter", "apply",
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook", "register_backward_hook", "get_submodule",
+})
 
 
 @dataclass(frozen=True)
@@ -225,6 +232,7 @@ class CheckpointCalls:
         order = index.order
         names = _wrapper_names(index)
         aliases = _aliased_attributes(index, names)
+        selves = _method_selves(index)
         links = models.links
         for here in index.positions(cst.Call):
             node = order[here]
@@ -232,6 +240,14 @@ class CheckpointCalls:
             if type(func) is cst.Attribute:
                 if func.attr.value in aliases and type(func.value) is cst.Name:
                     wrapper = self._attribute_wrapper(here, func)
+                    if wrapper is not None:
+                        self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
+                        continue
+                if (
+                    type(func.value) is cst.Name and func.value.value in selves
+                    and func.attr.value not in _MODULE_METHODS and passes_callable(node)  # type: ignore[arg-type]
+                ):
+                    wrapper = self._method_wrapper(here, func)  # `self._apply_checkpoint(f, x)`
                     if wrapper is not None:
                         self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
                         continue
@@ -260,6 +276,14 @@ class CheckpointCalls:
         if env.owner is None or env.self_name is None or func.value.value != env.self_name:  # type: ignore[attr-defined]
             return None
         return attribute_wrapper(self.models, env.owner, func.attr.value)
+
+    def _method_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
+        """``self.<method>(f, x)`` in a method of a class whose own or inherited ``<method>``
+        is a checkpoint helper (``helpers.method_wrapper``)."""
+        env = self.env_at(here)
+        if env.owner is None or env.self_name is None or func.value.value != env.self_name:  # type: ignore[attr-defined]
+            return None
+        return method_wrapper(self.models, env.owner, func.attr.value)
 
     def __iter__(self):
         return iter(self.calls)
@@ -357,6 +381,20 @@ def _wrapper_names(index: NodeIndex) -> Set[str]:
         if imported.rsplit(".", 1)[-1] in _WRAPPER_ATTRIBUTES:
             names.add(alias.asname.name.value)
     return names
+
+
+def _method_selves(index: NodeIndex) -> Set[str]:
+    """The names the methods of the file's classes give their first parameter (``self``):
+    only a call on one of them can be ``self.<method>(...)``."""
+    found: Set[str] = set()
+    order = index.order
+    for at in index.positions(cst.ClassDef):
+        for statement in _body_statements(order[at].body):  # type: ignore[attr-defined]
+            if type(statement) is cst.FunctionDef:
+                first = _first_param(statement)
+                if first is not None:
+                    found.add(first)
+    return found
 
 
 def _aliased_attributes(index: NodeIndex, names: Set[str]) -> Set[str]:

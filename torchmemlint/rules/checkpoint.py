@@ -146,15 +146,19 @@ class SingleOpCheckpoint(Rule):
     normalisation, activation or average-pool module (`self.conv1` is followed to
     `self.conv1 = nn.Conv2d(...)` in `__init__`; an inline `nn.Conv2d(...)`; the elements of a
     `ModuleList` iterated by a `for` loop; a method that only forwards to one, `def _fc(self,
-    h): return self.fc(h)`; a layer built by a function of this or another project file whose
-    every `return` is that one layer, LDM's `Normalize(c)` returning `nn.GroupNorm`), a
-    functional op such as `F.relu`, or a lambda that only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
+    h): return self.fc(h)`, or a function the calling method defines that does, `def
+    proj_func(x): return self.proj(x)`; a layer built by a function of this or another project
+    file whose every `return` is that one layer, LDM's `Normalize(c)` returning
+    `nn.GroupNorm`), a functional op such as `F.relu`, or a lambda that only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`, and for torch's module wrapper
     `checkpoint_wrapper(nn.Conv2d(...))` (`torch.distributed.algorithms._checkpoint.
     checkpoint_wrapper`), whose every call checkpoints the one layer. A project's own
     checkpointing code counts as what it runs: a function that hands its parameter to torch's
     checkpoint (`def checkpoint(fn, *args): return torch_checkpoint(fn, *args,
-    use_reentrant=False)`) checkpoints what its callers pass, and a module whose `forward`
+    use_reentrant=False)`; also a method of the class or of a base class called on `self`,
+    `self._apply_checkpoint(proj_func, x)` with `def _apply_checkpoint(self, func, *args,
+    **kwargs)` that checkpoints `func` when gradient checkpointing is on and else calls it)
+    checkpoints what its callers pass, and a module whose `forward`
     checkpoints the module its `__init__` was given (`CheckpointWrapper(nn.Linear(...))`)
     that module (`analysis/helpers.py`; `tests/test_checkpoint_mined.py`).
 
@@ -364,8 +368,10 @@ class BatchNormInCheckpoint(Rule):
     keep a class passed to them. Of mmcv's builders, `build_norm_layer(norm_cfg, c)` and
     `ConvModule(..., norm_cfg=norm_cfg)` count as BatchNorm when the config's `type` is `BN`,
     `BN1d`/`2d`/`3d`, `SyncBN`, `MMSyncBN` or `NaiveSyncBN`: a dict literal, or a parameter
-    whose default is one (unless a call in the file passes another type; a parameter without
-    a default, or `norm_cfg=None`, is not followed). Also followed: a function defined in the
+    whose default is one, also where the body copies it first (`norm_cfg =
+    copy.deepcopy(norm_cfg)`, `cfg.copy()`, `dict(cfg, ...)`), unless a call in the file passes
+    another type or the body may set its `type` (`cfg['type'] = ...`, `cfg.update(other)`); a
+    parameter without a default, or `norm_cfg=None`, is not followed. Also followed: a function defined in the
     calling method (`def _inner_forward(x): ...; cp.checkpoint(_inner_forward, x)`), a layer
     registered by `self.add_module(self.norm1_name, norm1)` and read by `getattr(self,
     self.norm1_name)` (also through a `@property`), a builder function or method that
