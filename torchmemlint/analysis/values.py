@@ -763,8 +763,8 @@ class FunctionValues:
         classdef = self.classdef if bound_self else None
         inner = FunctionValues(self.file, helper, classdef, bound, self.depth + 1, self.uses)
         self._consumers, self.inlined = None, [*self.inlined, *inner.values, *inner.inlined]
-        if len(inner.returns) != 1:
-            return self._new("call", everything, node, info={"helper": helper})
+        if len(inner.returns) != 1:  # (what each ``return`` gives: ``ranks`` reads a rank they share)
+            return self._new("call", everything, node, info={"helper": helper, "returns": list(inner.returns)})
         result = inner.returns[0]
         self.uses[:] = [u for u in self.uses if not (u.value is result and u.consumer == "return")]
         if result.op == "constant":
