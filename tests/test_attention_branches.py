@@ -193,3 +193,35 @@ def test_what_is_left_alone_by_design_says_why():
     assert quiet(fused) == [("forward", "the eager arm of an `if` whose other arm calls F.scaled_dot_product_attention")]
     # Not an attention at all: nothing to explain.
     assert quiet(HEADER + "def f(x, w):\n    return (x @ w).softmax(-1)\n") == []
+
+
+SIZE_CHECKED = HEADER + """
+class EagerAttention(nn.Module):
+    def forward(self, query_states, key_states, value_states, attention_mask, bsz, q_len, kv_seq_len):
+        attn_weights = torch.matmul(query_states, key_states.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        if attn_weights.size() != (bsz, self.num_heads, q_len, kv_seq_len):
+            raise ValueError(
+                f"Attention weights should be of size {(bsz, self.num_heads, q_len, kv_seq_len)}, but is"
+                f" {attn_weights.size()}"
+            )
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attn_output = torch.matmul(attn_weights, value_states)
+        if attn_output.size() != (bsz, self.num_heads, q_len, self.head_dim):
+            raise ValueError(f"`attn_output` should be of size {self.head_dim}, but is {attn_output.size()}")
+        return attn_output
+"""
+
+
+def test_sizes_read_by_a_raise_message_are_no_read_of_the_scores():
+    """HF's eager attention checks the scores' size and raises with ``f"... {w.size()}"``: the
+    message reads sizes, as the ``if``'s test does (``meta``), not the scores' values."""
+    (site,) = sites(SIZE_CHECKED)
+    assert "attn_weights" in cst.Module([]).code_for_node(site.product)
+
+
+def test_a_raise_message_formatting_the_scores_values_still_reads_them():
+    source = SIZE_CHECKED.replace('f" {attn_weights.size()}"', 'f" {attn_weights.amax()}"')
+    assert source != SIZE_CHECKED
+    assert sites(source) == []

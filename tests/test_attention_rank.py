@@ -145,7 +145,13 @@ def test_the_rank_of_q_k_v_comes_from_the_value_graph():
     ("q = x.view(shape)", None),
     ("q, k = x.reshape(B, N, 2, h, d).permute(2, 0, 3, 1, 4).unbind(0)", 4),  # timm's qkv.unbind(0)
     ("q = x.reshape(B, N, 3, h, d).permute(2, 0, 3, 1, 4)[0]", 4),
-    ("q = x.view(B, N, C)[:, 0]", None),  # not an integer index
+    ("q = x.view(B, N, C)[:, 0]", 2),  # an integer index drops its axis, a slice keeps one
+    ("q = x.view(B, N, h, d)[..., :8]", 4),
+    ("q = x.view(B, N, C)[:, None]", 4),
+    ("q = x.view(B, N, C)[w]", None),  # a tensor index
+    ("q = torch.cat((x.view(B, h, N, d), w), dim=-1)", 4),  # the rank the parts share
+    ("q = torch.stack([x.view(B, N, C), w])", 4),
+    ("q = torch.cat([*w, x.view(B, N, C)])", None),  # starred parts: not listed
     # each part made by a generator, a comprehension or map(lambda ...) over the parts
     ("q, k = (t.reshape(B, W, N, h, d).transpose(2, 3) for t in x.chunk(2, dim=-1))", 5),
     ("q, k = [t.view(B, N, h, d).transpose(1, 2) for t in x.chunk(2, dim=-1)]", 4),
@@ -206,3 +212,61 @@ def test_a_3d_matmul_form_is_fixed_with_one_head_and_computes_what_eager_code_di
     a, b = eager.Heads(16, 2).eval(), fixed.Heads(16, 2).eval()
     b.load_state_dict(a.state_dict())
     torch.testing.assert_close(a(x), b(x), **close)
+
+
+ROTARY = """
+import math
+
+import torch
+import torch.nn as nn
+
+
+def rotate(q, k, cos, sin):
+    return q * cos + q.flip(-1) * sin, k * cos + k.flip(-1) * sin
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, heads * n_rep, slen, head_dim)
+
+
+class Attention(nn.Module):
+    def forward(self, hidden_states, cos, sin, past_key_value=None):
+        bsz, q_len, _ = hidden_states.size()
+        q = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(hidden_states).view(bsz, q_len, self.num_kv, self.head_dim).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(bsz, q_len, self.num_kv, self.head_dim).transpose(1, 2)
+        q_rot, q_pass = q[..., : self.rot], q[..., self.rot :]
+        k_rot, k_pass = k[..., : self.rot], k[..., self.rot :]
+        q, k = rotate(q_rot, k_rot, cos, sin)
+        q = torch.cat((q, q_pass), dim=-1)
+        k = torch.cat((k, k_pass), dim=-1)
+        if past_key_value is not None:
+            k = torch.cat((past_key_value[0], k), dim=2)
+            v = torch.cat((past_key_value[1], v), dim=2)
+        k = repeat_kv(k, self.groups)
+        v = repeat_kv(v, self.groups)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        w = nn.functional.softmax(w, dim=-1)
+        return torch.matmul(w, v)
+"""
+
+
+def test_the_rank_follows_rotary_slices_a_helpers_tuple_cat_and_a_helper_with_two_returns():
+    """A stablelm-style attention: q and k sliced for a partial rotary embedding, rotated by
+    a same-file helper returning both, concatenated back, the cache concatenated under an
+    `if`, and k, v repeated by a helper with two returns (4-D either way): `k.transpose(2, 3)`
+    is kᵀ."""
+    (site,) = found_sites(ROTARY)
+    assert site.rank == 4
+
+
+def test_a_helper_whose_returns_differ_in_rank_shows_none():
+    source = ROTARY.replace(
+        "return hidden_states.reshape(batch, heads * n_rep, slen, head_dim)",
+        "return hidden_states.reshape(batch, heads * n_rep * slen, head_dim)")
+    assert source != ROTARY
+    assert found_sites(source) == []  # k.transpose(2, 3) of a tensor whose rank is not shown

@@ -455,6 +455,67 @@ class Trainer(torch.nn.Module):
             outputs.append(self(x))
         return outputs
 """, {"TML502": [30], "TML501": [30]}),
+    # a pipeline's `model` is a property unwrapping its DDP; its evaluation-named method runs
+    # it between `self.eval()` and `self.train()` and returns the outputs and losses: a
+    # property named like a model reads like the attribute it returns (reported); a plain
+    # method `model(...)` and a property returning a wrapper object stay quiet
+    "property_model_in_eval_method": ("""import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def module_wrapper(ddp_or_model):
+    if isinstance(ddp_or_model, DDP):
+        return ddp_or_model.module
+    return ddp_or_model
+
+
+class Pipeline(nn.Module):
+    @property
+    def model(self):
+        return module_wrapper(self._model)
+
+    @model.setter
+    def model(self, value):
+        self._model = value
+
+    def get_eval_loss_dict(self, step):
+        self.eval()
+        ray_bundle, batch = self.datamanager.next_eval(step)
+        model_outputs = self.model(ray_bundle, batch)
+        metrics_dict = self.model.get_metrics_dict(model_outputs, batch)
+        loss_dict = self.model.get_loss_dict(model_outputs, batch, metrics_dict)
+        self.train()
+        return model_outputs, loss_dict, metrics_dict
+""", {"TML501": [24]}),
+    "method_named_model_in_eval_method": ("""import torch
+from torch import nn
+
+
+class Pipeline(nn.Module):
+    def model(self, rays, batch):
+        return self.renderer.render(rays, batch)
+
+    def get_eval_loss_dict(self, step):
+        self.eval()
+        ray_bundle, batch = self.datamanager.next_eval(step)
+        model_outputs = self.model(ray_bundle, batch)
+        self.train()
+        return model_outputs
+""", {}),
+    "property_model_returns_wrapper": ("""import torch
+from torch import nn
+from detectors import YOLO
+
+
+class Runner:
+    @property
+    def model(self):
+        return YOLO(self.weights)
+
+    def evaluate(self, images):
+        return [self.model(image) for image in images]
+""", {}),
 }
 
 

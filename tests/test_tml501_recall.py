@@ -133,6 +133,39 @@ CASES = {
     "forward_calls_self_not_reported": (GPT + """    def step(self, idx):
         return self(idx)
 """, 0),
+    # a module class's own method running its forward for a numpy result (a landmark detector's
+    # `get_landmarks`): `self` is the class's own module, not one a caller lends it
+    "own_forward_to_numpy": (GPT + """    def get_landmarks(self, img):
+        inp = torch.from_numpy(img.transpose((2, 0, 1))).float()
+        inp.div_(255.0).unsqueeze_(0)
+        outputs, _ = self.forward(inp)
+        out = outputs[-1][:, :-1, :, :]
+        heatmaps = out.detach().cpu().numpy()
+        return heatmaps.reshape(-1, 2)
+""", 1),
+    "own_call_to_argmax": (GPT + """    def predict_classes(self, x):
+        out = self(x)
+        return torch.argmax(out, dim=1)
+""", 1),
+    # look-alikes: the output returned; the caller turns autograd off; a static method's
+    # first parameter is a model lent by its caller
+    "own_forward_returned": (GPT + """    def heatmaps(self, x):
+        outputs, _ = self.forward(x)
+        return outputs[-1]
+""", 0),
+    "own_forward_under_callers_no_grad": (GPT + """    def get_landmarks(self, img):
+        out = self.forward(torch.from_numpy(img).float())
+        return out.detach().cpu().numpy()
+
+
+def detect(fan, img):
+    with torch.no_grad():
+        return fan.get_landmarks(img)
+""", 0),
+    "static_method_lent_model": (GPT + """    @staticmethod
+    def run(model, x):
+        return model(x).detach().cpu().numpy()
+""", 0),
     # -- 2. through a helper of the file --------------------------------------------------
     "ctgan_apply_activate": (HEAD + """class Generator(nn.Module):
     def __init__(self):

@@ -69,7 +69,7 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     """The function runs a model it does not own, in code whose autograd mode its caller
     sets, and nothing here says it evaluates (no `.eval()`/`.train()` in the function):
 
-    - a parameter (`network`) of a method, called once (not in a loop): a helper of a
+    - a parameter (`network`) of a method other than `self`, called once (not in a loop): a helper of a
       runner object such as monai's `Inferer._run_inference(self, network, patch)`, which
       evaluators call without autograd and trainers with it (a module-level
       `def predict(net, x): return net(x)` is still reported);
@@ -82,8 +82,8 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     """
     if any(call.attr in ("eval", "train") for call in facts.scope.calls):
         return False
-    params = {param.name.value for param in facts.scope.params()}
-    if callee in params:
+    params = {param.name.value for param in facts.scope.params()} - {_self_name(facts)}
+    if callee in params:  # (`self` is the method's own module, not one it borrows)
         if _training_hook(facts):
             return False  # Lightning calls it from its training loop, with autograd on
         return facts.scope.owner is not None and not iterating
@@ -448,9 +448,12 @@ def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow, analysis=
 
 
 def _self_name(facts: ScopeFacts) -> Optional[str]:
-    """The first parameter of a method (``self``), None outside a class."""
+    """The first parameter of a method (``self``), None outside a class and in a static
+    method (whose first parameter is an argument like any other)."""
     function = facts.scope.function
     if facts.scope.owner is None or function is None or not function.params.params:
+        return None
+    if any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators):
         return None
     return function.params.params[0].name.value
 

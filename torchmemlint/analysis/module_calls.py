@@ -38,7 +38,7 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.callers import _builds_module, module_call, module_instance
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
-from torchmemlint.analysis.syntax import _first_param, _small_statements
+from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements
 from torchmemlint.analysis.training import ScopeFacts
 
 # a module's own methods and a tensor's: never a model's method that returns an output
@@ -51,13 +51,22 @@ _TEST = re.compile(r"_*test(?:_|[A-Z]|$)")
 def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     """The module ``event`` runs, as the code names it (``self.encoder``, ``encoder``), when
     what the called value is shows a module; None otherwise. A test function (``test_*``)
-    exercises modules on purpose: None there."""
+    exercises modules on purpose: None there; so is a module class's method running its own
+    forward (``self(x)``) that another function of the file calls."""
     callee = event.func
     if callee is None or _TEST.match(facts.scope.name or ""):
         return None
     if callee.endswith(".forward"):
         callee = callee[: -len(".forward")]
     known = module_call(facts, event)
+    function = facts.scope.function
+    if (
+        known is not None and function is not None and facts.scope.owner is not None
+        and known == _first_param(function) and not is_static(function)
+    ):
+        # `self(x)` / `self.forward(x)` in a method of the module class: its callers in the
+        # file, when there are some, decide about autograd (and are reported themselves)
+        return None if called_in_file(facts) else known
     if known is not None:
         return known
     head, _, attr = callee.partition(".")

@@ -9,7 +9,12 @@
 - ``view``/``reshape`` with n sizes (or one tuple of n), ``flatten(s)`` (s + 1 axes),
   ``flatten(s, e)`` of an n-D value (n - (e - s)), ``unsqueeze`` (+1), ``squeeze(d)`` (-1),
   ``einops.rearrange`` by its output pattern;
-- ``unbind`` (each part) and an integer index (``qkv[0]``): one axis fewer;
+- ``unbind`` (each part) and an integer index (``qkv[0]``): one axis fewer; an index by
+  integers, slices, ``...`` and ``None`` (``k[..., :rot]``: kept; ``x[:, None]``: one more);
+- ``torch.cat``/``torch.stack`` of parts written out: the rank the parts whose rank is shown
+  share (+1 stacked); an element of the tuple a same-file helper returns (``q, k =
+  rotate(q, k)``): that element's; a same-file helper with several ``return``s (``repeat_kv``:
+  its argument, or a reshape with four sizes): the rank they share;
 - steps that keep the rank: ``split``/``chunk`` (each part), ``transpose``, elementwise steps,
   scale, softmax, casts, dropout, norms and activations; ``@``/``matmul`` of two n-D values;
 - ``nn.Conv1d``/``2d``/``3d`` layers and ``F.conv1d``/``2d``/``3d`` (3-, 4-, 5-D outputs).
@@ -91,8 +96,21 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
     if op == "contract" and value.info.get("spelling") in ("@", "torch.matmul", "matmul"):
         left, right = of(inputs[0]), of(inputs[1])
         return left if left is not None and left == right and left >= 2 else None
+    if op == "cat":  # ``torch.cat``/``torch.stack`` of a tuple or list written out: the rank its parts share (+1 stacked)
+        parts = inputs[0].node.elements if type(inputs[0].node) in (cst.Tuple, cst.List) else None
+        ranks = {of(part) for part in inputs[0].info.get("elements", ())} - {None} if inputs[0].op == "tuple" else set()
+        if not parts or any(type(e) is cst.StarredElement for e in parts) or len(ranks) != 1:
+            return None
+        return ranks.pop() + (1 if _terminal(value.node) == "stack" else 0)
+    if op == "call" and value.info.get("returns"):  # a same-file helper with several returns: a rank they share
+        ranks = {of(result) for result in value.info["returns"]}
+        return ranks.pop() if len(ranks) == 1 else None
     if op == "element":
         source = inputs[0]
+        held = source.inputs[0] if source.op == "helper" and source.inputs else source
+        index, parts = value.info.get("index"), held.info.get("elements") if held.op == "tuple" else None
+        if isinstance(index, int) and parts is not None and 0 <= index < len(parts):
+            return of(parts[index])  # ``q, k = rotate(q, k, ...)``: what the helper's tuple holds there
         if source.op == "split" and type(source.node) is cst.Call and _method(source.node) in ("split", "chunk", "unbind"):
             whole = of(source.inputs[0])
             return whole - 1 if whole is not None and _method(source.node) == "unbind" else whole
@@ -104,9 +122,8 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
         return _mapped_rank(source.node)
     if op == "unknown" or not inputs:
         return None
-    if op == "index" and type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
-        whole = of(inputs[0])  # qkv[0]: one axis fewer
-        return whole - 1 if whole is not None and _integer(node.slice[0].slice.value, 0) is not None else None
+    if op == "index" and type(node) is cst.Subscript:
+        return _indexed(node, of(inputs[0]))
     if op == "linear" or op == "layer":
         layer = value.info.get("qualified") or getattr(value.info.get("layer"), "qualified", None) or ""
         return CONV.get(layer.rsplit(".", 1)[-1]) if layer.startswith("torch.nn.") else None
@@ -121,6 +138,30 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
             return None if any(type(e) is cst.StarredElement for e in elements) else len(elements)
         return _reshaped(node, of(inputs[0]))
     return None
+
+
+def _indexed(node: cst.Subscript, whole: Optional[int]) -> Optional[int]:
+    """The rank of ``x[...]`` of an n-D ``x`` indexed by integers (one axis fewer each:
+    ``qkv[0]``), slices and ``...`` (kept: ``k[..., :rot]``) and ``None`` (one more); None for
+    a tensor index or an unknown ``x``."""
+    if whole is None:
+        return None
+    for element in node.slice:
+        index = element.slice
+        if type(index) is cst.Slice or type(index.value) is cst.Ellipsis:  # type: ignore[union-attr]
+            continue
+        if type(index.value) is cst.Name and index.value.value == "None":  # type: ignore[union-attr]
+            whole += 1
+        elif _integer(index.value, 0) is not None:  # type: ignore[union-attr]
+            whole -= 1
+        else:
+            return None
+    return whole
+
+
+def _terminal(node: Any) -> Optional[str]:
+    func = node.func if type(node) is cst.Call else None
+    return func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
 
 
 def _mapped_rank(node: Any) -> Optional[int]:

@@ -8,7 +8,7 @@ from typing import FrozenSet, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from typing import Sequence, Union
-from torchmemlint.analysis.names import Bindings, canonical
+from torchmemlint.analysis.names import Bindings, canonical, dotted_name
 
 from typing import Iterable
 
@@ -130,6 +130,33 @@ def is_static(method: cst.FunctionDef) -> bool:
         type(d.decorator) is cst.Name and d.decorator.value in ("staticmethod", "classmethod")
         for d in method.decorators
     )
+
+
+_PROPERTIES = frozenset({"property", "cached_property", "functools.cached_property"})
+
+
+def property_returns(methods, name: str) -> Optional[List[cst.BaseExpression]]:
+    """What reading ``self.<name>`` gives when the class (``methods``: its ``Scope``s) makes
+    ``name`` a ``@property`` (or ``cached_property``): the values its getter's ``return``
+    statements return; None when ``name`` is not a property of the class (a plain method, or
+    absent)."""
+    found: Optional[List[cst.BaseExpression]] = None
+    for method in methods:
+        function = method.function
+        if method.name != name or function is None:
+            continue
+        decorators = {
+            dotted_name(d.decorator) for d in function.decorators if type(d.decorator) in (cst.Name, cst.Attribute)
+        }
+        if {f"{name}.setter", f"{name}.deleter"} & decorators:
+            continue
+        if not decorators & _PROPERTIES:
+            return None  # a method called as such
+        found = (found or []) + [
+            statement.value for statement in _small_statements(_body_statements(function.body))
+            if type(statement) is cst.Return and statement.value is not None
+        ]
+    return found
 
 
 # -- statements, scopes and `self` paths (used by the checkpoint model) ----------------

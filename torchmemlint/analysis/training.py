@@ -20,6 +20,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
+from torchmemlint.analysis.syntax import property_returns
 
 from torchmemlint.tree import children
 
@@ -92,8 +93,8 @@ class ScopeFacts:
         owner = self.scope.owner
         if owner is None:
             return True
-        if any(method.name == attr for method in owner.methods):
-            return False
+        if any(method.name == attr for method in owner.methods) and property_returns(owner.methods, attr) is None:
+            return False  # a method; a `@property model` reads like an attribute (what it returns)
         return not self._wrapper_attribute(owner, attr)
 
     def _wrapper_attribute(self, owner: ClassFacts, attr: str) -> bool:
@@ -108,7 +109,7 @@ class ScopeFacts:
             for event in method.assigns
             if event.targets == (target,) and event.value is not None
             and not (type(event.value) is cst.Name and event.value.value == "None")
-        ]
+        ] + (property_returns(owner.methods, attr) or [])
         if not values:
             return False
         modules = self.walk.module_classes()

@@ -394,10 +394,12 @@ class FunctionValues:
             self._opaque(small, env)
 
     def _opaque(self, node: cst.CSTNode, env: Environment) -> None:
-        """Every local name ``node`` reads is used in a way the graph does not model."""
+        """Every local name ``node`` reads is used in a way the graph does not model, except
+        for its sizes (``raise ValueError(f"... {s.size()}")``: ``meta``)."""
+        sized = {id(n.value) for n in walk(node) if type(n) is cst.Attribute and n.attr.value in META}
         for name in walk(node):
             if type(name) is cst.Name and name.value in env:
-                self.uses.append(Use(env[name.value], "opaque", name))
+                self.uses.append(Use(env[name.value], "meta" if id(name) in sized else "opaque", name))
 
     def _bind(self, target: cst.BaseExpression, value: Value, env: Environment) -> None:
         kind = type(target)
@@ -761,8 +763,8 @@ class FunctionValues:
         classdef = self.classdef if bound_self else None
         inner = FunctionValues(self.file, helper, classdef, bound, self.depth + 1, self.uses)
         self._consumers, self.inlined = None, [*self.inlined, *inner.values, *inner.inlined]
-        if len(inner.returns) != 1:
-            return self._new("call", everything, node, info={"helper": helper})
+        if len(inner.returns) != 1:  # (what each ``return`` gives: ``ranks`` reads a rank they share)
+            return self._new("call", everything, node, info={"helper": helper, "returns": list(inner.returns)})
         result = inner.returns[0]
         self.uses[:] = [u for u in self.uses if not (u.value is result and u.consumer == "return")]
         if result.op == "constant":

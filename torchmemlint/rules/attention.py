@@ -79,7 +79,9 @@ class EagerAttention(Rule):
     The rule stays quiet when the weights are read by anything else in the function
     (returned, stored on `self`, appended, logged), or the scores are computed with
     (`table[s.argmax(-1)]`, `log.append(s.amax(-1))`): `F.scaled_dot_product_attention`
-    never materialises them, so it cannot replace that code. When the scores before the
+    never materialises them, so it cannot replace that code; a read of their size (`if
+    s.size() != shape: raise ValueError(f"... {s.size()}")`) is no read of them (reported
+    without a fix: the check stays). When the scores before the
     softmax are only handed out as they are (`return out, state, scores`, `self.scores =
     s.detach()`; an `assert` of their shape reads no value), it reports without a fix: the
     weights are not kept, SDPA can replace the softmax and the product with v, but the fix

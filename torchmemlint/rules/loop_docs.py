@@ -33,7 +33,8 @@ TML501_DOCUMENTATION = """
     every value the class gives it is an instance of a class the file does not know to be an
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
-    model). Code that calls `backward`, `autograd.grad`, an optimizer `step` (itself, or through
+    model; a `@property` named so is read as the attribute it returns: a pipeline's `model`
+    property unwrapping its DDP is the model, one returning `YOLO(path)` is not). Code that calls `backward`, `autograd.grad`, an optimizer `step` (itself, or through
     a function of the file or a method on `self` it calls, two levels down: test-time
     adaptation), or switches `enable_grad` / `requires_grad` is left alone.
 
@@ -58,7 +59,8 @@ TML501_DOCUMENTATION = """
     (`tests/test_project_rules.py`).
 
     A model the code borrows is left to its caller when nothing in the function calls
-    `.eval()` / `.train()`: a parameter of a method called once (monai's
+    `.eval()` / `.train()`: a parameter of a method called once (not `self`, the module
+    itself; a static method's first parameter is a parameter like the others; monai's
     `Inferer._run_inference(self, network, patch)`, which evaluators run without autograd and
     trainers with it; not the module an `on_train_*` hook of a Lightning `Callback` is given:
     the training loop calls it with autograd on), or `self.model` in a class that never assigns it nor calls
@@ -69,7 +71,8 @@ TML501_DOCUMENTATION = """
     autograd off: a sampler of its subclass is judged like any other code. A module-level
     `def predict(net, x): return net(x)` and a method that loops over its `network` argument
     are still reported. Elsewhere, a module called in a function that never backpropagates
-    (`self(idx)` in a method of a module class included) is reported when its output
+    (`self(idx)` or `self.forward(x)` in a method of a module class included, when no other
+    function of the file calls that method: a landmark detector's `get_landmarks`) is reported when its output
     (followed through the statement flow) ends only saved, printed, logged, made a number or
     numpy array, detached, given to a metric (`acc.update(out, y)`), or made indices (`torch.multinomial`, `argmax`,
     the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens
