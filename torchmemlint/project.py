@@ -604,6 +604,8 @@ class ProjectIndex:
                         parts.append(f"{klass.name}.{attribute}:{why or ''}")
             for other in self.importers(absolute, None) if module is not None and "importers" in facts else ():
                 parts.append(f">{other.path}:{other.error}:{other.star}:{sorted(other.imports.values())}")
+            for other in self.importers(absolute, None) if module is not None and "importer_texts" in facts else ():
+                parts.append(f"}}{other.path}:{other.error}:{other.digest}")  # what they read of it
             if module is not None and "imports" in facts:
                 # what the names it imports from the project are: an edit there may change them
                 for other in self.dependencies(absolute):

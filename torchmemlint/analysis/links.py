@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.project import Located, package_root, ProjectIndex, REGISTRY
+from torchmemlint.project import ensure_reach, Located, package_root, ProjectIndex, REGISTRY
 
 # Parsed files of the project, kept while the index they were followed in is the current one:
 # (path, digest) -> (index, analysis). A few: a file is followed into only for the names it
@@ -152,6 +152,16 @@ class ProjectLinks:
                 for ancestor in ancestry
             )
         return self._module_class[dotted]
+
+    def read_by_importers(self, attribute: str) -> bool:
+        """Whether a file of the project that imports this one reads ``.<attribute>`` on some
+        object (``pipe.head.predict(x)``), or cannot be read (it may): code there may call a
+        method of this file's classes."""
+        for other in self.index.importers(self.path, None):
+            ensure_reach(other)
+            if other.error is not None or attribute in other.foreign_reads:
+                return True
+        return False
 
     def definition(self, dotted: Optional[str], kind: str, package: bool = False) -> Optional[Tuple[Any, cst.CSTNode]]:
         """``(analysis of the defining file, its ClassDef / FunctionDef)`` for a class or

@@ -52,7 +52,7 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     """The module ``event`` runs, as the code names it (``self.encoder``, ``encoder``), when
     what the called value is shows a module; None otherwise. A test function (``test_*``)
     exercises modules on purpose: None there; so is a module class's method running its own
-    forward (``self(x)``) that another function of the file calls."""
+    forward (``self(x)``) that another function of the file, or a file importing this one, calls."""
     callee = event.func
     if callee is None or _TEST.match(facts.scope.name or ""):
         return None
@@ -66,7 +66,7 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     ):
         # `self(x)` / `self.forward(x)` in a method of the module class: its callers in the
         # file, when there are some, decide about autograd (and are reported themselves)
-        return None if called_in_file(facts) else known
+        return None if called_in_file(facts) or called_in_project(facts) else known
     if known is not None:
         return known
     head, _, attr = callee.partition(".")
@@ -113,6 +113,13 @@ def called_in_file(facts: ScopeFacts) -> bool:
                     callers.setdefault(call.func.rsplit(".", 1)[-1], set()).add(id(scope))
         walk._callers_by_name = callers  # type: ignore[attr-defined]  # once per file
     return bool(callers.get(facts.scope.name, set()) - {id(facts.scope)})
+
+
+def called_in_project(facts: ScopeFacts) -> bool:
+    """A file of the project that imports this one may call the scope's method
+    (``self.duration_head.predict_num_frames(...)`` in a pipeline): its caller there decides."""
+    links, name = facts.walk.links, facts.scope.name
+    return links is not None and bool(name) and links.read_by_importers(name)
 
 
 def module_attribute(facts: ScopeFacts, attr: str) -> bool:

@@ -79,7 +79,8 @@ class EvalWithoutNoGrad(_LoopRule):
 
     code = "TML501"
     needs_project = True  # a model class may come from another file (`from models import *`)
-    project_facts = frozenset({"imports"})
+    # ... and a method of a module class may be called by a file importing it
+    project_facts = frozenset({"imports", "importer_texts"})
     name = "eval-without-no-grad"
     summary = "The model is called in evaluation code with autograd on"
     fix_availability = FixAvailability.SOMETIMES
