@@ -280,10 +280,14 @@ class CheckpointCalls:
     def _method_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
         """``self.<method>(f, x)`` in a method of a class whose own or inherited ``<method>``
         is a checkpoint helper (``helpers.method_wrapper``)."""
-        env = self.env_at(here)
-        if env.owner is None or env.self_name is None or func.value.value != env.self_name:  # type: ignore[attr-defined]
-            return None
-        return method_wrapper(self.models, env.owner, func.attr.value)
+        order = self.index.order
+        for at, owner in reversed(self._functions(here)):  # (``env_at``'s owner, without the bindings at ``here``)
+            if owner is not None:
+                if func.value.value != _first_param(order[at]):  # type: ignore[attr-defined]
+                    return None
+                model = self.models.model(order[owner], self.bindings_at(owner))  # type: ignore[arg-type]
+                return method_wrapper(self.models, model, func.attr.value)
+        return None
 
     def __iter__(self):
         return iter(self.calls)
