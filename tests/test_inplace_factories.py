@@ -5,7 +5,7 @@ leaky()`` called in ``forward``, a module list run as a chain), each place judge
 a layer written there would be; the factory's definition is not reported. The edit goes into
 the factory and is offered only when every call of it in the project qualifies; a factory with
 an ``inplace`` parameter is fixed at each call instead. Factories of another file of the project
-(imported relatively) are followed. Look-alikes stay quiet: a place after a layer that needs its
+(imported relatively) are followed; a factory the module defines twice is its last `def`. Look-alikes stay quiet: a place after a layer that needs its
 output, a tensor read again, the block's own input, a factory never placed, a local class called
 ``LeakyReLU``.
 
@@ -222,6 +222,90 @@ CASES: Dict[str, str] = {
             def forward(self, x):
                 y = self.conv(x)
                 return self.act(y) + y + self.act2(self.conv(x))
+    ''',
+    # a factory the module defines twice, alike (phenaki-pytorch's cvivit.py): a call in a
+    # function runs the last `def`, which is followed (and is the one the edit goes into)
+    "defined_twice": '''
+        import torch.nn as nn
+
+
+        def leaky_relu(p=0.1):
+            return nn.LeakyReLU(p)
+
+
+        def exists(v):
+            return v is not None
+
+
+        def leaky_relu(p=0.1):
+            return nn.LeakyReLU(p)
+
+
+        class DiscriminatorBlock(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.net = nn.Sequential(
+                    nn.Conv2d(cin, cout, 3, padding=1),
+                    leaky_relu(),  # expect: TML201 fix=safe
+                    nn.Conv2d(cout, cout, 3, padding=1),
+                    leaky_relu(),  # expect: TML201 fix=safe
+                )
+
+            def forward(self, x):
+                return self.net(x)
+    ''',
+    # look-alikes: the later `def` returns a layer that is no activation, or one in place (what
+    # the first returns is never built); the name bound again by an import; a placed layer
+    # whose input is read again (a residual)
+    "defined_twice_quiet": '''
+        import torch.nn as nn
+
+
+        def act(p=0.1):
+            return nn.LeakyReLU(p)
+
+
+        def act(p=0.1):
+            return nn.Identity()
+
+
+        def hot(p=0.1):
+            return nn.LeakyReLU(p)
+
+
+        def hot(p=0.1):
+            return nn.LeakyReLU(p, inplace=True)
+
+
+        def gelu():
+            return nn.LeakyReLU(0.1)
+
+
+        def gelu():
+            return nn.LeakyReLU(0.1)
+
+
+        from .layers import gelu
+
+
+        def leaky(p=0.1):
+            return nn.LeakyReLU(p)
+
+
+        def leaky(p=0.1):
+            return nn.LeakyReLU(p)
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Sequential(nn.Conv2d(3, 8, 3), act(), nn.Conv2d(8, 8, 3), hot(), nn.Conv2d(8, 8, 3), gelu())
+                self.conv = nn.Conv2d(8, 8, 3, padding=1)
+                self.res = leaky()
+
+            def forward(self, x):
+                y = self.conv(self.a(x))
+                return y + self.res(y)
     ''',
 }
 

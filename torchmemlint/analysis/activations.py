@@ -458,8 +458,8 @@ class InplaceAnalysis:
         """The name of the function the statement being visited returns ``call`` from."""
         statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
         function = enclosing(self.cursor, cst.FunctionDef)
-        if type(function) is not cst.FunctionDef:
-            return None
+        if type(function) is not cst.FunctionDef or self.placing.superseded(function):
+            return None  # (a ``def`` a later one of the module replaces: never called)
         if not (
             type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
             and type(statement.body[0]) is cst.Return and statement.body[0].value is call

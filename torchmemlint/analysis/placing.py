@@ -99,9 +99,10 @@ class FactoryPlacing:
         self._spots_by: Dict[str, Tuple[List[Tuple[cst.Call, str, Any]], bool]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
         self._foreign: Dict[str, Optional[Tuple[cst.FunctionDef, List[Any], str]]] = {}
+        self._definitions: Dict[str, Optional[cst.FunctionDef]] = {}
 
     def spots(self, name: str, depth: int = 0) -> Tuple[List[Tuple[cst.Call, str, Any]], bool]:
-        """Each call of the function ``name`` of the file (defined once) that puts the layer it
+        """Each call of the function ``name`` of the file (``definition``) that puts the layer it
         returns somewhere, as ``(call, kind, data)``: ``"sequence"`` (an element of Sequentials,
         directly or through a spliced list: their orders and its parts), ``"attribute"``
         (``self.x = name(...)`` in ``__init__``: the class model and ``x``) or ``"chain"`` (an
@@ -112,7 +113,7 @@ class FactoryPlacing:
         if known is not None:
             return known
         self._spots_by[name] = ([], False)  # recursion guard
-        if len(self.file.layer_lists._by_name().get(name, ())) != 1:
+        if self.definition(name) is None:
             return [], False
         index = self.file.index
         order = index.order
@@ -127,6 +128,9 @@ class FactoryPlacing:
             )
             if called != name:
                 continue
+            method = index.function_of(here)
+            if method >= 0 and self.superseded(order[method]):  # type: ignore[arg-type]
+                continue  # (in a ``def`` a later one replaces: it never runs)
             spot = self.spot(here)
             if spot is None and depth < 4:
                 method = index.function_of(here)
@@ -143,6 +147,46 @@ class FactoryPlacing:
                 spots.append(spot)
         self._spots_by[name] = (spots, every)
         return spots, every
+
+    def definition(self, name: str) -> Optional[cst.FunctionDef]:
+        """The definition of the function ``name`` that its calls run: the file's only one; or,
+        where the module defines it several times, each a statement of the module itself
+        (``def leaky_relu(p=0.1): return nn.LeakyReLU(p)`` written twice), the last: a call
+        made in a function runs after the module has run every one of them. None where another
+        statement may bind the name (an import, an assignment, a parameter, ``global``: any
+        mention but a call, a ``def`` of it or an attribute so named), or a call made while the
+        module runs may come before the last ``def``."""
+        if name in self._definitions:
+            return self._definitions[name]
+        candidates = self.file.layer_lists._by_name().get(name, [])
+        found: Optional[cst.FunctionDef] = candidates[0] if len(candidates) == 1 else None
+        if len(candidates) > 1 and all(any(c is s for s in self.file.module.body) for c in candidates):
+            found = candidates[-1]
+            index = self.file.index
+            order, parent = index.order, index.parent
+            last = index.find(found)
+            for here in index.positions(cst.Name):
+                node = order[here]
+                if node.value != name:  # type: ignore[attr-defined]
+                    continue
+                above = order[parent[here]] if parent[here] >= 0 else None
+                if type(above) is cst.FunctionDef and any(above is c for c in candidates):
+                    continue
+                if type(above) is cst.Attribute and above.attr is node:
+                    continue
+                if type(above) is cst.Call and above.func is node and (
+                    index.function_of(parent[here]) >= 0 or (last is not None and here > last)
+                ):
+                    continue  # (called in a function, or by the module after the last ``def``)
+                found = None
+                break
+        self._definitions[name] = found
+        return found
+
+    def superseded(self, function: cst.FunctionDef) -> bool:
+        """Whether a later definition of the module replaces ``function`` (``definition``)."""
+        live = self.definition(function.name.value)
+        return live is not None and live is not function
 
     def spot(self, here: int) -> Optional[Tuple[cst.Call, str, Any]]:
         """The place the call at position ``here`` of the index puts what it returns (see
