@@ -200,3 +200,81 @@ def test_cli(tmp_path):
     result = run_cli("--select", "TML601", "--output-format", "json", "--exit-zero", "--no-cache", str(tmp_path))
     found = sorted((f["filename"].rsplit("/", 1)[-1], f["code"]) for f in json.loads(result.stdout))
     assert found == [("other.py", "TML601"), ("plain.py", "TML601")]
+
+
+# voicebox's ``Attend``: SDPA behind ``if self.flash:`` in a method of the class, ``flash=False``
+# the constructor's default: training runs the eager path unless a caller opts in
+OPT_IN_FLASH = HEADER + """
+class Attend(nn.Module):
+    def __init__(self, dropout=0.0, flash=False, scale=None):
+        super().__init__()
+        self.dropout = dropout
+        self.attn_dropout = nn.Dropout(dropout)
+        self.scale = scale
+        self.flash = flash
+        assert not (flash and not torch.cuda.is_available())
+
+    def flash_attn(self, q, k, v, mask=None):
+        if mask is not None:
+            mask = mask.expand(-1, q.shape[1], q.shape[2], -1)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.dropout if self.training else 0.0)
+
+    def forward(self, q, k, v, mask=None):
+        scale = q.shape[-1] ** -0.5 if self.scale is None else self.scale
+        if self.flash:
+            return self.flash_attn(q, k, v, mask=mask)
+        sim = torch.einsum("b h i d, b h j d -> b h i j", q, k) * scale
+        if mask is not None:
+            sim = sim.masked_fill(~mask, -torch.finfo(sim.dtype).max)
+        attn = sim.softmax(dim=-1)
+        attn = self.attn_dropout(attn)
+        return torch.einsum("b h i j, b h j d -> b h i d", attn, v)
+"""
+
+# a function's own switch, ``use_sdpa=False``
+OPT_IN_PARAMETER = HEADER + """
+def attention(q, k, v, use_sdpa=False):
+    if use_sdpa:
+        return F.scaled_dot_product_attention(q, k, v)
+    weights = (q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5).softmax(dim=-1)
+    return weights @ v
+"""
+
+OFF_BY_DEFAULT = {
+    "opt-in-flash": OPT_IN_FLASH,
+    "opt-in-flash-literal": OPT_IN_FLASH.replace("self.flash = flash\n", "self.flash = False\n"),
+    "opt-in-flash-negated": OPT_IN_FLASH.replace("if self.flash:", "if not (not self.flash):"),
+    "opt-in-flash-conjunction": OPT_IN_FLASH.replace("if self.flash:", "if self.flash and q.is_cuda:"),
+    "opt-in-two-arms": TWO_ARMS.replace("fused_attn=True", "fused_attn=False"),
+    "opt-in-parameter": OPT_IN_PARAMETER,
+    "opt-in-built-with-default": OPT_IN_FLASH + "\n\nlayer = Attend(0.1, flash=False)\n",
+}
+
+# the SDPA path is the default, or nothing in the file says it is off: a deliberate fallback
+ON_OR_UNKNOWN = {
+    "flash-default-true": OPT_IN_FLASH.replace("flash=False, scale", "flash=True, scale"),
+    "flash-default-none": OPT_IN_FLASH.replace("flash=False, scale", "flash=None, scale"),
+    "timm-config": OPT_IN_FLASH.replace("self.flash = flash\n", "self.flash = use_fused_attn()\n"),
+    "built-with-flash": OPT_IN_FLASH + "\n\nlayer = Attend(0.1, flash=True)\n",
+    "built-positionally": OPT_IN_FLASH + "\n\nlayer = Attend(0.1, config.flash)\n",
+    "rebound-in-init": OPT_IN_FLASH.replace("        self.flash = flash\n", "        flash = flash or torch.cuda.is_available()\n        self.flash = flash\n"),
+    "set-elsewhere": OPT_IN_FLASH.replace("    def flash_attn(", "    def enable_flash(self):\n        self.flash = True\n\n    def flash_attn("),
+    "negated-test": OPT_IN_FLASH.replace("if self.flash:", "if not self.flash:"),
+    "parameter-passed-on": OPT_IN_PARAMETER + "\n\ndef block(q, k, v):\n    return attention(q, k, v, use_sdpa=True)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OFF_BY_DEFAULT))
+def test_an_sdpa_path_off_by_default_is_no_fallback(name):
+    source = OFF_BY_DEFAULT[name]
+    assert source != OPT_IN_FLASH or name == "opt-in-flash"
+    found, why = quiet(source)
+    assert len(found) == 1 and why == []
+
+
+@pytest.mark.parametrize("name", sorted(ON_OR_UNKNOWN))
+def test_an_sdpa_path_on_by_default_or_unknown_stays_a_fallback(name):
+    source = ON_OR_UNKNOWN[name]
+    assert source not in (OPT_IN_FLASH, OPT_IN_PARAMETER)  # the replacement took
+    found, why = quiet(source)
+    assert found == [] and len(why) == 1

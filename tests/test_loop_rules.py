@@ -196,6 +196,36 @@ def test_following_names_within_a_function():
     assert [(f.code, f.location.row) for f in findings] == [("TML502", 10)]
 
 
+HELPER_SPLIT = (
+    "import torch\n"
+    "def split(questions, raw_pred, n):\n"
+    "    index = torch.nonzero(questions)[1:, 1]\n"
+    "    pred = raw_pred[: index.shape[0]].gather(1, (index % n).view(-1, 1)).flatten()\n"
+    "    return pred, index // n\n"
+    "def evaluate(model, loader, n):\n"
+    "    model.eval()\n"
+    "    y_pred, y_truth, seen = torch.Tensor([]), torch.Tensor([]), []\n"
+    "    for batch in loader:\n"
+    "        out = model(batch)\n"
+    "        for i in range(batch.shape[0]):\n"
+    "            pred, truth = split(batch[i], out[i], n)\n"
+    "            y_truth = torch.cat([y_truth, truth])\n"
+    "            seen.append(truth)\n"
+    "            y_pred = torch.cat([y_pred, pred])\n"
+    "    return y_pred.detach(), y_truth\n"
+)
+
+
+def test_a_helper_of_the_file_hands_back_the_output_element_by_element():
+    """`pred, truth = split(batch[i], out[i], n)`: only `pred` is the model output (the
+    helper's scope replayed with its parameters bound, ``analysis/helper_returns.py``), and
+    the inner loop's joins keep it across the loop over batches that computed it."""
+    found = [(f.code, f.location.row) for f in lint(HELPER_SPLIT, "TML502")]
+    assert found == [("TML502", 15)]
+    detached = HELPER_SPLIT.replace("return pred, index // n", "return pred.detach(), index // n")
+    assert lint(detached, "TML502") == []
+
+
 @pytest.fixture(scope="module")
 def fixed_dir(tmp_path_factory):
     """The fixtures after `torchmemlint --fix --unsafe-fixes`."""

@@ -68,6 +68,100 @@ VALID = (
     '    for x in loader:\n'
     '        both = torch.cat((x, model(x)), 1)\n'
     '        print(both.shape)\n',
+    # a same-file helper that detaches what it selects from the output
+    'import torch\n'
+    '\n'
+    '\n'
+    'def select(raw_pred, questions):\n'
+    '    pred = raw_pred[: questions.shape[0]].gather(1, questions.view(-1, 1))\n'
+    '    return pred.detach().flatten(), questions\n'
+    '\n'
+    '\n'
+    'def evaluate(model, loader):\n'
+    '    model.eval()\n'
+    '    y_pred = torch.Tensor([])\n'
+    '    for batch, questions in loader:\n'
+    '        out = model(batch)\n'
+    '        pred, _ = select(out, questions)\n'
+    '        y_pred = torch.cat([y_pred, pred])\n'
+    '    return y_pred.numpy()\n',
+    # the helper's other result: indices read off the batch, no graph
+    'import torch\n'
+    '\n'
+    '\n'
+    'def process_raw_pred(raw_question_matrix, raw_pred, num_questions):\n'
+    '    questions = torch.nonzero(raw_question_matrix)[1:, 1] % num_questions\n'
+    '    pred = raw_pred[: questions.shape[0]].gather(1, questions.view(-1, 1)).flatten()\n'
+    '    truth = torch.nonzero(raw_question_matrix)[1:, 1] // num_questions\n'
+    '    return pred, truth\n'
+    '\n'
+    '\n'
+    'def evaluate(model, loader, num_questions):\n'
+    '    model.eval()\n'
+    '    y_truth = torch.Tensor([])\n'
+    '    for batch in loader:\n'
+    '        out = model(batch)\n'
+    '        for student in range(batch.shape[0]):\n'
+    '            pred, truth = process_raw_pred(batch[student], out[student], num_questions)\n'
+    '            y_truth = torch.cat([y_truth, truth])\n'
+    '    return y_truth\n',
+    # a helper that makes a number of the output (a comparison): no graph
+    'import torch\n'
+    '\n'
+    '\n'
+    'def accuracy(out, y):\n'
+    '    return (out.argmax(1) == y).float().mean()\n'
+    '\n'
+    '\n'
+    'def evaluate(model, loader):\n'
+    '    model.eval()\n'
+    '    total = 0\n'
+    '    for x, y in loader:\n'
+    '        total += accuracy(model(x), y)\n'
+    '    return total / len(loader)\n',
+    # the helper runs under `torch.no_grad()` at the call
+    'import torch\n'
+    '\n'
+    '\n'
+    'def first(raw):\n'
+    '    return raw[:, 0]\n'
+    '\n'
+    '\n'
+    'def evaluate(model, loader):\n'
+    '    model.eval()\n'
+    '    preds = []\n'
+    '    for x in loader:\n'
+    '        out = model(x)\n'
+    '        with torch.no_grad():\n'
+    '            preds.append(first(out))\n'
+    '    return preds\n',
+    # a callable passed in, not a function of this file
+    'import torch\n'
+    '\n'
+    '\n'
+    'def first(raw):\n'
+    '    return raw[:, 0]\n'
+    '\n'
+    '\n'
+    'def evaluate(model, loader, first):\n'
+    '    model.eval()\n'
+    '    preds = []\n'
+    '    for x in loader:\n'
+    '        preds.append(first(model(x)))\n'
+    '    return preds\n',
+    # the list of one batch's items is made anew for every batch (the outer loop's output is
+    # kept only across the inner loop)
+    'import torch\n'
+    '\n'
+    '\n'
+    'def evaluate(model, loader):\n'
+    '    model.eval()\n'
+    '    for x in loader:\n'
+    '        out = model(x)\n'
+    '        parts = []\n'
+    '        for i in range(out.shape[0]):\n'
+    '            parts.append(out[i])\n'
+    '        print(torch.stack(parts).shape)\n',
 )
 
 INVALID = (
@@ -172,5 +266,66 @@ INVALID = (
         '        losses = torch.cat((losses, loss.unsqueeze(0)))\n'
         '    return losses\n',
         line=11,
+    ),
+    # EduKTM's DKT.eval: each student's predictions, sliced from the batch's output by a helper
+    # of the file, joined across every batch in an inner loop
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def process_raw_pred(raw_question_matrix, raw_pred, num_questions):\n'
+        '    questions = torch.nonzero(raw_question_matrix)[1:, 1] % num_questions\n'
+        '    length = questions.shape[0]\n'
+        '    pred = raw_pred[: length]\n'
+        '    pred = pred.gather(1, questions.view(-1, 1)).flatten()\n'
+        '    truth = torch.nonzero(raw_question_matrix)[1:, 1] // num_questions\n'
+        '    return pred, truth\n'
+        '\n'
+        '\n'
+        'class DKT:\n'
+        '    def eval(self, test_data):\n'
+        '        self.dkt_model.eval()\n'
+        '        y_pred = torch.Tensor([])\n'
+        '        y_truth = torch.Tensor([])\n'
+        '        for batch in test_data:\n'
+        '            integrated_pred = self.dkt_model(batch)\n'
+        '            for student in range(batch.shape[0]):\n'
+        '                pred, truth = process_raw_pred(batch[student], integrated_pred[student], self.num_questions)\n'
+        '                y_pred = torch.cat([y_pred, pred])\n'
+        '                y_truth = torch.cat([y_truth, truth])\n'
+        '        return y_truth.detach().numpy(), y_pred.detach().numpy()\n',
+        line=22,
+    ),
+    # each row of the batch's output kept, in a loop inside the loop over batches
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'def predict(model, loader):\n'
+        '    model.eval()\n'
+        '    rows = []\n'
+        '    for x in loader:\n'
+        '        out = model(x)\n'
+        '        for i in range(out.shape[0]):\n'
+        '            rows.append(out[i])\n'
+        '    return rows\n',
+        line=10,
+    ),
+    # a method of the class selects from the output
+    Invalid(
+        'import torch\n'
+        '\n'
+        '\n'
+        'class Evaluator:\n'
+        '    def _select(self, logits, index):\n'
+        '        return logits.index_select(1, index)\n'
+        '\n'
+        '    def evaluate(self, loader, index):\n'
+        '        self.model.eval()\n'
+        '        kept = []\n'
+        '        for x in loader:\n'
+        '            kept.append(self._select(self.model(x), index))\n'
+        '        return kept\n',
+        line=12,
     ),
 )

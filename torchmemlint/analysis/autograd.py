@@ -60,7 +60,7 @@ GRAD_KEEPING_METHODS = frozenset(
     {"mean", "sum", "squeeze", "unsqueeze", "view", "reshape", "flatten", "float", "double",
      "half", "bfloat16", "to", "cpu", "cuda", "clone", "contiguous", "softmax", "log_softmax",
      "sigmoid", "exp", "abs", "permute", "transpose", "t", "view_as", "reshape_as", "expand",
-     "narrow", "squeeze_", "unsqueeze_"}
+     "narrow", "squeeze_", "unsqueeze_", "gather", "index_select"}
 )
 # For activations kept on `self`, `.detach()` keeps the memory (only moving it off does not).
 DEVICE_KEEPING_METHODS = (GRAD_KEEPING_METHODS - {"cpu"}) | {"detach", "detach_", "chunk"}

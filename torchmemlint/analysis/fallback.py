@@ -21,7 +21,10 @@ the ``return`` the output may pass through the steps ``TO_RETURN`` names (``self
 
 Either way the SDPA path must be one that may run with autograd on: where an ``if`` lets it run
 only without autograd (``if not torch.is_grad_enabled():``, ``with torch.no_grad():``), training
-always takes the eager path, which keeps the weights for backward (``_with_grad``).
+always takes the eager path, which keeps the weights for backward; and so does it where an ``if``
+lets the SDPA path run only while a flag is set that is off unless a caller turns it on
+(``if self.flash:`` with ``flash=False`` the constructor's default: ``analysis/flags.py``), the
+default path being the eager one (``_in_training``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import grad_effect
+from torchmemlint.analysis.flags import off_by_default
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to
 
@@ -50,7 +54,7 @@ def sdpa_fallback(graph: FunctionValues, product: Value, operands: Tuple[Value, 
     joins, _ = _following(graph, product, PASSES, 4)
     for consumer, source in joins.values():
         if consumer.op == "join" and any(
-            _with_grad(graph, call) for other in consumer.inputs if other is not source
+            _in_training(graph, call, other) for other in consumer.inputs if other is not source
             for call in _attention_calls(other, [], PASSES | {"tuple"}, 4)
         ):
             return JOINED
@@ -63,7 +67,7 @@ def sdpa_fallback(graph: FunctionValues, product: Value, operands: Tuple[Value, 
         if id(other) in mine or other is product:
             continue
         for call in _attention_calls(other, contexts, TO_RETURN, 6):
-            if not _with_grad(graph, call):
+            if not _in_training(graph, call, other):
                 continue
             theirs: Set[int] = set().union(*(_sources(source) for source in call.inputs)) if call.inputs else set()
             if all(found & theirs for found in operand_sources):
@@ -101,16 +105,25 @@ def _attention_calls(value: Value, contexts: List[cst.CSTNode], through: FrozenS
     return [call for v in value.inputs for call in _attention_calls(v, contexts, through, depth - 1)]
 
 
-def _with_grad(graph: FunctionValues, call: Value) -> bool:
-    """May the SDPA ``call`` run with autograd on? Not when an ``if`` around it lets it run only
-    with autograd off (``if not torch.is_grad_enabled():``, ``torch.is_inference_mode_enabled()``,
-    also in a conjunction; the ``else`` of ``if torch.is_grad_enabled():``) or a ``with`` enters
-    ``torch.no_grad()``/``torch.inference_mode()``: the eager path is then the one training runs,
-    the attention TML601 is about, and no fallback."""
-    path = path_to(graph.function, call.node) if call.node is not None else None
+def _in_training(graph: FunctionValues, call: Value, other: Value) -> bool:
+    """May the SDPA ``call`` (reached from ``other``, a value of this function: the call of a
+    same-file helper that runs it) run in training, by default? Not when an ``if`` around it lets
+    it run only with autograd off (``if not torch.is_grad_enabled():``,
+    ``torch.is_inference_mode_enabled()``, also in a conjunction; the ``else`` of ``if
+    torch.is_grad_enabled():``) or a ``with`` enters ``torch.no_grad()``/``torch.inference_mode()``;
+    nor when an ``if`` lets it run only while a flag that is off unless a caller turns it on is
+    set (``if self.flash:`` with ``self.flash = flash`` and ``flash=False`` in ``__init__``, no
+    call of this file passing another value; ``flags.py``): the eager path is then the one
+    training runs, the attention TML601 is about, and no fallback."""
+    inside = call.node is not None and path_to(graph.function, call.node) is not None
+    node = call.node if inside else other.node
+    path = path_to(graph.function, node) if node is not None else None
     bindings = graph.file.bindings
     for node, child in zip(path or (), (path or ())[1:]):
-        if type(node) is cst.If and (child is node.body or child is node.orelse) and _grad_off_when(node.test, child is node.body, bindings.qualify):
+        if type(node) is cst.If and (child is node.body or child is node.orelse) and (
+            _grad_off_when(node.test, child is node.body, bindings.qualify)
+            or off_by_default(graph, node.test, child is node.body)
+        ):
             return False
         if type(node) is cst.With and child is node.body and any(grad_effect(item.item, bindings) == "off" for item in node.items):
             return False

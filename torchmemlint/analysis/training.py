@@ -18,6 +18,7 @@ from torchmemlint.analysis.autograd import (
     FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
+from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 from torchmemlint.analysis.syntax import property_returns
@@ -67,6 +68,8 @@ class ScopeFacts:
         self.backward_losses = self._backward_losses()
         self.scalar_losses = self._scalar_losses()
         self.env: Dict[str, Value] = {}
+        self.depth = 0  # 1 in a helper's scope replayed for a caller (``helper_returns``)
+        self.returned: Dict[int, object] = {}  # what each helper call returns (``returned_by``)
         # `torch` in this scope is the package (a fix may write `torch.no_grad()`)
         self.torch_named = self.bindings.qualify(cst.Name("torch")) == "torch"
 
@@ -279,7 +282,8 @@ class ScopeFacts:
         if call.args and _keeps_graph(qualified):
             base = self.value_of(call.args[0].value, ctx)
             return dataclasses.replace(base, scalar=False) if base else None
-        return None
+        returned = returned_by(self, call, ctx) if qualified is None else None  # a helper's
+        return _held(returned) if type(returned) is tuple else returned  # type: ignore[return-value]
 
     def model_part(self, call: cst.Call) -> bool:
         """`self.model.decoder1(z)`, `model.encode(x)`: a part or a method of the model run on
@@ -379,23 +383,24 @@ class ScopeFacts:
                 self.env[target] = value
 
     def _bind_elementwise(self, event: AssignEvent) -> bool:
-        """`out, target = model(x), y`: each name takes the value of its own element."""
+        """`out, target = model(x), y`, `pred, truth = helper(batch, out)`: each name takes
+        the value of its own element (``helper_returns.unpacked``)."""
         node = event.node
-        if not event.unpacked or type(event.value) not in (cst.Tuple, cst.List):
-            return False
-        if type(node) is not cst.Assign or len(node.targets) != 1:
+        if not event.unpacked or type(node) is not cst.Assign or len(node.targets) != 1:
             return False
         names = node.targets[0].target
-        values = event.value.elements  # type: ignore[union-attr]
-        if type(names) not in (cst.Tuple, cst.List) or len(names.elements) != len(values) or any(
-            type(element) is not cst.Element for element in (*names.elements, *values)
+        values = unpacked(self, event)
+        if values is None or type(names) not in (cst.Tuple, cst.List) or len(names.elements) != len(values) or any(
+            type(element) is not cst.Element for element in names.elements
         ):
             return False
         for name, element in zip(names.elements, values):
             target = dotted_name(name.value)
             if target is None:
                 continue
-            value = self.value_of(element.value, event.ctx)
+            value = (
+                self.value_of(element, event.ctx) if isinstance(element, cst.CSTNode) else element
+            )
             if value is not None and target in self.scalar_losses and not event.ctx.no_grad:
                 value = Value(Kind.LOSS, value.loops, True)
             if value is None:
@@ -674,11 +679,6 @@ _NEW_TENSORS = frozenset(
     {"torch.tensor", "torch.Tensor", "torch.as_tensor", "torch.from_numpy", "torch.unique",
      "torch.bucketize", "torch.searchsorted", "torch.no_grad", "torch.device", "torch.manual_seed"}
 )
-
-
-def _short(code: str, limit: int = 40) -> str:
-    code = " ".join(code.split())
-    return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
 def _reduced(call: cst.Call) -> bool:

@@ -93,7 +93,14 @@ class EagerAttention(Rule):
     F.scaled_dot_product_attention(q, k, v)` before the eager code; a patch of SDPA that runs
     the original under `torch.nn.attention.sdpa_kernel(...)` except where it takes the eager
     path). An SDPA path that runs only with autograd off (`if not torch.is_grad_enabled():`,
-    `with torch.no_grad():`) leaves the eager one reported: training runs it. It is quiet
+    `with torch.no_grad():`) leaves the eager one reported: training runs it. So does an SDPA
+    path that runs only while a flag is set that is off unless a caller turns it on (`if
+    self.flash: return self.flash_attn(q, k, v, mask)` with `self.flash = flash` and
+    `flash=False` the constructor's default, or `False` itself; a function's own
+    `use_sdpa=False`; no call in the file passing anything but `False`,
+    `analysis/flags.py`): training runs the eager path by default. A flag from a call (timm's
+    `self.fused_attn = use_fused_attn()`), defaulting to `True` or `None`, or set elsewhere
+    keeps the fallback quiet (`tests/test_attention_fallback.py`). It is quiet
     for look-alikes too: a softmax over the queries,
     linear attention (a softmax of q or k themselves), a classification head times a matrix
     (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It reports without a fix

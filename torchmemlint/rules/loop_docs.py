@@ -155,14 +155,19 @@ TML502_DOCUMENTATION = """
     collects never backpropagated, outside `no_grad`). A model output is also what a part or
     method of the model given its input by position returns (`self.model.decoder1(z)`;
     unpacked, only the loss beside it), and a torch function of one
-    (`torch.mean((x - w) ** 2)`) keeps its graph; a sum that starts as a string holds none
+    (`torch.mean((x - w) ** 2)`) keeps its graph, and so does what a function of the same
+    file (or a plain method of the class) returns of one, element by element
+    (`pred, truth = process_raw_pred(batch[i], out[i], n)`: its `pred` sliced and gathered
+    from `out[i]`, not its `truth`); a sum that starts as a string holds none
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
     `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
-    a loss or step are considered, and only values computed in the same iteration.
+    a loss or step are considered, and only values computed in the same iteration of a loop
+    the accumulator outlives (also an outer one: `y_pred = torch.cat([y_pred, pred])` for
+    each item of the output a loop over batches computed).
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
     that are themselves backpropagated (gradient accumulation) are not reported. Nor are
     one batch's items: a list filled in a loop that neither iterates something named like a

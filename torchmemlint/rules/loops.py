@@ -33,7 +33,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
     _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
-    _self_attribute_name, _short, Value,
+    _self_attribute_name, Value,
 )
 from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_allow
 from torchmemlint.findings import Applicability
@@ -302,6 +302,11 @@ EVAL_PEAK_FACTOR = "x2.33"  # eval_without_no_grad_peak_ratio
 EVAL_GROWTH = "6.29 MB"  # eval_total_loss_growth_per_iteration
 RETAIN_GRAPH_PEAK = "+40 %"  # retain_graph_peak_change_pct
 LIST_GROWTH = "2.1 MB"  # feats_list_growth_per_iteration
+
+
+def _short(code: str, limit: int = 40) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -589,8 +594,12 @@ class _Checks:
         value = self.facts.value_of(value_node, ctx)
         if value is None or value.kind is Kind.ACTIVATION:
             return
-        loop = ctx.loops[-1]
-        if loop not in value.loops or self.facts.reassigned_in(accumulator, loop, event.node):
+        # the innermost loop whose iterations the accumulator outlives and that computes the
+        # value: also an outer one (`y_pred = torch.cat([y_pred, pred])` over each item of the
+        # output the loop over batches computed)
+        persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
+        loop = next((kept for kept in persists if kept in value.loops), None)
+        if loop is None:
             return
         if not self.facts.loop_computes(loop):
             return
@@ -603,8 +612,7 @@ class _Checks:
             return  # one batch's items (per-image losses handed on, embeddings stacked after)
         if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
-        persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
-        training = any(self.facts.loop_has(loop, self.facts.training_calls) for loop in persists)
+        training = any(self.facts.loop_has(kept, self.facts.training_calls) for kept in persists)
         if not training and self.facts.grad_controlled(event.seq):
             return
         if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
