@@ -13,7 +13,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from tests.attention_cases import found_sites, run_cli
+from attention_cases import found_sites, run_cli
 from torchmemlint.analysis.attention import AttentionSites
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.names import Bindings

@@ -622,10 +622,10 @@ class _Checks:
         if folded is not None:
             head = f"`{accumulator}` joins the {what} `{shown}` of every iteration to itself"
         elif appended:
-            head = (
-                f"`{shown_accumulator or accumulator}.append({shown})` keeps the {what} of "
-                "every iteration"
-            )
+            holder = shown_accumulator or accumulator
+            room = 90 - len(f"`{holder}.append()` keeps the {what} of every iteration.")
+            shown = _short(self.walk.module.code_for_node(value_node), max(12, min(40, room)))
+            head = f"`{holder}.append({shown})` keeps the {what} of every iteration"
         else:
             head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
         if training:
