@@ -15,7 +15,7 @@ from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
-from torchmemlint.analysis.syntax import walk
+from torchmemlint.analysis.syntax import is_staticmethod, walk
 from torchmemlint.analysis.training import ScopeFacts
 from torchmemlint.analysis.vocabulary import KIND_BY_MODULE
 
@@ -453,7 +453,7 @@ def _self_name(facts: ScopeFacts) -> Optional[str]:
     function = facts.scope.function
     if facts.scope.owner is None or function is None or not function.params.params:
         return None
-    if any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators):
+    if is_staticmethod(function):
         return None
     return function.params.params[0].name.value
 

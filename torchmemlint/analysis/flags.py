@@ -18,6 +18,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from torchmemlint.analysis.factories import parameter
+from torchmemlint.analysis.syntax import literal_bool
 
 
 def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
@@ -42,7 +43,7 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     if assignment is None:
         return False
     value = assignment.value
-    if type(value) is cst.Name and value.value == "False":
+    if literal_bool(value) is False:
         return True
     return type(value) is cst.Name and _default_false(graph, assignment.method, value.value)
 
@@ -51,11 +52,8 @@ def _default_false(graph: Any, function: cst.FunctionDef, name: str) -> bool:
     """``name`` is a parameter of ``function``, not rebound there, defaulting to ``False``, and
     every call of ``function`` in this file leaves it so."""
     param: Optional[cst.Param] = parameter(function, name)
-    if param is None or not _false(param.default):
+    if param is None or literal_bool(param.default) is not False:
         return False
     passed = graph.file.analysis.factories.passed(function, param)
-    return passed is not None and all(value is None or _false(value) for value, _ in passed)
+    return passed is not None and all(value is None or literal_bool(value) is False for value, _ in passed)
 
-
-def _false(node: Optional[cst.BaseExpression]) -> bool:
-    return type(node) is cst.Name and node.value == "False"

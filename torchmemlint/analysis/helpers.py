@@ -23,7 +23,7 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.inheritance import method_definition
-from torchmemlint.analysis.syntax import _scope_of, _walk_types, self_path
+from torchmemlint.analysis.syntax import _scope_of, _walk_types, is_staticmethod, self_path
 from torchmemlint.project import REGISTRY
 from torchmemlint.tree import walk
 
@@ -75,10 +75,7 @@ def method_wrapper(models, owner, name: str) -> Optional[Wrapper]:
         return None
     other, _, method = found
     wrapper = _cached(other, method, lambda: _function_wrapper(other, method))
-    bound = 0 if any(
-        type(decorator.decorator) is cst.Name and decorator.decorator.value == "staticmethod"
-        for decorator in method.decorators
-    ) else 1
+    bound = 0 if is_staticmethod(method) else 1
     if wrapper is None or wrapper.position < bound:
         return None  # (it checkpoints `self`)
     return replace(wrapper, position=wrapper.position - bound)

@@ -125,6 +125,11 @@ def block_indent(suite: cst.BaseSuite, module: cst.Module) -> str:
     return ""
 
 
+def is_staticmethod(method: cst.FunctionDef) -> bool:
+    """A ``@staticmethod``: its first parameter is an argument like the others."""
+    return any(type(d.decorator) is cst.Name and d.decorator.value == "staticmethod" for d in method.decorators)
+
+
 def is_static(method: cst.FunctionDef) -> bool:
     return any(
         type(d.decorator) is cst.Name and d.decorator.value in ("staticmethod", "classmethod")
