@@ -564,3 +564,91 @@ def test_the_depth_screen_on_real_modules():
     texts += ["(" * 60 + "x" * 600, ")" * 300 + "(" * 101, "[" * 101 + "]" * 101, "a = 1\n" * 30]
     assert [engine.may_exceed_python_limits(text) for text in texts] == [_exceeds_reference(text) for text in texts]
     assert any(engine.may_exceed_python_limits(text) for text in texts[-4:])
+
+
+_REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+LITERALS = [
+    "'abc'", '"abc"', "''", '""', "'''a\nb'''", '"""a\n"b"\n"""', "'''x'''", '""""""', "'it''s'",
+    r"'a\nb'", r"'\x41\u00e9'", r"'\''", "r'a\\d'", "R'x'", "b'bytes'", "rb'\\x00'", "u'uni'",
+    "'ünï cødé'", "'''a\r\nb'''", "'''a\rb'''", '"with \'quotes\'"', "'{}'", "'#not a comment'",
+    "0", "00", "7", "1_000", "0x1F", "0X_ff", "0o17", "0b1010", "123456789012345678901234567890",
+    "1.0", ".5", "1.", "1e-5", "1E+3", "3.14_15", "1_0.5e1_0", "0.0", "1e400", "0e0",
+]
+
+
+@pytest.mark.parametrize("text", LITERALS)
+def test_literal_values_are_those_of_ast_literal_eval(text):
+    import ast
+
+    import torchmemlint.tree  # noqa: F401 - installs the fast readers
+
+    node = cst.parse_expression(text)
+    assert type(node) in (cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)
+    value = node.evaluated_value
+    expected = ast.literal_eval(text)
+    assert type(value) is type(expected) and value == expected
+
+
+def test_literal_values_of_every_literal_in_real_files_are_those_of_ast_literal_eval():
+    import ast
+
+    from torchmemlint.tree import NodeIndex, parse_module
+
+    seen = 0
+    for path in sorted((_REPO / "torchmemlint").rglob("*.py")) + sorted((_REPO / "tests").rglob("*.py")):
+        module = parse_module(path.read_text(encoding="utf-8"))
+        for node in NodeIndex(module, register=False).order:
+            if type(node) in (cst.SimpleString, cst.Integer, cst.Float):
+                expected = ast.literal_eval(node.value)
+                assert node.evaluated_value == expected and type(node.evaluated_value) is type(expected), node.value
+                seen += 1
+    assert seen > 5000
+
+
+# -- garbage collection in a batch worker --------------------------------------------------------
+class _Holder:
+    pass
+
+
+def test_a_batch_worker_collects_what_a_file_left_in_cycles_and_freezes_what_lives(monkeypatch):
+    import gc
+    import weakref
+
+    monkeypatch.setattr(engine, "_frozen_after_collection", gc.get_freeze_count())
+    gc.disable()  # (as while a worker lints: only the worker's own collections free cycles)
+    try:
+        garbage = _Holder()
+        garbage.me = garbage  # a cycle nothing else refers to
+        dead = weakref.ref(garbage)
+        kept = _Holder()
+        kept.me = kept
+        del garbage
+        engine._between_files()
+        assert dead() is None
+        assert gc.is_tracked(kept) and gc.get_freeze_count() > 0
+        # a cycle closed later among frozen objects is freed by the next full collection
+        monkeypatch.setattr(engine, "_FROZEN_STEP", -1)
+        old = weakref.ref(kept)
+        del kept
+        engine._between_files()
+        assert old() is None
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_the_summary_lint_of_a_cache_miss_restores_the_collector_and_keeps_no_tree(tmp_path):
+    import gc
+
+    path = tmp_path / "model.py"
+    path.write_text("import torch.nn as nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        return nn.functional.relu(x)\n")
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            result = engine._lint_data(str(path), path.read_bytes(), Settings(), False, summary=True)
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+        assert result.summary is not None
+        assert not any(type(obj).__name__ == "Module" and type(obj).__module__.startswith("libcst")
+                       for obj in gc.get_referents(result))

@@ -21,6 +21,7 @@ import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.project import ensure_reach, Located, package_root, ProjectIndex, REGISTRY
+from torchmemlint.tree import parse_module
 
 # Parsed files of the project, kept while the index they were followed in is the current one:
 # (path, digest) -> (index, analysis). A few: a file is followed into only for the names it
@@ -191,7 +192,7 @@ class ProjectLinks:
         if text is None:
             return None
         try:
-            module = cst.parse_module(text)
+            module = parse_module(text)  # (without the per-node checks, as the engine parses)
         except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
         bindings = Bindings()
