@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import gc
 import os
+import sys
 import time
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -746,23 +747,27 @@ def _lint_one(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
 # through its generations, the oldest at every full collection. After each file a worker
 # collects the young generation (what the file's lint left in cycles: it was allocated during
 # the file) and moves what lives on into the collector's permanent generation, so that later
-# collections only see what is new; once the frozen objects have grown by ``_FROZEN_STEP``
+# collections only see what is new; once the objects in use have grown by ``_GROWTH_STEP``
 # since the last full collection, it collects everything once (a cycle closed later among older
 # objects is still freed, and the work stays proportional to what was allocated).
-_FROZEN_STEP = 1_000_000
-_frozen_after_collection = 0
+_GROWTH_STEP = 1_000_000
+_blocks_after_collection: Optional[int] = None  # (a worker's first file: what it started with)
 
 
 def _between_files() -> None:
-    global _frozen_after_collection
+    global _blocks_after_collection
     gc.collect(0)  # the file's own cycles: everything allocated since the last call is young
-    if gc.get_freeze_count() - _frozen_after_collection <= _FROZEN_STEP:
+    # (the growth is read from the allocator's count of blocks in use, which costs nothing;
+    # ``gc.get_freeze_count()`` walks the whole frozen list)
+    if _blocks_after_collection is None:
+        _blocks_after_collection = sys.getallocatedblocks()
+    if sys.getallocatedblocks() - _blocks_after_collection <= _GROWTH_STEP:
         gc.freeze()
         return
     gc.unfreeze()
     gc.collect()
     gc.freeze()
-    _frozen_after_collection = gc.get_freeze_count()
+    _blocks_after_collection = sys.getallocatedblocks()
 
 
 def run_parallel(
