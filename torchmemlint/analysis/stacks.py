@@ -250,9 +250,9 @@ class StackFinder:
         models = self.models
         local = models.local_class(expr.func, env)
         if local is not None:
-            return (
-                not models.mentions_checkpoint(local.node)
-                and models.layer_count(expr, env) >= _BLOCK_MIN_LAYERS
+            return (  # (the count first: whether a class mentions checkpointing may cost a codegen)
+                models.layer_count(expr, env) >= _BLOCK_MIN_LAYERS
+                and not models.mentions_checkpoint(local.node)
             )
         qualified = env.qualify(expr.func)
         if qualified is not None and qualified.startswith("torch."):
