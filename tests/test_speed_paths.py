@@ -652,3 +652,64 @@ def test_the_summary_lint_of_a_cache_miss_restores_the_collector_and_keeps_no_tr
         assert result.summary is not None
         assert not any(type(obj).__name__ == "Module" and type(obj).__module__.startswith("libcst")
                        for obj in gc.get_referents(result))
+
+
+# -- the node classes' __init__ written by torchmemlint.tree ------------------------------------
+def test_every_libcst_node_class_builds_its_nodes_with_the_fast_init_and_the_same_signature():
+    import dataclasses
+    import inspect
+
+    from torchmemlint.tree import DATACLASS_INITS
+
+    assert len(DATACLASS_INITS) > 150 and cst.Name in DATACLASS_INITS and cst.Call in DATACLASS_INITS
+    for node_type, original in DATACLASS_INITS.items():
+        assert node_type.__init__ is not original
+        assert inspect.signature(node_type.__init__) == inspect.signature(original), node_type
+        required = {
+            f.name: None for f in dataclasses.fields(node_type)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+        fast, plain = object.__new__(node_type), object.__new__(node_type)
+        from torchmemlint import tree
+
+        tree._validating = False  # (placeholder values: no checks)
+        try:
+            node_type.__init__(fast, **required)
+            original(plain, **required)
+        finally:
+            tree._validating = True
+        for field in dataclasses.fields(node_type):  # defaults and default factories alike
+            mine, theirs = getattr(fast, field.name), getattr(plain, field.name)
+            assert _same_value(mine, theirs), (node_type, field.name)
+
+
+def _same_value(mine, theirs) -> bool:
+    if type(mine) is not type(theirs):
+        return False
+    if isinstance(mine, cst.CSTNode):
+        return mine.deep_equals(theirs)
+    if isinstance(mine, (tuple, list)):
+        return len(mine) == len(theirs) and all(map(_same_value, mine, theirs))
+    return mine == theirs
+
+
+def test_nodes_of_real_files_rebuilt_with_libcsts_own_init_are_the_same():
+    import dataclasses
+
+    from torchmemlint.tree import DATACLASS_INITS, NodeIndex, parse_module
+
+    seen = set()
+    for path in sorted((_REPO / "torchmemlint").rglob("*.py"))[:40]:
+        module = parse_module(path.read_text(encoding="utf-8"))
+        for node in NodeIndex(module, register=False).order:
+            original = DATACLASS_INITS.get(type(node))
+            if original is None:
+                continue
+            values = {f.name: getattr(node, f.name) for f in dataclasses.fields(node)}
+            rebuilt = object.__new__(type(node))
+            original(rebuilt, **values)
+            assert rebuilt.deep_equals(node)
+            seen.add(type(node))
+    assert len(seen) > 40
+    with pytest.raises(cst.CSTValidationError):  # checked when built outside a parse
+        cst.Name("not a name")
