@@ -9,8 +9,6 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import gc
-import inspect
-import sys
 import typing
 import weakref
 from bisect import bisect_left
@@ -145,77 +143,6 @@ def _post_init(self: cst.CSTNode) -> None:
 # node class, paid again by the analyses after each parse (a re-lint in the language server
 # parses a few lines), and it is visible to every thread for the parse's duration.
 cst.CSTNode.__post_init__ = _post_init  # type: ignore[method-assign]
-
-
-# The parser builds every node through its class's ``__init__``, which ``dataclasses`` writes for
-# frozen classes as one ``object.__setattr__(self, "field", value)`` per field (a look-up of the
-# field's slot each time) and then the call of ``__post_init__``. The one written here for each of
-# libcst's node classes takes the same parameters with the same defaults (a default factory
-# too), stores each field through its slot directly and runs the checks as ``_post_init`` does:
-# the nodes are the same, built in about two thirds of the time (benchmarks/README.md,
-# "Parsing"; tests/test_speed_paths.py compares the signatures and the trees). Installed once,
-# at import, for the classes whose ``__init__`` is still the one ``dataclasses`` wrote.
-def _fast_init(node_type: type) -> Optional[Callable[..., None]]:
-    fields = dataclasses.fields(node_type)
-    namespace: Dict[str, object] = {"_tree": sys.modules[__name__], "_FACTORY": _HAS_FACTORY}
-    parameters, lines = ["self"], []
-    for number, field in enumerate(fields):
-        slot = inspect.getattr_static(node_type, field.name, None)
-        if type(slot) is not _MEMBER:
-            return None  # not a slot: left as dataclasses wrote it
-        namespace[f"_set{number}"] = slot.__set__
-        if field.default is not dataclasses.MISSING:
-            namespace[f"_default{number}"] = field.default
-            parameters.append(f"{field.name}=_default{number}")
-        elif field.default_factory is not dataclasses.MISSING:
-            namespace[f"_factory{number}"] = field.default_factory
-            parameters.append(f"{field.name}=_FACTORY")
-            lines.append(f"    if {field.name} is _FACTORY: {field.name} = _factory{number}()")
-        else:
-            parameters.append(field.name)
-        lines.append(f"    _set{number}(self, {field.name})")
-    lines.append("    if _tree._validating: self._validate()")
-    code = "\n".join([f"def __init__({', '.join(parameters)}):", *lines])
-    exec(compile(code, _FAST_INIT_FILE, "exec"), namespace)  # noqa: S102 - written above from the fields
-    init = namespace["__init__"]
-    init.__qualname__ = f"{node_type.__qualname__}.__init__"  # type: ignore[attr-defined]
-    init.__module__ = node_type.__module__
-    return init  # type: ignore[return-value]
-
-
-_HAS_FACTORY = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())  # (its repr: "<factory>")
-_FAST_INIT_FILE = "<torchmemlint.tree fast __init__>"
-_MEMBER = type(cst.Name.__dict__.get("value") or inspect.getattr_static(cst.Name, "value"))
-
-
-def _install_fast_inits() -> None:
-    pending, seen = [cst.CSTNode], set()
-    while pending:
-        for node_type in pending.pop().__subclasses__():
-            if node_type in seen:
-                continue
-            seen.add(node_type)
-            pending.append(node_type)
-            init = node_type.__dict__.get("__init__")
-            if (
-                node_type.__module__.startswith("libcst._nodes.")
-                and dataclasses.is_dataclass(node_type)
-                and getattr(init, "__code__", None) is not None
-                and init.__code__.co_filename == "<string>"  # written by dataclasses
-                and "__post_init__" not in node_type.__dict__
-            ):
-                fast = _fast_init(node_type)
-                if fast is not None:
-                    fast.__annotations__ = dict(init.__annotations__)  # the same signature
-                    fast.__doc__ = init.__doc__
-                    DATACLASS_INITS[node_type] = init
-                    node_type.__init__ = fast  # type: ignore[misc]
-
-
-DATACLASS_INITS: Dict[type, Callable[..., None]] = {}  # the ones replaced (for the tests)
-
-
-_install_fast_inits()
 
 
 # ``evaluated_value`` of a literal: libcst's calls ``ast.literal_eval`` on the text, which
