@@ -20,7 +20,7 @@ from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
-    OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name,
+    FRESH_MODULES, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, POOL_MODULES, Saves, short_name,
 )
 
 
@@ -131,7 +131,7 @@ class Producers:
             return self._built(file, builder) if builder is not None else UNKNOWN_PRODUCER
         forward = file.value_graphs.method(classdef, "forward")
         if forward is None:
-            return UNKNOWN_PRODUCER
+            return _inherited(file, classdef)
         graph = file.values(forward)
         if not graph.reliable or not graph.returns:
             return UNKNOWN_PRODUCER
@@ -303,6 +303,24 @@ class Producers:
         graph = self.file.values(value.function)
         others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
         return [c for c in others if type(c) is str or c.op != "join"] == [value]
+
+
+def _inherited(file: "FileAnalysis", classdef: cst.ClassDef) -> Producer:
+    """A module class without its own ``forward`` (nor ``__call__``) that derives one torch
+    layer (``class Conv1d(nn.Conv1d)`` that only initialises its weights): what that layer's
+    ``forward`` makes. An activation or dropout base is not read (its ``inplace``/``p`` is the
+    subclass's ``__init__``'s business)."""
+    graphs = file.value_graphs
+    if graphs.method(classdef, "__call__") is not None or len(classdef.bases) != 1:
+        return UNKNOWN_PRODUCER
+    qualified = file.resolver.qualify(classdef.bases[0].value)
+    if qualified in POOL_MODULES:
+        category = Category.POOL
+    elif qualified in FRESH_MODULES:
+        category = Category.FRESH
+    else:
+        return UNKNOWN_PRODUCER
+    return Producer(category, f"{classdef.name.value}, a subclass of `{short_name(qualified)}`")
 
 
 def joined(made: List[Producer]) -> Producer:
