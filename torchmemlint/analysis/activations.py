@@ -164,7 +164,7 @@ class InplaceAnalysis:
 
     def __init__(self, context) -> None:
         self.file: FileAnalysis = context.analysis
-        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
+        self.watched_names = watched_names(context, _WATCHED, (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
@@ -213,8 +213,10 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.cursor.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.cursor, cst.FunctionDef))
-        if qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__":
-            qualified = self.file.resolver.constructor(call)  # ``super().__init__(*layers)`` of a Sequential
+        if (qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__") or (
+            qualified is not None and qualified.endswith(".Sequential") and not qualified.startswith(NN)
+        ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules
+            qualified = self.file.resolver.constructor(call)
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
             if self._assigned(call) is None and id(call) in self._spliced_layers():
