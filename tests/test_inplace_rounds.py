@@ -7,6 +7,8 @@ that derives one torch layer and adds no ``forward`` (``class Conv1d(nn.Conv1d)`
 initialises its weights). Look-alikes stay quiet: a round that binds the name only under an
 ``if``, a loop a ``break`` may leave, a value from before the loop that a residual reads after
 it, a subclass of an activation or with its own ``forward``, an input read again in the round.
+A loop over a slice of a module list (``for layer in self.layers[1:]``) runs some of its
+elements: what any of them makes.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -184,6 +186,50 @@ CASES: Dict[str, str] = {
                     o = block(o) + 1
                 o = F.leaky_relu(o)  # no round ran: `first` is the same tensor, read below: quiet
                 return o + first
+    ''',
+    # an MLP whose first layer runs before the loop over the rest (``self.layers[1:]``)
+    "sliced_list": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class MLP(nn.Module):
+            def __init__(self, c, n):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(c, c) for _ in range(n)])
+                self.out = nn.Linear(c, 1)
+
+            def forward(self, h):
+                h = self.layers[0](h)
+                for layer in self.layers[1:]:
+                    h = F.elu(h)  # expect: TML201
+                    h = layer(h)
+                return self.out(F.elu(h))  # expect: TML201
+
+
+        class Gates(nn.Module):
+            def __init__(self, c, n):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(c, c), nn.Sigmoid(), nn.Sigmoid()])
+
+            def forward(self, h):
+                h = self.layers[0](h)
+                for layer in self.layers[1:]:
+                    h = layer(h)
+                return F.elu(h)  # a sigmoid's output (it keeps it for backward): quiet
+
+
+        class Skips(nn.Module):
+            def __init__(self, c, n):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(c, c) for _ in range(n)])
+
+            def forward(self, h):
+                h = self.layers[0](h)
+                for layer in self.layers[1:]:
+                    a = F.elu(h)  # `h` is read again by the residual: quiet
+                    h = layer(a) + h
+                return h
     ''',
 }
 

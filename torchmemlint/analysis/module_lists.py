@@ -379,7 +379,7 @@ def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[i
 
 def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify) -> Optional[cst.Attribute]:
     """The ``self.convs`` (its node) that the module called by ``func`` is an element of
-    (see ``listed_attribute``)."""
+    (see ``listed_attribute``; also a loop over a slice of it, ``self.convs[1:]``)."""
     if type(func) is cst.Subscript:
         base = func.value
         if type(base) is cst.Attribute and _is_self(base.value, self_name):
@@ -401,6 +401,8 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         node = _zipped(node, index, qualify)
         if node is None:
             return None
+    if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Slice:
+        node = node.value  # ``for layer in self.convs[1:]``: some of its elements
     if type(node) is cst.Attribute and _is_self(node.value, self_name):
         return node
     return None
