@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
 from torchmemlint.analysis.factories import single_local_value
 from torchmemlint.analysis.layer_lists import enclosing_definitions
-from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
+from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, listed_row, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
@@ -192,11 +192,15 @@ class Producers:
             built.append(self.file.resolver.part(value, self_name, assignment.method))
         return built if len(built) == 1 and built[0].layer is not None else None
 
-    def listed(self, attribute: str) -> Producer:
+    def listed(self, attribute: str, position: Optional[int] = None) -> Producer:
         """Calling one element of the module list ``self.<attribute>``: what all its elements are
-        (a Sequential element: what its last layers make)."""
+        (a Sequential element: what its last layers make); with ``position``, the module at that
+        position of each of its rows (``for conv, act in self.layers``)."""
         lists = module_lists(self.file, self.model) if self.model is not None else None
-        layers = lists.elements(attribute) if lists is not None else None
+        if lists is not None and position is not None:
+            layers = lists.row_elements(attribute, position)
+        else:
+            layers = lists.elements(attribute) if lists is not None else None
         if not layers:
             return UNKNOWN_PRODUCER
         made = [self._element(layer, lists) for layer in layers]
@@ -223,6 +227,9 @@ class Producers:
         attribute = listed_attribute(func, callee, self_name, self.file.resolver.qualify)
         if attribute is not None:
             return self.listed(attribute)
+        row = listed_row(func, callee, self_name)
+        if row is not None:
+            return self.listed(*row)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
