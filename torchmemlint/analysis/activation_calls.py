@@ -10,7 +10,7 @@ import libcst as cst
 
 from torchmemlint.tree import walk
 
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, mentions, path_to
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, NN
 
 ACTIVATION_FUNCTIONS = frozenset(n for n in (*KIND_BY_FUNCTION, *INPLACE_FUNCTIONS) if "dropout" not in n)
@@ -165,4 +165,19 @@ def none_test(function: cst.FunctionDef, name: cst.Name) -> bool:
             comparison = node.comparisons[0]
             return type(comparison.operator) in (cst.Is, cst.IsNot) and type(comparison.comparator) is cst.Name \
                 and comparison.comparator.value == "None"
+    return False
+
+
+def guarded_by_flag(statement_stack, call: cst.Call) -> bool:
+    """``x.relu_() if self.inplace else x.relu()`` (``statement_stack``: the statements around
+    ``call``, outermost first): in place is the caller's explicit choice."""
+    for statement in reversed(statement_stack):
+        if type(statement) is cst.FunctionDef:
+            break
+        if type(statement) in (cst.If, cst.While) and mentions(statement.test, "inplace"):
+            return True
+        if type(statement) is cst.SimpleStatementLine:
+            for node in path_to(statement, call) or ():
+                if type(node) is cst.IfExp and mentions(node.test, "inplace"):
+                    return True
     return False

@@ -167,6 +167,36 @@ class GraphFacts:
                 return True
         return False
 
+    def _loop_entry(self, join) -> Any:
+        """For the join after a loop (``for blk in blocks: x = blk(x)``) whose every round
+        binds the name again (no arm of the last round still holds the value from before the
+        loop) and that no ``break``/``continue`` leaves early: that value from before the loop,
+        which arrives after it only when no round ran (None otherwise)."""
+        loop = join.statement
+        if type(loop) not in (cst.For, cst.While) or len(join.inputs) != 2:
+            return None
+        before = [arm for arm in join.inputs if not self.within(arm.statement, loop) and arm.statement is not loop]
+        if len(before) != 1:
+            return None
+        entry = before[0]
+        rounds = [arm for arm in join.inputs if arm is not entry]
+        todo, seen = list(rounds), set()
+        while todo:  # through the joins of the round (``if c: x = f(x)``): is ``entry`` an arm?
+            value = todo.pop()
+            if value is entry:
+                return None
+            if id(value) in seen or value.op != "join" or not self.within(value.statement, loop):
+                continue
+            seen.add(id(value))
+            todo.extend(value.inputs)
+        index = self.file.index
+        start = index.find(loop)
+        if start is None or any(
+            type(index.order[i]) in (cst.Break, cst.Continue) for i in range(start + 1, index.end[start])
+        ):
+            return None
+        return entry
+
     def arms_alone(self, source, depth: int = 0) -> bool:
         """For a join (``x = conv(x)``; ``if bn: x = bn(x)``): each arm is read by nothing but
         the join, or by what leads to another arm (``bn`` on the path where it is ``bn(x)``
@@ -184,10 +214,13 @@ class GraphFacts:
                 continue
             leading.add(id(value))
             todo.extend((v, steps + 1) for v in value.inputs)
+        entry = self._loop_entry(source)
         for arm in source.inputs:
             for _, reader in self.reads.get(id(arm), ()):
                 if reader is source or (type(reader) is not str and id(reader) in leading):
                     continue
+                if arm is entry and type(reader) is not str and self.within(reader.statement, source.statement):
+                    continue  # a round ran: the name holds what the round bound, not ``arm``
                 return False
             if depth < 4 and not self.arms_alone(arm, depth + 1):
                 return False

@@ -17,7 +17,7 @@ from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, ze
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, names_read, nested_calls, none_test, passed_to,
+    ACTIVATION_FUNCTIONS, bound_local, guarded_by_flag, names_read, nested_calls, none_test, passed_to,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -27,7 +27,7 @@ from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
 from torchmemlint.analysis.syntax import (
-    argument, enclosing, has_star_args, literal_bool, literal_number, mentions, path_to,
+    argument, enclosing, has_star_args, literal_bool, literal_number,
     terminal_name, watched_names,
 )
 from torchmemlint.analysis.vocabulary import (
@@ -164,7 +164,7 @@ class InplaceAnalysis:
 
     def __init__(self, context) -> None:
         self.file: FileAnalysis = context.analysis
-        self.watched_names = watched_names(context, _WATCHED) | frozenset(INPLACE_METHODS) | {"__init__"}
+        self.watched_names = watched_names(context, _WATCHED, (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
@@ -213,8 +213,10 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.cursor.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.cursor, cst.FunctionDef))
-        if qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__":
-            qualified = self.file.resolver.constructor(call)  # ``super().__init__(*layers)`` of a Sequential
+        if (qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__") or (
+            qualified is not None and qualified.endswith(".Sequential") and not qualified.startswith(NN)
+        ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules
+            qualified = self.file.resolver.constructor(call)
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
             if self._assigned(call) is None and id(call) in self._spliced_layers():
@@ -299,6 +301,11 @@ class InplaceAnalysis:
             holder = self._list_holder(model, call) if model is not None else None
             if holder is not None:
                 return self._chained(site, layer, model, holder)  # type: ignore[arg-type]
+            row = module_lists(self.file, model).row(call) if model is not None else None
+            if row is not None:  # ``for conv, act in self.layers``, rows ``nn.ModuleList([conv, act])``
+                site.label, site.privates = f"`{short_name(qualified)}` (in the rows of `self.{row[0]}`)", [(model.node, row[0])]
+                site.pending = lambda site: self._call_uses(site, model, *module_lists(self.file, model).row_calls(*row))
+                return site
             before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
             if before is not None:  # ``seq.add_module("act", nn.LeakyReLU())`` after another module
                 site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
@@ -557,13 +564,7 @@ class InplaceAnalysis:
             if holder is not None:  # first in an element of a module list: what each element call gets
                 site.label = f"`{short_name(layer.qualified)}` (first in an element of `self.{holder}`{',' if layer.via else ''}{_via(layer)})"
                 site.privates.append((model.node, holder))
-                calls, site.complete = module_lists(self.file, model).element_calls(holder)
-                for element_call, method in calls:
-                    arg = element_call.args[0] if len(element_call.args) == 1 else None
-                    use = None if arg is None or arg.keyword is not None or arg.star else self._use(
-                        arg.value, element_call, method, model, model.self_name(method))
-                    site.complete = site.complete and use is not None
-                    site.uses.extend([use] if use is not None else [])
+                self._call_uses(site, model, *module_lists(self.file, model).element_calls(holder))
             elif destinations and not site.privates:
                 attribute = destinations[0][1]
                 site.label = (
@@ -582,6 +583,16 @@ class InplaceAnalysis:
             if spliced_here and key in self._spliced_layers():
                 self._other_splices(site, call)
         return list(sites.values())
+
+    def _call_uses(self, site: Site, model: ClassModel, calls, complete: bool) -> None:
+        """The uses of a module run as ``m(x)`` at each of ``calls`` (``(call, method)``)."""
+        for element_call, method in calls:
+            arg = element_call.args[0] if len(element_call.args) == 1 else None
+            use = None if arg is None or arg.keyword is not None or arg.star else self._use(
+                arg.value, element_call, method, model, model.self_name(method))
+            complete = complete and use is not None
+            site.uses.extend([use] if use is not None else [])
+        site.complete = complete and bool(site.uses)
 
     def _list_holder(self, model: Optional[ClassModel], call: cst.Call) -> Optional[str]:
         """``x`` when ``call`` is an element expression of the module list ``self.x`` of ``model``."""
@@ -682,7 +693,7 @@ class InplaceAnalysis:
         model = self._class()
         self_name = model.self_name(function) if model is not None else None
         use = self._use(arg.value, site.node, function, model, self_name)
-        if use is not None and use.caller_tensor is not None and self._guarded_by_flag(site.node):
+        if use is not None and use.caller_tensor is not None and guarded_by_flag(self.cursor.statement_stack, site.node):
             use.caller_tensor = None
         if use is not None:
             site.uses.append(use)
@@ -752,19 +763,6 @@ class InplaceAnalysis:
         if facts is None or facts.graph is not graph:
             facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
-
-    def _guarded_by_flag(self, call: cst.Call) -> bool:
-        """``x.relu_() if self.inplace else x.relu()``: in place is the caller's explicit choice."""
-        for statement in reversed(self.cursor.statement_stack):
-            if type(statement) is cst.FunctionDef:
-                break
-            if type(statement) in (cst.If, cst.While) and mentions(statement.test, "inplace"):
-                return True
-            if type(statement) is cst.SimpleStatementLine:
-                for node in path_to(statement, call) or ():
-                    if type(node) is cst.IfExp and mentions(node.test, "inplace"):
-                        return True
-        return False
 
 
 def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:

@@ -123,9 +123,36 @@ class Resolver:
             qualified = self.qualify(func)
             if qualified is not None and qualified.startswith(NN):
                 return qualified
+            if qualified is not None and qualified.rsplit(".", 1)[-1] == "Sequential" and self._modules_only(node):
+                return NN + "Sequential"
             if qualified is None and type(func) is cst.Attribute and func.attr.value == "__init__":
                 return self._super_sequential(node)
         return None
+
+    def _modules_only(self, call: cst.Call, depth: int = 0) -> bool:
+        """``Sequential(RMSNorm(d), nn.Linear(...), nn.LeakyReLU(), ...)`` of another package
+        (mmengine's, a ``def Sequential(*modules)`` of a utility package): read as
+        ``nn.Sequential`` where it is given modules only, positionally: at least two torch
+        layers built in place, every other argument a class built in place (``RMSNorm(d)``)
+        or such a Sequential. A string, a list, a keyword, a ``*list`` or a name says it may
+        be another kind of container (torch_geometric's ``Sequential("x, edge_index", [...])``)."""
+        if depth > 2:
+            return False
+        torch_layers = 0
+        for arg in call.args:
+            value = arg.value
+            if arg.keyword is not None or arg.star or type(value) is not cst.Call:
+                return False
+            qualified = self.qualify(value.func)
+            if qualified is not None and qualified.startswith(NN):
+                torch_layers += 1
+                continue
+            if qualified is not None and qualified.rsplit(".", 1)[-1] == "Sequential" and self._modules_only(value, depth + 1):
+                continue
+            name = dotted_name(value.func)
+            if name is None or not name.rsplit(".", 1)[-1][:1].isupper():
+                return False
+        return torch_layers >= 2
 
     def _super_sequential(self, call: cst.Call) -> Optional[str]:
         """``super().__init__(*layers)`` in ``__init__`` of a class deriving ``nn.Sequential``:

@@ -62,6 +62,7 @@ class ModuleLists:
         self._holders: Optional[Dict[int, str]] = None
         self._calls: Dict[str, Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]] = {}
         self._before: Dict[int, cst.BaseExpression] = {}  # element -> the one before it in its display
+        self._rows: Optional[Dict[int, Tuple[str, int, int]]] = None  # element -> its place in rows
 
     def elements(self, attribute: str) -> Optional[List[Any]]:
         """Every layer ``self.<attribute>`` may hold as an element (None: not all known): a
@@ -106,6 +107,68 @@ class ModuleLists:
                 for expression in self._expressions.get(attribute, ()):
                     self._holders.setdefault(id(expression), attribute)
         return self._holders.get(id(call))
+
+    def row(self, call: cst.CSTNode) -> Optional[Tuple[str, int, int]]:
+        """``(layers, i, width)`` when ``call`` is at position ``i`` of a row of the module list
+        ``self.layers`` whose every element is a display of ``width`` modules
+        (``self.layers.append(nn.ModuleList([conv, act, conv2, act2]))``), unpacked as
+        ``for conv, act, conv2, act2 in self.layers``."""
+        if self._rows is None:
+            self._rows = {}
+            for attribute in self.model.assignments:
+                if self.elements(attribute) is None:
+                    continue
+                rows = [self._items(e, 0) for e in self._expressions.get(attribute, ()) if type(e) is not cst.Name]
+                widths = {len(items) if items is not None else -1 for items in rows}
+                if len(rows) != len(self._expressions[attribute]) or len(widths) != 1 or min(widths) < 2:
+                    continue
+                for items in rows:
+                    for position, item in enumerate(items):  # type: ignore[arg-type]
+                        self._rows[id(item)] = (attribute, position, len(items))  # type: ignore[arg-type]
+        return self._rows.get(id(call))
+
+    def row_elements(self, attribute: str, position: int) -> Optional[List[Any]]:
+        """What position ``position`` of each row of ``self.<attribute>`` holds (see ``row``)."""
+        found = []
+        for expression in self._expressions.get(attribute, ()) if self.elements(attribute) is not None else ():
+            items = self._items(expression, 0)
+            layer = self._layer(items[position], 0) if items is not None and position < len(items) else None
+            if layer is None or self.row(items[position]) != (attribute, position, len(items)):  # type: ignore[index]
+                return None
+            found.append(layer)
+        return found or None
+
+    def row_calls(self, attribute: str, position: int, width: int) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
+        """Every call of the module at ``position`` of the rows of ``self.<attribute>``: in
+        ``for a, b, c in self.<attribute>:`` the name bound at ``position`` (unless a later
+        position binds it too: then it holds the later module), called in the loop's body;
+        complete when every other read of ``self.<attribute>`` is ``len(...)`` and the name is
+        only ever called there."""
+        found: List[Tuple[cst.Call, cst.FunctionDef]] = []
+        index = self.file.index
+        for reference in self.model.references.get(attribute, []):
+            if reference.method is self.model.init:
+                continue
+            here = index.find(reference.node)
+            parent = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+            if type(parent) is cst.Arg and reference.call is None:
+                outer = index.order[index.parent[index.find(parent)]]  # type: ignore[arg-type]
+                if type(outer) is cst.Call and type(outer.func) is cst.Name and outer.func.value == "len":
+                    continue
+            if type(parent) is not cst.For or parent.iter is not reference.node or type(parent.target) not in (cst.Tuple, cst.List):
+                return found, False
+            names = [e.value.value if type(e) is cst.Element and type(e.value) is cst.Name else None for e in parent.target.elements]
+            if len(names) != width or None in names:
+                return found, False
+            name = names[position]
+            if name in names[position + 1:]:
+                continue  # a later module of the row is what the name holds
+            calls = [n for n in walk(parent.body) if type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == name]
+            called = {id(c.func) for c in calls}
+            if any(type(n) is cst.Name and n.value == name and id(n) not in called for n in walk(parent.body)):
+                return found, False  # ``checkpoint(act, x)``, ``outs.append(act)``: it may run on anything
+            found.extend((c, reference.method) for c in calls)
+        return found, bool(found)
 
     def element_calls(self, attribute: str) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
         """Every call of an element of ``self.<attribute>`` in the class's methods other than
@@ -349,6 +412,20 @@ def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[
     return node.attr.value if node is not None else None
 
 
+def listed_row(func: cst.BaseExpression, callee: Any, self_name: Optional[str]) -> Optional[Tuple[str, int]]:
+    """``("layers", i)`` when ``func`` is the name bound at position ``i`` of ``for a, b in
+    self.layers`` (``callee``: its value in the value graph): a module of each row."""
+    if type(func) is not cst.Name or callee is None or callee.op != "element" or callee.info.get("index") is None:
+        return None
+    outer = callee.inputs[0] if callee.inputs else None
+    if outer is None or outer.op != "element" or outer.info.get("index") is not None or not outer.inputs:
+        return None
+    node = outer.inputs[0].node
+    if type(node) is cst.Attribute and _is_self(node.value, self_name):
+        return node.attr.value, callee.info["index"]
+    return None
+
+
 def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[int]:
     """The ids of the ``self.<attribute>`` a ``for`` iterates (directly, or in ``zip`` /
     ``enumerate``), when each name it binds is only called or has attributes read in its body."""
@@ -379,7 +456,7 @@ def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[i
 
 def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify) -> Optional[cst.Attribute]:
     """The ``self.convs`` (its node) that the module called by ``func`` is an element of
-    (see ``listed_attribute``)."""
+    (see ``listed_attribute``; also a loop over a slice of it, ``self.convs[1:]``)."""
     if type(func) is cst.Subscript:
         base = func.value
         if type(base) is cst.Attribute and _is_self(base.value, self_name):
@@ -401,6 +478,8 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         node = _zipped(node, index, qualify)
         if node is None:
             return None
+    if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Slice:
+        node = node.value  # ``for layer in self.convs[1:]``: some of its elements
     if type(node) is cst.Attribute and _is_self(node.value, self_name):
         return node
     return None

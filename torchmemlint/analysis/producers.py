@@ -15,12 +15,12 @@ if TYPE_CHECKING:
 from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
 from torchmemlint.analysis.factories import single_local_value
 from torchmemlint.analysis.layer_lists import enclosing_definitions
-from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, module_lists, wrapped_layer
+from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, listed_row, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
-    OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, Saves, short_name,
+    FRESH_MODULES, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, POOL_MODULES, Saves, short_name,
 )
 
 
@@ -131,7 +131,7 @@ class Producers:
             return self._built(file, builder) if builder is not None else UNKNOWN_PRODUCER
         forward = file.value_graphs.method(classdef, "forward")
         if forward is None:
-            return UNKNOWN_PRODUCER
+            return _inherited(file, classdef)
         graph = file.values(forward)
         if not graph.reliable or not graph.returns:
             return UNKNOWN_PRODUCER
@@ -192,11 +192,15 @@ class Producers:
             built.append(self.file.resolver.part(value, self_name, assignment.method))
         return built if len(built) == 1 and built[0].layer is not None else None
 
-    def listed(self, attribute: str) -> Producer:
+    def listed(self, attribute: str, position: Optional[int] = None) -> Producer:
         """Calling one element of the module list ``self.<attribute>``: what all its elements are
-        (a Sequential element: what its last layers make)."""
+        (a Sequential element: what its last layers make); with ``position``, the module at that
+        position of each of its rows (``for conv, act in self.layers``)."""
         lists = module_lists(self.file, self.model) if self.model is not None else None
-        layers = lists.elements(attribute) if lists is not None else None
+        if lists is not None and position is not None:
+            layers = lists.row_elements(attribute, position)
+        else:
+            layers = lists.elements(attribute) if lists is not None else None
         if not layers:
             return UNKNOWN_PRODUCER
         made = [self._element(layer, lists) for layer in layers]
@@ -223,6 +227,9 @@ class Producers:
         attribute = listed_attribute(func, callee, self_name, self.file.resolver.qualify)
         if attribute is not None:
             return self.listed(attribute)
+        row = listed_row(func, callee, self_name)
+        if row is not None:
+            return self.listed(*row)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
@@ -303,6 +310,24 @@ class Producers:
         graph = self.file.values(value.function)
         others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
         return [c for c in others if type(c) is str or c.op != "join"] == [value]
+
+
+def _inherited(file: "FileAnalysis", classdef: cst.ClassDef) -> Producer:
+    """A module class without its own ``forward`` (nor ``__call__``) that derives one torch
+    layer (``class Conv1d(nn.Conv1d)`` that only initialises its weights): what that layer's
+    ``forward`` makes. An activation or dropout base is not read (its ``inplace``/``p`` is the
+    subclass's ``__init__``'s business)."""
+    graphs = file.value_graphs
+    if graphs.method(classdef, "__call__") is not None or len(classdef.bases) != 1:
+        return UNKNOWN_PRODUCER
+    qualified = file.resolver.qualify(classdef.bases[0].value)
+    if qualified in POOL_MODULES:
+        category = Category.POOL
+    elif qualified in FRESH_MODULES:
+        category = Category.FRESH
+    else:
+        return UNKNOWN_PRODUCER
+    return Producer(category, f"{classdef.name.value}, a subclass of `{short_name(qualified)}`")
 
 
 def joined(made: List[Producer]) -> Producer:

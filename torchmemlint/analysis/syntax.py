@@ -89,8 +89,9 @@ def terminal_name(func: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def watched_names(context, qualified_names: FrozenSet[str]) -> FrozenSet[str]:
-    """Last components of ``qualified_names`` plus the file's import aliases for them.
+def watched_names(context, qualified_names: FrozenSet[str], endings: Tuple[str, ...] = ()) -> FrozenSet[str]:
+    """Last components of ``qualified_names`` plus the file's import aliases for them (and for
+    any name whose qualified name ends with one of ``endings``).
 
     A cheap first test for ``visit_Call``: a call whose function does not end in one of these
     names cannot be one of ``qualified_names``.
@@ -100,7 +101,7 @@ def watched_names(context, qualified_names: FrozenSet[str]) -> FrozenSet[str]:
     while root.parent is not None:
         root = root.parent
     for local, qualified in root.names.items():
-        if qualified is not None and canonical(qualified) in qualified_names:
+        if qualified is not None and (canonical(qualified) in qualified_names or qualified.endswith(endings)):
             names.add(local)
     return frozenset(names)
 
