@@ -612,9 +612,11 @@ class _Holder:
 
 def test_a_batch_worker_collects_what_a_file_left_in_cycles_and_freezes_what_lives(monkeypatch):
     import gc
+
+    from torchmemlint import pool
     import weakref
 
-    monkeypatch.setattr(engine, "_blocks_after_collection", None)
+    monkeypatch.setattr(pool, "_blocks_after_collection", None)
     gc.disable()  # (as while a worker lints: only the worker's own collections free cycles)
     try:
         garbage = _Holder()
@@ -623,14 +625,14 @@ def test_a_batch_worker_collects_what_a_file_left_in_cycles_and_freezes_what_liv
         kept = _Holder()
         kept.me = kept
         del garbage
-        engine._between_files()
+        pool.between_items()
         assert dead() is None
         assert gc.get_freeze_count() > 0
         # a cycle closed later among frozen objects is freed by the next full collection
-        monkeypatch.setattr(engine, "_GROWTH_STEP", -(10 ** 9))
+        monkeypatch.setattr(pool, "_GROWTH_STEP", -(10 ** 9))
         old = weakref.ref(kept)
         del kept
-        engine._between_files()
+        pool.between_items()
         assert old() is None
     finally:
         gc.unfreeze()

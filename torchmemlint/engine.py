@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import gc
 import os
-import sys
 import time
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -20,7 +19,9 @@ from torchmemlint.config import Settings
 from torchmemlint.findings import Finding, Location
 from torchmemlint.gitignore import GitIgnore
 from torchmemlint.incremental import Document
+from torchmemlint.lint_order import importers_first
 from torchmemlint.analysis import leak_gate, loop_facts
+from torchmemlint.analysis.links import kept_tree
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
 from torchmemlint.noqa import remove_suppressed
@@ -390,7 +391,8 @@ def _lint_source(
             return [syntax_error_finding(text, filename, error)]
         return []
     try:
-        module = document.parse(text) if document is not None else parse_module(text)
+        # (a tree another file's lint parsed from this very text, following a name into it)
+        module = document.parse(text) if document is not None else kept_tree(filename, text) or parse_module(text)
     except cst.ParserSyntaxError as error:
         return [syntax_error_finding(text, filename, error)]
     if document is not None:
@@ -588,7 +590,7 @@ def lint_paths(
     cache: Optional[Cache] = None,
 ) -> List[FileResult]:
     if cache is None:
-        return list(run_parallel(_lint_one, files, (settings, ignore_noqa), jobs))
+        return _importers_first(_lint_one, files, (settings, ignore_noqa), jobs)
     # Hits are answered here; only the files that changed go to the worker processes, so a
     # warm run of an unchanged tree starts no pool.
     results: Dict[str, FileResult] = {}
@@ -611,7 +613,7 @@ def lint_paths(
         # misses and return each file's module summary, read off the tree they parsed; the keys
         # of the new entries are computed after, from those, so that a cold run does not parse
         # every file a second time, with ``ast``, for its keys (``project_cst``).
-        linted = run_parallel(_lint_miss, misses, (settings, ignore_noqa), jobs)
+        linted = _importers_first(_lint_miss, misses, (settings, ignore_noqa), jobs)
         for result in linted:
             if result.summary is not None:
                 STORE.offer(*result.summary)
@@ -655,10 +657,7 @@ def _lint_miss(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
         data = read_bytes(path)
     except SourceError as error:
         return FileResult(path, error=str(error))
-    try:
-        result = _lint_data(path, data, settings, ignore_noqa, summary=True)
-    finally:
-        _between_files()
+    result = _lint_data(path, data, settings, ignore_noqa, summary=True)
     result.content = content_hash(data)
     return result
 
@@ -736,38 +735,18 @@ def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
 
 def _lint_one(path: str, settings: Settings, ignore_noqa: bool) -> FileResult:
     """A worker's lint of one file, without the cache (``lint_paths`` with a cache: ``_lint_miss``)."""
-    try:
-        return lint_path(path, settings, ignore_noqa)
-    finally:
-        _between_files()
+    return lint_path(path, settings, ignore_noqa)
 
 
-# A worker's objects that outlive a file (the analyses of other project files it followed, the
-# summaries, the caches) would be walked again by the cyclic garbage collector as they age
-# through its generations, the oldest at every full collection. After each file a worker
-# collects the young generation (what the file's lint left in cycles: it was allocated during
-# the file) and moves what lives on into the collector's permanent generation, so that later
-# collections only see what is new; once the objects in use have grown by ``_GROWTH_STEP``
-# since the last full collection, it collects everything once (a cycle closed later among older
-# objects is still freed, and the work stays proportional to what was allocated).
-_GROWTH_STEP = 1_000_000
-_blocks_after_collection: Optional[int] = None  # (a worker's first file: what it started with)
-
-
-def _between_files() -> None:
-    global _blocks_after_collection
-    gc.collect(0)  # the file's own cycles: everything allocated since the last call is young
-    # (the growth is read from the allocator's count of blocks in use, which costs nothing;
-    # ``gc.get_freeze_count()`` walks the whole frozen list)
-    if _blocks_after_collection is None:
-        _blocks_after_collection = sys.getallocatedblocks()
-    if sys.getallocatedblocks() - _blocks_after_collection <= _GROWTH_STEP:
-        gc.freeze()
-        return
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
-    _blocks_after_collection = sys.getallocatedblocks()
+def _importers_first(function: Callable[..., FileResult], files: Sequence[str], extra: Tuple, jobs: int) -> List[FileResult]:
+    """``run_parallel`` over ``files`` with each file linted after the files that import it
+    (``lint_order``: its tree may then be one a lint of theirs parsed already); the results in
+    the order of ``files``."""
+    order = importers_first(files)
+    results: List[Any] = [None] * len(files)
+    for number, result in zip(order, run_parallel(function, [files[number] for number in order], extra, jobs)):
+        results[number] = result
+    return results
 
 
 def run_parallel(

@@ -205,6 +205,20 @@ class ProjectLinks:
         return analysis
 
 
+def kept_tree(path: str, text: str) -> Optional[cst.Module]:
+    """The tree of the file ``path`` that a lint of another file parsed from ``text`` while
+    following a name into it (``ProjectLinks.analysis_of``), while it is kept: the file's own
+    lint takes it instead of parsing the same text again (``lint_order`` lints a file after the
+    files that import it, so that this happens)."""
+    if not _KEPT:
+        return None
+    absolute = os.path.abspath(path)
+    for (kept_path, _), (_, analysis) in _KEPT.items():
+        if kept_path == absolute and analysis.text == text:
+            return analysis.module
+    return None
+
+
 def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bool]:
     """The module-level names of a file and whether each may come from the project (see
     ``ProjectLinks.may_come_from_project``); and whether a star import may bring others."""
