@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
-    BATCH_NORM, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
+    agreed, BATCH_NORM, IDENTITY, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
     _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
     _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
@@ -22,6 +22,10 @@ from torchmemlint.analysis.factories import assigned_values, effective_call, Fac
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
+
+
+# methods that put their last argument into a local list or container: name -> argument count
+_ADDERS = {"append": 1, "extend": 1, "add_module": 2, "register_module": 2}
 
 
 class CallableModel:
@@ -309,6 +313,8 @@ class CallableModel:
             for trait, item in more.items():
                 found.setdefault(trait, item)
 
+        if _bound_call(expr, env):  # `self.block.forward`, `blk.__call__`: what `self.block` runs
+            return self.contents(expr.value, env, where, depth + 1)  # type: ignore[attr-defined]
         followed = self.follow(expr, env)
         if followed is not None:
             for value, value_env, value_where in followed:
@@ -570,10 +576,10 @@ class CallableModel:
                 and type(node.func) is cst.Attribute
                 and type(node.func.value) is cst.Name
                 and node.func.value.value == name
-                and node.func.attr.value in ("append", "extend")
-                and len(node.args) == 1
-            ):
-                values.append(node.args[0].value)
+                and node.func.attr.value in _ADDERS
+                and len(node.args) == _ADDERS[node.func.attr.value]
+            ):  # `layers.append(Block())`, `nonlinear.add_module("bn", nn.BatchNorm1d(c))`
+                values.append(node.args[-1].value)
         return values
 
     def _getattr_contents(self, call: cst.Call, env: Env, depth: int) -> Dict[str, Found]:
@@ -673,6 +679,8 @@ class CallableModel:
         """The one cheap layer or op that calling ``expr`` runs, if that is all it runs."""
         if depth > self.MAX_DEPTH:
             return None
+        if _bound_call(expr, env):
+            return self.single_op(expr.value, env, depth + 1)  # type: ignore[attr-defined]
         followed = self.follow(expr, env)
         if followed is not None:
             path = self_path(expr, env.self_name)
@@ -680,12 +688,13 @@ class CallableModel:
             if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
                 call = _single_return_call(method, skip=1)
                 return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
-            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)]
-            if ops and all(op is not None and op == ops[0] for op in ops):
-                return ops[0]
-            return None
+            return agreed([self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)])
+        if type(expr) is cst.IfExp:  # `nn.Linear(a, b) if a != b else nn.Identity()`
+            return agreed([self.single_op(arm, env, depth + 1) for arm in (expr.body, expr.orelse)])
         if type(expr) is cst.Call:
             qualified = env.qualify((expr := instantiated(expr, env.qualify)).func)
+            if qualified == _NN + "Identity":
+                return IDENTITY
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
@@ -734,16 +743,15 @@ class CallableModel:
         returned = [node.value for node in _walk_types(builder.body, (cst.Return,))]
         if not returned or any(type(value) is not cst.Call for value in returned):
             return None
-        ops = [model.single_op(value, inner, depth + 1) for value in returned]
-        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
+        return agreed([model.single_op(value, inner, depth + 1) for value in returned])
 
     def element_op(self, container: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
         """The single op every element of a container is, if they all are the same one."""
         elements = self.elements(container, env, "")
         if not elements:
             return None
-        ops = [self.single_op(element, element_env) for element, element_env, _ in elements]
-        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
+        return agreed([self.single_op(element, element_env) for element, element_env, _ in elements])
+
 
 
 def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:
@@ -767,6 +775,14 @@ def _called_arguments(function: cst.FunctionDef, call: cst.Call) -> List[cst.Bas
         if name is not None:
             passed[name] = arg.value
     return [value for name, value in passed.items() if name in called]
+
+
+def _bound_call(expr: cst.BaseExpression, env: Env) -> bool:
+    """``x.forward`` / ``x.__call__`` of a module ``x`` other than ``self`` itself."""
+    return (
+        type(expr) is cst.Attribute and expr.attr.value in ("forward", "__call__")
+        and not (type(expr.value) is cst.Name and expr.value.value == env.self_name)
+    )
 
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:

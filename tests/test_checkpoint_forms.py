@@ -1,0 +1,270 @@
+"""TML401-TML404 on the forms real checkpointing code takes, written as reduced files of the
+kinds found in model code (a transformer stack in the x-transformers style, transformers'
+encoder loop, a DenseNet-style TDNN layer, a module-level pass-through helper), with look-alikes
+that must stay quiet.
+
+Followed: a layer list checkpointed in a loop through ``layer.__call__``, ``layer.forward``, a
+forwarding lambda or a closure factory (``create_custom_forward(layer)``), also ``enumerate``,
+``zip`` and a loop that unpacks each element (``for norm, ff in self.layers``); a layer that is
+one op or else ``nn.Identity()``; a builder that fills a local ``nn.Sequential()`` with
+``add_module``; ``functools.partial(checkpoint, use_reentrant=False)`` bound at module level or
+on ``self``; transformers' ``self._gradient_checkpointing_func``; fairscale's
+``checkpoint_wrapper``. Quiet: a big block, a block with GroupNorm/LayerNorm, a checkpoint under
+``torch.no_grad()`` or in a ``@torch.no_grad()`` method, ``nn.Identity()`` alone.
+
+Each row that must be reported ends with ``# expect: CODE`` (several codes allowed); every other
+row must stay quiet for the four codes.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from torchmemlint.config import Settings
+from torchmemlint.engine import lint_source
+
+CODES = ("TML401", "TML402", "TML403", "TML404")
+EXPECT = re.compile(r"expect:((?:\s*TML\d{3})+)")
+
+STACK = '''
+import torch
+from torch import nn
+
+
+def checkpoint(function, *args, **kwargs):
+    kwargs.setdefault("use_reentrant", False)
+    return torch.utils.checkpoint.checkpoint(function, *args, **kwargs)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, mult=4, dropout=0.1):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(dim, dim * mult), nn.GELU(), nn.Dropout(dropout), nn.Linear(dim * mult, dim)
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim, depth, dim_in=None, dim_out=None):
+        super().__init__()
+        self.project_in = nn.Linear(dim_in, dim) if dim_in is not None else nn.Identity()
+        self.skip = nn.Identity()
+        self.layers = nn.ModuleList([])
+        for _ in range(depth):
+            self.layers.append(nn.ModuleList([nn.LayerNorm(dim), FeedForward(dim), nn.BatchNorm1d(dim)]))
+        if dim_out is not None:
+            self.project_out = nn.Linear(dim, dim_out)
+        else:
+            self.project_out = nn.Identity()
+
+    def forward(self, x):
+        x = checkpoint(self.project_in, x)  # expect: TML402
+        x = checkpoint(self.skip, x)
+        for norm, ff, bn in self.layers:
+            x = checkpoint(norm, x)  # expect: TML402
+            x = checkpoint(ff, x) + x
+            x = torch.utils.checkpoint.checkpoint(ff, x, use_reentrant=False, preserve_rng_state=False)  # expect: TML404
+            x = checkpoint(bn, x)  # expect: TML402 TML403
+        return checkpoint(self.project_out.forward, x)  # expect: TML402
+'''
+
+ENCODER = '''
+from functools import partial
+
+import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class ConvLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.norm = nn.BatchNorm2d(c)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.norm(self.conv(x)))
+
+
+class GroupLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.norm = nn.GroupNorm(8, c)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(self.norm(self.conv(x)))
+
+
+def create_custom_forward(module):
+    def custom_forward(*inputs):
+        return module(*inputs)
+
+    return custom_forward
+
+
+class Encoder(nn.Module):
+    def __init__(self, c, n):
+        super().__init__()
+        self.layer = nn.ModuleList([ConvLayer(c) for _ in range(n)])
+        self.plain = nn.ModuleList([GroupLayer(c) for _ in range(n)])
+        self.gradient_checkpointing = False
+
+    def forward(self, x):
+        for i, layer_module in enumerate(self.layer):
+            if self.gradient_checkpointing and self.training:
+                x = self._gradient_checkpointing_func(layer_module.__call__, x)  # expect: TML403
+            else:
+                x = layer_module(x)
+        for layer_module in self.plain:
+            x = self._gradient_checkpointing_func(layer_module.__call__, x)
+        return x
+
+    def forward_custom(self, x):
+        for layer, plain in zip(self.layer, self.plain):
+            x = checkpoint(create_custom_forward(layer), x, use_reentrant=False)  # expect: TML403
+            x = checkpoint(create_custom_forward(plain), x, use_reentrant=False)
+            x = checkpoint(lambda t: layer(t), x, use_reentrant=False)  # expect: TML403
+            x = checkpoint(lambda t: plain(t), x, use_reentrant=False)
+        return x
+
+    @torch.no_grad()
+    def features(self, x):
+        for layer in self.layer:
+            x = checkpoint(layer, x)
+        return x
+
+    def embed(self, x):
+        with torch.no_grad():
+            for layer in self.layer:
+                x = checkpoint(layer, x)
+        return x
+'''
+
+PARTIALS = '''
+import functools
+
+import torch.nn as nn
+from fairscale.nn import checkpoint_wrapper
+from torch.utils.checkpoint import checkpoint
+
+ckpt = functools.partial(checkpoint, use_reentrant=False)
+reentrant_ckpt = functools.partial(checkpoint)
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block(64)
+        self.proj = nn.Linear(64, 64)
+        self.mlp = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
+        self._ckpt = functools.partial(checkpoint, use_reentrant=False)
+        self.wrapped = checkpoint_wrapper(Block(64))  # expect: TML403
+        self.wrapped_proj = checkpoint_wrapper(nn.Linear(64, 64))  # expect: TML402
+        self.wrapped_mlp = checkpoint_wrapper(nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64)))
+
+    def forward(self, x):
+        x = ckpt(self.block, x)  # expect: TML403
+        x = self._ckpt(self.block, x)  # expect: TML403
+        x = ckpt(self.mlp, x)
+        x = reentrant_ckpt(self.mlp, x)  # expect: TML401
+        return ckpt(self.proj, x)  # expect: TML402
+'''
+
+TDNN = '''
+import torch
+import torch.utils.checkpoint as cp
+
+
+def get_nonlinear(config_str, channels):
+    nonlinear = torch.nn.Sequential()
+    for name in config_str.split("-"):
+        if name == "relu":
+            nonlinear.add_module("relu", torch.nn.ReLU(inplace=True))
+        elif name == "batchnorm":
+            nonlinear.add_module("batchnorm", torch.nn.BatchNorm1d(channels))
+        else:
+            raise ValueError("Unexpected module ({}).".format(name))
+    return nonlinear
+
+
+def get_plain(config_str, channels):
+    nonlinear = torch.nn.Sequential()
+    for name in config_str.split("-"):
+        if name == "relu":
+            nonlinear.add_module("relu", torch.nn.ReLU(inplace=True))
+        elif name == "prelu":
+            nonlinear.add_module("prelu", torch.nn.PReLU(channels))
+    return nonlinear
+
+
+class DenseTDNNLayer(torch.nn.Module):
+    def __init__(self, in_channels, bn_channels, config_str="batchnorm-relu", memory_efficient=False):
+        super().__init__()
+        self.memory_efficient = memory_efficient
+        self.nonlinear1 = get_nonlinear(config_str, in_channels)
+        self.linear1 = torch.nn.Conv1d(in_channels, bn_channels, 1, bias=False)
+        self.nonlinear2 = get_plain(config_str, bn_channels)
+        self.linear2 = torch.nn.Conv1d(bn_channels, bn_channels, 1, bias=False)
+
+    def bn_function(self, x):
+        return self.linear1(self.nonlinear1(x))
+
+    def plain_function(self, x):
+        return self.linear2(self.nonlinear2(x))
+
+    def forward(self, x):
+        if self.training and self.memory_efficient:
+            x = cp.checkpoint(self.bn_function, x, use_reentrant=False)  # expect: TML403
+            x = cp.checkpoint(self.plain_function, x, use_reentrant=False)
+        else:
+            x = self.plain_function(self.bn_function(x))
+        return x
+'''
+
+CASES = {"stack": STACK, "encoder": ENCODER, "partials": PARTIALS, "tdnn": TDNN}
+
+
+def _expected(source: str):
+    lines = textwrap.dedent(source).splitlines()
+    return {
+        (row, code)
+        for row, line in enumerate(lines, start=1)
+        for match in [EXPECT.search(line)] if match
+        for code in match.group(1).split()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows(name):
+    source = textwrap.dedent(CASES[name])
+    found = {(finding.location.row, finding.code) for finding in lint_source(source, "case.py", Settings(select=CODES))}
+    assert found == _expected(CASES[name])
+
+
+def test_single_layer_fix_calls_the_layer():
+    """The loop's element unwrapped: ``checkpoint(norm, x)`` becomes ``norm(x)``."""
+    from torchmemlint.fixer import fix_text
+
+    source = textwrap.dedent(STACK)
+    fixed = fix_text(source, lambda text: lint_source(text, "case.py", Settings(select=("TML402",))), False).text
+    assert "x = norm(x)" in fixed and "x = self.project_in(x)" in fixed
+    assert "x = checkpoint(ff, x) + x" in fixed  # a block: kept
