@@ -4,9 +4,10 @@ encoder loop, a DenseNet-style TDNN layer, a module-level pass-through helper), 
 that must stay quiet.
 
 Followed: a layer list checkpointed in a loop through ``layer.__call__``, ``layer.forward``, a
-forwarding lambda or a closure factory (``create_custom_forward(layer)``), also ``enumerate``,
-``zip`` and a loop that unpacks each element (``for norm, ff in self.layers``); a layer that is
-one op or else ``nn.Identity()``; a builder that fills a local ``nn.Sequential()`` with
+forwarding lambda or a closure factory (``create_custom_forward(layer)``, also one the method
+defines), also ``enumerate``, ``zip`` and a loop that unpacks each element (``for norm, ff in
+self.layers``), or read by index (``layer = self.resnets[i]``, ``self.projections[i]``); a layer
+that is one op or else ``nn.Identity()``, or built by a ``norm_layer`` parameter's default; a builder that fills a local ``nn.Sequential()`` with
 ``add_module``; ``functools.partial(checkpoint, use_reentrant=False)`` bound at module level or
 on ``self``; transformers' ``self._gradient_checkpointing_func``; fairscale's
 ``checkpoint_wrapper``. Quiet: a big block, a block with GroupNorm/LayerNorm, a checkpoint under
@@ -240,7 +241,73 @@ class DenseTDNNLayer(torch.nn.Module):
         return x
 '''
 
-CASES = {"stack": STACK, "encoder": ENCODER, "partials": PARTIALS, "tdnn": TDNN}
+UNET = '''
+import torch
+import torch.nn as nn
+
+
+class ResnetBlock(nn.Module):
+    def __init__(self, c, norm_layer=nn.BatchNorm2d):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1)
+        self.norm1 = norm_layer(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
+        self.norm2 = norm_layer(c)
+
+    def forward(self, x):
+        return x + self.norm2(self.conv2(torch.relu(self.norm1(self.conv1(x)))))
+
+
+class AttnBlock(nn.Module):
+    def __init__(self, dim, norm_layer=nn.LayerNorm):
+        super().__init__()
+        self.norm = norm_layer(dim)
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        x = torch.utils.checkpoint.checkpoint(self.norm, x, use_reentrant=False)  # expect: TML402
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.out(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+
+
+class DownBlock(nn.Module):
+    def __init__(self, c, n):
+        super().__init__()
+        self.resnets = nn.ModuleList([ResnetBlock(c) for _ in range(n)])
+        self.attentions = nn.ModuleList([AttnBlock(c) for _ in range(n)])
+        self.projections = nn.ModuleList([nn.Linear(c, c) for _ in range(n)])
+        self.gradient_checkpointing = False
+
+    def forward(self, hidden_states):
+        def create_custom_forward(module, return_dict=None):
+            def custom_forward(*inputs):
+                if return_dict is not None:
+                    return module(*inputs, return_dict=return_dict)
+                return module(*inputs)
+
+            return custom_forward
+
+        ckpt_kwargs = {"use_reentrant": False}
+        for resnet, attn in zip(self.resnets, self.attentions):
+            if self.training and self.gradient_checkpointing:
+                hidden_states = torch.utils.checkpoint.checkpoint(
+                    create_custom_forward(resnet), hidden_states, **ckpt_kwargs  # expect: TML403
+                )
+                hidden_states = torch.utils.checkpoint.checkpoint(
+                    create_custom_forward(attn, return_dict=False), hidden_states, **ckpt_kwargs
+                )
+            else:
+                hidden_states = attn(resnet(hidden_states))
+        for i in range(len(self.resnets)):
+            layer = self.resnets[i]
+            hidden_states = torch.utils.checkpoint.checkpoint(layer, hidden_states, use_reentrant=False)  # expect: TML403
+            hidden_states = torch.utils.checkpoint.checkpoint(self.projections[i], hidden_states, use_reentrant=False)  # expect: TML402
+            hidden_states = torch.utils.checkpoint.checkpoint(self.attentions[i], hidden_states, use_reentrant=False)
+        return hidden_states
+'''
+
+CASES = {"stack": STACK, "encoder": ENCODER, "partials": PARTIALS, "tdnn": TDNN, "unet": UNET}
 
 
 def _expected(source: str):

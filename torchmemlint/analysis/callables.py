@@ -567,6 +567,7 @@ class CallableModel:
         values = [
             value for value in assigned_values(function, name)
             if type(value) in (cst.Call, cst.List, cst.Tuple) and not (type(value) is cst.Call and _is_builtin(value.func, "dict", env))
+            or type(value) is cst.Subscript and self_path(value.value, env.self_name)  # `layer = self.layers[i]`
         ]
         for node in scan(function.body, (cst.AugAssign, cst.Call)):  # `features.append(Block(...))`, `layers += [...]`
             if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
@@ -695,10 +696,15 @@ class CallableModel:
             qualified = env.qualify((expr := instantiated(expr, env.qualify)).func)
             if qualified == _NN + "Identity":
                 return IDENTITY
+            factory = self._factory(expr, env) if qualified is None else None
+            if factory is not None:  # `norm_layer(dim)` with `norm_layer=nn.LayerNorm` (as for `contents`)
+                qualified, expr = factory.qualified, effective_call(expr, factory.preset)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
             return None if qualified is not None and qualified.startswith("torch.") else self._built_op(expr, env, depth)
+        if type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
+            return self.element_op(expr.value, env)  # `self.linears[i]`: the op every element is
         if type(expr) is cst.Lambda:
             call = _lambda_call(expr)
             if call is None:

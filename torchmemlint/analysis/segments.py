@@ -483,8 +483,8 @@ def looped_name(
         target = target.value
     if type(target) is not cst.Call:
         return target, True
-    args = target.args
-    if len(args) != 1 or args[0].keyword or args[0].star or type(args[0].value) is not cst.Name:
+    args = _positional(target)  # `create_custom_forward(attn, return_dict=False)`
+    if len(args) != 1 or args[0].star or type(args[0].value) is not cst.Name:
         return None, True
     factory = models.local_function(target.func, env) or _nested_function(env.function, target.func)
     if factory is None or not _returns_own_function(factory):
