@@ -145,9 +145,11 @@ class SingleOpCheckpoint(Rule):
     Flags `checkpoint(f, x)` where `f` is a single cheap layer or op: a `Conv*d`, `Linear`,
     normalisation, activation or average-pool module (`self.conv1` is followed to
     `self.conv1 = nn.Conv2d(...)` in `__init__`, also where it is that layer or else
-    `nn.Identity()`; an inline `nn.Conv2d(...)`; the elements of a `ModuleList` iterated by a
-    `for` loop, also as `layer.__call__`, `layer.forward` or `lambda t: layer(t)`, through
-    `enumerate`/`zip`, or unpacked (`for norm, ff in self.layers`: every element's first); a method that only forwards to one, `def _fc(self,
+    `nn.Identity()`, or built by a factory parameter (`self.norm = norm_layer(dim)` with
+    `norm_layer=nn.LayerNorm`); an inline `nn.Conv2d(...)`; the elements of a `ModuleList`
+    iterated by a `for` loop, also as `layer.__call__`, `layer.forward` or `lambda t: layer(t)`,
+    through `enumerate`/`zip`, unpacked (`for norm, ff in self.layers`: every element's first)
+    or indexed (`self.projections[i]`); a method that only forwards to one, `def _fc(self,
     h): return self.fc(h)`, or a function the calling method defines that does, `def
     proj_func(x): return self.proj(x)`; a layer built by a function of this or another project
     file whose every `return` is that one layer, LDM's `Normalize(c)` returning
