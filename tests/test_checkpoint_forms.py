@@ -8,7 +8,8 @@ forwarding lambda or a closure factory (``create_custom_forward(layer)``, also o
 defines), also ``enumerate``, ``zip`` and a loop that unpacks each element (``for norm, ff in
 self.layers``), or read by index (``layer = self.resnets[i]``, ``self.projections[i]``); a layer
 that is one op or else ``nn.Identity()``, or built by a ``norm_layer`` parameter's default; a builder that fills a local ``nn.Sequential()`` with
-``add_module``; ``functools.partial(checkpoint, use_reentrant=False)`` bound at module level or
+``add_module``; a local name bound to a layer class in either arm (``norm_layer = nn.BatchNorm2d
+if norm == "bn" else nn.GroupNorm``); ``functools.partial(checkpoint, use_reentrant=False)`` bound at module level or
 on ``self``; transformers' ``self._gradient_checkpointing_func``; fairscale's
 ``checkpoint_wrapper``. Quiet: a big block, a block with GroupNorm/LayerNorm, a checkpoint under
 ``torch.no_grad()`` or in a ``@torch.no_grad()`` method, ``nn.Identity()`` alone.
@@ -307,7 +308,47 @@ class DownBlock(nn.Module):
         return hidden_states
 '''
 
-CASES = {"stack": STACK, "encoder": ENCODER, "partials": PARTIALS, "tdnn": TDNN, "unet": UNET}
+CHOSEN_NORM = '''
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class ConvBlock(nn.Module):
+    def __init__(self, c, norm="bn"):
+        super().__init__()
+        norm_layer = nn.BatchNorm2d if norm == "bn" else nn.GroupNorm
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.norm = norm_layer(c)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class PlainBlock(nn.Module):
+    def __init__(self, c, group=True):
+        super().__init__()
+        norm_layer = nn.LayerNorm if group else nn.Identity
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.norm = norm_layer(c)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = ConvBlock(64)
+        self.plain = PlainBlock(64)
+
+    def forward(self, x):
+        x = checkpoint(self.block, x, use_reentrant=False)  # expect: TML403
+        return checkpoint(self.plain, x, use_reentrant=False)
+'''
+
+CASES = {
+    "stack": STACK, "encoder": ENCODER, "partials": PARTIALS, "tdnn": TDNN, "unet": UNET, "chosen_norm": CHOSEN_NORM,
+}
 
 
 def _expected(source: str):

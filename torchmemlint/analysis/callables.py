@@ -19,6 +19,7 @@ from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.configs import config_type
 from torchmemlint.analysis.inheritance import inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
+from torchmemlint.analysis.local_layers import bound_call as _bound_call, local_layer_classes
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
@@ -372,10 +373,10 @@ class CallableModel:
         return found
 
     def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
+        found: Dict[str, Found] = {}
         call = spelled_out(call, env.function)
         qualified = env.qualify(call.func)
         if qualified in _CONTAINERS:
-            found: Dict[str, Found] = {}
             elements = self.elements(call, env, where, depth + 1)
             if elements is None:  # `nn.Sequential(*features)`, a list the order of which is not known
                 elements = [(arg.value, env, where) for arg in call.args if arg.keyword is None and arg.star != "**"]
@@ -405,6 +406,11 @@ class CallableModel:
         factory = self._factory(call, env)
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
+        for layer in local_layer_classes(call, env):  # `norm = nn.BatchNorm2d if bn else nn.GroupNorm`
+            for trait, item in _module_traits(layer, call, where).items():
+                found.setdefault(trait, item)
+        if found:
+            return found
         builder = self.local_function(call.func, env)
         nested = _nested_function(env.function, call.func) if builder is None else None
         if builder is not None or nested is not None:  # `make_stage(64, 2)`: what the function returns
@@ -781,14 +787,6 @@ def _called_arguments(function: cst.FunctionDef, call: cst.Call) -> List[cst.Bas
         if name is not None:
             passed[name] = arg.value
     return [value for name, value in passed.items() if name in called]
-
-
-def _bound_call(expr: cst.BaseExpression, env: Env) -> bool:
-    """``x.forward`` / ``x.__call__`` of a module ``x`` other than ``self`` itself."""
-    return (
-        type(expr) is cst.Attribute and expr.attr.value in ("forward", "__call__")
-        and not (type(expr.value) is cst.Name and expr.value.value == env.self_name)
-    )
 
 
 def _is_builtin(func: cst.BaseExpression, name: str, env: Env) -> bool:

@@ -14,7 +14,7 @@ another file of the project (``CallableModel.foreign``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -23,7 +23,7 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.inheritance import method_definition
-from torchmemlint.analysis.syntax import _scope_of, _walk_types, is_staticmethod, self_path
+from torchmemlint.analysis.syntax import arms, _scope_of, _walk_types, is_staticmethod, self_path
 from torchmemlint.project import REGISTRY
 from torchmemlint.tree import walk
 
@@ -79,18 +79,6 @@ def method_wrapper(models, owner, name: str) -> Optional[Wrapper]:
     if wrapper is None or wrapper.position < bound:
         return None  # (it checkpoints `self`)
     return replace(wrapper, position=wrapper.position - bound)
-
-
-def arms(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The values an expression may be: both arms of ``a if c else b`` and of ``a or b``."""
-    if type(value) is cst.IfExp:
-        yield from arms(value.body)
-        yield from arms(value.orelse)
-    elif type(value) is cst.BooleanOperation:
-        yield from arms(value.left)
-        yield from arms(value.right)
-    else:
-        yield value
 
 
 def attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:

@@ -23,10 +23,10 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.autograd import grad_effect
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
+from torchmemlint.analysis.helpers import attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
-from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
+from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
