@@ -67,6 +67,7 @@ class CallableModel:
         self.helper_wrappers: Dict[int, Optional[Wrapper]] = {}  # ``analysis/helpers.py``, by definition
         self.helper_names: Dict[str, Optional[Wrapper]] = {}  # ... and by the name this file calls
         self.mentions_text = self._file_mentions  # the file says "checkpoint" (or is not known)
+        self.cut = False  # ``contents`` stopped at ``MAX_DEPTH`` since ``class_contents`` began
         # ``analysis/links.py``: classes and functions of other project files (set by
         # ``FileAnalysis``; None: this file alone)
         self.links = None
@@ -308,6 +309,7 @@ class CallableModel:
         """Traits (BATCH_NORM, RANDOM) of what calling ``expr`` may run, first found each."""
         found: Dict[str, Found] = {}
         if depth > self.MAX_DEPTH:
+            self.cut = True  # (a class whose contents were cut here is not cached)
             return found
 
         def merge(more: Dict[str, Found]) -> None:
@@ -457,8 +459,10 @@ class CallableModel:
         if key in self._class_contents:
             return self._class_contents[key]
         if key in self._in_progress or depth > self.MAX_DEPTH:
+            self.cut = self.cut or depth > self.MAX_DEPTH
             return {}
         self._in_progress.add(key)
+        cut, self.cut = self.cut, False
         found: Dict[str, Found] = {}
         parts: List[Dict[str, Found]] = []
         for base in model.node.bases:
@@ -484,7 +488,9 @@ class CallableModel:
             for trait, item in part.items():
                 found.setdefault(trait, item)
         self._in_progress.discard(key)
-        self._class_contents[key] = found
+        if not self.cut:  # met again nearer the top, it is read whole then
+            self._class_contents[key] = found
+        self.cut = self.cut or cut
         return found
 
     def function_contents(
