@@ -376,3 +376,78 @@ def test_single_layer_fix_calls_the_layer():
     fixed = fix_text(source, lambda text: lint_source(text, "case.py", Settings(select=("TML402",))), False).text
     assert "x = norm(x)" in fixed and "x = self.project_in(x)" in fixed
     assert "x = checkpoint(ff, x) + x" in fixed  # a block: kept
+
+
+# timm's form (reduced from its RepViT-like models): `forward_intermediates` loops over a local
+# `stages = self.stages[:max_index + 1]` before `forward_features` checkpoints `self.stages`. The
+# first path reaches `ConvNorm` deeper than the analysis follows; what was found there must not
+# be kept as the class's contents (it lost `checkpoint_seq(self.stages, x)`'s BatchNorm).
+DEEP_FIRST = '''
+import torch.nn as nn
+from timm.models import checkpoint, checkpoint_seq
+
+
+class ConvNorm(nn.Sequential):
+    def __init__(self, a, b):
+        super().__init__()
+        self.add_module("c", nn.Conv2d(a, b, 1, bias=False))
+        self.add_module("bn", nn.BatchNorm2d(b))
+
+
+class Mixer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv = ConvNorm(c, c)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.token_mixer = nn.Sequential(ConvNorm(c, c), nn.GELU())
+
+    def forward(self, x):
+        return x + self.token_mixer(x)
+
+
+class Stage(nn.Module):
+    def __init__(self, c, depth):
+        super().__init__()
+        blocks = []
+        for _ in range(depth):
+            blocks.append(Block(c))
+        self.blocks = nn.Sequential(*blocks)
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class Net(nn.Module):
+    def __init__(self, c=32, depths=(2, 2, 6, 2)):
+        super().__init__()
+        stages = []
+        for depth in depths:
+            stages.append(Stage(c, depth))
+        self.stages = nn.Sequential(*stages)
+        self.grad_checkpointing = False
+
+    def forward_intermediates(self, x, max_index=None):
+        if max_index is None:
+            stages = self.stages
+        else:
+            stages = self.stages[:max_index + 1]
+        for stage in stages:
+            x = checkpoint(stage, x)
+        return x
+
+    def forward_features(self, x):
+        return checkpoint_seq(self.stages, x)  # expect: TML403
+'''
+
+
+def test_a_class_met_first_through_a_deep_path_is_read_whole_later():
+    source = textwrap.dedent(DEEP_FIRST)
+    found = {(finding.location.row, finding.code) for finding in lint_source(source, "case.py", Settings(select=CODES))}
+    assert _expected(DEEP_FIRST) <= found
