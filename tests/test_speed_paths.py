@@ -166,7 +166,7 @@ class Outer(nn.Module):
             y = checkpoint(f, y)
         finally:
             drop = nn.Dropout(0.1, inplace=True)
-        with torch.no_grad():
+        with torch.autocast("cpu"):  # (under no_grad a checkpoint recomputes nothing: no finding)
           y = checkpoint(f, y)  # two-space block
         match y:
             case 1:

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
-    BATCH_NORM, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
+    agreed, BATCH_NORM, IDENTITY, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
     _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
     _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
@@ -19,9 +19,14 @@ from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.configs import config_type
 from torchmemlint.analysis.inheritance import inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
+from torchmemlint.analysis.local_layers import bound_call as _bound_call, local_layer_classes
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
+
+
+# methods that put their last argument into a local list or container: name -> argument count
+_ADDERS = {"append": 1, "extend": 1, "add_module": 2, "register_module": 2}
 
 
 class CallableModel:
@@ -62,6 +67,7 @@ class CallableModel:
         self.helper_wrappers: Dict[int, Optional[Wrapper]] = {}  # ``analysis/helpers.py``, by definition
         self.helper_names: Dict[str, Optional[Wrapper]] = {}  # ... and by the name this file calls
         self.mentions_text = self._file_mentions  # the file says "checkpoint" (or is not known)
+        self.cut = False  # ``contents`` stopped at ``MAX_DEPTH`` since ``class_contents`` began
         # ``analysis/links.py``: classes and functions of other project files (set by
         # ``FileAnalysis``; None: this file alone)
         self.links = None
@@ -303,12 +309,15 @@ class CallableModel:
         """Traits (BATCH_NORM, RANDOM) of what calling ``expr`` may run, first found each."""
         found: Dict[str, Found] = {}
         if depth > self.MAX_DEPTH:
+            self.cut = True  # (a class whose contents were cut here is not cached)
             return found
 
         def merge(more: Dict[str, Found]) -> None:
             for trait, item in more.items():
                 found.setdefault(trait, item)
 
+        if _bound_call(expr, env):  # `self.block.forward`, `blk.__call__`: what `self.block` runs
+            return self.contents(expr.value, env, where, depth + 1)  # type: ignore[attr-defined]
         followed = self.follow(expr, env)
         if followed is not None:
             for value, value_env, value_where in followed:
@@ -366,10 +375,10 @@ class CallableModel:
         return found
 
     def _call_contents(self, call: cst.Call, env: Env, where: str, depth: int) -> Dict[str, Found]:
+        found: Dict[str, Found] = {}
         call = spelled_out(call, env.function)
         qualified = env.qualify(call.func)
         if qualified in _CONTAINERS:
-            found: Dict[str, Found] = {}
             elements = self.elements(call, env, where, depth + 1)
             if elements is None:  # `nn.Sequential(*features)`, a list the order of which is not known
                 elements = [(arg.value, env, where) for arg in call.args if arg.keyword is None and arg.star != "**"]
@@ -399,6 +408,11 @@ class CallableModel:
         factory = self._factory(call, env)
         if factory is not None:  # `norm_layer(c)` with `norm_layer=nn.BatchNorm2d`, partials
             return _module_traits(factory.qualified, effective_call(call, factory.preset), where)
+        for layer in local_layer_classes(call, env):  # `norm = nn.BatchNorm2d if bn else nn.GroupNorm`
+            for trait, item in _module_traits(layer, call, where).items():
+                found.setdefault(trait, item)
+        if found:
+            return found
         builder = self.local_function(call.func, env)
         nested = _nested_function(env.function, call.func) if builder is None else None
         if builder is not None or nested is not None:  # `make_stage(64, 2)`: what the function returns
@@ -445,8 +459,10 @@ class CallableModel:
         if key in self._class_contents:
             return self._class_contents[key]
         if key in self._in_progress or depth > self.MAX_DEPTH:
+            self.cut = self.cut or depth > self.MAX_DEPTH
             return {}
         self._in_progress.add(key)
+        cut, self.cut = self.cut, False
         found: Dict[str, Found] = {}
         parts: List[Dict[str, Found]] = []
         for base in model.node.bases:
@@ -472,7 +488,9 @@ class CallableModel:
             for trait, item in part.items():
                 found.setdefault(trait, item)
         self._in_progress.discard(key)
-        self._class_contents[key] = found
+        if not self.cut:  # met again nearer the top, it is read whole then
+            self._class_contents[key] = found
+        self.cut = self.cut or cut
         return found
 
     def function_contents(
@@ -561,6 +579,7 @@ class CallableModel:
         values = [
             value for value in assigned_values(function, name)
             if type(value) in (cst.Call, cst.List, cst.Tuple) and not (type(value) is cst.Call and _is_builtin(value.func, "dict", env))
+            or type(value) is cst.Subscript and self_path(value.value, env.self_name)  # `layer = self.layers[i]`
         ]
         for node in scan(function.body, (cst.AugAssign, cst.Call)):  # `features.append(Block(...))`, `layers += [...]`
             if type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
@@ -570,10 +589,10 @@ class CallableModel:
                 and type(node.func) is cst.Attribute
                 and type(node.func.value) is cst.Name
                 and node.func.value.value == name
-                and node.func.attr.value in ("append", "extend")
-                and len(node.args) == 1
-            ):
-                values.append(node.args[0].value)
+                and node.func.attr.value in _ADDERS
+                and len(node.args) == _ADDERS[node.func.attr.value]
+            ):  # `layers.append(Block())`, `nonlinear.add_module("bn", nn.BatchNorm1d(c))`
+                values.append(node.args[-1].value)
         return values
 
     def _getattr_contents(self, call: cst.Call, env: Env, depth: int) -> Dict[str, Found]:
@@ -673,6 +692,8 @@ class CallableModel:
         """The one cheap layer or op that calling ``expr`` runs, if that is all it runs."""
         if depth > self.MAX_DEPTH:
             return None
+        if _bound_call(expr, env):
+            return self.single_op(expr.value, env, depth + 1)  # type: ignore[attr-defined]
         followed = self.follow(expr, env)
         if followed is not None:
             path = self_path(expr, env.self_name)
@@ -680,16 +701,22 @@ class CallableModel:
             if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
                 call = _single_return_call(method, skip=1)
                 return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
-            ops = [self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)]
-            if ops and all(op is not None and op == ops[0] for op in ops):
-                return ops[0]
-            return None
+            return agreed([self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)])
+        if type(expr) is cst.IfExp:  # `nn.Linear(a, b) if a != b else nn.Identity()`
+            return agreed([self.single_op(arm, env, depth + 1) for arm in (expr.body, expr.orelse)])
         if type(expr) is cst.Call:
             qualified = env.qualify((expr := instantiated(expr, env.qualify)).func)
+            if qualified == _NN + "Identity":
+                return IDENTITY
+            factory = self._factory(expr, env) if qualified is None else None
+            if factory is not None:  # `norm_layer(dim)` with `norm_layer=nn.LayerNorm` (as for `contents`)
+                qualified, expr = factory.qualified, effective_call(expr, factory.preset)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
                 stateful = BATCH_NORM in _module_traits(qualified, expr, "")
                 return SingleOp(_last_part(qualified), qualified in _PARAMETRIC_MODULES, stateful)
             return None if qualified is not None and qualified.startswith("torch.") else self._built_op(expr, env, depth)
+        if type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
+            return self.element_op(expr.value, env)  # `self.linears[i]`: the op every element is
         if type(expr) is cst.Lambda:
             call = _lambda_call(expr)
             if call is None:
@@ -734,16 +761,15 @@ class CallableModel:
         returned = [node.value for node in _walk_types(builder.body, (cst.Return,))]
         if not returned or any(type(value) is not cst.Call for value in returned):
             return None
-        ops = [model.single_op(value, inner, depth + 1) for value in returned]
-        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
+        return agreed([model.single_op(value, inner, depth + 1) for value in returned])
 
     def element_op(self, container: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
         """The single op every element of a container is, if they all are the same one."""
         elements = self.elements(container, env, "")
         if not elements:
             return None
-        ops = [self.single_op(element, element_env) for element, element_env, _ in elements]
-        return ops[0] if all(op is not None and op == ops[0] for op in ops) else None
+        return agreed([self.single_op(element, element_env) for element, element_env, _ in elements])
+
 
 
 def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:

@@ -5,7 +5,7 @@ recomputes: ``analysis/segments.py``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional
 
 import libcst as cst
@@ -219,7 +219,18 @@ WRAPPERS: Dict[str, Wrapper] = {
     # and restores the RNG states itself and takes no keywords.
     "deepspeed.checkpointing.checkpoint": _DEEPSPEED,
     "deepspeed.runtime.activation_checkpointing.checkpointing.checkpoint": _DEEPSPEED,
+    # fairscale's module wrapper: every call checkpointed by its own autograd.Function
+    # (reentrant); it takes none of torch's keywords (`offload_to_cpu` instead).
+    **{
+        f"fairscale.nn.{module}checkpoint_wrapper": Wrapper("checkpoint_wrapper", MODULE, True, False, False)
+        for module in ("", "checkpoint.", "checkpoint.checkpoint_activations.", "misc.", "misc.checkpoint_activations.")
+    },
 }
+# transformers: `gradient_checkpointing_enable()` sets `_gradient_checkpointing_func` (a partial
+# of torch's checkpoint, its variant chosen there) on every module of the model that has
+# `gradient_checkpointing`; its modules call it on themselves, `self.<it>(layer.__call__, x)`.
+HF_CHECKPOINT_ATTRIBUTE = "_gradient_checkpointing_func"
+HF_CHECKPOINT = Wrapper(HF_CHECKPOINT_ATTRIBUTE, CALL, None, use_reentrant=False, torch_keywords=False)
 # Through any module alias the functions are reached as `<alias>.checkpoint(...)`.
 _WRAPPER_ATTRIBUTES = frozenset(name.rsplit(".", 1)[-1] for name in WRAPPERS)
 # timm's own files import them relatively: `from ._manipulate import checkpoint_seq` (and
@@ -261,6 +272,21 @@ def checkpoint_wrapper(func: cst.BaseExpression, qualify, models) -> Optional[Wr
     return None
 
 
+def partial_wrapper(value: cst.BaseExpression, qualify, models) -> Optional[Wrapper]:
+    """The checkpointing function ``functools.partial(checkpoint, use_reentrant=False)`` (of
+    any wrapper, keywords only) is: the variant its keywords choose, which its calls need not
+    choose again."""
+    if type(value) is not cst.Call or qualify(value.func) != _PARTIAL:
+        return None
+    positional = _positional(value)
+    if len(positional) != 1 or positional[0].star or type(positional[0].value) not in (cst.Name, cst.Attribute):
+        return None  # (a bound positional argument would be what it checkpoints)
+    wrapper = checkpoint_wrapper(positional[0].value, qualify, models)
+    if wrapper is None or not (keyword(value, "use_reentrant") or keyword(value, "checkpoint_impl") or has_star_kwargs(value)):
+        return wrapper
+    return replace(wrapper, reentrant=reentrant(wrapper, value), use_reentrant=False)
+
+
 def reentrant(wrapper: Wrapper, call: cst.Call) -> Optional[bool]:
     """Whether this call runs the reentrant variant; None when the file does not say."""
     if wrapper.form == MODULE:
@@ -299,6 +325,18 @@ class SingleOp:
     parametric: bool
     # Updates running statistics in forward (BatchNorm): the recomputation updates them again.
     stateful: bool = False
+
+
+# `nn.Identity()`: runs nothing, so a value that is one op or else the identity is that op
+IDENTITY = SingleOp("Identity", False)
+
+
+def agreed(ops: List[Optional[SingleOp]]) -> Optional[SingleOp]:
+    """The one op all of ``ops`` are, leaving out identities (None: not all the same op)."""
+    real = [op for op in ops if op != IDENTITY]
+    if not real or not all(op is not None and op == real[0] for op in real):
+        return IDENTITY if ops and len(real) == 0 else None
+    return real[0]
 
 
 def _last_part(qualified: str) -> str:

@@ -14,16 +14,16 @@ another file of the project (``CallableModel.foreign``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
-    CALL, checkpoint_wrapper, keyword, MODULE, _positional, reentrant, Wrapper, WRAPPERS,
+    CALL, checkpoint_wrapper, keyword, MODULE, partial_wrapper, _positional, reentrant, Wrapper, WRAPPERS,
 )
 from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.inheritance import method_definition
-from torchmemlint.analysis.syntax import _scope_of, _walk_types, is_staticmethod, self_path
+from torchmemlint.analysis.syntax import arms, _scope_of, _walk_types, is_staticmethod, self_path
 from torchmemlint.project import REGISTRY
 from torchmemlint.tree import walk
 
@@ -81,18 +81,6 @@ def method_wrapper(models, owner, name: str) -> Optional[Wrapper]:
     return replace(wrapper, position=wrapper.position - bound)
 
 
-def arms(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The values an expression may be: both arms of ``a if c else b`` and of ``a or b``."""
-    if type(value) is cst.IfExp:
-        yield from arms(value.body)
-        yield from arms(value.orelse)
-    elif type(value) is cst.BooleanOperation:
-        yield from arms(value.left)
-        yield from arms(value.right)
-    else:
-        yield value
-
-
 def attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
     """The checkpointing function ``self.<name>`` holds when ``__init__`` of ``owner``
     (``InitModel``) binds it to one in some arm: ``self.maybe_ckpt = checkpoint if "mha" in
@@ -105,7 +93,10 @@ def attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
     other = False
     for value in values:
         for arm in arms(value):
-            wrapper = checkpoint_wrapper(arm, env.qualify, models) if type(arm) in (cst.Name, cst.Attribute) else None
+            wrapper = (
+                checkpoint_wrapper(arm, env.qualify, models) if type(arm) in (cst.Name, cst.Attribute)
+                else partial_wrapper(arm, env.qualify, models)  # `partial(checkpoint, use_reentrant=False)`
+            )
             if wrapper is None:
                 other = True
             else:
@@ -188,10 +179,13 @@ def _function_wrapper(models, function: cst.FunctionDef) -> Optional[Wrapper]:
         # (`kwargs.setdefault("use_reentrant", False)`: a caller's own keyword still wins)
         chooses = keyword(call, "use_reentrant") is not None or (forwards and _names_keyword(function.body, "use_reentrant"))
         takes = forwards and not chooses and inner.use_reentrant  # the caller's keyword decides
+        variant = inner.reentrant if takes else reentrant(inner, call)
+        if variant is None and chooses and keyword(call, "use_reentrant") is None:
+            variant = _set_keyword(function.body, "use_reentrant")  # `kwargs.setdefault("use_reentrant", False)`
         return Wrapper(
             function.name.value,
             CALL,
-            inner.reentrant if takes else reentrant(inner, call),
+            variant,
             use_reentrant=takes,
             torch_keywords=forwards and inner.torch_keywords and keyword(call, "preserve_rng_state") is None,
             position=position,
@@ -209,6 +203,26 @@ def _names_keyword(body: cst.CSTNode, name: str) -> bool:
         if kind is cst.Arg and node.keyword is not None and node.keyword.value == name:
             return True
     return False
+
+
+def _set_keyword(body: cst.CSTNode, name: str) -> Optional[bool]:
+    """The literal ``True``/``False`` a body writes into the keywords it passes on, when it
+    writes one value only: ``kwargs.setdefault("use_reentrant", False)``, ``kwargs["use_reentrant"]
+    = False``; None otherwise."""
+    values = set()
+    for node in walk(body):
+        value = None
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "setdefault" and len(node.args) == 2:
+            key, value = node.args[0].value, node.args[1].value
+        elif type(node) is cst.Assign and type(node.targets[0].target) is cst.Subscript:
+            target = node.targets[0].target
+            index = target.slice[0].slice if len(target.slice) == 1 else None
+            key, value = getattr(index, "value", None), node.value
+        else:
+            continue
+        if type(key) is cst.SimpleString and key.evaluated_value == name:
+            values.add(value.value if type(value) is cst.Name and value.value in ("True", "False") else None)
+    return values.pop() == "True" if len(values) == 1 and None not in values else None
 
 
 def _class_wrapper(models, node: cst.ClassDef) -> Optional[Wrapper]:

@@ -15,16 +15,18 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.callables import CallableModel
+from torchmemlint.analysis.callables import CallableModel, _nested_function
 from torchmemlint.analysis.checkpoints import (
-    _CHECKPOINT_KEYWORDS, CALL, checkpoint_wrapper, Found, _lambda_call, _literal_false, MODULE,
+    agreed, _CHECKPOINT_KEYWORDS, IDENTITY, CALL, checkpoint_wrapper, Found, HF_CHECKPOINT, HF_CHECKPOINT_ATTRIBUTE,
+    _lambda_call, _literal_false, MODULE, partial_wrapper,
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
+from torchmemlint.analysis.autograd import grad_effect
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.helpers import arms, attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
+from torchmemlint.analysis.helpers import attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
-from torchmemlint.analysis.syntax import _body_statements, _first_param, loop_item, _walk
+from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
@@ -72,6 +74,8 @@ class CheckpointCall:
         self.reentrant: Optional[bool] = reentrant(wrapper, node)
         self._env: Optional[Env] = None
         self._container = _NOT_YET
+        self._exact = True  # the callable runs only the loop's element (not a closure around it)
+        self.member: Optional[int] = None
         self._contents: Optional[Tuple[Dict[str, Found], str]] = None
         self._single_op = _NOT_YET
 
@@ -111,9 +115,14 @@ class CheckpointCall:
 
     @property
     def container(self) -> Optional[cst.BaseExpression]:
-        """``self.blocks`` when the checkpointed name is the variable of a ``for`` over it."""
+        """``self.blocks`` when what is checkpointed is the variable of a ``for`` over it
+        (``blk``, ``blk.__call__``, ``lambda t: blk(t)``, ``create_custom_forward(blk)``, also
+        ``for i, blk in enumerate(...)``, ``for a, b in zip(self.a, self.b)``); ``member``: its
+        position where the loop unpacks each element (``for norm, attn, ff in self.layers``)."""
         if self._container is _NOT_YET:
-            self._container = self._calls.loop_container(self._here, self.target)
+            name, self._exact = looped_name(self.target, self._calls.models, self.env)
+            found = self._calls.loop_container(self._here, name)
+            self._container, self.member = found if found is not None else (None, None)
         return self._container  # type: ignore[return-value]
 
     @property
@@ -124,7 +133,8 @@ class CheckpointCall:
             return ""
         label = f"`{self._calls.code_for(target)}`" if type(target) is not cst.Lambda else "the lambda"
         if self.container is not None:
-            label += f" (an element of `{self._calls.code_for(self.container)}`)"
+            whole = "" if self.member is None else f"item {self.member} of "
+            label += f" ({whole}an element of `{self._calls.code_for(self.container)}`)"
         return label
 
     # -- what it recomputes ------------------------------------------------------------------
@@ -146,7 +156,14 @@ class CheckpointCall:
         models, env, label = self._calls.models, self.env, self.callable_label
         container = self.container
         if container is not None:
-            return models.contents(container, env, label), label
+            found = {}
+            for element, element_env, where in self._elements(container, env, label):
+                for trait, item in models.contents(element, element_env, where).items():
+                    found.setdefault(trait, item)
+            if not self._exact:  # a closure around the element: what it runs besides
+                for trait, item in models.contents(target, env, label).items():
+                    found.setdefault(trait, item)
+            return found, label
         segments: Optional[List[Tuple[cst.BaseExpression, Env, str]]] = None
         if self.form == SEQUENTIAL:
             segments = _recomputed_segments(models.elements(target, env, label), _positional(self.node))
@@ -174,12 +191,31 @@ class CheckpointCall:
             if self.form in (CALL, MODULE) and self.runs:
                 models, env = self._calls.models, self.env
                 container = self.container
-                if container is not None:
-                    op = models.element_op(container, env)
-                else:
+                if container is not None and self._exact:
+                    if self.member is None:
+                        op = models.element_op(container, env)
+                    else:
+                        op = agreed([models.single_op(item, item_env) for item, item_env, _ in self._elements(container, env, "")])
+                    op = None if op == IDENTITY else op
+                elif container is None:
                     op = models.single_op(self.target, env)  # type: ignore[arg-type]
+                    op = None if op == IDENTITY else op
             self._single_op = op
         return self._single_op  # type: ignore[return-value]
+
+    def _elements(self, container: cst.BaseExpression, env: Env, label: str) -> List[Tuple[cst.BaseExpression, Env, str]]:
+        """What the loop variable is bound to: the container itself (its contents are every
+        element's), or the ``member``-th item of each of its elements (none where unknown)."""
+        if self.member is None:
+            return [(container, env, label)]
+        models = self._calls.models
+        found = []
+        for element, element_env, where in models.elements(container, env, label) or ():
+            items = models.elements(element, element_env, where)
+            if items is None or len(items) <= self.member:
+                return []
+            found.append(items[self.member])
+        return found
 
     @property
     def called(self) -> Optional[cst.BaseExpression]:
@@ -228,6 +264,7 @@ class CheckpointCalls:
         self.root = root
         self.models = models
         self._sites = Sites(index, root)
+        self._aliases: Optional[Dict[str, Optional[Wrapper]]] = None
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
@@ -251,6 +288,11 @@ class CheckpointCalls:
                     if wrapper is not None:
                         self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
                         continue
+                if func.attr.value == HF_CHECKPOINT_ATTRIBUTE and type(func.value) is cst.Name and func.value.value in selves:
+                    env = self.env_at(here)  # transformers' `self._gradient_checkpointing_func(layer.__call__, x)`
+                    if env.owner is not None and func.value.value == env.self_name:
+                        self.calls.append(CheckpointCall(self, node, HF_CHECKPOINT, here))  # type: ignore[arg-type]
+                    continue
                 if func.attr.value not in _WRAPPER_ATTRIBUTES:
                     continue
             elif type(func) is not cst.Name:
@@ -264,10 +306,48 @@ class CheckpointCalls:
                     continue
             scope = self.bindings_at(here)
             wrapper = checkpoint_wrapper(func, scope.qualify, models)
+            if wrapper is None and type(func) is cst.Name and _binding_scope(scope, func.value) is self.root:
+                wrapper = self._module_alias(func.value)  # `ckpt = partial(checkpoint, ...)`
             if wrapper is None:
                 wrapper = helper_wrapper(models, node, Env(scope, None, None))  # type: ignore[arg-type]
             if wrapper is not None:
                 self.calls.append(CheckpointCall(self, node, wrapper, here))  # type: ignore[arg-type]
+        self.calls = [call for call in self.calls if not self._grad_off(call._here)]
+
+    def _grad_off(self, here: int) -> bool:
+        """Autograd is off where the call runs: inside ``with torch.no_grad():`` (or
+        ``inference_mode``, ``set_grad_enabled(False)``) of its function, or in a function
+        decorated so; nothing is recomputed, as no backward runs."""
+        order = self.index.order
+        for at in reversed(self.index.ancestors(here)[:-1]):
+            node = order[at]
+            if type(node) is cst.With:
+                effects = {grad_effect(item.item, self.bindings_at(at)) for item in node.items}
+                if effects & {"on", "unknown"}:
+                    return False
+                if "off" in effects:
+                    return True
+            elif type(node) in (cst.FunctionDef, cst.Lambda):
+                decorators = node.decorators if type(node) is cst.FunctionDef else ()
+                return any(grad_effect(item.decorator, self.bindings_at(at)) == "off" for item in decorators)
+        return False
+
+    def _module_alias(self, name: str) -> Optional[Wrapper]:
+        """The checkpointing function a module-level ``name = partial(checkpoint, ...)`` (or
+        ``name = torch.utils.checkpoint.checkpoint``) binds, when that is its one binding."""
+        if self._aliases is None:
+            self._aliases = {}
+            for statement in self.module.body:
+                small = statement.body[0] if type(statement) is cst.SimpleStatementLine else None
+                if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                    target = small.targets[0].target.value
+                    value = small.value
+                    found = (
+                        checkpoint_wrapper(value, self.root.qualify, self.models) if type(value) in (cst.Name, cst.Attribute)
+                        else partial_wrapper(value, self.root.qualify, self.models)
+                    )
+                    self._aliases[target] = found if target not in self._aliases else None
+        return self._aliases.get(name)
 
     def _attribute_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
         """``self.maybe_ckpt(...)`` in a method of a class whose ``__init__`` binds
@@ -332,9 +412,13 @@ class CheckpointCalls:
                 return Env(self.bindings_at(here), model, _first_param(order[at]), innermost)  # type: ignore[arg-type]
         return Env(self.bindings_at(here), None, None, innermost)  # type: ignore[arg-type]
 
-    def loop_container(self, here: int, name: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
-        """``self.blocks`` when ``name`` is the variable of a ``for`` over it around ``here``
-        (inside the innermost function)."""
+    def loop_container(
+        self, here: int, name: Optional[cst.BaseExpression]
+    ) -> Optional[Tuple[cst.BaseExpression, Optional[int]]]:
+        """``(self.blocks, None)`` when ``name`` is the variable of a ``for`` over it around
+        ``here`` (inside the innermost function); ``(self.layers, 1)`` for ``attn`` in ``for
+        norm, attn in self.layers``; ``(self.b, None)`` for ``b`` in ``for a, b in zip(self.a,
+        self.b)``."""
         if type(name) is not cst.Name:
             return None
         order = self.index.order
@@ -345,8 +429,20 @@ class CheckpointCalls:
             if type(statement) is not cst.For:
                 continue
             target, iterable = loop_item(statement)
-            if type(target) is cst.Name and target.value == name.value:
-                return iterable
+            if type(target) is cst.Name:
+                if target.value == name.value:
+                    return iterable, None
+                continue
+            names = [element.value for element in target.elements] if type(target) in (cst.Tuple, cst.List) else []
+            position = next((at for at, item in enumerate(names) if type(item) is cst.Name and item.value == name.value), None)
+            if position is None or any(type(item) is not cst.Name for item in names):
+                continue
+            if type(iterable) is cst.Call and type(iterable.func) is cst.Name and iterable.func.value == "zip":
+                args = iterable.args
+                if len(args) == len(names) and not any(arg.star or arg.keyword for arg in args):
+                    return args[position].value, None
+                return None
+            return (iterable, position) if type(iterable) is not cst.Call else None
         return None
 
     def untouched_argument(self, here: int, name: str) -> Optional[Tuple[str, str]]:
@@ -370,6 +466,47 @@ class CheckpointCalls:
         return name, function.name.value
 
 
+_CALL_METHODS = ("__call__", "forward")
+
+
+def looped_name(
+    target: Optional[cst.BaseExpression], models: CallableModel, env: Env
+) -> Tuple[Optional[cst.BaseExpression], bool]:
+    """The name a checkpointed callable runs, and whether that is all it runs: ``blk``,
+    ``blk.__call__``, ``blk.forward`` and ``lambda t: blk(t)`` run ``blk``; a closure factory
+    (``create_custom_forward(blk)``, a function that returns a function it defines) runs ``blk``
+    and what its closure adds."""
+    if type(target) is cst.Lambda:
+        body = _lambda_call(target)
+        target = body.func if body is not None else None
+    if type(target) is cst.Attribute and target.attr.value in _CALL_METHODS and type(target.value) is cst.Name:
+        target = target.value
+    if type(target) is not cst.Call:
+        return target, True
+    args = _positional(target)  # `create_custom_forward(attn, return_dict=False)`
+    if len(args) != 1 or args[0].star or type(args[0].value) is not cst.Name:
+        return None, True
+    factory = models.local_function(target.func, env) or _nested_function(env.function, target.func)
+    if factory is None or not _returns_own_function(factory):
+        return None, True
+    return args[0].value, False
+
+
+def _returns_own_function(function: cst.FunctionDef) -> bool:
+    """``def f(module): def inner(*a): ...; return inner``."""
+    inner = {statement.name.value for statement in _body_statements(function.body) if type(statement) is cst.FunctionDef}
+    last = _body_statements(function.body)[-1:]
+    small = last[0].body[0] if last and type(last[0]) is cst.SimpleStatementLine else None
+    return type(small) is cst.Return and type(small.value) is cst.Name and small.value.value in inner
+
+
+def _binding_scope(scope: Bindings, name: str) -> Optional[Bindings]:
+    """The scope (of ``scope`` and its parents) that binds ``name``."""
+    while scope is not None and name not in scope.names:
+        scope = scope.parent  # type: ignore[assignment]
+    return scope
+
+
 def _wrapper_names(index: NodeIndex) -> Set[str]:
     """The only names a call can name a checkpointing function by: the functions' own names
     (imported as they are, by a star import or relatively) and the aliases imports give them
@@ -384,6 +521,10 @@ def _wrapper_names(index: NodeIndex) -> Set[str]:
         imported = dotted_name(alias.name) or ""
         if imported.rsplit(".", 1)[-1] in _WRAPPER_ATTRIBUTES:
             names.add(alias.asname.name.value)
+    for at in index.positions(cst.Assign):  # `ckpt = partial(checkpoint, use_reentrant=False)`
+        assign: cst.Assign = order[at]  # type: ignore[assignment]
+        if len(assign.targets) == 1 and type(assign.targets[0].target) is cst.Name and _names_wrapper(assign.value, names):
+            names.add(assign.targets[0].target.value)
     return names
 
 
@@ -410,13 +551,19 @@ def _aliased_attributes(index: NodeIndex, names: Set[str]) -> Set[str]:
     for at in index.positions(cst.Assign):
         assign: cst.Assign = order[at]  # type: ignore[assignment]
         targets = [target.target for target in assign.targets if type(target.target) is cst.Attribute]
-        if targets and any(
-            (type(arm) is cst.Name and arm.value in names)
-            or (type(arm) is cst.Attribute and arm.attr.value in _WRAPPER_ATTRIBUTES)
-            for arm in arms(assign.value)
-        ):
+        if targets and any(_names_wrapper(arm, names) for arm in arms(assign.value)):
             found.update(target.attr.value for target in targets)  # type: ignore[attr-defined]
     return found
+
+
+def _names_wrapper(value: cst.BaseExpression, names: Set[str]) -> bool:
+    """``value`` may be a checkpointing function: one of ``names``, ``<x>.checkpoint``, or a
+    ``partial`` of one (``functools.partial(checkpoint, use_reentrant=False)``)."""
+    if type(value) is cst.Call and value.args and value.args[0].keyword is None:
+        value = value.args[0].value
+    return (type(value) is cst.Name and value.value in names) or (
+        type(value) is cst.Attribute and value.attr.value in _WRAPPER_ATTRIBUTES
+    )
 
 
 def checkpoint_calls(context) -> CheckpointCalls:

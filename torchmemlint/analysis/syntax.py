@@ -313,3 +313,15 @@ def loop_item(loop: cst.For) -> Tuple[cst.BaseAssignTargetExpression, cst.BaseEx
     ):
         return target.elements[1].value, iterable.args[0].value
     return target, iterable
+
+
+def arms(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The values an expression may be: both arms of ``a if c else b`` and of ``a or b``."""
+    if type(value) is cst.IfExp:
+        yield from arms(value.body)
+        yield from arms(value.orelse)
+    elif type(value) is cst.BooleanOperation:
+        yield from arms(value.left)
+        yield from arms(value.right)
+    else:
+        yield value

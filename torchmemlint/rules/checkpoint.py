@@ -144,15 +144,22 @@ class SingleOpCheckpoint(Rule):
     ## What it does
     Flags `checkpoint(f, x)` where `f` is a single cheap layer or op: a `Conv*d`, `Linear`,
     normalisation, activation or average-pool module (`self.conv1` is followed to
-    `self.conv1 = nn.Conv2d(...)` in `__init__`; an inline `nn.Conv2d(...)`; the elements of a
-    `ModuleList` iterated by a `for` loop; a method that only forwards to one, `def _fc(self,
+    `self.conv1 = nn.Conv2d(...)` in `__init__`, also where it is that layer or else
+    `nn.Identity()`, or built by a factory parameter (`self.norm = norm_layer(dim)` with
+    `norm_layer=nn.LayerNorm`); an inline `nn.Conv2d(...)`; the elements of a `ModuleList`
+    iterated by a `for` loop, also as `layer.__call__`, `layer.forward` or `lambda t: layer(t)`,
+    through `enumerate`/`zip`, unpacked (`for norm, ff in self.layers`: every element's first)
+    or indexed (`self.projections[i]`); a method that only forwards to one, `def _fc(self,
     h): return self.fc(h)`, or a function the calling method defines that does, `def
     proj_func(x): return self.proj(x)`; a layer built by a function of this or another project
     file whose every `return` is that one layer, LDM's `Normalize(c)` returning
     `nn.GroupNorm`), a functional op such as `F.relu`, or a lambda that only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
-    `deepspeed.checkpointing.checkpoint(f, x)`, and for torch's module wrapper
-    `checkpoint_wrapper(nn.Conv2d(...))` (`torch.distributed.algorithms._checkpoint.
-    checkpoint_wrapper`), whose every call checkpoints the one layer. A project's own
+    `deepspeed.checkpointing.checkpoint(f, x)`, for `functools.partial(checkpoint,
+    use_reentrant=False)` bound to a module-level name or to `self.x`, and for torch's and
+    fairscale's module wrappers `checkpoint_wrapper(nn.Conv2d(...))`
+    (`torch.distributed.algorithms._checkpoint.checkpoint_wrapper`, `fairscale.nn`), whose
+    every call checkpoints the one layer. Not under `torch.no_grad()` (nothing is recomputed;
+    the same for TML401, TML403 and TML404). A project's own
     checkpointing code counts as what it runs: a function that hands its parameter to torch's
     checkpoint (`def checkpoint(fn, *args): return torch_checkpoint(fn, *args,
     use_reentrant=False)`; also a method of the class or of a base class called on `self`,
@@ -357,8 +364,12 @@ class BatchNormInCheckpoint(Rule):
     timm's own files), which timm models run when `set_grad_checkpointing()` is on;
     `checkpoint_wrapper(Block(...))` (`torch.distributed.algorithms._checkpoint.
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
-    `deepspeed.checkpointing.checkpoint(f, x)`; a project's own helper function or
-    checkpointing module that hands its callable or module on to one of them, as for TML402.
+    `deepspeed.checkpointing.checkpoint(f, x)`; fairscale's `checkpoint_wrapper`;
+    transformers' `self._gradient_checkpointing_func(layer.__call__, x)` (the partial of torch's
+    checkpoint that `gradient_checkpointing_enable()` sets); `functools.partial` of any of them;
+    a project's own helper function or checkpointing module that hands its callable or module
+    on to one of them, as for TML402. A layer list checkpointed in a loop is followed as for
+    TML402, also through a closure factory (`checkpoint(create_custom_forward(layer), x)`).
     Of timm's layers, `BatchNormAct2d` and
     `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm, and so
     do torchvision's and timm's ResNet `BasicBlock`/`Bottleneck` and torchvision's `resnet*`
@@ -375,7 +386,8 @@ class BatchNormInCheckpoint(Rule):
     calling method (`def _inner_forward(x): ...; cp.checkpoint(_inner_forward, x)`), a layer
     registered by `self.add_module(self.norm1_name, norm1)` and read by `getattr(self,
     self.norm1_name)` (also through a `@property`), a builder function or method that
-    returns the blocks it appended (`return blocks, feature_info`), and a constant slice of
+    returns the blocks it appended (`return blocks, feature_info`) or added to a local
+    `nn.Sequential()` with `add_module` (in any branch of a loop over a config string), and a constant slice of
     a container (`checkpoint_seq(self.body[2:], x)`: only those elements).
     A class or function that another file of the project defines (`from .blocks import Block`,
     `from layers import *`, a re-export through a package's `__init__.py`, a base class) is
@@ -393,8 +405,7 @@ class BatchNormInCheckpoint(Rule):
     object assembles from strings at run time (timm's `EfficientNetBuilder`, so efficientnet
     and mobilenetv3), stages registered under computed names (`self.add_module(*stage)` in
     timm's resnet) and block classes passed in as arguments are not followed. Not followed: `apply_activation_checkpointing`
-    (which modules it wraps is decided by a `check_fn` at run time) and `functools.partial`
-    of a wrapper.
+    (which modules it wraps is decided by a `check_fn` at run time).
 
     ## Why is this bad?
     In train mode BatchNorm updates its running statistics on every forward call, and
