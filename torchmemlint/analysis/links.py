@@ -213,7 +213,7 @@ def kept_tree(path: str, text: str) -> Optional[cst.Module]:
     if not _KEPT:
         return None
     absolute = os.path.abspath(path)
-    for (kept_path, _), (_, analysis) in _KEPT.items():
+    for (kept_path, _), (_, analysis) in list(_KEPT.items()):  # (a copy: another thread may add)
         if kept_path == absolute and analysis.text == text:
             return analysis.module
     return None
