@@ -18,6 +18,7 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence, Set
 
+from torchmemlint.project import _resolve_relative, module_name
 from torchmemlint.sourcefile import SourceError, read_bytes
 
 _IMPORT = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.M)
@@ -29,11 +30,10 @@ def importers_first(paths: Sequence[str]) -> List[int]:
     after every file of ``paths`` that imports it (when they do not import each other)."""
     if len(paths) < 2:
         return list(range(len(paths)))
-    packages: Dict[str, bool] = {}
     names: Dict[str, int] = {}
     places = []
     for number, path in enumerate(paths):
-        name, package = _module_name(path, packages)
+        name, package = module_name(path)
         places.append(package)
         names.setdefault(name, number)
     imported: List[Set[int]] = [set() for _ in paths]  # who each file imports
@@ -77,12 +77,7 @@ def _imports(path: str, package: str) -> List[str]:
         if plain:
             found.append(plain.decode("ascii", "replace"))
             continue
-        dotted = module.decode("ascii", "replace")
-        if dots:
-            parts = package.split(".") if package else []
-            if len(dots) > 1:
-                parts = parts[: max(0, len(parts) - (len(dots) - 1))]
-            dotted = ".".join([*parts, dotted] if dotted else parts)
+        dotted = _resolve_relative(package, len(dots), module.decode("ascii", "replace") or None)
         if dotted:
             found.append(dotted)
     return found
@@ -96,22 +91,3 @@ def _project_module(dotted: str, names: Dict[str, int]) -> Optional[int]:
             return found
         dotted = dotted.rpartition(".")[0]
     return None
-
-
-def _module_name(path: str, packages: Dict[str, bool]) -> "tuple[str, str]":
-    """``project.module_name``, with the ``__init__.py`` look-ups of each directory kept."""
-    directory, filename = os.path.split(os.path.abspath(path))
-    stem = os.path.splitext(filename)[0]
-    parts: List[str] = [] if stem == "__init__" else [stem]
-    while True:
-        inside = packages.get(directory)
-        if inside is None:
-            inside = packages[directory] = os.path.isfile(os.path.join(directory, "__init__.py"))
-        if not inside:
-            break
-        directory, package = os.path.split(directory)
-        parts.insert(0, package)
-        if not package:
-            break
-    name = ".".join(parts)
-    return name, name if stem == "__init__" else name.rpartition(".")[0]
