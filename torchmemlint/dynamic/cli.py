@@ -228,7 +228,7 @@ def profile(
         return
     _show_progress(target, inputs_spec)
     try:
-        with time_limit(timeout):
+        with time_limit(timeout, target):
             budget_bytes = budget_options.resolve() if budget_options else None
             inputs = _load_inputs(inputs_spec, batch_size, shapes)
             from torchmemlint.dynamic.lines import StepObserver
@@ -341,8 +341,10 @@ def _write_snapshot(result: Any, path: str) -> None:
 
 
 @contextlib.contextmanager
-def time_limit(seconds: Optional[float]) -> Iterator[None]:
-    """Raise ``ProfileTimeout`` in the main thread after ``seconds`` (SIGALRM; Unix)."""
+def time_limit(seconds: Optional[float], target: str = "") -> Iterator[None]:
+    """Raise ``ProfileTimeout`` in the main thread after ``seconds`` (SIGALRM; Unix), in the
+    model's own code; where no model code is running, end the process with the same one-line
+    error and exit 2 (see below)."""
     if seconds is None:
         yield
         return
@@ -357,21 +359,38 @@ def time_limit(seconds: Optional[float]) -> Iterator[None]:
     # an instance of 'python_error'", the process aborted) instead of reaching us. So the
     # timeout is raised in the model's own code: in the frame the alarm lands in when that is
     # the model's, else from a trace function set on the nearest model frame below it, at the
-    # next line that frame runs. If that never comes, a second alarm 2 s later raises it
-    # wherever it lands.
+    # next line that frame runs. Where no model code is on the stack (the alarm lands while
+    # torch, sympy or the dynamic mode's own modules are being imported, which on a loaded
+    # machine can take longer than a short --timeout), or where that next line never comes (a
+    # second alarm 2 s later), nothing can be raised safely: the process then prints the same
+    # one-line error and exits 2 at once (nothing of the run is kept: it is being given up).
     library = _library_directories()
     pending = [False]
 
     def timeout(*_: Any) -> None:
         raise ProfileTimeout(seconds)
 
+    def give_up() -> None:
+        message = "%s: %s" % (target, ProfileTimeout(seconds)) if target else str(ProfileTimeout(seconds))
+        try:
+            progress = sys.modules.get("torchmemlint.dynamic.progress")  # no import in a handler
+            if progress is not None:
+                progress.disable()
+            sys.stdout.flush()
+            sys.stderr.write("torchmemlint: error: %s\n" % message)
+            sys.stderr.flush()
+        finally:
+            os._exit(EXIT_ERROR)
+
     def on_alarm(signum: int, frame: Any) -> None:
         if pending[0] or frame is None:
-            raise ProfileTimeout(seconds)
+            give_up()
         user = frame
         while user is not None and user.f_code.co_filename.startswith(library):
             user = user.f_back
-        if user is None or user is frame:
+        if user is None:
+            give_up()
+        if user is frame:
             raise ProfileTimeout(seconds)
         pending[0] = True
         user.f_trace_lines = True
@@ -480,7 +499,7 @@ def _profile_parallel(
     from torchmemlint.dynamic.parallel import run_parallel_profile
 
     try:
-        with time_limit(timeout):
+        with time_limit(timeout, target):
             budget_bytes = budget_options.resolve() if budget_options else None
             result, budget_fields = run_parallel_profile(
                 target, shapes, arguments, dtype, estimate_for, options, budget_options, budget_bytes)
