@@ -26,7 +26,7 @@ from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.helpers import attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
-from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk
+from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk, _walk_types
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
@@ -268,7 +268,7 @@ class CheckpointCalls:
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
-        aliases = _aliased_attributes(index, names)
+        aliases = _aliased_attributes(index, names, lambda name: _returns_wrapper(models, name, names))
         selves = _method_selves(index)
         links = models.links
         for here in index.positions(cst.Call):
@@ -542,18 +542,32 @@ def _method_selves(index: NodeIndex) -> Set[str]:
     return found
 
 
-def _aliased_attributes(index: NodeIndex, names: Set[str]) -> Set[str]:
+def _aliased_attributes(index: NodeIndex, names: Set[str], factory) -> Set[str]:
     """The attributes an assignment may bind to a checkpointing function: ``x.attr = value``
-    where an arm of ``value`` is one of ``names`` or ends in one (``cp.checkpoint``); the
-    class model then says whether it is one, where ``x`` is ``self`` in ``__init__``."""
+    where an arm of ``value`` is one of ``names`` or ends in one (``cp.checkpoint``), or calls
+    a function of the file that ``factory`` says may return one; the class model then says whether it is one, where ``x`` is
+    ``self`` in a method of the class or of a base."""
     found: Set[str] = set()
     order = index.order
     for at in index.positions(cst.Assign):
         assign: cst.Assign = order[at]  # type: ignore[assignment]
         targets = [target.target for target in assign.targets if type(target.target) is cst.Attribute]
-        if targets and any(_names_wrapper(arm, names) for arm in arms(assign.value)):
+        if targets and any(
+            _names_wrapper(arm, names) or (type(arm) is cst.Call and type(arm.func) is cst.Name and factory(arm.func.value))
+            for arm in arms(assign.value)
+        ):
             found.update(target.attr.value for target in targets)  # type: ignore[attr-defined]
     return found
+
+
+def _returns_wrapper(models: CallableModel, name: str, names: Set[str]) -> bool:
+    """Whether the file's function ``name`` may return a checkpointing function: a ``return``
+    of one of ``names`` or of a ``partial`` of one (``helpers.factory_wrapper`` says which)."""
+    function = models.functions.get(name)
+    return function is not None and models.mentions_text and any(
+        node.value is not None and _names_wrapper(node.value, names)  # type: ignore[attr-defined]
+        for node in _walk_types(function.body, (cst.Return,))
+    )
 
 
 def _names_wrapper(value: cst.BaseExpression, names: Set[str]) -> bool:
