@@ -14,6 +14,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
+from torchmemlint.analysis.checkpointed_layers import checkpointed_layers
 from torchmemlint.analysis.checkpoints import BATCH_NORM, MODULE, RANDOM, SingleOp
 from torchmemlint.analysis.segments import CheckpointCall, checkpoint_calls
 from torchmemlint.analysis.stacks import class_stacks, Stack
@@ -366,7 +367,10 @@ class BatchNormInCheckpoint(Rule):
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`; fairscale's `checkpoint_wrapper`;
     transformers' `self._gradient_checkpointing_func(layer.__call__, x)` (the partial of torch's
-    checkpoint that `gradient_checkpointing_enable()` sets); `functools.partial` of any of them;
+    checkpoint that `gradient_checkpointing_enable()` sets), and transformers 5's layer classes
+    deriving `GradientCheckpointingLayer`, whose every call it checkpoints while gradient
+    checkpointing is on (reported at the class, `analysis/checkpointed_layers.py`);
+    `functools.partial` of any of them;
     a project's own helper function or checkpointing module that hands its callable or module
     on to one of them, as for TML402. A layer list checkpointed in a loop is followed as for
     TML402, also through a closure factory (`checkpoint(create_custom_forward(layer), x)`).
@@ -478,6 +482,19 @@ class BatchNormInCheckpoint(Rule):
                 "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
                 "momentum 0.1; gradients unaffected); keep BatchNorm outside the segment"
                 + (" or recompute with momentum 0 via `context_fn`" if call.wrapper.torch_keywords else ""),
+            )
+        for layer in checkpointed_layers(self.context):
+            item = layer.contents().get(BATCH_NORM)
+            if item is None:
+                continue
+            self.report(
+                layer.node.name,
+                "Checkpoint updates a BatchNorm's running statistics twice. "
+                f"`{layer.node.name.value}` derives `{layer.base}`, whose every call transformers "
+                f"checkpoints while gradient checkpointing is on, and contains `{item.what}`{item.located()}: "
+                "in train mode its running statistics are updated again when the layer is recomputed in "
+                "backward (num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
+                "momentum 0.1; gradients unaffected); keep BatchNorm out of the layer",
             )
 
 
