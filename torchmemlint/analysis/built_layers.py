@@ -76,11 +76,10 @@ def class_op(models: Any, owner: InitModel, depth: int) -> Optional[SingleOp]:
 
 
 def either(ops: List[Optional[SingleOp]]) -> Optional[SingleOp]:
-    """One cheap layer whichever of ``ops`` is built (``LayerNorm or RMSLayerNorm``; ``ops``
-    in ``_walk_types`` order, the last ``return`` first)."""
+    """One cheap layer whichever of ``ops`` is built (``LayerNorm or RMSLayerNorm``)."""
     if not ops or any(op is None for op in ops):
         return None
-    names = list(dict.fromkeys(op.name for op in reversed(ops)))  # type: ignore[union-attr]
+    names = list(dict.fromkeys(op.name for op in ops))  # type: ignore[union-attr]
     return SingleOp(
         " or ".join(names), any(op.parametric for op in ops), any(op.stateful for op in ops)  # type: ignore[union-attr]
     )
@@ -97,7 +96,7 @@ def _classmethod_op(models: Any, func: cst.Attribute, env: Env, depth: int) -> O
         return None
     other, base, method = found
     inner = Env(_scope_of(method, base.scope), None, None, method)
-    returned = [node.value for node in _walk_types(method.body, (cst.Return,))]
+    returned = [node.value for node in reversed(_walk_types(method.body, (cst.Return,)))]  # (source order)
     ops = []
     for value in returned:
         if type(value) is cst.Call and inner.qualify(value.func) == _CAST and len(value.args) == 2:
