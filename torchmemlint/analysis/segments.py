@@ -300,7 +300,14 @@ class CheckpointCalls:
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
-        aliases = _aliased_attributes(index, names, lambda name: _returns_wrapper(models, name, names))
+        factories: Dict[str, bool] = {}  # each function of the file read once
+
+        def factory(name: str) -> bool:
+            if name not in factories:
+                factories[name] = _returns_wrapper(models, name, names)
+            return factories[name]
+
+        aliases = _aliased_attributes(index, names, factory)
         selves = _method_selves(index)
         links = models.links
         for here in index.positions(cst.Call):
