@@ -353,3 +353,46 @@ class MLPStack(nn.Module):
     act_row = next(row for row, line in enumerate(textwrap.dedent(heavy).splitlines(), 1) if "_activation_checkpoint_fn(self.act, x)" in line)
     assert act_row not in rows
     assert len(rows) == 2  # the two norms still
+
+
+def test_a_leaf_that_runs_its_base_forward_is_not_read_as_one():
+    """``super().forward(x)`` runs the base class's forward (here a contraction): not one cheap op."""
+    source = HEADER + '''
+from torch.utils.checkpoint import checkpoint
+
+
+class Projection(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(d, d))
+
+    def forward(self, x):
+        return x @ self.weight
+
+
+class ScaledProjection(Projection):
+    def forward(self, x):
+        return super().forward(x) * 2.0
+
+
+class Scale(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * self.gamma
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = ScaledProjection(d)
+        self.scale = Scale(d)
+
+    def forward(self, x):
+        x = checkpoint(self.proj, x, use_reentrant=False)
+        return checkpoint(self.scale, x, use_reentrant=False)  # expect: TML402
+'''
+    found = {(finding.location.row, finding.code) for finding in _lint(source)}
+    assert found == marked(source)

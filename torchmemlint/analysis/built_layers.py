@@ -216,8 +216,11 @@ def _elementwise(models: Any, owner: InitModel, function: cst.FunctionDef, env: 
             if not _cheap_torch(qualified):
                 return False
         elif type(func) is cst.Attribute:
-            if func.attr.value in _CONTRACTIONS:
-                return False  # `x.matmul(w)`
+            receiver = func.value
+            if func.attr.value in _CONTRACTIONS or (
+                type(receiver) is cst.Call and type(receiver.func) is cst.Name and receiver.func.value == "super"
+            ):
+                return False  # `x.matmul(w)`; `super().forward(x)`: the base's forward, not read here
         elif not _builtin(models, func, env):
             return False  # a function of unknown cost
     return True
