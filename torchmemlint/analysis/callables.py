@@ -15,6 +15,7 @@ from torchmemlint.analysis.checkpoints import (
     _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
+from torchmemlint.analysis.built_layers import built_op
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.configs import config_type
 from torchmemlint.analysis.inheritance import inherited_init, inherited_method
@@ -742,26 +743,9 @@ class CallableModel:
         return None
 
     def _built_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
-        """The one layer a builder function of this or another project file returns, whatever
-        its arguments (``def Normalize(c): return torch.nn.GroupNorm(32, c)``): every ``return``
-        of it builds that same single op; a class of this file whose ``forward`` only calls one."""
-        model, builder = self, self.local_function(call.func, env)
-        owner = self.local_class(call.func, env) if builder is None else None
-        if owner is not None:  # `NormConv2d(...)`: `def forward(self, x): return self.conv(x)`
-            forward = owner.methods.get("forward")
-            inner = _single_return_call(forward, skip=1) if forward is not None else None
-            return self.single_op(inner.func, owner.method_env(forward), depth + 1) if inner is not None else None  # type: ignore[arg-type]
-        if builder is None:
-            found = self.foreign(call.func, env, "function")
-            if found is not None:
-                model, builder = found  # type: ignore[assignment]
-        if builder is None:
-            return None
-        inner = Env(_scope_of(builder, model.root), None, None, builder)
-        returned = [node.value for node in _walk_types(builder.body, (cst.Return,))]
-        if not returned or any(type(value) is not cst.Call for value in returned):
-            return None
-        return agreed([model.single_op(value, inner, depth + 1) for value in returned])
+        """The one layer a builder function, a classmethod builder or a class of this or
+        another project file makes, whatever its arguments (``analysis/built_layers.py``)."""
+        return built_op(self, call, env, depth)
 
     def element_op(self, container: cst.BaseExpression, env: Env) -> Optional[SingleOp]:
         """The single op every element of a container is, if they all are the same one."""

@@ -199,6 +199,7 @@ class Wrapper:
 
 
 CALL, SEQUENTIAL, SEQ, MODULE = "call", "sequential", "seq", "module"
+APPLY = "apply"  # torch's `apply_activation_checkpointing(model, ...)`: ``analysis/applied.py``
 _TIMM_CHECKPOINT = Wrapper("checkpoint", CALL, None)
 _TIMM_CHECKPOINT_SEQ = Wrapper("checkpoint_seq", SEQ, None, torch_keywords=False)
 _DEEPSPEED = Wrapper("deepspeed.checkpointing.checkpoint", CALL, True, False, False)
@@ -215,6 +216,12 @@ WRAPPERS: Dict[str, Wrapper] = {
     },
     # torch's module wrapper: CheckpointImpl.NO_REENTRANT by default, keywords passed on.
     _CHECKPOINT_WRAPPER: Wrapper("checkpoint_wrapper", MODULE, False, False),
+    # torch's `apply_activation_checkpointing(model, checkpoint_wrapper_fn, check_fn)`: every
+    # submodule `check_fn` accepts wrapped by the wrapper function (`checkpoint_wrapper`, whose
+    # keywords reach torch's checkpoint), in place
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.apply_activation_checkpointing": Wrapper(
+        "apply_activation_checkpointing", APPLY, False, False
+    ),
     # deepspeed: `checkpoint(function, *args)`, an autograd.Function (reentrant), which saves
     # and restores the RNG states itself and takes no keywords.
     "deepspeed.checkpointing.checkpoint": _DEEPSPEED,

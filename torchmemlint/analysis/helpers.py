@@ -22,8 +22,8 @@ from torchmemlint.analysis.checkpoints import (
     CALL, checkpoint_wrapper, keyword, MODULE, partial_wrapper, _positional, reentrant, Wrapper, WRAPPERS,
 )
 from torchmemlint.analysis.classes import Env
-from torchmemlint.analysis.inheritance import method_definition
-from torchmemlint.analysis.syntax import arms, _scope_of, _walk_types, is_staticmethod, self_path
+from torchmemlint.analysis.inheritance import bases, method_definition
+from torchmemlint.analysis.syntax import arms, _first_param, _scope_of, _walk_types, is_staticmethod, self_path
 from torchmemlint.project import REGISTRY
 from torchmemlint.tree import walk
 
@@ -82,21 +82,31 @@ def method_wrapper(models, owner, name: str) -> Optional[Wrapper]:
 
 
 def attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
-    """The checkpointing function ``self.<name>`` holds when ``__init__`` of ``owner``
-    (``InitModel``) binds it to one in some arm: ``self.maybe_ckpt = checkpoint if "mha" in
-    use_ckpting else lambda f, x: f(x)``. ``sole`` is False when another value it may hold is
-    not that function (its keywords would break the other arm). None: no arm is one, or the
-    arms are different checkpointing functions."""
-    values = owner.attributes.get(name) or []
-    env = owner.init_env()
+    """The checkpointing function ``self.<name>`` holds when a method of ``owner``
+    (``InitModel``) or of a base class binds it to one in some arm: ``self.maybe_ckpt =
+    checkpoint if "mha" in use_ckpting else lambda f, x: f(x)`` in ``__init__``, OLMo's
+    ``self._activation_checkpoint_fn = checkpoint_func or activation_checkpoint_function(cfg)``
+    in ``set_activation_checkpointing`` (a function of the file that returns ``partial(checkpoint,
+    ...)``: ``factory_wrapper``). ``sole`` is False when another value it may hold is not that
+    function (its keywords would break the other arm). None: no arm is one, or the arms are
+    different checkpointing functions."""
+    cache = owner.__dict__.setdefault("_checkpoint_attributes", {})
+    if name not in cache:
+        cache[name] = _attribute_wrapper(models, owner, name)
+    return cache[name]
+
+
+def _attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
     found = set()
     other = False
-    for value in values:
+    for value, env, model in _attribute_values(models, owner, name, 0):
         for arm in arms(value):
             wrapper = (
-                checkpoint_wrapper(arm, env.qualify, models) if type(arm) in (cst.Name, cst.Attribute)
-                else partial_wrapper(arm, env.qualify, models)  # `partial(checkpoint, use_reentrant=False)`
+                checkpoint_wrapper(arm, env.qualify, model) if type(arm) in (cst.Name, cst.Attribute)
+                else partial_wrapper(arm, env.qualify, model)  # `partial(checkpoint, use_reentrant=False)`
             )
+            if wrapper is None and type(arm) is cst.Call:
+                wrapper = factory_wrapper(model, arm, env)
             if wrapper is None:
                 other = True
             else:
@@ -105,6 +115,48 @@ def attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
         return None
     wrapper = next(iter(found))
     return replace(wrapper, sole=False) if other else wrapper
+
+
+def _attribute_values(models, owner, name: str, depth: int) -> List[Tuple[cst.BaseExpression, Env, object]]:
+    """Every value a method of ``owner`` or of a base class assigns to ``self.<name>``, with
+    the method's environment and the ``CallableModel`` of its file."""
+    found = []
+    for method in owner.methods.values():
+        self_name = _first_param(method)
+        env = None
+        for node in _walk_types(method.body, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]  # type: ignore[attr-defined]
+            if node.value is None or not any(self_path(t, self_name) == [name] for t in targets):  # type: ignore[attr-defined]
+                continue
+            env = env or Env(_scope_of(method, owner.scope), owner, self_name, method)
+            found.append((node.value, env, models))  # type: ignore[attr-defined]
+    if depth < 4:
+        for other, base in bases(models, owner):
+            found.extend(_attribute_values(other, base, name, depth + 1))
+    return found
+
+
+def factory_wrapper(models, call: cst.Call, env: Env) -> Optional[Wrapper]:
+    """The checkpointing function a call of a function of this file returns, when its every
+    ``return`` is one (OLMo's ``def activation_checkpoint_function(cfg): ...; return
+    partial(checkpoint, preserve_rng_state=..., use_reentrant=False)``)."""
+    function = models.local_function(call.func, env)
+    if function is None or not models.mentions_text:
+        return None
+    cache: Dict[int, Optional[Wrapper]] = models.__dict__.setdefault("factory_wrappers", {})
+    key = id(function)
+    if key not in cache:
+        inner = Env(_scope_of(function, models.root), None, None, function)
+        found = set()
+        for node in _walk_types(function.body, (cst.Return,)):
+            value = node.value  # type: ignore[attr-defined]
+            found.add(
+                None if value is None
+                else checkpoint_wrapper(value, inner.qualify, models) if type(value) in (cst.Name, cst.Attribute)
+                else partial_wrapper(value, inner.qualify, models)
+            )
+        cache[key] = found.pop() if len(found) == 1 else None
+    return cache[key]
 
 
 def _may_checkpoint(summary, name: str) -> bool:

@@ -16,8 +16,10 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.callables import CallableModel, _nested_function
+from torchmemlint.analysis.applied import Applied, read_applied
+from torchmemlint.analysis.built_layers import either
 from torchmemlint.analysis.checkpoints import (
-    agreed, _CHECKPOINT_KEYWORDS, IDENTITY, CALL, checkpoint_wrapper, Found, HF_CHECKPOINT, HF_CHECKPOINT_ATTRIBUTE,
+    agreed, APPLY, _CHECKPOINT_KEYWORDS, has_star_kwargs, IDENTITY, CALL, checkpoint_wrapper, Found, HF_CHECKPOINT, HF_CHECKPOINT_ATTRIBUTE,
     _lambda_call, _literal_false, MODULE, partial_wrapper,
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
@@ -26,7 +28,7 @@ from torchmemlint.analysis.classes import Env
 from torchmemlint.analysis.helpers import attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
-from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk
+from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk, _walk_types
 from torchmemlint.tree import NodeIndex
 
 _NOT_YET = object()
@@ -78,6 +80,17 @@ class CheckpointCall:
         self.member: Optional[int] = None
         self._contents: Optional[Tuple[Dict[str, Found], str]] = None
         self._single_op = _NOT_YET
+        self.applied: Optional[Applied] = None  # `apply_activation_checkpointing`: what `check_fn` selects
+        self.keywords_node = node  # the call whose arguments hold torch's checkpoint keywords
+        if self.form == APPLY:
+            env = self.env
+            applied = self.applied = read_applied(node, env.qualify, calls.models, env.function)
+            self.target, self.inputs, self._container = applied.check_fn, [], None
+            self.reentrant = applied.reentrant
+            wrapped = applied.wrapper_call
+            self.keywords = {arg.keyword.value: arg for arg in (wrapped.args if wrapped else ()) if arg.keyword is not None}
+            self.star_kwargs = wrapped is not None and has_star_kwargs(wrapped)
+            self.keywords_node = wrapped or node
 
     # -- the call's own arguments --------------------------------------------------------------
     @property
@@ -100,10 +113,16 @@ class CheckpointCall:
     @property
     def runs(self) -> bool:
         """The call runs its callable now: ``checkpoint(f, x)`` with inputs, or a wrapper."""
-        return self.target is not None and (self.form == MODULE or (self.form == CALL and bool(self.inputs)))
+        return self.target is not None and (self.form in (MODULE, APPLY) or (self.form == CALL and bool(self.inputs)))
 
     def index_of(self, argument: cst.Arg) -> int:
-        return next(index for index, arg in enumerate(self.node.args) if arg is argument)
+        """Where ``argument`` is among the arguments of ``keywords_node``."""
+        return next(index for index, arg in enumerate(self.keywords_node.args) if arg is argument)
+
+    def _selected(self) -> List[cst.Call]:
+        """``apply_activation_checkpointing``: a construction of each class ``check_fn`` selects."""
+        classes = self.applied.classes if self.applied is not None else None
+        return [cst.Call(func=kind) for kind in classes or ()]
 
     # -- where it is -----------------------------------------------------------------------
     @property
@@ -131,6 +150,9 @@ class CheckpointCall:
         target = self.target
         if target is None:
             return ""
+        if self.applied is not None:
+            names = ", ".join(f"`{self._calls.code_for(kind)}`" for kind in self.applied.classes or ())
+            return f"each module `check_fn` selects ({names})"
         label = f"`{self._calls.code_for(target)}`" if type(target) is not cst.Lambda else "the lambda"
         if self.container is not None:
             whole = "" if self.member is None else f"item {self.member} of "
@@ -154,6 +176,12 @@ class CheckpointCall:
         if target is None:
             return {}, ""
         models, env, label = self._calls.models, self.env, self.callable_label
+        if self.applied is not None:
+            found = {}
+            for built in self._selected():
+                for trait, item in models.contents(built, env, label).items():
+                    found.setdefault(trait, item)
+            return found, label
         container = self.container
         if container is not None:
             found = {}
@@ -188,7 +216,11 @@ class CheckpointCall:
         ``MODULE`` forms; the elements of a container a ``for`` iterates all the same op)."""
         if self._single_op is _NOT_YET:
             op = None
-            if self.form in (CALL, MODULE) and self.runs:
+            if self.applied is not None:  # each selected module wrapped alone
+                built = self._selected()
+                op = either([self._calls.models.single_op(call, self.env) for call in built]) if built else None
+                op = None if op == IDENTITY or (op is not None and IDENTITY.name in op.name.split(" or ")) else op
+            elif self.form in (CALL, MODULE) and self.runs:
                 models, env = self._calls.models, self.env
                 container = self.container
                 if container is not None and self._exact:
@@ -237,7 +269,7 @@ class CheckpointCall:
         """The call without the checkpoint (``CALL`` form); None where it cannot be written:
         ``context_fn`` or ``**kwargs`` passed, or a lambda that does not only forward its
         parameters, in order, to one call."""
-        if self.star_kwargs or "context_fn" in self.keywords or self.target is None or self.wrapper.position:
+        if self.star_kwargs or "context_fn" in self.keywords or self.target is None or self.wrapper.position or self.applied:
             return None
         removed = {0} | {
             index
@@ -268,7 +300,14 @@ class CheckpointCalls:
         self.calls: List[CheckpointCall] = []
         order = index.order
         names = _wrapper_names(index)
-        aliases = _aliased_attributes(index, names)
+        factories: Dict[str, bool] = {}  # each function of the file read once
+
+        def factory(name: str) -> bool:
+            if name not in factories:
+                factories[name] = _returns_wrapper(models, name, names)
+            return factories[name]
+
+        aliases = _aliased_attributes(index, names, factory)
         selves = _method_selves(index)
         links = models.links
         for here in index.positions(cst.Call):
@@ -542,18 +581,32 @@ def _method_selves(index: NodeIndex) -> Set[str]:
     return found
 
 
-def _aliased_attributes(index: NodeIndex, names: Set[str]) -> Set[str]:
+def _aliased_attributes(index: NodeIndex, names: Set[str], factory) -> Set[str]:
     """The attributes an assignment may bind to a checkpointing function: ``x.attr = value``
-    where an arm of ``value`` is one of ``names`` or ends in one (``cp.checkpoint``); the
-    class model then says whether it is one, where ``x`` is ``self`` in ``__init__``."""
+    where an arm of ``value`` is one of ``names`` or ends in one (``cp.checkpoint``), or calls
+    a function of the file that ``factory`` says may return one; the class model then says whether it is one, where ``x`` is
+    ``self`` in a method of the class or of a base."""
     found: Set[str] = set()
     order = index.order
     for at in index.positions(cst.Assign):
         assign: cst.Assign = order[at]  # type: ignore[assignment]
         targets = [target.target for target in assign.targets if type(target.target) is cst.Attribute]
-        if targets and any(_names_wrapper(arm, names) for arm in arms(assign.value)):
+        if targets and any(
+            _names_wrapper(arm, names) or (type(arm) is cst.Call and type(arm.func) is cst.Name and factory(arm.func.value))
+            for arm in arms(assign.value)
+        ):
             found.update(target.attr.value for target in targets)  # type: ignore[attr-defined]
     return found
+
+
+def _returns_wrapper(models: CallableModel, name: str, names: Set[str]) -> bool:
+    """Whether the file's function ``name`` may return a checkpointing function: a ``return``
+    of one of ``names`` or of a ``partial`` of one (``helpers.factory_wrapper`` says which)."""
+    function = models.functions.get(name)
+    return function is not None and models.mentions_text and any(
+        node.value is not None and _names_wrapper(node.value, names)  # type: ignore[attr-defined]
+        for node in _walk_types(function.body, (cst.Return,))
+    )
 
 
 def _names_wrapper(value: cst.BaseExpression, names: Set[str]) -> bool:

@@ -58,6 +58,7 @@ CASTS = frozenset({"to", "type_as", "type", "float", "half", "bfloat16", "double
 RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "expand", "repeat", "view_as", "reshape_as", "expand_as"})
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
+LIKE = frozenset(f"torch.{kind}_like" for kind in ("zeros", "ones", "empty", "full", "rand", "randn", "randint"))  # x's layout only
 HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 NUMBER_BUILTINS = frozenset({"float", "int", "len"})  # what they return is a Python number, not a tensor
@@ -596,6 +597,8 @@ class FunctionValues:
                 return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name, "swap": how[1]})
         if name.startswith("einops."):
             return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name})
+        if name in LIKE and positional:  # ``torch.zeros_like(s)``: a fresh tensor of s's layout; no read of its values
+            return self._new("call", [*positional[1:], *keywords.values()], node, positional[0].axes, positional[0].rank, {"qualified": name})
         if name in ("torch.cat", "torch.stack", "torch.concat"):
             return self._new("cat", [*positional, *keywords.values()], node)
         layer = self.file.resolver.layer(node)

@@ -14,6 +14,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
+from torchmemlint.analysis.checkpointed_layers import checkpointed_layers
 from torchmemlint.analysis.checkpoints import BATCH_NORM, MODULE, RANDOM, SingleOp
 from torchmemlint.analysis.segments import CheckpointCall, checkpoint_calls
 from torchmemlint.analysis.stacks import class_stacks, Stack
@@ -158,7 +159,9 @@ class SingleOpCheckpoint(Rule):
     use_reentrant=False)` bound to a module-level name or to `self.x`, and for torch's and
     fairscale's module wrappers `checkpoint_wrapper(nn.Conv2d(...))`
     (`torch.distributed.algorithms._checkpoint.checkpoint_wrapper`, `fairscale.nn`), whose
-    every call checkpoints the one layer. Not under `torch.no_grad()` (nothing is recomputed;
+    every call checkpoints the one layer, and for torch's `apply_activation_checkpointing(model,
+    check_fn=lambda m: isinstance(m, nn.Linear))`, which wraps every layer of the classes
+    `check_fn` selects alone when each is one cheap layer (no fix: reported at the call). Not under `torch.no_grad()` (nothing is recomputed;
     the same for TML401, TML403 and TML404). A project's own
     checkpointing code counts as what it runs: a function that hands its parameter to torch's
     checkpoint (`def checkpoint(fn, *args): return torch_checkpoint(fn, *args,
@@ -253,7 +256,9 @@ class SingleOpCheckpoint(Rule):
             op = call.single_op()
             if op is None:
                 continue
-            if call.form == MODULE:
+            if call.applied is not None:  # no fix: which modules `check_fn` wraps is the caller's choice
+                self.report(call.node, self._applied_message(call, op))
+            elif call.form == MODULE:
                 self.report(call.node, self._module_message(call, op), self._unwrap(call, op))
             else:
                 self.report(call.node, self._message(call, op), self._fix(call, op))
@@ -267,6 +272,16 @@ class SingleOpCheckpoint(Rule):
             variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
             message += f"; {variant} recomputes it in backward"
         return message + f"; use `{self.code_for(call.target)}` unwrapped"
+
+    def _applied_message(self, call: CheckpointCall, op: SingleOp) -> str:
+        message = (
+            f"`apply_activation_checkpointing` wraps each `{op.name}` alone, which saves no memory. "
+            "The op keeps at most one input-sized tensor for backward and checkpoint keeps its input anyway"
+        )
+        if call.reentrant is not False:
+            variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
+            message += f"; {variant} recomputes it in backward"
+        return message + "; let `check_fn` select whole blocks"
 
     def _unwrap(self, call: CheckpointCall, op: SingleOp) -> Optional[FixSpec]:
         code = self.code_for(call.target)
@@ -366,7 +381,10 @@ class BatchNormInCheckpoint(Rule):
     checkpoint_wrapper`: every call of the module is checkpointed); deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`; fairscale's `checkpoint_wrapper`;
     transformers' `self._gradient_checkpointing_func(layer.__call__, x)` (the partial of torch's
-    checkpoint that `gradient_checkpointing_enable()` sets); `functools.partial` of any of them;
+    checkpoint that `gradient_checkpointing_enable()` sets), and transformers 5's layer classes
+    deriving `GradientCheckpointingLayer`, whose every call it checkpoints while gradient
+    checkpointing is on (reported at the class, `analysis/checkpointed_layers.py`);
+    `functools.partial` of any of them;
     a project's own helper function or checkpointing module that hands its callable or module
     on to one of them, as for TML402. A layer list checkpointed in a loop is followed as for
     TML402, also through a closure factory (`checkpoint(create_custom_forward(layer), x)`).
@@ -404,8 +422,11 @@ class BatchNormInCheckpoint(Rule):
     and the other modules of their packages, or a script's sibling files. Blocks that a builder
     object assembles from strings at run time (timm's `EfficientNetBuilder`, so efficientnet
     and mobilenetv3), stages registered under computed names (`self.add_module(*stage)` in
-    timm's resnet) and block classes passed in as arguments are not followed. Not followed: `apply_activation_checkpointing`
-    (which modules it wraps is decided by a `check_fn` at run time).
+    timm's resnet) and block classes passed in as arguments are not followed. torch's
+    `apply_activation_checkpointing(model, checkpoint_wrapper_fn=..., check_fn=...)` checkpoints
+    the classes its `check_fn` selects (`lambda m: isinstance(m, Block)`, a tuple of classes,
+    `type(m) in (...)`, also a `def` or a lambda bound to a name; reported at `check_fn`;
+    `analysis/applied.py`); a `check_fn` that tests anything else is not followed.
 
     ## Why is this bad?
     In train mode BatchNorm updates its running statistics on every forward call, and
@@ -473,11 +494,24 @@ class BatchNormInCheckpoint(Rule):
             self.report(
                 call.target,
                 "Checkpoint updates a BatchNorm's running statistics twice. "
-                f"{label} contains `{item.what}`{item.located()}: in train mode its running "
+                f"{label[:1].upper()}{label[1:]} contains `{item.what}`{item.located()}: in train mode its running "
                 "statistics are updated again when checkpoint recomputes the segment in backward "
                 "(num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
                 "momentum 0.1; gradients unaffected); keep BatchNorm outside the segment"
                 + (" or recompute with momentum 0 via `context_fn`" if call.wrapper.torch_keywords else ""),
+            )
+        for layer in checkpointed_layers(self.context):
+            item = layer.contents().get(BATCH_NORM)
+            if item is None:
+                continue
+            self.report(
+                layer.node.name,
+                "Checkpoint updates a BatchNorm's running statistics twice. "
+                f"`{layer.node.name.value}` derives `{layer.base}`, whose every call transformers "
+                f"checkpoints while gradient checkpointing is on, and contains `{item.what}`{item.located()}: "
+                "in train mode its running statistics are updated again when the layer is recomputed in "
+                "backward (num_batches_tracked +2 per step, running_mean moves 0.19·μ instead of 0.1·μ with "
+                "momentum 0.1; gradients unaffected); keep BatchNorm out of the layer",
             )
 
 
@@ -490,7 +524,10 @@ class CheckpointRandomWithoutRngState(Rule):
     with dropout, `F.dropout`, `torch.rand*`/`torch.bernoulli`, `.bernoulli_()` and other
     in-place samplers, reached through `self.x`, `nn.Sequential(...)` and classes of the
     same file as for TML403. The keyword is also passed on by timm's `checkpoint(f, x, ...)`
-    and by `checkpoint_wrapper(module, preserve_rng_state=False)`, reported alike; timm's
+    and by `checkpoint_wrapper(module, preserve_rng_state=False)`, reported alike, also in the
+    `partial(checkpoint_wrapper, ..., preserve_rng_state=False)` that
+    `apply_activation_checkpointing(model, checkpoint_wrapper_fn=..., check_fn=...)` wraps the
+    classes its `check_fn` selects with (as for TML403); timm's
     `checkpoint_seq` takes no such keyword and deepspeed's `checkpoint` always restores the RNG
     states.
 
@@ -576,7 +613,7 @@ class CheckpointRandomWithoutRngState(Rule):
 
     @staticmethod
     def _removal(call: CheckpointCall, argument: cst.Arg) -> Optional[FixSpec]:
-        edits = _delete_arguments(call.node, {call.index_of(argument)})
+        edits = _delete_arguments(call.keywords_node, {call.index_of(argument)})
         if edits is None:
             return None
         return FixSpec(Applicability.UNSAFE, "Remove `preserve_rng_state=False`", tuple(edits))
