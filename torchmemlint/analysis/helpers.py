@@ -101,6 +101,8 @@ def _attribute_wrapper(models, owner, name: str) -> Optional[Wrapper]:
     other = False
     for value, env, model in _attribute_values(models, owner, name, 0):
         for arm in arms(value):
+            if type(arm) is cst.Name and arm.value == "None":  # not callable: at a call it holds another value
+                continue
             wrapper = (
                 checkpoint_wrapper(arm, env.qualify, model) if type(arm) in (cst.Name, cst.Attribute)
                 else partial_wrapper(arm, env.qualify, model)  # `partial(checkpoint, use_reentrant=False)`

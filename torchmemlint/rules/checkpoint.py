@@ -223,7 +223,10 @@ class SingleOpCheckpoint(Rule):
     variant dropped when its input did not require grad. That is the bug being fixed, but it
     changes training, so it needs `--unsafe-fixes`. A checkpointed BatchNorm is
     recomputed even by the non-reentrant variant (its saved statistics come out of the op), so
-    unwrapping it halves its running-statistics updates (TML403): unsafe as well. No fix is
+    unwrapping it halves its running-statistics updates (TML403): unsafe as well, and so is a
+    call through a name that may also hold another function (OLMo's `self._activation_checkpoint_fn
+    = checkpoint_func or activation_checkpoint_function(cfg)`: the caller's function may do
+    more than checkpoint; `None` does not count, it cannot be called). No fix is
     offered when the call passes `context_fn` or `**kwargs`, or when a lambda cannot be inlined.
     `checkpoint_wrapper(layer)` becomes `layer`: safe when it is non-reentrant (the default,
     `CheckpointImpl.NO_REENTRANT`), unsafe with `CheckpointImpl.REENTRANT` or a `checkpoint_fn`.
@@ -331,7 +334,9 @@ class SingleOpCheckpoint(Rule):
         if extra_code:
             last_kept = max(index for index in range(len(node.args)) if index not in doomed)
             edits.append(NodeEdit(node.args[last_kept].value, ", " + extra_code, "after"))
-        safe = call.reentrant is False and not op.stateful
+        # a name that may also hold another function (a caller's `checkpoint_func`): unwrapping
+        # is what checkpoint computes, not necessarily what that function does
+        safe = call.reentrant is False and not op.stateful and call.wrapper.sole
         applicability = Applicability.SAFE if safe else Applicability.UNSAFE
         return FixSpec(applicability, "Call the op without `checkpoint`", tuple(edits))
 
