@@ -198,6 +198,7 @@ class InplaceAnalysis:
             type(call.func) in (cst.Call, cst.Subscript) or (name is not None and name in self.file.factories.names())
             or (type(call.func) is cst.Name and name in self._aliases().names)  # ``act = F.leaky_relu``
             or (type(call.func) is cst.Name and self._from_project(name))  # ``from .layers import leaky``
+            or (type(call.func) is cst.Name and self.file.resolver.helpers.container(name) is not None)
         )
 
     def _from_project(self, name: Optional[str]) -> bool:
@@ -213,9 +214,12 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.cursor.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.cursor, cst.FunctionDef))
-        if (qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__") or (
+        if (qualified is None and (type(call.func) is cst.Name or (
+            type(call.func) is cst.Attribute and call.func.attr.value == "__init__"
+        ))) or (
             qualified is not None and qualified.endswith(".Sequential") and not qualified.startswith(NN)
-        ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules
+        ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules;
+            # a function of the file that builds a Sequential of the modules it is given
             qualified = self.file.resolver.constructor(call)
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:

@@ -12,6 +12,7 @@ from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.children import Children
+from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import LayerLists
@@ -46,7 +47,8 @@ class FileAnalysis:
         # module-level expressions, qualified with the module's bindings
         self.factories = Factories(module, bindings.qualify)
         self.resolver = Resolver(
-            self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify)
+            self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify),
+            ContainerHelpers(module, bindings.qualify),
         )
         self._scopes: Optional[ScopeWalk] = None
         self._callables: Optional[CallableModel] = None

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
+from torchmemlint.analysis.container_helpers import MODULE_LIST
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import walk
 
@@ -277,21 +278,8 @@ class ModuleLists:
             return None
         kind = type(expression)
         if kind in (cst.List, cst.Tuple):
-            found: List[cst.BaseExpression] = []
-            previous: Optional[cst.BaseExpression] = None
-            for element in expression.elements:  # type: ignore[attr-defined]
-                if type(element) is cst.StarredElement:
-                    inner = self._items(element.value, depth + 1)
-                    if inner is None:
-                        return None
-                    found.extend(inner)
-                    previous = None
-                else:
-                    if previous is not None:
-                        self._before[id(element.value)] = previous
-                    found.append(element.value)
-                    previous = element.value
-            return found
+            elements = expression.elements  # type: ignore[attr-defined]
+            return self._displayed([(type(e) is cst.StarredElement, e.value) for e in elements], depth)
         if kind in (cst.ListComp, cst.GeneratorExp):
             return [expression.elt]  # type: ignore[attr-defined]
         if kind is cst.BinaryOperation and type(expression.operator) is cst.Add:  # type: ignore[attr-defined]
@@ -305,6 +293,12 @@ class ModuleLists:
             if len(args) != 1 or args[0].keyword is not None or args[0].star:
                 return None
             return self._items(args[0].value, depth + 1)
+        if kind is cst.Call and self._list_helper(expression.func):  # type: ignore[attr-defined]
+            # ``Layers(conv, act)`` of ``def Layers(*modules): return nn.ModuleList(modules)``
+            args = expression.args  # type: ignore[attr-defined]
+            if any(arg.keyword is not None or arg.star == "**" for arg in args):
+                return None
+            return self._displayed([(arg.star == "*", arg.value) for arg in args], depth)
         if kind is cst.Name:
             bound = self._additions().get(expression.value, [])  # type: ignore[attr-defined]
             binds = [value for how, value in bound if how == "bind"]
@@ -318,6 +312,31 @@ class ModuleLists:
                 found.extend(inner)
             return found
         return None
+
+    def _displayed(self, elements: List[Tuple[bool, cst.BaseExpression]], depth: int) -> Optional[List[cst.BaseExpression]]:
+        """The element expressions of a display (``(starred, value)`` each), noting which
+        element directly follows which (``chained_before``)."""
+        found: List[cst.BaseExpression] = []
+        previous: Optional[cst.BaseExpression] = None
+        for starred, value in elements:
+            if starred:
+                inner = self._items(value, depth + 1)
+                if inner is None:
+                    return None
+                found.extend(inner)
+                previous = None
+            else:
+                if previous is not None:
+                    self._before[id(value)] = previous
+                found.append(value)
+                previous = value
+        return found
+
+    def _list_helper(self, func: cst.BaseExpression) -> bool:
+        """``func`` names a function of the file that returns ``nn.ModuleList`` of the modules
+        it is given (``analysis/container_helpers.py``)."""
+        helpers = self.file.resolver.helpers
+        return type(func) is cst.Name and helpers is not None and helpers.container(func.value) == MODULE_LIST
 
     def _layer(self, expression: cst.BaseExpression, depth: int) -> Optional[Any]:
         """The layer an element expression builds: ``nn.Conv1d(...)``, a factory call, a
