@@ -163,6 +163,67 @@ CASES: Dict[str, str] = {
                     x = layer(x)
                 return x
     ''',
+    "modulated_conv": '''
+        import torch
+        import torch.nn.functional as F
+        from einops import rearrange, repeat
+        from torch import nn
+
+
+        class Conv3DMod(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weights = nn.Parameter(torch.randn(dim, dim, 3, 3, 3))
+
+            def forward(self, fmap, cond):
+                b = fmap.shape[0]
+                weights = self.weights * (cond + 1)
+                fmap = rearrange(fmap, "b c t h w -> 1 (b c) t h w")
+                fmap = F.conv3d(fmap, weights, groups=b)
+                return rearrange(fmap, "1 (b o) ... -> b o ...", b=b)
+
+
+        class Broadcast(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x, n):
+                x = self.proj(x)
+                return repeat(x, "b d -> b n d", n=n)
+
+
+        class Kept(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weights = nn.Parameter(torch.randn(dim, dim, 3, 3, 3))
+
+            def forward(self, fmap, cond):
+                fmap = F.conv3d(fmap, self.weights * cond)
+                self.last = fmap
+                return rearrange(fmap, "b c t h w -> b t c h w")
+
+
+        class ResidualUnitMod(nn.Module):
+            def __init__(self, dim, dim_cond):
+                super().__init__()
+                self.to_cond = nn.Linear(dim_cond, dim)
+                self.conv = Conv3DMod(dim)
+                self.conv_out = nn.Conv3d(dim, dim, 1)
+                self.broadcast = Broadcast(dim)
+                self.kept = Kept(dim)
+
+            def forward(self, x, cond, n):
+                res = x
+                cond = self.to_cond(cond)
+                x = self.conv(x, cond=cond)
+                x = F.elu(x)  # expect: TML201
+                x = self.conv_out(x)
+                x = F.elu(x)  # expect: TML201
+                y = F.elu(self.broadcast(cond, n))  # a broadcast of the output: quiet
+                z = F.elu(self.kept(x, cond))  # the conv output is also kept: quiet
+                return x + res + y.sum() + z.sum()
+    ''',
 }
 
 

@@ -57,6 +57,11 @@ VIEWS = frozenset({
     "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "t",
     "contiguous", "view_as", "reshape_as", "swapaxes", "movedim",
 })
+# Functions whose result is their first argument's storage or a same-valued copy of it
+# (``rearrange(fmap, "1 (b o) ... -> b o ...", b=b)``; not ``einops.repeat``, which may expand).
+VIEW_FUNCTIONS = frozenset({"einops.rearrange"} | {
+    f"torch.{name}" for name in ("reshape", "flatten", "unflatten", "transpose", "permute", "squeeze", "unsqueeze", "movedim", "swapaxes")
+})
 _FRESH_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
 _FRESH_AUGMENTED = (cst.AddAssign, cst.SubtractAssign)
 
@@ -303,9 +308,11 @@ class Producers:
         """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by
         nothing but this view (and the joins of a rebinding): what made the base made it."""
         node, base = value.node, value.inputs[0]
-        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+        if type(node) is not cst.Call or value.function is None:
             return False
-        if node.func.attr.value not in VIEWS or value.function is None:
+        if type(node.func) is cst.Attribute and node.func.attr.value in VIEWS:
+            pass
+        elif self.file.resolver.qualify(node.func) not in VIEW_FUNCTIONS:
             return False
         graph = self.file.values(value.function)
         others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
