@@ -159,9 +159,12 @@ class FileAnalysis:
         if self._subclassed is None or self._foreign_attributes is None:
             subclassed: Set[str] = set()
             foreign: Set[str] = set()
-            for node in nodes_of(self.module, cst.Attribute, cst.ClassDef):
+            dotted_modules: Set[int] = set()  # ``from einops.layers.torch import ...``: a module's name
+            for node in nodes_of(self.module, cst.Attribute, cst.ClassDef, cst.Import, cst.ImportFrom):
                 node_type = type(node)
-                if node_type is cst.Attribute:
+                if node_type in (cst.Import, cst.ImportFrom):
+                    dotted_modules.update(id(inner) for inner in nodes_of(node, cst.Attribute))
+                elif node_type is cst.Attribute and id(node) not in dotted_modules:
                     head = node.value  # type: ignore[attr-defined]
                     while type(head) is cst.Attribute:
                         head = head.value  # type: ignore[attr-defined]

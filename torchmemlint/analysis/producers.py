@@ -12,14 +12,14 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
     from torchmemlint.analysis.values import Value
 
-from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
-from torchmemlint.analysis.factories import single_local_value
+from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
+from torchmemlint.analysis.factories import PARTIAL, single_local_value
 from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, listed_row, module_lists, wrapped_layer
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
-    Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
+    Category, FRESH_FUNCTIONS, NN, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
     FRESH_MODULES, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, POOL_MODULES, Saves, short_name,
 )
 
@@ -117,9 +117,17 @@ class Producers:
     def block(self, call: cst.Call) -> Producer:
         """``Conv1d(...)``, a module class of this file or of another file of the project
         (``analysis/links.py``): what its ``forward`` returns (``return self.conv(x)``)."""
-        func = call.func
+        return self._class_made(call.func, call)
+
+    def _class_made(self, func: cst.BaseExpression, call: Optional[cst.Call] = None) -> Producer:
+        """What calling the module that ``func(...)`` builds makes (see ``block``); ``call``:
+        the call, in the file, whose function may be a local name bound to classes."""
         if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute):
             return UNKNOWN_PRODUCER
+        if call is not None and type(func) is cst.Name:
+            chosen = self._chosen(func, call)
+            if chosen is not None:  # ``klass = nn.Conv2d if plain else partial(ModConv, k=2)``
+                return joined(chosen)
         if self.file.resolver.qualify(func) is not None and not (
             self.file.links is not None and self.file.links.may_come_from_package(_dotted(func))
         ):  # (``from speechbrain.nnet.CNN import Conv1d`` in speechbrain is qualified, and the project's)
@@ -149,6 +157,29 @@ class Producers:
             return UNKNOWN_PRODUCER
         shown = made.description.replace("`", "")
         return Producer(made.category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def _chosen(self, func: cst.Name, call: cst.Call) -> Optional[List[Producer]]:
+        """For ``klass(...)`` where ``klass`` is a local of the function around ``call``
+        assigned once, to a class or to either of two (``a if c else b``), each maybe through
+        ``functools.partial``: what the module of each arm makes (None: not such a local)."""
+        if self.file.resolver.qualify(func) is not None or func.value in self.file.callables.classes:
+            return None
+        function, _ = enclosing_definitions(self.file.module, call)
+        value = single_local_value(function, func.value) if function is not None else None
+        if value is None:
+            return None
+        made = []
+        for arm in arms(value):
+            if type(arm) is cst.Call and self.file.resolver.qualify(arm.func) == PARTIAL and arm.args and not arm.args[0].keyword:
+                arm = arm.args[0].value
+            if type(arm) not in (cst.Name, cst.Attribute):
+                return None
+            qualified = self.file.resolver.qualify(arm)
+            if qualified is not None and qualified.startswith(NN):
+                made.append(Producer(Layer(qualified, call).category(), f"`{short_name(qualified)}`"))
+            else:
+                made.append(self._class_made(arm))
+        return made
 
     def _built(self, file: "FileAnalysis", builder: cst.FunctionDef) -> Producer:
         """Calling the module a function of the file builds (``def SPConvDownsample(dim):
