@@ -3,7 +3,10 @@ given (``def Sequential(*modules)`` that drops the Nones and returns ``nn.Sequen
 ``def Layers(*modules): return nn.ModuleList(modules)``: a call of one is that container of its
 arguments, also inside a function that builds a residual unit), and after a module of the file
 whose ``forward`` returns a rearrangement of a convolution's output (a modulated convolution,
-``rearrange(F.conv3d(...), ...)``, called with a keyword: ``self.conv(x, cond=cond)``).
+``rearrange(F.conv3d(...), ...)``, called with a keyword: ``self.conv(x, cond=cond)``), and
+after ``checkpoint(layer, z)`` (torch's, or a helper of the file that hands its parameter to
+it): what calling the module makes, except an output the module keeps for backward (under
+checkpoint the kept one is recomputed, so no in-place finding is claimed about it).
 Look-alikes stay quiet: a helper that reorders the modules (``reversed``), adds one of its own,
 or takes other positional parameters; an activation after a sigmoid in a helper's Sequential;
 a forward that returns ``einops.repeat`` of its output (a broadcast, not a view of it alone),
@@ -223,6 +226,49 @@ CASES: Dict[str, str] = {
                 y = F.elu(self.broadcast(cond, n))  # a broadcast of the output: quiet
                 z = F.elu(self.kept(x, cond))  # the conv output is also kept: quiet
                 return x + res + y.sum() + z.sum()
+    ''',
+    # a discriminator that checkpoints each conv of a module list through a helper of the file
+    "checkpointed": '''
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.utils.checkpoint import checkpoint as torch_checkpoint
+
+
+        def checkpoint(function, *args, **kwargs):
+            kwargs.setdefault("use_reentrant", False)
+            return torch.utils.checkpoint.checkpoint(function, *args, **kwargs)
+
+
+        class Disc(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.activation = nn.LeakyReLU(0.2)  # expect: TML201
+                self.convs = nn.ModuleList([nn.Conv2d(dim, dim, 3) for _ in range(3)])
+                self.gates = nn.ModuleList([nn.Sigmoid() for _ in range(3)])
+                self.post = nn.Conv2d(dim, 1, 3)
+
+            def forward(self, z):
+                fmap = []
+                for layer in self.convs:
+                    z = checkpoint(layer, z)
+                    z = self.activation(z)
+                    fmap.append(z)
+                z = torch_checkpoint(self.post, z, use_reentrant=False)
+                z = F.elu(z)  # expect: TML201
+                for gate in self.gates:
+                    z = F.elu(checkpoint(gate, z))  # after a sigmoid: quiet
+                return z, fmap
+
+
+        class Gated(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gate = nn.Sigmoid()
+                self.act = nn.ReLU(inplace=True)  # the sigmoid's kept output is recomputed, not this one: quiet
+
+            def forward(self, z):
+                return self.act(checkpoint(self.gate, z))
     ''',
 }
 

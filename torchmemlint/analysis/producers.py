@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
     from torchmemlint.analysis.values import Value
 
+from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
 from torchmemlint.analysis.factories import PARTIAL, single_local_value
 from torchmemlint.analysis.layer_lists import enclosing_definitions
@@ -326,6 +327,12 @@ class Producers:
             if where is not None and where[1] != where[2] - 1:
                 return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
             callee = value.inputs[0] if op == "call" and value.inputs and type(node.func) is cst.Name else None
+            first = node.args[0] if node.args and op == "call" and value.inputs else None
+            if first is not None and not first.star and first.keyword is None and self.file.resolver.qualify(node.func) == CHECKPOINT:
+                # ``checkpoint(layer, z)``, also in a helper that hands its parameter to it: what
+                # calling the module makes (an output the module keeps is not the one returned)
+                made = self.call(cst.Call(func=first.value), self_name, value.inputs[0] if type(first.value) is cst.Name else None)
+                return [made if made.category is not Category.SAVES_OUTPUT else UNKNOWN_PRODUCER]
             return [self.call(node, self_name, callee)]
         if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
             if isinstance(node.operator, _FRESH_OPERATORS):
