@@ -144,6 +144,11 @@ class ModuleLists:
     def _display(self, item: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
         """The modules of ``item`` when it is a module list display, or a local of ``__init__``
         given one once (``resnet_block = nn.ModuleList([...])``); None otherwise."""
+        if type(item) is cst.Call and type(item.func) is cst.Name and not item.args:
+            bound = self._additions().get(item.func.value, [])  # ``convs()``, ``convs = lambda: nn.ModuleList([...])``
+            if len(bound) != 1 or bound[0][0] != "bind" or type(bound[0][1]) is not cst.Lambda or bound[0][1].params.params:
+                return None
+            item = bound[0][1].body  # type: ignore[attr-defined]
         if type(item) is cst.Name:
             bound = self._additions().get(item.value, [])
             if len(bound) != 1 or bound[0][0] != "bind":
@@ -152,6 +157,22 @@ class ModuleLists:
         if type(item) is cst.Call and self.file.resolver.qualify(item.func) in _LISTS:
             return self._items(item, 0)
         return None
+
+    def inner_elements(self, attribute: str) -> Optional[List[Any]]:
+        """Every layer an element of an element of ``self.<attribute>`` may be, when each of its
+        elements is a module list display (``nn.ModuleList([convs() for _ in bands])`` with
+        ``convs = lambda: nn.ModuleList([...])``); None otherwise."""
+        found: List[Any] = []
+        for expression in self._expressions.get(attribute, ()) if self.elements(attribute) is not None else ():
+            items = self._display(expression)
+            for item in items if items is not None else ():
+                layer = self._layer(item, 0)
+                if layer is None:
+                    return None
+                found.append(layer)
+            if items is None:
+                return None
+        return found or None
 
     def row_elements(self, attribute: str, path: Tuple[int, ...]) -> Optional[List[Any]]:
         """What ``path`` of each row of ``self.<attribute>`` holds (see ``row``)."""
@@ -530,6 +551,25 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         if type(base) is cst.Attribute and _is_self(base.value, self_name):
             return base
         return None
+    node = _loop_source(func, callee, qualify)
+    if type(node) is cst.Attribute and _is_self(node.value, self_name):
+        return node
+    return None
+
+
+def nested_listed(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify, lookup) -> Optional[str]:
+    """``convs`` when the module called by ``func`` is an element of an element of the module
+    list ``self.convs`` (``for band, stack in zip(bands, self.convs): for layer in stack:``);
+    ``lookup``: the value of a name where the function reads it."""
+    node = _loop_source(func, callee, qualify)
+    inner = lookup(node) if type(node) is cst.Name else None
+    outer = listed_node(node, inner, self_name, qualify) if inner is not None else None  # type: ignore[arg-type]
+    return outer.attr.value if outer is not None else None
+
+
+def _loop_source(func: cst.BaseExpression, callee: Any, qualify) -> Optional[cst.BaseExpression]:
+    """The expression whose elements a loop binds to the name ``func`` (``callee``: its value),
+    through ``zip``/``enumerate`` and a slice (``self.convs[1:]``)."""
     if type(func) is not cst.Name or callee is None or callee.op != "element":
         return None
     indices: List[int] = []  # ``for i, (conv, norm) in enumerate(zip(...))``: conv is [1][0]
@@ -548,9 +588,7 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
             return None
     if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Slice:
         node = node.value  # ``for layer in self.convs[1:]``: some of its elements
-    if type(node) is cst.Attribute and _is_self(node.value, self_name):
-        return node
-    return None
+    return node
 
 
 def _zipped(node: Any, index: int, qualify) -> Optional[cst.BaseExpression]:

@@ -4,7 +4,7 @@ function's local value, classified by what autograd keeps of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 import libcst as cst
 
@@ -16,7 +16,9 @@ from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
 from torchmemlint.analysis.factories import PARTIAL, single_local_value
 from torchmemlint.analysis.layer_lists import enclosing_definitions
-from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, listed_row, module_lists, wrapped_layer
+from torchmemlint.analysis.module_lists import (
+    WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
+)
 from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
@@ -229,12 +231,20 @@ class Producers:
             built.append(self.file.resolver.part(value, self_name, assignment.method))
         return built if len(built) == 1 and built[0].layer is not None else None
 
-    def listed(self, attribute: str, position: Optional[int] = None) -> Producer:
+    def _reader(self, callee: Optional["Value"]):
+        """The value of a name where the function of ``callee`` reads it."""
+        function = callee.function if callee is not None else None
+        return lambda name: self.file.values(function).names.get(id(name)) if function is not None else None
+
+    def listed(self, attribute: str, position: Optional[Tuple[int, ...]] = None, inner: bool = False) -> Producer:
         """Calling one element of the module list ``self.<attribute>``: what all its elements are
         (a Sequential element: what its last layers make); with ``position``, the module at that
-        position of each of its rows (``for conv, act in self.layers``)."""
+        position of each of its rows (``for conv, act in self.layers``); ``inner``: an element of
+        one of its elements, each a module list (``for stack in self.convs: for layer in stack:``)."""
         lists = module_lists(self.file, self.model) if self.model is not None else None
-        if lists is not None and position is not None:
+        if lists is not None and inner:
+            layers = lists.inner_elements(attribute)
+        elif lists is not None and position is not None:
             layers = lists.row_elements(attribute, position)
         else:
             layers = lists.elements(attribute) if lists is not None else None
@@ -249,7 +259,7 @@ class Producers:
         kinds = "/".join(sorted({
             short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
         }))
-        return Producer(category, f"an element of `self.{attribute}` ({kinds})")
+        return Producer(category, f"{'a module of ' if inner else ''}an element of `self.{attribute}` ({kinds})")
 
     def _element(self, layer: Any, lists: Any) -> Optional[Producer]:
         if type(layer) is cst.Call:
@@ -267,6 +277,9 @@ class Producers:
         row = listed_row(func, callee, self_name)
         if row is not None:
             return self.listed(*row)
+        nested = nested_listed(func, callee, self_name, self.file.resolver.qualify, self._reader(callee))
+        if nested is not None:
+            return self.listed(nested, inner=True)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
