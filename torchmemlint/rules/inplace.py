@@ -266,7 +266,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     by a loop (`for conv1, act, conv2, act in self.layers`) are followed into a module list a
     row holds (`for excite, (conv, noise, act), to_rgb in self.layers`), with the layers a
     function returns placed in them and convs built by a local bound to either of two classes
-    (`klass = nn.Conv2d if plain else partial(ModConv, ...)`) (tests/test_inplace_rows.py).
+    (`klass = nn.Conv2d if plain else partial(ModConv, ...)`) (tests/test_inplace_rows.py), and
+    a module of an element of a module list of module lists runs as any of the inner modules
+    (`for band, stack in zip(x_bands, self.band_convs): for layer in stack:`,
+    tests/test_inplace_lists.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
