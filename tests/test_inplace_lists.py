@@ -7,7 +7,10 @@
   class appends after its last layer;
 * ``for i, (conv, norm) in enumerate(zip(self.convs, self.norms))``;
 * a ``ModuleList`` extended with ``[Conv1d, LeakyReLU(), BatchNorm1d]`` in a loop and run in
-  order by ``for block in self.blocks: x = block(x)``: a Sequential by another name.
+  order by ``for block in self.blocks: x = block(x)``: a Sequential by another name;
+* a module list of module lists (``nn.ModuleList([convs() for _ in bands])``, ``convs = lambda:
+  nn.ModuleList([...])``) whose elements' modules a nested loop calls (``for band, stack in
+  zip(x_bands, self.band_convs): for i, layer in enumerate(stack):``).
 
 Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
 activation passed after an ELU (its output is needed in backward), a passed layer the class
@@ -290,6 +293,55 @@ CASES: Dict[str, str] = {
                 for block in self.blocks:
                     x = block(x)
                 return x
+    ''',
+    # a multi-band discriminator: a module list of module lists, a band's convs looped over
+    "nested_lists": '''
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.nn.utils import weight_norm
+
+
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                return torch.sigmoid(self.conv(x))
+
+
+        class DiscriminatorR(nn.Module):
+            def __init__(self, channels, bands):
+                super().__init__()
+                self.bands = bands
+                convs = lambda: nn.ModuleList([
+                    weight_norm(nn.Conv2d(2, channels, (3, 9), (1, 1), padding=(1, 4))),
+                    weight_norm(nn.Conv2d(channels, channels, (3, 9), (1, 2), padding=(1, 4))),
+                ])
+                self.band_convs = nn.ModuleList([convs() for _ in range(len(self.bands))])
+                gated = lambda: nn.ModuleList([nn.Conv2d(channels, channels, 3), nn.Sigmoid()])
+                self.gated = nn.ModuleList([gated() for _ in range(len(self.bands))])
+                self.blocks = nn.ModuleList([Block(channels) for _ in range(len(self.bands))])
+
+            def forward(self, x_bands):
+                fmap = []
+                x = []
+                for band, stack in zip(x_bands, self.band_convs):
+                    for i, layer in enumerate(stack):
+                        band = layer(band)
+                        band = F.leaky_relu(band, 0.1)  # expect: TML201
+                        if i > 0:
+                            fmap.append(band)
+                    x.append(band)
+                for band, stack in zip(x_bands, self.gated):
+                    for layer in stack:
+                        band = F.leaky_relu(layer(band), 0.1)  # a sigmoid among them: quiet
+                    x.append(band)
+                for block in self.blocks:
+                    for layer in block.children():
+                        x.append(F.leaky_relu(layer(x_bands[0]), 0.1))  # not a module list's elements: quiet
+                return torch.cat(x, dim=-1), fmap
     ''',
 }
 

@@ -10,8 +10,9 @@ import libcst as cst
 
 from torchmemlint.tree import walk
 
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, mentions, path_to
-from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, NN
+from torchmemlint.analysis.layer_lists import enclosing_definitions, zero_probability
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to
+from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, NN, Saves
 
 ACTIVATION_FUNCTIONS = frozenset(n for n in (*KIND_BY_FUNCTION, *INPLACE_FUNCTIONS) if "dropout" not in n)
 # the ``nn`` activation layers (those with an ``inplace`` switch and the others)
@@ -181,3 +182,20 @@ def guarded_by_flag(statement_stack, call: cst.Call) -> bool:
                 if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                     return True
     return False
+
+
+def never_drops(file: Any, site: Any) -> bool:
+    """A dropout ``site`` whose probability is 0 here: no mask is drawn (``nn.Dropout(p=0.0)``, or
+    a parameter defaulting to 0 that every call of its function in ``file`` leaves at 0)."""
+    if site.kind is None or site.kind.saves is not Saves.MASK or site.form == "method":
+        return False
+    if site.form == "module":
+        arg = argument(site.arguments, site.kind.module_params.index("p"), "p")
+    else:
+        arg = argument(site.node, site.kind.functional_params.index("p") + 1, "p")
+    if arg is None:
+        return False  # torch's default is 0.5
+    if literal_number(arg.value) is not None:
+        return literal_number(arg.value) == 0
+    function, owner = enclosing_definitions(file.module, site.node)
+    return zero_probability(file.module, function, owner, arg.value, file.factories)

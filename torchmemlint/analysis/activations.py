@@ -13,11 +13,11 @@ import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.layer_lists import enclosing_definitions, splices, zero_probability
+from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, guarded_by_flag, names_read, nested_calls, none_test, passed_to,
+    ACTIVATION_FUNCTIONS, bound_local, guarded_by_flag, names_read, nested_calls, never_drops, none_test, passed_to,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -27,7 +27,7 @@ from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
 from torchmemlint.analysis.syntax import (
-    argument, enclosing, has_star_args, literal_bool, literal_number,
+    argument, enclosing, has_star_args, literal_bool,
     terminal_name, watched_names,
 )
 from torchmemlint.analysis.vocabulary import (
@@ -198,6 +198,7 @@ class InplaceAnalysis:
             type(call.func) in (cst.Call, cst.Subscript) or (name is not None and name in self.file.factories.names())
             or (type(call.func) is cst.Name and name in self._aliases().names)  # ``act = F.leaky_relu``
             or (type(call.func) is cst.Name and self._from_project(name))  # ``from .layers import leaky``
+            or (type(call.func) is cst.Name and self.file.resolver.helpers.container(name) is not None)
         )
 
     def _from_project(self, name: Optional[str]) -> bool:
@@ -213,9 +214,12 @@ class InplaceAnalysis:
     # -- discovery ------------------------------------------------------------------------------
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.cursor.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.cursor, cst.FunctionDef))
-        if (qualified is None and type(call.func) is cst.Attribute and call.func.attr.value == "__init__") or (
+        if (qualified is None and (type(call.func) is cst.Name or (
+            type(call.func) is cst.Attribute and call.func.attr.value == "__init__"
+        ))) or (
             qualified is not None and qualified.endswith(".Sequential") and not qualified.startswith(NN)
-        ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules
+        ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules;
+            # a function of the file that builds a Sequential of the modules it is given
             qualified = self.file.resolver.constructor(call)
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
@@ -366,9 +370,14 @@ class InplaceAnalysis:
                 else:
                     model, attribute = data
                     scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
-                    placement.complete = self._kept_uses(scratch, model, attribute)
-                    placement.uses, placement.privates = scratch.uses, scratch.privates
-                    placement.label = f"`self.{attribute}` ({name}, returned by `{returning}`{where}{_via(layer)})"
+                    if kind == "row":  # what the name a loop binds to it is called with
+                        scratch.privates.append((model.node, attribute[0]))
+                        self._call_uses(scratch, model, *module_lists(self.file, model).row_calls(*attribute))
+                        placement.label = f"`{name}` (returned by `{returning}`{where}, in the rows of `self.{attribute[0]}`{_via(layer)})"
+                    else:
+                        scratch.complete = self._kept_uses(scratch, model, attribute)
+                        placement.label = f"`self.{attribute}` ({name}, returned by `{returning}`{where}{_via(layer)})"
+                    placement.uses, placement.privates, placement.complete = scratch.uses, scratch.privates, scratch.complete
                 through = terminal_name(call.func)
                 if placement.label is None and through != returning:  # ``make_act()`` returns ``leaky()``
                     placement.label = f"`{name}` (returned by `{returning}`{where}, through `{through}`{_via(layer)})"
@@ -652,20 +661,8 @@ class InplaceAnalysis:
         return self._spliced
 
     def never_drops(self, site: Site) -> bool:
-        """A dropout whose probability is 0 here: no mask is drawn (``nn.Dropout(p=0.0)``, or a
-        parameter defaulting to 0 that every call of its function in this file leaves at 0)."""
-        if site.kind is None or site.kind.saves is not Saves.MASK or site.form == "method":
-            return False
-        if site.form == "module":
-            arg = argument(site.arguments, site.kind.module_params.index("p"), "p")
-        else:
-            arg = argument(site.node, site.kind.functional_params.index("p") + 1, "p")
-        if arg is None:
-            return False  # torch's default is 0.5
-        if literal_number(arg.value) is not None:
-            return literal_number(arg.value) == 0
-        function, owner = enclosing_definitions(self.file.module, site.node)
-        return zero_probability(self.file.module, function, owner, arg.value, self.file.factories)
+        """A dropout whose probability is 0 here (``analysis/activation_calls.py``)."""
+        return never_drops(self.file, site)
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:

@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.children import Children
+from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.layer_lists import (
     LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order,
@@ -111,11 +112,13 @@ class Resolver:
         lists: Optional[LayerLists] = None,
         factories: Optional[Factories] = None,
         children: Optional[Children] = None,
+        helpers: Optional[ContainerHelpers] = None,
     ) -> None:
         self.qualify = qualify
         self.lists = lists
         self.factories = factories
         self.children = children
+        self.helpers = helpers  # ``def Sequential(*modules): ... return nn.Sequential(*modules)``
 
     def constructor(self, node: cst.BaseExpression) -> Optional[str]:
         if type(node) is cst.Call:
@@ -127,6 +130,10 @@ class Resolver:
                 return NN + "Sequential"
             if qualified is None and type(func) is cst.Attribute and func.attr.value == "__init__":
                 return self._super_sequential(node)
+            if qualified is None and type(func) is cst.Name and self.helpers is not None:
+                # a function of the file that returns ``nn.Sequential`` of the modules it is given
+                if self.helpers.container(func.value) == NN + "Sequential":
+                    return NN + "Sequential"
         return None
 
     def _modules_only(self, call: cst.Call, depth: int = 0) -> bool:

@@ -12,6 +12,7 @@ from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.children import Children
+from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import LayerLists
@@ -46,7 +47,8 @@ class FileAnalysis:
         # module-level expressions, qualified with the module's bindings
         self.factories = Factories(module, bindings.qualify)
         self.resolver = Resolver(
-            self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify)
+            self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify),
+            ContainerHelpers(module, bindings.qualify),
         )
         self._scopes: Optional[ScopeWalk] = None
         self._callables: Optional[CallableModel] = None
@@ -157,9 +159,12 @@ class FileAnalysis:
         if self._subclassed is None or self._foreign_attributes is None:
             subclassed: Set[str] = set()
             foreign: Set[str] = set()
-            for node in nodes_of(self.module, cst.Attribute, cst.ClassDef):
+            dotted_modules: Set[int] = set()  # ``from einops.layers.torch import ...``: a module's name
+            for node in nodes_of(self.module, cst.Attribute, cst.ClassDef, cst.Import, cst.ImportFrom):
                 node_type = type(node)
-                if node_type is cst.Attribute:
+                if node_type in (cst.Import, cst.ImportFrom):
+                    dotted_modules.update(id(inner) for inner in nodes_of(node, cst.Attribute))
+                elif node_type is cst.Attribute and id(node) not in dotted_modules:
                     head = node.value  # type: ignore[attr-defined]
                     while type(head) is cst.Attribute:
                         head = head.value  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
+from torchmemlint.analysis.container_helpers import MODULE_LIST
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import walk
 
@@ -108,42 +109,94 @@ class ModuleLists:
                     self._holders.setdefault(id(expression), attribute)
         return self._holders.get(id(call))
 
-    def row(self, call: cst.CSTNode) -> Optional[Tuple[str, int, int]]:
-        """``(layers, i, width)`` when ``call`` is at position ``i`` of a row of the module list
-        ``self.layers`` whose every element is a display of ``width`` modules
-        (``self.layers.append(nn.ModuleList([conv, act, conv2, act2]))``), unpacked as
-        ``for conv, act, conv2, act2 in self.layers``."""
+    def row(self, call: cst.CSTNode) -> Optional[Tuple[str, Tuple[int, ...], Tuple[int, ...]]]:
+        """``(layers, path, widths)`` when ``call`` is at ``path`` of each row of the module list
+        ``self.layers`` whose every element is a display of ``widths[0]`` modules
+        (``self.layers.append(nn.ModuleList([conv, act, conv2, act2]))``, path ``(1,)``),
+        unpacked as ``for conv, act, conv2, act2 in self.layers``; a position that holds a
+        display itself, the same width in every row (a local ``block = nn.ModuleList([conv,
+        noise, act])`` put in the row), gives its modules a path one longer, unpacked by a
+        nested target (``for pre, (conv, noise, act), post in self.layers``)."""
         if self._rows is None:
             self._rows = {}
             for attribute in self.model.assignments:
                 if self.elements(attribute) is None:
                     continue
-                rows = [self._items(e, 0) for e in self._expressions.get(attribute, ()) if type(e) is not cst.Name]
-                widths = {len(items) if items is not None else -1 for items in rows}
-                if len(rows) != len(self._expressions[attribute]) or len(widths) != 1 or min(widths) < 2:
-                    continue
-                for items in rows:
-                    for position, item in enumerate(items):  # type: ignore[arg-type]
-                        self._rows[id(item)] = (attribute, position, len(items))  # type: ignore[arg-type]
+                expressions = self._expressions.get(attribute, ())
+                rows = [self._items(e, 0) for e in expressions if type(e) is not cst.Name]
+                if len(rows) == len(expressions):
+                    self._index_rows(attribute, rows, (), ())  # type: ignore[arg-type]
         return self._rows.get(id(call))
 
-    def row_elements(self, attribute: str, position: int) -> Optional[List[Any]]:
-        """What position ``position`` of each row of ``self.<attribute>`` holds (see ``row``)."""
+    def _index_rows(self, attribute: str, rows: List[Optional[List[cst.BaseExpression]]], path: Tuple[int, ...], widths: Tuple[int, ...]) -> None:
+        """Note the place of each item of ``rows`` (the displays at ``path`` of each row)."""
+        if len({len(items) if items is not None else -1 for items in rows}) != 1 or rows[0] is None or len(rows[0]) < 2 or len(path) > 2:
+            return
+        width = len(rows[0])
+        for items in rows:
+            for position, item in enumerate(items):  # type: ignore[arg-type]
+                self._rows[id(item)] = (attribute, path + (position,), widths + (width,))  # type: ignore[index]
+        for position in range(width):
+            inner = [self._display(items[position]) for items in rows]  # type: ignore[index]
+            if None not in inner:
+                self._index_rows(attribute, inner, path + (position,), widths + (width,))
+
+    def _display(self, item: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
+        """The modules of ``item`` when it is a module list display, or a local of ``__init__``
+        given one once (``resnet_block = nn.ModuleList([...])``); None otherwise."""
+        if type(item) is cst.Call and type(item.func) is cst.Name and not item.args:
+            bound = self._additions().get(item.func.value, [])  # ``convs()``, ``convs = lambda: nn.ModuleList([...])``
+            if len(bound) != 1 or bound[0][0] != "bind" or type(bound[0][1]) is not cst.Lambda or bound[0][1].params.params:
+                return None
+            item = bound[0][1].body  # type: ignore[attr-defined]
+        if type(item) is cst.Name:
+            bound = self._additions().get(item.value, [])
+            if len(bound) != 1 or bound[0][0] != "bind":
+                return None
+            item = bound[0][1]
+        if type(item) is cst.Call and self.file.resolver.qualify(item.func) in _LISTS:
+            return self._items(item, 0)
+        return None
+
+    def inner_elements(self, attribute: str) -> Optional[List[Any]]:
+        """Every layer an element of an element of ``self.<attribute>`` may be, when each of its
+        elements is a module list display (``nn.ModuleList([convs() for _ in bands])`` with
+        ``convs = lambda: nn.ModuleList([...])``); None otherwise."""
+        found: List[Any] = []
+        for expression in self._expressions.get(attribute, ()) if self.elements(attribute) is not None else ():
+            items = self._display(expression)
+            for item in items if items is not None else ():
+                layer = self._layer(item, 0)
+                if layer is None:
+                    return None
+                found.append(layer)
+            if items is None:
+                return None
+        return found or None
+
+    def row_elements(self, attribute: str, path: Tuple[int, ...]) -> Optional[List[Any]]:
+        """What ``path`` of each row of ``self.<attribute>`` holds (see ``row``)."""
         found = []
         for expression in self._expressions.get(attribute, ()) if self.elements(attribute) is not None else ():
-            items = self._items(expression, 0)
-            layer = self._layer(items[position], 0) if items is not None and position < len(items) else None
-            if layer is None or self.row(items[position]) != (attribute, position, len(items)):  # type: ignore[index]
+            item: Optional[cst.BaseExpression] = expression
+            for depth, position in enumerate(path):
+                items = self._items(item, 0) if depth == 0 else self._display(item)  # type: ignore[arg-type]
+                item = items[position] if items is not None and position < len(items) else None
+                if item is None:
+                    return None
+            layer = self._layer(item, 0)  # type: ignore[arg-type]
+            row = self.row(item)  # type: ignore[arg-type]
+            if layer is None or row is None or row[:2] != (attribute, path):
                 return None
             found.append(layer)
         return found or None
 
-    def row_calls(self, attribute: str, position: int, width: int) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
-        """Every call of the module at ``position`` of the rows of ``self.<attribute>``: in
-        ``for a, b, c in self.<attribute>:`` the name bound at ``position`` (unless a later
-        position binds it too: then it holds the later module), called in the loop's body;
-        complete when every other read of ``self.<attribute>`` is ``len(...)`` and the name is
-        only ever called there."""
+    def row_calls(self, attribute: str, path: Tuple[int, ...], widths: Tuple[int, ...]) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
+        """Every call of the module at ``path`` of the rows of ``self.<attribute>``: in
+        ``for a, (b, c), d in self.<attribute>:`` the name bound at ``path`` (unless a later
+        name of the target binds it too: then it holds the later module), called in the loop's
+        body; complete when every other read of ``self.<attribute>`` is ``len(...)`` and the
+        name is only ever called there."""
         found: List[Tuple[cst.Call, cst.FunctionDef]] = []
         index = self.file.index
         for reference in self.model.references.get(attribute, []):
@@ -155,14 +208,16 @@ class ModuleLists:
                 outer = index.order[index.parent[index.find(parent)]]  # type: ignore[arg-type]
                 if type(outer) is cst.Call and type(outer.func) is cst.Name and outer.func.value == "len":
                     continue
-            if type(parent) is not cst.For or parent.iter is not reference.node or type(parent.target) not in (cst.Tuple, cst.List):
+            if type(parent) is not cst.For or parent.iter is not reference.node:
                 return found, False
-            names = [e.value.value if type(e) is cst.Element and type(e.value) is cst.Name else None for e in parent.target.elements]
-            if len(names) != width or None in names:
+            bound = _unpacked(parent.target, path, widths)
+            if bound is None:
                 return found, False
-            name = names[position]
-            if name in names[position + 1:]:
+            names = [n for n in walk(parent.target) if type(n) is cst.Name]
+            at = next(i for i, n in enumerate(names) if n is bound)
+            if any(n.value == bound.value for n in names[at + 1:]):
                 continue  # a later module of the row is what the name holds
+            name = bound.value
             calls = [n for n in walk(parent.body) if type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == name]
             called = {id(c.func) for c in calls}
             if any(type(n) is cst.Name and n.value == name and id(n) not in called for n in walk(parent.body)):
@@ -277,21 +332,8 @@ class ModuleLists:
             return None
         kind = type(expression)
         if kind in (cst.List, cst.Tuple):
-            found: List[cst.BaseExpression] = []
-            previous: Optional[cst.BaseExpression] = None
-            for element in expression.elements:  # type: ignore[attr-defined]
-                if type(element) is cst.StarredElement:
-                    inner = self._items(element.value, depth + 1)
-                    if inner is None:
-                        return None
-                    found.extend(inner)
-                    previous = None
-                else:
-                    if previous is not None:
-                        self._before[id(element.value)] = previous
-                    found.append(element.value)
-                    previous = element.value
-            return found
+            elements = expression.elements  # type: ignore[attr-defined]
+            return self._displayed([(type(e) is cst.StarredElement, e.value) for e in elements], depth)
         if kind in (cst.ListComp, cst.GeneratorExp):
             return [expression.elt]  # type: ignore[attr-defined]
         if kind is cst.BinaryOperation and type(expression.operator) is cst.Add:  # type: ignore[attr-defined]
@@ -305,6 +347,12 @@ class ModuleLists:
             if len(args) != 1 or args[0].keyword is not None or args[0].star:
                 return None
             return self._items(args[0].value, depth + 1)
+        if kind is cst.Call and self._list_helper(expression.func):  # type: ignore[attr-defined]
+            # ``Layers(conv, act)`` of ``def Layers(*modules): return nn.ModuleList(modules)``
+            args = expression.args  # type: ignore[attr-defined]
+            if any(arg.keyword is not None or arg.star == "**" for arg in args):
+                return None
+            return self._displayed([(arg.star == "*", arg.value) for arg in args], depth)
         if kind is cst.Name:
             bound = self._additions().get(expression.value, [])  # type: ignore[attr-defined]
             binds = [value for how, value in bound if how == "bind"]
@@ -318,6 +366,31 @@ class ModuleLists:
                 found.extend(inner)
             return found
         return None
+
+    def _displayed(self, elements: List[Tuple[bool, cst.BaseExpression]], depth: int) -> Optional[List[cst.BaseExpression]]:
+        """The element expressions of a display (``(starred, value)`` each), noting which
+        element directly follows which (``chained_before``)."""
+        found: List[cst.BaseExpression] = []
+        previous: Optional[cst.BaseExpression] = None
+        for starred, value in elements:
+            if starred:
+                inner = self._items(value, depth + 1)
+                if inner is None:
+                    return None
+                found.extend(inner)
+                previous = None
+            else:
+                if previous is not None:
+                    self._before[id(value)] = previous
+                found.append(value)
+                previous = value
+        return found
+
+    def _list_helper(self, func: cst.BaseExpression) -> bool:
+        """``func`` names a function of the file that returns ``nn.ModuleList`` of the modules
+        it is given (``analysis/container_helpers.py``)."""
+        helpers = self.file.resolver.helpers
+        return type(func) is cst.Name and helpers is not None and helpers.container(func.value) == MODULE_LIST
 
     def _layer(self, expression: cst.BaseExpression, depth: int) -> Optional[Any]:
         """The layer an element expression builds: ``nn.Conv1d(...)``, a factory call, a
@@ -412,18 +485,34 @@ def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[
     return node.attr.value if node is not None else None
 
 
-def listed_row(func: cst.BaseExpression, callee: Any, self_name: Optional[str]) -> Optional[Tuple[str, int]]:
-    """``("layers", i)`` when ``func`` is the name bound at position ``i`` of ``for a, b in
+def listed_row(func: cst.BaseExpression, callee: Any, self_name: Optional[str]) -> Optional[Tuple[str, Tuple[int, ...]]]:
+    """``("layers", path)`` when ``func`` is the name bound at ``path`` of ``for a, (b, c) in
     self.layers`` (``callee``: its value in the value graph): a module of each row."""
-    if type(func) is not cst.Name or callee is None or callee.op != "element" or callee.info.get("index") is None:
+    if type(func) is not cst.Name or callee is None:
         return None
-    outer = callee.inputs[0] if callee.inputs else None
-    if outer is None or outer.op != "element" or outer.info.get("index") is not None or not outer.inputs:
+    path: List[int] = []
+    value = callee
+    while value.op == "element" and value.info.get("index") is not None and value.inputs and len(path) <= _DEPTH:
+        path.append(value.info["index"])
+        value = value.inputs[0]
+    if not path or value.op != "element" or value.info.get("index") is not None or not value.inputs:
         return None
-    node = outer.inputs[0].node
+    node = value.inputs[0].node
     if type(node) is cst.Attribute and _is_self(node.value, self_name):
-        return node.attr.value, callee.info["index"]
+        return node.attr.value, tuple(reversed(path))
     return None
+
+
+def _unpacked(target: cst.BaseExpression, path: Tuple[int, ...], widths: Tuple[int, ...]) -> Optional[cst.Name]:
+    """The name ``target`` (of a ``for``) binds at ``path`` of each item, when every level on
+    the way unpacks exactly ``widths`` names (nested tuples of names only)."""
+    for position, width in zip(path, widths):
+        if type(target) not in (cst.Tuple, cst.List) or len(target.elements) != width:  # type: ignore[attr-defined]
+            return None
+        if any(type(e) is not cst.Element or type(e.value) not in (cst.Name, cst.Tuple, cst.List) for e in target.elements):  # type: ignore[attr-defined]
+            return None
+        target = target.elements[position].value  # type: ignore[attr-defined]
+    return target if type(target) is cst.Name else None
 
 
 def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[int]:
@@ -462,6 +551,25 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         if type(base) is cst.Attribute and _is_self(base.value, self_name):
             return base
         return None
+    node = _loop_source(func, callee, qualify)
+    if type(node) is cst.Attribute and _is_self(node.value, self_name):
+        return node
+    return None
+
+
+def nested_listed(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify, lookup) -> Optional[str]:
+    """``convs`` when the module called by ``func`` is an element of an element of the module
+    list ``self.convs`` (``for band, stack in zip(bands, self.convs): for layer in stack:``);
+    ``lookup``: the value of a name where the function reads it."""
+    node = _loop_source(func, callee, qualify)
+    inner = lookup(node) if type(node) is cst.Name else None
+    outer = listed_node(node, inner, self_name, qualify) if inner is not None else None  # type: ignore[arg-type]
+    return outer.attr.value if outer is not None else None
+
+
+def _loop_source(func: cst.BaseExpression, callee: Any, qualify) -> Optional[cst.BaseExpression]:
+    """The expression whose elements a loop binds to the name ``func`` (``callee``: its value),
+    through ``zip``/``enumerate`` and a slice (``self.convs[1:]``)."""
     if type(func) is not cst.Name or callee is None or callee.op != "element":
         return None
     indices: List[int] = []  # ``for i, (conv, norm) in enumerate(zip(...))``: conv is [1][0]
@@ -480,9 +588,7 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
             return None
     if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Slice:
         node = node.value  # ``for layer in self.convs[1:]``: some of its elements
-    if type(node) is cst.Attribute and _is_self(node.value, self_name):
-        return node
-    return None
+    return node
 
 
 def _zipped(node: Any, index: int, qualify) -> Optional[cst.BaseExpression]:

@@ -105,9 +105,10 @@ class FactoryPlacing:
         """Each call of the function ``name`` of the file (``definition``) that puts the layer it
         returns somewhere, as ``(call, kind, data)``: ``"sequence"`` (an element of Sequentials,
         directly or through a spliced list: their orders and its parts), ``"attribute"``
-        (``self.x = name(...)`` in ``__init__``: the class model and ``x``) or ``"chain"`` (an
+        (``self.x = name(...)`` in ``__init__``: the class model and ``x``), ``"chain"`` (an
         element of the module list ``self.x`` run as a chain: the class model, ``x``, the
-        element before it or None); a call returned by another function (``return
+        element before it or None) or ``"row"`` (a module of each row of ``self.x``, unpacked
+        by a loop: the class model and ``ModuleLists.row``); a call returned by another function (``return
         leaky(**kwargs)``) stands for that function's calls. And whether every call is one."""
         known = self._spots_by.get(name)
         if known is not None:
@@ -205,10 +206,14 @@ class FactoryPlacing:
         attribute = assigned_attribute(order[above], call, model)  # type: ignore[arg-type]
         if attribute is not None:
             return (call, "attribute", (model, attribute))  # type: ignore[return-value]
-        holder = module_lists(self.file, model).holder(call)
+        lists = module_lists(self.file, model)
+        holder = lists.holder(call)
         if holder is not None:
-            before = module_lists(self.file, model).chained_before(holder, call)  # type: ignore[arg-type]
+            before = lists.chained_before(holder, call)  # type: ignore[arg-type]
             return (call, "chain", (model, holder, before))  # type: ignore[return-value]
+        row = lists.row(call)
+        if row is not None:  # ``for conv, act in self.layers``, rows ``nn.ModuleList([conv, leaky()])``
+            return (call, "row", (model, row))  # type: ignore[return-value]
         return None
 
     def _statement(self, here: int) -> int:

@@ -4,7 +4,7 @@ function's local value, classified by what autograd keeps of it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 import libcst as cst
 
@@ -12,14 +12,17 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
     from torchmemlint.analysis.values import Value
 
-from torchmemlint.analysis.classes import ClassModel, _is_self, Part, _rooted_at
-from torchmemlint.analysis.factories import single_local_value
+from torchmemlint.analysis.checkpoints import CHECKPOINT
+from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
+from torchmemlint.analysis.factories import PARTIAL, single_local_value
 from torchmemlint.analysis.layer_lists import enclosing_definitions
-from torchmemlint.analysis.module_lists import WRAPPERS, listed_attribute, listed_row, module_lists, wrapped_layer
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool
+from torchmemlint.analysis.module_lists import (
+    WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
+)
+from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
-    Category, FRESH_FUNCTIONS, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
+    Category, FRESH_FUNCTIONS, NN, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
     FRESH_MODULES, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, POOL_MODULES, Saves, short_name,
 )
 
@@ -56,6 +59,11 @@ SAME_MODULE = WRAPPERS | frozenset({
 VIEWS = frozenset({
     "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "t",
     "contiguous", "view_as", "reshape_as", "swapaxes", "movedim",
+})
+# Functions whose result is their first argument's storage or a same-valued copy of it
+# (``rearrange(fmap, "1 (b o) ... -> b o ...", b=b)``; not ``einops.repeat``, which may expand).
+VIEW_FUNCTIONS = frozenset({"einops.rearrange"} | {
+    f"torch.{name}" for name in ("reshape", "flatten", "unflatten", "transpose", "permute", "squeeze", "unsqueeze", "movedim", "swapaxes")
 })
 _FRESH_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply)
 _FRESH_AUGMENTED = (cst.AddAssign, cst.SubtractAssign)
@@ -112,9 +120,17 @@ class Producers:
     def block(self, call: cst.Call) -> Producer:
         """``Conv1d(...)``, a module class of this file or of another file of the project
         (``analysis/links.py``): what its ``forward`` returns (``return self.conv(x)``)."""
-        func = call.func
+        return self._class_made(call.func, call)
+
+    def _class_made(self, func: cst.BaseExpression, call: Optional[cst.Call] = None) -> Producer:
+        """What calling the module that ``func(...)`` builds makes (see ``block``); ``call``:
+        the call, in the file, whose function may be a local name bound to classes."""
         if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute):
             return UNKNOWN_PRODUCER
+        if call is not None and type(func) is cst.Name:
+            chosen = self._chosen(func, call)
+            if chosen is not None:  # ``klass = nn.Conv2d if plain else partial(ModConv, k=2)``
+                return joined(chosen)
         if self.file.resolver.qualify(func) is not None and not (
             self.file.links is not None and self.file.links.may_come_from_package(_dotted(func))
         ):  # (``from speechbrain.nnet.CNN import Conv1d`` in speechbrain is qualified, and the project's)
@@ -144,6 +160,29 @@ class Producers:
             return UNKNOWN_PRODUCER
         shown = made.description.replace("`", "")
         return Producer(made.category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def _chosen(self, func: cst.Name, call: cst.Call) -> Optional[List[Producer]]:
+        """For ``klass(...)`` where ``klass`` is a local of the function around ``call``
+        assigned once, to a class or to either of two (``a if c else b``), each maybe through
+        ``functools.partial``: what the module of each arm makes (None: not such a local)."""
+        if self.file.resolver.qualify(func) is not None or func.value in self.file.callables.classes:
+            return None
+        function, _ = enclosing_definitions(self.file.module, call)
+        value = single_local_value(function, func.value) if function is not None else None
+        if value is None:
+            return None
+        made = []
+        for arm in arms(value):
+            if type(arm) is cst.Call and self.file.resolver.qualify(arm.func) == PARTIAL and arm.args and not arm.args[0].keyword:
+                arm = arm.args[0].value
+            if type(arm) not in (cst.Name, cst.Attribute):
+                return None
+            qualified = self.file.resolver.qualify(arm)
+            if qualified is not None and qualified.startswith(NN):
+                made.append(Producer(Layer(qualified, call).category(), f"`{short_name(qualified)}`"))
+            else:
+                made.append(self._class_made(arm))
+        return made
 
     def _built(self, file: "FileAnalysis", builder: cst.FunctionDef) -> Producer:
         """Calling the module a function of the file builds (``def SPConvDownsample(dim):
@@ -192,12 +231,20 @@ class Producers:
             built.append(self.file.resolver.part(value, self_name, assignment.method))
         return built if len(built) == 1 and built[0].layer is not None else None
 
-    def listed(self, attribute: str, position: Optional[int] = None) -> Producer:
+    def _reader(self, callee: Optional["Value"]):
+        """The value of a name where the function of ``callee`` reads it."""
+        function = callee.function if callee is not None else None
+        return lambda name: self.file.values(function).names.get(id(name)) if function is not None else None
+
+    def listed(self, attribute: str, position: Optional[Tuple[int, ...]] = None, inner: bool = False) -> Producer:
         """Calling one element of the module list ``self.<attribute>``: what all its elements are
         (a Sequential element: what its last layers make); with ``position``, the module at that
-        position of each of its rows (``for conv, act in self.layers``)."""
+        position of each of its rows (``for conv, act in self.layers``); ``inner``: an element of
+        one of its elements, each a module list (``for stack in self.convs: for layer in stack:``)."""
         lists = module_lists(self.file, self.model) if self.model is not None else None
-        if lists is not None and position is not None:
+        if lists is not None and inner:
+            layers = lists.inner_elements(attribute)
+        elif lists is not None and position is not None:
             layers = lists.row_elements(attribute, position)
         else:
             layers = lists.elements(attribute) if lists is not None else None
@@ -212,7 +259,7 @@ class Producers:
         kinds = "/".join(sorted({
             short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
         }))
-        return Producer(category, f"an element of `self.{attribute}` ({kinds})")
+        return Producer(category, f"{'a module of ' if inner else ''}an element of `self.{attribute}` ({kinds})")
 
     def _element(self, layer: Any, lists: Any) -> Optional[Producer]:
         if type(layer) is cst.Call:
@@ -230,6 +277,9 @@ class Producers:
         row = listed_row(func, callee, self_name)
         if row is not None:
             return self.listed(*row)
+        nested = nested_listed(func, callee, self_name, self.file.resolver.qualify, self._reader(callee))
+        if nested is not None:
+            return self.listed(nested, inner=True)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
         qualify = self.file.resolver.qualify
@@ -290,6 +340,12 @@ class Producers:
             if where is not None and where[1] != where[2] - 1:
                 return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
             callee = value.inputs[0] if op == "call" and value.inputs and type(node.func) is cst.Name else None
+            first = node.args[0] if node.args and op == "call" and value.inputs else None
+            if first is not None and not first.star and first.keyword is None and self.file.resolver.qualify(node.func) == CHECKPOINT:
+                # ``checkpoint(layer, z)``, also in a helper that hands its parameter to it: what
+                # calling the module makes (an output the module keeps is not the one returned)
+                made = self.call(cst.Call(func=first.value), self_name, value.inputs[0] if type(first.value) is cst.Name else None)
+                return [made if made.category is not Category.SAVES_OUTPUT else UNKNOWN_PRODUCER]
             return [self.call(node, self_name, callee)]
         if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
             if isinstance(node.operator, _FRESH_OPERATORS):
@@ -303,9 +359,11 @@ class Producers:
         """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by
         nothing but this view (and the joins of a rebinding): what made the base made it."""
         node, base = value.node, value.inputs[0]
-        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+        if type(node) is not cst.Call or value.function is None:
             return False
-        if node.func.attr.value not in VIEWS or value.function is None:
+        if type(node.func) is cst.Attribute and node.func.attr.value in VIEWS:
+            pass
+        elif self.file.resolver.qualify(node.func) not in VIEW_FUNCTIONS:
             return False
         graph = self.file.values(value.function)
         others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]

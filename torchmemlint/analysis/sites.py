@@ -154,7 +154,7 @@ class _ScopedFile:
     def __init__(self, file, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> None:
         self._file = file
         self.qualify = qualify
-        self.resolver = Resolver(qualify, file.layer_lists, file.factories, file.resolver.children)
+        self.resolver = Resolver(qualify, file.layer_lists, file.factories, file.resolver.children, file.resolver.helpers)
 
     def __getattr__(self, name: str):
         return getattr(self._file, name)

@@ -257,7 +257,19 @@ class MissingInplaceSavesMemory(_MissingInplace):
     (`FullyConnected(sizes, final_activation=nn.ELU())`) runs after what precedes it where that
     class places it; a `ModuleList` run as `for block in self.blocks: x = block(x)` runs its
     elements in order, like a Sequential; and module lists are followed through
-    `enumerate(zip(...))` (tests/test_inplace_lists.py).
+    `enumerate(zip(...))` (tests/test_inplace_lists.py). A function of the file that returns
+    `nn.Sequential` (or `nn.ModuleList`) of the modules it is given (`def Sequential(*modules)`
+    that drops the Nones) builds that container of a call's arguments; a layer after
+    `checkpoint(layer, z)` (torch's, or such a helper of the file) follows the checkpointed
+    module; a module class whose `forward` returns `rearrange(...)` of a convolution's output
+    counts as that convolution (tests/test_inplace_helpers.py). Rows of a module list unpacked
+    by a loop (`for conv1, act, conv2, act in self.layers`) are followed into a module list a
+    row holds (`for excite, (conv, noise, act), to_rgb in self.layers`), with the layers a
+    function returns placed in them and convs built by a local bound to either of two classes
+    (`klass = nn.Conv2d if plain else partial(ModConv, ...)`) (tests/test_inplace_rows.py), and
+    a module of an element of a module list of module lists runs as any of the inner modules
+    (`for band, stack in zip(x_bands, self.band_convs): for layer in stack:`,
+    tests/test_inplace_lists.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
