@@ -282,6 +282,9 @@ class Producers:
             return self.listed(nested, inner=True)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
+        if self.model is not None and _super_forward(func):
+            # ``return super().forward(x)`` in a subclass of one torch layer: what that layer makes
+            return _inherited(self.file, self.model.node, own_forward=True)
         qualify = self.file.resolver.qualify
         qualified = qualify(func)
         if qualified is not None:
@@ -370,13 +373,22 @@ class Producers:
         return [c for c in others if type(c) is str or c.op != "join"] == [value]
 
 
-def _inherited(file: "FileAnalysis", classdef: cst.ClassDef) -> Producer:
+def _super_forward(func: cst.BaseExpression) -> bool:
+    """``super().forward`` / ``super(Cls, self).forward``: the base class's ``forward``."""
+    return (
+        type(func) is cst.Attribute and func.attr.value == "forward" and type(func.value) is cst.Call
+        and type(func.value.func) is cst.Name and func.value.func.value == "super"
+    )
+
+
+def _inherited(file: "FileAnalysis", classdef: cst.ClassDef, own_forward: bool = False) -> Producer:
     """A module class without its own ``forward`` (nor ``__call__``) that derives one torch
     layer (``class Conv1d(nn.Conv1d)`` that only initialises its weights): what that layer's
     ``forward`` makes. An activation or dropout base is not read (its ``inplace``/``p`` is the
-    subclass's ``__init__``'s business)."""
+    subclass's ``__init__``'s business). ``own_forward``: the class's ``forward`` calls its
+    base's (``return super().forward(x)``), which makes the same."""
     graphs = file.value_graphs
-    if graphs.method(classdef, "__call__") is not None or len(classdef.bases) != 1:
+    if (not own_forward and graphs.method(classdef, "__call__") is not None) or len(classdef.bases) != 1:
         return UNKNOWN_PRODUCER
     qualified = file.resolver.qualify(classdef.bases[0].value)
     if qualified in POOL_MODULES:
