@@ -82,6 +82,7 @@ class Factories:
         self._calls: Dict[str, List[Tuple[cst.Call, Optional[cst.FunctionDef]]]] = {}
         self._definitions: Dict[str, List[cst.CSTNode]] = {}
         self._owner: Dict[int, Optional[cst.ClassDef]] = {}  # id(function) -> class it is a method of
+        self._forwarding = 0  # calls followed through a caller's ``**kwargs`` (``_forwarded``)
         self._subclassed: set = set()
         self._module_assignments: Dict[str, List[cst.BaseExpression]] = {}
         self._names: Optional[FrozenSet[str]] = None
@@ -276,8 +277,11 @@ class Factories:
             call = spelled_out(call, caller)
             if owner is not None and function.name.value != "__init__" and type(call.func) is not cst.Attribute:
                 continue  # a function of the same name, not the method
+            forwarded = None
             if any(arg.star for arg in call.args):
-                return None
+                forwarded = self._forwarded(call, caller, param.name.value)
+                if forwarded is None:
+                    return None
             value: Optional[cst.BaseExpression] = None
             position = 0
             for arg in call.args:
@@ -291,8 +295,33 @@ class Factories:
             if value is not None and caller is not None and param.default is not None and _in_defaults(value, caller):
                 if value.deep_equals(param.default):
                     continue  # ``**params`` copied from the caller's default dict: the default, as uncertain
+            if value is None and forwarded is not None:
+                found.extend(forwarded)  # what the caller's own callers give it for the keyword
+                continue
             found.append((value, caller))
         return found
+
+    def _forwarded(
+        self, call: cst.Call, caller: Optional[cst.FunctionDef], keyword: str
+    ) -> Optional[List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
+        """For a call whose only spread argument is the calling function's own ``**kwargs``
+        (``D(filters, n_fft=n, **kwargs)``, the parameter not rebound): what each call of that
+        function in this file passes it under ``keyword`` (an empty list: none does, the
+        callee's default stands); None when it cannot be read."""
+        stars = [arg for arg in call.args if arg.star]
+        if caller is None or len(stars) != 1 or stars[0].star != "**" or type(stars[0].value) is not cst.Name:
+            return None
+        spread = caller.params.star_kwarg
+        name = stars[0].value.value
+        if not isinstance(spread, cst.Param) or spread.name.value != name or _rebound(caller, name):
+            return None
+        if self._forwarding >= 3:
+            return None
+        self._forwarding += 1
+        try:
+            return self._passed(caller, cst.Param(name=cst.Name(keyword)))
+        finally:
+            self._forwarding -= 1
 
     def _changed(self, function: cst.FunctionDef, name: str) -> bool:
         """Whether ``function`` rebinds its parameter ``name`` to another layer: not where it
