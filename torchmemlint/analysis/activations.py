@@ -455,7 +455,7 @@ class InplaceAnalysis:
             complete = bool(reads)
             for read in reads:
                 placed = self.placing.elements().get(id(read))
-                kept = self._kept_local(model, read) if not placed and model is not None else None
+                kept = self.placing.kept_as(model, read) if not placed and model is not None else None
                 if kept is not None:  # ``self.act = act`` too: the same module, run where ``self.act`` is
                     complete = self._kept_uses(site, *kept) and complete
                     continue
@@ -467,18 +467,6 @@ class InplaceAnalysis:
             site.complete = complete
 
         return settle
-
-    def _kept_local(self, model: ClassModel, read: cst.Name) -> Optional[Tuple[ClassModel, str]]:
-        """``(model, x)`` when ``read`` is the value of ``self.x = <read>`` in ``__init__`` of
-        ``model``'s class."""
-        here = self.file.index.find(read)
-        if here is None:
-            return None
-        statement = self.placing._statement(here)
-        if statement < 0:
-            return None
-        attribute = assigned_attribute(self.file.index.order[statement], read, model)  # type: ignore[arg-type]
-        return (model, attribute) if attribute is not None else None
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
         """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""
