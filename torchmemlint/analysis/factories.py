@@ -24,6 +24,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS, config_argument, literal_config
 from torchmemlint.analysis.named_layers import by_name
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
@@ -42,6 +43,7 @@ PASSTHROUGH = frozenset(
     )
 )
 _MAX_DEPTH = 6
+_BUILDER_NAMES = {qualified.rsplit(".", 1)[-1]: True for qualified in CONFIG_BUILDERS}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Factory:
     preset: Tuple[cst.Arg, ...] = ()
     via: Optional[str] = None  # how it was found, for messages: "`act_layer`'s default"
     certain: bool = True  # False: taken from a default that callers elsewhere may override
+    configured: bool = False  # built by a config builder: ``preset`` is all it receives
 
     def key(self) -> Tuple[str, Tuple[str, ...]]:
         module = cst.Module([])
@@ -157,6 +160,10 @@ class Factories:
     def layer(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
         """The layer ``call`` constructs through a factory (None: not one, or not known)."""
         func = call.func
+        if _BUILDER_NAMES.get(func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""):
+            qualified = self.qualify(func)  # `build_activation_layer(act_cfg)`
+            config = config_argument(call, qualified) if qualified in CONFIG_BUILDERS else None
+            return self._configured(config, function, 0) if config is not None else None
         if type(func) is cst.Name and func.value not in self.names():
             return None
         if type(func) not in (cst.Name, cst.Call, cst.Subscript):
@@ -204,6 +211,40 @@ class Factories:
         if len(values) == 1 and name not in self._definitions:
             return self.resolve(values[0], None, depth + 1)
         return None
+
+    def _configured(self, config: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
+        """The layer a config builder makes of ``config`` (``analysis/activation_configs.py``): a
+        literal dict, or a parameter whose default is one, followed as ``_parameter`` follows a
+        layer class (every call of the function in this file passes an equal one, or none)."""
+        if depth > _MAX_DEPTH:
+            return None
+        literal = literal_config(config, self._is_dict)
+        if literal is not None:
+            return Factory(literal[0], literal[1], configured=True)
+        if type(config) is not cst.Name or function is None:
+            return None
+        param = _param(function, config.value)
+        if param is None or param.default is None or _rebound(function, config.value):
+            return None
+        default = self._configured(param.default, None, depth + 1)
+        passed = self._passed(function, param) if default is not None else None
+        if default is None or passed is None:
+            return None
+        label = f"`{param.name.value}`"
+        if not passed:
+            return Factory(default.qualified, default.preset, f"{label}'s default", False, True)
+        certain = True
+        for value, caller in passed:
+            if value is None:
+                continue
+            other = self._configured(value, caller, depth + 1)
+            if other is None or other.key() != default.key():
+                return None
+            certain = certain and other.certain
+        return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, True)
+
+    def _is_dict(self, func: cst.BaseExpression) -> bool:
+        return type(func) is cst.Name and func.value == "dict" and self.qualify(func) in (None, "builtins.dict")
 
     def _named(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
         """``getattr(torch.nn, name)`` / ``ACTS[name]`` (``analysis/named_layers.py``)."""
