@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
 from torchmemlint.analysis.factories import PARTIAL, single_local_value
+from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.module_lists import (
     WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
@@ -336,6 +337,8 @@ class Producers:
         if op == "argument":
             name = value.info.get("name")
             return [Producer(Category.UNKNOWN, f"`{name}`", from_parameter=name if name != self_name else None)]
+        if op == "member" and value.info.get("name") == SPARSE_FIELD and value.inputs:
+            return [self._sparse_features(value.inputs[0], self_name)]
         node = value.node
         where = value.info.get("layer")
         where = where if type(where) is tuple else None  # (attribute, position, count) of ``self.x(...)``
@@ -357,6 +360,22 @@ class Producers:
             fresh = isinstance(node.operator, _FRESH_AUGMENTED)
             return [Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER]
         return [UNKNOWN_PRODUCER]
+
+    def _sparse_features(self, base: "Value", self_name: Optional[str]) -> Producer:
+        """``out.features`` of ``out = self.conv(x)``, ``self.conv`` a sparse convolution of
+        spconv or mmcv.ops (``analysis/fields.py``): the convolution's output."""
+        node = base.node
+        if type(node) is not cst.Call or self.model is None:
+            return UNKNOWN_PRODUCER
+        func = node.func
+        if type(func) is not cst.Attribute or not _is_self(func.value, self_name):
+            return UNKNOWN_PRODUCER
+        sequence = self.model.attribute_sequence(func.attr.value)
+        built = sequence[0].node if sequence and len(sequence) == 1 else None
+        qualified = self.file.resolver.qualify(built.func) if type(built) is cst.Call else None
+        if qualified not in SPARSE_CONVS:
+            return UNKNOWN_PRODUCER
+        return Producer(Category.FRESH, f"the features of `self.{func.attr.value}` ({short_name(qualified)})")
 
     def _only_view(self, value: "Value") -> bool:
         """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by

@@ -252,7 +252,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     functional aliases (`act = F.leaky_relu`). OpenMMLab's `build_activation_layer(cfg)` builds the
     layer its config's `type` names, with the config's other keys as keywords (a literal dict, or a
     parameter whose default is one: `act_cfg=dict(type='LeakyReLU')`), reported without a fix: the
-    builder takes no `inplace` (tests/test_inplace_config_builders.py). A layer built with `**params` gets a finding
+    builder takes no `inplace` (tests/test_inplace_config_builders.py). The features of a sparse
+    convolution's output (spconv, mmcv.ops: `out.features = self.act(out.features)`) count as that
+    convolution's output, a field assigned in the function as a variable of its own
+    (tests/test_inplace_sparse_features.py). A layer built with `**params` gets a finding
     without a fix: a caller may pass `params` with an `inplace` of its own, which an added
     `inplace=True` would clash with (tests/test_inplace_forms.py). Lists are followed through
     `layers.pop()`, `layers = layers[:-1]` and `del layers[-1]`, into `super().__init__(*layers)`
