@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import splices
@@ -114,6 +115,7 @@ class Site:
     # imports it: an edit of the construction changes only those places
     _every_placement: bool = False
     foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
+    configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
 
     def _settle(self) -> None:
         if self.pending is not None:
@@ -164,7 +166,7 @@ class InplaceAnalysis:
 
     def __init__(self, context) -> None:
         self.file: FileAnalysis = context.analysis
-        self.watched_names = watched_names(context, _WATCHED, (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__"}
+        self.watched_names = watched_names(context, _WATCHED | frozenset(CONFIG_BUILDERS), (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._in_sequential: Set[int] = set()
         self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
@@ -230,7 +232,7 @@ class InplaceAnalysis:
             if id(call) in self._in_sequential or (self._assigned(call) is None and id(call) in self._spliced_layers()):
                 return []
             return [self._module(Layer(qualified, call))]
-        if qualified is None and type(call.func) is not cst.Attribute:
+        if (qualified is None and type(call.func) is not cst.Attribute) or qualified in CONFIG_BUILDERS:
             function = enclosing(self.cursor, cst.FunctionDef)
             layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
             if layer is not None and layer.kind is not None:
@@ -449,10 +451,16 @@ class InplaceAnalysis:
         Sequentials of the file, and the layer runs on what precedes it there (complete when
         every read is such an element, never the first)."""
 
+        model = self._class()  # (``settle`` runs after the visit has left the class)
+
         def settle(site: Site) -> None:
             complete = bool(reads)
             for read in reads:
                 placed = self.placing.elements().get(id(read))
+                kept = self.placing.kept_as(model, read) if not placed and model is not None else None
+                if kept is not None:  # ``self.act = act`` too: the same module, run where ``self.act`` is
+                    complete = self._kept_uses(site, *kept) and complete
+                    continue
                 complete = complete and bool(placed)
                 for sequence, part in placed or ():
                     complete = complete and part not in sequence.first
@@ -774,9 +782,10 @@ def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Sit
     if site.inplace is None and has_star_args(layer.effective):
         # ``(**params)`` with ``params={"negative_slope": 0.2}`` as the parameter's default
         site.spread, site.inplace = spread_inplace(layer.effective, function)
-    if layer.preset or layer.via is not None:
+    if layer.preset or layer.via is not None or layer.configured:
         site.effective = layer.effective
         site.certain = layer.certain
+    site.configured = layer.configured
     return site
 
 

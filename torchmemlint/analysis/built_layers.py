@@ -48,6 +48,11 @@ def built_op(models: Any, call: cst.Call, env: Env, depth: int) -> Optional[Sing
     owner = models.local_class(call.func, env) if builder is None else None
     if owner is not None:
         return class_op(models, owner, depth)
+    if builder is None:
+        found_class = models.foreign(call.func, env, "class", package=True)
+        if found_class is not None:  # `MaskedConv1d(...)` of another project file
+            other, node = found_class
+            return class_op(other, other.model(node, other.root), depth + 1)
     if builder is None and type(call.func) is cst.Attribute and models.local_class(call.func.value, env) is not None:
         return _classmethod_op(models, call.func, env, depth)
     if builder is None:
@@ -72,7 +77,34 @@ def class_op(models: Any, owner: InitModel, depth: int) -> Optional[SingleOp]:
     inner = _single_return_call(forward, skip=1)
     if inner is not None:  # `def forward(self, x): return self.conv(x)`
         return other.single_op(inner.func, owner.method_env(forward) if base is owner else base.method_env(forward), depth + 1)
+    if base is owner:
+        wrapped = _wrapped_base_op(other, owner, forward)
+        if wrapped is not None:
+            return wrapped
     return leaf_op(models, owner)
+
+
+def _wrapped_base_op(models: Any, owner: InitModel, forward: cst.FunctionDef) -> Optional[SingleOp]:
+    """A subclass of one torch single-op layer whose constructor builds nothing itself and whose
+    ``forward`` runs its base's once, around elementwise work and views (``x = x * mask;
+    return super().forward(x.transpose(1, 2)).transpose(1, 2)``): that layer."""
+    op = _torch_base_op(owner)
+    if op is None or len(owner.node.bases) != 1 or any(
+        type(value) is cst.Call for values in owner.attributes.values() for value in values
+    ):
+        return None
+    supers = [call for call in _walk_types(forward.body, (cst.Call,)) if _super_forward(call.func)]  # type: ignore[attr-defined]
+    if len(supers) != 1:
+        return None
+    env = owner.method_env(forward)
+    return op if _elementwise(models, owner, forward, env, 0, allowed=supers[0]) else None
+
+
+def _super_forward(func: cst.BaseExpression) -> bool:
+    return (
+        type(func) is cst.Attribute and func.attr.value == "forward" and type(func.value) is cst.Call
+        and type(func.value.func) is cst.Name and func.value.func.value == "super"
+    )
 
 
 def either(ops: List[Optional[SingleOp]]) -> Optional[SingleOp]:
@@ -185,9 +217,11 @@ def _dotted_tail(node: cst.BaseExpression) -> Optional[str]:
     return node.attr.value if type(node) is cst.Attribute else None
 
 
-def _elementwise(models: Any, owner: InitModel, function: cst.FunctionDef, env: Env, depth: int) -> bool:
+def _elementwise(
+    models: Any, owner: InitModel, function: cst.FunctionDef, env: Env, depth: int, allowed: Optional[cst.Call] = None
+) -> bool:
     """Whether ``function`` (``forward`` or a method it calls on ``self``) runs only
-    elementwise and normalisation work on tensors."""
+    elementwise and normalisation work on tensors (``allowed``: a call not counted as work)."""
     if depth > MAX_DEPTH:
         return False
     body = function.body
@@ -198,6 +232,8 @@ def _elementwise(models: Any, owner: InitModel, function: cst.FunctionDef, env: 
         if type(operator) in (cst.MatrixMultiply, cst.MatrixMultiplyAssign):
             return False
     for call in _walk_types(body, (cst.Call,)):
+        if call is allowed or (allowed is not None and call is allowed.func.value):  # type: ignore[attr-defined]
+            continue  # (`super()` of the allowed `super().forward(...)`)
         func = call.func  # type: ignore[attr-defined]
         path = self_path(func, env.self_name)
         if path is not None:

@@ -475,9 +475,23 @@ def ecosystem_block_traits(qualified: str, call: Optional[cst.Call], where: str)
     return {BATCH_NORM: Found(f"{_last_part(qualified)} (its default BatchNorm2d)", where)}
 
 
+# The batch norms of e2cnn and escnn (equivariant networks): `InnerBatchNorm(in_type, eps,
+# momentum, affine, track_running_stats=True)` and `IIDBatchNorm1d/2d/3d` (the same arguments)
+# keep running statistics, as a torch BatchNorm does (InnerBatchNorm holds a torch BatchNorm3d).
+# Written from their documentation; neither is imported.
+_EQUIVARIANT_BATCH_NORMS = frozenset(
+    f"{package}.nn.{name}" for package in ("e2cnn", "escnn")
+    for name in ("InnerBatchNorm", "IIDBatchNorm1d", "IIDBatchNorm2d", "IIDBatchNorm3d")
+)
+
+
 def timm_layer_traits(qualified: str, call: Optional[cst.Call], where: str) -> Dict[str, Found]:
     """Traits of constructing one of timm's norm layers, when the call keeps its BatchNorm (or
-    a torchvision/timm ResNet block or network: ``ecosystem_block_traits``)."""
+    a torchvision/timm ResNet block or network: ``ecosystem_block_traits``; or an e2cnn/escnn
+    batch norm that tracks running statistics)."""
+    if qualified in _EQUIVARIANT_BATCH_NORMS:
+        running = _argument(call, 4, "track_running_stats") if call is not None else None
+        return {} if _literal_false(running) else {BATCH_NORM: Found(_last_part(qualified), where)}
     if qualified in _BATCH_NORM_BLOCKS:
         return ecosystem_block_traits(qualified, call, where)
     if not qualified.startswith(_TIMM_LAYERS):

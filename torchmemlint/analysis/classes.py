@@ -42,6 +42,7 @@ class Layer:
     preset: Tuple[cst.Arg, ...] = ()
     via: Optional[str] = None
     certain: bool = True
+    configured: bool = False  # built by a config builder (``build_activation_layer(cfg)``)
 
     @property
     def kind(self) -> Optional[ActivationKind]:
@@ -49,7 +50,10 @@ class Layer:
 
     @property
     def effective(self) -> cst.Call:
-        """The call with the factory's preset arguments in front (what the layer receives)."""
+        """The call with the factory's preset arguments in front (what the layer receives); for
+        a config builder, the config's keywords only (the call's own argument is the config)."""
+        if self.configured:
+            return self.call.with_changes(args=self.preset)
         return effective_call(self.call, self.preset)
 
     def inplace(self) -> Optional[bool]:
@@ -187,7 +191,7 @@ class Resolver:
         factory: Optional[Factory] = self.factories.layer(node, function)
         if factory is None:
             return None
-        return Layer(factory.qualified, node, factory.preset, factory.via, factory.certain)
+        return Layer(factory.qualified, node, factory.preset, factory.via, factory.certain, factory.configured)
 
     def part(
         self, node: cst.BaseExpression, self_name: Optional[str], function: Optional[cst.FunctionDef] = None

@@ -24,6 +24,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS, config_argument, literal_config
 from torchmemlint.analysis.named_layers import by_name
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
@@ -42,6 +43,7 @@ PASSTHROUGH = frozenset(
     )
 )
 _MAX_DEPTH = 6
+_BUILDER_NAMES = {qualified.rsplit(".", 1)[-1]: True for qualified in CONFIG_BUILDERS}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Factory:
     preset: Tuple[cst.Arg, ...] = ()
     via: Optional[str] = None  # how it was found, for messages: "`act_layer`'s default"
     certain: bool = True  # False: taken from a default that callers elsewhere may override
+    configured: bool = False  # built by a config builder: ``preset`` is all it receives
 
     def key(self) -> Tuple[str, Tuple[str, ...]]:
         module = cst.Module([])
@@ -82,6 +85,7 @@ class Factories:
         self._calls: Dict[str, List[Tuple[cst.Call, Optional[cst.FunctionDef]]]] = {}
         self._definitions: Dict[str, List[cst.CSTNode]] = {}
         self._owner: Dict[int, Optional[cst.ClassDef]] = {}  # id(function) -> class it is a method of
+        self._forwarding = 0  # calls followed through a caller's ``**kwargs`` (``_forwarded``)
         self._subclassed: set = set()
         self._module_assignments: Dict[str, List[cst.BaseExpression]] = {}
         self._names: Optional[FrozenSet[str]] = None
@@ -156,6 +160,10 @@ class Factories:
     def layer(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
         """The layer ``call`` constructs through a factory (None: not one, or not known)."""
         func = call.func
+        if _BUILDER_NAMES.get(func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""):
+            qualified = self.qualify(func)  # `build_activation_layer(act_cfg)`
+            config = config_argument(call, qualified) if qualified in CONFIG_BUILDERS else None
+            return self._configured(config, function, 0) if config is not None else None
         if type(func) is cst.Name and func.value not in self.names():
             return None
         if type(func) not in (cst.Name, cst.Call, cst.Subscript):
@@ -203,6 +211,40 @@ class Factories:
         if len(values) == 1 and name not in self._definitions:
             return self.resolve(values[0], None, depth + 1)
         return None
+
+    def _configured(self, config: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
+        """The layer a config builder makes of ``config`` (``analysis/activation_configs.py``): a
+        literal dict, or a parameter whose default is one, followed as ``_parameter`` follows a
+        layer class (every call of the function in this file passes an equal one, or none)."""
+        if depth > _MAX_DEPTH:
+            return None
+        literal = literal_config(config, self._is_dict)
+        if literal is not None:
+            return Factory(literal[0], literal[1], configured=True)
+        if type(config) is not cst.Name or function is None:
+            return None
+        param = _param(function, config.value)
+        if param is None or param.default is None or _rebound(function, config.value):
+            return None
+        default = self._configured(param.default, None, depth + 1)
+        passed = self._passed(function, param) if default is not None else None
+        if default is None or passed is None:
+            return None
+        label = f"`{param.name.value}`"
+        if not passed:
+            return Factory(default.qualified, default.preset, f"{label}'s default", False, True)
+        certain = True
+        for value, caller in passed:
+            if value is None:
+                continue
+            other = self._configured(value, caller, depth + 1)
+            if other is None or other.key() != default.key():
+                return None
+            certain = certain and other.certain
+        return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, True)
+
+    def _is_dict(self, func: cst.BaseExpression) -> bool:
+        return type(func) is cst.Name and func.value == "dict" and self.qualify(func) in (None, "builtins.dict")
 
     def _named(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
         """``getattr(torch.nn, name)`` / ``ACTS[name]`` (``analysis/named_layers.py``)."""
@@ -276,8 +318,11 @@ class Factories:
             call = spelled_out(call, caller)
             if owner is not None and function.name.value != "__init__" and type(call.func) is not cst.Attribute:
                 continue  # a function of the same name, not the method
+            forwarded = None
             if any(arg.star for arg in call.args):
-                return None
+                forwarded = self._forwarded(call, caller, param.name.value)
+                if forwarded is None:
+                    return None
             value: Optional[cst.BaseExpression] = None
             position = 0
             for arg in call.args:
@@ -291,8 +336,33 @@ class Factories:
             if value is not None and caller is not None and param.default is not None and _in_defaults(value, caller):
                 if value.deep_equals(param.default):
                     continue  # ``**params`` copied from the caller's default dict: the default, as uncertain
+            if value is None and forwarded is not None:
+                found.extend(forwarded)  # what the caller's own callers give it for the keyword
+                continue
             found.append((value, caller))
         return found
+
+    def _forwarded(
+        self, call: cst.Call, caller: Optional[cst.FunctionDef], keyword: str
+    ) -> Optional[List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
+        """For a call whose only spread argument is the calling function's own ``**kwargs``
+        (``D(filters, n_fft=n, **kwargs)``, the parameter not rebound): what each call of that
+        function in this file passes it under ``keyword`` (an empty list: none does, the
+        callee's default stands); None when it cannot be read."""
+        stars = [arg for arg in call.args if arg.star]
+        if caller is None or len(stars) != 1 or stars[0].star != "**" or type(stars[0].value) is not cst.Name:
+            return None
+        spread = caller.params.star_kwarg
+        name = stars[0].value.value
+        if not isinstance(spread, cst.Param) or spread.name.value != name or _rebound(caller, name):
+            return None
+        if self._forwarding >= 3:
+            return None
+        self._forwarding += 1
+        try:
+            return self._passed(caller, cst.Param(name=cst.Name(keyword)))
+        finally:
+            self._forwarding -= 1
 
     def _changed(self, function: cst.FunctionDef, name: str) -> bool:
         """Whether ``function`` rebinds its parameter ``name`` to another layer: not where it

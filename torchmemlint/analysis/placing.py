@@ -216,6 +216,17 @@ class FactoryPlacing:
             return (call, "row", (model, row))  # type: ignore[return-value]
         return None
 
+    def kept_as(self, model: Any, read: cst.Name) -> Optional[Tuple[Any, str]]:
+        """``(model, x)`` when ``read`` (a local naming a module) is the value of ``self.x =
+        <read>`` in ``__init__`` of ``model``'s class (``act = nn.LeakyReLU(0.2)`` ...
+        ``self.act = act``)."""
+        here = self.file.index.find(read)
+        statement = self._statement(here) if here is not None else -1
+        if statement < 0:
+            return None
+        attribute = assigned_attribute(self.file.index.order[statement], read, model)  # type: ignore[arg-type]
+        return (model, attribute) if attribute is not None else None
+
     def _statement(self, here: int) -> int:
         """The position of the simple statement around position ``here`` (-1: none)."""
         order, parent = self.file.index.order, self.file.index.parent

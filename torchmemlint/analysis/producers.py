@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
 from torchmemlint.analysis.factories import PARTIAL, single_local_value
+from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.module_lists import (
     WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
@@ -282,6 +283,9 @@ class Producers:
             return self.listed(nested, inner=True)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
+        if self.model is not None and _super_forward(func):
+            # ``return super().forward(x)`` in a subclass of one torch layer: what that layer makes
+            return _inherited(self.file, self.model.node, own_forward=True)
         qualify = self.file.resolver.qualify
         qualified = qualify(func)
         if qualified is not None:
@@ -333,6 +337,8 @@ class Producers:
         if op == "argument":
             name = value.info.get("name")
             return [Producer(Category.UNKNOWN, f"`{name}`", from_parameter=name if name != self_name else None)]
+        if op == "member" and value.info.get("name") == SPARSE_FIELD and value.inputs:
+            return [self._sparse_features(value.inputs[0], self_name)]
         node = value.node
         where = value.info.get("layer")
         where = where if type(where) is tuple else None  # (attribute, position, count) of ``self.x(...)``
@@ -355,6 +361,22 @@ class Producers:
             return [Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER]
         return [UNKNOWN_PRODUCER]
 
+    def _sparse_features(self, base: "Value", self_name: Optional[str]) -> Producer:
+        """``out.features`` of ``out = self.conv(x)``, ``self.conv`` a sparse convolution of
+        spconv or mmcv.ops (``analysis/fields.py``): the convolution's output."""
+        node = base.node
+        if type(node) is not cst.Call or self.model is None:
+            return UNKNOWN_PRODUCER
+        func = node.func
+        if type(func) is not cst.Attribute or not _is_self(func.value, self_name):
+            return UNKNOWN_PRODUCER
+        sequence = self.model.attribute_sequence(func.attr.value)
+        built = sequence[0].node if sequence and len(sequence) == 1 else None
+        qualified = self.file.resolver.qualify(built.func) if type(built) is cst.Call else None
+        if qualified not in SPARSE_CONVS:
+            return UNKNOWN_PRODUCER
+        return Producer(Category.FRESH, f"the features of `self.{func.attr.value}` ({short_name(qualified)})")
+
     def _only_view(self, value: "Value") -> bool:
         """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by
         nothing but this view (and the joins of a rebinding): what made the base made it."""
@@ -370,13 +392,22 @@ class Producers:
         return [c for c in others if type(c) is str or c.op != "join"] == [value]
 
 
-def _inherited(file: "FileAnalysis", classdef: cst.ClassDef) -> Producer:
+def _super_forward(func: cst.BaseExpression) -> bool:
+    """``super().forward`` / ``super(Cls, self).forward``: the base class's ``forward``."""
+    return (
+        type(func) is cst.Attribute and func.attr.value == "forward" and type(func.value) is cst.Call
+        and type(func.value.func) is cst.Name and func.value.func.value == "super"
+    )
+
+
+def _inherited(file: "FileAnalysis", classdef: cst.ClassDef, own_forward: bool = False) -> Producer:
     """A module class without its own ``forward`` (nor ``__call__``) that derives one torch
     layer (``class Conv1d(nn.Conv1d)`` that only initialises its weights): what that layer's
     ``forward`` makes. An activation or dropout base is not read (its ``inplace``/``p`` is the
-    subclass's ``__init__``'s business)."""
+    subclass's ``__init__``'s business). ``own_forward``: the class's ``forward`` calls its
+    base's (``return super().forward(x)``), which makes the same."""
     graphs = file.value_graphs
-    if graphs.method(classdef, "__call__") is not None or len(classdef.bases) != 1:
+    if (not own_forward and graphs.method(classdef, "__call__") is not None) or len(classdef.bases) != 1:
         return UNKNOWN_PRODUCER
     qualified = file.resolver.qualify(classdef.bases[0].value)
     if qualified in POOL_MODULES:

@@ -10,7 +10,7 @@ call reads without the checkpoint. Where a call is (its scope, the class of ``se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -20,7 +20,7 @@ from torchmemlint.analysis.applied import Applied, read_applied
 from torchmemlint.analysis.built_layers import either
 from torchmemlint.analysis.checkpoints import (
     agreed, APPLY, _CHECKPOINT_KEYWORDS, has_star_kwargs, IDENTITY, CALL, checkpoint_wrapper, Found, HF_CHECKPOINT, HF_CHECKPOINT_ATTRIBUTE,
-    _lambda_call, _literal_false, MODULE, partial_wrapper,
+    _lambda_call, _literal_false, MODULE, partial_wrapper, _PARTIAL,
     _positional, reentrant, SEQ, SEQUENTIAL, SingleOp, Wrapper, _WRAPPER_ATTRIBUTES,
 )
 from torchmemlint.analysis.autograd import grad_effect
@@ -313,6 +313,11 @@ class CheckpointCalls:
         for here in index.positions(cst.Call):
             node = order[here]
             func = node.func  # type: ignore[attr-defined]
+            if (func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None) == "partial":
+                bound = self._bound_partial(here, node)  # type: ignore[arg-type]
+                if bound is not None:  # `partial(checkpoint, summarize_chunk)`: its calls checkpoint that
+                    self.calls.append(CheckpointCall(self, node, bound, here))  # type: ignore[arg-type]
+                continue
             if type(func) is cst.Attribute:
                 if func.attr.value in aliases and type(func.value) is cst.Name:
                     wrapper = self._attribute_wrapper(here, func)
@@ -370,6 +375,24 @@ class CheckpointCalls:
                 decorators = node.decorators if type(node) is cst.FunctionDef else ()
                 return any(grad_effect(item.decorator, self.bindings_at(at)) == "off" for item in decorators)
         return False
+
+    def _bound_partial(self, here: int, node: cst.Call) -> Optional[Wrapper]:
+        """``functools.partial(checkpoint, fn, ...)``: a function whose every call runs
+        ``checkpoint(fn, ...)``, with the keywords the partial gives (and no others, as far as
+        this file says). Read as that checkpoint call, written at the partial: the callable is
+        the positional argument after the checkpointing function."""
+        scope = self.bindings_at(here)
+        if scope.qualify(node.func) != _PARTIAL:
+            return None
+        positional = _positional(node)
+        if not positional or positional[0].star:
+            return None
+        wrapper = checkpoint_wrapper(positional[0].value, scope.qualify, self.models)
+        if wrapper is None or wrapper.form != CALL or len(positional) < wrapper.position + 2:
+            return None  # (`partial(checkpoint, use_reentrant=False)`: a checkpointing function, `_module_alias`)
+        if any(arg.star for arg in positional[: wrapper.position + 2]):
+            return None
+        return replace(wrapper, position=wrapper.position + 1)
 
     def _module_alias(self, name: str) -> Optional[Wrapper]:
         """The checkpointing function a module-level ``name = partial(checkpoint, ...)`` (or

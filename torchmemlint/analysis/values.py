@@ -45,6 +45,7 @@ import libcst as cst
 from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -210,6 +211,7 @@ class FunctionValues:
         self._statement: Optional[cst.CSTNode] = None
         params = function.params
         self.self_name = params.params[0].name.value if classdef is not None and params.params else None
+        self.fields = LocalFields(function, self.self_name, Use, META)  # ``s.features = ...`` (``fields.py``)
         env: Environment = {}
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             name = param.name.value
@@ -322,10 +324,10 @@ class FunctionValues:
             if statement.finalbody is not None:  # type: ignore[attr-defined]
                 self._block(_statements(statement.finalbody.body), env)  # type: ignore[attr-defined]
         elif kind in (cst.FunctionDef, cst.ClassDef):
-            self._opaque(statement, env)
+            opaque(self, statement, env)
             env[statement.name.value] = self._new("function", node=statement, info={"define": statement})  # type: ignore[attr-defined]
         else:
-            self._opaque(statement, env)
+            opaque(self, statement, env)
 
     def _join(self, env: Environment, arms: List[Tuple[Optional[Environment], Optional[bool]]], statement: cst.CSTNode) -> None:
         live = [(arm, branch) for arm, branch in arms if arm is not None]
@@ -378,7 +380,7 @@ class FunctionValues:
                 self._sink(value, "return")
             raise _Ended()
         elif kind in (cst.Raise, cst.Break, cst.Continue):
-            self._opaque(small, env)
+            opaque(self, small, env)
             raise _Ended()
         elif kind is cst.ImportFrom and isinstance(small.names, Sequence) and small.module is not None and not small.relative:  # type: ignore[attr-defined]
             for alias in small.names:  # ``from xformers.ops import masked_matmul`` inside the function
@@ -390,21 +392,14 @@ class FunctionValues:
         elif kind is cst.Assert:  # a check, as an ``if``'s test: ``assert mask.shape == s.shape`` reads sizes
             self._sink(self.expression(small.test, env), "test")  # type: ignore[attr-defined]
             if small.msg is not None:  # type: ignore[attr-defined]
-                self._opaque(small.msg, env)  # type: ignore[attr-defined]
+                opaque(self, small.msg, env)  # type: ignore[attr-defined]
         else:
-            self._opaque(small, env)
-
-    def _opaque(self, node: cst.CSTNode, env: Environment) -> None:
-        """Every local name ``node`` reads is used in a way the graph does not model, except
-        for its sizes (``raise ValueError(f"... {s.size()}")``: ``meta``)."""
-        sized = {id(n.value) for n in walk(node) if type(n) is cst.Attribute and n.attr.value in META}
-        for name in walk(node):
-            if type(name) is cst.Name and name.value in env:
-                self.uses.append(Use(env[name.value], "meta" if id(name) in sized else "opaque", name))
+            opaque(self, small, env)
 
     def _bind(self, target: cst.BaseExpression, value: Value, env: Environment) -> None:
         kind = type(target)
         if kind is cst.Name:
+            self.fields.drop(target.value, env)  # type: ignore[attr-defined]
             env[target.value] = value  # type: ignore[attr-defined]
             value.info.setdefault("names", []).append(target.value)  # type: ignore[attr-defined]
         elif kind in (cst.Tuple, cst.List):
@@ -427,6 +422,7 @@ class FunctionValues:
                 value.info.setdefault("into", []).append(env[target.value.value])  # type: ignore[attr-defined]  # ``s[..., 1:] = v``: written into ``s``
                 written.info["target"] = True  # the slice written, not read
             self._sink(value, "store")
+            self.fields.store(target, value, env)
 
     # -- expressions ---------------------------------------------------------------------------
     def expression(self, node: cst.BaseExpression, env: Environment) -> Value:
@@ -435,6 +431,8 @@ class FunctionValues:
             value = env.get(node.value)  # type: ignore[attr-defined]
             if value is None:
                 value = self.file.module_value(node, self)  # type: ignore[arg-type]
+            elif node.value in self.fields.bases:  # type: ignore[attr-defined]
+                self.fields.whole(self, node, env)  # type: ignore[arg-type]
             self.names[id(node)] = value
             return value
         if kind is cst.Call:
@@ -477,7 +475,7 @@ class FunctionValues:
             parts = [self.expression(part, env) for part in (node.left, *(c.comparator for c in node.comparisons))]  # type: ignore[attr-defined]
             if all(part.op in ("meta", "constant") or not _tensorish(part) and part.op in ("element", "index") for part in parts):
                 return self._new("meta", parts, node)
-        self._opaque(node, env)
+        opaque(self, node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
     def _attribute(self, node: cst.Attribute, env: Environment) -> Value:
@@ -487,6 +485,8 @@ class FunctionValues:
             if qualified in ("math.inf", "numpy.inf", "torch.inf"):
                 return self._new("constant", node=node, info={"number": math.inf})
             return self._new("global", node=node, info={"qualified": qualified})
+        if self.fields.stored and (field := self.fields.read(self, node, env)) is not None:
+            return field
         base = self.expression(node.value, env)
         if name in ("mT", "T"):
             axes = base.axes[:-2] + (base.axes[-1], base.axes[-2]) if base.axes is not None and len(base.axes) >= 2 else None
@@ -542,7 +542,7 @@ class FunctionValues:
         keywords = {a.keyword.value: self.expression(a.value, env) for a in node.args if a.keyword is not None}
         for arg in node.args:
             if arg.star:
-                self._opaque(arg, env)
+                opaque(self, arg, env)
         starred = any(a.star for a in node.args)
         if callee is not None:
             self.names[id(func)] = callee

@@ -97,7 +97,9 @@ class EagerAttention(Rule):
     path that runs only while a flag is set that is off unless a caller turns it on (`if
     self.flash: return self.flash_attn(q, k, v, mask)` with `self.flash = flash` and
     `flash=False` the constructor's default, or `False` itself; a function's own
-    `use_sdpa=False`; no call in the file passing anything but `False`,
+    `use_sdpa=False`; a flag of a module-level instance of a class of the file whose `__init__`
+    sets it `False` and that nothing else sets, `config = Config()` ... `if config.SDPA_enabled:`,
+    tests/test_attention_module_flag.py; no call in the file passing anything but `False`,
     `analysis/flags.py`): training runs the eager path by default. A flag from a call (timm's
     `self.fused_attn = use_fused_attn()`), defaulting to `True` or `None`, or set elsewhere
     keeps the fallback quiet (`tests/test_attention_fallback.py`). It is quiet

@@ -397,6 +397,8 @@ class BatchNormInCheckpoint(Rule):
     `ConvNormAct` (`ConvBnAct`) without `norm_layer=` or `**kwargs` count as BatchNorm, and so
     do torchvision's and timm's ResNet `BasicBlock`/`Bottleneck` and torchvision's `resnet*`
     constructors without a `norm_layer` argument (their documented default is BatchNorm2d);
+    e2cnn's and escnn's `InnerBatchNorm` and `IIDBatchNorm1d/2d/3d` keep running statistics too
+    unless `track_running_stats=False` (tests/test_checkpoint_equivariant_norms.py);
     a `**dd` whose value is a dict literal of the function (`dd = {'device': device, 'dtype':
     dtype}`) is read as its keywords, and timm's `get_norm_layer(norm_layer)`/`get_act_layer`
     keep a class passed to them. Of mmcv's builders, `build_norm_layer(norm_cfg, c)` and

@@ -26,7 +26,7 @@ def set_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     """An edit that adds ``inplace=True`` to ``site`` (module or functional form)."""
     call = site.node
     position = site.inplace_position()
-    if position is None or has_star_args(site.arguments) or site.foreign:
+    if position is None or has_star_args(site.arguments) or site.foreign or site.configured:
         return None
     existing = argument(site.arguments, position, "inplace")  # a partial's preset ones too
     if existing is not None:
@@ -62,8 +62,8 @@ def drop_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
     """An edit that makes ``site`` out of place, keeping everything else as written."""
     call = site.node
     func = call.func
-    if site.foreign:
-        return None  # the construction is another file's
+    if site.foreign or site.configured:
+        return None  # the construction is another file's, or a config's
     if site.form in ("underscore", "method"):
         if type(func) is not cst.Attribute:
             return None  # `from torch import relu_`: the out-of-place name may not be imported
@@ -249,7 +249,13 @@ class MissingInplaceSavesMemory(_MissingInplace):
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
     default (`"LeakyReLU"`), with its slope read from a dict default of `params` (also when a
     caller passes `**params` copied from a dict default of its own), and
-    functional aliases (`act = F.leaky_relu`). A layer built with `**params` gets a finding
+    functional aliases (`act = F.leaky_relu`). OpenMMLab's `build_activation_layer(cfg)` builds the
+    layer its config's `type` names, with the config's other keys as keywords (a literal dict, or a
+    parameter whose default is one: `act_cfg=dict(type='LeakyReLU')`), reported without a fix: the
+    builder takes no `inplace` (tests/test_inplace_config_builders.py). The features of a sparse
+    convolution's output (spconv, mmcv.ops: `out.features = self.act(out.features)`) count as that
+    convolution's output, a field assigned in the function as a variable of its own
+    (tests/test_inplace_sparse_features.py). A layer built with `**params` gets a finding
     without a fix: a caller may pass `params` with an `inplace` of its own, which an added
     `inplace=True` would clash with (tests/test_inplace_forms.py). Lists are followed through
     `layers.pop()`, `layers = layers[:-1]` and `del layers[-1]`, into `super().__init__(*layers)`
