@@ -271,20 +271,14 @@ class SingleOpCheckpoint(Rule):
             f"`checkpoint_wrapper` around a single `{op.name}` saves no memory. The op keeps at "
             "most one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
-        if call.reentrant is not False:
-            variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
-            message += f"; {variant} recomputes it in backward"
-        return message + f"; use `{self.code_for(call.target)}` unwrapped"
+        return message + _recomputes(call) + f"; use `{self.code_for(call.target)}` unwrapped"
 
     def _applied_message(self, call: CheckpointCall, op: SingleOp) -> str:
         message = (
             f"`apply_activation_checkpointing` wraps each `{op.name}` alone, which saves no memory. "
             "The op keeps at most one input-sized tensor for backward and checkpoint keeps its input anyway"
         )
-        if call.reentrant is not False:
-            variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
-            message += f"; {variant} recomputes it in backward"
-        return message + "; let `check_fn` select whole blocks"
+        return message + _recomputes(call) + "; let `check_fn` select whole blocks"
 
     def _unwrap(self, call: CheckpointCall, op: SingleOp) -> Optional[FixSpec]:
         code = self.code_for(call.target)
@@ -339,6 +333,14 @@ class SingleOpCheckpoint(Rule):
         safe = call.reentrant is False and not op.stateful and call.wrapper.sole
         applicability = Applicability.SAFE if safe else Applicability.UNSAFE
         return FixSpec(applicability, "Call the op without `checkpoint`", tuple(edits))
+
+
+def _recomputes(call: CheckpointCall) -> str:
+    """The clause that says a reentrant (or possibly reentrant) checkpoint recomputes the op."""
+    if call.reentrant is False:
+        return ""
+    variant = "the reentrant variant" if call.reentrant else "if reentrant, it"
+    return f"; {variant} recomputes it in backward"
 
 
 def _delete_arguments(call: cst.Call, doomed: Set[int]) -> Optional[List[NodeEdit]]:
