@@ -265,6 +265,40 @@ def test_inplace_dropout_at_p_zero_keeps_no_mask_and_is_not_reported():
     assert [f.code for f in lint_source(passed, "net.py", Settings(select=("TML204",)))] == ["TML204"]
 
 
+RELU_THEN_DROPOUT = """
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self, dim, dropout=0.0):
+        super().__init__()
+        self.main = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Dropout(dropout, inplace=True), nn.Linear(dim, 2))
+
+    def forward(self, x):
+        return self.main(x)
+"""
+
+
+@pytest.mark.slow
+def test_inplace_dropout_after_relu_breaks_backward_only_when_it_drops():
+    """TML203 on an in-place dropout over ReLU's saved output: backward raises at p > 0; at
+    p = 0 nothing is overwritten and backward runs, so a dropout every call leaves at 0 is quiet."""
+    for p, raises in ((0.1, True), (0.0, False)):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Dropout(p, inplace=True)).train()
+        try:
+            model(torch.randn(3, 4)).sum().backward()
+            raised = False
+        except RuntimeError as error:
+            raised = "modified by an inplace operation" in str(error)
+        assert raised is raises
+    codes = ("TML203",)
+    assert lint_source(RELU_THEN_DROPOUT + "\nhead = Head(8)\n", "h.py", Settings(select=codes)) == []
+    dropping = RELU_THEN_DROPOUT + "\nhead = Head(8, dropout=0.1)\n"
+    assert [f.code for f in lint_source(dropping, "h.py", Settings(select=codes))] == ["TML203"]
+    literal = RELU_THEN_DROPOUT.replace("nn.Dropout(dropout, inplace=True)", "nn.Dropout(0.2, inplace=True)")
+    assert [f.code for f in lint_source(literal, "h.py", Settings(select=codes))] == ["TML203"]
+
+
 # -- what the unsafe in-place findings prevent ---------------------------------------------------
 @pytest.fixture(scope="module")
 def blocks():

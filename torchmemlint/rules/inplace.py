@@ -481,7 +481,10 @@ class UnsafeInplace(Rule):
     Branches join: a tensor made and passed to the activation in one arm of an
     `if`/`elif`/`else`, `a if c else b` or `try`/`except`/`else`, then read after the branch
     (`conv9_3 = self.model9(conv9_up)` in both arms, `feature_map["conv9_up"] = conv9_up`
-    after them), is read again (tests/test_inplace_branches.py).
+    after them), is read again (tests/test_inplace_branches.py). An in-place dropout whose
+    probability is 0 (a literal, or a parameter defaulting to 0 that every call in the file
+    leaves so: TML204's test) overwrites nothing and is not reported
+    (tests/test_module_rules.py).
 
     ## Why is this bad?
     (a) `out = self.act(x); return out + x` adds the activated tensor to itself: outputs and
@@ -554,8 +557,9 @@ class UnsafeInplace(Rule):
     fix_applicability = ("safe", "unsafe")
 
     def visit_Module(self, node: cst.Module) -> None:
-        for site in activation_sites(self.context).sites():
-            if site.inplace is not True:
+        analysis = activation_sites(self.context)
+        for site in analysis.sites():
+            if site.inplace is not True or analysis.never_drops(site):  # p = 0: nothing is overwritten
                 continue
             problems = [(use, _problem(use)) for use in site.uses]
             problems = [(use, problem) for use, problem in problems if problem is not None]
