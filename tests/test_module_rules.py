@@ -299,6 +299,58 @@ def test_inplace_dropout_after_relu_breaks_backward_only_when_it_drops():
     assert [f.code for f in lint_source(literal, "h.py", Settings(select=codes))] == ["TML203"]
 
 
+LEAKY_BEFORE = """
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, c, p=0.0):
+        super().__init__()
+        self.into_dropout = nn.Sequential(nn.Conv2d(c, c, 3), nn.LeakyReLU(0.2), nn.Dropout2d(0.5), nn.Conv2d(c, c, 3))
+        self.into_conv = nn.Sequential(nn.Conv2d(c, c, 3), nn.LeakyReLU(0.2), nn.Conv2d(c, c, 3))
+        self.maybe_dropout = nn.Sequential(
+            nn.Conv2d(c, c, 3), nn.LeakyReLU(0.2), *([nn.Dropout(p)] if p else []), nn.Conv2d(c, c, 3)
+        )
+        self.last = nn.Sequential(nn.Conv2d(c, c, 3), nn.ELU())
+        # p = 0 keeps the layer's input as its output: the conv after keeps the ELU's output
+        self.never_drops = nn.Sequential(nn.Conv2d(c, c, 3), nn.ELU(), nn.Dropout(0.0), nn.Conv2d(c, c, 3))
+
+    def forward(self, x):
+        return self.never_drops(self.last(self.maybe_dropout(self.into_conv(self.into_dropout(x)))))
+"""
+
+
+def _saved_bytes(layers) -> int:
+    stored = {}
+
+    def pack(tensor):
+        stored[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    model = torch.nn.Sequential(*layers).train()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(torch.randn(2, 4, 16, 16))
+    return sum(stored.values())
+
+
+@pytest.mark.slow
+def test_an_activation_whose_next_layer_is_a_dropout_saves_nothing_in_place():
+    """A dropout keeps only its mask: out of place the activation keeps its input, in place its
+    result, one tensor either way (TML201 claims two out of place)."""
+    def layers(inplace, dropout):
+        torch.manual_seed(0)
+        middle = [torch.nn.Dropout2d(0.5)] if dropout else []
+        conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+        return [conv, torch.nn.LeakyReLU(0.2, inplace=inplace), *middle, torch.nn.Conv2d(4, 4, 3, padding=1)]
+
+    assert _saved_bytes(layers(False, True)) == _saved_bytes(layers(True, True))
+    assert _saved_bytes(layers(False, False)) > _saved_bytes(layers(True, False))
+    rows = sorted(f.location.row for f in lint_source(LEAKY_BEFORE, "b.py", Settings(select=("TML201",))))
+    # into_conv, maybe_dropout (a conv may follow), last (what follows is not known here) and
+    # never_drops (a dropout with p = 0 passes its input on)
+    assert rows == [9, 11, 13, 15]
+
+
 # -- what the unsafe in-place findings prevent ---------------------------------------------------
 @pytest.fixture(scope="module")
 def blocks():

@@ -116,6 +116,9 @@ class Site:
     _every_placement: bool = False
     foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
     configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
+    # in a Sequential, every layer that may follow it is a dropout, which keeps only its mask:
+    # in place, autograd keeps the result instead of the input, as many tensors as out of place
+    feeds_dropout_only: bool = False
 
     def _settle(self) -> None:
         if self.pending is not None:
@@ -565,14 +568,26 @@ class InplaceAnalysis:
         producers = Producers(self.file, model)
         destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
+        following: Dict[int, List[Any]] = {}
+        for before, after in order.pairs:
+            following.setdefault(id(before), []).append(after)
         for part in order.items:  # what may directly precede each layer, over every order
             layer = part.layer
             if layer is None or layer.kind is None or id(layer.call) in self._claimed:
                 continue
             site = sites.get(id(layer.call))
+            after = following.get(id(part), [])
+            to_dropout = part not in order.last and bool(after) and all(  # one that drops (p > 0)
+                nxt.layer is not None and nxt.layer.kind is not None and nxt.layer.kind.saves is Saves.MASK
+                and not never_drops(self.file, _layer_site(nxt.layer, function))
+                for nxt in after
+            )
             if site is None:
                 site = sites[id(layer.call)] = _layer_site(layer, function)
                 site.complete = True
+                site.feeds_dropout_only = to_dropout
+            else:
+                site.feeds_dropout_only = site.feeds_dropout_only and to_dropout
             for previous in order.predecessors(part):
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
             if part not in order.first:

@@ -178,12 +178,13 @@ class _MissingInplace(Rule):
         for group in placed.values():  # one finding per place, for every layer the factory may return
             self._report(group[0].placement.node, group)  # type: ignore[union-attr]
 
-    @staticmethod
-    def _qualifies(file, site: Site, placement: Optional[Placement], complete: bool, privates, uses: List[Use]) -> bool:
+    def _qualifies(self, file, site: Site, placement: Optional[Placement], complete: bool, privates, uses: List[Use]) -> bool:
         """Every way the layer runs is known, and each takes a fresh tensor nothing else reads;
         no slope is negative (in place, backward would raise)."""
         if not complete or not all(file.private_attribute(*private) for private in privates):
             return False
+        if Saves.INPUT in self.saves and site.feeds_dropout_only and placement is None:
+            return False  # a dropout keeps only its mask: in place keeps as many tensors (TML201)
         return all(use.single_use and use.fresh for use in uses) and not _negative_parameter(site, placement)
 
     def _fix(self, layers: List[Placed], title: str, safe) -> Optional[FixSpec]:
@@ -211,7 +212,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     Flags `LeakyReLU`, `ELU`, `CELU`, `SELU` and `RReLU` (modules or `F.*` calls) that run out of
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
-    upsampling, `cat`, addition) and nothing else reads that input. Layers built through
+    upsampling, `cat`, addition) and nothing else reads that input. Not where every layer that
+    may follow it in an `nn.Sequential` is a dropout that drops (p > 0): a dropout keeps only its
+    mask, so out of place the activation's input is the one tensor kept, in place its result
+    (saved-tensor bytes measured equal, tests/test_module_rules.py). Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and tensors a method of the
