@@ -4,6 +4,7 @@ overwrites it."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -182,6 +183,21 @@ def guarded_by_flag(statement_stack, call: cst.Call) -> bool:
                 if type(node) is cst.IfExp and mentions(node.test, "inplace"):
                     return True
     return False
+
+
+def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
+    """Every layer that may follow ``part`` in the Sequential ``order`` is a dropout that drops
+    (p > 0): it keeps only its mask, so in place the activation before it keeps its result
+    instead of its input, as many tensors as out of place (TML201; tests/test_module_rules.py).
+    Not when ``part`` may be last: what follows the Sequential is not known here."""
+    after = [b for a, b in order.pairs if a is part]
+    return part not in order.last and bool(after) and all(
+        b.layer is not None and b.layer.kind is not None and b.layer.kind.saves is Saves.MASK
+        and not never_drops(file, SimpleNamespace(
+            kind=b.layer.kind, form="module", arguments=b.layer.effective or b.layer.call, node=b.layer.call,
+        ))
+        for b in after
+    )
 
 
 def never_drops(file: Any, site: Any) -> bool:

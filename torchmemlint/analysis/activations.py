@@ -18,7 +18,7 @@ from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, guarded_by_flag, names_read, nested_calls, never_drops, none_test, passed_to,
+    ACTIVATION_FUNCTIONS, bound_local, feeds_dropout_only, guarded_by_flag, names_read, nested_calls, none_test, passed_to,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -116,9 +116,7 @@ class Site:
     _every_placement: bool = False
     foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
     configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
-    # in a Sequential, every layer that may follow it is a dropout, which keeps only its mask:
-    # in place, autograd keeps the result instead of the input, as many tensors as out of place
-    feeds_dropout_only: bool = False
+    feeds_dropout_only: bool = False  # in a Sequential, only dropouts that drop may follow it
 
     def _settle(self) -> None:
         if self.pending is not None:
@@ -568,26 +566,15 @@ class InplaceAnalysis:
         producers = Producers(self.file, model)
         destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
-        following: Dict[int, List[Any]] = {}
-        for before, after in order.pairs:
-            following.setdefault(id(before), []).append(after)
         for part in order.items:  # what may directly precede each layer, over every order
             layer = part.layer
             if layer is None or layer.kind is None or id(layer.call) in self._claimed:
                 continue
             site = sites.get(id(layer.call))
-            after = following.get(id(part), [])
-            to_dropout = part not in order.last and bool(after) and all(  # one that drops (p > 0)
-                nxt.layer is not None and nxt.layer.kind is not None and nxt.layer.kind.saves is Saves.MASK
-                and not never_drops(self.file, _layer_site(nxt.layer, function))
-                for nxt in after
-            )
             if site is None:
                 site = sites[id(layer.call)] = _layer_site(layer, function)
-                site.complete = True
-                site.feeds_dropout_only = to_dropout
-            else:
-                site.feeds_dropout_only = site.feeds_dropout_only and to_dropout
+                site.complete = site.feeds_dropout_only = True
+            site.feeds_dropout_only = site.feeds_dropout_only and feeds_dropout_only(self.file, order, part)
             for previous in order.predecessors(part):
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
             if part not in order.first:
@@ -682,10 +669,6 @@ class InplaceAnalysis:
                 found |= self._spliced_into(call, function, statement)
             self._spliced = found
         return self._spliced
-
-    def never_drops(self, site: Site) -> bool:
-        """A dropout whose probability is 0 here (``analysis/activation_calls.py``)."""
-        return never_drops(self.file, site)
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:

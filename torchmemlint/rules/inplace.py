@@ -8,6 +8,7 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Union
 
 import libcst as cst
 
+from torchmemlint.analysis.activation_calls import never_drops
 from torchmemlint.analysis.activations import activation_sites, Placement, Site, Use
 from torchmemlint.analysis.placing import may_import_factories
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_number
@@ -563,7 +564,7 @@ class UnsafeInplace(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
         for site in analysis.sites():
-            if site.inplace is not True or analysis.never_drops(site):  # p = 0: nothing is overwritten
+            if site.inplace is not True or never_drops(analysis.file, site):  # p = 0: nothing is overwritten
                 continue
             problems = [(use, _problem(use)) for use in site.uses]
             problems = [(use, problem) for use, problem in problems if problem is not None]
@@ -672,7 +673,7 @@ class InplaceDropout(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
         for site in analysis.sites():
-            if site.name != "dropout" or site.inplace is not True or analysis.never_drops(site):
+            if site.name != "dropout" or site.inplace is not True or never_drops(analysis.file, site):
                 continue
             edit = drop_inplace(self, site)
             fix = FixSpec(Applicability.UNSAFE, "Run dropout out of place", (edit,)) if edit else None
