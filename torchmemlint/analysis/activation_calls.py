@@ -160,6 +160,27 @@ def passed_to(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.
     return (target, chosen.name, name) if chosen is not None else None
 
 
+def default_of(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.Name, str]]:
+    """For a layer built as a parameter's default (``def __init__(self, dim, actv=nn.LeakyReLU(0.2))``):
+    the function, the parameter and the function's name (its class's, for ``__init__``), as
+    ``passed_to`` gives them: the layer runs where the function puts the parameter."""
+    index = file.index
+    here = index.find(call)
+    above = index.parent[here] if here is not None else -1
+    param = index.order[above] if above >= 0 else None
+    if type(param) is not cst.Param or param.default is not call:
+        return None
+    params = index.parent[above]
+    function = index.order[index.parent[params]] if params >= 0 and index.parent[params] >= 0 else None
+    if type(function) is not cst.FunctionDef:
+        return None
+    name = function.name.value
+    if name == "__init__":
+        owner = index.parent[index.parent[index.find(function)]]
+        name = index.order[owner].name.value if owner >= 0 and type(index.order[owner]) is cst.ClassDef else name
+    return function, param.name, name
+
+
 def none_test(function: cst.FunctionDef, name: cst.Name) -> bool:
     """``name`` is read only to test it against None (``if p is not None:``)."""
     for node in walk(function.body):

@@ -18,7 +18,8 @@ from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, feeds_dropout_only, guarded_by_flag, names_read, nested_calls, none_test, passed_to,
+    ACTIVATION_FUNCTIONS, bound_local, default_of, feeds_dropout_only, guarded_by_flag, names_read, nested_calls,
+    none_test, passed_to,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -318,7 +319,7 @@ class InplaceAnalysis:
                 site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
                 site.complete = True
                 return site
-            passed = passed_to(self.file, call)
+            passed = passed_to(self.file, call) or default_of(self.file, call)
             if passed is not None:
                 return self._parameter(site, layer, *passed)
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
@@ -672,7 +673,7 @@ class InplaceAnalysis:
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
-        complete = model.single_assignment(attribute) is not None and model.only_called(attribute)
+        complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.only_called(attribute)
         site.privates.append((model.node, attribute))
         for reference in model.calls(attribute):
             call = reference.call

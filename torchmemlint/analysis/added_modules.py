@@ -1,7 +1,8 @@
-"""A Sequential filled by ``add_module``: ``seq = nn.Sequential()`` (or with its first layers) then ``seq.add_module("conv",
-nn.Conv2d(...))``, ``seq.add_module("bn", nn.BatchNorm2d(...))``, ``seq.add_module("act",
-nn.LeakyReLU())``, each a statement of the block the Sequential is built in. The modules run
-in the order they are added, so each runs on what the one added before it makes."""
+"""A Sequential filled by ``add_module``: ``seq = nn.Sequential()`` (or with its first layers; or
+``self.layers = nn.Sequential()``) then ``seq.add_module("conv", nn.Conv2d(...))``,
+``seq.add_module("bn", nn.BatchNorm2d(...))``, ``seq.add_module("act", nn.LeakyReLU())``, in
+the block the Sequential is built in (also in a loop: one round's modules in turn). The modules
+run in the order they are added, so each runs on what the one added before it makes."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ SEQUENTIAL = "torch.nn.Sequential"
 
 
 def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Optional[cst.BaseExpression]:
-    """The module added to the same local Sequential just before ``call`` (``seq.add_module(name,
-    call)``), when the Sequential is a local built once and filled only by ``add_module``
-    statements of its own block, and ``call`` is not the first added; else None."""
+    """The module added to the same Sequential just before ``call`` (``seq.add_module(name,
+    call)``), when the Sequential is a local or an attribute of ``self`` built once in the function
+    and filled only by ``add_module``, the one added before it in the source comes before it
+    in every run (a statement of its block or of a block around it, no loop between:
+    ``for i in range(n): seq.add_module(f"{i}fc", nn.Linear(...))``, then under an ``if`` of the
+    loop ``seq.add_module(f"{i}act", nn.LeakyReLU(0.2))``), and ``call`` is not the first added;
+    else None."""
     index = file.index
     here = index.find(call)
     parent = index.parent
@@ -28,35 +33,64 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Option
     if type(outer) is not cst.Call or len(outer.args) != 2 or outer.args[1].value is not call:
         return None
     func = outer.func
-    if type(func) is not cst.Attribute or func.attr.value != "add_module" or type(func.value) is not cst.Name:
+    if type(func) is not cst.Attribute or func.attr.value != "add_module":
         return None
-    name = func.value.value
-    built = single_local_value(function, name)
+    key = _key(function, func.value)
+    if key is None:
+        return None
+    built = _built(function, key)
     if type(built) is not cst.Call or file.resolver.qualify(built.func) != SEQUENTIAL:
         return None
     block = _block_of(index, built)
     if block is None:
         return None
-    added: List[cst.Call] = []
-    for statement in block.body:
-        for small in statement.body if type(statement) is cst.SimpleStatementLine else ():
-            value = small.value if type(small) is cst.Expr else None
-            if type(value) is cst.Call and _adds_to(value, name):
-                added.append(value)
-    if not any(a is outer for a in added) or _added_elsewhere(function, name, added):
+    added = [node for node in walk(block) if type(node) is cst.Call and _adds_to(function, node, key)]
+    if not any(a is outer for a in added) or _added_elsewhere(function, key, added):
         return None
     position = next(i for i, a in enumerate(added) if a is outer)
-    if position == 0 or len(added[position - 1].args) != 2:
+    if position == 0 or len(added[position - 1].args) != 2 or not _runs_before(index, added[position - 1], outer):
         return None
     return added[position - 1].args[1].value
 
 
-def _adds_to(call: cst.Call, name: str) -> bool:
+def _key(function: cst.FunctionDef, node: cst.BaseExpression) -> Optional[str]:
+    """``"seq"`` for a local ``seq``, ``"self.layers"`` for ``self.layers``; else None."""
+    if type(node) is cst.Name:
+        return node.value
+    params = function.params.params
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and params and node.value.value == params[0].name.value:
+        return "self." + node.attr.value
+    return None
+
+
+def _built(function: cst.FunctionDef, key: str) -> Optional[cst.BaseExpression]:
+    if not key.startswith("self."):
+        return single_local_value(function, key)
+    values = [
+        node.value for node in walk(function.body) if type(node) is cst.Assign
+        and any(_key(function, target.target) == key for target in node.targets)
+    ]
+    return values[0] if len(values) == 1 else None
+
+
+def _adds_to(function: cst.FunctionDef, call: cst.Call, key: str) -> bool:
     func = call.func
-    return (
-        type(func) is cst.Attribute and func.attr.value == "add_module"
-        and type(func.value) is cst.Name and func.value.value == name
-    )
+    return type(func) is cst.Attribute and func.attr.value == "add_module" and _key(function, func.value) == key
+
+
+def _runs_before(index: Any, before: cst.Call, call: cst.Call) -> bool:
+    """Whether ``before`` is a statement of a block around ``call`` (or of its own), with no
+    loop between: it runs, once, before ``call`` whenever ``call`` runs."""
+    block = _block_of(index, before)
+    here = index.find(call)
+    while here is not None and here >= 0:
+        node = index.order[here]
+        if node is block:
+            return True
+        if type(node) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda):
+            return False
+        here = index.parent[here]
+    return False
 
 
 def _block_of(index: Any, node: cst.CSTNode) -> Optional[Any]:
@@ -69,18 +103,16 @@ def _block_of(index: Any, node: cst.CSTNode) -> Optional[Any]:
     return None
 
 
-def _added_elsewhere(function: cst.FunctionDef, name: str, added: List[cst.Call]) -> bool:
-    """Whether the function adds to or changes the Sequential anywhere but those statements
+def _added_elsewhere(function: cst.FunctionDef, key: str, added: List[cst.Call]) -> bool:
+    """Whether the function adds to or changes the Sequential anywhere but those calls
     (another ``add_module``, ``insert``/``append``/``extend``, an item assignment)."""
     known = {id(call) for call in added}
     for node in walk(function.body):
         if type(node) is cst.Call and id(node) not in known:
             func = node.func
-            if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name and \
-                    func.attr.value in ("add_module", "insert", "append", "extend", "register_module"):
+            if type(func) is cst.Attribute and func.attr.value in ("add_module", "insert", "append", "extend", "register_module") \
+                    and _key(function, func.value) == key:
                 return True
-        if type(node) is cst.AssignTarget and type(node.target) is cst.Subscript:
-            target = node.target.value
-            if type(target) is cst.Name and target.value == name:
-                return True
+        if type(node) is cst.AssignTarget and type(node.target) is cst.Subscript and _key(function, node.target.value) == key:
+            return True
     return False

@@ -530,11 +530,25 @@ class ClassModel:
         return self.self_names.get(id(method))
 
     def single_assignment(self, name: str) -> Optional[Assignment]:
-        """The one assignment of ``self.<name>``, made in ``__init__``; None if not so simple."""
+        """The one assignment of ``self.<name>``, made in ``__init__`` (or a method only it
+        calls: ``builds``); None if not so simple."""
         found = self.assignments.get(name, [])
-        if len(found) != 1 or found[0].method.name.value != "__init__":
+        if len(found) != 1 or not self.builds(found[0].method):
             return None
         return found[0]
+
+    def builds(self, method: cst.FunctionDef) -> bool:
+        """``__init__``, or a method of the class that ``__init__`` calls as a statement and
+        nothing else reads (``self._build_weights(dim_in, dim_out)``): it runs once, at construction."""
+        name = method.name.value
+        if name == "__init__":
+            return True
+        refs = self.references.get(name, [])
+        return (
+            len(refs) == 1 and refs[0].call is not None and refs[0].method.name.value == "__init__"
+            and type(refs[0].statement) is cst.SimpleStatementLine and any(method is m for m in self.methods)
+            and sum(1 for m in self.methods if m.name.value == name) == 1 and name not in self.assignments
+        )
 
     def attribute_part(self, name: str) -> Optional[Part]:
         assignment = self.single_assignment(name)
@@ -567,6 +581,30 @@ class ClassModel:
 
     def calls(self, name: str) -> List[Reference]:
         return [r for r in self.references.get(name, []) if r.call is not None and r.call.func is r.node]
+
+    def exclusive_assignments(self, name: str) -> bool:
+        """``self.<name>`` assigned only at construction (``builds``), each assignment in its own
+        arm of one ``if``/``else`` (``if self.is_amp: self.act = Snake(c)`` / ``else: self.act =
+        nn.LeakyReLU()``): one of them holds the attribute, whichever runs."""
+        found = self.assignments.get(name, [])
+        if len(found) < 2 or not all(self.builds(a.method) for a in found):
+            return False
+        index = self.file.index  # type: ignore[attr-defined]
+        chains = []
+        for assignment in found:
+            here, chain = index.find(assignment.statement), []
+            while here is not None and here >= 0:
+                chain.append(here)
+                here = index.parent[here]
+            chains.append(chain)
+        for i, first in enumerate(chains):
+            for second in chains[i + 1:]:
+                shared = set(second)
+                common = next(p for p in first if p in shared)  # the innermost node around both
+                arms = index.order[common]
+                if type(arms) is not cst.If or first[first.index(common) - 1] == second[second.index(common) - 1]:
+                    return False
+        return True
 
     def only_called(self, name: str) -> bool:
         """Every reference to ``self.<name>`` is a direct call (nothing else can see it)."""

@@ -227,7 +227,7 @@ class Producers:
                 and value.args[0].value.attr.value == attribute  # type: ignore[attr-defined]
             ):
                 continue  # ``self.conv = weight_norm(self.conv)``, also in ``remove_weight_norm()``
-            if assignment.method.name.value != "__init__":
+            if not self.model.builds(assignment.method):
                 return None
             built.append(self.file.resolver.part(value, self_name, assignment.method))
         return built if len(built) == 1 and built[0].layer is not None else None

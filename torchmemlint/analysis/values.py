@@ -196,9 +196,7 @@ class FunctionValues:
         bound: Optional[Environment] = None, depth: int = 0, uses: Optional[List[Use]] = None,
     ) -> None:
         self.file = file
-        self.function = function
-        self.classdef = classdef
-        self.depth = depth
+        self.function, self.depth = function, depth
         self.values: List[Value] = []
         self.inlined: List[Value] = []  # the values of the same-file helpers it ran (``_helper``), with their own ``function``
         self.uses: List[Use] = [] if uses is None else uses
@@ -210,7 +208,8 @@ class FunctionValues:
         self._consumers: Optional[Dict[int, List[Union[Value, str]]]] = None
         self._statement: Optional[cst.CSTNode] = None
         params = function.params
-        self.self_name = params.params[0].name.value if classdef is not None and params.params else None
+        first = params.params[0].name.value if params.params else None  # a method, or one outside its class: ``def f(self, x)``
+        self.self_name, self.classdef = (first if classdef is not None or first == "self" else None), classdef
         self.fields = LocalFields(function, self.self_name, Use, META)  # ``s.features = ...`` (``fields.py``)
         env: Environment = {}
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
@@ -554,6 +553,8 @@ class FunctionValues:
             parts = self.file.attribute_parts(self.classdef, method)  # type: ignore[arg-type]
             if parts is not None and len(positional) == 1 and not keywords:
                 return self._layers(parts, positional[0], node, method)
+            if len(positional) == 1 and not keywords and _tensorish(positional[0]):  # a submodule the file does not show
+                return self._same("module", positional[0], node, [], assumed=True, attribute=method)
         if qualified is None and type(func) is cst.Name:
             helper = self.file.function_named(func.value)
             if helper is not None and not starred:

@@ -129,8 +129,8 @@ FRESH_FUNCTIONS = _names(
     "upsample_bilinear gelu softplus",
 ) | _names(
     "torch.",
-    "cat concat concatenate add sub subtract mul multiply div divide matmul mm bmm abs clamp "
-    "clip pow conv1d conv2d conv3d",
+    "cat concat concatenate stack add sub subtract mul multiply div divide matmul mm bmm abs clamp "
+    "clip pow conv1d conv2d conv3d mean sum",
 )
 POOL_FUNCTIONS = _names(
     FUNCTIONAL,
@@ -145,7 +145,8 @@ OUTPUT_SAVING_FUNCTIONS = _names(
     "relu relu_ sigmoid sigmoid_ tanh tanh_ softmax log_softmax exp exp_ expm1 sqrt rsqrt "
     "reciprocal selu_ celu_ rrelu_",
 ) | _names(FUNCTIONAL, "leaky_relu_ elu_ celu_ selu_ rrelu_")
-FRESH_METHODS = frozenset({"add", "sub", "mul", "div", "matmul", "clamp", "abs", "pow"})
+# (a reduction's backward needs no output: ``block_outputs.mean(dim=0)`` makes a fresh tensor)
+FRESH_METHODS = frozenset({"add", "sub", "mul", "div", "matmul", "clamp", "abs", "pow", "mean", "sum"})
 OUTPUT_SAVING_METHODS = frozenset(
     {"relu", "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "softmax", "log_softmax", "exp",
      "exp_", "sqrt", "rsqrt", "reciprocal"}

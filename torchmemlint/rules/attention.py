@@ -31,7 +31,10 @@ class EagerAttention(Rule):
     (the value graph of `torchmemlint/analysis/values.py`): a softmax over the key axis of a
     q·k contraction, through any scale, mask fill, additive mask, cast, dropout or helper (one
     of the file run with its arguments; one defined elsewhere assumed to keep the shape of the
-    tensor it takes), contracted with a third value over that same axis.
+    tensor it takes, and so a submodule the file does not show, `self.attn_drop(attn)` of an
+    inherited attribute or in a function written as a method outside its class, `def
+    attention_forward(self, x)`: reported without a fix, tests/test_attention_held_out12.py),
+    contracted with a third value over that same axis.
 
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first

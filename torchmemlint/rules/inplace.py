@@ -242,8 +242,15 @@ class MissingInplaceSavesMemory(_MissingInplace):
     weight_norm`) count as the layer they wrap, a local name of the function as the one module
     it is ever given (`conv = weight_norm(nn.Conv1d(...))`; `nn.Sequential(conv,
     nn.LeakyReLU(0.1))`; and a module added by `seq.add_module("act", nn.LeakyReLU())` to a
-    local Sequential runs on what the module added before it makes, when every `add_module` of
-    it is a statement of the block that builds it; tests/test_inplace_held_out5.py), and a module class of the file or of another
+    local Sequential (or to `self.layers = nn.Sequential()`) runs on what the module added before
+    it makes, when every `add_module` of it is in the block that builds it and the one before
+    runs before it in every round, a statement of a block around it with no loop between
+    (`for i in range(n):` adding `f"{i}fc"`, then under an `if` `f"{i}act"`);
+    tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py; a layer built as a
+    parameter's default, `actv=nn.LeakyReLU(0.2)`, runs where the function puts the parameter;
+    an attribute assigned in a method only `__init__` calls, `self._build_weights(...)`, is
+    built at construction; one assigned in the arms of one `if`/`else` in `__init__` is judged
+    per arm; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh tensor), and a module class of the file or of another
     file of the project counts as what its `forward` returns, over every `return` and every
     branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of
     it), as does a function of the file that returns a module (`def down(c): return
