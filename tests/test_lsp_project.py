@@ -131,11 +131,12 @@ async def test_an_unsaved_edit_in_a_subclass_relints_the_base_class(client: Lang
     assert await _fix_titles(client, blocks, pool) != []
 
 
+# a conv and a norm: a block worth checkpointing (one norm alone would be TML402)
 BN_BLOCK = (
     "import torch.nn as nn\n\n\nclass BNBlock(nn.Module):\n"
     "    def __init__(self, c):\n        super().__init__()\n"
-    "        self.norm = nn.BatchNorm2d(c)\n\n"
-    "    def forward(self, x):\n        return self.norm(x)\n"
+    "        self.conv = nn.Conv2d(c, c, 3, padding=1)\n        self.norm = nn.BatchNorm2d(c)\n\n"
+    "    def forward(self, x):\n        return self.norm(self.conv(x))\n"
 )
 CHECKPOINTS = (
     "import torch.nn as nn\nfrom torch.utils.checkpoint import checkpoint\n\n"

@@ -277,10 +277,8 @@ def test_unchecked_parse_builds_the_tree_libcst_builds():
     from torchmemlint.tree import parse_module
 
     # The fixtures, the awkward texts (CRLF, CR, tabs, BOM ...), the rules' examples and the
-    # package's top-level modules; its subpackages add time, not syntax.
-    picked = [text for name, text in CASES.items() if not name.startswith("torchmemlint/")
-              or name.count("/") == 1]
-    texts = _fixture_texts() + picked + [NOQA]
+    # package's top-level modules (test_positions.CASES).
+    texts = _fixture_texts() + list(CASES.values()) + [NOQA]
     assert len(texts) > 100
     for text in texts:
         fast, plain = parse_module(text), cst.parse_module(text)

@@ -172,7 +172,7 @@ def test_timeout_in_an_endless_forward_never_aborts_the_process(targets):
     dynamic mode are still being imported (no model code on the stack: the process exits 2 at
     once with the same line), the longer ones in the endless forward."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    limits = ["2", "2", "3", "4", "6", "8"]
+    limits = ["2", "2", "2", "2", "3", "4"]
     processes = [
         subprocess.Popen([sys.executable, "-m", "torchmemlint", "profile", str(targets / "models.py:Endless"),
                           "--input-shape", "2,4", "--timeout", limit, "--no-verify"],
