@@ -227,21 +227,9 @@ class Factories:
         if param is None or param.default is None or _rebound(function, config.value):
             return None
         default = self._configured(param.default, None, depth + 1)
-        passed = self._passed(function, param) if default is not None else None
-        if default is None or passed is None:
+        if default is None:
             return None
-        label = f"`{param.name.value}`"
-        if not passed:
-            return Factory(default.qualified, default.preset, f"{label}'s default", False, True)
-        certain = True
-        for value, caller in passed:
-            if value is None:
-                continue
-            other = self._configured(value, caller, depth + 1)
-            if other is None or other.key() != default.key():
-                return None
-            certain = certain and other.certain
-        return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, True)
+        return self._as_passed(function, param, default, self._configured, depth, configured=True)
 
     def _is_dict(self, func: cst.BaseExpression) -> bool:
         return type(func) is cst.Name and func.value == "dict" and self.qualify(func) in (None, "builtins.dict")
@@ -272,21 +260,30 @@ class Factories:
         default = self.resolve(param.default, None, depth + 1)
         if default is None:
             return None
+        return self._as_passed(function, param, default, self.resolve, depth)
+
+    def _as_passed(
+        self, function: cst.FunctionDef, param: cst.Param, default: Factory,
+        follow: Callable[..., Optional[Factory]], depth: int, configured: bool = False,
+    ) -> Optional[Factory]:
+        """``default`` (what ``param``'s default makes) when every call of ``function`` in this
+        file passes an equal layer (``follow(value, caller, depth)``) or leaves the default;
+        None otherwise."""
         passed = self._passed(function, param)
         if passed is None:
             return None
         label = f"`{param.name.value}`"
         if not passed:
-            return Factory(default.qualified, default.preset, f"{label}'s default", False)
+            return Factory(default.qualified, default.preset, f"{label}'s default", False, configured)
         certain = True
         for value, caller in passed:
             if value is None:
                 continue
-            other = self.resolve(value, caller, depth + 1)
+            other = follow(value, caller, depth + 1)
             if other is None or other.key() != default.key():
                 return None
             certain = certain and other.certain
-        return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain)
+        return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, configured)
 
     def _passed(
         self, function: cst.FunctionDef, param: cst.Param
