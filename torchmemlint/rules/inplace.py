@@ -184,7 +184,7 @@ class _MissingInplace(Rule):
         no slope is negative (in place, backward would raise)."""
         if not complete or not all(file.private_attribute(*private) for private in privates):
             return False
-        if Saves.INPUT in self.saves and site.feeds_dropout_only and placement is None:
+        if Saves.INPUT in self.saves and uses and all(use.to_dropout for use in uses):
             return False  # a dropout keeps only its mask: in place keeps as many tensors (TML201)
         return all(use.single_use and use.fresh for use in uses) and not _negative_parameter(site, placement)
 
@@ -214,9 +214,11 @@ class MissingInplaceSavesMemory(_MissingInplace):
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
     upsampling, `cat`, addition) and nothing else reads that input. Not where every layer that
-    may follow it in an `nn.Sequential` is a dropout that drops (p > 0): a dropout keeps only its
-    mask, so out of place the activation's input is the one tensor kept, in place its result
-    (saved-tensor bytes measured equal, tests/test_module_rules.py). Layers built through
+    may follow it in an `nn.Sequential` (also where a factory's call or a local places it), or
+    everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
+    dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
+    input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
+    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and tensors a method of the
