@@ -312,8 +312,8 @@ class InplaceAnalysis:
                 site.pending = lambda site: self._call_uses(site, model, *module_lists(self.file, model).row_calls(*row))
                 return site
             before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
-            if before is not None:  # ``seq.add_module("act", nn.LeakyReLU())`` after another module
-                site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
+            if before:  # ``seq.add_module("act", nn.LeakyReLU())``, ``layers["act"] = ...`` after others
+                site.uses.extend(Use(call, [Producers(self.file, None).part(self.file.resolver.part(p, None, function))], single_use=True) for p in before)
                 site.complete = True
                 return site
             passed = passed_to(self.file, call) or default_of(self.file, call)
