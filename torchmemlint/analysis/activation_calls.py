@@ -241,7 +241,7 @@ def _dropout_that_drops(file: Any, value: Any, model: Any) -> bool:
     """The value graph's ``value`` is made by a dropout with p > 0 (``self.drop(x)``, an element
     of ``self.head(x)``, ``F.dropout(x, p)``)."""
     where = value.info.get("layer")
-    if where is not None:  # (attribute, position, count) of a layer attribute ``model`` holds
+    if type(where) is tuple:  # (attribute, position, count) of a layer attribute ``model`` holds
         parts = model.attribute_sequence(where[0]) if model is not None else None
         layer = getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
         if layer is None or layer.kind is None or layer.kind.saves is not Saves.MASK:
