@@ -9,11 +9,21 @@ are, not as spellings (``analysis/added_modules.py``):
 - ``self.add_module`` in ``__init__`` of an ``nn.Sequential`` subclass whose ``forward`` runs its
   modules in turn (or is torch's) fills that Sequential;
 - a local ``OrderedDict`` filled by item assignments (``layers["act"] = act()``) and given to
-  ``nn.Sequential(layers)`` runs its layers in that order, after those of its display.
+  ``nn.Sequential(layers)`` runs its layers in that order, after those of its display;
+- a module list filled by ``append`` one module at a time (in a loop), run in turn by
+  ``forward``: the same walk back over what is appended before it (scGPT's decoders);
+- an attribute assigned in the arms of an ``if``/``elif`` chain (``self.nl = torch.tanh``, ``nn.
+  LeakyReLU()``, a lambda) whose only other reference reads a setting of it
+  (``self.nl.negative_slope``) runs only where it is called; a module attribute assigned in
+  the two arms of an ``if`` makes what either arm's module makes (kraken's ``ActConv2D``);
+- ``weight_norm(conv)``/``spectral_norm(conv)`` of a local bound once to a layer counts as that
+  layer, also when the module holding it is called with a keyword (nemo's discriminators).
 
 Look-alikes stay quiet: an activation that may come first (every module before it conditional),
 a subclass whose ``forward`` does not chain its modules, a dict also read elsewhere (given to a
-``ModuleDict``), a loop that may add a module after the activation in the round before.
+``ModuleDict``), a loop that may add a module after the activation in the round before, a list
+``forward`` does not chain, an activation a method registers a hook on, an arm that assigns a
+module given by the caller, a wrapper of a module given by the caller.
 """
 
 from __future__ import annotations
@@ -127,6 +137,142 @@ CASES: Dict[str, str] = {
                 seq.add_module("norm", nn.BatchNorm1d(c))
             seq.add_module("act", nn.ELU())
             return seq
+    ''',
+    "module_list_appends": '''
+        import torch.nn as nn
+
+        class Critic(nn.Module):
+            def __init__(self, width, depth=2, act_cls=nn.ELU):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Linear(width, width)])
+                for _ in range(depth):
+                    self.blocks.append(nn.LayerNorm(width))
+                    self.blocks.append(act_cls())  # expect: TML201
+                    self.blocks.append(nn.Linear(width, width))
+
+            def forward(self, h):
+                for block in self.blocks:
+                    h = block(h)
+                return h
+
+        class ActFirst(nn.Module):
+            def __init__(self, width, depth=2):
+                super().__init__()
+                self.blocks = nn.ModuleList()
+                for _ in range(depth):
+                    self.blocks.append(nn.LeakyReLU(0.1))
+                    self.blocks.append(nn.Linear(width, width))
+
+            def forward(self, h):
+                for block in self.blocks:
+                    h = block(h)
+                return h
+
+        class Parallel(nn.Module):
+            def __init__(self, width, depth=2):
+                super().__init__()
+                self.blocks = nn.ModuleList()
+                for _ in range(depth):
+                    self.blocks.append(nn.Linear(width, width))
+                    self.blocks.append(nn.LeakyReLU(0.1))
+
+            def forward(self, h):
+                return [block(h) for block in self.blocks]
+    ''',
+    "attribute_in_arms": '''
+        import torch
+        import torch.nn as nn
+
+        class ConvAct(nn.Module):
+            def __init__(self, cin, cout, kind="lrelu", up=False):
+                super().__init__()
+                if kind == "tanh":
+                    self.fn = torch.tanh
+                elif kind == "lrelu":
+                    self.fn = nn.LeakyReLU(0.01)  # expect: TML201
+                else:
+                    self.fn = lambda t: t
+                if up:
+                    self.layer = nn.ConvTranspose2d(cin, cout, 2, stride=2)
+                else:
+                    self.layer = nn.Conv2d(cin, cout, 3, padding=1)
+
+            def forward(self, x):
+                y = self.layer(x)
+                return self.fn(y)
+
+            def export(self):
+                return {"slope": self.fn.negative_slope}
+
+        class Reconfigured(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.fn = nn.LeakyReLU(0.01)
+                self.layer = nn.Conv2d(cin, cout, 3)
+
+            def forward(self, x):
+                return self.fn(self.layer(x))
+
+            def hooked(self, hook):
+                self.fn.register_forward_hook(hook)
+
+        class UnknownArm(nn.Module):
+            def __init__(self, cin, cout, body=None):
+                super().__init__()
+                self.fn = nn.LeakyReLU(0.01)
+                if body is None:
+                    self.layer = nn.Conv2d(cin, cout, 3)
+                else:
+                    self.layer = body
+
+            def forward(self, x):
+                return self.fn(self.layer(x))
+    ''',
+    "wrapped_local": '''
+        import torch.nn as nn
+        from torch.nn.utils import spectral_norm
+
+        class SNConv(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                inner = nn.Conv1d(cin, cout, 5, padding=2)
+                self.proj = spectral_norm(inner)
+
+            def forward(self, signal):
+                return self.proj(signal)
+
+        class Given(nn.Module):
+            def __init__(self, layer):
+                super().__init__()
+                self.proj = spectral_norm(layer)
+
+            def forward(self, signal):
+                return self.proj(signal)
+
+        class Critic(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.nonlin = nn.LeakyReLU(0.2)  # expect: TML201
+                self.stack = nn.ModuleList([SNConv(1, 16), SNConv(16, 32)])
+
+            def forward(self, signal):
+                features = []
+                for layer in self.stack:
+                    signal = layer(signal=signal)
+                    signal = self.nonlin(signal)
+                    features.append(signal)
+                return signal, features
+
+        class GivenCritic(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.nonlin = nn.LeakyReLU(0.2)
+                self.stack = nn.ModuleList([Given(nn.Conv1d(1, 16, 3)), Given(nn.Sigmoid())])
+
+            def forward(self, signal):
+                for layer in self.stack:
+                    signal = self.nonlin(layer(signal))
+                return signal
     ''',
 }
 

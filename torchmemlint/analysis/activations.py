@@ -282,9 +282,7 @@ class InplaceAnalysis:
 
     def _class(self) -> Optional[ClassModel]:
         node = enclosing(self.cursor, cst.ClassDef)
-        if type(node) is not cst.ClassDef:
-            return None
-        return self.file.class_model(node)
+        return self.file.class_model(node) if type(node) is cst.ClassDef else None
 
     def _module(self, layer: Layer) -> Site:
         call, qualified = layer.call, layer.qualified
@@ -332,8 +330,7 @@ class InplaceAnalysis:
         return site
 
     def _kept_uses(self, site: Site, model: ClassModel, attribute: str) -> bool:
-        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are
-        all of them."""
+        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are all."""
         self._attribute_uses(site, model, attribute)
         done = site.complete
         site.complete = True
@@ -403,14 +400,16 @@ class InplaceAnalysis:
         (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes."""
         site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{_via(layer)})"
         site.privates.append((model.node, holder))
-        before = module_lists(self.file, model).chained_before(holder, layer.call)
-        if before is None:
+        lists, init = module_lists(self.file, model), model.init  # (or appended one by one: ``added_before``)
+        before = [lists.chained_before(holder, layer.call)] if lists.chained_before(holder, layer.call) is not None else (
+            added_before(self.file, init, layer.call) if init is not None and lists.chained(holder) else None)
+        if not before:
             return site  # (not complete)
 
         def settle(site: Site) -> None:
-            init = model.init
-            part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
-            site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+            for previous in before:
+                part = self.file.resolver.part(previous, model.self_name(init) if init is not None else None, init)
+                site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
             site.complete = True
 
         site.pending = settle
@@ -675,7 +674,7 @@ class InplaceAnalysis:
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
-        complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.only_called(attribute)
+        complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.runs_only_where_called(attribute)
         site.privates.append((model.node, attribute))
         for reference in model.calls(attribute):
             call = reference.call

@@ -14,12 +14,14 @@ from torchmemlint.analysis.factories import single_local_value
 from torchmemlint.tree import walk
 
 SEQUENTIAL = "torch.nn.Sequential"
+MODULE_LIST = "torch.nn.ModuleList"
 
 
 def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
     """The modules that may run just before ``call`` in the Sequential it is added to: by
-    ``seq.add_module(name, call)`` (``seq`` a local or an attribute of ``self`` built once in the
-    function as ``nn.Sequential(...)``, or ``self`` in ``__init__`` of an ``nn.Sequential``
+    ``seq.add_module(name, call)`` or ``seq.append(call)`` (``seq`` a local or an attribute of
+    ``self`` built once in the function as ``nn.Sequential(...)``, or as ``nn.ModuleList(...)``
+    that the caller knows ``forward`` runs in turn, or ``self`` in ``__init__`` of an ``nn.Sequential``
     subclass whose ``forward`` runs its modules in turn), or by ``layers[name] = call`` (``layers``
     a local ``OrderedDict`` given to ``nn.Sequential(layers)`` and read nowhere else). Walking
     back over what is added before it in the source (and the constructor's own layers): each
@@ -37,9 +39,9 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Option
     outer = index.order[adding] if adding >= 0 else None
     if arg >= 0 and type(index.order[arg]) is cst.Assign:
         outer = index.order[arg]
-    if type(outer) is cst.Call and len(outer.args) == 2 and outer.args[1].value is call:
+    if type(outer) is cst.Call and outer.args and outer.args[-1].value is call:
         func = outer.func
-        if type(func) is not cst.Attribute or func.attr.value != "add_module":
+        if type(func) is not cst.Attribute or _added_value(outer) is not call:
             return None
         holder = func.value
     elif type(outer) is cst.Assign and outer.value is call and len(outer.targets) == 1 and type(outer.targets[0].target) is cst.Subscript:
@@ -72,8 +74,11 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Option
 
 
 def _added_value(node: Any) -> Optional[cst.BaseExpression]:
+    """``m`` of ``c.add_module(name, m)``, ``c.append(m)``, ``c[name] = m``."""
     if type(node) is cst.Call:
-        return node.args[1].value if len(node.args) == 2 else None
+        method = node.func.attr.value if type(node.func) is cst.Attribute else None
+        count = {"add_module": 2, "append": 1}.get(method or "")
+        return node.args[-1].value if count == len(node.args) and not any(a.star or a.keyword for a in node.args) else None
     return node.value
 
 
@@ -105,6 +110,11 @@ def _start(file: Any, function: cst.FunctionDef, key: str) -> Optional[Tuple[Any
         return None
     if qualified == SEQUENTIAL:
         return block, [a.value for a in built.args]
+    if qualified == MODULE_LIST:  # (run in turn: the caller's to say, ``ModuleLists.chained``)
+        elements = built.args[0].value if built.args else cst.List([])
+        if type(elements) not in (cst.List, cst.Tuple) or any(type(e) is cst.StarredElement for e in elements.elements):
+            return None
+        return block, [e.value for e in elements.elements]
     if qualified != "collections.OrderedDict" or len(built.args) > 1 or key.startswith("self.") or not _only_sequenced(file, function, key):
         return None
     pairs = built.args[0].value if built.args else cst.List([])
@@ -192,7 +202,7 @@ def _adds_to(function: cst.FunctionDef, node: Any, key: str) -> bool:
         target = node.targets[0].target if len(node.targets) == 1 else None
         return type(target) is cst.Subscript and _key(function, target.value) == key
     func = node.func
-    return type(func) is cst.Attribute and func.attr.value == "add_module" and _key(function, func.value) == key
+    return type(func) is cst.Attribute and _added_value(node) is not None and _key(function, func.value) == key
 
 
 def _runs_before(index: Any, before: cst.Call, call: cst.Call) -> bool:
@@ -227,7 +237,7 @@ def _added_elsewhere(function: cst.FunctionDef, key: str, added: List[cst.Call])
     for node in walk(function.body):
         if type(node) is cst.Call and id(node) not in known:
             func = node.func
-            if type(func) is cst.Attribute and func.attr.value in ("add_module", "insert", "append", "extend", "register_module") \
+            if type(func) is cst.Attribute and func.attr.value in ("add_module", "insert", "append", "extend", "register_module", "pop") \
                     and _key(function, func.value) == key:
                 return True
         if type(node) is cst.Assign and id(node) not in known and any(

@@ -250,7 +250,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     (`for i in range(n):` adding `f"{i}fc"`, then under an `if` `f"{i}act"`; a module added
     under an `if` before it may not run, so what is added before that one counts too; also
     `self.add_module` in an `nn.Sequential` subclass and `layers["act"] = act()` items of a local
-    `OrderedDict` given to `nn.Sequential(layers)`, tests/test_inplace_held_out13.py);
+    `OrderedDict` given to `nn.Sequential(layers)`, and `append`s one at a time to a module list
+    run in turn, tests/test_inplace_held_out13.py);
     tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py; a layer built as a
     parameter's default, `actv=nn.LeakyReLU(0.2)`, runs where the function puts the parameter;
     an attribute assigned in a method only `__init__` calls, `self._build_weights(...)`, is
