@@ -13,7 +13,7 @@ from torchmemlint.tree import walk
 
 from torchmemlint.analysis.layer_lists import enclosing_definitions, zero_probability
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to
-from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, NN, Saves
+from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves
 
 ACTIVATION_FUNCTIONS = frozenset(n for n in (*KIND_BY_FUNCTION, *INPLACE_FUNCTIONS) if "dropout" not in n)
 # the ``nn`` activation layers (those with an ``inplace`` switch and the others)
@@ -219,6 +219,39 @@ def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
         ))
         for b in after
     )
+
+
+def dropouts_only(file: Any, readers: Any, model: Any) -> bool:
+    """``readers`` (of an activation's result, in its function's value graph: ``(position,
+    reader)``) are dropouts that drop, at least one, and nothing else but ``.shape``-like reads
+    (``x = self.drop(self.act(x))``, ``h = F.elu(h); h = F.dropout(h, 0.1, self.training)``): a
+    dropout keeps only its mask, so in place the activation keeps its result instead of its
+    input, as many tensors (TML201, as ``feeds_dropout_only`` for a Sequential)."""
+    found = False
+    for _, reader in readers:
+        if reader == "meta":
+            continue
+        if type(reader) is str or not _dropout_that_drops(file, reader, model):
+            return False
+        found = True
+    return found
+
+
+def _dropout_that_drops(file: Any, value: Any, model: Any) -> bool:
+    """The value graph's ``value`` is made by a dropout with p > 0 (``self.drop(x)``, an element
+    of ``self.head(x)``, ``F.dropout(x, p)``)."""
+    where = value.info.get("layer")
+    if type(where) is tuple:  # (attribute, position, count) of a layer attribute ``model`` holds
+        parts = model.attribute_sequence(where[0]) if model is not None else None
+        layer = getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
+        if layer is None or layer.kind is None or layer.kind.saves is not Saves.MASK:
+            return False
+        return not never_drops(file, SimpleNamespace(
+            kind=layer.kind, form="module", arguments=layer.effective or layer.call, node=layer.call,
+        ))
+    if value.op != "dropout" or type(value.node) is not cst.Call:
+        return False
+    return not never_drops(file, SimpleNamespace(kind=KIND_BY_NAME["dropout"], form="functional", node=value.node))
 
 
 def never_drops(file: Any, site: Any) -> bool:

@@ -18,8 +18,8 @@ from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, default_of, feeds_dropout_only, guarded_by_flag, names_read, nested_calls,
-    none_test, passed_to,
+    ACTIVATION_FUNCTIONS, bound_local, default_of, dropouts_only, feeds_dropout_only, guarded_by_flag, names_read,
+    nested_calls, none_test, passed_to,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -28,13 +28,10 @@ from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
-from torchmemlint.analysis.syntax import (
-    argument, enclosing, has_star_args, literal_bool,
-    terminal_name, watched_names,
-)
+from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
-    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION,
-    KIND_BY_MODULE, KIND_BY_NAME, NN, Saves, short_name,
+    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
+    short_name,
 )
 
 SEQUENTIAL = NN + "Sequential"
@@ -53,6 +50,7 @@ class Use:
     reused: bool = False  # the tensor may be read after the activation
     single_use: bool = False  # nothing else reads the tensor, before or after
     caller_tensor: Optional[str] = None  # `forward`'s own argument
+    to_dropout: bool = False  # what the activation makes here goes only to dropouts that drop
 
     @property
     def fresh(self) -> bool:
@@ -117,7 +115,6 @@ class Site:
     _every_placement: bool = False
     foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
     configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
-    feeds_dropout_only: bool = False  # in a Sequential, only dropouts that drop may follow it
 
     def _settle(self) -> None:
         if self.pending is not None:
@@ -285,9 +282,7 @@ class InplaceAnalysis:
 
     def _class(self) -> Optional[ClassModel]:
         node = enclosing(self.cursor, cst.ClassDef)
-        if type(node) is not cst.ClassDef:
-            return None
-        return self.file.class_model(node)
+        return self.file.class_model(node) if type(node) is cst.ClassDef else None
 
     def _module(self, layer: Layer) -> Site:
         call, qualified = layer.call, layer.qualified
@@ -315,8 +310,8 @@ class InplaceAnalysis:
                 site.pending = lambda site: self._call_uses(site, model, *module_lists(self.file, model).row_calls(*row))
                 return site
             before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
-            if before is not None:  # ``seq.add_module("act", nn.LeakyReLU())`` after another module
-                site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
+            if before:  # ``seq.add_module("act", nn.LeakyReLU())``, ``layers["act"] = ...`` after others
+                site.uses.extend(Use(call, [Producers(self.file, None).part(self.file.resolver.part(p, None, function))], single_use=True) for p in before)
                 site.complete = True
                 return site
             passed = passed_to(self.file, call) or default_of(self.file, call)
@@ -335,8 +330,7 @@ class InplaceAnalysis:
         return site
 
     def _kept_uses(self, site: Site, model: ClassModel, attribute: str) -> bool:
-        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are
-        all of them."""
+        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are all."""
         self._attribute_uses(site, model, attribute)
         done = site.complete
         site.complete = True
@@ -361,8 +355,9 @@ class InplaceAnalysis:
                     for sequence, part in data:
                         before = sequence.predecessors(part)
                         placement.complete = placement.complete and bool(before) and part not in sequence.first
+                        dropout = feeds_dropout_only(self.file, sequence, part)
                         for previous in before:
-                            placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+                            placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
                 elif kind == "chain":
                     model, holder, before = data
                     placement.privates.append((model.node, holder))
@@ -405,14 +400,16 @@ class InplaceAnalysis:
         (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes."""
         site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{_via(layer)})"
         site.privates.append((model.node, holder))
-        before = module_lists(self.file, model).chained_before(holder, layer.call)
-        if before is None:
+        lists, init = module_lists(self.file, model), model.init  # (or appended one by one: ``added_before``)
+        before = [lists.chained_before(holder, layer.call)] if lists.chained_before(holder, layer.call) is not None else (
+            added_before(self.file, init, layer.call) if init is not None and lists.chained(holder) else None)
+        if not before:
             return site  # (not complete)
 
         def settle(site: Site) -> None:
-            init = model.init
-            part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
-            site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+            for previous in before:
+                part = self.file.resolver.part(previous, model.self_name(init) if init is not None else None, init)
+                site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
             site.complete = True
 
         site.pending = settle
@@ -466,8 +463,9 @@ class InplaceAnalysis:
                 complete = complete and bool(placed)
                 for sequence, part in placed or ():
                     complete = complete and part not in sequence.first
+                    dropout = feeds_dropout_only(self.file, sequence, part)
                     for previous in sequence.predecessors(part):
-                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
             site.complete = complete
 
         return settle
@@ -574,10 +572,10 @@ class InplaceAnalysis:
             site = sites.get(id(layer.call))
             if site is None:
                 site = sites[id(layer.call)] = _layer_site(layer, function)
-                site.complete = site.feeds_dropout_only = True
-            site.feeds_dropout_only = site.feeds_dropout_only and feeds_dropout_only(self.file, order, part)
+                site.complete = True
+            dropout, start = feeds_dropout_only(self.file, order, part), len(site.uses)
             for previous in order.predecessors(part):
-                site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True))
+                site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True, to_dropout=dropout))
             if part not in order.first:
                 continue
             holder = self._list_holder(model, call) if not destinations else None
@@ -598,6 +596,8 @@ class InplaceAnalysis:
                 site.complete = complete
             else:
                 site.complete = False  # what runs before it is not known here
+            for use in site.uses[start:]:  # (what follows it is the Sequential's to say)
+                use.to_dropout = dropout
         for key, site in sites.items():
             self._claimed.add(key)
             if spliced_here and key in self._spliced_layers():
@@ -634,8 +634,9 @@ class InplaceAnalysis:
                     continue
                 if part in order.first:
                     site.complete = False
+                dropout = feeds_dropout_only(self.file, order, part)
                 for previous in order.predecessors(part):
-                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True))
+                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
 
     def _splice_calls(self):
         """Every ``nn.Sequential(*...)`` of the file, with its function and statement."""
@@ -673,7 +674,7 @@ class InplaceAnalysis:
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
-        complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.only_called(attribute)
+        complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.runs_only_where_called(attribute)
         site.privates.append((model.node, attribute))
         for reference in model.calls(attribute):
             call = reference.call
@@ -758,6 +759,7 @@ class InplaceAnalysis:
                 for _, reader in facts.reads.get(id(value), ())
             )
         )
+        use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model)
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use

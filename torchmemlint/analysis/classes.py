@@ -611,6 +611,25 @@ class ClassModel:
         references = self.references.get(name, [])
         return bool(references) and all(r.call is not None and r.call.func is r.node for r in references)
 
+    def runs_only_where_called(self, name: str) -> bool:
+        """Every reference to ``self.<name>`` is a direct call, or reads a setting of the module
+        (``self.nl.negative_slope``, for an export) without running it, storing into it or handing
+        a method of it on: the module runs only where it is called."""
+        index = self.file.index  # type: ignore[attr-defined]
+        references = self.references.get(name, [])
+        for reference in references:
+            if reference.call is not None and reference.call.func is reference.node:
+                continue
+            here = index.find(reference.node)
+            above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+            if type(above) is not cst.Attribute or above.value is not reference.node or above.attr.value in _RUNNING_ATTRIBUTES \
+                    or above.attr.value.startswith("register"):
+                return False
+            outer = index.order[index.parent[index.find(above)]]
+            if (type(outer) is cst.Call and outer.func is above) or type(outer) in (cst.AssignTarget, cst.AugAssign, cst.Del):
+                return False
+        return bool(references)
+
     def is_module(self) -> bool:
         if any(method.name.value == "forward" for method in self.methods):
             return True
@@ -619,6 +638,9 @@ class ClassModel:
             if qualified is not None and qualified.startswith(NN):
                 return True
         return False
+
+
+_RUNNING_ATTRIBUTES = frozenset({"forward", "__call__", "apply", "train", "eval", "requires_grad_"})
 
 
 # -- what __init__ builds (followed by CallableModel) ---------------------------------------------------------

@@ -271,6 +271,10 @@ class ModuleLists:
             return None
         return self._before.get(id(element))
 
+    def chained(self, attribute: str) -> bool:
+        """``forward`` runs ``self.<attribute>``'s elements in turn (as ``chained_before`` needs)."""
+        return self.elements(attribute) is not None and self._chained(attribute)
+
     def _chained(self, attribute: str) -> bool:
         calls, complete = self.element_calls(attribute)
         if not complete:

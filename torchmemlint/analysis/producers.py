@@ -86,10 +86,13 @@ class Producers:
             layer = part.layer
             if layer.qualified in WRAPPERS:  # ``weight_norm(nn.Conv1d(...))``: the layer it wraps
                 inner = wrapped_layer(self.file.resolver, layer.call)
-                if inner is None:
-                    return UNKNOWN_PRODUCER
                 wrapper = short_name(layer.qualified)
-                return Producer(inner.category(), f"`{wrapper}({short_name(inner.qualified)})`")
+                if inner is not None:
+                    return Producer(inner.category(), f"`{wrapper}({short_name(inner.qualified)})`")
+                first = layer.call.args[0].value if layer.call.args else None  # ``weight_norm(conv)``, ``conv`` a local
+                bound = self._bound(first) if type(first) is cst.Name and depth < 4 else None
+                made = self.part(bound, depth + 1) if bound is not None else UNKNOWN_PRODUCER
+                return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}({made.description.strip('`')})`")
             return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
         if part.attribute is not None and self.model is not None and depth < 4:
             sequence = self.model.attribute_sequence(part.attribute) or self._rewrapped(part.attribute)
@@ -98,6 +101,12 @@ class Producers:
                 if inner.category is Category.UNKNOWN:
                     return UNKNOWN_PRODUCER
                 return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
+            if self.model.exclusive_assignments(part.attribute):  # one per arm of an ``if``: what any arm's makes
+                made = []
+                for assignment in self.model.assignments[part.attribute]:
+                    value = self.file.resolver.part(assignment.value, self.model.self_name(assignment.method), assignment.method)
+                    made.append(self.part(value, depth + 1))
+                return joined(made)
         if type(part.node) is cst.Call:
             return self.block(part.node)
         if type(part.node) is cst.Name and depth < 4:

@@ -184,7 +184,7 @@ class _MissingInplace(Rule):
         no slope is negative (in place, backward would raise)."""
         if not complete or not all(file.private_attribute(*private) for private in privates):
             return False
-        if Saves.INPUT in self.saves and site.feeds_dropout_only and placement is None:
+        if Saves.INPUT in self.saves and uses and all(use.to_dropout for use in uses):
             return False  # a dropout keeps only its mask: in place keeps as many tensors (TML201)
         return all(use.single_use and use.fresh for use in uses) and not _negative_parameter(site, placement)
 
@@ -214,9 +214,11 @@ class MissingInplaceSavesMemory(_MissingInplace):
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
     upsampling, `cat`, addition) and nothing else reads that input. Not where every layer that
-    may follow it in an `nn.Sequential` is a dropout that drops (p > 0): a dropout keeps only its
-    mask, so out of place the activation's input is the one tensor kept, in place its result
-    (saved-tensor bytes measured equal, tests/test_module_rules.py). Layers built through
+    may follow it in an `nn.Sequential` (also where a factory's call or a local places it), or
+    everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
+    dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
+    input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
+    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter),
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and tensors a method of the
@@ -245,7 +247,11 @@ class MissingInplaceSavesMemory(_MissingInplace):
     local Sequential (or to `self.layers = nn.Sequential()`) runs on what the module added before
     it makes, when every `add_module` of it is in the block that builds it and the one before
     runs before it in every round, a statement of a block around it with no loop between
-    (`for i in range(n):` adding `f"{i}fc"`, then under an `if` `f"{i}act"`);
+    (`for i in range(n):` adding `f"{i}fc"`, then under an `if` `f"{i}act"`; a module added
+    under an `if` before it may not run, so what is added before that one counts too; also
+    `self.add_module` in an `nn.Sequential` subclass and `layers["act"] = act()` items of a local
+    `OrderedDict` given to `nn.Sequential(layers)`, and `append`s one at a time to a module list
+    run in turn, tests/test_inplace_held_out13.py);
     tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py; a layer built as a
     parameter's default, `actv=nn.LeakyReLU(0.2)`, runs where the function puts the parameter;
     an attribute assigned in a method only `__init__` calls, `self._build_weights(...)`, is

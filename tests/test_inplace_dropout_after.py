@@ -1,0 +1,185 @@
+"""TML201 stays quiet where what the activation makes goes only to dropouts that drop, in every
+form that says so, not only as the next element of one ``nn.Sequential``: a dropout keeps only
+its mask, so out of place the activation's input is the one tensor kept, in place its result
+(saved-tensor bytes measured equal in tests/test_module_rules.py).
+
+The forms: forward code read from the value graph (``y = self.drop(self.act(self.fc(x)))``,
+``h = self.act(h)`` then ``h = self.dropout(h)``, a functional ``F.elu`` then ``F.dropout``, a
+Sequential attribute whose first layer is a dropout), and layers a factory returns or a local
+holds, placed before a dropout in a Sequential (the successor relation at each place).
+
+Look-alikes stay reported: a dropout with p = 0 (literal, or a parameter that every call leaves
+at 0), an activation whose result is also read elsewhere (a skip sum, a list of features), a
+dropout that is not the only layer that may follow (an optional one), a factory placed once
+before a dropout and once before a conv (reported at the second place only).
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pytest
+
+from marked_cases import Found, lint_cases, marked
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+CASES: Dict[str, str] = {
+    "forward_nested_calls": '''
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self, dim, classes, rate=0.3):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+                self.nonlin = nn.ELU()
+                self.drop = nn.Dropout(rate)
+                self.out = nn.Linear(dim, classes)
+
+            def forward(self, feats):
+                return self.out(self.drop(self.nonlin(self.proj(feats))))
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head(64, 10)
+                self.head2 = Head(64, 10, rate=0.1)
+    ''',
+    "forward_statements": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.norm = nn.BatchNorm1d(c)
+                self.act = nn.LeakyReLU(0.1)
+                self.dropout = nn.Dropout(p=0.25)
+                self.conv = nn.Conv1d(c, c, 3)
+
+            def forward(self, x):
+                h = self.norm(self.conv(x))
+                h = self.act(h)
+                h = self.dropout(h)
+                return h
+
+        class Functional(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                y = F.elu(self.conv(x))
+                return F.dropout(y, 0.2, self.training)
+
+        class IntoHead(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.fc = nn.Linear(c, c)
+                self.act = nn.SELU()
+                self.head = nn.Sequential(nn.Dropout(0.5), nn.Linear(c, 1))
+
+            def forward(self, x):
+                return self.head(self.act(self.fc(x)))
+    ''',
+    "forward_look_alikes": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class NoDrop(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv1d(c, c, 3)
+                self.act = nn.LeakyReLU(0.2)  # expect: TML201
+                self.drop = nn.Dropout(0.0)
+
+            def forward(self, x):
+                return self.drop(self.act(self.conv(x)))
+
+        class Skip(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv1d(c, c, 3)
+                self.act = nn.ELU()  # expect: TML201
+                self.drop = nn.Dropout(0.1)
+
+            def forward(self, x):
+                y = self.conv(x)
+                z = self.act(y)
+                return self.drop(z) + z
+
+        class Features(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv1d(c, c, 3)
+                self.act = nn.LeakyReLU(0.1)  # expect: TML201
+                self.drop = nn.Dropout(0.1)
+
+            def forward(self, x, feats):
+                y = self.act(self.conv(x))
+                feats.append(y)
+                return self.drop(y)
+
+        class Functional(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                y = F.elu(self.conv(x))  # expect: TML201
+                return F.dropout(y, p=0.0, training=self.training) * 2
+
+        class Model(nn.Module):
+            def __init__(self, c, p=0.0):
+                super().__init__()
+                self.conv = nn.Conv1d(c, c, 3)
+                self.act = nn.LeakyReLU(0.1)  # expect: TML201
+                self.drop = nn.Dropout(p)
+
+            def forward(self, x):
+                return self.drop(self.act(self.conv(x)))
+
+        def build(c):
+            return Model(c)
+    ''',
+    "placed_factories": '''
+        import torch.nn as nn
+
+        def nonlinearity(slope=0.1):
+            return nn.LeakyReLU(slope)
+
+        class Mlp(nn.Module):
+            def __init__(self, dim, hidden, p=0.5):
+                super().__init__()
+                self.body = nn.Sequential(
+                    nn.Linear(dim, hidden), nonlinearity(), nn.Dropout(p),
+                    nn.Linear(hidden, hidden), nonlinearity(0.2),  # expect: TML201
+                    nn.Linear(hidden, dim),
+                )
+
+            def forward(self, x):
+                return self.body(x)
+
+        def classifier(dim, classes):
+            act = nn.ELU()
+            return nn.Sequential(nn.Linear(dim, dim), act, nn.AlphaDropout(0.2), nn.Linear(dim, classes))
+
+        def regressor(dim, use_dropout):
+            act = nn.ELU()  # expect: TML201
+            return nn.Sequential(nn.Linear(dim, dim), act, *([nn.Dropout(0.2)] if use_dropout else []), nn.Linear(dim, 1))
+
+        def never(dim):
+            act = nn.ELU()  # expect: TML201
+            return nn.Sequential(nn.Linear(dim, dim), act, nn.Dropout(p=0), nn.Linear(dim, 1))
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("inplace_dropout_after"), CASES, "TML201")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows(findings, name):
+    assert set(findings[name]) == marked(CASES[name])
