@@ -250,7 +250,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     parameter's default, `actv=nn.LeakyReLU(0.2)`, runs where the function puts the parameter;
     an attribute assigned in a method only `__init__` calls, `self._build_weights(...)`, is
     built at construction; one assigned in the arms of one `if`/`else` in `__init__` is judged
-    per arm; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh tensor), and a module class of the file or of another
+    per arm; one the class never assigns is what the `__init__` of its one base class of the file
+    or of another file of the project builds, `self.norm1` of `class Det(DetModule)`,
+    tests/test_inplace_inherited.py; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh
+    tensor), and a module class of the file or of another
     file of the project counts as what its `forward` returns, over every `return` and every
     branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of
     it), as does a function of the file that returns a module (`def down(c): return
