@@ -238,7 +238,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `nn.Sequential` as what its last layers make), and an activation first in such a
     Sequential runs on what every call of an element is given, when the list is only ever
     called or looped over; `weight_norm(...)` and `spectral_norm(...)` (also from
-    `torch.nn.utils.parametrizations`, also through a local `norm_f = spectral_norm if sn else
+    `torch.nn.utils.parametrizations`, also through a local, maybe bound again under an `if`, `norm_f = spectral_norm if sn else
     weight_norm`) count as the layer they wrap, a local name of the function as the one module
     it is ever given (`conv = weight_norm(nn.Conv1d(...))`; `nn.Sequential(conv,
     nn.LeakyReLU(0.1))`; and a module added by `seq.add_module("act", nn.LeakyReLU())` to a
@@ -252,7 +252,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
     built at construction; one assigned in the arms of one `if`/`else` in `__init__` is judged
     per arm; one the class never assigns is what the `__init__` of its one base class of the file
     or of another file of the project builds, `self.norm1` of `class Det(DetModule)`,
-    tests/test_inplace_inherited.py; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh
+    tests/test_inplace_held_out14.py; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh
     tensor), and a module class of the file or of another
     file of the project counts as what its `forward` returns, over every `return` and every
     branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of

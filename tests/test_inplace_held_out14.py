@@ -1,4 +1,6 @@
-"""TML201 on a layer the class inherits: ``self.norm1`` that the class never assigns, built by
+"""TML201 on forms a fourteenth held-out set showed it missed, modelled as general constructs.
+
+A layer the class inherits: ``self.norm1`` that the class never assigns, built by
 the ``__init__`` of its one base class, in the same file or in another file of the project
 (``class ScaleDetector(DetectorModule)`` running ``F.leaky_relu(self.norm1(self.conv1(x)))``,
 ``norm1`` an ``InstanceNorm2d`` of ``DetectorModule``): the layer is what it is there, through
@@ -8,6 +10,12 @@ Look-alikes stay quiet: a class that assigns the attribute itself (``self.norm1 
 nn.Sigmoid()``, whose backward needs its output), an inherited layer whose output backward
 needs (a ``Sigmoid``), a class with two bases (which one builds the attribute is not followed),
 and a base the project does not define.
+
+A wrapper alias bound more than once in ``__init__`` (``norm_f = weight_norm if ... else
+spectral_norm``, then again under ``if hasattr(cfg, ...)``): every binding is a wrapper, which
+returns the module it is given, so ``norm_f(nn.Conv2d(...))`` is the convolution whichever
+binding holds. Look-alikes: a binding to something else, and the alias as ``__init__``'s
+parameter (a caller may pass anything).
 """
 
 from __future__ import annotations
@@ -88,6 +96,55 @@ CASES: Dict[str, str] = {
         class Borrowed(ForeignBase):
             def forward(self, x):
                 return F.elu(self.norm(self.proj(x)))
+    ''',
+    "rebound_wrapper": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.nn.utils import spectral_norm, weight_norm
+
+
+        class ResolutionCritic(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                norm_f = weight_norm if not cfg.spectral else spectral_norm
+                if hasattr(cfg, "critic_spectral"):
+                    norm_f = spectral_norm if cfg.critic_spectral else weight_norm
+                self.convs = nn.ModuleList([norm_f(nn.Conv2d(1, 8, 3)), norm_f(nn.Conv2d(8, 8, 3))])
+
+            def forward(self, x):
+                features = []
+                for layer in self.convs:
+                    x = layer(x)
+                    x = F.leaky_relu(x, 0.1)  # expect: TML201
+                    features.append(x)
+                return x, features
+
+
+        class SometimesShared(nn.Module):
+            def __init__(self, cfg, shared):
+                super().__init__()
+                norm_f = weight_norm
+                if cfg.share:
+                    norm_f = shared
+                self.convs = nn.ModuleList([norm_f(nn.Conv2d(1, 8, 3))])
+
+            def forward(self, x):
+                for layer in self.convs:
+                    x = F.leaky_relu(layer(x), 0.1)
+                return x
+
+
+        class Passed(nn.Module):
+            def __init__(self, norm_f=weight_norm):
+                super().__init__()
+                if norm_f is None:
+                    norm_f = weight_norm
+                self.convs = nn.ModuleList([norm_f(nn.Conv2d(1, 8, 3))])
+
+            def forward(self, x):
+                for layer in self.convs:
+                    x = F.leaky_relu(layer(x), 0.1)
+                return x
     ''',
 }
 
