@@ -16,6 +16,11 @@ spectral_norm``, then again under ``if hasattr(cfg, ...)``): every binding is a 
 returns the module it is given, so ``norm_f(nn.Conv2d(...))`` is the convolution whichever
 binding holds. Look-alikes: a binding to something else, and the alias as ``__init__``'s
 parameter (a caller may pass anything).
+
+A Sequential filled by ``add_module`` where a module between the layer and the activation is
+added under an ``if`` (``if bn: seq.add_module("bn", nn.BatchNorm2d(c))``): the activation runs
+on either, so it is reported when both allow it. Look-alikes: one of the two keeps its output
+(a ``Sigmoid`` under the ``if``), and every module before it added under an ``if``.
 """
 
 from __future__ import annotations
@@ -145,6 +150,48 @@ CASES: Dict[str, str] = {
                 for layer in self.convs:
                     x = F.leaky_relu(layer(x), 0.1)
                 return x
+    ''',
+    "conditional_add_module": '''
+        import torch.nn as nn
+
+
+        def build(defs, channels=3):
+            blocks = nn.ModuleList()
+            for i, d in enumerate(defs):
+                seq = nn.Sequential()
+                if d["kind"] == "conv":
+                    bn = int(d["bn"])
+                    seq.add_module(f"conv{i}", nn.Conv2d(channels, d["out"], 3, bias=not bn))
+                    if bn:
+                        seq.add_module(f"bn{i}", nn.BatchNorm2d(d["out"]))
+                    if d["act"] == "leaky":
+                        seq.add_module(f"leaky{i}", nn.LeakyReLU(0.1))  # expect: TML201
+                    elif d["act"] == "gate":
+                        seq.add_module(f"gate{i}", nn.Sigmoid())
+                    channels = d["out"]
+                blocks.append(seq)
+            return blocks
+
+
+        def gated(defs, channels=3):
+            blocks = nn.ModuleList()
+            for i, d in enumerate(defs):
+                seq = nn.Sequential()
+                seq.add_module(f"conv{i}", nn.Conv2d(channels, channels, 3))
+                if d["gate"]:
+                    seq.add_module(f"gate{i}", nn.Sigmoid())
+                seq.add_module(f"elu{i}", nn.ELU())
+                blocks.append(seq)
+            return blocks
+
+
+        def optional_only(defs, channels=3):
+            seq = nn.Sequential()
+            for i, d in enumerate(defs):
+                if d["conv"]:
+                    seq.add_module(f"conv{i}", nn.Conv2d(channels, channels, 3))
+                seq.add_module(f"elu{i}", nn.ELU())
+            return seq
     ''',
 }
 

@@ -316,7 +316,9 @@ class InplaceAnalysis:
                 return site
             before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
             if before is not None:  # ``seq.add_module("act", nn.LeakyReLU())`` after another module
-                site.uses.append(Use(call, [Producers(self.file, None).part(self.file.resolver.part(before, None, function))], single_use=True))
+                producers = Producers(self.file, None)
+                made = [producers.part(self.file.resolver.part(module, None, function)) for module in before]
+                site.uses.append(Use(call, made, single_use=True))
                 site.complete = True
                 return site
             passed = passed_to(self.file, call) or default_of(self.file, call)

@@ -16,14 +16,17 @@ from torchmemlint.tree import walk
 SEQUENTIAL = "torch.nn.Sequential"
 
 
-def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Optional[cst.BaseExpression]:
-    """The module added to the same Sequential just before ``call`` (``seq.add_module(name,
-    call)``), when the Sequential is a local or an attribute of ``self`` built once in the function
-    and filled only by ``add_module``, the one added before it in the source comes before it
-    in every run (a statement of its block or of a block around it, no loop between:
-    ``for i in range(n): seq.add_module(f"{i}fc", nn.Linear(...))``, then under an ``if`` of the
-    loop ``seq.add_module(f"{i}act", nn.LeakyReLU(0.2))``), and ``call`` is not the first added;
-    else None."""
+def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+    """Every module that may be added to the same Sequential just before ``call``
+    (``seq.add_module(name, call)``), when the Sequential is a local or an attribute of ``self``
+    built once in the function and filled only by ``add_module``: going back through the
+    modules added before it in the source, each may be the one, until one that comes before it
+    in every run (a statement of its block or of a block around it, no loop between: ``for i in
+    range(n): seq.add_module(f"{i}fc", nn.Linear(...))``, then under an ``if`` of the loop
+    ``seq.add_module(f"{i}act", nn.LeakyReLU(0.2))``; a module added under an ``if`` between
+    them, ``if bn: seq.add_module("bn", ...)``, may be the one or not). None when no such module
+    is met, or one of those passed is in another loop than ``call`` (the round before may end
+    with other modules)."""
     index = file.index
     here = index.find(call)
     parent = index.parent
@@ -48,9 +51,28 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Option
     if not any(a is outer for a in added) or _added_elsewhere(function, key, added):
         return None
     position = next(i for i, a in enumerate(added) if a is outer)
-    if position == 0 or len(added[position - 1].args) != 2 or not _runs_before(index, added[position - 1], outer):
-        return None
-    return added[position - 1].args[1].value
+    loop = _loop_of(index, outer)
+    found: List[cst.BaseExpression] = []
+    for before in reversed(added[:position]):
+        if len(before.args) != 2 or _loop_of(index, before) is not loop:
+            return None
+        found.append(before.args[1].value)
+        if _runs_before(index, before, outer):
+            return found
+    return None
+
+
+def _loop_of(index: Any, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The innermost loop around ``node`` in its function (None: no loop)."""
+    here = index.parent[index.find(node)]
+    while here is not None and here >= 0:
+        found = index.order[here]
+        if type(found) in (cst.For, cst.While):
+            return found
+        if type(found) in (cst.FunctionDef, cst.Lambda):
+            return None
+        here = index.parent[here]
+    return None
 
 
 def _key(function: cst.FunctionDef, node: cst.BaseExpression) -> Optional[str]:

@@ -245,8 +245,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     local Sequential (or to `self.layers = nn.Sequential()`) runs on what the module added before
     it makes, when every `add_module` of it is in the block that builds it and the one before
     runs before it in every round, a statement of a block around it with no loop between
-    (`for i in range(n):` adding `f"{i}fc"`, then under an `if` `f"{i}act"`);
-    tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py; a layer built as a
+    (`for i in range(n):` adding `f"{i}fc"`, then under an `if` `f"{i}act"`), or on any of the
+    modules added under an `if` in between (`if bn: seq.add_module("bn", ...)`), each judged;
+    tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py,
+    tests/test_inplace_held_out14.py; a layer built as a
     parameter's default, `actv=nn.LeakyReLU(0.2)`, runs where the function puts the parameter;
     an attribute assigned in a method only `__init__` calls, `self._build_weights(...)`, is
     built at construction; one assigned in the arms of one `if`/`else` in `__init__` is judged
