@@ -21,6 +21,12 @@ A Sequential filled by ``add_module`` where a module between the layer and the a
 added under an ``if`` (``if bn: seq.add_module("bn", nn.BatchNorm2d(c))``): the activation runs
 on either, so it is reported when both allow it. Look-alikes: one of the two keeps its output
 (a ``Sigmoid`` under the ``if``), and every module before it added under an ``if``.
+
+A Sequential of a list made by concatenating lists (``model = down + [submodule] + up``, the
+lists built per arm of an ``if``; TML203): an in-place activation first in ``down`` is first in
+the Sequential, so ``torch.cat([x, self.model(x)], 1)`` reads the activated ``x``. Look-alikes:
+a list another name shares (``model = down``, which later ``down.append`` would change too) and
+an activation that is not first.
 """
 
 from __future__ import annotations
@@ -193,10 +199,56 @@ CASES: Dict[str, str] = {
                 seq.add_module(f"elu{i}", nn.ELU())
             return seq
     ''',
+    "concatenated_lists": '''
+        import torch
+        import torch.nn as nn
+
+
+        class SkipBlock(nn.Module):
+            def __init__(self, outer, inner, submodule=None, innermost=False):
+                super().__init__()
+                downrelu = nn.LeakyReLU(0.2, True)
+                downconv = nn.Conv2d(outer, inner, 4, 2, 1)
+                uprelu = nn.ReLU(True)
+                if innermost:
+                    down = [downrelu, downconv]
+                    up = [uprelu, nn.ConvTranspose2d(inner, outer, 4, 2, 1)]
+                    layers = down + up
+                else:
+                    down = [downrelu, downconv]
+                    up = [uprelu, nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1)]
+                    layers = down + [submodule] + up
+                self.model = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return torch.cat([x, self.model(x)], 1)  # expect: TML203
+
+
+        class Shared(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                down = [nn.LeakyReLU(0.2, True), nn.Conv2d(c, c, 3)]
+                layers = down
+                self.model = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return torch.cat([x, self.model(x)], 1)
+
+
+        class NotFirst(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                down = [nn.Conv2d(c, c, 3), nn.LeakyReLU(0.2, True)]
+                layers = down + [nn.Conv2d(c, c, 3)]
+                self.model = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return torch.cat([x, self.model(x)], 1)
+    ''',
 }
 
 
 def test_inherited_layers_are_what_the_base_builds(tmp_path):
-    found = lint_cases(tmp_path, CASES, "TML201")
+    found = lint_cases(tmp_path, CASES, "TML201,TML203")
     for name, source in CASES.items():
         assert set(found[name]) == marked(source), name
