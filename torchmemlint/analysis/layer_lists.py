@@ -291,6 +291,25 @@ class LayerLists:
                 order = order.then(Order.of(self._local_layer(function, element.value)))
         return order
 
+    def _concatenated(self, function: cst.FunctionDef, value: cst.BaseExpression, depth: int) -> Optional[Order]:
+        """``down + [submodule] + up``: a new list, each operand's orders in turn (a local list
+        as it is where this statement runs, a literal, a helper's list). A bare ``model = down``
+        is not read so: the two names would hold one list that later calls may change."""
+        if type(value) is cst.BinaryOperation:
+            if type(value.operator) is not cst.Add:
+                return None
+            left = self._concatenated(function, value.left, depth)
+            right = self._concatenated(function, value.right, depth) if left is not None else None
+            return left.then(right) if right is not None else None
+        if type(value) is cst.Name:
+            statement = _statement_of(function, value)
+            if statement is None or depth >= _CONCATENATED_DEPTH:
+                return None
+            return self.order(function, value.value, statement, depth + 1)
+        if type(value) is cst.Call:
+            return self.helper_order(value, depth)
+        return self._literal(function, value, depth)
+
     def _added(self, function: cst.FunctionDef, value: cst.BaseExpression, depth: int) -> Optional[Order]:
         """What ``+= value`` / ``.extend(value)`` adds: a literal, or a helper's list."""
         if type(value) is cst.Call:
@@ -360,7 +379,8 @@ class LayerLists:
                     return None
                 return held.replace_first(self._local_layer(function, value))
             if type(target) is not cst.Name or target.value != name:
-                return None
+                # `model = down + [sub]` copies the elements of `down` into a new list
+                return held if type(target) is cst.Name and _only_concatenated(value, name) else None
             if _mentions_name(value, name):
                 trimmed = held.trimmed(_index(value, name)) if held is not None else None
                 if trimmed is not None:  # `rep = rep[1:]`, `layers = layers[:-1]`
@@ -373,6 +393,8 @@ class LayerLists:
                 return None
             if type(value) is cst.Call:
                 return self.helper_order(value, depth)
+            if type(value) is cst.BinaryOperation:
+                return self._concatenated(function, value, depth)
             return self._literal(function, value, depth)
         if held is None:
             return None
@@ -406,6 +428,7 @@ class LayerLists:
         return None
 
 
+_CONCATENATED_DEPTH = 4  # lists made of lists made of lists ... followed this deep
 _LOOP_ROUNDS = 64  # a loop's fixpoint is reached in a few rounds; this only bounds a bug
 
 
@@ -507,6 +530,16 @@ def _index(node: cst.BaseExpression, name: str):
 
 
 list_index = _index  # (for ``Resolver.spliced_order``: ``*layers[:-1]``)
+
+
+def _only_concatenated(value: cst.BaseExpression, name: str) -> bool:
+    """Every mention of ``name`` in ``value`` is an operand of ``+`` (``down + [sub] + up``):
+    the list is read, neither changed nor shared."""
+    operands = set()
+    for node in nodes_of(value, cst.BinaryOperation):
+        if type(node.operator) is cst.Add:  # type: ignore[attr-defined]
+            operands.update((id(node.left), id(node.right)))  # type: ignore[attr-defined]
+    return all(id(n) in operands for n in nodes_of(value, cst.Name) if n.value == name)  # type: ignore[attr-defined]
 
 
 def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:

@@ -419,15 +419,22 @@ class ModuleLists:
 
 
     def _local_wrapper(self, func: cst.BaseExpression) -> bool:
-        """``norm_f`` bound once in ``__init__`` to a wrapper, or to either of two
-        (``norm_f = spectral_norm if use_spectral_norm else weight_norm``)."""
+        """``norm_f`` bound in ``__init__`` only to wrappers, each binding one or either of two
+        (``norm_f = spectral_norm if use_spectral_norm else weight_norm``, maybe bound again
+        under an ``if``): whichever binding holds, it returns the module it is given."""
         if type(func) is not cst.Name:
             return False
         bound = self._additions().get(func.value, [])
-        if len(bound) != 1 or bound[0][0] != "bind":
+        if not bound or any(kind != "bind" for kind, _ in bound):
             return False
-        value, qualify = bound[0][1], self.file.resolver.qualify
-        options = [value.body, value.orelse] if type(value) is cst.IfExp else [value]  # type: ignore[attr-defined]
+        init = self.model.init
+        if init is not None and func.value in {p.name.value for p in walk(init.params) if type(p) is cst.Param}:
+            return False  # a parameter may hold anything a caller passes
+        qualify = self.file.resolver.qualify
+        options = [
+            option for _, value in bound
+            for option in ([value.body, value.orelse] if type(value) is cst.IfExp else [value])  # type: ignore[attr-defined]
+        ]
         return all(qualify(option) in WRAPPERS for option in options)
 
     def _project_class(self, func: cst.BaseExpression) -> bool:

@@ -96,6 +96,8 @@ class Producers:
             return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
         if part.attribute is not None and self.model is not None and depth < 4:
             sequence = self.model.attribute_sequence(part.attribute) or self._rewrapped(part.attribute)
+            if not sequence and part.attribute not in self.model.assignments:
+                return self._inherited_attribute(part.attribute, depth)
             if sequence:
                 inner = self.part(sequence[-1], depth + 1)
                 if inner.category is Category.UNKNOWN:
@@ -216,6 +218,28 @@ class Producers:
         if found.category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
         return Producer(found.category, f"`{builder.name.value}`, which returns {found.description.replace('`', '')}")
+
+    def _inherited_attribute(self, attribute: str, depth: int) -> Producer:
+        """``self.<attribute>`` that the class never assigns, of its one base class that this file
+        or another file of the project defines (``class Det(DetModule)`` running
+        ``self.insnorm1``, built by ``DetModule.__init__``): what it is there."""
+        assert self.model is not None
+        bases = self.model.node.bases
+        if len(bases) != 1 or type(bases[0].value) not in (cst.Name, cst.Attribute):
+            return UNKNOWN_PRODUCER
+        base = bases[0].value
+        file, classdef = self.file, None
+        if type(base) is cst.Name and self.file.resolver.qualify(base) is None:
+            classdef = file.callables.classes.get(base.value)
+        if classdef is None and file.links is not None:
+            found = file.links.definition(_dotted(base), "class", package=True)
+            if found is not None:
+                file, classdef = found
+        if classdef is None or classdef is self.model.node:
+            return UNKNOWN_PRODUCER
+        inner = Producers(file, file.class_model(classdef))
+        inner.nesting = self.nesting
+        return inner.part(Part(cst.Name(attribute), attribute=attribute), depth + 1)
 
     def _rewrapped(self, attribute: str) -> Optional[List[Part]]:
         """``self.conv = nn.Conv1d(...)`` then ``self.conv = weight_norm(self.conv)`` in

@@ -240,7 +240,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `nn.Sequential` as what its last layers make), and an activation first in such a
     Sequential runs on what every call of an element is given, when the list is only ever
     called or looped over; `weight_norm(...)` and `spectral_norm(...)` (also from
-    `torch.nn.utils.parametrizations`, also through a local `norm_f = spectral_norm if sn else
+    `torch.nn.utils.parametrizations`, also through a local, maybe bound again under an `if`, `norm_f = spectral_norm if sn else
     weight_norm`) count as the layer they wrap, a local name of the function as the one module
     it is ever given (`conv = weight_norm(nn.Conv1d(...))`; `nn.Sequential(conv,
     nn.LeakyReLU(0.1))`; and a module added by `seq.add_module("act", nn.LeakyReLU())` to a
@@ -252,11 +252,15 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `self.add_module` in an `nn.Sequential` subclass and `layers["act"] = act()` items of a local
     `OrderedDict` given to `nn.Sequential(layers)`, and `append`s one at a time to a module list
     run in turn, tests/test_inplace_held_out13.py);
-    tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py; a layer built as a
+    tests/test_inplace_held_out5.py, tests/test_inplace_held_out12.py,
+    tests/test_inplace_held_out14.py; a layer built as a
     parameter's default, `actv=nn.LeakyReLU(0.2)`, runs where the function puts the parameter;
     an attribute assigned in a method only `__init__` calls, `self._build_weights(...)`, is
     built at construction; one assigned in the arms of one `if`/`else` in `__init__` is judged
-    per arm; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh tensor), and a module class of the file or of another
+    per arm; one the class never assigns is what the `__init__` of its one base class of the file
+    or of another file of the project builds, `self.norm1` of `class Det(DetModule)`,
+    tests/test_inplace_held_out14.py; a reduction, `.mean(dim=0)` or `torch.sum`, makes a fresh
+    tensor), and a module class of the file or of another
     file of the project counts as what its `forward` returns, over every `return` and every
     branch (`class Conv1d(nn.Module)` whose `forward` returns `self.conv(x)` or a transpose of
     it), as does a function of the file that returns a module (`def down(c): return
@@ -494,7 +498,8 @@ class UnsafeInplace(Rule):
     in-place activation), or (c) is `forward`'s own argument. For a module attribute every place
     that calls it is judged, and so is every call of a Sequential it starts
     (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`, or a Sequential a function
-    of the file builds and returns into `self.<name>`). A read in the other arm of an `if` or
+    of the file builds and returns into `self.<name>`, or one of a list joined by `+` from lists
+built per arm of an `if`, `down + [submodule] + up`, tests/test_inplace_held_out14.py). A read in the other arm of an `if` or
     of `a if c else b` is not after it; a loop that reads the same tensor again each round is.
     Branches join: a tensor made and passed to the activation in one arm of an
     `if`/`elif`/`else`, `a if c else b` or `try`/`except`/`else`, then read after the branch
