@@ -78,10 +78,28 @@ def class_op(models: Any, owner: InitModel, depth: int) -> Optional[SingleOp]:
     if inner is not None:  # `def forward(self, x): return self.conv(x)`
         return other.single_op(inner.func, owner.method_env(forward) if base is owner else base.method_env(forward), depth + 1)
     if base is owner:
-        wrapped = _wrapped_base_op(other, owner, forward)
+        wrapped = _wrapped_base_op(other, owner, forward) or _one_held_op(other, owner, forward, depth)
         if wrapped is not None:
             return wrapped
     return leaf_op(models, owner)
+
+
+def _one_held_op(models: Any, owner: InitModel, forward: cst.FunctionDef, depth: int) -> Optional[SingleOp]:
+    """A class whose ``forward`` runs one module it holds, once, around elementwise work and
+    views (``x = self.proj(x)``; ``return x.flatten(2).transpose(1, 2), x.shape``): that
+    module's op."""
+    env = owner.method_env(forward)
+    held = []
+    for call in _walk_types(forward.body, (cst.Call,)):
+        path = self_path(call.func, env.self_name)  # type: ignore[attr-defined]
+        if path is not None and len(path) == 1 and method_definition(models, owner, path[0]) is None:
+            held.append(call)
+    if len(held) != 1:
+        return None
+    op = models.single_op(held[0].func, env, depth + 1)  # type: ignore[attr-defined]
+    if op is None or op is IDENTITY:
+        return None
+    return op if _elementwise(models, owner, forward, env, 0, allowed=held[0]) else None  # type: ignore[arg-type]
 
 
 def _wrapped_base_op(models: Any, owner: InitModel, forward: cst.FunctionDef) -> Optional[SingleOp]:

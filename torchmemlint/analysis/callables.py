@@ -15,7 +15,7 @@ from torchmemlint.analysis.checkpoints import (
     _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
     relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
-from torchmemlint.analysis.built_layers import built_op
+from torchmemlint.analysis.built_layers import built_op, either
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.configs import config_type
 from torchmemlint.analysis.inheritance import inherited_init, inherited_method
@@ -710,6 +710,10 @@ class CallableModel:
             if qualified == _NN + "Identity":
                 return IDENTITY
             factory = self._factory(expr, env) if qualified is None else None
+            if factory is None and qualified is None:
+                chosen = self._chosen_class_op(expr, env, depth)
+                if chosen is not None:
+                    return chosen
             if factory is not None:  # `norm_layer(dim)` with `norm_layer=nn.LayerNorm` (as for `contents`)
                 qualified, expr = factory.qualified, effective_call(expr, factory.preset)
             if qualified in _PARAMETRIC_MODULES or qualified in _PARAMETERLESS_MODULES:
@@ -741,6 +745,19 @@ class CallableModel:
                 return self.single_op(call.func, inner, depth + 1) if call is not None else None
             return _function_op(env.qualify(expr))
         return None
+
+    def _chosen_class_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
+        """``conv_function(...)`` with the local ``conv_function`` bound, in every assignment of
+        the function, to a torch layer class (``nn.Conv2d`` in one arm of an ``if``, ``nn.Conv3d``
+        in the other; no parameter of that name): one cheap layer whichever is built."""
+        func = call.func
+        if type(func) is not cst.Name or env.function is None or parameter(env.function, func.value) is not None:
+            return None
+        values = assigned_values(env.function, func.value)
+        arms = [arm for value in values for arm in ((value.body, value.orelse) if type(value) is cst.IfExp else (value,))]
+        if not arms or any(type(arm) not in (cst.Name, cst.Attribute) or not (env.qualify(arm) or "").startswith(_NN) for arm in arms):
+            return None
+        return either([self.single_op(call.with_changes(func=arm), env, depth + 1) for arm in arms])
 
     def _built_op(self, call: cst.Call, env: Env, depth: int) -> Optional[SingleOp]:
         """The one layer a builder function, a classmethod builder or a class of this or

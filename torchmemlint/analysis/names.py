@@ -127,7 +127,18 @@ class Bindings:
                 self.bind_statements(orelse.body.body if type(orelse) is cst.Else else [orelse])
             if type(statement) is cst.Try:
                 for handler in statement.handlers:
-                    self.bind_statements(handler.body.body)
+                    self.bind_statements(s for s in handler.body.body if not self._unavailable(s))
+
+    def _unavailable(self, statement: cst.CSTNode) -> bool:
+        """``f = None`` in ``except ImportError:`` after ``from m import f`` in the ``try``: the
+        optional import's fallback; where ``f`` is called, it is ``m.f``."""
+        if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+            return False
+        small = statement.body[0]
+        return (
+            type(small) is cst.Assign and type(small.value) is cst.Name and small.value.value == "None"
+            and all(type(t.target) is cst.Name and self.names.get(t.target.value) for t in small.targets)
+        )
 
     def _bind_small(self, small: cst.BaseSmallStatement) -> None:
         if type(small) is cst.Import:

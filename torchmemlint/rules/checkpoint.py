@@ -154,11 +154,15 @@ class SingleOpCheckpoint(Rule):
     h): return self.fc(h)`, or a function the calling method defines that does, `def
     proj_func(x): return self.proj(x)`; a layer built by a function of this or another project
     file whose every `return` is that one layer, LDM's `Normalize(c)` returning
-    `nn.GroupNorm`), a functional op such as `F.relu`, or a lambda that only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
+    `nn.GroupNorm`; a module class whose `forward` runs one layer it holds, once, around views
+    and elementwise work, `x = self.proj(x)`; `return x.flatten(2).transpose(1, 2), x.shape`,
+    the layer maybe chosen per arm of an `if`, `conv = nn.Conv2d` or `nn.Conv3d`,
+    tests/test_checkpoint_held_out14.py), a functional op such as `F.relu`, or a lambda that only calls one of those. The same for timm's `checkpoint(f, x)` and deepspeed's
     `deepspeed.checkpointing.checkpoint(f, x)`, for `functools.partial(checkpoint,
     use_reentrant=False)` bound to a module-level name or to `self.x`, and for torch's and
     fairscale's module wrappers `checkpoint_wrapper(nn.Conv2d(...))`
-    (`torch.distributed.algorithms._checkpoint.checkpoint_wrapper`, `fairscale.nn`), whose
+    (`torch.distributed.algorithms._checkpoint.checkpoint_wrapper`, `fairscale.nn`, also imported
+    in a `try` whose `except ImportError:` sets the name to `None`), whose
     every call checkpoints the one layer, and for torch's `apply_activation_checkpointing(model,
     check_fn=lambda m: isinstance(m, nn.Linear))`, which wraps every layer of the classes
     `check_fn` selects alone when each is one cheap layer (no fix: reported at the call). Not under `torch.no_grad()` (nothing is recomputed;
