@@ -402,7 +402,8 @@ class _Question:
                 self.reasons.append("the value the scores are filled with is not known to be a large negative number")
             elif number > LARGE_NEGATIVE:
                 raise _NoSite()
-            self.masks.append(_negated(_bare(value.info["where"])))
+            where = _bare(value.info["where"])  # ``torch.where(c, s, -inf)`` keeps ``s`` where ``c``: the mask is ``c``
+            self.masks.append(_code(where) if value.info.get("keep") else _negated(where))
             self.texts.append(value.info["where"])
         elif value.op == "add":
             other = value.info.get("other")
