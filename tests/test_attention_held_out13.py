@@ -364,7 +364,7 @@ class ReturnsWeights(nn.Module):
 def test_keys_laid_out_by_the_caller():
     (site,) = found_sites(LAID_OUT)
     assert (site.function.name.value, site.product.func.attr.value, site.anchor) == ("forward", "matmul", None)
-    assert site.reason == "the softmax is computed in `_attend`, another function; the fix rewrites one function"
+    assert site.reason == "q and k are known to be laid out alike only where `forward` calls `_attend`; the fix rewrites one function"
     assert found_sites(LAID_OUT_QUIET) == []
 
 

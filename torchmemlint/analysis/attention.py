@@ -211,6 +211,8 @@ class _Question:
             self.reasons.insert(0, "the softmax is computed in `%s`, another function; the fix rewrites one function" % softmax.function.name.value)  # type: ignore[union-attr]
         weights_side = set(self.chain)  # the softmax and what follows it up to the product with v
         scores = self._scores(softmax.inputs[0], axis)
+        if scores.function is product.function is softmax.function is not self.graph.function:  # all in a helper: q, k laid out by the caller
+            self.reasons[0] = "q and k are known to be laid out alike only where `%s` calls `%s`; the fix rewrites one function" % (self.graph.function.name.value, product.function.name.value)  # type: ignore[union-attr]
         key_side = 0 if axis.side == "left" else 1
         scores_side = set(self.chain) - weights_side
         if self._escapes(weights_side) or self._escapes(scores_side, kept=False):
