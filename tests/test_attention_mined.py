@@ -15,7 +15,8 @@ GitHub repositories, reduced), modelled as computations of the value graph:
 - scores computed by the caller and passed to a same-file method that applies the softmax and
   the product with v (speech toolkits' ``forward_attention(v, scores, mask)``), which slices the
   mask by the scores' size (``mask[:, :, :, :scores.size(-1)]``: a read of its size only) and
-  rebinds ``scores`` under an ``if``: reported once, at the product, without a fix;
+  rebinds ``scores`` under an ``if``: reported without a fix at each call that passes scores
+  (each call keeps its own weights; ``tests/test_attention_held_out13.py``);
 - a mask subtracted from the scores (``dot - 1e6 * (1 - mask[:, None, None, :])``, ``s -= bias``:
   SDPA's additive mask, negated) and a number added or subtracted (the softmax is the same) are
   fixed; scores subtracted from another value (``1.0 - s``) are reported without a fix;
@@ -403,10 +404,13 @@ def test_unsqueeze_and_squeeze_keep_the_other_axes(line, kept):
     assert tuple(None if axis not in scores.axes else scores.axes.index(axis) for axis in value.axes) == kept
 
 
-def test_scores_passed_to_the_method_that_applies_softmax_and_product_are_one_site():
-    (site,) = found_sites(CALLER)
-    assert site.function.name.value == "forward" and site.product.func.attr.value == "matmul"
-    assert site.reason == "the softmax is computed in `forward_attention`, another function; the fix rewrites one function"
+def test_scores_passed_to_the_method_that_applies_softmax_and_product_are_a_site_at_each_call():
+    sites = found_sites(CALLER)  # each call weighs other scores: its own B·H·L·S weights, reported where they are passed
+    assert [(s.function.name.value, s.at.func.attr.value, s.product.func.attr.value) for s in sites] == [
+        ("forward", "forward_attention", "matmul"), ("forward_twice", "forward_attention", "matmul"), ("forward_twice", "forward_attention", "matmul"),
+    ]
+    assert sites[1].at is not sites[2].at
+    assert all(s.reason == "the softmax is computed in `forward_attention`, another function; the fix rewrites one function" for s in sites)
 
 
 def test_a_subtracted_mask_is_an_additive_one_and_a_number_changes_no_softmax():

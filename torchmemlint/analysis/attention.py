@@ -13,6 +13,11 @@ materialises the weights. Nor is the eager path of a function that computes the 
 with ``F.scaled_dot_product_attention`` on another path (timm's ``if self.fused_attn:``
 fallback; ``analysis/fallback.py``).
 
+The functions asked are those that mention a contraction or call a same-file helper that does
+(``contractions.py``): a helper's product is a site of its own function when that says it is
+one, else of its callers' graphs (the helper run with what they pass), at the call that passes
+the scores when a caller computes them (each call weighs its own), else at the product.
+
 Each site says what ``F.scaled_dot_product_attention`` needs to compute the same thing (query,
 key and value text, scale, mask, dropout probability, whether the output is transposed) and
 which statements computed the scores, or why no such call can be written (``reason``).
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.contractions import calls_contracting_helper, mentions_contraction
 from torchmemlint.analysis.fallback import PASSES, sdpa_fallback
 from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
@@ -44,8 +50,6 @@ LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mas
 WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
-CONTRACTIONS = ("matmul", "bmm", "einsum")
-MATRIX_PRODUCT = "mm"  # ``torch.mm``, ``x.mm(y)``: the whole name (a substring of many)
 
 
 @dataclass
@@ -66,6 +70,11 @@ class AttentionSite:
     has_dropout: bool = False
     has_mask: bool = False
     rank: Optional[int] = None  # the tensors' rank when the code or the value graph says (ranks.py)
+    anchor: Optional[cst.CSTNode] = None  # where it is reported: the product, or the call of the helper holding it
+
+    @property
+    def at(self) -> cst.CSTNode:
+        return self.anchor if self.anchor is not None else self.product
 
     @property
     def fixable(self) -> bool:
@@ -112,8 +121,10 @@ class AttentionSites:
             found: Dict[int, List[Tuple[bool, AttentionSite]]] = {}  # id(product node) -> (in its own function, site)
             if self.analysis.text is not None and not may_hold_softmax(self.analysis.text):
                 return self._sites
-            for function, _ in self.analysis.value_graphs.functions():
-                if not _mentions_contraction(function):
+            graphs = self.analysis.value_graphs
+            mentions: Dict[int, bool] = {}
+            for function, classdef in graphs.functions():
+                if not mentions_contraction(function, mentions) and not calls_contracting_helper(graphs, function, classdef, mentions):
                     continue
                 graph = self.analysis.values(function)
                 for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
@@ -124,10 +135,19 @@ class AttentionSites:
                             found.setdefault(id(value.node), []).append((value.function is function, site))
                         elif question.why and value.function is function:
                             self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
-            for candidates in found.values():  # a product in a helper: its own function's site, else its first caller's
-                self._sites.append(max(candidates, key=lambda c: c[0])[1])
+            alone = {id(product) for _, product, _ in self.quiet}  # left alone by design in its own function: in its callers too
+            for key, candidates in found.items():  # a product in a helper: its own function's site, else its callers'
+                own = [site for mine, site in candidates if mine]
+                if own or key in alone:
+                    self._sites.extend(own[:1])
+                    continue
+                anchors: Set[int] = set()  # each caller whose scores the helper weighs: a site of its own, at its call
+                for _, site in candidates:
+                    if id(site.at) not in anchors:
+                        anchors.add(id(site.at))
+                        self._sites.append(site)
             position = self.analysis.index.position
-            self._sites.sort(key=lambda site: position.get(id(site.product), -1))
+            self._sites.sort(key=lambda site: position.get(id(site.at), -1))
         return self._sites
 
 
@@ -143,17 +163,6 @@ def may_hold_softmax(text: str) -> bool:
 # the words of a softmax written out, whole (`expand`, `expected`, `summary` are not them)
 _EXP = re.compile(r"exp\b")
 _SUM = re.compile(r"sum\b")
-
-
-def _mentions_contraction(function: cst.FunctionDef) -> bool:
-    for node in walk(function):
-        if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
-            return True
-        if type(node) is cst.Name and (node.value in ("contract", MATRIX_PRODUCT) or any(word in node.value for word in CONTRACTIONS)):
-            return True  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
-        if type(node) is cst.Attribute and (any(word in node.attr.value for word in CONTRACTIONS) or node.attr.value == MATRIX_PRODUCT):
-            return True
-    return False
 
 
 class _Question:
@@ -202,6 +211,8 @@ class _Question:
             self.reasons.insert(0, "the softmax is computed in `%s`, another function; the fix rewrites one function" % softmax.function.name.value)  # type: ignore[union-attr]
         weights_side = set(self.chain)  # the softmax and what follows it up to the product with v
         scores = self._scores(softmax.inputs[0], axis)
+        if scores.function is product.function is softmax.function is not self.graph.function:  # all in a helper: q, k laid out by the caller
+            self.reasons[0] = "q and k are known to be laid out alike only where `%s` calls `%s`; the fix rewrites one function" % (self.graph.function.name.value, product.function.name.value)  # type: ignore[union-attr]
         key_side = 0 if axis.side == "left" else 1
         scores_side = set(self.chain) - weights_side
         if self._escapes(weights_side) or self._escapes(scores_side, kept=False):
@@ -216,6 +227,9 @@ class _Question:
             raise _NoSite()
         graph = self.graph
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]
+        if product.function is not graph.function:  # run in a helper this function calls with its scores or weights
+            calls = [v for v in graph.values if v.info.get("helper") is not None and any(id(i) in self.chain for i in v.inputs)]
+            site.anchor = calls[0].node if len(calls) == 1 else None  # (one that takes q, k, v: reported in the helper)
         site.has_dropout, site.has_mask = self.has_dropout, bool(self.masks)
         if softmax.info.get("extra"):
             self.reasons.append("the softmax takes a dtype")
@@ -402,7 +416,8 @@ class _Question:
                 self.reasons.append("the value the scores are filled with is not known to be a large negative number")
             elif number > LARGE_NEGATIVE:
                 raise _NoSite()
-            self.masks.append(_negated(_bare(value.info["where"])))
+            where = _bare(value.info["where"])  # ``torch.where(c, s, -inf)`` keeps ``s`` where ``c``: the mask is ``c``
+            self.masks.append(_code(where) if value.info.get("keep") else _negated(where))
             self.texts.append(value.info["where"])
         elif value.op == "add":
             other = value.info.get("other")
@@ -470,7 +485,7 @@ class _Question:
         tensor = _tensor_attribute(self.graph, factor)
         if tensor is not None:
             self.reasons.append("the scale `%s` is a tensor; SDPA's scale is a number" % tensor)
-        elif factor.op in TENSOR_OPS:
+        elif factor.op in TENSOR_OPS or _sliced(factor):
             self.reasons.append("the scores are multiplied by a tensor")
         text = _code(_bare(factor_node))
         if value.info.get("divide"):
@@ -713,6 +728,11 @@ def _tensor_attribute(graph: FunctionValues, value: Value) -> Optional[str]:
             if type(made) is cst.Call and (graph.file.bindings.qualify(made.func) or "").startswith("torch."):
                 return _code(value.node) if value.node is not None else part.info["name"]
     return None
+
+
+def _sliced(value: Value) -> bool:
+    """``self.bias[:, :, :n, :n]``: a slice of something, never a number (a tensor, here)."""
+    return value.op == "index" and type(value.node) is cst.Subscript and any(type(e.slice) is cst.Slice for e in value.node.slice)
 
 
 def _oriented(node: cst.CSTNode, swap: bool, rank: Optional[int] = None) -> str:

@@ -24,7 +24,7 @@ import libcst as cst
 
 BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 REDUCTIONS = frozenset({"amax", "max", "logsumexp", "sum"})
-COMPOSED = REDUCTIONS | {"baddbmm", "exp"}  # the methods and ``torch.`` functions composed here
+COMPOSED = REDUCTIONS | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
 ALIASES = {"axis": "dim", "keepdims": "keepdim"}  # numpy's names, which torch also takes
 
 
@@ -41,6 +41,8 @@ def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positio
         return _reduction(graph, name, node, operands, {ALIASES.get(k, k): v for k, v in keywords.items()})
     if name == "exp" and len(operands) == 1 and not keywords:
         return graph._same("exp", operands[0], node)
+    if name == "where":
+        return _where(graph, node, operands, arguments, keywords, receiver is not None)
     return None
 
 
@@ -83,6 +85,19 @@ def _baddbmm(graph: Any, node: cst.Call, operands: List[Any], arguments: List[An
     if beta == 1.0:
         value = graph._same("add", value, node, [operands[0]], subtract=False, other=arguments[0])
     return value
+
+
+def _where(graph: Any, node: cst.Call, operands: List[Any], arguments: List[Any], keywords: Dict[str, Any], method: bool) -> Optional[Any]:
+    """``torch.where(c, x, y)`` (``x.where(c, y)``: ``x`` first) with one of ``x``/``y`` a number."""
+    if keywords or len(operands) != 3 or len(arguments) != 3:
+        return None
+    condition, kept, other = (operands[1], operands[0], operands[2]) if method else operands
+    where = arguments[1] if method else arguments[0]
+    if _number(other) is not None and _number(kept) is None:
+        return graph._same("fill", kept, node, [condition, other], where=where, fill=other, keep=True, inplace=False)
+    if _number(kept) is not None and _number(other) is None and not method:
+        return graph._same("fill", other, node, [condition, kept], where=where, fill=kept, keep=False, inplace=False)
+    return None
 
 
 def _reduction(graph: Any, name: str, node: cst.Call, operands: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:

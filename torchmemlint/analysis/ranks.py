@@ -14,7 +14,8 @@
 - ``torch.cat``/``torch.stack`` of parts written out: the rank the parts whose rank is shown
   share (+1 stacked); an element of the tuple a same-file helper returns (``q, k =
   rotate(q, k)``): that element's; a same-file helper with several ``return``s (``repeat_kv``:
-  its argument, or a reshape with four sizes): the rank they share;
+  its argument, or a reshape with four sizes): the rank they share; a same-file helper with one
+  ``return``: the rank of what it returns (``return x.reshape(b * h, n, d)``: 3);
 - steps that keep the rank: ``split``/``chunk`` (each part), ``transpose``, elementwise steps,
   scale, softmax, casts, dropout, norms and activations; ``@``/``matmul`` of two n-D values;
 - ``nn.Conv1d``/``2d``/``3d`` layers and ``F.conv1d``/``2d``/``3d`` (3-, 4-, 5-D outputs).
@@ -88,6 +89,8 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
         return None
     if op in KEEPS_RANK or (op == "helper" and not value.info.get("assumed")):
         return of(inputs[0])
+    if op == "helper" and value.info.get("helper") is not None:  # a same-file helper's result, its axes not known
+        return of(inputs[0])  # (its rank where its last step shows it: ``x.reshape(b * h, n, d)``)
     if op == "relabel":  # a transpose (a permute's rank is on the value already)
         return of(inputs[0])
     if op == "join":

@@ -3,7 +3,9 @@ weight matrix (``analysis/attention.py`` asks it of the value graph)?"""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
+
+import libcst as cst
 
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.values import FunctionValues, Value
@@ -51,6 +53,18 @@ def _projected(value: Value) -> bool:
     return False
 
 
+def _arms(value: Value) -> Optional[List[Value]]:
+    """The values a join or a ``torch.cat``/``stack`` of parts written out is made of (each laid
+    out as the whole: a cat joins them along one axis), None for any other value."""
+    if value.op == "join" and value.inputs:
+        return list(value.inputs)
+    if value.op == "cat" and value.inputs and value.inputs[0].op == "tuple" and type(value.node) is cst.Call:
+        func = value.node.func
+        if type(func) is cst.Attribute and func.attr.value in ("cat", "concat") and value.inputs[0].info.get("elements"):
+            return list(value.inputs[0].info["elements"])
+    return None
+
+
 def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool, hint: Optional[int] = None) -> int:
     """The (negative) position, in the tensor ``value`` was made from by transposes, permutes and
     axis-keeping steps (``every_step``; else: swaps of the last two axes only, up to the first
@@ -59,10 +73,14 @@ def _origin(graph: FunctionValues, value: Value, position: int, through_rearrang
     one, and move the axes after the one they add or drop)."""
     for _ in range(16):
         info = value.info
+        arms = _arms(value)
+        if arms:  # an ``if``'s join, a ``torch.cat`` along another axis: where every arm or part agrees
+            found = {_origin(graph, arm, position, through_rearrange, every_step, hint) for arm in arms}
+            return found.pop() if len(found) == 1 else position
         if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
             return position
-        if value.op == "same" and value.inputs:
-            value = value.inputs[0]
+        if (value.op == "same" or value.op == "helper" and info.get("helper") is not None) and value.inputs:
+            value = value.inputs[0]  # (a same-file helper: what it returned, ``x.permute(0, 2, 3, 1)``)
             continue
         if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
             position, value = -3 - position, value.inputs[0]

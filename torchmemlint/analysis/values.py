@@ -46,6 +46,7 @@ from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_value
 from torchmemlint.analysis.fields import LocalFields, opaque
+from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -60,7 +61,6 @@ RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "s
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
 LIKE = frozenset(f"torch.{kind}_like" for kind in ("zeros", "ones", "empty", "full", "rand", "randn", "randint"))  # x's layout only
-HELPER_DEPTH = 2
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 NUMBER_BUILTINS = frozenset({"float", "int", "len"})  # what they return is a Python number, not a tensor
 
@@ -122,9 +122,12 @@ class FileValues:
         self._owners: Dict[int, Optional[cst.ClassDef]] = {}
         self._functions: Dict[str, cst.FunctionDef] = {}
         self._constants: Dict[str, cst.BaseExpression] = {}
+        self._classes: Dict[str, cst.ClassDef] = {}
         for statement in analysis.module.body:
             if type(statement) is cst.FunctionDef:
                 self._functions[statement.name.value] = statement
+            elif type(statement) is cst.ClassDef:
+                self._classes[statement.name.value] = statement
             elif type(statement) is cst.SimpleStatementLine:
                 for small in statement.body:
                     if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
@@ -158,13 +161,16 @@ class FileValues:
     def function_named(self, name: str) -> Optional[cst.FunctionDef]:
         return self._functions.get(name) if self.bindings.qualify(cst.Name(name)) is None else None
 
-    def method(self, classdef: Optional[cst.ClassDef], name: str) -> Optional[cst.FunctionDef]:
+    def method(self, classdef: Optional[cst.ClassDef], name: str, inherited: bool = False, depth: int = 0) -> Optional[cst.FunctionDef]:
+        """The method ``name`` of ``classdef`` (``inherited``: or the one it inherits from a base
+        class of this file: ``class RelAttention(Attention)`` calling ``self.attend(...)`` defined
+        in ``Attention``)."""
         if classdef is None or type(classdef.body) is not cst.IndentedBlock:
             return None
         for statement in classdef.body.body:
             if type(statement) is cst.FunctionDef and statement.name.value == name:
                 return statement
-        return None
+        return inherited_method(self, classdef, name, depth) if inherited else None
 
     def attribute_parts(self, classdef: Optional[cst.ClassDef], name: str) -> Optional[List[Any]]:
         """The layers ``self.<name>(x)`` runs (``ClassModel.attribute_sequence``)."""
@@ -278,7 +284,18 @@ class FunctionValues:
                 self._statement = statement
                 self._small(small, env)
         elif kind is cst.If:
-            self._sink(self.expression(statement.test, env), "test")  # type: ignore[attr-defined]
+            test = self.expression(statement.test, env)  # type: ignore[attr-defined]
+            self._sink(test, "test")
+            known = flag_truth(test) if self.depth else None
+            if known is not None:  # a helper run with a flag its caller passes (``split(x, k=True)``): that arm only
+                orelse = statement.orelse  # type: ignore[attr-defined]
+                if known:
+                    self._block(_statements(statement.body), env)  # type: ignore[attr-defined]
+                elif type(orelse) is cst.Else:
+                    self._block(_statements(orelse.body), env)
+                elif orelse is not None:
+                    self._run(orelse, env)
+                return
             body = self._suite(statement.body, env)  # type: ignore[attr-defined]
             orelse = statement.orelse  # type: ignore[attr-defined]
             other: Optional[Environment]
@@ -547,7 +564,7 @@ class FunctionValues:
             self.names[id(func)] = callee
             return self._call_value(callee, node, positional, keywords)
         if on_self and not starred:
-            method_def = self.file.method(self.classdef, method)  # type: ignore[arg-type]
+            method_def = self.file.method(self.classdef, method, inherited=True)  # type: ignore[arg-type]
             if method_def is not None:
                 return self._helper(method_def, node, positional, keywords, bound_self=True)
             parts = self.file.attribute_parts(self.classdef, method)  # type: ignore[arg-type]
@@ -755,35 +772,12 @@ class FunctionValues:
         return value
 
     def _helper(self, helper: cst.FunctionDef, node: cst.Call, positional: List[Value], keywords: Dict[str, Value], bound_self: bool = False) -> Value:
-        """A same-file function run with its arguments bound: the value it returns."""
-        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
-        if bound_self:
-            params = params[1:]
-        everything = [*positional, *keywords.values()]
-        if self.depth >= HELPER_DEPTH or helper is self.function or len(walk(helper)) > HELPER_NODES:
-            return self._new("call", everything, node, info={"helper": helper})
-        bound: Environment = dict(zip(params, positional))
-        bound.update(keywords)
-        classdef = self.classdef if bound_self else None
-        inner = FunctionValues(self.file, helper, classdef, bound, self.depth + 1, self.uses)
-        self._consumers, self.inlined = None, [*self.inlined, *inner.values, *inner.inlined]
-        if len(inner.returns) != 1:  # (what each ``return`` gives: ``ranks`` reads a rank they share)
-            return self._new("call", everything, node, info={"helper": helper, "returns": list(inner.returns)})
-        result = inner.returns[0]
-        self.uses[:] = [u for u in self.uses if not (u.value is result and u.consumer == "return")]
-        if result.op == "constant":
-            return result
-        if result.axes is None and positional and _tensorish(positional[0]):
-            # an unknown step on the first argument: assumed to keep its shape (conservatively)
-            if result.rank is not None and result.rank != positional[0].rank:  # it says its rank (``x.permute(0, 2, 1, 3)``)
-                return self._new("helper", [result, *everything], node, None, result.rank, {"helper": helper, "assumed": True})
-            return self._new("helper", [result, *everything], node, positional[0].axes, positional[0].rank, {"helper": helper, "assumed": True})
-        return self._same("helper", result, node, everything, helper=helper)
+        """A same-file function run with its arguments bound: the value it returns (``helper_runs.py``)."""
+        return run_helper(self, helper, node, positional, keywords, bound_self, bool(positional) and _tensorish(positional[0]))
 
 
 MATMUL_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 MM_SPECS = (("i", "c"), ("c", "j"), ("i", "j"))  # ``torch.mm``: two matrices
-HELPER_NODES = 600
 
 
 def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:

@@ -121,7 +121,10 @@ class EagerAttention(Rule):
     is computed in another function (a helper that returns the weights to the function that
     applies the dropout and the product with v, or a same-file method the caller passes its
     scores to, `self.forward_attention(v, scores, mask)`, that applies the softmax and the
-    product; the fix rewrites one function), or q has an
+    product, also one a base class of the file defines: reported at each call that passes
+    scores, as each keeps its own weights; or a same-file method `self._attn(q, k, v)` whose
+    keys its caller lays out, `self.split_heads(key, k=True)`, reported at the product; the fix
+    rewrites one function, `tests/test_attention_held_out13.py`), or q has an
     axis k has not (multi-query attention, one k and v for every head: CUDA's memory-efficient
     kernel needs as many heads in k and v as in q, and `enable_gqa=True` runs only in the flash
     kernel, fp16/bf16 without a mask, as `torchmemlint/dynamic/emulate.py` models torch's
@@ -197,7 +200,7 @@ class EagerAttention(Rule):
     the same query, key, value (each transposed to (…, L, E) when the code holds it
     channel-first, the output transposed back when the code's is (…, E, L)), scale (always
     explicit: `scale=1.0` when the code applied none), mask (a `masked_fill(cond, -inf)` becomes the
-    boolean mask `not cond`, an added mask stays additive, a mask under `if c:` becomes
+    boolean mask `not cond`, `torch.where(cond, s, -inf)` the mask `cond`, an added mask stays additive, a mask under `if c:` becomes
     `mask if c else None`) and dropout probability (`nn.Dropout`'s `p` while
     `self.training`). Results differ at rounding level (a different summation order), the
     dropout draws a different mask from the same seed, and a row whose every key is masked
@@ -245,7 +248,7 @@ class EagerAttention(Rule):
 
     def visit_Module(self, node: cst.Module) -> None:
         found = attention_sites(self.context)
-        pending: Dict[int, AttentionSite] = {id(site.product): site for site in found.sites()}
+        pending: Dict[int, AttentionSite] = {id(site.at): site for site in found.sites()}
         for site in pending.values():
             self._report(site, found.functional_prefix(site))
 
@@ -263,7 +266,7 @@ class EagerAttention(Rule):
         if fix is None:
             reason = site.reason or "this file does not import torch or torch.nn.functional"
             message += " (no automatic fix: %s)" % reason
-        self.report(site.product, message, fix)
+        self.report(site.at, message, fix)
 
     def _fix(self, site: AttentionSite, prefix: Optional[str]) -> Optional[FixSpec]:
         if not site.fixable or site.query is None or site.key is None or site.value is None:

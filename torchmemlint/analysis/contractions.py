@@ -1,0 +1,52 @@
+"""Which functions of a file may hold an eager attention (``analysis/attention.py`` asks the
+value graph of these only): one that mentions a contraction (``@``, ``matmul``, ``bmm``, ``mm``,
+an ``einsum`` or an alias of one, ``baddbmm``), or one that calls a same-file function or method
+that does (``self._attn(q, k, v)``: its graph runs the helper with what the caller passes)."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import libcst as cst
+
+from torchmemlint.tree import walk
+
+CONTRACTIONS = ("matmul", "bmm", "einsum")
+MATRIX_PRODUCT = "mm"  # ``torch.mm``, ``x.mm(y)``: the whole name (a substring of many)
+
+
+def calls_contracting_helper(graphs, function: cst.FunctionDef, classdef: Optional[cst.ClassDef], mentions: Dict[int, bool]) -> bool:  # type: ignore[no-untyped-def]
+    """Does ``function`` call a same-file function or method (``self._attn(q, k, v)``) that
+    mentions a contraction? Its value graph runs that helper with what it passes (the keys
+    laid out by the caller: ``self.split_heads(key, k=True)``)."""
+    first = function.params.params[0].name.value if function.params.params else None
+    for node in walk(function):
+        if type(node) is not cst.Call:
+            continue
+        func, helper = node.func, None
+        if type(func) is cst.Name:
+            helper = graphs.function_named(func.value)
+        elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == first and classdef is not None:
+            helper = graphs.method(classdef, func.attr.value, inherited=True)
+        if helper is not None and helper is not function and mentions_contraction(helper, mentions):
+            return True
+    return False
+
+
+def mentions_contraction(function: cst.FunctionDef, mentions: Optional[Dict[int, bool]] = None) -> bool:
+    if mentions is None:
+        return _mentioned(function)
+    if id(function) not in mentions:
+        mentions[id(function)] = _mentioned(function)
+    return mentions[id(function)]
+
+
+def _mentioned(function: cst.FunctionDef) -> bool:
+    for node in walk(function):
+        if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
+            return True
+        if type(node) is cst.Name and (node.value in ("contract", MATRIX_PRODUCT) or any(word in node.value for word in CONTRACTIONS)):
+            return True  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
+        if type(node) is cst.Attribute and (any(word in node.attr.value for word in CONTRACTIONS) or node.attr.value == MATRIX_PRODUCT):
+            return True
+    return False

@@ -1,0 +1,69 @@
+"""How the value graph (``analysis/values.py``) runs a same-file helper: a function or method
+run with its arguments bound (``run_helper``: the value it returns, in terms of the caller's
+values), which method ``self.name(...)`` calls (the class's own, or one a base class of the
+file defines: ``inherited_method``), and which arm of an ``if`` a flag the caller passed
+selects (``flag_truth``: ``split_heads(key, k=True)`` runs ``if k:``'s arm only)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import libcst as cst
+
+from torchmemlint.tree import walk
+
+HELPER_DEPTH = 2
+HELPER_NODES = 600
+BASE_DEPTH = 4
+
+
+def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool) -> Any:
+    """``helper`` run from ``graph`` (a ``values.FunctionValues``) with its arguments bound
+    (``tensor_first``: the first is a tensor, not a size or a constant)."""
+    params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+    if bound_self:
+        params = params[1:]
+    everything = [*positional, *keywords.values()]
+    if graph.depth >= HELPER_DEPTH or helper is graph.function or len(walk(helper)) > HELPER_NODES:
+        return graph._new("call", everything, node, info={"helper": helper})
+    bound = dict(zip(params, positional))
+    bound.update(keywords)
+    classdef = graph.classdef if bound_self else None
+    inner = type(graph)(graph.file, helper, classdef, bound, graph.depth + 1, graph.uses)
+    graph._consumers, graph.inlined = None, [*graph.inlined, *inner.values, *inner.inlined]
+    if len(inner.returns) != 1:  # (what each ``return`` gives: ``ranks`` reads a rank they share)
+        return graph._new("call", everything, node, info={"helper": helper, "returns": list(inner.returns)})
+    result = inner.returns[0]
+    graph.uses[:] = [u for u in graph.uses if not (u.value is result and u.consumer == "return")]
+    if result.op == "constant":
+        return result
+    if result.axes is None and tensor_first:
+        # an unknown step on the first argument: assumed to keep its shape (conservatively)
+        if result.rank is not None and result.rank != positional[0].rank:  # it says its rank (``x.permute(0, 2, 1, 3)``)
+            return graph._new("helper", [result, *everything], node, None, result.rank, {"helper": helper, "assumed": True})
+        return graph._new("helper", [result, *everything], node, positional[0].axes, positional[0].rank, {"helper": helper, "assumed": True})
+    return graph._same("helper", result, node, everything, helper=helper)
+
+
+def inherited_method(file: Any, classdef: cst.ClassDef, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
+    """The method ``name`` a base class of ``file`` (a ``values.FileValues``) gives ``classdef``
+    (``class RelAttention(Attention)`` calling ``self.attend(...)`` defined in ``Attention``)."""
+    for base in classdef.bases if depth < BASE_DEPTH else ():
+        parent = file._classes.get(base.value.value) if type(base.value) is cst.Name and base.keyword is None else None
+        if parent is not None and parent is not classdef and file.bindings.qualify(base.value) is None:
+            found = file.method(parent, name, True, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def flag_truth(value: Any) -> Optional[bool]:
+    """What an ``if``'s test gives when it is ``True``/``False`` (or ``not`` of one): a helper's
+    flag its caller passed, or its default; None for anything else."""
+    negate = False
+    if value.op == "unary" and type(value.node) is cst.UnaryOperation and type(value.node.operator) is cst.Not and value.inputs:
+        negate, value = True, value.inputs[0]
+    name = value.node.value if value.op == "global" and type(value.node) is cst.Name else None
+    if name not in ("True", "False"):
+        return None
+    return (name == "True") != negate
