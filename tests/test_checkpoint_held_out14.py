@@ -9,7 +9,8 @@
   ``self.proj = conv(...)``): one cheap layer whichever is built.
 
 Look-alikes stay quiet: a fallback that is another function, a ``forward`` that runs its layer
-twice or also contracts (``@``), a held Sequential of two layers, a class chosen from a
+twice, also contracts (``@``) or activates its result (``F.gelu(self.fc(x))``: the GELU keeps
+its input, which a checkpoint drops), a held Sequential of two layers, a class chosen from a
 parameter (a caller may pass any module).
 """
 
@@ -57,6 +58,7 @@ CASES: Dict[str, str] = {
     ''',
     "look_alikes": '''
         import torch.nn as nn
+        import torch.nn.functional as F
 
         try:
             from fairscale.nn.checkpoint import checkpoint_wrapper
@@ -81,6 +83,15 @@ CASES: Dict[str, str] = {
             def forward(self, x):
                 h = self.proj(x)
                 return h @ h.transpose(1, 2)
+
+
+        class Activated(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.fc = nn.Linear(c, c)
+
+            def forward(self, x):
+                return F.gelu(self.fc(x)).flatten(1)
 
 
         class Pair(nn.Module):
@@ -110,6 +121,7 @@ CASES: Dict[str, str] = {
                 self.c = checkpoint_wrapper(Contracting(c))
                 self.d = checkpoint_wrapper(Pair(c))
                 self.e = checkpoint_wrapper(Given(c))
+                self.f = checkpoint_wrapper(Activated(c))
     ''',
 }
 

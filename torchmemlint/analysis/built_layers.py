@@ -38,6 +38,11 @@ _CONTRACTIONS = frozenset({
     "scaled_dot_product_attention", "multi_head_attention_forward", "cdist", "inner", "outer",
 })
 _PARAMETER_BUILDERS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+# tensor methods that only relabel or reshape (no work backward needs a tensor for)
+_VIEWS = frozenset({
+    "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "contiguous",
+    "size", "dim",
+})
 _CAST = "typing.cast"
 
 
@@ -85,21 +90,25 @@ def class_op(models: Any, owner: InitModel, depth: int) -> Optional[SingleOp]:
 
 
 def _one_held_op(models: Any, owner: InitModel, forward: cst.FunctionDef, depth: int) -> Optional[SingleOp]:
-    """A class whose ``forward`` runs one module it holds, once, around elementwise work and
-    views (``x = self.proj(x)``; ``return x.flatten(2).transpose(1, 2), x.shape``): that
-    module's op."""
+    """A class whose ``forward`` runs one module it holds, once, and otherwise only views of
+    its result (``x = self.proj(x)``; ``return x.flatten(2).transpose(1, 2), x.shape``): that
+    module's op. Elementwise work after it (``F.gelu(self.fc(x))``) keeps its own input for
+    backward, which a checkpoint would drop: no single op."""
     env = owner.method_env(forward)
+    if _walk_types(forward.body, (cst.For, cst.While, cst.BinaryOperation, cst.UnaryOperation, cst.AugAssign, cst.Lambda, cst.FunctionDef)):
+        return None
     held = []
     for call in _walk_types(forward.body, (cst.Call,)):
-        path = self_path(call.func, env.self_name)  # type: ignore[attr-defined]
+        func = call.func  # type: ignore[attr-defined]
+        path = self_path(func, env.self_name)
         if path is not None and len(path) == 1 and method_definition(models, owner, path[0]) is None:
             held.append(call)
+        elif type(func) is not cst.Attribute or func.attr.value not in _VIEWS or self_path(func.value, env.self_name) is not None:
+            return None  # anything but a view of a tensor
     if len(held) != 1:
         return None
     op = models.single_op(held[0].func, env, depth + 1)  # type: ignore[attr-defined]
-    if op is None or op is IDENTITY:
-        return None
-    return op if _elementwise(models, owner, forward, env, 0, allowed=held[0]) else None  # type: ignore[arg-type]
+    return None if op is None or op is IDENTITY else op
 
 
 def _wrapped_base_op(models: Any, owner: InitModel, forward: cst.FunctionDef) -> Optional[SingleOp]:

@@ -499,7 +499,7 @@ class UnsafeInplace(Rule):
     that calls it is judged, and so is every call of a Sequential it starts
     (`rep.append(self.relu)` ... `self.rep = nn.Sequential(*rep)`, or a Sequential a function
     of the file builds and returns into `self.<name>`, or one of a list joined by `+` from lists
-built per arm of an `if`, `down + [submodule] + up`, tests/test_inplace_held_out14.py). A read in the other arm of an `if` or
+    built per arm of an `if`, `down + [submodule] + up`, tests/test_inplace_held_out14.py). A read in the other arm of an `if` or
     of `a if c else b` is not after it; a loop that reads the same tensor again each round is.
     Branches join: a tensor made and passed to the activation in one arm of an
     `if`/`elif`/`else`, `a if c else b` or `try`/`except`/`else`, then read after the branch
