@@ -224,6 +224,9 @@ class _Question:
             calls = [v for v in graph.values if v.info.get("helper") is not None and any(id(i) in self.chain for i in v.inputs)]
             site.anchor = calls[0].node if len(calls) == 1 else None  # (one that takes q, k, v: reported in the helper)
         site.has_dropout, site.has_mask = self.has_dropout, bool(self.masks)
+        chosen = scores.info.get("choices") or product.info.get("choices")
+        if chosen:  # ``f"b h i d, {kv} -> b h i j"`` with ``kv = "b j d" if k.ndim == 3 else "b h j d"``
+            self.reasons.append("the einsum's spec is chosen at run time (one of `%s`); the fix writes one layout" % "`, `".join(chosen))
         if softmax.info.get("extra"):
             self.reasons.append("the softmax takes a dtype")
         if not self.reasons:
