@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
-WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
+WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 
@@ -237,6 +237,8 @@ class _Question:
             self.reasons.append("more than one mask is applied to the scores")
         if not self.reasons and self._rebound():
             self.reasons.append("a name the scores are computed from is assigned again before the product with v")
+        if not self.reasons and self._deleted():  # ``del q, k, v, attention`` (GMAN): no read, but the fix removes the name
+            self.reasons.append("a `del` names the scores or the weights; the fix removes the statements that bind them")
         site.reason = self.reasons[0] if self.reasons else ""
         site.mask = self.masks[0] if self.masks else None
         if self.scales:
@@ -272,10 +274,12 @@ class _Question:
             self.reasons.append("the weights are cast (`.%s(...)`) before the product with v" % value.info.get("method"))
         elif value.op == "helper" and (made := foreign_result(self.graph, value)) is not None and made.op == "softmax":
             return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project
-        elif value.op in ("helper", "module"):
-            self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
+        elif value.op in ("helper", "module", "activation"):  # a step that keeps their shape: ``self.quantise(p)``
+            self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(getattr(value.node, "func", value.node))[:60])  # type: ignore[arg-type]
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
+        elif value.op == "scale":  # ``gate * softmax(s)``, ``w * head_mask``: SDPA scales the scores, not the weights
+            self.reasons.append("the weights are scaled (`%s`) before the product with v; SDPA's scale is the scores'" % _code(value.node)[:60])  # type: ignore[arg-type]
         elif value.op == "reshape":  # the axes known through it (``w.unsqueeze(1)``: values.py)
             self.reasons.append("the weights are reshaped (`%s`) before the product with v" % _code(value.node)[:60])
         return self._weights(value.inputs[0], axis)
@@ -697,6 +701,18 @@ class _Question:
                     self.reasons.append("the `if` that applies the mask runs other statements too")
                 return node
         return None
+
+    def _deleted(self) -> bool:
+        """Does a ``del`` of the function name a value of the chain (bound to it there)?"""
+        for line in walk(self.graph.function):
+            if type(line) is not cst.SimpleStatementLine or not any(type(small) is cst.Del for small in line.body):
+                continue
+            before = self.graph.snapshots.get(id(line), {})
+            for small in line.body:
+                names = [n.value for n in walk(small) if type(n) is cst.Name] if type(small) is cst.Del else []
+                if any(id(before.get(name)) in self.chain for name in names):
+                    return True
+        return False
 
     def _rebound(self) -> bool:
         """Is a name the SDPA call reads bound to another value at the product with v?"""
