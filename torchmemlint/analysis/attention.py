@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple
 from torchmemlint.analysis.axes import arm_axis
 from torchmemlint.analysis.contractions import calls_contracting_helper, mentions_contraction
 from torchmemlint.analysis.fallback import PASSES, sdpa_fallback
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
-WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
+WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 
@@ -83,14 +84,6 @@ class AttentionSite:
 
 class _NoSite(Exception):
     """Not a site; ``args[0]``, when given, why an eager attention is left alone by design."""
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node).strip()
-
-
-def _bare(node: cst.BaseExpression) -> cst.BaseExpression:
-    return node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
 
 
 class AttentionSites:
@@ -231,6 +224,9 @@ class _Question:
             calls = [v for v in graph.values if v.info.get("helper") is not None and any(id(i) in self.chain for i in v.inputs)]
             site.anchor = calls[0].node if len(calls) == 1 else None  # (one that takes q, k, v: reported in the helper)
         site.has_dropout, site.has_mask = self.has_dropout, bool(self.masks)
+        chosen = scores.info.get("choices") or product.info.get("choices")
+        if chosen:  # ``f"b h i d, {kv} -> b h i j"`` with ``kv = "b j d" if k.ndim == 3 else "b h j d"``
+            self.reasons.append("the einsum's spec is chosen at run time (one of `%s`); the fix writes one layout" % "`, `".join(chosen))
         if softmax.info.get("extra"):
             self.reasons.append("the softmax takes a dtype")
         if not self.reasons:
@@ -241,6 +237,8 @@ class _Question:
             self.reasons.append("more than one mask is applied to the scores")
         if not self.reasons and self._rebound():
             self.reasons.append("a name the scores are computed from is assigned again before the product with v")
+        if not self.reasons and self._deleted():  # ``del q, k, v, attention`` (GMAN): no read, but the fix removes the name
+            self.reasons.append("a `del` names the scores or the weights; the fix removes the statements that bind them")
         site.reason = self.reasons[0] if self.reasons else ""
         site.mask = self.masks[0] if self.masks else None
         if self.scales:
@@ -276,10 +274,12 @@ class _Question:
             self.reasons.append("the weights are cast (`.%s(...)`) before the product with v" % value.info.get("method"))
         elif value.op == "helper" and (made := foreign_result(self.graph, value)) is not None and made.op == "softmax":
             return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project
-        elif value.op in ("helper", "module"):
-            self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(value.node.func))  # type: ignore[union-attr]
+        elif value.op in ("helper", "module", "activation"):  # a step that keeps their shape: ``self.quantise(p)``
+            self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(getattr(value.node, "func", value.node))[:60])  # type: ignore[arg-type]
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
+        elif value.op == "scale":  # ``gate * softmax(s)``, ``w * head_mask``: SDPA scales the scores, not the weights
+            self.reasons.append("the weights are scaled (`%s`) before the product with v; SDPA's scale is the scores'" % _code(value.node)[:60])  # type: ignore[arg-type]
         elif value.op == "reshape":  # the axes known through it (``w.unsqueeze(1)``: values.py)
             self.reasons.append("the weights are reshaped (`%s`) before the product with v" % _code(value.node)[:60])
         return self._weights(value.inputs[0], axis)
@@ -702,6 +702,18 @@ class _Question:
                 return node
         return None
 
+    def _deleted(self) -> bool:
+        """Does a ``del`` of the function name a value of the chain (bound to it there)?"""
+        for line in walk(self.graph.function):
+            if type(line) is not cst.SimpleStatementLine or not any(type(small) is cst.Del for small in line.body):
+                continue
+            before = self.graph.snapshots.get(id(line), {})
+            for small in line.body:
+                names = [n.value for n in walk(small) if type(n) is cst.Name] if type(small) is cst.Del else []
+                if any(id(before.get(name)) in self.chain for name in names):
+                    return True
+        return False
+
     def _rebound(self) -> bool:
         """Is a name the SDPA call reads bound to another value at the product with v?"""
         before = self.graph.snapshots.get(id(self.product.statement), {})
@@ -733,67 +745,3 @@ def _tensor_attribute(graph: FunctionValues, value: Value) -> Optional[str]:
 def _sliced(value: Value) -> bool:
     """``self.bias[:, :, :n, :n]``: a slice of something, never a number (a tensor, here)."""
     return value.op == "index" and type(value.node) is cst.Subscript and any(type(e.slice) is cst.Slice for e in value.node.slice)
-
-
-def _oriented(node: cst.CSTNode, swap: bool, rank: Optional[int] = None) -> str:
-    """``node`` as (…, L, E): ``x.transpose(-2, -1)`` when ``node`` is (…, E, L) (and ``x`` when
-    ``node`` already is that transpose: ``transpose(2, 3)`` too when the tensors are ``rank``-D)."""
-    node = _bare(node)  # type: ignore[arg-type]
-    if not swap:
-        return _code(node)
-    if type(node) is cst.Attribute and node.attr.value == "mT":
-        return _code(node.value)
-    if type(node) is cst.Call and _code(node.func) == "torch.transpose" and len(node.args) == 3:  # ``torch.transpose(x, -2, -1)``
-        node = cst.Call(cst.Attribute(node.args[0].value, cst.Name("transpose")), node.args[1:])  # type: ignore[arg-type]
-    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "transpose" and len(node.args) == 2:
-        dims = sorted(_literal(a.value) for a in node.args)  # type: ignore[type-var]
-        if rank is not None and None not in dims:
-            dims = sorted(d - rank if d >= 0 else d for d in dims)  # type: ignore[operator]
-        if dims == [-2, -1]:
-            return _code(node.func.value)
-    text = _code(node)
-    return "%s.transpose(-2, -1)" % (text if _simple(node) else "(%s)" % text)
-
-
-def _first(node: Optional[cst.CSTNode]) -> bool:
-    """``x[0]``."""
-    if type(node) is not cst.Subscript or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
-        return False
-    return _literal(node.slice[0].slice.value) == 0
-
-def _literal(node: cst.BaseExpression) -> Optional[int]:
-    if type(node) is cst.Integer:
-        return int(node.value)
-    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
-        return -int(node.expression.value)
-    return None
-
-
-def _order(function: cst.FunctionDef, statement: cst.CSTNode) -> int:
-    for position, node in enumerate(walk(function)):
-        if node is statement:
-            return position
-    return -1
-
-
-def _simple(node: cst.CSTNode) -> bool:
-    return type(node) in (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.Call, cst.Subscript) or bool(getattr(node, "lpar", None))
-
-
-def _parenthesised(text: str) -> str:
-    return text if text.isidentifier() else "(%s)" % text
-
-
-def _negated(where: cst.BaseExpression) -> str:
-    """The boolean mask that keeps what ``masked_fill(where, -inf)`` does not fill."""
-    if type(where) is cst.Comparison and len(where.comparisons) == 1:
-        target = where.comparisons[0]
-        flipped = {cst.Equal: "!=", cst.NotEqual: "=="}.get(type(target.operator))  # type: ignore[call-overload]
-        if flipped:
-            return "%s %s %s" % (_code(where.left), flipped, _code(target.comparator))
-    if type(where) is cst.UnaryOperation and type(where.operator) is cst.BitInvert:
-        return _code(_bare(where.expression)) if not where.expression.lpar else _code(where.expression)
-    if type(where) is cst.Call and (_code(where.func) in ("torch.logical_not",)):
-        return _code(where.args[0].value)
-    text = _code(where)
-    return "~%s" % (text if type(where) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or where.lpar else "(%s)" % text)

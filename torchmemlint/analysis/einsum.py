@@ -136,24 +136,62 @@ def string_value(node: Any, env: Any, values: Any) -> Optional[str]:
     """A string's value (an einsum spec, a rearrange pattern); an f-string's when each part is a
     constant (``f"b {h} i d"`` with ``h = "h"``), read by ``values`` (the function's value graph)
     in ``env``."""
+    choices = string_choices(node, env, values)
+    return choices[0] if choices is not None and len(choices) == 1 else None
+
+
+def string_info(node: Any, env: Any, values: Any) -> dict:
+    """What a string constant's value says: its ``text``, or, for an f-string one of whose parts
+    is chosen by an ``if`` between constants (``kv = "b j d" if k.ndim == 3 else "b h j d"``,
+    then ``f"b h i d, {kv} -> b h i j"``), the texts it can be (``choices``) and no text."""
+    choices = string_choices(node, env, values)
+    if choices is not None and len(choices) > 1:
+        return {"text": None, "choices": choices}
+    return {"text": choices[0] if choices else None}
+
+
+CHOICES = 4  # the most texts an f-string is followed as
+
+
+def string_choices(node: Any, env: Any, values: Any) -> Optional[List[str]]:
+    """The texts a string can be: one for a string or an f-string of constants; each an ``if``
+    between constant strings can give a part of an f-string (at most ``CHOICES``); None when a
+    part is not known."""
     if type(node) is cst.SimpleString:
         value = node.evaluated_value
-        return value if isinstance(value, str) else None
+        return [value] if isinstance(value, str) else None
     if type(node) is cst.ConcatenatedString:
-        left, right = string_value(node.left, env, values), string_value(node.right, env, values)  # type: ignore[arg-type]
-        return None if left is None or right is None else left + right
+        return _product([string_choices(node.left, env, values), string_choices(node.right, env, values)])  # type: ignore[arg-type]
     if type(node) is cst.FormattedString:
-        parts = []
+        parts: List[Optional[List[str]]] = []
         for part in node.parts:
             if type(part) is cst.FormattedStringText:
-                parts.append(part.value)
+                parts.append([part.value])
             else:
-                text = values.expression(part.expression, env).info.get("text")  # type: ignore[attr-defined]
-                if not isinstance(text, str):
-                    return None
-                parts.append(text)
-        return "".join(parts)
+                parts.append(_texts(values.expression(part.expression, env)))  # type: ignore[attr-defined]
+        return _product(parts)
     return None
+
+
+def _texts(value: Any) -> Optional[List[str]]:
+    """The texts a value of the graph can be: a constant's, or each arm's of a join of constants."""
+    text = value.info.get("text")
+    if isinstance(text, str):
+        return [text]
+    if value.op == "join" and value.inputs and all(isinstance(arm.info.get("text"), str) for arm in value.inputs):
+        return list(dict.fromkeys(arm.info["text"] for arm in value.inputs))
+    return None
+
+
+def _product(parts: List[Optional[List[str]]]) -> Optional[List[str]]:
+    texts = [""]
+    for part in parts:
+        if part is None:
+            return None
+        texts = [text + choice for text in texts for choice in part]
+        if len(texts) > CHOICES:
+            return None
+    return texts
 
 
 def einsum_value(graph: Any, node: cst.Call, positional: List[Any], name: str) -> Any:
@@ -161,7 +199,7 @@ def einsum_value(graph: Any, node: cst.Call, positional: List[Any], name: str) -
     one list or tuple, as torch also takes them) or ``einops.einsum(a, b, spec)`` in ``graph``
     (a ``values.FunctionValues``): a ``contract`` of two operands, else a plain call."""
     args = [a.value for a in node.args if a.keyword is None]
-    texts = [v.info.get("text") for v in positional]
+    texts = [v.info.get("text") or _chosen(v) for v in positional]
     if len(positional) == 3 and isinstance(texts[0], str):  # torch.einsum(spec, a, b)
         spec, (left, right), operands = texts[0], positional[1:], (args[1], args[2])
     elif (
@@ -181,4 +219,33 @@ def einsum_value(graph: Any, node: cst.Call, positional: List[Any], name: str) -
     if parsed is None or len(parsed[0]) != 2:
         return graph._new("call", positional, node, info={"qualified": name})
     (lspec, rspec), out = parsed
-    return graph._contract(left, right, node, (lspec, rspec, out), "einsum", operands)
+    made = graph._contract(left, right, node, (lspec, rspec, out), "einsum", operands)
+    choices = next((_choices(v) for v in positional if _choices(v) and _chosen(v) == spec), None)
+    if choices:
+        made.info["choices"] = choices  # the spec is one of these, chosen at run time (modelled by the fullest)
+    return made
+
+
+def _choices(value: Any) -> Optional[List[str]]:
+    """The texts a spec can be: an f-string's ``choices``, or the arms of an ``if`` between
+    constant specs (``spec = "bhid,bjd->bhij" if shared else "bhid,bhjd->bhij"``)."""
+    if value.info.get("choices"):
+        return value.info["choices"]
+    texts = _texts(value) if value.op == "join" else None
+    return texts if texts is not None and len(texts) > 1 else None
+
+
+def _chosen(value: Any) -> Optional[str]:
+    """For a spec that is one of several texts (``string_info``'s ``choices``: an ``if`` picks
+    the keys' layout, ``"b j d"`` for one head of keys shared by all, else ``"b h j d"``), the one
+    with the most labels, when every one is a contraction of two operands with the same output
+    and the same contracted labels (each reads the same scores; the fullest names every axis)."""
+    choices = _choices(value)
+    parsed = [parse_spec(choice) for choice in choices or ()]
+    if not parsed or any(p is None or len(p[0]) != 2 for p in parsed):
+        return None
+    shapes = {(tuple(p[1]), frozenset((set(p[0][0]) & set(p[0][1])) - set(p[1]))) for p in parsed}  # type: ignore[index]
+    if len(shapes) != 1:
+        return None
+    sizes = [sum(len(labels) for labels in p[0]) for p in parsed]  # type: ignore[index]
+    return choices[sizes.index(max(sizes))]

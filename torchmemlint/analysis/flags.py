@@ -2,14 +2,20 @@
 
 ``if self.flash:`` where ``__init__`` is the only method that sets ``self.flash``, to its
 parameter ``flash`` (not rebound there) whose default is ``False``, or to ``False`` itself; or
-``if use_flash:`` on a parameter of the function itself (not a ``forward``) defaulting to
-``False``; or ``if config.SDPA_enabled:`` on a module-level instance of a class of the file
-whose ``__init__`` sets the flag ``False`` and nothing else in the file sets it; and no call of
-this file passes the parameter anything but ``False`` (``Factories.passed``: every call of the
-class or function, none unreadable; a class subclassed in the file is not read). A flag from a
-call (timm's ``self.fused_attn = use_fused_attn()``), a default of ``True`` or ``None``, a
-property, or a value set in another method is not known to be off. ``not`` and ``and`` are read
-as ``analysis/fallback.py`` reads the autograd tests.
+``if use_flash:`` on a parameter of the function itself defaulting to ``False``; or ``if
+config.SDPA_enabled:`` on a module-level instance of a class of the file whose ``__init__``
+sets the flag ``False`` and nothing else in the file sets it; and no call of this file passes
+the parameter anything but ``False`` (``Factories.passed``: every call of the class or
+function, none unreadable; a class subclassed in the file is not read; a module's ``forward``
+through the attributes holding its instances, ``forward_calls.py``), or passes a parameter of
+the calling function that is off so itself (``Attend(flash=flash)`` in ``Attention.__init__(self,
+flash=False)``). A local the test reads is followed in the value graph: ``flash =
+default(flash, self.flash)`` runs the same-file helper, whose ``val if exists(val) else d``
+is an ``if`` between a parameter defaulting to ``None`` (the caller's value, when one is
+given) and the flag: off when the flag is. A flag from a call (timm's ``self.fused_attn =
+use_fused_attn()``), a flag defaulting to ``True`` or ``None`` itself, a property, or a value
+set in another method is not known to be off. ``not`` and ``and`` are read as
+``analysis/fallback.py`` reads the autograd tests.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from typing import Any, Optional
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
+from torchmemlint.analysis.forward_calls import forward_passed
 from torchmemlint.analysis.syntax import literal_bool
+
+CALLERS = 6  # how many constructors a flag is followed up through (``Transformer(flash)`` -> ``Block`` -> ``Attention`` -> ``Attend``)
 
 
 def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
@@ -32,19 +41,26 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     if not truth:
         return False
     function = graph.function
-    if type(test) is cst.Name:  # (a module's ``forward`` is called through ``__call__``: not read)
-        return function.name.value != "forward" and _default_false(graph, function, test.value)
+    if type(test) is cst.Name:
+        if parameter(function, test.value) is not None or not assigned_values(function, test.value):
+            return _default_false(graph, function, test.value)
+        read = graph.names.get(id(test))  # ``flash = default(flash, self.flash)``: what the name holds
+        return read is not None and _value_off(graph, read, 0)
     if type(test) is not cst.Attribute or type(test.value) is not cst.Name:
         return False
     if _module_instance_off(graph, function, test.value.value, test.attr.value):
         return True  # ``if config.SDPA_enabled:`` with ``config = Config()`` at module level
-    if graph.classdef is None:
-        return False
     params = [*function.params.posonly_params, *function.params.params]
-    if not params or test.value.value != params[0].name.value or function.decorators:
+    if graph.classdef is None or not params or test.value.value != params[0].name.value or function.decorators:
         return False  # not ``self.<flag>`` of a plain method
+    return _attribute_off(graph, test.attr.value)
+
+
+def _attribute_off(graph: Any, flag: str) -> bool:
+    """``self.<flag>`` is set once, in ``__init__``, to ``False`` or to a parameter that is off
+    unless a caller turns it on."""
     model = graph.file.analysis.class_model(graph.classdef)
-    assignment = model.single_assignment(test.attr.value)
+    assignment = model.single_assignment(flag)
     if assignment is None:
         return False
     value = assignment.value
@@ -53,14 +69,65 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     return type(value) is cst.Name and _default_false(graph, assignment.method, value.value)
 
 
-def _default_false(graph: Any, function: cst.FunctionDef, name: str) -> bool:
+def _value_off(graph: Any, value: Any, depth: int) -> bool:
+    """Is ``value`` (of ``graph``'s value graph) off unless a caller turns it on: ``self.<flag>``
+    off so (``_attribute_off``), a parameter defaulting to ``False`` no call sets, the result of
+    a same-file helper run with them, an ``if`` between them; a parameter defaulting to ``None``
+    as one arm of an ``if`` whose other arm is off (lucidrains' ``default(flash, self.flash)``,
+    ``flash if flash is not None else self.flash``: the caller's value when it gives one, else
+    the attribute)."""
+    if depth > 6:
+        return False
+    if value.op == "helper" and value.info.get("helper") is not None and value.inputs:
+        return _value_off(graph, value.inputs[0], depth + 1)
+    if value.op == "attribute":  # ``self.<flag>`` (values.py makes only those attributes)
+        return graph.classdef is not None and _attribute_off(graph, value.info["name"])
+    if value.op == "argument" and value.function is graph.function:  # the value it was called with: a rebinding after does not matter
+        param = _param(graph.function, value.info["name"])
+        return param is not None and literal_bool(param.default) is False and _unset(graph, graph.function, param)
+    if value.op != "join" or not value.inputs:
+        return False
+    unset = [arm for arm in value.inputs if arm.op == "argument" and arm.function is graph.function and _default_none(graph, arm.info["name"])]
+    rest = [arm for arm in value.inputs if all(arm is not other for other in unset)]
+    return bool(rest) and all(_value_off(graph, arm, depth + 1) for arm in rest)
+
+
+def _default_none(graph: Any, name: str) -> bool:
+    """``name`` is a parameter of the function defaulting to ``None`` (its argument's value:
+    rebound after, ``flash = default(flash, self.flash)``), and no call of the function in this
+    file passes anything but ``None`` or ``False``."""
+    param = _param(graph.function, name)
+    return param is not None and type(param.default) is cst.Name and param.default.value == "None" and _unset(graph, graph.function, param)
+
+
+def _default_false(graph: Any, function: cst.FunctionDef, name: str, depth: int = 0) -> bool:
     """``name`` is a parameter of ``function``, not rebound there, defaulting to ``False``, and
-    every call of ``function`` in this file leaves it so."""
+    every call of ``function`` in this file leaves it so: passes ``False``, or a parameter of the
+    calling function that is off so itself (``Attend(flash=flash)`` in ``Attention.__init__(self,
+    flash=False)``, followed through ``CALLERS`` callers)."""
     param: Optional[cst.Param] = parameter(function, name)
     if param is None or literal_bool(param.default) is not False:
         return False
-    passed = graph.file.analysis.factories.passed(function, param)
-    return passed is not None and all(value is None or literal_bool(value) is False for value, _ in passed)
+    return _unset(graph, function, param, depth)
+
+
+def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int = 0) -> bool:
+    """No call of ``function`` in this file passes ``param`` anything but ``None``, ``False`` or
+    a parameter of its caller that is off unless a caller turns it on; a module's ``forward``
+    through the calls of the attributes that hold its class's instances (``forward_calls``)."""
+    if function.name.value == "forward":
+        passed = forward_passed(graph, function, param)
+    else:
+        passed = graph.file.analysis.factories.passed(function, param)
+    if passed is None:
+        return False
+    for value, caller in passed:
+        if value is None or literal_bool(value) is False or (type(value) is cst.Name and value.value == "None"):
+            continue
+        if type(value) is cst.Name and caller is not None and depth < CALLERS and _default_false(graph, caller, value.value, depth + 1):
+            continue
+        return False
+    return True
 
 
 

@@ -6,18 +6,21 @@
 - the value's own rank, when the graph knows it (an ``einsum`` spec, ``bmm``, ``permute``);
 - an unpacking of its shape into names: ``B, C, H, W = x.shape`` (or ``x.size()``) makes
   ``x`` 4-D;
-- ``view``/``reshape`` with n sizes (or one tuple of n), ``flatten(s)`` (s + 1 axes),
+- ``view``/``reshape`` with n sizes (or one tuple of n), ``repeat``/``expand`` with n sizes
+  (n > 1, or a tuple of n: one per axis of the result), ``flatten(s)`` (s + 1 axes),
   ``flatten(s, e)`` of an n-D value (n - (e - s)), ``unsqueeze`` (+1), ``squeeze(d)`` (-1),
   ``einops.rearrange`` by its output pattern;
 - ``unbind`` (each part) and an integer index (``qkv[0]``): one axis fewer; an index by
   integers, slices, ``...`` and ``None`` (``k[..., :rot]``: kept; ``x[:, None]``: one more);
-- ``torch.cat``/``torch.stack`` of parts written out: the rank the parts whose rank is shown
-  share (+1 stacked); an element of the tuple a same-file helper returns (``q, k =
+- ``torch.cat`` of the parts one tensor is split into (heads moved to the batch axis): that
+  tensor's; ``torch.cat``/``torch.stack`` of parts written out: the rank the parts whose rank
+  is shown share (+1 stacked); an element of the tuple a same-file helper returns (``q, k =
   rotate(q, k)``): that element's; a same-file helper with several ``return``s (``repeat_kv``:
   its argument, or a reshape with four sizes): the rank they share; a same-file helper with one
   ``return``: the rank of what it returns (``return x.reshape(b * h, n, d)``: 3);
-- steps that keep the rank: ``split``/``chunk`` (each part), ``transpose``, elementwise steps,
-  scale, softmax, casts, dropout, norms and activations; ``@``/``matmul`` of two n-D values;
+- steps that keep the rank: ``split``/``chunk`` (each part), ``repeat_interleave`` along a
+  dim, ``transpose``, elementwise steps, scale, softmax, casts, dropout, norms and
+  activations; ``@``/``matmul`` of two n-D values;
 - ``nn.Conv1d``/``2d``/``3d`` layers and ``F.conv1d``/``2d``/``3d`` (3-, 4-, 5-D outputs).
 
 Anything else (an unknown module or helper, an index) is unknown: None.
@@ -35,6 +38,7 @@ KEEPS_RANK = frozenset({
 })
 CONV = {"Conv1d": 3, "Conv2d": 4, "Conv3d": 5, "conv1d": 3, "conv2d": 4, "conv3d": 5}
 DEPTH = 64
+SPLITS = ("split", "chunk", "tensor_split")
 _FACTS: "weakref.WeakKeyDictionary[Any, Dict[int, int]]" = weakref.WeakKeyDictionary()
 
 
@@ -99,12 +103,16 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
     if op == "contract" and value.info.get("spelling") in ("@", "torch.matmul", "matmul"):
         left, right = of(inputs[0]), of(inputs[1])
         return left if left is not None and left == right and left >= 2 else None
+    if op == "cat" and _terminal(value.node) in ("cat", "concat") and inputs[0].op in ("call", "split") and _terminal(inputs[0].node) in SPLITS and inputs[0].inputs:
+        return of(inputs[0].inputs[0])  # ``torch.cat(torch.split(q, d, dim=-1), dim=0)``: the parts of one tensor, rejoined
     if op == "cat":  # ``torch.cat``/``torch.stack`` of a tuple or list written out: the rank its parts share (+1 stacked)
         parts = inputs[0].node.elements if type(inputs[0].node) in (cst.Tuple, cst.List) else None
         ranks = {of(part) for part in inputs[0].info.get("elements", ())} - {None} if inputs[0].op == "tuple" else set()
         if not parts or any(type(e) is cst.StarredElement for e in parts) or len(ranks) != 1:
             return None
         return ranks.pop() + (1 if _terminal(value.node) == "stack" else 0)
+    if op == "call" and _repeated_along(node):  # ``torch.repeat_interleave(k, n, dim=1)``: each entry repeated along an axis
+        return of(inputs[0])
     if op == "call" and value.info.get("returns"):  # a same-file helper with several returns: a rank they share
         ranks = {of(result) for result in value.info["returns"]}
         return ranks.pop() if len(ranks) == 1 else None
@@ -195,6 +203,17 @@ def _expression_rank(node: cst.BaseExpression) -> Optional[int]:
     return None
 
 
+def _repeated_along(node: Any) -> bool:
+    """``torch.repeat_interleave(x, n, dim=d)`` / ``x.repeat_interleave(n, dim=d)`` (with a dim:
+    without one the result is flattened)."""
+    if type(node) is not cst.Call or _terminal(node) != "repeat_interleave":
+        return False
+    receiver = node.func.value if type(node.func) is cst.Attribute else None
+    tensor_first = type(receiver) is cst.Name and receiver.value == "torch"
+    return any(a.keyword is not None and a.keyword.value == "dim" for a in node.args) or (
+        len([a for a in node.args if a.keyword is None]) == (3 if tensor_first else 2))
+
+
 def _method(call: cst.Call) -> Optional[str]:
     return call.func.attr.value if type(call.func) is cst.Attribute else None
 
@@ -223,6 +242,11 @@ def _reshaped(call: cst.Call, source: Optional[int]) -> Optional[int]:
             return None
         start, end = start % source if start < 0 else start, end % source if end < 0 else end
         return source - (end - start) if 0 <= start <= end < source else None
+    if method in ("repeat", "expand") and positional and not keywords:  # one size per axis of the result
+        if len(positional) == 1 and type(positional[0]) in (cst.Tuple, cst.List):
+            elements = positional[0].elements  # type: ignore[attr-defined]
+            return None if any(type(e) is cst.StarredElement for e in elements) else len(elements)
+        return len(positional) if len(positional) > 1 else None  # (one name: ``x.repeat(sizes)``, not known)
     if method == "unsqueeze" and len(positional) == 1 and source is not None:
         return source + 1
     if method == "squeeze" and len(positional) == 1 and source is not None and type(positional[0]) in (cst.Integer, cst.UnaryOperation):

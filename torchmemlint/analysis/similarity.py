@@ -55,14 +55,30 @@ def _projected(value: Value) -> bool:
 
 def _arms(value: Value) -> Optional[List[Value]]:
     """The values a join or a ``torch.cat``/``stack`` of parts written out is made of (each laid
-    out as the whole: a cat joins them along one axis), None for any other value."""
+    out as the whole: a cat joins them along one axis), None for any other value. A ``cat`` of
+    the parts one tensor is split into (``torch.cat(torch.split(q, d, dim=-1), dim=0)``: heads
+    moved to the batch axis, GMAN) is laid out as that tensor: neither step moves an axis."""
     if value.op == "join" and value.inputs:
         return list(value.inputs)
+    whole = _split_source(value.inputs[0]) if value.op == "cat" and value.inputs else None
+    if whole is not None:
+        return [whole]
     if value.op == "cat" and value.inputs and value.inputs[0].op == "tuple" and type(value.node) is cst.Call:
         func = value.node.func
         if type(func) is cst.Attribute and func.attr.value in ("cat", "concat") and value.inputs[0].info.get("elements"):
             return list(value.inputs[0].info["elements"])
     return None
+
+
+def _split_source(parts: Value) -> Optional[Value]:
+    """The tensor ``parts`` is split from: ``torch.split(x, n, dim)``, ``x.split(n, dim)``,
+    ``x.chunk(n, dim)`` (every part keeps the tensor's rank and the order of its axes)."""
+    node = parts.node
+    if parts.op not in ("call", "split") or type(node) is not cst.Call or type(node.func) is not cst.Attribute or not parts.inputs:
+        return None
+    if node.func.attr.value not in ("split", "chunk", "tensor_split"):
+        return None
+    return parts.inputs[0]  # ``torch.split(x, ...)``'s first argument, ``x.split(...)``'s receiver
 
 
 def _origin(graph: FunctionValues, value: Value, position: int, through_rearrange: bool, every_step: bool, hint: Optional[int] = None) -> int:
@@ -79,8 +95,8 @@ def _origin(graph: FunctionValues, value: Value, position: int, through_rearrang
             return found.pop() if len(found) == 1 else position
         if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
             return position
-        if (value.op == "same" or value.op == "helper" and info.get("helper") is not None) and value.inputs:
-            value = value.inputs[0]  # (a same-file helper: what it returned, ``x.permute(0, 2, 3, 1)``)
+        if (value.op in ("same", "cast") or value.op == "helper" and info.get("helper") is not None) and value.inputs:
+            value = value.inputs[0]  # (a same-file helper: what it returned, ``x.permute(0, 2, 3, 1)``; ``.to(dtype)``)
             continue
         if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
             position, value = -3 - position, value.inputs[0]

@@ -44,7 +44,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
-from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_value
+from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
 from torchmemlint.analysis.writes import slice_write
@@ -486,7 +486,7 @@ class FunctionValues:
                     return base.inputs[int(index)]
             return self._new("index", [base], node)
         if kind in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
-            return self._new("constant", node=node, info={"text": string_value(node, env, self)})
+            return self._new("constant", node=node, info=string_info(node, env, self))
         if kind is cst.Comparison:  # ``a.shape == s.shape``, ``x.dim() == 4``: sizes compared, the tensors not read
             parts = [self.expression(part, env) for part in (node.left, *(c.comparator for c in node.comparisons))]  # type: ignore[attr-defined]
             if all(part.op in ("meta", "constant") or not _tensorish(part) and part.op in ("element", "index") for part in parts):

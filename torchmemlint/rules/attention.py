@@ -40,7 +40,10 @@ class EagerAttention(Rule):
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
       `"bct,bcs->bts"`, an f-string whose parts are constants, the operands in one list:
       `torch.einsum("bqd,bkd->bqk", [q, k])`), `torch.mm` (two matrices: reported without a
-      fix); `k` transposed in the product
+      fix); a spec an `if` chooses (`kv = "b j d" if k.ndim == 3 else "b h j d"`, then
+      `f"b h i d, {kv} -> b h i j"`, or the whole spec) whose texts all contract the same labels
+      into the same output (reported without a fix: the layouts differ,
+      tests/test_attention_held_out14.py); `k` transposed in the product
       or earlier (`transpose`, `permute`, `.mT`, an `einops.rearrange` that reorders axes:
       `rearrange(w, "b i j -> b j i")`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`),
       q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`); the feature axis
@@ -100,7 +103,11 @@ class EagerAttention(Rule):
     path that runs only while a flag is set that is off unless a caller turns it on (`if
     self.flash: return self.flash_attn(q, k, v, mask)` with `self.flash = flash` and
     `flash=False` the constructor's default, or `False` itself; a function's own
-    `use_sdpa=False`; a flag of a module-level instance of a class of the file whose `__init__`
+    `use_sdpa=False`, also read through a helper that gives the caller's value or a fallback,
+    `flash = default(flash, self.flash)` with `flash=None` a `forward` parameter that no call
+    of the module's instances in the file passes; a constructor parameter passed down,
+    `Attend(flash=flash)` in a constructor whose own `flash=False` no caller sets; a flag of a
+    module-level instance of a class of the file whose `__init__`
     sets it `False` and that nothing else sets, `config = Config()` ... `if config.SDPA_enabled:`,
     tests/test_attention_module_flag.py; no call in the file passing anything but `False`,
     `analysis/flags.py`): training runs the eager path by default. A flag from a call (timm's
@@ -111,7 +118,10 @@ class EagerAttention(Rule):
     (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It reports without a fix
     when SDPA cannot compute the same thing: the dropout is not a known `nn.Dropout`, the
     softmax takes a `dtype` or the weights or scores are cast, the scores pass through a helper
-    or a module, two masks are applied, the scale is a tensor (a learned temperature: SDPA's
+    or a module, the weights pass through a module or activation that keeps their shape or are
+    scaled (a learned per-head gate, `gate * F.softmax(s, -1)`, a head mask), a `del` names the
+    scores or weights (no read, but the fix removes the statements that bind them), two masks
+    are applied, the scale is a tensor (a learned temperature: SDPA's
     `scale` is a number), the weights come from different computations in the arms of an `if`,
     an `einsum` says the tensors are neither 3-D nor 4-D or the batch axes of q, k and v
     differ, a name the scores use is reassigned before the product with v, or the softmax is
