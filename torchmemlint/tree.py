@@ -257,23 +257,29 @@ class NodeIndex:
                         parent[at] = here
                         at = end[at]
                     end[here] = at
+            # The positions of each type (which the walk and the analyses read anyway), and
+            # from them the scopes: each definition's subtree below it, outer definitions
+            # first, so that an inner one's slice overwrites its outer one's (a slice
+            # assignment per definition instead of a step per node).
+            by_type: Dict[type, List[int]] = {}
+            for here, node in enumerate(order):
+                found = by_type.get(type(node))
+                if found is None:
+                    by_type[type(node)] = [here]
+                else:
+                    found.append(here)
             scope = [-1] * size
-            definitions = _DEFINITIONS
-            for here in range(size):
-                below = kids[here]
-                if below:
-                    inside = here if type(order[here]) in definitions else scope[here]
-                    if inside >= 0:
-                        at = here + 1
-                        for _ in below:
-                            scope[at] = inside
-                            at = end[at]
+            functions, classes = by_type.get(cst.FunctionDef), by_type.get(cst.ClassDef)
+            definitions = sorted(functions + classes) if functions and classes else functions or classes or ()
+            for here in definitions:
+                stop = end[here]
+                scope[here + 1:stop] = [here] * (stop - here - 1)
         finally:
             if enabled:
                 gc.enable()
         self.order, self.parent, self.end, self.kids, self.position = order, parent, end, kids, position
         self.scope = scope  # the innermost FunctionDef or ClassDef strictly above (-1: none)
-        self._by_type: Optional[Dict[type, List[int]]] = None
+        self._by_type: Optional[Dict[type, List[int]]] = by_type
         self._merged: Dict[Tuple[type, ...], List[int]] = {}
         if register:
             _register(self)
@@ -382,7 +388,6 @@ class NodeIndex:
         return path
 
 
-_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
 _INDICES: List["weakref.ref[NodeIndex]"] = []  # the live indices, the newest first
 _MAX_INDICES = 8
 

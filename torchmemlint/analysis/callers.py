@@ -17,7 +17,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
 from torchmemlint.analysis.syntax import is_staticmethod, walk
 from torchmemlint.analysis.training import ScopeFacts
-from torchmemlint.analysis.vocabulary import KIND_BY_MODULE
+from torchmemlint.analysis.vocabulary import KIND_BY_MODULE, whole_words
 
 _LOADER_WORDS = re.compile(r"(?i)loader|dataset|batches")
 # Calls that turn a list of per-item tensors into one value of the same computation.
@@ -209,7 +209,8 @@ _MODULE_TYPES = frozenset({
     "torch.nn.Module", "pytorch_lightning.LightningModule", "lightning.pytorch.LightningModule",
     "lightning.LightningModule", "pytorch_lightning.core.LightningModule",
 })
-_HOOKS = re.compile(r"\b(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
+# whole words (``vocabulary.whole_words``: a leading ``\b`` makes ``re`` try every position)
+_HOOKS = re.compile(r"(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|register_hook|retain_grad)\b")
 
 
 def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
@@ -371,7 +372,7 @@ def model_calls_under(facts: ScopeFacts, statement: Optional[cst.CSTNode]) -> in
 @lru_cache(maxsize=4)
 def _registers_hooks(text: str) -> bool:
     """The file's text registers a hook or retains a gradient (asked once per file, not per scope)."""
-    return _HOOKS.search(text) is not None
+    return any(True for _ in whole_words(_HOOKS, text))
 
 
 def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:

@@ -186,7 +186,8 @@ def _walk_types(node: cst.CSTNode, node_types: Tuple[type, ...]) -> List[cst.CST
     file's shared index when it can: the nodes below ``node`` (nested classes not entered)
     sorted as ``_walk`` meets them, last subtree first (its stack pops the last child first).
     Layout fields hold none of the node types asked here (calls, returns); where a node of
-    ``_REORDERED`` has them in two of its children, the order could differ: then it walks."""
+    ``_REORDERED`` has them in two of its children, the order could differ: then ``_walk``'s
+    stack is replayed over the index (``_replayed``)."""
     found = indexed(node)
     if found is not None:
         index, here = found
@@ -197,7 +198,42 @@ def _walk_types(node: cst.CSTNode, node_types: Tuple[type, ...]) -> List[cst.CST
             return [order[at] for at in picked]
         if not picked:
             return []
+        return [order[at] for at in _replayed(index, here, picked)]
     return [n for n in _walk(node) if type(n) in node_types]
+
+
+def _replayed(index, here: int, picked: List[int]) -> List[int]:
+    """``picked`` (ascending positions strictly below ``here``) in the order ``_walk(order[here])``
+    meets them: its stack, over the index's children in libcst's order (a ``_REORDERED`` node's
+    ranked by libcst's ``children``), entering only the children whose subtree holds a picked
+    position, without the cost of libcst's ``children`` on every node."""
+    order, kids, end = index.order, index.kids, index.end
+    wanted = set(picked)
+    count = len(picked)
+
+    def below(at: int) -> List[int]:
+        holding = []
+        child = at + 1
+        for _ in kids[at]:
+            first = bisect_left(picked, child)
+            if first < count and picked[first] < end[child]:
+                holding.append(child)
+            child = end[child]
+        node = order[at]
+        if len(holding) > 1 and type(node) in _REORDERED:
+            rank = {id(inner): number for number, inner in enumerate(node.children)}
+            holding.sort(key=lambda position: rank[id(order[position])])
+        return holding
+
+    met: List[int] = []
+    stack = below(here)
+    while stack:
+        at = stack.pop()
+        if at in wanted:
+            met.append(at)
+        if type(order[at]) is not cst.ClassDef:
+            stack.extend(below(at))
+    return met
 
 
 def _index_scan(index, here: int, node_types: Tuple[type, ...]) -> List[int]:
