@@ -27,6 +27,7 @@ from torchmemlint.analysis.checkpoints import (
 from torchmemlint.analysis.classes import Env, InitModel
 from torchmemlint.analysis.inheritance import bases, method_definition
 from torchmemlint.analysis.syntax import _scope_of, _walk_types, self_path
+from torchmemlint.analysis.vocabulary import VIEWS
 
 MAX_DEPTH = 3
 # torch's norm functions: elementwise work over the input, with at most an affine parameter
@@ -38,11 +39,8 @@ _CONTRACTIONS = frozenset({
     "scaled_dot_product_attention", "multi_head_attention_forward", "cdist", "inner", "outer",
 })
 _PARAMETER_BUILDERS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
-# tensor methods that only relabel or reshape (no work backward needs a tensor for)
-_VIEWS = frozenset({
-    "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "contiguous",
-    "size", "dim",
-})
+# tensor methods that only relabel or reshape, or read a size (no work backward needs a tensor for)
+_VIEWS = VIEWS | {"size", "dim"}
 _CAST = "typing.cast"
 
 

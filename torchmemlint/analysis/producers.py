@@ -25,6 +25,7 @@ from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, NN, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
     FRESH_MODULES, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, POOL_MODULES, Saves, short_name,
+    VIEWS,
 )
 
 
@@ -55,11 +56,6 @@ SAME_MODULE = WRAPPERS | frozenset({
     "torch.nn.utils.remove_weight_norm", "torch.nn.utils.remove_spectral_norm",
     "torch.nn.utils.weight_norm.remove_weight_norm", "torch.nn.utils.spectral_norm.remove_spectral_norm",
     "torch.nn.utils.parametrize.remove_parametrizations",
-})
-# Methods whose result is the same storage (or a same-valued copy) as their receiver.
-VIEWS = frozenset({
-    "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "t",
-    "contiguous", "view_as", "reshape_as", "swapaxes", "movedim",
 })
 # Functions whose result is their first argument's storage or a same-valued copy of it
 # (``rearrange(fmap, "1 (b o) ... -> b o ...", b=b)``; not ``einops.repeat``, which may expand).

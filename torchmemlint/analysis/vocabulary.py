@@ -203,3 +203,10 @@ def whole_words(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str
         start = match.start()
         if start == 0 or _WORD_CHARACTER.match(text, start - 1) is None:
             yield match
+
+
+# Methods whose result is the same storage (or a same-valued copy) as their receiver.
+VIEWS = frozenset({
+    "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "t",
+    "contiguous", "view_as", "reshape_as", "swapaxes", "movedim",
+})
