@@ -5,8 +5,7 @@ examples, one file per rule under tests/rule_examples/.
 It also byte-compiles the package once per session. The tests start hundreds of
 ``python -m torchmemlint`` processes; an editable install writes no bytecode, and where
 ``PYTHONDONTWRITEBYTECODE`` is set (as on this project's CI machines) no process writes any, so
-each would compile every module of the package from source again (about a third of a second
-of CPU each)."""
+each would compile every module of the package from source again."""
 
 import compileall
 from pathlib import Path
