@@ -637,7 +637,8 @@ class FunctionValues:
             return self._new("join", results, node, axes, rank, {"test": callee.info.get("test"), "branches": callee.info.get("branches")})
         if callee.op == "global" and callee.info.get("qualified"):
             return self._function(callee.info["qualified"], node, positional, keywords)
-        if callee.op == "function" and callee.info.get("define") is not None and type(callee.node) is not cst.FunctionDef:
+        if callee.op == "function" and type(callee.info.get("define")) is cst.FunctionDef and type(callee.node) is not cst.FunctionDef:
+            # a function of the module run as a helper; a local ``def`` or ``class`` is not run (a class is no helper)
             return self._helper(callee.info["define"], node, positional, keywords)
         if callee.op == "layer" and len(positional) == 1:
             return self._layers([callee.info["layer"]], positional[0], node, None)
