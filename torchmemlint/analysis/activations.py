@@ -15,8 +15,9 @@ from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.layer_lists import splices
+from torchmemlint.analysis.module_flow import module_flow
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
+from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, default_of, dropouts_only, feeds_dropout_only, guarded_by_flag, names_read,
     nested_calls, none_test, passed_to,
@@ -203,9 +204,10 @@ class InplaceAnalysis:
         )
 
     def _from_project(self, name: Optional[str]) -> bool:
-        """Whether another file of the project may define ``name`` (from the imports)."""
+        """Whether another file of the project may define ``name`` (from the imports; an
+        absolute import from the file's own top-level package too)."""
         links = self.file.links
-        return links is not None and links.may_come_from_project(name)
+        return links is not None and links.may_come_from_package(name)
 
     def _aliases(self) -> FunctionAliases:
         if self._alias_names is None:
@@ -369,7 +371,9 @@ class InplaceAnalysis:
                 else:
                     model, attribute = data
                     scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
-                    if kind == "row":  # what the name a loop binds to it is called with
+                    if kind == "flow":  # ``act = leaky()``, ``mlp(sizes, leaky())``: where it runs
+                        scratch.complete = self._flow_uses(scratch, model, attribute)
+                    elif kind == "row":  # what the name a loop binds to it is called with
                         scratch.privates.append((model.node, attribute[0]))
                         self._call_uses(scratch, model, *module_lists(self.file, model).row_calls(*attribute))
                         placement.label = f"`{name}` (returned by `{returning}`{where}, in the rows of `self.{attribute[0]}`{_via(layer)})"
@@ -446,29 +450,24 @@ class InplaceAnalysis:
         return site
 
     def _placed_after(self, reads: List[Any]) -> Callable[[Site], None]:
-        """A site's ``pending``: each of ``reads`` (a name for the layer) is an element of
-        Sequentials of the file, and the layer runs on what precedes it there (complete when
-        every read is such an element, never the first)."""
-
+        """A site's ``pending``: the layer runs where each of ``reads`` puts it (``_flow_uses``)."""
         model = self._class()  # (``settle`` runs after the visit has left the class)
+        return lambda site: setattr(site, "complete", self._flow_uses(site, model, reads))
 
-        def settle(site: Site) -> None:
-            complete = bool(reads)
-            for read in reads:
-                placed = self.placing.elements().get(id(read))
-                kept = self.placing.kept_as(model, read) if not placed and model is not None else None
-                if kept is not None:  # ``self.act = act`` too: the same module, run where ``self.act`` is
-                    complete = self._kept_uses(site, *kept) and complete
-                    continue
-                complete = complete and bool(placed)
-                for sequence, part in placed or ():
-                    complete = complete and part not in sequence.first
-                    dropout = feeds_dropout_only(self.file, sequence, part)
-                    for previous in sequence.predecessors(part):
-                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
-            site.complete = complete
-
-        return settle
+    def _flow_uses(self, site: Site, model: Optional[ClassModel], reads: List[Any]) -> bool:
+        """Add the uses of the instance ``reads`` hold (``analysis/module_flow.py``: Sequential
+        elements, of this file or of a builder it is passed to, never the first one, and
+        ``self.act = act``); whether those are all."""
+        flow = module_flow(self.file, reads, model, lambda file: self.placing if file is self.file else placing_of(file))
+        complete = flow.complete
+        for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
+            complete = self._kept_uses(site, *kept) and complete
+        for file, sequence, part in flow.elements:
+            complete = complete and part not in sequence.first
+            dropout = feeds_dropout_only(file, sequence, part)
+            for previous in sequence.predecessors(part):
+                site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout))
+        return complete
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
         """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""
