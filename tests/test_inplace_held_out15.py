@@ -20,6 +20,14 @@ A list held by ``self`` in ``__init__`` (``self.proj = []``, ``self.proj.append(
 ``self.proj = nn.Sequential(*self.proj)``, another arm assigning a single Linear) is read as a
 local list is.
 
+A flag kept on ``self`` (``self.outermost = outermost``) and tested around a call in
+``forward`` ties the call to the arms of ``__init__`` that built the module it runs
+(``analysis/flag_arms.py``): pix2pix's ``UnetSkipConnectionBlock`` runs ``return
+self.model(x)`` only when outermost, and the outermost arm's list starts with a convolution, so
+the in-place LeakyReLU first in the other arms is reported (TML203) at the ``torch.cat`` only.
+Still reported: a flag that is not the parameter itself (``self.inner = not outermost``, or the
+parameter rebound first), and an outermost arm that starts with the activation too.
+
 Look-alikes stay quiet: the factory's layer first in a Sequential run on a tensor read again;
 a local also kept as an attribute run on a tensor read again; a builder that puts the
 activation first, or keeps it on ``self``; a loop over a parameter (which may be empty, so the
@@ -309,9 +317,94 @@ HELD_LIST = '''
             return self.body(x) + x
 '''
 
+FLAG_ARMS = '''
+    import torch
+    from torch import nn
+
+
+    class SkipBlock(nn.Module):
+        def __init__(self, outer, inner, submodule=None, outermost=False, innermost=False):
+            super().__init__()
+            self.outermost = outermost
+            downconv = nn.Conv2d(outer, inner, 4, 2, 1)
+            downrelu = nn.LeakyReLU(0.2, True)
+            uprelu = nn.ReLU(True)
+            if outermost:
+                down = [downconv]
+                up = [uprelu, nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1), nn.Tanh()]
+                model = down + [submodule] + up
+            elif innermost:
+                down = [downrelu, downconv]
+                up = [uprelu, nn.ConvTranspose2d(inner, outer, 4, 2, 1)]
+                model = down + up
+            else:
+                down = [downrelu, downconv]
+                up = [uprelu, nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1)]
+                model = down + [submodule] + up
+            self.model = nn.Sequential(*model)
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)
+            else:
+                return torch.cat([x, self.model(x)], 1)  # expect: TML203
+
+
+    class NotOutermost(nn.Module):
+        def __init__(self, outer, inner, outermost=False):
+            super().__init__()
+            self.inner = not outermost
+            downrelu = nn.LeakyReLU(0.2, True)
+            if outermost:
+                model = [nn.Conv2d(outer, inner, 3)]
+            else:
+                model = [downrelu, nn.Conv2d(outer, inner, 3)]
+            self.model = nn.Sequential(*model)
+
+        def forward(self, x):
+            if not self.inner:
+                return self.model(x)  # expect: TML203
+            return torch.cat([x, self.model(x)], 1)  # expect: TML203
+
+
+    class Rebound(nn.Module):
+        def __init__(self, outer, inner, outermost=False):
+            super().__init__()
+            outermost = outermost or inner > 64
+            self.outermost = outermost
+            downrelu = nn.LeakyReLU(0.2, True)
+            if outermost:
+                model = [nn.Conv2d(outer, inner, 3)]
+            else:
+                model = [downrelu, nn.Conv2d(outer, inner, 3)]
+            self.model = nn.Sequential(*model)
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)  # expect: TML203
+            return torch.cat([x, self.model(x)], 1)  # expect: TML203
+
+
+    class BothStart(nn.Module):
+        def __init__(self, outer, inner, outermost=False):
+            super().__init__()
+            self.outermost = outermost
+            downrelu = nn.LeakyReLU(0.2, True)
+            if outermost:
+                model = [downrelu, nn.Conv2d(outer, inner, 3), nn.Tanh()]
+            else:
+                model = [downrelu, nn.Conv2d(outer, inner, 3)]
+            self.model = nn.Sequential(*model)
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)  # expect: TML203
+            return torch.cat([x, self.model(x)], 1)  # expect: TML203
+'''
+
 CASES: Dict[str, Dict[str, str]] = {
     "pkg": {"__init__": "", "utils": UTILS, "encoders": ENCODERS},
-    "flat": {"held_list": HELD_LIST},
+    "flat": {"held_list": HELD_LIST, "flag_arms": FLAG_ARMS},
 }
 
 

@@ -14,6 +14,7 @@ import libcst as cst
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_flow import module_flow
 from torchmemlint.analysis.module_lists import module_lists
@@ -204,8 +205,7 @@ class InplaceAnalysis:
         )
 
     def _from_project(self, name: Optional[str]) -> bool:
-        """Whether another file of the project may define ``name`` (from the imports; an
-        absolute import from the file's own top-level package too)."""
+        """Whether another file of the project may define ``name`` (also of its own package)."""
         links = self.file.links
         return links is not None and links.may_come_from_package(name)
 
@@ -590,7 +590,7 @@ class InplaceAnalysis:
                 )
                 complete = site.complete and kept_complete
                 for owner, attribute in destinations:
-                    self._attribute_uses(site, owner, attribute)
+                    self._attribute_uses(site, owner, attribute, layer.call)
                     complete = complete and site.complete
                 site.complete = complete
             else:
@@ -672,12 +672,14 @@ class InplaceAnalysis:
         return self._spliced
 
     # -- uses -------------------------------------------------------------------------------------
-    def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
+    def _attribute_uses(self, site: Site, model: ClassModel, attribute: str, first: Optional[cst.Call] = None) -> None:
         complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.runs_only_where_called(attribute)
         site.privates.append((model.node, attribute))
         for reference in model.calls(attribute):
             call = reference.call
             assert call is not None
+            if first is not None and not may_come_first(self.file, model, attribute, first, reference.method, reference.statement):
+                continue  # (``if self.outermost:``: built by arms of ``__init__`` where it is not first)
             if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
                 complete = False
                 continue

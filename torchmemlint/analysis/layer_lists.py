@@ -242,6 +242,7 @@ class LayerLists:
         self.module = module
         self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
         self._returns: Dict[int, Optional[Order]] = {}
+        self._assume: Dict[str, bool] = {}  # (``order``'s: the truth of names its ``if`` tests read)
 
     # -- functions of the file by name (module-level functions and methods) -----------------------
     def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
@@ -268,7 +269,11 @@ class LayerLists:
         key = id(function)
         if key not in self._returns:
             self._returns[key] = None  # recursion guard
-            self._returns[key] = self._returned(function, depth + 1)
+            assumed, self._assume = self._assume, {}  # (another function: its own names)
+            try:
+                self._returns[key] = self._returned(function, depth + 1)
+            finally:
+                self._assume = assumed
         return self._returns[key]
 
     def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[Order]:
@@ -376,12 +381,17 @@ class LayerLists:
         return assigned[0].value
 
     def order(
-        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
+        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0,
+        assume: Optional[Dict[str, bool]] = None,
     ) -> Optional[Order]:
         """Every order of the elements ``name`` may hold when ``statement`` (in ``function``)
-        runs; None when they cannot be followed."""
+        runs; None when they cannot be followed. ``assume``: the truth of parameters of
+        ``function`` (never rebound there), so that ``if outermost:`` takes one arm only."""
         if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
             return None
+        assumed = self._assume
+        if assume is not None:
+            self._assume = assume
         walker = _Walk(self, function, name, statement, depth)
         try:
             walker.block(list(block_statements(function.body)), None)
@@ -389,6 +399,8 @@ class LayerLists:
             return None
         except _Reached:
             pass
+        finally:
+            self._assume = assumed
         return walker.at_target
 
     def _step(
@@ -510,8 +522,15 @@ class _Walk:
         if type(statement) is cst.If:
             if _mentions_name(statement.test, self.name) and not _sized(statement.test, self.name):
                 raise _Unknown()
-            after = self.block(list(block_statements(statement.body)), held)
+            known = _truth(statement.test, self.lists._assume)
             orelse = statement.orelse
+            if known is True:  # (``if outermost:`` with ``outermost`` assumed true)
+                return self.block(list(block_statements(statement.body)), held)
+            if known is False:
+                return self.statement(orelse, held) if type(orelse) is cst.If else (
+                    self.block(list(block_statements(orelse.body)), held) if type(orelse) is cst.Else else held
+                )
+            after = self.block(list(block_statements(statement.body)), held)
             if type(orelse) is cst.If:
                 other = self.statement(orelse, held)
             elif type(orelse) is cst.Else:
@@ -610,6 +629,16 @@ def _never_empty(function: cst.FunctionDef, iterable: cst.BaseExpression, depth:
                 return False
             values.append(node.value)  # type: ignore[attr-defined]
     return bool(values) and all(type(v) in (cst.List, cst.Tuple) and _never_empty(function, v, depth + 1) for v in values)
+
+
+def _truth(test: cst.BaseExpression, assume: Dict[str, bool]) -> Optional[bool]:
+    """The truth of ``test`` (``flag``, ``not flag``) under ``assume``; None: not known."""
+    if type(test) is cst.Name:
+        return assume.get(test.value)
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = _truth(test.expression, assume)
+        return None if inner is None else not inner
+    return None
 
 
 def _sized(test: cst.BaseExpression, name: str) -> bool:
