@@ -14,7 +14,10 @@ the file's own package, and
 - passed directly to the builder (``create_mlp(sizes, n, nonlinearity(cfg))``).
 
 One instance runs at each of those places: it is reported, at the factory's call, when every
-place follows a layer whose output nothing else reads.
+place follows a layer whose output nothing else reads. The builder's parameter is reported too,
+where the builder places it (``analysis/passed_layers.py``), when every call of the builder in
+the project passes such a layer for it (``create_mlp``; not ``plain_mlp``, which one caller
+gives a ``Swish`` module of its own or the factory's layer, depending on a flag).
 
 A list held by ``self`` in ``__init__`` (``self.proj = []``, ``self.proj.append(...)`` ...
 ``self.proj = nn.Sequential(*self.proj)``, another arm assigning a single Linear) is read as a
@@ -95,11 +98,19 @@ UTILS = '''
     def create_mlp(sizes, n_in, activation):
         layers = []
         for size in sizes:
-            layers.extend([fc_layer(n_in, size), activation])
+            layers.extend([fc_layer(n_in, size), activation])  # expect: TML201
             n_in = size
         if len(layers) > 0:
             return nn.Sequential(*layers)
         return nn.Identity()
+
+
+    def plain_mlp(sizes, n_in, activation):
+        layers = []
+        for size in sizes:
+            layers.extend([nn.Linear(n_in, size), activation])
+            n_in = size
+        return nn.Sequential(*layers)
 
 
     def leading_mlp(sizes, n_in, activation):
@@ -122,7 +133,7 @@ ENCODERS = '''
     import torch
     from torch import nn
 
-    from pkg.utils import create_mlp, leading_mlp, nonlinearity, odd_mlp, soft
+    from pkg.utils import create_mlp, leading_mlp, nonlinearity, odd_mlp, plain_mlp, soft
 
 
     class ResBlock(nn.Module):
@@ -255,6 +266,21 @@ ENCODERS = '''
 
         def forward(self, x):
             return self.block(x)
+
+
+    class Swish(nn.Module):
+        def forward(self, x):
+            return x * torch.sigmoid(x)
+
+
+    class Plain(nn.Module):
+        def __init__(self, cfg, n, swish):
+            super().__init__()
+            self.mlp = plain_mlp(cfg.sizes, n, nonlinearity(cfg))  # expect: TML201
+            self.other = plain_mlp(cfg.sizes, n, Swish() if swish else nonlinearity(cfg))
+
+        def forward(self, x):
+            return self.other(self.mlp(x))
 
 
     class Soft(nn.Module):

@@ -6,18 +6,19 @@ Asked by the TML2xx rules from ``visit_Module`` (``sites()``); each call is read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
+from torchmemlint.analysis.activation_sites import Placement, Site, Use  # (the rules take them from here)
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_flow import module_flow
 from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, default_of, dropouts_only, feeds_dropout_only, guarded_by_flag, names_read,
@@ -27,12 +28,12 @@ from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
-from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
-    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
+    INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
     short_name,
 )
 
@@ -40,126 +41,6 @@ SEQUENTIAL = NN + "Sequential"
 _WATCHED = (
     frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
 )
-
-
-@dataclass
-class Use:
-    """One tensor an activation receives, and what the data flow says about it."""
-
-    anchor: cst.CSTNode  # where a finding about this use is reported
-    producers: List[Producer]
-    name: Optional[str] = None  # the variable passed, when it is one
-    reused: bool = False  # the tensor may be read after the activation
-    single_use: bool = False  # nothing else reads the tensor, before or after
-    caller_tensor: Optional[str] = None  # `forward`'s own argument
-    to_dropout: bool = False  # what the activation makes here goes only to dropouts that drop
-
-    @property
-    def fresh(self) -> bool:
-        return bool(self.producers) and all(
-            p.category in (Category.FRESH, Category.POOL) for p in self.producers
-        )
-
-    def output_saver(self) -> Optional[Producer]:
-        return next((p for p in self.producers if p.category is Category.SAVES_OUTPUT), None)
-
-
-@dataclass
-class Placement:
-    """One place a call of a factory (a function of the file returning the layer: ``def
-    leaky(p=0.1): return nn.LeakyReLU(p)``) puts its layer: an element of ``nn.Sequential``
-    (directly or through a spliced list, ``layers.append(leaky())``), ``self.act = leaky()``
-    called in the class's methods, an element of a module list run as a chain. What the layer
-    receives there is judged there, as for a layer written at that place."""
-
-    node: cst.Call  # the factory call, where a finding about this place is reported
-    uses: List[Use] = field(default_factory=list)
-    complete: bool = False  # every way the layer runs from here is among ``uses``
-    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
-    label: Optional[str] = None  # how messages name the layer here (None: the site's label)
-    # ``def act(slope=0.1, inplace=False): return nn.LeakyReLU(slope, inplace=inplace)``: the
-    # factory's parameter that sets ``inplace``, the argument this call passes for it (None:
-    # left at its default) and the value it gets here (None: not known)
-    switch: Optional[str] = None
-    switch_arg: Optional[cst.Arg] = None
-    inplace: Optional[bool] = None
-    # the layer's parameters the factory passes its own for (``nn.LeakyReLU(slope)``:
-    # ``negative_slope``), with what each gets from this call (None: not known)
-    bound: Dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
-
-
-@dataclass
-class Site:
-    """An activation with an ``inplace`` switch: a module, a function call or a method call."""
-
-    name: str  # functional name: "leaky_relu", "sigmoid"
-    kind: Optional[ActivationKind]
-    form: str  # "module", "functional", "underscore" or "method"
-    node: cst.Call  # the constructor or the call; fixes edit it
-    label: str  # how messages name it
-    inplace: Optional[bool]
-    _uses: List[Use] = field(default_factory=list)
-    _complete: bool = False  # every call of it in its class is among ``uses``
-    # (class, attribute) of the module attributes that hold it (known once ``uses`` is)
-    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
-    # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
-    effective: Optional[cst.Call] = None
-    certain: bool = True  # False: the layer is a factory default callers elsewhere may change
-    # the keywords a ``**params`` passes, read from the parameter's default dict (None: not read)
-    spread: Optional[Dict[str, cst.BaseExpression]] = None
-    # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
-    # site for its kind or its ``inplace`` never builds a value graph for it)
-    pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
-    # a layer a factory returns: each place a call of it puts it (empty: not one)
-    _placements: List[Placement] = field(default_factory=list)
-    # every call of the factory is among ``placements`` and no other file of the project
-    # imports it: an edit of the construction changes only those places
-    _every_placement: bool = False
-    foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
-    configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
-
-    def _settle(self) -> None:
-        if self.pending is not None:
-            pending, self.pending = self.pending, None
-            pending(self)
-
-    @property
-    def uses(self) -> List[Use]:
-        self._settle()
-        return self._uses
-
-    @property
-    def complete(self) -> bool:
-        self._settle()
-        return self._complete
-
-    @complete.setter
-    def complete(self, value: bool) -> None:
-        self._complete = value
-
-    @property
-    def placements(self) -> List[Placement]:
-        self._settle()
-        return self._placements
-
-    @property
-    def every_placement(self) -> bool:
-        self._settle()
-        return self._every_placement
-
-    @property
-    def arguments(self) -> cst.Call:
-        """The call whose arguments the layer receives (the factory's preset ones included)."""
-        return self.effective if self.effective is not None else self.node
-
-    def inplace_position(self) -> Optional[int]:
-        if self.kind is None:
-            return None
-        if self.form == "module":
-            return self.kind.module_params.index("inplace")
-        if self.form == "functional":
-            return self.kind.functional_params.index("inplace") + 1
-        return None
 
 
 class InplaceAnalysis:
@@ -192,6 +73,7 @@ class InplaceAnalysis:
             found: List[Site] = []
             for call in self.cursor.walk(cst.Call, self._may_be_site):
                 found.extend(self._discover(call))  # type: ignore[arg-type]
+            found.extend(self._parameter_sites())
             self._all = found
         return self._all
 
@@ -203,6 +85,28 @@ class InplaceAnalysis:
             or (type(call.func) is cst.Name and self._from_project(name))  # ``from .layers import leaky``
             or (type(call.func) is cst.Name and self.file.resolver.helpers.container(name) is not None)
         )
+
+    def _parameter_sites(self) -> List[Site]:
+        """``def create_mlp(sizes, n, activation)`` placing ``activation`` in Sequentials, every
+        caller passing a layer for it (``analysis/passed_layers.py``): a site at the element for
+        each layer kind passed, out of place when every caller leaves it so, judged where the
+        parameter is placed (never fixed here: the construction is the callers')."""
+        sites: List[Site] = []
+        for node, function, param, passed in parameter_layers(self.file, self.placing.elements()):
+            kinds: Dict[str, Tuple[Layer, Optional[bool]]] = {}
+            for layer, inplace in passed:
+                known = kinds.get(layer.qualified)
+                kinds[layer.qualified] = (layer, inplace if known is None or known[1] == inplace else None)
+            for layer, inplace in kinds.values():
+                if layer.kind is None:
+                    continue
+                site = _layer_site(layer)
+                site.node, site.effective, site.inplace, site.foreign = node, layer.effective, inplace, True  # type: ignore[assignment]
+                site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{function.name.value}`, as its callers pass it)"
+                reads = [r for r in names_read(function, param) if not none_test(function, r)]
+                site.pending = lambda site, reads=reads: setattr(site, "complete", self._flow_uses(site, None, reads))
+                sites.append(site)
+        return sites
 
     def _from_project(self, name: Optional[str]) -> bool:
         """Whether another file of the project may define ``name`` (also of its own package)."""
