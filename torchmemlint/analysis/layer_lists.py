@@ -1,10 +1,12 @@
 """Layers collected in a local list and spliced into ``nn.Sequential(*layers)``, and dropout
 probabilities the file pins to 0.
 
-A list is followed through the statements of one function (``layers = [a, b]``,
-``layers.append(c)``, ``layers += [d]``, ``layers.extend(helper())``, ``layers = layers[1:]``,
-``layers[0] = e``, or ``layers = helper(...)`` where ``helper`` is a function or method of this
-file that builds and returns such a list), in branches and loops; what it may hold is an
+A list is followed through the statements of one function, up to the splice (a local, or
+``self.proj`` that ``__init__`` fills and splices, ``self.proj = nn.Sequential(*self.proj)``;
+``layers = [a, b]``, ``layers.append(c)``, ``layers += [d]``, ``layers.extend(helper())``,
+``layers = layers[1:]``, ``layers[0] = e``, or ``layers = helper(...)`` where ``helper`` is a
+function or method of this file that builds and returns such a list), in branches and loops
+(a loop over a list written out runs at least once); what it may hold is an
 ``Order``: a successor relation over all the orders, never an enumeration of them. A list
 copied, indexed otherwise or passed elsewhere before the splice stays unknown."""
 
