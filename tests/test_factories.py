@@ -268,12 +268,33 @@ def test_a_helper_list_bound_then_extended_in_a_loop():
         "    layers.pop(1)\n",
         "    layers[1] = conv()\n",
         "    register(layers)\n",
-        "    if flag:\n        return nn.Sequential(*layers)\n",
+        "    if flag:\n        return layers\n",
     ],
 )
 def test_lists_touched_in_other_ways_are_not_followed(body):
     code = "def make(cfg, flag):\n    layers = [conv()]\n" + body + "    return nn.Sequential(*layers)\n"
     assert _relation(code) is None
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        # the splice in an early return: what follows it (another append, a ``try``) cannot change it
+        ("def make(flag):\n    layers = [conv()]\n    if flag:\n        return nn.Sequential(*layers)\n"
+         "    try:\n        layers.append(act())\n    except ValueError:\n        pass\n    return layers\n",
+         (["conv()"], [], ["conv()"], False)),
+        # another value in an arm that does not reach the splice (``self.proj = nn.Linear(...)``)
+        ("def make(n):\n    if n == 1:\n        layers = nn.Linear(4, 4)\n    else:\n        layers = [conv()]\n"
+         "        layers.append(act())\n        layers = nn.Sequential(*layers)\n    return layers\n",
+         (["conv()"], [("conv()", "act()")], ["act()"], False)),
+        # ``if len(layers) > 0:`` reads the list; a loop over a list written out runs at least once
+        ("def make():\n    layers = []\n    for c in [8, 16]:\n        layers.append(conv())\n    layers.append(act())\n"
+         "    if len(layers) > 0:\n        return nn.Sequential(*layers)\n",
+         (["conv()"], [("conv()", "act()"), ("conv()", "conv()")], ["act()"], False)),
+    ],
+)
+def test_lists_read_up_to_the_splice(code, expected):
+    assert _relation(code) == expected
 
 
 def test_one_order_only_when_the_relation_is_a_path():

@@ -6,17 +6,20 @@ Asked by the TML2xx rules from ``visit_Module`` (``sites()``); each call is read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
+from torchmemlint.analysis.activation_sites import Placement, Site, Use  # (the rules take them from here)
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.layer_lists import splices
+from torchmemlint.analysis.module_flow import module_flow
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, switch_of, switched
+from torchmemlint.analysis.passed_layers import parameter_layers
+from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, default_of, dropouts_only, feeds_dropout_only, guarded_by_flag, names_read,
     nested_calls, none_test, passed_to,
@@ -25,12 +28,12 @@ from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
-from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
-    ActivationKind, Category, INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
+    INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
     short_name,
 )
 
@@ -38,126 +41,6 @@ SEQUENTIAL = NN + "Sequential"
 _WATCHED = (
     frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
 )
-
-
-@dataclass
-class Use:
-    """One tensor an activation receives, and what the data flow says about it."""
-
-    anchor: cst.CSTNode  # where a finding about this use is reported
-    producers: List[Producer]
-    name: Optional[str] = None  # the variable passed, when it is one
-    reused: bool = False  # the tensor may be read after the activation
-    single_use: bool = False  # nothing else reads the tensor, before or after
-    caller_tensor: Optional[str] = None  # `forward`'s own argument
-    to_dropout: bool = False  # what the activation makes here goes only to dropouts that drop
-
-    @property
-    def fresh(self) -> bool:
-        return bool(self.producers) and all(
-            p.category in (Category.FRESH, Category.POOL) for p in self.producers
-        )
-
-    def output_saver(self) -> Optional[Producer]:
-        return next((p for p in self.producers if p.category is Category.SAVES_OUTPUT), None)
-
-
-@dataclass
-class Placement:
-    """One place a call of a factory (a function of the file returning the layer: ``def
-    leaky(p=0.1): return nn.LeakyReLU(p)``) puts its layer: an element of ``nn.Sequential``
-    (directly or through a spliced list, ``layers.append(leaky())``), ``self.act = leaky()``
-    called in the class's methods, an element of a module list run as a chain. What the layer
-    receives there is judged there, as for a layer written at that place."""
-
-    node: cst.Call  # the factory call, where a finding about this place is reported
-    uses: List[Use] = field(default_factory=list)
-    complete: bool = False  # every way the layer runs from here is among ``uses``
-    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
-    label: Optional[str] = None  # how messages name the layer here (None: the site's label)
-    # ``def act(slope=0.1, inplace=False): return nn.LeakyReLU(slope, inplace=inplace)``: the
-    # factory's parameter that sets ``inplace``, the argument this call passes for it (None:
-    # left at its default) and the value it gets here (None: not known)
-    switch: Optional[str] = None
-    switch_arg: Optional[cst.Arg] = None
-    inplace: Optional[bool] = None
-    # the layer's parameters the factory passes its own for (``nn.LeakyReLU(slope)``:
-    # ``negative_slope``), with what each gets from this call (None: not known)
-    bound: Dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
-
-
-@dataclass
-class Site:
-    """An activation with an ``inplace`` switch: a module, a function call or a method call."""
-
-    name: str  # functional name: "leaky_relu", "sigmoid"
-    kind: Optional[ActivationKind]
-    form: str  # "module", "functional", "underscore" or "method"
-    node: cst.Call  # the constructor or the call; fixes edit it
-    label: str  # how messages name it
-    inplace: Optional[bool]
-    _uses: List[Use] = field(default_factory=list)
-    _complete: bool = False  # every call of it in its class is among ``uses``
-    # (class, attribute) of the module attributes that hold it (known once ``uses`` is)
-    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
-    # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
-    effective: Optional[cst.Call] = None
-    certain: bool = True  # False: the layer is a factory default callers elsewhere may change
-    # the keywords a ``**params`` passes, read from the parameter's default dict (None: not read)
-    spread: Optional[Dict[str, cst.BaseExpression]] = None
-    # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
-    # site for its kind or its ``inplace`` never builds a value graph for it)
-    pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
-    # a layer a factory returns: each place a call of it puts it (empty: not one)
-    _placements: List[Placement] = field(default_factory=list)
-    # every call of the factory is among ``placements`` and no other file of the project
-    # imports it: an edit of the construction changes only those places
-    _every_placement: bool = False
-    foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
-    configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
-
-    def _settle(self) -> None:
-        if self.pending is not None:
-            pending, self.pending = self.pending, None
-            pending(self)
-
-    @property
-    def uses(self) -> List[Use]:
-        self._settle()
-        return self._uses
-
-    @property
-    def complete(self) -> bool:
-        self._settle()
-        return self._complete
-
-    @complete.setter
-    def complete(self, value: bool) -> None:
-        self._complete = value
-
-    @property
-    def placements(self) -> List[Placement]:
-        self._settle()
-        return self._placements
-
-    @property
-    def every_placement(self) -> bool:
-        self._settle()
-        return self._every_placement
-
-    @property
-    def arguments(self) -> cst.Call:
-        """The call whose arguments the layer receives (the factory's preset ones included)."""
-        return self.effective if self.effective is not None else self.node
-
-    def inplace_position(self) -> Optional[int]:
-        if self.kind is None:
-            return None
-        if self.form == "module":
-            return self.kind.module_params.index("inplace")
-        if self.form == "functional":
-            return self.kind.functional_params.index("inplace") + 1
-        return None
 
 
 class InplaceAnalysis:
@@ -190,6 +73,7 @@ class InplaceAnalysis:
             found: List[Site] = []
             for call in self.cursor.walk(cst.Call, self._may_be_site):
                 found.extend(self._discover(call))  # type: ignore[arg-type]
+            found.extend(self._parameter_sites())
             self._all = found
         return self._all
 
@@ -202,10 +86,32 @@ class InplaceAnalysis:
             or (type(call.func) is cst.Name and self.file.resolver.helpers.container(name) is not None)
         )
 
+    def _parameter_sites(self) -> List[Site]:
+        """``def create_mlp(sizes, n, activation)`` placing ``activation`` in Sequentials, every
+        caller passing a layer for it (``analysis/passed_layers.py``): a site at the element for
+        each layer kind passed, out of place when every caller leaves it so, judged where the
+        parameter is placed (never fixed here: the construction is the callers')."""
+        sites: List[Site] = []
+        for node, function, param, passed in parameter_layers(self.file, self.placing.elements()):
+            kinds: Dict[str, Tuple[Layer, Optional[bool]]] = {}
+            for layer, inplace in passed:
+                known = kinds.get(layer.qualified)
+                kinds[layer.qualified] = (layer, inplace if known is None or known[1] == inplace else None)
+            for layer, inplace in kinds.values():
+                if layer.kind is None:
+                    continue
+                site = _layer_site(layer)
+                site.node, site.effective, site.inplace, site.foreign = node, layer.effective, inplace, True  # type: ignore[assignment]
+                site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{function.name.value}`, as its callers pass it)"
+                reads = [r for r in names_read(function, param) if not none_test(function, r)]
+                site.pending = lambda site, reads=reads: setattr(site, "complete", self._flow_uses(site, None, reads))
+                sites.append(site)
+        return sites
+
     def _from_project(self, name: Optional[str]) -> bool:
-        """Whether another file of the project may define ``name`` (from the imports)."""
+        """Whether another file of the project may define ``name`` (also of its own package)."""
         links = self.file.links
-        return links is not None and links.may_come_from_project(name)
+        return links is not None and links.may_come_from_package(name)
 
     def _aliases(self) -> FunctionAliases:
         if self._alias_names is None:
@@ -369,7 +275,9 @@ class InplaceAnalysis:
                 else:
                     model, attribute = data
                     scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
-                    if kind == "row":  # what the name a loop binds to it is called with
+                    if kind == "flow":  # ``act = leaky()``, ``mlp(sizes, leaky())``: where it runs
+                        scratch.complete = self._flow_uses(scratch, model, attribute)
+                    elif kind == "row":  # what the name a loop binds to it is called with
                         scratch.privates.append((model.node, attribute[0]))
                         self._call_uses(scratch, model, *module_lists(self.file, model).row_calls(*attribute))
                         placement.label = f"`{name}` (returned by `{returning}`{where}, in the rows of `self.{attribute[0]}`{_via(layer)})"
@@ -446,29 +354,24 @@ class InplaceAnalysis:
         return site
 
     def _placed_after(self, reads: List[Any]) -> Callable[[Site], None]:
-        """A site's ``pending``: each of ``reads`` (a name for the layer) is an element of
-        Sequentials of the file, and the layer runs on what precedes it there (complete when
-        every read is such an element, never the first)."""
-
+        """A site's ``pending``: the layer runs where each of ``reads`` puts it (``_flow_uses``)."""
         model = self._class()  # (``settle`` runs after the visit has left the class)
+        return lambda site: setattr(site, "complete", self._flow_uses(site, model, reads))
 
-        def settle(site: Site) -> None:
-            complete = bool(reads)
-            for read in reads:
-                placed = self.placing.elements().get(id(read))
-                kept = self.placing.kept_as(model, read) if not placed and model is not None else None
-                if kept is not None:  # ``self.act = act`` too: the same module, run where ``self.act`` is
-                    complete = self._kept_uses(site, *kept) and complete
-                    continue
-                complete = complete and bool(placed)
-                for sequence, part in placed or ():
-                    complete = complete and part not in sequence.first
-                    dropout = feeds_dropout_only(self.file, sequence, part)
-                    for previous in sequence.predecessors(part):
-                        site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
-            site.complete = complete
-
-        return settle
+    def _flow_uses(self, site: Site, model: Optional[ClassModel], reads: List[Any]) -> bool:
+        """Add the uses of the instance ``reads`` hold (``analysis/module_flow.py``: Sequential
+        elements, of this file or of a builder it is passed to, never the first one, and
+        ``self.act = act``); whether those are all."""
+        flow = module_flow(self.file, reads, model, lambda file: self.placing if file is self.file else placing_of(file))
+        complete = flow.complete
+        for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
+            complete = self._kept_uses(site, *kept) and complete
+        for file, sequence, part in flow.elements:
+            complete = complete and part not in sequence.first
+            dropout = feeds_dropout_only(file, sequence, part)
+            for previous in sequence.predecessors(part):
+                site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout))
+        return complete
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
         """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""
@@ -591,7 +494,7 @@ class InplaceAnalysis:
                 )
                 complete = site.complete and kept_complete
                 for owner, attribute in destinations:
-                    self._attribute_uses(site, owner, attribute)
+                    self._attribute_uses(site, owner, attribute, layer.call)
                     complete = complete and site.complete
                 site.complete = complete
             else:
@@ -673,12 +576,14 @@ class InplaceAnalysis:
         return self._spliced
 
     # -- uses -------------------------------------------------------------------------------------
-    def _attribute_uses(self, site: Site, model: ClassModel, attribute: str) -> None:
+    def _attribute_uses(self, site: Site, model: ClassModel, attribute: str, first: Optional[cst.Call] = None) -> None:
         complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.runs_only_where_called(attribute)
         site.privates.append((model.node, attribute))
         for reference in model.calls(attribute):
             call = reference.call
             assert call is not None
+            if first is not None and not may_come_first(self.file, model, attribute, first, reference.method, reference.statement):
+                continue  # (``if self.outermost:``: built by arms of ``__init__`` where it is not first)
             if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
                 complete = False
                 continue

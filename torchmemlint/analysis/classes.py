@@ -309,6 +309,10 @@ class Resolver:
                 return None
             return self.lists.order(function, arg.value.value, statement)
         value = arg.value
+        if type(value) is cst.Attribute and type(value.value) is cst.Name and function is not None and statement is not None:
+            positional = [*function.params.posonly_params, *function.params.params]
+            if positional and positional[0].name.value == value.value.value:  # ``*self.proj``, a list kept on self
+                return self.lists.order(function, f"{value.value.value}.{value.attr.value}", statement)
         if type(value) is cst.Subscript and type(value.value) is cst.Name and function is not None and statement is not None:
             whole = self.lists.order(function, value.value.value, statement)  # `*layers[:-1]`
             return whole.trimmed(list_index(value, value.value.value)) if whole is not None else None

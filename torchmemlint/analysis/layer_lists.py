@@ -1,10 +1,12 @@
 """Layers collected in a local list and spliced into ``nn.Sequential(*layers)``, and dropout
 probabilities the file pins to 0.
 
-A list is followed through the statements of one function (``layers = [a, b]``,
-``layers.append(c)``, ``layers += [d]``, ``layers.extend(helper())``, ``layers = layers[1:]``,
-``layers[0] = e``, or ``layers = helper(...)`` where ``helper`` is a function or method of this
-file that builds and returns such a list), in branches and loops; what it may hold is an
+A list is followed through the statements of one function, up to the splice (a local, or
+``self.proj`` that ``__init__`` fills and splices, ``self.proj = nn.Sequential(*self.proj)``;
+``layers = [a, b]``, ``layers.append(c)``, ``layers += [d]``, ``layers.extend(helper())``,
+``layers = layers[1:]``, ``layers[0] = e``, or ``layers = helper(...)`` where ``helper`` is a
+function or method of this file that builds and returns such a list), in branches and loops
+(a loop over a list written out runs at least once); what it may hold is an
 ``Order``: a successor relation over all the orders, never an enumeration of them. A list
 copied, indexed otherwise or passed elsewhere before the splice stays unknown."""
 
@@ -19,7 +21,26 @@ from torchmemlint.tree import contains as holds, node_index, nodes_of, scan
 
 
 def _mentions_name(node: cst.CSTNode, name: str) -> bool:
-    return any(n.value == name for n in nodes_of(node, cst.Name))  # type: ignore[attr-defined]
+    """``node`` mentions the local ``name``, or for ``self.layers`` (a list ``__init__`` keeps
+    on ``self``) that attribute, ``self`` passed whole to a call or a method of ``self`` called."""
+    if "." not in name:
+        return any(n.value == name for n in nodes_of(node, cst.Name))  # type: ignore[attr-defined]
+    head = name.partition(".")[0]
+    if any(_is(n, name) for n in nodes_of(node, cst.Attribute)):
+        return True
+    calls = [c for c in nodes_of(node, cst.Call) if not (type(c.func) is cst.Name and c.func.value == "super")]  # type: ignore[attr-defined]
+    return any(  # ``helper(self)``, ``self._extend()``: another function may change the list
+        type(a.value) is cst.Name and a.value.value == head for c in calls for a in c.args  # type: ignore[attr-defined]
+    ) or any(type(c.func) is cst.Attribute and type(c.func.value) is cst.Name and c.func.value.value == head for c in calls)  # type: ignore[attr-defined]
+
+
+def _is(node: Optional[cst.CSTNode], name: str) -> bool:
+    """``node`` is the local ``name``, or the attribute ``self.layers`` it names."""
+    if type(node) is cst.Name:
+        return node.value == name
+    head, _, attr = name.partition(".")
+    return type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == head \
+        and node.attr.value == attr
 
 
 def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpression]]:
@@ -203,6 +224,13 @@ class _Unknown(Exception):
     """The list's contents cannot be followed here."""
 
 
+class _Reached(Exception):
+    """The statement asked about was reached outside any loop: the walk is over."""
+
+
+_OTHER = Order.empty()  # (by identity: the name was given a value that is not a list known here)
+
+
 class LayerLists:
     """Per file: what a local list holds at a given statement, and which functions return one.
 
@@ -216,6 +244,7 @@ class LayerLists:
         self.module = module
         self._functions: Optional[Dict[str, List[cst.FunctionDef]]] = None
         self._returns: Dict[int, Optional[Order]] = {}
+        self._assume: Dict[str, bool] = {}  # (``order``'s: the truth of names its ``if`` tests read)
 
     # -- functions of the file by name (module-level functions and methods) -----------------------
     def _by_name(self) -> Dict[str, List[cst.FunctionDef]]:
@@ -242,7 +271,11 @@ class LayerLists:
         key = id(function)
         if key not in self._returns:
             self._returns[key] = None  # recursion guard
-            self._returns[key] = self._returned(function, depth + 1)
+            assumed, self._assume = self._assume, {}  # (another function: its own names)
+            try:
+                self._returns[key] = self._returned(function, depth + 1)
+            finally:
+                self._assume = assumed
         return self._returns[key]
 
     def _returned(self, function: cst.FunctionDef, depth: int) -> Optional[Order]:
@@ -350,17 +383,26 @@ class LayerLists:
         return assigned[0].value
 
     def order(
-        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0
+        self, function: cst.FunctionDef, name: str, statement: cst.CSTNode, depth: int = 0,
+        assume: Optional[Dict[str, bool]] = None,
     ) -> Optional[Order]:
         """Every order of the elements ``name`` may hold when ``statement`` (in ``function``)
-        runs; None when they cannot be followed."""
+        runs; None when they cannot be followed. ``assume``: the truth of parameters of
+        ``function`` (never rebound there), so that ``if outermost:`` takes one arm only."""
         if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
             return None
+        assumed = self._assume
+        if assume is not None:
+            self._assume = assume
         walker = _Walk(self, function, name, statement, depth)
         try:
             walker.block(list(block_statements(function.body)), None)
         except _Unknown:
             return None
+        except _Reached:
+            pass
+        finally:
+            self._assume = assumed
         return walker.at_target
 
     def _step(
@@ -378,7 +420,7 @@ class LayerLists:
                 if held is None or _index(target, name) != 0 or _mentions_name(value, name):
                     return None
                 return held.replace_first(self._local_layer(function, value))
-            if type(target) is not cst.Name or target.value != name:
+            if not _is(target, name):
                 # `model = down + [sub]` copies the elements of `down` into a new list
                 return held if type(target) is cst.Name and _only_concatenated(value, name) else None
             if _mentions_name(value, name):
@@ -386,20 +428,23 @@ class LayerLists:
                 if trimmed is not None:  # `rep = rep[1:]`, `layers = layers[:-1]`
                     return trimmed
                 if held is not None and type(value) is cst.BinaryOperation and type(value.operator) is cst.Add \
-                        and type(value.left) is cst.Name and value.left.value == name \
+                        and _is(value.left, name) \
                         and not _mentions_name(value.right, name):  # `layers = layers + [...]`
                     added = self._added(function, value.right, depth)
                     return held.then(added) if added is not None else None
                 return None
             if type(value) is cst.Call:
-                return self.helper_order(value, depth)
-            if type(value) is cst.BinaryOperation:
-                return self._concatenated(function, value, depth)
-            return self._literal(function, value, depth)
+                found = self.helper_order(value, depth)
+            elif type(value) is cst.BinaryOperation:
+                found = self._concatenated(function, value, depth)
+            else:
+                found = self._literal(function, value, depth)
+            # (another value, ``self.proj = nn.Linear(...)`` in another arm: no list known there)
+            return found if found is not None else _OTHER
         if held is None:
             return None
         if type(small) is cst.AugAssign:
-            if not (type(small.target) is cst.Name and small.target.value == name):
+            if not _is(small.target, name):
                 return None
             if type(small.operator) is not cst.AddAssign or _mentions_name(small.value, name):
                 return None
@@ -410,7 +455,7 @@ class LayerLists:
         if type(small) is cst.Expr and type(small.value) is cst.Call:
             call = small.value
             func = call.func
-            if not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == name):
+            if not (type(func) is cst.Attribute and _is(func.value, name)):
                 return None
             if func.attr.value == "pop" and len(call.args) <= 1 and all(a.keyword is None and not a.star for a in call.args):
                 where = literal_number(call.args[0].value) if call.args else -1  # `layers.pop(-1)`, `.pop(0)`
@@ -443,11 +488,14 @@ class _Walk:
         self.target = target
         self.depth = depth
         self.at_target: Optional[Order] = None
+        self.loops = 0  # loops around the statement being walked
 
     def _reached(self, held: Optional[Order]) -> None:
         if held is None:
             raise _Unknown()
         self.at_target = held if self.at_target is None else self.at_target.union(held)
+        if not self.loops:
+            raise _Reached()  # (run once: what follows it, or the other arms, cannot change it)
 
     def block(self, statements: List[cst.CSTNode], held: Optional[Order]) -> Optional[Order]:
         for statement in statements:
@@ -470,12 +518,21 @@ class _Walk:
                 held = self.lists._step(self.function, small, self.name, held, self.depth)
                 if held is None:
                     raise _Unknown()
+                if held is _OTHER:
+                    held = None  # (as if not assigned yet: any use but a new list is unknown)
             return held
         if type(statement) is cst.If:
-            if _mentions_name(statement.test, self.name):
+            if _mentions_name(statement.test, self.name) and not _sized(statement.test, self.name):
                 raise _Unknown()
-            after = self.block(list(block_statements(statement.body)), held)
+            known = _truth(statement.test, self.lists._assume)
             orelse = statement.orelse
+            if known is True:  # (``if outermost:`` with ``outermost`` assumed true)
+                return self.block(list(block_statements(statement.body)), held)
+            if known is False:
+                return self.statement(orelse, held) if type(orelse) is cst.If else (
+                    self.block(list(block_statements(orelse.body)), held) if type(orelse) is cst.Else else held
+                )
+            after = self.block(list(block_statements(statement.body)), held)
             if type(orelse) is cst.If:
                 other = self.statement(orelse, held)
             elif type(orelse) is cst.Else:
@@ -490,16 +547,27 @@ class _Walk:
             if scan(statement.body, (cst.Break, cst.Continue), _NESTED):
                 raise _Unknown()
             body = list(block_statements(statement.body))
-            current = held  # the body taken 0, 1, 2 ... times, until nothing new follows
-            for _ in range(_LOOP_ROUNDS):
-                merged = self._union(current, self.block(body, current))
-                if merged == current:
-                    return current
-                current = merged
-            raise _Unknown()
+            self.loops += 1
+            try:
+                return self._loop(statement, body, held)
+            finally:
+                self.loops -= 1
         if type(statement) is cst.With:
             return self.block(list(block_statements(statement.body)), held)
         raise _Unknown()  # try, match, nested definitions that use the name
+
+    def _loop(self, statement: cst.CSTNode, body: List[cst.CSTNode], held: Optional[Order]) -> Optional[Order]:
+        """The orders after a loop: its body taken 0, 1, 2 ... times, until nothing new
+        follows (at least once over a list written out)."""
+        current = held
+        if type(statement) is cst.For and _never_empty(self.function, statement.iter):
+            current = self.block(body, held)
+        for _ in range(_LOOP_ROUNDS):
+            merged = self._union(current, self.block(body, current))
+            if merged == current:
+                return current
+            current = merged
+        raise _Unknown()
 
     @staticmethod
     def _union(a: Optional[Order], b: Optional[Order]) -> Optional[Order]:
@@ -512,7 +580,7 @@ class _Walk:
 
 def _index(node: cst.BaseExpression, name: str):
     """``0`` for ``name[0]``, ``slice(1, None)`` for ``name[1:]``; None for anything else."""
-    if not (type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value == name):
+    if not (type(node) is cst.Subscript and _is(node.value, name)):
         return None
     if len(node.slice) != 1:
         return None
@@ -532,6 +600,63 @@ def _index(node: cst.BaseExpression, name: str):
 list_index = _index  # (for ``Resolver.spliced_order``: ``*layers[:-1]``)
 
 
+def _never_empty(function: cst.FunctionDef, iterable: cst.BaseExpression, depth: int = 0) -> bool:
+    """A loop over ``iterable`` runs its body at least once: a list or tuple written out with
+    elements, ``range(n)`` with a literal ``n >= 1``, ``enumerate``/``zip``/``reversed``/``list``
+    of such, or a local every assignment of which in ``function`` is one (``conf = [[16, 2],
+    [32, 2]]`` in one arm, ``raise`` in the other)."""
+    if depth > 3:
+        return False
+    if type(iterable) in (cst.List, cst.Tuple):
+        return bool(iterable.elements) and all(type(e) is cst.Element for e in iterable.elements)  # type: ignore[attr-defined]
+    if type(iterable) is cst.Call and type(iterable.func) is cst.Name and iterable.args and not any(
+        a.star or a.keyword for a in iterable.args
+    ):
+        name = iterable.func.value
+        if name == "range" and len(iterable.args) == 1:
+            count = literal_number(iterable.args[0].value)
+            return count is not None and count >= 1
+        if name in ("enumerate", "reversed", "list", "tuple") and len(iterable.args) == 1 or name == "zip":
+            return all(_never_empty(function, a.value, depth + 1) for a in iterable.args)
+        return False
+    if type(iterable) is not cst.Name or any(
+        p.name.value == iterable.value for p in nodes_of(function.params, cst.Param)  # type: ignore[attr-defined]
+    ):
+        return False
+    values = []
+    for node in scan(function.body, _BINDERS, _NESTED):
+        targets = [t.target for t in node.targets] if type(node) is cst.Assign else [getattr(node, "target", None) or getattr(node, "name", None)]
+        if any(t is not None and _mentions_name(t, iterable.value) for t in targets):
+            if type(node) is not cst.Assign or len(targets) != 1 or type(targets[0]) is not cst.Name:
+                return False
+            values.append(node.value)  # type: ignore[attr-defined]
+    return bool(values) and all(type(v) in (cst.List, cst.Tuple) and _never_empty(function, v, depth + 1) for v in values)
+
+
+def _truth(test: cst.BaseExpression, assume: Dict[str, bool]) -> Optional[bool]:
+    """The truth of ``test`` (``flag``, ``not flag``) under ``assume``; None: not known."""
+    if type(test) is cst.Name:
+        return assume.get(test.value)
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = _truth(test.expression, assume)
+        return None if inner is None else not inner
+    return None
+
+
+def _sized(test: cst.BaseExpression, name: str) -> bool:
+    """Every mention of ``name`` in the test is ``len(name)`` or its truth (``if layers:``,
+    ``if len(layers) > 0:``): the list is read, not changed."""
+    sized = set()
+    for node in nodes_of(test, cst.Call):
+        if type(node.func) is cst.Name and node.func.value == "len" and len(node.args) == 1:  # type: ignore[attr-defined]
+            sized.add(id(node.args[0].value))  # type: ignore[attr-defined]
+    for node in nodes_of(test, cst.UnaryOperation, cst.BooleanOperation):
+        for operand in (getattr(node, "expression", None), getattr(node, "left", None), getattr(node, "right", None)):
+            sized.add(id(operand))
+    sized.add(id(test))
+    return all(id(n) in sized for n in nodes_of(test, cst.Name, cst.Attribute) if _is(n, name))
+
+
 def _only_concatenated(value: cst.BaseExpression, name: str) -> bool:
     """Every mention of ``name`` in ``value`` is an operand of ``+`` (``down + [sub] + up``):
     the list is read, neither changed nor shared."""
@@ -539,7 +664,7 @@ def _only_concatenated(value: cst.BaseExpression, name: str) -> bool:
     for node in nodes_of(value, cst.BinaryOperation):
         if type(node.operator) is cst.Add:  # type: ignore[attr-defined]
             operands.update((id(node.left), id(node.right)))  # type: ignore[attr-defined]
-    return all(id(n) in operands for n in nodes_of(value, cst.Name) if n.value == name)  # type: ignore[attr-defined]
+    return all(id(n) in operands for n in nodes_of(value, cst.Name, cst.Attribute) if _is(n, name))
 
 
 def _statement_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:

@@ -16,6 +16,8 @@ import libcst as cst
 
 from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import parameter
+from torchmemlint.analysis.activation_calls import names_read
+from torchmemlint.analysis.module_flow import bound_name, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, terminal_name
 from torchmemlint.project import _resolve_relative, module_name, REGISTRY
@@ -108,8 +110,11 @@ class FactoryPlacing:
         (``self.x = name(...)`` in ``__init__``: the class model and ``x``), ``"chain"`` (an
         element of the module list ``self.x`` run as a chain: the class model, ``x``, the
         element before it or None) or ``"row"`` (a module of each row of ``self.x``, unpacked
-        by a loop: the class model and ``ModuleLists.row``); a call returned by another function (``return
-        leaky(**kwargs)``) stands for that function's calls. And whether every call is one."""
+        by a loop: the class model and ``ModuleLists.row``) or ``"flow"`` (bound to a local,
+        ``act = leaky()``, or passed to a function or class, ``create_mlp(sizes, n, leaky())``:
+        the class model or None, and the nodes that hold it, ``analysis/module_flow.py``); a
+        call returned by another function (``return leaky(**kwargs)``) stands for that
+        function's calls. And whether every call is one."""
         known = self._spots_by.get(name)
         if known is not None:
             return known
@@ -200,12 +205,17 @@ class FactoryPlacing:
         method = index.function_of(here)
         owner = index.scope[method] if method >= 0 else -1
         above = self._statement(here)
-        if above < 0 or owner < 0 or type(order[owner]) is not cst.ClassDef:
-            return None
-        model = self.file.class_model(order[owner])  # type: ignore[arg-type]
-        attribute = assigned_attribute(order[above], call, model)  # type: ignore[arg-type]
+        model = self.file.class_model(order[owner]) if owner >= 0 and type(order[owner]) is cst.ClassDef else None  # type: ignore[arg-type]
+        attribute = assigned_attribute(order[above], call, model) if above >= 0 and model is not None else None  # type: ignore[arg-type]
         if attribute is not None:
             return (call, "attribute", (model, attribute))  # type: ignore[return-value]
+        if receiver(self.file, call) is not None:  # ``create_mlp(sizes, n, leaky())``: where the callee runs it
+            return (call, "flow", (model, [call]))  # type: ignore[return-value]
+        local = bound_name(order[above], call, order[method]) if above >= 0 and method >= 0 else None  # type: ignore[arg-type]
+        if local is not None:  # ``act = leaky()`` ... ``layers.append(act)``
+            return (call, "flow", (model, names_read(order[method], local)))  # type: ignore[arg-type, return-value]
+        if model is None:
+            return None
         lists = module_lists(self.file, model)
         holder = lists.holder(call)
         if holder is not None:
@@ -272,13 +282,13 @@ class FactoryPlacing:
         construct (``Layer``, read with that file's own analysis) and the file, as shown."""
         links = self.file.links
         func = call.func
-        if links is None or type(func) is not cst.Name or not links.may_come_from_project(func.value):
-            return None
+        if links is None or type(func) is not cst.Name or not links.may_come_from_package(func.value):
+            return None  # (also a name imported by absolute name from the file's own package)
         here = self.file.index.find(call)
         above = self.file.index.parent[here] if here is not None else -1
         if above < 0 or type(self.file.index.order[above]) not in _PLACING:
             return None  # (a quick test: not an argument, a list element or an assignment)
-        located = links.locate(func.value)
+        located = links.locate(func.value, package=True)
         if located is None or located.kind != "function" or not self._names_activation(located):
             return None  # (a class of the project, an outside name, a file naming no activation)
         spot = self.spot(here)  # type: ignore[arg-type]
@@ -306,7 +316,7 @@ class FactoryPlacing:
     def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str]]:
         """The project function ``name`` (of another file), the layers its ``return``
         statements construct, and that file as shown; None when it returns none."""
-        found = self.file.links.definition(name, "function")
+        found = self.file.links.definition(name, "function", package=True)
         if found is None:
             return None
         other, function = found
@@ -328,6 +338,15 @@ class FactoryPlacing:
             return None
         others = links.index.importers(links.path, name)
         return others[0].path if others else None
+
+
+def placing_of(file: Any) -> "FactoryPlacing":
+    """The ``FactoryPlacing`` of another file of the project (its Sequential elements), kept on
+    its analysis."""
+    found = getattr(file, "_factory_placing", None)
+    if found is None:
+        found = file._factory_placing = FactoryPlacing(file)
+    return found
 
 
 def returns(statement: Optional[cst.CSTNode], value: cst.CSTNode) -> bool:

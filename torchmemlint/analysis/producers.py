@@ -200,20 +200,26 @@ class Producers:
         inner = Producers(file, None)
         inner.nesting = self.nesting + 1
         for statement in scan(builder.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            value = statement.value  # type: ignore[attr-defined]
-            if type(value) is not cst.Call:
+            values = _returned_calls(file, builder, statement)  # type: ignore[arg-type]
+            if values is None:
                 return UNKNOWN_PRODUCER
-            order = file.resolver.sequential_order(value, None, builder, None)
-            if order is not None:
-                if order.nullable or not order.last:
-                    return UNKNOWN_PRODUCER
-                made.extend(inner.part(part) for part in order.last)
-            else:
-                made.append(inner.part(file.resolver.part(value, None, builder)))
+            for value in values:
+                made.extend(self._built_value(file, inner, builder, value))
         found = joined(made)
         if found.category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
         return Producer(found.category, f"`{builder.name.value}`, which returns {found.description.replace('`', '')}")
+
+    @staticmethod
+    def _built_value(file: "FileAnalysis", inner: "Producers", builder: cst.FunctionDef, value: cst.Call) -> List[Producer]:
+        """What calling the module ``value`` (a call ``builder`` returns) builds makes (a
+        Sequential: its last layers)."""
+        order = file.resolver.sequential_order(value, None, builder, None)
+        if order is None:
+            return [inner.part(file.resolver.part(value, None, builder))]
+        if order.nullable or not order.last:
+            return [UNKNOWN_PRODUCER]
+        return [inner.part(part) for part in order.last]
 
     def _inherited_attribute(self, attribute: str, depth: int) -> Producer:
         """``self.<attribute>`` that the class never assigns, of its one base class that this file
@@ -461,3 +467,42 @@ def joined(made: List[Producer]) -> Producer:
     else:
         return UNKNOWN_PRODUCER
     return Producer(category, " / ".join(dict.fromkeys(p.description for p in made)))
+
+
+def _returned_calls(file: "FileAnalysis", builder: cst.FunctionDef, statement: cst.Return, depth: int = 0) -> Optional[List[cst.Call]]:
+    """The calls that build what ``return <value>`` returns: the call itself, or for a local
+    name each call assigned to it that reaches the return (``layer = nn.Linear(...)``, ``if sn:
+    layer = spectral_norm(layer)``: a wrapper of the name itself gives the module it is given,
+    so the assignments that reach it are read instead). None when one is not such a call."""
+    value = statement.value
+    if type(value) is cst.Call:
+        return [value]
+    flow = file.flow(builder)
+    at = flow.statement_index(_line_of(builder, statement))
+    if type(value) is not cst.Name or at is None or not flow.reliable:
+        return None
+    found: List[cst.Call] = []
+    todo, seen = [(value.value, at)], set()
+    while todo:
+        name, index = todo.pop()
+        if (name, index) in seen or len(seen) > 16:
+            continue
+        seen.add((name, index))
+        for definition in flow.definitions(name, index):
+            made = definition.value
+            if type(made) is not cst.Call or definition.augmented is not None:
+                return None
+            first = made.args[0].value if made.args and made.args[0].keyword is None and not made.args[0].star else None
+            if file.resolver.qualify(made.func) in SAME_MODULE and type(first) is cst.Name and first.value == name:
+                todo.append((name, definition.index))  # ``layer = spectral_norm(layer)``
+            else:
+                found.append(made)
+    return found or None
+
+
+def _line_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    """The simple statement line of ``function`` holding ``node``."""
+    for line in scan(function.body, (cst.SimpleStatementLine,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if any(small is node for small in line.body):  # type: ignore[attr-defined]
+            return line
+    return None

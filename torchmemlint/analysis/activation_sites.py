@@ -1,0 +1,133 @@
+"""The activation sites of a file, as the TML2xx rules see them: each activation (``Site``),
+the tensors it receives (``Use``) and, for a layer a factory returns, each place a call of the
+factory puts it (``Placement``). Found by ``analysis/activations.py``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.producers import Producer
+from torchmemlint.analysis.vocabulary import ActivationKind, Category
+
+
+@dataclass
+class Use:
+    """One tensor an activation receives, and what the data flow says about it."""
+
+    anchor: cst.CSTNode  # where a finding about this use is reported
+    producers: List[Producer]
+    name: Optional[str] = None  # the variable passed, when it is one
+    reused: bool = False  # the tensor may be read after the activation
+    single_use: bool = False  # nothing else reads the tensor, before or after
+    caller_tensor: Optional[str] = None  # `forward`'s own argument
+    to_dropout: bool = False  # what the activation makes here goes only to dropouts that drop
+
+    @property
+    def fresh(self) -> bool:
+        return bool(self.producers) and all(
+            p.category in (Category.FRESH, Category.POOL) for p in self.producers
+        )
+
+    def output_saver(self) -> Optional[Producer]:
+        return next((p for p in self.producers if p.category is Category.SAVES_OUTPUT), None)
+
+
+@dataclass
+class Placement:
+    """One place a call of a factory (a function of the file returning the layer: ``def
+    leaky(p=0.1): return nn.LeakyReLU(p)``) puts its layer: an element of ``nn.Sequential``
+    (directly or through a spliced list, ``layers.append(leaky())``), ``self.act = leaky()``
+    called in the class's methods, an element of a module list run as a chain. What the layer
+    receives there is judged there, as for a layer written at that place."""
+
+    node: cst.Call  # the factory call, where a finding about this place is reported
+    uses: List[Use] = field(default_factory=list)
+    complete: bool = False  # every way the layer runs from here is among ``uses``
+    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
+    label: Optional[str] = None  # how messages name the layer here (None: the site's label)
+    # ``def act(slope=0.1, inplace=False): return nn.LeakyReLU(slope, inplace=inplace)``: the
+    # factory's parameter that sets ``inplace``, the argument this call passes for it (None:
+    # left at its default) and the value it gets here (None: not known)
+    switch: Optional[str] = None
+    switch_arg: Optional[cst.Arg] = None
+    inplace: Optional[bool] = None
+    # the layer's parameters the factory passes its own for (``nn.LeakyReLU(slope)``:
+    # ``negative_slope``), with what each gets from this call (None: not known)
+    bound: Dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
+
+
+@dataclass
+class Site:
+    """An activation with an ``inplace`` switch: a module, a function call or a method call."""
+
+    name: str  # functional name: "leaky_relu", "sigmoid"
+    kind: Optional[ActivationKind]
+    form: str  # "module", "functional", "underscore" or "method"
+    node: cst.Call  # the constructor or the call; fixes edit it
+    label: str  # how messages name it
+    inplace: Optional[bool]
+    _uses: List[Use] = field(default_factory=list)
+    _complete: bool = False  # every call of it in its class is among ``uses``
+    # (class, attribute) of the module attributes that hold it (known once ``uses`` is)
+    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
+    # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
+    effective: Optional[cst.Call] = None
+    certain: bool = True  # False: the layer is a factory default callers elsewhere may change
+    # the keywords a ``**params`` passes, read from the parameter's default dict (None: not read)
+    spread: Optional[Dict[str, cst.BaseExpression]] = None
+    # what finds ``uses`` and ``complete``, run when a rule first asks (a rule that skips the
+    # site for its kind or its ``inplace`` never builds a value graph for it)
+    pending: Optional[Callable[["Site"], None]] = field(default=None, repr=False)
+    # a layer a factory returns: each place a call of it puts it (empty: not one)
+    _placements: List[Placement] = field(default_factory=list)
+    # every call of the factory is among ``placements`` and no other file of the project
+    # imports it: an edit of the construction changes only those places
+    _every_placement: bool = False
+    foreign: bool = False  # made in another file of the project: ``node`` is the call placing it here
+    configured: bool = False  # built from a config dict (``build_activation_layer(cfg)``): no keyword to add
+
+    def _settle(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending(self)
+
+    @property
+    def uses(self) -> List[Use]:
+        self._settle()
+        return self._uses
+
+    @property
+    def complete(self) -> bool:
+        self._settle()
+        return self._complete
+
+    @complete.setter
+    def complete(self, value: bool) -> None:
+        self._complete = value
+
+    @property
+    def placements(self) -> List[Placement]:
+        self._settle()
+        return self._placements
+
+    @property
+    def every_placement(self) -> bool:
+        self._settle()
+        return self._every_placement
+
+    @property
+    def arguments(self) -> cst.Call:
+        """The call whose arguments the layer receives (the factory's preset ones included)."""
+        return self.effective if self.effective is not None else self.node
+
+    def inplace_position(self) -> Optional[int]:
+        if self.kind is None:
+            return None
+        if self.form == "module":
+            return self.kind.module_params.index("inplace")
+        if self.form == "functional":
+            return self.kind.functional_params.index("inplace") + 1
+        return None

@@ -1,0 +1,122 @@
+"""Where a module instance held by a name runs: ``act = nonlinearity(cfg)`` (or a layer passed
+as ``activation``) read as an element of ``nn.Sequential`` lists (``layers.append(act)`` ...
+``nn.Sequential(*layers)``), kept as ``self.act = act``, or passed on to a parameter of a
+function or class of this file or of another project file (``ConvEncoderImpl(..., act)``,
+``create_mlp(sizes, n, act)`` imported from ``.model_utils``), followed there to the reads of
+that parameter. One instance may run at many places: each is a place where it runs on what
+precedes it. Asked by the activation sites (``analysis/activations.py``) for a layer bound to
+a local, passed as an argument, or received as a parameter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.activation_calls import names_read, none_test
+from torchmemlint.analysis.factories import assigned_values
+from torchmemlint.tree import nodes_of
+
+_DEPTH = 4  # calls followed this deep (a parameter passed on to another builder ...)
+
+
+@dataclass
+class Flow:
+    """Every place the instance runs, as far as it is followed: Sequential elements (the
+    analysis of the file they are in, the order, the element), ``self.x = name`` in the class
+    being read (``(model, x)``); complete when every read of the name is one of them."""
+
+    elements: List[Tuple[Any, Any, Any]] = field(default_factory=list)
+    kept: List[Tuple[Any, str]] = field(default_factory=list)
+    complete: bool = True
+
+
+def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Callable[[Any], Any], depth: int = 0) -> Flow:
+    """Where the instance that each of ``reads`` (nodes of ``file`` that hold it: the names read,
+    or the expression that builds it) is run; ``model``: the class the reads are in, whose
+    ``self.x = name`` keeps it (``FactoryPlacing.kept_as``); ``placing_of(file)``: the
+    ``FactoryPlacing`` of a file (its Sequential elements)."""
+    flow = Flow(complete=bool(reads))
+    placing = placing_of(file)
+    for read in reads:
+        placed = placing.elements().get(id(read))
+        if placed:
+            flow.elements.extend((file, sequence, part) for sequence, part in placed)
+            continue
+        kept = placing.kept_as(model, read) if model is not None and type(read) is cst.Name else None
+        if kept is not None:  # ``self.act = act``: run where ``self.act`` is
+            flow.kept.append(kept)
+            continue
+        received = receiver(file, read) if depth < _DEPTH else None
+        if received is None:
+            flow.complete = False
+            continue
+        other, function, param = received
+        if assigned_values(function, param.value):
+            flow.complete = False  # (rebound in the callee: what runs there is not this one)
+            continue
+        inner = module_flow(other, [r for r in names_read(function, param) if not none_test(function, r)],
+                            None, placing_of, depth + 1)
+        flow.elements.extend(inner.elements)
+        flow.complete = flow.complete and inner.complete and not inner.kept
+    return flow
+
+
+def receiver(file: Any, node: cst.CSTNode) -> Optional[Tuple[Any, cst.FunctionDef, cst.Name]]:
+    """For ``node`` passed as an argument of a call of a function or class of ``file``, or of
+    another project file (``links``): the analysis of the file that defines it, the function
+    that receives it (a class's ``__init__``) and the parameter. None for a call of anything
+    else, a ``*args``/``**kwargs`` on either side, or an argument past the parameters."""
+    index = file.index
+    here = index.find(node)
+    above = index.parent[here] if here is not None else -1
+    if above < 0 or type(index.order[above]) is not cst.Arg:
+        return None
+    arg, outer = index.order[above], index.order[index.parent[above]]
+    if arg.star or type(outer) is not cst.Call or type(outer.func) is not cst.Name:  # type: ignore[attr-defined]
+        return None
+    if any(a.star for a in outer.args):  # type: ignore[attr-defined]
+        return None
+    name = outer.func.value  # type: ignore[attr-defined]
+    callables = file.callables
+    other, target = file, callables.functions.get(name) or callables.classes.get(name)
+    if target is None and file.links is not None:
+        found = file.links.definition(name, "function", package=True) or file.links.definition(name, "class", package=True)
+        if found is not None:
+            other, target = found
+    skip = 0
+    if type(target) is cst.ClassDef:
+        target = next((f for f in target.body.body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
+        skip = 1
+    if type(target) is not cst.FunctionDef or target.params.star_arg is not cst.MaybeSentinel.DEFAULT \
+            or target.params.posonly_params or target.params.star_kwarg is not None:
+        return None
+    params = list(target.params.params)[skip:]
+    if arg.keyword is not None:  # type: ignore[attr-defined]
+        chosen = next((p for p in [*params, *target.params.kwonly_params] if p.name.value == arg.keyword.value), None)  # type: ignore[attr-defined]
+    else:
+        position = next(i for i, a in enumerate(a for a in outer.args if a.keyword is None) if a is arg)  # type: ignore[attr-defined]
+        chosen = params[position] if position < len(params) else None
+    return (other, target, chosen.name) if chosen is not None else None
+
+
+def bound_name(statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[cst.Name]:
+    """``act`` for ``act = <value>``, ``act`` bound nowhere else in ``function`` (nor a parameter
+    of it, nor declared ``global``/``nonlocal``, nor a loop's or a ``with``'s target)."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    if type(target) is not cst.Name or len(assigned_values(function, target.value)) != 1:
+        return None
+    name = target.value
+    if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
+        return None
+    for node in nodes_of(function.body, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName, cst.Global, cst.Nonlocal):
+        bound = node if type(node) in (cst.Global, cst.Nonlocal) else getattr(node, "target", None) or getattr(node, "name", None)
+        if bound is not None and any(n.value == name for n in nodes_of(bound, cst.Name)):  # type: ignore[attr-defined]
+            return None
+    return target
