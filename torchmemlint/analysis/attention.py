@@ -667,6 +667,7 @@ class _Question:
         a statement whose values only feed the chain (``max_neg = -torch.finfo(s.dtype).max``)
         goes with it."""
         graph, product = self.graph, self.product
+        read = {id(graph.names.get(id(n))) for text in self.texts for n in walk(text) if type(n) is cst.Name}  # what the SDPA call reads
         for value in list(self.chain.values()):
             for consumer in graph.consumers(value):
                 if isinstance(consumer, str):
@@ -684,6 +685,9 @@ class _Question:
                         not isinstance(c, str) and id(c) in self.chain for c in graph.consumers(graph.results[id(small)])
                     ) for small in statement.body
                 ):
+                    if any(id(graph.results[id(small)]) in read for small in statement.body):  # ``causal = torch.ones(*s.shape[-2:])``
+                        self.reasons.append("the mask is made from the scores' sizes; the fix removes the scores")
+                        return False
                     removable[id(statement)] = statement
                     continue
                 self.reasons.append("a statement that stays reads the scores or the weights")

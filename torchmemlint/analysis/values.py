@@ -47,6 +47,8 @@ from torchmemlint.analysis.compound import COMPOSED, compound_value, written_sof
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
+from torchmemlint.analysis.mapped import mapped_call
+from torchmemlint.analysis.sizes import sized_call
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -543,6 +545,8 @@ class FunctionValues:
     def _call(self, node: cst.Call, env: Environment) -> Value:
         func = node.func
         qualified = self.file.bindings.qualify(func)
+        if (made := sized_call(self, node, qualified, env) or mapped_call(self, node, qualified, env)) is not None:
+            return made  # ``torch.ones(*shape(s))``: sizes read (``sizes.py``); ``map(lambda t: ..., (q, k))`` (``mapped.py``)
         method = func.attr.value if type(func) is cst.Attribute else None
         on_self = (
             method is not None and self.self_name is not None and type(func.value) is cst.Name  # type: ignore[attr-defined]
