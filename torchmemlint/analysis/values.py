@@ -42,9 +42,9 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
+from torchmemlint.analysis.axes import Axis, cat_layout, joined as _joined, kept_trailing, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
-from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_info
+from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
 from torchmemlint.analysis.mapped import mapped_call
@@ -616,13 +616,14 @@ class FunctionValues:
             if how is not None and how[0] is not None:  # ``"b i j -> b j i"``: a permute
                 return self._relabel(positional[0], node, how[0], transpose=False)
             if how is not None:  # axes grouped or split: ``swap``, the features moved past the positions
-                return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name, "swap": how[1]})
+                kept = kept_trailing(positional[0], parse_rearrange(positional[1].info["text"]))  # ``"b (w n) r -> b w n r"`` keeps ``r``
+                return self._new("reshape", [*positional, *keywords.values()], node, kept, info={"qualified": name, "swap": how[1]})
         if name.startswith("einops."):
             return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name})
         if name in LIKE and positional:  # ``torch.zeros_like(s)``: a fresh tensor of s's layout; no read of its values
             return self._new("call", [*positional[1:], *keywords.values()], node, positional[0].axes, positional[0].rank, {"qualified": name})
         if name in ("torch.cat", "torch.stack", "torch.concat"):
-            return self._new("cat", [*positional, *keywords.values()], node)
+            return self._new("cat", [*positional, *keywords.values()], node, *cat_layout(name, positional, keywords))  # a ``CatAxis`` at ``dim``
         layer = self.file.resolver.layer(node)
         if layer is not None:
             return self._new("layer", [*positional, *keywords.values()], node, info={"layer": layer})
