@@ -7,11 +7,15 @@
   the lambda run on it (``mapped.py``), so that SDPA takes the same q, k and v as the eager path
   and that path is a fallback (lucidrains' ``Attend`` with ``flash=flash_attn`` passed down from a
   constructor defaulting to ``True``);
+- scores concatenated along the key axis (``torch.cat((global_sim, local_sim), dim=-1)``, a
+  ``CatAxis``), or split along the heads, changed per part by a module (a learned ALiBi bias) and
+  concatenated again (a comprehension over a split is ``parts``): eager attention without a fix;
 - ``Attend(flash=False)`` that its own file never builds, built in every other file of the
   package with the flag turned on (``Attend(flash=flash)`` in ``Attention.__init__(self,
   flash=True)``): SDPA by default (``flag_importers.py``).
 
-Look-alikes stay reported or quiet: the scores' slices handed to a function; a ``map`` over other
+Look-alikes stay reported or quiet: the scores' slices handed to a function; a cat along
+another axis; kept weights; a sink column; parts rejoined along another axis; a top-k mask; a ``map`` over other
 tensors than the eager path's; an importer that leaves the flag at its default or passes a value
 off by default, or imports the module and not the class; the class with no importer.
 """
@@ -282,6 +286,60 @@ def with_a_sink(q, k, v, sink):
 '''
 
 
+GROUPED = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+from torch import einsum
+
+
+class LearnedAlibi(nn.Module):
+    def __init__(self, heads):
+        super().__init__()
+        self.slopes = nn.Parameter(torch.rand(heads, 1, 1))
+
+    def forward(self, sim):
+        i, j = sim.shape[-2:]
+        distance = (torch.arange(j, device=sim.device)[None, :] - torch.arange(i, device=sim.device)[:, None]).abs()
+        return -distance * self.slopes
+
+
+class GroupedAlibiAttention(nn.Module):
+    def __init__(self, dim, heads, groups):
+        super().__init__()
+        self.heads, self.groups = heads, groups
+        self.scale = (dim // heads) ** -0.5
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.alibis = nn.ModuleList([LearnedAlibi(heads // groups) for _ in range(groups)])
+
+    def forward(self, x):
+        q, k, v = tuple(rearrange(t, "b n (h d) -> b h n d", h=self.heads) for t in self.to_qkv(x).chunk(3, dim=-1))
+        sim = einsum("b h i d, b h j d -> b h i j", q * self.scale, k)
+        grouped = sim.split(self.heads // self.groups, dim=1)
+        grouped = [alibi(part) + part for alibi, part in zip(self.alibis, grouped)]
+        sim = torch.cat(grouped, dim=1)
+        attn = sim.softmax(dim=-1)
+        return rearrange(einsum("b h i j, b h j d -> b h i d", attn, v), "b h n d -> b n (h d)")
+'''
+
+GROUPED_QUIET = '''
+import torch
+
+
+def other_axis(q, k, v, biases):
+    sim = q @ k.transpose(-2, -1)
+    parts = [bias(s) + s for bias, s in zip(biases, sim.split(4, dim=1))]
+    return torch.cat(parts, dim=-1).softmax(dim=-1) @ v
+
+
+def top_k(q, k, v):
+    sim = q @ k.transpose(-2, -1)
+    top = sim.topk(8, dim=-1).values[..., -1:]
+    attn = sim.masked_fill(sim < top, float("-inf")).softmax(dim=-1)
+    return attn @ v
+'''
+
+
 # the same attention, its mask sized by ``n``: a fix can be written
 SIZED = "import torch\nimport torch.nn as nn\n\n\nclass CausalAttention" + SIZES.split("class CausalAttention", 1)[1].replace(
     "torch.ones(*sim.shape[-2:]", "torch.ones(n, n")
@@ -324,6 +382,15 @@ def test_scores_concatenated_along_the_key_axis_are_reported_without_a_fix():
 
 def test_a_cat_along_another_axis_kept_weights_or_a_sink_column_stay_quiet():
     assert found_sites(CAT_QUIET) == []
+
+
+def test_scores_split_changed_per_part_and_rejoined_are_reported_without_a_fix():
+    (site,) = found_sites(GROUPED)
+    assert not site.fixable and "split, changed part by part" in site.reason, site.reason
+
+
+def test_a_rejoin_along_another_axis_and_a_top_k_mask_stay_quiet():
+    assert found_sites(GROUPED_QUIET) == []
 
 
 def _package(root, **files):

@@ -408,6 +408,13 @@ class _Question:
             return value
         if value.op == "cat" and isinstance(axis, CatAxis) and value.position(axis) is not None:
             return self._catted(value, axis)
+        if value.op == "cat" and value.inputs and value.inputs[0].op == "parts":  # ``torch.cat([f(s) for s in sim.split(n, 1)], 1)``
+            self._add(value.inputs[0])
+            self.reasons.append("the scores are split, changed part by part and concatenated again")
+            return self._scores(value.inputs[0].inputs[0], axis)
+        if value.op == "part" and value.inputs[0].inputs:  # one part of the split scores stands for them
+            self._add(value.inputs[0])
+            return self._scores(value.inputs[0].inputs[0], axis)
         if value.op not in SCORE_STEPS or not value.inputs:
             raise _NoSite()
         if value.op == "join":
@@ -563,6 +570,9 @@ class _Question:
                 return False
             if consumer.op == "join" and id(consumer) in self.chain:
                 continue
+            if id(consumer) in self.chain and value.op in ("module", "call") and not (value.info.get("method") or value.info.get("qualified")):
+                self.reasons.append("the scores are given to `%s`, whose result is added to them; SDPA cannot compute it" % _code(value.node)[:60])  # type: ignore[arg-type]
+                continue  # a module run on the scores (a bias sized by them: ``alibi(sim) + sim``), feeding them only
             if consumer.op == "meta" or not self._alternative(consumer, depth - 1):
                 if consumer.op != "meta":
                     return False

@@ -130,9 +130,15 @@ def kept_trailing(source: Any, groups: Optional[Tuple[List[List[str]], List[List
 
 def cat_layout(name: str, positional: Sequence[Any], keywords: Dict[str, Any]) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int]]:
     """``catted`` for ``torch.cat((a, b), dim)`` / ``torch.concat`` of a tuple or list written out
-    (``dim`` a constant, 0 when not given); ``torch.stack`` (a new axis) and others: not known."""
-    if name == "torch.stack" or not positional or positional[0].op != "tuple" or positional[0].info.get("elements") is None:
+    (``dim`` a constant, 0 when not given), the axes of the split tensor for the ``parts`` of a
+    comprehension over its split along ``dim`` (``mapped.py``); ``torch.stack`` (a new axis) and
+    others: not known."""
+    if name == "torch.stack" or not positional:
         return None, None
     dim = positional[1] if len(positional) > 1 else keywords.get("dim")
     number = 0.0 if dim is None else dim.info.get("number") if dim.op == "constant" else None
+    if positional[0].op == "parts":  # ``torch.cat([f(s) for s in x.split(n, dim=1)], dim=1)``: ``x``'s axes, its parts rejoined
+        return (positional[0].axes, positional[0].rank) if number is not None and number == positional[0].info["dim"] else (None, None)
+    if positional[0].op != "tuple" or positional[0].info.get("elements") is None:
+        return None, None
     return catted(positional[0].info["elements"], number)

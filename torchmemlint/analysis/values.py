@@ -13,8 +13,7 @@ Spellings are normalised here, once:
   (xformers' ``masked_matmul(a, b, m)``: ``contract``, then ``add`` of ``m``; a function-local import is read);
 - ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
-  ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
-- ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
+  ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis); ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
   ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known), but a
   ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``, and
   ``unsqueeze(d)``/``squeeze(d)`` keep the other axes (``axes.squeezed``);
@@ -47,7 +46,7 @@ from torchmemlint.analysis.compound import COMPOSED, compound_value, written_sof
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
-from torchmemlint.analysis.mapped import mapped_call
+from torchmemlint.analysis.mapped import comprehension, mapped_call
 from torchmemlint.analysis.sizes import sized_call
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
@@ -493,6 +492,8 @@ class FunctionValues:
             parts = [self.expression(part, env) for part in (node.left, *(c.comparator for c in node.comparisons))]  # type: ignore[attr-defined]
             if all(part.op in ("meta", "constant") or not _tensorish(part) and part.op in ("element", "index") for part in parts):
                 return self._new("meta", parts, node)
+        if (made := comprehension(self, node, env)) is not None:
+            return made  # ``(f(t) for t in (q, k, v))``, ``[f(s) for s in x.split(n, 1)]`` (``mapped.py``)
         opaque(self, node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
@@ -535,8 +536,8 @@ class FunctionValues:
             tensor, factor = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
             factor_node = right_node if tensor is left else getattr(node, "left", None)
             return self._same("scale", tensor, node, [factor], divide=operator == "Divide", factor=factor_node)
-        if operator in ("Add", "Subtract"):
-            tensor, other = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
+        if operator in ("Add", "Subtract"):  # the tensor whose axes are known, when one's are: ``bias(s) + s``
+            tensor, other = (left, right) if _tensorish(left) and (left.axes is not None or right.axes is None) or not _tensorish(right) else (right, left)
             other_node = right_node if tensor is left else getattr(node, "left", None)
             return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node)
         return self._same("arith", left, node, [right], scalar=not (_tensorish(left) or _tensorish(right)))
