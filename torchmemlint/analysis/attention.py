@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple
-from torchmemlint.analysis.axes import arm_axis
+from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
 from torchmemlint.analysis.contractions import calls_contracting_helper, mentions_contraction
 from torchmemlint.analysis.fallback import PASSES, sdpa_fallback
 from torchmemlint.analysis.foreign import foreign_result
@@ -175,6 +175,7 @@ class _Question:
         self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
         self.scaled = 0  # how many scales the path from the softmax back to the scores passed
         self.assumed: Optional[int] = None  # the scores' rank, taken from one operand (``_axis_at``)
+        self.key_axis: Optional[Axis] = None  # the first part's key axis, when the scores are concatenated (``_catted``)
 
     def site(self) -> Optional[AttentionSite]:
         why = ""
@@ -206,7 +207,7 @@ class _Question:
         scores = self._scores(softmax.inputs[0], axis)
         if scores.function is product.function is softmax.function is not self.graph.function:  # all in a helper: q, k laid out by the caller
             self.reasons[0] = "q and k are known to be laid out alike only where `%s` calls `%s`; the fix rewrites one function" % (self.graph.function.name.value, product.function.name.value)  # type: ignore[union-attr]
-        key_side = 0 if axis.side == "left" else 1
+        key_side = 0 if (self.key_axis or axis).side == "left" else 1  # a part's keys, when the scores are concatenated
         scores_side = set(self.chain) - weights_side
         if self._escapes(weights_side) or self._escapes(scores_side, kept=False):
             raise _NoSite("the scores or weights are also read elsewhere (returned, stored, logged): SDPA never makes them")
@@ -405,6 +406,15 @@ class _Question:
             if value.position(axis) is None or getattr(axis, "side", "") not in ("left", "right") or not value.info["contracted"]:  # type: ignore[arg-type]
                 raise _NoSite()
             return value
+        if value.op == "cat" and isinstance(axis, CatAxis) and value.position(axis) is not None:
+            return self._catted(value, axis)
+        if value.op == "cat" and value.inputs and value.inputs[0].op == "parts":  # ``torch.cat([f(s) for s in sim.split(n, 1)], 1)``
+            self._add(value.inputs[0])
+            self.reasons.append("the scores are split, changed part by part and concatenated again")
+            return self._scores(value.inputs[0].inputs[0], axis)
+        if value.op == "part" and value.inputs[0].inputs:  # one part of the split scores stands for them
+            self._add(value.inputs[0])
+            return self._scores(value.inputs[0].inputs[0], axis)
         if value.op not in SCORE_STEPS or not value.inputs:
             raise _NoSite()
         if value.op == "join":
@@ -452,6 +462,16 @@ class _Question:
         elif value.op == "reshape":  # reached with the key axis known: another arm of an ``if`` kept it
             self.reasons.append("the scores are reshaped (`%s`) before the softmax" % _code(value.node)[:60])
         return self._scores(value.inputs[0], axis)
+
+    def _catted(self, value: Value, axis: CatAxis) -> Value:
+        """``torch.cat((global_scores, local_scores), dim=-1)`` along the key axis: each part a
+        q·k contraction over its own keys; the first stands for them (no fix: SDPA takes one key tensor)."""
+        self._add(value.inputs[0])  # the tuple of the parts
+        first = len(self.reasons)
+        found = [self._scores(part, part_axis) for part, part_axis in zip(value.inputs[0].info["elements"], axis.parts)]
+        self.key_axis = axis.parts[0]
+        self.reasons.insert(first, "the scores are %d q·k products concatenated along the key axis; SDPA takes one key tensor" % len(found))
+        return found[0]
 
     def _along(self, value: Value, axis: object) -> bool:
         """Is ``value`` constant along ``axis`` (a reduction over it that keeps the dim, through
@@ -550,6 +570,9 @@ class _Question:
                 return False
             if consumer.op == "join" and id(consumer) in self.chain:
                 continue
+            if id(consumer) in self.chain and value.op in ("module", "call") and not (value.info.get("method") or value.info.get("qualified")):
+                self.reasons.append("the scores are given to `%s`, whose result is added to them; SDPA cannot compute it" % _code(value.node)[:60])  # type: ignore[arg-type]
+                continue  # a module run on the scores (a bias sized by them: ``alibi(sim) + sim``), feeding them only
             if consumer.op == "meta" or not self._alternative(consumer, depth - 1):
                 if consumer.op != "meta":
                     return False
@@ -667,6 +690,7 @@ class _Question:
         a statement whose values only feed the chain (``max_neg = -torch.finfo(s.dtype).max``)
         goes with it."""
         graph, product = self.graph, self.product
+        read = {id(graph.names.get(id(n))) for text in self.texts for n in walk(text) if type(n) is cst.Name}  # what the SDPA call reads
         for value in list(self.chain.values()):
             for consumer in graph.consumers(value):
                 if isinstance(consumer, str):
@@ -684,6 +708,9 @@ class _Question:
                         not isinstance(c, str) and id(c) in self.chain for c in graph.consumers(graph.results[id(small)])
                     ) for small in statement.body
                 ):
+                    if any(id(graph.results[id(small)]) in read for small in statement.body):  # ``causal = torch.ones(*s.shape[-2:])``
+                        self.reasons.append("the mask is made from the scores' sizes; the fix removes the scores")
+                        return False
                     removable[id(statement)] = statement
                     continue
                 self.reasons.append("a statement that stays reads the scores or the weights")

@@ -3,7 +3,7 @@ question can follow one axis from the contraction that made it to the softmax ov
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 class Axis:
@@ -78,3 +78,67 @@ def squeezed(source: Any, method: str, dim: int) -> Tuple[Optional[Tuple[Optiona
         at = len(known) + dim
         axes = tuple(known[:at] + known[at + 1:])
     return axes, new_rank, {"step": ("insert" if insert else "remove", dim)}
+
+
+class CatAxis(Axis):
+    """The axis ``torch.cat(parts, dim)`` joins: ``parts``, that axis in each part (each part's
+    positions along it, one after the other); its side the parts' side when they share one."""
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: Tuple[Axis, ...]) -> None:
+        sides = {part.side for part in parts}
+        super().__init__(sides.pop() if len(sides) == 1 else "")
+        self.parts = parts
+
+
+def catted(parts: Sequence[Any], dim: Optional[float]) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int]]:
+    """The trailing axes and rank of ``torch.cat(parts, dim)`` (value graph ``Value``s, the
+    tuple's elements): a ``CatAxis`` at ``dim``, and at every other known position the axis all
+    parts share there (None where they differ); None when ``dim`` or a part's axis at ``dim`` is
+    not known."""
+    ranks = {part.rank for part in parts}
+    rank = ranks.pop() if len(ranks) == 1 else None
+    if not parts or dim is None or dim != int(dim) or any(part.axes is None for part in parts):
+        return None, rank
+    at = int(dim) - (rank or 0) if dim >= 0 else int(dim)
+    length = min(len(part.axes) for part in parts)
+    if at >= 0 or -at > length:
+        return None, rank
+    axes: List[Optional[Axis]] = []
+    for position in range(-length, 0):
+        here = [part.axes[position] for part in parts]
+        if position == at:
+            axes.append(None if None in here else CatAxis(tuple(here)))
+        else:
+            axes.append(here[0] if all(axis is here[0] for axis in here) else None)
+    return tuple(axes), rank
+
+
+def kept_trailing(source: Any, groups: Optional[Tuple[List[List[str]], List[List[str]]]]) -> Optional[Tuple[Optional[Axis], ...]]:
+    """The trailing axes of ``rearrange(source, pattern)`` (``groups``: the pattern's axis groups,
+    ``einsum.parse_rearrange``) that stay themselves: ``"b (w n) r -> b w n r"`` keeps ``r``, the
+    last axis, named alone at the end of both sides; None when none is known to."""
+    if groups is None or source.axes is None:
+        return None
+    kept = 0
+    for before, after in zip(reversed(groups[0]), reversed(groups[1])):
+        if len(before) != 1 or before != after or kept >= len(source.axes):
+            break
+        kept += 1
+    return tuple(source.axes[-kept:]) if kept else None
+
+
+def cat_layout(name: str, positional: Sequence[Any], keywords: Dict[str, Any]) -> Tuple[Optional[Tuple[Optional[Axis], ...]], Optional[int]]:
+    """``catted`` for ``torch.cat((a, b), dim)`` / ``torch.concat`` of a tuple or list written out
+    (``dim`` a constant, 0 when not given), the axes of the split tensor for the ``parts`` of a
+    comprehension over its split along ``dim`` (``mapped.py``); ``torch.stack`` (a new axis) and
+    others: not known."""
+    if name == "torch.stack" or not positional:
+        return None, None
+    dim = positional[1] if len(positional) > 1 else keywords.get("dim")
+    number = 0.0 if dim is None else dim.info.get("number") if dim.op == "constant" else None
+    if positional[0].op == "parts":  # ``torch.cat([f(s) for s in x.split(n, dim=1)], dim=1)``: ``x``'s axes, its parts rejoined
+        return (positional[0].axes, positional[0].rank) if number is not None and number == positional[0].info["dim"] else (None, None)
+    if positional[0].op != "tuple" or positional[0].info.get("elements") is None:
+        return None, None
+    return catted(positional[0].info["elements"], number)

@@ -309,11 +309,28 @@ class Factories:
             callee = function.name.value
             if len(self._definitions.get(callee, [])) != 1:
                 return None
+        return self._read_calls(callee, positional, param, owner is not None and function.name.value != "__init__")
+
+    def passed_to(
+        self, name: str, init: cst.FunctionDef, param: cst.Param
+    ) -> Optional[List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
+        """What each call of ``name`` in this file, a class of another file this file imports
+        (``init`` its ``__init__``), passes for ``param`` (None: left at the default); None when a
+        call cannot be read, or the file defines or subclasses a class of that name."""
+        self._index()
+        if self._definitions.get(name) or name in self._subclassed:
+            return None
+        return self._read_calls(name, [*init.params.posonly_params, *init.params.params][1:], param, False)
+
+    def _read_calls(
+        self, callee: str, positional: List[cst.Param], param: cst.Param, method: bool
+    ) -> Optional[List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
+        """``_passed`` for the calls of ``callee`` (``method``: only ``x.callee(...)``)."""
         index = next((i for i, p in enumerate(positional) if p is param), None)
         found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
         for call, caller in self._calls.get(callee, []):
             call = spelled_out(call, caller)
-            if owner is not None and function.name.value != "__init__" and type(call.func) is not cst.Attribute:
+            if method and type(call.func) is not cst.Attribute:
                 continue  # a function of the same name, not the method
             forwarded = None
             if any(arg.star for arg in call.args):

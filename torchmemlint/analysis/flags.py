@@ -9,7 +9,8 @@ the parameter anything but ``False`` (``Factories.passed``: every call of the cl
 function, none unreadable; a class subclassed in the file is not read; a module's ``forward``
 through the attributes holding its instances, ``forward_calls.py``), or passes a parameter of
 the calling function that is off so itself (``Attend(flash=flash)`` in ``Attention.__init__(self,
-flash=False)``). A local the test reads is followed in the value graph: ``flash =
+flash=False)``); a class its own file never builds is off unless every construction in the
+files importing it turns the flag on (``flag_importers.py``). A local the test reads is followed in the value graph: ``flash =
 default(flash, self.flash)`` runs the same-file helper, whose ``val if exists(val) else d``
 is an ``if`` between a parameter defaulting to ``None`` (the caller's value, when one is
 given) and the flag: off when the flag is. A flag from a call (timm's ``self.fused_attn =
@@ -25,6 +26,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
+from torchmemlint.analysis.flag_importers import turned_on
 from torchmemlint.analysis.forward_calls import forward_passed
 from torchmemlint.analysis.syntax import literal_bool
 
@@ -127,8 +129,9 @@ def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int =
         if type(value) is cst.Name and caller is not None and depth < CALLERS and _default_false(graph, caller, value.value, depth + 1):
             continue
         return False
+    if not passed and function.name.value == "__init__" and turned_on(graph.file.analysis, function, param, depth):
+        return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
     return True
-
 
 
 def _module_instance_off(graph: Any, function: cst.FunctionDef, name: str, flag: str) -> bool:

@@ -13,8 +13,7 @@ Spellings are normalised here, once:
   (xformers' ``masked_matmul(a, b, m)``: ``contract``, then ``add`` of ``m``; a function-local import is read);
 - ``F.softmax``/``torch.softmax``/``x.softmax``, an ``nn.Softmax`` attribute (alone or in an
   ``nn.Sequential``), a local alias (``softmax = torch.softmax if c else F.softmax``) are
-  ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis);
-- ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
+  ``softmax`` over one axis (``dim=2`` of a 3-D tensor is its last axis); ``transpose``/``permute``/``.mT``/``.T`` are ``relabel`` (the same axes, reordered);
   ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known), but a
   ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``, and
   ``unsqueeze(d)``/``squeeze(d)`` keep the other axes (``axes.squeezed``);
@@ -42,11 +41,13 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.axes import Axis, joined as _joined, squeezed
+from torchmemlint.analysis.axes import Axis, cat_layout, joined as _joined, kept_trailing, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
-from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, rearranged, spec_axes as _spec_axes, string_info
+from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
+from torchmemlint.analysis.mapped import comprehension, mapped_call
+from torchmemlint.analysis.sizes import sized_call
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
 from torchmemlint.tree import walk
@@ -491,6 +492,8 @@ class FunctionValues:
             parts = [self.expression(part, env) for part in (node.left, *(c.comparator for c in node.comparisons))]  # type: ignore[attr-defined]
             if all(part.op in ("meta", "constant") or not _tensorish(part) and part.op in ("element", "index") for part in parts):
                 return self._new("meta", parts, node)
+        if (made := comprehension(self, node, env)) is not None:
+            return made  # ``(f(t) for t in (q, k, v))``, ``[f(s) for s in x.split(n, 1)]`` (``mapped.py``)
         opaque(self, node, env)
         return self._new("meta" if kind in (cst.Comparison, cst.BooleanOperation) else "unknown", node=node)
 
@@ -533,8 +536,8 @@ class FunctionValues:
             tensor, factor = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
             factor_node = right_node if tensor is left else getattr(node, "left", None)
             return self._same("scale", tensor, node, [factor], divide=operator == "Divide", factor=factor_node)
-        if operator in ("Add", "Subtract"):
-            tensor, other = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
+        if operator in ("Add", "Subtract"):  # the tensor whose axes are known, when one's are: ``bias(s) + s``
+            tensor, other = (left, right) if _tensorish(left) and (left.axes is not None or right.axes is None) or not _tensorish(right) else (right, left)
             other_node = right_node if tensor is left else getattr(node, "left", None)
             return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node)
         return self._same("arith", left, node, [right], scalar=not (_tensorish(left) or _tensorish(right)))
@@ -543,6 +546,8 @@ class FunctionValues:
     def _call(self, node: cst.Call, env: Environment) -> Value:
         func = node.func
         qualified = self.file.bindings.qualify(func)
+        if (made := sized_call(self, node, qualified, env) or mapped_call(self, node, qualified, env)) is not None:
+            return made  # ``torch.ones(*shape(s))``: sizes read (``sizes.py``); ``map(lambda t: ..., (q, k))`` (``mapped.py``)
         method = func.attr.value if type(func) is cst.Attribute else None
         on_self = (
             method is not None and self.self_name is not None and type(func.value) is cst.Name  # type: ignore[attr-defined]
@@ -612,13 +617,14 @@ class FunctionValues:
             if how is not None and how[0] is not None:  # ``"b i j -> b j i"``: a permute
                 return self._relabel(positional[0], node, how[0], transpose=False)
             if how is not None:  # axes grouped or split: ``swap``, the features moved past the positions
-                return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name, "swap": how[1]})
+                kept = kept_trailing(positional[0], parse_rearrange(positional[1].info["text"]))  # ``"b (w n) r -> b w n r"`` keeps ``r``
+                return self._new("reshape", [*positional, *keywords.values()], node, kept, info={"qualified": name, "swap": how[1]})
         if name.startswith("einops."):
             return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name})
         if name in LIKE and positional:  # ``torch.zeros_like(s)``: a fresh tensor of s's layout; no read of its values
             return self._new("call", [*positional[1:], *keywords.values()], node, positional[0].axes, positional[0].rank, {"qualified": name})
         if name in ("torch.cat", "torch.stack", "torch.concat"):
-            return self._new("cat", [*positional, *keywords.values()], node)
+            return self._new("cat", [*positional, *keywords.values()], node, *cat_layout(name, positional, keywords))  # a ``CatAxis`` at ``dim``
         layer = self.file.resolver.layer(node)
         if layer is not None:
             return self._new("layer", [*positional, *keywords.values()], node, info={"layer": layer})

@@ -246,7 +246,7 @@ class EagerAttention(Rule):
     code = "TML601"
     needs = ()  # every site has a softmax, by name or written out: ``may_apply``
     needs_project = True  # a softmax helper imported from another file of the project is run there
-    project_facts = frozenset({"imports"})
+    project_facts = frozenset({"imports", "importer_texts"})  # a flag the importers' constructions turn on (flag_importers.py)
 
     @classmethod
     def may_apply(cls, text: str) -> bool:
