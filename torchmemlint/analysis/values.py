@@ -636,7 +636,7 @@ class FunctionValues:
         return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None})
 
     def _call_value(self, callee: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
-        """``alias(x)`` where ``alias`` is a local bound to a function (or to either of two)."""
+        """``alias(x)`` where ``alias`` is a local bound to a function (or to either of two); a local ``class`` is not run."""
         if callee.op == "join":
             results = [self._call_value(arm, node, positional, keywords) for arm in callee.inputs]
             axes, rank = _joined(results)
@@ -644,7 +644,6 @@ class FunctionValues:
         if callee.op == "global" and callee.info.get("qualified"):
             return self._function(callee.info["qualified"], node, positional, keywords)
         if callee.op == "function" and type(callee.info.get("define")) is cst.FunctionDef and type(callee.node) is not cst.FunctionDef:
-            # a function of the module run as a helper; a local ``def`` or ``class`` is not run (a class is no helper)
             return self._helper(callee.info["define"], node, positional, keywords)
         if callee.op == "layer" and len(positional) == 1:
             return self._layers([callee.info["layer"]], positional[0], node, None)
