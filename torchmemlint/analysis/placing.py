@@ -19,7 +19,7 @@ from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.activation_calls import names_read
 from torchmemlint.analysis.module_flow import bound_name, receiver
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, terminal_name
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, module_itself, terminal_name
 from torchmemlint.project import _resolve_relative, module_name, REGISTRY
 from torchmemlint.analysis.vocabulary import activation_words, whole_words
 from torchmemlint.tree import scan
@@ -362,7 +362,7 @@ def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> O
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
+    if type(small) is not cst.Assign or module_itself(small.value) is not value or len(small.targets) != 1:
         return None
     target = small.targets[0].target
     for name, assignments in model.assignments.items():
