@@ -364,6 +364,11 @@ class InplaceAnalysis:
         ``self.act = act``); whether those are all."""
         flow = module_flow(self.file, reads, model, lambda file: self.placing if file is self.file else placing_of(file))
         complete = flow.complete
+        for file, classdef, attribute in flow.privates:  # (``self.activation`` placed in its class)
+            if file is self.file:
+                site.privates.append((classdef, attribute))
+            else:
+                complete = complete and file.private_attribute(classdef, attribute)
         for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
             complete = self._kept_uses(site, *kept) and complete
         for file, sequence, part in flow.elements:

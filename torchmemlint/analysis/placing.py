@@ -270,7 +270,8 @@ class FactoryPlacing:
                     self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
                 sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
                 for part in sequence.items if sequence is not None else ():
-                    if part.layer is None and type(part.node) in (cst.Call, cst.Name):  # (``nl``: ``_local``)
+                    if part.layer is None and (type(part.node) in (cst.Call, cst.Name) or part.attribute is not None):
+                        # (``nl``: ``_local``; ``self.activation``: a module the constructor was given)
                         found.setdefault(id(part.node), []).append((sequence, part))
             self._element_map = found
         return self._element_map
