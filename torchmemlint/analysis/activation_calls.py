@@ -63,8 +63,8 @@ def nested_calls(call: cst.Call, resolver, function: Optional[cst.FunctionDef] =
         if resolver.constructor(value) == NN + "Sequential":
             found.append(value)
             found.extend(nested_calls(value, resolver, function))
-        elif resolver.layer(value, function) is not None:
-            found.append(value)
+        elif (layer := resolver.layer(value, function)) is not None:
+            found.extend((value, layer.call) if layer.call is not value else (value,))  # ``nn.ELU().to(d)``: ``nn.ELU()``
         elif resolver.qualify(value.func) == "collections.OrderedDict" and value.args:
             pairs = value.args[0].value
             for element in getattr(pairs, "elements", ()):

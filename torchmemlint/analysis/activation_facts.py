@@ -197,13 +197,14 @@ class GraphFacts:
             return None
         return entry
 
-    def arms_alone(self, source, depth: int = 0) -> bool:
+    def arms_alone(self, source, depth: int = 0, above: FrozenSet[int] = frozenset()) -> bool:
         """For a join (``x = conv(x)``; ``if bn: x = bn(x)``): each arm is read by nothing but
         the join, or by what leads to another arm (``bn`` on the path where it is ``bn(x)``
-        that arrives)."""
+        that arrives), or by a join around it that the activation reads (``ret = a + b``; ``if
+        residual:`` ``if ...:`` ``ret = ret + x``: ``ret`` reaches it either way)."""
         if source.op == "helper" and source.info.get("helper") is not None and depth < 4:
             inner = source.inputs[0]  # what the helper returned: read by nothing else in it
-            return all(reader is source for _, reader in self.reads.get(id(inner), ())) and self.arms_alone(inner, depth + 1)
+            return all(reader is source for _, reader in self.reads.get(id(inner), ())) and self.arms_alone(inner, depth + 1, above)
         if source.op != "join":
             return True
         leading = set()
@@ -217,11 +218,11 @@ class GraphFacts:
         entry = self._loop_entry(source)
         for arm in source.inputs:
             for _, reader in self.reads.get(id(arm), ()):
-                if reader is source or (type(reader) is not str and id(reader) in leading):
-                    continue
+                if reader is source or (type(reader) is not str and (id(reader) in leading or id(reader) in above or reader.op == "meta")):
+                    continue  # (``ret.shape``: a size read keeps nothing)
                 if arm is entry and type(reader) is not str and self.within(reader.statement, source.statement):
                     continue  # a round ran: the name holds what the round bound, not ``arm``
                 return False
-            if depth < 4 and not self.arms_alone(arm, depth + 1):
+            if depth < 4 and not self.arms_alone(arm, depth + 1, above | {id(source)}):
                 return False
         return True

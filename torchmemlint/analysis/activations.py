@@ -364,6 +364,11 @@ class InplaceAnalysis:
         ``self.act = act``); whether those are all."""
         flow = module_flow(self.file, reads, model, lambda file: self.placing if file is self.file else placing_of(file))
         complete = flow.complete
+        for file, classdef, attribute in flow.privates:  # (``self.activation`` placed in its class)
+            if file is self.file:
+                site.privates.append((classdef, attribute))
+            else:
+                complete = complete and file.private_attribute(classdef, attribute)
         for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
             complete = self._kept_uses(site, *kept) and complete
         for file, sequence, part in flow.elements:
@@ -644,19 +649,19 @@ class InplaceAnalysis:
             use.name = expression.value
         reads = facts.reads.get(id(source), [])
         at = next((position for position, reader in reads if reader is consumer), None)
-        others = [  # a join of the branch or loop the activation is in: the way where it did not run
+        others = [  # a join of the branch or loop the activation is in: the way where it did not run;
+            # a size read (``ret.shape[-1]``) keeps nothing; a read in the other arm of an ``if``
+            # (``x = F.leaky_relu(x)`` / ``else: x = torch.sigmoid(x)``) never runs with it
             (position, reader) for position, reader in reads if reader is not consumer and not (
-                type(reader) is not str and reader.op == "join" and facts.passed_by(source, consumer, reader)
+                type(reader) is not str and (
+                    (reader.op == "join" and facts.passed_by(source, consumer, reader)) or reader.op == "meta"
+                    or facts.exclusive(consumer.statement, reader.statement)
+                    or facts.exclusive(consumer.node, reader.node)
+                )
             )
         ]
         again = facts.repeated(source, consumer)  # a loop runs the activation on it again
-        use.reused = again or any(
-            (position > at or holds(reader)) and not (type(reader) is not str and (
-                reader.op == "meta" or facts.exclusive(consumer.statement, reader.statement)
-                or facts.exclusive(consumer.node, reader.node)
-            ))  # read in the other arm of an ``if``: never after it
-            for position, reader in others
-        )
+        use.reused = again or any(position > at or holds(reader) for position, reader in others)
         use.single_use = (
             not again and not others and source.op != "argument" and facts.arms_alone(source)
             and all(

@@ -18,7 +18,7 @@ from torchmemlint.analysis.layer_lists import (
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
-    has_star_args, is_static, literal_bool, _scope_of, self_path, _small_statements,
+    has_star_args, is_static, literal_bool, module_itself, _scope_of, self_path, _small_statements,
 )
 from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
@@ -181,6 +181,7 @@ class Resolver:
     def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
         """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
         (``act_layer()`` in ``function``, ``partial(nn.X, ...)()``, an alias of one)."""
+        node = module_itself(node)  # ``nn.LeakyReLU(0.05).to(device)``: the layer built
         if type(node) is not cst.Call:
             return None
         qualified = self.constructor(node)

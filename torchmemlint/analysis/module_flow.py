@@ -30,6 +30,9 @@ class Flow:
     elements: List[Tuple[Any, Any, Any]] = field(default_factory=list)
     kept: List[Tuple[Any, str]] = field(default_factory=list)
     complete: bool = True
+    # ``self.x = name`` followed to where ``self.x`` is placed: (the file's analysis, the class,
+    # ``x``), complete only while nothing outside the class reaches ``self.x``
+    privates: List[Tuple[Any, cst.ClassDef, str]] = field(default_factory=list)
 
 
 def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Callable[[Any], Any], depth: int = 0) -> Flow:
@@ -46,7 +49,13 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
             continue
         kept = placing.kept_as(model, read) if model is not None and type(read) is cst.Name else None
         if kept is not None:  # ``self.act = act``: run where ``self.act`` is
-            flow.kept.append(kept)
+            placed = attribute_reads(*kept) if depth < _DEPTH else None
+            if placed is None:
+                flow.kept.append(kept)  # (called: the caller judges the calls)
+                continue
+            inner = module_flow(file, placed, kept[0], placing_of, depth + 1)
+            _merge(flow, inner)
+            flow.privates.append((file, kept[0].node, kept[1]))
             continue
         received = receiver(file, read) if depth < _DEPTH else None
         if received is None:
@@ -57,10 +66,38 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
             flow.complete = False  # (rebound in the callee: what runs there is not this one)
             continue
         inner = module_flow(other, [r for r in names_read(function, param) if not none_test(function, r)],
-                            None, placing_of, depth + 1)
-        flow.elements.extend(inner.elements)
-        flow.complete = flow.complete and inner.complete and not inner.kept
+                            _owner(other, function), placing_of, depth + 1)
+        _merge(flow, inner)
+        flow.complete = flow.complete and not inner.kept
     return flow
+
+
+def _merge(flow: Flow, inner: Flow) -> None:
+    flow.elements.extend(inner.elements)
+    flow.privates.extend(inner.privates)
+    flow.complete = flow.complete and inner.complete
+
+
+def _owner(file: Any, function: cst.FunctionDef) -> Any:
+    """The class model of the class whose ``__init__`` ``function`` is (None otherwise): what
+    keeps a module the constructor is given (``self.activation = activation``)."""
+    if function.name.value != "__init__":
+        return None
+    here = file.index.find(function)
+    owner = file.index.scope[here] if here is not None else -1
+    classdef = file.index.order[owner] if owner >= 0 else None
+    return file.class_model(classdef) if type(classdef) is cst.ClassDef else None
+
+
+def attribute_reads(model: Any, attribute: str) -> Optional[List[cst.CSTNode]]:
+    """The reads of ``self.<attribute>`` in the methods of ``model``'s class that may place the
+    module it holds (``mlp.append(self.activation)``, ``MLP(..., activation=self.activation)``),
+    the tests against None left out; None when one of them calls it (``self.act(x)``: judged
+    as a call of the attribute) or there are none."""
+    references = model.references.get(attribute, [])
+    if not references or any(r.call is not None and r.call.func is r.node for r in references):
+        return None
+    return [r.node for r in references if not none_test(r.method, r.node)] or None
 
 
 def receiver(file: Any, node: cst.CSTNode) -> Optional[Tuple[Any, cst.FunctionDef, cst.Name]]:

@@ -19,7 +19,7 @@ from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.activation_calls import names_read
 from torchmemlint.analysis.module_flow import bound_name, receiver
 from torchmemlint.analysis.module_lists import module_lists
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, terminal_name
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, module_itself, terminal_name
 from torchmemlint.project import _resolve_relative, module_name, REGISTRY
 from torchmemlint.analysis.vocabulary import activation_words, whole_words
 from torchmemlint.tree import scan
@@ -270,7 +270,8 @@ class FactoryPlacing:
                     self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
                 sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
                 for part in sequence.items if sequence is not None else ():
-                    if part.layer is None and type(part.node) in (cst.Call, cst.Name):  # (``nl``: ``_local``)
+                    if part.layer is None and (type(part.node) in (cst.Call, cst.Name) or part.attribute is not None):
+                        # (``nl``: ``_local``; ``self.activation``: a module the constructor was given)
                         found.setdefault(id(part.node), []).append((sequence, part))
             self._element_map = found
         return self._element_map
@@ -362,7 +363,7 @@ def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> O
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
-    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
+    if type(small) is not cst.Assign or module_itself(small.value) is not value or len(small.targets) != 1:
         return None
     target = small.targets[0].target
     for name, assignments in model.assignments.items():

@@ -9,6 +9,7 @@ import libcst as cst
 
 from typing import Sequence, Union
 from torchmemlint.analysis.names import Bindings, canonical, dotted_name
+from torchmemlint.analysis.vocabulary import MODULE_METHODS_RETURNING_SELF
 
 from typing import Iterable
 
@@ -79,6 +80,19 @@ def is_literal(node: cst.BaseExpression) -> bool:
         )
     return False
 
+
+
+def module_itself(node: cst.BaseExpression) -> cst.BaseExpression:
+    """The construction a chain of ``nn.Module`` methods that return the module itself is
+    called on (``nn.LeakyReLU(0.05).to(device=d)``, ``nn.Linear(a, b).cuda().float()``,
+    ``block.apply(init)``): that call builds the module the chain gives. Anything else is
+    itself (``.parameters()``, ``.state_dict()``: not the module)."""
+    while (
+        type(node) is cst.Call and type(node.func) is cst.Attribute
+        and node.func.attr.value in MODULE_METHODS_RETURNING_SELF and type(node.func.value) is cst.Call
+    ):
+        node = node.func.value
+    return node
 
 
 def terminal_name(func: cst.BaseExpression) -> Optional[str]:

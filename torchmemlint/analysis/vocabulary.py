@@ -155,6 +155,12 @@ OUTPUT_SAVING_METHODS = frozenset(
 OUTPUT_SAVING_WHEN_INPLACE = frozenset({"leaky_relu", "elu", "celu", "selu", "rrelu", "relu"})
 
 CONTAINERS = frozenset({NN + "Sequential", NN + "ModuleList"})
+# ``nn.Module`` methods that return the module itself (``nn.Linear(...).to(device)``, ``.cuda()``,
+# ``.train(False)``, ``.apply(init)``): the call is the module its receiver is
+MODULE_METHODS_RETURNING_SELF = frozenset({
+    "to", "cuda", "cpu", "xpu", "ipu", "mtia", "float", "double", "half", "bfloat16", "type", "train", "eval",
+    "requires_grad_", "apply", "share_memory", "to_empty",
+})
 
 # `model.children()` of the ResNets the stem rule knows, in registration order (TML3xx).
 TORCHVISION_RESNET_CHILDREN = (

@@ -297,7 +297,14 @@ class MissingInplaceSavesMemory(_MissingInplace):
     (`klass = nn.Conv2d if plain else partial(ModConv, ...)`) (tests/test_inplace_rows.py), and
     a module of an element of a module list of module lists runs as any of the inner modules
     (`for band, stack in zip(x_bands, self.band_convs): for layer in stack:`,
-    tests/test_inplace_lists.py).
+    tests/test_inplace_lists.py). A module method that returns the module itself is that module
+    (`nn.LeakyReLU(0.05).to(device=d)`, `nn.Linear(a, b).cuda()`, `.float()`, `.train()`,
+    `.apply(init)`); an addition that the activation alone reads may also be read for its size
+    (`ret.shape[-1]`), in the other arm of an `if`, or by the join of an `if` around the one the
+    activation reads; and a layer built as a constructor's default and kept (`self.activation =
+    activation`) runs where that class, or a class it passes `activation=self.activation` to,
+    places the attribute in a Sequential, when nothing but the two classes reaches it
+    (tests/test_inplace_held_out16.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
