@@ -358,6 +358,32 @@ def test_whole_word_gates_match_the_b_prefixed_regexes(text):
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "", "x = 1", "def f() -> int: pass", "a < b", "a>b", "a == b", "a != b", "a = b", "a <= b",
+        "np.save(x)", "PRINT(x)", "y.DATA", "x.data", "import cv2", "Pil", "nothing here",
+        "for x in loader: pass", "for b in BATCHES: f(b)", "for (x) in train_dataset]", "for x in data",
+        "[f(b) for b in Dataloader]", "for x in\nloader", "forx in loader", "for x in ds: batches",
+        "for x in ſelf.loader", "for x in daſet", "for x in DATAſET", "for x in batcheſ", "ſave(x)",
+        "for x in loaderé", "é for x in dataset", "\u212aLOADER for x in loader",
+    ],
+)
+def test_text_gate_shortcuts_answer_as_their_regexes(text):
+    """``sink_code_possible`` answers a comparison operator without its case-insensitive
+    regex, ``loader_comprehension_possible`` an ASCII text naming no loader without its own;
+    both give the regex's answer (``ſ`` matches ``s`` under ``(?i)``, so a text that is not
+    ASCII always asks the regex)."""
+    assert leak_gate.sink_code_possible(text) == (leak_gate._SINK_TEXT.search(text) is not None)
+    assert leak_gate.loader_comprehension_possible(text) == (leak_gate._LOADER_FOR.search(text) is not None)
+
+
+@pytest.mark.parametrize("name,text", list(_sources()))
+def test_text_gate_shortcuts_on_the_examples(name, text):
+    assert leak_gate.sink_code_possible(text) == (leak_gate._SINK_TEXT.search(text) is not None)
+    assert leak_gate.loader_comprehension_possible(text) == (leak_gate._LOADER_FOR.search(text) is not None)
+
+
 def test_a_factory_gate_reads_the_project_modules_a_file_imports_from(tmp_path):
     # TML201 may report a layer that a factory of another project file returns, placed in a
     # file that names no activation: the gate opens for a `from` import of a project module

@@ -224,14 +224,18 @@ def _project_imports(module: cst.Module, path: str) -> Tuple[Dict[str, bool], bo
     ``ProjectLinks.may_come_from_project``); and whether a star import may bring others."""
     directory = os.path.dirname(os.path.abspath(path))
     root = package_root(path)
+    known: Dict[str, bool] = {}  # per first name: a file imports `torch`, its own package ... many times
 
     def in_project(dotted: str) -> bool:
         top = dotted.partition(".")[0]
-        return any(
-            os.path.isfile(os.path.join(base, top + ".py"))
-            or os.path.isfile(os.path.join(base, top, "__init__.py"))
-            for base in {root, directory, *_beside(root, top)}
-        )
+        found = known.get(top)
+        if found is None:
+            found = known[top] = any(
+                os.path.isfile(os.path.join(base, top + ".py"))
+                or os.path.isfile(os.path.join(base, top, "__init__.py"))
+                for base in {root, directory, *_beside(root, top)}
+            )
+        return found
 
     names: Dict[str, bool] = {}
     star = False

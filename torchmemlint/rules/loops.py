@@ -90,8 +90,8 @@ class EvalWithoutNoGrad(_LoopRule):
     def may_apply(cls, text: str) -> bool:
         # a function named like evaluation, or the word `eval` / `train` (a mode switch)
         # (or a strong sink: a module's output only saved, printed or made a number)
-        return super().may_apply(text) and (
-            leak_gate.eval_code_possible(text) or leak_gate.sink_code_possible(text)
+        return super().may_apply(text) and (  # (the cheapest test first: one of three suffices)
+            leak_gate.sink_code_possible(text) or leak_gate.eval_code_possible(text)
             or leak_gate.loader_comprehension_possible(text)
         )
 
