@@ -9,7 +9,10 @@ the same), casts and helpers, a contraction ``S`` of two tensors in which that a
 turned ``@``/``matmul``/``bmm``/``einsum``, ``F.softmax``/``nn.Softmax``/aliases, transposes and
 permutes into these operations. A site whose intermediate values (the scores, the weights)
 are read by anything else - returned, stored, appended, logged - is not a site: SDPA never
-materialises the weights. Nor is the eager path of a function that computes the same attention
+materialises the weights; but a return behind a flag off by default (``if return_attn:``,
+``flag_returns.py``) and another softmax of the same scores that is itself attention
+(``_sibling``: bidirectional cross-attention) are no such reads, each a site without a fix.
+Nor is the eager path of a function that computes the same attention
 with ``F.scaled_dot_product_attention`` on another path (timm's ``if self.fused_attn:``
 fallback; ``analysis/fallback.py``).
 
@@ -32,10 +35,12 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple
+from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
+from torchmemlint.analysis.attribute_calls import arm_off
 from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
 from torchmemlint.analysis.contractions import calls_contracting_helper, mentions_contraction
 from torchmemlint.analysis.fallback import PASSES, sdpa_fallback
+from torchmemlint.analysis.flag_returns import returned_behind_flag
 from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
@@ -161,9 +166,10 @@ _SUM = re.compile(r"sum\b")
 class _Question:
     """Is ``product`` the end of an eager attention in ``graph``? (``site()``)"""
 
-    def __init__(self, graph: FunctionValues, product: Value) -> None:
+    def __init__(self, graph: FunctionValues, product: Value, asking: frozenset = frozenset()) -> None:
         self.graph = graph
         self.product = product
+        self.asking = asking  # id()s of the softmaxes whose questions asked this one (``_sibling``)
         self.chain: Dict[int, Value] = {}
         self.reasons: List[str] = []
         self.masks: List[str] = []
@@ -180,7 +186,7 @@ class _Question:
     def site(self) -> Optional[AttentionSite]:
         why = ""
         for side in (0, 1):
-            self.__init__(self.graph, self.product)  # type: ignore[misc]
+            self.__init__(self.graph, self.product, self.asking)  # type: ignore[misc]
             try:
                 return self._site(side)
             except _NoSite as stop:
@@ -312,16 +318,23 @@ class _Question:
     def _join(self, value: Value, follow, what: str) -> Value:  # type: ignore[no-untyped-def]
         """An ``if``/``else`` join: every arm that leads to the same value; fixed only when
         one arm is the other with a mask applied under the ``if``'s test."""
-        found, failed = [], 0
+        found, failed, arms = [], 0, []
         for index, arm in enumerate(value.inputs):
             saved = (dict(self.chain), list(self.reasons), list(self.masks), list(self.scales), dict(self.memo))
             try:
                 found.append(follow(arm, index))
+                arms.append(index)
             except _NoSite:
                 self.chain, self.reasons, self.masks, self.scales, self.memo = saved  # type: ignore[assignment]
                 failed += 1
         if not found:
             raise _NoSite()
+        if value.info.get("held") is not None and failed:  # ``self.attn_fn`` holds the softmax or another function by a flag
+            held = _code(value.node.func)  # type: ignore[union-attr]
+            if all(arm_off(self.graph, value, index) for index in arms):
+                raise _NoSite("`%s` holds the softmax only behind a flag off by default" % held)
+            self.reasons.append("the %s are those of `%s`, which holds the softmax or another function by a constructor flag" % (what, held))
+            return found[0]
         if any(f is not found[0] for f in found):  # each arm its own computation: a value of either
             if failed or not all(  # ``softmax = torch.softmax if c else F.softmax``: the same one
                 f.op == "softmax" and f.inputs[0] is found[0].inputs[0] and not f.info.get("extra") for f in found
@@ -523,7 +536,7 @@ class _Question:
     def _read_outside(self, value: Value, seen: Set[int], kept: bool = True) -> bool:
         for consumer in self.graph.consumers(value):
             if isinstance(consumer, str):
-                if consumer not in ("test", "meta") and (kept or consumer not in ("return", "store")):
+                if consumer not in ("test", "meta") and (kept or consumer not in ("return", "store")) and not self._flagged(value, consumer):
                     return True
             elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
                 continue
@@ -536,9 +549,36 @@ class _Question:
                         return True
             elif not kept and self._handed_out(consumer, 4):
                 continue  # ``return out, scores``, ``self.kept = scores.detach()``
+            elif self._flagged(value, consumer) or self._sibling(consumer):
+                continue
             elif not self._alternative(consumer, 8):
                 return True
         return False
+
+    def _flagged(self, value: Value, consumer: object) -> bool:
+        """Is ``consumer`` a return of ``value`` only while a flag off by default is set (``flag_returns.py``)?"""
+        test = returned_behind_flag(self.graph, value, consumer)
+        if test is not None:
+            self._reason("the scores or weights are also returned when `%s` is set; SDPA does not make them" % _code(test))
+        return test is not None
+
+    def _sibling(self, consumer: Value) -> bool:
+        """Is ``consumer`` another softmax of the scores that is itself attention (the question
+        of another product of the graph reaches it), weighing its own values: a bidirectional
+        cross-attention's ``sim.softmax(dim=-1)`` and ``sim.softmax(dim=-2)``?"""
+        if consumer.op != "softmax":
+            return False
+        if id(consumer) not in self.asking:  # (one that asked this question: attention, as it asks)
+            asking = self.asking | {id(v) for v in self.chain.values() if v.op == "softmax"} | {id(consumer)}
+            questions = (_Question(self.graph, v, asking) for v in (*self.graph.values, *self.graph.inlined) if v.op == "contract" and v is not self.product)
+            if not any(q.site() is not None and id(consumer) in q.chain for q in questions):
+                return False
+        self._reason("the scores also feed another softmax, itself attention (`%s`); the fix would remove the scores it reads" % _code(consumer.node)[:60])  # type: ignore[arg-type]
+        return True
+
+    def _reason(self, text: str) -> None:
+        if text not in self.reasons:
+            self.reasons.append(text)
 
     def _handed_out(self, value: Value, depth: int) -> bool:
         """Is ``value`` a tuple or list holding a value, or that value detached, cloned or cast,
@@ -754,21 +794,3 @@ class _Question:
                         return True
         return False
 
-
-def _tensor_attribute(graph: FunctionValues, value: Value) -> Optional[str]:
-    """``self.x`` (or ``self.x.exp()``) where ``__init__`` makes ``x`` a tensor (``nn.Parameter``, ``torch.*``)."""
-    if graph.classdef is None:
-        return None
-    for part in [value, *value.inputs]:
-        if part.op == "attribute":
-            model = graph.file.analysis.class_model(graph.classdef)
-            assignment = model.single_assignment(part.info["name"])
-            made = assignment.value if assignment is not None else None
-            if type(made) is cst.Call and (graph.file.bindings.qualify(made.func) or "").startswith("torch."):
-                return _code(value.node) if value.node is not None else part.info["name"]
-    return None
-
-
-def _sliced(value: Value) -> bool:
-    """``self.bias[:, :, :n, :n]``: a slice of something, never a number (a tensor, here)."""
-    return value.op == "index" and type(value.node) is cst.Subscript and any(type(e.slice) is cst.Slice for e in value.node.slice)

@@ -1,14 +1,18 @@
 """How TML601's fix writes the arguments of ``F.scaled_dot_product_attention`` from the eager
 code's expressions (``analysis/attention.py``): a tensor as (…, L, E), a mask negated, an
-expression parenthesised where it is combined."""
+expression parenthesised where it is combined; and whether a scale factor is a tensor
+(``_tensor_attribute``, ``_sliced``), which SDPA's numeric scale cannot be."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from torchmemlint.tree import walk
+
+if TYPE_CHECKING:
+    from torchmemlint.analysis.values import FunctionValues, Value
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -81,3 +85,22 @@ def _negated(where: cst.BaseExpression) -> str:
         return _code(where.args[0].value)
     text = _code(where)
     return "~%s" % (text if type(where) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) or where.lpar else "(%s)" % text)
+
+
+def _tensor_attribute(graph: "FunctionValues", value: "Value") -> Optional[str]:
+    """``self.x`` (or ``self.x.exp()``) where ``__init__`` makes ``x`` a tensor (``nn.Parameter``, ``torch.*``)."""
+    if graph.classdef is None:
+        return None
+    for part in [value, *value.inputs]:
+        if part.op == "attribute":
+            model = graph.file.analysis.class_model(graph.classdef)
+            assignment = model.single_assignment(part.info["name"])
+            made = assignment.value if assignment is not None else None
+            if type(made) is cst.Call and (graph.file.bindings.qualify(made.func) or "").startswith("torch."):
+                return _code(value.node) if value.node is not None else part.info["name"]
+    return None
+
+
+def _sliced(value: "Value") -> bool:
+    """``self.bias[:, :, :n, :n]``: a slice of something, never a number (a tensor, here)."""
+    return value.op == "index" and type(value.node) is cst.Subscript and any(type(e.slice) is cst.Slice for e in value.node.slice)

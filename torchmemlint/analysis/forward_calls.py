@@ -3,9 +3,12 @@
 A module's ``forward`` is called through ``__call__``: ``self.attend(q, k, v, mask=mask)``
 where ``__init__`` set ``self.attend = Attend(...)``. Its calls are known when every reference
 to the class outside its own body is such a construction assigned to one attribute
-(``self.<holder> = Cls(...)``; not subclassed, passed, stored in a list or called as a local),
+(``self.<holder> = Cls(...)``; not subclassed, passed, stored or called as a local),
 and every use of those attributes is a call or that assignment: then these calls are all the
-file makes of it. Anything else: not known (None).
+file makes of it; or a local instance put into a module list of the class that builds it
+(``attn = Cls(...)``, ``self.layers.append(ModuleList([attn, ff]))``) that is only iterated, its
+elements only called (``for attn, ff in self.layers: attn(x)``: ``looped_instances.py``).
+Anything else: not known (None).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from typing import Any, List, Optional, Set, Tuple
 
 import libcst as cst
+
+from torchmemlint.analysis.looped_instances import looped_calls, placed
 
 Passed = List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]
 
@@ -32,20 +37,30 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
     _collect(analysis.module, classdef, None, nodes)
     references = sum(1 for node, _ in nodes if type(node) is cst.Name and node.value == name)
     holders: Set[str] = set()
-    for node, _ in nodes:
+    lists: Set[str] = set()  # ``self.layers``, into which a local instance is put (``ModuleList([attn, ff])``)
+    kept = 0
+    for node, where in nodes:
         if type(node) is cst.Assign and type(node.value) is cst.Call and type(node.value.func) is cst.Name and node.value.func.value == name:
-            if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Attribute:
+            target = node.targets[0].target if len(node.targets) == 1 else None
+            if type(target) is cst.Attribute:
+                holders.add(target.attr.value)
+            elif type(target) is cst.Name and where is not None and (held := placed(where, target.value)) is not None:
+                lists.add(held)
+                kept += 1
+            else:
                 return None
-            holders.add(node.targets[0].target.attr.value)
             references -= 1
-    if references or not holders:
+    if references or not (holders or lists) or holders & lists:
         return None  # the class is also used otherwise (a base, a local instance, a factory)
     calls = [(node, where) for node, where in nodes if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in holders]
     uses = sum(1 for node, _ in nodes if type(node) is cst.Attribute and node.attr.value in holders)
     if uses != len(calls) + len(holders) or len(holders) != sum(
         1 for node, _ in nodes if type(node) is cst.Assign and type(node.value) is cst.Call and type(node.value.func) is cst.Name and node.value.func.value == name
-    ):
+    ) - kept:
         return None  # an attribute read otherwise (``self.attend.flash = True``) or assigned twice
+    if lists and (looped := looped_calls(nodes, lists)) is None:
+        return None
+    calls += looped if lists else []
     params = [*function.params.posonly_params, *function.params.params][1:]
     index = next((i for i, p in enumerate(params) if p is param), None)
     found: Passed = []

@@ -26,7 +26,8 @@ Spellings are normalised here, once:
   over one axis are composed of these (``compound.py``: ``contract``, ``scale``, ``add``; ``reduce``),
   and so is a softmax written out (``e / e.sum(-1, keepdim=True)`` of ``e = x.exp()``: ``softmax``);
 - a same-file function or method is run with its arguments bound (``helper``: what it returns
-  in terms of its arguments); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
+  in terms of its arguments); an attribute or local holding a function (``partial(F.softmax,
+  dim=-1)``) is that function's call (``attribute_calls.py``); an ``nn`` layer attribute is ``linear``/``norm``/``activation``/
   ``module`` (one of unknown kind, or a callable argument, keeps its input's axes: a same-shaped step, conservatively).
 
 Each use of a value is recorded (``uses``: the value or sink that reads it: ``return``, ``store``,
@@ -41,6 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
 from torchmemlint.analysis.axes import Axis, cat_layout, joined as _joined, kept_trailing, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
@@ -568,15 +570,9 @@ class FunctionValues:
         if callee is not None:
             self.names[id(func)] = callee
             return self._call_value(callee, node, positional, keywords)
-        if on_self and not starred:
-            method_def = self.file.method(self.classdef, method, inherited=True)  # type: ignore[arg-type]
-            if method_def is not None:
-                return self._helper(method_def, node, positional, keywords, bound_self=True)
-            parts = self.file.attribute_parts(self.classdef, method)  # type: ignore[arg-type]
-            if parts is not None and len(positional) == 1 and not keywords:
-                return self._layers(parts, positional[0], node, method)
-            if len(positional) == 1 and not keywords and _tensorish(positional[0]):  # a submodule the file does not show
-                return self._same("module", positional[0], node, [], assumed=True, attribute=method)
+        tensorish = len(positional) == 1 and _tensorish(positional[0])
+        if on_self and not starred and (made := attribute_call(self, method, node, positional, keywords, tensorish)) is not None:  # type: ignore[arg-type]
+            return made  # a method, the layers or the function ``self.<method>`` holds, a module (``attribute_calls.py``)
         if qualified is None and type(func) is cst.Name:
             helper = self.file.function_named(func.value)
             if helper is not None and not starred:
@@ -647,6 +643,8 @@ class FunctionValues:
             return self._helper(callee.info["define"], node, positional, keywords)
         if callee.op == "layer" and len(positional) == 1:
             return self._layers([callee.info["layer"]], positional[0], node, None)
+        if callee.op == "call" and (made := partial_call(self, callee, node, positional, keywords)) is not None:
+            return made  # ``p = partial(F.softmax, dim=-1)`` before
         if callee.op == "argument" and len(positional) == 1 and not keywords and _tensorish(positional[0]):
             return self._same("module", positional[0], node, [callee], assumed=True)  # a callable passed in: same-shaped, conservatively
         return self._new("call", [callee, *positional, *keywords.values()], node)

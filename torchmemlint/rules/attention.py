@@ -61,7 +61,12 @@ class EagerAttention(Rule):
     - the softmax: `F.softmax`, `torch.softmax`, `s.softmax(...)`, an `nn.Softmax` attribute
       (alone or inside `nn.Sequential(nn.Softmax(-1), nn.Dropout(p))`), one built and run at
       once (`nn.Softmax(dim=-1)(s)`), a local alias
-      (`softmax = torch.softmax if c else F.softmax`), over `dim=-1` or the same axis by its
+      (`softmax = torch.softmax if c else F.softmax`), a function held in an attribute or a
+      local (`self.attn_fn = partial(F.softmax, dim=-1)`, `self.fn = F.softmax`, `p =
+      partial(torch.softmax, dim=-1)`: the partial's preset arguments first), or one of two an
+      attribute holds by a constructor flag (Mega's `partial(F.softmax, dim=-1) if not
+      laplacian_attn_fn else LaplacianAttnFn()`: reported without a fix; quiet when the softmax
+      arm runs only behind a flag off by default, tests/test_attention_held_out16.py), over `dim=-1` or the same axis by its
       index (`dim=2` of 3-D scores; of `matmul(q.permute(0, 2, 1), k)` too, the rank taken
       from the operand that shows it); the scores' maximum subtracted first
       (`s - s.amax(-1, keepdim=True).detach()`, `s.max(-1, keepdim=True).values` or `[0]`,
@@ -87,7 +92,14 @@ class EagerAttention(Rule):
     (`table[s.argmax(-1)]`, `log.append(s.amax(-1))`): `F.scaled_dot_product_attention`
     never materialises them, so it cannot replace that code; a read of their size (`if
     s.size() != shape: raise ValueError(f"... {s.size()}")`) is no read of them (reported
-    without a fix: the check stays). When the scores before the
+    without a fix: the check stays). Weights returned only under an `if` whose flag is off
+    unless a caller turns it on (`if return_attn: return out, attn` with `return_attn=False`
+    that no call of the module in the file passes, also calls of the instances a loop over the
+    `ModuleList` holding them makes) are not kept by default: reported without a fix. Two
+    softmaxes of one score tensor, each contracted with its own values over its own axis
+    (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
+    `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
+    fix (tests/test_attention_held_out16.py). When the scores before the
     softmax are only handed out as they are (`return out, state, scores`, `self.scores =
     s.detach()`; an `assert` of their shape reads no value), it reports without a fix: the
     weights are not kept, SDPA can replace the softmax and the product with v, but the fix

@@ -1,0 +1,93 @@
+"""``self.f(x)`` in a method, and a call of a ``functools.partial``: what runs (``analysis/values.py``).
+
+``self.f(x)`` runs a method of the class (or one a base class of the file defines) as a
+helper; an attribute ``__init__`` gives layers (one, or a Sequential's) runs those layers; an
+attribute ``__init__`` gives a function runs that function: ``functools.partial(F.softmax,
+dim=-1)`` (the partial's preset arguments before the call's), ``torch.sigmoid``, a same-file
+function or a partial of one, or either of two by a constructor flag (Mega's
+``partial(F.softmax, dim=-1) if not laplacian_attn_fn else LaplacianAttnFn()``: a ``join`` of
+both calls, an arm that is not a function a module of unknown kind, ``info["held"]`` the
+method that chose, for ``arm_off``). Any other attribute called on a tensor is a module of
+unknown kind, which keeps its input's axes (conservatively). A local ``partial(f, ...)`` called
+later is ``f`` called with the preset arguments too (``partial_call``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.axes import joined
+
+PARTIAL = "functools.partial"
+
+
+def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], tensorish: bool) -> Optional[Any]:
+    """The value of ``self.<name>(...)`` in ``graph`` (``FunctionValues``; ``tensorish``: one
+    positional argument, a tensor); None when nothing here says (an ordinary call)."""
+    file = graph.file
+    method = file.method(graph.classdef, name, inherited=True)
+    if method is not None:
+        return graph._helper(method, node, positional, keywords, bound_self=True)
+    assignment = file.analysis.class_model(graph.classdef).single_assignment(name) if graph.classdef is not None else None
+    if assignment is not None and _holds_function(file, assignment.value):
+        return _applied(graph, assignment.value, assignment.method, node, positional, keywords, name, tensorish)
+    parts = file.attribute_parts(graph.classdef, name)
+    if parts is not None and len(positional) == 1 and not keywords:
+        return graph._layers(parts, positional[0], node, name)
+    if tensorish and not keywords:  # a submodule the file does not show
+        return graph._same("module", positional[0], node, [], assumed=True, attribute=name)
+    return None
+
+
+def partial_call(graph: Any, callee: Any, node: cst.Call, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
+    """``p(x)`` where ``callee`` is the value of ``p = partial(f, *preset, **named)``: ``f``
+    called with the preset arguments first; None when ``callee`` is no such value."""
+    made = callee.node
+    if callee.op != "call" or callee.info.get("qualified") != PARTIAL or type(made) is not cst.Call or any(a.star for a in made.args):
+        return None
+    count = sum(1 for a in made.args if a.keyword is None)
+    if count == 0 or made.args[0].keyword is not None or len(callee.inputs) != len(made.args):
+        return None
+    preset = list(callee.inputs[1:count])
+    named = {a.keyword.value: value for a, value in zip(made.args[count:], callee.inputs[count:]) if a.keyword is not None}
+    return graph._call_value(callee.inputs[0], node, [*preset, *positional], {**named, **keywords})
+
+
+def arm_off(graph: Any, join: Any, arm: int) -> bool:
+    """Does arm ``arm`` of a ``join`` that ``attribute_call`` made (the attribute holds either of
+    two functions by a constructor flag) run only behind a flag off by default (``flags.py``)?"""
+    from torchmemlint.analysis.flags import off_by_default  # flags reads the factories, which read the value graph's users
+
+    held = join.info.get("held")
+    if held is None or join.info.get("test") is None:
+        return False
+    return off_by_default(graph.file.of(held), join.info["test"], join.info["branches"][arm])
+
+
+def _holds_function(file: Any, value: cst.BaseExpression) -> bool:
+    """Is ``value`` (or an arm of it, an ``if`` of two) a function: a partial, a torch
+    function, a same-file function?"""
+    if type(value) is cst.IfExp:
+        return _holds_function(file, value.body) or _holds_function(file, value.orelse)
+    if type(value) is cst.Call:
+        return file.bindings.qualify(value.func) == PARTIAL and bool(value.args) and value.args[0].keyword is None
+    if type(value) is cst.Name and file.function_named(value.value) is not None:
+        return True
+    qualified = file.bindings.qualify(value) if type(value) in (cst.Name, cst.Attribute) else None
+    return qualified is not None and qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1][:1].islower()
+
+
+def _applied(graph: Any, value: cst.BaseExpression, method: cst.FunctionDef, node: cst.Call,
+             positional: List[Any], keywords: Dict[str, Any], name: str, tensorish: bool) -> Any:
+    """``value`` (an expression of ``method``, ``__init__``) called at ``node`` with these arguments."""
+    if type(value) is cst.IfExp:
+        arms = [_applied(graph, arm, method, node, positional, keywords, name, tensorish) for arm in (value.body, value.orelse)]
+        axes, rank = joined(arms)
+        return graph._new("join", arms, node, axes, rank, {"test": value.test, "branches": (True, False), "held": method})
+    if _holds_function(graph.file, value):  # its names read at module level: ``__init__``'s locals are not known here
+        return graph._call_value(graph.expression(value, {}), node, positional, keywords)
+    if tensorish and not keywords:  # ``LaplacianAttnFn()``: a module of unknown kind
+        return graph._same("module", positional[0], node, [], assumed=True, attribute=name)
+    return graph._new("call", [*positional, *keywords.values()], node, info={"attribute": name})

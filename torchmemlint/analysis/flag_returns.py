@@ -1,0 +1,64 @@
+"""A value a function returns only behind a flag off by default (``analysis/flags.py``).
+
+``if return_attn: return out, context_out, attn, context_attn`` with ``return_attn=False`` in
+the signature and no call of the file passing it: by default the weights are not returned and
+the function is eager attention whose weights nothing keeps; a caller that sets the flag keeps
+them (SDPA cannot make them, so no fix is written). Asked of a read of a value (``Use``): either
+a ``return`` sink of the value itself (every ``return`` statement of the function that names
+it), or a tuple (a detach, a cast) made from it and only returned, in the statement that returns
+it. Every such statement must be in the arm of an ``if`` that runs only while the flag is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Union
+
+import libcst as cst
+
+from torchmemlint.tree import path_to, walk
+
+HANDED = frozenset({"tuple", "same", "cast"})  # ``return out, attn``, ``return out, attn.detach()``
+
+
+def returned_behind_flag(graph: Any, value: Any, consumer: Union[Any, str]) -> Optional[cst.BaseExpression]:
+    """The test of the ``if`` (a flag off by default) under which ``consumer``, a read of
+    ``value`` in ``graph`` (``FunctionValues``), returns it; None when it may return it by
+    default or does something else with it."""
+    if consumer == "return":
+        if value.function is not graph.function:
+            return None
+        statements = _returns_naming(graph, value)
+    elif not isinstance(consumer, str) and consumer.op in HANDED and consumer.function is graph.function:
+        consumers = graph.consumers(consumer)
+        returned = type(consumer.statement) is cst.SimpleStatementLine and any(type(s) is cst.Return for s in consumer.statement.body)
+        statements = [consumer.statement] if consumers and all(c == "return" for c in consumers) and returned else []
+    else:
+        return None
+    tests = [_flag_test(graph, statement) for statement in statements]
+    return tests[0] if tests and all(test is not None for test in tests) else None
+
+
+def _returns_naming(graph: Any, value: Any) -> List[cst.CSTNode]:
+    """The statements of the function with a ``return`` whose expression names ``value``."""
+    found = []
+    for node in walk(graph.function.body):
+        if type(node) is cst.SimpleStatementLine:
+            for small in node.body:
+                if type(small) is cst.Return and small.value is not None and any(
+                    type(name) is cst.Name and graph.names.get(id(name)) is value for name in walk(small.value)
+                ):
+                    found.append(node)
+    return found
+
+
+def _flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The test of an ``if`` around ``statement`` whose arm holding it runs only behind a flag
+    off by default."""
+    from torchmemlint.analysis.flags import off_by_default  # flags reads the factories, which read the value graph's users
+
+    path = path_to(graph.function, statement) or []
+    for outer, inner in zip(path, path[1:]):
+        if type(outer) is cst.If and inner is not outer.test:
+            if off_by_default(graph, outer.test, inner is outer.body):
+                return outer.test
+    return None
