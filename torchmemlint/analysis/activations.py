@@ -30,7 +30,8 @@ from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
-from torchmemlint.analysis.returned_locals import dispatch_test, excluded, returned_local
+from torchmemlint.analysis.module_flow import dispatch_test, dispatched_reads
+from torchmemlint.analysis.returned_locals import excluded, returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
     INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
@@ -342,6 +343,11 @@ class InplaceAnalysis:
         statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
         bound = bound_local(statement, layer.call, function)
         if bound is None or len(assigned_values(function, bound[0].value)) != 1:
+            reads = dispatched_reads(self.file.index, statement, layer.call, function)
+            if not reads:  # ``if activation == "leakyrelu": act = nn.LeakyReLU() elif ...``, the default's arm
+                return site
+            site.label = f"`{short_name(layer.qualified)}` (`{reads[0].value}`{_via(layer)})"  # (its place is the same in every arm)
+            site.pending = self._placed_after(reads)
             return site
         target, param = bound
         reads = names_read(function, target)

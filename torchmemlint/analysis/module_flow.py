@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_calls import names_read, none_test
-from torchmemlint.analysis.factories import assigned_values
+from torchmemlint.analysis.factories import assigned_values, parameter
 from torchmemlint.tree import nodes_of
 
 _DEPTH = 4  # calls followed this deep (a parameter passed on to another builder ...)
@@ -157,3 +157,85 @@ def bound_name(statement: cst.CSTNode, value: cst.BaseExpression, function: cst.
         if bound is not None and any(n.value == name for n in nodes_of(bound, cst.Name)):  # type: ignore[attr-defined]
             return None
     return target
+
+
+def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Optional[tuple]:
+    """``(param, "elu")`` when ``statement`` sits directly in the body of ``if param ==
+    "elu":`` (or of such an ``elif``) and ``param`` is a parameter of ``function``."""
+    here = index.find(statement)
+    parent = index.parent
+    above = parent[here] if here is not None else -1
+    block = index.order[above] if above >= 0 else None
+    owner = index.order[parent[above]] if above >= 0 and parent[above] >= 0 else None
+    if type(block) is not cst.IndentedBlock or type(owner) is not cst.If or owner.body is not block:
+        return None
+    test = owner.test
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    left, right = test.left, comparison.comparator
+    if type(comparison.operator) is not cst.Equal:
+        return None
+    if type(left) is cst.SimpleString and type(right) is cst.Name:
+        left, right = right, left
+    if type(left) is not cst.Name or type(right) is not cst.SimpleString:
+        return None
+    param = parameter(function, left.value)
+    return (param, right.evaluated_value) if param is not None else None
+
+
+def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[List[cst.Name]]:
+    """The reads of ``act`` for ``act = <value>`` in the arm of ``if activation == "leakyrelu":
+    act = nn.LeakyReLU() elif activation == "elu": act = nn.ELU() else: raise ...`` that the
+    default of the string parameter picks (``activation: str = "leakyrelu"``, never rebound),
+    when every other binding of ``act`` in ``function`` is in an arm testing that parameter for
+    another string (or a bare ``act: nn.Module``): in the default configuration the name holds
+    this arm's layer wherever it is read (a caller passing another string configures another
+    model, whose layer is judged in its own arm). None otherwise."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    if type(target) is not cst.Name or any(p.name.value == target.value for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
+        return None
+    test = dispatch_test(index, function, statement)
+    default = test[0].default if test is not None else None
+    if type(default) is not cst.SimpleString or default.evaluated_value != test[1]:  # type: ignore[index]
+        return None
+    name, targets = target.value, {id(target)}
+    for node in nodes_of(function.body, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName, cst.Global, cst.Nonlocal, cst.Del):
+        if node is small:
+            continue
+        if type(node) in (cst.Global, cst.Nonlocal):
+            bound = [item.name for item in node.names]  # type: ignore[attr-defined]
+        elif type(node) is cst.Assign:
+            bound = [t.target for t in node.targets]  # type: ignore[attr-defined]
+        else:
+            bound = [getattr(node, "target", None) or getattr(node, "name", None)]
+        if not any(_binds(b, name) for b in bound):
+            continue
+        if type(node) is cst.AnnAssign and node.value is None and type(node.target) is cst.Name:
+            targets.add(id(node.target))  # ``act: nn.Module``, a declaration
+            continue
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            here = index.find(node)
+            line = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+            other = dispatch_test(index, function, line) if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
+            if other is not None and other[0] is test[0] and other[1] != test[1]:  # type: ignore[index]
+                targets.add(id(node.targets[0].target))
+                continue
+        return None
+    return [read for read in names_read(function, target) if id(read) not in targets]
+
+
+def _binds(target: Optional[cst.CSTNode], name: str) -> bool:
+    """Whether the target binds the local ``name`` (``self.act = ...`` and ``acts[0] = ...`` do not)."""
+    if type(target) is cst.Name:
+        return target.value == name
+    if type(target) in (cst.Tuple, cst.List):
+        return any(_binds(element.value, name) for element in target.elements)  # type: ignore[attr-defined]
+    if type(target) is cst.StarredElement:
+        return _binds(target.value, name)  # type: ignore[attr-defined]
+    return False

@@ -17,7 +17,7 @@ import libcst as cst
 from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.activation_calls import names_read
-from torchmemlint.analysis.module_flow import bound_name, receiver
+from torchmemlint.analysis.module_flow import bound_name, dispatched_reads, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, module_itself, terminal_name
 from torchmemlint.project import _resolve_relative, module_name, REGISTRY
@@ -214,6 +214,9 @@ class FactoryPlacing:
         local = bound_name(order[above], call, order[method]) if above >= 0 and method >= 0 else None  # type: ignore[arg-type]
         if local is not None:  # ``act = leaky()`` ... ``layers.append(act)``
             return (call, "flow", (model, names_read(order[method], local)))  # type: ignore[arg-type, return-value]
+        reads = dispatched_reads(index, order[above], call, order[method]) if above >= 0 and method >= 0 else None  # type: ignore[arg-type]
+        if reads is not None:  # ``if activation == "leakyrelu": act = nn.LeakyReLU() elif ...`` ... ``layers.append(act)``
+            return (call, "flow", (model, reads))  # type: ignore[return-value]
         if model is None:
             return None
         lists = module_lists(self.file, model)

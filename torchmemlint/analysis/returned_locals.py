@@ -54,31 +54,6 @@ def _returns(function: cst.FunctionDef) -> List[cst.SimpleStatementLine]:
     return found  # type: ignore[return-value]
 
 
-def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Optional[tuple]:
-    """``(param, "elu")`` when ``statement`` sits directly in the body of ``if param ==
-    "elu":`` (or of such an ``elif``) and ``param`` is a parameter of ``function``."""
-    here = index.find(statement)
-    parent = index.parent
-    above = parent[here] if here is not None else -1
-    block = index.order[above] if above >= 0 else None
-    owner = index.order[parent[above]] if above >= 0 and parent[above] >= 0 else None
-    if type(block) is not cst.IndentedBlock or type(owner) is not cst.If or owner.body is not block:
-        return None
-    test = owner.test
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
-        return None
-    comparison = test.comparisons[0]
-    left, right = test.left, comparison.comparator
-    if type(comparison.operator) is not cst.Equal:
-        return None
-    if type(left) is cst.SimpleString and type(right) is cst.Name:
-        left, right = right, left
-    if type(left) is not cst.Name or type(right) is not cst.SimpleString:
-        return None
-    param = parameter(function, left.value)
-    return (param, right.evaluated_value) if param is not None else None
-
-
 def excluded(function: cst.FunctionDef, test: tuple, call: cst.Call) -> bool:
     """Whether ``call`` of ``function`` passes the tested parameter only strings other than
     the one tested (a literal, or either arm of ``a if c else b``): the branch never runs."""

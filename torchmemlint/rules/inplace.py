@@ -304,7 +304,12 @@ class MissingInplaceSavesMemory(_MissingInplace):
     activation reads; and a layer built as a constructor's default and kept (`self.activation =
     activation`) runs where that class, or a class it passes `activation=self.activation` to,
     places the attribute in a Sequential, when nothing but the two classes reaches it
-    (tests/test_inplace_held_out16.py).
+    (tests/test_inplace_held_out16.py). A local bound in each arm of an `if` chain on a string
+    parameter (`if activation == "leakyrelu": act = nn.LeakyReLU() elif activation == "elu":
+    act = nn.ELU()`, then `fc_out.append(act)` or `self.act = act`) holds the layer of the arm
+    the parameter's default picks, and runs where the name is placed; not when the default picks
+    no arm, or the parameter or the name is bound again elsewhere
+    (tests/test_inplace_held_out17.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
