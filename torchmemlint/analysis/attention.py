@@ -45,6 +45,7 @@ from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
+from torchmemlint.analysis.unread import unread
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import path_to, walk
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
-WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation"})
+WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation", "add"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 
@@ -287,6 +288,8 @@ class _Question:
             self.reasons.append("the weights' axes are permuted before the product with v")
         elif value.op == "scale":  # ``gate * softmax(s)``, ``w * head_mask``: SDPA scales the scores, not the weights
             self.reasons.append("the weights are scaled (`%s`) before the product with v; SDPA's scale is the scores'" % _code(value.node)[:60])  # type: ignore[arg-type]
+        elif value.op == "add":  # ``alpha * eye + beta * softmax(s) - gamma * c`` (shaped attention): the sum is what v is weighed by
+            self.reasons.append("the weights are added to (`%s`) before the product with v; SDPA cannot compute the sum" % _code(value.node)[:60])  # type: ignore[arg-type]
         elif value.op == "reshape":  # the axes known through it (``w.unsqueeze(1)``: values.py)
             self.reasons.append("the weights are reshaped (`%s`) before the product with v" % _code(value.node)[:60])
         return self._weights(value.inputs[0], axis)
@@ -596,8 +599,8 @@ class _Question:
         = s[..., 1:, 1:] + bias``, as a relative-position helper does: the scores are changed,
         not kept)?"""
         consumers = self.graph.consumers(value)
-        if not consumers and (value.info.get("target") or value.op == "join"):
-            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below); a join nothing reads
+        if not consumers and (value.info.get("target") or value.op == "join" or unread(self.graph, value)):
+            return True  # ``s[..., 1:, 1:] = ...``: the slice of the scores written (its value below); a join or a name nothing reads
         if not consumers or depth == 0:
             return False
         for consumer in consumers:
