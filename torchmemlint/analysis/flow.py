@@ -290,15 +290,12 @@ class Flow:
             stack.extend(node.pred)
         return [found[key] for key in sorted(found)]
 
-    def read_again(self, names: FrozenSet[str], index: int) -> bool:
-        """Whether a value held in ``names`` after statement ``index`` may be read later.
-
-        A write of a name ends that name's interest on that path; coming back to ``index``
-        through a loop counts as a read (the next iteration sees the value).
-        """
+    def read_after(self, names: FrozenSet[str], index: int) -> bool:
+        """Whether a statement after ``index`` may read one of ``names`` before writing it. A
+        write of a name ends that name's interest on that path; coming back to ``index`` through
+        a loop counts as a read (the next iteration sees the value)."""
         seen: Set[Tuple[int, FrozenSet[str]]] = set()
-        names = names - self.nodes[index].writes
-        stack = [(successor, names) for successor in self.nodes[index].succ] if names else []
+        stack = [(successor, names) for successor in self.nodes[index].succ]
         while stack:
             number, live = stack.pop()
             if (number, live) in seen:

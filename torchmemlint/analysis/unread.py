@@ -11,11 +11,10 @@ or lambda captures the name.
 
 from __future__ import annotations
 
-from typing import FrozenSet, Optional, Set, Tuple
+from typing import FrozenSet, Optional
 
 import libcst as cst
 
-from .flow import Flow
 from .values import FunctionValues, Value
 
 
@@ -33,23 +32,6 @@ def _bound_names(value: Value) -> Optional[FrozenSet[str]]:
     return frozenset(name.value for name in names)  # type: ignore[attr-defined]
 
 
-def _read_after(flow: Flow, names: FrozenSet[str], index: int) -> bool:
-    seen: Set[Tuple[int, FrozenSet[str]]] = set()
-    stack = [(successor, names) for successor in flow.nodes[index].succ]
-    while stack:
-        number, live = stack.pop()
-        if (number, live) in seen:
-            continue
-        seen.add((number, live))
-        node = flow.nodes[number]
-        if any(name in node.reads for name in live):
-            return True
-        live = live - node.writes
-        if live:
-            stack.extend((successor, live) for successor in node.succ)
-    return False
-
-
 def unread(graph: FunctionValues, value: Value) -> bool:
     """Is ``value`` made in ``graph``'s own function, consumed by no value or sink of the graph,
     and bound only to names no later statement reads?"""
@@ -60,4 +42,4 @@ def unread(graph: FunctionValues, value: Value) -> bool:
     index = flow.statement_index(value.statement)
     if not names or index is None or not flow.reliable or names & flow.captured:
         return False
-    return not _read_after(flow, names, index)
+    return not flow.read_after(names, index)
