@@ -290,6 +290,12 @@ class Flow:
             stack.extend(node.pred)
         return [found[key] for key in sorted(found)]
 
+    def read_again(self, names: FrozenSet[str], index: int) -> bool:
+        """Whether a value held in ``names`` after statement ``index`` may be read later (the
+        names ``index`` itself writes dropped first): ``read_after`` of the rest."""
+        names = names - self.nodes[index].writes
+        return bool(names) and self.read_after(names, index)
+
     def read_after(self, names: FrozenSet[str], index: int) -> bool:
         """Whether a statement after ``index`` may read one of ``names`` before writing it. A
         write of a name ends that name's interest on that path; coming back to ``index`` through
