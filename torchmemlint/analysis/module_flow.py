@@ -16,6 +16,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activation_calls import names_read, none_test
 from torchmemlint.analysis.factories import assigned_values, parameter
+from torchmemlint.analysis.named_layers import binds
 from torchmemlint.tree import nodes_of
 
 _DEPTH = 4  # calls followed this deep (a parameter passed on to another builder ...)
@@ -214,7 +215,7 @@ def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpressi
             bound = [t.target for t in node.targets]  # type: ignore[attr-defined]
         else:
             bound = [getattr(node, "target", None) or getattr(node, "name", None)]
-        if not any(_binds(b, name) for b in bound):
+        if not any(binds(b, name) for b in bound):
             continue
         if type(node) is cst.AnnAssign and node.value is None and type(node.target) is cst.Name:
             targets.add(id(node.target))  # ``act: nn.Module``, a declaration
@@ -228,14 +229,3 @@ def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpressi
                 continue
         return None
     return [read for read in names_read(function, target) if id(read) not in targets]
-
-
-def _binds(target: Optional[cst.CSTNode], name: str) -> bool:
-    """Whether the target binds the local ``name`` (``self.act = ...`` and ``acts[0] = ...`` do not)."""
-    if type(target) is cst.Name:
-        return target.value == name
-    if type(target) in (cst.Tuple, cst.List):
-        return any(_binds(element.value, name) for element in target.elements)  # type: ignore[attr-defined]
-    if type(target) is cst.StarredElement:
-        return _binds(target.value, name)  # type: ignore[attr-defined]
-    return False

@@ -98,19 +98,19 @@ def _rebound(function: cst.FunctionDef, name: str) -> bool:
             targets = tuple(t.target for t in node.targets)
         elif type(node) in (cst.AugAssign, cst.AnnAssign, cst.For):
             targets = (node.target,)  # type: ignore[attr-defined]
-        if any(_binds(target, name) for target in targets):
+        if any(binds(target, name) for target in targets):
             return True
     return False
 
 
-def _binds(target: cst.BaseExpression, name: str) -> bool:
+def binds(target: Optional[cst.BaseExpression], name: str) -> bool:
     """``target`` (a name, or a tuple or list of targets) binds ``name`` (``self.name`` does not)."""
     if type(target) is cst.Name:
         return target.value == name
     if type(target) in (cst.Tuple, cst.List):
-        return any(_binds(element.value, name) for element in target.elements)  # type: ignore[attr-defined]
+        return any(binds(element.value, name) for element in target.elements)  # type: ignore[attr-defined]
     if type(target) is cst.StarredElement:
-        return _binds(target.value, name)  # type: ignore[attr-defined]
+        return binds(target.value, name)  # type: ignore[attr-defined]
     return False
 
 
@@ -218,7 +218,7 @@ def _rebound_elsewhere(function: Optional[cst.FunctionDef], name: str) -> bool:
     if _param_named(function, name):
         return True
     for node in walk(function.body):
-        if type(node) in (cst.AugAssign, cst.For) and _binds(node.target, name):  # type: ignore[attr-defined]
+        if type(node) in (cst.AugAssign, cst.For) and binds(node.target, name):  # type: ignore[attr-defined]
             return True
     return False
 
