@@ -148,9 +148,13 @@ def variants(text: str, findings: List[Finding]) -> Dict[str, str]:
 
 def nested_and_repeated(text: str, findings: List[Finding]) -> Dict[str, str]:
     forms = variants(text, findings)
+    seen = set()
     for name in [name for name in forms if name.startswith("nested")]:
         # Repeat the statements of the nested form (found again in its own tree).
         nested = forms[name]
+        if nested in seen:  # the same text as another nested form: its repeats are there
+            continue
+        seen.add(nested)
         again = variants(nested, lint_source(nested, "model.py", *settings_for(["ALL"])))
         if "repeated" in again:
             forms[f"{name}+repeated"] = again["repeated"]
@@ -199,8 +203,11 @@ def test_every_fix_applies_on_nested_and_repeated_forms(code, seed, options):
     assert any(f.code == code and f.fix is not None for f in findings)
     forms = {"seed": seed, **nested_and_repeated(seed, findings)}
     assert len(forms) > 1, "no nested or repeated form could be made"
-    applied = 0
+    distinct: Dict[str, str] = {}  # one check per text: many forms come out the same (about 44 %)
     for name, form in forms.items():
+        distinct.setdefault(form, name)
+    applied = 0
+    for form in distinct:
         for codes in ([code], ["ALL"]):
             fixed = check_fixes_apply(form, codes, options)
             applied += code in fixed
