@@ -377,6 +377,34 @@ class NodeIndex:
             here = scope[here]
         return here
 
+    def within(self, inner: Optional[cst.CSTNode], outer: Optional[cst.CSTNode]) -> bool:
+        """Whether node ``inner`` is inside node ``outer`` (strictly)."""
+        if inner is None or outer is None:
+            return False
+        here, there = self.find(inner), self.find(outer)
+        return here is not None and there is not None and there < here < self.end[there]
+
+    def exclusive(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
+        """Whether ``one`` and ``other`` (statements or expressions of one function) are in
+        different arms of one ``if`` statement or ``a if c else b``: they never run together."""
+        if one is None or other is None:
+            return False
+        here = self.find(one)
+        order, parent = self.order, self.parent
+        above = parent[here] if here is not None else -1
+        while above >= 0 and type(order[above]) is not cst.FunctionDef:
+            node = order[above]
+            if type(node) in (cst.If, cst.IfExp) and node.orelse is not None:  # type: ignore[attr-defined]
+                body = self.find(node.body)  # type: ignore[attr-defined]
+                orelse = self.find(node.orelse)  # type: ignore[attr-defined]
+                arms = [(a, self.end[a]) for a in (body, orelse) if a is not None]
+                mine = [a for a, end in arms if a <= here < end]  # type: ignore[operator]
+                there = self.find(other)
+                if self.within(other, node) and mine and there is not None and not (mine[0] <= there < self.end[mine[0]]):
+                    return True
+            above = parent[above]
+        return False
+
     def ancestors(self, here: int) -> List[int]:
         """Positions from the root down to ``here`` (both included)."""
         path = []

@@ -54,33 +54,11 @@ class GraphFacts:
 
     def within(self, inner: Optional[cst.CSTNode], outer: Optional[cst.CSTNode]) -> bool:
         """Whether statement ``inner`` is inside compound statement ``outer``."""
-        if inner is None or outer is None:
-            return False
-        index = self.file.index
-        here, there = index.find(inner), index.find(outer)
-        return here is not None and there is not None and there < here < index.end[there]
+        return self.file.index.within(inner, outer)
 
     def exclusive(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
-        """Whether ``one`` and ``other`` (statements or expressions) are in different arms of
-        one ``if`` statement or ``a if c else b``."""
-        if one is None or other is None:
-            return False
-        index = self.file.index
-        here = index.find(one)
-        order, parent = index.order, index.parent
-        above = parent[here] if here is not None else -1
-        while above >= 0 and type(order[above]) is not cst.FunctionDef:
-            node = order[above]
-            if type(node) in (cst.If, cst.IfExp) and node.orelse is not None:  # type: ignore[attr-defined]
-                body = index.find(node.body)  # type: ignore[attr-defined]
-                orelse = index.find(node.orelse)  # type: ignore[attr-defined]
-                arms = [(a, index.end[a]) for a in (body, orelse) if a is not None]
-                mine = [a for a, end in arms if a <= here < end]  # type: ignore[operator]
-                there = index.find(other)
-                if self.within(other, node) and mine and there is not None and not (mine[0] <= there < index.end[mine[0]]):
-                    return True
-            above = parent[above]
-        return False
+        """Whether ``one`` and ``other`` are in different arms of one ``if`` (``NodeIndex.exclusive``)."""
+        return self.file.index.exclusive(one, other)
 
     def passed_by(self, source, consumer, join) -> bool:
         """Whether the join ``join`` of a branch reads ``source`` only on a way where ``consumer``

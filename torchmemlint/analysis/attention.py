@@ -29,8 +29,6 @@ which statements computed the scores, or why no such call can be written (``reas
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -38,8 +36,9 @@ import libcst as cst
 from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
 from torchmemlint.analysis.attribute_calls import arm_off
 from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
-from torchmemlint.analysis.contractions import calls_contracting_helper, mentions_contraction
-from torchmemlint.analysis.fallback import PASSES, sdpa_fallback
+from torchmemlint.analysis.attention_site import AttentionSite
+from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
+from torchmemlint.analysis.fallback import sdpa_fallback
 from torchmemlint.analysis.flag_returns import returned_behind_flag
 from torchmemlint.analysis.foreign import foreign_result
 from torchmemlint.analysis.ranks import rank as value_rank
@@ -47,7 +46,6 @@ from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
 from torchmemlint.analysis.unread import unread
 from torchmemlint.analysis.values import FunctionValues, Value
-from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import path_to, walk
 
 if TYPE_CHECKING:
@@ -57,35 +55,6 @@ LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mas
 WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation", "add"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
-
-
-@dataclass
-class AttentionSite:
-    function: cst.FunctionDef
-    product: cst.CSTNode  # the expression that contracts the weights with v
-    statement: Optional[cst.CSTNode]
-    query: Optional[str] = None  # SDPA's arguments, as code
-    key: Optional[str] = None
-    value: Optional[str] = None
-    operands: Tuple[Optional[cst.CSTNode], ...] = (None, None, None)  # the q, k, v expressions
-    scale: Optional[str] = None  # None: no scale was applied, so 1.0
-    mask: Optional[str] = None
-    dropout: Optional[str] = None
-    transposed: bool = False  # the product is SDPA's output with its last two axes swapped
-    removable: List[cst.CSTNode] = field(default_factory=list)  # statements SDPA replaces
-    reason: str = ""  # why no SDPA call can be written ("" when one can)
-    has_dropout: bool = False
-    has_mask: bool = False
-    rank: Optional[int] = None  # the tensors' rank when the code or the value graph says (ranks.py)
-    anchor: Optional[cst.CSTNode] = None  # where it is reported: the product, or the call of the helper holding it
-
-    @property
-    def at(self) -> cst.CSTNode:
-        return self.anchor if self.anchor is not None else self.product
-
-    @property
-    def fixable(self) -> bool:
-        return not self.reason
 
 
 class _NoSite(Exception):
@@ -148,20 +117,6 @@ class AttentionSites:
             position = self.analysis.index.position
             self._sites.sort(key=lambda site: position.get(id(site.at), -1))
         return self._sites
-
-
-def may_hold_softmax(text: str) -> bool:
-    """False only when ``text`` cannot hold a softmax the value graph sees: one called by name
-    (``F.softmax``, ``x.softmax``, ``nn.Softmax``) or one written out (``e / e.sum(...)`` of
-    ``e = x.exp()``, ``analysis/compound.py``)."""
-    return "softmax" in text or "Softmax" in text or (
-        any(True for _ in whole_words(_EXP, text)) and any(True for _ in whole_words(_SUM, text))
-    )
-
-
-# the words of a softmax written out, whole (`expand`, `expected`, `summary` are not them)
-_EXP = re.compile(r"exp\b")
-_SUM = re.compile(r"sum\b")
 
 
 class _Question:
@@ -552,7 +507,7 @@ class _Question:
                         return True
             elif not kept and self._handed_out(consumer, 4):
                 continue  # ``return out, scores``, ``self.kept = scores.detach()``
-            elif self._flagged(value, consumer) or self._sibling(consumer):
+            elif self._flagged(value, consumer) or self._sibling(consumer) or self._other_arm(consumer):
                 continue
             elif not self._alternative(consumer, 8):
                 return True
@@ -577,6 +532,26 @@ class _Question:
             if not any(q.site() is not None and id(consumer) in q.chain for q in questions):
                 return False
         self._reason("the scores also feed another softmax, itself attention (`%s`); the fix would remove the scores it reads" % _code(consumer.node)[:60])  # type: ignore[arg-type]
+        return True
+
+    def _other_arm(self, consumer: Value) -> bool:
+        """Is ``consumer`` a product of the weights in the other arm of an ``if`` than this
+        one, itself the end of this attention (``if use_bf16: out = einsum(attn, v.float())``,
+        ``else: out = einsum(attn, v)``)? The two never run together; the fix writes one arm."""
+        for _ in range(3):  # ``weights.float() @ v.float()``: through a cast read by nothing else
+            following = self.graph.consumers(consumer) if consumer.op in ("cast", "same") else ()
+            if len(following) != 1 or isinstance(following[0], str):
+                break
+            consumer = following[0]
+        if consumer.op != "contract" or not self.graph.file.analysis.index.exclusive(consumer.statement, self.product.statement):
+            return False
+        index = self.graph.file.analysis.index
+        if id(consumer) not in self.asking:  # (one that asked this question: attention, as it asks)
+            if _Question(self.graph, consumer, self.asking | {id(self.product)}).site() is None:
+                return False
+            if (index.find(consumer.node) or 0) < (index.find(self.product.node) or 0):  # type: ignore[arg-type]
+                raise _NoSite("the first arm's product with the values reports this attention")
+        self._reason("the weights are multiplied with the values in two arms of an `if`; the fix writes one")
         return True
 
     def _reason(self, text: str) -> None:

@@ -5,10 +5,12 @@ that does (``self._attn(q, k, v)``: its graph runs the helper with what the call
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import walk
 
 CONTRACTIONS = ("matmul", "bmm", "einsum")
@@ -50,3 +52,17 @@ def _mentioned(function: cst.FunctionDef) -> bool:
         if type(node) is cst.Attribute and (any(word in node.attr.value for word in CONTRACTIONS) or node.attr.value == MATRIX_PRODUCT):
             return True
     return False
+
+
+def may_hold_softmax(text: str) -> bool:
+    """False only when ``text`` cannot hold a softmax the value graph sees: one called by name
+    (``F.softmax``, ``x.softmax``, ``nn.Softmax``) or one written out (``e / e.sum(...)`` of
+    ``e = x.exp()``, ``analysis/compound.py``)."""
+    return "softmax" in text or "Softmax" in text or (
+        any(True for _ in whole_words(_EXP, text)) and any(True for _ in whole_words(_SUM, text))
+    )
+
+
+# the words of a softmax written out, whole (`expand`, `expected`, `summary` are not them)
+_EXP = re.compile(r"exp\b")
+_SUM = re.compile(r"sum\b")

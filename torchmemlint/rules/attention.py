@@ -99,7 +99,10 @@ class EagerAttention(Rule):
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
-    fix (tests/test_attention_held_out16.py). When the scores before the
+    fix (tests/test_attention_held_out16.py). A product of the weights with the values in
+    each arm of an `if` (a precision switch: `einsum(attn, v.float())` when `use_bf16`,
+    `einsum(attn, v)` otherwise) is one attention, reported once at the first arm without a
+    fix (tests/test_attention_two_arms.py). When the scores before the
     softmax are only handed out as they are (`return out, state, scores`, `self.scores =
     s.detach()`; an `assert` of their shape reads no value), it reports without a fix: the
     weights are not kept, SDPA can replace the softmax and the product with v, but the fix
