@@ -426,6 +426,79 @@ FLAG_ARMS = '''
             if self.outermost:
                 return self.model(x)  # expect: TML203
             return torch.cat([x, self.model(x)], 1)  # expect: TML203
+
+
+    class SkipConnection(nn.Module):
+        """The nineteenth held-out set's pix2pix copy: ``self.model`` built in an ``if``/``else``
+        on the submodule, each Sequential splicing the arm's lists."""
+
+        def __init__(self, outer, inner, sub_module=None, outermost=False, innermost=False):
+            super().__init__()
+            self.outermost = outermost
+            down_conv = nn.Conv2d(outer, inner, 4, 2, 1)
+            down_relu = nn.LeakyReLU(0.2, inplace=True)
+            up_relu = nn.ReLU(inplace=True)
+            if outermost:
+                down = [down_conv]
+                up = [up_relu, nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1), nn.Tanh()]
+            elif innermost:
+                down = [down_relu, down_conv]
+                up = [up_relu, nn.ConvTranspose2d(inner, outer, 4, 2, 1)]
+            else:
+                down = [down_relu, down_conv]
+                up = [up_relu, nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1)]
+            if sub_module is not None:
+                self.model = nn.Sequential(*down, sub_module, *up)
+            else:
+                self.model = nn.Sequential(*down, *up)
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)
+            return torch.cat([x, self.model(x)], dim=1)  # expect: TML203
+
+
+    class EmptyDown(nn.Module):
+        """The outermost arm splices nothing before the submodule, a name: it may come first."""
+
+        def __init__(self, outer, inner, sub_module=None, outermost=False):
+            super().__init__()
+            self.outermost = outermost
+            down_relu = nn.LeakyReLU(0.2, inplace=True)
+            if outermost:
+                down = []
+            else:
+                down = [down_relu, nn.Conv2d(outer, inner, 4, 2, 1)]
+            if sub_module is not None:
+                self.model = nn.Sequential(*down, sub_module)
+            else:
+                self.model = nn.Sequential(*down, nn.Conv2d(outer, inner, 3))
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)  # expect: TML203
+            return torch.cat([x, self.model(x)], dim=1)  # expect: TML203
+
+
+    class LeadingRelu(nn.Module):
+        """Written before the splice in one of the two Sequentials: first in either arm."""
+
+        def __init__(self, outer, inner, sub_module=None, outermost=False):
+            super().__init__()
+            self.outermost = outermost
+            if outermost:
+                down = [nn.Conv2d(outer, inner, 4, 2, 1)]
+            else:
+                down = [nn.Conv2d(outer, inner, 4, 2, 1)]
+            if sub_module is not None:
+                self.model = nn.Sequential(nn.LeakyReLU(0.2, inplace=True), *down, sub_module)
+            else:
+                self.model = nn.Sequential(*down)
+
+        def forward(self, x):
+            if self.outermost:
+                return self.model(x)  # expect: TML203
+            return torch.cat([x, self.model(x)], dim=1)  # expect: TML203
 '''
 
 CASES: Dict[str, Dict[str, str]] = {

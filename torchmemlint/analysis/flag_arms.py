@@ -3,8 +3,10 @@
 self.outermost: return self.model(x)`` / ``else: return torch.cat([x, self.model(x)], 1)``)
 ties the call to the arms of ``__init__``'s ``if outermost:`` that can have run. Where the
 module is ``nn.Sequential(*model)`` of a list built in those arms (pix2pix's
-``UnetSkipConnectionBlock``), the layers that may come first are read with the parameter's
-truth fixed (``LayerLists.order(..., assume=...)``). Asked by the activation sites
+``UnetSkipConnectionBlock``), or Sequentials splicing such lists among other modules, one per
+arm of an ``if`` (``nn.Sequential(*down, sub_module, *up)`` / ``nn.Sequential(*down, *up)``),
+the layers that may come first are read with the parameter's truth fixed
+(``LayerLists.order(..., assume=...)``). Asked by the activation sites
 (``analysis/activations.py``) for a layer first in a Sequential attribute."""
 
 from __future__ import annotations
@@ -26,25 +28,43 @@ def may_come_first(file: Any, model: Any, attribute: str, layer: cst.Call, metho
     where ``method`` calls it (at ``statement``): False only when the flags tested around the
     call fix arms of ``__init__`` in which the list spliced into it never starts with it."""
     init = model.init
-    assignment = model.single_assignment(attribute)
-    if init is None or statement is None or assignment is None or assignment.method is not init:
+    assignments = model.assignments.get(attribute, [])
+    if init is None or statement is None or not assignments or any(a.method is not init for a in assignments):
         return True
-    value = assignment.value
-    if type(value) is not cst.Call or file.resolver.constructor(value) != SEQUENTIAL or len(value.args) != 1:
-        return True
-    spliced = value.args[0]
-    if spliced.star != "*" or spliced.keyword is not None or type(spliced.value) is not cst.Name:
-        return True
+    for assignment in assignments:  # ``if sub_module is not None: self.model = nn.Sequential(*down, sub_module, *up)``, ``else:`` ...
+        value = assignment.value
+        if type(value) is not cst.Call or file.resolver.constructor(value) != SEQUENTIAL or not value.args:
+            return True
     assume: Dict[str, bool] = {}
     for flag, truth in _tests(list(block_statements(method.body)), statement, model.self_name(method)):
         kept = _kept_parameter(model, init, flag)
         if kept is not None and assume.get(kept, truth) == truth:
             assume[kept] = truth
-    if not assume:
+    if not assume or file.resolver.lists is None:
         return True
-    order = file.resolver.lists.order(init, spliced.value.value, assignment.statement, assume=assume) \
-        if file.resolver.lists is not None else None
-    return order is None or any(element is layer for element in order.first)
+    return any(_may_lead(file, init, assignment, layer, assume) for assignment in assignments)
+
+
+def _may_lead(file: Any, init: cst.FunctionDef, assignment: Any, layer: cst.Call, assume: Dict[str, bool]) -> bool:
+    """Whether ``layer`` may be the first module of the ``nn.Sequential(...)`` ``assignment``
+    builds, with the parameters' truth ``assume``: its arguments in turn, a list spliced in
+    (``*down``) by the orders it may hold, the next argument counted too when that list may be
+    empty; a constructor call written there other than ``layer`` comes first; anything else
+    (a name, a factory's call) may be it."""
+    for arg in assignment.value.args:
+        if arg.keyword is not None or arg.star == "**":
+            return True
+        if arg.star == "*":
+            if type(arg.value) is not cst.Name:
+                return True
+            order = file.resolver.lists.order(init, arg.value.value, assignment.statement, assume=assume)
+            if order is None or any(element is layer for element in order.first):
+                return True
+            if not order.nullable:
+                return False
+            continue
+        return arg.value is layer or type(arg.value) is not cst.Call or file.resolver.constructor(arg.value) is None
+    return False
 
 
 def _tests(statements: List[cst.CSTNode], target: cst.CSTNode, self_name: Optional[str]) -> List[Tuple[str, bool]]:

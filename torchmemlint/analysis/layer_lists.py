@@ -528,7 +528,7 @@ class _Walk:
             orelse = statement.orelse
             if known is True:  # (``if outermost:`` with ``outermost`` assumed true)
                 return self.block(list(block_statements(statement.body)), held)
-            if known is False:
+            if known is False or (contains and orelse is not None and holds(orelse, self.target)):  # (the target runs in the other arm only)
                 return self.statement(orelse, held) if type(orelse) is cst.If else (
                     self.block(list(block_statements(orelse.body)), held) if type(orelse) is cst.Else else held
                 )
