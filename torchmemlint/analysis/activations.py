@@ -15,6 +15,7 @@ from torchmemlint.analysis.activation_sites import Placement, Site, Use  # (the 
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
+from torchmemlint.analysis.inplace_switch import configured_inplace
 from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_flow import module_flow
 from torchmemlint.analysis.module_lists import module_lists
@@ -196,7 +197,7 @@ class InplaceAnalysis:
         kind = layer.kind
         assert kind is not None
         function = enclosing(self.cursor, cst.FunctionDef)
-        site = _layer_site(layer, function if type(function) is cst.FunctionDef else None)
+        site = _layer_site(layer, function if type(function) is cst.FunctionDef else None, self.file.factories)
         returning = None if self._assigned(call) else self._returning(call)
         if returning is not None:
             spots, every = self.placing.spots(returning)
@@ -687,7 +688,7 @@ class InplaceAnalysis:
         return facts
 
 
-def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:
+def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factories: Any = None) -> Site:
     """The site of a layer constructor (direct, or through a factory)."""
     kind = layer.kind
     assert kind is not None
@@ -699,10 +700,13 @@ def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Sit
     if site.inplace is None and has_star_args(layer.effective):
         # ``(**params)`` with ``params={"negative_slope": 0.2}`` as the parameter's default
         site.spread, site.inplace = spread_inplace(layer.effective, function)
+    switched = None
+    if site.inplace is None and not has_star_args(layer.effective):
+        switched = site.inplace = configured_inplace(factories, layer, function)  # ``inplace=inplace``, ``__init__``'s
     if layer.preset or layer.via is not None or layer.configured:
         site.effective = layer.effective
         site.certain = layer.certain
-    site.configured = layer.configured
+    site.configured = layer.configured or switched is not None  # (no edit: the switch is the configuration's)
     return site
 
 
