@@ -15,6 +15,8 @@ from torchmemlint.analysis.activation_sites import Placement, Site, Use  # (the 
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
+from torchmemlint.analysis.inplace_switch import configured_inplace
+from torchmemlint.analysis.chosen_functions import ChosenFunctions
 from torchmemlint.analysis.layer_lists import splices
 from torchmemlint.analysis.module_flow import module_flow
 from torchmemlint.analysis.module_lists import module_lists
@@ -59,6 +61,8 @@ class InplaceAnalysis:
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
         self.placing = FactoryPlacing(self.file)  # where the file's factories' layers are put
         self._alias_names: Optional[FunctionAliases] = None
+        self._chosen_functions: Optional[ChosenFunctions] = None
+        self._chosen_attributes: Set[Tuple[int, str]] = set()
         # where discovery is: the statements and names around the call it reads
         self.cursor = Cursor(self.file.index, context.module_bindings)
         self._all: Optional[List[Site]] = None
@@ -85,6 +89,7 @@ class InplaceAnalysis:
             or (type(call.func) is cst.Name and name in self._aliases().names)  # ``act = F.leaky_relu``
             or (type(call.func) is cst.Name and self._from_project(name))  # ``from .layers import leaky``
             or (type(call.func) is cst.Name and self.file.resolver.helpers.container(name) is not None)
+            or (type(call.func) in (cst.Name, cst.Attribute) and name in self._chosen().names)  # ``self.act_fn(x)``
         )
 
     def _parameter_sites(self) -> List[Site]:
@@ -167,7 +172,54 @@ class InplaceAnalysis:
                 site = Site(name, KIND_BY_NAME.get(name), "method", call, f"`.{func.attr.value}()`", True)
                 self._functional_use(site, cst.Arg(func.value))
                 return [site]
+        chosen = self._chosen_function(call) if qualified is None else None
+        if chosen is not None:
+            return [chosen]
         return self._foreign(call) if type(func) is cst.Name else []
+
+    def _chosen(self) -> ChosenFunctions:
+        if self._chosen_functions is None:
+            self._chosen_functions = ChosenFunctions(self.file, frozenset(KIND_BY_FUNCTION))
+        return self._chosen_functions
+
+    def _chosen_function(self, call: cst.Call) -> Optional[Site]:
+        """``self.act_fn(x)`` / ``fn(x)`` where the attribute or local holds a torch activation
+        function chosen by configuration (``analysis/chosen_functions.py``): a functional site,
+        never edited (another key would choose a function without ``inplace``)."""
+        func, function = call.func, enclosing(self.cursor, cst.FunctionDef)
+        if type(function) is not cst.FunctionDef or terminal_name(func) not in self._chosen().names:
+            return None
+        model, assignment = None, None
+        if type(func) is cst.Attribute:
+            model = self._class()
+            if model is None or type(func.value) is not cst.Name or func.value.value != model.self_name(function):
+                return None
+            assignment = model.single_assignment(func.attr.value)
+            if assignment is None or (id(model.node), func.attr.value) in self._chosen_attributes:
+                return None  # (one site for the attribute, at its assignment: read at its first call)
+            found = self._chosen().value(assignment.value, assignment.method, {})
+        else:
+            found = self._chosen().value(func, function, {})
+        if found is None or has_star_args(call):
+            return None
+        kind = KIND_BY_FUNCTION[found.qualified]
+        how = f", chosen by {found.chosen_by}" if found.chosen_by else ""
+        site = Site(kind.name, kind, "functional", call, f"`{_spelled(func)}` ({short_name(found.qualified)}{how})", None)
+        inplace = argument(call, site.inplace_position(), "inplace")
+        site.inplace = False if inplace is None else literal_bool(inplace.value)
+        site.configured = True
+        if model is None or assignment is None:
+            self._functional_use(site, argument(call, 0, "input"))
+            return site
+        self._chosen_attributes.add((id(model.node), func.attr.value))
+        # reported where it is chosen, judged at every call (each passing the tensor alone:
+        # ``_attribute_uses``), whose arguments are what the function receives
+        site.node, site.effective = assignment.value, call  # type: ignore[assignment]
+        calls = model.calls(func.attr.value)
+        if any(c.call is None or literal_bool(a.value) is not site.inplace for c in calls for a in [argument(c.call, site.inplace_position(), "inplace")] if a is not None):
+            return None  # (calls that choose ``inplace`` differently)
+        self._attribute_uses(site, model, func.attr.value)
+        return site
 
     def _foreign(self, call: cst.Call) -> List[Site]:
         """A call of a factory another file of the project defines, placed here: a site for each
@@ -196,7 +248,7 @@ class InplaceAnalysis:
         kind = layer.kind
         assert kind is not None
         function = enclosing(self.cursor, cst.FunctionDef)
-        site = _layer_site(layer, function if type(function) is cst.FunctionDef else None)
+        site = _layer_site(layer, function if type(function) is cst.FunctionDef else None, self.file.factories)
         returning = None if self._assigned(call) else self._returning(call)
         if returning is not None:
             spots, every = self.placing.spots(returning)
@@ -687,7 +739,7 @@ class InplaceAnalysis:
         return facts
 
 
-def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Site:
+def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factories: Any = None) -> Site:
     """The site of a layer constructor (direct, or through a factory)."""
     kind = layer.kind
     assert kind is not None
@@ -699,11 +751,18 @@ def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None) -> Sit
     if site.inplace is None and has_star_args(layer.effective):
         # ``(**params)`` with ``params={"negative_slope": 0.2}`` as the parameter's default
         site.spread, site.inplace = spread_inplace(layer.effective, function)
+    switched = None
+    if site.inplace is None and not has_star_args(layer.effective):
+        switched = site.inplace = configured_inplace(factories, layer, function)  # ``inplace=inplace``, ``__init__``'s
     if layer.preset or layer.via is not None or layer.configured:
         site.effective = layer.effective
         site.certain = layer.certain
-    site.configured = layer.configured
+    site.configured = layer.configured or switched is not None  # (no edit: the switch is the configuration's)
     return site
+
+
+def _spelled(func: cst.BaseExpression) -> str:
+    return f"{func.value.value}.{func.attr.value}" if type(func) is cst.Attribute and type(func.value) is cst.Name else terminal_name(func) or "?"
 
 
 def _via(layer: Layer) -> str:

@@ -18,7 +18,7 @@ from torchmemlint.analysis.layer_lists import (
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
-    has_star_args, is_static, literal_bool, module_itself, _scope_of, self_path, _small_statements,
+    has_star_args, is_static, literal_bool, module_itself, presence_test, _scope_of, self_path, _small_statements,
 )
 from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
@@ -617,7 +617,8 @@ class ClassModel:
         return bool(references) and all(r.call is not None and r.call.func is r.node for r in references)
 
     def runs_only_where_called(self, name: str) -> bool:
-        """Every reference to ``self.<name>`` is a direct call, or reads a setting of the module
+        """Every reference to ``self.<name>`` is a direct call, a test of whether it is set (``if
+        self.act:``, ``if self.act is not None:``, ``f(x) if self.act is None else ...``), or reads a setting of the module
         (``self.nl.negative_slope``, for an export) without running it, storing into it or handing
         a method of it on: the module runs only where it is called."""
         index = self.file.index  # type: ignore[attr-defined]
@@ -625,6 +626,8 @@ class ClassModel:
         for reference in references:
             if reference.call is not None and reference.call.func is reference.node:
                 continue
+            if presence_test(index, reference.node):
+                continue  # ``if self.act is not None:``: tested, not run nor held
             here = index.find(reference.node)
             above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
             if type(above) is not cst.Attribute or above.value is not reference.node or above.attr.value in _RUNNING_ATTRIBUTES \

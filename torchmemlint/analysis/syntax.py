@@ -86,13 +86,56 @@ def module_itself(node: cst.BaseExpression) -> cst.BaseExpression:
     """The construction a chain of ``nn.Module`` methods that return the module itself is
     called on (``nn.LeakyReLU(0.05).to(device=d)``, ``nn.Linear(a, b).cuda().float()``,
     ``block.apply(init)``): that call builds the module the chain gives. Anything else is
-    itself (``.parameters()``, ``.state_dict()``: not the module)."""
+    itself (``.parameters()``, ``.state_dict()``: not the module). An optional module,
+    ``nn.BatchNorm2d(c) if batchnorm else None`` (either arm None), is the one it may be: where
+    the value runs as a module, that one runs (None cannot be called)."""
+    node = optional_module(node)
     while (
         type(node) is cst.Call and type(node.func) is cst.Attribute
         and node.func.attr.value in MODULE_METHODS_RETURNING_SELF and type(node.func.value) is cst.Call
     ):
         node = node.func.value
     return node
+
+
+def optional_module(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``X`` of ``X if c else None`` or ``None if c else X`` (anything else: itself)."""
+    if type(node) is cst.IfExp:
+        if _is_none(node.orelse) and not _is_none(node.body):
+            return node.body
+        if _is_none(node.body) and not _is_none(node.orelse):
+            return node.orelse
+    return node
+
+
+def presence_test(index, node: cst.BaseExpression) -> bool:
+    """Whether ``node`` (a node of the file's ``index``) is read only to test whether it is set:
+    the test of an ``if``, ``while``, ``assert`` or ``a if c else b`` (also under ``not``, ``and``,
+    ``or``), or compared there to None with ``is`` / ``is not``. The value is neither run nor
+    kept there."""
+    here = index.find(node)
+    while here is not None and here >= 0 and index.parent[here] >= 0:
+        above = index.order[index.parent[here]]
+        kind = type(above)
+        if kind in (cst.If, cst.While, cst.IfExp, cst.Assert):
+            return above.test is node  # type: ignore[attr-defined]
+        if kind is cst.Comparison:
+            if above.left is not node or len(above.comparisons) != 1:  # type: ignore[attr-defined]
+                return False
+            comparison = above.comparisons[0]  # type: ignore[attr-defined]
+            if type(comparison.operator) not in (cst.Is, cst.IsNot) or not _is_none(comparison.comparator):
+                return False
+        elif kind is cst.UnaryOperation:
+            if type(above.operator) is not cst.Not:  # type: ignore[attr-defined]
+                return False
+        elif kind is not cst.BooleanOperation:
+            return False
+        node, here = above, index.parent[here]
+    return False
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return type(node) is cst.Name and node.value == "None"
 
 
 def terminal_name(func: cst.BaseExpression) -> Optional[str]:

@@ -271,7 +271,18 @@ class MissingInplaceSavesMemory(_MissingInplace):
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
     default (`"LeakyReLU"`), with its slope read from a dict default of `params` (also when a
     caller passes `**params` copied from a dict default of its own), and
-    functional aliases (`act = F.leaky_relu`). OpenMMLab's `build_activation_layer(cfg)` builds the
+    functional aliases (`act = F.leaky_relu`); so are functions a configured key chooses,
+    `self.activation_fn = get_activation_fn(activation)` with `activation="ELU"` and a helper
+    returning `{"ELU": F.elu, ...}.get(name, F.elu)`, also `self.act = F.elu` and `fn =
+    ACTS[act]`: a literal dict read by a literal key, or by a parameter whose default every call
+    of the file leaves or passes alike (also through its callers' own parameters), reported
+    where the function is chosen and judged at every call, without a fix: another key may choose
+    a function without `inplace` (tests/test_inplace_chosen_functions.py). A module that is
+    optional, `self.bn = nn.BatchNorm2d(c) if batchnorm else None`, is the layer it may be, and
+    `if self.act:` / `if self.act is not None:` only tests it; an `__init__` switch,
+    `activation(inplace=inplace)` with `inplace=False`, is read as its default unless a call of
+    the class in the file passes otherwise, reported without a fix, the switch being the
+    configuration's (tests/test_inplace_optional_layers.py). OpenMMLab's `build_activation_layer(cfg)` builds the
     layer its config's `type` names, with the config's other keys as keywords (a literal dict, or a
     parameter whose default is one: `act_cfg=dict(type='LeakyReLU')`), reported without a fix: the
     builder takes no `inplace` (tests/test_inplace_config_builders.py). The features of a sparse
