@@ -49,6 +49,12 @@ class AttentionBridge(nn.Module):
         weights = self.attn_dropout(weights)
         return self.hook_pattern(weights)
 
+    def _compat_softmax(self, scores, mask):
+        if not self.compatibility_mode:
+            return F.softmax(scores, dim=-1)
+        pattern = F.softmax(scores.masked_fill(mask, 0.0), dim=-1)
+        return pattern.masked_fill(mask, 0.0)
+
     def _stored_pattern(self, scores):
         weights = scores.softmax(dim=-1)
         self.last_pattern = weights
@@ -104,6 +110,18 @@ class BloomAttentionBridge(Middle):
         weights = self._softmax_dropout_pattern(scores)
         return torch.einsum("bhij,bhjd->bhid", weights, v)  # site
 ''',
+    # a base method with two returns (transformer_lens's ``_masked_softmax``): either
+    "compat.py": '''\
+import torch
+
+from .attention import AttentionBridge
+
+
+class CompatBridge(AttentionBridge):
+    def forward(self, q, k, v, mask):
+        scores = torch.matmul(q, k.transpose(-2, -1))
+        return torch.matmul(self._compat_softmax(scores, mask), v)  # site
+''',
     "quiet.py": '''\
 import torch
 from transformers.modeling_utils import PreTrainedModel
@@ -154,11 +172,12 @@ def test_a_base_method_of_another_file_is_run_there_and_reported_without_a_fix(p
     paths = sorted(str(path) for path in (project / "pkg").glob("*.py"))
     results = lint_paths(paths, Settings(select=("TML601",)), jobs=1)
     findings = [(os.path.basename(result.path), finding) for result in results for finding in result.findings]
-    assert {(name, finding.location.row) for name, finding in findings} == marked(project, "joint.py", "codegen.py", "bloom.py")
-    for _, finding in findings:
+    assert {(name, finding.location.row) for name, finding in findings} == marked(project, "joint.py", "codegen.py", "bloom.py", "compat.py")
+    for name, finding in findings:
         assert finding.fix is None
-        assert "pass through `_softmax_dropout_pattern` of `attention.py`, another file" in finding.message
-        assert "dropout mask" in finding.message  # the base's nn.Dropout, read in its own file
+        helper = "_compat_softmax" if name == "compat.py" else "_softmax_dropout_pattern"
+        assert "pass through `%s` of `attention.py`, another file" % helper in finding.message
+        assert ("dropout mask" in finding.message) == (name != "compat.py")  # the base's nn.Dropout, read in its own file
 
 
 def test_the_same_classes_in_one_file_keep_their_same_file_reading(tmp_path):
@@ -170,6 +189,42 @@ def test_the_same_classes_in_one_file_keep_their_same_file_reading(tmp_path):
         row for row, line in enumerate(one.read_text().splitlines(), 1) if line.endswith("# site")
     ]
     assert "another file" not in result.findings[0].message
+
+
+SEVERAL_RETURNS = '''\
+import torch
+import torch.nn.functional as F
+
+
+def masked_softmax(scores, mask, compatibility=False):
+    if not compatibility:
+        return F.softmax(scores, dim=-1)
+    return F.softmax(scores.masked_fill(mask, 0.0), dim=-1).masked_fill(mask, 0.0)
+
+
+def probabilities(scores, mask):
+    if mask is None:
+        return F.softmax(scores, dim=-1)
+    return scores.new_zeros(1)
+
+
+def attend(q, k, v, mask):
+    return masked_softmax(q @ k.transpose(-2, -1), mask) @ v  # site
+
+
+def attend_shapeless(q, k, v, mask):
+    return probabilities(q @ k.transpose(-2, -1), mask) @ v
+'''
+
+
+def test_a_helper_with_several_returns_of_known_axes_gives_either():
+    """Each return with its axes known: a join, as an ``if``'s arms; a return of unknown
+    axes (a fresh tensor) leaves the call opaque, as before."""
+    from attention_cases import found_sites
+
+    sites = found_sites(SEVERAL_RETURNS)
+    assert [site.function.name.value for site in sites] == ["attend"]
+    assert sites[0].reason  # the softmax is the helper's: no fix
 
 
 def run_cli(*args, cwd):

@@ -38,7 +38,7 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
     parts = file.attribute_parts(graph.classdef, name)
     if parts is not None and len(positional) == 1 and not keywords:
         return graph._layers(parts, positional[0], node, name)
-    if graph.classdef is not None and positional and (found := foreign_method(file, graph.classdef, name)) is not None:
+    if graph.classdef is not None and (positional or keywords) and (found := foreign_method(file, graph.classdef, name)) is not None:
         return graph._helper(found[2], node, positional, keywords, bound_self=True, foreign=found[:2])  # a base class of another file's
     if tensorish and not keywords:  # a submodule the file does not show
         return graph._same("module", positional[0], node, [], assumed=True, attribute=name)

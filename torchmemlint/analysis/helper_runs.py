@@ -1,6 +1,7 @@
 """How the value graph (``analysis/values.py``) runs a same-file helper: a function or method
 run with its arguments bound (``run_helper``: the value it returns, in terms of the caller's
-values), which method ``self.name(...)`` calls (the class's own, or one a base class of the
+values; a helper whose several returns all have known axes gives a ``join`` of them, as the
+arms of an ``if`` do), which method ``self.name(...)`` calls (the class's own, or one a base class of the
 file defines: ``inherited_method``; else one a base class of another project file defines,
 ``foreign_method``, run with that file's value graphs: its values carry ``info["foreign"]``, the
 file that made them), and which arm of an ``if`` a flag the caller passed
@@ -12,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.axes import joined
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import walk
 
@@ -37,6 +39,9 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
     for made in (*inner.values, *inner.inlined) if foreign is not None else ():
         made.info.setdefault("foreign", file)  # (a deeper file's own mark kept)
     graph._consumers, graph.inlined = None, [*graph.inlined, *inner.values, *inner.inlined]
+    if len(inner.returns) > 1 and all(r.axes is not None for r in inner.returns):  # either return: ``if plain: return softmax(s)``
+        graph.uses[:] = [u for u in graph.uses if not (u.consumer == "return" and any(u.value is r for r in inner.returns))]
+        return graph._new("join", inner.returns, node, *joined(inner.returns), {"returned": helper})
     if len(inner.returns) != 1:  # (what each ``return`` gives: ``ranks`` reads a rank they share)
         return graph._new("call", everything, node, info={"helper": helper, "returns": list(inner.returns)})
     result = inner.returns[0]
