@@ -260,6 +260,22 @@ def test_an_edit_of_the_base_file_relints_the_subclass_through_the_cache(tmp_pat
 
 
 @pytest.mark.slow
+def test_the_cache_follows_a_base_two_files_away_through_an_absolute_import(project):
+    """codegen.py imports joint.py by absolute name, whose class derives from attention.py's."""
+    base = project / "pkg" / "attention.py"
+    args = ["--select", "TML601", "--output-format", "json", "--exit-zero", "pkg/codegen.py"]
+
+    def rows():
+        return {(Path(item["filename"]).name, item["location"]["row"]) for item in json.loads(run_cli(*args, cwd=project).stdout)}
+
+    assert rows() == marked(project, "codegen.py")
+    base.write_text(BASE.replace("weights = self.attn_dropout(weights)", "weights = self.attn_dropout(weights)\n        self.pattern = weights"))
+    assert rows() == set()  # the weights now kept on self in the base: they escape
+    base.write_text(BASE)
+    assert rows() == marked(project, "codegen.py")
+
+
+@pytest.mark.slow
 def test_flake8_lints_the_subclass_file_with_its_project(project):
     result = subprocess.run(
         [sys.executable, "-m", "flake8", "--isolated", "--select", "TML601", "pkg/joint.py", "pkg/quiet.py"],
