@@ -40,7 +40,7 @@ from torchmemlint.analysis.attention_site import AttentionSite
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
 from torchmemlint.analysis.flag_returns import returned_behind_flag
-from torchmemlint.analysis.foreign import foreign_result
+from torchmemlint.analysis.foreign import foreign_result, foreign_steps
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
@@ -96,7 +96,7 @@ class AttentionSites:
                     continue
                 graph = self.analysis.values(function)
                 for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
-                    if value.op == "contract":
+                    if value.op == "contract" and "foreign" not in value.info:  # (another file's product: its own file's)
                         question = _Question(graph, value)
                         site = question.site()
                         if site is not None:
@@ -169,6 +169,7 @@ class _Question:
         scores = self._scores(softmax.inputs[0], axis)
         if scores.function is product.function is softmax.function is not self.graph.function:  # all in a helper: q, k laid out by the caller
             self.reasons[0] = "q and k are known to be laid out alike only where `%s` calls `%s`; the fix rewrites one function" % (self.graph.function.name.value, product.function.name.value)  # type: ignore[union-attr]
+        self.reasons[:0] = foreign_steps(self.chain.values())  # through another file's code: no fix (``foreign.py``)
         key_side = 0 if (self.key_axis or axis).side == "left" else 1  # a part's keys, when the scores are concatenated
         scores_side = set(self.chain) - weights_side
         if self._escapes(weights_side) or self._escapes(scores_side, kept=False):

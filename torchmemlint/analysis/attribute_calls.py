@@ -1,6 +1,7 @@
 """``self.f(x)`` in a method, and a call of a ``functools.partial``: what runs (``analysis/values.py``).
 
-``self.f(x)`` runs a method of the class (or one a base class of the file defines) as a
+``self.f(x)`` runs a method of the class (or one a base class of the file defines, else one a
+base class of another project file defines, run there: ``helper_runs.foreign_method``) as a
 helper; an attribute ``__init__`` gives layers (one, or a Sequential's) runs those layers; an
 attribute ``__init__`` gives a function runs that function: ``functools.partial(F.softmax,
 dim=-1)`` (the partial's preset arguments before the call's), ``torch.sigmoid``, a same-file
@@ -19,6 +20,7 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.axes import joined
+from torchmemlint.analysis.helper_runs import foreign_method
 
 PARTIAL = "functools.partial"
 
@@ -36,6 +38,8 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
     parts = file.attribute_parts(graph.classdef, name)
     if parts is not None and len(positional) == 1 and not keywords:
         return graph._layers(parts, positional[0], node, name)
+    if graph.classdef is not None and (positional or keywords) and (found := foreign_method(file, graph.classdef, name)) is not None:
+        return graph._helper(found[2], node, positional, keywords, bound_self=True, foreign=found[:2])  # a base class of another file's
     if tensorish and not keywords:  # a submodule the file does not show
         return graph._same("module", positional[0], node, [], assumed=True, attribute=name)
     return None

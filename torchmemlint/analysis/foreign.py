@@ -8,11 +8,17 @@ step that keeps the shape of its first tensor argument (a ``helper`` value with
 that file's own value graphs run it with the call's values bound to its parameters: its result
 is made of the caller's values (the axes of the caller's scores stay the same ``Axis``
 objects). The caller's graph is not changed: the run records its uses apart.
+
+A method a base class of another project file defines is run inside the caller's graph instead
+(``helper_runs.foreign_method``), its values marked ``info["foreign"]``; ``foreign_steps`` says
+that a site made through them gets no fix: the fix can edit only the linted file, and the other
+file's code may do more than the value graph keeps (a hook, a dropout).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import os
+from typing import Any, Iterable, List, Optional
 
 import libcst as cst
 
@@ -47,3 +53,14 @@ def foreign_result(graph: FunctionValues, value: Value) -> Optional[Value]:
     bound.update(zip((arg.keyword.value for arg in node.args if arg.keyword is not None), value.inputs[len(positional):]))
     run = FunctionValues(analysis.value_graphs, function, None, bound, 1, [])
     return run.returns[0] if len(run.returns) == 1 else None
+
+
+def foreign_steps(chain: Iterable[Value]) -> List[str]:
+    """Why a site whose scores or weights (``chain``) pass through another file's code has no
+    fix: one reason naming the function and its file, or none."""
+    for value in chain:
+        file = value.info.get("foreign")
+        if file is not None and value.function is not None:
+            path = getattr(getattr(file.analysis, "links", None), "path", "")
+            return ["the scores or weights pass through `%s` of `%s`, another file; the fix edits only this file" % (value.function.name.value, os.path.basename(path))]
+    return []

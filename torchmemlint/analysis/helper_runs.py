@@ -1,15 +1,20 @@
 """How the value graph (``analysis/values.py``) runs a same-file helper: a function or method
 run with its arguments bound (``run_helper``: the value it returns, in terms of the caller's
-values), which method ``self.name(...)`` calls (the class's own, or one a base class of the
-file defines: ``inherited_method``), and which arm of an ``if`` a flag the caller passed
+values; a helper whose several returns all have known axes gives a ``join`` of them, as the
+arms of an ``if`` do), which method ``self.name(...)`` calls (the class's own, or one a base class of the
+file defines: ``inherited_method``; else one a base class of another project file defines,
+``foreign_method``, run with that file's value graphs: its values carry ``info["foreign"]``, the
+file that made them), and which arm of an ``if`` a flag the caller passed
 selects (``flag_truth``: ``split_heads(key, k=True)`` runs ``if k:``'s arm only)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.axes import joined
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import walk
 
 HELPER_DEPTH = 2
@@ -17,9 +22,10 @@ HELPER_NODES = 600
 BASE_DEPTH = 4
 
 
-def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool) -> Any:
+def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool, foreign: Optional[Tuple[Any, cst.ClassDef]] = None) -> Any:
     """``helper`` run from ``graph`` (a ``values.FunctionValues``) with its arguments bound
-    (``tensor_first``: the first is a tensor, not a size or a constant)."""
+    (``tensor_first``: the first is a tensor, not a size or a constant; ``foreign``: a method
+    of another file's class, ``(that file's FileValues, the class)``, from ``foreign_method``)."""
     params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
     if bound_self:
         params = params[1:]
@@ -28,9 +34,14 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
         return graph._new("call", everything, node, info={"helper": helper})
     bound = dict(zip(params, positional))
     bound.update(keywords)
-    classdef = graph.classdef if bound_self else None
-    inner = type(graph)(graph.file, helper, classdef, bound, graph.depth + 1, graph.uses)
+    file, classdef = foreign if foreign is not None else (graph.file, graph.classdef if bound_self else None)
+    inner = type(graph)(file, helper, classdef, bound, graph.depth + 1, graph.uses)
+    for made in (*inner.values, *inner.inlined) if foreign is not None else ():
+        made.info.setdefault("foreign", file)  # (a deeper file's own mark kept)
     graph._consumers, graph.inlined = None, [*graph.inlined, *inner.values, *inner.inlined]
+    if len(inner.returns) > 1 and all(r.axes is not None for r in inner.returns):  # either return: ``if plain: return softmax(s)``
+        graph.uses[:] = [u for u in graph.uses if not (u.consumer == "return" and any(u.value is r for r in inner.returns))]
+        return graph._new("join", inner.returns, node, *joined(inner.returns), {"returned": helper})
     if len(inner.returns) != 1:  # (what each ``return`` gives: ``ranks`` reads a rank they share)
         return graph._new("call", everything, node, info={"helper": helper, "returns": list(inner.returns)})
     result = inner.returns[0]
@@ -55,6 +66,38 @@ def inherited_method(file: Any, classdef: cst.ClassDef, name: str, depth: int = 
             if found is not None:
                 return found
     return None
+
+
+def foreign_method(file: Any, classdef: cst.ClassDef, name: str, depth: int = 0) -> Optional[Tuple[Any, cst.ClassDef, cst.FunctionDef]]:
+    """The method ``name`` a base class defined in another file of the project gives
+    ``classdef`` (a class of ``file``, a ``values.FileValues``), directly or through classes of
+    either file (``class CodeGen(JointQKV)`` of ``from .joint_qkv import JointQKV``, itself
+    ``class JointQKV(AttentionBridge)`` of ``attention.py``, calling ``self._softmax_pattern(s)``):
+    ``(the defining file's FileValues, the base class there, the method)``; None when no base
+    that the project index follows (``links.py``: relative and absolute imports, re-exports)
+    defines it. Asked after the class and its same-file bases (``inherited_method``)."""
+    links = getattr(file.analysis, "links", None)
+    if links is None or depth >= BASE_DEPTH:
+        return None
+    memo = file.__dict__.setdefault("_foreign_methods", {})  # (FileValues.close clears it)
+    key = (id(classdef), name)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # (a cycle of bases ends here)
+    found = None
+    for base in classdef.bases:
+        dotted = dotted_name(base.value) if base.keyword is None else None
+        parent = file._classes.get(dotted) if dotted else None
+        if parent is not None and file.bindings.qualify(base.value) is None:
+            found = foreign_method(file, parent, name, depth + 1) if parent is not classdef else None  # a same-file base's own bases
+        elif dotted is not None and (defined := links.definition(dotted, "class", package=True)) is not None:
+            theirs, other = defined[0].value_graphs, defined[1]
+            method = theirs.method(other, name, True)
+            found = (theirs, other, method) if method is not None else foreign_method(theirs, other, name, depth + 1)
+        if found is not None:
+            break
+    memo[key] = found
+    return found
 
 
 def flag_truth(value: Any) -> Optional[bool]:

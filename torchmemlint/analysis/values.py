@@ -775,9 +775,9 @@ class FunctionValues:
             value = self._same("same", source, node)
         return value
 
-    def _helper(self, helper: cst.FunctionDef, node: cst.Call, positional: List[Value], keywords: Dict[str, Value], bound_self: bool = False) -> Value:
-        """A same-file function run with its arguments bound: the value it returns (``helper_runs.py``)."""
-        return run_helper(self, helper, node, positional, keywords, bound_self, bool(positional) and _tensorish(positional[0]))
+    def _helper(self, helper: cst.FunctionDef, node: cst.Call, positional: List[Value], keywords: Dict[str, Value], bound_self: bool = False, foreign: Any = None) -> Value:
+        """A function run with its arguments bound: the value it returns (``helper_runs.py``; ``foreign``: another file's method)."""
+        return run_helper(self, helper, node, positional, keywords, bound_self, bool(positional) and _tensorish(positional[0]), foreign)
 
 
 MATMUL_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))

@@ -78,7 +78,10 @@ class EagerAttention(Rule):
       keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
       reported without a fix); a `softmax(x, dim)` helper imported from another file of the
       project (`from .utils import softmax`), run there with the caller's scores (reported
-      without a fix; the result cache keys the finding by that file);
+      without a fix; the result cache keys the finding by that file); a method a base class
+      of another project file defines (`self._softmax_dropout_pattern(scores)` of
+      `from .attention import AttentionBridge`, through re-exports and a chain of bases), run
+      there (reported without a fix: the fix edits only this file);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
       (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
       module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
