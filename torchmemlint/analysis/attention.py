@@ -91,6 +91,7 @@ class AttentionSites:
                 return self._sites
             graphs = self.analysis.value_graphs
             mentions: Dict[int, bool] = {}
+            callers_quiet: Dict[int, Tuple[cst.FunctionDef, cst.CSTNode, str]] = {}  # id(a helper's product) -> why a caller leaves it
             for function, classdef in graphs.functions():
                 if not mentions_contraction(function, mentions) and not calls_contracting_helper(graphs, function, classdef, mentions):
                     continue
@@ -103,9 +104,14 @@ class AttentionSites:
                             found.setdefault(id(value.node), []).append((value.function is function, site))
                         elif question.why and value.function is function:
                             self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
+                        elif question.why:  # a caller runs the helper where it leaves it alone (an SDPA switch's eager arm)
+                            callers_quiet.setdefault(id(value.node), (value.function, value.node, question.why))
             alone = {id(product) for _, product, _ in self.quiet}  # left alone by design in its own function: in its callers too
             for key, candidates in found.items():  # a product in a helper: its own function's site, else its callers'
                 own = [site for mine, site in candidates if mine]
+                if own and key in callers_quiet and len(own) == len(candidates):  # every caller of the file runs it as a fallback
+                    self.quiet.append(callers_quiet[key])  # type: ignore[arg-type]
+                    continue
                 if own or key in alone:
                     self._sites.extend(own[:1])
                     continue
