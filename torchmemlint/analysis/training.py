@@ -18,6 +18,7 @@ from torchmemlint.analysis.autograd import (
     FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
+from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
@@ -65,8 +66,8 @@ class ScopeFacts:
         self.loss_instances = self._loss_instances()
         self.backward_calls = [c for c in scope.calls if self.is_backward(c)]
         self.training_calls = [c for c in scope.calls if self.is_training_step(c) or self._trains_inside(c)]
-        self.backward_losses = self._backward_losses()
-        self.scalar_losses = self._scalar_losses()
+        self.backward_losses = backward_losses(scope, self.backward_calls)
+        self.scalar_losses = scalar_losses(self.backward_calls)
         self.env: Dict[str, Value] = {}
         self.depth = 0  # 1 in a helper's scope replayed for a caller (``helper_returns``)
         self.returned: Dict[int, object] = {}  # what each helper call returns (``returned_by``)
@@ -191,36 +192,6 @@ class ScopeFacts:
                     for c in s.calls)}
             trains = self.walk._training_functions = found  # type: ignore[attr-defined]  # once per file
         return name in trains and name != self.scope.name
-
-    def _backward_losses(self) -> Set[str]:
-        """Names whose value reaches a backward: receivers, arguments, and what they came from."""
-        names: Set[str] = set()
-        for call in self.backward_calls:
-            if call.receiver is not None:
-                names.update(_names_in(call.receiver))
-            for arg in call.node.args:
-                names.update(_names_in(arg.value))
-        changed = True
-        while changed:  # `loss = loss_sum / n; loss.backward()` reaches loss_sum too
-            changed = False
-            for event in self.scope.assigns:
-                if event.value is not None and names.intersection(event.targets):
-                    new = set(_names_in(event.value)) - names
-                    if new:
-                        names |= new
-                        changed = True
-        return names
-
-    def _scalar_losses(self) -> Set[str]:
-        """Names that `.backward()` is called on with no gradient argument: 0-dim tensors."""
-        found = set()
-        for call in self.backward_calls:
-            if call.attr == "backward" and call.receiver is not None:
-                positional = [a for a in call.node.args if a.keyword is None and not a.star]
-                receiver = dotted_name(call.receiver)
-                if receiver is not None and not positional:
-                    found.add(receiver)
-        return found
 
     def value_of(self, expr: cst.BaseExpression, ctx: Ctx) -> Optional[Value]:
         """The kind of tensor an expression evaluates to, if this scope shows it."""

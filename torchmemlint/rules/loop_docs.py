@@ -169,7 +169,9 @@ TML502_DOCUMENTATION = """
     the accumulator outlives (also an outer one: `y_pred = torch.cat([y_pred, pred])` for
     each item of the output a loop over batches computed).
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
-    that are themselves backpropagated (gradient accumulation) are not reported. Nor are
+    that are themselves backpropagated (gradient accumulation; also what a Lightning module's
+    `training_step` returns, which the trainer backpropagates, tests/test_trainer_step_returns.py)
+    are not reported. Nor are
     one batch's items: a list filled in a loop that neither iterates something named like a
     loader / data set / batches nor trains, and that is stacked or summed after the loop
     (`torch.stack(bbox_loss)`: torchvision SSD's `compute_loss`; the embeddings of a word

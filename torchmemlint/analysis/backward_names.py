@@ -1,0 +1,54 @@
+"""Which names of a scope reach a backward (``ScopeFacts.backward_losses``,
+``ScopeFacts.scalar_losses``): the receivers and arguments of its backward calls and what they
+were computed from, and what a Lightning module's ``training_step`` returns (the trainer
+backpropagates it: the loss, or a dict holding it under ``"loss"``)."""
+
+from __future__ import annotations
+
+from typing import List, Set
+
+import libcst as cst
+
+from torchmemlint.analysis.autograd import Scope, _names_in
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.tree import scan
+
+TRAINER_STEPS = frozenset({"training_step"})  # methods whose return value the trainer backpropagates
+
+
+def backward_losses(scope: Scope, backward_calls: List) -> Set[str]:  # type: ignore[type-arg]
+    """Names whose value reaches a backward: receivers, arguments, a trainer step's returns,
+    and what they came from."""
+    names: Set[str] = set()
+    for call in backward_calls:
+        if call.receiver is not None:
+            names.update(_names_in(call.receiver))
+        for arg in call.node.args:
+            names.update(_names_in(arg.value))
+    function = scope.function
+    if function is not None and scope.owner is not None and scope.name in TRAINER_STEPS:
+        for found in scan(function.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if found.value is not None:  # type: ignore[attr-defined]
+                names.update(_names_in(found.value))  # type: ignore[attr-defined]
+    changed = True
+    while changed:  # `loss = loss_sum / n; loss.backward()` reaches loss_sum too
+        changed = False
+        for event in scope.assigns:
+            if event.value is not None and names.intersection(event.targets):
+                new = set(_names_in(event.value)) - names
+                if new:
+                    names |= new
+                    changed = True
+    return names
+
+
+def scalar_losses(backward_calls: List) -> Set[str]:  # type: ignore[type-arg]
+    """Names that `.backward()` is called on with no gradient argument: 0-dim tensors."""
+    found = set()
+    for call in backward_calls:
+        if call.attr == "backward" and call.receiver is not None:
+            positional = [a for a in call.node.args if a.keyword is None and not a.star]
+            receiver = dotted_name(call.receiver)
+            if receiver is not None and not positional:
+                found.add(receiver)
+    return found
