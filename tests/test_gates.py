@@ -17,6 +17,7 @@ from torchmemlint.analysis import leak_gate, loop_facts
 from torchmemlint.config import Settings
 from torchmemlint.engine import lint_source
 from torchmemlint.rules import all_rules
+from torchmemlint.tree import node_index, parse_module
 
 from rule_examples import examples
 
@@ -152,6 +153,7 @@ def open_gates(monkeypatch):
     for rule in all_rules().values():
         monkeypatch.setattr(rule, "may_apply", classmethod(lambda cls, text: True))
     monkeypatch.setattr(leak_gate, "may_report", lambda facts, codes, text: True)
+    monkeypatch.setattr(leak_gate, "sink_only_functions", lambda facts, codes, text: None)
 
 
 @pytest.mark.slow
@@ -303,6 +305,39 @@ def test_sinks_without_a_module_call_in_their_function_leave_the_file_unparsed(m
     )
     assert [f.code for f in lint_source(sampler, "a.py", Settings(), leak_gate.LOOP_CODES)] == ["TML501"]
     assert len(parsed) == 1
+
+
+def test_a_file_let_in_by_the_sink_case_alone_replays_only_its_sink_functions(monkeypatch):
+    # timm's models: `forward_intermediates` runs blocks and compares indices, nothing else lets
+    # the file in; the loop analysis replays only the functions the sink case names (the
+    # sampler below), not every scope with a model-like call (`build`'s `self.model(x)`)
+    from torchmemlint.rules import loops
+
+    replayed = []
+    real_checks = loops._Checks
+
+    class Checks(real_checks):  # type: ignore[misc, valid-type]
+        def run(self):
+            replayed.append(self.scope.name)
+            super().run()
+
+    monkeypatch.setattr(loops, "_Checks", Checks)
+    code = (
+        "import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def forward_intermediates(self, x, indices=2):\n        out = []\n"
+        "        for i, blk in enumerate(self.blocks):\n            x = blk(x)\n"
+        "            if i >= indices:\n                out.append(x)\n        return out\n\n"
+        "    def build(self, x):\n        return self.model(x)\n\n\n"
+        "def sample(generator: nn.Module, z):\n    out = generator(z)\n    print(out.item())\n"
+    )
+    facts = leak_gate.facts_from_index(node_index(parse_module(code)))
+    assert not leak_gate._eval_code(facts) and leak_gate._sink_code(facts)
+    assert [f.code for f in lint_source(code, "a.py", Settings(), leak_gate.LOOP_CODES)] == ["TML501"]
+    assert sorted(replayed) == ["forward_intermediates", "sample"]
+    replayed.clear()  # any other condition of the gate: every scope that may leak is replayed
+    evaluating = code + "\n\ndef evaluate(model, x):\n    return model(x)\n"
+    assert [f.code for f in lint_source(evaluating, "a.py", Settings(), leak_gate.LOOP_CODES)] == ["TML501", "TML501"]
+    assert "build" in replayed and "evaluate" in replayed
 
 
 def test_methods_and_plain_parameters_called_beside_sinks_leave_the_file_unparsed(monkeypatch):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -331,6 +331,7 @@ class ScopeWalk:
             grad_switching_functions(module.body) if may_contain(*_GRAD_MODE_NAMES) else set()
         )
         self._module_classes: Optional[Set[str]] = None
+        self._defined: Optional[Tuple[int, int, FrozenSet[str]]] = None  # (see ``defined_names``)
         # the file's project (``analysis/links.py``), set by ``FileAnalysis``; None: the file alone
         self.links: Optional[Any] = None
 
@@ -346,6 +347,18 @@ class ScopeWalk:
         if self.links is None or type(func) not in (cst.Name, cst.Attribute):
             return False
         return self.links.module_class(dotted_name(func))
+
+    def defined_names(self) -> FrozenSet[str]:
+        """The names of the file's functions (each a scope) and classes, as walked so far
+        (kept until the walk adds a scope or a class)."""
+        kept = self._defined
+        if kept is None or kept[0] != len(self.scopes) or kept[1] != len(self.classes):
+            names = frozenset(
+                [scope.name for scope in self.scopes if scope.function is not None]
+                + [facts.node.name.value for facts in self.classes]
+            )
+            kept = self._defined = (len(self.scopes), len(self.classes), names)
+        return kept[2]
 
     def module_classes(self) -> Set[str]:
         """Names of this file's classes that derive from a `Module`: through this file, or

@@ -244,8 +244,7 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
     called: ``model = YOLO(path)`` is not one); a parameter that is the model, or annotated or
     given one (``_module_parameter``); a global bound to module instances only."""
     if "." not in callee and (
-        callee in {scope.name for scope in facts.walk.scopes if scope.function is not None}
-        or callee in {classfacts.node.name.value for classfacts in facts.walk.classes}
+        callee in facts.walk.defined_names()
         or facts.bindings.qualify(cst.Name(callee)) is not None
     ):
         return False  # a function or class of the file (`profile_model(...)`), or imported

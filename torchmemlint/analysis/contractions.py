@@ -11,7 +11,7 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchmemlint.analysis.vocabulary import whole_words
-from torchmemlint.tree import walk
+from torchmemlint.tree import nodes_of, walk
 
 CONTRACTIONS = ("matmul", "bmm", "einsum")
 MATRIX_PRODUCT = "mm"  # ``torch.mm``, ``x.mm(y)``: the whole name (a substring of many)
@@ -44,14 +44,19 @@ def mentions_contraction(function: cst.FunctionDef, mentions: Optional[Dict[int,
 
 
 def _mentioned(function: cst.FunctionDef) -> bool:
-    for node in walk(function):
-        if type(node) is cst.BinaryOperation and type(node.operator) is cst.MatrixMultiply:
+    # Only names and binary operations are read (``nodes_of``: off the index's positions of
+    # those types, not node by node): an attribute's name (``x.matmul``, ``torch.bmm``) is a
+    # ``Name`` below the ``Attribute`` and answers the same test.
+    names = set()
+    for node in nodes_of(function, cst.Name, cst.BinaryOperation):
+        if type(node) is cst.Name:
+            names.add(node.value)  # type: ignore[attr-defined]
+        elif type(node.operator) is cst.MatrixMultiply:  # type: ignore[attr-defined]
             return True
-        if type(node) is cst.Name and (node.value in ("contract", MATRIX_PRODUCT) or any(word in node.value for word in CONTRACTIONS)):
-            return True  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
-        if type(node) is cst.Attribute and (any(word in node.attr.value for word in CONTRACTIONS) or node.attr.value == MATRIX_PRODUCT):
-            return True
-    return False
+    if "contract" in names or MATRIX_PRODUCT in names:
+        return True
+    joined = "\0".join(names)  # (one scan per word; no name holds the separator)
+    return any(word in joined for word in CONTRACTIONS)  # ``einsum``, an alias ``einops_einsum``, ``baddbmm``
 
 
 def may_hold_softmax(text: str) -> bool:

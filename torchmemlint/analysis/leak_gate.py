@@ -16,7 +16,7 @@ fixture with the gates on and off and compares the two readers' facts.
 from __future__ import annotations
 
 import re
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -170,14 +170,39 @@ def _sink_code(facts: LoopFacts) -> bool:
     printing, logging or numbers needs, in one function (other than ``__init__`` /
     ``forward``), a call of one of those (a sink named so, or a call into numpy, matplotlib
     ...: ``analysis.sinks``) and a call that may run a module (``FunctionFacts``)."""
+    return any(True for _ in _sink_functions(facts))
+
+
+def _sink_functions(facts: LoopFacts) -> Iterator[FunctionFacts]:
+    """The functions ``_sink_code`` asks for: each where such a finding may be."""
     by_name: Dict[str, List[FunctionFacts]] = {}
     for function in facts.functions:
         by_name.setdefault(function.name, []).append(function)
+    for function in facts.functions:
+        if function.may_run_module(facts.module_stores, facts.self_bound, facts.moved) and _sinks_in(
+            function, 2, facts.imported, by_name
+        ):
+            yield function
 
-    return any(
-        function.may_run_module(facts.module_stores, facts.self_bound, facts.moved) and _sinks_in(function, 2, facts.imported, by_name)
-        for function in facts.functions
-    )
+
+def sink_only_functions(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> Optional[FrozenSet[int]]:
+    """Where a file passes ``may_report`` only by TML501's sink case (most model files that
+    pass: timm's `forward_intermediates` compares indices and calls blocks), the only
+    functions a finding may be in: the ids of the ``FunctionDef`` nodes (``facts`` read by
+    ``facts_from_index``) ``_sink_code`` names; the rules replay no other scope. None when
+    another condition of ``may_report`` holds (every scope may hold a finding)."""
+    if (
+        EVAL_WITHOUT_NO_GRAD not in codes or RETAIN_GRAPH in codes
+        or (LIST_ON_SELF in codes and facts.forward_appends)
+        or (TENSOR_ON_SELF in codes and facts.forward_assigns)
+        or (ACCUMULATED_TENSOR in codes and _accumulating_loop(facts, text))
+        or _eval_code(facts) or any(loop.comprehension for loop in facts.loops)
+    ):
+        return None
+    found = [function.node for function in _sink_functions(facts)]
+    if any(node is None for node in found):
+        return None  # (facts read from Python's ast: no libcst node to name)
+    return frozenset(id(node) for node in found)
 
 
 def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
@@ -245,6 +270,7 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
     for here in index.positions(cst.FunctionDef):
         function_node = order[here]
         record = records[here] = facts.function(function_node.name.value)
+        record.node = function_node
         record.params.update(_param_names(function_node.params))
 
     def record_of(here: int) -> Optional[FunctionFacts]:

@@ -102,6 +102,8 @@ class FunctionFacts:
     methods: Set[str] = field(default_factory=set)
     first: Optional[str] = None
     annotated: Set[str] = field(default_factory=set)
+    # the libcst ``FunctionDef`` (``leak_gate.facts_from_index`` only; not compared between readers)
+    node: Optional[object] = field(default=None, compare=False, repr=False)
 
     def normalised(self) -> tuple:
         return (self.name, self.strong, sorted(self.roots), sorted(self.callees),

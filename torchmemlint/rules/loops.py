@@ -754,13 +754,17 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
         code: {} for code in (EVAL_WITHOUT_NO_GRAD, ACCUMULATED_TENSOR, RETAIN_GRAPH,
                               LIST_ON_SELF, TENSOR_ON_SELF)
     }
-    if codes is not None and not leak_gate.may_report(
-        leak_gate.facts_from_index(analysis.index), codes, analysis.text
-    ):
-        return findings
+    only: Optional[FrozenSet[int]] = None  # (the functions a finding may be in; None: any)
+    if codes is not None:
+        facts = leak_gate.facts_from_index(analysis.index)
+        if not leak_gate.may_report(facts, codes, analysis.text):
+            return findings
+        only = leak_gate.sink_only_functions(facts, codes, analysis.text)
     walk = analysis.scopes
     wrapped: Dict[Tuple[str, int], Optional[FixSpec]] = {}  # each no_grad fix, built once (TML501)
     for scope in walk.scopes:
+        if only is not None and id(scope.node) not in only:
+            continue
         if leak_gate.scope_may_leak(scope):
             _Checks(ScopeFacts(walk, scope), findings, wrapped, analysis).run()
     return findings
