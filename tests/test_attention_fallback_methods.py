@@ -5,8 +5,10 @@ under ``if self.flash:``): where every call of the method in the file is the eag
 ``if`` whose other arm calls ``F.scaled_dot_product_attention`` on a path that runs by default,
 the method is left alone, as the same code written inline in that arm is.
 
-Look-alikes stay reported: the method also called outside the switch, and a switch off by
-default that nothing turns on.
+Look-alikes stay reported: the method also called outside the switch, a switch off by
+default that nothing turns on, and a switch on by default that a construction of the file turns
+off (fish-speech's ``TransformerBlock(override_config, use_sdpa=False)`` for its fast layers,
+passed down to the attention: those instances train on the eager path), also written inline.
 """
 
 from __future__ import annotations
@@ -58,6 +60,25 @@ class Block(nn.Module):
         return x + self.attention(x)
 '''
 
+# the eager arm written inline, the method gone
+INLINE = (
+    SWITCHED[:SWITCHED.index("    def eager_attention")].rstrip() + "\n\n\n" + SWITCHED[SWITCHED.index("class Block"):]
+).replace(
+    "            y = self.eager_attention(q, k, v, attn_mask=mask)\n",
+    "            w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)\n            y = w @ v\n",
+)
+
+LAYER = '''
+
+class Layer(nn.Module):
+    def __init__(self, dim, use_sdpa=True):
+        super().__init__()
+        self.attention = Attention(dim, use_sdpa=use_sdpa)
+
+    def forward(self, x):
+        return x + self.attention(x)
+'''
+
 REPORTED = {
     "also called outside the switch": SWITCHED.replace(
         "        return self.out(y.transpose(1, 2).reshape(b, n, -1))\n",
@@ -68,11 +89,20 @@ REPORTED = {
     "switch off by default": SWITCHED.replace("use_sdpa=True):", "use_sdpa=False):").replace(
         "Attention(dim, use_sdpa=True)", "Attention(dim)"
     ),
+    "turned off by a construction": SWITCHED.replace(
+        "        self.attention = Attention(dim, use_sdpa=True)\n",
+        "        self.attention = Attention(dim, use_sdpa=True)\n        self.fast = Layer(dim, use_sdpa=False)\n",
+    ) + LAYER,
+    "turned off, inline": INLINE.replace(
+        "        self.attention = Attention(dim, use_sdpa=True)\n",
+        "        self.attention = Attention(dim, use_sdpa=True)\n        self.fast = Layer(dim, use_sdpa=False)\n",
+    ) + LAYER,
 }
 
 
-def test_an_eager_method_run_only_as_the_sdpa_switch_fallback_is_left_alone():
-    assert found_sites(SWITCHED) == []
+@pytest.mark.parametrize("source", [SWITCHED, INLINE], ids=["method", "inline"])
+def test_an_eager_attention_run_only_as_the_sdpa_switch_fallback_is_left_alone(source):
+    assert found_sites(source) == []
 
 
 @pytest.mark.parametrize("name", sorted(REPORTED))

@@ -34,7 +34,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import grad_effect
-from torchmemlint.analysis.flags import off_by_default
+from torchmemlint.analysis.flags import off_by_default, turned_off
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to
 
@@ -123,6 +123,7 @@ def _in_training(graph: FunctionValues, call: Value, other: Value) -> bool:
         if type(node) is cst.If and (child is node.body or child is node.orelse) and (
             _grad_off_when(node.test, child is node.body, bindings.qualify)
             or off_by_default(graph, node.test, child is node.body)
+            or turned_off(graph, node.test, child is node.body)  # some instances are built to take the other arm
         ):
             return False
         if type(node) is cst.With and child is node.body and any(grad_effect(item.item, bindings) == "off" for item in node.items):

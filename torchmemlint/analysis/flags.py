@@ -58,6 +58,42 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     return _attribute_off(graph, test.attr.value)
 
 
+def turned_off(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
+    """Does some call of this file give the flag that ``test`` reads the value that makes it
+    not ``truth``, so that the other arm runs in those instances: ``self.use_sdpa = use_sdpa``
+    with ``use_sdpa=True`` the default, and ``TransformerBlock(config, use_sdpa=False)`` passed
+    down to ``Attention(config, use_sdpa=use_sdpa)`` (followed through ``CALLERS`` callers)?"""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return turned_off(graph, test.expression, not truth)
+    function = graph.function
+    if type(test) is cst.Name and parameter(function, test.value) is not None and not assigned_values(function, test.value):
+        return _passes(graph, function, test.value, not truth)
+    params = [*function.params.posonly_params, *function.params.params]
+    if type(test) is not cst.Attribute or type(test.value) is not cst.Name or graph.classdef is None or not params:
+        return False
+    if test.value.value != params[0].name.value:
+        return False
+    assignment = graph.file.analysis.class_model(graph.classdef).single_assignment(test.attr.value)
+    if assignment is None or type(assignment.value) is not cst.Name:
+        return False
+    return _passes(graph, assignment.method, assignment.value.value, not truth)
+
+
+def _passes(graph: Any, function: cst.FunctionDef, name: str, wanted: bool, depth: int = 0) -> bool:
+    """Does a call of ``function`` in this file pass its parameter ``name`` the literal
+    ``wanted``, or a parameter of the calling function that a call of that one passes so?"""
+    param: Optional[cst.Param] = parameter(function, name)
+    if param is None or assigned_values(function, name):
+        return False
+    passed = graph.file.analysis.factories.passed(function, param)
+    for value, caller in passed or ():
+        if value is not None and literal_bool(value) is wanted:
+            return True
+        if type(value) is cst.Name and caller is not None and depth < CALLERS and _passes(graph, caller, value.value, wanted, depth + 1):
+            return True
+    return False
+
+
 def _attribute_off(graph: Any, flag: str) -> bool:
     """``self.<flag>`` is set once, in ``__init__``, to ``False`` or to a parameter that is off
     unless a caller turns it on."""

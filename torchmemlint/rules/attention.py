@@ -117,7 +117,9 @@ class EagerAttention(Rule):
     F.scaled_dot_product_attention(q, k, v)` before the eager code; a patch of SDPA that runs
     the original under `torch.nn.attention.sdpa_kernel(...)` except where it takes the eager
     path; an eager attention written as a method of its own, every call of which in the file
-    is such an `else` arm, likewise, tests/test_attention_fallback_methods.py). An SDPA path that runs only with autograd off (`if not torch.is_grad_enabled():`,
+    is such an `else` arm, likewise; not where a construction of the file turns the switch off
+    for some instances, `TransformerBlock(config, use_sdpa=False)` passed down to the attention,
+    tests/test_attention_fallback_methods.py). An SDPA path that runs only with autograd off (`if not torch.is_grad_enabled():`,
     `with torch.no_grad():`) leaves the eager one reported: training runs it. So does an SDPA
     path that runs only while a flag is set that is off unless a caller turns it on (`if
     self.flash: return self.flash_attn(q, k, v, mask)` with `self.flash = flash` and
