@@ -104,7 +104,9 @@ class AttentionSites:
                             found.setdefault(id(value.node), []).append((value.function is function, site))
                         elif question.why and value.function is function:
                             self.quiet.append((function, value.node, question.why))  # type: ignore[arg-type]
-                        elif question.why:  # a caller runs the helper where it leaves it alone (an SDPA switch's eager arm)
+                        elif question.why and not any(v.op == "attention" for v in self.analysis.values(value.function).values):
+                            # a caller runs the helper where it leaves it alone (its SDPA switch's eager arm; not
+                            # a switch inside the helper, which the helper's own question reads with its flags)
                             callers_quiet.setdefault(id(value.node), (value.function, value.node, question.why))
             alone = {id(product) for _, product, _ in self.quiet}  # left alone by design in its own function: in its callers too
             for key, candidates in found.items():  # a product in a helper: its own function's site, else its callers'
