@@ -139,16 +139,22 @@ def receiver(file: Any, node: cst.CSTNode) -> Optional[Tuple[Any, cst.FunctionDe
     return (other, target, chosen.name) if chosen is not None else None
 
 
-def bound_name(statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[cst.Name]:
-    """``act`` for ``act = <value>``, ``act`` bound nowhere else in ``function`` (nor a parameter
-    of it, nor declared ``global``/``nonlocal``, nor a loop's or a ``with``'s target)."""
+def _single_target(statement: cst.CSTNode, value: cst.BaseExpression) -> Optional[cst.Name]:
+    """``act`` when ``statement`` is the line ``act = <value>`` alone (one plain name bound)."""
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
     if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
         return None
     target = small.targets[0].target
-    if type(target) is not cst.Name or len(assigned_values(function, target.value)) != 1:
+    return target if type(target) is cst.Name else None
+
+
+def bound_name(statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[cst.Name]:
+    """``act`` for ``act = <value>``, ``act`` bound nowhere else in ``function`` (nor a parameter
+    of it, nor declared ``global``/``nonlocal``, nor a loop's or a ``with``'s target)."""
+    target = _single_target(statement, value)
+    if target is None or len(assigned_values(function, target.value)) != 1:
         return None
     name = target.value
     if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
@@ -193,13 +199,8 @@ def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpressi
     another string (or a bare ``act: nn.Module``): in the default configuration the name holds
     this arm's layer wherever it is read (a caller passing another string configures another
     model, whose layer is judged in its own arm). None otherwise."""
-    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
-        return None
-    small = statement.body[0]
-    if type(small) is not cst.Assign or small.value is not value or len(small.targets) != 1:
-        return None
-    target = small.targets[0].target
-    if type(target) is not cst.Name or any(p.name.value == target.value for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
+    target = _single_target(statement, value)
+    if target is None or any(p.name.value == target.value for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
         return None
     test = dispatch_test(index, function, statement)
     default = test[0].default if test is not None else None
@@ -207,7 +208,7 @@ def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpressi
         return None
     name, targets = target.value, {id(target)}
     for node in nodes_of(function.body, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName, cst.Global, cst.Nonlocal, cst.Del):
-        if node is small:
+        if node is statement.body[0]:  # type: ignore[attr-defined]
             continue
         if type(node) in (cst.Global, cst.Nonlocal):
             bound = [item.name for item in node.names]  # type: ignore[attr-defined]
