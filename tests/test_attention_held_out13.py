@@ -336,15 +336,17 @@ class Prototypes(nn.Module):
 
 
 class SameLayout(nn.Module):
+    # (not projections of the module's layers: two of those are q and k in any layout,
+    # analysis/similarity.py; here both operands are the input, its features last)
     def __init__(self, width):
         super().__init__()
-        self.a, self.b = nn.Linear(width, width), nn.Linear(width, width)
+        self.scale = width ** -0.5
 
     def _mix(self, x, y, v):
         return torch.matmul(torch.matmul(x, y).softmax(dim=-1), v)
 
     def forward(self, x, v):
-        return self._mix(self.a(x).unsqueeze(1), self.b(x).unsqueeze(1), v)
+        return self._mix(x.unsqueeze(1), (x * self.scale).unsqueeze(1), v)
 
 
 class ReturnsWeights(nn.Module):

@@ -4,7 +4,8 @@ and also keeps as ``self.act`` (spandrel's MIRNet-v2 ``RCB``: ``act = nn.LeakyRe
 ``self.act(self.gcnet(res))``): one module, run after the conv in the Sequential and wherever
 ``self.act`` is called; reported (with the fix) when every one of those inputs is a fresh
 tensor nothing else reads. Look-alikes stay quiet: ``self.act`` applied to a tensor read again
-later, or to ``forward``'s own input; the local also handed to another function.
+later, or to ``forward``'s own input; its result changed in place after it (MIRNet's own
+``res += x``: in place, backward would raise); the local also handed to another function.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``."""
@@ -58,6 +59,13 @@ def _rcb(mark: str, forward: str, extra: str = "") -> str:
 
 CASES: Dict[str, str] = {
     "fresh_both": _rcb("  # expect: TML201 fix=safe", '''
+            res = self.body(x)
+            res = self.act(self.gcnet(res))
+            return res + x
+    '''),
+    # MIRNet-v2's own ``res += x``: in place the LeakyReLU keeps its result for backward, which
+    # ``+=`` then changes (autograd raises; tests/test_inplace_alternatives.py)
+    "changed_after": _rcb("", '''
             res = self.body(x)
             res = self.act(self.gcnet(res))
             res += x

@@ -75,6 +75,7 @@ class FileContext:
         self.codes = codes
         self.bindings = Bindings()
         self.bindings.bind_statements(module.body)
+        self.bindings.hoist_function_imports(module, text)
         self.module_bindings = self.bindings
         self.pending: List[_PendingFinding] = []
         # The statements enclosing the node being visited, outermost first.

@@ -12,6 +12,7 @@ import libcst as cst
 from torchmemlint.tree import walk
 
 from torchmemlint.analysis.layer_lists import enclosing_definitions, zero_probability
+from torchmemlint.analysis.syntax import presence_test
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves
 
@@ -219,6 +220,65 @@ def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
         ))
         for b in after
     )
+
+
+def feeds_inplace(order: Any, part: Any) -> bool:
+    """A layer that may follow ``part`` in the Sequential ``order`` may change its input in place
+    (``nn.ELU(inplace=True)``, an in-place dropout; a switch not known counts): in place, the
+    activation's result, which its backward then keeps, would be changed (autograd raises)."""
+    return any(
+        b.layer is not None and b.layer.kind is not None and b.layer.inplace() is not False
+        for a, b in order.pairs if a is part
+    )
+
+
+def sequential_elements(file: Any, model: Any, attribute: str) -> Optional[List[Tuple[Any, Any, Any]]]:
+    """Where ``self.<attribute>`` is an element of an ``nn.Sequential(...)`` built in a method of
+    ``model`` (mne-icalabel's ``nn.Sequential(self.conv1, self.relu1, ...)``): ``(order, part,
+    method)`` per place, the Sequential's orders and the element's part in them. None when a
+    reference is neither a call, a test of whether it is set, nor such an element."""
+    index = file.index
+    found = []
+    for reference in model.references.get(attribute, []):
+        if (reference.call is not None and reference.call.func is reference.node) or presence_test(index, reference.node):
+            continue
+        here = index.find(reference.node)
+        arg = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+        call = index.order[index.parent[index.find(arg)]] if type(arg) is cst.Arg and not arg.star and arg.keyword is None else None
+        order = file.resolver.sequential_order(call, model.self_name(reference.method), reference.method) if type(call) is cst.Call else None
+        part = next((p for p in order.items if p.node is reference.node), None) if order is not None else None
+        if part is None:
+            return None
+        found.append((order, part, reference.method))
+    return found
+
+
+def changes_in_place(value: Any, readers: Any, model: Any) -> bool:
+    """One of ``readers`` of ``value`` (an activation's result, in its function's value graph)
+    may change it in place: ``h += x``, ``h.mul_(s)``, ``F.elu(h, inplace=True)``, a layer of
+    ``model`` built in place (``self.act2(h)``): the in-place activation's kept result would be
+    changed. A reader that takes ``value`` after its first input (``x += h``) does not."""
+    for _, reader in readers:
+        if type(reader) is str or not reader.inputs or reader.inputs[0] is not value:
+            continue
+        node = reader.node
+        if type(node) is cst.AugAssign or reader.info.get("inplace"):
+            return True
+        if type(node) is cst.Call:
+            func = node.func
+            if type(func) is cst.Attribute and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
+                return True
+            if any(a.keyword is not None and a.keyword.value == "inplace" and literal_bool(a.value) is not False for a in node.args):
+                return True
+        where = reader.info.get("layer")
+        if type(where) is tuple and model is not None:
+            parts = model.attribute_sequence(where[0])
+            layer = getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
+        else:
+            layer = where
+        if layer is not None and getattr(layer, "kind", None) is not None and layer.inplace() is not False:
+            return True
+    return False
 
 
 def dropouts_only(file: Any, readers: Any, model: Any) -> bool:

@@ -24,6 +24,7 @@ class Use:
     single_use: bool = False  # nothing else reads the tensor, before or after
     caller_tensor: Optional[str] = None  # `forward`'s own argument
     to_dropout: bool = False  # what the activation makes here goes only to dropouts that drop
+    to_inplace: bool = False  # what the activation makes here may be changed in place after it
 
     @property
     def fresh(self) -> bool:

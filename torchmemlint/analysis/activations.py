@@ -13,6 +13,7 @@ import libcst as cst
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
 from torchmemlint.analysis.activation_sites import Placement, Site, Use  # (the rules take them from here)
 from torchmemlint.analysis.classes import ClassModel, Layer
+from torchmemlint.analysis.factories import one_activation
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.inplace_switch import configured_inplace
@@ -23,7 +24,8 @@ from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, default_of, dropouts_only, feeds_dropout_only, guarded_by_flag, names_read,
+    ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, feeds_dropout_only, feeds_inplace,
+    guarded_by_flag, names_read, sequential_elements,
     nested_calls, none_test, passed_to,
 )
 from torchmemlint.analysis.sites import Cursor
@@ -145,7 +147,8 @@ class InplaceAnalysis:
             return [self._module(Layer(qualified, call))]
         if (qualified is None and type(call.func) is not cst.Attribute) or qualified in CONFIG_BUILDERS:
             function = enclosing(self.cursor, cst.FunctionDef)
-            layer = self.file.resolver.layer(call, function if type(function) is cst.FunctionDef else None)
+            function = function if type(function) is cst.FunctionDef else None
+            layer = self.file.resolver.layer(call, function) or one_of(self.file, call, function)
             if layer is not None and layer.kind is not None:
                 if id(call) in self._in_sequential or (
                     self._assigned(call) is None and id(call) in self._spliced_layers()
@@ -314,9 +317,9 @@ class InplaceAnalysis:
                     for sequence, part in data:
                         before = sequence.predecessors(part)
                         placement.complete = placement.complete and bool(before) and part not in sequence.first
-                        dropout = feeds_dropout_only(self.file, sequence, part)
+                        dropout, changed = feeds_dropout_only(self.file, sequence, part), feeds_inplace(sequence, part)
                         for previous in before:
-                            placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
+                            placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
                 elif kind == "chain":
                     model, holder, before = data
                     placement.privates.append((model.node, holder))
@@ -431,9 +434,9 @@ class InplaceAnalysis:
             complete = self._kept_uses(site, *kept) and complete
         for file, sequence, part in flow.elements:
             complete = complete and part not in sequence.first
-            dropout = feeds_dropout_only(file, sequence, part)
+            dropout, changed = feeds_dropout_only(file, sequence, part), feeds_inplace(sequence, part)
             for previous in sequence.predecessors(part):
-                site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout))
+                site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
         return complete
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
@@ -532,16 +535,16 @@ class InplaceAnalysis:
         destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
         for part in order.items:  # what may directly precede each layer, over every order
-            layer = part.layer
+            layer = part.layer or one_of(self.file, part.node, function)
             if layer is None or layer.kind is None or id(layer.call) in self._claimed:
                 continue
             site = sites.get(id(layer.call))
             if site is None:
                 site = sites[id(layer.call)] = _layer_site(layer, function)
                 site.complete = True
-            dropout, start = feeds_dropout_only(self.file, order, part), len(site.uses)
+            dropout, start, changed = feeds_dropout_only(self.file, order, part), len(site.uses), feeds_inplace(order, part)
             for previous in order.predecessors(part):
-                site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True, to_dropout=dropout))
+                site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
             if part not in order.first:
                 continue
             holder = self._list_holder(model, call) if not destinations else None
@@ -563,7 +566,7 @@ class InplaceAnalysis:
             else:
                 site.complete = False  # what runs before it is not known here
             for use in site.uses[start:]:  # (what follows it is the Sequential's to say)
-                use.to_dropout = dropout
+                use.to_dropout, use.to_inplace = dropout, use.to_inplace or changed
         for key, site in sites.items():
             self._claimed.add(key)
             if spliced_here and key in self._spliced_layers():
@@ -600,9 +603,9 @@ class InplaceAnalysis:
                     continue
                 if part in order.first:
                     site.complete = False
-                dropout = feeds_dropout_only(self.file, order, part)
+                dropout, changed = feeds_dropout_only(self.file, order, part), feeds_inplace(order, part)
                 for previous in order.predecessors(part):
-                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout))
+                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
 
     def _splice_calls(self):
         """Every ``nn.Sequential(*...)`` of the file, with its function and statement."""
@@ -640,8 +643,15 @@ class InplaceAnalysis:
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str, first: Optional[cst.Call] = None) -> None:
-        complete = (model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)) and model.runs_only_where_called(attribute)
+        complete = model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)
+        elements = None if model.runs_only_where_called(attribute) else sequential_elements(self.file, model, attribute)
+        complete = complete and (elements is not None or model.runs_only_where_called(attribute))
         site.privates.append((model.node, attribute))
+        for order, part, _ in elements or ():  # ``nn.Sequential(self.conv1, self.relu1, ...)``
+            complete = complete and part not in order.first  # (first: what the Sequential is given)
+            dropout, changed = feeds_dropout_only(self.file, order, part), feeds_inplace(order, part)
+            for previous in order.predecessors(part):
+                site.uses.append(Use(part.node, [Producers(self.file, model).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
         for reference in model.calls(attribute):
             call = reference.call
             assert call is not None
@@ -728,6 +738,7 @@ class InplaceAnalysis:
             )
         )
         use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model)
+        use.to_inplace = changes_in_place(consumer, facts.reads.get(id(consumer), ()), model)
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use
@@ -737,6 +748,21 @@ class InplaceAnalysis:
         if facts is None or facts.graph is not graph:
             facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
+
+
+def one_of(file: Any, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Layer]:
+    """A factory call whose callers pass different activation classes (``activ()``: nn.ReLU from
+    one call, nn.LeakyReLU from another), as the activation it is for some of them
+    (``factories.one_activation``), not certain. ``ClassModel.layer`` leaves it unknown, so it is
+    a site here and never a known producer of what follows it."""
+    factories = file.factories
+    if type(node) is not cst.Call or factories is None:
+        return None
+    factory = factories.layer(node, function, alternatives=True)
+    chosen = one_activation(factory) if factory is not None and factory.alternatives else None
+    if chosen is None:
+        return None
+    return Layer(chosen, node, (), factory.via, False, False, tuple(o.qualified for o in factory.options()))  # type: ignore[union-attr]
 
 
 def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factories: Any = None) -> Site:

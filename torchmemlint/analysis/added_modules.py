@@ -153,8 +153,9 @@ def _only_sequenced(file: Any, function: cst.FunctionDef, key: str) -> bool:
 
 
 def _chained_self(file: Any, function: cst.FunctionDef) -> bool:
-    """``function`` is ``__init__`` of an ``nn.Sequential`` subclass whose ``forward`` is torch's
-    or runs its modules in turn (``for layer in self: out = layer(out)``)."""
+    """``function`` is ``__init__`` of an ``nn.Sequential`` subclass whose ``forward`` is torch's,
+    calls it (``super().forward(x)``, pyhealth's ``DenseLayer``), or runs its modules in turn
+    (``for layer in self: out = layer(out)``)."""
     index = file.index
     here = index.find(function)
     owner = index.order[index.scope[here]] if here is not None and index.scope[here] >= 0 else None
@@ -165,6 +166,11 @@ def _chained_self(file: Any, function: cst.FunctionDef) -> bool:
         return True
     me = forward.params.params[0].name.value if forward.params.params else None
     for node in walk(forward.body):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "forward" and (
+            (type(node.func.value) is cst.Call and type(node.func.value.func) is cst.Name and node.func.value.func.value == "super")
+            or file.resolver.qualify(node.func.value) == SEQUENTIAL
+        ):
+            return True  # ``super().forward(x)``, ``super(Cls, self).forward(x)``: torch's, in turn
         if type(node) is cst.For and type(node.iter) is cst.Name and node.iter.value == me and type(node.target) is cst.Name:
             element = node.target.value
             for inner in walk(node.body):

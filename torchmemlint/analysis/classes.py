@@ -18,7 +18,7 @@ from torchmemlint.analysis.layer_lists import (
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
-    has_star_args, is_static, literal_bool, module_itself, presence_test, _scope_of, self_path, _small_statements,
+    has_star_args, is_static, unpacked, literal_bool, module_itself, presence_test, _scope_of, self_path, _small_statements,
 )
 from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
@@ -43,6 +43,7 @@ class Layer:
     via: Optional[str] = None
     certain: bool = True
     configured: bool = False  # built by a config builder (``build_activation_layer(cfg)``)
+    alternatives: Tuple[str, ...] = ()  # every class some call passes (``activations.one_of``)
 
     @property
     def kind(self) -> Optional[ActivationKind]:
@@ -461,7 +462,10 @@ class ClassModel:
                 [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             )
             value = small.value
-            for target in targets:
+            pairs = [(target, value) for target in targets]
+            if len(targets) == 1 and type(targets[0]) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List):
+                pairs = unpacked(targets[0], value) or pairs  # ``self.a, self.b = nn.ModuleList(), nn.ModuleList()``
+            for target, value in pairs:
                 if type(target) is cst.Attribute and _is_self(target.value, self_name):
                     if value is not None:
                         assignment = Assignment(
@@ -471,8 +475,8 @@ class ClassModel:
                         self.assignments.setdefault(target.attr.value, []).append(assignment)
                 else:
                     self._scan_expression(method, statement, target)
-            if value is not None:
-                self._scan_expression(method, statement, value)
+            if small.value is not None:
+                self._scan_expression(method, statement, small.value)
             return
         if type(small) is cst.AugAssign and type(small.target) is cst.Attribute:
             target = small.target

@@ -28,10 +28,15 @@ from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS, config_arg
 from torchmemlint.analysis.named_layers import by_name
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
-from torchmemlint.analysis.vocabulary import FUNCTIONAL, NN
+from torchmemlint.analysis.vocabulary import FUNCTIONAL, KIND_BY_MODULE, NN, Saves
 from torchmemlint.tree import node_index, scan
 
 PARTIAL = "functools.partial"
+
+
+def short(qualified: str) -> str:
+    """``torch.nn.LeakyReLU`` -> ``nn.LeakyReLU``."""
+    return "nn." + qualified[len(NN):] if qualified.startswith(NN) else qualified
 # timm's layer lookups: a class passed in is returned as it is (timm documents a string or
 # None as what they look up). Written from timm's documentation; timm is never imported.
 PASSTHROUGH = frozenset(
@@ -46,6 +51,20 @@ _MAX_DEPTH = 6
 _BUILDER_NAMES = {qualified.rsplit(".", 1)[-1]: True for qualified in CONFIG_BUILDERS}
 
 
+def one_activation(factory: "Factory") -> Optional[str]:
+    """Of a factory whose calls disagree (``activ()``: nn.ReLU from one call, nn.LeakyReLU from
+    another), the activation to judge it as: the alternative whose out-of-place form keeps an
+    extra tensor (its input) where one does, else the first. None unless every alternative is an
+    activation taking ``inplace`` (not a dropout, a norm or an identity) with no preset arguments."""
+    options = factory.options()
+    kinds = [KIND_BY_MODULE.get(option.qualified) for option in options]
+    if any(kind is None or "inplace" not in kind.module_params or kind.saves is Saves.MASK for kind in kinds):
+        return None
+    if any(option.preset for option in options):
+        return None  # arguments are not read across classes
+    return next((o.qualified for o, kind in zip(options, kinds) if kind.saves is Saves.INPUT), options[0].qualified)  # type: ignore[union-attr]
+
+
 @dataclass(frozen=True)
 class Factory:
     """A callee that constructs ``qualified`` with ``preset`` arguments before the call's own."""
@@ -55,6 +74,14 @@ class Factory:
     via: Optional[str] = None  # how it was found, for messages: "`act_layer`'s default"
     certain: bool = True  # False: taken from a default that callers elsewhere may override
     configured: bool = False  # built by a config builder: ``preset`` is all it receives
+    # Calls of the function disagree (``Conv2DBNActiv(activ=activ)`` from an encoder whose default
+    # is ``nn.LeakyReLU``, from a decoder ``nn.ReLU``): every layer some call builds, this one first
+    # (``Factories.layer(..., alternatives=True)`` only; ``classes.Layer`` reads them)
+    alternatives: Tuple["Factory", ...] = ()
+
+    def options(self) -> Tuple["Factory", ...]:
+        """Each layer this callee may build: itself, or its alternatives."""
+        return self.alternatives or (self,)
 
     def key(self) -> Tuple[str, Tuple[str, ...]]:
         module = cst.Module([])
@@ -157,8 +184,15 @@ class Factories:
         return self._names
 
     # -- resolution ---------------------------------------------------------------------------
-    def layer(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
-        """The layer ``call`` constructs through a factory (None: not one, or not known)."""
+    def layer(
+        self, call: cst.Call, function: Optional[cst.FunctionDef], alternatives: bool = False
+    ) -> Optional[Factory]:
+        """The layer ``call`` constructs through a factory (None: not one, or not known). Where
+        the calls of the function disagree on it, None unless ``alternatives`` is asked for."""
+        found = self._layer(call, function)
+        return None if found is not None and found.alternatives and not alternatives else found
+
+    def _layer(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
         func = call.func
         if _BUILDER_NAMES.get(func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else ""):
             qualified = self.qualify(func)  # `build_activation_layer(act_cfg)`
@@ -188,7 +222,7 @@ class Factories:
             if expr.args[0].star:
                 return None
             inner = self.resolve(expr.args[0].value, function, depth + 1)
-            if inner is None:
+            if inner is None or inner.alternatives:
                 return None
             return Factory(inner.qualified, inner.preset + tuple(expr.args[1:]), inner.via, inner.certain)
         if type(expr) is cst.Attribute:
@@ -241,7 +275,7 @@ class Factories:
             return None
         target, via, certain = named
         inner = Factory(target) if isinstance(target, str) else self.resolve(target, None, depth + 1)
-        if inner is None:
+        if inner is None or inner.alternatives:
             return None
         return Factory(inner.qualified, inner.preset, via or inner.via, certain and inner.certain)
 
@@ -276,13 +310,22 @@ class Factories:
         if not passed:
             return Factory(default.qualified, default.preset, f"{label}'s default", False, configured)
         certain = True
+        options: Dict[Tuple[str, Tuple[str, ...]], Factory] = {option.key(): option for option in default.options()}
         for value, caller in passed:
             if value is None:
                 continue
             other = follow(value, caller, depth + 1)
-            if other is None or other.key() != default.key():
+            if other is None:
                 return None
             certain = certain and other.certain
+            for option in other.options():
+                options.setdefault(option.key(), option)
+        if len(options) > 1:  # the calls disagree: each layer one of them builds
+            if configured:
+                return None
+            names = " or ".join(f"`{short(option.qualified)}`" for option in options.values())
+            return Factory(default.qualified, default.preset, f"{label}, which the calls in this file pass as {names}",
+                           False, alternatives=tuple(options.values()))
         return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, configured)
 
     def _passed(

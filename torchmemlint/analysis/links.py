@@ -197,6 +197,7 @@ class ProjectLinks:
             return None
         bindings = Bindings()
         bindings.bind_statements(module.body)
+        bindings.hoist_function_imports(module, text)
         analysis = self._make(module, bindings, text)
         analysis.links = ProjectLinks(path, lambda: index, self._make, module)
         _KEPT[key] = (index, analysis)

@@ -8,6 +8,7 @@ other binding (class, def, assignment) makes it local. Later bindings win, as at
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Iterable, List, Optional
 
 import libcst as cst
@@ -105,6 +106,24 @@ class Bindings:
         for statement in statements:
             self._bind_statement(statement)
 
+    def hoist_function_imports(self, module: cst.Module, text: Optional[str]) -> None:
+        """Names a function imports from torch (``from torch.nn import LeakyReLU`` inside
+        ``__init__``), bound in the file's own table where the file binds nothing of that name and
+        no two functions import it differently: the analyses that qualify a name at file level
+        (a layer built in ``__init__``, read in ``forward``) then know it as the function does."""
+        if text is None or _LOCAL_TORCH_IMPORT.search(text) is None:
+            return
+        found: Dict[str, Optional[str]] = {}
+        for statement in _function_statements(module.body, False):
+            scope = Bindings()
+            scope._bind_statement(statement)
+            for name, qualified in scope.names.items():
+                if not self.is_bound(name):  # (a relative import binds None: another meaning)
+                    found[name] = qualified if found.get(name, qualified) == qualified else None
+        for name, qualified in found.items():
+            if _torch(qualified):
+                self.names[name] = qualified
+
     def bind_parameters(self, params: cst.Parameters) -> None:
         every = [*params.posonly_params, *params.params, *params.kwonly_params]
         for extra in (params.star_arg, params.star_kwarg):
@@ -126,8 +145,13 @@ class Bindings:
                 orelse = statement.orelse
                 self.bind_statements(orelse.body.body if type(orelse) is cst.Else else [orelse])
             if type(statement) is cst.Try:
+                kept = {name: self.names[name] for name in _bound_by(statement.body.body) if _torch(self.names.get(name))}
                 for handler in statement.handlers:
                     self.bind_statements(s for s in handler.body.body if not self._unavailable(s))
+                # torch's name in the body, another torch path as the fallback (an older torch's,
+                # or misspelt): the body's, which runs where it can; another fallback (a project's
+                # own function) leaves the name the fallback's, as later bindings win
+                self.names.update({name: value for name, value in kept.items() if _torch(self.names.get(name))})
 
     def _unavailable(self, statement: cst.CSTNode) -> bool:
         """``f = None`` in ``except ImportError:`` after ``from m import f`` in the ``try``: the
@@ -173,6 +197,58 @@ class Bindings:
             for target in targets:
                 for name in _assigned_names(target):
                     self.names[name] = None
+
+
+def _torch(qualified: Optional[str]) -> bool:
+    return qualified is not None and (qualified == "torch" or qualified.startswith("torch."))
+
+
+def _bound_by(statements: Iterable[cst.CSTNode]) -> List[str]:
+    """The names the import lines among ``statements`` bind (a try body's imports)."""
+    scope = Bindings()
+    for statement in statements:
+        if type(statement) is cst.SimpleStatementLine and any(type(s) in (cst.Import, cst.ImportFrom) for s in statement.body):
+            scope._bind_statement(statement)
+    return list(scope.names)
+
+
+_LOCAL_TORCH_IMPORT = re.compile(r"\n[ \t]+(?:from[ \t]+torch[\w.]*[ \t]+import|import[ \t]+torch)")
+_BLOCKS = (cst.If, cst.Try, cst.With, cst.For, cst.While)
+
+
+def _function_statements(statements: Iterable[cst.CSTNode], inside: bool) -> Iterable[cst.CSTNode]:
+    """The import lines in function bodies (``inside``: the statements are a function's), through
+    classes, nested functions and blocks; no expression is visited."""
+    for statement in statements:
+        kind = type(statement)
+        if kind is cst.SimpleStatementLine:
+            if inside and any(type(small) in (cst.Import, cst.ImportFrom) for small in statement.body):  # type: ignore[attr-defined]
+                yield statement
+        elif kind in (cst.FunctionDef, cst.ClassDef):
+            body = statement.body  # type: ignore[attr-defined]
+            if type(body) is cst.IndentedBlock:
+                yield from _function_statements(body.body, inside or kind is cst.FunctionDef)
+        elif kind in _BLOCKS:
+            for block in _blocks(statement):
+                yield from _function_statements(block, inside)
+
+
+def _blocks(statement: cst.CSTNode) -> List[Iterable[cst.CSTNode]]:
+    found: List[Iterable[cst.CSTNode]] = []
+    body = getattr(statement, "body", None)
+    if type(body) is cst.IndentedBlock:
+        found.append(body.body)
+    for handler in getattr(statement, "handlers", ()):
+        if type(handler.body) is cst.IndentedBlock:
+            found.append(handler.body.body)
+    for extra in (getattr(statement, "orelse", None), getattr(statement, "finalbody", None)):
+        if extra is None:
+            continue
+        if type(extra) is cst.If:
+            found.extend(_blocks(extra))
+        elif type(getattr(extra, "body", None)) is cst.IndentedBlock:
+            found.append(extra.body.body)
+    return found
 
 
 def _assigned_names(target: cst.BaseExpression) -> Iterable[str]:

@@ -418,3 +418,11 @@ def arms(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from arms(value.right)
     else:
         yield value
+
+
+def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list:
+    """``(target, value)`` pairs of ``a, b = x, y`` (no starred element); [] otherwise."""
+    targets, values = target.elements, value.elements  # type: ignore[attr-defined]
+    if len(targets) != len(values) or any(type(e) is cst.StarredElement for e in (*targets, *values)):
+        return []
+    return [(t.value, v.value) for t, v in zip(targets, values)]

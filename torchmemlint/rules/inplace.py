@@ -186,6 +186,8 @@ class _MissingInplace(Rule):
             return False
         if Saves.INPUT in self.saves and uses and all(use.to_dropout for use in uses):
             return False  # a dropout keeps only its mask: in place keeps as many tensors (TML201)
+        if any(use.to_inplace for use in uses):
+            return False  # in place, its kept result would be changed by what follows: backward raises
         return all(use.single_use and use.fresh for use in uses) and not _negative_parameter(site, placement)
 
     def _fix(self, layers: List[Placed], title: str, safe) -> Optional[FixSpec]:
@@ -218,9 +220,17 @@ class MissingInplaceSavesMemory(_MissingInplace):
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
     input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
-    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). Layers built through
+    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). Not where what follows
+    may change its result in place (`nn.ELU(inplace=True)` next in a Sequential, `h += x`,
+    `h.mul_(s)`, `self.act2(h)` built in place): in place the activation keeps its result for
+    backward, and that change would make backward raise (tests/test_inplace_alternatives.py).
+    Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
-    every call in the file passes, also passed down from a caller's own parameter),
+    every call in the file passes, also passed down from a caller's own parameter; where the
+    calls pass different activation classes that all take `inplace`, `Conv2DBNActiv(activ=activ)`
+    with `nn.LeakyReLU` from an encoder and `nn.ReLU` from a decoder, it is judged as the
+    LeakyReLU it is for some of them, with an unsafe fix, `activ(inplace=True)`, that suits each;
+    never where one is `nn.GELU`, `nn.Identity` or a dropout, tests/test_inplace_alternatives.py),
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and tensors a method of the
     file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer that a function
     returns (`def leaky(slope=0.1): return nn.LeakyReLU(slope)`, also through another function,
