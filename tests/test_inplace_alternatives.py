@@ -245,6 +245,7 @@ def test_in_place_after_raises_in_torch():
 # -- two more forms of the twenty-first and twenty-second sets ---------------------------------------
 # An activation held on ``self`` and placed as an element of an ``nn.Sequential`` of attributes
 # (mne-icalabel's ICLabel network), module lists bound to two attributes in one statement (dhg),
+# a list comprehension over a module list (moses),
 # and layer classes imported inside ``__init__`` (pro-gan-pth: ``from torch.nn import Conv2d,
 # LeakyReLU`` in the constructor).
 MORE: Dict[str, str] = {
@@ -378,6 +379,32 @@ MORE: Dict[str, str] = {
 
             def forward(self, x):
                 return self[1](x) + self[0](x)
+    ''',
+    # moses' ORGAN discriminator: the activation in a list comprehension over a module list
+    "comprehension_over_a_module_list": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Discriminator(nn.Module):
+            def __init__(self, convs):
+                super().__init__()
+                self.conv_layers = nn.ModuleList([nn.Conv2d(1, f, (n, 8)) for f, n in convs])
+
+            def forward(self, x):
+                convs = [F.elu(conv_layer(x)).squeeze(3) for conv_layer in self.conv_layers]  # expect: TML201
+                return torch.cat([F.max_pool1d(c, c.shape[2]).squeeze(2) for c in convs], dim=1)
+
+
+        class Given(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+
+            def forward(self, xs):
+                ys = [F.elu(t) for t in xs]  # the caller's tensors
+                return self.proj(torch.cat(ys, 1)), xs
     ''',
     "imported_in_the_constructor": '''
         import torch as th

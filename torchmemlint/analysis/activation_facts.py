@@ -14,7 +14,7 @@ def holds(reader) -> bool:
     """A reader that keeps the tensor to read it later: a list or tuple, an ``append``, a store."""
     if type(reader) is str:
         return reader == "store"
-    return reader.op == "tuple" or (reader.op == "call" and reader.info.get("method") in ("append", "extend", "insert"))
+    return reader.op in ("tuple", "list") or (reader.op == "call" and reader.info.get("method") in ("append", "extend", "insert"))
 
 
 class GraphFacts:

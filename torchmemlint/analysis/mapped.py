@@ -50,7 +50,9 @@ def comprehension(graph: Any, node: cst.BaseExpression, env: Dict[str, Any]) -> 
     known: the ``tuple`` of ``f`` run on each (as ``map``); ``[f(s) for s in x.split(n, dim=1)]``,
     also zipped with other iterables (``zip(self.biases, x.split(n, dim=1))``): ``parts``, the
     result of ``f`` run on one ``part`` of the split (its axes those of ``x``) standing for every
-    part, the other targets elements of what they iterate; None for any other form."""
+    part, the other targets elements of what they iterate; over any other iterable, a ``list``
+    of ``f`` run on an element of it (as a ``for`` loop binds its target); None for any other
+    form (nested ``for``, an ``if`` clause, a target that is not a name)."""
     if type(node) not in (cst.GeneratorExp, cst.ListComp):
         return None
     clause = node.for_in  # type: ignore[attr-defined]
@@ -73,6 +75,13 @@ def comprehension(graph: Any, node: cst.BaseExpression, env: Dict[str, Any]) -> 
             results = [graph.expression(node.elt, {**env, targets[0].value: part}) for part in parts]  # type: ignore[attr-defined]
             return graph._new("tuple", results, node, info={"elements": results})
     split = [items for items in iterables if _split(env.get(items.value) if type(items) is cst.Name else None, items) is not None]  # type: ignore[attr-defined]
+    if not split and (len(iterables) == 1 or zipped):
+        # any other iterable (``[F.elu(conv(x)) for conv in self.convs]``): each target an element
+        # of what it iterates, as a ``for`` loop binds it; the ``list`` keeps every result
+        inner = dict(env)
+        for target, items in zip(targets, iterables):
+            inner[target.value] = graph._new("element", [graph.expression(items, env)], items)  # type: ignore[attr-defined]
+        return graph._new("list", [graph.expression(node.elt, inner)], node)  # type: ignore[attr-defined]
     if len(split) != 1 or (len(iterables) > 1 and not zipped):
         return None
     inner = dict(env)
