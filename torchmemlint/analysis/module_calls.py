@@ -93,10 +93,13 @@ def as_model(facts: ScopeFacts) -> bool:
     `predict()` or `_inference_forward()` there is part of the module's own computation), nor
     in a function another function of the file calls (its caller decides, and may train on
     what it returns)."""
+    return not module_method(facts) and not called_in_file(facts)
+
+
+def module_method(facts: ScopeFacts) -> bool:
+    """The scope is a method of a module class (of this file, or deriving from one of the project)."""
     owner = facts.scope.owner
-    if owner is not None and owner.node.name.value in facts.walk.module_classes():
-        return False
-    return not called_in_file(facts)
+    return owner is not None and owner.node.name.value in facts.walk.module_classes()
 
 
 def called_in_file(facts: ScopeFacts) -> bool:
