@@ -245,7 +245,8 @@ def test_in_place_after_raises_in_torch():
 # -- two more forms of the twenty-first and twenty-second sets ---------------------------------------
 # An activation held on ``self`` and placed as an element of an ``nn.Sequential`` of attributes
 # (mne-icalabel's ICLabel network), module lists bound to two attributes in one statement (dhg),
-# a list comprehension over a module list (moses),
+# a list comprehension over a module list (moses), a parameter defaulting to None that the
+# function fills in with a layer class (deeptime, zuko),
 # and layer classes imported inside ``__init__`` (pro-gan-pth: ``from torch.nn import Conv2d,
 # LeakyReLU`` in the constructor).
 MORE: Dict[str, str] = {
@@ -405,6 +406,46 @@ MORE: Dict[str, str] = {
             def forward(self, xs):
                 ys = [F.elu(t) for t in xs]  # the caller's tensors
                 return self.proj(torch.cat(ys, 1)), xs
+    ''',
+    # deeptime's and zuko's MLPs: a parameter defaulting to None, filled in with a class there
+    "none_default_filled_in": '''
+        import torch.nn as nn
+
+
+        class MLP(nn.Sequential):
+            def __init__(self, units, nonlinearity=None):
+                if nonlinearity is None:
+                    nonlinearity = nn.ELU
+                layers = []
+                for i in range(1, len(units)):
+                    layers.append(nn.Linear(units[i - 1], units[i]))
+                    layers.append(nonlinearity())  # expect: TML201 fix=unsafe
+                super().__init__(*layers)
+
+
+        class Other(nn.Sequential):
+            def __init__(self, units, act=None):
+                if act is None:
+                    act = nn.ELU
+                if len(units) > 3:
+                    act = nn.GELU
+                super().__init__(nn.Linear(units[0], units[1]), act())
+
+
+        class Given(nn.Sequential):
+            def __init__(self, units, act=None):
+                if act is None:
+                    act = nn.ELU
+                super().__init__(nn.Linear(units[0], units[1]), act())
+
+
+        m = MLP([4, 8, 2], nonlinearity=None)
+        o = Other([4, 8])
+        g = Given([4, 8], act=make_act)
+
+
+        def make_act():
+            return nn.Tanh()
     ''',
     "imported_in_the_constructor": '''
         import torch as th

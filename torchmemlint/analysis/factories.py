@@ -289,9 +289,14 @@ class Factories:
         return Factory(qualified)
 
     def _parameter(self, function: cst.FunctionDef, param: cst.Param, depth: int) -> Optional[Factory]:
-        if param.default is None or self._changed(function, param.name.value):
+        default_value = param.default
+        if _is_none(default_value):  # ``activation=None`` then ``if activation is None: activation = nn.ELU``
+            default_value = _none_filled(function, param.name.value)
+        elif default_value is not None and self._changed(function, param.name.value):
             return None
-        default = self.resolve(param.default, None, depth + 1)
+        if default_value is None:
+            return None
+        default = self.resolve(default_value, None, depth + 1)
         if default is None:
             return None
         return self._as_passed(function, param, default, self.resolve, depth)
@@ -312,8 +317,8 @@ class Factories:
         certain = True
         options: Dict[Tuple[str, Tuple[str, ...]], Factory] = {option.key(): option for option in default.options()}
         for value, caller in passed:
-            if value is None:
-                continue
+            if value is None or (_is_none(value) and _is_none(param.default)):
+                continue  # left out, or ``None`` where ``None`` means the filled-in default
             other = follow(value, caller, depth + 1)
             if other is None:
                 return None
@@ -458,6 +463,34 @@ def _assigned(small: cst.CSTNode):
                 yield target.target.value, small.value
     elif type(small) is cst.AnnAssign and small.value is not None and type(small.target) is cst.Name:
         yield small.target.value, small.value
+
+
+def _is_none(node: Optional[cst.BaseExpression]) -> bool:
+    return type(node) is cst.Name and node.value == "None"
+
+
+def _none_filled(function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
+    """``value`` of ``if name is None: name = value`` among the first statements of ``function``,
+    where that is the only binding of ``name`` in it (deeptime's and zuko's MLPs: a parameter
+    that defaults to None and stands for a layer class chosen there)."""
+    body = function.body
+    if type(body) is not cst.IndentedBlock or len(_local_values(function, name)) != 1:
+        return None
+    for statement in body.body:
+        if type(statement) is not cst.If or statement.orelse is not None:
+            continue
+        test = statement.test
+        if not (type(test) is cst.Comparison and type(test.left) is cst.Name and test.left.value == name
+                and len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Is
+                and _is_none(test.comparisons[0].comparator)):
+            continue
+        inner = statement.body.body if type(statement.body) is cst.IndentedBlock else []
+        if len(inner) == 1 and type(inner[0]) is cst.SimpleStatementLine and len(inner[0].body) == 1:
+            small = inner[0].body[0]
+            if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name \
+                    and small.targets[0].target.value == name:
+                return small.value
+    return None
 
 
 def _param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
