@@ -226,7 +226,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     backward, and that change would make backward raise (tests/test_inplace_alternatives.py).
     Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
-    every call in the file passes, also passed down from a caller's own parameter; where the
+    every call in the file passes, also passed down from a caller's own parameter, also a
+    parameter defaulting to None that the function fills in, `if act is None: act = nn.ELU`;
+    where the
     calls pass different activation classes that all take `inplace`, `Conv2DBNActiv(activ=activ)`
     with `nn.LeakyReLU` from an encoder and `nn.ReLU` from a decoder, it is judged as the
     LeakyReLU it is for some of them, with an unsafe fix, `activ(inplace=True)`, that suits each;
