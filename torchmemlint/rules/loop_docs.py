@@ -176,7 +176,10 @@ TML502_DOCUMENTATION = """
     loader / data set / batches nor trains, and that is stacked or summed after the loop
     (`torch.stack(bbox_loss)`: torchvision SSD's `compute_loss`; the embeddings of a word
     list) or, when the loop does not call the model (or a callee named like one) either,
-    that holds losses (per-image losses handed on to the caller); nor a loop whose only models are borrowed (a class with a base from
+    that holds losses (per-image losses handed on to the caller); nor a loss summed in such a
+    loop that does not call the model (per-head losses of one forward, `lossd += lossr + lossf`
+    over the discriminators' outputs: one batch's graphs, held by those outputs anyway,
+    tests/test_trainer_step_returns.py); nor a loop whose only models are borrowed (a class with a base from
     another file that never assigns `self.model` nor calls eval/backward: see TML501).
 
     ## Why is this bad?

@@ -607,12 +607,14 @@ class _Checks:
         if not self.facts.loop_computes(loop):
             return
         if (
-            appended and not iterates_loader(loop)
+            not iterates_loader(loop)
             and not self.facts.loop_has(loop, self.facts.training_calls)
             and ((not runs_model(self.facts, loop) and value.kind is Kind.LOSS)
-                 or reduced_after(self.facts, accumulator, loop))
+                 or (appended and reduced_after(self.facts, accumulator, loop)))
         ):
-            return  # one batch's items (per-image losses handed on, embeddings stacked after)
+            return  # one batch's items (per-image losses handed on or summed, per-head losses
+            # of one forward: ``lossd += lossr + lossf`` over the discriminators' outputs;
+            # embeddings stacked after)
         if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
         training = any(self.facts.loop_has(kept, self.facts.training_calls) for kept in persists)
