@@ -12,8 +12,7 @@ import libcst as cst
 from torchmemlint.tree import walk
 
 from torchmemlint.analysis.layer_lists import enclosing_definitions, zero_probability
-from torchmemlint.analysis.syntax import presence_test
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to
+from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to, presence_test
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves
 
 ACTIVATION_FUNCTIONS = frozenset(n for n in (*KIND_BY_FUNCTION, *INPLACE_FUNCTIONS) if "dropout" not in n)
@@ -222,6 +221,12 @@ def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
     )
 
 
+def followers(file: Any, order: Any, part: Any) -> Tuple[bool, bool]:
+    """What may follow ``part`` in the Sequential ``order``: only dropouts that drop
+    (``feeds_dropout_only``), a layer that may change its input in place (``feeds_inplace``)."""
+    return feeds_dropout_only(file, order, part), feeds_inplace(order, part)
+
+
 def feeds_inplace(order: Any, part: Any) -> bool:
     """A layer that may follow ``part`` in the Sequential ``order`` may change its input in place
     (``nn.ELU(inplace=True)``, an in-place dropout; a switch not known counts): in place, the
@@ -271,14 +276,17 @@ def changes_in_place(value: Any, readers: Any, model: Any) -> bool:
             if any(a.keyword is not None and a.keyword.value == "inplace" and literal_bool(a.value) is not False for a in node.args):
                 return True
         where = reader.info.get("layer")
-        if type(where) is tuple and model is not None:
-            parts = model.attribute_sequence(where[0])
-            layer = getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
-        else:
-            layer = where
+        layer = _held_layer(where, model) if type(where) is tuple else where
         if layer is not None and getattr(layer, "kind", None) is not None and layer.inplace() is not False:
             return True
     return False
+
+
+def _held_layer(where: Tuple[str, int, int], model: Any) -> Any:
+    """The ``Layer`` at ``where`` (attribute, position, count: a layer of a Sequential attribute
+    ``model`` holds, as the value graph records it), None where not known."""
+    parts = model.attribute_sequence(where[0]) if model is not None else None
+    return getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
 
 
 def dropouts_only(file: Any, readers: Any, model: Any) -> bool:
@@ -302,8 +310,7 @@ def _dropout_that_drops(file: Any, value: Any, model: Any) -> bool:
     of ``self.head(x)``, ``F.dropout(x, p)``)."""
     where = value.info.get("layer")
     if type(where) is tuple:  # (attribute, position, count) of a layer attribute ``model`` holds
-        parts = model.attribute_sequence(where[0]) if model is not None else None
-        layer = getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
+        layer = _held_layer(where, model)
         if layer is None or layer.kind is None or layer.kind.saves is not Saves.MASK:
             return False
         return not never_drops(file, SimpleNamespace(

@@ -24,9 +24,8 @@ from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
-    ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, feeds_dropout_only, feeds_inplace,
-    guarded_by_flag, names_read, sequential_elements,
-    nested_calls, none_test, passed_to,
+    ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, followers,
+    guarded_by_flag, names_read, nested_calls, none_test, passed_to, sequential_elements,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -317,7 +316,7 @@ class InplaceAnalysis:
                     for sequence, part in data:
                         before = sequence.predecessors(part)
                         placement.complete = placement.complete and bool(before) and part not in sequence.first
-                        dropout, changed = feeds_dropout_only(self.file, sequence, part), feeds_inplace(sequence, part)
+                        dropout, changed = followers(self.file, sequence, part)
                         for previous in before:
                             placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
                 elif kind == "chain":
@@ -434,7 +433,7 @@ class InplaceAnalysis:
             complete = self._kept_uses(site, *kept) and complete
         for file, sequence, part in flow.elements:
             complete = complete and part not in sequence.first
-            dropout, changed = feeds_dropout_only(file, sequence, part), feeds_inplace(sequence, part)
+            dropout, changed = followers(file, sequence, part)
             for previous in sequence.predecessors(part):
                 site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
         return complete
@@ -542,7 +541,7 @@ class InplaceAnalysis:
             if site is None:
                 site = sites[id(layer.call)] = _layer_site(layer, function)
                 site.complete = True
-            dropout, start, changed = feeds_dropout_only(self.file, order, part), len(site.uses), feeds_inplace(order, part)
+            (dropout, changed), start = followers(self.file, order, part), len(site.uses)
             for previous in order.predecessors(part):
                 site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
             if part not in order.first:
@@ -603,7 +602,7 @@ class InplaceAnalysis:
                     continue
                 if part in order.first:
                     site.complete = False
-                dropout, changed = feeds_dropout_only(self.file, order, part), feeds_inplace(order, part)
+                dropout, changed = followers(self.file, order, part)
                 for previous in order.predecessors(part):
                     site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
 
@@ -643,13 +642,14 @@ class InplaceAnalysis:
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str, first: Optional[cst.Call] = None) -> None:
-        complete = model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)
-        elements = None if model.runs_only_where_called(attribute) else sequential_elements(self.file, model, attribute)
-        complete = complete and (elements is not None or model.runs_only_where_called(attribute))
+        only_called = model.runs_only_where_called(attribute)
+        elements = None if only_called else sequential_elements(self.file, model, attribute)
+        assigned = model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)
+        complete = assigned and (only_called or elements is not None)
         site.privates.append((model.node, attribute))
         for order, part, _ in elements or ():  # ``nn.Sequential(self.conv1, self.relu1, ...)``
             complete = complete and part not in order.first  # (first: what the Sequential is given)
-            dropout, changed = feeds_dropout_only(self.file, order, part), feeds_inplace(order, part)
+            dropout, changed = followers(self.file, order, part)
             for previous in order.predecessors(part):
                 site.uses.append(Use(part.node, [Producers(self.file, model).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
         for reference in model.calls(attribute):
@@ -762,7 +762,7 @@ def one_of(file: Any, node: cst.BaseExpression, function: Optional[cst.FunctionD
     chosen = one_activation(factory) if factory is not None and factory.alternatives else None
     if chosen is None:
         return None
-    return Layer(chosen, node, (), factory.via, False, False, tuple(o.qualified for o in factory.options()))  # type: ignore[union-attr]
+    return Layer(chosen, node, (), factory.via, False)  # type: ignore[union-attr]
 
 
 def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factories: Any = None) -> Site:

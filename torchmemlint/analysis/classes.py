@@ -43,7 +43,6 @@ class Layer:
     via: Optional[str] = None
     certain: bool = True
     configured: bool = False  # built by a config builder (``build_activation_layer(cfg)``)
-    alternatives: Tuple[str, ...] = ()  # every class some call passes (``activations.one_of``)
 
     @property
     def kind(self) -> Optional[ActivationKind]:

@@ -28,15 +28,11 @@ from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS, config_arg
 from torchmemlint.analysis.named_layers import by_name
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
-from torchmemlint.analysis.vocabulary import FUNCTIONAL, KIND_BY_MODULE, NN, Saves
+from torchmemlint.analysis.vocabulary import FUNCTIONAL, KIND_BY_MODULE, NN, Saves, short_name
 from torchmemlint.tree import node_index, scan
 
 PARTIAL = "functools.partial"
 
-
-def short(qualified: str) -> str:
-    """``torch.nn.LeakyReLU`` -> ``nn.LeakyReLU``."""
-    return "nn." + qualified[len(NN):] if qualified.startswith(NN) else qualified
 # timm's layer lookups: a class passed in is returned as it is (timm documents a string or
 # None as what they look up). Written from timm's documentation; timm is never imported.
 PASSTHROUGH = frozenset(
@@ -76,7 +72,7 @@ class Factory:
     configured: bool = False  # built by a config builder: ``preset`` is all it receives
     # Calls of the function disagree (``Conv2DBNActiv(activ=activ)`` from an encoder whose default
     # is ``nn.LeakyReLU``, from a decoder ``nn.ReLU``): every layer some call builds, this one first
-    # (``Factories.layer(..., alternatives=True)`` only; ``classes.Layer`` reads them)
+    # (``Factories.layer(..., alternatives=True)`` only; ``activations.one_of`` reads them)
     alternatives: Tuple["Factory", ...] = ()
 
     def options(self) -> Tuple["Factory", ...]:
@@ -328,7 +324,7 @@ class Factories:
         if len(options) > 1:  # the calls disagree: each layer one of them builds
             if configured:
                 return None
-            names = " or ".join(f"`{short(option.qualified)}`" for option in options.values())
+            names = " or ".join(f"`{short_name(option.qualified)}`" for option in options.values())
             return Factory(default.qualified, default.preset, f"{label}, which the calls in this file pass as {names}",
                            False, alternatives=tuple(options.values()))
         return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, configured)
@@ -470,7 +466,7 @@ def _is_none(node: Optional[cst.BaseExpression]) -> bool:
 
 
 def _none_filled(function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
-    """``value`` of ``if name is None: name = value`` among the first statements of ``function``,
+    """``value`` of ``if name is None: name = value`` among the top-level statements of ``function``,
     where that is the only binding of ``name`` in it (deeptime's and zuko's MLPs: a parameter
     that defaults to None and stands for a layer class chosen there)."""
     body = function.body

@@ -9,7 +9,7 @@ other binding (class, def, assignment) makes it local. Later bindings win, as at
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
@@ -213,7 +213,6 @@ def _bound_by(statements: Iterable[cst.CSTNode]) -> List[str]:
 
 
 _LOCAL_TORCH_IMPORT = re.compile(r"\n[ \t]+(?:from[ \t]+torch[\w.]*[ \t]+import|import[ \t]+torch)")
-_BLOCKS = (cst.If, cst.Try, cst.With, cst.For, cst.While)
 
 
 def _function_statements(statements: Iterable[cst.CSTNode], inside: bool) -> Iterable[cst.CSTNode]:
@@ -228,27 +227,29 @@ def _function_statements(statements: Iterable[cst.CSTNode], inside: bool) -> Ite
             body = statement.body  # type: ignore[attr-defined]
             if type(body) is cst.IndentedBlock:
                 yield from _function_statements(body.body, inside or kind is cst.FunctionDef)
-        elif kind in _BLOCKS:
-            for block in _blocks(statement):
+        else:
+            for block in _child_blocks(statement):
                 yield from _function_statements(block, inside)
 
 
-def _blocks(statement: cst.CSTNode) -> List[Iterable[cst.CSTNode]]:
-    found: List[Iterable[cst.CSTNode]] = []
-    body = getattr(statement, "body", None)
-    if type(body) is cst.IndentedBlock:
-        found.append(body.body)
+def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return block.body if type(block) is cst.IndentedBlock else ()
+
+
+def _child_blocks(statement: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
+    """The statement lists directly inside an if/for/while/with/try statement."""
+    if type(statement) not in (cst.If, cst.For, cst.While, cst.With, cst.Try):
+        return
+    yield _body_statements(statement.body)
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:  # else / elif chain
+        yield _body_statements(orelse.body)
+        orelse = getattr(orelse, "orelse", None)
     for handler in getattr(statement, "handlers", ()):
-        if type(handler.body) is cst.IndentedBlock:
-            found.append(handler.body.body)
-    for extra in (getattr(statement, "orelse", None), getattr(statement, "finalbody", None)):
-        if extra is None:
-            continue
-        if type(extra) is cst.If:
-            found.extend(_blocks(extra))
-        elif type(getattr(extra, "body", None)) is cst.IndentedBlock:
-            found.append(extra.body.body)
-    return found
+        yield _body_statements(handler.body)
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        yield _body_statements(final.body)
 
 
 def _assigned_names(target: cst.BaseExpression) -> Iterable[str]:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from typing import Sequence, Union
 from torchmemlint.analysis.names import Bindings, canonical, dotted_name
+from torchmemlint.analysis.names import _body_statements, _child_blocks  # noqa: F401  (re-exported)
 from torchmemlint.analysis.vocabulary import MODULE_METHODS_RETURNING_SELF
 
 from typing import Iterable
@@ -321,26 +322,6 @@ def _reordered_between(index, here: int, picked: List[int]) -> bool:
         if holding > 1:
             return True
     return False
-
-
-def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return block.body if type(block) is cst.IndentedBlock else ()
-
-
-def _child_blocks(statement: cst.CSTNode) -> Iterator[Sequence[cst.CSTNode]]:
-    """The statement lists directly inside an if/for/while/with/try statement."""
-    if type(statement) not in (cst.If, cst.For, cst.While, cst.With, cst.Try):
-        return
-    yield _body_statements(statement.body)
-    orelse = getattr(statement, "orelse", None)
-    while orelse is not None:  # else / elif chain
-        yield _body_statements(orelse.body)
-        orelse = getattr(orelse, "orelse", None)
-    for handler in getattr(statement, "handlers", ()):
-        yield _body_statements(handler.body)
-    final = getattr(statement, "finalbody", None)
-    if final is not None:
-        yield _body_statements(final.body)
 
 
 def _flat_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.CSTNode]:
