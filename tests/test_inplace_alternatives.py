@@ -1,5 +1,5 @@
 """TML201 where the calls of a block disagree on the activation class they pass
-(``analysis/factories.py``: ``Factory.alternatives``; ``analysis/activations.py``: ``one_of``).
+(``analysis/factories.py``: ``Factory.alternatives``; ``analysis/activation_sites.py``: ``one_of``).
 
 An encoder passes its default ``nn.LeakyReLU`` to a conv-norm-activation block whose own default
 is ``nn.ReLU``, a decoder leaves it: the block's ``activ()`` builds a LeakyReLU for the encoder's

@@ -5,12 +5,17 @@ factory puts it (``Placement``). Found by ``analysis/activations.py``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.classes import Layer
+from torchmemlint.analysis.factories import one_activation
+from torchmemlint.analysis.inplace_switch import configured_inplace
+from torchmemlint.analysis.named_layers import spread_inplace
 from torchmemlint.analysis.producers import Producer
-from torchmemlint.analysis.vocabulary import ActivationKind, Category
+from torchmemlint.analysis.syntax import has_star_args
+from torchmemlint.analysis.vocabulary import ActivationKind, Category, short_name
 
 
 @dataclass
@@ -132,3 +137,44 @@ class Site:
         if self.form == "functional":
             return self.kind.functional_params.index("inplace") + 1
         return None
+
+
+def one_of(file: Any, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Layer]:
+    """A factory call whose callers pass different activation classes (``activ()``: nn.ReLU from
+    one call, nn.LeakyReLU from another), as the activation it is for some of them
+    (``factories.one_activation``), not certain. ``ClassModel.layer`` leaves it unknown, so it is
+    a site here and never a known producer of what follows it."""
+    factories = file.factories
+    if type(node) is not cst.Call or factories is None:
+        return None
+    factory = factories.layer(node, function, alternatives=True)
+    chosen = one_activation(factory) if factory is not None and factory.alternatives else None
+    if chosen is None:
+        return None
+    return Layer(chosen, node, (), factory.via, False)  # type: ignore[union-attr]
+
+
+def layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factories: Any = None) -> Site:
+    """The site of a layer constructor (direct, or through a factory)."""
+    kind = layer.kind
+    assert kind is not None
+    site = Site(
+        kind.name, kind, "module", layer.call,
+        f"`{short_name(layer.qualified)}`" + (f" ({via(layer).strip()})" if layer.via else ""),
+        layer.inplace(),
+    )
+    if site.inplace is None and has_star_args(layer.effective):
+        # ``(**params)`` with ``params={"negative_slope": 0.2}`` as the parameter's default
+        site.spread, site.inplace = spread_inplace(layer.effective, function)
+    switched = None
+    if site.inplace is None and not has_star_args(layer.effective):
+        switched = site.inplace = configured_inplace(factories, layer, function)  # ``inplace=inplace``, ``__init__``'s
+    if layer.preset or layer.via is not None or layer.configured:
+        site.effective = layer.effective
+        site.certain = layer.certain
+    site.configured = layer.configured or switched is not None  # (no edit: the switch is the configuration's)
+    return site
+
+
+def via(layer: Layer) -> str:
+    return f" through {layer.via}" if layer.via else ""

@@ -11,15 +11,13 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
-from torchmemlint.analysis.activation_sites import Placement, Site, Use  # (the rules take them from here)
+from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, Site, Use, via  # (the rules take them from here)
 from torchmemlint.analysis.classes import ClassModel, Layer
-from torchmemlint.analysis.factories import one_activation
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
-from torchmemlint.analysis.inplace_switch import configured_inplace
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
 from torchmemlint.analysis.layer_lists import splices
-from torchmemlint.analysis.module_flow import module_flow
+from torchmemlint.analysis.module_flow import attribute_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
@@ -30,7 +28,7 @@ from torchmemlint.analysis.activation_calls import (
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
-from torchmemlint.analysis.named_layers import FunctionAliases, spread_inplace
+from torchmemlint.analysis.named_layers import FunctionAliases
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.module_flow import dispatch_test, dispatched_reads
@@ -107,7 +105,7 @@ class InplaceAnalysis:
             for layer, inplace in kinds.values():
                 if layer.kind is None:
                     continue
-                site = _layer_site(layer)
+                site = layer_site(layer)
                 site.node, site.effective, site.inplace, site.foreign = node, layer.effective, inplace, True  # type: ignore[assignment]
                 site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{function.name.value}`, as its callers pass it)"
                 reads = [r for r in names_read(function, param) if not none_test(function, r)]
@@ -236,7 +234,7 @@ class InplaceAnalysis:
             kind = layer.kind
             if kind is None or kind.saves is Saves.MASK:
                 continue  # (dropout: TML204 reports the construction in its own file)
-            site = _layer_site(layer)
+            site = layer_site(layer)
             site.node, site.effective, site.foreign = call, layer.effective, True
             sites.append(self._placed(site, layer, function.name.value, [spot], False, function, f", defined in `{shown}`"))
         return sites
@@ -250,7 +248,7 @@ class InplaceAnalysis:
         kind = layer.kind
         assert kind is not None
         function = enclosing(self.cursor, cst.FunctionDef)
-        site = _layer_site(layer, function if type(function) is cst.FunctionDef else None, self.file.factories)
+        site = layer_site(layer, function if type(function) is cst.FunctionDef else None, self.file.factories)
         returning = None if self._assigned(call) else self._returning(call)
         if returning is not None:
             spots, every = self.placing.spots(returning)
@@ -270,8 +268,14 @@ class InplaceAnalysis:
                 site.label, site.privates = f"`{short_name(qualified)}` (in the rows of `self.{row[0]}`)", [(model.node, row[0])]
                 site.pending = lambda site: self._call_uses(site, model, *module_lists(self.file, model).row_calls(*row))
                 return site
+            defaults: List[str] = []
             before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
+            if before is None and type(function) is cst.FunctionDef:
+                before = added_before(self.file, function, call, defaults)
             if before:  # ``seq.add_module("act", nn.LeakyReLU())``, ``layers["act"] = ...`` after others
+                if defaults:  # ``if batch_norm:`` before it: first when a caller passes False
+                    flags = ", ".join(f"`{flag}`" for flag in defaults)
+                    site.certain, site.label = False, f"`{short_name(qualified)}` (when {flags} keep{'' if len(defaults) > 1 else 's'} {'their defaults' if len(defaults) > 1 else 'its default'}{via(layer)})"
                 site.uses.extend(Use(call, [Producers(self.file, None).part(self.file.resolver.part(p, None, function))], single_use=True) for p in before)
                 site.complete = True
                 return site
@@ -279,7 +283,7 @@ class InplaceAnalysis:
             if passed is not None:
                 return self._parameter(site, layer, *passed)
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
-        site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{_via(layer)})"
+        site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{via(layer)})"
 
         def settle(site: Site) -> None:
             done = complete
@@ -290,8 +294,14 @@ class InplaceAnalysis:
         site.pending = settle
         return site
 
-    def _kept_uses(self, site: Site, model: ClassModel, attribute: str) -> bool:
-        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are all."""
+    def _kept_uses(self, site: Site, model: ClassModel, attribute: str, depth: int = 0) -> bool:
+        """Add the uses of ``self.<attribute>``, which holds ``site``'s layer; whether those are all.
+        Never called but passed on (``ConvBlock(..., activation=self.activation)``, one instance
+        for every block): it runs where each receiver runs it."""
+        reads = attribute_reads(model, attribute) if depth < 2 and model.single_assignment(attribute) is not None else None
+        if reads is not None and all(receiver(self.file, read) is not None for read in reads):
+            site.privates.append((model.node, attribute))
+            return self._flow_uses(site, model, reads, depth + 1)
         self._attribute_uses(site, model, attribute)
         done = site.complete
         site.complete = True
@@ -303,7 +313,7 @@ class InplaceAnalysis:
         returns: judged at each place a call of it puts the layer (``Placement``); complete
         when every call of it is such a place."""
         name = short_name(layer.qualified)
-        site.label = f"`{name}` (returned by `{returning}`{where}{_via(layer)})"
+        site.label = f"`{name}` (returned by `{returning}`{where}{via(layer)})"
         factory = factory or enclosing(self.cursor, cst.FunctionDef)
         switch = switch_of(layer, factory) if site.inplace is None and type(factory) is cst.FunctionDef else None
 
@@ -335,14 +345,14 @@ class InplaceAnalysis:
                     elif kind == "row":  # what the name a loop binds to it is called with
                         scratch.privates.append((model.node, attribute[0]))
                         self._call_uses(scratch, model, *module_lists(self.file, model).row_calls(*attribute))
-                        placement.label = f"`{name}` (returned by `{returning}`{where}, in the rows of `self.{attribute[0]}`{_via(layer)})"
+                        placement.label = f"`{name}` (returned by `{returning}`{where}, in the rows of `self.{attribute[0]}`{via(layer)})"
                     else:
                         scratch.complete = self._kept_uses(scratch, model, attribute)
-                        placement.label = f"`self.{attribute}` ({name}, returned by `{returning}`{where}{_via(layer)})"
+                        placement.label = f"`self.{attribute}` ({name}, returned by `{returning}`{where}{via(layer)})"
                     placement.uses, placement.privates, placement.complete = scratch.uses, scratch.privates, scratch.complete
                 through = terminal_name(call.func)
                 if placement.label is None and through != returning:  # ``make_act()`` returns ``leaky()``
-                    placement.label = f"`{name}` (returned by `{returning}`{where}, through `{through}`{_via(layer)})"
+                    placement.label = f"`{name}` (returned by `{returning}`{where}, through `{through}`{via(layer)})"
                 if type(factory) is cst.FunctionDef:
                     placement.bound = bound(layer, factory, call)
                 if switch is not None:
@@ -361,7 +371,7 @@ class InplaceAnalysis:
     def _chained(self, site: Site, layer: Layer, model: ClassModel, holder: str) -> Site:
         """An element of the module list ``self.<holder>`` that ``forward`` runs as a Sequential
         (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes."""
-        site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{_via(layer)})"
+        site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{via(layer)})"
         site.privates.append((model.node, holder))
         lists, init = module_lists(self.file, model), model.init  # (or appended one by one: ``added_before``)
         before = [lists.chained_before(holder, layer.call)] if lists.chained_before(holder, layer.call) is not None else (
@@ -385,7 +395,7 @@ class InplaceAnalysis:
         if assigned_values(function, param.value):
             return site
         reads = [r for r in names_read(function, param) if not none_test(function, r)]
-        site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{callee}`{_via(layer)})"
+        site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{callee}`{via(layer)})"
 
         site.pending = self._placed_after(reads)
         return site
@@ -400,7 +410,7 @@ class InplaceAnalysis:
             reads = dispatched_reads(self.file.index, statement, layer.call, function)
             if not reads:  # ``if activation == "leakyrelu": act = nn.LeakyReLU() elif ...``, the default's arm
                 return site
-            site.label = f"`{short_name(layer.qualified)}` (`{reads[0].value}`{_via(layer)})"  # (its place is the same in every arm)
+            site.label = f"`{short_name(layer.qualified)}` (`{reads[0].value}`{via(layer)})"  # (its place is the same in every arm)
             site.pending = self._placed_after(reads)
             return site
         target, param = bound
@@ -408,7 +418,7 @@ class InplaceAnalysis:
         if param is not None:
             site.certain = False
         when = f", when `{param}` is None" if param is not None else ""
-        site.label = f"`{short_name(layer.qualified)}` (`{target.value}`{when}{_via(layer)})"
+        site.label = f"`{short_name(layer.qualified)}` (`{target.value}`{when}{via(layer)})"
 
         site.pending = self._placed_after(reads)
         return site
@@ -418,7 +428,7 @@ class InplaceAnalysis:
         model = self._class()  # (``settle`` runs after the visit has left the class)
         return lambda site: setattr(site, "complete", self._flow_uses(site, model, reads))
 
-    def _flow_uses(self, site: Site, model: Optional[ClassModel], reads: List[Any]) -> bool:
+    def _flow_uses(self, site: Site, model: Optional[ClassModel], reads: List[Any], depth: int = 0) -> bool:
         """Add the uses of the instance ``reads`` hold (``analysis/module_flow.py``: Sequential
         elements, of this file or of a builder it is passed to, never the first one, and
         ``self.act = act``); whether those are all."""
@@ -430,7 +440,7 @@ class InplaceAnalysis:
             else:
                 complete = complete and file.private_attribute(classdef, attribute)
         for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
-            complete = self._kept_uses(site, *kept) and complete
+            complete = self._kept_uses(site, *kept, depth=depth) and complete
         for file, sequence, part in flow.elements:
             complete = complete and part not in sequence.first
             dropout, changed = followers(file, sequence, part)
@@ -539,7 +549,7 @@ class InplaceAnalysis:
                 continue
             site = sites.get(id(layer.call))
             if site is None:
-                site = sites[id(layer.call)] = _layer_site(layer, function)
+                site = sites[id(layer.call)] = layer_site(layer, function)
                 site.complete = True
             (dropout, changed), start = followers(self.file, order, part), len(site.uses)
             for previous in order.predecessors(part):
@@ -548,13 +558,13 @@ class InplaceAnalysis:
                 continue
             holder = self._list_holder(model, call) if not destinations else None
             if holder is not None:  # first in an element of a module list: what each element call gets
-                site.label = f"`{short_name(layer.qualified)}` (first in an element of `self.{holder}`{',' if layer.via else ''}{_via(layer)})"
+                site.label = f"`{short_name(layer.qualified)}` (first in an element of `self.{holder}`{',' if layer.via else ''}{via(layer)})"
                 site.privates.append((model.node, holder))
                 self._call_uses(site, model, *module_lists(self.file, model).element_calls(holder))
             elif destinations and not site.privates:
                 attribute = destinations[0][1]
                 site.label = (
-                    f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{_via(layer)})"
+                    f"`{short_name(layer.qualified)}` (first in `self.{attribute}`,{via(layer)})"
                     if layer.via else f"`{short_name(layer.qualified)}` (first in `self.{attribute}`)"
                 )
                 complete = site.complete and kept_complete
@@ -750,49 +760,8 @@ class InplaceAnalysis:
         return facts
 
 
-def one_of(file: Any, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Layer]:
-    """A factory call whose callers pass different activation classes (``activ()``: nn.ReLU from
-    one call, nn.LeakyReLU from another), as the activation it is for some of them
-    (``factories.one_activation``), not certain. ``ClassModel.layer`` leaves it unknown, so it is
-    a site here and never a known producer of what follows it."""
-    factories = file.factories
-    if type(node) is not cst.Call or factories is None:
-        return None
-    factory = factories.layer(node, function, alternatives=True)
-    chosen = one_activation(factory) if factory is not None and factory.alternatives else None
-    if chosen is None:
-        return None
-    return Layer(chosen, node, (), factory.via, False)  # type: ignore[union-attr]
-
-
-def _layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factories: Any = None) -> Site:
-    """The site of a layer constructor (direct, or through a factory)."""
-    kind = layer.kind
-    assert kind is not None
-    site = Site(
-        kind.name, kind, "module", layer.call,
-        f"`{short_name(layer.qualified)}`" + (f" ({_via(layer).strip()})" if layer.via else ""),
-        layer.inplace(),
-    )
-    if site.inplace is None and has_star_args(layer.effective):
-        # ``(**params)`` with ``params={"negative_slope": 0.2}`` as the parameter's default
-        site.spread, site.inplace = spread_inplace(layer.effective, function)
-    switched = None
-    if site.inplace is None and not has_star_args(layer.effective):
-        switched = site.inplace = configured_inplace(factories, layer, function)  # ``inplace=inplace``, ``__init__``'s
-    if layer.preset or layer.via is not None or layer.configured:
-        site.effective = layer.effective
-        site.certain = layer.certain
-    site.configured = layer.configured or switched is not None  # (no edit: the switch is the configuration's)
-    return site
-
-
 def _spelled(func: cst.BaseExpression) -> str:
     return f"{func.value.value}.{func.attr.value}" if type(func) is cst.Attribute and type(func.value) is cst.Name else terminal_name(func) or "?"
-
-
-def _via(layer: Layer) -> str:
-    return f" through {layer.via}" if layer.via else ""
 
 
 def activation_sites(context) -> InplaceAnalysis:

@@ -10,14 +10,14 @@ from typing import Any, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.factories import single_local_value
+from torchmemlint.analysis.factories import parameter, single_local_value
 from torchmemlint.tree import walk
 
 SEQUENTIAL = "torch.nn.Sequential"
 MODULE_LIST = "torch.nn.ModuleList"
 
 
-def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Optional[List[cst.BaseExpression]]:
+def added_before(file: Any, function: cst.FunctionDef, call: cst.Call, defaults: Optional[List[str]] = None) -> Optional[List[cst.BaseExpression]]:
     """The modules that may run just before ``call`` in the Sequential it is added to: by
     ``seq.add_module(name, call)`` or ``seq.append(call)`` (``seq`` a local or an attribute of
     ``self`` built once in the function as ``nn.Sequential(...)``, or as ``nn.ModuleList(...)``
@@ -30,7 +30,9 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Option
     it, no loop between: ``for i in range(n): seq.add_module(f"{i}fc", nn.Linear(...))``, then
     under an ``if`` of the loop ``seq.add_module(f"{i}act", nn.LeakyReLU(0.2))``). None when
     ``call`` may come first, when a loop around ``call`` may add a module after it in the round
-    before, or when the container is changed any other way."""
+    before, or when the container is changed any other way. Given a ``defaults`` list, the walk
+    also stops at one that runs before ``call`` whenever the flags of the ``if batch_norm:`` tests
+    around it keep their defaults (``batch_norm=True``), and adds their names to the list."""
     index = file.index
     here = index.find(call)
     parent = index.parent
@@ -67,6 +69,10 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call) -> Option
             return None  # (a loop around ``call`` that ``previous`` is not in: the round before adds after it)
         found.append(value)
         if _runs_before(index, previous, outer):
+            return found
+        flags = _default_flags(index, function, previous, outer) if defaults is not None else None
+        if flags:  # ``if batch_norm: self.add_module("norm1", ...)``, ``batch_norm=True``
+            defaults.extend(flag for flag in flags if flag not in defaults)  # type: ignore[union-attr]
             return found
     if loops or not initial:
         return None  # it may come first
@@ -224,6 +230,48 @@ def _runs_before(index: Any, before: cst.Call, call: cst.Call) -> bool:
             return False
         here = index.parent[here]
     return False
+
+
+def _default_flags(index: Any, function: cst.FunctionDef, before: cst.CSTNode, call: cst.CSTNode) -> Optional[List[str]]:
+    """The parameters of ``function`` whose defaults make ``before`` run, once, before ``call``
+    whenever ``call`` runs: every block between ``before`` and the block around both is the body
+    of an ``if flag:`` (``if not flag:``) without ``else``, ``flag`` a parameter that defaults to
+    ``True`` (``False``) and is never rebound; no loop between. None otherwise."""
+    around = set()
+    here = index.find(call)
+    while here is not None and here >= 0:
+        node = index.order[here]
+        if type(node) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda):
+            break
+        around.add(id(node))
+        here = index.parent[here]
+    flags: List[str] = []
+    here = index.find(before)
+    while here is not None and here >= 0:
+        node = index.order[here]
+        if id(node) in around:
+            return flags or None
+        if type(node) in (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.Else, cst.Try, cst.With):
+            return None
+        if type(node) is cst.If:
+            flag = _flag_test(function, node)
+            if flag is None or node.orelse is not None:
+                return None
+            flags.append(flag)
+        here = index.parent[here]
+    return None
+
+
+def _flag_test(function: cst.FunctionDef, test_of: cst.If) -> Optional[str]:
+    """``p`` for ``if p:`` (``p=True``) or ``if not p:`` (``p=False``), ``p`` never rebound."""
+    test, wanted = test_of.test, "True"
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, wanted = test.expression, "False"
+    if type(test) is not cst.Name:
+        return None
+    param = parameter(function, test.value)
+    default = param.default if param is not None else None
+    return test.value if type(default) is cst.Name and default.value == wanted else None
 
 
 def _block_of(index: Any, node: cst.CSTNode) -> Optional[Any]:

@@ -72,7 +72,7 @@ class Factory:
     configured: bool = False  # built by a config builder: ``preset`` is all it receives
     # Calls of the function disagree (``Conv2DBNActiv(activ=activ)`` from an encoder whose default
     # is ``nn.LeakyReLU``, from a decoder ``nn.ReLU``): every layer some call builds, this one first
-    # (``Factories.layer(..., alternatives=True)`` only; ``activations.one_of`` reads them)
+    # (``Factories.layer(..., alternatives=True)`` only; ``activation_sites.one_of`` reads them)
     alternatives: Tuple["Factory", ...] = ()
 
     def options(self) -> Tuple["Factory", ...]:

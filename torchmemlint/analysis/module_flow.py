@@ -69,7 +69,10 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
         inner = module_flow(other, [r for r in names_read(function, param) if not none_test(function, r)],
                             _owner(other, function), placing_of, depth + 1)
         _merge(flow, inner)
-        flow.complete = flow.complete and not inner.kept
+        if other is file:  # ``ConvBlock(..., activation=act)`` keeping it as ``self.activation``: run where that is
+            flow.kept.extend(kept for kept in inner.kept if kept not in flow.kept)
+        else:
+            flow.complete = flow.complete and not inner.kept  # (another file's calls: not judged from here)
     return flow
 
 

@@ -562,6 +562,8 @@ def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str],
         if type(base) is cst.Attribute and _is_self(base.value, self_name):
             return base
         return None
+    if type(func) is cst.Name and callee is not None and callee.op == "index" and type(callee.node) is cst.Subscript:
+        return listed_node(callee.node, None, self_name, qualify)  # ``bn = self.bns[i]`` ... ``bn(x)``
     node = _loop_source(func, callee, qualify)
     if type(node) is cst.Attribute and _is_self(node.value, self_name):
         return node

@@ -377,6 +377,8 @@ class Producers:
         node = value.node
         where = value.info.get("layer")
         where = where if type(where) is tuple else None  # (attribute, position, count) of ``self.x(...)``
+        if op in ("call", "module") and depth < 8 and (passed := self._passed_through(value, self_name)) is not None:
+            return passed + self.of(value.inputs[-1 if op == "call" else 0], self_name, depth + 1)
         if type(node) is cst.Call:
             if where is not None and where[1] != where[2] - 1:
                 return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
@@ -412,6 +414,45 @@ class Producers:
             return UNKNOWN_PRODUCER
         return Producer(Category.FRESH, f"the features of `self.{func.attr.value}` ({short_name(qualified)})")
 
+    def _passed_through(self, value: "Value", self_name: Optional[str]) -> Optional[List[Producer]]:
+        """``self.norm(x)`` where ``self.norm`` is ``nn.Identity()`` in some arm of its
+        construction (``if norm: self.norm = nn.BatchNorm2d(c)`` / ``else: self.norm =
+        nn.Identity()``, or ``nn.BatchNorm2d(c) if norm else nn.Identity()``) and nothing else
+        reads ``x``: what the other arms make; the caller adds what made ``x`` (None: not such a
+        call)."""
+        node, model = value.node, self.model
+        if (
+            model is None or type(node) is not cst.Call or len(node.args) != 1 or node.args[0].keyword is not None
+            or node.args[0].star or type(node.func) is not cst.Attribute or not _is_self(node.func.value, self_name)
+            or len(value.inputs) != (2 if value.op == "call" else 1)
+        ):
+            return None
+        found = model.assignments.get(node.func.attr.value, [])
+        if len(found) == 1 and type(found[0].value) is cst.IfExp:
+            arms_of = [(arm, found[0]) for arm in (found[0].value.body, found[0].value.orelse)]
+        elif model.exclusive_assignments(node.func.attr.value):
+            arms_of = [(assignment.value, assignment) for assignment in found]
+        else:
+            return None
+        qualify, identity, made = self.file.resolver.qualify, False, []
+        for expression, assignment in arms_of:
+            if type(expression) is cst.Call and not expression.args and qualify(expression.func) == NN + "Identity":
+                identity = True
+                continue
+            part = self.file.resolver.part(expression, model.self_name(assignment.method), assignment.method)
+            arm = self.part(part, 1)
+            shown = f"`self.{node.func.attr.value}` ({arm.description.strip('`')} or nn.Identity)"
+            made.append(arm if arm.category is Category.UNKNOWN else Producer(arm.category, shown))
+        if not identity or not self._read_only_by(value, value.inputs[-1 if value.op == "call" else 0]):
+            return None
+        return made
+
+    def _read_only_by(self, value: "Value", base: "Value") -> bool:
+        """Nothing but ``value`` (and the joins of a rebinding) reads ``base``."""
+        graph = self.file.values(value.function)
+        others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
+        return [c for c in others if type(c) is str or c.op != "join"] == [value]
+
     def _only_view(self, value: "Value") -> bool:
         """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by
         nothing but this view (and the joins of a rebinding): what made the base made it."""
@@ -422,9 +463,7 @@ class Producers:
             pass
         elif self.file.resolver.qualify(node.func) not in VIEW_FUNCTIONS:
             return False
-        graph = self.file.values(value.function)
-        others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
-        return [c for c in others if type(c) is str or c.op != "join"] == [value]
+        return self._read_only_by(value, base)
 
 
 def _super_forward(func: cst.BaseExpression) -> bool:

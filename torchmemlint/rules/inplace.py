@@ -294,7 +294,14 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `if self.act:` / `if self.act is not None:` only tests it; an `__init__` switch,
     `activation(inplace=inplace)` with `inplace=False`, is read as its default unless a call of
     the class in the file passes otherwise, reported without a fix, the switch being the
-    configuration's (tests/test_inplace_optional_layers.py). OpenMMLab's `build_activation_layer(cfg)` builds the
+    configuration's (tests/test_inplace_optional_layers.py). A norm that is `nn.Identity()` in
+    one arm of its construction (`nn.BatchNorm2d(c) if norm else nn.Identity()`) hands on what it
+    is given, which must then be a layer's output that nothing else reads; one activation
+    instance passed to every block (`ConvBlock(..., activation=self.activation)`, also through a
+    block that passes it on) runs wherever each block calls it; `bn = self.bns[i]` is an element
+    of `self.bns`; a module added under `if batch_norm:` with `batch_norm=True` by default runs
+    before the activation in the default configuration, reported with an unsafe fix, since a
+    caller passing False makes the activation first (tests/test_inplace_passed_on.py). OpenMMLab's `build_activation_layer(cfg)` builds the
     layer its config's `type` names, with the config's other keys as keywords (a literal dict, or a
     parameter whose default is one: `act_cfg=dict(type='LeakyReLU')`), reported without a fix: the
     builder takes no `inplace` (tests/test_inplace_config_builders.py). The features of a sparse

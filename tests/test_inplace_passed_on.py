@@ -1,0 +1,266 @@
+"""TML201 through four more ways real code reaches an activation (measured misses of the held-out
+sets: climate_learn's ResNet head, ivadomed's Countception, CurveNet's feature propagation,
+pyhealth's SparcNet):
+
+- a norm that is ``nn.Identity()`` in one arm of its construction (``if norm: self.norm =
+  nn.BatchNorm2d(c)`` / ``else: self.norm = nn.Identity()``, or the same as a conditional
+  expression): the activation then runs on what the norm was given, which must itself be a
+  layer's output that nothing else reads (``analysis/producers.py``: ``_passed_through``);
+- one activation instance built once and passed to every block (``ConvBlock(...,
+  activation=self.activation)``, also through a block that passes it on): it runs wherever
+  each block calls it (``activations._kept_uses``, ``module_flow``);
+- an element of a module list bound to a local first (``bn = self.mlp_bns[i]``), then called
+  (``module_lists.listed_node``);
+- an ``add_module`` chain where the layer before the activation is added under ``if
+  batch_norm:`` with ``batch_norm=True`` by default: reported as what it is in the default
+  configuration, with an unsafe fix, since a caller passing ``False`` makes it run first, on the
+  block's input (``added_modules._default_flags``).
+
+Look-alikes stay quiet: the norm's input read again (with ``nn.Identity`` the activation would
+overwrite it), a block that reads the activation's input again, a flag whose default leaves the
+activation first, and a module list element whose local is rebound.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Dict
+
+import pytest
+
+from marked_cases import lint_cases, marked, marked_fixes
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+CASES: Dict[str, str] = {
+    "identity_in_one_arm": '''
+        from torch import nn
+
+
+        class Head(nn.Module):
+            def __init__(self, c, norm: bool = True):
+                super().__init__()
+                self.activation = nn.LeakyReLU(0.3)  # expect: TML201 fix=safe
+                if norm:
+                    self.norm = nn.BatchNorm2d(c)
+                else:
+                    self.norm = nn.Identity()
+                self.proj = nn.Conv2d(c, c, 3)
+                self.final = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                return self.final(self.activation(self.norm(self.proj(x))))
+
+
+        class Inline(nn.Module):
+            def __init__(self, c, norm=True):
+                super().__init__()
+                self.act = nn.ELU()  # expect: TML201 fix=unsafe
+                self.norm = nn.BatchNorm2d(c) if norm else nn.Identity()
+                self.proj = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                y = self.proj(x)
+                return self.act(self.norm(y))
+
+
+        class ReadAgain(nn.Module):
+            def __init__(self, c, norm=True):
+                super().__init__()
+                self.act = nn.ELU()
+                self.norm = nn.BatchNorm2d(c) if norm else nn.Identity()
+                self.proj = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                y = self.proj(x)
+                return self.act(self.norm(y)) + y  # with nn.Identity, in place would change y
+
+
+        class OnTheInput(nn.Module):
+            def __init__(self, c, norm=True):
+                super().__init__()
+                self.act = nn.ELU()
+                self.norm = nn.BatchNorm2d(c) if norm else nn.Identity()
+
+            def forward(self, x):
+                return self.act(self.norm(x))  # with nn.Identity: the caller's tensor
+    ''',
+    "one_instance_passed_to_every_block": '''
+        import torch
+        from torch import nn
+
+
+        class ConvBlock(nn.Module):
+            def __init__(self, cin, cout, activation=nn.ReLU()):
+                super().__init__()
+                self.conv1 = nn.Conv2d(cin, cout, 3)
+                self.activation = activation
+                self.batch_norm = nn.BatchNorm2d(cout)
+
+            def forward(self, x):
+                return self.activation(self.batch_norm(self.conv1(x)))
+
+
+        class SimpleBlock(nn.Module):
+            def __init__(self, cin, c1, c3, activation=nn.ReLU()):
+                super().__init__()
+                self.conv1 = ConvBlock(cin, c1, activation=activation)
+                self.conv2 = ConvBlock(cin, c3, activation=activation)
+
+            def forward(self, x):
+                return torch.cat([self.conv1(x), self.conv2(x)], 1)
+
+
+        class Counter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.activation = nn.LeakyReLU(0.01)  # expect: TML201 fix=safe
+                self.final_activation = nn.LeakyReLU(0.3)  # expect: TML201 fix=safe
+                self.conv1 = ConvBlock(3, 64, activation=self.activation)
+                self.simple1 = SimpleBlock(64, 16, 16, activation=self.activation)
+                self.conv6 = ConvBlock(32, 1, activation=self.final_activation)
+
+            def forward(self, x):
+                return self.conv6(self.simple1(self.conv1(x)))
+
+
+        class Residual(nn.Module):
+            def __init__(self, cin, activation):
+                super().__init__()
+                self.conv1 = nn.Conv2d(cin, cin, 3)
+                self.activation = activation
+
+            def forward(self, x):
+                y = self.conv1(x)
+                return self.activation(y) + y
+
+
+        class SharedWithAResidual(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.activation = nn.LeakyReLU(0.01)  # one of its places reads its input again
+                self.a = ConvBlock(3, 64, activation=self.activation)
+                self.b = Residual(64, self.activation)
+
+            def forward(self, x):
+                return self.b(self.a(x))
+    ''',
+    "module_list_element_bound_to_a_local": '''
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class FeaturePropagation(nn.Module):
+            def __init__(self, c, mlp):
+                super().__init__()
+                self.mlp_convs = nn.ModuleList()
+                self.mlp_bns = nn.ModuleList()
+                for out in mlp:
+                    self.mlp_convs.append(nn.Conv1d(c, out, 1))
+                    self.mlp_bns.append(nn.BatchNorm1d(out))
+                    c = out
+
+            def forward(self, new_points):
+                for i, conv in enumerate(self.mlp_convs):
+                    bn = self.mlp_bns[i]
+                    new_points = F.leaky_relu(bn(conv(new_points)), 0.2)  # expect: TML201 fix=safe
+                return new_points
+
+
+        class Kept(nn.Module):
+            def __init__(self, c, n):
+                super().__init__()
+                self.bns = nn.ModuleList([nn.BatchNorm1d(c) for _ in range(n)])
+                self.convs = nn.ModuleList([nn.Conv1d(c, c, 1) for _ in range(n)])
+
+            def forward(self, x):
+                for i, conv in enumerate(self.convs):
+                    bn = self.bns[i]
+                    y = bn(conv(x))
+                    x = F.leaky_relu(y, 0.2) + y  # its input is read again
+                return x
+    ''',
+    "norm_added_under_a_flag": '''
+        import torch
+        from torch import nn
+
+
+        class DenseLayer(nn.Sequential):
+            def __init__(self, cin, growth, bn_size, batch_norm=True):
+                super().__init__()
+                if batch_norm:
+                    self.add_module("norm1", nn.BatchNorm1d(cin)),
+                self.add_module("elu1", nn.ELU()),  # expect: TML201 fix=unsafe
+                self.add_module("conv1", nn.Conv1d(cin, bn_size * growth, 1)),
+
+            def forward(self, x):
+                new_features = super().forward(x)
+                return torch.cat([x, new_features], 1)
+
+
+        class Transition(nn.Sequential):
+            def __init__(self, cin, cout, plain=False):
+                super().__init__()
+                if not plain:
+                    self.add_module("norm", nn.BatchNorm1d(cin))
+                self.add_module("elu", nn.ELU())  # expect: TML201 fix=unsafe
+                self.add_module("conv", nn.Conv1d(cin, cout, 1))
+
+
+        class OffByDefault(nn.Sequential):
+            def __init__(self, cin, batch_norm=False):
+                super().__init__()
+                if batch_norm:
+                    self.add_module("norm1", nn.BatchNorm1d(cin))
+                self.add_module("elu1", nn.ELU())  # first by default: on the block's input
+                self.add_module("conv1", nn.Conv1d(cin, cin, 1))
+
+
+        class Rebound(nn.Sequential):
+            def __init__(self, cin, batch_norm=True):
+                super().__init__()
+                batch_norm = batch_norm and cin > 1
+                if batch_norm:
+                    self.add_module("norm1", nn.BatchNorm1d(cin))
+                self.add_module("elu1", nn.ELU())
+                self.add_module("conv1", nn.Conv1d(cin, cin, 1))
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory):
+    return lint_cases(tmp_path_factory.mktemp("passed_on"), CASES, "TML201")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows_with_their_fixes(findings, name):
+    assert set(findings[name]) == marked(CASES[name])
+    for row, applicability in marked_fixes(CASES[name]).items():
+        assert [fix for (at, _), fix in findings[name].items() if at == row] == [applicability]
+
+
+def test_the_identity_arm_fix_keeps_outputs_and_gradients():
+    """With ``norm=False`` the fixed activation runs in place on the conv's output through
+    ``nn.Identity``: the same outputs and gradients, and backward still runs."""
+    torch = pytest.importorskip("torch")
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+    from torchmemlint.fixer import fix_text
+
+    source = textwrap.dedent(CASES["identity_in_one_arm"])
+    settings = Settings(select=("TML201",))
+    fixed = fix_text(source, lambda text: lint_source(text, "head.py", settings), False).text
+    assert fixed.count("inplace=True") == 1 and "nn.LeakyReLU(0.3, inplace=True)" in fixed
+    results = []
+    for text in (source, fixed):
+        space: dict = {}
+        exec(compile(text, "head.py", "exec"), space)
+        torch.manual_seed(0)
+        model = space["Head"](4, norm=False)
+        x = torch.randn(2, 4, 12, 12)
+        out = model(x)
+        out.square().sum().backward()
+        results.append((out.detach(), [p.grad.clone() for p in model.parameters()]))
+    assert torch.equal(results[0][0], results[1][0])
+    assert all(torch.equal(a, b) for a, b in zip(results[0][1], results[1][1]))
