@@ -275,7 +275,8 @@ class InplaceAnalysis:
             if before:  # ``seq.add_module("act", nn.LeakyReLU())``, ``layers["act"] = ...`` after others
                 if defaults:  # ``if batch_norm:`` before it: first when a caller passes False
                     flags = ", ".join(f"`{flag}`" for flag in defaults)
-                    site.certain, site.label = False, f"`{short_name(qualified)}` (when {flags} keep{'' if len(defaults) > 1 else 's'} {'their defaults' if len(defaults) > 1 else 'its default'}{via(layer)})"
+                    kept = f"when {flags} keep{'' if len(defaults) > 1 else 's'} {'their defaults' if len(defaults) > 1 else 'its default'}"
+                    site.certain, site.label = False, f"`{short_name(qualified)}` ({via(layer).strip() + ', ' if layer.via else ''}{kept})"
                 site.uses.extend(Use(call, [Producers(self.file, None).part(self.file.resolver.part(p, None, function))], single_use=True) for p in before)
                 site.complete = True
                 return site
