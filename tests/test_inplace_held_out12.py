@@ -15,7 +15,8 @@
   LeakyReLU, where it is the attribute, runs where ``self.act_post`` is called.
 
 Look-alikes stay quiet: an ``add_module`` whose previous module was added under another ``if``
-(it may not run) or before the loop (the round before adds the activation itself), a default
+(it may not run; unless that ``if`` tests a flag whose default adds it: then reported with an
+unsafe fix) or before the loop (the round before adds the activation itself), a default
 layer applied to forward's argument, a method that ``forward`` calls too, a reduction whose
 input is read again, two assignments in a row (the second replaces the first).
 """
@@ -54,7 +55,9 @@ CASES: Dict[str, str] = {
                 for i in range(n):
                     if linear:
                         self.layers.add_module(f"{i}fc", nn.Linear(dim, dim))
-                    self.layers.add_module(f"{i}act", nn.LeakyReLU(0.2))
+                    # after the Linear while ``linear`` keeps its default (True): reported so, with
+                    # an unsafe fix (tests/test_inplace_passed_on.py)
+                    self.layers.add_module(f"{i}act", nn.LeakyReLU(0.2))  # expect: TML201
 
             def forward(self, x):
                 return self.layers(x)

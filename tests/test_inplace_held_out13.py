@@ -19,7 +19,8 @@ are, not as spellings (``analysis/added_modules.py``):
 - ``weight_norm(conv)``/``spectral_norm(conv)`` of a local bound once to a layer counts as that
   layer, also when the module holding it is called with a keyword (nemo's discriminators).
 
-Look-alikes stay quiet: an activation that may come first (every module before it conditional),
+Look-alikes stay quiet: an activation that may come first (every module before it conditional,
+unless each is under a flag whose default adds it: then reported with an unsafe fix),
 a subclass whose ``forward`` does not chain its modules, a dict also read elsewhere (given to a
 ``ModuleDict``), a loop that may add a module after the activation in the round before, a list
 ``forward`` does not chain, an activation a method registers a hook on, an arm that assigns a
@@ -46,7 +47,9 @@ CASES: Dict[str, str] = {
                 super().__init__()
                 if use_norm:
                     self.add_module("bn_in", nn.BatchNorm2d(cin))
-                self.add_module("act_in", act())
+                # after the BatchNorm while ``use_norm`` keeps its default (True): reported so, with
+                # an unsafe fix (first on x, which the cat reads, when a caller passes False)
+                self.add_module("act_in", act())  # expect: TML201
                 self.add_module("reduce", nn.Conv2d(cin, cout, 1))
                 if use_norm:
                     self.add_module("bn_mid", nn.BatchNorm2d(cout))

@@ -11,6 +11,8 @@ pyhealth's SparcNet):
   each block calls it (``activations._kept_uses``, ``module_flow``);
 - an element of a module list bound to a local first (``bn = self.mlp_bns[i]``), then called
   (``module_lists.listed_node``);
+- a layer class named by a string and bound to a local first (``act = getattr(nn,
+  activation)`` ... ``act(**activation_params)``), as it is when called in place;
 - an ``add_module`` chain where the layer before the activation is added under ``if
   batch_norm:`` with ``batch_norm=True`` by default: reported as what it is in the default
   configuration, with an unsafe fix, since a caller passing ``False`` makes it run first, on the
@@ -224,6 +226,38 @@ CASES: Dict[str, str] = {
                     self.add_module("norm1", nn.BatchNorm1d(cin))
                 self.add_module("elu1", nn.ELU())
                 self.add_module("conv1", nn.Conv1d(cin, cin, 1))
+    ''',
+    # encodec's SEANet: the class named by a string, bound to a local, then called with its
+    # parameters' default dict (``named_layers.by_name``; ``factories._layer_like``)
+    "class_by_name_bound_to_a_local": '''
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, dim, activation="ELU", activation_params={"alpha": 1.0}):
+                super().__init__()
+                act = getattr(nn, activation)
+                # first: on x, which the shortcut reads too
+                self.block = nn.Sequential(act(**activation_params), nn.Conv1d(dim, dim, 3, padding=1))
+                self.shortcut = nn.Conv1d(dim, dim, 1)
+
+            def forward(self, x):
+                return self.shortcut(x) + self.block(x)
+
+
+        class Encoder(nn.Module):
+            def __init__(self, c, ratios=(8, 5), activation="ELU", activation_params={"alpha": 1.0}):
+                super().__init__()
+                act = getattr(nn, activation)
+                model = [nn.Conv1d(1, c, 7)]
+                for ratio in ratios:
+                    model += [Block(c, activation=activation, activation_params=activation_params)]
+                    model += [act(**activation_params), nn.Conv1d(c, c, ratio * 2, stride=ratio)]  # expect: TML201 fix=none
+                model += [act(**activation_params), nn.Conv1d(c, 16, 7)]  # expect: TML201 fix=none
+                self.model = nn.Sequential(*model)
+
+            def forward(self, x):
+                return self.model(x)
     ''',
 }
 

@@ -447,7 +447,7 @@ class InplaceAnalysis:
             dropout, changed = followers(file, sequence, part)
             for previous in sequence.predecessors(part):
                 site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
-        return complete
+        return complete and bool(site.uses)
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
         """``(model, x)`` when the statement being visited is ``self.x = <call>`` in ``__init__``."""

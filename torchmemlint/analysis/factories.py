@@ -445,8 +445,10 @@ class Factories:
 
 
 def _layer_like(node: cst.BaseExpression) -> bool:
-    """A quick syntactic test: ``nn.X``/``X`` (capitalised) or ``partial(...)``."""
+    """A quick syntactic test: ``nn.X``/``X`` (capitalised), ``partial(...)`` or ``getattr(nn, name)``."""
     if type(node) is cst.Call:
+        if type(node.func) is cst.Name and node.func.value == "getattr" and len(node.args) >= 2:
+            return True  # (``act = getattr(nn, activation)``: ``named_layers.by_name`` reads it)
         return bool(node.args) and _layer_like(node.args[0].value)
     dotted = dotted_name(node)
     return dotted is not None and dotted.rsplit(".", 1)[-1][:1].isupper()

@@ -68,17 +68,16 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
             continue
         inner = module_flow(other, [r for r in names_read(function, param) if not none_test(function, r)],
                             _owner(other, function), placing_of, depth + 1)
-        _merge(flow, inner)
-        if other is file:  # ``ConvBlock(..., activation=act)`` keeping it as ``self.activation``: run where that is
-            flow.kept.extend(kept for kept in inner.kept if kept not in flow.kept)
-        else:
-            flow.complete = flow.complete and not inner.kept  # (another file's calls: not judged from here)
+        if other is not file and inner.kept:  # (another file's calls: not judged from here)
+            inner.complete, inner.kept = False, []
+        _merge(flow, inner)  # ``ConvBlock(..., activation=act)`` keeping it as ``self.activation``: run where that is
     return flow
 
 
 def _merge(flow: Flow, inner: Flow) -> None:
     flow.elements.extend(inner.elements)
     flow.privates.extend(inner.privates)
+    flow.kept.extend(kept for kept in inner.kept if kept not in flow.kept)
     flow.complete = flow.complete and inner.complete
 
 
