@@ -34,7 +34,10 @@ class EagerAttention(Rule):
     tensor it takes, and so a submodule the file does not show, `self.attn_drop(attn)` of an
     inherited attribute or in a function written as a method outside its class, `def
     attention_forward(self, x)`: reported without a fix, tests/test_attention_held_out12.py),
-    contracted with a third value over that same axis.
+    contracted with a third value over that same axis. A scale may also be applied to q and k
+    before their product (`((q * s) @ (k.transpose(2, 3) * s)).softmax(3)`: each keeps its
+    layout; the fix hands the scaled operands to SDPA with `scale=1.0`,
+    tests/test_attention_scaled_operands.py).
 
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
