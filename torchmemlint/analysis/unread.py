@@ -32,10 +32,33 @@ def _bound_names(value: Value) -> Optional[FrozenSet[str]]:
     return frozenset(name.value for name in names)  # type: ignore[attr-defined]
 
 
+# Tensor methods without a trailing ``_`` that act on the tensor all the same
+_ACTING = frozenset({"backward", "register_hook", "retain_grad", "record_stream", "register_post_accumulate_grad_hook"})
+
+
+def _discarded(value: Value) -> bool:
+    """``s.mask_fill(m, v)`` as a statement of its own: a method of the tensor without the
+    trailing ``_`` of an in-place one (and not one that acts on it: ``backward``), whose result
+    nothing takes."""
+    statement, node = value.statement, value.node
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return False
+    expression = statement.body[0]
+    if type(expression) is not cst.Expr or expression.value is not node or type(node) is not cst.Call:
+        return False
+    func = node.func
+    return type(func) is cst.Attribute and not func.attr.value.endswith("_") and func.attr.value not in _ACTING
+
+
 def unread(graph: FunctionValues, value: Value) -> bool:
     """Is ``value`` made in ``graph``'s own function, consumed by no value or sink of the graph,
-    and bound only to names no later statement reads?"""
-    if value.function is not graph.function or graph.consumers(value):
+    and bound only to names no later statement reads (or to none: a method's result dropped)?"""
+    if value.function is not graph.function:
+        return False
+    consumers = graph.consumers(value)
+    if consumers == ["opaque"] and _discarded(value):  # (the statement's own sink: a call run for its effect)
+        return True
+    if consumers:
         return False
     names = _bound_names(value)
     flow = graph.file.analysis.flow(graph.function)
