@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings
+from torchmemlint.analysis.star_names import expand_star_imports, has_relative_star
 from torchmemlint.tree import node_index
 
 from torchmemlint.findings import Applicability
@@ -63,6 +64,7 @@ class FileContext:
         options: Dict[str, Any],
         text: Optional[str] = None,
         codes: Optional[FrozenSet[str]] = None,
+        star_imports: bool = False,
     ) -> None:
         self.module = module
         # The source the module was parsed from (None: unknown). Analyses may use it to skip
@@ -76,6 +78,9 @@ class FileContext:
         self.bindings = Bindings()
         self.bindings.bind_statements(module.body)
         self.bindings.hoist_function_imports(module, text)
+        if star_imports and has_relative_star(text):
+            # ``from .torch_core import *`` giving ``torch``, ``F``, ``nn``: read off the project
+            expand_star_imports(self.bindings, filename, self.project)
         self.module_bindings = self.bindings
         self.pending: List[_PendingFinding] = []
         # The statements enclosing the node being visited, outermost first.

@@ -399,12 +399,15 @@ def _lint_source(
         document.index(module)  # registered: the walker and the analyses find it
     if trees is not None:
         trees.append(module)
-    if filename.endswith((".py", ".pyi")) and any(code in registry and registry[code].needs_project for code in codes):
+    project = filename.endswith((".py", ".pyi")) and any(code in registry and registry[code].needs_project for code in codes)
+    if project:
         # the file's own, read off its tree (not compiled again), unless another file's lint read it
         summary = remembered_summary(filename, text) or summarize_tree(filename, text, module)
         if summary is not None:
             remember_summary(filename, text, summary)
-    context = FileContext(module, filename, settings.option_values(), text, codes)
+    # (a rule that reads the project keys the file's cached findings by the modules it imports,
+    # star-imported ones too: only then are names read through ``from .x import *``)
+    context = FileContext(module, filename, settings.option_values(), text, codes, star_imports=project)
     rules = []
     for code in sorted(codes):
         try:

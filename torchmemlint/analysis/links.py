@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.analysis.star_names import expand_star_imports, has_relative_star
 from torchmemlint.project import ensure_reach, Located, package_root, ProjectIndex, REGISTRY
 from torchmemlint.tree import parse_module
 
@@ -198,6 +199,8 @@ class ProjectLinks:
         bindings = Bindings()
         bindings.bind_statements(module.body)
         bindings.hoist_function_imports(module, text)
+        if has_relative_star(text):
+            expand_star_imports(bindings, path, index)
         analysis = self._make(module, bindings, text)
         analysis.links = ProjectLinks(path, lambda: index, self._make, module)
         _KEPT[key] = (index, analysis)

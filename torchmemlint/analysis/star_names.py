@@ -1,0 +1,55 @@
+"""Names a file gets from another module of its project through ``from .torch_core import *``
+(fastai v1: ``layers.py`` star-imports ``torch_core``, which star-imports ``imports/torch.py``,
+where ``import torch, torch.nn.functional as F`` and ``from torch import nn`` are written): the
+file reads ``torch.bmm``, ``F.softmax`` and ``nn.Conv1d`` without importing them itself.
+
+Python's ``import *`` binds every public name of the module (its ``__all__`` when it has one;
+the project summary does not keep ``__all__``, so every public name is taken: a name the file
+reads is one the module gives it). Only what those modules import from torch and the few
+libraries the analyses name (einops, functools, math) is bound here, in the file's own table
+and where the file binds nothing of that name: a project module's own functions and classes
+stay for the project index to follow (``analysis/links.py``), as names the file does not bind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, Optional, Set
+
+from torchmemlint.analysis.names import Bindings
+
+_RELATIVE_STAR = re.compile(r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[ \t]+\*", re.MULTILINE)
+_LIBRARIES = ("torch", "einops", "functools", "math")
+_DEPTH = 6  # star imports followed this deep
+
+
+def has_relative_star(text: Optional[str]) -> bool:
+    """A cheap test of the text: ``from .x import *`` (or ``from . import *``) somewhere."""
+    return text is not None and _RELATIVE_STAR.search(text) is not None
+
+
+def expand_star_imports(bindings: Bindings, path: str, index: Any) -> None:
+    """Bind in ``bindings`` (the file's table) the library names the project modules that the
+    file at ``path`` star-imports import themselves, through their own star imports."""
+    summary = index.by_path.get(os.path.abspath(path)) if index is not None else None
+    if summary is None:
+        return
+    found: Dict[str, str] = {}
+    seen: Set[str] = set()
+
+    def visit(module: Any, depth: int) -> None:
+        for star in module.star:
+            if star in seen or depth > _DEPTH or star not in index.by_name:
+                continue  # (an outside module: ``from torch.nn import *`` is the file's own star module)
+            seen.add(star)
+            source = index.by_name[star]
+            for name, target in source.imports.items():
+                if not name.startswith("_") and target.split(".", 1)[0] in _LIBRARIES:
+                    found.setdefault(name, target)
+            visit(source, depth + 1)
+
+    visit(summary, 0)
+    for name, target in found.items():
+        if not bindings.is_bound(name):
+            bindings.names[name] = target
