@@ -1,12 +1,15 @@
 """TML601 where the scale is applied to q and k before their product, not to the scores
 (``((q * scale) @ (k.transpose(2, 3) * scale)).softmax(3)``, v-diffusion's and guided
 diffusion's ``SelfAttention2d``, the softmax on the product in one expression): a scale keeps
-each operand's layout, so q and k are still the module's projections laid out alike
-(``analysis/similarity.py``: ``_projected`` and ``_origin`` pass through ``scale``). The fix
-hands the scaled operands to F.scaled_dot_product_attention with ``scale=1.0``.
+each operand's layout, so q and k are still laid out alike, their features at the same place
+(``analysis/similarity.py``: ``_origin`` passes through ``scale``). The fix hands the scaled
+operands to F.scaled_dot_product_attention with ``scale=1.0``.
 
 Look-alikes stay quiet: a scaled tensor times a weight matrix (``(x * s) @ self.w``), which is a
-projection, not scores; and the same attention whose weights are returned.
+projection, not scores; the same attention whose weights are returned; and timm MViTv2's
+pool-first form, ``(q * s) @ k`` with ``k`` left (B, N, heads, d), whose product contracts the
+features of q with the heads of k (a scaled operand is not taken as "a projection of the
+module in any layout", ``_projected``).
 """
 
 from __future__ import annotations
@@ -80,6 +83,21 @@ class Returned(nn.Module):
         scale = c ** -0.25
         att = ((q * scale) @ (k.transpose(2, 3) * scale)).softmax(3)
         return att @ v, att
+
+
+class PoolFirst(nn.Module):
+    def __init__(self, dim, heads=2):
+        super().__init__()
+        self.heads, self.scale = heads, (dim // heads) ** -0.5
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, _ = x.shape
+        q = self.q(x).reshape(B, N, self.heads, -1).transpose(1, 2)
+        k = self.k(x).reshape(B, N, self.heads, -1)
+        v = self.v(x).reshape(B, N, self.heads, -1).transpose(1, 2)
+        attn = (q * self.scale) @ k
+        return attn.softmax(dim=-1) @ v
 '''
 
 

@@ -47,8 +47,8 @@ def _projected(value: Value) -> bool:
     for _ in range(16):
         if value.op == "linear":
             return True
-        if value.op not in ("reshape", "relabel", "same", "cast", "scale") or not value.inputs:
-            return False  # (``q * scale``: the same layout)
+        if value.op not in ("reshape", "relabel", "same", "cast") or not value.inputs:
+            return False
         value = value.inputs[0]
     return False
 
