@@ -32,7 +32,7 @@ import json
 
 import pytest
 
-from attention_cases import found_sites, run_cli
+from attention_cases import fixed_modules, found_sites, run_cli
 
 WHERE = '''
 import math
@@ -255,17 +255,7 @@ def test_the_cli_reports_each_caller_at_its_call(tmp_path):
 @pytest.mark.slow
 def test_the_fixed_where_forms_compute_what_the_eager_code_did(tmp_path):
     torch = pytest.importorskip("torch")
-    from torchmemlint.dynamic.target import load_module
-
-    eager_path, copy = tmp_path / "eager_where.py", tmp_path / "where_fixed.py"
-    source = WHERE + RANKED.split("\n", 7)[7]
-    eager_path.write_text(source)
-    copy.write_text(source)
-    result = run_cli("--no-cache", "--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
-    assert result.returncode == 0, result.stdout + result.stderr
-    fixed_source = copy.read_text()
-    assert fixed_source.count("scaled_dot_product_attention(") == 4 and "softmax(" not in fixed_source, fixed_source
-    eager, fixed = load_module("%s:_" % eager_path), load_module("%s:_" % copy)
+    eager, fixed = fixed_modules(tmp_path, WHERE + RANKED.split("\n", 7)[7], "where", 4)
     torch.manual_seed(0)
     x = torch.randn(2, 5, 16)
     keep = torch.rand(2, 1, 5, 5) > 0.3

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from attention_cases import found_sites, run_cli
+from attention_cases import fixed_modules, found_sites
 
 V_DIFFUSION = '''
 from torch import nn
@@ -112,16 +112,7 @@ def test_look_alikes_stay_quiet():
 @pytest.mark.slow
 def test_the_fix_computes_what_the_eager_code_did(tmp_path):
     torch = pytest.importorskip("torch")
-    from torchmemlint.dynamic.target import load_module
-
-    eager_path, copy = tmp_path / "eager_scaled.py", tmp_path / "scaled_fixed.py"
-    eager_path.write_text(V_DIFFUSION)
-    copy.write_text(V_DIFFUSION)
-    result = run_cli("--no-cache", "--select", "TML601", "--fix", "--unsafe-fixes", str(copy))
-    assert result.returncode == 0, result.stdout + result.stderr
-    fixed_source = copy.read_text()
-    assert fixed_source.count("scaled_dot_product_attention(") == 2 and "softmax(" not in fixed_source, fixed_source
-    eager, fixed = load_module("%s:_" % eager_path), load_module("%s:_" % copy)
+    eager, fixed = fixed_modules(tmp_path, V_DIFFUSION, "scaled", 2)
     torch.manual_seed(0)
     for name, args, x in (
         ("SelfAttention2d", (8, 2), torch.randn(2, 8, 4, 5)),
