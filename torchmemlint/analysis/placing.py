@@ -362,7 +362,8 @@ def returns(statement: Optional[cst.CSTNode], value: cst.CSTNode) -> bool:
 
 
 def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> Optional[str]:
-    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__``."""
+    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__`` (or in a method that
+    ``__init__`` calls once: ``self._init_layers(dim)``, ``ClassModel.builds``)."""
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
@@ -371,7 +372,7 @@ def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> O
     target = small.targets[0].target
     for name, assignments in model.assignments.items():
         for assignment in assignments:
-            if assignment.statement is statement and assignment.method.name.value == "__init__":
+            if assignment.statement is statement and model.builds(assignment.method):
                 if type(target) is cst.Attribute and target.attr.value == name:
                     return name
     return None
