@@ -13,6 +13,7 @@ pyhealth's SparcNet):
   (``module_lists.listed_node``);
 - a layer class named by a string and bound to a local first (``act = getattr(nn,
   activation)`` ... ``act(**activation_params)``), as it is when called in place;
+- a layer built and called in one expression (``nn.LeakyReLU()(self.attention_W(h))``);
 - layers built by a method that ``__init__`` calls once (``self._init_layers(dim)``), heads in an
   ``nn.ModuleDict`` read by key (``self.shapeg[risk](x)``: what every value of the dict makes);
 - an ``add_module`` chain where the layer before the activation is added under ``if
@@ -315,6 +316,37 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.act(self.head(x))
+    ''',
+    # d4cmpp2's GAT layer: the layer built and called in one expression
+    "built_and_called_at_once": '''
+        import torch
+        from torch import nn
+
+
+        class GATLayer(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.attention_W = nn.Linear(2 * d, d)
+                self.attention_a = nn.Linear(d, 1)
+
+            def forward(self, h1, h2):
+                e = nn.LeakyReLU()(self.attention_W(torch.cat([h1, h2], -1)))  # expect: TML201 fix=safe
+                return self.attention_a(e)
+
+
+        class ReadAgain(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.w = nn.Linear(d, d)
+
+            def forward(self, x):
+                y = self.w(x)
+                return nn.LeakyReLU(0.2)(y) + y  # y is read again
+
+
+        class OnInput(nn.Module):
+            def forward(self, x):
+                return nn.ELU()(x)  # the caller's tensor
     ''',
 }
 

@@ -280,6 +280,15 @@ class InplaceAnalysis:
                 site.uses.extend(Use(call, [Producers(self.file, None).part(self.file.resolver.part(p, None, function))], single_use=True) for p in before)
                 site.complete = True
                 return site
+            outer = self._called_at_once(call)
+            if outer is not None and type(function) is cst.FunctionDef:  # ``nn.LeakyReLU()(h)``
+                model = self._class()
+                use = self._use(outer.args[0].value, outer, function, model, model.self_name(function) if model is not None else None)
+                if use is not None:
+                    site.uses.append(use)
+                    site.complete = True
+                site.label = f"`{short_name(qualified)}` (built and called at once{via(layer)})"
+                return site
             passed = passed_to(self.file, call) or default_of(self.file, call)
             if passed is not None:
                 return self._parameter(site, layer, *passed)
@@ -679,6 +688,18 @@ class InplaceAnalysis:
             else:
                 site.uses.append(use)
         site.complete = complete and bool(site.uses)
+
+    def _called_at_once(self, call: cst.Call) -> Optional[cst.Call]:
+        """The call ``<call>(x)`` when the layer ``call`` builds is called right away, on one
+        positional argument (``nn.LeakyReLU()(self.attention_W(h))``)."""
+        index = self.file.index
+        here = index.find(call)
+        above = index.parent[here] if here is not None else -1
+        outer = index.order[above] if above >= 0 else None
+        if type(outer) is not cst.Call or outer.func is not call or len(outer.args) != 1:
+            return None
+        arg = outer.args[0]
+        return outer if arg.keyword is None and not arg.star else None
 
     def _functional_use(self, site: Site, arg: Optional[cst.Arg]) -> None:
         function = enclosing(self.cursor, cst.FunctionDef)
