@@ -13,6 +13,9 @@ pyhealth's SparcNet):
   (``module_lists.listed_node``);
 - a layer class named by a string and bound to a local first (``act = getattr(nn,
   activation)`` ... ``act(**activation_params)``), as it is when called in place;
+- a torch layer class chosen by its dimension (``getattr(nn, "Conv%dd" % ndims)``,
+  ``"Conv{0}d".format(dim)``, ``f"BatchNorm{n}d"``): what every dimension of it makes
+  (``producers._dimensioned``);
 - a layer built and called in one expression (``nn.LeakyReLU()(self.attention_W(h))``);
 - layers built by a method that ``__init__`` calls once (``self._init_layers(dim)``), heads in an
   ``nn.ModuleDict`` read by key (``self.shapeg[risk](x)``: what every value of the dict makes);
@@ -347,6 +350,55 @@ CASES: Dict[str, str] = {
         class OnInput(nn.Module):
             def forward(self, x):
                 return nn.ELU()(x)  # the caller's tensor
+    ''',
+    # voxelmorph-style blocks: the layer class chosen by the dimension
+    "layer_class_by_dimension": '''
+        from torch import nn
+
+
+        class ConvBlock(nn.Module):
+            def __init__(self, dim, in_channels, out_channels, stride=1):
+                super().__init__()
+                conv_fn = getattr(nn, "Conv{0}d".format(dim))
+                self.main = conv_fn(in_channels, out_channels, 3, stride, 1)
+                self.activation = nn.LeakyReLU(0.2)  # expect: TML201 fix=safe
+
+            def forward(self, x):
+                out = self.main(x)
+                out = self.activation(out)
+                return out
+
+
+        class Percent(nn.Module):
+            def __init__(self, ndims, c):
+                super().__init__()
+                Conv = getattr(nn, 'Conv%dd' % ndims)
+                self.main = Conv(c, c, 3, 1, 1)
+                self.activation = nn.LeakyReLU(0.2)  # expect: TML201 fix=safe
+
+            def forward(self, x):
+                return self.activation(self.main(x))
+
+
+        class Direct(nn.Module):
+            def __init__(self, ndims, c):
+                super().__init__()
+                self.norm = getattr(nn, f"BatchNorm{ndims}d")(c)
+                self.act = nn.ELU()  # expect: TML201 fix=unsafe
+                self.conv = nn.Conv2d(c, c, 3)
+
+            def forward(self, x):
+                return self.act(self.norm(self.conv(x)))
+
+
+        class NotAClassFamily(nn.Module):
+            def __init__(self, ndims, c):
+                super().__init__()
+                self.main = getattr(nn, "Mystery%dd" % ndims)(c)  # no torch layer of that name
+                self.activation = nn.LeakyReLU(0.2)
+
+            def forward(self, x):
+                return self.activation(self.main(x))
     ''',
 }
 

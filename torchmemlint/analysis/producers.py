@@ -3,6 +3,7 @@ function's local value, classified by what autograd keeps of it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
@@ -133,6 +134,8 @@ class Producers:
     def _class_made(self, func: cst.BaseExpression, call: Optional[cst.Call] = None) -> Producer:
         """What calling the module that ``func(...)`` builds makes (see ``block``); ``call``:
         the call, in the file, whose function may be a local name bound to classes."""
+        if type(func) is cst.Call:  # ``getattr(nn, f"Conv{dim}d")(...)``
+            return self._dimensioned(func) or UNKNOWN_PRODUCER
         if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute):
             return UNKNOWN_PRODUCER
         if call is not None and type(func) is cst.Name:
@@ -183,6 +186,10 @@ class Producers:
         for arm in arms(value):
             if type(arm) is cst.Call and self.file.resolver.qualify(arm.func) == PARTIAL and arm.args and not arm.args[0].keyword:
                 arm = arm.args[0].value
+            dimensioned = self._dimensioned(arm) if type(arm) is cst.Call else None
+            if dimensioned is not None:  # ``conv_fn = getattr(nn, "Conv{0}d".format(dim))``
+                made.append(dimensioned)
+                continue
             if type(arm) not in (cst.Name, cst.Attribute):
                 return None
             qualified = self.file.resolver.qualify(arm)
@@ -191,6 +198,24 @@ class Producers:
             else:
                 made.append(self._class_made(arm))
         return made
+
+    def _dimensioned(self, call: cst.Call) -> Optional[Producer]:
+        """``getattr(nn, "Conv%dd" % ndims)`` (also ``"Conv{}d".format(dim)``, ``f"Conv{dim}d"``):
+        a layer class of torch chosen by its dimension; what it makes when every dimension
+        (1, 2, 3) names a torch layer of one kind (a convolution, a norm, a pooling). None
+        otherwise."""
+        func, args = call.func, call.args
+        if type(func) is not cst.Name or func.value != "getattr" or len(args) != 2 or any(a.keyword or a.star for a in args):
+            return None
+        if self.file.resolver.qualify(args[0].value) != NN.rstrip("."):
+            return None
+        template = _dimension_template(args[1].value)
+        if template is None:
+            return None
+        categories = {Layer(NN + template.replace("{}", dim), call).category() for dim in "123"}
+        if len(categories) != 1 or Category.UNKNOWN in categories or Category.SAVES_OUTPUT in categories:
+            return None
+        return Producer(categories.pop(), f"`nn.{template.replace('{}', '{dim}')}`")
 
     def _built(self, file: "FileAnalysis", builder: cst.FunctionDef) -> Producer:
         """Calling the module a function of the file builds (``def SPConvDownsample(dim):
@@ -464,6 +489,30 @@ class Producers:
         elif self.file.resolver.qualify(node.func) not in VIEW_FUNCTIONS:
             return False
         return self._read_only_by(value, base)
+
+
+def _dimension_template(node: cst.BaseExpression) -> Optional[str]:
+    """``"Conv{}d"`` for ``"Conv%dd" % n``, ``"Conv{0}d".format(n)`` or ``f"Conv{n}d"``: a class
+    name with one number put in (None for anything else)."""
+    if type(node) is cst.BinaryOperation and type(node.operator) is cst.Modulo and type(node.left) is cst.SimpleString:
+        text = node.left.evaluated_value
+        template = text.replace("%d", "{}", 1) if isinstance(text, str) and text.count("%") == 1 else None
+    elif (
+        type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "format"
+        and type(node.func.value) is cst.SimpleString and len(node.args) == 1
+    ):
+        text = node.func.value.evaluated_value
+        template = re.sub(r"\{[^{}]*\}", "{}", text) if isinstance(text, str) else None
+    elif type(node) is cst.FormattedString and len(node.parts) == 3 and type(node.parts[1]) is cst.FormattedStringExpression:
+        head, tail = node.parts[0], node.parts[2]
+        if type(head) is not cst.FormattedStringText or type(tail) is not cst.FormattedStringText:
+            return None
+        template = head.value + "{}" + tail.value
+    else:
+        return None
+    if template is None or template.count("{}") != 1 or not template.replace("{}", "2").isidentifier():
+        return None
+    return template
 
 
 def _super_forward(func: cst.BaseExpression) -> bool:
