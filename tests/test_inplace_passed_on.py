@@ -16,6 +16,8 @@ pyhealth's SparcNet):
 - a torch layer class chosen by its dimension (``getattr(nn, "Conv%dd" % ndims)``,
   ``"Conv{0}d".format(dim)``, ``f"BatchNorm{n}d"``): what every dimension of it makes
   (``producers._dimensioned``);
+- a wrapper class keeping the module its construction is given (``TimeDistributed(nn.Linear(d,
+  h))`` with ``self.module = module``): what that module makes (``Producers._given``);
 - a layer built and called in one expression (``nn.LeakyReLU()(self.attention_W(h))``);
 - layers built by a method that ``__init__`` calls once (``self._init_layers(dim)``), heads in an
   ``nn.ModuleDict`` read by key (``self.shapeg[risk](x)``: what every value of the dict makes);
@@ -399,6 +401,68 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.activation(self.main(x))
+    ''',
+    # tft-torch's GRN: a wrapper class keeping the module its construction is given
+    "module_given_to_a_wrapper": '''
+        from torch import nn
+
+
+        class TimeDistributed(nn.Module):
+            def __init__(self, module: nn.Module, batch_first: bool = True):
+                super().__init__()
+                self.module: nn.Module = module
+                self.batch_first = batch_first
+
+            def forward(self, x):
+                if len(x.size()) <= 2:
+                    return self.module(x)
+                x_reshape = x.contiguous().view(-1, x.size(-1))
+                y = self.module(x_reshape)
+                y = y.contiguous().view(x.size(0), -1, y.size(-1))
+                return y
+
+
+        class GRN(nn.Module):
+            def __init__(self, d, h):
+                super().__init__()
+                self.fc1 = TimeDistributed(nn.Linear(d, h), batch_first=True)
+                self.elu1 = nn.ELU()  # expect: TML201 fix=unsafe
+                self.fc2 = TimeDistributed(nn.Linear(h, d))
+
+            def forward(self, x, context=None):
+                x = self.fc1(x)
+                x = self.elu1(x)
+                return self.fc2(x)
+
+
+        class Gated(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.gate = TimeDistributed(nn.Sigmoid())  # keeps its output for backward
+                self.act = nn.LeakyReLU(0.1)
+
+            def forward(self, x):
+                return self.act(self.gate(x))
+
+
+        class Swapped(nn.Module):
+            def __init__(self, module):
+                super().__init__()
+                self.module = module
+                self.module = nn.Sigmoid()
+
+            def forward(self, x):
+                return self.module(x)
+
+
+        class AfterSwapped(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.inner = Swapped(nn.Linear(d, d))
+                self.act = nn.LeakyReLU(0.1)
+
+            def forward(self, x):
+                return self.act(self.inner(x))
     ''',
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -77,6 +77,9 @@ class Producers:
         # following a value a function returns: a ``return`` of a view's base ends another path
         # (``if t: return wx.transpose(1, -1)`` ... ``return wx``)
         self.returned = False
+        # ``self.<x>`` of a class followed into, kept from a module its construction was given
+        # (``TimeDistributed(nn.Linear(a, b))``: ``self.module = module``): what that module makes
+        self.given: Dict[str, Producer] = {}
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
@@ -91,6 +94,8 @@ class Producers:
                 made = self.part(bound, depth + 1) if bound is not None else UNKNOWN_PRODUCER
                 return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}({made.description.strip('`')})`")
             return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
+        if part.attribute is not None and part.attribute in self.given:
+            return self.given[part.attribute]
         if part.attribute is not None and self.model is not None and depth < 4:
             sequence = self.model.attribute_sequence(part.attribute) or self._rewrapped(part.attribute)
             if not sequence and part.attribute not in self.model.assignments:
@@ -165,12 +170,48 @@ class Producers:
         inner = Producers(file, file.class_model(classdef))
         inner.nesting = self.nesting + 1
         inner.returned = True
+        if call is not None:
+            inner.given = self._given(classdef, call, inner.model)
         # every return, and every arm of a join each returns: what any way through makes
         made = joined([p for value in graph.returns for p in inner.of(value, graph.self_name)])
         if made.category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
         shown = made.description.replace("`", "")
         return Producer(made.category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def _given(self, classdef: cst.ClassDef, call: cst.Call, model: Any) -> Dict[str, Producer]:
+        """For ``call`` constructing ``classdef`` (``model``: its class model): each ``self.<x> =
+        <param>`` (or ``self.<x>: T = <param>``) among the top-level statements of its
+        ``__init__``, the class's only assignment of ``x``, where the call passes that parameter a
+        torch layer built in place (``TimeDistributed(nn.Linear(a, b))``): ``x`` -> what that
+        layer makes."""
+        init = next((f for f in classdef.body.body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
+        if init is None or any(arg.star for arg in call.args) or init.params.star_arg is not cst.MaybeSentinel.DEFAULT:
+            return {}
+        params = [p.name.value for p in init.params.params][1:]
+        passed: Dict[str, cst.BaseExpression] = {}
+        for position, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                passed[arg.keyword.value] = arg.value
+            elif position < len(params):
+                passed[params[position]] = arg.value
+        given: Dict[str, Producer] = {}
+        for statement in init.body.body:
+            small = statement.body[0] if type(statement) is cst.SimpleStatementLine and len(statement.body) == 1 else None
+            if type(small) is cst.Assign and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif type(small) is cst.AnnAssign and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            if type(target) is not cst.Attribute or type(value) is not cst.Name or value.value not in passed:
+                continue
+            if model is None or len(model.assignments.get(target.attr.value, [])) != 1:
+                continue  # (assigned again: what it holds when called is not known here)
+            layer = self.file.resolver.layer(passed[value.value])
+            if layer is not None and layer.category() is not Category.UNKNOWN:
+                given[target.attr.value] = Producer(layer.category(), f"`{short_name(layer.qualified)}`")
+        return given
 
     def _chosen(self, func: cst.Name, call: cst.Call) -> Optional[List[Producer]]:
         """For ``klass(...)`` where ``klass`` is a local of the function around ``call``
@@ -476,7 +517,10 @@ class Producers:
         """Nothing but ``value`` (and the joins of a rebinding) reads ``base``."""
         graph = self.file.values(value.function)
         others = [c for c in graph.consumers(base) if not (c == "return" and self.returned)]
-        return [c for c in others if type(c) is str or c.op != "join"] == [value]
+        exclusive = self.file.index.exclusive  # (a read in the other arm of an ``if`` never runs with it)
+        return [
+            c for c in others if type(c) is str or (c.op not in ("join", "meta") and (c is value or not exclusive(c.node, value.node)))
+        ] == [value]  # (``y.size(-1)``: keeps nothing)
 
     def _only_view(self, value: "Value") -> bool:
         """``wx.transpose(1, -1)`` / ``wx.squeeze(1)`` / ``x.contiguous()`` of a value read by
