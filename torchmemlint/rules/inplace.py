@@ -300,7 +300,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     instance passed to every block (`ConvBlock(..., activation=self.activation)`, also through a
     block that passes it on) runs wherever each block calls it; `bn = self.bns[i]` is an element
     of `self.bns`; a torch layer class chosen by its dimension (`getattr(nn, "Conv%dd" % ndims)`)
-    makes what each of its dimensions makes; a layer built and called at once (`nn.LeakyReLU()(self.w(h))`) runs on what
+    makes what each of its dimensions makes; a class that keeps the module its construction is
+    given (`TimeDistributed(nn.Linear(d, h))`, `self.module = module`) makes what that module
+    makes; a layer built and called at once (`nn.LeakyReLU()(self.w(h))`) runs on what
     it is called with; an `nn.ModuleDict` read by key (`self.heads[name](x)`) counts as what every
     value of its dict makes; a module added under `if batch_norm:` with `batch_norm=True` by default runs
     before the activation in the default configuration, reported with an unsafe fix, since a
