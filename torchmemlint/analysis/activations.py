@@ -269,9 +269,7 @@ class InplaceAnalysis:
                 site.pending = lambda site: self._call_uses(site, model, *module_lists(self.file, model).row_calls(*row))
                 return site
             defaults: List[str] = []
-            before = added_before(self.file, function, call) if type(function) is cst.FunctionDef else None
-            if before is None and type(function) is cst.FunctionDef:
-                before = added_before(self.file, function, call, defaults)
+            before = added_before(self.file, function, call, defaults) if type(function) is cst.FunctionDef else None
             if before:  # ``seq.add_module("act", nn.LeakyReLU())``, ``layers["act"] = ...`` after others
                 if defaults:  # ``if batch_norm:`` before it: first when a caller passes False
                     flags = ", ".join(f"`{flag}`" for flag in defaults)

@@ -30,9 +30,10 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call, defaults:
     it, no loop between: ``for i in range(n): seq.add_module(f"{i}fc", nn.Linear(...))``, then
     under an ``if`` of the loop ``seq.add_module(f"{i}act", nn.LeakyReLU(0.2))``). None when
     ``call`` may come first, when a loop around ``call`` may add a module after it in the round
-    before, or when the container is changed any other way. Given a ``defaults`` list, the walk
-    also stops at one that runs before ``call`` whenever the flags of the ``if batch_norm:`` tests
-    around it keep their defaults (``batch_norm=True``), and adds their names to the list."""
+    before, or when the container is changed any other way. Given a ``defaults`` list, where the
+    walk would give None it gives instead the modules up to the first one that runs before
+    ``call`` whenever the flags of the ``if batch_norm:`` tests around it keep their defaults
+    (``batch_norm=True``), and adds those flags' names to the list."""
     index = file.index
     here = index.find(call)
     parent = index.parent
@@ -63,19 +64,28 @@ def added_before(file: Any, function: cst.FunctionDef, call: cst.Call, defaults:
     position = next(i for i, a in enumerate(added) if a is outer)
     found: List[cst.BaseExpression] = []
     loops = _loops(index, outer)
+    # where the walk may stop if the flags keep their defaults: (how many found, the flags)
+    by_default: Optional[Tuple[int, List[str]]] = None
+
+    def first_by_default() -> Optional[List[cst.BaseExpression]]:
+        if by_default is None or defaults is None:
+            return None
+        defaults.extend(flag for flag in by_default[1] if flag not in defaults)
+        return found[:by_default[0]]
+
     for previous in reversed(added[:position]):
         value = _added_value(previous)
         if value is None or not loops <= _loops(index, previous):
-            return None  # (a loop around ``call`` that ``previous`` is not in: the round before adds after it)
+            return first_by_default()  # (a loop around ``call`` that ``previous`` is not in: the round before adds after it)
         found.append(value)
         if _runs_before(index, previous, outer):
             return found
-        flags = _default_flags(index, function, previous, outer) if defaults is not None else None
-        if flags:  # ``if batch_norm: self.add_module("norm1", ...)``, ``batch_norm=True``
-            defaults.extend(flag for flag in flags if flag not in defaults)  # type: ignore[union-attr]
-            return found
+        if defaults is not None and by_default is None:
+            flags = _default_flags(index, function, previous, outer)
+            if flags:  # ``if batch_norm: self.add_module("norm1", ...)``, ``batch_norm=True``
+                by_default = (len(found), flags)
     if loops or not initial:
-        return None  # it may come first
+        return first_by_default()  # it may come first (unless by default it never does)
     return found + [initial[-1]]
 
 
