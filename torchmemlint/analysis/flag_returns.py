@@ -30,12 +30,41 @@ def returned_behind_flag(graph: Any, value: Any, consumer: Union[Any, str]) -> O
         statements = _returns_naming(graph, value)
     elif not isinstance(consumer, str) and consumer.op in HANDED and consumer.function is graph.function:
         consumers = graph.consumers(consumer)
+        if consumers and all(not isinstance(c, str) and c.op == "join" for c in consumers):
+            return _chosen_behind_flag(graph, consumer, consumers)
         returned = type(consumer.statement) is cst.SimpleStatementLine and any(type(s) is cst.Return for s in consumer.statement.body)
         statements = [consumer.statement] if consumers and all(c == "return" for c in consumers) and returned else []
     else:
         return None
     tests = [_flag_test(graph, statement) for statement in statements]
     return tests[0] if tests and all(test is not None for test in tests) else None
+
+
+def _chosen_behind_flag(graph: Any, handed: Any, joins: List[Any]) -> Optional[cst.BaseExpression]:
+    """``(ctx, probs) if output_attentions else (ctx,)``, returned (directly, or bound and
+    returned, or with more outputs added: ``outputs + (past,)``): the test of the conditional
+    expression, when ``handed`` is its first arm and the test needs a flag off by default."""
+    from torchmemlint.analysis.flags import off_by_default  # flags reads the factories, which read the value graph's users
+
+    tests = []
+    for join in joins:
+        node = join.node
+        if type(node) is not cst.IfExp or join.inputs[:1] != (handed,) or handed in join.inputs[1:]:
+            return None
+        if not _only_returned(graph, join, 3) or not off_by_default(graph, node.test, True):
+            return None
+        tests.append(node.test)
+    return tests[0] if tests else None
+
+
+def _only_returned(graph: Any, value: Any, depth: int) -> bool:
+    """Is ``value`` returned and nothing else, directly or after tuples are added to it (in
+    an ``if``: then the name holds either)?"""
+    consumers = graph.consumers(value)
+    return bool(consumers) and all(
+        c == "return" or (depth > 0 and not isinstance(c, str) and c.op in ("add", "arith", "join") and _only_returned(graph, c, depth - 1))
+        for c in consumers
+    )
 
 
 def _returns_naming(graph: Any, value: Any) -> List[cst.CSTNode]:

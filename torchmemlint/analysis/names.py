@@ -4,6 +4,9 @@ libcst's ScopeProvider and QualifiedNameProvider cost more than the parse itself
 corpora, so the engine keeps a small binding table per scope instead: imports give a name its
 qualified name (``from torch.nn import ReLU as R`` makes ``R`` mean ``torch.nn.ReLU``), any
 other binding (class, def, assignment) makes it local. Later bindings win, as at run time.
+An assignment from a call that says it imports, given the dotted name as a literal
+(``torch = importlib.import_module("torch")``, sktime's ``F = _safe_import("torch.nn.functional")``),
+binds the name as the import would.
 """
 
 from __future__ import annotations
@@ -194,9 +197,27 @@ class Bindings:
             targets = (
                 [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             )
+            imported = _imported_by_call(small.value) if type(small) is cst.Assign and len(targets) == 1 else None
             for target in targets:
                 for name in _assigned_names(target):
-                    self.names[name] = None
+                    self.names[name] = imported if type(target) is cst.Name else None
+
+
+def _imported_by_call(value: cst.BaseExpression) -> Optional[str]:
+    """``importlib.import_module("torch.nn.functional")``, ``_safe_import("torch")``,
+    ``lazy_import("einops.rearrange")``: a call of a function whose name says it imports,
+    given the dotted name as a literal string first: that name."""
+    if type(value) is not cst.Call or not value.args or value.args[0].keyword is not None or value.args[0].star:
+        return None
+    func = value.func
+    called = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    text = value.args[0].value
+    if "import" not in called.lower() or type(text) is not cst.SimpleString or any(a.keyword is None for a in value.args[1:]):
+        return None
+    dotted = text.evaluated_value
+    if not isinstance(dotted, str) or not _DOTTED.fullmatch(dotted):
+        return None
+    return dotted
 
 
 def _torch(qualified: Optional[str]) -> bool:
@@ -212,6 +233,7 @@ def _bound_by(statements: Iterable[cst.CSTNode]) -> List[str]:
     return list(scope.names)
 
 
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _LOCAL_TORCH_IMPORT = re.compile(r"\n[ \t]+(?:from[ \t]+torch[\w.]*[ \t]+import|import[ \t]+torch)")
 
 

@@ -101,7 +101,9 @@ class EagerAttention(Rule):
     without a fix: the check stays). Weights returned only under an `if` whose flag is off
     unless a caller turns it on (`if return_attn: return out, attn` with `return_attn=False`
     that no call of the module in the file passes, also calls of the instances a loop over the
-    `ModuleList` holding them makes) are not kept by default: reported without a fix. Two
+    `ModuleList` holding them makes; or chosen by such a flag and returned,
+    `outputs = (ctx, probs) if output_attentions else (ctx,)`, also with more outputs added,
+    tests/test_attention_chosen_outputs.py) are not kept by default: reported without a fix. Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
