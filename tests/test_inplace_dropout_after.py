@@ -9,7 +9,8 @@ Sequential attribute whose first layer is a dropout), and layers a factory retur
 holds, placed before a dropout in a Sequential (the successor relation at each place).
 
 Look-alikes stay reported: a dropout with p = 0 (literal, or a parameter that every call leaves
-at 0), an activation whose result is also read elsewhere (a skip sum, a list of features), a
+at 0, or that a class built nowhere in its file keeps at its default 0, also read as Lightning's
+``self.hparams.<parameter>``), an activation whose result is also read elsewhere (a skip sum, a list of features), a
 dropout that is not the only layer that may follow (an optional one), a factory placed once
 before a dropout and once before a conv (reported at the second place only).
 """
@@ -171,6 +172,58 @@ CASES: Dict[str, str] = {
         def never(dim):
             act = nn.ELU()  # expect: TML201
             return nn.Sequential(nn.Linear(dim, dim), act, nn.Dropout(p=0), nn.Linear(dim, 1))
+    ''',
+    "defaults_of_classes_built_nowhere": '''
+        import pytorch_lightning as pl
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Regressor(pl.LightningModule):
+            def __init__(self, dim, hidden=64, dropout=0.0, lr=1e-3):
+                super().__init__()
+                self.save_hyperparameters()
+                self.fc1 = nn.Linear(dim, hidden)
+                self.act = nn.LeakyReLU(0.1)  # expect: TML201
+                self.drop = nn.Dropout(self.hparams.dropout)
+                self.fc2 = nn.Linear(hidden, 1)
+
+            def forward(self, x):
+                return self.fc2(self.drop(self.act(self.fc1(x))))
+
+        class Tower(nn.Module):
+            def __init__(self, dims, dropout_p=0.0):
+                super().__init__()
+                self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+                self.dropout = nn.Dropout(p=dropout_p)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = self.dropout(F.leaky_relu(layer(x)))  # expect: TML201
+                return x
+
+        class Dropping(pl.LightningModule):
+            def __init__(self, dim, dropout=0.2):
+                super().__init__()
+                self.save_hyperparameters()
+                self.fc1 = nn.Linear(dim, dim)
+                self.act = nn.ELU()
+                self.drop = nn.Dropout(self.hparams["dropout"])
+
+            def forward(self, x):
+                return self.drop(self.act(self.fc1(x)))
+
+        class Built(nn.Module):
+            def __init__(self, dim, dropout_p=0.0):
+                super().__init__()
+                self.fc1 = nn.Linear(dim, dim)
+                self.act = nn.ELU()
+                self.drop = nn.Dropout(dropout_p)
+
+            def forward(self, x):
+                return self.drop(self.act(self.fc1(x)))
+
+        def build(dim):
+            return Built(dim, dropout_p=0.3)
     ''',
 }
 

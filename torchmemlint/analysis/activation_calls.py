@@ -216,7 +216,7 @@ def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
         b.layer is not None and b.layer.kind is not None and b.layer.kind.saves is Saves.MASK
         and not never_drops(file, SimpleNamespace(
             kind=b.layer.kind, form="module", arguments=b.layer.effective or b.layer.call, node=b.layer.call,
-        ))
+        ), by_default=True)
         for b in after
     )
 
@@ -315,15 +315,19 @@ def _dropout_that_drops(file: Any, value: Any, model: Any) -> bool:
             return False
         return not never_drops(file, SimpleNamespace(
             kind=layer.kind, form="module", arguments=layer.effective or layer.call, node=layer.call,
-        ))
+        ), by_default=True)
     if value.op != "dropout" or type(value.node) is not cst.Call:
         return False
-    return not never_drops(file, SimpleNamespace(kind=KIND_BY_NAME["dropout"], form="functional", node=value.node))
+    return not never_drops(file, SimpleNamespace(kind=KIND_BY_NAME["dropout"], form="functional", node=value.node), by_default=True)
 
 
-def never_drops(file: Any, site: Any) -> bool:
+def never_drops(file: Any, site: Any, by_default: bool = False) -> bool:
     """A dropout ``site`` whose probability is 0 here: no mask is drawn (``nn.Dropout(p=0.0)``, or
-    a parameter defaulting to 0 that every call of its function in ``file`` leaves at 0)."""
+    a parameter defaulting to 0 that every call of its function in ``file`` leaves at 0).
+    ``by_default`` (asked where a dropout that does not drop only makes a finding: TML201, whose
+    fix is safe either way; never where it would hide a broken backward): also a constructor's
+    parameter, or Lightning's ``self.hparams.<parameter>``, of a class built nowhere in its file,
+    when every construction in the files importing it leaves it at 0 (none: its default)."""
     if site.kind is None or site.kind.saves is not Saves.MASK or site.form == "method":
         return False
     if site.form == "module":
@@ -335,4 +339,4 @@ def never_drops(file: Any, site: Any) -> bool:
     if literal_number(arg.value) is not None:
         return literal_number(arg.value) == 0
     function, owner = enclosing_definitions(file.module, site.node)
-    return zero_probability(file.module, function, owner, arg.value, file.factories)
+    return zero_probability(file.module, function, owner, arg.value, file.factories, analysis=file if by_default else None)

@@ -30,11 +30,11 @@ def turned_on(analysis: Any, init: cst.FunctionDef, param: cst.Param, depth: int
     """Does every construction, in the project's other files, of the top-level class whose
     ``__init__`` is ``init`` (in ``analysis``'s file) pass ``param`` a value that is on, and is
     there at least one?"""
-    sites = _elsewhere(analysis, init, param)
+    sites = constructions_elsewhere(analysis, init, param)
     return bool(sites) and all(value is not None and _on(theirs, value, caller, depth) for theirs, value, caller in sites)
 
 
-def _elsewhere(analysis: Any, init: cst.FunctionDef, param: cst.Param) -> Optional[List[Tuple[Any, Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
+def constructions_elsewhere(analysis: Any, init: cst.FunctionDef, param: cst.Param) -> Optional[List[Tuple[Any, Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
     """``(analysis of the file, value passed, function passing it)`` for each construction of
     ``init``'s class in the files importing it; None when one cannot be read."""
     links = analysis.links
@@ -86,7 +86,7 @@ def _parameter_on(analysis: Any, function: cst.FunctionDef, param: cst.Param, de
         return False
     if function.name.value != "__init__" or analysis.links is None:
         return default_on or bool(passed)
-    elsewhere = _elsewhere(analysis, function, param)
+    elsewhere = constructions_elsewhere(analysis, function, param)
     if elsewhere is None:
         return False
     if not passed and not elsewhere:

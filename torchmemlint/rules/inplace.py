@@ -220,7 +220,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
     input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
-    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). Not where what follows
+    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). A dropout whose `p` is a
+    constructor parameter defaulting to 0 (also read as Lightning's `self.hparams.<parameter>`)
+    drops nothing when no construction in the file or in the files importing the class sets it
+    (none at all: the default): the activation is reported (the fix is safe either way). Not where what follows
     may change its result in place (`nn.ELU(inplace=True)` next in a Sequential, `h += x`,
     `h.mul_(s)`, `self.act2(h)` built in place): in place the activation keeps its result for
     backward, and that change would make backward raise (tests/test_inplace_alternatives.py).
