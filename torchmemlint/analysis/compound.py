@@ -22,6 +22,9 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.syntax import literal_number
+from torchmemlint.tree import nodes_of
+
 BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 REDUCTIONS = frozenset({"amax", "max", "logsumexp", "sum"})
 COMPOSED = REDUCTIONS | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
@@ -93,11 +96,49 @@ def _where(graph: Any, node: cst.Call, operands: List[Any], arguments: List[Any]
         return None
     condition, kept, other = (operands[1], operands[0], operands[2]) if method else operands
     where = arguments[1] if method else arguments[0]
+    other, kept = _buffered(graph, other), _buffered(graph, kept)
     if _number(other) is not None and _number(kept) is None:
         return graph._same("fill", kept, node, [condition, other], where=where, fill=other, keep=True, inplace=False)
     if _number(kept) is not None and _number(other) is None and not method:
         return graph._same("fill", other, node, [condition, kept], where=where, fill=kept, keep=False, inplace=False)
     return None
+
+
+def _buffered(graph: Any, value: Any) -> Any:
+    """``self.masked_bias`` (also cast, ``.to(w.dtype)``) where the class's ``__init__`` registers
+    it once as a number, ``self.register_buffer("masked_bias", torch.tensor(-1e4))`` (GPT-2's
+    causal fill), and nothing else assigns it: that number, as a constant; else ``value``."""
+    inner = value
+    while inner.op == "cast" and inner.inputs:
+        inner = inner.inputs[0]
+    classdef = getattr(graph, "classdef", None)
+    if inner.op != "attribute" or classdef is None:
+        return value
+    name = inner.info.get("name")
+    registered = []
+    for node in nodes_of(classdef, cst.Call, cst.Assign, cst.AugAssign, cst.AnnAssign):
+        if type(node) is cst.Call:
+            func = node.func
+            if type(func) is cst.Attribute and func.attr.value == "register_buffer" and node.args and \
+                    type(node.args[0].value) is cst.SimpleString and node.args[0].value.evaluated_value == name:
+                registered.append(node)
+        elif any(type(t) is cst.Attribute and t.attr.value == name for t in _targets(node)):
+            return value  # assigned as well: not known to hold the number
+    if len(registered) != 1 or len(registered[0].args) < 2:
+        return value
+    made = registered[0].args[1].value
+    if type(made) is not cst.Call or graph.file.bindings.qualify(made.func) not in ("torch.tensor", "torch.as_tensor") or not made.args:
+        return value
+    number = literal_number(made.args[0].value)
+    if number is None:
+        return value
+    return graph._new("constant", [value], value.node, info={"number": number})
+
+
+def _targets(node: cst.CSTNode) -> List[cst.BaseExpression]:
+    if type(node) is cst.Assign:
+        return [t.target for t in node.targets]
+    return [node.target]  # type: ignore[attr-defined]
 
 
 def _reduction(graph: Any, name: str, node: cst.Call, operands: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
