@@ -8,6 +8,9 @@
 * ``for i, (conv, norm) in enumerate(zip(self.convs, self.norms))``;
 * a ``ModuleList`` extended with ``[Conv1d, LeakyReLU(), BatchNorm1d]`` in a loop and run in
   order by ``for block in self.blocks: x = block(x)``: a Sequential by another name;
+* a module list of activations (built directly or by a factory) whose elements a loop calls
+  one by one (``for c1, c2, a1, a2 in zip(self.convs1, self.convs2, self.acts1, self.acts2)``,
+  ``self.acts[i](...)``): each runs at those calls;
 * a module list of module lists (``nn.ModuleList([convs() for _ in bands])``, ``convs = lambda:
   nn.ModuleList([...])``) whose elements' modules a nested loop calls (``for band, stack in
   zip(x_bands, self.band_convs): for i, layer in enumerate(stack):``).
@@ -17,7 +20,8 @@ activation passed after an ELU (its output is needed in backward), a passed laye
 also stores, a residual read of the norm's output, a module-list loop that also keeps each
 output or adds its input back, a list that ``insert`` reorders, an element also called on its
 own, an activation first in its display, a ``super().__init__`` of a class that is not a
-Sequential.
+Sequential, an activation list whose input is also kept (``feats.append(h)``) or that another
+method hands out.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -342,6 +346,76 @@ CASES: Dict[str, str] = {
                     for layer in block.children():
                         x.append(F.leaky_relu(layer(x_bands[0]), 0.1))  # not a module list's elements: quiet
                 return torch.cat(x, dim=-1), fmap
+    ''',
+    "activation_lists": '''
+        import torch.nn as nn
+        from torch.nn.utils import weight_norm
+
+        class Snake(nn.Module):
+            def forward(self, x):
+                return x + x.sin() ** 2
+
+        def make_activation(kind):
+            if kind == "snake":
+                return Snake()
+            return nn.LeakyReLU(0.1)
+
+        class ResBlock(nn.Module):
+            def __init__(self, ch, dilations=(1, 3, 5), activation="lrelu"):
+                super().__init__()
+                self.convs1 = nn.ModuleList([weight_norm(nn.Conv1d(ch, ch, 3, dilation=d, padding=d)) for d in dilations])
+                self.convs2 = nn.ModuleList([weight_norm(nn.Conv1d(ch, ch, 3, padding=1)) for _ in dilations])
+                self.acts1 = nn.ModuleList([make_activation(activation) for _ in dilations])
+                self.acts2 = nn.ModuleList([make_activation(activation) for _ in dilations])  # expect: TML201
+
+            def forward(self, x, x_mask=None):
+                for c1, c2, a1, a2 in zip(self.convs1, self.convs2, self.acts1, self.acts2):
+                    xt = a1(x)  # x is read again by the residual below
+                    if x_mask is not None:
+                        xt = xt * x_mask
+                    xt = a2(c1(xt))
+                    x = c2(xt) + x
+                return x
+
+        class Indexed(nn.Module):
+            def __init__(self, ch, n=3):
+                super().__init__()
+                self.convs = nn.ModuleList([nn.Conv2d(ch, ch, 3, padding=1) for _ in range(n)])
+                self.acts = nn.ModuleList([nn.ELU() for _ in range(n)])  # expect: TML201
+                self.norms = nn.ModuleList([nn.BatchNorm2d(ch) for _ in range(n)])
+
+            def forward(self, x):
+                for i in range(len(self.convs)):
+                    x = self.norms[i](self.acts[i](self.convs[i](x)))
+                return x
+
+        class KeptOutputs(nn.Module):
+            def __init__(self, ch, n=3):
+                super().__init__()
+                self.convs = nn.ModuleList([nn.Conv2d(ch, ch, 3, padding=1) for _ in range(n)])
+                self.acts = nn.ModuleList([nn.LeakyReLU(0.2) for _ in range(n)])
+
+            def forward(self, x):
+                feats = []
+                for conv, act in zip(self.convs, self.acts):
+                    h = conv(x)
+                    feats.append(h)
+                    x = act(h)
+                return x, feats
+
+        class AlsoExposed(nn.Module):
+            def __init__(self, ch, n=2):
+                super().__init__()
+                self.convs = nn.ModuleList([nn.Conv1d(ch, ch, 3, padding=1) for _ in range(n)])
+                self.acts = nn.ModuleList([nn.LeakyReLU(0.2) for _ in range(n)])
+
+            def forward(self, x):
+                for conv, act in zip(self.convs, self.acts):
+                    x = act(conv(x))
+                return x
+
+            def activations(self):
+                return list(self.acts)
     ''',
 }
 

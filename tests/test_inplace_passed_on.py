@@ -18,6 +18,9 @@ pyhealth's SparcNet):
   (``producers._dimensioned``);
 - a wrapper class keeping the module its construction is given (``TimeDistributed(nn.Linear(d,
   h))`` with ``self.module = module``): what that module makes (``Producers._given``);
+- an activation a base class builds and its subclasses of the same file call (``class
+  Weibull(SurvivalBase)``, ``self.act(self.embed(x))``): it runs at each of their calls, and
+  a subclass that builds its own keeps the base's from running there;
 - a layer built and called in one expression (``nn.LeakyReLU()(self.attention_W(h))``);
 - layers built by a method that ``__init__`` calls once (``self._init_layers(dim)``), heads in an
   ``nn.ModuleDict`` read by key (``self.shapeg[risk](x)``: what every value of the dict makes);
@@ -463,6 +466,47 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.act(self.inner(x))
+    ''',
+    "called_by_subclasses": '''
+        import torch.nn as nn
+
+        class SurvivalBase(nn.Module):
+            def __init__(self, dim, hidden):
+                super().__init__()
+                self.act = nn.ELU()  # expect: TML201
+                self.embed = nn.Linear(dim, hidden)
+
+        class Weibull(SurvivalBase):
+            def __init__(self, dim, hidden):
+                super().__init__(dim, hidden)
+                self.shape = nn.Linear(hidden, 1)
+
+            def forward(self, x):
+                return self.shape(self.act(self.embed(x)))
+
+        class LogNormal(Weibull):
+            def forward(self, x):
+                h = self.act(self.embed(x))
+                return self.shape(h), h
+
+        class SkipBase(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.fc = nn.Linear(dim, dim)
+                self.act = nn.LeakyReLU(0.2)
+
+        class Residual(SkipBase):
+            def forward(self, x):
+                h = self.fc(x)
+                return self.act(h) + h
+
+        class Own(SkipBase):
+            def __init__(self, dim):
+                super().__init__(dim)
+                self.act = nn.LeakyReLU(0.1)
+
+            def forward(self, x):
+                return self.act(x)
     ''',
 }
 

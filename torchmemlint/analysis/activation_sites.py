@@ -14,7 +14,7 @@ from torchmemlint.analysis.factories import one_activation
 from torchmemlint.analysis.inplace_switch import configured_inplace
 from torchmemlint.analysis.named_layers import spread_inplace
 from torchmemlint.analysis.producers import Producer
-from torchmemlint.analysis.syntax import has_star_args
+from torchmemlint.analysis.syntax import has_star_args, terminal_name
 from torchmemlint.analysis.vocabulary import ActivationKind, Category, short_name
 
 
@@ -52,7 +52,7 @@ class Placement:
     node: cst.Call  # the factory call, where a finding about this place is reported
     uses: List[Use] = field(default_factory=list)
     complete: bool = False  # every way the layer runs from here is among ``uses``
-    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
+    privates: List[Tuple[Any, ...]] = field(default_factory=list)  # (classdef, attribute[, its subclasses read])
     label: Optional[str] = None  # how messages name the layer here (None: the site's label)
     # ``def act(slope=0.1, inplace=False): return nn.LeakyReLU(slope, inplace=inplace)``: the
     # factory's parameter that sets ``inplace``, the argument this call passes for it (None:
@@ -78,7 +78,7 @@ class Site:
     _uses: List[Use] = field(default_factory=list)
     _complete: bool = False  # every call of it in its class is among ``uses``
     # (class, attribute) of the module attributes that hold it (known once ``uses`` is)
-    privates: List[Tuple[cst.ClassDef, str]] = field(default_factory=list)
+    privates: List[Tuple[Any, ...]] = field(default_factory=list)  # (classdef, attribute[, its subclasses read])
     # the call with a factory's preset arguments in front (``partial(nn.X, 0.1)()``)
     effective: Optional[cst.Call] = None
     certain: bool = True  # False: the layer is a factory default callers elsewhere may change
@@ -178,3 +178,8 @@ def layer_site(layer: Layer, function: Optional[cst.FunctionDef] = None, factori
 
 def via(layer: Layer) -> str:
     return f" through {layer.via}" if layer.via else ""
+
+
+def spelled(func: cst.BaseExpression) -> str:
+    """How a call's function reads: ``self.act_fn``, ``act``."""
+    return f"{func.value.value}.{func.attr.value}" if type(func) is cst.Attribute and type(func.value) is cst.Name else terminal_name(func) or "?"

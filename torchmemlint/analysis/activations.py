@@ -11,13 +11,13 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
-from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, Site, Use, via  # (the rules take them from here)
+from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, Site, spelled, Use, via  # (the rules take them from here)
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
 from torchmemlint.analysis.layer_lists import splices
-from torchmemlint.analysis.module_flow import attribute_reads, module_flow, receiver
+from torchmemlint.analysis.module_flow import attribute_reads, dispatch_test, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
@@ -31,7 +31,6 @@ from torchmemlint.analysis.activation_facts import GraphFacts, holds
 from torchmemlint.analysis.named_layers import FunctionAliases
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
-from torchmemlint.analysis.module_flow import dispatch_test, dispatched_reads
 from torchmemlint.analysis.returned_locals import excluded, returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
@@ -204,7 +203,7 @@ class InplaceAnalysis:
             return None
         kind = KIND_BY_FUNCTION[found.qualified]
         how = f", chosen by {found.chosen_by}" if found.chosen_by else ""
-        site = Site(kind.name, kind, "functional", call, f"`{_spelled(func)}` ({short_name(found.qualified)}{how})", None)
+        site = Site(kind.name, kind, "functional", call, f"`{spelled(func)}` ({short_name(found.qualified)}{how})", None)
         inplace = argument(call, site.inplace_position(), "inplace")
         site.inplace = False if inplace is None else literal_bool(inplace.value)
         site.configured = True
@@ -340,11 +339,16 @@ class InplaceAnalysis:
                 elif kind == "chain":
                     model, holder, before = data
                     placement.privates.append((model.node, holder))
+                    lists = module_lists(self.file, model)
                     if before is not None:
                         init = model.init
                         part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
                         placement.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
                         placement.complete = True
+                    elif not lists.chained(holder):  # its elements called one by one (``_chained``)
+                        scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
+                        self._call_uses(scratch, model, *lists.element_calls(holder))
+                        placement.uses, placement.complete = scratch.uses, scratch.complete
                 else:
                     model, attribute = data
                     scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
@@ -378,14 +382,19 @@ class InplaceAnalysis:
 
     def _chained(self, site: Site, layer: Layer, model: ClassModel, holder: str) -> Site:
         """An element of the module list ``self.<holder>`` that ``forward`` runs as a Sequential
-        (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes."""
+        (``for block in self.tdnns: x = block(x)``): it runs on what the element before it makes;
+        or one whose elements are called one by one (``for c1, a2 in zip(self.convs1,
+        self.acts2): xt = a2(c1(x))``, ``self.acts[i](h)``): it runs at each of those calls."""
         site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{via(layer)})"
         site.privates.append((model.node, holder))
         lists, init = module_lists(self.file, model), model.init  # (or appended one by one: ``added_before``)
         before = [lists.chained_before(holder, layer.call)] if lists.chained_before(holder, layer.call) is not None else (
             added_before(self.file, init, layer.call) if init is not None and lists.chained(holder) else None)
         if not before:
-            return site  # (not complete)
+            calls, complete = lists.element_calls(holder)
+            if calls and not lists.chained(holder):  # ``for c1, a2 in zip(self.convs, self.acts): a2(c1(x))``
+                site.pending = lambda site: self._call_uses(site, model, calls, complete)
+            return site  # (else not complete)
 
         def settle(site: Site) -> None:
             for previous in before:
@@ -664,13 +673,19 @@ class InplaceAnalysis:
         elements = None if only_called else sequential_elements(self.file, model, attribute)
         assigned = model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)
         complete = assigned and (only_called or elements is not None)
-        site.privates.append((model.node, attribute))
+        site.privates.append((model.node, attribute, True))  # (its subclasses' uses read below)
         for order, part, _ in elements or ():  # ``nn.Sequential(self.conv1, self.relu1, ...)``
             complete = complete and part not in order.first  # (first: what the Sequential is given)
             dropout, changed = followers(self.file, order, part)
             for previous in order.predecessors(part):
                 site.uses.append(Use(part.node, [Producers(self.file, model).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
-        for reference in model.calls(attribute):
+        callers = [(model, reference) for reference in model.calls(attribute)]
+        for sub in self.file.subclasses(model.node):  # ``class Sub(Base)`` calling the ``self.act`` Base builds
+            if sub.assignments.get(attribute):
+                continue  # (it holds the subclass's own module there: judged at that construction)
+            complete = complete and sub.runs_only_where_called(attribute)
+            callers.extend((sub, reference) for reference in sub.calls(attribute))
+        for holder, reference in callers:
             call = reference.call
             assert call is not None
             if first is not None and not may_come_first(self.file, model, attribute, first, reference.method, reference.statement):
@@ -679,7 +694,7 @@ class InplaceAnalysis:
                 complete = False
                 continue
             use = self._use(
-                call.args[0].value, call, reference.method, model, model.self_name(reference.method),
+                call.args[0].value, call, reference.method, holder, holder.self_name(reference.method),
             )
             if use is None:
                 complete = False
@@ -778,10 +793,6 @@ class InplaceAnalysis:
         if facts is None or facts.graph is not graph:
             facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
-
-
-def _spelled(func: cst.BaseExpression) -> str:
-    return f"{func.value.value}.{func.attr.value}" if type(func) is cst.Attribute and type(func.value) is cst.Name else terminal_name(func) or "?"
 
 
 def activation_sites(context) -> InplaceAnalysis:

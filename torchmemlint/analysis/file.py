@@ -149,12 +149,28 @@ class FileAnalysis:
         made it and from which values (``analysis/values.py``)."""
         return self.value_graphs.of(function)
 
-    def private_attribute(self, classdef: cst.ClassDef, name: str) -> bool:
+    def subclasses(self, classdef: cst.ClassDef) -> List[ClassModel]:
+        """The top-level classes of this file that derive from ``classdef``, directly or through
+        one another (``class Sub(Base)``, ``class Deeper(Sub)``), by name."""
+        names, found = {classdef.name.value}, []
+        classes = [c for c in self.module.body if type(c) is cst.ClassDef and c is not classdef]
+        grown = True
+        while grown:
+            grown = False
+            for node in classes:
+                if node.name.value not in names and any(type(b.value) is cst.Name and b.value.value in names for b in node.bases):
+                    names.add(node.name.value)
+                    found.append(self.class_model(node))
+                    grown = True
+        return found
+
+    def private_attribute(self, classdef: cst.ClassDef, name: str, subclasses_read: bool = False) -> bool:
         """Whether only ``classdef``'s own methods can reach ``self.<name>`` in this file.
 
-        Not so when a class of this file inherits from it, or when ``obj.<name>`` is read on
-        some object other than ``self`` (``self.encoder.relu`` uses an encoder's ``relu`` from
-        outside its class). One walk of the file answers both, on first need.
+        Not so when a class of this file inherits from it (unless ``subclasses_read``: the
+        asker has read their uses of it too), or when ``obj.<name>`` is read on some object
+        other than ``self`` (``self.encoder.relu`` uses an encoder's ``relu`` from outside its
+        class). One walk of the file answers both, on first need.
         """
         if self._subclassed is None or self._foreign_attributes is None:
             subclassed: Set[str] = set()
@@ -178,7 +194,7 @@ class FileAnalysis:
                         if dotted is not None:
                             subclassed.add(dotted.rsplit(".", 1)[-1])
             self._subclassed, self._foreign_attributes = subclassed, foreign
-        return classdef.name.value not in self._subclassed and name not in self._foreign_attributes
+        return (subclasses_read or classdef.name.value not in self._subclassed) and name not in self._foreign_attributes
 
     def functional_prefix(self, bindings_qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""

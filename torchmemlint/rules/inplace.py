@@ -244,7 +244,11 @@ class MissingInplaceSavesMemory(_MissingInplace):
     nn.ELU()` ... `return act`, not at a call that passes `activation` only other strings,
     tests/test_inplace_held_out5.py) is reported at each place a call of it puts the layer: an element of
     `nn.Sequential`, a list spliced into one (`layers.append(leaky())`), `self.act = leaky()`
-    called in the class's methods, an element of a module list run as a chain. Each place is
+    called in the class's methods, an element of a module list run as a chain or whose
+    elements are called one by one (`for c1, a2 in zip(self.convs1, self.acts2): a2(c1(x))`,
+    also for an activation built directly in the list, tests/test_inplace_lists.py). A module a
+    base class builds (`self.act = nn.ELU()`) runs wherever it or its subclasses of the same
+    file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py). Each place is
     judged on its own, as a layer written there would be; the function itself is not reported
     (tests/test_inplace_factories.py). An activation that follows a layer inside a Sequential
     the function returns (`return nn.Sequential(conv, nn.LeakyReLU(0.1))`) is reported once,
