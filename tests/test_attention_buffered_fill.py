@@ -6,7 +6,7 @@ assigning it. The buffer is that number (``analysis/compound.py``: ``_buffered``
 with an exact fix (SDPA's boolean mask is the condition; numerically checked), and in the
 GPT-2 form whose keys the caller lays out (``self.split_heads(key, k=True)``), without a fix.
 
-Look-alikes stay quiet: a buffer holding a small number (no mask), a buffer that is also
+Look-alikes stay quiet: a buffer holding 0 (no mask), a buffer that is also
 assigned elsewhere in the class, a buffer made from a tensor rather than a number.
 """
 
@@ -110,7 +110,7 @@ def test_the_gpt2_form():
 
 def test_look_alikes_stay_quiet():
     for old, new in (
-        ("torch.tensor(-1e4)", "torch.tensor(-1.0)"),
+        ("torch.tensor(-1e4)", "torch.tensor(0.0)"),
         ("self.attn_dropout = nn.Dropout(0.1)", "self.attn_dropout = nn.Dropout(0.1)\n        self.masked_bias = torch.zeros(())"),
         ('self.register_buffer("masked_bias", torch.tensor(-1e4))', 'self.register_buffer("masked_bias", torch.full((1,), -1e4))'),
     ):

@@ -404,8 +404,10 @@ class _Question:
             number = fill.info.get("number") if fill.op == "constant" else None
             if number is None:
                 self.reasons.append("the value the scores are filled with is not known to be a large negative number")
-            elif number > LARGE_NEGATIVE:
-                raise _NoSite()
+            elif number >= 0 or math.isnan(number):
+                raise _NoSite()  # (a fill with 0 or more masks nothing)
+            elif number > LARGE_NEGATIVE:  # ``masked_fill_(eye, -100)``: nearly no weight there, not none
+                self.reasons.append("the scores are filled with %g, not a large negative number; SDPA's boolean mask would give those places no weight at all" % number)
             where = _bare(value.info["where"])  # ``torch.where(c, s, -inf)`` keeps ``s`` where ``c``: the mask is ``c``
             self.masks.append(_code(where) if value.info.get("keep") else _negated(where))
             self.texts.append(value.info["where"])

@@ -89,7 +89,13 @@ class EagerAttention(Rule):
       (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
       module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
       (the additive mask `-t`; a number added or subtracted leaves the softmax as it is),
-      possibly under an `if` without an `else` (so can the scale be);
+      possibly under an `if` without an `else` (so can the scale be); the value may be a
+      buffer registered once as such a number (GPT-2's `self.masked_bias`,
+      tests/test_attention_buffered_fill.py); a fill with a moderate negative number
+      (`masked_fill_(eye, -100)`) is reported without a fix, as SDPA's mask would give those
+      places no weight at all, and a fill with 0 or more masks nothing (quiet); a mask built
+      to the scores' size (`torch.ones_like(scores[0])`) reads only their size
+      (tests/test_attention_fills.py);
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 

@@ -1,0 +1,92 @@
+"""TML601 where the scores are filled with a moderate negative number, or read only for their
+size:
+
+- ``dots.masked_fill_(torch.eye(t, dtype=torch.bool), -100)`` (a local attention that keeps
+  each step from attending to itself) gives those places almost no weight, not none: still
+  eager attention keeping its weights, reported without a fix (SDPA's boolean mask would give
+  them none at all). A fill with 0 or more masks nothing and stays quiet, as before; a fill at
+  or below -1e4 is a mask the fix writes.
+- ``torch.ones_like(scores[0, :, :])`` (a causal mask built to the scores' size) and the other
+  ``*_like`` factories read their first argument's size, dtype and device only
+  (``analysis/sizes.py``): no read of the scores that SDPA would have to make.
+"""
+
+from __future__ import annotations
+
+from attention_cases import found_sites
+
+LOCAL = '''
+import math
+
+import torch
+import torch.nn as nn
+
+
+class LocalAttention(nn.Module):
+    def __init__(self, channels, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Conv1d(channels, channels, 1)
+        self.key = nn.Conv1d(channels, channels, 1)
+        self.content = nn.Conv1d(channels, channels, 1)
+
+    def forward(self, x):
+        b, c, t = x.shape
+        queries = self.query(x).view(b, self.heads, -1, t)
+        keys = self.key(x).view(b, self.heads, -1, t)
+        dots = torch.einsum("bhct,bhcs->bhts", keys, queries) / math.sqrt(c // self.heads)
+        dots.masked_fill_(torch.eye(t, device=dots.device, dtype=torch.bool), -100)
+        weights = torch.softmax(dots, dim=2)
+        content = self.content(x).view(b, self.heads, -1, t)
+        out = torch.einsum("bhts,bhct->bhcs", weights, content)
+        return x + out.reshape(b, -1, t)
+'''
+
+SIZED = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class HeadsOnBatch(nn.Module):
+    def __init__(self, width, heads, causal=True):
+        super().__init__()
+        self.heads = heads
+        self.causal = causal
+        self.q, self.k, self.v = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
+
+    def forward(self, x):
+        q = torch.cat(torch.chunk(self.q(x), self.heads, dim=2), dim=0)
+        k = torch.cat(torch.chunk(self.k(x), self.heads, dim=2), dim=0)
+        v = torch.cat(torch.chunk(self.v(x), self.heads, dim=2), dim=0)
+        scores = torch.bmm(q, k.permute(0, 2, 1)) / (k.size(-1) ** 0.5)
+        if self.causal:
+            tril = torch.tril(torch.ones_like(scores[0, :, :]))
+            keep = tril.unsqueeze(0).repeat(scores.size(0), 1, 1)
+            scores = scores.masked_fill(keep == 0, float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        out = torch.bmm(weights, v)
+        return torch.cat(torch.chunk(out, self.heads, dim=0), dim=2)
+'''
+
+
+def test_a_moderate_fill_is_reported_without_a_fix():
+    (site,) = found_sites(LOCAL)
+    assert site.reason.startswith("the scores are filled with -100, not a large negative number"), site.reason
+    assert found_sites(LOCAL.replace("-100)", "-1e9)"))[0].reason != site.reason  # a mask
+
+
+def test_fills_that_mask_nothing_stay_quiet():
+    for fill in ("0", "0.0", "1e4"):
+        assert found_sites(LOCAL.replace("-100)", fill + ")")) == [], fill
+
+
+def test_a_mask_built_to_the_scores_size_is_no_read():
+    (site,) = found_sites(SIZED)
+    for kind in ("zeros_like", "empty_like"):
+        assert len(found_sites(SIZED.replace("torch.ones_like(scores[0, :, :])", "1 - torch.%s(scores[0, :, :])" % kind))) == 1, kind
+
+
+def test_a_scores_read_that_is_not_a_size_stays_quiet():
+    source = SIZED.replace("torch.ones_like(scores[0, :, :])", "scores[0, :, :].detach() > 0")
+    assert found_sites(source) == []
