@@ -3,6 +3,11 @@ form that says so, not only as the next element of one ``nn.Sequential``: a drop
 its mask, so out of place the activation's input is the one tensor kept, in place its result
 (saved-tensor bytes measured equal in tests/test_module_rules.py).
 
+Also where what the activation makes goes only to readers that keep nothing of it for backward:
+the kept tensor of ``torch.where(adj > 0, e, zero_vec)`` (pyGAT; its backward needs only the
+condition), a softmax (it keeps its own output), a graph library's softmax over edges (DGL's
+``edge_softmax``); not where the result is also projected, or is the ``where``'s condition.
+
 The forms: forward code read from the value graph (``y = self.drop(self.act(self.fc(x)))``,
 ``h = self.act(h)`` then ``h = self.dropout(h)``, a functional ``F.elu`` then ``F.dropout``, a
 Sequential attribute whose first layer is a dropout), and layers a factory returns or a local
@@ -224,6 +229,67 @@ CASES: Dict[str, str] = {
 
         def build(dim):
             return Built(dim, dropout_p=0.3)
+    ''',
+    "readers_that_keep_nothing": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from dgl.ops import edge_softmax
+
+        class GraphAttentionLayer(nn.Module):
+            def __init__(self, dim, heads=1):
+                super().__init__()
+                self.W = nn.Linear(dim, dim)
+                self.a = nn.Linear(2 * dim, 1)
+                self.leakyrelu = nn.LeakyReLU(0.2)
+
+            def forward(self, h, adj):
+                wh = self.W(h)
+                n = wh.size(0)
+                pairs = torch.cat([wh.repeat_interleave(n, 0), wh.repeat(n, 1)], dim=1)
+                e = self.leakyrelu(self.a(pairs).view(n, n))
+                zero_vec = -9e15 * torch.ones_like(e)
+                attention = torch.where(adj > 0, e, zero_vec)
+                attention = F.softmax(attention, dim=1)
+                return attention @ wh
+
+        class Scores(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.score = nn.Linear(dim, 1)
+
+            def forward(self, x):
+                return F.softmax(F.elu(self.score(x)), dim=1) * x
+
+        class EdgeAttention(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, 1)
+                self.act = nn.LeakyReLU(0.2)
+
+            def forward(self, g, h):
+                e = self.act(self.proj(h))
+                return edge_softmax(g, e)
+
+        class AlsoProjected(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.a = nn.Linear(dim, dim)
+                self.b = nn.Linear(dim, dim)
+                self.act = nn.LeakyReLU(0.2)  # expect: TML201
+
+            def forward(self, x, adj):
+                e = self.act(self.a(x))
+                return torch.where(adj > 0, e, torch.zeros_like(e)).softmax(dim=1) + self.b(e)
+
+        class AsCondition(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.a = nn.Linear(dim, dim)
+
+            def forward(self, x, y):
+                e = F.elu(self.a(x))  # expect: TML201
+                return torch.where(e > 0, x, y)
     ''',
 }
 

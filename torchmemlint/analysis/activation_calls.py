@@ -289,20 +289,51 @@ def _held_layer(where: Tuple[str, int, int], model: Any) -> Any:
     return getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
 
 
-def dropouts_only(file: Any, readers: Any, model: Any) -> bool:
-    """``readers`` (of an activation's result, in its function's value graph: ``(position,
-    reader)``) are dropouts that drop, at least one, and nothing else but ``.shape``-like reads
-    (``x = self.drop(self.act(x))``, ``h = F.elu(h); h = F.dropout(h, 0.1, self.training)``): a
-    dropout keeps only its mask, so in place the activation keeps its result instead of its
-    input, as many tensors (TML201, as ``feeds_dropout_only`` for a Sequential)."""
+def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None) -> bool:
+    """``readers`` (of an activation's result ``value``, in its function's value graph:
+    ``(position, reader)``) keep nothing of it for backward, at least one, and nothing else
+    reads it but ``.shape``-like reads: dropouts that drop (``x = self.drop(self.act(x))``,
+    ``h = F.elu(h); h = F.dropout(h, 0.1, self.training)``: a dropout keeps only its mask), a
+    ``torch.where``/``masked_fill`` that keeps it where a condition holds (its backward needs
+    only the condition: pyGAT's ``torch.where(adj > 0, e, zero_vec)``), a softmax (it keeps its
+    own output). In place the activation then keeps its result instead of its input, as many
+    tensors (TML201, as ``feeds_dropout_only`` for a Sequential)."""
     found = False
     for _, reader in readers:
-        if reader == "meta":
-            continue
-        if type(reader) is str or not _dropout_that_drops(file, reader, model):
+        if reader == "meta" or type(reader) is not str and reader.op == "meta":
+            continue  # (``torch.ones_like(e)``: its size)
+        if type(reader) is str or not (_dropout_that_drops(file, reader, model) or _keeps_none_of(file, reader, value)):
             return False
         found = True
     return found
+
+
+# Graph libraries' softmaxes over the edges of each node (by the position of the scores): like
+# ``torch.softmax``, their backward reads their output (DGL's ``edge_softmax``; PyG's
+# ``softmax`` is ``exp`` of the shifted scores divided by their sum).
+GRAPH_SOFTMAXES = {
+    "dgl.ops.edge_softmax": 1, "dgl.nn.functional.edge_softmax": 1, "dgl.nn.pytorch.softmax.edge_softmax": 1,
+    "dgl.nn.edge_softmax": 1, "torch_geometric.utils.softmax": 0,
+}
+
+
+def _keeps_none_of(file: Any, reader: Any, value: Any) -> bool:
+    """``reader`` reads ``value`` as a tensor its backward does not need: the kept tensor of a
+    fill (not in place) or of ``torch.where`` between two tensors, or the input of a softmax
+    (also a graph library's softmax over edges)."""
+    if value is None or not reader.inputs:
+        return False
+    if reader.op == "call" and reader.info.get("qualified") == "torch.where" and len(reader.inputs) == 3:
+        return reader.inputs[0] is not value  # ``torch.where(c, e, other)``: needs only ``c``
+    called = reader.info.get("qualified") or (file.bindings.qualify(reader.node.func) if type(reader.node) is cst.Call else None)
+    at = GRAPH_SOFTMAXES.get(called or "") if reader.op in ("call", "helper") else None
+    if at is not None:  # ``edge_softmax(g, e)``: a softmax over each node's edges keeps its output
+        return len(reader.inputs) > at and reader.inputs[at] is value and sum(i is value for i in reader.inputs) == 1
+    if reader.inputs[0] is not value or any(i is value for i in reader.inputs[1:]):
+        return False
+    if reader.op == "fill":
+        return reader.info.get("inplace") is False
+    return reader.op == "softmax" and not reader.info.get("in_place")
 
 
 def _dropout_that_drops(file: Any, value: Any, model: Any) -> bool:

@@ -782,7 +782,7 @@ class InplaceAnalysis:
                 for _, reader in facts.reads.get(id(value), ())
             )
         )
-        use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model)
+        use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model, consumer)
         use.to_inplace = changes_in_place(consumer, facts.reads.get(id(consumer), ()), model)
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)

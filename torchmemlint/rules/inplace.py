@@ -223,7 +223,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     tests/test_module_rules.py; tests/test_inplace_dropout_after.py). A dropout whose `p` is a
     constructor parameter defaulting to 0 (also read as Lightning's `self.hparams.<parameter>`)
     drops nothing when no construction in the file or in the files importing the class sets it
-    (none at all: the default): the activation is reported (the fix is safe either way). Not where what follows
+    (none at all: the default): the activation is reported (the fix is safe either way). Nor
+    where what reads its result keeps nothing of it either: `torch.where(adj > 0, e, zero_vec)`
+    (its backward needs only the condition), a softmax, DGL's `edge_softmax` or PyG's `softmax`
+    (they keep their own output); in place would keep as many tensors. Not where what follows
     may change its result in place (`nn.ELU(inplace=True)` next in a Sequential, `h += x`,
     `h.mul_(s)`, `self.act2(h)` built in place): in place the activation keeps its result for
     backward, and that change would make backward raise (tests/test_inplace_alternatives.py).
