@@ -6,7 +6,7 @@ device then scored with a metric object, another object's model, an in-place tem
 sampled logits, and losses unpacked from a loss function's tuple. Every reported form has
 look-alikes that must stay quiet (no_grad / inference_mode, a caller under no_grad or one that
 trains, backward in the function, input gradients, module-class methods that are part of the
-module's forward, callables that are not modules, tests).
+module's forward (also as a library base class runs them: scvi-tools' ``inference``), callables that are not modules, tests).
 
 Each case marks the line of every expected finding with ``# <-``."""
 
@@ -321,6 +321,35 @@ def predict(model, loader, optimizer):
     def forward(self, src):
         return self.spam(src)
 """,
+    # scvi-tools' module interface: ``BaseModuleClass.forward`` runs ``inference`` in training
+    "library_base_runs_inference": HEAD + """from scvi.module.base import BaseModuleClass
+
+
+class VAE(BaseModuleClass):
+    def __init__(self):
+        super().__init__()
+        self.z_encoder = nn.Linear(16, 8)
+        self.decoder = nn.Linear(8, 16)
+
+    def inference(self, x):
+        qz = self.z_encoder(x)
+        return {"qz": qz, "z": qz.tanh()}
+
+    def generative(self, z):
+        return {"px": self.decoder(z)}
+""",
+    "other_library_base_inference": HEAD + """from mylib.base import ModuleBase
+
+
+class VAE(ModuleBase):
+    def __init__(self):
+        super().__init__()
+        self.z_encoder = nn.Linear(16, 8)
+
+    def inference(self, x):
+        qz = self.z_encoder(x)  # <-
+        return {"qz": qz, "z": qz.tanh()}
+""",
     "module_class_public_predict": HEAD + """class Tagger(nn.Module):
     def __init__(self):
         super().__init__()
@@ -426,4 +455,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 16 and len(CASES) - len(reported) == 16
+    assert len(reported) == 17 and len(CASES) - len(reported) == 17

@@ -102,6 +102,24 @@ def module_method(facts: ScopeFacts) -> bool:
     return owner is not None and owner.node.name.value in facts.walk.module_classes()
 
 
+# Methods a library's module base class runs itself, in training as in evaluation: scvi-tools'
+# ``BaseModuleClass.forward`` calls ``inference``, ``generative`` and ``loss`` (its documented
+# module interface), so an ``inference`` method there is the training forward's first half.
+LIBRARY_HOOKS = (("scvi.", frozenset({"inference", "generative", "loss"})),)
+
+
+def library_hook(facts: ScopeFacts) -> bool:
+    """The scope is a method that a base class of its class, from a library, calls itself."""
+    owner = facts.scope.owner
+    if owner is None:
+        return False
+    for base in owner.node.bases:
+        qualified = facts.bindings.qualify(base.value) or ""
+        if any(qualified.startswith(prefix) and facts.scope.name in names for prefix, names in LIBRARY_HOOKS):
+            return True
+    return False
+
+
 def called_in_file(facts: ScopeFacts) -> bool:
     """Another function of the file calls the scope's function (``self.predict(x)``,
     ``predict(model, x)``): the computation it is part of, and its autograd mode, are the

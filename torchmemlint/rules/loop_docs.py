@@ -48,7 +48,9 @@ TML501_DOCUMENTATION = """
     (`model.generate(n)` with `def generate(self, n): return self.decoder(...)`). Known this
     way, it counts as the model in evaluation-named code only outside a module class's own
     methods (a `predict()` there is part of its forward) and in functions no other function of
-    the file calls (the caller decides, and may train on the result); elsewhere it is reported
+    the file calls (the caller decides, and may train on the result), nor in the methods a
+    library's module base class runs itself (scvi-tools' `BaseModuleClass.forward` calls
+    `inference`, `generative` and `loss` in training; `analysis/module_calls.py`); elsewhere it is reported
     when its output reaches only the ends below.
 
     A class counts as an `nn.Module` class of the file also when another file of the project

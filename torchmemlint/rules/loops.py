@@ -28,7 +28,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.module_calls import as_model, called_in_file, called_module, module_method
+from torchmemlint.analysis.module_calls import as_model, called_in_file, called_module, library_hook, module_method
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -390,7 +390,7 @@ class _Checks:
         # an evaluation-named method of a module class that another function of the file calls
         # (PRNet's ``predict_embedding``, run by ``forward``'s helpers) is part of the module's own
         # computation: its callers decide about autograd, as ``as_model`` says
-        named = is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts))
+        named = is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts)) and not library_hook(self.facts)
         if borrowed_model(self.facts, callee, event.ctx.iterating):
             return  # the caller, perhaps in another file, decides about autograd
         if mode_seq is not None and mode_seq[1] == "train":
