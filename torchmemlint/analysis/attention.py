@@ -518,7 +518,7 @@ class _Question:
                         return True
             elif not kept and self._handed_out(consumer, 4):
                 continue  # ``return out, scores``, ``self.kept = scores.detach()``
-            elif self._flagged(value, consumer) or self._sibling(consumer) or self._other_arm(consumer):
+            elif self._flagged(value, consumer) or self._sibling(consumer) or self._other_arm(consumer) or self._apart(consumer):
                 continue
             elif consumer.inputs and consumer.inputs[0] is value and consumer.info.get("method") and unread(self.graph, consumer):
                 continue  # ``s.mask_fill(m, v)`` alone on its line: a method of the scores whose result nothing takes
@@ -565,6 +565,19 @@ class _Question:
             if (index.find(consumer.node) or 0) < (index.find(self.product.node) or 0):  # type: ignore[arg-type]
                 raise _NoSite("the first arm's product with the values reports this attention")
         self._reason("the weights are multiplied with the values in two arms of an `if`; the fix writes one")
+        return True
+
+    def _apart(self, consumer: Value) -> bool:
+        """Is ``consumer`` a computation in another arm of an ``if`` than the softmax and the
+        product with v (``if self.use_global: s2 = torch.cat((s, g), -1)`` / ``else: w =
+        softmax(s)``)? It never runs with them: the weights are not kept there; but it reads
+        the scores, which the fix would remove (reported without one)."""
+        index = self.graph.file.analysis.index
+        here = self.graph.function
+        ends = [v.statement for v in (*self.chain.values(), self.product) if v.function is here and (v is self.product or v.op in ("softmax", "helper"))]
+        if consumer.statement is None or consumer.function is not here or not ends or not all(index.exclusive(consumer.statement, end) for end in ends):
+            return False
+        self._reason("the scores are also read in another arm of an `if` (`%s`); the fix would remove them" % _code(consumer.node)[:60])  # type: ignore[arg-type]
         return True
 
     def _reason(self, text: str) -> None:

@@ -104,7 +104,10 @@ class EagerAttention(Rule):
     (`table[s.argmax(-1)]`, `log.append(s.amax(-1))`): `F.scaled_dot_product_attention`
     never materialises them, so it cannot replace that code; a read of their size (`if
     s.size() != shape: raise ValueError(f"... {s.size()}")`) is no read of them (reported
-    without a fix: the check stays). Weights returned only under an `if` whose flag is off
+    without a fix: the check stays), nor is a computation in another arm of an `if` than the
+    softmax and the product with v (`if self.use_global: torch.cat((s, s_global), -1)` ...
+    `else: softmax(s) @ v`: reported without a fix, tests/test_attention_other_arm_reads.py).
+    Weights returned only under an `if` whose flag is off
     unless a caller turns it on (`if return_attn: return out, attn` with `return_attn=False`
     that no call of the module in the file passes, also calls of the instances a loop over the
     `ModuleList` holding them makes; or chosen by such a flag and returned,
