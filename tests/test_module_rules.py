@@ -351,6 +351,32 @@ def test_an_activation_whose_next_layer_is_a_dropout_saves_nothing_in_place():
     assert rows == [9, 11, 13, 15]
 
 
+class _KeepWhere(torch.nn.Module):
+    """``torch.where(keep, x, -9e15)`` of a fixed condition (pyGAT's adjacency mask)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keep", torch.rand(16, 16) > 0.5)
+
+    def forward(self, x):
+        return torch.where(self.keep, x, torch.full_like(x, -9e15))
+
+
+@pytest.mark.slow
+def test_an_activation_read_only_by_a_softmax_or_a_where_saves_nothing_in_place():
+    """A softmax keeps its own output and ``torch.where`` only its condition: out of place the
+    activation keeps its input, in place its result, one tensor either way, as before a dropout
+    (TML201 stays quiet there: tests/test_inplace_dropout_after.py)."""
+    def layers(inplace, after):
+        torch.manual_seed(0)
+        return [torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.LeakyReLU(0.2, inplace=inplace), after]
+
+    for after in (torch.nn.Softmax(dim=-1), _KeepWhere()):
+        assert _saved_bytes(layers(False, after)) == _saved_bytes(layers(True, after)), after
+    conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+    assert _saved_bytes(layers(False, conv)) > _saved_bytes(layers(True, conv))
+
+
 # -- what the unsafe in-place findings prevent ---------------------------------------------------
 @pytest.fixture(scope="module")
 def blocks():
