@@ -8,6 +8,8 @@
 * ``for i, (conv, norm) in enumerate(zip(self.convs, self.norms))``;
 * a ``ModuleList`` extended with ``[Conv1d, LeakyReLU(), BatchNorm1d]`` in a loop and run in
   order by ``for block in self.blocks: x = block(x)``: a Sequential by another name;
+* ``nn.Sequential(*sum([[nn.Linear(a, b), act()] for i in range(n)], [])[:-1])``: each round's
+  list follows the one before, the last activation cut;
 * a module list of activations (built directly or by a factory) whose elements a loop calls
   one by one (``for c1, c2, a1, a2 in zip(self.convs1, self.convs2, self.acts1, self.acts2)``,
   ``self.acts[i](...)``): each runs at those calls;
@@ -20,7 +22,8 @@ activation passed after an ELU (its output is needed in backward), a passed laye
 also stores, a residual read of the norm's output, a module-list loop that also keeps each
 output or adds its input back, a list that ``insert`` reorders, an element also called on its
 own, an activation first in its display, a ``super().__init__`` of a class that is not a
-Sequential, an activation list whose input is also kept (``feats.append(h)``) or that another
+Sequential, an activation first in each summed round (what the round before ends with, or the
+Sequential's input), an activation list whose input is also kept (``feats.append(h)``) or that another
 method hands out.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
@@ -416,6 +419,25 @@ CASES: Dict[str, str] = {
 
             def activations(self):
                 return list(self.acts)
+    ''',
+    "summed_lists": '''
+        import torch.nn as nn
+
+        def mlp(n_in, n_hid, n_out, n_layer, act=nn.LeakyReLU):
+            n = [n_in] + [n_hid] * n_layer + [n_out]
+            return nn.Sequential(*sum([[nn.Linear(n[i], n[i + 1]), act()] for i in range(n_layer + 1)], [])[:-1])  # expect: TML201
+
+        def head(n_in, n_out):
+            return nn.Sequential(*sum([[nn.ELU(), nn.Linear(n_in, n_in)] for _ in range(2)], []), nn.Linear(n_in, n_out))
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = mlp(4, 16, 2, 2)
+                self.b = head(4, 2)
+
+            def forward(self, x):
+                return self.a(x) + self.b(x)
     ''',
 }
 

@@ -12,6 +12,7 @@ import libcst as cst
 from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
+from torchmemlint.analysis.summed_lists import summed_order
 from torchmemlint.analysis.layer_lists import (
     LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order,
 )
@@ -27,7 +28,6 @@ from torchmemlint.analysis.vocabulary import (
 from typing import Sequence
 
 from torchmemlint.tree import children
-
 
 
 @dataclass(frozen=True)
@@ -303,6 +303,8 @@ class Resolver:
         as an ``Order`` of element expressions."""
         if arg.star != "*" or self.lists is None:
             return None
+        if (summed := summed_order(self.qualify, arg.value)) is not None:
+            return summed  # ``*sum([[nn.Linear(a, b), act()] for ...], [])[:-1]``
         if type(arg.value) is cst.Call:
             return self.lists.helper_order(arg.value)
         if type(arg.value) is cst.Name:
@@ -332,7 +334,6 @@ class Resolver:
                 return None
             values.append(pair.elements[1].value)
         return values
-
 
 
 # -- classes -------------------------------------------------------------------------------------------

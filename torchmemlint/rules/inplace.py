@@ -249,7 +249,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     `nn.Sequential`, a list spliced into one (`layers.append(leaky())`), `self.act = leaky()`
     called in the class's methods, an element of a module list run as a chain or whose
     elements are called one by one (`for c1, a2 in zip(self.convs1, self.acts2): a2(c1(x))`,
-    also for an activation built directly in the list, tests/test_inplace_lists.py). A module a
+    also for an activation built directly in the list, tests/test_inplace_lists.py; and the
+    rounds of `nn.Sequential(*sum([[nn.Linear(a, b), act()] for ...], [])[:-1])`). A module a
     base class builds (`self.act = nn.ELU()`) runs wherever it or its subclasses of the same
     file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py). Each place is
     judged on its own, as a layer written there would be; the function itself is not reported
