@@ -9,7 +9,7 @@
   one (``wx = wx.squeeze(1)`` under an ``if``, a ``transpose`` of a value nothing else reads),
   its ``self.conv`` kept as a layer when later rewrapped (``weight_norm(self.conv)``, and
   ``remove_parametrizations(self.conv, ...)`` in another method);
-* wrappers bound to a local (``norm_f = spectral_norm if sn else weight_norm``);
+* wrappers bound to a local (``norm_f = spectral_norm if sn else weight_norm``, or ``else lambda x: x``);
 * ``**params`` of a call copied from a parameter's default dict, with literal keys set.
 
 Look-alikes stay quiet: an element call whose input is read again by a residual, a module list
@@ -287,6 +287,30 @@ CASES: Dict[str, str] = {
 
         def make_block(conv):
             return nn.Sequential(conv, nn.Sigmoid())
+
+
+        class IdentityWhenPlain(nn.Module):
+            def __init__(self, c, use_spectral_norm=False):
+                super().__init__()
+                norm_f = nn.utils.spectral_norm if use_spectral_norm else lambda x: x
+                self.convs = nn.ModuleList([norm_f(nn.Conv1d(c, c, 5, padding=2)) for _ in range(3)])
+
+            def forward(self, x):
+                for conv in self.convs:
+                    x = F.leaky_relu(conv(x), 0.1)  # expect: TML201 fix=safe
+                return x
+
+
+        class OtherLambda(nn.Module):
+            def __init__(self, c, use_spectral_norm=False):
+                super().__init__()
+                norm_f = nn.utils.spectral_norm if use_spectral_norm else lambda x: nn.Sequential(x, nn.Sigmoid())
+                self.convs = nn.ModuleList([norm_f(nn.Conv1d(c, c, 5, padding=2)) for _ in range(3)])
+
+            def forward(self, x):
+                for conv in self.convs:
+                    x = F.leaky_relu(conv(x), 0.1)  # a lambda that is no identity: quiet
+                return x
     ''',
     # lightweight-gan's form: a function of the file that returns the module (a Sequential)
     "builders": '''
@@ -468,7 +492,7 @@ def test_fixes(findings):
         for row, expected in marked_fixes(source).items():
             checked += 1
             assert fix_at(findings[name], row) == expected, (name, row)
-    assert checked == 14
+    assert checked == 15
 
 
 PROJECT = {

@@ -436,7 +436,8 @@ class ModuleLists:
     def _local_wrapper(self, func: cst.BaseExpression) -> bool:
         """``norm_f`` bound in ``__init__`` only to wrappers, each binding one or either of two
         (``norm_f = spectral_norm if use_spectral_norm else weight_norm``, maybe bound again
-        under an ``if``): whichever binding holds, it returns the module it is given."""
+        under an ``if``; ``lambda x: x`` as one): whichever binding holds, it returns the module
+        it is given."""
         if type(func) is not cst.Name:
             return False
         bound = self._additions().get(func.value, [])
@@ -450,7 +451,7 @@ class ModuleLists:
             option for _, value in bound
             for option in ([value.body, value.orelse] if type(value) is cst.IfExp else [value])  # type: ignore[attr-defined]
         ]
-        return all(qualify(option) in WRAPPERS for option in options)
+        return all(qualify(option) in WRAPPERS or _identity(option) for option in options)
 
     def _project_class(self, func: cst.BaseExpression) -> bool:
         """``Conv1d`` of the file, or imported from another file of the project (which the
@@ -459,6 +460,13 @@ class ModuleLists:
             return True
         links = self.file.links
         return links is not None and links.may_come_from_package(dotted_name(func))
+
+
+def _identity(node: cst.BaseExpression) -> bool:
+    """``lambda x: x``: the module it is given (``norm_f = spectral_norm if sn else lambda x: x``)."""
+    if type(node) is not cst.Lambda or len(node.params.params) != 1 or node.params.star_arg is not cst.MaybeSentinel.DEFAULT:
+        return False
+    return type(node.body) is cst.Name and node.body.value == node.params.params[0].name.value
 
 
 _CACHE: "weakref.WeakKeyDictionary[ClassModel, ModuleLists]" = weakref.WeakKeyDictionary()

@@ -264,7 +264,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
     Sequential runs on what every call of an element is given, when the list is only ever
     called or looped over; `weight_norm(...)` and `spectral_norm(...)` (also from
     `torch.nn.utils.parametrizations`, also through a local, maybe bound again under an `if`, `norm_f = spectral_norm if sn else
-    weight_norm`) count as the layer they wrap, a local name of the function as the one module
+    weight_norm`, or `else lambda x: x`) count as the layer they wrap, a local name of the function as the one module
     it is ever given (`conv = weight_norm(nn.Conv1d(...))`; `nn.Sequential(conv,
     nn.LeakyReLU(0.1))`; and a module added by `seq.add_module("act", nn.LeakyReLU())` to a
     local Sequential (or to `self.layers = nn.Sequential()`) runs on what the module added before
