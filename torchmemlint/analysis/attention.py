@@ -39,7 +39,7 @@ from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
 from torchmemlint.analysis.attention_site import AttentionSite
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
-from torchmemlint.analysis.flag_returns import returned_behind_flag
+from torchmemlint.analysis.flag_returns import dropped_by_callers, returned_behind_flag
 from torchmemlint.analysis.foreign import foreign_result, foreign_steps
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
@@ -531,6 +531,9 @@ class _Question:
         test = returned_behind_flag(self.graph, value, consumer)
         if test is not None:
             self._reason("the scores or weights are also returned when `%s` is set; SDPA does not make them" % _code(test))
+        elif dropped_by_callers(self.graph, value, consumer):  # ``x, _ = attention(q, k, v)`` at every call
+            self._reason("the weights are also returned, to callers that drop them; the fix would change what the function returns")
+            return True
         return test is not None
 
     def _sibling(self, consumer: Value) -> bool:
@@ -568,12 +571,9 @@ class _Question:
         return True
 
     def _apart(self, consumer: Value) -> bool:
-        """Is ``consumer`` a computation in another arm of an ``if`` than the softmax and the
-        product with v (``if self.use_global: s2 = torch.cat((s, g), -1)`` / ``else: w =
-        softmax(s)``)? It never runs with them: the weights are not kept there; but it reads
-        the scores, which the fix would remove (reported without one)."""
-        index = self.graph.file.analysis.index
-        here = self.graph.function
+        """Is ``consumer`` in another arm of an ``if`` than the softmax and the product with v
+        (``if g: torch.cat((s, s_g), -1)`` / ``else: softmax(s) @ v``)? The fix would remove its scores."""
+        index, here = self.graph.file.analysis.index, self.graph.function
         ends = [v.statement for v in (*self.chain.values(), self.product) if v.function is here and (v is self.product or v.op in ("softmax", "helper"))]
         if consumer.statement is None or consumer.function is not here or not ends or not all(index.exclusive(consumer.statement, end) for end in ends):
             return False

@@ -91,3 +91,55 @@ def _flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpressio
             if off_by_default(graph, outer.test, inner is outer.body):
                 return outer.test
     return None
+
+
+def dropped_by_callers(graph: Any, value: Any, consumer: Union[Any, str]) -> bool:
+    """``return torch.matmul(p_attn, value), p_attn`` in a function of the file whose every call
+    (at least one) drops that position: ``x, _ = attention(q, k, v)``, ``attention(...)[0]``,
+    ``self.attend(q, k, v)`` alone on its line. ``consumer`` is the tuple that holds ``value``,
+    returned as it is; a call the file does not show (another file's, a call through an alias)
+    would keep it, so the function must be the file's own and called only so there."""
+    if isinstance(consumer, str) or consumer.op != "tuple" or consumer.function is None:
+        return False
+    if type(consumer.statement) is not cst.SimpleStatementLine or not any(type(s) is cst.Return and s.value is consumer.node for s in consumer.statement.body):
+        return False  # (the tuple is what a ``return`` gives: in the helper's own graph, or run inline in a caller's)
+    positions = [i for i, part in enumerate(consumer.inputs) if part is value]
+    if len(positions) != 1:
+        return False
+    function = consumer.function
+    params = [*function.params.posonly_params, *function.params.params]
+    method = bool(params) and params[0].name.value == "self"
+    name, links = function.name.value, graph.file.analysis.links
+    if name.startswith("__") or links is not None and (
+        links.read_by_importers(name) if method else bool(links.index.importers(links.path, name))
+    ):
+        return False  # (another file may call it and keep what it returns)
+    index = graph.file.analysis.index
+    calls = 0
+    for here in index.positions(cst.Call):
+        call = index.order[here]
+        func = call.func  # type: ignore[attr-defined]
+        named = func.value if type(func) is cst.Name and not method else (
+            func.attr.value if method and type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self" else None
+        )
+        if named != name:
+            continue
+        calls += 1
+        if not _drops(index, here, positions[0]):
+            return False
+    return calls > 0
+
+
+def _drops(index: Any, here: int, position: int) -> bool:
+    """The call at ``here`` in the file's index leaves out the result's ``position``."""
+    above = index.parent[here]
+    outer = index.order[above] if above >= 0 else None
+    if type(outer) is cst.Expr:
+        return True  # (the result is not used at all)
+    if type(outer) is cst.Subscript and len(outer.slice) == 1 and type(outer.slice[0].slice) is cst.Index:
+        number = outer.slice[0].slice.value
+        return type(number) is cst.Integer and int(number.value) != position
+    if type(outer) is cst.Assign and len(outer.targets) == 1 and type(outer.targets[0].target) in (cst.Tuple, cst.List):
+        elements = outer.targets[0].target.elements
+        return position < len(elements) and type(elements[position].value) is cst.Name and elements[position].value.value == "_"
+    return False

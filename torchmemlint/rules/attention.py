@@ -112,7 +112,9 @@ class EagerAttention(Rule):
     that no call of the module in the file passes, also calls of the instances a loop over the
     `ModuleList` holding them makes; or chosen by such a flag and returned,
     `outputs = (ctx, probs) if output_attentions else (ctx,)`, also with more outputs added,
-    tests/test_attention_chosen_outputs.py) are not kept by default: reported without a fix. Two
+    tests/test_attention_chosen_outputs.py), or returned by a helper of the file every call of
+    which drops them (`x, _ = attention(q, k, v)`, `attention(...)[0]`; no other file imports it,
+    tests/test_attention_dropped_by_callers.py), are not kept by default: reported without a fix. Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
