@@ -549,7 +549,11 @@ def assigned_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpres
     one of several targets unpacked from a call (``self.norm_name, norm = build(...)``: the
     call is given)."""
     values: List[cst.BaseExpression] = []
-    for child in scan(function.body, (cst.Assign,), _NESTED, strict=True):
+    for child in scan(function.body, (cst.Assign, cst.AnnAssign), _NESTED, strict=True):
+        if type(child) is cst.AnnAssign:  # ``layers: "OrderedDict[str, nn.Module]" = OrderedDict()``
+            if child.value is not None and type(child.target) is cst.Name and child.target.value == name:
+                values.append(child.value)
+            continue
         for target in child.targets:  # type: ignore[attr-defined]
             node = target.target
             if type(node) is cst.Name and node.value == name:

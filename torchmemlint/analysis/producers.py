@@ -160,6 +160,10 @@ class Producers:
                 file, classdef = found
         if classdef is None:
             builder = file.callables.functions.get(func.value) if type(func) is cst.Name else None
+            if builder is None and file.links is not None:  # ``batch_norm_2d(c)`` from ``._defaults``
+                found = file.links.definition(_dotted(func), "function", package=True)
+                if found is not None:
+                    file, builder = found
             return self._built(file, builder) if builder is not None else UNKNOWN_PRODUCER
         forward = file.value_graphs.method(classdef, "forward")
         if forward is None:

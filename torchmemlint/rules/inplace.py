@@ -336,7 +336,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     that drops the Nones) builds that container of a call's arguments; a layer after
     `checkpoint(layer, z)` (torch's, or such a helper of the file) follows the checkpointed
     module; a module class whose `forward` returns `rearrange(...)` of a convolution's output
-    counts as that convolution (tests/test_inplace_helpers.py). Rows of a module list unpacked
+    counts as that convolution (tests/test_inplace_helpers.py); a call of a builder function,
+    of the file or of another project file (`("bn", batch_norm_2d(c))`), as what its returns
+    make (tests/test_inplace_project_builders.py). Rows of a module list unpacked
     by a loop (`for conv1, act, conv2, act in self.layers`) are followed into a module list a
     row holds (`for excite, (conv, noise, act), to_rgb in self.layers`), with the layers a
     function returns placed in them and convs built by a local bound to either of two classes

@@ -1,0 +1,93 @@
+"""TML201 where the layer before the activation comes from a builder function of another file
+of the project (``("bn", batch_norm_2d(c))`` with ``from pkg._defaults import batch_norm_2d``,
+``def batch_norm_2d(c): return nn.BatchNorm2d(c, momentum=0.01)``): the builder's returns say
+what it makes, as for one of the same file (``analysis/producers.py``). Also where the layers
+are keyed into a local dict declared with an annotation (``layers: "OrderedDict[str,
+nn.Module]" = OrderedDict()``; ``factories.assigned_values`` reads annotated assignments).
+
+Look-alikes stay quiet: a builder of another file that returns an activation that saves its
+output (``nn.Sigmoid``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Set, Tuple
+
+DEFAULTS = """from torch import nn
+
+
+def batch_norm_2d(channels):
+    return nn.BatchNorm2d(channels, momentum=0.01, eps=1e-3)
+
+
+def gate(channels):
+    return nn.Sigmoid()
+"""
+
+LAYERS = """from collections import OrderedDict
+
+from torch import nn
+
+from pkg._defaults import batch_norm_2d, gate
+
+
+def encoder_layer(width_in, width_out):
+    return nn.Sequential(OrderedDict([
+        ("conv", nn.Conv2d(width_in, width_out, 3)),
+        ("bn", batch_norm_2d(width_out)),
+        ("elu", nn.ELU()),  # expect
+    ]))
+
+
+def decoder_layer(width_in, width_out, last):
+    layers: "OrderedDict[str, nn.Module]" = OrderedDict()
+    layers["deconv"] = nn.ConvTranspose2d(width_in, width_out, 3)
+    if not last:
+        layers["bn"] = batch_norm_2d(width_out)
+        layers["elu"] = nn.ELU()  # expect
+    return nn.Sequential(layers)
+
+
+def gated_layer(width):
+    return nn.Sequential(nn.Conv2d(width, width, 3), gate(width), nn.ELU())
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.ModuleList([encoder_layer(1, 8), encoder_layer(8, 8)])
+        self.dec = nn.ModuleList([decoder_layer(8, 8, False), decoder_layer(8, 1, True)])
+        self.gated = gated_layer(8)
+
+    def forward(self, x):
+        for layer in self.enc:
+            x = layer(x)
+        for layer in self.dec:
+            x = layer(x)
+        return self.gated(x)
+"""
+
+
+def _findings(root: Path) -> Set[Tuple[str, int]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML201", "--output-format", "json",
+         "--exit-zero", "--no-cache", "."],
+        capture_output=True, text=True, cwd=root, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return {(Path(f["filename"]).name, f["location"]["row"]) for f in json.loads(result.stdout)}
+
+
+def test_a_builder_of_another_file(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_defaults.py").write_text(DEFAULTS)
+    (package / "layers.py").write_text(LAYERS)
+    expected = {("layers.py", n) for n, line in enumerate(LAYERS.splitlines(), 1) if line.endswith("# expect")}
+    assert len(expected) == 2
+    assert _findings(tmp_path) == expected
