@@ -5,7 +5,9 @@ leaky()`` called in ``forward``, a module list run as a chain), each place judge
 a layer written there would be; the factory's definition is not reported. The edit goes into
 the factory and is offered only when every call of it in the project qualifies; a factory with
 an ``inplace`` parameter is fixed at each call instead. Factories of another file of the project
-(imported relatively) are followed; a factory the module defines twice is its last `def`. Look-alikes stay quiet: a place after a layer that needs its
+(imported relatively) are followed; a factory the module defines twice is its last `def`; a parameter rebound
+to what a factory returns for it (``activation = resolve_nn_activation(activation)``, before any
+other read) is that layer. Look-alikes stay quiet: a place after a layer that needs its
 output, a tensor read again, the block's own input, a factory never placed, a local class called
 ``LeakyReLU``.
 
@@ -306,6 +308,41 @@ CASES: Dict[str, str] = {
             def forward(self, x):
                 y = self.conv(self.a(x))
                 return y + self.res(y)
+    ''',
+    # rsl_rl's ActorCritic: the parameter rebound to what the factory returns for it
+    "parameter_rebound": '''
+        import torch.nn as nn
+
+        def resolve_nn_activation(act_name):
+            if act_name == "elu":
+                return nn.ELU()
+            elif act_name == "relu":
+                return nn.ReLU()
+            raise ValueError(act_name)
+
+        class ActorCritic(nn.Module):
+            def __init__(self, obs, actions, hidden=(64, 64), activation="elu"):
+                super().__init__()
+                activation = resolve_nn_activation(activation)  # expect: TML201 fix=none
+                layers = [nn.Linear(obs, hidden[0]), activation]
+                for i in range(len(hidden) - 1):
+                    layers.append(nn.Linear(hidden[i], hidden[i + 1]))
+                    layers.append(activation)
+                layers.append(nn.Linear(hidden[-1], actions))
+                self.actor = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.actor(x)
+
+        class ReadFirst(nn.Module):
+            def __init__(self, obs, activation="elu"):
+                super().__init__()
+                self.name = activation
+                activation = resolve_nn_activation(activation)  # the parameter read before: not known here
+                self.actor = nn.Sequential(nn.Linear(obs, obs), activation, nn.Linear(obs, 1))
+
+            def forward(self, x):
+                return self.actor(x)
     ''',
 }
 

@@ -154,18 +154,35 @@ def _single_target(statement: cst.CSTNode, value: cst.BaseExpression) -> Optiona
 
 def bound_name(statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[cst.Name]:
     """``act`` for ``act = <value>``, ``act`` bound nowhere else in ``function`` (nor a parameter
-    of it, nor declared ``global``/``nonlocal``, nor a loop's or a ``with``'s target)."""
+    of it, unless the statement rebinds it before any other read: ``_rebinds_parameter``; nor
+    declared ``global``/``nonlocal``, nor a loop's or a ``with``'s target)."""
     target = _single_target(statement, value)
     if target is None or len(assigned_values(function, target.value)) != 1:
         return None
     name = target.value
     if any(p.name.value == name for p in nodes_of(function.params, cst.Param)):  # type: ignore[attr-defined]
-        return None
+        if not _rebinds_parameter(function, statement, name):
+            return None
     for node in nodes_of(function.body, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName, cst.Global, cst.Nonlocal):
         bound = node if type(node) in (cst.Global, cst.Nonlocal) else getattr(node, "target", None) or getattr(node, "name", None)
         if bound is not None and any(n.value == name for n in nodes_of(bound, cst.Name)):  # type: ignore[attr-defined]
             return None
     return target
+
+
+def _rebinds_parameter(function: cst.FunctionDef, statement: cst.CSTNode, name: str) -> bool:
+    """``activation = resolve_nn_activation(activation)``: a statement of the function's own
+    body that rebinds the parameter ``name``, which no statement before it reads: from there on
+    the name holds the new value (its reads inside the statement are the parameter's)."""
+    body = function.body.body if type(function.body) is cst.IndentedBlock else ()
+    if not any(s is statement for s in body):
+        return False
+    for earlier in body:
+        if earlier is statement:
+            return True
+        if any(n.value == name for n in nodes_of(earlier, cst.Name)):  # type: ignore[attr-defined]
+            return False
+    return False
 
 
 def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Optional[tuple]:

@@ -213,7 +213,8 @@ class FactoryPlacing:
             return (call, "flow", (model, [call]))  # type: ignore[return-value]
         local = bound_name(order[above], call, order[method]) if above >= 0 and method >= 0 else None  # type: ignore[arg-type]
         if local is not None:  # ``act = leaky()`` ... ``layers.append(act)``
-            return (call, "flow", (model, names_read(order[method], local)))  # type: ignore[arg-type, return-value]
+            reads = [r for r in names_read(order[method], local) if not index.within(r, order[above])]  # type: ignore[arg-type]
+            return (call, "flow", (model, reads))  # type: ignore[return-value]
         reads = dispatched_reads(index, order[above], call, order[method]) if above >= 0 and method >= 0 else None  # type: ignore[arg-type]
         if reads is not None:  # ``if activation == "leakyrelu": act = nn.LeakyReLU() elif ...`` ... ``layers.append(act)``
             return (call, "flow", (model, reads))  # type: ignore[return-value]

@@ -246,7 +246,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     relatively; also through a local every `return` returns, `if activation == "elu": act =
     nn.ELU()` ... `return act`, not at a call that passes `activation` only other strings,
     tests/test_inplace_held_out5.py) is reported at each place a call of it puts the layer: an element of
-    `nn.Sequential`, a list spliced into one (`layers.append(leaky())`), `self.act = leaky()`
+    `nn.Sequential`, a list spliced into one (`layers.append(leaky())`, also through a local or
+    a parameter rebound to it first, `activation = resolve_nn_activation(activation)`), `self.act = leaky()`
     called in the class's methods, an element of a module list run as a chain or whose
     elements are called one by one (`for c1, a2 in zip(self.convs1, self.acts2): a2(c1(x))`,
     also for an activation built directly in the list, tests/test_inplace_lists.py; and the
