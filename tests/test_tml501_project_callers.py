@@ -171,3 +171,46 @@ def test_module_names_cross_namespace_packages(tmp_path):
     assert package_root(str(root / "pkg" / "vendor" / "rl" / "rnd.py")) == str(root / "pkg")
     (root / "scripts").mkdir()  # a directory beside the package, no regular package above it
     assert module_name(str(root / "scripts" / "train.py")) == ("train", "")
+
+
+# gt4sd's granular decoders: an evaluation-named method that switches its module to evaluation
+# and runs it (``self.eval()``, ``self(z)``), or runs a submodule, called by the models of other
+# files in their validation steps (under Lightning's ``no_grad``)
+DECODER = """import torch
+import torch.nn as nn
+
+
+class Decoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, z):
+        return self.proj(z)
+
+    def inference_direct(self, z):
+        self.eval()
+        logits = self(z)
+        return logits.argmax(dim=-1).tolist()
+"""
+
+MODEL = """from pkg.decoder import Decoder
+
+
+class Model:
+    def __init__(self):
+        self.decoder = Decoder(8)
+
+    def decode(self, z):
+        return self.decoder.inference_direct(z)
+"""
+
+
+def test_an_evaluation_method_another_file_calls_is_left_to_it(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "decoder.py").write_text(DECODER)
+    (tmp_path / "pkg" / "model.py").write_text(MODEL)
+    assert _lint(tmp_path, "--no-cache") == set()
+    (tmp_path / "pkg" / "model.py").write_text(MODEL.replace(".inference_direct(z)", "(z)"))
+    assert _lint(tmp_path, "--no-cache") == {("decoder.py", DECODER.splitlines().index("        logits = self(z)") + 1)}
