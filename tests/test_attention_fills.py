@@ -90,3 +90,41 @@ def test_a_mask_built_to_the_scores_size_is_no_read():
 def test_a_scores_read_that_is_not_a_size_stays_quiet():
     source = SIZED.replace("torch.ones_like(scores[0, :, :])", "scores[0, :, :].detach() > 0")
     assert found_sites(source) == []
+
+
+ZEROED_ROWS = '''
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.wq, self.wk, self.wv = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, values, mask):
+        b, s, d = values.shape
+        shape = (b, s, self.heads, self.head_dim)
+        query = self.wq(values).view(shape).permute(0, 2, 1, 3)
+        key = self.wk(values).view(shape).permute(0, 2, 1, 3)
+        value = self.wv(values).view(shape).permute(0, 2, 1, 3)
+        scores = torch.matmul(query, key.transpose(-1, -2)) * self.head_dim ** -0.5
+        valid = mask.unsqueeze(1)
+        scores = scores.masked_fill(~valid, torch.finfo(scores.dtype).min)
+        attention = torch.softmax(scores, dim=-1)
+        attention = torch.where(valid.any(-1, keepdim=True), attention, torch.zeros_like(attention))
+        return torch.matmul(attention, value).permute(0, 2, 1, 3).reshape(b, s, d)
+'''
+
+
+def test_weights_zeroed_where_no_key_is_valid():
+    """``torch.where(valid.any(-1, keepdim=True), w, torch.zeros_like(w))`` (rows with no valid
+    key get no weight, where SDPA would give NaN): reported without a fix."""
+    (site,) = found_sites(ZEROED_ROWS)
+    assert site.reason.startswith("the weights are filled (`torch.where("), site.reason
+    scores_zeroed = ZEROED_ROWS.replace(
+        "        scores = scores.masked_fill(~valid, torch.finfo(scores.dtype).min)\n",
+        "        scores = torch.where(valid, scores, torch.zeros_like(scores))\n",
+    )
+    assert found_sites(scores_zeroed) == []  # a fill with 0 masks nothing

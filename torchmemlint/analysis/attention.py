@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from torchmemlint.analysis.file import FileAnalysis
 
 LARGE_NEGATIVE = -1.0e4  # a fill at or below this is a mask (SDPA's boolean mask: where to attend)
-WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation", "add"})
+WEIGHT_STEPS = frozenset({"dropout", "cast", "relabel", "same", "helper", "module", "join", "reshape", "scale", "activation", "add", "fill"})
 SCORE_STEPS = frozenset({"scale", "fill", "add", "cast", "relabel", "same", "helper", "module", "join", "reshape"})
 TENSOR_OPS = frozenset({"contract", "softmax", "linear", "module", "layer", "cat", "fill", "dropout", "reshape", "relabel", "attention"})
 
@@ -250,8 +250,8 @@ class _Question:
             self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(getattr(value.node, "func", value.node))[:60])  # type: ignore[arg-type]
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
-        elif value.op == "scale":  # ``gate * softmax(s)``, ``w * head_mask``: SDPA scales the scores, not the weights
-            self.reasons.append("the weights are scaled (`%s`) before the product with v; SDPA's scale is the scores'" % _code(value.node)[:60])  # type: ignore[arg-type]
+        elif value.op in ("scale", "fill"):  # ``gate * softmax(s)``, ``torch.where(any_key, w, 0)``: SDPA scales or masks the scores
+            self.reasons.append("the weights are %s (`%s`) before the product with v; SDPA's scale is the scores'" % ("scaled" if value.op == "scale" else "filled", _code(value.node)[:60]))  # type: ignore[arg-type]
         elif value.op == "add":  # ``alpha * eye + beta * softmax(s) - gamma * c`` (shaped attention): the sum is what v is weighed by
             self.reasons.append("the weights are added to (`%s`) before the product with v; SDPA cannot compute the sum" % _code(value.node)[:60])  # type: ignore[arg-type]
         elif value.op == "reshape":  # the axes known through it (``w.unsqueeze(1)``: values.py)
@@ -300,7 +300,7 @@ class _Question:
             held = _code(value.node.func)  # type: ignore[union-attr]
             if all(arm_off(self.graph, value, index) for index in arms):
                 raise _NoSite("`%s` holds the softmax only behind a flag off by default" % held)
-            self.reasons.append("the %s are those of `%s`, which holds the softmax or another function by a constructor flag" % (what, held))
+            self.reasons.insert(0, "the %s are those of `%s`, which holds the softmax or another function by a constructor flag" % (what, held))
             return found[0]
         if any(f is not found[0] for f in found):  # each arm its own computation: a value of either
             if failed or not all(  # ``softmax = torch.softmax if c else F.softmax``: the same one

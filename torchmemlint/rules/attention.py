@@ -95,7 +95,9 @@ class EagerAttention(Rule):
       (`masked_fill_(eye, -100)`) is reported without a fix, as SDPA's mask would give those
       places no weight at all, and a fill with 0 or more masks nothing (quiet); a mask built
       to the scores' size (`torch.ones_like(scores[0])`) reads only their size
-      (tests/test_attention_fills.py);
+      (tests/test_attention_fills.py); weights zeroed where no key is valid
+      (`torch.where(valid.any(-1, keepdim=True), w, torch.zeros_like(w))`) are reported without
+      a fix;
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 
