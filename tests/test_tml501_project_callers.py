@@ -173,9 +173,10 @@ def test_module_names_cross_namespace_packages(tmp_path):
     assert module_name(str(root / "scripts" / "train.py")) == ("train", "")
 
 
-# gt4sd's granular decoders: an evaluation-named method that switches its module to evaluation
-# and runs it (``self.eval()``, ``self(z)``), or runs a submodule, called by the models of other
-# files in their validation steps (under Lightning's ``no_grad``)
+# gt4sd's granular decoders: a method that runs a submodule and makes indices of its output,
+# called by the models of other files (in their validation steps, under Lightning's
+# ``no_grad``); an evaluation-named method that switches to evaluation first stays reported,
+# as nerfstudio's ``get_eval_loss_dict`` should be (its trainer keeps autograd on)
 DECODER = """import torch
 import torch.nn as nn
 
@@ -188,10 +189,13 @@ class Decoder(nn.Module):
     def forward(self, z):
         return self.proj(z)
 
-    def inference_direct(self, z):
-        self.eval()
-        logits = self(z)
+    def greedy_tokens(self, z):
+        logits = self.proj(z)
         return logits.argmax(dim=-1).tolist()
+
+    def get_eval_loss(self, z):
+        self.eval()
+        return float(self(z).mean())
 """
 
 MODEL = """from pkg.decoder import Decoder
@@ -202,15 +206,17 @@ class Model:
         self.decoder = Decoder(8)
 
     def decode(self, z):
-        return self.decoder.inference_direct(z)
+        return self.decoder.greedy_tokens(z), self.decoder.get_eval_loss(z)
 """
 
 
-def test_an_evaluation_method_another_file_calls_is_left_to_it(tmp_path):
+def test_a_decoding_method_another_file_calls_is_left_to_it(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "decoder.py").write_text(DECODER)
     (tmp_path / "pkg" / "model.py").write_text(MODEL)
-    assert _lint(tmp_path, "--no-cache") == set()
-    (tmp_path / "pkg" / "model.py").write_text(MODEL.replace(".inference_direct(z)", "(z)"))
-    assert _lint(tmp_path, "--no-cache") == {("decoder.py", DECODER.splitlines().index("        logits = self(z)") + 1)}
+    evaluated = ("decoder.py", DECODER.splitlines().index("        return float(self(z).mean())") + 1)
+    assert _lint(tmp_path, "--no-cache") == {evaluated}
+    (tmp_path / "pkg" / "model.py").write_text(MODEL.replace("self.decoder.greedy_tokens(z)", "self.decoder(z)"))
+    decoded = ("decoder.py", DECODER.splitlines().index("        logits = self.proj(z)") + 1)
+    assert _lint(tmp_path, "--no-cache") == {evaluated, decoded}

@@ -77,8 +77,7 @@ TML501_DOCUMENTATION = """
     function of the file calls that method and no file importing it reads `.<method>`: a landmark
     detector's `get_landmarks`; a pipeline calling `self.head.predict_num_frames(...)` decides for it;
     so does one calling any other module method of the class, `self.rnd.get_intrinsic_reward(s)`
-    for `self.target(s).detach()` there, or an evaluation-named one that runs `self.eval()` and
-    `self(z)`, also through namespace packages, tests/test_tml501_project_callers.py) is reported when its output
+    for `self.target(s).detach()` there, also through namespace packages, tests/test_tml501_project_callers.py) is reported when its output
     (followed through the statement flow) ends only saved, printed, logged, made a number or
     numpy array, detached, given to a metric (`acc.update(out, y)`), or made indices (`torch.multinomial`, `argmax`,
     the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens

@@ -383,12 +383,6 @@ class _Checks:
         callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
-        function = scope.function
-        first = [*function.params.posonly_params, *function.params.params][:1] if function is not None else []
-        if first and callee == first[0].name.value and module_method(self.facts) and (
-            called_in_file(self.facts) or called_in_project(self.facts)
-        ):
-            return  # ``self.eval(); self(x)`` in a method others call: their autograd mode decides
         collected = collected_over_loader(self.facts, event)
         if collected is not None and self._collected(event, collected, callee):
             return
@@ -396,9 +390,7 @@ class _Checks:
         # an evaluation-named method of a module class that another function of the file calls
         # (PRNet's ``predict_embedding``, run by ``forward``'s helpers) is part of the module's own
         # computation: its callers decide about autograd, as ``as_model`` says
-        named = is_eval_name(scope.name) and not (
-            module_method(self.facts) and (called_in_file(self.facts) or called_in_project(self.facts))
-        ) and not library_hook(self.facts)
+        named = is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts)) and not library_hook(self.facts)
         if borrowed_model(self.facts, callee, event.ctx.iterating):
             return  # the caller, perhaps in another file, decides about autograd
         if mode_seq is not None and mode_seq[1] == "train":
