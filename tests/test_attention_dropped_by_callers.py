@@ -61,3 +61,41 @@ def probe(q, k, v):
     return attention(q, k, v)
 '''
     assert found_sites(another) == []
+
+
+METHOD = '''
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, h):
+        super().__init__()
+        self.h, self.d_k = h, d_model // h
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+
+    def _attn(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) * self.d_k ** -0.5
+        weights = scores.softmax(dim=-1)
+        return torch.matmul(weights, v), weights
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.h, self.d_k).permute(2, 0, 3, 1, 4)
+        out, _ = self._attn(q, k, v)
+        return out.transpose(1, 2).reshape(b, n, c)
+'''
+
+
+def test_a_method_every_call_of_which_drops_the_weights():
+    (site,) = found_sites(METHOD)
+    assert site.reason == "the weights are also returned, to callers that drop them; the fix would change what the function returns"
+
+
+def test_a_method_whose_weights_another_object_may_keep_stays_quiet():
+    elsewhere = METHOD + '''
+
+def probe(block, q, k, v):
+    return block._attn(q, k, v)
+'''
+    assert found_sites(elsewhere) == []

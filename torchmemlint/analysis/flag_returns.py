@@ -119,6 +119,8 @@ def dropped_by_callers(graph: Any, value: Any, consumer: Union[Any, str]) -> boo
     for here in index.positions(cst.Call):
         call = index.order[here]
         func = call.func  # type: ignore[attr-defined]
+        if method and type(func) is cst.Attribute and func.attr.value == name and not (type(func.value) is cst.Name and func.value.value == "self"):
+            return False  # ``block.attend(q, k, v)``: another object's call, its use not read here
         named = func.value if type(func) is cst.Name and not method else (
             func.attr.value if method and type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self" else None
         )
