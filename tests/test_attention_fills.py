@@ -13,7 +13,7 @@ size:
 
 from __future__ import annotations
 
-from attention_cases import found_sites
+from attention_cases import found_sites, run_cli
 
 LOCAL = '''
 import math
@@ -128,3 +128,36 @@ def test_weights_zeroed_where_no_key_is_valid():
         "        scores = torch.where(valid, scores, torch.zeros_like(scores))\n",
     )
     assert found_sites(scores_zeroed) == []  # a fill with 0 masks nothing
+
+
+BOUND_EINSUM = '''
+from functools import partial
+
+import torch
+import torch.nn as nn
+
+
+class SpectralConv1d(nn.Module):
+    def __init__(self, width, modes):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width, width, modes, dtype=torch.cfloat))
+
+    def forward(self, x):
+        op = partial(torch.einsum, "bix,iox->box")
+        return op(x[..., 0], self.weight[..., 0]) - op(x[..., 1], self.weight[..., 1])
+
+
+def gate(x):
+    return x.softmax(dim=-1)
+'''
+
+
+def test_an_einsum_whose_spec_a_partial_binds_is_read_without_error(tmp_path):
+    """``op = partial(torch.einsum, "bix,iox->box")`` ... ``op(x, w)``: the call's own arguments
+    are the operands only (the spec is the partial's): no contraction read, and no internal error
+    (the rule was skipped for the file with an ``IndexError`` before)."""
+    assert found_sites(BOUND_EINSUM) == []
+    path = tmp_path / "fno.py"
+    path.write_text(BOUND_EINSUM)
+    result = run_cli("--no-cache", "--select", "TML601", str(path))
+    assert result.returncode == 0 and "internal error" not in result.stdout + result.stderr, result.stdout + result.stderr

@@ -200,6 +200,8 @@ def einsum_value(graph: Any, node: cst.Call, positional: List[Any], name: str) -
     (a ``values.FunctionValues``): a ``contract`` of two operands, else a plain call."""
     args = [a.value for a in node.args if a.keyword is None]
     texts = [v.info.get("text") or _chosen(v) for v in positional]
+    if len(args) != len(positional):  # ``op = partial(torch.einsum, "bix,iox->box")`` ... ``op(x, w)``: not the call's own
+        return graph._new("call", positional, node, info={"qualified": name})
     if len(positional) == 3 and isinstance(texts[0], str):  # torch.einsum(spec, a, b)
         spec, (left, right), operands = texts[0], positional[1:], (args[1], args[2])
     elif (
