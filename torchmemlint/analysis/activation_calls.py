@@ -325,8 +325,10 @@ def _keeps_none_of(file: Any, reader: Any, value: Any) -> bool:
         return False
     if reader.op == "call" and reader.info.get("qualified") == "torch.where" and len(reader.inputs) == 3:
         return reader.inputs[0] is not value  # ``torch.where(c, e, other)``: needs only ``c``
-    called = reader.info.get("qualified") or (file.bindings.qualify(reader.node.func) if type(reader.node) is cst.Call else None)
-    at = GRAPH_SOFTMAXES.get(called or "") if reader.op in ("call", "helper") else None
+    at = None
+    if reader.op in ("call", "helper"):
+        called = reader.info.get("qualified") or (file.bindings.qualify(reader.node.func) if type(reader.node) is cst.Call else None)
+        at = GRAPH_SOFTMAXES.get(called or "")
     if at is not None:  # ``edge_softmax(g, e)``: a softmax over each node's edges keeps its output
         return len(reader.inputs) > at and reader.inputs[at] is value and sum(i is value for i in reader.inputs) == 1
     if reader.inputs[0] is not value or any(i is value for i in reader.inputs[1:]):

@@ -28,8 +28,8 @@ from torchmemlint.tree import nodes_of
 BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 REDUCTIONS = frozenset({"amax", "max", "logsumexp", "sum"})
 COMPOSED = REDUCTIONS | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
-ALIASES = {"axis": "dim", "keepdims": "keepdim"}
-LIKE_NUMBERS = {"torch.zeros_like": 0.0, "torch.ones_like": 1.0}  # a tensor of one number, shaped as its argument  # numpy's names, which torch also takes
+ALIASES = {"axis": "dim", "keepdims": "keepdim"}  # numpy's names, which torch also takes
+LIKE_NUMBERS = {"torch.zeros_like": 0.0, "torch.ones_like": 1.0}  # a tensor of one number, shaped as its argument
 
 
 def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
@@ -106,9 +106,10 @@ def _where(graph: Any, node: cst.Call, operands: List[Any], arguments: List[Any]
 
 
 def _buffered(graph: Any, value: Any) -> Any:
-    """``self.masked_bias`` (also cast, ``.to(w.dtype)``) where the class's ``__init__`` registers
-    it once as a number, ``self.register_buffer("masked_bias", torch.tensor(-1e4))`` (GPT-2's
-    causal fill), and nothing else assigns it: that number, as a constant; else ``value``."""
+    """A tensor of one known number, as a constant: ``torch.zeros_like(w)`` (0), or
+    ``self.masked_bias`` (also cast, ``.to(w.dtype)``) where the class registers it once as a
+    number, ``self.register_buffer("masked_bias", torch.tensor(-1e4))`` (GPT-2's causal fill), and
+    nothing else assigns it; else ``value``."""
     if value.op == "call" and value.info.get("qualified") in LIKE_NUMBERS:  # ``torch.zeros_like(w)``: 0 everywhere
         return graph._new("constant", [value], value.node, info={"number": LIKE_NUMBERS[value.info["qualified"]]})
     inner = value

@@ -56,6 +56,7 @@ class FileAnalysis:
         self._classes: Dict[int, ClassModel] = {}
         self._flows: Dict[int, Flow] = {}
         self._subclassed: Optional[Set[str]] = None
+        self._subclasses: Dict[int, List[ClassModel]] = {}  # id(ClassDef) -> its subclasses in the file
         self._foreign_attributes: Optional[Set[str]] = None
         self._import_names: Optional[List[str]] = None
         self._values: Optional[FileValues] = None
@@ -152,6 +153,9 @@ class FileAnalysis:
     def subclasses(self, classdef: cst.ClassDef) -> List[ClassModel]:
         """The top-level classes of this file that derive from ``classdef``, directly or through
         one another (``class Sub(Base)``, ``class Deeper(Sub)``), by name."""
+        known = self._subclasses.get(id(classdef))
+        if known is not None:
+            return known
         names, found = {classdef.name.value}, []
         classes = [c for c in self.module.body if type(c) is cst.ClassDef and c is not classdef]
         grown = True
@@ -162,6 +166,7 @@ class FileAnalysis:
                     names.add(node.name.value)
                     found.append(self.class_model(node))
                     grown = True
+        self._subclasses[id(classdef)] = found
         return found
 
     def private_attribute(self, classdef: cst.ClassDef, name: str, subclasses_read: bool = False) -> bool:
