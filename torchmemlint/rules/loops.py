@@ -466,11 +466,12 @@ class _Checks:
         """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD]:
             return
-        if module_method(self.facts) and called_in_project(self.facts):
-            return  # a file importing the class calls the method (under its own autograd mode)
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
         if reach is None:
             return
+        # asked last: it reads every module of the project that imports this one
+        if module_method(self.facts) and called_in_project(self.facts):
+            return  # a file importing the class calls the method (under its own autograd mode)
         message = (
             f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
             f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
