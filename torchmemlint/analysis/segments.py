@@ -29,7 +29,7 @@ from torchmemlint.analysis.helpers import attribute_wrapper, helper_wrapper, met
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.analysis.syntax import arms, _body_statements, _first_param, loop_item, _walk, _walk_types
-from torchmemlint.tree import NodeIndex
+from torchmemlint.tree import NodeIndex, nodes_of
 
 _NOT_YET = object()
 # methods of torch's `nn.Module` that take a module or callable and never checkpoint it: a
@@ -99,8 +99,26 @@ class CheckpointCall:
         return (
             self.wrapper.omitted_use_reentrant_is_reentrant
             and "use_reentrant" not in self.keywords
-            and not self.star_kwargs
+            and (not self.star_kwargs or self._star_kwargs_are_the_callables())
         )
+
+    def _star_kwargs_are_the_callables(self) -> bool:
+        """Every ``**name`` the call passes is also passed, in the same function, to a plain call
+        of the very callable it checkpoints (``self.inner_attn(qkv, **kwargs)`` in one arm,
+        ``checkpoint(self.inner_attn, qkv, **kwargs)`` in the other): the callable's keywords,
+        not checkpoint's (``partial(checkpoint, **ckpt_kwargs)`` is no plain call of it)."""
+        if self.form != CALL or self.target is None or self.keywords_node is not self.node:
+            return False
+        target = dotted_name(self.target)
+        names = [dotted_name(arg.value) for arg in self.node.args if arg.star == "**"]
+        function = self.env.function
+        if target is None or function is None or None in names:
+            return False
+        passed: Set[str] = set()
+        for call in nodes_of(function, cst.Call):
+            if call is not self.node and dotted_name(call.func) == target:  # type: ignore[attr-defined]
+                passed.update(dotted_name(arg.value) or "" for arg in call.args if arg.star == "**")  # type: ignore[attr-defined]
+        return all(name in passed for name in names)
 
     @property
     def rng_state_off(self) -> Optional[cst.Arg]:

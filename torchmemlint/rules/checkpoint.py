@@ -31,7 +31,11 @@ class CheckpointWithoutUseReentrant(Rule):
     A project's own helper that passes its caller's keywords on to torch's checkpoint
     (`def ckpt(fn, *args, **kwargs): return checkpoint(fn, *args, **kwargs)`, in this file or
     another file of the project) is reported at each call that passes no `use_reentrant`;
-    a helper that calls torch's without it itself is reported there, once.
+    a helper that calls torch's without it itself is reported there, once. A call that passes
+    `**kwargs` is reported only when the same function also calls the checkpointed callable
+    itself with those `**kwargs` (`self.inner_attn(qkv, **kwargs)` beside
+    `checkpoint(self.inner_attn, qkv, **kwargs)`): they are the callable's keywords; otherwise
+    they may hold `use_reentrant`.
 
     Other checkpoint functions are not reported: timm's `checkpoint`/`checkpoint_seq`
     (`timm.models`, `timm.models._manipulate`, `timm.models.helpers`) are non-reentrant unless
