@@ -15,7 +15,10 @@
   ``self.acts[i](...)``): each runs at those calls;
 * a module list of module lists (``nn.ModuleList([convs() for _ in bands])``, ``convs = lambda:
   nn.ModuleList([...])``) whose elements' modules a nested loop calls (``for band, stack in
-  zip(x_bands, self.band_convs): for i, layer in enumerate(stack):``).
+  zip(x_bands, self.band_convs): for i, layer in enumerate(stack):``);
+* a list rebound in each round of a loop (``layer_modules = [nn.Linear(a, b)]``, an ``ELU()``
+  appended, a dropout only ``if dropout > 0`` with a default of 0) and spliced into the
+  Sequential that round builds: the target sees only what the rounds reaching it assign.
 
 Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
 activation passed after an ELU (its output is needed in backward), a passed layer the class
@@ -438,6 +441,63 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.a(x) + self.b(x)
+    ''',
+    "rebuilt_each_round": '''
+        import torch.nn as nn
+
+        class Encoder(nn.Module):
+            def __init__(self, input_dim, hidden_dims, latent_dim, dropout: float = 0.0, use_bn: bool = True):
+                super().__init__()
+                self.layers = nn.ModuleList()
+                prev_dim = input_dim
+                for hidden_dim in hidden_dims:
+                    layer_modules = [nn.Linear(prev_dim, hidden_dim)]
+                    if use_bn:
+                        layer_modules.append(nn.BatchNorm1d(hidden_dim))
+                    layer_modules.append(nn.ELU())  # expect: TML201
+                    if dropout > 0:
+                        layer_modules.append(nn.Dropout(dropout))
+                    self.layers.append(nn.Sequential(*layer_modules))
+                    prev_dim = hidden_dim
+                self.fc_mu = nn.Linear(prev_dim, latent_dim)
+
+            def forward(self, x):
+                h = x
+                for layer in self.layers:
+                    h = layer(h)
+                return self.fc_mu(h)
+
+        class Dropping(nn.Module):
+            def __init__(self, input_dim, hidden_dims, dropout: float = 0.1):
+                super().__init__()
+                self.layers = nn.ModuleList()
+                for hidden_dim in hidden_dims:
+                    layer_modules = [nn.Linear(input_dim, hidden_dim)]
+                    layer_modules.append(nn.ELU())
+                    layer_modules.append(nn.Dropout(dropout))
+                    self.layers.append(nn.Sequential(*layer_modules))
+                    input_dim = hidden_dim
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+        class Extended(nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                blocks = []
+                for d in dims:
+                    layers = [nn.Linear(d, d)]
+                    layers.append(nn.ELU())  # expect: TML201
+                    blocks.append(nn.Sequential(*layers))
+                layers.append(nn.Linear(4, 4))  # (after the loop: the Sequentials are built)
+                self.blocks = nn.ModuleList(blocks)
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = block(x) + x
+                return x
     ''',
 }
 

@@ -226,7 +226,7 @@ class _Unknown(Exception):
 
 
 class _Reached(Exception):
-    """The statement asked about was reached outside any loop: the walk is over."""
+    """The statement asked about was reached outside any loop (or its outermost loop is done)."""
 
 
 _OTHER = Order.empty()  # (by identity: the name was given a value that is not a list known here)
@@ -558,13 +558,16 @@ class _Walk:
         raise _Unknown()  # try, match, nested definitions that use the name
 
     def _loop(self, statement: cst.CSTNode, body: List[cst.CSTNode], held: Optional[Order]) -> Optional[Order]:
-        """The orders after a loop: its body taken 0, 1, 2 ... times, until nothing new
-        follows (at least once over a list written out)."""
-        current = held
+        """The orders after a loop: its body taken 0, 1, 2 ... times, until nothing new follows (at least
+        once over a list written out). A target in the body sees what the rounds reaching it assign."""
+        current, inside = held, holds(statement, self.target)
         if type(statement) is cst.For and _never_empty(self.function, statement.iter):
             current = self.block(body, held)
         for _ in range(_LOOP_ROUNDS):
-            merged = self._union(current, self.block(body, current))
+            after = self.block(body, current)
+            merged = after if inside and current is None else self._union(current, after)
+            if merged == current and inside and self.loops == 1 and self.at_target is not None:
+                raise _Reached()
             if merged == current:
                 return current
             current = merged
