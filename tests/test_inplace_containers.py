@@ -10,7 +10,9 @@
   its ``self.conv`` kept as a layer when later rewrapped (``weight_norm(self.conv)``, and
   ``remove_parametrizations(self.conv, ...)`` in another method);
 * wrappers bound to a local (``norm_f = spectral_norm if sn else weight_norm``, or ``else lambda x: x``);
-* ``**params`` of a call copied from a parameter's default dict, with literal keys set.
+* ``**params`` of a call copied from a parameter's default dict, with literal keys set;
+* a ``forward`` whose loop over never-empty module lists (``nn.ModuleList([... for i in
+  range(3)])``, written out) rebinds ``x`` to an addition: it returns the addition, never ``x``.
 
 Look-alikes stay quiet: an element call whose input is read again by a residual, a module list
 that is also handed on (``checkpoint(layer, x)``, returned), a Sequential that ends in a sigmoid,
@@ -471,6 +473,71 @@ CASES: Dict[str, str] = {
                 updated.update(extra or {})
                 self.b = ScaleDiscriminator(**updated)  # anything: quiet
     ''',
+    # MelGAN's generator: a residual stack whose loop over its (never empty) module lists
+    # rebinds x to an addition, so its forward never returns its input
+    "looped_forward": '''
+        import torch.nn as nn
+
+
+        class ResStack(nn.Module):
+            def __init__(self, channel):
+                super().__init__()
+                self.blocks = nn.ModuleList([
+                    nn.Sequential(nn.LeakyReLU(0.2), nn.Conv1d(channel, channel, 3, padding=1))
+                    for i in range(3)
+                ])
+                self.shortcuts = nn.ModuleList([nn.Conv1d(channel, channel, 1) for i in range(3)])
+
+            def forward(self, x):
+                for block, shortcut in zip(self.blocks, self.shortcuts):
+                    x = shortcut(x) + block(x)
+                return x
+
+
+        class MaybeEmpty(nn.Module):
+            def __init__(self, channel, depth):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv1d(channel, channel, 1) for i in range(depth)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = x + block(x)
+                return x
+
+
+        class Written(nn.Module):
+            def __init__(self, channel):
+                super().__init__()
+                self.blocks = nn.ModuleList([nn.Conv1d(channel, channel, 1), nn.Conv1d(channel, channel, 1)])
+
+            def forward(self, x):
+                for block in self.blocks:
+                    x = x + block(x)
+                return x
+
+
+        class Generator(nn.Module):
+            def __init__(self, mel_channel, depth):
+                super().__init__()
+                self.generator = nn.Sequential(
+                    nn.Conv1d(mel_channel, 64, 7),
+                    ResStack(64),
+                    nn.LeakyReLU(0.2),  # expect: TML201 fix=safe
+                    nn.Conv1d(64, 64, 3),
+                    Written(64),
+                    nn.LeakyReLU(0.2),  # expect: TML201 fix=safe
+                    nn.Conv1d(64, 64, 3),
+                )
+                self.head = nn.Sequential(
+                    nn.Tanh(),
+                    MaybeEmpty(64, depth),
+                    nn.LeakyReLU(0.2),  # (may run on the tanh's output, which it keeps for backward)
+                    nn.Conv1d(64, 1, 7),
+                )
+
+            def forward(self, mel):
+                return self.head(self.generator(mel))
+    ''',
 }
 
 
@@ -492,7 +559,7 @@ def test_fixes(findings):
         for row, expected in marked_fixes(source).items():
             checked += 1
             assert fix_at(findings[name], row) == expected, (name, row)
-    assert checked == 15
+    assert checked == 17
 
 
 PROJECT = {

@@ -18,6 +18,7 @@ from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _ro
 from torchmemlint.analysis.factories import PARTIAL, single_local_value
 from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
+from torchmemlint.analysis.loop_runs import runs_at_least_once
 from torchmemlint.analysis.module_lists import (
     WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
 )
@@ -434,7 +435,10 @@ class Producers:
         arms of a join, what made each."""
         op = value.op
         if op == "join" and depth < 8:
-            return [p for arm in value.inputs for p in self.of(arm, self_name, depth + 1)]
+            arms = value.inputs
+            if len(arms) == 2 and type(value.node) is cst.For and runs_at_least_once(self.file, self.model, value.node):
+                arms = arms[:1]  # (a loop that runs: what its body binds, never what came before)
+            return [p for arm in arms for p in self.of(arm, self_name, depth + 1)]
         if op == "helper" and value.info.get("helper") is not None and depth < 8:
             return self.of(value.inputs[0], self_name, depth + 1)  # what the same-file helper returns
         if op in ("reshape", "relabel", "same") and value.inputs and depth < 8 and self._only_view(value):
