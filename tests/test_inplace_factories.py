@@ -7,7 +7,8 @@ the factory and is offered only when every call of it in the project qualifies; 
 an ``inplace`` parameter is fixed at each call instead. Factories of another file of the project
 (imported relatively) are followed; a factory the module defines twice is its last `def`; a parameter rebound
 to what a factory returns for it (``activation = resolve_nn_activation(activation)``, before any
-other read) is that layer. Look-alikes stay quiet: a place after a layer that needs its
+other read) is that layer; a local looked up in a module-level table of layer classes by a
+parameter's default (``act_fn = ACTIVATION_FN[activation]``) is that class. Look-alikes stay quiet: a place after a layer that needs its
 output, a tensor read again, the block's own input, a factory never placed, a local class called
 ``LeakyReLU``.
 
@@ -343,6 +344,36 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.actor(x)
+    ''',
+    "table_lookup": '''
+        import torch.nn as nn
+
+        ACTIVATION_FN = {
+            "relu": nn.ReLU,
+            "leaky_relu": nn.LeakyReLU,
+            "tanh": nn.Tanh,
+        }
+
+        class HyperNetwork(nn.Module):
+            def __init__(self, input_dim, output_dim, hidden_dim=64, activation="leaky_relu"):
+                super().__init__()
+                if activation not in ACTIVATION_FN:
+                    raise ValueError(activation)
+                act_fn = ACTIVATION_FN[activation]
+                self.input_layer = nn.Sequential(nn.Linear(input_dim, hidden_dim), act_fn())  # expect: TML201 fix=unsafe
+                self.output_layer = nn.Linear(hidden_dim, output_dim)
+
+            def forward(self, x):
+                return self.output_layer(self.input_layer(x))
+
+        class Squashed(nn.Module):
+            def __init__(self, dim, activation="tanh"):
+                super().__init__()
+                act_fn = ACTIVATION_FN[activation]
+                self.net = nn.Sequential(nn.Linear(dim, dim), act_fn(), nn.Linear(dim, dim))
+
+            def forward(self, x):
+                return self.net(x)
     ''',
 }
 

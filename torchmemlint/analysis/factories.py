@@ -445,7 +445,10 @@ class Factories:
 
 
 def _layer_like(node: cst.BaseExpression) -> bool:
-    """A quick syntactic test: ``nn.X``/``X`` (capitalised), ``partial(...)`` or ``getattr(nn, name)``."""
+    """A quick syntactic test: ``nn.X``/``X`` (capitalised), ``partial(...)``, ``getattr(nn, name)``
+    or ``TABLE[name]`` (``act_fn = ACTIVATION_FN[activation]``: ``named_layers.by_name`` reads it)."""
+    if type(node) is cst.Subscript:
+        return type(node.value) is cst.Name
     if type(node) is cst.Call:
         if type(node.func) is cst.Name and node.func.value == "getattr" and len(node.args) >= 2:
             return True  # (``act = getattr(nn, activation)``: ``named_layers.by_name`` reads it)
