@@ -15,7 +15,7 @@ holds, placed before a dropout in a Sequential (the successor relation at each p
 
 Look-alikes stay reported: a dropout with p = 0 (literal, or a parameter that every call leaves
 at 0, or that a class built nowhere in its file keeps at its default 0, also read as Lightning's
-``self.hparams.<parameter>``), an activation whose result is also read elsewhere (a skip sum, a list of features), a
+``self.hparams.<parameter>``, also handed down to the blocks it builds), an activation whose result is also read elsewhere (a skip sum, a list of features), a
 dropout that is not the only layer that may follow (an optional one), a factory placed once
 before a dropout and once before a conv (reported at the second place only).
 """
@@ -229,6 +229,55 @@ CASES: Dict[str, str] = {
 
         def build(dim):
             return Built(dim, dropout_p=0.3)
+    ''',
+    # mxfold2: the probability handed down from the model built nowhere to the blocks it builds
+    "defaults_passed_down": '''
+        import torch.nn as nn
+
+        class CNNLayer(nn.Module):
+            def __init__(self, n_in, n_out, dropout_rate=0.0):
+                super().__init__()
+                self.net = nn.Sequential(
+                    nn.Conv1d(n_in, n_out, 7, padding=3),
+                    nn.GroupNorm(1, n_out),
+                    nn.CELU(),  # expect: TML201
+                    nn.Dropout(p=dropout_rate),
+                )
+
+            def forward(self, x):
+                return self.net(x)
+
+        class Encoder(nn.Module):
+            def __init__(self, n_in, n_out=64, dropout_rate=0.0):
+                super().__init__()
+                self.conv = CNNLayer(n_in, n_out, dropout_rate=dropout_rate)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class NeuralNet(nn.Module):
+            def __init__(self, n_in=4, dropout_rate=0.0):
+                super().__init__()
+                self.encoder = Encoder(n_in, dropout_rate=dropout_rate)
+
+            def forward(self, x):
+                return self.encoder(x)
+
+        class DroppingBlock(nn.Module):
+            def __init__(self, n, dropout_rate=0.0):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(n, n), nn.ELU(), nn.Dropout(dropout_rate))
+
+            def forward(self, x):
+                return self.net(x)
+
+        class DroppingNet(nn.Module):
+            def __init__(self, n, dropout_rate=0.25):
+                super().__init__()
+                self.block = DroppingBlock(n, dropout_rate=dropout_rate)
+
+            def forward(self, x):
+                return self.block(x)
     ''',
     "readers_that_keep_nothing": '''
         import torch

@@ -720,7 +720,7 @@ def zero_probability(
     for given, caller in passed:
         if given is None or literal_number(given) == 0:
             continue
-        if caller is not None and zero_probability(module, caller, None, given, factories, depth + 1):
+        if caller is not None and zero_probability(module, caller, None, given, factories, depth + 1, analysis):
             continue
         return False
     return True

@@ -223,7 +223,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     tests/test_module_rules.py; tests/test_inplace_dropout_after.py). A dropout whose `p` is a
     constructor parameter defaulting to 0 (also read as Lightning's `self.hparams.<parameter>`)
     drops nothing when no construction in the file or in the files importing the class sets it
-    (none at all: the default): the activation is reported (the fix is safe either way). Nor
+    (none at all: the default; a construction handing down its own such parameter leaves it at
+    0 in turn): the activation is reported (the fix is safe either way). Nor
     where what reads its result keeps nothing of it either: `torch.where(adj > 0, e, zero_vec)`
     (its backward needs only the condition), a softmax, DGL's `edge_softmax` or PyG's `softmax`
     (they keep their own output); in place would keep as many tensors. Not where what follows
