@@ -5,8 +5,9 @@ general constructs (``analysis/chosen_functions.py``).
 An attribute that holds a torch function (``self.act = F.elu``), one a helper of the file
 returns from a literal dict by the constructor's string default (``return table.get(name,
 F.elu)``), one that a module-level dict gives by a key every call passes alike (through the
-callers' own parameters and ``self.x`` set from one), and a local looked up in such a dict:
-each runs where it is called. Reported where the function is chosen, without an edit (another
+callers' own parameters and ``self.x`` set from one), a local looked up in such a dict, and a
+constructor parameter defaulting to the function that no call of the file changes
+(``activation=F.leaky_relu``, then ``self.activation = activation``): each runs where it is called. Reported where the function is chosen, without an edit (another
 key may choose a function without ``inplace``).
 
 Look-alikes stay quiet: calls of the class in the file choosing differently, a required key no
@@ -186,6 +187,50 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.act(self.fc(x))
+    ''',
+    # progentrl's WaveNet block: the function is the constructor's default
+    "parameter_default": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class DilConv1dWithGLU(nn.Module):
+            def __init__(self, num_channels, dilation, activation=F.leaky_relu):
+                super().__init__()
+                self.start_ln = nn.LayerNorm(num_channels)
+                self.start_conv1x1 = nn.Conv1d(num_channels, num_channels, kernel_size=1)
+                self.gate_ln = nn.LayerNorm(num_channels)
+                self.end_conv1x1 = nn.Conv1d(num_channels, num_channels, kernel_size=1)
+                self.activation = activation  # expect: TML201 fix=none
+
+            def forward(self, x_inp):
+                x = self.start_ln(x_inp.transpose(1, 2)).transpose(1, 2)
+                x = self.activation(x)
+                x = self.start_conv1x1(x)
+                x = self.gate_ln(x.transpose(1, 2)).transpose(1, 2)
+                x = self.activation(x)
+                return self.end_conv1x1(x) * torch.sigmoid(x) + x_inp
+
+
+        class Decoder(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.layers = nn.ModuleList([DilConv1dWithGLU(c, 2 ** i) for i in range(4)])
+
+
+        class Other(nn.Module):
+            def __init__(self, c, activation=F.elu):
+                super().__init__()
+                self.fc = nn.Linear(c, c)
+                self.activation = activation
+
+            def forward(self, x):
+                return self.activation(self.fc(x))
+
+
+        def build(c):
+            return [Other(c), Other(c, activation=torch.tanh)]
     ''',
 }
 

@@ -56,6 +56,12 @@ class ChosenFunctions:
         self._tables = {name: node for name, node in tables.items() if node is not None}
         names = set()
         index = file.index
+        # parameters whose default is one of the functions (``activation=F.leaky_relu``)
+        self._defaulted = frozenset(
+            node.name.value for node in index.of_types(0, (cst.Param,))  # type: ignore[attr-defined]
+            if node.default is not None and type(node.default) in (cst.Name, cst.Attribute)  # type: ignore[attr-defined]
+            and file.qualify(node.default) in functions  # type: ignore[attr-defined]
+        )
         for here in index.positions(cst.Assign):
             node = index.order[here]
             if self._candidate(node.value):  # type: ignore[attr-defined]
@@ -74,6 +80,8 @@ class ChosenFunctions:
         if type(value) is cst.Call:
             func = value.func
             return (type(func) is cst.Attribute and func.attr.value == "get") or (type(func) is cst.Name and func.value in self._top)
+        if type(value) is cst.Name and value.value in self._defaulted:
+            return True
         return type(value) in (cst.Name, cst.Attribute) and self.file.qualify(value) in self.functions
 
     def value(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], bound: Dict[str, str], depth: int = 0) -> Optional[Choice]:
@@ -87,6 +95,8 @@ class ChosenFunctions:
             if qualified in self.functions:
                 return Choice(qualified)
             if kind is cst.Name and function is not None and expr.value not in bound:  # type: ignore[attr-defined]
+                if expr.value in self._defaulted and (param := parameter(function, expr.value)) is not None:  # type: ignore[attr-defined]
+                    return self._defaulted_parameter(function, param, depth)
                 local = single_local_value(function, expr.value)  # type: ignore[attr-defined]
                 return self.value(local, function, bound, depth + 1) if local is not None else None
             return None
@@ -103,6 +113,23 @@ class ChosenFunctions:
         if type(func) is cst.Name and func.value in self._top and self.file.qualify(func) is None:
             return self._returned(self._top[func.value], args, function, bound, depth)
         return None
+
+    def _defaulted_parameter(self, function: cst.FunctionDef, param: cst.Param, depth: int) -> Optional[Choice]:
+        """A parameter defaulting to one of the functions (``activation=F.leaky_relu``) that every
+        call of its function in this file leaves out or gives the same function (none: the
+        default; a caller elsewhere may pass another, so the site is never edited)."""
+        if param.default is None:
+            return None
+        default = self.value(param.default, None, {}, depth + 1)
+        passed = self.file.factories.passed(function, param)
+        if default is None or passed is None:
+            return None
+        for given, caller in passed:
+            if given is not None:
+                found = self.value(given, caller, {}, depth + 1)
+                if found is None or found.qualified != default.qualified:
+                    return None  # a call chooses another function, or one not known
+        return Choice(default.qualified, f"`{param.name.value}`'s default")
 
     def _lookup(self, table, key, default, function, bound, depth) -> Optional[Choice]:
         """``table[key]`` / ``table.get(key, default)`` of a literal dict by a constant key."""
