@@ -20,7 +20,8 @@
   ``return``: the rank of what it returns (``return x.reshape(b * h, n, d)``: 3);
 - steps that keep the rank: ``split``/``chunk`` (each part), ``repeat_interleave`` along a
   dim, ``transpose``, elementwise steps, scale, softmax, casts, dropout, norms and
-  activations; ``@``/``matmul`` of two n-D values;
+  activations, a submodule the file does not show (``self.q_norm(q)``: kept, as the value
+  graph takes it); ``@``/``matmul`` of two n-D values;
 - ``nn.Conv1d``/``2d``/``3d`` layers and ``F.conv1d``/``2d``/``3d`` (3-, 4-, 5-D outputs).
 
 Anything else (an unknown module or helper, an index) is unknown: None.
@@ -93,6 +94,8 @@ def _derived(value: Any, facts: Dict[int, int], memo: Dict[int, Optional[int]], 
         return None
     if op in KEEPS_RANK or (op == "helper" and not value.info.get("assumed")):
         return of(inputs[0])
+    if op == "module" and value.info.get("attribute") is not None:  # ``self.q_norm(q)``, a submodule not shown:
+        return of(inputs[0])  # taken to keep its input's axes, as the value graph does
     if op == "helper" and value.info.get("helper") is not None:  # a same-file helper's result, its axes not known
         return of(inputs[0])  # (its rank where its last step shows it: ``x.reshape(b * h, n, d)``)
     if op == "relabel":  # a transpose (a permute's rank is on the value already)
