@@ -405,6 +405,26 @@ class NodeIndex:
             above = parent[above]
         return False
 
+    def try_and_handler(self, one: Optional[cst.CSTNode], other: Optional[cst.CSTNode]) -> bool:
+        """Whether one of ``one`` and ``other`` is in the body of a ``try`` and the other in one
+        of its ``except`` handlers: the handler's runs when the body's raised (``try: x = attn @
+        v`` / ``except: x = attn.half() @ v``)."""
+        first, second = (self.find(one), self.find(other)) if one is not None and other is not None else (None, None)
+        if first is None or second is None:
+            return False
+        for a, b in ((first, second), (second, first)):
+            above = self.parent[a]
+            while above >= 0 and type(self.order[above]) is not cst.FunctionDef:
+                node = self.order[above]
+                if type(node) in (cst.Try, cst.TryStar) and (body := self.find(node.body)) is not None:  # type: ignore[attr-defined]
+                    if body <= a < self.end[body]:
+                        return any(
+                            (handler := self.find(h)) is not None and handler <= b < self.end[handler]
+                            for h in node.handlers  # type: ignore[attr-defined]
+                        )
+                above = self.parent[above]
+        return False
+
     def ancestors(self, here: int) -> List[int]:
         """Positions from the root down to ``here`` (both included)."""
         path = []

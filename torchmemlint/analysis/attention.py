@@ -559,15 +559,15 @@ class _Question:
             if len(following) != 1 or isinstance(following[0], str):
                 break
             consumer = following[0]
-        if consumer.op != "contract" or not self.graph.file.analysis.index.exclusive(consumer.statement, self.product.statement):
+        index = self.graph.file.analysis.index  # (also a ``try``'s product and its ``except``'s, ``attn.half() @ v``)
+        if consumer.op != "contract" or not (index.exclusive(consumer.statement, self.product.statement) or index.try_and_handler(consumer.statement, self.product.statement)):
             return False
-        index = self.graph.file.analysis.index
         if id(consumer) not in self.asking:  # (one that asked this question: attention, as it asks)
             if _Question(self.graph, consumer, self.asking | {id(self.product)}).site() is None:
                 return False
             if (index.find(consumer.node) or 0) < (index.find(self.product.node) or 0):  # type: ignore[arg-type]
                 raise _NoSite("the first arm's product with the values reports this attention")
-        self._reason("the weights are multiplied with the values in two arms of an `if`; the fix writes one")
+        self._reason("the weights are multiplied with the values in two arms (of an `if`, or a `try` and its `except`); the fix writes one")
         return True
 
     def _apart(self, consumer: Value) -> bool:
