@@ -115,6 +115,15 @@ POOL_MODULES = _names(
     "LPPool1d LPPool2d LPPool3d FractionalMaxPool2d FractionalMaxPool3d",
 )
 OUTPUT_SAVING_MODULES = _names(NN, "ReLU Sigmoid Tanh Softmax Softmin LogSoftmax Softmax2d")
+# PyTorch Geometric's graph convolutions whose ``forward`` (as PyG documents it) ends in a
+# linear projection, a sum/mean/max aggregation over the edges and an optional bias, with no
+# activation of their own: what they return is a fresh tensor their backward does not read.
+# Written from PyG's documentation; torch_geometric is never imported.
+GRAPH_CONVOLUTIONS = frozenset(
+    f"torch_geometric.nn.{where}{name}"
+    for where in ("", "conv.")
+    for name in ("GCNConv", "GATConv", "GATv2Conv", "GraphConv", "SAGEConv", "TransformerConv", "ChebConv", "RGATConv")
+)
 # Shape-preserving layers a stem trace may walk through (TML3xx).
 NORM_MODULES = _names(
     NN,
