@@ -59,3 +59,13 @@ def lint_cases(folder: Path, cases: Mapping[str, str], select: str, isolated: bo
         key = (finding["location"]["row"], finding["code"])
         found[Path(finding["filename"]).stem][key] = fix["applicability"] if fix else None
     return found
+
+
+def lint_in_process(source: str, codes) -> Found:
+    """The findings of ``source`` (one case, dedented) for ``codes``, linted in this process:
+    ``(row, code)`` -> the applicability of the fix (None: none)."""
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+
+    findings = lint_source(textwrap.dedent(source), "case.py", Settings(select=tuple(codes)))
+    return {(f.location.row, f.code): (f.fix.applicability.value if f.fix else None) for f in findings}

@@ -18,7 +18,7 @@ import textwrap
 import pytest
 import torch
 
-from marked_cases import marked, marked_fixes
+from marked_cases import fix_at, lint_in_process, marked, marked_fixes
 from torchmemlint.config import Settings
 from torchmemlint.engine import lint_source
 from torchmemlint.fixer import fix_text
@@ -108,15 +108,10 @@ def _lint(source: str):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_reports_exactly_the_marked_rows(name):
-    assert {(f.location.row, f.code) for f in _lint(CASES[name])} == marked(CASES[name])
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_fixes_are_the_marked_ones(name):
-    expected = marked_fixes(CASES[name])
-    found = {f.location.row: (f.fix.applicability.value if f.fix else None) for f in _lint(CASES[name])}
-    assert {row: found.get(row) for row in expected} == expected
+def test_reports_exactly_the_marked_rows_and_fixes(name):
+    found = lint_in_process(CASES[name], CODES)
+    assert set(found) == marked(CASES[name])
+    assert {row: fix_at(found, row) for row in marked_fixes(CASES[name])} == marked_fixes(CASES[name])
 
 
 def test_the_fixed_call_runs_non_reentrant_with_the_callables_keywords():
