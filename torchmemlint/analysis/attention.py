@@ -39,7 +39,7 @@ from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
 from torchmemlint.analysis.attention_site import AttentionSite
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
-from torchmemlint.analysis.flag_returns import dropped_by_callers, returned_behind_flag
+from torchmemlint.analysis.flag_returns import dropped_by_callers, kept_behind_flag, returned_behind_flag
 from torchmemlint.analysis.foreign import foreign_result, foreign_steps
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
@@ -518,7 +518,7 @@ class _Question:
                         return True
             elif not kept and self._handed_out(consumer, 4):
                 continue  # ``return out, scores``, ``self.kept = scores.detach()``
-            elif self._flagged(value, consumer) or self._sibling(consumer) or self._other_arm(consumer) or self._apart(consumer):
+            elif self._sibling(consumer) or self._other_arm(consumer) or self._apart(consumer) or self._flagged(value, consumer):
                 continue
             elif consumer.inputs and consumer.inputs[0] is value and consumer.info.get("method") and unread(self.graph, consumer):
                 continue  # ``s.mask_fill(m, v)`` alone on its line: a method of the scores whose result nothing takes
@@ -528,9 +528,9 @@ class _Question:
 
     def _flagged(self, value: Value, consumer: object) -> bool:
         """Is ``consumer`` a return of ``value`` only while a flag off by default is set (``flag_returns.py``)?"""
-        test = returned_behind_flag(self.graph, value, consumer)
+        test = returned_behind_flag(self.graph, value, consumer) or kept_behind_flag(self.graph, value, consumer)
         if test is not None:
-            self._reason("the scores or weights are also returned when `%s` is set; SDPA does not make them" % _code(test))
+            self._reason("the scores or weights are also returned or kept when `%s` is set; SDPA does not make them" % _code(test))
         elif dropped_by_callers(self.graph, value, consumer):  # ``x, _ = attention(q, k, v)`` at every call
             self._reason("the weights are also returned, to callers that drop them; the fix would change what the function returns")
             return True

@@ -35,7 +35,9 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
     bound = dict(zip(params, positional))
     bound.update(keywords)
     file, classdef = foreign if foreign is not None else (graph.file, graph.classdef if bound_self else None)
+    start = len(graph.uses)
     inner = type(graph)(file, helper, classdef, bound, graph.depth + 1, graph.uses)
+    graph.uses[start:] = [u._replace(statement=graph._statement) if u.statement is not None else u for u in graph.uses[start:]]  # (sinks at the call)
     for made in (*inner.values, *inner.inlined) if foreign is not None else ():
         made.info.setdefault("foreign", file)  # (a deeper file's own mark kept)
     graph._consumers, graph.inlined = None, [*graph.inlined, *inner.values, *inner.inlined]

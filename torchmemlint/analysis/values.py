@@ -102,6 +102,7 @@ class Use(NamedTuple):
     value: Value
     consumer: Union[Value, str]  # a value, or a sink: return, store, opaque, meta, test
     name: Optional[cst.Name] = None  # the name read, when the use was through one
+    statement: Optional[cst.CSTNode] = None  # a sink's statement (in a helper run: the call's)
 
 
 Environment = Dict[str, Value]
@@ -254,7 +255,7 @@ class FunctionValues:
         return self._new(op, (source, *inputs), node, source.axes, source.rank, info)
 
     def _sink(self, value: Value, kind: str) -> None:
-        self.uses.append(Use(value, kind))
+        self.uses.append(Use(value, kind, None, self._statement))
 
     def consumers(self, value: Value) -> List[Union[Value, str]]:
         """What reads ``value``: the values made from it and sinks (see the module doc)."""

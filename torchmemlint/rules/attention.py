@@ -116,14 +116,17 @@ class EagerAttention(Rule):
     `outputs = (ctx, probs) if output_attentions else (ctx,)`, also with more outputs added,
     tests/test_attention_chosen_outputs.py), or returned by a helper of the file every call of
     which drops them (`x, _ = attention(q, k, v)`, `attention(...)[0]`; no other file imports it,
-    tests/test_attention_dropped_by_callers.py), are not kept by default: reported without a fix. Two
+    tests/test_attention_dropped_by_callers.py), or stored only behind such a flag (BLIP's `if
+    is_cross_attention and self.save_attention: self.save_attention_map(attention_probs)`,
+    tests/test_attention_kept_behind_flag.py), are not kept by default: reported without a fix. Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
     fix (tests/test_attention_held_out16.py). A product of the weights with the values in
     each arm of an `if` (a precision switch: `einsum(attn, v.float())` when `use_bf16`,
     `einsum(attn, v)` otherwise) is one attention, reported once at the first arm without a
-    fix (tests/test_attention_two_arms.py). When the scores before the
+    fix (tests/test_attention_two_arms.py); so is a product in a `try` and again in its
+    `except` (`attn.half() @ v`, tests/test_attention_try_twins.py). When the scores before the
     softmax are only handed out as they are (`return out, state, scores`, `self.scores =
     s.detach()`; an `assert` of their shape reads no value), it reports without a fix: the
     weights are not kept, SDPA can replace the softmax and the product with v, but the fix
