@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings
-from torchmemlint.analysis.star_names import expand_star_imports, has_relative_star
+from torchmemlint.analysis.star_names import bind_reexports, expand_star_imports, has_relative_star, may_import_reexports
 from torchmemlint.tree import node_index
 
 from torchmemlint.findings import Applicability
@@ -81,6 +81,8 @@ class FileContext:
         if star_imports and has_relative_star(text):
             # ``from .torch_core import *`` giving ``torch``, ``F``, ``nn``: read off the project
             expand_star_imports(self.bindings, filename, self.project)
+        if star_imports and may_import_reexports(text):  # ``from mlagents.torch_utils import torch, nn``
+            bind_reexports(self.bindings, filename, self.project)
         self.module_bindings = self.bindings
         self.pending: List[_PendingFinding] = []
         # The statements enclosing the node being visited, outermost first.

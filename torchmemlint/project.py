@@ -178,6 +178,8 @@ def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Modul
                 summary.imports[local] = f"{source}.{alias.name}" if source else alias.name
     functions: Set[str] = set()
     for statement in tree.body:
+        if type(statement) is ast.Assign and len(statement.targets) == 1 and type(statement.targets[0]) is ast.Name:
+            _library_alias(summary, statement.targets[0].id, _dotted(statement.value))  # ``nn = torch.nn``
         if type(statement) is ast.ClassDef:
             bases = tuple(dotted for dotted in (_dotted(base) for base in statement.bases) if dotted)
             summary.classes[statement.name] = ClassSummary(statement.name, bases, frozenset(), frozenset())
@@ -188,6 +190,21 @@ def summarize(path: str, text: str, reach: bool = True, tree: Optional[ast.Modul
     if reach:
         _read_reach(summary, tree)
     return summary
+
+
+# Libraries whose modules a project may re-export under a name of its own (ML-Agents'
+# ``torch_utils``: ``import torch`` then ``nn = torch.nn``), as the star imports' (star_names.py).
+_ALIASED_LIBRARIES = ("torch", "einops")
+
+
+def _library_alias(summary: ModuleSummary, local: str, dotted: Optional[str]) -> None:
+    """``local = <imported>.<attribute>`` at module level, where the name imported is a
+    library's: recorded as an import of that library's attribute (a later binding of ``local``
+    keeps it only when it is the same)."""
+    head, _, rest = (dotted or "").partition(".")
+    target = summary.imports.get(head)
+    if rest and target is not None and target.split(".", 1)[0] in _ALIASED_LIBRARIES and local not in summary.imports:
+        summary.imports[local] = f"{target}.{rest}"
 
 
 def ensure_reach(summary: ModuleSummary) -> ModuleSummary:

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchmemlint.project import ClassSummary, ModuleSummary, _digest, _resolve_relative, module_name
+from torchmemlint.project import ClassSummary, ModuleSummary, _digest, _library_alias, _resolve_relative, module_name
 
 # Syntax newer than 3.12 this reader knows: below it, such a tree gets no summary.
 _NEW_SYNTAX = sys.version_info < (3, 12)
@@ -140,6 +140,8 @@ def summarize_tree(path: str, text: str, module: cst.Module) -> Optional[ModuleS
     classes: Dict[str, ClassSummary] = summary.classes
     for statement in _suite(module):
         statement_type = type(statement)
+        if statement_type is cst.Assign and len(statement.targets) == 1 and type(statement.targets[0].target) is cst.Name:  # type: ignore[attr-defined]
+            _library_alias(summary, statement.targets[0].target.value, _dotted(statement.value))  # type: ignore[attr-defined]  # ``nn = torch.nn``
         if statement_type is cst.ClassDef:
             bases = tuple(
                 dotted

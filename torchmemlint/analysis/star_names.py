@@ -53,3 +53,39 @@ def expand_star_imports(bindings: Bindings, path: str, index: Any) -> None:
     for name, target in found.items():
         if not bindings.is_bound(name):
             bindings.names[name] = target
+
+
+# ``from mlagents.torch_utils import torch, nn``: a name a library module is usually bound to,
+# imported from a module that is not the library's (ML-Agents' shim re-exports torch's)
+_SHIM_IMPORT = re.compile(
+    r"^[ \t]*from[ \t]+(?!torch\b|einops\b|functools\b|math\b)\.*[\w.]*[ \t]+import[ \t]+[^\n]*\b(torch|nn|F|functional|einsum|rearrange)\b",
+    re.MULTILINE,
+)
+
+
+def may_import_reexports(text: Optional[str]) -> bool:
+    """A cheap test of the text for ``bind_reexports``."""
+    return text is not None and _SHIM_IMPORT.search(text) is not None
+
+
+def bind_reexports(bindings: Bindings, path: str, index: Any) -> None:
+    """Bind in ``bindings`` the names the file at ``path`` imports by name from a project module
+    that itself imports them from torch or the libraries above (``from mlagents.torch_utils
+    import torch, nn``, ``torch_utils/__init__.py`` doing ``import torch`` and ``from torch import
+    nn``): as if the file imported them there (through up to ``_DEPTH`` such modules)."""
+    summary = index.by_path.get(os.path.abspath(path)) if index is not None else None
+    if summary is None:
+        return
+    for local, imported in summary.imports.items():
+        if local not in bindings.names or bindings.names[local] not in (None, imported):
+            continue  # (bound otherwise in the file: that binding stands)
+        target = imported
+        for _ in range(_DEPTH):
+            module, _, name = target.rpartition(".")
+            source = index.by_name.get(module) if module else None
+            if source is None or source is summary or not source.imports.get(name):
+                break
+            target = source.imports[name]
+            if target.split(".", 1)[0] in _LIBRARIES:
+                bindings.names[local] = target
+                break
