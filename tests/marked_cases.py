@@ -69,3 +69,15 @@ def lint_in_process(source: str, codes) -> Found:
 
     findings = lint_source(textwrap.dedent(source), "case.py", Settings(select=tuple(codes)))
     return {(f.location.row, f.code): (f.fix.applicability.value if f.fix else None) for f in findings}
+
+
+def project_findings(root: Path, select: str) -> Set[Tuple[str, int]]:
+    """``(file name, row)`` of each finding of one CLI run over the project at ``root`` (its
+    own directory: the paths given define the project)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--select", select, "--output-format", "json",
+         "--exit-zero", "--no-cache", "."],
+        capture_output=True, text=True, cwd=root, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return {(Path(f["filename"]).name, f["location"]["row"]) for f in json.loads(result.stdout)}

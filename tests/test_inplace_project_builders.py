@@ -11,11 +11,10 @@ output (``nn.Sigmoid``).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Set, Tuple
+
+from marked_cases import project_findings
 
 DEFAULTS = """from torch import nn
 
@@ -73,13 +72,7 @@ class Net(nn.Module):
 
 
 def _findings(root: Path) -> Set[Tuple[str, int]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML201", "--output-format", "json",
-         "--exit-zero", "--no-cache", "."],
-        capture_output=True, text=True, cwd=root, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return {(Path(f["filename"]).name, f["location"]["row"]) for f in json.loads(result.stdout)}
+    return project_findings(root, "TML201")
 
 
 def test_a_builder_of_another_file(tmp_path):

@@ -11,14 +11,12 @@ name the file binds again after the import.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Set, Tuple
 
 import libcst as cst
 
+from marked_cases import project_findings
 from torchmemlint.project import summarize
 from torchmemlint.project_cst import summarize_tree
 
@@ -71,13 +69,7 @@ class Faked(torch.nn.Module):
 
 
 def _findings(root: Path) -> Set[Tuple[str, int]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML201", "--output-format", "json",
-         "--exit-zero", "--no-cache", "."],
-        capture_output=True, text=True, cwd=root, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return {(Path(f["filename"]).name, f["location"]["row"]) for f in json.loads(result.stdout)}
+    return project_findings(root, "TML201")
 
 
 def test_torch_names_a_project_module_reexports(tmp_path):
