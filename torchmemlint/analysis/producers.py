@@ -4,7 +4,7 @@ function's local value, classified by what autograd keeps of it."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
-from torchmemlint.analysis.factories import PARTIAL, single_local_value
+from torchmemlint.analysis.factories import PARTIAL, _rebound as _rebound_in, single_local_value
 from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.loop_runs import runs_at_least_once
@@ -41,9 +41,15 @@ class Producer:
     description: str = "unknown code"
     # For in-place activations: this call (or a previous one) runs on the caller's tensor.
     from_parameter: Optional[str] = None
+    # The module may also be an ``nn.Identity`` (a builder's other return): then what made its input.
+    passes: bool = False
 
 
 UNKNOWN_PRODUCER = Producer(Category.UNKNOWN)
+# A module whose ``forward`` returns nothing: no tensor it could have made reaches a layer (the
+# program would fail there), so a join leaves that way out (``joined``).
+RETURNS_NOTHING = Producer(Category.UNKNOWN, "a module whose forward returns None")
+IDENTITY = NN + "Identity"
 
 
 def _dotted(node: cst.BaseExpression) -> Optional[str]:
@@ -105,7 +111,7 @@ class Producers:
                 inner = self.part(sequence[-1], depth + 1)
                 if inner.category is Category.UNKNOWN:
                     return UNKNOWN_PRODUCER
-                return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})")
+                return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})", passes=inner.passes and len(sequence) == 1)
             if self.model.exclusive_assignments(part.attribute):  # one per arm of an ``if``: what any arm's makes
                 made = []
                 for assignment in self.model.assignments[part.attribute]:
@@ -142,7 +148,7 @@ class Producers:
         the call, in the file, whose function may be a local name bound to classes."""
         if type(func) is cst.Call:  # ``getattr(nn, f"Conv{dim}d")(...)``
             return self._dimensioned(func) or UNKNOWN_PRODUCER
-        if self.nesting >= 3 or type(func) not in (cst.Name, cst.Attribute):
+        if self.nesting >= 4 or type(func) not in (cst.Name, cst.Attribute):
             return UNKNOWN_PRODUCER
         if call is not None and type(func) is cst.Name:
             chosen = self._chosen(func, call)
@@ -168,10 +174,12 @@ class Producers:
                 found = file.links.definition(_dotted(func), "function", package=True)
                 if found is not None:
                     file, builder = found
-            return self._built(file, builder) if builder is not None else UNKNOWN_PRODUCER
+            return self._built(file, builder, call) if builder is not None else UNKNOWN_PRODUCER
         forward = file.value_graphs.method(classdef, "forward")
         if forward is None:
             return _inherited(file, classdef)
+        if not any(r.value is not None for r in scan(forward.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda))):  # type: ignore[attr-defined]
+            return RETURNS_NOTHING  # (Encodec's ``ConvLayerNorm.forward`` ends in a bare ``return``)
         graph = file.values(forward)
         if not graph.reliable or not graph.returns:
             return UNKNOWN_PRODUCER
@@ -266,23 +274,51 @@ class Producers:
             return None
         return Producer(categories.pop(), f"`nn.{template.replace('{}', '{dim}')}`")
 
-    def _built(self, file: "FileAnalysis", builder: cst.FunctionDef) -> Producer:
+    def _built(self, file: "FileAnalysis", builder: cst.FunctionDef, call: Optional[cst.Call] = None) -> Producer:
         """Calling the module a function of the file builds (``def SPConvDownsample(dim):
         return nn.Sequential(Rearrange(...), nn.Conv2d(...))``): what every module it returns
-        makes (a Sequential: its last layers)."""
+        makes (a Sequential: its last layers); a returned parameter, maybe wrapped
+        (``return weight_norm(module)``, ``return module``), is what ``call`` passes for it."""
         made: List[Producer] = []
         inner = Producers(file, None)
         inner.nesting = self.nesting + 1
+        passes = False  # (``else: return nn.Identity()``: Encodec's ``get_norm_module``)
         for statement in scan(builder.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            given = self._returned_argument(file, builder, statement, call)  # type: ignore[arg-type]
+            if given is not None:
+                made.append(given)
+                continue
             values = _returned_calls(file, builder, statement)  # type: ignore[arg-type]
             if values is None:
                 return UNKNOWN_PRODUCER
             for value in values:
+                if file.resolver.qualify(value.func) == IDENTITY and not value.args:
+                    passes = True
+                    continue
                 made.extend(self._built_value(file, inner, builder, value))
         found = joined(made)
         if found.category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
-        return Producer(found.category, f"`{builder.name.value}`, which returns {found.description.replace('`', '')}")
+        shown = f"`{builder.name.value}`, which returns {found.description.replace('`', '')}"
+        return Producer(found.category, shown + (" or `nn.Identity`" if passes else ""), passes=passes)
+
+    def _returned_argument(self, file: "FileAnalysis", builder: cst.FunctionDef, statement: cst.Return, call: Optional[cst.Call]) -> Optional[Producer]:
+        """For ``return <parameter>`` or ``return weight_norm(<parameter>)`` (a wrapper that
+        keeps the module, ``SAME_MODULE``): what the module ``call`` passes there makes."""
+        value = statement.value
+        if type(value) is cst.Call and value.args and not value.args[0].star and file.resolver.qualify(value.func) in SAME_MODULE:
+            value = value.args[0].value
+        if call is None or type(value) is not cst.Name or any(arg.star for arg in call.args):
+            return None
+        params = [*builder.params.posonly_params, *builder.params.params]
+        position = next((i for i, p in enumerate(params) if p.name.value == value.value), None)
+        if position is None or _rebound_in(builder, value.value):
+            return None
+        passed = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == value.value), None)
+        positional = [a for a in call.args if a.keyword is None]
+        if passed is None and position < len(positional):
+            passed = positional[position].value
+        return None if passed is None else self.part(self.file.resolver.part(passed, None, None))
 
     @staticmethod
     def _built_value(file: "FileAnalysis", inner: "Producers", builder: cst.FunctionDef, value: cst.Call) -> List[Producer]:
@@ -466,7 +502,10 @@ class Producers:
                 # calling the module makes (an output the module keeps is not the one returned)
                 made = self.call(cst.Call(func=first.value), self_name, value.inputs[0] if type(first.value) is cst.Name else None)
                 return [made if made.category is not Category.SAVES_OUTPUT else UNKNOWN_PRODUCER]
-            return [self.call(node, self_name, callee)]
+            made = self.call(node, self_name, callee)
+            if made.passes and op == "module" and value.inputs and depth < 8:  # ``self.norm(x)``, maybe an ``nn.Identity``
+                return [replace(made, passes=False)] + self.of(value.inputs[0], self_name, depth + 1)
+            return [replace(made, passes=False) if made.passes else made]
         if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
             if isinstance(node.operator, _FRESH_OPERATORS):
                 return [Producer(Category.FRESH, "an arithmetic operation")]
@@ -600,6 +639,7 @@ def _inherited(file: "FileAnalysis", classdef: cst.ClassDef, own_forward: bool =
 def joined(made: List[Producer]) -> Producer:
     """What any of ``made`` (the ways a value may come) is: one category when all agree
     (fresh and pooled outputs are both fresh), else unknown."""
+    made = [p for p in made if p is not RETURNS_NOTHING] if len(made) > 1 else made
     categories = {p.category for p in made}
     if not made or Category.UNKNOWN in categories:
         return UNKNOWN_PRODUCER

@@ -216,7 +216,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
     upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv` and `GATConv`, which
-    end in an aggregation and a bias) and nothing else reads that input. Not where every layer that
+    end in an aggregation and a bias; a project module whose builders return their argument,
+    maybe `weight_norm`-wrapped, or `nn.Identity()`, as Encodec's `NormConv2d` does,
+    tests/test_inplace_encodec_builders.py) and nothing else reads that input. Not where every layer that
     may follow it in an `nn.Sequential` (also where a factory's call or a local places it), or
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
