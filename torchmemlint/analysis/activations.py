@@ -12,7 +12,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
 from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, Site, spelled, Use, via  # (the rules take them from here)
-from torchmemlint.analysis.classes import ClassModel, Layer
+from torchmemlint.analysis.classes import ClassModel, Layer, spelled_elsewhere  # (named_attributes')
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
@@ -672,7 +672,7 @@ class InplaceAnalysis:
         only_called = model.runs_only_where_called(attribute)
         elements = None if only_called else sequential_elements(self.file, model, attribute)
         assigned = model.single_assignment(attribute) is not None or model.exclusive_assignments(attribute)
-        complete = assigned and (only_called or elements is not None)
+        complete = assigned and (only_called or elements is not None) and not spelled_elsewhere(model, attribute)
         site.privates.append((model.node, attribute, True))  # (its subclasses' uses read below)
         for order, part, _ in elements or ():  # ``nn.Sequential(self.conv1, self.relu1, ...)``
             complete = complete and part not in order.first  # (first: what the Sequential is given)
@@ -683,7 +683,7 @@ class InplaceAnalysis:
         for sub in self.file.subclasses(model.node):  # ``class Sub(Base)`` calling the ``self.act`` Base builds
             if sub.assignments.get(attribute):
                 continue  # (it holds the subclass's own module there: judged at that construction)
-            complete = complete and sub.runs_only_where_called(attribute)
+            complete = complete and (not sub.references.get(attribute) or sub.runs_only_where_called(attribute))  # (not read there: the base's uses)
             callers.extend((sub, reference) for reference in sub.calls(attribute))
         for holder, reference in callers:
             call = reference.call

@@ -5,7 +5,7 @@ apart from other uses, parts borrowed from other objects such as ``enc.layer1``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import libcst as cst
 
@@ -25,8 +25,7 @@ from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
     OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
-from typing import Sequence
-
+from torchmemlint.analysis.named_attributes import got_attribute, set_attribute, spelled_elsewhere  # noqa: F401 (activations)
 from torchmemlint.tree import children
 
 
@@ -259,9 +258,7 @@ class Resolver:
             else:
                 ordered = self._ordered_dict_values(arg.value)
                 options = Order.sequence(ordered if ordered is not None else [arg.value])
-            parts = options.substitute(
-                lambda value: self._element(value, self_name, function, statement, every, depth)
-            )
+            parts = options.substitute(lambda value: self._element(value, self_name, function, statement, every, depth))
             if parts is None:
                 return None
             result = result.then(parts)
@@ -458,9 +455,7 @@ class ClassModel:
     ) -> None:
         self_name = self.self_names[id(method)]
         if type(small) in (cst.Assign, cst.AnnAssign):
-            targets = (
-                [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
-            )
+            targets = [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             value = small.value
             pairs = [(target, value) for target in targets]
             if len(targets) == 1 and type(targets[0]) in (cst.Tuple, cst.List) and type(value) in (cst.Tuple, cst.List):
@@ -482,9 +477,10 @@ class ClassModel:
             target = small.target
             if _is_self(target.value, self_name):
                 # `self.x += ...` rebinds the attribute: no single assignment describes it.
-                self.assignments.setdefault(target.attr.value, []).append(
-                    Assignment(target.attr.value, small.value, statement, method, indent, False, alone)
-                )
+                assignment = Assignment(target.attr.value, small.value, statement, method, indent, False, alone)
+                self.assignments.setdefault(target.attr.value, []).append(assignment)
+        if (named := set_attribute(small, self_name)) is not None:  # ``setattr(self, f"act_{i}", nn.ELU())``
+            self.assignments.setdefault(named[0], []).append(Assignment(named[0], named[1], statement, method, indent, True, alone))
         self._scan_expression(method, statement, small)
 
     def _scan_expression(
@@ -500,6 +496,9 @@ class ClassModel:
             node, call = stack.pop()
             node_type = type(node)
             if node_type is cst.Call:
+                if (name := got_attribute(node, self_name)) is not None:  # ``getattr(self, f"act_{i}")``
+                    self.references.setdefault(name, []).append(Reference(name, node, call, method, statement))  # type: ignore[arg-type]
+                    continue
                 func = node.func  # type: ignore[attr-defined]
                 qualified = resolver.constructor(node)  # type: ignore[arg-type]
                 if qualified is not None:

@@ -363,11 +363,17 @@ def returns(statement: Optional[cst.CSTNode], value: cst.CSTNode) -> bool:
 
 
 def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> Optional[str]:
-    """``x`` when ``statement`` is ``self.x = <value>`` in ``__init__`` (or in a method that
-    ``__init__`` calls once: ``self._init_layers(dim)``, ``ClassModel.builds``)."""
+    """``x`` when ``statement`` is ``self.x = <value>`` (or ``setattr(self, f"x_{i}", <value>)``:
+    ``x_{}``, ``named_attributes.py``) in ``__init__`` (or in a method that ``__init__`` calls
+    once: ``self._init_layers(dim)``, ``ClassModel.builds``)."""
     if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return None
     small = statement.body[0]
+    if type(small) is cst.Expr and type(small.value) is cst.Call:  # ``setattr(self, f"act_{i}", <value>)``
+        for name, assignments in model.assignments.items():
+            if any(a.statement is statement and a.value is value and model.builds(a.method) for a in assignments):
+                return name
+        return None
     if type(small) is not cst.Assign or module_itself(small.value) is not value or len(small.targets) != 1:
         return None
     target = small.targets[0].target

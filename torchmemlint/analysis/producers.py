@@ -19,6 +19,7 @@ from torchmemlint.analysis.factories import PARTIAL, _rebound as _rebound_in, si
 from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.loop_runs import runs_at_least_once
+from torchmemlint.analysis.named_attributes import got_attribute
 from torchmemlint.analysis.module_lists import (
     WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
 )
@@ -428,6 +429,8 @@ class Producers:
             return self.listed(nested, inner=True)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             return self.part(Part(func, attribute=func.attr.value))
+        if (named := got_attribute(func, self_name)) is not None:  # ``getattr(self, f"linear_{i}")(x)``
+            return self.part(Part(func, attribute=named))
         if self.model is not None and _super_forward(func):
             # ``return super().forward(x)`` in a subclass of one torch layer: what that layer makes
             return _inherited(self.file, self.model.node, own_forward=True)

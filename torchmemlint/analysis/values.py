@@ -49,6 +49,7 @@ from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _in
 from torchmemlint.analysis.fields import LocalFields, opaque
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
 from torchmemlint.analysis.mapped import comprehension, mapped_call
+from torchmemlint.analysis.named_attributes import got_attribute
 from torchmemlint.analysis.sizes import sized_call
 from torchmemlint.analysis.writes import slice_write
 from torchmemlint.analysis.activation_calls import ACTIVATION_METHODS, ACTIVATION_MODULES, activation_value
@@ -551,13 +552,12 @@ class FunctionValues:
         qualified = self.file.bindings.qualify(func)
         if (made := sized_call(self, node, qualified, env) or mapped_call(self, node, qualified, env)) is not None:
             return made  # ``torch.ones(*shape(s))``: sizes read (``sizes.py``); ``map(lambda t: ..., (q, k))`` (``mapped.py``)
-        method = func.attr.value if type(func) is cst.Attribute else None
-        on_self = (
-            method is not None and self.self_name is not None and type(func.value) is cst.Name  # type: ignore[attr-defined]
-            and func.value.value == self.self_name and func.value.value not in ("torch",)  # type: ignore[attr-defined]
-        )
+        method = func.attr.value if type(func) is cst.Attribute else got_attribute(func, self.self_name)  # ``getattr(self, f"act_{i}")(x)``
+        on_self = method is not None and self.self_name is not None and (type(func) is cst.Call or (
+            type(func.value) is cst.Name and func.value.value == self.self_name and func.value.value not in ("torch",)  # type: ignore[attr-defined]
+        ))
         receiver: Optional[Value] = None
-        if method is not None and qualified is None:
+        if method is not None and qualified is None and type(func) is cst.Attribute:
             receiver = self.expression(func.value, env)  # type: ignore[attr-defined]
         callee = env.get(func.value) if type(func) is cst.Name else None  # type: ignore[attr-defined]
         if type(func) is cst.Call and (made := self.expression(func, env)).op == "layer":

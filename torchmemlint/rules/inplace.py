@@ -257,7 +257,10 @@ class MissingInplaceSavesMemory(_MissingInplace):
     also for an activation built directly in the list, tests/test_inplace_lists.py; and the
     rounds of `nn.Sequential(*sum([[nn.Linear(a, b), act()] for ...], [])[:-1])`). A module a
     base class builds (`self.act = nn.ELU()`) runs wherever it or its subclasses of the same
-    file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py). Each place is
+    file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py); modules
+    kept in attributes named at run time (`setattr(self, f"act_{i}", nn.LeakyReLU(0.2))`, run as
+    `getattr(self, f"act_{i}")(h)`) are one attribute per template
+    (tests/test_inplace_named_attributes.py). Each place is
     judged on its own, as a layer written there would be; the function itself is not reported
     (tests/test_inplace_factories.py). An activation that follows a layer inside a Sequential
     the function returns (`return nn.Sequential(conv, nn.LeakyReLU(0.1))`) is reported once,
