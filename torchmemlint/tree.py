@@ -416,12 +416,12 @@ class NodeIndex:
             above = self.parent[a]
             while above >= 0 and type(self.order[above]) is not cst.FunctionDef:
                 node = self.order[above]
-                if type(node) in (cst.Try, cst.TryStar) and (body := self.find(node.body)) is not None:  # type: ignore[attr-defined]
-                    if body <= a < self.end[body]:
-                        return any(
-                            (handler := self.find(h)) is not None and handler <= b < self.end[handler]
-                            for h in node.handlers  # type: ignore[attr-defined]
-                        )
+                body = self.find(node.body) if type(node) in (cst.Try, cst.TryStar) else None  # type: ignore[attr-defined]
+                if body is not None and body <= a < self.end[body] and any(
+                    (handler := self.find(h)) is not None and handler <= b < self.end[handler]
+                    for h in node.handlers  # type: ignore[attr-defined]
+                ):
+                    return True
                 above = self.parent[above]
         return False
 

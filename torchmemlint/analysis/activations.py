@@ -12,7 +12,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
 from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, Site, spelled, Use, via  # (the rules take them from here)
-from torchmemlint.analysis.classes import ClassModel, Layer, spelled_elsewhere  # (named_attributes')
+from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
@@ -28,6 +28,7 @@ from torchmemlint.analysis.activation_calls import (
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.analysis.activation_facts import GraphFacts, holds
+from torchmemlint.analysis.named_attributes import spelled_elsewhere
 from torchmemlint.analysis.named_layers import FunctionAliases
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
@@ -39,9 +40,7 @@ from torchmemlint.analysis.vocabulary import (
 )
 
 SEQUENTIAL = NN + "Sequential"
-_WATCHED = (
-    frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
-)
+_WATCHED = frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
 
 
 class InplaceAnalysis:

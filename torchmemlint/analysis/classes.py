@@ -25,7 +25,7 @@ from torchmemlint.analysis.vocabulary import (
     ActivationKind, Category, FRESH_MODULES, KIND_BY_MODULE, NN, OUTPUT_SAVING_MODULES,
     OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
-from torchmemlint.analysis.named_attributes import got_attribute, set_attribute, spelled_elsewhere  # noqa: F401 (activations)
+from torchmemlint.analysis.named_attributes import got_attribute, set_attribute
 from torchmemlint.tree import children
 
 

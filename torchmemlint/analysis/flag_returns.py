@@ -156,27 +156,6 @@ def kept_behind_flag(graph: Any, value: Any, consumer: Any) -> Optional[cst.Base
         statements = [u.statement for u in graph.uses if u.value is value and u.consumer == consumer]
     else:
         statements = [consumer.statement]
-    tests = [_guarded_off(graph, statement) for statement in statements]
+    tests = [_flag_test(graph, statement) if statement is not None else None for statement in statements]
     return tests[0] if tests and all(test is not None for test in tests) else None
 
-
-def _guarded_off(graph: Any, node: Optional[cst.CSTNode]) -> Optional[cst.BaseExpression]:
-    """The test of the ``if`` around ``node`` (a statement of ``graph``'s function) whose arm
-    holding it runs only while a flag off by default is set; None when there is none."""
-    from torchmemlint.analysis.flags import off_by_default  # flags reads the factories, which read the value graph's users
-
-    index = graph.file.analysis.index
-    here = index.find(node) if node is not None else None
-    if here is None:
-        return None
-    order, parent = index.order, index.parent
-    above = parent[here]
-    while above >= 0 and type(order[above]) is not cst.FunctionDef:
-        statement = order[above]
-        if type(statement) is cst.If:
-            body = index.find(statement.body)  # type: ignore[attr-defined]
-            truth = body is not None and body <= here < index.end[body]
-            if (truth or type(statement.orelse) is cst.Else) and off_by_default(graph, statement.test, truth):  # type: ignore[attr-defined]
-                return statement.test  # type: ignore[attr-defined]
-        here, above = above, parent[above]
-    return None

@@ -53,10 +53,11 @@ def _non_empty(file: Any, model: Any, function: cst.FunctionDef, self_name: Opti
 def _built_non_empty(file: Any, method: cst.FunctionDef, value: cst.BaseExpression) -> bool:
     """``nn.ModuleList([a, b])``, ``nn.ModuleList([Block(i) for i in range(3)])``,
     ``nn.Sequential(a, b)``: a container with at least one module."""
-    if type(value) is not cst.Call or file.resolver.qualify(value.func) not in _CONTAINERS:
+    container = file.resolver.qualify(value.func) if type(value) is cst.Call else None
+    if container not in _CONTAINERS:
         return False
-    args = value.args
-    if file.resolver.qualify(value.func) == "torch.nn.Sequential":
+    args = value.args  # type: ignore[attr-defined]
+    if container == "torch.nn.Sequential":
         return bool(args) and all(not a.star and a.keyword is None for a in args)
     if len(args) != 1 or args[0].star or args[0].keyword is not None:
         return False
