@@ -732,8 +732,16 @@ def profile_candidate(args, root: Path, out_txt: Path, stats_file: Path) -> str:
     import pstats
 
     python = str(Path(args.venv) / "bin" / "python")
-    subprocess.run([python, "-m", "cProfile", "-o", str(stats_file), "-m", "torchmemlint",
-                    "--no-cache", "--exit-zero", "-j", "1", str(root)], stdout=subprocess.DEVNULL, check=True)
+    # The CLI lints in a child process (``pool.run_isolated``, even with -j 1), which cProfile of
+    # the parent would not see: the files are linted in this process instead, as the child would.
+    script = (
+        "import cProfile, sys; import torchmemlint.engine as e; "
+        "e.run_isolated = lambda f, items, extra, jobs, on_death: [f(i, *extra) for i in items]; "
+        "from torchmemlint.cli import main; out = sys.argv[1]; sys.argv = ['torchmemlint'] + sys.argv[2:]; "
+        "cProfile.run('try:\\n main()\\nexcept SystemExit:\\n pass', out)"
+    )
+    subprocess.run([python, "-c", script, str(stats_file), "--no-cache", "--exit-zero", "-j", "1", str(root)],
+                   stdout=subprocess.DEVNULL, check=True)
     stats = pstats.Stats(str(stats_file))
     per_module: dict = {}
     rows = []
