@@ -512,7 +512,7 @@ class _Question:
             elif consumer.op == "helper" and consumer.info.get("helper") is self.product.function:
                 continue  # the scores passed to the helper that applies the softmax and the product (its values are here)
             elif consumer.op == "join":
-                if id(consumer) not in seen:
+                if id(consumer) not in seen and not self._flagged(value, consumer):  # (``if not flag: w = None``)
                     seen.add(id(consumer))
                     if self._read_outside(consumer, seen, kept):
                         return True

@@ -24,6 +24,8 @@ def returned_behind_flag(graph: Any, value: Any, consumer: Union[Any, str]) -> O
     """The test of the ``if`` (a flag off by default) under which ``consumer``, a read of
     ``value`` in ``graph`` (``FunctionValues``), returns it; None when it may return it by
     default or does something else with it."""
+    if not isinstance(consumer, str) and consumer.op == "join":
+        return _nulled_unless_flag(graph, value, consumer)
     if consumer == "return":
         if value.function is not graph.function:
             return None
@@ -55,6 +57,24 @@ def _chosen_behind_flag(graph: Any, handed: Any, joins: List[Any]) -> Optional[c
             return None
         tests.append(node.test)
     return tests[0] if tests else None
+
+
+def _nulled_unless_flag(graph: Any, value: Any, join: Any) -> Optional[cst.BaseExpression]:
+    """``if not output_attentions: attn_weights = None`` (transformers' eager attention before its
+    ``return attn_output, attn_weights``): ``join``, the name after the ``if``, holds ``value``
+    only when the test is false, ``None`` otherwise; the flag the test negates, when it is off by
+    default (then, by default, nothing after the ``if`` reads the weights)."""
+    from torchmemlint.analysis.flags import off_by_default  # (as above)
+
+    test, branches = join.info.get("test"), join.info.get("branches") or ()
+    if type(join.node) is not cst.If or join.node.orelse is not None or type(test) is not cst.UnaryOperation or type(test.operator) is not cst.Not:
+        return None
+    if len(join.inputs) != 2 or tuple(branches) != (True, None) and tuple(branches) != (True, False):
+        return None
+    nulled, kept = join.inputs
+    if kept is not value or nulled.op != "global" or nulled.info.get("name") != "None" or not off_by_default(graph, test, False):
+        return None
+    return test.expression
 
 
 def _only_returned(graph: Any, value: Any, depth: int) -> bool:
@@ -156,6 +176,8 @@ def kept_behind_flag(graph: Any, value: Any, consumer: Any) -> Optional[cst.Base
         statements = [u.statement for u in graph.uses if u.value is value and u.consumer == consumer]
     else:
         statements = [consumer.statement]
+        if consumer.function is not None and consumer.function is not graph.function:
+            graph = graph.file.analysis.values(consumer.function)  # (a helper run inline: its own ``if``, read in its graph)
     tests = [_flag_test(graph, statement) if statement is not None else None for statement in statements]
     return tests[0] if tests and all(test is not None for test in tests) else None
 

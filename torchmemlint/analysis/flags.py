@@ -28,8 +28,14 @@ import libcst as cst
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.flag_importers import turned_on
 from torchmemlint.analysis.forward_calls import forward_passed
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import literal_bool
+from torchmemlint.tree import path_to
 
+# Flags of transformers' ``PretrainedConfig`` that default to ``False`` (its documentation:
+# ``output_attentions (bool, optional, defaults to False)``); a model reads them as
+# ``self.config.output_attentions`` when its caller passes ``None``.
+CONFIG_FLAGS_OFF = frozenset({"output_attentions"})
 CALLERS = 6  # how many constructors a flag is followed up through (``Transformer(flash)`` -> ``Block`` -> ``Attention`` -> ``Attend``)
 
 
@@ -104,6 +110,9 @@ def _attribute_off(graph: Any, flag: str) -> bool:
     value = assignment.value
     if literal_bool(value) is False:
         return True
+    if type(value) is cst.Attribute and type(value.value) is cst.Name and value.attr.value in CONFIG_FLAGS_OFF:
+        # ``self.output_attentions = config.output_attentions`` (pytorch-transformers' models)
+        return parameter(assignment.method, value.value.value) is not None and _model_configuration(graph.file.analysis)
     return type(value) is cst.Name and _default_false(graph, assignment.method, value.value)
 
 
@@ -123,6 +132,8 @@ def _value_off(graph: Any, value: Any, depth: int) -> bool:
     if value.op == "argument" and value.function is graph.function:  # the value it was called with: a rebinding after does not matter
         param = _param(graph.function, value.info["name"])
         return param is not None and literal_bool(param.default) is False and _unset(graph, graph.function, param)
+    if value.op == "member" and value.info["name"] in CONFIG_FLAGS_OFF and _library_config(graph, value):
+        return True  # ``self.config.output_attentions``: transformers' configurations default it to False
     if value.op != "join" or not value.inputs:
         return False
     unset = [arm for arm in value.inputs if arm.op == "argument" and arm.function is graph.function and _default_none(graph, arm.info["name"])]
@@ -162,12 +173,69 @@ def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int =
     for value, caller in passed:
         if value is None or literal_bool(value) is False or (type(value) is cst.Name and value.value == "None"):
             continue
-        if type(value) is cst.Name and caller is not None and depth < CALLERS and _default_false(graph, caller, value.value, depth + 1):
+        if type(value) is cst.Name and caller is not None and depth < CALLERS and (
+            _default_false(graph, caller, value.value, depth + 1) or _name_off(graph, caller, value, depth + 1, _is_none(param.default))
+        ):
             continue
         return False
     if not passed and function.name.value == "__init__" and turned_on(graph.file.analysis, function, param, depth):
         return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
     return True
+
+
+def _name_off(graph: Any, caller: cst.FunctionDef, name: cst.Name, depth: int, none_is_default: bool = False) -> bool:
+    """Is what the name ``name`` of ``caller`` holds there off unless a caller turns it on, read
+    in ``caller``'s value graph: ``output_attentions = output_attentions if output_attentions is
+    not None else self.config.output_attentions`` (a parameter defaulting to ``None``, else the
+    configuration's flag), then passed on (``_value_off``)?"""
+    other = graph.file.analysis.values(caller)
+    value = other.names.get(id(name))
+    if none_is_default and value is not None and value.op == "argument" and value.function is caller:
+        # ``self.bert(x, output_attentions=output_attentions)``, both defaulting to ``None``: the
+        # callee's own default, unless a caller of ``caller`` gives it something
+        own = _param(caller, value.info["name"])
+        if own is not None and _is_none(own.default):
+            return _unset(other, caller, own, depth)
+    if value is None:  # read in a closure of ``caller`` (``def custom_forward(*inputs): return module(*inputs, output_attentions)``)
+        param = parameter(caller, name.value)
+        if param is not None and not assigned_values(caller, name.value):
+            return literal_bool(param.default) is False and _unset(other, caller, param, depth)
+        path = path_to(caller, name) or []
+        nested = next((node for node in path[1:] if type(node) is cst.FunctionDef), None)  # (the closure's factory, defined in ``caller``)
+        defined = [v for v in other.values if v.op == "function" and v.info.get("define") is nested and nested is not None]
+        value = defined[0].info["scope"].get(name.value) if len(defined) == 1 else None  # what the name held where it was defined
+        if value is None:
+            return False
+    return _value_off(other, value, depth)
+
+
+def _is_none(default: Optional[cst.BaseExpression]) -> bool:
+    return type(default) is cst.Name and default.value == "None"
+
+
+def _library_config(graph: Any, value: Any) -> bool:
+    """``value`` reads a flag of ``self.config`` or of a parameter ``config`` in a file whose
+    models take transformers' configurations (``PretrainedConfig``, which every model
+    configuration derives from)."""
+    base = value.inputs[0] if value.inputs else None
+    if base is None or not ((base.op == "attribute" and base.info.get("name") == "config") or (base.op == "argument" and base.info.get("name") == "config")):
+        return False
+    return _model_configuration(graph.file.analysis)
+
+
+def _model_configuration(analysis: Any) -> bool:
+    """The file's models take transformers' configurations: it imports transformers, or a
+    configuration module of its own package as transformers names them (``from
+    .configuration_bert import BertConfig``: pytorch-transformers, a model copied with its config)."""
+    if "PretrainedConfig" in analysis.bindings.names:
+        return True  # (imported from wherever the package keeps it: pytorch-transformers' modeling_utils)
+    for qualified in analysis.bindings.names.values():
+        if qualified is not None and (qualified == "transformers" or qualified.startswith("transformers.")):
+            return True
+    return any(
+        type(small) is cst.ImportFrom and small.relative and small.module is not None and (dotted_name(small.module) or "").rsplit(".", 1)[-1].startswith("configuration_")
+        for statement in analysis.module.body if type(statement) is cst.SimpleStatementLine for small in statement.body
+    )
 
 
 def _module_instance_off(graph: Any, function: cst.FunctionDef, name: str, flag: str) -> bool:

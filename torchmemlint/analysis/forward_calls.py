@@ -13,10 +13,11 @@ Anything else: not known (None).
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.built_lists import built_list, element_calls
 from torchmemlint.analysis.looped_instances import looped_calls, placed
 
 Passed = List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]
@@ -35,40 +36,57 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
         return None
     nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]] = []
     _collect(analysis.module, classdef, None, nodes)
-    references = sum(1 for node, _ in nodes if type(node) is cst.Name and node.value == name)
+    references = sum(1 for node, _ in nodes if type(node) is cst.Name and node.value == name and not _typed(analysis.index, node))
+    if not references:
+        return []  # never built, subclassed or named in its file: its calls are other files' (as a function no call of its file makes)
     holders: Set[str] = set()
     lists: Set[str] = set()  # ``self.layers``, into which a local instance is put (``ModuleList([attn, ff])``)
-    kept = 0
+    built: Set[str] = set()  # ``self.layer = nn.ModuleList([Cls(c) for _ in range(n)])`` (``built_lists.py``)
+    builds: Set[int] = set()
+    owners: Dict[str, Set[int]] = {}  # the classes whose methods assign each holder
     for node, where in nodes:
-        if type(node) is cst.Assign and type(node.value) is cst.Call and type(node.value.func) is cst.Name and node.value.func.value == name:
+        if type(node) is cst.Assign and (attribute := built_list(node, name)) is not None:
+            built.add(attribute)
+            builds.add(id(node))
+            references -= 1
+        elif type(node) is cst.Assign and type(node.value) is cst.Call and type(node.value.func) is cst.Name and node.value.func.value == name:
             target = node.targets[0].target if len(node.targets) == 1 else None
             if type(target) is cst.Attribute:
                 holders.add(target.attr.value)
+                owners.setdefault(target.attr.value, set()).add(id(_class_of(analysis, where)))
             elif type(target) is cst.Name and where is not None and (held := placed(where, target.value)) is not None:
                 lists.add(held)
-                kept += 1
             else:
                 return None
             references -= 1
-    if references or not (holders or lists) or holders & lists:
+    if references or not (holders or lists or built) or len(holders) + len(lists) + len(built) != len(holders | lists | built):
         return None  # the class is also used otherwise (a base, a local instance, a factory)
-    calls = [(node, where) for node, where in nodes if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in holders]
-    uses = sum(1 for node, _ in nodes if type(node) is cst.Attribute and node.attr.value in holders)
-    if uses != len(calls) + len(holders) or len(holders) != sum(
-        1 for node, _ in nodes if type(node) is cst.Assign and type(node.value) is cst.Call and type(node.value.func) is cst.Name and node.value.func.value == name
-    ) - kept:
-        return None  # an attribute read otherwise (``self.attend.flash = True``) or assigned twice
+    ours = _holders_read(analysis, nodes, holders, owners)
+    calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]] = [
+        (node.args, where) for node, where in nodes if type(node) is cst.Call and type(node.func) is cst.Attribute and ours(node.func, where)
+    ]
+    # (a member of the instance read or set, ``self.attn.heads``, ``self.attn.query = prune(...)``,
+    # runs no forward; ``self.attn.forward(...)`` would, and is not such a read; nor does binding
+    # the attribute, to an instance or anything else: its calls are then more than the
+    # instance's; nor ``return self.decoder``, which hands it to callers the file does not show,
+    # as another file's calls are not shown)
+    uses = sum(1 for node, where in nodes if type(node) is cst.Attribute and ours(node, where) and not _member_read(analysis.index, node))
+    if uses != len(calls):
+        return None  # an attribute read otherwise (passed on, put in a list)
     if lists and (looped := looped_calls(nodes, lists)) is None:
         return None
-    calls += looped if lists else []
+    calls += [(call.args, where) for call, where in looped] if lists else []
+    if built and (elements := element_calls(analysis, nodes, built, builds)) is None:
+        return None
+    calls += elements if built else []
     params = [*function.params.posonly_params, *function.params.params][1:]
     index = next((i for i, p in enumerate(params) if p is param), None)
     found: Passed = []
-    for call, where in calls:
-        if any(arg.star for arg in call.args):
+    for args, where in calls:
+        if any(arg.star for arg in args):
             return None
-        positional = [arg.value for arg in call.args if arg.keyword is None]
-        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        positional = [arg.value for arg in args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg.value for arg in args if arg.keyword is not None}
         value = keywords.get(param.name.value)
         if value is None and index is not None and index < len(positional):
             value = positional[index]
@@ -83,3 +101,63 @@ def _collect(node: cst.CSTNode, skip: cst.ClassDef, function: Optional[cst.Funct
             continue
         out.append((child, function))
         _collect(child, skip, child if type(child) is cst.FunctionDef else function, out)
+
+
+def _member_read(index: Any, node: cst.Attribute) -> bool:
+    """``node`` (``self.attn``) is bound, returned, or the object of a member access other than
+    its ``forward``."""
+    here = index.find(node)
+    above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+    if type(above) in (cst.AssignTarget, cst.Return):
+        return True
+    return type(above) is cst.Attribute and above.value is node and above.attr.value not in ("forward", "__call__")
+
+
+def _class_of(analysis: Any, function: Optional[cst.FunctionDef]) -> Optional[cst.ClassDef]:
+    """The class ``function`` is a method of."""
+    index = analysis.index
+    here = index.find(function) if function is not None else None
+    scope = index.scope[here] if here is not None else -1
+    node = index.order[scope] if scope >= 0 else None
+    return node if type(node) is cst.ClassDef else None
+
+
+def _holders_read(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]], holders: Set[str], owners: Dict[str, Set[int]]):
+    """Whether an attribute node, in a function, may be one of the ``holders``: not when it is
+    ``self.<holder>`` in a method of a class that is not one of the holder's ``owners`` and sets
+    ``self.<holder>`` itself (``self.attention = ASTAttention(config)`` in another class: an
+    attribute of the same name that holds something else)."""
+    own: Dict[str, Set[int]] = {}
+    for node, where in nodes:
+        if type(node) is cst.AssignTarget and type(node.target) is cst.Attribute and node.target.attr.value in holders and _of_self(node.target, where):
+            own.setdefault(node.target.attr.value, set()).add(id(_class_of(analysis, where)))
+
+    def ours(node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
+        name = node.attr.value
+        if name not in holders:
+            return False
+        if not _of_self(node, where):
+            return True
+        cls = id(_class_of(analysis, where))
+        return cls in owners[name] or cls not in own.get(name, ())
+
+    return ours
+
+
+def _of_self(node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
+    """``node`` is ``self.<name>`` in a method ``where`` whose first parameter is ``self``."""
+    params = where.params.params if where is not None else ()
+    return bool(params) and type(node.value) is cst.Name and node.value.value == params[0].name.value
+
+
+def _typed(index: Any, node: cst.Name) -> bool:
+    """``node`` names the class as a type only: an annotation (``module: Encoder``) or the class
+    of an ``isinstance``/``issubclass`` test, which build and call nothing."""
+    here = index.find(node)
+    above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+    if type(above) is cst.Annotation:
+        return True
+    if type(above) is cst.Arg and above.value is node and above.keyword is None:
+        call = index.order[index.parent[index.find(above)]]
+        return type(call) is cst.Call and type(call.func) is cst.Name and call.func.value in ("isinstance", "issubclass") and call.args[0] is not above
+    return False

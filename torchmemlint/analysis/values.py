@@ -346,7 +346,7 @@ class FunctionValues:
                 self._block(_statements(statement.finalbody.body), env)  # type: ignore[attr-defined]
         elif kind in (cst.FunctionDef, cst.ClassDef):
             opaque(self, statement, env)
-            env[statement.name.value] = self._new("function", node=statement, info={"define": statement})  # type: ignore[attr-defined]
+            env[statement.name.value] = self._new("function", node=statement, info={"define": statement, "scope": dict(env)})  # type: ignore[attr-defined]  (the names its body may read)
         else:
             opaque(self, statement, env)
 

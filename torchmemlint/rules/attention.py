@@ -118,7 +118,15 @@ class EagerAttention(Rule):
     which drops them (`x, _ = attention(q, k, v)`, `attention(...)[0]`; no other file imports it,
     tests/test_attention_dropped_by_callers.py), or stored only behind such a flag (BLIP's `if
     is_cross_attention and self.save_attention: self.save_attention_map(attention_probs)`,
-    tests/test_attention_kept_behind_flag.py), are not kept by default: reported without a fix. Two
+    tests/test_attention_kept_behind_flag.py), or set to `None` unless the flag is set (`if not
+    output_attentions: attn_weights = None`), are not kept by default: reported without a fix.
+    transformers-style models thread `output_attentions` down: `output_attentions if
+    output_attentions is not None else self.config.output_attentions` (transformers'
+    `PretrainedConfig` defaults it to `False`; also `self.output_attentions =
+    config.output_attentions`), to layers built into a `ModuleList` by a comprehension and run
+    as `self.layer[i]`, directly or through a checkpointed closure (`create_custom_forward`) or
+    `self._gradient_checkpointing_func(layer.__call__, ...)`: off unless a caller passes it
+    (tests/test_attention_config_flags.py). Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a

@@ -1,0 +1,303 @@
+"""TML601 on transformers-style models whose attention weights are returned only when
+``output_attentions`` is set, off by default (``flags.py``, ``forward_calls.py``, ``built_lists.py``):
+
+- the flag threaded down the module tree: ``BertModel.forward`` rebinds it to
+  ``self.config.output_attentions`` when its caller passes ``None`` (transformers'
+  ``PretrainedConfig`` defaults it to ``False``), passes it to the encoder, whose layers are
+  built by a comprehension into a ``ModuleList`` and run as ``self.layer[i]``, directly or
+  through a checkpointed closure (``create_custom_forward(layer_module)``, whose
+  ``module(*inputs, past_key_value, output_attentions)`` gets the checkpoint's arguments first),
+  or through ``self._gradient_checkpointing_func(layer.__call__, ...)``;
+- members of the held instances read or set (``self.self.query = prune(...)``), the attribute
+  name held by another class for another module (``self.attention`` in two classes), the class
+  named in an annotation or an ``isinstance``: none of them calls ``forward``;
+- the weights set to ``None`` unless the flag is set (``if not output_attentions: attn_weights =
+  None``, the weights then returned), and a helper that appends them to its outputs under
+  ``self.output_attentions = config.output_attentions`` (pytorch-transformers' models).
+
+Look-alikes stay quiet: a caller that passes ``output_attentions=True``; a configuration that is
+not transformers' (its ``output_attentions`` default unknown); a layer list passed elsewhere or
+never run in the file; a closure that passes ``True``; weights nulled when the flag IS set.
+"""
+
+from __future__ import annotations
+
+from attention_cases import found_sites, run_cli
+
+BERT = '''
+import math
+
+import torch
+import torch.nn as nn
+import torch.utils.checkpoint
+from transformers import PreTrainedModel
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_attention_heads = config.num_attention_heads
+        self.attention_head_size = config.hidden_size // config.num_attention_heads
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+        self.query = nn.Linear(config.hidden_size, self.all_head_size)
+        self.key = nn.Linear(config.hidden_size, self.all_head_size)
+        self.value = nn.Linear(config.hidden_size, self.all_head_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        return x.view(*new_x_shape).permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, attention_mask=None, head_mask=None, past_key_value=None, output_attentions=False):
+        query_layer = self.transpose_for_scores(self.query(hidden_states))
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+        if attention_mask is not None:
+            attention_scores = attention_scores + attention_mask
+        attention_probs = nn.Softmax(dim=-1)(attention_scores)
+        attention_probs = self.dropout(attention_probs)
+        context_layer = torch.matmul(attention_probs, value_layer)
+        context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+        context_layer = context_layer.view(*(context_layer.size()[:-2] + (self.all_head_size,)))
+        outputs = (context_layer, attention_probs) if output_attentions else (context_layer,)
+        outputs = outputs + (past_key_value,)
+        return outputs
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def prune_heads(self, index):
+        self.self.query = nn.Linear(self.self.query.in_features, len(index))
+        self.self.num_attention_heads = self.self.num_attention_heads - 1
+
+    def forward(self, hidden_states, attention_mask=None, head_mask=None, past_key_value=None, output_attentions=False):
+        self_outputs = self.self(hidden_states, attention_mask, head_mask, past_key_value, output_attentions)
+        return (self.output(self_outputs[0]),) + self_outputs[1:]
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config, index):
+        super().__init__()
+        self.attention = BertAttention(config)
+
+    def forward(self, hidden_states, attention_mask=None, head_mask=None, past_key_value=None, output_attentions=False, mode="text"):
+        return self.attention(hidden_states, attention_mask, head_mask, output_attentions=output_attentions, past_key_value=past_key_value)
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.layer = nn.ModuleList([BertLayer(config, i) for i in range(config.num_hidden_layers)])
+        self.gradient_checkpointing = False
+
+    def forward(self, hidden_states, attention_mask=None, head_mask=None, past_key_values=None, output_attentions=False, mode="text"):
+        all_self_attentions = () if output_attentions else None
+        for i in range(len(self.layer)):
+            layer_module = self.layer[i]
+            layer_head_mask = head_mask[i] if head_mask is not None else None
+            past_key_value = past_key_values[i] if past_key_values is not None else None
+            if self.gradient_checkpointing and self.training:
+
+                def create_custom_forward(module):
+                    def custom_forward(*inputs):
+                        return module(*inputs, past_key_value, output_attentions)
+
+                    return custom_forward
+
+                layer_outputs = torch.utils.checkpoint.checkpoint(
+                    create_custom_forward(layer_module), hidden_states, attention_mask, layer_head_mask, mode=mode
+                )
+            else:
+                layer_outputs = layer_module(hidden_states, attention_mask, layer_head_mask, past_key_value, output_attentions, mode=mode)
+            hidden_states = layer_outputs[0]
+            if output_attentions:
+                all_self_attentions = all_self_attentions + (layer_outputs[1],)
+        return hidden_states, all_self_attentions
+
+
+class BertModel(PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.config = config
+        self.encoder = BertEncoder(config)
+
+    def _set_gradient_checkpointing(self, module: BertEncoder, value=False):
+        if isinstance(module, BertEncoder):
+            module.gradient_checkpointing = value
+
+    def _prune_heads(self, heads_to_prune):
+        for layer, heads in heads_to_prune.items():
+            self.encoder.layer[layer].attention.prune_heads(heads)
+
+    def forward(self, embedding_output, attention_mask=None, output_attentions=None):
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        return self.encoder(embedding_output, attention_mask=attention_mask, output_attentions=output_attentions)
+
+
+class BertLMHeadModel(PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.bert = BertModel(config)
+
+    def get_decoder(self):
+        return self.bert
+
+    def forward(self, embedding_output, attention_mask=None, output_attentions=None):
+        return self.bert(embedding_output, attention_mask, output_attentions=output_attentions)
+'''
+
+LLAMA = '''
+import math
+
+import torch
+import torch.nn as nn
+from transformers.modeling_utils import PreTrainedModel
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // self.num_heads
+        self.q_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.k_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.v_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, use_cache=False):
+        bsz, q_len, _ = hidden_states.size()
+        query_states = self.q_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        value_states = self.v_proj(hidden_states).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if attention_mask is not None:
+            attn_weights = attn_weights + attention_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).reshape(bsz, q_len, -1)
+        attn_output = self.o_proj(attn_output)
+        if not output_attentions:
+            attn_weights = None
+        return attn_output, attn_weights
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_attn = LlamaAttention(config=config)
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False, use_cache=False):
+        hidden_states, weights = self.self_attn(hidden_states=hidden_states, attention_mask=attention_mask, output_attentions=output_attentions)
+        return (hidden_states, weights) if output_attentions else (hidden_states,)
+
+
+class LlamaModel(PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.layers = nn.ModuleList([LlamaDecoderLayer(config) for _ in range(config.num_hidden_layers)])
+        self.gradient_checkpointing = False
+
+    def forward(self, hidden_states, attention_mask=None, output_attentions=None):
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        for idx, decoder_layer in enumerate(self.layers):
+            if self.gradient_checkpointing and self.training:
+                layer_outputs = self._gradient_checkpointing_func(decoder_layer.__call__, hidden_states, attention_mask, output_attentions)
+            else:
+                layer_outputs = decoder_layer(hidden_states, attention_mask=attention_mask, output_attentions=output_attentions)
+            hidden_states = layer_outputs[0]
+        return hidden_states
+'''
+
+GPT2 = '''
+import math
+
+import torch
+import torch.nn as nn
+
+from .modeling_utils import PretrainedConfig, PreTrainedModel
+
+
+class Attention(nn.Module):
+    def __init__(self, nx, n_ctx, config):
+        super().__init__()
+        self.output_attentions = config.output_attentions
+        self.n_head = config.n_head
+        self.c_attn = nn.Linear(nx, nx * 3)
+        self.attn_dropout = nn.Dropout(config.attn_pdrop)
+
+    def _attn(self, q, k, v, head_mask=None):
+        w = torch.matmul(q, k) / math.sqrt(v.size(-1))
+        w = nn.Softmax(dim=-1)(w)
+        w = self.attn_dropout(w)
+        outputs = [torch.matmul(w, v)]
+        if self.output_attentions:
+            outputs.append(w)
+        return outputs
+
+    def split_heads(self, x, k=False):
+        x = x.view(x.size(0), x.size(1), self.n_head, x.size(-1) // self.n_head)
+        if k:
+            return x.permute(0, 2, 3, 1)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        query, key, value = self.c_attn(x).split(x.size(-1), dim=2)
+        query = self.split_heads(query)
+        key = self.split_heads(key, k=True)
+        value = self.split_heads(value)
+        attn_outputs = self._attn(query, key, value)
+        return attn_outputs[0].permute(0, 2, 1, 3).reshape(x.size(0), x.size(1), -1)
+'''
+
+
+def test_the_flag_off_through_the_config_threads_down_to_the_attention():
+    (site,) = found_sites(BERT)
+    assert site.function.name.value == "forward"
+    assert "`output_attentions` is set" in site.reason and not site.fixable, site.reason
+
+
+def test_weights_nulled_unless_the_flag_is_set_are_not_kept():
+    (site,) = found_sites(LLAMA)
+    assert not site.fixable  # (SDPA does not make the weights the flag returns; also cast before v)
+
+
+def test_a_helper_appending_the_weights_under_the_config_flag():
+    (site,) = found_sites(GPT2)
+    assert site.function.name.value == "forward" and not site.fixable  # (where forward runs it: k laid out there)
+
+
+def test_the_cli_reports_each_form(tmp_path):
+    for name, source in (("bert", BERT), ("llama", LLAMA), ("gpt2", GPT2)):
+        (tmp_path / f"modeling_{name}.py").write_text(source)
+    result = run_cli("--no-cache", "--select", "TML601", "--output-format", "concise", str(tmp_path))
+    reported = sorted(line.split(":")[0].rsplit("/", 1)[-1] for line in result.stdout.splitlines() if "TML601" in line)
+    assert reported == ["modeling_bert.py", "modeling_gpt2.py", "modeling_llama.py"], result.stdout + result.stderr
+
+
+def test_look_alikes_stay_quiet():
+    turned_on = BERT.replace(
+        "return self.encoder(embedding_output, attention_mask=attention_mask, output_attentions=output_attentions)",
+        "return self.encoder(embedding_output, attention_mask=attention_mask, output_attentions=True)",
+    )
+    own_config = BERT.replace("from transformers import PreTrainedModel", "from .base import PreTrainedModel")
+    passed_on = BERT.replace("        self.gradient_checkpointing = False\n", "        self.gradient_checkpointing = False\n        self.hooks = register(self.layer)\n", 1)
+    never_run = LLAMA.replace("        for idx, decoder_layer in enumerate(self.layers):", "        for idx in range(0):").replace(
+        "layer_outputs = self._gradient_checkpointing_func(decoder_layer.__call__, hidden_states, attention_mask, output_attentions)", "layer_outputs = (hidden_states,)"
+    ).replace("layer_outputs = decoder_layer(hidden_states, attention_mask=attention_mask, output_attentions=output_attentions)", "layer_outputs = (hidden_states,)")
+    closure_on = BERT.replace("return module(*inputs, past_key_value, output_attentions)", "return module(*inputs, past_key_value, True)")
+    nulled_when_set = LLAMA.replace("if not output_attentions:", "if output_attentions:")
+    own_gpt2 = GPT2.replace("from .modeling_utils import PretrainedConfig, PreTrainedModel", "from .modeling_utils import PreTrainedModel")
+    cases = {
+        "turned on": turned_on, "own config": own_config, "list passed on": passed_on, "list never run": never_run,
+        "closure turns it on": closure_on, "nulled when set": nulled_when_set, "gpt2 own config": own_gpt2,
+    }
+    for name, source in cases.items():
+        assert source != BERT and source != LLAMA and source != GPT2, name
+        assert found_sites(source) == [], name
