@@ -18,7 +18,9 @@
   zip(x_bands, self.band_convs): for i, layer in enumerate(stack):``);
 * a list rebound in each round of a loop (``layer_modules = [nn.Linear(a, b)]``, an ``ELU()``
   appended, a dropout only ``if dropout > 0`` with a default of 0) and spliced into the
-  Sequential that round builds: the target sees only what the rounds reaching it assign.
+  Sequential that round builds: the target sees only what the rounds reaching it assign;
+* a list begun as ``nn.ModuleList()`` (or ``nn.ModuleList([...])``), an attribute or a local,
+  extended in a loop and spliced into a Sequential (IVIM-NET's encoders).
 
 Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
 activation passed after an ELU (its output is needed in backward), a passed layer the class
@@ -27,7 +29,7 @@ output or adds its input back, a list that ``insert`` reorders, an element also 
 own, an activation first in its display, a ``super().__init__`` of a class that is not a
 Sequential, an activation first in each summed round (what the round before ends with, or the
 Sequential's input), an activation list whose input is also kept (``feats.append(h)``) or that another
-method hands out.
+method hands out, a ``ModuleList`` of what a call returns, an ELU after a Sigmoid (whose backward reads its output).
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -498,6 +500,60 @@ CASES: Dict[str, str] = {
                 for block in self.blocks:
                     x = block(x) + x
                 return x
+    ''',
+    "module_list_spliced": '''
+        import torch.nn as nn
+
+        class Net(nn.Module):
+            def __init__(self, n_inputs, depth=2, width=32, batch_norm=True, dropout=0.1):
+                super().__init__()
+                self.fc_layers0 = nn.ModuleList()
+                width_in = n_inputs
+                for i in range(depth):
+                    self.fc_layers0.extend([nn.Linear(width_in, width)])
+                    width_in = width
+                    if batch_norm:
+                        self.fc_layers0.extend([nn.BatchNorm1d(width)])
+                    self.fc_layers0.extend([nn.ELU()])  # expect: TML201
+                    if dropout != 0 and i != depth - 1:
+                        self.fc_layers0.extend([nn.Dropout(dropout)])
+                self.encoder0 = nn.Sequential(*self.fc_layers0, nn.Linear(width, 1))
+
+            def forward(self, x):
+                return self.encoder0(x)
+
+        class Seeded(nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                layers = nn.ModuleList([nn.Linear(4, dims[0])])
+                for d in dims:
+                    layers.append(nn.ELU())  # expect: TML201
+                    layers.append(nn.Linear(d, d))
+                self.net = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.net(x)
+
+        class SeededByCall(nn.Module):
+            def __init__(self, dims, make):
+                super().__init__()
+                layers = nn.ModuleList(make(dims))  # (what make returns is not shown)
+                layers.append(nn.ELU())
+                layers.append(nn.Linear(4, 4))
+                self.net = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.net(x)
+
+        class AfterSigmoid(nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                layers = nn.ModuleList([nn.Linear(4, 4), nn.Sigmoid()])
+                layers.append(nn.ELU())  # (the Sigmoid's backward reads its output)
+                self.net = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.net(x)
     ''',
 }
 

@@ -11,7 +11,8 @@ import libcst as cst
 
 from torchmemlint.tree import walk
 
-from torchmemlint.analysis.layer_lists import enclosing_definitions, zero_probability
+from torchmemlint.analysis.dropout_probabilities import zero_probability
+from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to, presence_test
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves
 
