@@ -263,6 +263,11 @@ def test_the_flag_off_through_the_config_threads_down_to_the_attention():
     assert "`output_attentions` is set" in site.reason and not site.fixable, site.reason
 
 
+def test_a_configuration_module_of_the_package_counts_as_transformers():
+    copied = BERT.replace("from transformers import PreTrainedModel", "from .configuration_bert import BertConfig\nfrom .modeling_utils import PreTrainedModel")
+    assert len(found_sites(copied)) == 1
+
+
 def test_weights_nulled_unless_the_flag_is_set_are_not_kept():
     (site,) = found_sites(LLAMA)
     assert not site.fixable  # (SDPA does not make the weights the flag returns; also cast before v)

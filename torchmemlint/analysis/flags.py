@@ -15,7 +15,10 @@ default(flash, self.flash)`` runs the same-file helper, whose ``val if exists(va
 is an ``if`` between a parameter defaulting to ``None`` (the caller's value, when one is
 given) and the flag: off when the flag is. A flag from a call (timm's ``self.fused_attn =
 use_fused_attn()``), a flag defaulting to ``True`` or ``None`` itself, a property, or a value
-set in another method is not known to be off. ``not`` and ``and`` are read as
+set in another method is not known to be off, but transformers' ``output_attentions``
+configuration flag is (``PretrainedConfig`` defaults it to ``False``), where the file's models
+take those configurations; a caller's name is read in its own value graph (``output_attentions
+if output_attentions is not None else self.config.output_attentions``). ``not`` and ``and`` are read as
 ``analysis/fallback.py`` reads the autograd tests.
 """
 
