@@ -12,7 +12,9 @@
   name held by another class for another module (``self.attention`` in two classes), the class
   named in an annotation or an ``isinstance``: none of them calls ``forward``;
 - the weights set to ``None`` unless the flag is set (``if not output_attentions: attn_weights =
-  None``, the weights then returned), and a helper that appends them to its outputs under
+  None``, the weights then returned; TransUNet's ``weights = attention_probs if self.vis else
+  None``, ``vis`` a constructor parameter without a default that every construction gives, down
+  from the model's ``vis=False``), and a helper that appends them to its outputs under
   ``self.output_attentions = config.output_attentions`` (pytorch-transformers' models).
 
 Look-alikes stay quiet: a caller that passes ``output_attentions=True``; a configuration that is
@@ -257,6 +259,84 @@ class Attention(nn.Module):
 '''
 
 
+TRANSUNET = '''
+import math
+
+import torch
+import torch.nn as nn
+from torch.nn import Dropout, Linear, Softmax
+
+
+class Attention(nn.Module):
+    def __init__(self, config, vis):
+        super().__init__()
+        self.vis = vis
+        self.num_attention_heads = config.num_heads
+        self.attention_head_size = config.hidden_size // config.num_heads
+        self.all_head_size = self.num_attention_heads * self.attention_head_size
+        self.query = Linear(config.hidden_size, self.all_head_size)
+        self.key = Linear(config.hidden_size, self.all_head_size)
+        self.value = Linear(config.hidden_size, self.all_head_size)
+        self.out = Linear(config.hidden_size, config.hidden_size)
+        self.attn_dropout = Dropout(config.attention_dropout_rate)
+        self.softmax = Softmax(dim=-1)
+
+    def transpose_for_scores(self, x):
+        new_x_shape = x.size()[:-1] + (self.num_attention_heads, self.attention_head_size)
+        return x.view(*new_x_shape).permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states):
+        query_layer = self.transpose_for_scores(self.query(hidden_states))
+        key_layer = self.transpose_for_scores(self.key(hidden_states))
+        value_layer = self.transpose_for_scores(self.value(hidden_states))
+        attention_scores = torch.matmul(query_layer, key_layer.transpose(-1, -2))
+        attention_scores = attention_scores / math.sqrt(self.attention_head_size)
+        attention_probs = self.softmax(attention_scores)
+        weights = attention_probs if self.vis else None
+        attention_probs = self.attn_dropout(attention_probs)
+        context_layer = torch.matmul(attention_probs, value_layer)
+        context_layer = context_layer.permute(0, 2, 1, 3).contiguous()
+        context_layer = context_layer.view(*(context_layer.size()[:-2] + (self.all_head_size,)))
+        return self.out(context_layer), weights
+
+
+class Block(nn.Module):
+    def __init__(self, config, vis):
+        super().__init__()
+        self.attn = Attention(config, vis)
+
+    def forward(self, x):
+        h, weights = self.attn(x)
+        return x + h, weights
+
+
+class Encoder(nn.Module):
+    def __init__(self, config, vis):
+        super().__init__()
+        self.vis = vis
+        self.layer = nn.ModuleList()
+        for _ in range(config.num_layers):
+            self.layer.append(Block(config, vis))
+
+    def forward(self, hidden_states):
+        attn_weights = []
+        for layer_block in self.layer:
+            hidden_states, weights = layer_block(hidden_states)
+            if self.vis:
+                attn_weights.append(weights)
+        return hidden_states, attn_weights
+
+
+class VisionTransformer(nn.Module):
+    def __init__(self, config, img_size=224, num_classes=21843, zero_head=False, vis=False):
+        super().__init__()
+        self.encoder = Encoder(config, vis)
+
+    def forward(self, x):
+        return self.encoder(x)[0]
+'''
+
+
 def test_the_flag_off_through_the_config_threads_down_to_the_attention():
     (site,) = found_sites(BERT)
     assert site.function.name.value == "forward"
@@ -306,3 +386,13 @@ def test_look_alikes_stay_quiet():
     for name, source in cases.items():
         assert source != BERT and source != LLAMA and source != GPT2, name
         assert found_sites(source) == [], name
+
+
+def test_weights_chosen_by_a_constructor_flag_every_caller_leaves_off():
+    (site,) = found_sites(TRANSUNET)
+    assert not site.fixable
+    on_by_default = TRANSUNET.replace("zero_head=False, vis=False):", "zero_head=False, vis=True):")
+    turned_on = TRANSUNET.replace("self.encoder = Encoder(config, vis)", "self.encoder = Encoder(config, True)")
+    kept_always = TRANSUNET.replace("weights = attention_probs if self.vis else None", "weights = attention_probs")
+    for source in (on_by_default, turned_on, kept_always):
+        assert source != TRANSUNET and found_sites(source) == []

@@ -63,10 +63,15 @@ def _nulled_unless_flag(graph: Any, value: Any, join: Any) -> Optional[cst.BaseE
     """``if not output_attentions: attn_weights = None`` (transformers' eager attention before its
     ``return attn_output, attn_weights``): ``join``, the name after the ``if``, holds ``value``
     only when the test is false, ``None`` otherwise; the flag the test negates, when it is off by
-    default (then, by default, nothing after the ``if`` reads the weights)."""
+    default (then, by default, nothing after the ``if`` reads the weights). Also ``value if flag
+    else None``: the flag, when off by default."""
     from torchmemlint.analysis.flags import off_by_default  # (as above)
 
     test, branches = join.info.get("test"), join.info.get("branches") or ()
+    if type(join.node) is cst.IfExp and len(join.inputs) == 2 and join.inputs[0] is value and join.inputs[1] is not value:
+        # ``weights = attention_probs if self.vis else None`` (TransUNet's attention)
+        nulled = join.inputs[1]
+        return test if nulled.op == "global" and nulled.info.get("name") == "None" and off_by_default(graph, test, True) else None
     if type(join.node) is not cst.If or join.node.orelse is not None or type(test) is not cst.UnaryOperation or type(test.operator) is not cst.Not:
         return None
     if len(join.inputs) != 2 or tuple(branches) != (True, None) and tuple(branches) != (True, False):

@@ -153,17 +153,20 @@ def _default_none(graph: Any, name: str) -> bool:
 
 
 def _default_false(graph: Any, function: cst.FunctionDef, name: str, depth: int = 0) -> bool:
-    """``name`` is a parameter of ``function``, not rebound there, defaulting to ``False``, and
-    every call of ``function`` in this file leaves it so: passes ``False``, or a parameter of the
+    """``name`` is a parameter of ``function``, not rebound there, defaulting to ``False`` (or
+    without a default, given by every call of the file, at least one), and every call of
+    ``function`` in this file leaves it so: passes ``False``, or a parameter of the
     calling function that is off so itself (``Attend(flash=flash)`` in ``Attention.__init__(self,
     flash=False)``, followed through ``CALLERS`` callers)."""
     param: Optional[cst.Param] = parameter(function, name)
+    if param is not None and param.default is None and param.star == "":
+        return _unset(graph, function, param, depth, required=True)  # (TransUNet's ``vis``, given by every caller)
     if param is None or literal_bool(param.default) is not False:
         return False
     return _unset(graph, function, param, depth)
 
 
-def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int = 0) -> bool:
+def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int = 0, required: bool = False) -> bool:
     """No call of ``function`` in this file passes ``param`` anything but ``None``, ``False`` or
     a parameter of its caller that is off unless a caller turns it on; a module's ``forward``
     through the calls of the attributes that hold its class's instances (``forward_calls``)."""
@@ -171,9 +174,11 @@ def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int =
         passed = forward_passed(graph, function, param)
     else:
         passed = graph.file.analysis.factories.passed(function, param)
-    if passed is None:
-        return False
+    if passed is None or (required and not passed):
+        return False  # (a parameter without a default: off only when the file's calls, at least one, give it off)
     for value, caller in passed:
+        if value is None and required:
+            return False  # (not found among the call's arguments: given by a ``**kwargs``)
         if value is None or literal_bool(value) is False or (type(value) is cst.Name and value.value == "None"):
             continue
         if type(value) is cst.Name and caller is not None and depth < CALLERS and (
