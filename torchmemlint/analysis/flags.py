@@ -24,12 +24,13 @@ if output_attentions is not None else self.config.output_attentions``). ``not`` 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.flag_importers import turned_on
+from torchmemlint.analysis.flag_returns import _flag_test
 from torchmemlint.analysis.forward_calls import forward_passed
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import literal_bool
@@ -185,10 +186,28 @@ def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int =
             _default_false(graph, caller, value.value, depth + 1) or _name_off(graph, caller, value, depth + 1, _is_none(param.default))
         ):
             continue
+        if caller is not None and depth < CALLERS and _behind_flag(graph, caller, value):
+            continue  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
         return False
     if not passed and function.name.value == "__init__" and turned_on(graph.file.analysis, function, param, depth):
         return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
     return True
+
+
+_ASKING: Set[Tuple[int, int]] = set()  # (the caller, the value) whose ``if`` is being read: a cycle of flags is not off
+
+
+def _behind_flag(graph: Any, caller: cst.FunctionDef, value: cst.CSTNode) -> bool:
+    """The call of ``caller`` that passes ``value`` runs only in the arm of an ``if`` that needs
+    a flag of ``caller`` off by default (``flag_returns._flag_test``)."""
+    key = (id(caller), id(value))
+    if key in _ASKING:
+        return False
+    _ASKING.add(key)
+    try:
+        return _flag_test(graph.file.analysis.values(caller), value) is not None
+    finally:
+        _ASKING.discard(key)
 
 
 def _name_off(graph: Any, caller: cst.FunctionDef, name: cst.Name, depth: int, none_is_default: bool = False) -> bool:
