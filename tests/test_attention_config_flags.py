@@ -19,7 +19,9 @@
 
 Look-alikes stay quiet: a caller that passes ``output_attentions=True``; a configuration that is
 not transformers' (its ``output_attentions`` default unknown); a layer list passed elsewhere or
-never run in the file; a closure that passes ``True``; weights nulled when the flag IS set.
+never run in the file; the layers' call on the default path passing ``True`` (a checkpointed
+closure passing it runs only under ``self.gradient_checkpointing``, off by default); weights
+nulled when the flag IS set.
 """
 
 from __future__ import annotations
@@ -376,12 +378,15 @@ def test_look_alikes_stay_quiet():
     never_run = LLAMA.replace("        for idx, decoder_layer in enumerate(self.layers):", "        for idx in range(0):").replace(
         "layer_outputs = self._gradient_checkpointing_func(decoder_layer.__call__, hidden_states, attention_mask, output_attentions)", "layer_outputs = (hidden_states,)"
     ).replace("layer_outputs = decoder_layer(hidden_states, attention_mask=attention_mask, output_attentions=output_attentions)", "layer_outputs = (hidden_states,)")
-    closure_on = BERT.replace("return module(*inputs, past_key_value, output_attentions)", "return module(*inputs, past_key_value, True)")
+    called_on = BERT.replace(
+        "layer_outputs = layer_module(hidden_states, attention_mask, layer_head_mask, past_key_value, output_attentions, mode=mode)",
+        "layer_outputs = layer_module(hidden_states, attention_mask, layer_head_mask, past_key_value, True, mode=mode)",
+    )
     nulled_when_set = LLAMA.replace("if not output_attentions:", "if output_attentions:")
     own_gpt2 = GPT2.replace("from .modeling_utils import PretrainedConfig, PreTrainedModel", "from .modeling_utils import PreTrainedModel")
     cases = {
         "turned on": turned_on, "own config": own_config, "list passed on": passed_on, "list never run": never_run,
-        "closure turns it on": closure_on, "nulled when set": nulled_when_set, "gpt2 own config": own_gpt2,
+        "the default path turns it on": called_on, "nulled when set": nulled_when_set, "gpt2 own config": own_gpt2,
     }
     for name, source in cases.items():
         assert source != BERT and source != LLAMA and source != GPT2, name

@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Union
 
 import libcst as cst
 
-from torchmemlint.tree import path_to, walk
+from torchmemlint.tree import walk
 
 HANDED = frozenset({"tuple", "same", "cast"})  # ``return out, attn``, ``return out, attn.detach()``
 
@@ -106,16 +106,9 @@ def _returns_naming(graph: Any, value: Any) -> List[cst.CSTNode]:
 
 
 def _flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
-    """The test of an ``if`` around ``statement`` whose arm holding it runs only behind a flag
-    off by default."""
-    from torchmemlint.analysis.flags import off_by_default  # flags reads the factories, which read the value graph's users
+    from torchmemlint.analysis.flags import flag_test  # (flags reads the factories, which read the value graph's users)
 
-    path = path_to(graph.function, statement) or []
-    for outer, inner in zip(path, path[1:]):
-        if type(outer) is cst.If and inner is not outer.test:
-            if off_by_default(graph, outer.test, inner is outer.body):
-                return outer.test
-    return None
+    return flag_test(graph, statement)
 
 
 def dropped_by_callers(graph: Any, value: Any, consumer: Union[Any, str]) -> bool:

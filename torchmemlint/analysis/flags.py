@@ -30,7 +30,6 @@ import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.flag_importers import turned_on
-from torchmemlint.analysis.flag_returns import _flag_test
 from torchmemlint.analysis.forward_calls import forward_passed
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import literal_bool
@@ -194,18 +193,29 @@ def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int =
     return True
 
 
+def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """The test of an ``if`` around ``statement`` (any node of ``graph``'s function) whose arm
+    holding it runs only behind a flag off by default."""
+    path = path_to(graph.function, statement) or []
+    for outer, inner in zip(path, path[1:]):
+        if type(outer) is cst.If and inner is not outer.test:
+            if off_by_default(graph, outer.test, inner is outer.body):
+                return outer.test
+    return None
+
+
 _ASKING: Set[Tuple[int, int]] = set()  # (the caller, the value) whose ``if`` is being read: a cycle of flags is not off
 
 
 def _behind_flag(graph: Any, caller: cst.FunctionDef, value: cst.CSTNode) -> bool:
     """The call of ``caller`` that passes ``value`` runs only in the arm of an ``if`` that needs
-    a flag of ``caller`` off by default (``flag_returns._flag_test``)."""
+    a flag of ``caller`` off by default (``flag_test``)."""
     key = (id(caller), id(value))
     if key in _ASKING:
         return False
     _ASKING.add(key)
     try:
-        return _flag_test(graph.file.analysis.values(caller), value) is not None
+        return flag_test(graph.file.analysis.values(caller), value) is not None
     finally:
         _ASKING.discard(key)
 
