@@ -401,3 +401,188 @@ def test_weights_chosen_by_a_constructor_flag_every_caller_leaves_off():
     kept_always = TRANSUNET.replace("weights = attention_probs if self.vis else None", "weights = attention_probs")
     for source in (on_by_default, turned_on, kept_always):
         assert source != TRANSUNET and found_sites(source) == []
+
+
+# -- callers a review found the first version missed: each turns the flag on (or may) -------------
+REVIEW_BASE = '''
+import torch
+import torch.nn as nn
+from transformers import PreTrainedModel
+
+
+class Attn(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+        self.k = nn.Linear(8, 8)
+        self.v = nn.Linear(8, 8)
+
+    def forward(self, x, output_attentions=False):
+        s = torch.matmul(self.q(x), self.k(x).transpose(-1, -2))
+        p = s.softmax(dim=-1)
+        o = torch.matmul(p, self.v(x))
+        return (o, p) if output_attentions else (o,)
+
+
+class Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attention = Attn(config)
+
+    def forward(self, x, output_attentions=False):
+        return self.attention(x, output_attentions=output_attentions)
+
+
+class Encoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.layer = nn.ModuleList([Layer(config) for _ in range(4)])
+
+    def forward(self, x, output_attentions=False):
+        for i in range(len(self.layer)):
+            m = self.layer[i]
+            x = m(x, output_attentions)[0]
+        return x
+
+
+class Model(PreTrainedModel):
+    def __init__(self, config):
+        super().__init__(config)
+        self.config = config
+        self.encoder = Encoder(config)
+
+    def forward(self, x, output_attentions=None):
+        output_attentions = output_attentions if output_attentions is not None else self.config.output_attentions
+        return self.encoder(x, output_attentions=output_attentions)
+'''
+
+REVIEW_CALLERS = {
+    'a configuration built with the flag on': '''
+
+from transformers import BertConfig
+
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = Model(BertConfig(output_attentions=True))
+
+    def forward(self, x):
+        return self.model(x)
+''',
+    'a configuration given the flag': '''
+
+class Wrapper(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        config.output_attentions = True
+        self.model = Model(config)
+
+    def forward(self, x):
+        return self.model(x)
+''',
+    'a subclass calling the holder it inherits': '''
+
+class Holder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attention = Attn(config)
+
+    def forward(self, x):
+        return self.attention(x)[0]
+
+
+class Sub(Holder):
+    def __init__(self, config):
+        super().__init__(config)
+        if config.no_attn:
+            self.attention = nn.Identity()
+
+    def forward(self, x):
+        return self.attention(x, output_attentions=True)
+''',
+    'a holder returned to a caller of the file': '''
+
+class Probe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.block = Layer(config)
+
+    def get_attention(self):
+        return self.block.attention
+
+    def forward(self, x):
+        return self.get_attention()(x, output_attentions=True)
+''',
+    'an isinstance-selected module called': '''
+
+def attention_maps(model, x):
+    maps = []
+    for m in model.modules():
+        if isinstance(m, Attn):
+            maps.append(m(x, output_attentions=True)[1])
+    return maps
+''',
+    'the class calling itself with the flag': '''
+
+class Probe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn = Attn(config)
+
+    def forward(self, x):
+        return self.attn(x)[0]
+
+    def maps(self, x):
+        return self.attn.attention_map(x)
+
+
+def attention_map(self, x):
+    return self(x, output_attentions=True)[1]
+
+
+Attn.attention_map = attention_map
+''',
+}
+
+
+def test_the_review_base_is_reported_and_each_caller_that_turns_the_flag_on_keeps_it_quiet():
+    assert len(found_sites(REVIEW_BASE)) == 1
+    for name, tail in REVIEW_CALLERS.items():
+        assert found_sites(REVIEW_BASE + tail) == [], name
+
+
+def test_a_method_of_the_class_calling_itself_with_the_flag():
+    own = REVIEW_BASE.replace(
+        "        return (o, p) if output_attentions else (o,)\n",
+        "        return (o, p) if output_attentions else (o,)\n\n    def attention_map(self, x):\n        return self(x, output_attentions=True)[1]\n",
+    )
+    assert own != REVIEW_BASE and found_sites(own) == []
+
+
+def test_a_recursive_flag_chain_is_not_an_internal_error(tmp_path):
+    source = """
+import torch
+import torch.nn as nn
+
+
+class Node(nn.Module):
+    def __init__(self, depth, keep=False):
+        super().__init__()
+        self.keep = keep
+        self.q = nn.Linear(8, 8)
+        f = self.keep
+        self.child = Node(depth - 1, keep=f) if depth else None
+
+    def forward(self, x):
+        s = torch.matmul(self.q(x), x.transpose(-1, -2))
+        p = s.softmax(dim=-1)
+        o = torch.matmul(p, x)
+        if self.keep:
+            return o, p
+        return o
+"""
+    path = tmp_path / "node.py"
+    path.write_text(source)
+    result = run_cli("--no-cache", "--select", "TML601", str(path))
+    assert "TML900" not in result.stdout and result.returncode in (0, 1), result.stdout + result.stderr

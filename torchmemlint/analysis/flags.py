@@ -33,7 +33,7 @@ from torchmemlint.analysis.flag_importers import turned_on
 from torchmemlint.analysis.forward_calls import forward_passed
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import literal_bool
-from torchmemlint.tree import path_to
+from torchmemlint.tree import path_to, walk
 
 # Flags of transformers' ``PretrainedConfig`` that default to ``False`` (its documentation:
 # ``output_attentions (bool, optional, defaults to False)``); a model reads them as
@@ -115,7 +115,8 @@ def _attribute_off(graph: Any, flag: str) -> bool:
         return True
     if type(value) is cst.Attribute and type(value.value) is cst.Name and value.attr.value in CONFIG_FLAGS_OFF:
         # ``self.output_attentions = config.output_attentions`` (pytorch-transformers' models)
-        return parameter(assignment.method, value.value.value) is not None and _model_configuration(graph.file.analysis)
+        config = value.value.value
+        return "config" in config.lower() and parameter(assignment.method, config) is not None and _model_configuration(graph.file.analysis, value.attr.value)
     return type(value) is cst.Name and _default_false(graph, assignment.method, value.value)
 
 
@@ -166,7 +167,22 @@ def _default_false(graph: Any, function: cst.FunctionDef, name: str, depth: int 
     return _unset(graph, function, param, depth)
 
 
+_UNSETTING: Set[Tuple[int, int]] = set()  # (function, parameter) being read: a cycle of callers is not off
+
+
 def _unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int = 0, required: bool = False) -> bool:
+    """``_read_unset``, guarded: a chain of callers that comes back to this parameter is not off."""
+    key = (id(function), id(param))
+    if key in _UNSETTING or len(_UNSETTING) > 4 * CALLERS:
+        return False
+    _UNSETTING.add(key)
+    try:
+        return _read_unset(graph, function, param, depth, required)
+    finally:
+        _UNSETTING.discard(key)
+
+
+def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: int = 0, required: bool = False) -> bool:
     """No call of ``function`` in this file passes ``param`` anything but ``None``, ``False`` or
     a parameter of its caller that is off unless a caller turns it on; a module's ``forward``
     through the calls of the attributes that hold its class's instances (``forward_calls``)."""
@@ -239,11 +255,24 @@ def _name_off(graph: Any, caller: cst.FunctionDef, name: cst.Name, depth: int, n
             return literal_bool(param.default) is False and _unset(other, caller, param, depth)
         path = path_to(caller, name) or []
         nested = next((node for node in path[1:] if type(node) is cst.FunctionDef), None)  # (the closure's factory, defined in ``caller``)
+        if nested is None or _bound_after(graph.file.analysis.index, caller, nested, name.value):
+            return False  # (the closure runs later: a binding after its ``def`` may be what it reads)
         defined = [v for v in other.values if v.op == "function" and v.info.get("define") is nested and nested is not None]
         value = defined[0].info["scope"].get(name.value) if len(defined) == 1 else None  # what the name held where it was defined
         if value is None:
             return False
     return _value_off(other, value, depth)
+
+
+def _bound_after(index: Any, function: cst.FunctionDef, nested: cst.FunctionDef, name: str) -> bool:
+    """``function`` binds ``name`` after the ``def`` of ``nested`` (in source order)."""
+    start = index.find(nested)
+    for node in walk(function.body):
+        if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For):
+            targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+            if any(type(n) is cst.Name and n.value == name for t in targets for n in (t, *walk(t))) and (index.find(node) or 0) > (start or 0):
+                return True
+    return False
 
 
 def _is_none(default: Optional[cst.BaseExpression]) -> bool:
@@ -257,13 +286,17 @@ def _library_config(graph: Any, value: Any) -> bool:
     base = value.inputs[0] if value.inputs else None
     if base is None or not ((base.op == "attribute" and base.info.get("name") == "config") or (base.op == "argument" and base.info.get("name") == "config")):
         return False
-    return _model_configuration(graph.file.analysis)
+    return _model_configuration(graph.file.analysis, value.info["name"])
 
 
-def _model_configuration(analysis: Any) -> bool:
+def _model_configuration(analysis: Any, flag: str) -> bool:
     """The file's models take transformers' configurations: it imports transformers, or a
     configuration module of its own package as transformers names them (``from
-    .configuration_bert import BertConfig``: pytorch-transformers, a model copied with its config)."""
+    .configuration_bert import BertConfig``: pytorch-transformers, a model copied with its config);
+    and nothing in the file turns ``flag`` on (``BertConfig(output_attentions=True)``,
+    ``config.output_attentions = True``, ``setattr(config, "output_attentions", True)``)."""
+    if _turned_on_in_file(analysis, flag):
+        return False
     if "PretrainedConfig" in analysis.bindings.names:
         return True  # (imported from wherever the package keeps it: pytorch-transformers' modeling_utils)
     for qualified in analysis.bindings.names.values():
@@ -273,6 +306,32 @@ def _model_configuration(analysis: Any) -> bool:
         type(small) is cst.ImportFrom and small.relative and small.module is not None and (dotted_name(small.module) or "").rsplit(".", 1)[-1].startswith("configuration_")
         for statement in analysis.module.body if type(statement) is cst.SimpleStatementLine for small in statement.body
     )
+
+
+def _turned_on_in_file(analysis: Any, flag: str) -> bool:
+    """A statement of the file sets a configuration's ``flag`` to anything but ``False``/``None``:
+    a keyword of a call (``BertConfig(output_attentions=True)``), an assignment to an attribute of
+    that name other than ``self.<flag> = config.<flag>``, a ``setattr`` naming it."""
+    index = analysis.index
+    off = lambda v: literal_bool(v) is False or _is_none(v)  # noqa: E731
+    for at in index.positions(cst.Arg):
+        arg = index.order[at]
+        if arg.keyword is not None and arg.keyword.value == flag and not off(arg.value) and not (type(arg.value) is cst.Name and arg.value.value == flag):
+            call = index.order[index.parent[at]]
+            if type(call) is cst.Call and (dotted_name(call.func) or "").endswith("Config"):
+                return True
+        if arg.keyword is None and type(arg.value) is cst.SimpleString and arg.value.value.strip("'\"") == flag:
+            call = index.order[index.parent[at]]
+            if type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == "setattr":
+                return True
+    for at in index.positions(cst.Assign):
+        assign = index.order[at]
+        for target in assign.targets:
+            if type(target.target) is cst.Attribute and target.target.attr.value == flag and not off(assign.value):
+                value = assign.value
+                if not (type(value) is cst.Attribute and value.attr.value == flag):
+                    return True
+    return False
 
 
 def _module_instance_off(graph: Any, function: cst.FunctionDef, name: str, flag: str) -> bool:

@@ -3,12 +3,20 @@
 A module's ``forward`` is called through ``__call__``: ``self.attend(q, k, v, mask=mask)``
 where ``__init__`` set ``self.attend = Attend(...)``. Its calls are known when every reference
 to the class outside its own body is such a construction assigned to one attribute
-(``self.<holder> = Cls(...)``; not subclassed, passed, stored or called as a local),
-and every use of those attributes is a call or that assignment: then these calls are all the
-file makes of it; or a local instance put into a module list of the class that builds it
-(``attn = Cls(...)``, ``self.layers.append(ModuleList([attn, ff]))``) that is only iterated, its
-elements only called (``for attn, ff in self.layers: attn(x)``: ``looped_instances.py``).
-Anything else: not known (None).
+(``self.<holder> = Cls(...)``; not subclassed, passed, stored or called as a local), or named as a
+type only (an annotation, an ``isinstance`` test whose module is then only read or set, never
+called or passed on), and every use of those attributes is a call, an assignment, a member read
+or set (``self.attn.query = prune(...)``: no ``forward`` runs), or a ``return`` from a method no
+call of the file makes (``get_decoder``: handed to callers the file does not show, as another
+file's calls are not shown); or a local instance put into a module list of the class that
+builds it (``attn = Cls(...)``, ``self.layers.append(ModuleList([attn, ff]))``) that is only
+iterated, its elements only called (``for attn, ff in self.layers: attn(x)``:
+``looped_instances.py``); or the elements of a module list a comprehension builds
+(``built_lists.py``). The class's own methods calling ``self(...)`` or ``self.forward(...)`` are
+calls too; a class that names itself in its body (builds a child of its kind) is not known. A
+holder of the same name that another class sets for something else is not one of them; a
+subclass of the holder's class reads the holder's. A class never named in its file: its calls
+are other files' ([]). Anything else: not known (None).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import libcst as cst
 
 from torchmemlint.analysis.built_lists import built_list, element_calls
 from torchmemlint.analysis.looped_instances import looped_calls, placed
+from torchmemlint.tree import walk
 
 Passed = List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]
 
@@ -36,9 +45,12 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
         return None
     nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]] = []
     _collect(analysis.module, classdef, None, nodes)
-    references = sum(1 for node, _ in nodes if type(node) is cst.Name and node.value == name and not _typed(analysis.index, node))
+    own = _own_calls(classdef, name)
+    if own is None:
+        return None  # the class names itself in its body (a child of its kind, ``type(self)(...)``)
+    references = sum(1 for node, where in nodes if type(node) is cst.Name and node.value == name and not _typed(analysis.index, node, where))
     if not references:
-        return []  # never built, subclassed or named in its file: its calls are other files' (as a function no call of its file makes)
+        return _passed(function, param, own)  # never built, subclassed or named in its file: its other calls are other files'
     holders: Set[str] = set()
     lists: Set[str] = set()  # ``self.layers``, into which a local instance is put (``ModuleList([attn, ff])``)
     built: Set[str] = set()  # ``self.layer = nn.ModuleList([Cls(c) for _ in range(n)])`` (``built_lists.py``)
@@ -53,7 +65,10 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
             target = node.targets[0].target if len(node.targets) == 1 else None
             if type(target) is cst.Attribute:
                 holders.add(target.attr.value)
-                owners.setdefault(target.attr.value, set()).add(id(_class_of(analysis, where)))
+                owner = _class_of(analysis, where)
+                family = owners.setdefault(target.attr.value, set())
+                family.add(id(owner))
+                family.update(id(sub.node) for sub in (analysis.subclasses(owner) if owner is not None else ()))  # (they read the holder's)
             elif type(target) is cst.Name and where is not None and (held := placed(where, target.value)) is not None:
                 lists.add(held)
             else:
@@ -70,15 +85,20 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
     # the attribute, to an instance or anything else: its calls are then more than the
     # instance's; nor ``return self.decoder``, which hands it to callers the file does not show,
     # as another file's calls are not shown)
-    uses = sum(1 for node, where in nodes if type(node) is cst.Attribute and ours(node, where) and not _member_read(analysis.index, node))
+    uses = sum(1 for node, where in nodes if type(node) is cst.Attribute and ours(node, where) and not _member_read(analysis, node, where))
     if uses != len(calls):
-        return None  # an attribute read otherwise (passed on, put in a list)
+        return None  # an attribute read otherwise (passed on, put in a list, returned to the file's own callers)
     if lists and (looped := looped_calls(nodes, lists)) is None:
         return None
     calls += [(call.args, where) for call, where in looped] if lists else []
     if built and (elements := element_calls(analysis, nodes, built, builds)) is None:
         return None
     calls += elements if built else []
+    return _passed(function, param, [*calls, *own])
+
+
+def _passed(function: cst.FunctionDef, param: cst.Param, calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]) -> Optional[Passed]:
+    """What each of ``calls`` (arguments, caller) passes ``function``'s ``param``."""
     params = [*function.params.posonly_params, *function.params.params][1:]
     index = next((i for i, p in enumerate(params) if p is param), None)
     found: Passed = []
@@ -103,14 +123,48 @@ def _collect(node: cst.CSTNode, skip: cst.ClassDef, function: Optional[cst.Funct
         _collect(child, skip, child if type(child) is cst.FunctionDef else function, out)
 
 
-def _member_read(index: Any, node: cst.Attribute) -> bool:
-    """``node`` (``self.attn``) is bound, returned, or the object of a member access other than
-    its ``forward``."""
+def _member_read(analysis: Any, node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
+    """``node`` (``self.attn``) is bound, the object of a member access other than its
+    ``forward``, or returned by a method no call of the file makes (``get_decoder``)."""
+    index = analysis.index
     here = index.find(node)
     above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
-    if type(above) in (cst.AssignTarget, cst.Return):
+    if type(above) is cst.AssignTarget:
         return True
+    if type(above) is cst.Return:
+        return where is not None and not _called_by_name(analysis, where.name.value)
     return type(above) is cst.Attribute and above.value is node and above.attr.value not in ("forward", "__call__")
+
+
+def _called_by_name(analysis: Any, name: str) -> bool:
+    """A call of the file names ``name`` (``get_decoder()``, ``self.get_decoder()``), or the name is read otherwise."""
+    index = analysis.index
+    return any(
+        (type(n) is cst.Name and n.value == name) or (type(n) is cst.Attribute and n.attr.value == name)
+        for n in (index.order[at] for kind in (cst.Name, cst.Attribute) for at in index.positions(kind))
+        if type(index.order[index.parent[index.find(n)]]) is not cst.FunctionDef
+    )
+
+
+def _own_calls(classdef: cst.ClassDef, name: str) -> Optional[List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]]:
+    """The calls the class's methods make of their own instance (``self(x, flag=True)``,
+    ``self.forward(x)``); None when the class names itself in its body."""
+    found: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]] = []
+    for method in classdef.body.body if type(classdef.body) is cst.IndentedBlock else ():
+        if type(method) is not cst.FunctionDef or not method.params.params:
+            continue
+        me = method.params.params[0].name.value
+        for node in walk(method):
+            if type(node) is cst.Name and node.value == name:
+                return None
+            if type(node) is not cst.Call:
+                continue
+            func = node.func
+            if (type(func) is cst.Name and func.value == me) or (
+                type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me and func.attr.value in ("forward", "__call__")
+            ):
+                found.append((node.args, method))
+    return found
 
 
 def _class_of(analysis: Any, function: Optional[cst.FunctionDef]) -> Optional[cst.ClassDef]:
@@ -150,14 +204,34 @@ def _of_self(node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
     return bool(params) and type(node.value) is cst.Name and node.value.value == params[0].name.value
 
 
-def _typed(index: Any, node: cst.Name) -> bool:
+def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool:
     """``node`` names the class as a type only: an annotation (``module: Encoder``) or the class
-    of an ``isinstance``/``issubclass`` test, which build and call nothing."""
+    of an ``isinstance`` test whose module (a name) the function only reads or sets members of
+    (``if isinstance(module, Encoder): module.gradient_checkpointing = value``), never calls or
+    passes on."""
     here = index.find(node)
     above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
     if type(above) is cst.Annotation:
         return True
-    if type(above) is cst.Arg and above.value is node and above.keyword is None:
-        call = index.order[index.parent[index.find(above)]]
-        return type(call) is cst.Call and type(call.func) is cst.Name and call.func.value in ("isinstance", "issubclass") and call.args[0] is not above
-    return False
+    if type(above) is not cst.Arg or above.value is not node or above.keyword is not None or where is None:
+        return False
+    call = index.order[index.parent[index.find(above)]]
+    if type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "isinstance" or len(call.args) != 2 or call.args[0] is above:
+        return False
+    tested = call.args[0].value
+    if type(tested) is not cst.Name:
+        return False
+    for read in walk(where.body):
+        if type(read) is not cst.Name or read.value != tested.value:
+            continue
+        parent = index.order[index.parent[index.find(read)]]
+        if type(parent) is cst.Arg and parent.value is read and index.order[index.parent[index.find(parent)]] is call:
+            continue
+        if type(parent) is cst.For and parent.target is read:
+            continue  # ``for module in self.modules():``
+        if type(parent) is cst.Attribute and parent.value is read and parent.attr.value not in ("forward", "__call__"):
+            grand = index.order[index.parent[index.find(parent)]]
+            if not (type(grand) is cst.Call and grand.func is parent):
+                continue  # ``module.gradient_checkpointing = value``
+        return False
+    return True
