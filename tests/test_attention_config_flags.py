@@ -586,3 +586,19 @@ class Node(nn.Module):
     path.write_text(source)
     result = run_cli("--no-cache", "--select", "TML601", str(path))
     assert "TML900" not in result.stdout and result.returncode in (0, 1), result.stdout + result.stderr
+
+
+def test_transformers_init_weights_hooks_are_type_tests_only():
+    hooked = BERT.replace(
+        "    def _prune_heads(self, heads_to_prune):",
+        "    def _init_weights(self, module):\n"
+        "        super()._init_weights(module)\n"
+        "        if isinstance(module, BertSelfAttention):\n"
+        "            module.query.weight.data.normal_()\n"
+        "        elif isinstance(module, BertLayer):\n"
+        "            module.reset_parameters()\n\n"
+        "    def _prune_heads(self, heads_to_prune):",
+    )
+    assert hooked != BERT and len(found_sites(hooked)) == 1
+    handed = hooked.replace("            module.reset_parameters()\n", "            keep(module)\n")
+    assert handed != hooked and found_sites(handed) == []  # (the module passed on: its calls unknown)

@@ -206,9 +206,10 @@ def _of_self(node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
 
 def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool:
     """``node`` names the class as a type only: an annotation (``module: Encoder``) or the class
-    of an ``isinstance`` test whose module (a name) the function only reads or sets members of
-    (``if isinstance(module, Encoder): module.gradient_checkpointing = value``), never calls or
-    passes on."""
+    of an ``isinstance`` test whose module (a name) the function only reads, sets or calls members
+    of other than ``forward`` (``if isinstance(module, Encoder): module.gradient_checkpointing =
+    value``), or hands to the base class's method of the same name (transformers'
+    ``super()._init_weights(module)``), never calls or passes on otherwise."""
     here = index.find(node)
     above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
     if type(above) is cst.Annotation:
@@ -225,13 +226,27 @@ def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool
         if type(read) is not cst.Name or read.value != tested.value:
             continue
         parent = index.order[index.parent[index.find(read)]]
-        if type(parent) is cst.Arg and parent.value is read and index.order[index.parent[index.find(parent)]] is call:
-            continue
-        if type(parent) is cst.For and parent.target is read:
-            continue  # ``for module in self.modules():``
+        if type(parent) is cst.Arg and parent.value is read and _is_isinstance(index.order[index.parent[index.find(parent)]]):
+            continue  # (this test, or another of the same module: ``elif isinstance(module, Model)``)
+        if (type(parent) is cst.For and parent.target is read) or type(parent) is cst.Param:
+            continue  # ``for module in self.modules():``, ``def _init_weights(self, module)``
         if type(parent) is cst.Attribute and parent.value is read and parent.attr.value not in ("forward", "__call__"):
-            grand = index.order[index.parent[index.find(parent)]]
-            if not (type(grand) is cst.Call and grand.func is parent):
-                continue  # ``module.gradient_checkpointing = value``
+            continue  # ``module.gradient_checkpointing = value``, ``module.init_index()`` (its own calls of itself: ``_own_calls``)
+        if type(parent) is cst.Arg and parent.value is read and _super_same(index, parent, where):
+            continue  # ``super()._init_weights(module)``: the base class's hook of the same name
         return False
     return True
+
+
+def _is_isinstance(call: cst.CSTNode) -> bool:
+    return type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == "isinstance"
+
+
+def _super_same(index: Any, arg: cst.Arg, where: cst.FunctionDef) -> bool:
+    """``arg`` is given to ``super().<the enclosing method's name>(...)``."""
+    call = index.order[index.parent[index.find(arg)]]
+    func = call.func if type(call) is cst.Call else None
+    return (
+        type(func) is cst.Attribute and func.attr.value == where.name.value and type(func.value) is cst.Call
+        and type(func.value.func) is cst.Name and func.value.func.value == "super"
+    )
