@@ -328,6 +328,11 @@ class NodeIndex:
         here = self.position.get(id(node))
         return here if here is not None and self.order[here] is node else None
 
+    def above(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The parent of ``node``; None for the root or a node that is not one of this index's."""
+        here = self.find(node)
+        return self.order[self.parent[here]] if here is not None and self.parent[here] >= 0 else None
+
     def types(self) -> List[type]:
         """The node types present, each once."""
         return list(self._positions_by_type())

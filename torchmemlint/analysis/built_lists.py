@@ -24,12 +24,11 @@ from typing import Any, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.checkpoints import CALL, HF_CHECKPOINT_ATTRIBUTE, checkpoint_wrapper
+from torchmemlint.analysis.checkpoints import _CHECKPOINT_KEYWORDS, CALL, HF_CHECKPOINT_ATTRIBUTE, checkpoint_wrapper
+from torchmemlint.analysis.looped_instances import MODULE_LISTS
 from torchmemlint.tree import walk
 
 Calls = List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]
-LISTS = frozenset({"ModuleList", "Sequential"})
-_CHECKPOINT_KEYWORDS = frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"})
 
 
 def built_list(assign: cst.Assign, name: str) -> Optional[str]:
@@ -40,7 +39,7 @@ def built_list(assign: cst.Assign, name: str) -> Optional[str]:
         return None
     func = value.func
     short = func.value if type(func) is cst.Name else (func.attr.value if type(func) is cst.Attribute else None)
-    if short not in LISTS or len(value.args) != 1 or value.args[0].keyword is not None:
+    if short not in MODULE_LISTS or len(value.args) != 1 or value.args[0].keyword is not None:
         return None
     made = value.args[0].value  # (``nn.Sequential(*[...])``: the Sequential calls them, not the file)
     if value.args[0].star or type(made) not in (cst.ListComp, cst.GeneratorExp):
@@ -60,15 +59,15 @@ def element_calls(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.Fun
     for node, where in nodes:
         if type(node) is not cst.Attribute or node.attr.value not in built:
             continue
-        parent = _parent(index, node)
+        parent = index.above(node)
         if type(parent) is cst.AssignTarget:
-            if id(_parent(index, parent)) not in builds:
+            if id(index.above(parent)) not in builds:
                 return None  # assigned otherwise too
             continue
-        if type(parent) is cst.Arg and type(call := _parent(index, parent)) is cst.Call and type(call.func) is cst.Name:
+        if type(parent) is cst.Arg and type(call := index.above(parent)) is cst.Call and type(call.func) is cst.Name:
             if call.func.value == "len":
                 continue
-            loop = _parent(index, call)
+            loop = index.above(call)
             if call.func.value == "enumerate" and type(loop) is cst.For and loop.iter is call and type(loop.target) is cst.Tuple and len(loop.target.elements) == 2:
                 found = _local_calls(analysis, where, loop.target.elements[1].value)
             else:
@@ -76,7 +75,7 @@ def element_calls(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.Fun
         elif type(parent) is cst.For and parent.iter is node:
             found = _local_calls(analysis, where, parent.target)
         elif type(parent) is cst.Subscript and parent.value is node:
-            above = _parent(index, parent)
+            above = index.above(parent)
             if type(above) is cst.Call and above.func is parent:
                 found = [(above.args, where)]
             elif type(above) is cst.Assign and above.value is parent and len(above.targets) == 1:
@@ -93,13 +92,6 @@ def element_calls(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.Fun
     return calls if calls else None  # (a list the file builds and never runs: run elsewhere, with what it does not show)
 
 
-def _parent(index: Any, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    here = index.find(node)
-    if here is None or index.parent[here] < 0:
-        return None
-    return index.order[index.parent[here]]
-
-
 def _local_calls(analysis: Any, function: Optional[cst.FunctionDef], target: cst.BaseExpression) -> Optional[Calls]:
     """The calls made of the module ``function`` binds once to the name ``target``."""
     if function is None or type(target) is not cst.Name:
@@ -110,12 +102,12 @@ def _local_calls(analysis: Any, function: Optional[cst.FunctionDef], target: cst
     for node in walk(function.body):
         if type(node) is not cst.Name or node.value != name or node is target:
             continue
-        parent = _parent(index, node)
+        parent = index.above(node)
         if type(parent) is cst.Call and parent.func is node:
             calls.append((parent.args, function))
             continue
         if type(parent) is cst.Attribute and parent.value is node and parent.attr.value in ("__call__", "forward"):
-            node, parent = parent, _parent(index, parent)
+            node, parent = parent, index.above(parent)
         found = _checkpointed(analysis, function, node, parent)
         if found is None:
             return None  # rebound, or read otherwise (``m.training``, passed on)
@@ -129,14 +121,14 @@ def _checkpointed(analysis: Any, function: cst.FunctionDef, node: cst.CSTNode, p
     index = analysis.index
     if type(parent) is not cst.Arg or parent.keyword is not None or parent.star:
         return None
-    call = _parent(index, parent)
+    call = index.above(parent)
     closure: Optional[cst.Call] = None
     if type(call) is cst.Call and call.args[0] is parent and type(call.func) is cst.Name and len(call.args) == 1:
-        closure, factory_call = call, call  # ``create_custom_forward(m)``
-        parent = _parent(index, factory_call)
+        closure = call  # ``create_custom_forward(m)``
+        parent = index.above(closure)
         if type(parent) is not cst.Arg or parent.keyword is not None or parent.star:
             return None
-        call = _parent(index, parent)
+        call = index.above(parent)
     if type(call) is not cst.Call or not call.args or call.args[0] is not parent or not _checkpoints(analysis, call):
         return None
     given = [arg for arg in call.args[1:] if arg.keyword is None or arg.keyword.value not in _CHECKPOINT_KEYWORDS]

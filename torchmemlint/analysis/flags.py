@@ -195,13 +195,13 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
     for value, caller in passed:
         if value is None and required:
             return False  # (not found among the call's arguments: given by a ``**kwargs``)
-        if value is None or literal_bool(value) is False or (type(value) is cst.Name and value.value == "None"):
+        if value is None or literal_bool(value) is False or _is_none(value):
             continue
         if type(value) is cst.Name and caller is not None and depth < CALLERS and (
             _default_false(graph, caller, value.value, depth + 1) or _name_off(graph, caller, value, depth + 1, _is_none(param.default))
         ):
             continue
-        if caller is not None and depth < CALLERS and _behind_flag(graph, caller, value):
+        if caller is not None and depth < CALLERS and flag_test(graph.file.analysis.values(caller), value) is not None:
             continue  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
         return False
     if not passed and function.name.value == "__init__" and turned_on(graph.file.analysis, function, param, depth):
@@ -218,22 +218,6 @@ def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression
             if off_by_default(graph, outer.test, inner is outer.body):
                 return outer.test
     return None
-
-
-_ASKING: Set[Tuple[int, int]] = set()  # (the caller, the value) whose ``if`` is being read: a cycle of flags is not off
-
-
-def _behind_flag(graph: Any, caller: cst.FunctionDef, value: cst.CSTNode) -> bool:
-    """The call of ``caller`` that passes ``value`` runs only in the arm of an ``if`` that needs
-    a flag of ``caller`` off by default (``flag_test``)."""
-    key = (id(caller), id(value))
-    if key in _ASKING:
-        return False
-    _ASKING.add(key)
-    try:
-        return flag_test(graph.file.analysis.values(caller), value) is not None
-    finally:
-        _ASKING.discard(key)
 
 
 def _name_off(graph: Any, caller: cst.FunctionDef, name: cst.Name, depth: int, none_is_default: bool = False) -> bool:
@@ -257,7 +241,7 @@ def _name_off(graph: Any, caller: cst.FunctionDef, name: cst.Name, depth: int, n
         nested = next((node for node in path[1:] if type(node) is cst.FunctionDef), None)  # (the closure's factory, defined in ``caller``)
         if nested is None or _bound_after(graph.file.analysis.index, caller, nested, name.value):
             return False  # (the closure runs later: a binding after its ``def`` may be what it reads)
-        defined = [v for v in other.values if v.op == "function" and v.info.get("define") is nested and nested is not None]
+        defined = [v for v in other.values if v.op == "function" and v.info.get("define") is nested]
         value = defined[0].info["scope"].get(name.value) if len(defined) == 1 else None  # what the name held where it was defined
         if value is None:
             return False
@@ -284,7 +268,7 @@ def _library_config(graph: Any, value: Any) -> bool:
     models take transformers' configurations (``PretrainedConfig``, which every model
     configuration derives from)."""
     base = value.inputs[0] if value.inputs else None
-    if base is None or not ((base.op == "attribute" and base.info.get("name") == "config") or (base.op == "argument" and base.info.get("name") == "config")):
+    if base is None or base.op not in ("attribute", "argument") or base.info.get("name") != "config":
         return False
     return _model_configuration(graph.file.analysis, value.info["name"])
 

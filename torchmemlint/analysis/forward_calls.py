@@ -126,9 +126,7 @@ def _collect(node: cst.CSTNode, skip: cst.ClassDef, function: Optional[cst.Funct
 def _member_read(analysis: Any, node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
     """``node`` (``self.attn``) is bound, the object of a member access other than its
     ``forward``, or returned by a method no call of the file makes (``get_decoder``)."""
-    index = analysis.index
-    here = index.find(node)
-    above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+    above = analysis.index.above(node)
     if type(above) is cst.AssignTarget:
         return True
     if type(above) is cst.Return:
@@ -139,11 +137,12 @@ def _member_read(analysis: Any, node: cst.Attribute, where: Optional[cst.Functio
 def _called_by_name(analysis: Any, name: str) -> bool:
     """A call of the file names ``name`` (``get_decoder()``, ``self.get_decoder()``), or the name is read otherwise."""
     index = analysis.index
-    return any(
-        (type(n) is cst.Name and n.value == name) or (type(n) is cst.Attribute and n.attr.value == name)
-        for n in (index.order[at] for kind in (cst.Name, cst.Attribute) for at in index.positions(kind))
-        if type(index.order[index.parent[index.find(n)]]) is not cst.FunctionDef
-    )
+    for kind in (cst.Name, cst.Attribute):
+        for at in index.positions(kind):
+            node = index.order[at]
+            if (node.value if kind is cst.Name else node.attr.value) == name and type(index.order[index.parent[at]]) is not cst.FunctionDef:
+                return True  # (not the ``def``'s own name)
+    return False
 
 
 def _own_calls(classdef: cst.ClassDef, name: str) -> Optional[List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]]:
@@ -210,13 +209,12 @@ def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool
     of other than ``forward`` (``if isinstance(module, Encoder): module.gradient_checkpointing =
     value``), or hands to the base class's method of the same name (transformers'
     ``super()._init_weights(module)``), never calls or passes on otherwise."""
-    here = index.find(node)
-    above = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
+    above = index.above(node)
     if type(above) is cst.Annotation:
         return True
     if type(above) is not cst.Arg or above.value is not node or above.keyword is not None or where is None:
         return False
-    call = index.order[index.parent[index.find(above)]]
+    call = index.above(above)
     if type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "isinstance" or len(call.args) != 2 or call.args[0] is above:
         return False
     tested = call.args[0].value
@@ -225,8 +223,8 @@ def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool
     for read in walk(where.body):
         if type(read) is not cst.Name or read.value != tested.value:
             continue
-        parent = index.order[index.parent[index.find(read)]]
-        if type(parent) is cst.Arg and parent.value is read and _is_isinstance(index.order[index.parent[index.find(parent)]]):
+        parent = index.above(read)
+        if type(parent) is cst.Arg and parent.value is read and _is_isinstance(index.above(parent)):
             continue  # (this test, or another of the same module: ``elif isinstance(module, Model)``)
         if (type(parent) is cst.For and parent.target is read) or type(parent) is cst.Param:
             continue  # ``for module in self.modules():``, ``def _init_weights(self, module)``
@@ -238,13 +236,13 @@ def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool
     return True
 
 
-def _is_isinstance(call: cst.CSTNode) -> bool:
+def _is_isinstance(call: Optional[cst.CSTNode]) -> bool:
     return type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == "isinstance"
 
 
 def _super_same(index: Any, arg: cst.Arg, where: cst.FunctionDef) -> bool:
     """``arg`` is given to ``super().<the enclosing method's name>(...)``."""
-    call = index.order[index.parent[index.find(arg)]]
+    call = index.above(arg)
     func = call.func if type(call) is cst.Call else None
     return (
         type(func) is cst.Attribute and func.attr.value == where.name.value and type(func.value) is cst.Call
