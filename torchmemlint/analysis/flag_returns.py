@@ -70,16 +70,20 @@ def _nulled_unless_flag(graph: Any, value: Any, join: Any) -> Optional[cst.BaseE
     test, branches = join.info.get("test"), join.info.get("branches") or ()
     if type(join.node) is cst.IfExp and len(join.inputs) == 2 and join.inputs[0] is value and join.inputs[1] is not value:
         # ``weights = attention_probs if self.vis else None`` (TransUNet's attention)
-        nulled = join.inputs[1]
-        return test if nulled.op == "global" and nulled.info.get("name") == "None" and off_by_default(graph, test, True) else None
+        return test if _none(join.inputs[1]) and off_by_default(graph, test, True) else None
     if type(join.node) is not cst.If or join.node.orelse is not None or type(test) is not cst.UnaryOperation or type(test.operator) is not cst.Not:
         return None
-    if len(join.inputs) != 2 or tuple(branches) != (True, None) and tuple(branches) != (True, False):
+    if len(join.inputs) != 2 or tuple(branches) not in ((True, None), (True, False)):
         return None
     nulled, kept = join.inputs
-    if kept is not value or nulled.op != "global" or nulled.info.get("name") != "None" or not off_by_default(graph, test, False):
+    if kept is not value or not _none(nulled) or not off_by_default(graph, test, False):
         return None
     return test.expression
+
+
+def _none(value: Any) -> bool:
+    """``value`` (of the value graph) is ``None``."""
+    return value.op == "global" and value.info.get("name") == "None"
 
 
 def _only_returned(graph: Any, value: Any, depth: int) -> bool:

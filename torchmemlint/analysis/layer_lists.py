@@ -1,5 +1,5 @@
-"""Layers collected in a local list and spliced into ``nn.Sequential(*layers)``, and dropout
-probabilities the file pins to 0.
+"""Layers collected in a local list and spliced into ``nn.Sequential(*layers)`` (the dropout
+probabilities a file pins to 0 are read in ``dropout_probabilities.py``).
 
 A list is followed through the statements of one function, up to the splice (a local, or
 ``self.proj`` that ``__init__`` fills and splices, ``self.proj = nn.Sequential(*self.proj)``;
