@@ -20,7 +20,9 @@
   appended, a dropout only ``if dropout > 0`` with a default of 0) and spliced into the
   Sequential that round builds: the target sees only what the rounds reaching it assign;
 * a list begun as ``nn.ModuleList()`` (or ``nn.ModuleList([...])``), an attribute or a local,
-  extended in a loop and spliced into a Sequential (IVIM-NET's encoders).
+  extended in a loop and spliced into a Sequential (IVIM-NET's encoders);
+* a constructor's default activation instance (``activation=nn.LeakyReLU(0.2)``) appended after
+  each Linear of a module list that ``forward`` runs in turn.
 
 Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
 activation passed after an ELU (its output is needed in backward), a passed layer the class
@@ -29,7 +31,9 @@ output or adds its input back, a list that ``insert`` reorders, an element also 
 own, an activation first in its display, a ``super().__init__`` of a class that is not a
 Sequential, an activation first in each summed round (what the round before ends with, or the
 Sequential's input), an activation list whose input is also kept (``feats.append(h)``) or that another
-method hands out, a ``ModuleList`` of what a call returns, an ELU after a Sigmoid (whose backward reads its output).
+method hands out, a ``ModuleList`` of what a call returns, an ELU after a Sigmoid (whose backward reads its output);
+a default activation appended first, after a Sigmoid, rebound in ``__init__``, or in a list
+whose every output ``forward`` keeps.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -554,6 +558,87 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.net(x)
+    ''',
+    # the constructor's default activation (one instance, made with the ``def``) appended after
+    # each Linear of a module list that forward runs in turn (a shepherd-style MLP)
+    "default_instance_in_chain": '''
+        import torch
+        from torch import nn
+
+
+        class MultiLayerPerceptron(nn.Module):
+            def __init__(self, dims, activation=torch.nn.LeakyReLU(0.2), final=False):  # expect: TML201
+                super().__init__()
+                self.layers = nn.ModuleList()
+                for i in range(len(dims) - 1):
+                    self.layers.append(nn.Linear(dims[i], dims[i + 1]))
+                    if final or i < len(dims) - 2:
+                        self.layers.append(activation)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class ActivationFirst(nn.Module):
+            def __init__(self, dims, activation=nn.ELU()):
+                super().__init__()
+                self.layers = nn.ModuleList()
+                for i in range(len(dims) - 1):
+                    self.layers.append(activation)  # (first: it runs on forward's input)
+                    self.layers.append(nn.Linear(dims[i], dims[i + 1]))
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class EveryOutputKept(nn.Module):
+            def __init__(self, dims, activation=nn.ELU()):
+                super().__init__()
+                self.layers = nn.ModuleList()
+                for i in range(len(dims) - 1):
+                    self.layers.append(nn.Linear(dims[i], dims[i + 1]))
+                    self.layers.append(activation)
+
+            def forward(self, x):
+                outs = []
+                for layer in self.layers:
+                    x = layer(x)
+                    outs.append(x)  # (each output kept: the Linear's too)
+                return outs
+
+
+        class AfterSigmoidByDefault(nn.Module):
+            def __init__(self, dims, activation=nn.ELU()):
+                super().__init__()
+                self.layers = nn.ModuleList()
+                for i in range(len(dims) - 1):
+                    self.layers.append(nn.Linear(dims[i], dims[i + 1]))
+                    self.layers.append(nn.Sigmoid())
+                    self.layers.append(activation)  # (the Sigmoid's backward reads its output)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class Rebound(nn.Module):
+            def __init__(self, dims, activation=nn.ELU()):
+                super().__init__()
+                activation = activation if dims else nn.Sigmoid()
+                self.layers = nn.ModuleList()
+                for i in range(len(dims) - 1):
+                    self.layers.append(nn.Linear(dims[i], dims[i + 1]))
+                    self.layers.append(activation)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
     ''',
 }
 

@@ -32,6 +32,7 @@ from torchmemlint.analysis.named_attributes import spelled_elsewhere
 from torchmemlint.analysis.named_layers import FunctionAliases
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
+from torchmemlint.analysis.chained_uses import chain_uses, run_before
 from torchmemlint.analysis.returned_locals import excluded, returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
@@ -340,9 +341,7 @@ class InplaceAnalysis:
                     placement.privates.append((model.node, holder))
                     lists = module_lists(self.file, model)
                     if before is not None:
-                        init = model.init
-                        part = self.file.resolver.part(before, model.self_name(init) if init is not None else None, init)
-                        placement.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+                        placement.uses.extend(chain_uses(self.file, model, site.node, [before]))
                         placement.complete = True
                     elif not lists.chained(holder):  # its elements called one by one (``_chained``)
                         scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
@@ -386,9 +385,8 @@ class InplaceAnalysis:
         self.acts2): xt = a2(c1(x))``, ``self.acts[i](h)``): it runs at each of those calls."""
         site.label = f"`{short_name(layer.qualified)}` (an element of `self.{holder}`{via(layer)})"
         site.privates.append((model.node, holder))
-        lists, init = module_lists(self.file, model), model.init  # (or appended one by one: ``added_before``)
-        before = [lists.chained_before(holder, layer.call)] if lists.chained_before(holder, layer.call) is not None else (
-            added_before(self.file, init, layer.call) if init is not None and lists.chained(holder) else None)
+        lists = module_lists(self.file, model)
+        before = run_before(self.file, model, holder, layer.call)  # (or appended one by one)
         if not before:
             calls, complete = lists.element_calls(holder)
             if calls and not lists.chained(holder):  # ``for c1, a2 in zip(self.convs, self.acts): a2(c1(x))``
@@ -396,9 +394,7 @@ class InplaceAnalysis:
             return site  # (else not complete)
 
         def settle(site: Site) -> None:
-            for previous in before:
-                part = self.file.resolver.part(previous, model.self_name(init) if init is not None else None, init)
-                site.uses.append(Use(site.node, [Producers(self.file, model).part(part)], single_use=True))
+            site.uses.extend(chain_uses(self.file, model, site.node, before))
             site.complete = True
 
         site.pending = settle
@@ -455,6 +451,10 @@ class InplaceAnalysis:
                 site.privates.append((classdef, attribute))
             else:
                 complete = complete and file.private_attribute(classdef, attribute)
+        for file, owner, holder, read in flow.chains:  # ``self.layers.append(act)``, run in turn
+            before = run_before(file, owner, holder, read)
+            site.uses.extend(chain_uses(file, owner, site.node, before or []))
+            complete = complete and bool(before)
         for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
             complete = self._kept_uses(site, *kept, depth=depth) and complete
         for file, sequence, part in flow.elements:

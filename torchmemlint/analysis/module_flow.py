@@ -2,7 +2,8 @@
 as ``activation``) read as an element of ``nn.Sequential`` lists (``layers.append(act)`` ...
 ``nn.Sequential(*layers)``), kept as ``self.act = act``, or passed on to a parameter of a
 function or class of this file or of another project file (``ConvEncoderImpl(..., act)``,
-``create_mlp(sizes, n, act)`` imported from ``.model_utils``), followed there to the reads of
+``create_mlp(sizes, n, act)`` imported from ``.model_utils``), added to a module list that
+``forward`` runs in turn (``self.layers.append(act)``), followed there to the reads of
 that parameter. One instance may run at many places: each is a place where it runs on what
 precedes it. Asked by the activation sites (``analysis/activations.py``) for a layer bound to
 a local, passed as an argument, or received as a parameter."""
@@ -16,6 +17,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activation_calls import names_read, none_test
 from torchmemlint.analysis.factories import assigned_values, parameter
+from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.named_layers import binds
 from torchmemlint.tree import nodes_of
 
@@ -34,6 +36,9 @@ class Flow:
     # ``self.x = name`` followed to where ``self.x`` is placed: (the file's analysis, the class,
     # ``x``), complete only while nothing outside the class reaches ``self.x``
     privates: List[Tuple[Any, cst.ClassDef, str]] = field(default_factory=list)
+    # ``self.layers.append(act)`` in ``__init__``, ``self.layers`` a module list ``forward`` runs
+    # in turn: (the file's analysis, the class model, ``layers``, the read)
+    chains: List[Tuple[Any, Any, str, cst.Name]] = field(default_factory=list)
 
 
 def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Callable[[Any], Any], depth: int = 0) -> Flow:
@@ -47,6 +52,14 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
         placed = placing.elements().get(id(read))
         if placed:
             flow.elements.extend((file, sequence, part) for sequence, part in placed)
+            continue
+        holder = module_lists(file, model).holder(read) if model is not None and type(read) is cst.Name else None
+        if holder is not None:  # an element of ``self.<holder>``: run in turn, after the one before it
+            if module_lists(file, model).chained(holder):
+                flow.chains.append((file, model, holder, read))
+                flow.privates.append((file, model.node, holder))
+            else:
+                flow.complete = False
             continue
         kept = placing.kept_as(model, read) if model is not None and type(read) is cst.Name else None
         if kept is not None:  # ``self.act = act``: run where ``self.act`` is
@@ -77,6 +90,7 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
 def _merge(flow: Flow, inner: Flow) -> None:
     flow.elements.extend(inner.elements)
     flow.privates.extend(inner.privates)
+    flow.chains.extend(inner.chains)
     flow.kept.extend(kept for kept in inner.kept if kept not in flow.kept)
     flow.complete = flow.complete and inner.complete
 

@@ -15,6 +15,7 @@ import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
 from torchmemlint.analysis.container_helpers import MODULE_LIST
+from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import walk
 
@@ -430,6 +431,11 @@ class ModuleLists:
             bound = self._additions().get(expression.value, [])
             if len(bound) == 1 and bound[0][0] == "bind":
                 return self._layer(bound[0][1], depth + 1)
+            param = parameter(init, expression.value) if init is not None and not bound else None
+            if param is not None and type(param.default) is cst.Call:
+                # ``def __init__(self, sizes, activation=nn.LeakyReLU(0.2))`` ... ``.append(activation)``:
+                # the default configuration's module (one instance, made once with the ``def``)
+                return self._layer(param.default, depth + 1)
         return None
 
 
