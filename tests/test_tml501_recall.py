@@ -437,6 +437,18 @@ class Sampler(BaseVAE):
         return self.model.decoder(torch.randn(n, 16)).detach()
 """, 0),
     # -- comparisons: `logits >= t` is a bool tensor, as `logits.ge(t)` is --------------------
+    # a construction whose local name shadows the class raises UnboundLocalError: no model runs
+    "local_shadows_the_class": (GPT + """def sample(n):
+    GPT = GPT()
+    out = GPT(torch.randn(n, 8))
+    return out.detach().cpu().numpy()
+
+
+def sample_named(n):
+    model = GPT()
+    out = model(torch.randn(n, 8))
+    return out.detach().cpu().numpy()
+""", 1),
     "route_by_comparison_method": (HEAD + """class Router(nn.Module):
     def __init__(self):
         super().__init__()

@@ -224,6 +224,8 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     if type(value) is not cst.Call:
         return False
     func = value.func
+    if type(func) is cst.Name and any(func.value in event.targets for event in facts.scope.assigns):
+        return False  # ``DNF = DNF(...)`` in a function: the name is the function's own local
     qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
     if qualified is not None:
         known = (
