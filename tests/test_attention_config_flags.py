@@ -15,7 +15,9 @@
   None``, the weights then returned; TransUNet's ``weights = attention_probs if self.vis else
   None``, ``vis`` a constructor parameter without a default that every construction gives, down
   from the model's ``vis=False``), and a helper that appends them to its outputs under
-  ``self.output_attentions = config.output_attentions`` (pytorch-transformers' models).
+  ``self.output_attentions = config.output_attentions`` (pytorch-transformers' models);
+- the building class's own flag handed down (Time-Series-Library: ``self.output_attention =
+  False`` then ``FullAttention(..., output_attention=self.output_attention)``).
 
 Look-alikes stay quiet: a caller that passes ``output_attentions=True``; a configuration that is
 not transformers' (its ``output_attentions`` default unknown); a layer list passed elsewhere or
@@ -602,3 +604,59 @@ def test_transformers_init_weights_hooks_are_type_tests_only():
     assert hooked != BERT and len(found_sites(hooked)) == 1
     handed = hooked.replace("            module.reset_parameters()\n", "            keep(module)\n")
     assert handed != hooked and found_sites(handed) == []  # (the module passed on: its calls unknown)
+
+
+# -- Time-Series-Library style: the model sets its own flag off and hands it to the attention ------
+TSLIB = '''
+from math import sqrt
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class FullAttention(nn.Module):
+    def __init__(self, mask_flag=True, factor=5, scale=None, attention_dropout=0.1, output_attention=False, configs=None):
+        super(FullAttention, self).__init__()
+        self.mask_flag = mask_flag
+        self.output_attention = output_attention
+        self.dropout = nn.Dropout(attention_dropout)
+        self.scale = scale
+
+    def forward(self, queries, keys, values, attn_mask):
+        B, L, H, E = queries.shape
+        scale = self.scale or 1. / sqrt(E)
+        scores = torch.einsum("blhe,bshe->bhls", queries, keys)
+        if self.mask_flag:
+            scores.masked_fill_(attn_mask, -np.inf)
+        A = self.dropout(torch.softmax(scores * scale, dim=-1))
+        V = torch.einsum("bhls,bshd->blhd", A, values)
+        if self.output_attention:
+            return (V.contiguous(), A)
+        else:
+            return (V.contiguous(), None)
+
+
+class Model(nn.Module):
+    def __init__(self, configs):
+        super().__init__()
+        self.output_attention = False
+        self.attention = FullAttention(False, configs.factor, attention_dropout=configs.dropout,
+                                       output_attention=self.output_attention, configs=configs)
+
+    def forward(self, x):
+        out, attn = self.attention(x, x, x, None)
+        if self.output_attention:
+            return out, attn
+        return out
+'''
+
+
+def test_a_flag_the_building_class_sets_off_on_itself():
+    (site,) = found_sites(TSLIB)
+    assert site.function.name.value == "forward" and not site.fixable
+    set_on = TSLIB.replace("        self.output_attention = False\n", "        self.output_attention = True\n")
+    from_config = TSLIB.replace("        self.output_attention = False\n", "        self.output_attention = configs.output_attention\n")
+    set_twice = TSLIB.replace("    def forward(self, x):\n        out,", "    def show(self):\n        self.output_attention = True\n\n    def forward(self, x):\n        out,")
+    for source in (set_on, from_config, set_twice):
+        assert source != TSLIB and found_sites(source) == []

@@ -9,7 +9,9 @@ the parameter anything but ``False`` (``Factories.passed``: every call of the cl
 function, none unreadable; a class subclassed in the file is not read; a module's ``forward``
 through the attributes holding its instances, ``forward_calls.py``), or passes a parameter of
 the calling function that is off so itself (``Attend(flash=flash)`` in ``Attention.__init__(self,
-flash=False)``); a class its own file never builds is off unless every construction in the
+flash=False)``), or the caller's own ``self.<flag>`` that its class sets off so
+(``FullAttention(output_attention=self.output_attention)`` after ``self.output_attention =
+False``); a class its own file never builds is off unless every construction in the
 files importing it turns the flag on (``flag_importers.py``). A local the test reads is followed in the value graph: ``flash =
 default(flash, self.flash)`` runs the same-file helper, whose ``val if exists(val) else d``
 is an ``if`` between a parameter defaulting to ``None`` (the caller's value, when one is
@@ -120,6 +122,16 @@ def _attribute_off(graph: Any, flag: str) -> bool:
     return type(value) is cst.Name and _default_false(graph, assignment.method, value.value)
 
 
+def _own_attribute_off(graph: Any, caller: cst.FunctionDef, value: cst.Attribute) -> bool:
+    """``value`` is ``self.<flag>`` in the method ``caller``, and its class sets that flag off
+    unless a caller turns it on (``_attribute_off``)."""
+    params = [*caller.params.posonly_params, *caller.params.params]
+    if type(value.value) is not cst.Name or not params or value.value.value != params[0].name.value or caller.decorators:
+        return False
+    other = graph.file.analysis.values(caller)
+    return other.classdef is not None and _attribute_off(other, value.attr.value)
+
+
 def _value_off(graph: Any, value: Any, depth: int) -> bool:
     """Is ``value`` (of ``graph``'s value graph) off unless a caller turns it on: ``self.<flag>``
     off so (``_attribute_off``), a parameter defaulting to ``False`` no call sets, the result of
@@ -201,6 +213,8 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
             _default_false(graph, caller, value.value, depth + 1) or _name_off(graph, caller, value, depth + 1, _is_none(param.default))
         ):
             continue
+        if type(value) is cst.Attribute and caller is not None and _own_attribute_off(graph, caller, value):
+            continue  # ``FullAttention(output_attention=self.output_attention)``, ``self.output_attention = False``
         if caller is not None and depth < CALLERS and flag_test(graph.file.analysis.values(caller), value) is not None:
             continue  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
         return False
