@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.handed_out import handed_out
 from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
 from torchmemlint.analysis.attribute_calls import arm_off
 from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
@@ -516,7 +517,7 @@ class _Question:
                     seen.add(id(consumer))
                     if self._read_outside(consumer, seen, kept):
                         return True
-            elif not kept and self._handed_out(consumer, 4):
+            elif not kept and handed_out(self.graph, consumer, 4):
                 continue  # ``return out, scores``, ``self.kept = scores.detach()``
             elif self._sibling(consumer) or self._other_arm(consumer) or self._apart(consumer) or self._flagged(value, consumer):
                 continue
@@ -583,16 +584,6 @@ class _Question:
     def _reason(self, text: str) -> None:
         if text not in self.reasons:
             self.reasons.append(text)
-
-    def _handed_out(self, value: Value, depth: int) -> bool:
-        """Is ``value`` a tuple or list holding a value, or that value detached, cloned or cast,
-        and only returned or stored (not computed with)?"""
-        if value.op not in ("tuple", "same", "cast") or depth == 0:
-            return False
-        consumers = self.graph.consumers(value)
-        return bool(consumers) and all(
-            c in ("return", "store") if isinstance(c, str) else self._handed_out(c, depth - 1) for c in consumers
-        )
 
     def _alternative(self, value: Value, depth: int) -> bool:
         """Does ``value`` only reach a join of the chain (another arm of its ``if``: the two
