@@ -437,6 +437,34 @@ class Sampler(BaseVAE):
         return self.model.decoder(torch.randn(n, 16)).detach()
 """, 0),
     # -- comparisons: `logits >= t` is a bool tensor, as `logits.ge(t)` is --------------------
+    # a loss (a class named ``...Loss``) records a graph only from its inputs: here made under
+    # no_grad; the model call that makes them is the one judged
+    "loss_of_no_grad_outputs": (GPT + """class MaskedLogCoshLoss(nn.Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, a, b):
+        return torch.log(torch.cosh(a - b))
+
+
+class Detector:
+    def __init__(self, model):
+        self.model = model
+        self.loss = MaskedLogCoshLoss(reduction="none")
+        self.scorer = GPT()
+
+    def anomaly_score(self, x):
+        with torch.no_grad():
+            res = self.model(x)
+        loss = self.loss(res, x)
+        return (loss > 0.5).long()
+
+    def score_with_autograd(self, x):
+        res = self.scorer(x)
+        loss = self.loss(res, x)
+        return (loss > 0.5).long()
+""", 1),
     # a construction whose local name shadows the class raises UnboundLocalError: no model runs
     "local_shadows_the_class": (GPT + """def sample(n):
     GPT = GPT()

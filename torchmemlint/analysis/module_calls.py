@@ -167,6 +167,26 @@ def module_attribute(facts: ScopeFacts, attr: str) -> bool:
     return False
 
 
+def loss_module(facts: ScopeFacts, callee: str) -> bool:
+    """``callee`` (``self.loss``, ``criterion``) is only ever bound, in the scope's class or in
+    the scope, to a loss: a class whose name ends in ``Loss`` (``nn.MSELoss()``, a project's
+    ``MaskedLogCoshLoss(...)``). A loss records a graph only from its inputs, whose makers are
+    the calls to judge."""
+    if callee.startswith("self.") and "." not in callee[5:]:
+        owner = facts.scope.owner
+        events = [e for method in owner.methods for e in method.assigns] if owner is not None else []
+    elif "." not in callee:
+        events = list(facts.scope.assigns)
+    else:
+        return False
+    values = [e.value for e in events if callee in e.targets]
+    return bool(values) and all(
+        type(v) is cst.Call and not any(e.augmented or e.value is None for e in events if callee in e.targets)
+        and (v.func.attr.value if type(v.func) is cst.Attribute else v.func.value if type(v.func) is cst.Name else "").endswith("Loss")
+        for v in values
+    )
+
+
 def _module_annotation(facts: ScopeFacts, param: cst.Param) -> bool:
     """Annotated as a module (``nn.Module``, a module class) or a tensor function
     (``Callable[[Tensor], Tensor]``), possibly ``Optional[...]``."""

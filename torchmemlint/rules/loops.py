@@ -28,7 +28,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
-from torchmemlint.analysis.module_calls import as_model, called_in_file, called_in_project, called_module, library_hook, module_method
+from torchmemlint.analysis.module_calls import as_model, called_in_file, called_in_project, called_module, library_hook, loss_module, module_method
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -383,6 +383,8 @@ class _Checks:
         callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
+        if loss_module(self.facts, callee):
+            return  # a loss: what made its inputs is the call to judge
         collected = collected_over_loader(self.facts, event)
         if collected is not None and self._collected(event, collected, callee):
             return
@@ -464,8 +466,8 @@ class _Checks:
 
     def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
         """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
-        if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD]:
-            return
+        if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD] or loss_module(self.facts, callee):
+            return  # (a loss: what made its inputs is the call to judge)
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
         if reach is None:
             return
