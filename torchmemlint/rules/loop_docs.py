@@ -99,7 +99,10 @@ TML501_DOCUMENTATION = """
     model calls that `torch.no_grad()` covers when there are several. A loss computed from the
     output of a model call reported in the same function (`score = criterion(x, outputs)`,
     through the names the output is bound to) is not a second finding: its memory is the
-    model's (`tests/test_loop_computations.py`).
+    model's (`tests/test_loop_computations.py`). Nor is a call of a loss on its own (a class
+    named `...Loss`: `nn.MSELoss()`, a project's `MaskedLogCoshLoss(...)`): a loss records a
+    graph only from its inputs, so the call that made them is the one judged; a loss of
+    outputs made under `torch.no_grad()` records nothing (`tests/test_tml501_recall.py`).
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
