@@ -12,8 +12,9 @@
 
 Look-alikes stay quiet: a default that picks an arm building a layer TML201 does not judge
 (``nn.ReLU``); a default that no arm tests for; the arm's layer already in place; the name
-kept as ``self.act`` and called on an input read again; the parameter rebound
-(``activation = activation.lower()``); the name also bound outside the chain.
+kept as ``self.act`` and called on an input read again; the name also bound outside the
+chain. A parameter only case-folded first (``activation = activation.lower()``) is read through
+the fold: its default ``"leakyrelu"`` still picks the LeakyReLU arm (``Rebound``: a site).
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ QUIET = '''
             activation = activation.lower()
             layers = [nn.Linear(size, size)]
             if activation == "leakyrelu":
-                act = nn.LeakyReLU(0.2)
+                act = nn.LeakyReLU(0.2)  # expect: TML201
             elif activation == "elu":
                 act = nn.ELU()
             layers.append(act)

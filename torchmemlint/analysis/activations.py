@@ -253,7 +253,7 @@ class InplaceAnalysis:
             spots, every = self.placing.spots(returning)
             test = dispatch_test(self.file.index, function, self.cursor.statement_stack[-1])
             if test is not None:  # ``if activation == "elu": act = nn.ELU()``: not where "snake" is passed
-                spots = [spot for spot in spots if not excluded(function, test, spot[0])]
+                spots = [spot for spot in spots if not excluded(function, test, spot[0], self.file)]
             if spots:
                 return self._placed(site, layer, returning, spots, every)
         destinations, complete = self._destinations(call)

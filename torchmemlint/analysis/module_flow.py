@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_calls import names_read, none_test
-from torchmemlint.analysis.factories import assigned_values, parameter
+from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.named_layers import binds
 from torchmemlint.tree import nodes_of
@@ -200,8 +200,10 @@ def _rebinds_parameter(function: cst.FunctionDef, statement: cst.CSTNode, name: 
 
 
 def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Optional[tuple]:
-    """``(param, "elu")`` when ``statement`` sits directly in the body of ``if param ==
-    "elu":`` (or of such an ``elif``) and ``param`` is a parameter of ``function``."""
+    """``(param, "elu", fold)`` when ``statement`` sits directly in the body of ``if param ==
+    "elu":`` (or of such an ``elif``) and ``param`` is a parameter of ``function``, never rebound
+    but perhaps first case-folded (``act = act.upper()``: ``fold`` is what that does to a string
+    the caller passes; otherwise it leaves the string as it is)."""
     here = index.find(statement)
     parent = index.parent
     above = parent[here] if here is not None else -1
@@ -220,8 +222,45 @@ def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Opti
         left, right = right, left
     if type(left) is not cst.Name or type(right) is not cst.SimpleString:
         return None
-    param = parameter(function, left.value)
-    return (param, right.evaluated_value) if param is not None else None
+    param, fold = parameter(function, left.value), _unchanged
+    if param is None:
+        param, fold = _param(function, left.value), _case_fold(function, left.value)
+        if param is None or fold is None:
+            return None
+    return (param, right.evaluated_value, fold)
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+_FOLDS = {"upper": str.upper, "lower": str.lower, "casefold": str.casefold, "strip": str.strip}
+
+
+def _case_fold(function: cst.FunctionDef, name: str) -> Optional[Callable[[str], str]]:
+    """What ``name = name.upper()`` (``lower``, ``casefold``, ``strip``, chained) does to the
+    parameter ``name``, when that is its only binding: a statement of the function's own body
+    that no statement before it reads (``_rebinds_parameter``)."""
+    values = assigned_values(function, name)
+    if len(values) != 1:
+        return None
+    value, steps = values[0], []
+    while type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value in _FOLDS:
+        steps.append(_FOLDS[value.func.attr.value])
+        value = value.func.value
+    if not steps or type(value) is not cst.Name or value.value != name:
+        return None
+    body = function.body.body if type(function.body) is cst.IndentedBlock else ()
+    statement = next((line for line in body if type(line) is cst.SimpleStatementLine and any(
+        type(small) is cst.Assign and small.value is values[0] for small in line.body)), None)
+    if statement is None or not _rebinds_parameter(function, statement, name):
+        return None
+
+    def fold(text: str) -> str:
+        for step in reversed(steps):
+            text = step(text)
+        return text
+    return fold
 
 
 def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[List[cst.Name]]:
@@ -237,7 +276,7 @@ def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpressi
         return None
     test = dispatch_test(index, function, statement)
     default = test[0].default if test is not None else None
-    if type(default) is not cst.SimpleString or default.evaluated_value != test[1]:  # type: ignore[index]
+    if type(default) is not cst.SimpleString or test[2](str(default.evaluated_value)) != test[1]:  # type: ignore[index]
         return None
     name, targets = target.value, {id(target)}
     for node in nodes_of(function.body, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.AsName, cst.Global, cst.Nonlocal, cst.Del):
