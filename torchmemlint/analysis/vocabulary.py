@@ -139,8 +139,8 @@ FRESH_FUNCTIONS = _names(
 ) | _names(
     "torch.",
     "cat concat concatenate stack add sub subtract mul multiply div divide matmul mm bmm abs clamp "
-    "clip pow conv1d conv2d conv3d mean sum",
-)
+    "clip pow conv1d conv2d conv3d mean sum einsum tensordot baddbmm addmm addbmm",
+) | frozenset({"einops.einsum"})  # (a contraction's backward reads its operands, never its result)
 POOL_FUNCTIONS = _names(
     FUNCTIONAL,
     "max_pool1d max_pool2d max_pool3d avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d "
@@ -155,7 +155,7 @@ OUTPUT_SAVING_FUNCTIONS = _names(
     "reciprocal selu_ celu_ rrelu_",
 ) | _names(FUNCTIONAL, "leaky_relu_ elu_ celu_ selu_ rrelu_")
 # (a reduction's backward needs no output: ``block_outputs.mean(dim=0)`` makes a fresh tensor)
-FRESH_METHODS = frozenset({"add", "sub", "mul", "div", "matmul", "clamp", "abs", "pow", "mean", "sum"})
+FRESH_METHODS = frozenset({"add", "sub", "mul", "div", "matmul", "mm", "bmm", "clamp", "abs", "pow", "mean", "sum"})
 OUTPUT_SAVING_METHODS = frozenset(
     {"relu", "relu_", "sigmoid", "sigmoid_", "tanh", "tanh_", "softmax", "log_softmax", "exp",
      "exp_", "sqrt", "rsqrt", "reciprocal"}
