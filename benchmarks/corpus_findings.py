@@ -107,8 +107,9 @@ def find_wheel(wheels: Path, requirement: str) -> Optional[Path]:
 def download(requirement: str, wheels: Path) -> Path:
     wheel = find_wheel(wheels, requirement)
     if wheel is None:
+        # (only the wheel's .py files are read, never installed: a wheel asking for a newer Python is fine)
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--python-version", "3.11", "-d", str(wheels), requirement]
+                   "--python-version", "3.11", "--ignore-requires-python", "-d", str(wheels), requirement]
         print("+", " ".join(command), file=sys.stderr)
         subprocess.run(command, check=True)
         wheel = find_wheel(wheels, requirement)
