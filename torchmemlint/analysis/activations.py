@@ -16,7 +16,7 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
-from torchmemlint.analysis.layer_lists import splices
+from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatch_test, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
@@ -51,10 +51,8 @@ class InplaceAnalysis:
         self.file: FileAnalysis = context.analysis
         self.watched_names = watched_names(context, _WATCHED | frozenset(CONFIG_BUILDERS), (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__"}
         self._in_sequential: Set[int] = set()
-        self._spliced: Optional[Set[int]] = None  # layers of lists spliced into a Sequential
+        self.spliced = SplicedLayers(self.file)  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
-        self._splices: Optional[list] = None
-        self._spliced_by_call: Dict[int, Set[int]] = {}
         self._graph_facts: Dict[int, GraphFacts] = {}
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
         self.placing = FactoryPlacing(self.file)  # where the file's factories' layers are put
@@ -134,11 +132,11 @@ class InplaceAnalysis:
             qualified = self.file.resolver.constructor(call)
         # (``self.x = <call>``: the layer is an attribute, never an element of a spliced list)
         if qualified == SEQUENTIAL:
-            if self._assigned(call) is None and id(call) in self._spliced_layers():
+            if self._assigned(call) is None and id(call) in self.spliced.all():
                 return []  # read as part of the Sequential it is spliced into
             return self._sequential(call)
         if qualified in KIND_BY_MODULE:
-            if id(call) in self._in_sequential or (self._assigned(call) is None and id(call) in self._spliced_layers()):
+            if id(call) in self._in_sequential or (self._assigned(call) is None and id(call) in self.spliced.all()):
                 return []
             return [self._module(Layer(qualified, call))]
         if (qualified is None and type(call.func) is not cst.Attribute) or qualified in CONFIG_BUILDERS:
@@ -147,7 +145,7 @@ class InplaceAnalysis:
             layer = self.file.resolver.layer(call, function) or one_of(self.file, call, function)
             if layer is not None and layer.kind is not None:
                 if id(call) in self._in_sequential or (
-                    self._assigned(call) is None and id(call) in self._spliced_layers()
+                    self._assigned(call) is None and id(call) in self.spliced.all()
                 ):
                     return []
                 return [self._module(layer)]
@@ -289,6 +287,12 @@ class InplaceAnalysis:
             passed = passed_to(self.file, call) or default_of(self.file, call)
             if passed is not None:
                 return self._parameter(site, layer, *passed)
+            received = receiver(self.file, call)
+            if received is not None:  # ``MLP(..., activation=nn.LeakyReLU(0.2))``, MLP of another file
+                outer = self.file.index.above(self.file.index.above(call))
+                site.label = f"`{short_name(qualified)}` (passed to `{terminal_name(outer.func)}`{via(layer)})"  # type: ignore[union-attr]
+                site.pending = self._placed_after([call])
+                return site
             return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
         site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{via(layer)})"
 
@@ -594,7 +598,7 @@ class InplaceAnalysis:
                 use.to_dropout, use.to_inplace = dropout, use.to_inplace or changed
         for key, site in sites.items():
             self._claimed.add(key)
-            if spliced_here and key in self._spliced_layers():
+            if spliced_here and key in self.spliced.all():
                 self._other_splices(site, call)
         return list(sites.values())
 
@@ -616,8 +620,8 @@ class InplaceAnalysis:
         """Uses of a spliced layer in the other Sequentials its list is spliced into (a helper
         called from two places): what runs before it there."""
         resolver = self.file.resolver
-        for call, function, statement in self._splice_calls():
-            if call is visited or id(site.node) not in self._spliced_into(call, function, statement):
+        for call, function, statement in self.spliced.calls():
+            if call is visited or id(site.node) not in self.spliced.into(call, function, statement):
                 continue
             order = resolver.sequential_order(call, None, function, statement)
             if order is None:
@@ -631,40 +635,6 @@ class InplaceAnalysis:
                 dropout, changed = followers(self.file, order, part)
                 for previous in order.predecessors(part):
                     site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
-
-    def _splice_calls(self):
-        """Every ``nn.Sequential(*...)`` of the file, with its function and statement."""
-        if self._splices is None:
-            resolver = self.file.resolver
-            self._splices = [
-                found for found in splices(self.file.module) if resolver.constructor(found[0]) == SEQUENTIAL
-            ]
-        return self._splices
-
-    def _spliced_into(self, call: cst.Call, function, statement) -> Set[int]:
-        """The layer constructors that reach the Sequential ``call`` through a spliced list."""
-        key = id(call)
-        if key not in self._spliced_by_call:
-            found: Set[int] = set()
-            resolver = self.file.resolver
-            for arg in call.args:
-                spliced = resolver.spliced_order(arg, function, statement)
-                for value in spliced.items if spliced is not None else ():
-                    if type(value) is cst.Call:
-                        found.add(id(value))
-                        if resolver.constructor(value) == SEQUENTIAL:
-                            found.update(id(inner) for inner in nested_calls(value, resolver, function))
-            self._spliced_by_call[key] = found
-        return self._spliced_by_call[key]
-
-    def _spliced_layers(self) -> Set[int]:
-        """The layer constructors that reach a Sequential through a spliced list (``*layers``)."""
-        if self._spliced is None:
-            found: Set[int] = set()
-            for call, function, statement in self._splice_calls():
-                found |= self._spliced_into(call, function, statement)
-            self._spliced = found
-        return self._spliced
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str, first: Optional[cst.Call] = None) -> None:

@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activation_sites import Use
 from torchmemlint.analysis.added_modules import added_before
+from torchmemlint.analysis.layer_lists import _statement_of
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.producers import Producers
 
@@ -27,6 +28,13 @@ def run_before(file: Any, model: Any, holder: str, element: cst.CSTNode) -> Opti
         return [before]
     if init is None or not lists.chained(holder):
         return None
+    # the list's orders where the element is added (``Order``: branches and loops joined, so an
+    # element appended in a loop follows what the round before appended last), else the walk
+    # back over what is added before it (``added_before``)
+    statement = _statement_of(init, element)
+    order = file.layer_lists.order(init, "self." + holder, statement) if statement is not None else None
+    if order is not None:
+        return None if order.nullable or not order.last else list(order.last)
     return added_before(file, init, element) or None  # type: ignore[arg-type]
 
 
