@@ -437,6 +437,39 @@ class Sampler(BaseVAE):
         return self.model.decoder(torch.randn(n, 16)).detach()
 """, 0),
     # -- comparisons: `logits >= t` is a bool tensor, as `logits.ge(t)` is --------------------
+    # what transformers' ``AutoTokenizer.from_pretrained`` loads is a tokenizer, not a module;
+    # the model ``AutoModel.from_pretrained`` loads is one
+    "tokenizer_from_pretrained": ("""def tokenize_examples(tok, examples, seq):
+    items = []
+    for ex in examples:
+        prompt, full = ex["prompt"], ex["prompt"] + ex["answer"]
+        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        f_ids = tok(full, add_special_tokens=False)["input_ids"]
+        p_len = len(p_ids) if f_ids[:len(p_ids)] == p_ids else min(len(p_ids), len(f_ids) - 1)
+        f_ids = f_ids[:seq]
+        sup = [i >= p_len for i in range(len(f_ids))]
+        if not any(sup):
+            continue
+        labels = [t if s_ else -100 for t, s_ in zip(f_ids, sup)]
+        items.append((f_ids, labels))
+    return items
+
+
+def embed(model, batches):
+    kept = []
+    for batch in batches:
+        kept.append(model(batch).last_hidden_state.cpu().numpy())
+    return kept
+
+
+def main(args, examples):
+    from transformers import AutoModel, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(args.model)
+    model = AutoModel.from_pretrained(args.model)
+    model.eval()
+    items = tokenize_examples(tok, examples, args.seq)
+    return items, embed(model, items)
+""", 1),
     # a loss (a class named ``...Loss``) records a graph only from its inputs: here made under
     # no_grad; the model call that makes them is the one judged
     "loss_of_no_grad_outputs": (GPT + """class MaskedLogCoshLoss(nn.Module):

@@ -203,6 +203,9 @@ _PARAMETERLESS = re.compile(
     r"Pad\dd$|Pad$|Pool\dd$|Dropout|^(?:Flatten|Unflatten|Identity|Upsample\w*|PixelShuffle|PixelUnshuffle|"
     r"Softmax\w*|Softmin|LogSoftmax|ChannelShuffle|Fold|Unfold|CosineSimilarity|PairwiseDistance)$"
 )
+# what a ``from_pretrained`` loads that is not a module: transformers' tokenizers, processors,
+# feature extractors and configurations (``AutoTokenizer.from_pretrained(name)``)
+_NOT_MODULES = re.compile(r"(?:Tokenizer\w*|Processor|FeatureExtractor|Config|Configuration)\.from_pretrained$")
 _MODEL_PACKAGES = ("torchvision.models.", "timm.models.", "segmentation_models_pytorch.")
 # annotations that say a parameter is a module: Lightning's module is an `nn.Module`
 _MODULE_TYPES = frozenset({
@@ -231,7 +234,7 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
         known = (
             (qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional.")
              and not _PARAMETERLESS.search(qualified.rsplit(".", 1)[-1]) and qualified not in KIND_BY_MODULE)
-            or qualified in _LOADERS or qualified.endswith(".from_pretrained")
+            or qualified in _LOADERS or (qualified.endswith(".from_pretrained") and not _NOT_MODULES.search(qualified))
             or qualified.startswith(_MODEL_PACKAGES)
         )
     else:
