@@ -111,3 +111,55 @@ def test_the_method_run_otherwise_is_reported(name):
     assert source != SWITCHED
     (site,) = found_sites(source)
     assert site.product is not None
+
+
+# Both arms in helper methods, the eager one reshaping its output three times before it is
+# returned (world-machine's ``_fast_attention`` / ``_manual_attention`` under ``if self.fast:``)
+BOTH_IN_METHODS = '''
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, embed_dim, n_head, fast=True):
+        super().__init__()
+        self.n_head, self.head_dim, self.embed_dim = n_head, embed_dim // n_head, embed_dim
+        self.dk_root = self.head_dim ** 0.5
+        self.fast = fast
+        self.w0 = nn.Parameter(torch.randn(embed_dim, embed_dim))
+
+    def forward(self, Q, K, V):
+        if self.fast:
+            E = self._fast_attention(Q, K, V)
+        else:
+            E = self._manual_attention(Q, K, V)
+        return E @ self.w0.T
+
+    def _fast_attention(self, Q, K, V):
+        b, n, c = Q.shape
+        Q = Q.view(b, -1, self.n_head, self.head_dim).transpose(1, 2)
+        K = K.view(b, -1, self.n_head, self.head_dim).transpose(1, 2)
+        V = V.view(b, -1, self.n_head, self.head_dim).transpose(1, 2)
+        E = torch.nn.functional.scaled_dot_product_attention(Q, K, V, scale=1 / self.dk_root)
+        return E.transpose(1, 2).reshape(b, n, c)
+
+    def _manual_attention(self, Q, K, V):
+        b, n, c = Q.shape
+        Q = Q.view(b, n, self.n_head, self.head_dim).transpose(1, 2)
+        K = K.view(b, n, self.n_head, self.head_dim).transpose(1, 2)
+        V = V.view(b, n, self.n_head, self.head_dim).transpose(1, 2)
+        scores = Q @ K.transpose(-2, -1)
+        scores /= self.dk_root
+        probs = torch.softmax(scores, dim=-1)
+        E = probs @ V
+        E = E.reshape(b, self.n_head, n, self.head_dim)
+        E = E.transpose(-3, -2)
+        E = E.reshape(b, n, self.embed_dim)
+        return E
+'''
+
+
+def test_both_arms_in_methods_the_eager_one_reshaped_before_it_is_returned():
+    assert found_sites(BOTH_IN_METHODS) == []
+    off = BOTH_IN_METHODS.replace("fast=True", "fast=False")
+    assert len(found_sites(off)) == 1  # (the eager arm is the default one)

@@ -51,11 +51,11 @@ RETURNED = "the eager path of a function that returns the same attention from F.
 def sdpa_fallback(graph: FunctionValues, product: Value, operands: Tuple[Value, Value, Value]) -> str:
     """Why the eager attention ``product`` (of the q, k, v ``operands``) is the other path of
     an SDPA computation in its function (see the module doc); "" when it is not."""
-    joins, _ = _following(graph, product, PASSES, 4)
+    joins, _ = _following(graph, product, PASSES, 6)
     for consumer, source in joins.values():
         if consumer.op == "join" and any(
             _in_training(graph, call, other) for other in consumer.inputs if other is not source
-            for call in _attention_calls(other, [], PASSES | {"tuple"}, 4)
+            for call in _attention_calls(other, [], PASSES | {"tuple"}, 4, graph)
         ):
             return JOINED
     mine, returned = _following(graph, product, TO_RETURN, 6)
@@ -93,16 +93,25 @@ def _following(graph: FunctionValues, product: Value, through: FrozenSet[str], s
     return seen, returned
 
 
-def _attention_calls(value: Value, contexts: List[cst.CSTNode], through: FrozenSet[str], depth: int) -> List[Value]:
+def _attention_calls(value: Value, contexts: List[cst.CSTNode], through: FrozenSet[str], depth: int,
+                     graph: Optional[FunctionValues] = None) -> List[Value]:
     """The SDPA calls ``value`` is made from through ``through`` steps: ``F.scaled_dot_product_attention``,
-    or a call of a function this file does not define made under one of the SDPA backend ``contexts``."""
+    or a call of a function this file does not define made under one of the SDPA backend ``contexts``;
+    given ``graph``, also what a same-file helper it calls returns (``E = self._fast_attention(q, k,
+    v)`` in one arm, the eager ``self._manual_attention(q, k, v)`` in the other)."""
     if value.op == "attention" or (
         value.op in ("helper", "call") and value.node is not None and any(path_to(w, value.node) for w in contexts)
     ):
         return [value]
     if depth == 0 or value.op not in through:
         return []
-    return [call for v in value.inputs for call in _attention_calls(v, contexts, through, depth - 1)]
+    helper = value.info.get("helper") if value.op == "helper" and graph is not None else None
+    if type(helper) is cst.FunctionDef and helper is not graph.function:  # type: ignore[union-attr]
+        theirs = graph.file.analysis.values(helper)  # type: ignore[union-attr]
+        found = [call for r in theirs.returns for call in _attention_calls(r, [], through, depth - 1, theirs)]
+        if found:
+            return found
+    return [call for v in value.inputs for call in _attention_calls(v, contexts, through, depth - 1, graph)]
 
 
 def _in_training(graph: FunctionValues, call: Value, other: Value) -> bool:
