@@ -21,7 +21,9 @@ set in another method is not known to be off, but transformers' ``output_attenti
 configuration flag is (``PretrainedConfig`` defaults it to ``False``), where the file's models
 take those configurations; a caller's name is read in its own value graph (``output_attentions
 if output_attentions is not None else self.config.output_attentions``). ``not`` and ``and`` are read as
-``analysis/fallback.py`` reads the autograd tests.
+``analysis/fallback.py`` reads the autograd tests. The ``else`` of a flag on by default (``if
+self.double:`` with ``double=True``, no call of the file passing anything else) is read the same
+way: it runs only when a caller turns the flag off.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     if type(test) is cst.BooleanOperation and (type(test.operator) is cst.And) == truth:  # both must be ``truth``
         return off_by_default(graph, test.left, truth) or off_by_default(graph, test.right, truth)
     if not truth:
-        return False
+        return _on_by_default(graph, test)
     function = graph.function
     if type(test) is cst.Name:
         if parameter(function, test.value) is not None or not assigned_values(function, test.value):
@@ -67,6 +69,35 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     if graph.classdef is None or not params or test.value.value != params[0].name.value or function.decorators:
         return False  # not ``self.<flag>`` of a plain method
     return _attribute_off(graph, test.attr.value)
+
+
+def _on_by_default(graph: Any, test: cst.BaseExpression) -> bool:
+    """Is ``test`` a flag that is on unless a caller turns it off (so that its ``else`` runs only
+    then): a parameter of the function, or ``self.<flag>`` set once in ``__init__`` to one or to
+    ``True``, whose default is ``True`` and that no call of the file passes anything else
+    (rlprop's ``if self.double:`` with ``double=True``)?"""
+    function = graph.function
+    if type(test) is cst.Name:
+        return not assigned_values(function, test.value) and _left_true(graph, function, test.value)
+    params = [*function.params.posonly_params, *function.params.params]
+    if type(test) is not cst.Attribute or type(test.value) is not cst.Name or graph.classdef is None \
+            or not params or test.value.value != params[0].name.value or function.decorators:
+        return False
+    assignment = graph.file.analysis.class_model(graph.classdef).single_assignment(test.attr.value)
+    if assignment is None:
+        return False
+    value = assignment.value
+    return literal_bool(value) is True or (type(value) is cst.Name and _left_true(graph, assignment.method, value.value))
+
+
+def _left_true(graph: Any, function: cst.FunctionDef, name: str) -> bool:
+    """``name`` is a parameter of ``function`` defaulting to ``True`` that every call of the file
+    leaves so (passes nothing, or ``True``), with at least one call or none at all."""
+    param = parameter(function, name)
+    if param is None or literal_bool(param.default) is not True:
+        return False
+    passed = forward_passed(graph, function, param) if function.name.value == "forward" else graph.file.analysis.factories.passed(function, param)
+    return passed is not None and all(value is None or literal_bool(value) is True for value, _ in passed)
 
 
 def turned_off(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:

@@ -102,7 +102,10 @@ TML501_DOCUMENTATION = """
     model's (`tests/test_loop_computations.py`). Nor is a call of a loss on its own (a class
     named `...Loss`: `nn.MSELoss()`, a project's `MaskedLogCoshLoss(...)`): a loss records a
     graph only from its inputs, so the call that made them is the one judged; a loss of
-    outputs made under `torch.no_grad()` records nothing (`tests/test_tml501_recall.py`).
+    outputs made under `torch.no_grad()` records nothing (`tests/test_tml501_recall.py`). A call in
+    an arm that runs only when a caller changes a flag from its default (the `else` of `if
+    self.double:` with `double=True` that no call of the file turns off) is not judged: the
+    default configuration never runs it (`analysis/flags.py`).
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every

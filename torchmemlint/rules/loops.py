@@ -28,6 +28,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.flags import flag_test
 from torchmemlint.analysis.module_calls import as_model, called_in_file, called_in_project, called_module, library_hook, loss_module, module_method
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
@@ -487,6 +488,9 @@ class _Checks:
         under the same loop or function (``target``: the statement to wrap, None: decorate the
         function) gets the same fix, which the fixer applies once."""
         key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
+        function = self.scope.node
+        if self.analysis is not None and type(function) is cst.FunctionDef and flag_test(self.analysis.values(function), event.node) is not None:
+            return  # in an arm that runs only when a caller changes a flag from its default (``flags.py``)
         if self.facts.loss_call(event.node) is None:
             self.reported.add(id(event.node))
         else:
