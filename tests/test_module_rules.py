@@ -263,6 +263,10 @@ def test_inplace_dropout_at_p_zero_keeps_no_mask_and_is_not_reported():
     assert lint_source(factory + "\nnet = Net()\n", "net.py", Settings(select=("TML204",))) == []
     passed = factory + "\nnet = Net(drop=0.2)\n"
     assert [f.code for f in lint_source(passed, "net.py", Settings(select=("TML204",)))] == ["TML204"]
+    # a class its file never builds keeps its default: p = 0 draws no mask (a library's Encoder)
+    assert lint_source(factory, "net.py", Settings(select=("TML204",))) == []
+    dropping = factory.replace("def __init__(self, drop=0.0):", "def __init__(self, drop=0.1):")
+    assert [f.code for f in lint_source(dropping, "net.py", Settings(select=("TML204",)))] == ["TML204"]
 
 
 RELU_THEN_DROPOUT = """

@@ -359,7 +359,7 @@ def never_drops(file: Any, site: Any, by_default: bool = False) -> bool:
     """A dropout ``site`` whose probability is 0 here: no mask is drawn (``nn.Dropout(p=0.0)``, or
     a parameter defaulting to 0 that every call of its function in ``file`` leaves at 0).
     ``by_default`` (asked where a dropout that does not drop only makes a finding: TML201, whose
-    fix is safe either way; never where it would hide a broken backward): also a constructor's
+    fix is safe either way, and TML204; never where it would hide a broken backward): also a constructor's
     parameter, or Lightning's ``self.hparams.<parameter>``, of a class built nowhere in its file,
     when every construction in the files importing it leaves it at 0 (none: its default)."""
     if site.kind is None or site.kind.saves is not Saves.MASK or site.form == "method":

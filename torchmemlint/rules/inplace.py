@@ -703,7 +703,8 @@ class InplaceDropout(Rule):
     both keep the float32 mask, so the difference only shows on a GPU.
 
     Quiet when the probability is 0 (no mask is drawn): a literal `p=0.0`, or a parameter whose
-    default is 0 and that every call of its function (or class) in the file leaves at 0.
+    default is 0 and that every call of its function (or class) in the file leaves at 0; for a
+    class its file never builds, every construction in the files importing it (none: its default).
 
     ## Example
     ```python
@@ -759,7 +760,7 @@ class InplaceDropout(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
         for site in analysis.sites():
-            if site.name != "dropout" or site.inplace is not True or never_drops(analysis.file, site):
+            if site.name != "dropout" or site.inplace is not True or never_drops(analysis.file, site, by_default=True):
                 continue
             edit = drop_inplace(self, site)
             fix = FixSpec(Applicability.UNSAFE, "Run dropout out of place", (edit,)) if edit else None
