@@ -9,6 +9,8 @@ VALID = (
     "import torch.nn.functional as F\n\ndef f(x):\n    return F.dropout(x, 0.1, inplace=False)\n",
     "from mylib import Dropout\ndrop = Dropout(0.1, inplace=True)\n",
     # p = 0: no mask is drawn
+    # defaulting to 0 and built nowhere in this file (nor in a file importing it): its default draws no mask
+    "import torch.nn as nn\n\nclass Block(nn.Module):\n    def __init__(self, dim, drop=0.0):\n        super().__init__()\n        self.drop = nn.Dropout(drop, inplace=True)\n",
     "import torch.nn as nn\ndrop = nn.Dropout(p=0.0, inplace=True)\n",
     "import torch.nn.functional as F\n\ndef f(x):\n    return F.dropout(x, 0, True, True)\n",
     # a parameter defaulting to 0 that every call in the file leaves at 0
@@ -85,16 +87,16 @@ INVALID = (
         "        self.drop = nn.Dropout(drop)\n\n"
         "blocks = [Block(8), Block(8, 0.1)]\n",
     ),
-    # defaulting to 0, but never called in this file: the probability is not known here
+    # defaulting to 0.1, and never built in this file: its default draws a mask
     Invalid(
         "import torch.nn as nn\n\n"
         "class Block(nn.Module):\n"
-        "    def __init__(self, dim, drop=0.0):\n"
+        "    def __init__(self, dim, drop=0.1):\n"
         "        super().__init__()\n"
         "        self.drop = nn.Dropout(drop, inplace=True)\n",
         fixed="import torch.nn as nn\n\n"
         "class Block(nn.Module):\n"
-        "    def __init__(self, dim, drop=0.0):\n"
+        "    def __init__(self, dim, drop=0.1):\n"
         "        super().__init__()\n"
         "        self.drop = nn.Dropout(drop)\n",
     ),
