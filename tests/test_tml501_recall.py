@@ -26,6 +26,28 @@ GPT = HEAD + """class GPT(nn.Module):
 
 """
 
+# the ``else`` of a flag on by default that no call of the file turns off never runs by default;
+# turned off by a construction, it does (``AGENT`` then a ``build`` body)
+AGENT = GPT + """class Agent:
+    def __init__(self, double=True):
+        self.double = double
+        self.target_net = GPT()
+
+    def targets(self, loader):
+        kept = []
+        for states in loader:
+            if self.double:
+                with torch.no_grad():
+                    values = self.target_net(states)
+            else:
+                values = self.target_net(states).max(1)[0].detach()
+            kept.append(values.cpu().numpy())
+        return kept
+
+
+def build():
+"""
+
 # name -> (source, number of TML501 findings)
 CASES = {
     # -- 1. sampling: the output only becomes indices --------------------------------------
@@ -439,48 +461,8 @@ class Sampler(BaseVAE):
     # -- comparisons: `logits >= t` is a bool tensor, as `logits.ge(t)` is --------------------
     # what transformers' ``AutoTokenizer.from_pretrained`` loads is a tokenizer, not a module;
     # the model ``AutoModel.from_pretrained`` loads is one
-    # the ``else`` of a flag on by default that no call of the file turns off never runs by
-    # default; turned off by a construction, it does (one finding)
-    "else_of_a_flag_on_by_default": (GPT + """class Agent:
-    def __init__(self, double=True):
-        self.double = double
-        self.target_net = GPT()
-
-    def targets(self, loader):
-        kept = []
-        for states in loader:
-            if self.double:
-                with torch.no_grad():
-                    values = self.target_net(states)
-            else:
-                values = self.target_net(states).max(1)[0].detach()
-            kept.append(values.cpu().numpy())
-        return kept
-
-
-def build():
-    return Agent()
-""", 0),
-    "else_of_a_flag_a_construction_turns_off": (GPT + """class Agent:
-    def __init__(self, double=True):
-        self.double = double
-        self.target_net = GPT()
-
-    def targets(self, loader):
-        kept = []
-        for states in loader:
-            if self.double:
-                with torch.no_grad():
-                    values = self.target_net(states)
-            else:
-                values = self.target_net(states).max(1)[0].detach()
-            kept.append(values.cpu().numpy())
-        return kept
-
-
-def build():
-    return Agent(double=False)
-""", 1),
+    "else_of_a_flag_on_by_default": (AGENT + "    return Agent()\n", 0),
+    "else_of_a_flag_a_construction_turns_off": (AGENT + "    return Agent(double=False)\n", 1),
     "tokenizer_from_pretrained": ("""def tokenize_examples(tok, examples, seq):
     items = []
     for ex in examples:
