@@ -65,10 +65,18 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
         return False
     if _module_instance_off(graph, function, test.value.value, test.attr.value):
         return True  # ``if config.SDPA_enabled:`` with ``config = Config()`` at module level
-    params = [*function.params.posonly_params, *function.params.params]
-    if graph.classdef is None or not params or test.value.value != params[0].name.value or function.decorators:
+    if graph.classdef is None or _own_flag(function, test) is None:
         return False  # not ``self.<flag>`` of a plain method
     return _attribute_off(graph, test.attr.value)
+
+
+def _own_flag(method: cst.FunctionDef, node: cst.BaseExpression) -> Optional[str]:
+    """``flag`` when ``node`` is ``self.<flag>`` in ``method``, a plain method (no decorator)
+    whose first parameter is ``self``."""
+    params = [*method.params.posonly_params, *method.params.params]
+    if type(node) is not cst.Attribute or type(node.value) is not cst.Name or not params or method.decorators:
+        return None
+    return node.attr.value if node.value.value == params[0].name.value else None
 
 
 def _on_by_default(graph: Any, test: cst.BaseExpression) -> bool:
@@ -79,11 +87,10 @@ def _on_by_default(graph: Any, test: cst.BaseExpression) -> bool:
     function = graph.function
     if type(test) is cst.Name:
         return not assigned_values(function, test.value) and _left_true(graph, function, test.value)
-    params = [*function.params.posonly_params, *function.params.params]
-    if type(test) is not cst.Attribute or type(test.value) is not cst.Name or graph.classdef is None \
-            or not params or test.value.value != params[0].name.value or function.decorators:
+    flag = _own_flag(function, test)
+    if graph.classdef is None or flag is None:
         return False
-    assignment = graph.file.analysis.class_model(graph.classdef).single_assignment(test.attr.value)
+    assignment = graph.file.analysis.class_model(graph.classdef).single_assignment(flag)
     if assignment is None:
         return False
     value = assignment.value
@@ -156,11 +163,11 @@ def _attribute_off(graph: Any, flag: str) -> bool:
 def _own_attribute_off(graph: Any, caller: cst.FunctionDef, value: cst.Attribute) -> bool:
     """``value`` is ``self.<flag>`` in the method ``caller``, and its class sets that flag off
     unless a caller turns it on (``_attribute_off``)."""
-    params = [*caller.params.posonly_params, *caller.params.params]
-    if type(value.value) is not cst.Name or not params or value.value.value != params[0].name.value or caller.decorators:
+    flag = _own_flag(caller, value)
+    if flag is None:
         return False
     other = graph.file.analysis.values(caller)
-    return other.classdef is not None and _attribute_off(other, value.attr.value)
+    return other.classdef is not None and _attribute_off(other, flag)
 
 
 def _value_off(graph: Any, value: Any, depth: int) -> bool:

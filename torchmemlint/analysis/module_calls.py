@@ -38,7 +38,7 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.callers import _builds_module, module_call, module_instance
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
-from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements
+from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, terminal_name
 from torchmemlint.analysis.training import ScopeFacts
 
 # a module's own methods and a tensor's: never a model's method that returns an output
@@ -179,11 +179,10 @@ def loss_module(facts: ScopeFacts, callee: str) -> bool:
         events = list(facts.scope.assigns)
     else:
         return False
-    values = [e.value for e in events if callee in e.targets]
-    return bool(values) and all(
-        type(v) is cst.Call and not any(e.augmented or e.value is None for e in events if callee in e.targets)
-        and (v.func.attr.value if type(v.func) is cst.Attribute else v.func.value if type(v.func) is cst.Name else "").endswith("Loss")
-        for v in values
+    bound = [e for e in events if callee in e.targets]
+    return bool(bound) and all(
+        not e.augmented and type(e.value) is cst.Call and (terminal_name(e.value.func) or "").endswith("Loss")
+        for e in bound
     )
 
 

@@ -53,9 +53,10 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
         if placed:
             flow.elements.extend((file, sequence, part) for sequence, part in placed)
             continue
-        holder = module_lists(file, model).holder(read) if model is not None and type(read) is cst.Name else None
+        lists = module_lists(file, model) if model is not None and type(read) is cst.Name else None
+        holder = lists.holder(read) if lists is not None else None
         if holder is not None:  # an element of ``self.<holder>``: run in turn, after the one before it
-            if module_lists(file, model).chained(holder):
+            if lists.chained(holder):  # type: ignore[union-attr]
                 flow.chains.append((file, model, holder, read))
                 flow.privates.append((file, model.node, holder))
             else:
