@@ -171,6 +171,38 @@ def loss_by_feat(mask_preds, targets, num_imgs):
     return torch.cat(preds).argmax(1).tolist()
 """, {"TML501": [7], "TML502": [7]}),
     # look-alikes: backpropagated, under no_grad, not over a loader, detached element
+    # a hook the class keeps (`self.post_process`: the caller's callable, by default a lambda)
+    # applied to numpy predictions is not a part of the model; a module kept the same way is
+    "hook_attribute_applied_to_predictions": (HEAD + """class UNet(nn.Module):
+    def __init__(self, post_process=None, head=None):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 2, 3)
+        self.post_process = post_process if post_process is not None else lambda x: x
+        self.head = head if head is not None else nn.Identity()
+
+    def forward(self, x):
+        return self.conv(x)
+
+    def predict(self, test_loader):
+        self.eval()
+        raw_predictions = []
+        with torch.no_grad():
+            for inputs, _ in test_loader:
+                _, preds = torch.max(self(inputs), 1)
+                raw_predictions.append(preds.detach().cpu().numpy())
+        results = []
+        for batch in raw_predictions:
+            for img in batch:
+                results.append(self.post_process(img))
+        return results
+
+    def features(self, test_loader):
+        self.eval()
+        kept = []
+        for inputs, _ in test_loader:
+            kept.append(self.head(inputs))
+        return kept
+""", {"TML501": [33], "TML502": [33]}),
     "comprehension_look_alikes": (HEAD + """class Trainer:
     def fit(self, train_loader, val_loader, optimizer):
         losses = [self.model.training_step(batch) for batch in train_loader]

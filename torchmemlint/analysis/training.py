@@ -265,6 +265,19 @@ class ScopeFacts:
             any(arg.keyword is None and not arg.star for arg in call.args)
             and bool(head) and last not in MODULE_METHODS and last not in MODULE_MOVES
             and not last.startswith("_") and self.is_model(head)
+            and not (head == "self" and self._hook_attribute(last))
+        )
+
+    def _hook_attribute(self, attr: str) -> bool:
+        """`self.post_process = post_process if post_process is not None else lambda x: x`: a
+        callable the class keeps (a lambda by default), not a part of the model."""
+        owner = self.scope.owner
+        if owner is None or any(method.name == attr for method in owner.methods):
+            return False
+        target = f"self.{attr}"
+        return any(
+            event.targets == (target,) and _lambda_arm(event.value)
+            for method in owner.methods for event in method.assigns
         )
 
     def _method_result(self, value: Optional[cst.BaseExpression]) -> bool:
@@ -690,6 +703,14 @@ def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` acc
 
 def _host_call(expr: cst.BaseExpression, qualify) -> bool:  # numpy's, math's: never a graph
     return type(expr) is cst.Call and (qualify(expr.func) or "").partition(".")[0] in ("numpy", "math")
+
+
+def _lambda_arm(expr: Optional[cst.BaseExpression]) -> bool:  # `f or (lambda x: x)`, `a if c else lambda: 0`
+    if type(expr) is cst.IfExp:
+        return _lambda_arm(expr.body) or _lambda_arm(expr.orelse)
+    if type(expr) is cst.BooleanOperation:
+        return _lambda_arm(expr.left) or _lambda_arm(expr.right)
+    return type(expr) is cst.Lambda
 
 
 def _detaches(expr: cst.BaseExpression) -> bool:
