@@ -48,6 +48,30 @@ AGENT = GPT + """class Agent:
 def build():
 """
 
+# past an early return while a submodule built only behind a flag off by default is None: runs
+# only when a caller turns the flag on (``SLOTS`` then a ``build`` body)
+SLOTS = GPT + """class Slots(nn.Module):
+    def __init__(self, dim, birth_death=False):
+        super().__init__()
+        self.attn = GPT()
+        if birth_death:
+            self.life_gate = nn.Sequential(nn.Linear(dim, 1), nn.Sigmoid())
+        else:
+            self.life_gate = None
+
+    def forward(self, x):
+        return self.attn(x)
+
+    def alive_mask(self, x):
+        if self.life_gate is None:
+            return torch.ones(x.shape[0], dtype=torch.bool)
+        gate = self.life_gate(self.attn(x)).squeeze(-1)
+        return gate > 0.5
+
+
+def build():
+"""
+
 # name -> (source, number of TML501 findings)
 CASES = {
     # -- 1. sampling: the output only becomes indices --------------------------------------
@@ -462,6 +486,8 @@ class Sampler(BaseVAE):
     # what transformers' ``AutoTokenizer.from_pretrained`` loads is a tokenizer, not a module;
     # the model ``AutoModel.from_pretrained`` loads is one
     "else_of_a_flag_on_by_default": (AGENT + "    return Agent()\n", 0),
+    "past_an_early_return_of_a_gate_built_behind_a_flag": (SLOTS + "    return Slots(8)\n", 0),
+    "past_an_early_return_a_construction_turns_on": (SLOTS + "    return Slots(8, birth_death=True)\n", 2),
     "else_of_a_flag_a_construction_turns_off": (AGENT + "    return Agent(double=False)\n", 1),
     "tokenizer_from_pretrained": ("""def tokenize_examples(tok, examples, seq):
     items = []

@@ -23,7 +23,9 @@ take those configurations; a caller's name is read in its own value graph (``out
 if output_attentions is not None else self.config.output_attentions``). ``not`` and ``and`` are read as
 ``analysis/fallback.py`` reads the autograd tests. The ``else`` of a flag on by default (``if
 self.double:`` with ``double=True``, no call of the file passing anything else) is read the same
-way: it runs only when a caller turns the flag off.
+way: it runs only when a caller turns the flag off. ``self.life_gate is not None`` needs a flag off
+by default when the class sets the attribute to ``None`` and, only in such an arm, to something
+else; code past ``if self.life_gate is None: return ...`` runs only then (``flag_test``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
         return off_by_default(graph, test.expression, not truth)
     if type(test) is cst.BooleanOperation and (type(test.operator) is cst.And) == truth:  # both must be ``truth``
         return off_by_default(graph, test.left, truth) or off_by_default(graph, test.right, truth)
+    compared = _none_test(test)
+    if compared is not None:  # ``if self.life_gate is None: return ...``
+        attribute, is_not = compared
+        flag = _own_flag(graph.function, attribute) if graph.classdef is not None else None
+        return truth == is_not and flag is not None and _built_behind_flag(graph, flag)
     if not truth:
         return _on_by_default(graph, test)
     function = graph.function
@@ -68,6 +75,31 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     if graph.classdef is None or _own_flag(function, test) is None:
         return False  # not ``self.<flag>`` of a plain method
     return _attribute_off(graph, test.attr.value)
+
+
+def _none_test(test: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, bool]]:
+    """``x is None`` -> (x, False); ``x is not None`` -> (x, True)."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if type(target.operator) not in (cst.Is, cst.IsNot) or not _is_none(target.comparator):
+        return None
+    return test.left, type(target.operator) is cst.IsNot
+
+
+def _built_behind_flag(graph: Any, attribute: str) -> bool:
+    """``self.<attribute>`` is set only while the class is built, to ``None`` and, in an arm
+    that runs only behind a flag off by default, to something else (``self.life_gate =
+    nn.Sequential(...)`` under ``if birth_death:``, ``birth_death=False``)."""
+    model = graph.file.analysis.class_model(graph.classdef)
+    found = model.assignments.get(attribute, [])
+    if not found or not all(model.builds(assignment.method) for assignment in found):
+        return False
+    built = [assignment for assignment in found if not _is_none(assignment.value)]
+    return len(built) < len(found) and all(
+        flag_test(graph.file.analysis.values(assignment.method), assignment.statement) is not None
+        for assignment in built
+    )
 
 
 def _own_flag(method: cst.FunctionDef, node: cst.BaseExpression) -> Optional[str]:
@@ -269,7 +301,18 @@ def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression
         if type(outer) is cst.If and inner is not outer.test:
             if off_by_default(graph, outer.test, inner is outer.body):
                 return outer.test
+        if type(outer) is cst.IndentedBlock:  # past ``if <test>: return ...``: runs only while ``test`` is false
+            for sibling in outer.body:
+                if sibling is inner:
+                    break
+                if type(sibling) is cst.If and sibling.orelse is None and _exits(sibling.body) and off_by_default(graph, sibling.test, False):
+                    return sibling.test
     return None
+
+
+def _exits(suite: cst.BaseSuite) -> bool:
+    last = suite.body[-1] if type(suite) is cst.IndentedBlock and suite.body else suite
+    return type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) and bool(last.body) and type(last.body[-1]) in (cst.Return, cst.Raise)
 
 
 def _name_off(graph: Any, caller: cst.FunctionDef, name: cst.Name, depth: int, none_is_default: bool = False) -> bool:
