@@ -375,6 +375,57 @@ CASES: Dict[str, str] = {
             def forward(self, x):
                 return self.net(x)
     ''',
+    # a layer class the constructor keeps on `self` (chosen by dimension: `nn.Conv2d` or
+    # `nn.Conv3d`) and calls to build the list's elements: each element is a convolution
+    "class_held_on_self": '''
+        import torch
+        import torch.nn as nn
+
+        class JINet(nn.Module):
+            def __init__(self, spacetime_ndim=2, layers=3):
+                super().__init__()
+                self.layers = layers
+                if spacetime_ndim == 2:
+                    self.conv = nn.Conv2d
+                else:
+                    self.conv = nn.Conv3d
+                self.convs = nn.ModuleList()
+                for index in range(layers):
+                    self.convs.append(self.conv(in_channels=8, out_channels=8, kernel_size=1))
+                self.lrelu = nn.LeakyReLU(negative_slope=0.01)  # expect: TML201 fix=safe
+
+            def forward(self, x):
+                x = self.convs[0](x)
+                x = self.lrelu(x)
+                y = x
+                for index in range(1, self.layers):
+                    x = self.convs[index](x)
+                    x = self.lrelu(x)
+                    y = y + x
+                return y
+
+        class Gated(nn.Module):
+            def __init__(self, gated=True):
+                super().__init__()
+                if gated:
+                    self.squash = nn.Sigmoid
+                else:
+                    self.squash = nn.Conv2d
+                self.first = self.squash()
+                self.act = nn.LeakyReLU(0.1)  # after a sigmoid, which needs its output: quiet
+
+            def forward(self, x):
+                return self.act(self.first(x))
+
+        class Instances(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Sigmoid()
+                self.act = nn.LeakyReLU(0.1)  # `self.conv` is an instance, a sigmoid: quiet
+
+            def forward(self, x):
+                return self.act(self.conv(x))
+    ''',
 }
 
 

@@ -19,6 +19,7 @@ call with ``*args``/``**kwargs`` leaves the layer unknown."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
@@ -44,6 +45,7 @@ PASSTHROUGH = frozenset(
     )
 )
 _MAX_DEPTH = 6
+_DIMENSIONS = re.compile(r"[123]d$")  # ``nn.Conv2d`` / ``nn.Conv3d``: the same layer in another dimension
 _BUILDER_NAMES = {qualified.rsplit(".", 1)[-1]: True for qualified in CONFIG_BUILDERS}
 
 
@@ -113,6 +115,8 @@ class Factories:
         self._module_assignments: Dict[str, List[cst.BaseExpression]] = {}
         self._names: Optional[FrozenSet[str]] = None
         self._cache: Dict[Tuple[int, int], Optional[Factory]] = {}
+        # (id(class), attribute) -> every value a method of the class gives ``<self>.<attribute>``
+        self._held: Dict[Tuple[int, str], List[Tuple[cst.BaseExpression, cst.FunctionDef]]] = {}
 
     # -- one walk of the file -----------------------------------------------------------------
     def _index(self) -> None:
@@ -143,6 +147,16 @@ class Factories:
             node = order[here]
             if node.value is not None and _layer_like(node.value):  # type: ignore[attr-defined]
                 found.update(name for name, _ in _assigned(node))
+            if type(node) is cst.Assign and node.value is not None:  # ``self.conv = nn.Conv2d`` (``_held_class``)
+                for target in node.targets:  # type: ignore[attr-defined]
+                    attribute = target.target
+                    if type(attribute) is cst.Attribute and type(attribute.value) is cst.Name:
+                        function = index.function_of(here)
+                        owner = scope[function] if function >= 0 else -1
+                        if owner >= 0 and type(order[owner]) is cst.ClassDef:
+                            self._held.setdefault((id(order[owner]), attribute.attr.value), []).append(
+                                (node.value, order[function])  # type: ignore[arg-type,attr-defined]
+                            )
         for node in index.of_types(0, (cst.ClassDef, cst.FunctionDef)):
             self._definitions.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
             if type(node) is cst.ClassDef:
@@ -196,6 +210,8 @@ class Factories:
             return self._configured(config, function, 0) if config is not None else None
         if type(func) is cst.Name and func.value not in self.names():
             return None
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and function is not None:
+            return self._held_class(func, function)
         if type(func) not in (cst.Name, cst.Call, cst.Subscript):
             return None
         return self.resolve(func, function)
@@ -274,6 +290,33 @@ class Factories:
         if inner is None or inner.alternatives:
             return None
         return Factory(inner.qualified, inner.preset, via or inner.via, certain and inner.certain)
+
+    def _held_class(self, func: cst.Attribute, function: cst.FunctionDef) -> Optional[Factory]:
+        """``self.conv(...)`` in a method, where every value the class gives ``self.conv`` is a
+        layer class (aydin's JINet: ``nn.Conv2d`` or ``nn.Conv3d`` by dimension, each a
+        convolution: the first stands for both); classes that differ otherwise are alternatives.
+        An instance (``self.conv = nn.Conv2d(...)``) is a module, whose call runs it: None."""
+        self._index()
+        owner = self._owner.get(id(function))
+        params = function.params.params
+        if owner is None or not params or params[0].name.value != func.value.value:  # type: ignore[attr-defined]
+            return None
+        values = self._held.get((id(owner), func.attr.value), [])
+        options: Dict[str, Factory] = {}
+        for value, method in values:
+            if type(value) not in (cst.Name, cst.Attribute) and not (type(value) is cst.Call and self.qualify(value.func) == PARTIAL):
+                return None
+            found = self.resolve(value, method)
+            if found is None or found.alternatives:
+                return None
+            options.setdefault(found.qualified, found)
+        if not options:
+            return None
+        first = next(iter(options.values()))
+        via = f"`self.{func.attr.value}`"
+        if len({_DIMENSIONS.sub("", qualified) for qualified in options}) == 1:
+            return Factory(first.qualified, first.preset, via, first.certain)
+        return Factory(first.qualified, first.preset, via, False, alternatives=tuple(options.values()))
 
     def _class(self, expr: cst.BaseExpression) -> Optional[Factory]:
         qualified = self.qualify(expr)
