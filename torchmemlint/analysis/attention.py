@@ -32,6 +32,7 @@ import math
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
+from torchmemlint.analysis.built_behind_flags import built_only_behind_flags
 
 from torchmemlint.analysis.handed_out import handed_out
 from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
@@ -93,9 +94,12 @@ class AttentionSites:
             graphs = self.analysis.value_graphs
             mentions: Dict[int, bool] = {}
             callers_quiet: Dict[int, Tuple[cst.FunctionDef, cst.CSTNode, str]] = {}  # id(a helper's product) -> why a caller leaves it
+            built: Dict[int, bool] = {}
             for function, classdef in graphs.functions():
                 if not mentions_contraction(function, mentions) and not calls_contracting_helper(graphs, function, classdef, mentions):
                     continue
+                if classdef is not None and built_only_behind_flags(self.analysis, classdef, built):
+                    continue  # its methods never run unless a caller turns the flag on (``built_behind_flags.py``)
                 graph = self.analysis.values(function)
                 for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
                     if value.op == "contract" and "foreign" not in value.info:  # (another file's product: its own file's)

@@ -165,6 +165,21 @@ class ProjectLinks:
                 return True
         return False
 
+    def may_name(self, name: str) -> bool:
+        """Whether a file of the project that imports this one may name this file's top-level
+        ``name``: imports it by name or with ``*``, reads ``.<name>`` on something, names it in a
+        string, or cannot be read (``from . import uformer`` alone does not)."""
+        module = self.index.module_of(self.path)
+        for other in self.index.importers(self.path, name):
+            if module is None or other.error is not None or module.name in other.star:
+                return True
+            if f"{module.name}.{name}" in other.imports.values():
+                return True
+            ensure_reach(other)
+            if other.error is not None or name in other.foreign_reads or name in other.strings:
+                return True
+        return False
+
     def definition(self, dotted: Optional[str], kind: str, package: bool = False) -> Optional[Tuple[Any, cst.CSTNode]]:
         """``(analysis of the defining file, its ClassDef / FunctionDef)`` for a class or
         function (``kind``) of another project file; None when it is not one (``package``: see
