@@ -486,6 +486,26 @@ class Sampler(BaseVAE):
     # what transformers' ``AutoTokenizer.from_pretrained`` loads is a tokenizer, not a module;
     # the model ``AutoModel.from_pretrained`` loads is one
     "else_of_a_flag_on_by_default": (AGENT + "    return Agent()\n", 0),
+    # a part of the model run on the output of a reported model call (a CRF decoding the
+    # emissions, the model's own loss): one finding, the model call's
+    "parts_of_a_reported_output": (HEAD + """def dev(model, dev_loader, head_mask):
+    model.eval()
+    for inputs, masks, tags in dev_loader:
+        feats = model(inputs, masks, head_mask)
+        path_score, best_path = model.crf(feats, masks)
+        loss = model.loss(feats, masks, tags)
+        print(loss.item(), best_path)
+    model.train()
+""", 1),
+    # look-alike: a part run on the batch itself is a model call of its own
+    "part_of_the_batch": (HEAD + """def dev(model, dev_loader):
+    model.eval()
+    for inputs, masks in dev_loader:
+        feats = model(inputs, masks)
+        codes = model.encode(inputs)
+        print(feats.argmax(-1).tolist(), codes.argmax(-1).tolist())
+    model.train()
+""", 2),
     "past_an_early_return_of_a_gate_built_behind_a_flag": (SLOTS + "    return Slots(8)\n", 0),
     "past_an_early_return_a_construction_turns_on": (SLOTS + "    return Slots(8, birth_death=True)\n", 2),
     "else_of_a_flag_a_construction_turns_off": (AGENT + "    return Agent(double=False)\n", 1),

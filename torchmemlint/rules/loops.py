@@ -336,7 +336,7 @@ class _Checks:
         self.wrapped = wrapped
         self.forward = facts.forward
         self.reported: Set[int] = set()  # model calls reported here (TML501)
-        self.losses: List[CallEvent] = []  # loss calls reported here (TML501)
+        self.losses: List[CallEvent] = []  # loss calls and calls of the model's parts reported here (TML501)
 
     def run(self) -> None:
         for event in self.facts.replay():
@@ -346,7 +346,7 @@ class _Checks:
                 self._call(event)
         if not self.forward:
             self._retain_graph()
-        for event in self.losses:  # a loss of a model output reported here: the memory is the model's
+        for event in self.losses:  # a loss or a model part of a model output reported here: one finding, the model's
             if fed_by(self.scope, event, self.reported):
                 self.findings[EVAL_WITHOUT_NO_GRAD].pop(id(event.node), None)
 
@@ -491,9 +491,9 @@ class _Checks:
         function = self.scope.node
         if self.analysis is not None and type(function) is cst.FunctionDef and flag_test(self.analysis.values(function), event.node) is not None:
             return  # in an arm that runs only when a caller changes a flag from its default (``flags.py``)
-        if self.facts.loss_call(event.node) is None:
+        if self.facts.loss_call(event.node) is None and (self.facts.is_model(event.func) or not self.facts.model_part(event.node)):
             self.reported.add(id(event.node))
-        else:
+        else:  # a loss, or a method or part of the model (`model.crf(feats, masks)`): judged at the end
             self.losses.append(event)
         if key not in self.wrapped:
             self.wrapped[key] = self._no_grad_fix(target)
