@@ -5,9 +5,10 @@
 # ${TML_CORPUS_DIR:-/tmp/tml-corpus}/holdoutN. Commit (or stash) result files before running.
 #
 #   bash benchmarks/all_sets.sh WORKTREE LABEL [LAST]     # e.g. a `git worktree add /tmp/x HEAD`
+# Run it with the project's environment active (or PYTHON=.venv/bin/python): its python needs libcst.
 set -u
 WT=$(cd "$1" && pwd); LABEL=$2; LAST=${3:-52}
-PY=${PYTHON:-python3}
+PY=${PYTHON:-python}
 CACHE=${TML_CORPUS_DIR:-/tmp/tml-corpus}
 LOG=/tmp/all_sets-$LABEL; mkdir -p "$LOG"
 cd "$WT"
