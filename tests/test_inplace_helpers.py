@@ -10,7 +10,11 @@ checkpoint the kept one is recomputed, so no in-place finding is claimed about i
 Look-alikes stay quiet: a helper that reorders the modules (``reversed``), adds one of its own,
 or takes other positional parameters; an activation after a sigmoid in a helper's Sequential;
 a forward that returns ``einops.repeat`` of its output (a broadcast, not a view of it alone),
-or a rearrangement of an output it also keeps.
+or a rearrangement of an output it also keeps. An activation that a method or function of the
+file applies to its argument and returns (``def actvn(self, x): return F.leaky_relu(x, 0.2)``)
+is judged at every call of it; quiet when a call passes a tensor read again, the helper reads
+its argument again, the helper is named otherwise than in calls, or a call changes the result
+in place after.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -269,6 +273,91 @@ CASES: Dict[str, str] = {
 
             def forward(self, z):
                 return self.act(checkpoint(self.gate, z))
+    ''',
+    # an activation a helper applies to its argument and returns (SPADE's `actvn`): judged at
+    # every call of the helper, each on what it passes; reported at the helper's call
+    "activation_helper_method": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class ResnetBlock(nn.Module):
+            def __init__(self, fin, fout):
+                super().__init__()
+                self.conv_0 = nn.Conv2d(fin, fout, 3, padding=1)
+                self.conv_1 = nn.Conv2d(fout, fout, 3, padding=1)
+                self.norm_0 = nn.BatchNorm2d(fin)
+                self.norm_1 = nn.BatchNorm2d(fout)
+
+            def forward(self, x):
+                dx = self.conv_0(self.actvn(self.norm_0(x)))
+                dx = self.conv_1(self.actvn(self.norm_1(dx)))
+                return x + dx
+
+            def actvn(self, x):
+                return F.leaky_relu(x, 2e-1)  # expect: TML201
+
+        class OnItsInput(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.conv = nn.Conv2d(dim, dim, 3, padding=1)
+
+            def forward(self, x):
+                return x + self.conv(self.actvn(x))  # the block's input, read again
+
+            def actvn(self, x):
+                return F.leaky_relu(x, 2e-1)  # quiet
+
+        class ReadAgain(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(dim)
+
+            def forward(self, x):
+                return self.actvn(self.norm(x))
+
+            def actvn(self, x):
+                return F.leaky_relu(x, 2e-1) + x  # the helper reads its argument again: quiet
+
+        class HandedOn(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(dim)
+                self.act = self.actvn  # called elsewhere, with what is not known
+
+            def forward(self, x):
+                return self.actvn(self.norm(x))
+
+            def actvn(self, x):
+                return F.leaky_relu(x, 2e-1)  # quiet
+
+        class ChangedAfter(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(dim)
+
+            def forward(self, x):
+                h = self.actvn(self.norm(x))
+                h += 1  # changes the activation's kept result: in place, backward would raise
+                return h
+
+            def actvn(self, x):
+                return F.leaky_relu(x, 2e-1)  # quiet
+    ''',
+    "activation_helper_function": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        def actvn(x):
+            return F.elu(x)  # expect: TML201
+
+        class Block(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.conv_0 = nn.Conv2d(dim, dim, 3, padding=1)
+                self.conv_1 = nn.Conv2d(dim, dim, 3, padding=1)
+
+            def forward(self, x):
+                return self.conv_1(actvn(self.conv_0(x)))
     ''',
 }
 

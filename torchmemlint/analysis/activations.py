@@ -33,6 +33,7 @@ from torchmemlint.analysis.named_layers import FunctionAliases
 from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.chained_uses import chain_uses, run_before
+from torchmemlint.analysis.helper_activations import helper_uses
 from torchmemlint.analysis.returned_locals import excluded, returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
@@ -692,7 +693,11 @@ class InplaceAnalysis:
         use = self._use(arg.value, site.node, function, model, self_name)
         if use is not None and use.caller_tensor is not None and guarded_by_flag(self.cursor.statement_stack, site.node):
             use.caller_tensor = None
-        if use is not None:
+        helped = helper_uses(self, site, function) if use is not None and function.name.value != "forward" else None
+        if helped:  # ``def actvn(self, x): return F.leaky_relu(x, 0.2)``: where each call runs it
+            site.uses.extend(helped)
+            site.complete = True
+        elif use is not None:
             site.uses.append(use)
             site.complete = True
 
@@ -722,19 +727,25 @@ class InplaceAnalysis:
         consumer = next((v for v in facts.made.get(id(anchor), ()) if source in v.inputs), None)
         if consumer is None:
             return None
+        return self._use_of(facts, source, consumer, anchor, expression, function, model, self_name)
+
+    def _use_of(self, facts: "GraphFacts", source: Any, consumer: Any, anchor: cst.CSTNode, expression: Optional[cst.BaseExpression],
+                function: cst.FunctionDef, model: Optional[ClassModel], self_name: Optional[str], beside: Any = None) -> Use:
+        """The use of ``source`` by the activation value ``consumer`` in ``facts``' graph
+        (``beside``: a reader that is the same use, the call of a helper that runs it)."""
         producers = Producers(self.file, model).of(source, self_name)
         carried = facts.carried(source, consumer)  # what the previous round of a loop leaves
         for value in carried:
             producers += Producers(self.file, model).of(value, self_name)
         use = Use(anchor, producers)
         if type(expression) is cst.Name:
-            use.name = expression.value
+            use.name = expression.value  # type: ignore[union-attr]
         reads = facts.reads.get(id(source), [])
         at = next((position for position, reader in reads if reader is consumer), None)
         others = [  # a join of the branch or loop the activation is in: the way where it did not run;
             # a size read (``ret.shape[-1]``) keeps nothing; a read in the other arm of an ``if``
             # (``x = F.leaky_relu(x)`` / ``else: x = torch.sigmoid(x)``) never runs with it
-            (position, reader) for position, reader in reads if reader is not consumer and not (
+            (position, reader) for position, reader in reads if reader is not consumer and reader is not beside and not (
                 type(reader) is not str and (
                     (reader.op == "join" and facts.passed_by(source, consumer, reader)) or reader.op == "meta"
                     or facts.exclusive(consumer.statement, reader.statement)
