@@ -506,6 +506,37 @@ class Sampler(BaseVAE):
         print(feats.argmax(-1).tolist(), codes.argmax(-1).tolist())
     model.train()
 """, 2),
+    # a local bound to a part of a model reached through attributes (upit's
+    # `model = learn.model.G_B.to(device)`): a module, run here only to save its outputs
+    "part_of_a_learners_model": (HEAD + """import torchvision
+
+
+def get_preds(learn, test_dl, convert_to="B", device="cuda"):
+    if convert_to == "B": model = learn.model.G_B.to(device)
+    else:               model = learn.model.G_A.to(device)
+    for i, (fn, im) in enumerate(test_dl):
+        preds = (model(im.to(device)) / 2 + 0.5)
+        for j in range(len(fn)):
+            torchvision.utils.save_image(preds[j], fn[j])
+""", 1),
+    # look-alikes: the same part trained; a name bound once to something else too
+    "part_of_a_learners_model_trained": (HEAD + """def fit(learn, dl, opt, device="cuda"):
+    model = learn.model.G_B.to(device)
+    for im, target in dl:
+        loss = F.mse_loss(model(im.to(device)), target)
+        loss.backward()
+        opt.step()
+""", 0),
+    "part_or_something_else": (HEAD + """import torchvision
+
+
+def get_preds(learn, test_dl, load):
+    model = learn.model.G_B
+    if load:
+        model = load(model)
+    for i, (fn, im) in enumerate(test_dl):
+        torchvision.utils.save_image(model(im), fn[0])
+""", 0),
     "past_an_early_return_of_a_gate_built_behind_a_flag": (SLOTS + "    return Slots(8)\n", 0),
     "past_an_early_return_a_construction_turns_on": (SLOTS + "    return Slots(8, birth_death=True)\n", 2),
     "else_of_a_flag_a_construction_turns_off": (AGENT + "    return Agent(double=False)\n", 1),

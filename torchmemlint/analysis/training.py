@@ -20,6 +20,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
+from torchmemlint.analysis.model_names import lambda_arm, model_part_of
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 from torchmemlint.analysis.syntax import property_returns
@@ -82,7 +83,12 @@ class ScopeFacts:
                 receiver = dotted_name(call.receiver)
                 if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
                     names.add(receiver)
-        return names
+        bound: Dict[str, bool] = {}  # `model = learn.model.G_B.to(device)`: a part of a model, by every binding
+        for event in self.scope.assigns:
+            for target in event.targets:
+                if MODEL_NAME.match(target):
+                    bound[target] = bound.get(target, True) and not event.augmented and model_part_of(event.value)
+        return names | {name for name, part in bound.items() if part}
 
     def is_model(self, dotted: Optional[str]) -> bool:
         if dotted is None:
@@ -276,7 +282,7 @@ class ScopeFacts:
             return False
         target = f"self.{attr}"
         return any(
-            event.targets == (target,) and _lambda_arm(event.value)
+            event.targets == (target,) and lambda_arm(event.value)
             for method in owner.methods for event in method.assigns
         )
 
@@ -703,14 +709,6 @@ def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` acc
 
 def _host_call(expr: cst.BaseExpression, qualify) -> bool:  # numpy's, math's: never a graph
     return type(expr) is cst.Call and (qualify(expr.func) or "").partition(".")[0] in ("numpy", "math")
-
-
-def _lambda_arm(expr: Optional[cst.BaseExpression]) -> bool:  # `f or (lambda x: x)`, `a if c else lambda: 0`
-    if type(expr) is cst.IfExp:
-        return _lambda_arm(expr.body) or _lambda_arm(expr.orelse)
-    if type(expr) is cst.BooleanOperation:
-        return _lambda_arm(expr.left) or _lambda_arm(expr.right)
-    return type(expr) is cst.Lambda
 
 
 def _detaches(expr: cst.BaseExpression) -> bool:
