@@ -162,7 +162,10 @@ class EagerAttention(Rule):
     tests/test_attention_module_flag.py; no call in the file passing anything but `False`,
     `analysis/flags.py`): training runs the eager path by default. A flag from a call (timm's
     `self.fused_attn = use_fused_attn()`), defaulting to `True` or `None`, or set elsewhere
-    keeps the fallback quiet (`tests/test_attention_fallback.py`). It is quiet
+    keeps the fallback quiet (`tests/test_attention_fallback.py`). An attention class that its
+    file builds only behind such a flag (guided diffusion's `QKVAttention` under
+    `use_new_attention_order=False`), names nowhere else and no other file of the project may
+    name, never runs by default: not reported (tests/test_attention_built_behind_flag.py). It is quiet
     for look-alikes too: a softmax over the queries,
     linear attention (a softmax of q or k themselves), a classification head times a matrix
     (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It reports without a fix

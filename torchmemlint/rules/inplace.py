@@ -244,7 +244,12 @@ class MissingInplaceSavesMemory(_MissingInplace):
     LeakyReLU it is for some of them, with an unsafe fix, `activ(inplace=True)`, that suits each;
     never where one is `nn.GELU`, `nn.Identity` or a dropout, tests/test_inplace_alternatives.py),
     `partial(nn.LeakyReLU, 0.1)()` and aliases of such partials, and tensors a method of the
-    file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). A layer that a function
+    file returns (`h = self.conv_norm(x)`; `F.leaky_relu(h, 0.2)`). An activation that a method
+    or function of the file applies to its argument and returns (`def actvn(self, x): return
+    F.leaky_relu(x, 2e-1)`, called as `self.actvn(self.norm_0(x))`) is judged at every call of
+    it, on what each passes, and reported in the helper, whose edit serves every call
+    (tests/test_inplace_helpers.py). A layer class the class keeps on `self` and calls to build
+    layers (`self.conv = nn.Conv2d` or `nn.Conv3d` by dimension) builds that layer. A layer that a function
     returns (`def leaky(slope=0.1): return nn.LeakyReLU(slope)`, also through another function,
     `return leaky(**kwargs)`, and also a function of another file of the project, imported
     relatively; also through a local every `return` returns, `if activation == "elu": act =

@@ -99,13 +99,18 @@ TML501_DOCUMENTATION = """
     model calls that `torch.no_grad()` covers when there are several. A loss computed from the
     output of a model call reported in the same function (`score = criterion(x, outputs)`,
     through the names the output is bound to) is not a second finding: its memory is the
-    model's (`tests/test_loop_computations.py`). Nor is a call of a loss on its own (a class
+    model's (`tests/test_loop_computations.py`), nor a part or method of the model run on that
+    output (`model.crf(feats, masks)`, `model.loss(feats, masks, tags)`). Nor is a call of a loss on its own (a class
     named `...Loss`: `nn.MSELoss()`, a project's `MaskedLogCoshLoss(...)`): a loss records a
     graph only from its inputs, so the call that made them is the one judged; a loss of
     outputs made under `torch.no_grad()` records nothing (`tests/test_tml501_recall.py`). A call in
     an arm that runs only when a caller changes a flag from its default (the `else` of `if
     self.double:` with `double=True` that no call of the file turns off) is not judged: the
-    default configuration never runs it (`analysis/flags.py`).
+    default configuration never runs it (`analysis/flags.py`); nor is a call past `if self.gate
+    is None: return ...` where the class builds `self.gate` only behind a flag off by default.
+    A local named like a model bound to a part of one reached through attributes (`model =
+    learn.model.G_B.to(device)`) is a model; a callable a class keeps with a lambda default
+    (`self.post_process = post_process if post_process is not None else lambda x: x`) is not.
 
     ## Why is this bad?
     `model.eval()` only switches dropout and batch-norm behaviour; autograd still records every
