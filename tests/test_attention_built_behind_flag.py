@@ -97,11 +97,14 @@ def test_attention_built_only_behind_a_flag(name):
     assert found == marked(source)
 
 
-def _project(tmp_path, init: str):
+BUILT_IN_ITS_FILE = dict(extra="\n\ndef unet_small():\n    return UNet(8)\n", new_mark="")
+
+
+def _project(tmp_path, init: str, case: dict = CASES["behind_the_flag"]):
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text(init, encoding="utf-8")
-    (package / "unet.py").write_text(textwrap.dedent(SOURCE.format(**CASES["behind_the_flag"])), encoding="utf-8")
+    (package / "unet.py").write_text(textwrap.dedent(SOURCE.format(**case)), encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "torchmemlint", "check", "--select", "TML601", "--output-format", "json",
          "--no-cache", "--isolated", str(tmp_path)],
@@ -113,12 +116,20 @@ def _project(tmp_path, init: str):
 
 @pytest.mark.slow
 def test_a_package_importing_the_module_does_not_build_the_class(tmp_path):
-    # `from . import unet` reads nothing of it: still built only behind the flag
-    legacy = marked(textwrap.dedent(SOURCE.format(**CASES["behind_the_flag"])))
-    assert _project(tmp_path, "from . import unet\n\nMODEL = unet.UNet\n") == sorted(row for row, _ in legacy)
+    # `from . import unet` names nothing of it, and the model is built in its own file with the
+    # flag at its default: still built only behind the flag
+    legacy = marked(textwrap.dedent(SOURCE.format(**BUILT_IN_ITS_FILE)))
+    assert _project(tmp_path, "from . import unet\n\nMODEL = unet.unet_small\n", BUILT_IN_ITS_FILE) == sorted(row for row, _ in legacy)
 
 
 @pytest.mark.slow
 def test_a_file_importing_the_class_may_build_it(tmp_path):
     rows = _project(tmp_path, "from .unet import QKVAttention\n")
+    assert len(rows) == 2, rows
+
+
+@pytest.mark.slow
+def test_a_construction_elsewhere_that_may_turn_the_flag_on_builds_the_class(tmp_path):
+    # spandrel's loaders: the flag read from the checkpoint, `Uformer(cross_modulator=...)`
+    rows = _project(tmp_path, "from .unet import UNet\n\n\ndef load(state):\n    return UNet(8, use_new_attention_order='qkv' in state)\n")
     assert len(rows) == 2, rows

@@ -4,7 +4,8 @@ Guided diffusion's ``AttentionBlock`` builds ``QKVAttention`` only ``if
 use_new_attention_order:``, a parameter defaulting to ``False`` that the model passes on from
 its own ``False`` default: by default the class is never built, so its methods never run.
 True when the class's file builds it at least once, every construction lies in an arm that
-runs only behind such a flag (``flags.flag_test``), the file names the class nowhere else (not
+runs only behind such a flag and no construction in another file may turn it on
+(``flags.strict_flag_test``), the file names the class nowhere else (not
 handed on by name, not subclassed), and no other file of the project may name it (``ProjectLinks.may_name``).
 """
 
@@ -25,7 +26,7 @@ def built_only_behind_flags(analysis: Any, classdef: cst.ClassDef, memo: Dict[in
 
 
 def _behind_flags(analysis: Any, classdef: cst.ClassDef) -> bool:
-    from torchmemlint.analysis.flags import flag_test  # flags reads the factories, which read the value graph's users
+    from torchmemlint.analysis.flags import strict_flag_test  # flags reads the factories, which read the value graph's users
 
     name = classdef.name.value
     index = node_index(analysis.module)
@@ -46,4 +47,4 @@ def _behind_flags(analysis: Any, classdef: cst.ClassDef) -> bool:
     links = analysis.links
     if links is not None and links.may_name(name):
         return False
-    return all(flag_test(analysis.values(function), call) is not None for call, function in constructions)
+    return all(strict_flag_test(analysis.values(function), call) is not None for call, function in constructions)

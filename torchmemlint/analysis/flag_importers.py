@@ -63,6 +63,16 @@ def constructions_elsewhere(analysis: Any, init: cst.FunctionDef, param: cst.Par
     return found
 
 
+def may_turn_on(analysis: Any, init: cst.FunctionDef, param: cst.Param) -> bool:
+    """May a construction, in the project's other files, of the class whose ``__init__`` is
+    ``init`` pass ``param`` something other than ``False`` or ``None`` (or not be read)?"""
+    sites = constructions_elsewhere(analysis, init, param)
+    return sites is None or any(
+        value is not None and literal_bool(value) is not False and not (type(value) is cst.Name and value.value == "None")
+        for _, value, _ in sites
+    )
+
+
 def _on(analysis: Any, value: cst.BaseExpression, caller: Optional[cst.FunctionDef], depth: int) -> bool:
     """``value``, passed in ``caller`` (of ``analysis``'s file), is on: ``True``, or a parameter
     of ``caller`` whose value is on unless a caller turns it off (``_parameter_on``)."""

@@ -35,7 +35,7 @@ from typing import Any, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
-from torchmemlint.analysis.flag_importers import turned_on
+from torchmemlint.analysis.flag_importers import may_turn_on, turned_on
 from torchmemlint.analysis.forward_calls import forward_passed
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import literal_bool
@@ -90,14 +90,15 @@ def _none_test(test: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, b
 def _built_behind_flag(graph: Any, attribute: str) -> bool:
     """``self.<attribute>`` is set only while the class is built, to ``None`` and, in an arm
     that runs only behind a flag off by default, to something else (``self.life_gate =
-    nn.Sequential(...)`` under ``if birth_death:``, ``birth_death=False``)."""
+    nn.Sequential(...)`` under ``if birth_death:``, ``birth_death=False``), no construction in
+    another file may turn on (``strict_flag_test``)."""
     model = graph.file.analysis.class_model(graph.classdef)
     found = model.assignments.get(attribute, [])
     if not found or not all(model.builds(assignment.method) for assignment in found):
         return False
     built = [assignment for assignment in found if not _is_none(assignment.value)]
     return len(built) < len(found) and all(
-        flag_test(graph.file.analysis.values(assignment.method), assignment.statement) is not None
+        strict_flag_test(graph.file.analysis.values(assignment.method), assignment.statement) is not None
         for assignment in built
     )
 
@@ -288,9 +289,26 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
         if caller is not None and depth < CALLERS and flag_test(graph.file.analysis.values(caller), value) is not None:
             continue  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
         return False
-    if not passed and function.name.value == "__init__" and turned_on(graph.file.analysis, function, param, depth):
-        return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
+    if not passed and function.name.value == "__init__":
+        if _STRICT[0]:
+            return not may_turn_on(graph.file.analysis, function, param)  # (``strict_flag_test``)
+        if turned_on(graph.file.analysis, function, param, depth):
+            return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
     return True
+
+
+_STRICT = [0]  # > 0: a construction in another file that may turn the flag on keeps it on
+
+
+def strict_flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """``flag_test``, where a class built only in other files of the project is off only when
+    none of its constructions there may turn the flag on (passes anything but ``False`` or
+    ``None``): what runs in no configuration the project builds, not only by default."""
+    _STRICT[0] += 1
+    try:
+        return flag_test(graph, statement)
+    finally:
+        _STRICT[0] -= 1
 
 
 def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
