@@ -84,3 +84,65 @@ def test_a_builder_of_another_file(tmp_path):
     expected = {("layers.py", n) for n, line in enumerate(LAYERS.splitlines(), 1) if line.endswith("# expect")}
     assert len(expected) == 2
     assert _findings(tmp_path) == expected
+
+
+# a project's own weight-norm helper, which returns the module it is given through torch's
+# parametrization (style-bert-vits2's `utils/weight_norm.py`), chosen by a flag as HiFi-GAN's
+# discriminators do: the list holds convolutions; a helper that builds another module does not
+WEIGHT_NORM = """from torch import nn
+from torch.nn.utils.parametrizations import weight_norm as parametrized_weight_norm
+
+
+def weight_norm(module: nn.Module, name: str = "weight", dim: int = 0) -> nn.Module:
+    return parametrized_weight_norm(module, name=name, dim=dim)
+
+
+def gated(module: nn.Module) -> nn.Module:
+    return nn.Sequential(module, nn.Sigmoid())
+"""
+
+DISCRIMINATOR = """import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils import spectral_norm
+
+from pkg.utils import gated, weight_norm
+
+
+class DiscriminatorS(nn.Module):
+    def __init__(self, use_spectral_norm=False):
+        super().__init__()
+        norm_f = weight_norm if use_spectral_norm is False else spectral_norm
+        self.convs = nn.ModuleList([norm_f(nn.Conv1d(1, 16, 15, 1, padding=7)), norm_f(nn.Conv1d(16, 64, 41, 4, padding=20))])
+        self.conv_post = norm_f(nn.Conv1d(64, 1, 3, 1, padding=1))
+
+    def forward(self, x):
+        fmap = []
+        for layer in self.convs:
+            x = layer(x)
+            x = F.leaky_relu(x, 0.1)  # expect
+            fmap.append(x)
+        return self.conv_post(x), fmap
+
+
+class Gated(nn.Module):
+    def __init__(self, use_gate=True):
+        super().__init__()
+        norm_f = gated if use_gate else weight_norm
+        self.convs = nn.ModuleList([norm_f(nn.Conv1d(1, 16, 15, 1, padding=7))])
+
+    def forward(self, x):
+        for layer in self.convs:
+            x = F.leaky_relu(layer(x), 0.1)
+        return x
+"""
+
+
+def test_a_weight_norm_helper_of_another_file(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text(WEIGHT_NORM)
+    (package / "discriminator.py").write_text(DISCRIMINATOR)
+    expected = {("discriminator.py", n) for n, line in enumerate(DISCRIMINATOR.splitlines(), 1) if line.endswith("# expect")}
+    assert len(expected) == 1
+    assert _findings(tmp_path) == expected

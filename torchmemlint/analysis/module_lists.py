@@ -457,7 +457,7 @@ class ModuleLists:
             option for _, value in bound
             for option in ([value.body, value.orelse] if type(value) is cst.IfExp else [value])  # type: ignore[attr-defined]
         ]
-        return all(qualify(option) in WRAPPERS or _identity(option) for option in options)
+        return all(qualify(option) in WRAPPERS or _identity(option) or returns_its_module(self.file, option) for option in options)
 
     def _project_class(self, func: cst.BaseExpression) -> bool:
         """``Conv1d`` of the file, or imported from another file of the project (which the
@@ -466,6 +466,40 @@ class ModuleLists:
             return True
         links = self.file.links
         return links is not None and links.may_come_from_package(dotted_name(func))
+
+
+def returns_its_module(file: Any, func: cst.BaseExpression, depth: int = 0) -> bool:
+    """``func`` names a function of this file or of another project file whose every ``return``
+    gives back its first parameter, never rebound, or a wrapper of it (a project's own
+    ``def weight_norm(module, name="weight"): return parametrized_weight_norm(module, ...)``)."""
+    dotted = dotted_name(func) if type(func) in (cst.Name, cst.Attribute) else None
+    if dotted is None or depth > 2:
+        return False
+    node = file.callables.functions.get(dotted) if "." not in dotted else None
+    theirs = file
+    if node is None and file.links is not None:
+        found = file.links.definition(dotted, "function", package=True)
+        if found is None:
+            return False
+        theirs, node = found
+    params = node.params.params if type(node) is cst.FunctionDef else ()
+    if not params:
+        return False
+    name = params[0].name.value
+    returns = [n for n in walk(node.body) if type(n) is cst.Return]
+    rebound = any(type(n) in (cst.AssignTarget, cst.AugAssign) and type(n.target) is cst.Name and n.target.value == name for n in walk(node.body))
+    if not returns or rebound or any(type(n) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) for n in walk(node.body)):
+        return False
+    for returned in returns:
+        value = returned.value
+        if type(value) is cst.Name and value.value == name:
+            continue
+        if not (type(value) is cst.Call and value.args and value.args[0].keyword is None and not value.args[0].star
+                and type(value.args[0].value) is cst.Name and value.args[0].value.value == name):
+            return False
+        if theirs.resolver.qualify(value.func) not in WRAPPERS and not returns_its_module(theirs, value.func, depth + 1):
+            return False
+    return True
 
 
 def _identity(node: cst.BaseExpression) -> bool:
