@@ -133,3 +133,20 @@ def test_a_construction_elsewhere_that_may_turn_the_flag_on_builds_the_class(tmp
     # spandrel's loaders: the flag read from the checkpoint, `Uformer(cross_modulator=...)`
     rows = _project(tmp_path, "from .unet import UNet\n\n\ndef load(state):\n    return UNet(8, use_new_attention_order='qkv' in state)\n")
     assert len(rows) == 2, rows
+
+
+@pytest.mark.slow
+def test_a_package_that_only_star_imports_the_module_re_exports_it(tmp_path):
+    legacy = sorted(row for row, _ in marked(textwrap.dedent(SOURCE.format(**BUILT_IN_ITS_FILE))))
+    assert _project(tmp_path, "from .unet import *\n", BUILT_IN_ITS_FILE) == legacy
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "__init__.py").write_text("")
+    (other / "train.py").write_text("from pkg import QKVAttention\n\nATTN = QKVAttention(4)\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML601", "--output-format", "json",
+         "--no-cache", "--isolated", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    rows = sorted(item["location"]["row"] for item in json.loads(proc.stdout) if item["filename"].endswith("unet.py"))
+    assert len(rows) == 2, rows

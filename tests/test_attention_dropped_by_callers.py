@@ -99,3 +99,88 @@ def probe(block, q, k, v):
     return block._attn(q, k, v)
 '''
     assert found_sites(elsewhere) == []
+
+
+# HTSAT's Swin layers (CLAP): the window attention's forward returns its weights, the block
+# hands them up, the layer keeps them only in evaluation (`if not self.training:`) and returns
+# the last one, and the model drops it: in training nothing keeps them
+SWIN = '''
+import torch
+import torch.nn as nn
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.scale = heads, (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        attn = self.softmax((q * self.scale) @ k.transpose(-2, -1))
+        x = (attn @ v).transpose(1, 2).reshape(b, n, c)
+        return x, attn
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.attn = WindowAttention(dim, heads)
+
+    def forward(self, x):
+        y, attn = self.attn(x)
+        return x + y, attn
+
+
+class Layer(nn.Module):
+    def __init__(self, dim, heads, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(depth)])
+
+    def forward(self, x):
+        attns = []
+        for blk in self.blocks:
+            x, attn = blk(x)
+            if not self.training:
+                attns.append(attn.unsqueeze(0))
+        if not self.training:
+            attn = torch.cat(attns, dim=0).mean(dim=0)
+        return x, attn
+
+
+class HTSAT(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        for i in range(2):
+            layer = Layer(dim, heads, 2)
+            self.layers.append(layer)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x, attn = layer(x)
+        return x
+'''
+
+
+def test_weights_handed_up_through_modules_and_dropped():
+    (site,) = found_sites(SWIN)
+    assert site.reason == "the weights are also returned, to callers that drop them; the fix would change what the function returns"
+
+
+def test_weights_handed_up_and_kept_stay_quiet():
+    returned = SWIN.replace("            x, attn = layer(x)\n        return x\n", "            x, attn = layer(x)\n        return x, attn\n")
+    assert found_sites(returned) == []  # the model returns them to callers the file does not show
+    stored = SWIN.replace("        y, attn = self.attn(x)\n", "        y, attn = self.attn(x)\n        self.last = attn\n")
+    assert found_sites(stored) == []
+    in_training = SWIN.replace("            if not self.training:\n                attns.append", "            if self.training:\n                attns.append")
+    assert found_sites(in_training) == []
+
+
+def test_a_class_naming_itself_only_in_super_is_still_known():
+    # `super(WindowAttention, self).__init__()` builds nothing: the calls are still the file's
+    old_style = SWIN.replace("super().__init__()", "super(WindowAttention, self).__init__()", 1)
+    (site,) = found_sites(old_style)
+    assert site.reason == "the weights are also returned, to callers that drop them; the fix would change what the function returns"

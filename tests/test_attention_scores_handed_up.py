@@ -2,8 +2,9 @@
 pair and hands the scores on (OpenAI Whisper's ``qkv_attention``, copied into many speech
 packages: ``return (w @ v)..., qk.detach()``; ``wv, qk = self.qkv_attention(q, k, v, mask)``;
 ``return self.out(wv), qk``): the weights are not kept, the scores only handed out, so the site
-is reported without a fix (SDPA never makes the scores). Look-alikes stay quiet: a caller that
-computes with the handed-up scores, or that keeps the weights themselves."""
+is reported without a fix (SDPA never makes the scores); so are the weights themselves handed up
+to a caller that drops them. Look-alikes stay quiet: a caller that computes with the handed-up
+scores, or that keeps the weights themselves."""
 
 from __future__ import annotations
 
@@ -64,6 +65,16 @@ def test_scores_detached_and_handed_up_are_reported_without_a_fix():
 
 def test_look_alikes_stay_quiet():
     computed_with = WHISPER.replace("return self.out(wv), qk\n", "return self.out(wv) + qk.mean()\n")
-    weights_handed = WHISPER.replace("qk.detach()\n", "w\n")
-    for source in (computed_with, weights_handed):
+    weights_kept = WHISPER.replace("qk.detach()\n", "w\n").replace(
+        "return x + self.attn(self.attn_ln(x), mask=mask)[0]",
+        "out, self.weights = self.attn(self.attn_ln(x), mask=mask)\n        return x + out",
+    )
+    for source in (computed_with, weights_kept):
         assert source != WHISPER and found_sites(source) == [], source
+
+
+def test_weights_handed_up_to_a_caller_that_drops_them_are_reported():
+    # the weights themselves handed up by `forward`, whose only caller takes `[0]`: nothing keeps them
+    (site,) = found_sites(WHISPER.replace("qk.detach()\n", "w\n"))
+    assert site.function.name.value == "qkv_attention"
+    assert site.reason  # (reported without a fix: the weights are cast, and returned)

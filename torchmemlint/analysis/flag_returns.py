@@ -128,15 +128,37 @@ def dropped_by_callers(graph: Any, value: Any, consumer: Union[Any, str]) -> boo
     positions = [i for i, part in enumerate(consumer.inputs) if part is value]
     if len(positions) != 1:
         return False
-    function = consumer.function
+    return _dropped(graph.file.analysis, consumer.function, positions[0], 0)
+
+
+def _dropped(analysis: Any, function: cst.FunctionDef, position: int, depth: int) -> bool:
+    """Every call of ``function`` in the file (at least one) leaves out its result's ``position``:
+    drops it, or binds it to a name read only under ``if not self.training:`` or returned at a
+    position its own function's callers drop in turn (HTSAT's Swin layers); a module's
+    ``forward`` through the attributes holding its instances (``forward_calls.py``)."""
+    from torchmemlint.analysis.forward_calls import forward_calls  # (it reads the factories, which read the value graph's users)
+
+    index = analysis.index
+    if function.name.value == "forward" and depth <= _DEPTH:
+        graph = analysis.values(function)
+        calls = forward_calls(graph, function) if graph.classdef is not None else None
+        if not calls or any(not args for args, _ in calls):
+            return False
+        if analysis.links is not None and analysis.links.may_name(graph.classdef.name.value):
+            return False  # (another file may build it and keep what it returns)
+        for args, _ in calls:
+            call = index.above(args[0])  # (the Arg's Call)
+            here = index.find(call) if type(call) is cst.Call else None
+            if here is None or not _drops(index, here, position, analysis, depth):
+                return False
+        return True
     params = [*function.params.posonly_params, *function.params.params]
     method = bool(params) and params[0].name.value == "self"
-    name, links = function.name.value, graph.file.analysis.links
+    name, links = function.name.value, analysis.links
     if name.startswith("__") or links is not None and (
         links.read_by_importers(name) if method else bool(links.index.importers(links.path, name))
     ):
         return False  # (another file may call it and keep what it returns)
-    index = graph.file.analysis.index
     calls = 0
     for here in index.positions(cst.Call):
         call = index.order[here]
@@ -149,13 +171,17 @@ def dropped_by_callers(graph: Any, value: Any, consumer: Union[Any, str]) -> boo
         if named != name:
             continue
         calls += 1
-        if not _drops(index, here, positions[0]):
+        if not _drops(index, here, position, analysis, depth):
             return False
     return calls > 0
 
 
-def _drops(index: Any, here: int, position: int) -> bool:
-    """The call at ``here`` in the file's index leaves out the result's ``position``."""
+_DEPTH = 4  # how many callers up weights handed on by ``return x, attn`` are followed
+
+
+def _drops(index: Any, here: int, position: int, analysis: Any = None, depth: int = 0) -> bool:
+    """The call at ``here`` in the file's index leaves out the result's ``position`` (bound to a
+    name: ``_handed_on``)."""
     above = index.parent[here]
     outer = index.order[above] if above >= 0 else None
     if type(outer) is cst.Expr:
@@ -165,7 +191,60 @@ def _drops(index: Any, here: int, position: int) -> bool:
         return type(number) is cst.Integer and int(number.value) != position
     if type(outer) is cst.Assign and len(outer.targets) == 1 and type(outer.targets[0].target) in (cst.Tuple, cst.List):
         elements = outer.targets[0].target.elements
-        return position < len(elements) and type(elements[position].value) is cst.Name and elements[position].value.value == "_"
+        if position >= len(elements) or type(elements[position].value) is not cst.Name:
+            return False
+        name = elements[position].value
+        return name.value == "_" or (analysis is not None and depth < _DEPTH and _handed_on(analysis, here, name, depth))
+    return False
+
+
+def _handed_on(analysis: Any, here: int, target: cst.Name, depth: int) -> bool:
+    """``target``, bound by the call at ``here``, is read in its function only under ``if not
+    self.training:`` or as an element of a returned tuple that the function's callers drop."""
+    index = analysis.index
+    at = index.function_of(here)
+    if at < 0:
+        return False
+    function = index.order[at]
+    for node in walk(function.body):
+        if type(node) is not cst.Name or node.value != target.value or _bound(index, node):
+            continue
+        above = index.above(node)
+        if (type(above) is cst.Attribute and above.attr is node) or _in_evaluation(index, node, function):
+            continue  # (``self.attn``: another name)
+        outer = index.above(above) if type(above) is cst.Element else None
+        if type(outer) is cst.Tuple and type(index.above(outer)) is cst.Return:
+            spot = [element.value for element in outer.elements].index(node)
+            if _dropped(analysis, function, spot, depth + 1):  # type: ignore[arg-type]
+                continue
+        return False
+    return True
+
+
+def _bound(index: Any, name: cst.Name) -> bool:
+    """``name`` is (part of) an assignment's or a loop's target."""
+    node: Any = name
+    while True:
+        above = index.above(node)
+        if type(above) in (cst.AssignTarget, cst.For) and (type(above) is cst.AssignTarget or above.target is node):
+            return True
+        if type(above) not in (cst.Element, cst.Tuple, cst.List):
+            return False
+        node = above
+
+
+def _in_evaluation(index: Any, node: cst.CSTNode, function: cst.FunctionDef) -> bool:
+    """``node`` is in the body of an ``if not self.training:`` of ``function``."""
+    params = function.params.params
+    me = params[0].name.value if params else None
+    child, above = node, index.above(node)
+    while above is not None and above is not function:
+        if type(above) is cst.If and child is above.body:
+            test = above.test
+            if (type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and type(test.expression) is cst.Attribute
+                    and test.expression.attr.value == "training" and type(test.expression.value) is cst.Name and test.expression.value.value == me):
+                return True
+        child, above = above, index.above(above)
     return False
 
 

@@ -36,6 +36,13 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
     """What each call of ``function`` (the ``forward`` of ``graph``'s class) made through an
     attribute holding an instance passes for ``param`` (None: left at the default), with the
     function that makes the call; None when the calls are not known (see the module doc)."""
+    calls = forward_calls(graph, function)
+    return None if calls is None else _passed(function, param, calls)
+
+
+def forward_calls(graph: Any, function: cst.FunctionDef) -> Optional[List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]]:
+    """The arguments of each call of ``function`` (the ``forward`` of ``graph``'s class) in its
+    file, with the function making it; None when they are not known (see the module doc)."""
     classdef = graph.classdef
     if function is not graph.function or classdef is None:
         return None
@@ -50,7 +57,7 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
         return None  # the class names itself in its body (a child of its kind, ``type(self)(...)``)
     references = sum(1 for node, where in nodes if type(node) is cst.Name and node.value == name and not _typed(analysis.index, node, where))
     if not references:
-        return _passed(function, param, own)  # never built, subclassed or named in its file: its other calls are other files'
+        return own  # never built, subclassed or named in its file: its other calls are other files'
     holders: Set[str] = set()
     lists: Set[str] = set()  # ``self.layers``, into which a local instance is put (``ModuleList([attn, ff])``)
     built: Set[str] = set()  # ``self.layer = nn.ModuleList([Cls(c) for _ in range(n)])`` (``built_lists.py``)
@@ -94,7 +101,7 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
     if built and (elements := element_calls(analysis, nodes, built, builds)) is None:
         return None
     calls += elements if built else []
-    return _passed(function, param, [*calls, *own])
+    return [*calls, *own]
 
 
 def _passed(function: cst.FunctionDef, param: cst.Param, calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]) -> Optional[Passed]:
@@ -147,14 +154,17 @@ def _called_by_name(analysis: Any, name: str) -> bool:
 
 def _own_calls(classdef: cst.ClassDef, name: str) -> Optional[List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]]:
     """The calls the class's methods make of their own instance (``self(x, flag=True)``,
-    ``self.forward(x)``); None when the class names itself in its body."""
+    ``self.forward(x)``); None when the class names itself in its body (but in
+    ``super(Cls, self)``)."""
     found: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]] = []
     for method in classdef.body.body if type(classdef.body) is cst.IndentedBlock else ():
         if type(method) is not cst.FunctionDef or not method.params.params:
             continue
         me = method.params.params[0].name.value
-        for node in walk(method):
-            if type(node) is cst.Name and node.value == name:
+        nodes = walk(method)
+        supers = {id(node.args[0].value) for node in nodes if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "super" and node.args}
+        for node in nodes:
+            if type(node) is cst.Name and node.value == name and id(node) not in supers:  # (``super(Cls, self)`` builds nothing)
                 return None
             if type(node) is not cst.Call:
                 continue

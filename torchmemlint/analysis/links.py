@@ -165,18 +165,25 @@ class ProjectLinks:
                 return True
         return False
 
-    def may_name(self, name: str) -> bool:
-        """Whether a file of the project that imports this one may name this file's top-level
-        ``name``: imports it by name or with ``*``, reads ``.<name>`` on something, names it in a
-        string, or cannot be read (``from . import uformer`` alone does not)."""
-        module = self.index.module_of(self.path)
-        for other in self.index.importers(self.path, name):
-            if module is None or other.error is not None or module.name in other.star:
+    def may_name(self, name: str, path: Optional[str] = None, depth: int = 0) -> bool:
+        """Whether a file of the project that imports this one (or the one at ``path``) may name
+        its top-level ``name``: imports it by name, reads ``.<name>`` on something, names it in a
+        string, or cannot be read (``from . import uformer`` alone does not); a package's
+        ``__init__.py`` that only star-imports it re-exports it: the files importing the package
+        decide."""
+        path = path or self.path
+        module = self.index.module_of(path)
+        for other in self.index.importers(path, name):
+            if module is None or other.error is not None:
                 return True
             if f"{module.name}.{name}" in other.imports.values():
                 return True
             ensure_reach(other)
             if other.error is not None or name in other.foreign_reads or name in other.strings:
+                return True
+            if module.name in other.star and (
+                depth >= 2 or os.path.basename(other.path) != "__init__.py" or self.may_name(name, other.path, depth + 1)
+            ):
                 return True
         return False
 
