@@ -115,8 +115,10 @@ class EagerAttention(Rule):
     `ModuleList` holding them makes; or chosen by such a flag and returned,
     `outputs = (ctx, probs) if output_attentions else (ctx,)`, also with more outputs added,
     tests/test_attention_chosen_outputs.py), or returned by a helper of the file every call of
-    which drops them (`x, _ = attention(q, k, v)`, `attention(...)[0]`; no other file imports it,
-    tests/test_attention_dropped_by_callers.py), or stored only behind such a flag (BLIP's `if
+    which drops them (`x, _ = attention(q, k, v)`, `attention(...)[0]`; no other file imports it;
+    also a module's `forward`, through the attributes holding its instances, and weights handed
+    up by callers that return them to callers that drop them or keep them only under `if not
+    self.training:`, HTSAT-style Swin layers, tests/test_attention_dropped_by_callers.py), or stored only behind such a flag (BLIP's `if
     is_cross_attention and self.save_attention: self.save_attention_map(attention_probs)`,
     tests/test_attention_kept_behind_flag.py), or set to `None` unless the flag is set (`if not
     output_attentions: attn_weights = None`), are not kept by default: reported without a fix.
