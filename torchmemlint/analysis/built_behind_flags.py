@@ -42,9 +42,7 @@ def _behind_flags(analysis: Any, classdef: cst.ClassDef) -> bool:
         if call is None or function < 0:
             return False  # named otherwise: handed on, subclassed, built at module level
         constructions.append((call, order[function]))
-    if not constructions:
+    if not constructions or not all(strict_flag_test(analysis.values(function), call) is not None for call, function in constructions):
         return False
     links = analysis.links
-    if links is not None and links.may_name(name):
-        return False
-    return all(strict_flag_test(analysis.values(function), call) is not None for call, function in constructions)
+    return links is None or not links.may_name(name)  # (asked last: it reads the importing files)
