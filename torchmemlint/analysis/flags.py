@@ -30,6 +30,7 @@ else; code past ``if self.life_gate is None: return ...`` runs only then (``flag
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Optional, Set, Tuple
 
 import libcst as cst
@@ -290,25 +291,25 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
             continue  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
         return False
     if not passed and function.name.value == "__init__":
-        if _STRICT[0]:
+        if _STRICT.get():
             return not may_turn_on(graph.file.analysis, function, param)  # (``strict_flag_test``)
         if turned_on(graph.file.analysis, function, param, depth):
             return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
     return True
 
 
-_STRICT = [0]  # > 0: a construction in another file that may turn the flag on keeps it on
+_STRICT: ContextVar[bool] = ContextVar("strict_flags", default=False)  # a construction in another file that may turn the flag on keeps it on
 
 
 def strict_flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:
     """``flag_test``, where a class built only in other files of the project is off only when
     none of its constructions there may turn the flag on (passes anything but ``False`` or
     ``None``): what runs in no configuration the project builds, not only by default."""
-    _STRICT[0] += 1
+    token = _STRICT.set(True)
     try:
         return flag_test(graph, statement)
     finally:
-        _STRICT[0] -= 1
+        _STRICT.reset(token)
 
 
 def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression]:

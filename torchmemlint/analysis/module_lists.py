@@ -486,9 +486,10 @@ def returns_its_module(file: Any, func: cst.BaseExpression, depth: int = 0) -> b
     if not params:
         return False
     name = params[0].name.value
-    returns = [n for n in walk(node.body) if type(n) is cst.Return]
-    rebound = any(type(n) in (cst.AssignTarget, cst.AugAssign) and type(n.target) is cst.Name and n.target.value == name for n in walk(node.body))
-    if not returns or rebound or any(type(n) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) for n in walk(node.body)):
+    body = walk(node.body)
+    returns = [n for n in body if type(n) is cst.Return]
+    rebound = any(type(n) in (cst.AssignTarget, cst.AugAssign) and type(n.target) is cst.Name and n.target.value == name for n in body)
+    if not returns or rebound or any(type(n) in (cst.FunctionDef, cst.Lambda, cst.ClassDef) for n in body):
         return False
     for returned in returns:
         value = returned.value
