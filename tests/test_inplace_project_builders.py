@@ -12,7 +12,7 @@ output (``nn.Sigmoid``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Set, Tuple
+from typing import Dict, Set, Tuple
 
 from marked_cases import project_findings
 
@@ -75,13 +75,21 @@ def _findings(root: Path) -> Set[Tuple[str, int]]:
     return project_findings(root, "TML201")
 
 
-def test_a_builder_of_another_file(tmp_path):
-    package = tmp_path / "pkg"
+def _package(root: Path, files: Dict[str, str]) -> None:
+    package = root / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "_defaults.py").write_text(DEFAULTS)
-    (package / "layers.py").write_text(LAYERS)
-    expected = {("layers.py", n) for n, line in enumerate(LAYERS.splitlines(), 1) if line.endswith("# expect")}
+    for name, text in files.items():
+        (package / name).write_text(text)
+
+
+def _expected(name: str, text: str) -> Set[Tuple[str, int]]:
+    return {(name, n) for n, line in enumerate(text.splitlines(), 1) if line.endswith("# expect")}
+
+
+def test_a_builder_of_another_file(tmp_path):
+    _package(tmp_path, {"_defaults.py": DEFAULTS, "layers.py": LAYERS})
+    expected = _expected("layers.py", LAYERS)
     assert len(expected) == 2
     assert _findings(tmp_path) == expected
 
@@ -138,11 +146,7 @@ class Gated(nn.Module):
 
 
 def test_a_weight_norm_helper_of_another_file(tmp_path):
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "utils.py").write_text(WEIGHT_NORM)
-    (package / "discriminator.py").write_text(DISCRIMINATOR)
-    expected = {("discriminator.py", n) for n, line in enumerate(DISCRIMINATOR.splitlines(), 1) if line.endswith("# expect")}
+    _package(tmp_path, {"utils.py": WEIGHT_NORM, "discriminator.py": DISCRIMINATOR})
+    expected = _expected("discriminator.py", DISCRIMINATOR)
     assert len(expected) == 1
     assert _findings(tmp_path) == expected
