@@ -4,6 +4,7 @@
     python benchmarks/gpu_check.py --quick          # smaller shapes, prints only
     python benchmarks/gpu_check.py --budget 8GiB    # will-it-fit: predicted vs a real card
     python benchmarks/gpu_check.py --budget 8GiB --optimizer sgd --quick
+    python benchmarks/gpu_check.py --cudnn          # the conv nets with cuDNN on and off
 
 For each model, in a fresh process (allocator state matters): one training step measured on
 CUDA (`torch.cuda.max_memory_allocated` after `reset_peak_memory_stats` and a warm-up step,
@@ -17,8 +18,8 @@ reserved figures.  Models: this project's fixtures (conv nets, the DCGAN discrim
 transformers' BERT-base MLM, GPT-2 small and ViT-B/16 from their default configs (no weights,
 SDPA attention, fp32 and bf16) and timm's vit_small_patch16_224 and convnext_tiny
 (pretrained=False); a row whose package is missing is skipped with the message.  Results
-JSON records torch and the device.  The attention rows have not been run on a GPU by their
-author (no CUDA where they were written).
+JSON records torch and the device.  Run on an H200 (`benchmarks/gpu_run.sh`; results in
+benchmarks/results/gpu_check.json, discussed in docs/dynamic.md, "Measured on a GPU").
 
 `--budget SIZE` checks `profile --budget` instead, on the UNets of
 fixtures/models/resnet_unet.py (resnet101/152 encoders, with and without the stem pool,
@@ -32,7 +33,7 @@ raises `torch.cuda.OutOfMemoryError`.  The search for the largest batch that tra
 at the prediction, moves 1, 2, 4, ... batches away from it until the answer flips, then
 bisects; at most MAX_TRIALS trials per model, so a far-off prediction can leave a bracket
 instead of an exact figure.  Any other error ends that model's search and is recorded.
-The budget path has not been run on a GPU by its author (no CUDA where it was written).
+On an H200 the resnet101 rows of the budget path have been run; the resnet152 ones not yet.
 
 Without CUDA the script says so and exits 0: there is nothing to compare against.
 """
@@ -136,6 +137,7 @@ IMAGE = [3, 128, 128]
 VERDICT_BATCH = 64
 QUICK_VERDICT_BATCH = 16
 MAX_TRIALS = 12  # real trials per model, the verdict batch's included
+ROW_TIMEOUT = 120  # seconds for one model's process; a row that runs longer is recorded as skipped
 
 
 def measure_one(name: str, quick: bool) -> Dict[str, Any]:
@@ -187,7 +189,12 @@ def compare_estimates(quick: bool) -> None:
         "model", "input", "dtype", "allocated", "estimate", "vs tracker", "CPU kernels", "reserved (modelled)"))
     for name in MODELS:
         command = [sys.executable, __file__, "--one", name] + (["--quick"] if quick else [])
-        completed = subprocess.run(command, capture_output=True, text=True)
+        try:
+            completed = subprocess.run(command, capture_output=True, text=True, timeout=ROW_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            skipped[name] = "over %d s" % ROW_TIMEOUT
+            print("%-30s skipped: %s" % (name, skipped[name]))
+            continue
         if completed.returncode != 0:
             last = (completed.stderr.strip().splitlines() or ["exit status %d" % completed.returncode])[-1]
             skipped[name] = last
@@ -206,18 +213,58 @@ def compare_estimates(quick: bool) -> None:
                 row["cuda_max_reserved"] / 2**20, row["modelled_reserved"] / 2**20,
             ), flush=True,
         )
+        if not quick:  # after each row: a run stopped part-way keeps the rows it measured
+            write_results({
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "torch": torch.__version__,
+                "device": torch.cuda.get_device_name(),
+                "tolerance": TOLERANCE,
+                "rows": rows,
+                "skipped": skipped,
+            }, quiet=True)
     print("estimate = CPU estimate (CUDA kernels emulated) / max_memory_allocated; * outside %d %%"
           % round(100 * TOLERANCE))
-    if quick or not rows:
-        return
-    write_results({
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "torch": torch.__version__,
-        "device": torch.cuda.get_device_name(),
-        "tolerance": TOLERANCE,
+    if rows and not quick:
+        print("wrote %s" % RESULTS)
+
+
+CUDNN_MODELS = ("LoopNet (conv-bn-relu)", "DCGAN discriminator", "LeakyConvNet")
+
+
+def cudnn_one(enabled: bool) -> List[Dict[str, Any]]:
+    """Runs in its own process: the step on CUDA with cuDNN on or off, for CUDNN_MODELS."""
+    import torch
+
+    from torchmemlint.dynamic.measure import measure_training_step
+
+    torch.backends.cudnn.enabled = enabled
+    rows = []
+    for name in CUDNN_MODELS:
+        build, shape, _, _ = MODELS[name]
+        step = measure_training_step(build, shape, device="cuda")
+        assert step.cuda is not None
+        rows.append({"model": name, "cudnn_enabled": enabled, "cuda_max_allocated": step.cuda.max_allocated,
+                     "cuda_tracker_peak": step.peak_bytes, "cuda_untracked": step.cuda.untracked})
+    return rows
+
+
+def compare_cudnn() -> None:
+    """Where does the gap between the estimate and max_memory_allocated go with cuDNN off?"""
+    rows: List[Dict[str, Any]] = []
+    for enabled in (True, False):
+        command = [sys.executable, __file__, "--cudnn-one", "1" if enabled else "0"]
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=ROW_TIMEOUT, check=True)
+        rows.extend(json.loads(completed.stdout.strip().splitlines()[-1]))
+    for row in rows:
+        print("cudnn %-5s %-24s allocated %10d  tracker %10d  untracked %10d" % (
+            row["cudnn_enabled"], row["model"], row["cuda_max_allocated"], row["cuda_tracker_peak"],
+            row["cuda_untracked"]))
+    write_results({"cudnn": {
+        "what": "the same training step on CUDA with torch.backends.cudnn.enabled True and False: "
+                "max_memory_allocated, the tracker's peak on CUDA and what the tracker did not see "
+                "(`python benchmarks/gpu_check.py --cudnn`)",
         "rows": rows,
-        "skipped": skipped,
-    })
+    }})
 
 
 # -- --budget: predicted verdict and largest batch against a real card ---------------
@@ -294,7 +341,10 @@ def train_trial(name: str, batch: int, budget_bytes: int, optimizer_name: str) -
 def run_trial(name: str, batch: int, budget: str, optimizer_name: str) -> Dict[str, Any]:
     command = [sys.executable, __file__, "--trial", name, "--batch", str(batch),
                "--budget", budget, "--optimizer", optimizer_name]
-    completed = subprocess.run(command, capture_output=True, text=True)
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=ROW_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("batch %d: over %d s" % (batch, ROW_TIMEOUT))
     if completed.returncode != 0:
         last = (completed.stderr.strip().splitlines() or ["exit status %d" % completed.returncode])[-1]
         raise RuntimeError("batch %d: %s" % (batch, last))
@@ -366,10 +416,12 @@ def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
           % (format_bytes(parse_size(budget)), optimizer_name, batch, MAX_TRIALS))
     print("%-26s %-30s %s" % ("", "verdict at %d:" % batch, "largest batch:"))
     print("%-26s %-19s %-10s %-10s %-12s %s" % ("model", "predicted", "real", "predicted", "real", "trials"))
-    rows = []
+    rows: List[Dict[str, Any]] = []
     for name in names:
         row = check_budget_model(name, budget, optimizer_name, batch)
         rows.append(row)
+        if not quick:  # after each model: a run stopped part-way keeps the models it checked
+            write_budget(rows, budget, optimizer_name, batch)
         if "error" in row:
             real_fits = real_largest = "error"
         else:
@@ -381,8 +433,11 @@ def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
             ", ".join("%d%s" % (t["batch"], "" if t["fits"] else " OOM") for t in row["trials"])), flush=True)
         if "error" in row:
             print("    error (search stopped): %s" % row["error"])
-    if quick:
-        return
+    if rows and not quick:
+        print("wrote %s" % RESULTS)
+
+
+def write_budget(rows: List[Dict[str, Any]], budget: str, optimizer_name: str, batch: int) -> None:
     write_results({"budget": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "budget": budget,
@@ -393,26 +448,33 @@ def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
         "emulation": "torch.cuda.set_per_process_memory_fraction(budget / total_memory); "
                      "two training steps per trial, each trial in a fresh process",
         "rows": rows,
-    }})
+    }}, quiet=True)
 
 
-def write_results(sections: Dict[str, Any]) -> None:
+def write_results(sections: Dict[str, Any], quiet: bool = False) -> None:
     """Update ``sections`` of the results JSON, keeping the others."""
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results.update(sections)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print("wrote %s" % RESULTS.relative_to(ROOT))
+    if not quiet:
+        print("wrote %s" % RESULTS)
 
 
 def main() -> None:
+    global RESULTS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller models or shapes; print only")
     parser.add_argument("--budget", metavar="SIZE",
                         help="compare the predicted verdict and largest batch with a card of SIZE (e.g. 8GiB)")
     parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS),
                         help="optimizer of the --budget training steps (default: adam)")
-    parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)  # the per-model process
+    parser.add_argument("--results", metavar="PATH", type=Path, default=RESULTS,
+                        help="results JSON to update (default: benchmarks/results/gpu_check.json)")
+    parser.add_argument("--cudnn", action="store_true",
+                        help="the conv nets' step on CUDA with cuDNN on and off (where the estimate's gap goes)")
+    parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)
+    parser.add_argument("--cudnn-one", choices=("0", "1"), help=argparse.SUPPRESS)  # the per-model process
     parser.add_argument("--trial", metavar="MODEL", help=argparse.SUPPRESS)  # one --budget trial
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -424,8 +486,12 @@ def main() -> None:
         except DynamicError as exc:
             parser.error(str(exc))
     optimizer_name = args.optimizer or "adam"
+    RESULTS = args.results
     if args.one:
         print(json.dumps(measure_one(args.one, args.quick)))
+        return
+    if args.cudnn_one:
+        print(json.dumps(cudnn_one(args.cudnn_one == "1")))
         return
     if args.trial:
         print(json.dumps(train_trial(args.trial, args.batch, parse_size(args.budget), optimizer_name)))
@@ -437,7 +503,9 @@ def main() -> None:
             "the predicted verdict and largest batch for --budget %s" % args.budget)
         print("gpu_check: no CUDA device here; nothing to compare %s against (skipped)." % what)
         return
-    if args.budget:
+    if args.cudnn:
+        compare_cudnn()
+    elif args.budget:
         compare_budget(args.budget, optimizer_name, args.quick)
     else:
         compare_estimates(args.quick)
