@@ -33,7 +33,9 @@ raises `torch.cuda.OutOfMemoryError`.  The search for the largest batch that tra
 at the prediction, moves 1, 2, 4, ... batches away from it until the answer flips, then
 bisects; at most MAX_TRIALS trials per model, so a far-off prediction can leave a bracket
 instead of an exact figure.  Any other error ends that model's search and is recorded.
-On an H200 the resnet101 rows of the budget path have been run; the resnet152 ones not yet.
+On an H200 the budget path has run for all rows but resnet152 without the stem pool.
+`--only TEXT` runs the models whose name contains TEXT (their budget rows are merged into the
+results' budget section).
 
 Without CUDA the script says so and exits 0: there is nothing to compare against.
 """
@@ -137,6 +139,7 @@ IMAGE = [3, 128, 128]
 VERDICT_BATCH = 64
 QUICK_VERDICT_BATCH = 16
 MAX_TRIALS = 12  # real trials per model, the verdict batch's included
+ONLY: Optional[str] = None  # --only: the models whose name contains it
 ROW_TIMEOUT = 120  # seconds for one model's process; a row that runs longer is recorded as skipped
 
 
@@ -188,6 +191,8 @@ def compare_estimates(quick: bool) -> None:
     print("%-30s %-15s %-8s %12s %10s %10s %10s  %s" % (
         "model", "input", "dtype", "allocated", "estimate", "vs tracker", "CPU kernels", "reserved (modelled)"))
     for name in MODELS:
+        if ONLY is not None and ONLY not in name:
+            continue
         command = [sys.executable, __file__, "--one", name] + (["--quick"] if quick else [])
         try:
             completed = subprocess.run(command, capture_output=True, text=True, timeout=ROW_TIMEOUT)
@@ -411,7 +416,7 @@ def check_budget_model(name: str, budget: str, optimizer_name: str, batch: int) 
 def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
     batch = QUICK_VERDICT_BATCH if quick else VERDICT_BATCH
     depths = QUICK_DEPTHS if quick else FULL_DEPTHS
-    names = [name for name, (depth, _) in BUDGET_MODELS.items() if depth in depths]
+    names = [name for name, (depth, _) in BUDGET_MODELS.items() if depth in depths and (ONLY is None or ONLY in name)]
     print("budget %s, %s, batch %d: predicted (CPU, fake tensors) vs real (emulated card, %d trials at most)"
           % (format_bytes(parse_size(budget)), optimizer_name, batch, MAX_TRIALS))
     print("%-26s %-30s %s" % ("", "verdict at %d:" % batch, "largest batch:"))
@@ -438,6 +443,14 @@ def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
 
 
 def write_budget(rows: List[Dict[str, Any]], budget: str, optimizer_name: str, batch: int) -> None:
+    """The budget section with ``rows``; rows of other models already there for the same budget,
+    optimizer and batch are kept (a run with --only adds to an earlier run)."""
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    earlier = results.get("budget", {})
+    if (earlier.get("budget"), earlier.get("optimizer"), earlier.get("verdict_batch")) == (budget, optimizer_name, batch):
+        names = {row["model"] for row in rows}
+        kept = [row for row in earlier.get("rows", []) if row["model"] not in names]
+        rows = sorted(kept + rows, key=lambda row: list(BUDGET_MODELS).index(row["model"]))
     write_results({"budget": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "budget": budget,
@@ -462,7 +475,7 @@ def write_results(sections: Dict[str, Any], quiet: bool = False) -> None:
 
 
 def main() -> None:
-    global RESULTS
+    global ONLY, RESULTS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller models or shapes; print only")
     parser.add_argument("--budget", metavar="SIZE",
@@ -473,6 +486,7 @@ def main() -> None:
                         help="results JSON to update (default: benchmarks/results/gpu_check.json)")
     parser.add_argument("--cudnn", action="store_true",
                         help="the conv nets' step on CUDA with cuDNN on and off (where the estimate's gap goes)")
+    parser.add_argument("--only", metavar="TEXT", help="only the models whose name contains TEXT")
     parser.add_argument("--one", metavar="MODEL", help=argparse.SUPPRESS)
     parser.add_argument("--cudnn-one", choices=("0", "1"), help=argparse.SUPPRESS)  # the per-model process
     parser.add_argument("--trial", metavar="MODEL", help=argparse.SUPPRESS)  # one --budget trial
@@ -487,6 +501,7 @@ def main() -> None:
             parser.error(str(exc))
     optimizer_name = args.optimizer or "adam"
     RESULTS = args.results
+    ONLY = args.only
     if args.one:
         print(json.dumps(measure_one(args.one, args.quick)))
         return
