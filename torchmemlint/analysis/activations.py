@@ -16,6 +16,7 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
+from torchmemlint.analysis.chosen_layers import arm_of, arm_off
 from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatch_test, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
@@ -474,8 +475,16 @@ class InplaceAnalysis:
         model = self._class()
         if model is None or not self.cursor.statement_stack:
             return None
-        attribute = assigned_attribute(self.cursor.statement_stack[-1], call, model)
-        return (model, attribute) if attribute is not None else None
+        statement = self.cursor.statement_stack[-1]
+        attribute = assigned_attribute(statement, call, model)
+        if attribute is None:
+            return None
+        if type(statement) is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign:
+            arms = arm_of(statement.body[0].value, call)  # ``self.act = nn.LeakyReLU() if leaky else nn.ReLU()``
+            method = enclosing(self.cursor, cst.FunctionDef)
+            if arms and type(method) is cst.FunctionDef and arm_off(self.file, model, method, arms):
+                return None  # (taken only when a caller asks for it, and none does)
+        return model, attribute
 
     def _returning(self, call: cst.Call) -> Optional[str]:
         """The name of the function the statement being visited returns ``call`` from."""

@@ -14,6 +14,7 @@ import re
 
 import libcst as cst
 
+from torchmemlint.analysis.chosen_layers import arm_of
 from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.activation_calls import names_read
@@ -374,7 +375,9 @@ def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> O
             if any(a.statement is statement and a.value is value and model.builds(a.method) for a in assignments):
                 return name
         return None
-    if type(small) is not cst.Assign or module_itself(small.value) is not value or len(small.targets) != 1:
+    if type(small) is not cst.Assign or len(small.targets) != 1 or (
+        module_itself(small.value) is not value and arm_of(small.value, value) is None
+    ):  # (or one of the layers an ``if`` or a table chooses between: ``chosen_layers.py``)
         return None
     target = small.targets[0].target
     for name, assignments in model.assignments.items():
