@@ -249,7 +249,12 @@ class MissingInplaceSavesMemory(_MissingInplace):
     F.leaky_relu(x, 2e-1)`, called as `self.actvn(self.norm_0(x))`) is judged at every call of
     it, on what each passes, and reported in the helper, whose edit serves every call
     (tests/test_inplace_helpers.py). A layer class the class keeps on `self` and calls to build
-    layers (`self.conv = nn.Conv2d` or `nn.Conv3d` by dimension) builds that layer. A layer that a function
+    layers (`self.conv = nn.Conv2d` or `nn.Conv3d` by dimension) builds that layer. A layer kept on
+    `self` as one of those an `if` expression or a table chooses between (`nn.LeakyReLU(0.1) if
+    leaky else nn.ReLU()`, `{"ReLU": nn.ReLU(), "lrel": nn.LeakyReLU(0.1)}[activation]`) is judged
+    where the attribute runs when its arm may be taken: not when only a caller could ask for it
+    (a flag off by default, a key that is not the default) and no construction of the class, in
+    its file or the files importing it, does (tests/test_inplace_chosen_layers.py). A layer that a function
     returns (`def leaky(slope=0.1): return nn.LeakyReLU(slope)`, also through another function,
     `return leaky(**kwargs)`, and also a function of another file of the project, imported
     relatively; also through a local every `return` returns, `if activation == "elu": act =
