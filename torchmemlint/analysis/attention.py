@@ -239,6 +239,8 @@ class _Question:
                 self._add(part)
             if value.info.get("in_place"):
                 self.reasons.append("the softmax is written in place into slices of the scores; the fix does not rewrite that")
+            if value.info.get("epsilon") is not None:
+                self.reasons.append("the softmax adds %g to its sum; SDPA's softmax adds nothing" % value.info["epsilon"])
             return value
         if value.op not in WEIGHT_STEPS or not value.inputs:
             raise _NoSite()

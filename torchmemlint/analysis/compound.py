@@ -52,9 +52,17 @@ def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positio
 
 def written_softmax(graph: Any, numerator: Any, denominator: Any, node: cst.CSTNode) -> Optional[Any]:
     """``e / e.sum(dim, keepdim=True)`` where ``e`` is an ``exp``: the ``softmax`` over ``dim`` of
-    the tensor ``e`` exponentiates (None when ``numerator / denominator`` is not that)."""
+    the tensor ``e`` exponentiates (None when ``numerator / denominator`` is not that). A
+    positive constant below 1 added to the sum (``e / (e.sum(-1, keepdim=True) + 1e-6)``, a
+    "stable" softmax) keeps it a softmax, its ``epsilon`` noted: SDPA adds none."""
     steps = [denominator]
-    while denominator.op in ("same", "cast") and denominator.inputs:
+    epsilon = None
+    while denominator.op in ("same", "cast", "add") and denominator.inputs:
+        if denominator.op == "add":  # ``e.sum(-1, keepdim=True) + 1e-6``: a positive constant, once
+            added = _number(denominator.inputs[1]) if len(denominator.inputs) == 2 else None
+            if epsilon is not None or denominator.info.get("subtract") or added is None or not 0 < added < 1:
+                return None
+            epsilon = added
         denominator = denominator.inputs[0]
         steps.append(denominator)
     if denominator.op != "reduce" or denominator.info.get("kind") != "sum" or not denominator.info.get("keepdim"):
@@ -67,7 +75,8 @@ def written_softmax(graph: Any, numerator: Any, denominator: Any, node: cst.CSTN
     if summed is not exponential or exponential.op != "exp" or axis is None:
         return None
     source = exponential.inputs[0]
-    return graph._same("softmax", source, node, [denominator], dim=None, axis=axis, extra=[], parts=(exponential, *steps), written=True)
+    return graph._same("softmax", source, node, [denominator], dim=None, axis=axis, extra=[], parts=(exponential, *steps),
+                       written=True, epsilon=epsilon)
 
 
 def _number(value: Optional[Any]) -> Optional[float]:

@@ -79,7 +79,9 @@ class EagerAttention(Rule):
       of an `if` whose other arm is the plain softmax (reported without a fix); written out,
       an exponential divided by its own sum over the keys (`e = torch.exp(s - s.amax(-1,
       keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
-      reported without a fix); a `softmax(x, dim)` helper imported from another file of the
+      reported without a fix; with a small constant added to the sum, `e / (e.sum(-1,
+      keepdim=True) + 1e-6)`, also without a fix: SDPA adds nothing,
+      tests/test_attention_stable_softmax.py); a `softmax(x, dim)` helper imported from another file of the
       project (`from .utils import softmax`), run there with the caller's scores (reported
       without a fix; the result cache keys the finding by that file); a method a base class
       of another project file defines (`self._softmax_dropout_pattern(scores)` of
