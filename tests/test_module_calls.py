@@ -5,7 +5,8 @@ built in a loop, a part of a loaded checkpoint's model run over a data set, a mo
 device then scored with a metric object, another object's model, an in-place temperature on
 sampled logits, and losses unpacked from a loss function's tuple. Every reported form has
 look-alikes that must stay quiet (no_grad / inference_mode, a caller under no_grad or one that
-trains, backward in the function, input gradients, module-class methods that are part of the
+trains, backward in the function, input gradients, a script's top-level code calling a
+module's method under no_grad or training on it, module-class methods that are part of the
 module's forward (also as a library base class runs them: scvi-tools' ``inference``), callables that are not modules, tests).
 
 Each case marks the line of every expected finding with ``# <-``."""
@@ -36,6 +37,29 @@ DETECTOR = HEAD + """class Detector:
 
 # name -> source; the expected findings are the lines marked `# <-` (TML501 unless the mark
 # says `# <- TML502`)
+# a language model's sampling method (the `{mark}` line is its own forward, run per token)
+GEN = """class TinyLM(nn.Module):
+    def __init__(self, vocab=50, dim=16, seq_len=8):
+        super().__init__()
+        self.seq_len = seq_len
+        self.embeddings = nn.Parameter(torch.randn(vocab, dim))
+        self.output_W = nn.Parameter(torch.randn(dim, vocab))
+
+    def forward(self, idx):
+        return self.embeddings[idx] @ self.output_W
+
+    def generate(self, prefix, max_tokens=20):
+        idx = torch.tensor(prefix, dtype=torch.long)
+        for _ in range(max_tokens):
+            logits = self.forward(idx[-self.seq_len:]){mark}
+            probs = torch.softmax(logits[-1], dim=-1)
+            token = torch.multinomial(probs, 1).item()
+            idx = torch.cat([idx, torch.tensor([token])])
+        return idx.cpu().numpy()
+
+
+"""
+
 CASES = {
     # -- reported ---------------------------------------------------------------------------
     "detector_tensor_callable": DETECTOR + """    def predict(self, x):
@@ -419,6 +443,25 @@ def show(model, plt, x, n=10):
         optimizer.step()
     return trace
 """,
+    # a module's sampling method whose only caller is the file's `__main__` demo, with autograd on
+    # and no training there (lunsformter's `generate`): the method is the evaluation code
+    "generate_called_by_script": HEAD + GEN.replace("{mark}", "  # <-") + """if __name__ == "__main__":
+    model = TinyLM()
+    print(model.generate([1, 2, 3], max_tokens=5))
+""",
+    # the same demo under no_grad: quiet; top-level code that trains on the method: quiet
+    "generate_called_by_script_no_grad": HEAD + GEN.replace("{mark}", "") + """if __name__ == "__main__":
+    model = TinyLM()
+    with torch.no_grad():
+        print(model.generate([1, 2, 3], max_tokens=5))
+""",
+    "generate_called_by_training_script": HEAD + GEN.replace("{mark}", "") + """model = TinyLM()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+tokens = model.generate([1, 2, 3], max_tokens=5)
+loss = model(torch.tensor(tokens)).logsumexp(-1).mean()
+loss.backward()
+optimizer.step()
+""",
 }
 
 
@@ -455,4 +498,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 17 and len(CASES) - len(reported) == 17
+    assert len(reported) == 18 and len(CASES) - len(reported) == 19

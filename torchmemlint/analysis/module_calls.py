@@ -123,17 +123,25 @@ def library_hook(facts: ScopeFacts) -> bool:
 def called_in_file(facts: ScopeFacts) -> bool:
     """Another function of the file calls the scope's function (``self.predict(x)``,
     ``predict(model, x)``): the computation it is part of, and its autograd mode, are the
-    caller's."""
+    caller's. Not the module's own top-level code (a ``__main__`` demo, ``print(model.generate(
+    prefix))``) calling it with autograd on where that code never backpropagates: the function
+    then runs with autograd on and nothing trains on it."""
     walk = facts.walk
     callers = getattr(walk, "_callers_by_name", None)
     if callers is None:
         callers = {}
         for scope in walk.scopes:
+            script = scope.function is None and not scope.grad_work and not any(
+                call.attr in _TRAINING_CALLS or (call.func or "").endswith("autograd.grad") for call in scope.calls
+            )
             for call in scope.calls:
-                if call.func is not None:
+                if call.func is not None and not (script and not call.ctx.no_grad):
                     callers.setdefault(call.func.rsplit(".", 1)[-1], set()).add(id(scope))
         walk._callers_by_name = callers  # type: ignore[attr-defined]  # once per file
     return bool(callers.get(facts.scope.name, set()) - {id(facts.scope)})
+
+
+_TRAINING_CALLS = frozenset({"backward", "step", "zero_grad", "fit", "train"})  # top-level code that may train
 
 
 def called_in_project(facts: ScopeFacts) -> bool:
