@@ -370,6 +370,8 @@ class CheckpointCalls:
             wrapper = checkpoint_wrapper(func, scope.qualify, models)
             if wrapper is None and type(func) is cst.Name and _binding_scope(scope, func.value) is self.root:
                 wrapper = self._module_alias(func.value)  # `ckpt = partial(checkpoint, ...)`
+            if wrapper is None and type(func) is cst.Name:
+                wrapper = self._local_alias(here, func.value)  # `checkpoint = torch.utils.checkpoint.checkpoint` in one arm
             if wrapper is None:
                 wrapper = helper_wrapper(models, node, Env(scope, None, None))  # type: ignore[arg-type]
             if wrapper is not None:
@@ -428,6 +430,34 @@ class CheckpointCalls:
                     )
                     self._aliases[target] = found if target not in self._aliases else None
         return self._aliases.get(name)
+
+    def _local_alias(self, here: int, name: str) -> Optional[Wrapper]:
+        """The checkpointing function a local ``name`` of the function around ``here`` holds
+        when some assignment of it binds one (transkun's ``if self.training: checkpoint =
+        torch.utils.checkpoint.checkpoint`` / ``else: checkpoint = checkpointByPass``), the
+        others binding something else (then not ``sole``: the fix's keywords may not suit
+        them). None: no assignment binds one, they bind different ones, or ``name`` is a
+        parameter of the function."""
+        function = self.env_at(here).function
+        if function is None or any(param.name.value == name for param in _all_params(function)):
+            return None
+        found, other = set(), False
+        for node in _walk_types(function.body, (cst.Assign,)):
+            if not any(type(t.target) is cst.Name and t.target.value == name for t in node.targets):  # type: ignore[attr-defined]
+                continue
+            value = node.value  # type: ignore[attr-defined]
+            wrapper = (
+                checkpoint_wrapper(value, self.root.qualify, self.models) if type(value) in (cst.Name, cst.Attribute)
+                else partial_wrapper(value, self.root.qualify, self.models)
+            )
+            if wrapper is None:
+                other = True
+            else:
+                found.add(wrapper)
+        if len(found) != 1:
+            return None
+        wrapper = next(iter(found))
+        return replace(wrapper, sole=False) if other else wrapper
 
     def _attribute_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
         """``self.maybe_ckpt(...)`` in a method of a class whose ``__init__`` binds
@@ -585,6 +615,13 @@ def _binding_scope(scope: Bindings, name: str) -> Optional[Bindings]:
     while scope is not None and name not in scope.names:
         scope = scope.parent  # type: ignore[assignment]
     return scope
+
+
+def _all_params(function: cst.FunctionDef) -> List[cst.Param]:
+    params = function.params
+    star = [params.star_arg] if type(params.star_arg) is cst.Param else []
+    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *params.kwonly_params, *star, *kwargs]
 
 
 def _wrapper_names(index: NodeIndex) -> Set[str]:

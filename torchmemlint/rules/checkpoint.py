@@ -89,8 +89,10 @@ class CheckpointWithoutUseReentrant(Rule):
     gradients, so it is offered only with `--unsafe-fixes`. The non-reentrant variant also
     checks that the recomputation matches the forward and raises if it does not. No fix where
     the call goes through an attribute that `__init__` binds to `checkpoint` in one arm only
-    (`self.maybe_ckpt = checkpoint if "ffn" in opts else lambda f, x: f(x)`): the other arm
-    takes no `use_reentrant`.
+    (`self.maybe_ckpt = checkpoint if "ffn" in opts else lambda f, x: f(x)`), or through a local
+    the function binds to it in one branch only (`if self.training: checkpoint =
+    torch.utils.checkpoint.checkpoint` / `else: checkpoint = checkpointByPass`,
+    tests/test_checkpoint_local_alias.py): the other arm takes no `use_reentrant`.
 
     ## Measured
     `benchmarks/memory_figures.py` (resnet18, batch 64 at 224², torch 2.13.0): with the stem
