@@ -439,7 +439,16 @@ class CheckpointCalls:
         them). None: no assignment binds one, they bind different ones, or ``name`` is a
         parameter of the function."""
         function = self.env_at(here).function
-        if function is None or any(param.name.value == name for param in _all_params(function)):
+        if function is None:
+            return None
+        cache = self.__dict__.setdefault("_local_aliases", {})
+        key = (id(function), name)
+        if key not in cache:
+            cache[key] = self._read_local_alias(function, name)
+        return cache[key]
+
+    def _read_local_alias(self, function: cst.FunctionDef, name: str) -> Optional[Wrapper]:
+        if any(param.name.value == name for param in _all_params(function)):
             return None
         found, other = set(), False
         for node in _walk_types(function.body, (cst.Assign,)):
