@@ -455,6 +455,27 @@ def show(model, plt, x, n=10):
     with torch.no_grad():
         print(model.generate([1, 2, 3], max_tokens=5))
 """,
+    # `log_prob`, `log_softmax`: logarithms, not logging (transkun's ContinuousBernoulli loss)
+    "distribution_log_prob_returned": HEAD + """class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pred = nn.Linear(8, 4)
+
+    def log_prob(self, x, y):
+        logits = self.pred(x)
+        dist = torch.distributions.ContinuousBernoulli(logits=logits)
+        return dist.log_prob(y).sum(-1)
+
+    def nll(self, x, y):
+        return -self.pred(x).log_softmax(-1).gather(-1, y[:, None]).mean()
+""",
+    # the same outputs logged: a logger's method (`log_metrics`) is an end
+    "outputs_logged": HEAD + """def evaluate(model, loader, logger):
+    model.eval()
+    for x, y in loader:
+        out = model(x)  # <-
+        logger.log_metrics({"loss": F.cross_entropy(out, y).item()})
+""",
     "generate_called_by_training_script": HEAD + GEN.replace("{mark}", "") + """model = TinyLM()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 tokens = model.generate([1, 2, 3], max_tokens=5)
@@ -498,4 +519,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 18 and len(CASES) - len(reported) == 19
+    assert len(reported) == 19 and len(CASES) - len(reported) == 20

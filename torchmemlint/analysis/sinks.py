@@ -59,8 +59,14 @@ _SINK_MODULES = ("numpy.", "matplotlib.", "PIL.", "cv2.", "imageio.", "skimage."
                  "logging.", "wandb.", "mlflow.", "torchmetrics.", "pandas.", "json.", "pickle.")
 # a called name that consumes what it is given: saving, printing, logging, plotting, metrics
 SINK_MODULE_ROOTS = tuple(prefix.rstrip(".") for prefix in _SINK_MODULES)  # `import numpy as np`
+# (``log`` is logging, not a logarithm: ``log_prob``, ``log_softmax``, ``log_likelihood`` ... compute)
+_MATH_AFTER_LOG = (
+    r"prob|probs|probability|probabilities|softmax|sigmoid|likelihood|likelihoods|lik|density|det|abs_det_jacobian|"
+    r"partition|normali[sz]er|sum_?exp|std|var|variance|scale|sigma|ratio|pdf|cdf|pmf|posterior|prior|marginal|"
+    r"evidence|odds|weight|weights|alpha|beta|p|q|mean|z|norm|eps|lambda|scales|var_?s"
+)
 SINK_WORDS = re.compile(
-    r"(?i)(?:^|_)(?:save|saves|savefig|print|log|logs|write|writes|imsave|imwrite|imshow|show|plot|display|"
+    r"(?i)(?:^|_)(?:save|saves|savefig|print|log(?!_(?:" + _MATH_AFTER_LOG + r")(?:$|_))|logs|write|writes|imsave|imwrite|imshow|show|plot|display|"
     r"dump|add_(?:image|images|scalar|scalars|histogram|figure|video|audio|text|embedding|pr_curve)|"
     r"metric|metrics|score|accuracy|acc|psnr|ssim|lpips|bleu|fid|info|debug|warning)(?:$|_)"
 )

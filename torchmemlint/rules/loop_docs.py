@@ -78,7 +78,8 @@ TML501_DOCUMENTATION = """
     detector's `get_landmarks`; a pipeline calling `self.head.predict_num_frames(...)` decides for it;
     so does one calling any other module method of the class, `self.rnd.get_intrinsic_reward(s)`
     for `self.target(s).detach()` there, also through namespace packages, tests/test_tml501_project_callers.py) is reported when its output
-    (followed through the statement flow) ends only saved, printed, logged, made a number or
+    (followed through the statement flow) ends only saved, printed, logged (a name saying so: `logger.log_metrics`,
+    not a logarithm such as `dist.log_prob(y)` or `.log_softmax(-1)`, which keep the graph), made a number or
     numpy array, detached, given to a metric (`acc.update(out, y)`), or made indices (`torch.multinomial`, `argmax`,
     the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens
     carry no graph even when they are returned); through a function of the file or a method
