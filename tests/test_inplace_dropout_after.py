@@ -17,7 +17,9 @@ Look-alikes stay reported: a dropout with p = 0 (literal, or a parameter that ev
 at 0, or that a class built nowhere in its file keeps at its default 0, also read as Lightning's
 ``self.hparams.<parameter>``, also handed down to the blocks it builds), an activation whose result is also read elsewhere (a skip sum, a list of features), a
 dropout that is not the only layer that may follow (an optional one), a factory placed once
-before a dropout and once before a conv (reported at the second place only).
+before a dropout and once before a conv (reported at the second place only). A call whose result
+nothing reads (overwritten unread, also after joining an ``if``) keeps nothing: it neither makes
+the layer reported nor keeps it quiet.
 """
 
 from __future__ import annotations
@@ -339,6 +341,50 @@ CASES: Dict[str, str] = {
             def forward(self, x, y):
                 e = F.elu(self.a(x))  # expect: TML201
                 return torch.where(e > 0, x, y)
+    ''',
+    # pyara's block: the first call's result is overwritten unread (`out = self.conv1(signal)`
+    # next), so it keeps nothing either way; the other call feeds only a dropout: quiet.
+    # The same block with the dead call's result read instead: reported.
+    "dead_call_and_dropout": '''
+        from torch import nn
+
+        class ResNetBlock(nn.Module):
+            def __init__(self, cin, depth, first=False):
+                super().__init__()
+                self.first = first
+                self.conv1 = nn.Conv2d(cin, depth, 3, padding=1)
+                self.bn1 = nn.BatchNorm2d(depth)
+                self.lrelu = nn.LeakyReLU(0.01)
+                self.dropout = nn.Dropout(0.5)
+                self.pre_bn = nn.BatchNorm2d(cin)
+
+            def forward(self, signal):
+                if not self.first:
+                    out = self.pre_bn(signal)
+                    out = self.lrelu(out)
+                else:
+                    out = signal
+                out = self.conv1(signal)
+                out = self.bn1(out)
+                out = self.lrelu(out)
+                return self.dropout(out)
+
+        class ReadBlock(nn.Module):
+            def __init__(self, cin, depth):
+                super().__init__()
+                self.conv1 = nn.Conv2d(cin, depth, 3, padding=1)
+                self.bn1 = nn.BatchNorm2d(depth)
+                self.lrelu = nn.LeakyReLU(0.01)  # expect: TML201
+                self.dropout = nn.Dropout(0.5)
+                self.pre_bn = nn.BatchNorm2d(cin)
+
+            def forward(self, signal):
+                out = self.pre_bn(signal)
+                out = self.lrelu(out)
+                out = self.conv1(out)
+                out = self.bn1(out)
+                out = self.lrelu(out)
+                return self.dropout(out)
     ''',
 }
 

@@ -30,6 +30,7 @@ class Use:
     caller_tensor: Optional[str] = None  # `forward`'s own argument
     to_dropout: bool = False  # what the activation makes here goes only to dropouts that drop
     to_inplace: bool = False  # what the activation makes here may be changed in place after it
+    dead: bool = False  # nothing reads what the activation makes here (overwritten unread): nothing kept
 
     @property
     def fresh(self) -> bool:

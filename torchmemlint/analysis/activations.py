@@ -771,6 +771,7 @@ class InplaceAnalysis:
                 for _, reader in facts.reads.get(id(value), ())
             )
         )
+        use.dead = type(consumer) is not str and consumer.op != "argument" and _unread(facts, consumer)
         use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model, consumer)
         use.to_inplace = changes_in_place(consumer, facts.reads.get(id(consumer), ()), model)
         if function.name.value == "forward":
@@ -782,6 +783,18 @@ class InplaceAnalysis:
         if facts is None or facts.graph is not graph:
             facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
+
+
+def _unread(facts: "GraphFacts", value: Any, depth: int = 0) -> bool:
+    """Nothing reads ``value`` (of a function's value graph), nor any join of branches it is
+    one arm of (``if c: out = act(bn(x))`` / ``else: out = x``, then ``out = conv(x)``: overwritten
+    unread). A value that leaves the function is read (``return``, an attribute, a call)."""
+    readers = facts.reads.get(id(value), ())
+    if depth > 8:
+        return False
+    return all(
+        type(reader) is not str and reader.op == "join" and _unread(facts, reader, depth + 1) for _, reader in readers
+    )
 
 
 def activation_sites(context) -> InplaceAnalysis:

@@ -184,7 +184,10 @@ class _MissingInplace(Rule):
         no slope is negative (in place, backward would raise)."""
         if not complete or not all(file.private_attribute(*private) for private in privates):
             return False
-        if Saves.INPUT in self.saves and uses and all(use.to_dropout for use in uses):
+        live = [use for use in uses if not use.dead]  # (a result nothing reads keeps nothing either way)
+        if uses and not live:
+            return False
+        if Saves.INPUT in self.saves and live and all(use.to_dropout for use in live):
             return False  # a dropout keeps only its mask: in place keeps as many tensors (TML201)
         if any(use.to_inplace for use in uses):
             return False  # in place, its kept result would be changed by what follows: backward raises
@@ -223,7 +226,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
     input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
-    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). A dropout whose `p` is a
+    tests/test_module_rules.py; tests/test_inplace_dropout_after.py). A call whose result nothing
+    reads (overwritten unread) keeps nothing either way and counts for neither. A dropout whose `p` is a
     constructor parameter defaulting to 0 (also read as Lightning's `self.hparams.<parameter>`)
     drops nothing when no construction in the file or in the files importing the class sets it
     (none at all: the default; a construction handing down its own such parameter leaves it at
