@@ -224,7 +224,7 @@ def compare_estimates(quick: bool) -> None:
                 "torch": torch.__version__,
                 "device": torch.cuda.get_device_name(),
                 "tolerance": TOLERANCE,
-                "rows": rows,
+                "rows": _merged(rows, "rows"),
                 "skipped": skipped,
             }, quiet=True)
     print("estimate = CPU estimate (CUDA kernels emulated) / max_memory_allocated; * outside %d %%"
@@ -442,6 +442,16 @@ def compare_budget(budget: str, optimizer_name: str, quick: bool) -> None:
         print("wrote %s" % RESULTS)
 
 
+def _merged(rows: List[Dict[str, Any]], section: str) -> List[Dict[str, Any]]:
+    """``rows``, and with --only the earlier results' rows of the other models (in MODELS' order)."""
+    if ONLY is None or not RESULTS.exists():
+        return rows
+    names = {row["model"] for row in rows}
+    kept = [row for row in json.loads(RESULTS.read_text()).get(section, []) if row["model"] not in names]
+    order = list(MODELS)
+    return sorted(kept + rows, key=lambda row: order.index(row["model"]) if row["model"] in order else len(order))
+
+
 def write_budget(rows: List[Dict[str, Any]], budget: str, optimizer_name: str, batch: int) -> None:
     """The budget section with ``rows``; rows of other models already there for the same budget,
     optimizer and batch are kept (a run with --only adds to an earlier run)."""
@@ -450,7 +460,8 @@ def write_budget(rows: List[Dict[str, Any]], budget: str, optimizer_name: str, b
     if (earlier.get("budget"), earlier.get("optimizer"), earlier.get("verdict_batch")) == (budget, optimizer_name, batch):
         names = {row["model"] for row in rows}
         kept = [row for row in earlier.get("rows", []) if row["model"] not in names]
-        rows = sorted(kept + rows, key=lambda row: list(BUDGET_MODELS).index(row["model"]))
+        order = list(BUDGET_MODELS)
+        rows = sorted(kept + rows, key=lambda row: order.index(row["model"]) if row["model"] in order else len(order))
     write_results({"budget": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "budget": budget,

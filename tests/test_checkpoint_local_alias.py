@@ -9,8 +9,9 @@ checkpoint in one arm and to something else in the other, as transkun writes it:
         z = checkpoint(l, z)
 
 The call checkpoints (in training), so it is reported; without a fix when the other arm binds
-something else (the keyword the fix adds may not suit it), with one when every binding is torch's
-checkpoint. Look-alikes stay quiet: a local bound only to another function, a parameter named
+something else (the keyword the fix adds may not suit it: another value, a nested ``def`` of the
+name, an annotated assignment, a loop target), with one when every binding is torch's checkpoint.
+A nested function's bindings are its own. Look-alikes stay quiet: a local bound only to another function, a parameter named
 ``checkpoint``, a local bound to ``partial(checkpoint, use_reentrant=False)``.
 
 The CLI runs as a subprocess; each case must report exactly the rows marked ``# expect: CODE``
@@ -71,6 +72,49 @@ CASES: Dict[str, str] = {
             for l in self.layers:
                 z = ckpt(l, z)  # expect: TML401
             return z
+    ''',
+    # the bypass as a nested `def`, an annotated assignment or a loop target: other bindings,
+    # so no fix (the keyword would break them)
+    "bypass_nested_def": HEAD + '''
+        def forward(self, x):
+            if self.training:
+                ckpt = torch.utils.checkpoint.checkpoint
+            else:
+                def ckpt(f, *args):
+                    return f(*args)
+            z = x
+            for l in self.layers:
+                z = ckpt(l, z)  # expect: TML401 fix=none
+            return z
+    ''',
+    "bypass_annotated": HEAD + '''
+        def forward(self, x):
+            ckpt: object = checkpointByPass
+            if self.training:
+                ckpt = torch.utils.checkpoint.checkpoint
+            z = x
+            for l in self.layers:
+                z = ckpt(l, z)  # expect: TML401 fix=none
+            return z
+    ''',
+    "bypass_loop_target": HEAD + '''
+        def forward(self, x, runners=(checkpointByPass,)):
+            ckpt = torch.utils.checkpoint.checkpoint
+            z = x
+            for ckpt in runners:
+                z = ckpt(self.layers[0], z)  # expect: TML401 fix=none
+            return z
+    ''',
+    # a nested function's own `checkpoint` is not the outer function's
+    "nested_scope": HEAD + '''
+        def forward(self, x):
+            def inner(f, y):
+                checkpoint = torch.utils.checkpoint.checkpoint
+                return checkpoint(f, y)  # expect: TML401
+
+            checkpoint = checkpointByPass
+            z = checkpoint(self.layers[0], x)
+            return inner(self.layers[1], z)
     ''',
     "only_bypass": HEAD + '''
         def forward(self, x):

@@ -7,8 +7,10 @@ The layer of an arm is judged where the attribute runs, as a layer assigned dire
 when its arm may be taken: a flag or key that its default selects, a construction of the class
 (in its file or in a file importing it) that passes the flag on or the entry's key, a key or
 flag nothing says (a class nobody builds with a parameter without a literal default). An arm
-taken only when a caller asks, and none does, stays quiet; so does a literal key that selects
-another entry. Look-alikes: an arm whose input is read again.
+taken only when a caller asks, and none does, stays quiet, whatever it holds (a construction, a
+factory's layer, a local; an optional layer, `... if use_act else None`); so does a literal key
+that selects another entry; `act == "lrelu"` is read as a table of two entries. Look-alikes: an
+arm whose input is read again.
 
 The CLI runs as a subprocess; each case must report exactly the rows marked ``# expect: CODE``
 (``fix=...``: the fix's applicability; ELU's is unsafe wherever it is written, as the rule's
@@ -185,6 +187,96 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.a(x)
+    ''',
+    # the arm off by default holds a factory's layer or a local: quiet as a direct construction
+    "factory_in_arm_off": '''
+        from torch import nn
+
+
+        def leaky():
+            return nn.LeakyReLU(0.2)
+
+
+        class Block(nn.Module):
+            def __init__(self, cin, cout, leaky_on=False):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3)
+                self.act = leaky() if leaky_on else nn.ReLU()
+
+            def forward(self, x):
+                return self.act(self.conv(x))
+
+
+        class Local(nn.Module):
+            def __init__(self, cin, cout, leaky_on=False):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3)
+                act = nn.LeakyReLU(0.2)
+                self.act = act if leaky_on else nn.ReLU()
+
+            def forward(self, x):
+                return self.act(self.conv(x))
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Block(3, 8)
+                self.b = Local(8, 8)
+
+            def forward(self, x):
+                return self.b(self.a(x))
+    ''',
+    # a string compared in the `if`: read as a table of two entries
+    "if_string_test": '''
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, cin, cout, act="relu"):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3)
+                self.act = nn.LeakyReLU(0.2) if act == "lrelu" else nn.ReLU()
+
+            def forward(self, x):
+                return self.act(self.conv(x))
+
+
+        class Other(nn.Module):
+            def __init__(self, cin, cout, act="relu"):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3)
+                self.act = nn.ReLU() if act != "elu" else nn.ELU()  # expect: TML201 fix=unsafe
+
+            def forward(self, x):
+                return self.act(self.conv(x))
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = Block(3, 8)
+                self.b = Other(8, 8, act="elu")
+
+            def forward(self, x):
+                return self.b(self.a(x))
+    ''',
+    # an optional layer (`... if use_act else None`) off by default runs nowhere: quiet
+    "optional_layer_off": '''
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self, cin, cout, use_act=False):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3)
+                self.act = nn.LeakyReLU(0.2) if use_act else None
+
+            def forward(self, x):
+                x = self.conv(x)
+                if self.act is not None:
+                    x = self.act(x)
+                return x
     ''',
     # look-alike: the activation's input is read again (a residual): out of place is needed
     "input_read_again": '''

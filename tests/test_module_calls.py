@@ -6,7 +6,7 @@ device then scored with a metric object, another object's model, an in-place tem
 sampled logits, and losses unpacked from a loss function's tuple. Every reported form has
 look-alikes that must stay quiet (no_grad / inference_mode, a caller under no_grad or one that
 trains, backward in the function, input gradients, a script's top-level code calling a
-module's method under no_grad or training on it, module-class methods that are part of the
+module's method under no_grad (or after `torch.set_grad_enabled(False)`) or training on it, module-class methods that are part of the
 module's forward (also as a library base class runs them: scvi-tools' ``inference``), callables that are not modules, tests).
 
 Each case marks the line of every expected finding with ``# <-``."""
@@ -476,6 +476,10 @@ def show(model, plt, x, n=10):
         out = model(x)  # <-
         logger.log_metrics({"loss": F.cross_entropy(out, y).item()})
 """,
+    "generate_called_by_script_grad_disabled": HEAD + GEN.replace("{mark}", "") + """torch.set_grad_enabled(False)
+model = TinyLM()
+print(model.generate([1, 2, 3], max_tokens=5))
+""",
     "generate_called_by_training_script": HEAD + GEN.replace("{mark}", "") + """model = TinyLM()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 tokens = model.generate([1, 2, 3], max_tokens=5)
@@ -519,4 +523,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 19 and len(CASES) - len(reported) == 20
+    assert len(reported) == 19 and len(CASES) - len(reported) == 21

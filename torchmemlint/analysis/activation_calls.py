@@ -374,3 +374,15 @@ def never_drops(file: Any, site: Any, by_default: bool = False) -> bool:
         return literal_number(arg.value) == 0
     function, owner = enclosing_definitions(file.module, site.node)
     return zero_probability(file.module, function, owner, arg.value, file.factories, analysis=file if by_default else None)
+
+
+def unread(facts: Any, value: Any, depth: int = 0) -> bool:
+    """Nothing reads ``value`` (of a function's value graph), nor any join of branches it is
+    one arm of (``if c: out = act(bn(x))`` / ``else: out = x``, then ``out = conv(x)``: overwritten
+    unread). A value that leaves the function is read (``return``, an attribute, a call)."""
+    readers = facts.reads.get(id(value), ())
+    if depth > 8:
+        return False
+    return all(
+        type(reader) is not str and reader.op == "join" and unread(facts, reader, depth + 1) for _, reader in readers
+    )

@@ -16,15 +16,14 @@ from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
-from torchmemlint.analysis.chosen_layers import arm_of, arm_off
 from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatch_test, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
-from torchmemlint.analysis.placing import FactoryPlacing, assigned_attribute, bound, placing_of, switch_of, switched
+from torchmemlint.analysis.placing import FactoryPlacing, bound, held_attribute, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, followers,
-    guarded_by_flag, names_read, nested_calls, none_test, passed_to, sequential_elements,
+    guarded_by_flag, names_read, nested_calls, none_test, passed_to, sequential_elements, unread,
 )
 from torchmemlint.analysis.sites import Cursor
 from torchmemlint.analysis.factories import assigned_values
@@ -475,16 +474,8 @@ class InplaceAnalysis:
         model = self._class()
         if model is None or not self.cursor.statement_stack:
             return None
-        statement = self.cursor.statement_stack[-1]
-        attribute = assigned_attribute(statement, call, model)
-        if attribute is None:
-            return None
-        if type(statement) is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign:
-            arms = arm_of(statement.body[0].value, call)  # ``self.act = nn.LeakyReLU() if leaky else nn.ReLU()``
-            method = enclosing(self.cursor, cst.FunctionDef)
-            if arms and type(method) is cst.FunctionDef and arm_off(self.file, model, method, arms):
-                return None  # (taken only when a caller asks for it, and none does)
-        return model, attribute
+        attribute = held_attribute(self.file, self.cursor.statement_stack[-1], call, model, enclosing(self.cursor, cst.FunctionDef))
+        return (model, attribute) if attribute is not None else None
 
     def _returning(self, call: cst.Call) -> Optional[str]:
         """The name of the function the statement being visited returns ``call`` from."""
@@ -771,7 +762,7 @@ class InplaceAnalysis:
                 for _, reader in facts.reads.get(id(value), ())
             )
         )
-        use.dead = type(consumer) is not str and consumer.op != "argument" and _unread(facts, consumer)
+        use.dead = type(consumer) is not str and consumer.op != "argument" and unread(facts, consumer)
         use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model, consumer)
         use.to_inplace = changes_in_place(consumer, facts.reads.get(id(consumer), ()), model)
         if function.name.value == "forward":
@@ -783,18 +774,6 @@ class InplaceAnalysis:
         if facts is None or facts.graph is not graph:
             facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
-
-
-def _unread(facts: "GraphFacts", value: Any, depth: int = 0) -> bool:
-    """Nothing reads ``value`` (of a function's value graph), nor any join of branches it is
-    one arm of (``if c: out = act(bn(x))`` / ``else: out = x``, then ``out = conv(x)``: overwritten
-    unread). A value that leaves the function is read (``return``, an attribute, a call)."""
-    readers = facts.reads.get(id(value), ())
-    if depth > 8:
-        return False
-    return all(
-        type(reader) is not str and reader.op == "join" and _unread(facts, reader, depth + 1) for _, reader in readers
-    )
 
 
 def activation_sites(context) -> InplaceAnalysis:

@@ -6,8 +6,8 @@
 Each construction in such a choice (an ``Arm``) is the attribute's layer when its arm is taken.
 ``arm_of`` finds the arm a construction sits in; ``arm_off`` says whether that arm is taken only
 when a caller asks for it and none does: an ``if`` arm behind a flag off by default
-(``flags.off_by_default``); a table entry whose key is neither the literal the code subscripts
-with, nor the default of the constructor parameter it subscripts with (directly or through
+(``flags.off_by_default``); an arm of ``key == "lrelu"`` and a table entry whose key is neither
+the literal the code compares or subscripts with, nor the default of the constructor parameter it subscripts with (directly or through
 ``self.<attribute> = <parameter>``), nor a value a construction of the class passes for that
 parameter, in its file or in the files importing it (a value that is not a literal, or a
 construction that cannot be read, may be any key: the entry is taken).
@@ -66,11 +66,31 @@ def arm_off(analysis: Any, model: Any, method: cst.FunctionDef, arms: List[Arm])
 
     for arm in arms:
         if arm.test is not None:
-            if off_by_default(analysis.values(method), arm.test, arm.truth):
+            compared = _string_test(arm.test)
+            if compared is not None:  # ``nn.LeakyReLU() if act == "lrelu" else nn.ReLU()``: a table of two
+                key, label, equal = compared
+                if arm.truth == equal and _entry_off(analysis, model, method, key, label):
+                    return True
+            elif off_by_default(analysis.values(method), arm.test, arm.truth):
                 return True
         elif arm.label is not None and _entry_off(analysis, model, method, arm.key, arm.label):
             return True
     return False
+
+
+def _string_test(test: cst.BaseExpression):
+    """``(key, "lrelu", True)`` for ``key == "lrelu"`` (``False`` for ``!=``), either side."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if type(comparison.operator) not in (cst.Equal, cst.NotEqual):
+        return None
+    left, right = test.left, comparison.comparator
+    if type(left) is cst.SimpleString:
+        left, right = right, left
+    if type(right) is not cst.SimpleString or type(right.evaluated_value) is not str:
+        return None
+    return left, right.evaluated_value, type(comparison.operator) is cst.Equal
 
 
 def _entry_off(analysis: Any, model: Any, method: cst.FunctionDef, key: cst.BaseExpression, label: str) -> bool:

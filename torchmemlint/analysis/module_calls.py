@@ -135,7 +135,8 @@ def called_in_file(facts: ScopeFacts) -> bool:
                 call.attr in _TRAINING_CALLS or (call.func or "").endswith("autograd.grad") for call in scope.calls
             )
             for call in scope.calls:
-                if call.func is not None and not (script and not call.ctx.no_grad):
+                grad_off = call.ctx.no_grad or scope.no_grad or (scope.grad_off_seq is not None and scope.grad_off_seq < call.seq)
+                if call.func is not None and not (script and not grad_off):  # (`torch.set_grad_enabled(False)` first: off)
                     callers.setdefault(call.func.rsplit(".", 1)[-1], set()).add(id(scope))
         walk._callers_by_name = callers  # type: ignore[attr-defined]  # once per file
     return bool(callers.get(facts.scope.name, set()) - {id(facts.scope)})

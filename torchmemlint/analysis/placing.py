@@ -14,7 +14,7 @@ import re
 
 import libcst as cst
 
-from torchmemlint.analysis.chosen_layers import arm_of
+from torchmemlint.analysis.chosen_layers import arm_of, arm_off
 from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.activation_calls import names_read
@@ -207,7 +207,10 @@ class FactoryPlacing:
         owner = index.scope[method] if method >= 0 else -1
         above = self._statement(here)
         model = self.file.class_model(order[owner]) if owner >= 0 and type(order[owner]) is cst.ClassDef else None  # type: ignore[arg-type]
-        attribute = assigned_attribute(order[above], call, model) if above >= 0 and model is not None else None  # type: ignore[arg-type]
+        attribute = (
+            held_attribute(self.file, order[above], call, model, order[method] if method >= 0 else None)  # type: ignore[arg-type]
+            if above >= 0 and model is not None else None
+        )
         if attribute is not None:
             return (call, "attribute", (model, attribute))  # type: ignore[return-value]
         if receiver(self.file, call) is not None:  # ``create_mlp(sizes, n, leaky())``: where the callee runs it
@@ -239,7 +242,10 @@ class FactoryPlacing:
         statement = self._statement(here) if here is not None else -1
         if statement < 0:
             return None
-        attribute = assigned_attribute(self.file.index.order[statement], read, model)  # type: ignore[arg-type]
+        method = self.file.index.function_of(here)
+        attribute = held_attribute(  # type: ignore[arg-type]
+            self.file, self.file.index.order[statement], read, model, self.file.index.order[method] if method >= 0 else None
+        )
         return (model, attribute) if attribute is not None else None
 
     def _statement(self, here: int) -> int:
@@ -386,6 +392,19 @@ def assigned_attribute(statement: cst.CSTNode, value: cst.Call, model: Any) -> O
                 if type(target) is cst.Attribute and target.attr.value == name:
                     return name
     return None
+
+
+def held_attribute(file: Any, statement: cst.CSTNode, value: cst.BaseExpression, model: Any,
+                   method: Optional[cst.CSTNode]) -> Optional[str]:
+    """``assigned_attribute``, but None when ``value`` is one arm of what the assignment chooses
+    between (``chosen_layers.py``) and that arm is taken only when a caller asks and none does."""
+    attribute = assigned_attribute(statement, value, model)
+    if attribute is None or type(statement) is not cst.SimpleStatementLine or type(statement.body[0]) is not cst.Assign:
+        return attribute
+    arms = arm_of(statement.body[0].value, value)  # ``self.act = nn.LeakyReLU() if leaky else nn.ReLU()``
+    if arms and type(method) is cst.FunctionDef and arm_off(file, model, method, arms):
+        return None
+    return attribute
 
 
 def switch_of(layer: Any, factory: cst.FunctionDef) -> Optional[cst.Param]:

@@ -25,6 +25,7 @@ from torchmemlint.analysis.checkpoints import (
 )
 from torchmemlint.analysis.autograd import grad_effect
 from torchmemlint.analysis.classes import Env
+from torchmemlint.analysis.local_checkpoints import local_alias
 from torchmemlint.analysis.helpers import attribute_wrapper, helper_wrapper, method_wrapper, passes_callable
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sites import Sites
@@ -436,37 +437,15 @@ class CheckpointCalls:
         when some assignment of it binds one (transkun's ``if self.training: checkpoint =
         torch.utils.checkpoint.checkpoint`` / ``else: checkpoint = checkpointByPass``), the
         others binding something else (then not ``sole``: the fix's keywords may not suit
-        them). None: no assignment binds one, they bind different ones, or ``name`` is a
-        parameter of the function."""
+        them; ``local_checkpoints.py``)."""
         function = self.env_at(here).function
         if function is None:
             return None
         cache = self.__dict__.setdefault("_local_aliases", {})
         key = (id(function), name)
         if key not in cache:
-            cache[key] = self._read_local_alias(function, name)
+            cache[key] = local_alias(function, name, self.root.qualify, self.models)
         return cache[key]
-
-    def _read_local_alias(self, function: cst.FunctionDef, name: str) -> Optional[Wrapper]:
-        if any(param.name.value == name for param in _all_params(function)):
-            return None
-        found, other = set(), False
-        for node in _walk_types(function.body, (cst.Assign,)):
-            if not any(type(t.target) is cst.Name and t.target.value == name for t in node.targets):  # type: ignore[attr-defined]
-                continue
-            value = node.value  # type: ignore[attr-defined]
-            wrapper = (
-                checkpoint_wrapper(value, self.root.qualify, self.models) if type(value) in (cst.Name, cst.Attribute)
-                else partial_wrapper(value, self.root.qualify, self.models)
-            )
-            if wrapper is None:
-                other = True
-            else:
-                found.add(wrapper)
-        if len(found) != 1:
-            return None
-        wrapper = next(iter(found))
-        return replace(wrapper, sole=False) if other else wrapper
 
     def _attribute_wrapper(self, here: int, func: cst.Attribute) -> Optional[Wrapper]:
         """``self.maybe_ckpt(...)`` in a method of a class whose ``__init__`` binds
@@ -624,13 +603,6 @@ def _binding_scope(scope: Bindings, name: str) -> Optional[Bindings]:
     while scope is not None and name not in scope.names:
         scope = scope.parent  # type: ignore[assignment]
     return scope
-
-
-def _all_params(function: cst.FunctionDef) -> List[cst.Param]:
-    params = function.params
-    star = [params.star_arg] if type(params.star_arg) is cst.Param else []
-    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
-    return [*params.posonly_params, *params.params, *params.kwonly_params, *star, *kwargs]
 
 
 def _wrapper_names(index: NodeIndex) -> Set[str]:
