@@ -480,6 +480,22 @@ def show(model, plt, x, n=10):
 model = TinyLM()
 print(model.generate([1, 2, 3], max_tokens=5))
 """,
+    # `separator.freeze()` (open-unmix; Lightning's `freeze()`): every parameter stops requiring
+    # grad, so no graph is recorded: quiet, as after `requires_grad_(False)`
+    "frozen_before_the_call": HEAD + """def separate_and_evaluate(track, model_path, mus, device="cpu"):
+    separator = torch.load(model_path)
+    separator.freeze()
+    separator.to(device)
+    estimates = separator(torch.as_tensor(track.audio, device=device))
+    mus.save_estimates(estimates.cpu().detach().numpy(), track)
+""",
+    "not_frozen_before_the_call": HEAD + """def separate_and_evaluate(track, model_path, mus, device="cpu"):
+    separator = torch.load(model_path)
+    separator.eval()
+    separator.to(device)
+    estimates = separator(torch.as_tensor(track.audio, device=device))  # <-
+    mus.save_estimates(estimates.cpu().detach().numpy(), track)
+""",
     "generate_called_by_training_script": HEAD + GEN.replace("{mark}", "") + """model = TinyLM()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 tokens = model.generate([1, 2, 3], max_tokens=5)
@@ -523,4 +539,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 19 and len(CASES) - len(reported) == 21
+    assert len(reported) == 20 and len(CASES) - len(reported) == 22

@@ -578,8 +578,8 @@ class ScopeWalk:
             callee = attr or (func.value if type(func) is cst.Name else None)
             if callee:
                 self.no_grad_callees.add(callee)
-        if attr == "requires_grad_":
-            scope.grad_work = True
+        if attr == "requires_grad_" or (attr == "freeze" and not node.args):
+            scope.grad_work = True  # (`model.freeze()`: Lightning's, and projects' own, set requires_grad False)
         if (attr or dotted) == "set_grad_enabled" and ctx.chain and type(ctx.chain[-1].statement) is cst.SimpleStatementLine:
             effect = grad_effect(node, scope.bindings)
             if scope.bindings.qualify(func) in SET_GRAD_ENABLED:

@@ -36,7 +36,8 @@ TML501_DOCUMENTATION = """
     model; a `@property` named so is read as the attribute it returns: a pipeline's `model`
     property unwrapping its DDP is the model, one returning `YOLO(path)` is not). Code that calls `backward`, `autograd.grad`, an optimizer `step` (itself, or through
     a function of the file or a method on `self` it calls, two levels down: test-time
-    adaptation), or switches `enable_grad` / `requires_grad` is left alone.
+    adaptation), or switches `enable_grad` / `requires_grad` (also `model.freeze()`, Lightning's and projects' own, which turns
+    `requires_grad` off) is left alone.
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
     `self.<x>` that the class binds to a module instance, or to a parameter annotated as a
