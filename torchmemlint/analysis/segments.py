@@ -371,7 +371,7 @@ class CheckpointCalls:
             wrapper = checkpoint_wrapper(func, scope.qualify, models)
             if wrapper is None and type(func) is cst.Name and _binding_scope(scope, func.value) is self.root:
                 wrapper = self._module_alias(func.value)  # `ckpt = partial(checkpoint, ...)`
-            if wrapper is None and type(func) is cst.Name:
+            if wrapper is None and type(func) is cst.Name and _binding_scope(scope, func.value) not in (None, self.root):
                 wrapper = self._local_alias(here, func.value)  # `checkpoint = torch.utils.checkpoint.checkpoint` in one arm
             if wrapper is None:
                 wrapper = helper_wrapper(models, node, Env(scope, None, None))  # type: ignore[arg-type]
