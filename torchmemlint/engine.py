@@ -21,6 +21,7 @@ from torchmemlint.gitignore import GitIgnore
 from torchmemlint.incremental import Document
 from torchmemlint.lint_order import importers_first
 from torchmemlint.analysis import leak_gate, loop_facts
+from torchmemlint.analysis.dead_arms import DeadArms
 from torchmemlint.analysis.links import kept_tree
 from torchmemlint.analysis.sites import Sites
 from torchmemlint.context import AnalysisError, FileContext, _PendingFinding
@@ -427,6 +428,11 @@ def _lint_source(
         del rules[:], walker.rules[:]
     if not pending:
         return []
+    dead = DeadArms(module, node_index(module))
+    if dead.spans:  # (no rule reports code that cannot run: ``analysis/dead_arms.py``)
+        pending = [finding for finding in pending if finding.code == INTERNAL_ERROR or not dead.holds(finding.node)]
+        if not pending:
+            return []
     findings = resolve_findings(module, filename, pending, text, walker.statements, document)
     if not ignore_noqa:
         findings = remove_suppressed(text, findings)

@@ -5,7 +5,7 @@ apart from other uses, parts borrowed from other objects such as ``enc.layer1``)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import libcst as cst
 
@@ -13,9 +13,7 @@ from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.summed_lists import summed_order
-from torchmemlint.analysis.layer_lists import (
-    LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order,
-)
+from torchmemlint.analysis.layer_lists import LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -376,6 +374,7 @@ class FileParts(Protocol):
 
     module: cst.Module
     resolver: Resolver
+    dead: Any  # the arms that cannot run (``analysis/dead_arms.DeadArms``)
 
 
 STEM_PARTS = frozenset(
@@ -411,6 +410,8 @@ class ClassModel:
 
     # -- scanning ----------------------------------------------------------------------------------
     def _scan_block(self, method: cst.FunctionDef, suite: cst.BaseSuite, indent: str) -> None:
+        if self.file.dead.holds(suite):
+            return  # (an arm that cannot run builds nothing: ``analysis/dead_arms.py``)
         statements = list(block_statements(suite))
         for statement in statements:
             if type(statement) is cst.SimpleStatementLine:

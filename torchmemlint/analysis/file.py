@@ -11,6 +11,7 @@ from torchmemlint.tree import NodeIndex, children, node_index, nodes_of
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
 from torchmemlint.analysis.classes import ClassModel, Resolver
+from torchmemlint.analysis.dead_arms import DeadArms
 from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import Factories
@@ -60,6 +61,7 @@ class FileAnalysis:
         self._foreign_attributes: Optional[Set[str]] = None
         self._import_names: Optional[List[str]] = None
         self._values: Optional[FileValues] = None
+        self._dead: Optional[DeadArms] = None
         # The file's project (``analysis/links.py``: where a name the file does not define
         # comes from), set by the context that lints it; None: the file alone.
         self.links: Optional[Any] = None
@@ -76,6 +78,13 @@ class FileAnalysis:
         """The file's nodes in pre-order with parents, subtree ranges and nodes by type
         (``tree.NodeIndex``), built once per file: the engine's traversal uses it too."""
         return node_index(self.module)
+
+    @property
+    def dead(self) -> DeadArms:
+        """The arms of the file that cannot run (``analysis/dead_arms.py``)."""
+        if self._dead is None:
+            self._dead = DeadArms(self.module, self.index)
+        return self._dead
 
     def may_contain(self, *words: str) -> bool:
         """False only when the source is known and holds none of ``words``: a fact that needs
