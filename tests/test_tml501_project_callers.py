@@ -220,3 +220,89 @@ def test_a_decoding_method_another_file_calls_is_left_to_it(tmp_path):
     (tmp_path / "pkg" / "model.py").write_text(MODEL.replace("self.decoder.greedy_tokens(z)", "self.decoder(z)"))
     decoded = ("decoder.py", DECODER.splitlines().index("        logits = self.proj(z)") + 1)
     assert _lint(tmp_path, "--no-cache") == {evaluated, decoded}
+
+
+# transkun: a model module no file imports (the training script builds the class its
+# configuration names, through a loader outside the project) whose evaluation methods the
+# script calls under ``torch.no_grad()``; one of them (`transcribe_frames`) is called only by
+# another method of the class, which the script calls
+LOADED = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Transcriber(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.head = nn.Linear(dim, 4)
+        self.velocity = nn.Linear(dim, 8)
+
+    def log_prob(self, x, y):
+        return F.cross_entropy(self.head(x), y)
+
+    def compute_stats(self, x):
+        logits = self.head(x)
+        return {"mean": logits.mean().item()}
+
+    def compute_mir_stats(self, x):
+        notes = self.transcribe_frames(x)
+        return {"notes": len(notes)}
+
+    def transcribe_frames(self, x):
+        velocity = self.velocity(x)
+        return velocity.argmax(dim=-1).tolist()
+"""
+
+TRAIN = """import torch
+
+import moduleconf
+
+
+def train(conf, loader):
+    model = moduleconf.parseFromFile(conf).TransKun()
+    optimizer = torch.optim.Adam(model.parameters())
+    for x, y in loader:
+        loss = model.log_prob(x, y)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            stats = model.compute_stats(x)
+            mir = model.compute_mir_stats(x)
+        print(stats, mir)
+"""
+
+LOADED_SITES = {("model_ablation.py", LOADED.splitlines().index(line) + 1) for line in (
+    "        logits = self.head(x)", "        velocity = self.velocity(x)")}
+
+
+def _loaded_by_name(root: Path, train: str) -> Path:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "model_ablation.py").write_text(LOADED)
+    (root / "pkg" / "train.py").write_text(train)
+    return root
+
+
+def test_the_methods_of_a_module_loaded_by_name_are_left_to_the_script_calling_them(tmp_path):
+    assert _lint(_loaded_by_name(tmp_path, TRAIN), "--no-cache") == set()
+
+
+def test_the_same_methods_nobody_calls_are_reported(tmp_path):
+    script = TRAIN.replace("            stats = model.compute_stats(x)\n            mir = model.compute_mir_stats(x)\n", "            stats = mir = None\n")
+    assert script != TRAIN
+    assert _lint(_loaded_by_name(tmp_path, script), "--no-cache") == LOADED_SITES
+
+
+def test_a_module_an_importer_calls_nothing_of_is_still_reported(tmp_path):
+    # imported by a file that calls none of its methods: the importers decide, not every file
+    project = _loaded_by_name(tmp_path, TRAIN)
+    (project / "pkg" / "export.py").write_text("from pkg.model_ablation import Transcriber\n\nMODEL = Transcriber(8)\n")
+    assert _lint(project, "--no-cache") == LOADED_SITES
+
+
+def test_adding_the_script_call_clears_the_cached_finding(tmp_path):
+    script = TRAIN.replace("            mir = model.compute_mir_stats(x)\n", "            mir = None\n")
+    project = _loaded_by_name(tmp_path, script)
+    assert _lint(project) == {("model_ablation.py", LOADED.splitlines().index("        velocity = self.velocity(x)") + 1)}
+    (project / "pkg" / "train.py").write_text(TRAIN)
+    assert _lint(project) == set()  # warm: the module's entry is keyed by the texts of every file that may call it

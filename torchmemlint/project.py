@@ -602,6 +602,17 @@ class ProjectIndex:
             found |= exact.get(f"{module.name}.{name}", set())
         return [other for other in (self.by_path[p] for p in sorted(found)) if other is not module]
 
+    def readers(self, path: str) -> List[ModuleSummary]:
+        """The other project modules whose code may call methods of the classes of the module
+        at ``path``: its importers; for a module of classes that no file of the project imports
+        (one loaded by name, from a configuration or ``importlib``: transkun's models), every
+        other module of the project."""
+        importers = self.importers(path, None)
+        module = self.module_of(path)
+        if importers or module is None or not module.classes:
+            return importers
+        return [self.by_path[p] for p in sorted(self.by_path) if self.by_path[p] is not module]
+
     def _importer_map(self) -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]:
         """Who imports what, read once from every module of the project (``importers``): the
         modules that import each dotted target, that import a name under each dotted prefix,
@@ -652,9 +663,9 @@ class ProjectIndex:
                     for attribute in sorted(klass.assigned):
                         why = self.attribute_reached(absolute, klass.name, attribute)
                         parts.append(f"{klass.name}.{attribute}:{why or ''}")
-            for other in self.importers(absolute, None) if module is not None and "importers" in facts else ():
+            for other in self.readers(absolute) if module is not None and "importers" in facts else ():
                 parts.append(f">{other.path}:{other.error}:{other.star}:{sorted(other.imports.values())}")
-            for other in self.importers(absolute, None) if module is not None and "importer_texts" in facts else ():
+            for other in self.readers(absolute) if module is not None and "importer_texts" in facts else ():
                 parts.append(f"}}{other.path}:{other.error}:{other.digest}")  # what they read of it
             if module is not None and "imports" in facts:
                 # what the names it imports from the project are: an edit there may change them

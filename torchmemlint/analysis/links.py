@@ -158,8 +158,9 @@ class ProjectLinks:
     def read_by_importers(self, attribute: str) -> bool:
         """Whether a file of the project that imports this one reads ``.<attribute>`` on some
         object (``pipe.head.predict(x)``), or cannot be read (it may): code there may call a
-        method of this file's classes."""
-        for other in self.index.importers(self.path, None):
+        method of this file's classes. A file of classes nobody imports is loaded by name:
+        any file of the project may (``ProjectIndex.readers``)."""
+        for other in self.index.readers(self.path):
             ensure_reach(other)
             if other.error is not None or attribute in other.foreign_reads:
                 return True

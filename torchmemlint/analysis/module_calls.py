@@ -152,6 +152,31 @@ def called_in_project(facts: ScopeFacts) -> bool:
     return links is not None and bool(name) and links.read_by_importers(name)
 
 
+def callers_elsewhere(facts: ScopeFacts) -> bool:
+    """Every other function of the file that calls the scope's method (``self.transcribeFrames(
+    x)``) does so with autograd off, or is itself a method a file of the project may call
+    (``called_in_project``): the autograd mode is theirs, or their callers' (transkun's
+    ``computeStatsMIREVAL``, called by its training script under ``torch.no_grad()``). False
+    when no other function calls it."""
+    walk, name, links = facts.walk, facts.scope.name, facts.walk.links
+    if links is None or not name:
+        return False
+    found = False
+    for scope in walk.scopes:
+        if scope is facts.scope:
+            continue
+        for call in scope.calls:
+            if call.func is None or call.func.rsplit(".", 1)[-1] != name:
+                continue
+            if call.ctx.no_grad or scope.no_grad or (scope.grad_off_seq is not None and scope.grad_off_seq < call.seq):
+                found = True
+            elif scope.function is not None and scope.owner is not None and links.read_by_importers(scope.name):
+                found = True
+            else:
+                return False
+    return found
+
+
 def module_attribute(facts: ScopeFacts, attr: str) -> bool:
     """``self.<attr>`` is a module in the scope's class (see the module docstring)."""
     owner = facts.scope.owner

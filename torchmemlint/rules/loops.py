@@ -29,7 +29,7 @@ from torchmemlint.analysis.leak_gate import (
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, called_in_project, called_module, library_hook, loss_module, module_method
+from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, called_in_project, called_module, library_hook, loss_module, module_method
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -473,7 +473,7 @@ class _Checks:
         if reach is None:
             return
         # asked last: it reads every module of the project that imports this one
-        if module_method(self.facts) and called_in_project(self.facts):
+        if module_method(self.facts) and (called_in_project(self.facts) or callers_elsewhere(self.facts)):
             return  # a file importing the class calls the method (under its own autograd mode)
         message = (
             f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
