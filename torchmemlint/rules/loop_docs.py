@@ -75,7 +75,10 @@ TML501_DOCUMENTATION = """
     `def predict(net, x): return net(x)` and a method that loops over its `network` argument
     are still reported. Elsewhere, a module called in a function that never backpropagates
     (`self(idx)` or `self.forward(x)` in a method of a module class included, when no other
-    function of the file calls that method and no file importing it reads `.<method>`: a landmark
+    function of the file calls that method and no file importing it reads `.<method>` (for a file
+    of classes no file imports, loaded by name from a configuration: no file of the project; nor
+    when every function of the file calling it does so with autograd off, or is itself such a
+    method another file calls: transkun's `transcribeFrames`): a landmark
     detector's `get_landmarks`; a pipeline calling `self.head.predict_num_frames(...)` decides for it;
     so does one calling any other module method of the class, `self.rnd.get_intrinsic_reward(s)`
     for `self.target(s).detach()` there, also through namespace packages, tests/test_tml501_project_callers.py) is reported when its output
