@@ -51,6 +51,7 @@ class Placement:
     receives there is judged there, as for a layer written at that place."""
 
     node: cst.Call  # the factory call, where a finding about this place is reported
+    off: bool = False  # the call never takes the factory's arm that builds the layer (``factory_arms.py``)
     uses: List[Use] = field(default_factory=list)
     complete: bool = False  # every way the layer runs from here is among ``uses``
     privates: List[Tuple[Any, ...]] = field(default_factory=list)  # (classdef, attribute[, its subclasses read])

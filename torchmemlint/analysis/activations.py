@@ -20,6 +20,7 @@ from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatch_test, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
+from torchmemlint.analysis.factory_arms import arm_not_taken
 from torchmemlint.analysis.placing import FactoryPlacing, bound, held_attribute, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, followers,
@@ -370,6 +371,7 @@ class InplaceAnalysis:
                     placement.label = f"`{name}` (returned by `{returning}`{where}, through `{through}`{via(layer)})"
                 if type(factory) is cst.FunctionDef:
                     placement.bound = bound(layer, factory, call)
+                placement.off = type(factory) is cst.FunctionDef and arm_not_taken(self.file, factory, site.node, call)
                 if switch is not None:
                     placement.switch = switch.name.value
                     placement.switch_arg, placement.inplace = switched(factory, switch, call)  # type: ignore[arg-type]

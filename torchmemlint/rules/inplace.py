@@ -184,6 +184,8 @@ class _MissingInplace(Rule):
         no slope is negative (in place, backward would raise)."""
         if not complete or not all(file.private_attribute(*private) for private in privates):
             return False
+        if placement is not None and placement.off:
+            return False  # (the call never builds this layer of the factory)
         live = [use for use in uses if not use.dead]  # (a result nothing reads keeps nothing either way)
         if uses and not live:
             return False

@@ -1,0 +1,187 @@
+"""TML201 judges a layer a factory returns only at the calls that can take the factory's arm
+building it (``analysis/factory_arms.py``): splifft's ``get_act(act_type)`` returns ``nn.ELU()``
+only under ``act_type.startswith("elu")``, and its model passes ``cfg.act_type``, a config
+dataclass field whose default is ``"gelu"``.
+
+Quiet: a literal key that takes another arm; a config class's field default that does; a
+parameter every construction of the calling class passes such a value for; a key that an
+earlier ``if ...: return`` catches first; keys tested by ``in``, ``startswith``, ``.lower()``.
+Reported as before: the key that takes the arm (literal, field default, a construction passing
+it), a key nothing tells (a parameter without a default), a config field another construction
+of the class in the file sets to the layer's key.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pytest
+
+from marked_cases import Found, lint_cases, marked
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+FACTORY = '''
+        from dataclasses import dataclass
+
+        import torch.nn as nn
+
+
+        def get_act(act_type: str) -> nn.Module:
+            if act_type == "gelu":
+                return nn.GELU()
+            elif act_type == "relu":
+                return nn.ReLU()
+            elif act_type.startswith("elu"):
+                return nn.ELU()
+            raise ValueError(act_type)
+'''
+
+CASES: Dict[str, str] = {
+    "literal_keys": FACTORY + '''
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), get_act("gelu"), nn.Conv2d(8, 8, 3))
+                self.b = nn.Sequential(nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8), get_act("elu"), nn.Conv2d(8, 8, 3))  # expect: TML201
+
+            def forward(self, x):
+                return self.b(self.a(x))
+    ''',
+    "config_field_default": FACTORY + '''
+
+        @dataclass
+        class Params:
+            dim: int
+            act_type: str = "gelu"
+
+
+        class Up(nn.Module):
+            def __init__(self, channels, act_type):
+                super().__init__()
+                self.conv = nn.Sequential(nn.BatchNorm2d(channels), get_act(act_type), nn.ConvTranspose2d(channels, channels, 2, 2))
+
+            def forward(self, x):
+                return self.conv(x)
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg: Params):
+                super().__init__()
+                self.up = Up(cfg.dim, cfg.act_type)
+                self.final = nn.Sequential(nn.Conv2d(cfg.dim, cfg.dim, 1), get_act(cfg.act_type), nn.Conv2d(cfg.dim, 3, 1))
+
+            def forward(self, x):
+                return self.final(self.up(x))
+    ''',
+    "config_field_default_takes_it": FACTORY + '''
+
+        @dataclass
+        class Params:
+            dim: int
+            act_type: str = "elu0.5"
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg: Params):
+                super().__init__()
+                self.final = nn.Sequential(nn.Conv2d(cfg.dim, cfg.dim, 1), get_act(cfg.act_type), nn.Conv2d(cfg.dim, 3, 1))  # expect: TML201
+
+            def forward(self, x):
+                return self.final(x)
+    ''',
+    "config_field_set_by_a_construction": FACTORY + '''
+
+        @dataclass
+        class Params:
+            dim: int = 8
+            act_type: str = "gelu"
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg: Params):
+                super().__init__()
+                self.final = nn.Sequential(nn.Conv2d(cfg.dim, cfg.dim, 1), get_act(cfg.act_type), nn.Conv2d(cfg.dim, 3, 1))  # expect: TML201
+
+            def forward(self, x):
+                return self.final(x)
+
+
+        def build():
+            return Net(Params(act_type="elu"))
+    ''',
+    "unknown_key": FACTORY + '''
+
+        class Net(nn.Module):
+            def __init__(self, act):
+                super().__init__()
+                self.final = nn.Sequential(nn.Conv2d(8, 8, 1), get_act(act), nn.Conv2d(8, 3, 1))  # expect: TML201
+
+            def forward(self, x):
+                return self.final(x)
+    ''',
+    "parameter_default_and_constructions": FACTORY + '''
+
+        class Block(nn.Module):
+            def __init__(self, channels, act="relu"):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(channels, channels, 3), nn.BatchNorm2d(channels), get_act(act), nn.Conv2d(channels, channels, 3))
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        class Other(nn.Module):
+            def __init__(self, channels, act="relu"):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(channels, channels, 3), nn.BatchNorm2d(channels), get_act(act), nn.Conv2d(channels, channels, 3))  # expect: TML201
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.Sequential(Block(8), Block(8, act="gelu"), Other(8), Other(8, "elu"))
+
+            def forward(self, x):
+                return self.blocks(x)
+    ''',
+    "early_returns_and_tests": '''
+        import torch.nn as nn
+
+
+        def make_act(name, slope=0.2):
+            if name.lower() in ("relu", "relu6"):
+                return nn.ReLU()
+            if name.endswith("gelu"):
+                return nn.GELU()
+            if "silu" in name:
+                return nn.SiLU()
+            return nn.LeakyReLU(slope)
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), make_act("ReLU"), nn.Conv2d(8, 8, 3))
+                self.b = nn.Sequential(nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8), make_act("fast_gelu"), nn.Conv2d(8, 8, 3))
+                self.c = nn.Sequential(nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8), make_act("silu"), nn.Conv2d(8, 8, 3))
+                self.d = nn.Sequential(nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8), make_act("lrelu"), nn.Conv2d(8, 8, 3))  # expect: TML201
+
+            def forward(self, x):
+                return self.d(self.c(self.b(self.a(x))))
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("inplace_factory_arms"), CASES, "TML201")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows(findings, name):
+    assert set(findings[name]) == marked(CASES[name])

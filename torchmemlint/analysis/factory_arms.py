@@ -1,0 +1,297 @@
+"""Does a call of a factory take the arm that returns a layer? A factory of the file chooses by
+a string parameter (splifft's ``get_act``)::
+
+    def get_act(act_type):
+        if act_type == "gelu":
+            return nn.GELU()
+        elif act_type.startswith("elu"):
+            return nn.ELU()
+
+and ``get_act("gelu")``, ``get_act(cfg.act_type)`` with ``cfg: MDX23CParams`` whose field
+``act_type: str = "gelu"`` in the file, or ``get_act(act_type)`` where every construction of
+the enclosing class passes such a value, never take the ``nn.ELU()`` arm: the layer is not
+built at that call (``Placement.off``). The arms are the ``if``/``elif`` tests around the
+``return`` (and the tests of earlier ``if``s of the same block whose arm returns or raises),
+read on the factory's parameters: ``p == "x"``, ``!=``, ``in``/``not in`` a literal tuple,
+``p.startswith``/``endswith``, ``"x" in p``, ``p.lower()``, ``not``/``and``/``or``. The values a
+parameter may have: literals the call passes, its literal default, a field default of a config
+class of the file (constructions of that class in the file passing that field count too), or
+what every call of the calling function passes (its constructions elsewhere included), a few
+calls deep. Anything else may be any value: the arm may be taken."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchmemlint.analysis.factories import assigned_values, parameter
+
+_DEPTH = 3
+_UNKNOWN = None  # a test or a value that cannot be read
+
+
+def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode, call: cst.Call) -> bool:
+    """Whether ``call`` (a call of ``factory``, a function or method of ``file``) cannot take the
+    arm of ``factory`` that builds ``construction``."""
+    index = file.index
+    if index.find(construction) is None or index.find(call) is None or index.find(factory) is None:
+        return False
+    conditions = _conditions(index, factory, construction)
+    if not conditions:
+        return False
+    names = {name for test, _ in conditions for name in _names_read(test)}
+    params = _bound(factory, call, names)
+    if params is None:
+        return False
+    caller = _enclosing_function(index, call)
+    values: Dict[str, Optional[FrozenSet[str]]] = {}
+    for name, value in params.items():
+        values[name] = _values(file, value, caller, 0) if value is not None else _UNKNOWN
+    by_name: Dict[str, List[Tuple[cst.BaseExpression, bool]]] = {}
+    for test, truth in conditions:
+        read = _names_read(test)
+        if len(read) != 1:
+            continue  # (two parameters, or none: not read)
+        by_name.setdefault(next(iter(read)), []).append((test, truth))
+    for name, tests in by_name.items():
+        possible = values.get(name)
+        if possible is None:
+            continue
+        if all(any(_holds(test, name, value) is (not truth) for test, truth in tests) for value in possible):
+            return True  # no value the parameter may have takes the arm
+    return False
+
+
+def _conditions(index: Any, factory: cst.FunctionDef, construction: cst.CSTNode) -> List[Tuple[cst.BaseExpression, bool]]:
+    """The tests (with the truth each needs) that control must pass to reach ``construction``
+    from the start of ``factory``."""
+    path = index.ancestors(index.find(construction))
+    start = path.index(index.find(factory)) if index.find(factory) in path else None
+    if start is None:
+        return []
+    found: List[Tuple[cst.BaseExpression, bool]] = []
+    order = index.order
+    for up, down in zip(path[start:], path[start + 1:]):
+        node, child = order[up], order[down]
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and node is not factory:
+            return []  # (a nested definition: runs on its own calls)
+        if type(node) is cst.If:
+            if child is node.body:
+                found.append((node.test, True))
+            elif child is node.orelse:
+                found.append((node.test, False))
+        elif type(node) is cst.IndentedBlock:
+            for statement in node.body:
+                if statement is child:
+                    break
+                if type(statement) is cst.If and statement.orelse is None and _leaves(statement.body):
+                    found.append((statement.test, False))  # ``if p == "x": return ...`` before it
+    return found
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if type(last) is cst.SimpleStatementLine:
+        return any(type(small) in (cst.Return, cst.Raise) for small in last.body)
+    return False
+
+
+def _names_read(node: cst.CSTNode) -> Set[str]:
+    """The names ``node`` reads (not an attribute's or a keyword's name)."""
+    if type(node) is cst.Name:
+        return set() if node.value in ("True", "False", "None") else {node.value}
+    if type(node) is cst.Attribute:
+        return _names_read(node.value)
+    if type(node) is cst.Arg:
+        return _names_read(node.value)
+    found: Set[str] = set()
+    for child in node.children:
+        found |= _names_read(child)
+    return found
+
+
+def _bound(factory: cst.FunctionDef, call: cst.Call, names: Set[str]) -> Optional[Dict[str, Optional[cst.BaseExpression]]]:
+    """What ``call`` gives each of ``names`` that is a parameter of ``factory`` not rebound
+    there (its default when it gives nothing); None when the call spreads arguments."""
+    if any(arg.star for arg in call.args):
+        return None
+    params = [*factory.params.posonly_params, *factory.params.params]
+    if params and params[0].name.value in ("self", "cls") and type(call.func) is cst.Attribute:
+        params = params[1:]
+    positional = [arg for arg in call.args if arg.keyword is None]
+    bound: Dict[str, Optional[cst.BaseExpression]] = {}
+    for name in names:
+        param = parameter(factory, name)
+        if param is None or assigned_values(factory, name):
+            continue
+        value: Optional[cst.BaseExpression] = param.default
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                value = arg.value
+        if param in params and params.index(param) < len(positional):
+            value = positional[params.index(param)].value
+        bound[name] = value
+    return bound
+
+
+def _enclosing_function(index: Any, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    for here in reversed(index.ancestors(index.find(node))):
+        if type(index.order[here]) is cst.FunctionDef:
+            return index.order[here]
+    return None
+
+
+def _values(file: Any, value: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[FrozenSet[str]]:
+    """The strings ``value`` (read in ``function``) may be; None when not known."""
+    if type(value) is cst.SimpleString:
+        text = value.evaluated_value
+        return frozenset({text}) if type(text) is str else _UNKNOWN
+    if depth >= _DEPTH or function is None:
+        return _UNKNOWN
+    if type(value) is cst.Name:
+        return _parameter_values(file, function, value.value, depth)
+    if type(value) is cst.Attribute and type(value.value) is cst.Name:
+        return _field_default(file, function, value.value.value, value.attr.value)
+    return _UNKNOWN
+
+
+def _parameter_values(file: Any, function: cst.FunctionDef, name: str, depth: int) -> Optional[FrozenSet[str]]:
+    param = parameter(function, name)
+    if param is None or assigned_values(function, name):
+        return _UNKNOWN
+    passed = file.factories.passed(function, param)
+    if passed is None:
+        return _UNKNOWN
+    pairs = list(passed)
+    if function.name.value == "__init__":
+        from torchmemlint.analysis.flag_importers import constructions_elsewhere  # (it reads the factories)
+
+        elsewhere = constructions_elsewhere(file, function, param)
+        if elsewhere is None:
+            return _UNKNOWN
+        if any(theirs is not file and value is not None for theirs, value, _ in elsewhere):
+            return _UNKNOWN  # (a value read in another file: not followed)
+        pairs.extend((value, caller) for _, value, caller in elsewhere)
+    if not pairs:
+        pairs = [(None, function)]  # (no call: its default, as a user who passes nothing gets)
+    found: Set[str] = set()
+    for value, caller in pairs:
+        if value is None:
+            value = param.default
+            if value is None:
+                return _UNKNOWN
+            caller = function
+        these = _values(file, value, caller, depth + 1)
+        if these is None:
+            return _UNKNOWN
+        found |= these
+    return frozenset(found)
+
+
+def _field_default(file: Any, function: cst.FunctionDef, holder: str, field: str) -> Optional[FrozenSet[str]]:
+    """``cfg.<field>`` where ``cfg`` is a parameter of ``function`` annotated with a class of the
+    file that gives ``field`` a literal default (``act_type: str = "gelu"``), with the values
+    the file's constructions of that class pass for it."""
+    param = parameter(function, holder)
+    if param is None or param.annotation is None or assigned_values(function, holder):
+        return _UNKNOWN
+    annotation = param.annotation.annotation
+    if type(annotation) is not cst.Name:
+        return _UNKNOWN
+    classdef = next((s for s in file.module.body if type(s) is cst.ClassDef and s.name.value == annotation.value), None)
+    if classdef is None or type(classdef.body) is not cst.IndentedBlock:
+        return _UNKNOWN
+    default: Optional[cst.BaseExpression] = None
+    for statement in classdef.body.body:
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                if type(small) is cst.AnnAssign and type(small.target) is cst.Name and small.target.value == field:
+                    default = small.value
+        elif type(statement) is cst.FunctionDef and statement.name.value == field:
+            return _UNKNOWN  # (a property of that name)
+    if type(default) is not cst.SimpleString or type(default.evaluated_value) is not str:
+        return _UNKNOWN
+    found = {default.evaluated_value}
+    for here in file.index.positions(cst.Call):
+        call = file.index.order[here]
+        if type(call.func) is cst.Name and call.func.value == classdef.name.value:
+            for arg in call.args:
+                if arg.star == "**" or (arg.keyword is not None and arg.keyword.value == field):
+                    if type(arg.value) is not cst.SimpleString or type(arg.value.evaluated_value) is not str:
+                        return _UNKNOWN
+                    found.add(arg.value.evaluated_value)
+            if any(arg.keyword is None and not arg.star for arg in call.args):
+                return _UNKNOWN  # (positional: not matched to the fields here)
+    return frozenset(found)
+
+
+def _holds(test: cst.BaseExpression, name: str, value: str) -> Optional[bool]:
+    """Whether ``test`` holds when the parameter ``name`` is ``value``; None when not known."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        inner = _holds(test.expression, name, value)
+        return None if inner is None else not inner
+    if type(test) is cst.BooleanOperation:
+        left, right = _holds(test.left, name, value), _holds(test.right, name, value)
+        if type(test.operator) is cst.And:
+            return False if left is False or right is False else (True if left and right else None)
+        return True if left is True or right is True else (False if left is False and right is False else None)
+    if type(test) is cst.Call and type(test.func) is cst.Attribute and test.func.attr.value in ("startswith", "endswith"):
+        subject = _subject(test.func.value, name, value)
+        strings = _strings(test.args[0].value) if len(test.args) == 1 and not test.args[0].keyword else None
+        if subject is None or strings is None:
+            return None
+        method = str.startswith if test.func.attr.value == "startswith" else str.endswith
+        return any(method(subject, s) for s in strings)
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        operator = type(test.comparisons[0].operator)
+        left, right = test.left, test.comparisons[0].comparator
+        if operator in (cst.Equal, cst.NotEqual):
+            subject, other = _subject(left, name, value), _strings(right)
+            if subject is None:
+                subject, other = _subject(right, name, value), _strings(left)
+            if subject is None or other is None or len(other) != 1:
+                return None
+            return (subject == other[0]) is (operator is cst.Equal)
+        if operator in (cst.In, cst.NotIn):
+            subject, options = _subject(left, name, value), _strings(right)
+            if subject is not None and options is not None:
+                return (subject in options) is (operator is cst.In)
+            word, container = _strings(left), _subject(right, name, value)
+            if word is not None and len(word) == 1 and container is not None:
+                return (word[0] in container) is (operator is cst.In)
+    return None
+
+
+def _subject(node: cst.BaseExpression, name: str, value: str) -> Optional[str]:
+    """``value`` when ``node`` reads the parameter (``p``, ``p.lower()``, ``p.upper()``)."""
+    if type(node) is cst.Name and node.value == name:
+        return value
+    if (
+        type(node) is cst.Call and not node.args and type(node.func) is cst.Attribute
+        and node.func.attr.value in ("lower", "upper", "strip", "casefold")
+    ):
+        inner = _subject(node.func.value, name, value)
+        if inner is None:
+            return None
+        return {"lower": str.lower, "upper": str.upper, "strip": str.strip, "casefold": str.casefold}[node.func.attr.value](inner)
+    return None
+
+
+def _strings(node: cst.BaseExpression) -> Optional[Tuple[str, ...]]:
+    """The strings a literal string, or a tuple, list or set of them, holds."""
+    if type(node) is cst.SimpleString:
+        text = node.evaluated_value
+        return (text,) if type(text) is str else None
+    if type(node) in (cst.Tuple, cst.List, cst.Set):
+        found = []
+        for element in node.elements:  # type: ignore[attr-defined]
+            if type(element) is not cst.Element or type(element.value) is not cst.SimpleString:
+                return None
+            text = element.value.evaluated_value
+            if type(text) is not str:
+                return None
+            found.append(text)
+        return tuple(found)
+    return None
