@@ -17,7 +17,7 @@ from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
 from torchmemlint.analysis.chosen_functions import ChosenFunctions
 from torchmemlint.analysis.spliced_layers import SplicedLayers
-from torchmemlint.analysis.module_flow import attribute_reads, dispatch_test, dispatched_reads, module_flow, receiver
+from torchmemlint.analysis.module_flow import attribute_reads, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.factory_arms import arm_not_taken
@@ -35,7 +35,7 @@ from torchmemlint.analysis.producers import Producers
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.chained_uses import chain_uses, run_before
 from torchmemlint.analysis.helper_activations import helper_uses
-from torchmemlint.analysis.returned_locals import excluded, returned_local
+from torchmemlint.analysis.returned_locals import returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
     INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
@@ -251,9 +251,6 @@ class InplaceAnalysis:
         returning = None if self._assigned(call) else self._returning(call)
         if returning is not None:
             spots, every = self.placing.spots(returning)
-            test = dispatch_test(self.file.index, function, self.cursor.statement_stack[-1])
-            if test is not None:  # ``if activation == "elu": act = nn.ELU()``: not where "snake" is passed
-                spots = [spot for spot in spots if not excluded(function, test, spot[0], self.file)]
             if spots:
                 return self._placed(site, layer, returning, spots, every)
         destinations, complete = self._destinations(call)

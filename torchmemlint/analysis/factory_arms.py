@@ -21,11 +21,13 @@ calls deep. Anything else may be any value: the arm may be taken."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.factories import assigned_values, parameter
+from torchmemlint.analysis.factories import _param, assigned_values, parameter
+from torchmemlint.analysis.module_flow import _case_fold
+from torchmemlint.analysis.syntax import terminal_name
 
 _DEPTH = 3
 _UNKNOWN = None  # a test or a value that cannot be read
@@ -37,6 +39,8 @@ def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode
     index = file.index
     if index.find(construction) is None or index.find(call) is None or index.find(factory) is None:
         return False
+    if terminal_name(call.func) != factory.name.value:
+        return False  # (a call of a function returning the factory's call: its own arguments)
     conditions = _conditions(index, factory, construction)
     if not conditions:
         return False
@@ -46,8 +50,9 @@ def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode
         return False
     caller = _enclosing_function(index, call)
     values: Dict[str, Optional[FrozenSet[str]]] = {}
-    for name, value in params.items():
-        values[name] = _values(file, value, caller, 0) if value is not None else _UNKNOWN
+    for name, (value, fold) in params.items():
+        found = _values(file, value, caller, 0) if value is not None else _UNKNOWN
+        values[name] = frozenset(fold(text) for text in found) if found is not None else _UNKNOWN
     by_name: Dict[str, List[Tuple[cst.BaseExpression, bool]]] = {}
     for test, truth in conditions:
         read = _names_read(test)
@@ -112,19 +117,23 @@ def _names_read(node: cst.CSTNode) -> Set[str]:
     return found
 
 
-def _bound(factory: cst.FunctionDef, call: cst.Call, names: Set[str]) -> Optional[Dict[str, Optional[cst.BaseExpression]]]:
+def _bound(factory: cst.FunctionDef, call: cst.Call, names: Set[str]) -> Optional[Dict[str, Tuple[Optional[cst.BaseExpression], Callable[[str], str]]]]:
     """What ``call`` gives each of ``names`` that is a parameter of ``factory`` not rebound
-    there (its default when it gives nothing); None when the call spreads arguments."""
+    there, or rebound only by a case fold (``act = act.upper()``: what the fold does to the
+    string, ``module_flow._case_fold``), its default when the call gives nothing; None when
+    the call spreads arguments."""
     if any(arg.star for arg in call.args):
         return None
     params = [*factory.params.posonly_params, *factory.params.params]
     if params and params[0].name.value in ("self", "cls") and type(call.func) is cst.Attribute:
         params = params[1:]
     positional = [arg for arg in call.args if arg.keyword is None]
-    bound: Dict[str, Optional[cst.BaseExpression]] = {}
+    bound: Dict[str, Tuple[Optional[cst.BaseExpression], Callable[[str], str]]] = {}
     for name in names:
-        param = parameter(factory, name)
-        if param is None or assigned_values(factory, name):
+        param, fold = parameter(factory, name), _same
+        if param is None and _param(factory, name) is not None:
+            param, fold = _param(factory, name), _case_fold(factory, name)
+        if param is None or fold is None:
             continue
         value: Optional[cst.BaseExpression] = param.default
         for arg in call.args:
@@ -132,8 +141,12 @@ def _bound(factory: cst.FunctionDef, call: cst.Call, names: Set[str]) -> Optiona
                 value = arg.value
         if param in params and params.index(param) < len(positional):
             value = positional[params.index(param)].value
-        bound[name] = value
+        bound[name] = (value, fold)
     return bound
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _enclosing_function(index: Any, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
@@ -148,6 +161,9 @@ def _values(file: Any, value: cst.BaseExpression, function: Optional[cst.Functio
     if type(value) is cst.SimpleString:
         text = value.evaluated_value
         return frozenset({text}) if type(text) is str else _UNKNOWN
+    if type(value) is cst.IfExp:  # ``"elu" if deep else "relu"``: either
+        body, orelse = _values(file, value.body, function, depth), _values(file, value.orelse, function, depth)
+        return body | orelse if body is not None and orelse is not None else _UNKNOWN
     if depth >= _DEPTH or function is None:
         return _UNKNOWN
     if type(value) is cst.Name:
@@ -164,26 +180,23 @@ def _parameter_values(file: Any, function: cst.FunctionDef, name: str, depth: in
     passed = file.factories.passed(function, param)
     if passed is None:
         return _UNKNOWN
-    pairs = list(passed)
+    sites = [(file, value, caller) for value, caller in passed]
     if function.name.value == "__init__":
         from torchmemlint.analysis.flag_importers import constructions_elsewhere  # (it reads the factories)
 
         elsewhere = constructions_elsewhere(file, function, param)
         if elsewhere is None:
             return _UNKNOWN
-        if any(theirs is not file and value is not None for theirs, value, _ in elsewhere):
-            return _UNKNOWN  # (a value read in another file: not followed)
-        pairs.extend((value, caller) for _, value, caller in elsewhere)
-    if not pairs:
-        pairs = [(None, function)]  # (no call: its default, as a user who passes nothing gets)
+        sites.extend(elsewhere)  # (read in the file that constructs it)
+    if not sites:
+        sites = [(file, None, function)]  # (no call: its default, as a user who passes nothing gets)
     found: Set[str] = set()
-    for value, caller in pairs:
+    for theirs, value, caller in sites:
         if value is None:
-            value = param.default
+            theirs, value, caller = file, param.default, function
             if value is None:
                 return _UNKNOWN
-            caller = function
-        these = _values(file, value, caller, depth + 1)
+        these = _values(theirs, value, caller, depth + 1)
         if these is None:
             return _UNKNOWN
         found |= these

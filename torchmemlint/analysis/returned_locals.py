@@ -1,22 +1,18 @@
 """A layer a function returns through a local name: ``act = nn.ELU()`` ... ``return act``
 (a factory that dispatches on a string: ``if activation == "elu": act = nn.ELU() elif ...``).
 The layer is one of what the function returns when every ``return`` of the function returns
-that name and the assignment reaches one of them; a call of the function that passes the
-string parameter a literal the branch does not test for does not build it there."""
+that name and the assignment reaches one of them (which calls of the function take the
+branch that builds it: ``analysis/factory_arms.py``)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List
 
 import libcst as cst
 
-from torchmemlint.analysis.placing import passed
-from torchmemlint.analysis.factories import parameter
-from torchmemlint.analysis.flag_importers import constructions_elsewhere
-from torchmemlint.tree import indexed, scan
+from torchmemlint.tree import scan
 
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_DEPTH = 4  # callers followed for a parameter's strings
 
 
 def returned_local(flow: Any, function: cst.FunctionDef, statement: Any, call: cst.Call) -> bool:
@@ -55,98 +51,3 @@ def _returns(function: cst.FunctionDef) -> List[cst.SimpleStatementLine]:
             found.append(line)
     return found  # type: ignore[return-value]
 
-
-def excluded(function: cst.FunctionDef, test: tuple, call: cst.Call, file: Any = None) -> bool:
-    """Whether ``call`` of ``function`` passes the tested parameter only strings other than
-    the one tested (a literal, or either arm of ``a if c else b``): the branch never runs. A
-    parameter of the calling function stands for its default (``get_act(act_fn)`` with
-    ``act_fn: str = "snake"`` above) or, without one, for what every construction passes it,
-    in ``file`` and in the files importing its class (``_strings``)."""
-    param, wanted, fold = test
-    known, _, value = passed(function, param, call)
-    if not known or value is None:
-        return False
-    if type(value) is cst.Name:
-        default = _default_of(value, call)
-        strings = _strings([default], None, 0) if default is not None else _passed_strings(file, value, call)
-    else:
-        strings = _strings([value], None, 0)
-    return bool(strings) and all(fold(text) != wanted for text in strings)  # type: ignore[union-attr]
-
-
-def _strings(values: List[Optional[cst.BaseExpression]], file: Any, depth: int, caller: Optional[cst.FunctionDef] = None) -> Optional[set]:
-    """The strings ``values`` may be (literals, either arm of ``a if c else b``, a parameter of
-    ``caller`` read through its own constructions); None when one is not known."""
-    found: set = set()
-    for value in values:
-        arms = [value.body, value.orelse] if type(value) is cst.IfExp else [value]
-        for arm in arms:
-            if type(arm) is cst.SimpleString:
-                found.add(str(arm.evaluated_value))
-                continue
-            inner = _parameter_strings(file, caller, arm, depth + 1) if type(arm) is cst.Name and file is not None else None
-            if inner is None:
-                return None
-            found |= inner
-    return found
-
-
-def _passed_strings(file: Any, name: cst.Name, call: cst.Call) -> Optional[set]:
-    """For ``name``, a parameter without a default of the function ``call`` is in (a class's
-    ``__init__``: ``ResnetModel(..., act)`` building ``get_act_fn(act)``), the strings its
-    calls pass it."""
-    found = indexed(call)
-    if file is None or found is None:
-        return None
-    index, here = found
-    owner = index.function_of(here)
-    return _parameter_strings(file, index.order[owner], name, 0) if owner >= 0 else None
-
-
-def _parameter_strings(file: Any, caller: Optional[cst.FunctionDef], name: cst.Name, depth: int) -> Optional[set]:
-    """What the calls of ``caller`` (in ``file``, and for an ``__init__`` also in the files
-    importing its class) pass its parameter ``name``, never rebound, as strings; None when a
-    call cannot be read, passes something else, leaves it at a default, or there is none."""
-    param = parameter(caller, name.value) if caller is not None and depth < _DEPTH else None
-    if param is None or param.default is not None:
-        return None
-    here = file.factories.passed(caller, param)
-    if here is None:
-        return None
-    sites = [(file, value, function) for value, function in here]
-    if not sites and caller.name.value == "__init__":
-        sites = constructions_elsewhere(file, caller, param) or []
-    if not sites or any(value is None for _, value, _ in sites):
-        return None
-    found: set = set()
-    for theirs, value, function in sites:
-        inner = _strings([value], theirs, depth, function)
-        if inner is None:
-            return None
-        found |= inner
-    return found
-
-
-def _default_of(name: cst.Name, call: cst.Call) -> Optional[cst.BaseExpression]:
-    """The default of the parameter ``name`` of the function ``call`` is in, when the function
-    never rebinds it: what the layer is built from in the default configuration (a caller that
-    passes another value configures another model)."""
-    found = indexed(call)
-    if found is None:
-        return None
-    index, here = found
-    owner = index.function_of(here)
-    if owner < 0:
-        return None
-    function = index.order[owner]
-    param = parameter(function, name.value)
-    if param is None or param.default is None or any(
-        type(node) is cst.Name and node.value == name.value and type(index.order[index.parent[p]]) in _BINDERS
-        for p, node in ((p, index.order[p]) for p in index.positions_in(owner, (cst.Name,)))
-    ):
-        return None
-    return param.default
-
-
-# where a name is bound (the parameter rebound in the function: its default says nothing)
-_BINDERS = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr, cst.CompFor)
