@@ -251,12 +251,59 @@ def sequential_elements(file: Any, model: Any, attribute: str) -> Optional[List[
         here = index.find(reference.node)
         arg = index.order[index.parent[here]] if here is not None and index.parent[here] >= 0 else None
         call = index.order[index.parent[index.find(arg)]] if type(arg) is cst.Arg and not arg.star and arg.keyword is None else None
-        order = file.resolver.sequential_order(call, model.self_name(reference.method), reference.method) if type(call) is cst.Call else None
-        part = next((p for p in order.items if p.node is reference.node), None) if order is not None else None
-        if part is None:
+        calls = _splicing(index, reference.method, arg, call) or ([(call, None)] if type(call) is cst.Call else [])
+        if not calls:
             return None
-        found.append((order, part, reference.method))
+        for call, statement in calls:
+            order = file.resolver.sequential_order(call, model.self_name(reference.method), reference.method, statement)
+            part = next((p for p in order.items if p.node is reference.node), None) if order is not None else None
+            if part is None:
+                return None
+            found.append((order, part, reference.method))
     return found
+
+
+def _splicing(index: Any, method: cst.FunctionDef, arg: Any, call: Any) -> List[Tuple[cst.Call, cst.CSTNode]]:
+    """The ``nn.Sequential(*ops)`` calls of ``method`` (with their statements) splicing the list a reference is put in:
+    an element of ``ops = [conv, bn, self.act]``, or ``ops.append(self.act)``; empty when the
+    reference is in no such list (the caller reads it as an argument)."""
+    if type(arg) is cst.Element:
+        holder = index.order[index.parent[index.find(arg)]]
+        statement = index.order[index.parent[index.find(holder)]] if type(holder) is cst.List else None
+        if type(statement) is not cst.Assign or len(statement.targets) != 1 or type(statement.targets[0].target) is not cst.Name:
+            return []
+        name = statement.targets[0].target.value
+    elif (
+        type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "append"
+        and type(call.func.value) is cst.Name
+    ):
+        name = call.func.value.value
+    else:
+        return []
+    here = index.find(method)
+    splices = [
+        (node, _statement(index, node)) for node in index.of_types(here, (cst.Call,))
+        if any(a.star == "*" and type(a.value) is cst.Name and a.value.value == name for a in node.args)
+    ]
+    for node in index.of_types(here, (cst.Name,)):  # every other read of the list: appended to, bound
+        if node.value != name:
+            continue
+        above = index.order[index.parent[index.find(node)]]
+        if type(above) is cst.Arg and above.star == "*" or type(above) is cst.AssignTarget:
+            continue
+        if type(above) is cst.Attribute and above.attr is node:
+            continue  # (``self.ops``: another name)
+        if type(above) is cst.Attribute and above.value is node and above.attr.value in ("append", "extend", "insert"):
+            continue
+        return []  # (``ops`` read some other way: where the layer runs is not only the splices)
+    return splices
+
+
+def _statement(index: Any, node: cst.CSTNode) -> cst.CSTNode:
+    here = index.find(node)
+    while type(index.order[index.parent[here]]) not in (cst.IndentedBlock, cst.SimpleStatementSuite, cst.Module):
+        here = index.parent[here]
+    return index.order[here]
 
 
 def changes_in_place(value: Any, readers: Any, model: Any) -> bool:
