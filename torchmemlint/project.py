@@ -606,12 +606,16 @@ class ProjectIndex:
         """The other project modules whose code may call methods of the classes of the module
         at ``path``: its importers; for a module of classes that no file of the project imports
         (one loaded by name, from a configuration or ``importlib``: transkun's models), every
-        other module of the project."""
+        other module of the project that defines no class (a script: what it calls on a model
+        is not its own class's method)."""
         importers = self.importers(path, None)
         module = self.module_of(path)
         if importers or module is None or not module.classes:
             return importers
-        return [self.by_path[p] for p in sorted(self.by_path) if self.by_path[p] is not module]
+        return [
+            self.by_path[p] for p in sorted(self.by_path)
+            if self.by_path[p] is not module and (not self.by_path[p].classes or self.by_path[p].error is not None)
+        ]
 
     def _importer_map(self) -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]:
         """Who imports what, read once from every module of the project (``importers``): the
