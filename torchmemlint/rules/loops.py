@@ -29,7 +29,7 @@ from torchmemlint.analysis.leak_gate import (
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, called_in_project, called_module, library_hook, loss_module, module_method
+from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, library_hook, loss_module, module_method
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -366,6 +366,8 @@ class _Checks:
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
         elif self.facts.model_part(event.node) and eval_method_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `model.predict(batch)`
+        elif self.scope.function is not None and helper_run_model(self.facts, event) is not None:
+            self._model_call(event, helper_run_model(self.facts, event), event.func)  # ``self.p_sample(model, x, t)``
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
@@ -377,7 +379,7 @@ class _Checks:
             self._accumulation(event)
 
     # TML501
-    def _model_call(self, event: CallEvent, model: Optional[str] = None) -> None:
+    def _model_call(self, event: CallEvent, model: Optional[str] = None, through: Optional[str] = None) -> None:
         scope = self.scope
         if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work:
             return
@@ -422,15 +424,16 @@ class _Checks:
             )  # the switch as the code writes it
             where = f"after `{callee}.{switch}` with autograd on"
         off = "" if named else f"`{switch}` does not disable autograd. "
+        shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
         if single:
             message = (
-                f"`{callee}` is called {where}. {off}Its output keeps the graph and every activation "
+                f"{shown} is called {where}. {off}Its output keeps the graph and every activation "
                 "saved for backward alive as long as it lives, and the forward's peak holds them "
                 "all; use `torch.no_grad()`"
             )
         else:
             message = (
-                f"`{callee}` is called {where}. {off}Every call records its graph and keeps the saved "
+                f"{shown} is called {where}. {off}Every call records its graph and keeps the saved "
                 f"activations while the output lives (peak {EVAL_PEAK_FACTOR} measured against "
                 "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
                 "`torch.no_grad()`"
