@@ -251,8 +251,8 @@ class _Question:
             self._dropout(value)
         elif value.op == "cast":
             self.reasons.append("the weights are cast (`.%s(...)`) before the product with v" % value.info.get("method"))
-        elif value.op == "helper" and (made := foreign_result(self.graph, value)) is not None and made.op == "softmax":
-            return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project
+        elif value.op == "helper" and (made := foreign_result(self.graph, value)) is not None and made.op in WEIGHT_STEPS | {"softmax"}:
+            return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project (``nan_to_num(softmax(s))`` too)
         elif value.op in ("helper", "module", "activation"):  # a step that keeps their shape: ``self.quantise(p)``
             self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(getattr(value.node, "func", value.node))[:60])  # type: ignore[arg-type]
         elif value.op == "relabel" and not value.info.get("swap"):

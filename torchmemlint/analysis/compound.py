@@ -13,7 +13,10 @@
 - ``x.exp()``/``torch.exp(x)`` is ``exp``, and an ``exp`` divided by its own sum over one axis
   (``e / e.sum(-1, keepdim=True)``, also through ``.detach()``/casts of either) is the
   ``softmax`` over that axis of what ``exp`` took (``written_softmax``; ``info["parts"]``: the
-  ``exp`` and the sum, which only compute it): a softmax written out, as assignments do.
+  ``exp`` and the sum, which only compute it): a softmax written out, as assignments do;
+- ``torch.nan_to_num(w)``, ``s.clamp(min=-50)``, ``torch.clip`` change values one by one and
+  keep the axes: a step whose shape is its input's (a ``helper`` noted ``elementwise``: the
+  chain of an attention runs through it, and SDPA does not run it: stribor's ``safe_softmax``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from torchmemlint.tree import nodes_of
 
 BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 REDUCTIONS = frozenset({"amax", "max", "logsumexp", "sum"})
-COMPOSED = REDUCTIONS | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
+ELEMENTWISE = frozenset({"nan_to_num", "clamp", "clip", "clamp_min", "clamp_max"})
+COMPOSED = REDUCTIONS | ELEMENTWISE | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
 ALIASES = {"axis": "dim", "keepdims": "keepdim"}  # numpy's names, which torch also takes
 LIKE_NUMBERS = {"torch.zeros_like": 0.0, "torch.ones_like": 1.0}  # a tensor of one number, shaped as its argument
 
@@ -47,6 +51,9 @@ def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positio
         return graph._same("exp", operands[0], node)
     if name == "where":
         return _where(graph, node, operands, arguments, keywords, receiver is not None)
+    if name in ELEMENTWISE and operands:
+        first = operands[0]
+        return graph._new("helper", [*operands, *keywords.values()], node, first.axes, first.rank, {"qualified": "torch." + name, "elementwise": True})
     return None
 
 

@@ -43,7 +43,7 @@ def foreign_result(graph: FunctionValues, value: Value) -> Optional[Value]:
     dotted = dotted_name(node.func) if type(head) is cst.Name and id(head) not in graph.names else None
     if links is None or dotted is None or any(arg.star for arg in node.args) or len(value.inputs) != len(node.args):
         return None
-    found: Any = links.definition(dotted, "function")
+    found: Any = links.definition(dotted, "function", package=True)  # (asked only on an attention chain)
     if found is None:
         return None
     analysis, function = found
