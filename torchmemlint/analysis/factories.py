@@ -333,9 +333,13 @@ class Factories:
             default_value = _none_filled(function, param.name.value)
         elif default_value is not None and self._changed(function, param.name.value):
             return None
-        if default_value is None:
-            return None
-        default = self.resolve(default_value, None, depth + 1)
+        if default_value is None:  # required: what every call passes (``activation=activation`` from ``__init__``)
+            passed = self._passed(function, param)
+            if not passed or any(value is None for value, _ in passed):
+                return None
+            default = self.resolve(passed[0][0], passed[0][1], depth + 1)
+        else:
+            default = self.resolve(default_value, None, depth + 1)
         if default is None:
             return None
         return self._as_passed(function, param, default, self.resolve, depth)
