@@ -22,8 +22,10 @@ pytestmark = pytest.mark.slow  # starts the CLI
 CASES: Dict[str, str] = {
     # a GAN discriminator whose activation a factory function chooses; the generator's
     # `*block()` splices were found before and still are
-    # a factory's layer is reported where each call of it places it (`self.act = get_act(act)`),
-    # once for both layers it may return; `get_gate()` runs on a fresh tensor in `Down`, but
+    # a factory's layer is reported where each call of it places it (`self.act = get_act(act)`):
+    # there only the arm `act`'s default "leaky" takes (a safe edit of that construction), once
+    # for both layers where the key is not known (`get_act(cfg.act)`: no safe edit, the ELU's is
+    # not); `get_gate()` runs on a fresh tensor in `Down`, but
     # `apply_gate` calls it too, so the edit of the factory is not offered
     "gan_factory": '''
         import torch.nn as nn
@@ -60,7 +62,7 @@ CASES: Dict[str, str] = {
             def __init__(self, cin, cout, act="leaky"):
                 super().__init__()
                 self.conv = nn.Conv2d(cin, cout, 4, 2, 1)
-                self.act = get_act(act)  # expect: TML201 fix=unsafe
+                self.act = get_act(act)  # expect: TML201 fix=safe
                 self.gate = get_gate()  # expect: TML201 fix=none
 
             def forward(self, x):
@@ -80,6 +82,16 @@ CASES: Dict[str, str] = {
 
         def apply_gate(x):
             return get_gate()(x)
+
+
+        class Up(nn.Module):
+            def __init__(self, cin, cout, cfg):
+                super().__init__()
+                self.conv = nn.ConvTranspose2d(cin, cout, 4, 2, 1)
+                self.act = get_act(cfg.activation)  # expect: TML201 fix=unsafe
+
+            def forward(self, x):
+                return self.act(self.conv(x))
     ''',
     # a factory's layer as a list element: `layers.append(get_act(act))` in a block builder,
     # `layers += block(...)` in a loop, `nn.Sequential(*layers)`; a factory whose layer comes
@@ -102,7 +114,7 @@ CASES: Dict[str, str] = {
             layers = [nn.Conv2d(cin, cout, 3, padding=1)]
             if norm:
                 layers.append(nn.BatchNorm2d(cout))
-            layers.append(get_act(act))  # expect: TML201 fix=unsafe
+            layers.append(get_act(act))  # expect: TML201 fix=safe
             return layers
 
 

@@ -208,6 +208,8 @@ def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
                 continue
             runs = [call for call in scope.calls if call.func in (param.name.value, param.name.value + ".forward")]
             trains = any(call.attr in _TRAINING_CALLS for call in scope.calls)
+            if any(call.ctx.loops for call in runs):
+                return None  # (a helper that loops over what it runs the model on is judged itself)
             if runs and not trains and all(not call.ctx.no_grad for call in runs):
                 return arg.value.value
         return None

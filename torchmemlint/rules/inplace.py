@@ -168,7 +168,7 @@ class _MissingInplace(Rule):
             if site.placements:  # a factory's layer: judged where each call of it puts it
                 good = [p for p in site.placements if self._qualifies(file, site, p, p.complete, p.privates, p.uses)]
                 # the edit of the factory changes every place: offered when each one qualifies
-                whole = site.every_placement and len(good) == len(site.placements)
+                whole = site.every_placement and len(good) == sum(not p.off for p in site.placements)  # (a call never building it: no place)
                 for placement in good:
                     placed.setdefault(id(placement.node), []).append(
                         Placed(site, placement, placement.label or site.label, placement.uses, True if whole else None)
