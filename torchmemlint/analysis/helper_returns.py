@@ -14,6 +14,8 @@ of the body, no ``yield``, no ``*args`` at the call, no decorator; anything else
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Any, List, Optional, Tuple
 
 import libcst as cst
@@ -66,8 +68,15 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
         elements = returned.elements  # type: ignore[attr-defined]
         if any(type(element) is not cst.Element for element in elements):
             return None
-        return tuple(inner.value_of(element.value, end) for element in elements)
-    return inner.value_of(returned, end)
+        return tuple(_at_call(inner.value_of(element.value, end), ctx) for element in elements)
+    return _at_call(inner.value_of(returned, end), ctx)
+
+
+def _at_call(value: Any, ctx: Ctx) -> Any:
+    """A value the helper makes afresh (a loss of what it is given: no loop of the caller's
+    known) is computed where the call is: in each run of its loops. One made of what the
+    caller gives keeps that value's loops."""
+    return replace(value, loops=ctx.loops) if value is not None and not value.loops else value
 
 
 def returned_by(facts: Any, call: cst.Call, ctx: Ctx) -> Any:

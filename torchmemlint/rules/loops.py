@@ -616,6 +616,8 @@ class _Checks:
         loop = next((kept for kept in persists if kept in value.loops), None)
         if loop is None:
             return
+        if not any(iterates_loader(kept) for kept in persists) and any(iterates_loader(outer) for outer in ctx.loops):
+            return  # started again in every batch of a loader: one batch's inner loop (KD-Lib's DML cohort)
         if not self.facts.loop_computes(loop):
             return
         if (
