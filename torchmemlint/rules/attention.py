@@ -81,8 +81,11 @@ class EagerAttention(Rule):
       keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
       reported without a fix; with a small constant added to the sum, `e / (e.sum(-1,
       keepdim=True) + 1e-6)`, also without a fix: SDPA adds nothing,
-      tests/test_attention_stable_softmax.py); a `softmax(x, dim)` helper imported from another file of the
-      project (`from .utils import softmax`), run there with the caller's scores (reported
+      tests/test_attention_stable_softmax.py); through elementwise steps that keep the axes,
+      `torch.nan_to_num(softmax(s))`, `.clamp(min=...)`, `torch.clip` (reported without a fix:
+      SDPA does not run them, tests/test_attention_elementwise_steps.py); a `softmax(x, dim)` helper imported from another file of the
+      project (`from .utils import softmax`, also by absolute name from the file's own package,
+      stribor's `st.util.safe_softmax`), run there with the caller's scores (reported
       without a fix; the result cache keys the finding by that file); a method a base class
       of another project file defines (`self._softmax_dropout_pattern(scores)` of
       `from .attention import AttentionBridge`, through re-exports and a chain of bases), run

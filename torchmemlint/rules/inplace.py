@@ -313,7 +313,14 @@ class MissingInplaceSavesMemory(_MissingInplace):
     it), as does a function of the file that returns a module (`def down(c): return
     nn.Sequential(..., nn.Conv2d(...))`). A layer bound to a local (`nl = nn.LeakyReLU(0.2) if
     nonlinearity is None else nonlinearity`) runs after whatever precedes it in each Sequential
-    it is placed in (tests/test_inplace_containers.py). Activations
+    it is placed in (tests/test_inplace_containers.py); so does `self.activation` put by name in a
+    list a Sequential splices (`ops = [conv, bn, self.activation]`, `ops.append(self.act)`,
+    tests/test_inplace_spliced_attribute.py). A factory's layer is judged only at the calls that
+    can take the arm building it (`if act_type == "gelu": return nn.GELU() elif
+    act_type.startswith("elu"): return nn.ELU()`, read with the key each call passes: a literal,
+    a default, a config dataclass field's default, what every construction passes;
+    tests/test_inplace_factory_arms.py), and a builder's parameter without a default holds what
+    every call of it passes (tests/test_inplace_required_factory.py). Activations
     built by name are read too: `getattr(torch.nn, name)(**params)` and `ACTS[name](...)` (a
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
     default (`"LeakyReLU"`), with its slope read from a dict default of `params` (also when a

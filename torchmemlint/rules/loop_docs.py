@@ -51,7 +51,12 @@ TML501_DOCUMENTATION = """
     methods (a `predict()` there is part of its forward) and in functions no other function of
     the file calls (the caller decides, and may train on the result), nor in the methods a
     library's module base class runs itself (scvi-tools' `BaseModuleClass.forward` calls
-    `inference`, `generative` and `loss` in training; `analysis/module_calls.py`); elsewhere it is reported
+    `inference`, `generative` and `loss` in training; `analysis/module_calls.py`). A call of a
+    helper of the file that receives the model and runs it (purediffusion's
+    `self.ddpm_step(model, x, t)` after `model.eval()`, a `p_sample(model, x, t)` function) is
+    the model's run, judged at that call, where the helper's own call is left to its callers
+    and the helper neither trains nor loops over its runs (`tests/test_tml501_helper_runs.py`).
+    Elsewhere it is reported
     when its output reaches only the ends below.
 
     A class counts as an `nn.Module` class of the file also when another file of the project
@@ -178,7 +183,9 @@ TML502_DOCUMENTATION = """
     (`torch.mean((x - w) ** 2)`) keeps its graph, and so does what a function of the same
     file (or a plain method of the class) returns of one, element by element
     (`pred, truth = process_raw_pred(batch[i], out[i], n)`: its `pred` sliced and gathered
-    from `out[i]`, not its `truth`); a sum that starts as a string holds none
+    from `out[i]`, not its `truth`; a loss such a helper makes afresh, KD-Lib's
+    `loss = self.calculate_kd_loss(out, label)`, is made in each run of the caller's loops,
+    `tests/test_tml502_helper_losses.py`); a sum that starts as a string holds none
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
@@ -199,7 +206,9 @@ TML502_DOCUMENTATION = """
     that holds losses (per-image losses handed on to the caller); nor a loss summed in such a
     loop that does not call the model (per-head losses of one forward, `lossd += lossr + lossf`
     over the discriminators' outputs: one batch's graphs, held by those outputs anyway,
-    tests/test_trainer_step_returns.py); nor a loop whose only models are borrowed (a class with a base from
+    tests/test_trainer_step_returns.py); nor a sum started again in every batch of a loader
+    and added to over an inner loop that is not one (KD-Lib's DML: `avg_student_loss` over a
+    cohort of students, one batch's graphs); nor a loop whose only models are borrowed (a class with a base from
     another file that never assigns `self.model` nor calls eval/backward: see TML501).
 
     ## Why is this bad?
