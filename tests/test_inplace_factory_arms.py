@@ -3,7 +3,10 @@ building it (``analysis/factory_arms.py``): splifft's ``get_act(act_type)`` retu
 only under ``act_type.startswith("elu")``, and its model passes ``cfg.act_type``, a config
 dataclass field whose default is ``"gelu"``.
 
-Quiet: a literal key that takes another arm; a config class's field default that does; a
+Quiet: an arm of ``__init__`` that the parameter's default does not take and no construction
+asks for (pyhealth's ``elif activation == "leaky_relu": self.activation = nn.LeakyReLU()``,
+``activation="relu"``: ``factory_arms.never_built``); a literal key that takes another arm; a
+config class's field default that does; a
 parameter every construction of the calling class passes such a value for; a key that an
 earlier ``if ...: return`` catches first; keys tested by ``in``, ``startswith``, ``.lower()``.
 Reported as before: the key that takes the arm (literal, field default, a construction passing
@@ -148,6 +151,56 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.blocks(x)
+    ''',
+    "init_arm_default_not_taken": '''
+        import torch.nn as nn
+
+
+        class MLP(nn.Module):
+            def __init__(self, dim, n_layers=3, activation: str = "relu"):
+                super().__init__()
+                if activation == "relu":
+                    self.activation = nn.ReLU()
+                elif activation == "leaky_relu":
+                    self.activation = nn.LeakyReLU()
+                elif activation == "elu":
+                    self.activation = nn.ELU()
+                else:
+                    raise ValueError(activation)
+                modules = [nn.Linear(dim, dim)]
+                for _ in range(n_layers - 1):
+                    modules.append(self.activation)
+                    modules.append(nn.Linear(dim, dim))
+                self.mlp = nn.Sequential(*modules)
+
+            def forward(self, x):
+                return self.mlp(x)
+    ''',
+    "init_arm_taken_by_a_construction": '''
+        import torch.nn as nn
+
+
+        class MLP(nn.Module):
+            def __init__(self, dim, n_layers=3, activation: str = "relu"):
+                super().__init__()
+                if activation == "relu":
+                    self.activation = nn.ReLU()
+                elif activation == "leaky_relu":
+                    self.activation = nn.LeakyReLU()  # expect: TML201
+                else:
+                    raise ValueError(activation)
+                modules = [nn.Linear(dim, dim)]
+                for _ in range(n_layers - 1):
+                    modules.append(self.activation)
+                    modules.append(nn.Linear(dim, dim))
+                self.mlp = nn.Sequential(*modules)
+
+            def forward(self, x):
+                return self.mlp(x)
+
+
+        def build():
+            return MLP(16, activation="leaky_relu")
     ''',
     "early_returns_and_tests": '''
         import torch.nn as nn

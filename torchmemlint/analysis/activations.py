@@ -20,7 +20,7 @@ from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.passed_layers import parameter_layers
-from torchmemlint.analysis.factory_arms import arm_not_taken
+from torchmemlint.analysis.factory_arms import arm_not_taken, never_built
 from torchmemlint.analysis.placing import FactoryPlacing, bound, held_attribute, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, followers,
@@ -248,6 +248,8 @@ class InplaceAnalysis:
         assert kind is not None
         function = enclosing(self.cursor, cst.FunctionDef)
         site = layer_site(layer, function if type(function) is cst.FunctionDef else None, self.file.factories)
+        if type(function) is cst.FunctionDef and never_built(self.file, function, call):
+            return site  # (an arm no configuration takes: not a site, ``factory_arms.never_built``)
         returning = None if self._assigned(call) else self._returning(call)
         if returning is not None:
             spots, every = self.placing.spots(returning)

@@ -68,6 +68,26 @@ def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode
     return False
 
 
+def never_built(file: Any, function: cst.FunctionDef, construction: cst.CSTNode) -> bool:
+    """Whether no value the parameters of ``function`` may have (its calls', its defaults, its
+    class's constructions for ``__init__``) takes the arm of ``function`` that builds
+    ``construction``: pyhealth's ``elif activation == "leaky_relu": self.activation =
+    nn.LeakyReLU()`` with ``activation: str = "relu"`` and no construction passing another."""
+    index = file.index
+    if index.find(construction) is None or index.find(function) is None:
+        return False
+    by_name: Dict[str, List[Tuple[cst.BaseExpression, bool]]] = {}
+    for test, truth in _conditions(index, function, construction):
+        read = _names_read(test)
+        if len(read) == 1:
+            by_name.setdefault(next(iter(read)), []).append((test, truth))
+    for name, tests in by_name.items():
+        possible = _parameter_values(file, function, name, 0) if parameter(function, name) is not None else _UNKNOWN
+        if possible is not None and all(any(_holds(test, name, value) is (not truth) for test, truth in tests) for value in possible):
+            return True
+    return False
+
+
 def _conditions(index: Any, factory: cst.FunctionDef, construction: cst.CSTNode) -> List[Tuple[cst.BaseExpression, bool]]:
     """The tests (with the truth each needs) that control must pass to reach ``construction``
     from the start of ``factory``."""

@@ -319,7 +319,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
     can take the arm building it (`if act_type == "gelu": return nn.GELU() elif
     act_type.startswith("elu"): return nn.ELU()`, read with the key each call passes: a literal,
     a default, a config dataclass field's default, what every construction passes;
-    tests/test_inplace_factory_arms.py), and a builder's parameter without a default holds what
+    tests/test_inplace_factory_arms.py; an arm of `__init__` no configuration takes,
+    `elif activation == "leaky_relu": self.activation = nn.LeakyReLU()` with `activation="relu"`
+    and no construction asking for it, builds nothing), and a builder's parameter without a default holds what
     every call of it passes (tests/test_inplace_required_factory.py). Activations
     built by name are read too: `getattr(torch.nn, name)(**params)` and `ACTS[name](...)` (a
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
