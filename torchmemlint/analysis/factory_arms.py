@@ -14,10 +14,11 @@ built at that call (``Placement.off``). The arms are the ``if``/``elif`` tests a
 ``return`` (and the tests of earlier ``if``s of the same block whose arm returns or raises),
 read on the factory's parameters: ``p == "x"``, ``!=``, ``in``/``not in`` a literal tuple,
 ``p.startswith``/``endswith``, ``"x" in p``, ``p.lower()``, ``not``/``and``/``or``. The values a
-parameter may have: literals the call passes, its literal default, a field default of a config
-class of the file (constructions of that class in the file passing that field count too), or
-what every call of the calling function passes (its constructions elsewhere included), a few
-calls deep. Anything else may be any value: the arm may be taken."""
+parameter may have: literals the call passes; a parameter's literal default with what the calls
+shown pass it (a call passing what cannot be read configures another model), or for one
+without a default what every call passes (its constructions elsewhere included), a few calls
+deep; a field default of a config class of the file (constructions of that class in the file
+passing that field count too). Anything else may be any value: the arm may be taken."""
 
 from __future__ import annotations
 
@@ -208,15 +209,21 @@ def _parameter_values(file: Any, function: cst.FunctionDef, name: str, depth: in
         if elsewhere is None:
             return _UNKNOWN
         sites.extend(elsewhere)  # (read in the file that constructs it)
-    if not sites:
-        sites = [(file, None, function)]  # (no call: its default, as a user who passes nothing gets)
-    found: Set[str] = set()
+    default = param.default
+    if type(default) is cst.SimpleString and type(default.evaluated_value) is str:
+        # a literal default is what a construction the project does not show gets (a config, a
+        # ``from_pretrained``, a user); to it, the strings the constructions shown pass (one
+        # passing what cannot be read configures another model)
+        found = {default.evaluated_value}
+        for theirs, value, caller in sites:
+            these = _values(theirs, value, caller, depth + 1) if value is not None else None
+            found |= these or set()
+        return frozenset(found)
+    if not sites or default is not None:
+        return _UNKNOWN  # (no default and no call: any value; a default that is not a string)
+    found = set()
     for theirs, value, caller in sites:
-        if value is None:
-            theirs, value, caller = file, param.default, function
-            if value is None:
-                return _UNKNOWN
-        these = _values(theirs, value, caller, depth + 1)
+        these = _values(theirs, value, caller, depth + 1) if value is not None else None
         if these is None:
             return _UNKNOWN
         found |= these
