@@ -45,7 +45,7 @@ def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode
     conditions = _conditions(index, factory, construction)
     if not conditions:
         return False
-    names = {name for test, _ in conditions for name in _names_read(test)}
+    names = {name for test, _ in conditions for name in _names_read(test) if _string_tested([(test, True)], name)}
     params = _bound(factory, call, names)
     if params is None:
         return False
@@ -83,10 +83,21 @@ def never_built(file: Any, function: cst.FunctionDef, construction: cst.CSTNode)
         if len(read) == 1:
             by_name.setdefault(next(iter(read)), []).append((test, truth))
     for name, tests in by_name.items():
-        possible = _parameter_values(file, function, name, 0) if parameter(function, name) is not None else _UNKNOWN
+        if not _string_tested(tests, name):
+            continue  # (``if batch_norm:``, ``if self.x``: not a string test, not read)
+        param = parameter(function, name)
+        default = param.default if param is not None else None
+        if type(default) is cst.SimpleString and not any(_holds(test, name, default.evaluated_value) is (not truth) for test, truth in tests):
+            continue  # (the default takes the arm, and always counts: no construction need be read)
+        possible = _parameter_values(file, function, name, 0) if param is not None else _UNKNOWN
         if possible is not None and all(any(_holds(test, name, value) is (not truth) for test, truth in tests) for value in possible):
             return True
     return False
+
+
+def _string_tested(tests: List[Tuple[cst.BaseExpression, bool]], name: str) -> bool:
+    """Whether one of ``tests`` reads ``name`` as a string (``_holds`` answers for a string)."""
+    return any(_holds(test, name, "\0") is not None for test, _ in tests)
 
 
 def _conditions(index: Any, factory: cst.FunctionDef, construction: cst.CSTNode) -> List[Tuple[cst.BaseExpression, bool]]:
