@@ -22,13 +22,13 @@ passing that field count too). Anything else may be any value: the arm may be ta
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.module_flow import _case_fold
-from torchmemlint.analysis.syntax import terminal_name
+from torchmemlint.analysis.placing import passed
 
 _DEPTH = 3
 _UNKNOWN = None  # a test or a value that cannot be read
@@ -40,32 +40,16 @@ def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode
     index = file.index
     if index.find(construction) is None or index.find(call) is None or index.find(factory) is None:
         return False
-    if terminal_name(call.func) != factory.name.value:
-        return False  # (a call of a function returning the factory's call: its own arguments)
-    conditions = _conditions(index, factory, construction)
-    if not conditions:
-        return False
-    names = {name for test, _ in conditions for name in _names_read(test) if _string_tested([(test, True)], name)}
-    params = _bound(factory, call, names)
-    if params is None:
-        return False
-    caller = _enclosing_function(index, call)
-    values: Dict[str, Optional[FrozenSet[str]]] = {}
-    for name, (value, fold) in params.items():
-        found = _values(file, value, caller, 0) if value is not None else _UNKNOWN
-        values[name] = frozenset(fold(text) for text in found) if found is not None else _UNKNOWN
-    by_name: Dict[str, List[Tuple[cst.BaseExpression, bool]]] = {}
-    for test, truth in conditions:
-        read = _names_read(test)
-        if len(read) != 1:
-            continue  # (two parameters, or none: not read)
-        by_name.setdefault(next(iter(read)), []).append((test, truth))
-    for name, tests in by_name.items():
-        possible = values.get(name)
-        if possible is None:
-            continue
-        if all(any(_holds(test, name, value) is (not truth) for test, truth in tests) for value in possible):
-            return True  # no value the parameter may have takes the arm
+    here = index.function_of(index.find(call))
+    caller = index.order[here] if here >= 0 else None
+    for name, tests in _tests_by_name(index, factory, construction).items():
+        param, fold = parameter(factory, name), _same
+        if param is None and _param(factory, name) is not None:  # ``act = act.upper()`` first
+            param, fold = _param(factory, name), _case_fold(factory, name)
+        known, _, value = passed(factory, param, call) if param is not None and fold is not None else (False, None, None)
+        found = _values(file, value, caller, 0) if known and value is not None else _UNKNOWN
+        if found is not None and _excludes(tests, name, {fold(text) for text in found}):
+            return True  # no value the parameter may have at this call takes the arm
     return False
 
 
@@ -77,22 +61,31 @@ def never_built(file: Any, function: cst.FunctionDef, construction: cst.CSTNode)
     index = file.index
     if index.find(construction) is None or index.find(function) is None:
         return False
+    for name, tests in _tests_by_name(index, function, construction).items():
+        param = parameter(function, name)
+        default = param.default if param is not None else None
+        if type(default) is cst.SimpleString and not _excludes(tests, name, {default.evaluated_value}):
+            continue  # (the default takes the arm, and always counts: no construction need be read)
+        possible = _parameter_values(file, function, name, 0) if param is not None else _UNKNOWN
+        if possible is not None and _excludes(tests, name, possible):
+            return True
+    return False
+
+
+def _tests_by_name(index: Any, function: cst.FunctionDef, construction: cst.CSTNode) -> Dict[str, List[Tuple[cst.BaseExpression, bool]]]:
+    """The tests on the way to ``construction`` that read one name, and read it as a string
+    (``if batch_norm:``, ``if self.x``: not read), by that name."""
     by_name: Dict[str, List[Tuple[cst.BaseExpression, bool]]] = {}
     for test, truth in _conditions(index, function, construction):
         read = _names_read(test)
         if len(read) == 1:
             by_name.setdefault(next(iter(read)), []).append((test, truth))
-    for name, tests in by_name.items():
-        if not _string_tested(tests, name):
-            continue  # (``if batch_norm:``, ``if self.x``: not a string test, not read)
-        param = parameter(function, name)
-        default = param.default if param is not None else None
-        if type(default) is cst.SimpleString and not any(_holds(test, name, default.evaluated_value) is (not truth) for test, truth in tests):
-            continue  # (the default takes the arm, and always counts: no construction need be read)
-        possible = _parameter_values(file, function, name, 0) if param is not None else _UNKNOWN
-        if possible is not None and all(any(_holds(test, name, value) is (not truth) for test, truth in tests) for value in possible):
-            return True
-    return False
+    return {name: tests for name, tests in by_name.items() if _string_tested(tests, name)}
+
+
+def _excludes(tests: List[Tuple[cst.BaseExpression, bool]], name: str, values: Any) -> bool:
+    """Whether, for every one of ``values`` of ``name``, one of ``tests`` surely fails."""
+    return all(any(_holds(test, name, value) is (not truth) for test, truth in tests) for value in values)
 
 
 def _string_tested(tests: List[Tuple[cst.BaseExpression, bool]], name: str) -> bool:
@@ -149,43 +142,8 @@ def _names_read(node: cst.CSTNode) -> Set[str]:
     return found
 
 
-def _bound(factory: cst.FunctionDef, call: cst.Call, names: Set[str]) -> Optional[Dict[str, Tuple[Optional[cst.BaseExpression], Callable[[str], str]]]]:
-    """What ``call`` gives each of ``names`` that is a parameter of ``factory`` not rebound
-    there, or rebound only by a case fold (``act = act.upper()``: what the fold does to the
-    string, ``module_flow._case_fold``), its default when the call gives nothing; None when
-    the call spreads arguments."""
-    if any(arg.star for arg in call.args):
-        return None
-    params = [*factory.params.posonly_params, *factory.params.params]
-    if params and params[0].name.value in ("self", "cls") and type(call.func) is cst.Attribute:
-        params = params[1:]
-    positional = [arg for arg in call.args if arg.keyword is None]
-    bound: Dict[str, Tuple[Optional[cst.BaseExpression], Callable[[str], str]]] = {}
-    for name in names:
-        param, fold = parameter(factory, name), _same
-        if param is None and _param(factory, name) is not None:
-            param, fold = _param(factory, name), _case_fold(factory, name)
-        if param is None or fold is None:
-            continue
-        value: Optional[cst.BaseExpression] = param.default
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == name:
-                value = arg.value
-        if param in params and params.index(param) < len(positional):
-            value = positional[params.index(param)].value
-        bound[name] = (value, fold)
-    return bound
-
-
 def _same(text: str) -> str:
     return text
-
-
-def _enclosing_function(index: Any, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-    for here in reversed(index.ancestors(index.find(node))):
-        if type(index.order[here]) is cst.FunctionDef:
-            return index.order[here]
-    return None
 
 
 def _values(file: Any, value: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[FrozenSet[str]]:

@@ -366,8 +366,8 @@ class _Checks:
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
         elif self.facts.model_part(event.node) and eval_method_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `model.predict(batch)`
-        elif self.scope.function is not None and helper_run_model(self.facts, event) is not None:
-            self._model_call(event, helper_run_model(self.facts, event), event.func)  # ``self.p_sample(model, x, t)``
+        elif self.scope.function is not None and (through := helper_run_model(self.facts, event)) is not None:
+            self._model_call(event, through, event.func)  # ``self.p_sample(model, x, t)``
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
             root = (callee or "").rpartition(".")[0]
