@@ -207,8 +207,8 @@ CASES: Dict[str, str] = {
                 m = F.leaky_relu(self.fc(x))
                 m = F.relu(m, inplace=True)
                 q = F.leaky_relu(self.fc(x))  # expect: TML201 fix=safe
-                x2 = self.fc2(x)
-                x2 += q
+                x2 = self.fc2(q)
+                x2 += x
                 return h + g + k + m + x2
     ''',
 }
@@ -336,7 +336,7 @@ MORE: Dict[str, str] = {
                 for i in range(len(self.W_gc)):
                     s = F.leaky_relu(self.W_gc[i](x), negative_slope=0.2)  # expect: TML201 fix=safe
                     b = F.leaky_relu(self.W_bi[i](x * x), negative_slope=0.2)  # expect: TML201 fix=safe
-                    x = s + b
+                    x = s * b  # (a product keeps both factors; a sum would keep neither)
                 return x
 
 
@@ -347,7 +347,7 @@ MORE: Dict[str, str] = {
 
             def forward(self, x):
                 # the Linear's output only (column 42): nn.Identity hands on x, read again
-                return F.leaky_relu(self.a(x)) + F.leaky_relu(self.b(x)) + x  # expect: TML201
+                return F.leaky_relu(self.a(x)) * F.leaky_relu(self.b(x)) * x  # expect: TML201
     ''',
     # pyhealth's SparcNet ``DenseLayer``: an ``nn.Sequential`` subclass filled by ``add_module``
     # (with stray trailing commas) whose ``forward`` calls torch's through ``super()``

@@ -6,7 +6,9 @@ its mask, so out of place the activation's input is the one tensor kept, in plac
 Also where what the activation makes goes only to readers that keep nothing of it for backward:
 the kept tensor of ``torch.where(adj > 0, e, zero_vec)`` (pyGAT; its backward needs only the
 condition), a softmax (it keeps its own output), a graph library's softmax over edges (DGL's
-``edge_softmax``); not where the result is also projected, or is the ``where``'s condition.
+``edge_softmax``), an addition or subtraction (``F.elu(q * scale) + 1`` of a linear attention's
+feature map, ``act(fc(x)) - skip``: its backward reads neither term); not where the result is
+also projected or multiplied, or is the ``where``'s condition.
 
 The forms: forward code read from the value graph (``y = self.drop(self.act(self.fc(x)))``,
 ``h = self.act(h)`` then ``h = self.dropout(h)``, a functional ``F.elu`` then ``F.dropout``, a
@@ -15,7 +17,7 @@ holds, placed before a dropout in a Sequential (the successor relation at each p
 
 Look-alikes stay reported: a dropout with p = 0 (literal, or a parameter that every call leaves
 at 0, or that a class built nowhere in its file keeps at its default 0, also read as Lightning's
-``self.hparams.<parameter>``, also handed down to the blocks it builds), an activation whose result is also read elsewhere (a skip sum, a list of features), a
+``self.hparams.<parameter>``, also handed down to the blocks it builds), an activation whose result is also read elsewhere (a product with it, a list of features), a
 dropout that is not the only layer that may follow (an optional one), a factory placed once
 before a dropout and once before a conv (reported at the second place only). A call whose result
 nothing reads (overwritten unread, also after joining an ``if``) keeps nothing: it neither makes
@@ -114,7 +116,7 @@ CASES: Dict[str, str] = {
             def forward(self, x):
                 y = self.conv(x)
                 z = self.act(y)
-                return self.drop(z) + z
+                return self.drop(z) * z
 
         class Features(nn.Module):
             def __init__(self, c):
@@ -385,6 +387,46 @@ CASES: Dict[str, str] = {
                 out = self.bn1(out)
                 out = self.lrelu(out)
                 return self.dropout(out)
+    ''',
+    "feature_map_plus_one_keeps_nothing": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class LinearAttention(nn.Module):
+            def forward(self, q, k, v):
+                d = q.shape[-1]
+                scale = d ** -0.25
+                q_lin = F.elu(q.float() * scale) + 1.0
+                k_lin = F.elu(k.float() * scale) + 1.0
+                kv = torch.matmul(k_lin.transpose(-2, -1), v.float())
+                return torch.matmul(q_lin, kv)
+
+        class Residual(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.fc = nn.Linear(d, d)
+                self.act = nn.ELU()
+
+            def forward(self, x, skip):
+                return self.act(self.fc(x)) - skip
+    ''',
+    "sum_beside_a_keeping_reader_stays_reported": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Block(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.fc = nn.Linear(d, d)
+                self.fc2 = nn.Linear(d, d)
+                self.bias = nn.Parameter(torch.zeros(d))
+
+            def forward(self, x):
+                h = F.elu(self.fc(x))  # expect: TML201
+                total = h + 1.0
+                return self.fc2(h) + total
     ''',
 }
 

@@ -224,7 +224,7 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 y = self.conv(x)
-                return self.act(y) + y + self.act2(self.conv(x))
+                return self.act(y) + y + self.conv(self.act2(self.conv(x)))
     ''',
     # a factory the module defines twice, alike (phenaki-pytorch's cvivit.py): a call in a
     # function runs the last `def`, which is followed (and is the one the edit goes into)

@@ -381,6 +381,28 @@ def test_an_activation_read_only_by_a_softmax_or_a_where_saves_nothing_in_place(
     assert _saved_bytes(layers(False, conv)) > _saved_bytes(layers(True, conv))
 
 
+class _AddOne(torch.nn.Module):
+    """``x + 1`` (a linear attention's feature map ``elu(q) + 1``)."""
+
+    def forward(self, x):
+        return x + 1.0
+
+
+@pytest.mark.slow
+def test_an_activation_read_only_by_an_addition_saves_nothing_in_place():
+    """An addition's backward reads neither term: out of place the activation keeps its input,
+    in place its result, one tensor either way, and the sum is a new tensor (TML201 stays quiet
+    there: tests/test_inplace_dropout_after.py); a conv after it keeps a second one."""
+    def layers(inplace, after):
+        torch.manual_seed(0)
+        return [torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.ELU(inplace=inplace), *after]
+
+    conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+    assert _saved_bytes(layers(False, [_AddOne()])) == _saved_bytes(layers(True, [_AddOne()]))
+    assert _saved_bytes(layers(False, [_AddOne(), conv])) == _saved_bytes(layers(True, [_AddOne(), conv]))
+    assert _saved_bytes(layers(False, [conv])) > _saved_bytes(layers(True, [conv]))
+
+
 # -- what the unsafe in-place findings prevent ---------------------------------------------------
 @pytest.fixture(scope="module")
 def blocks():

@@ -344,7 +344,7 @@ def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None) -> boo
     ``h = F.elu(h); h = F.dropout(h, 0.1, self.training)``: a dropout keeps only its mask), a
     ``torch.where``/``masked_fill`` that keeps it where a condition holds (its backward needs
     only the condition: pyGAT's ``torch.where(adj > 0, e, zero_vec)``), a softmax (it keeps its
-    own output). In place the activation then keeps its result instead of its input, as many
+    own output), an addition (``elu(q) + 1`` of a linear attention's feature map). In place the activation then keeps its result instead of its input, as many
     tensors (TML201, as ``feeds_dropout_only`` for a Sequential)."""
     found = False
     for _, reader in readers:
@@ -366,9 +366,9 @@ GRAPH_SOFTMAXES = {
 
 
 def _keeps_none_of(file: Any, reader: Any, value: Any) -> bool:
-    """``reader`` reads ``value`` as a tensor its backward does not need: the kept tensor of a
-    fill (not in place) or of ``torch.where`` between two tensors, or the input of a softmax
-    (also a graph library's softmax over edges)."""
+    """``reader`` reads ``value`` as a tensor its backward does not need: a term of an addition
+    or a subtraction, the kept tensor of a fill (not in place) or of ``torch.where`` between two
+    tensors, or the input of a softmax (also a graph library's softmax over edges)."""
     if value is None or not reader.inputs:
         return False
     if reader.op == "call" and reader.info.get("qualified") == "torch.where" and len(reader.inputs) == 3:
@@ -379,6 +379,8 @@ def _keeps_none_of(file: Any, reader: Any, value: Any) -> bool:
         at = GRAPH_SOFTMAXES.get(called or "")
     if at is not None:  # ``edge_softmax(g, e)``: a softmax over each node's edges keeps its output
         return len(reader.inputs) > at and reader.inputs[at] is value and sum(i is value for i in reader.inputs) == 1
+    if reader.op == "add":  # ``elu(q) + 1``, ``h + act(x)``: an addition's backward reads neither term
+        return sum(i is value for i in reader.inputs) == 1
     if reader.inputs[0] is not value or any(i is value for i in reader.inputs[1:]):
         return False
     if reader.op == "fill":

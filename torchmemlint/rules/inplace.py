@@ -236,11 +236,12 @@ class MissingInplaceSavesMemory(_MissingInplace):
     0 in turn): the activation is reported (the fix is safe either way). Nor
     where what reads its result keeps nothing of it either: `torch.where(adj > 0, e, zero_vec)`
     (its backward needs only the condition), a softmax, DGL's `edge_softmax` or PyG's `softmax`
-    (they keep their own output); in place would keep as many tensors. Not where what follows
-    may change its result in place (`nn.ELU(inplace=True)` next in a Sequential, `h += x`,
-    `h.mul_(s)`, `self.act2(h)` built in place): in place the activation keeps its result for
-    backward, and that change would make backward raise (tests/test_inplace_alternatives.py).
-    Layers built through
+    (they keep their own output), an addition or a subtraction (`F.elu(q) + 1`, a residual sum:
+    its backward reads neither term); in place would keep as many tensors (saved-tensor bytes
+    measured equal, tests/test_module_rules.py). Not where what follows may change its result in
+    place (`nn.ELU(inplace=True)` next in a Sequential, `h += x`, `h.mul_(s)`, `self.act2(h)`
+    built in place): in place the activation keeps its result for backward, and that change
+    would make backward raise (tests/test_inplace_alternatives.py). Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
     every call in the file passes, also passed down from a caller's own parameter, also a
     parameter defaulting to None that the function fills in, `if act is None: act = nn.ELU`;
