@@ -14,6 +14,17 @@ VALID = (
     "import torch\n\nloss = criterion(model(x), y)\nloss.backward(retain_graph=True)\n",
     "import torch\n\nfor x, y in loader:\n    loss = criterion(model(x), y)\n"
     "    loss.backward(retain_graph=True, create_graph=True)\n",
+    # losses the caller made, each one's gradient taken in a loop; the caller backpropagates
+    # their total afterwards (loop_items.py): the loop's own target over a dict of them
+    "import torch\n\ndef grad_ratios(per_head, h):\n    ratios = {}\n"
+    "    for name, loss in per_head.items():\n"
+    "        g = torch.autograd.grad(loss, h, retain_graph=True)[0]\n"
+    "        ratios[name] = float(g.norm())\n    return ratios\n",
+    # ... or an item of it, taken by key
+    "import torch\n\ndef adaptive(losses, params, names):\n    norms = []\n"
+    "    for name in names:\n        loss = losses[name]\n"
+    "        grads = torch.autograd.grad(loss, params, retain_graph=True)\n"
+    "        norms.append(sum(float(g.norm()) for g in grads))\n    return norms\n",
 )
 
 INVALID = (

@@ -13,6 +13,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
 from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
 from torchmemlint.analysis.syntax import is_staticmethod, walk
@@ -195,6 +196,12 @@ def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
 # what a model's method runs that is its forward, or a part of it (annotated transformer:
 # `model.encode`, `model.decode`, `model.generator`)
 _FORWARD_PARTS = frozenset({"forward", "encode", "decode", "encoder", "decoder", "generator", "embed"})
+# methods of a model that return what it generates (``netG.sample(n)``, ``model.module.generation(
+# n)``): with an unknown receiver, only these count (a tensor's or a scaler's methods do not)
+MODEL_VERBS = frozenset({"sample", "generate", "generation", "predict", "decode", "encode", "reconstruct",
+                          "infer", "inference", "forward", "synthesize", "translate", "denoise"})
+
+
 _WRAPPERS = frozenset({"to", "cuda", "eval", "float", "half", "train", "requires_grad_"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
 # torch layers without parameters: on an input that does not require grad (`fbank =
@@ -443,13 +450,30 @@ def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow, analysis=
 
     def is_module_call(call: cst.Call) -> bool:  # (or a loss of what a module returned)
         other = by_node.get(id(call))
-        return other is not None and (module_call(facts, other) is not None or facts.loss_call(call) is not None)
+        return other is not None and (
+            module_call(facts, other) is not None or facts.loss_call(call) is not None or _submodule_call(facts, other)
+        )
 
     statement = event.ctx.chain[-1].statement if event.ctx.chain else None
     if statement is None:
         return Reach(escape="not in a statement")
     helper = None if analysis is None else _helper_of(facts, analysis)
     return SinkFollower(flow, facts.bindings.qualify, is_module_call, local, helper).reach(event.node, statement)
+
+
+def _submodule_call(facts: ScopeFacts, call: CallEvent) -> bool:
+    """``self.<attr>(x)`` in a method of a module class whose methods assign ``self.<attr>``
+    (not a method of the class): a submodule, whatever builds it (gigaam's ``self.head =
+    hydra.utils.instantiate(cfg.head)``): what it returns passes the output on."""
+    owner, this = facts.scope.owner, _self_name(facts)
+    func = call.func or ""
+    if owner is None or this is None or not func.startswith(this + ".") or func.count(".") != 1:
+        return False
+    attr = func.split(".", 1)[1]
+    if any(method.name == attr for method in owner.methods) or owner.node.name.value not in facts.walk.module_classes():
+        return False
+    target = f"self.{attr}"
+    return any(target in event.targets for method in owner.methods for event in method.assigns)
 
 
 def _self_name(facts: ScopeFacts) -> Optional[str]:
@@ -471,7 +495,7 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     output reaches something besides sinks (``analysis``: the ``FileAnalysis``)."""
     scope = facts.scope
     function = scope.function
-    if function is None or scope.name == "__init__" or re.match(r"_*test(?:_|[A-Z]|$)", scope.name or ""):
+    if function is None or scope.name == "__init__" or test_suite_function(scope):
         return None
     if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or facts.training_calls:
         return None

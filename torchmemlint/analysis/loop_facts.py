@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from torchmemlint.analysis.autograd import MODEL_NAME, MODULE_METHODS, MODULE_MOVES
-from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS
+from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS, MODEL_VERBS
 from torchmemlint.analysis.sinks import metric_call, SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name
 
 # a comprehension over batches is a loop that collects what it computes (``feeds``)
@@ -154,11 +154,11 @@ class FunctionFacts:
                     return True
                 continue
             if head == "self" and "." not in rest:
-                if rest in self.methods and rest not in self_bound and not MODEL_NAME.match(rest):
+                if rest in self.methods and rest not in self_bound and not MODEL_NAME.match(rest) and rest not in _FORWARD_PARTS:
                     continue  # `self._lazy_init()`: a method of the class (``module_calls.module_attribute``)
                 return True
             last = callee.rsplit(".", 1)[-1]
-            if last in _FORWARD_PARTS or last.startswith("forward_"):
+            if last in _FORWARD_PARTS or last in MODEL_VERBS or last.startswith("forward_"):
                 return True
             if (head == "self" and MODEL_NAME.match(last)) or MODEL_NAME.match(head):
                 return True  # `self.learn.model(...)`, `model.generate(n)`: a model or a method of one

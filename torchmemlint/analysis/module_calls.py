@@ -27,7 +27,7 @@ mode-switch cases; elsewhere its output must reach only sinks (``callers.only_si
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -35,9 +35,10 @@ from torchmemlint.analysis.autograd import (
     CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME, MODULE_METHODS as _MODULE_METHODS,
     MODULE_MOVES as _MOVES,
 )
-from torchmemlint.analysis.callers import _builds_module, module_call, module_instance
+from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, module_call, module_instance
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
+from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, terminal_name
 from torchmemlint.analysis.training import ScopeFacts
 
@@ -45,7 +46,6 @@ from torchmemlint.analysis.training import ScopeFacts
 _NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
     "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
 _DEPTH = 4  # local bindings followed, at most
-_TEST = re.compile(r"_*test(?:_|[A-Z]|$)")
 
 
 def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
@@ -54,7 +54,7 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     exercises modules on purpose: None there; so is a module class's method running its own
     forward (``self(x)``) that another function of the file, or a file importing this one, calls."""
     callee = event.func
-    if callee is None or _TEST.match(facts.scope.name or ""):
+    if callee is None or test_suite_function(facts.scope):
         return None
     if callee.endswith(".forward"):
         callee = callee[: -len(".forward")]
@@ -84,6 +84,93 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
         # `self.learn.model(...)`: the model of another object, as `self.model` is one
         return callee if head == "self" and MODEL_NAME.match(last) and callee.count(".") == 2 else None
     return callee if module_local(facts, callee, 0) else None
+
+
+# what GAN code names its generator (``G(z)``, ``self.netG(z)``, ``g_ema(z)``): with the
+# names ``MODEL_NAME`` takes, the names that say a called value is a model
+_GENERATOR_NAME = re.compile(r"^(?:G|netG|net_G|G_ema|g_ema|netG_ema|gen|generator|generator_ema)$")
+
+
+def called_value(facts: ScopeFacts, event: CallEvent) -> Optional[Tuple[str, bool]]:
+    """``G(z)``, ``generator(noise)``, ``self.netG(z)``, ``self.netG.sample(n)``,
+    ``model.module.generation(n)``: a call of a parameter of the function, of an object the
+    module's top level binds, or of an attribute of ``self`` that the class assigns (or of a
+    generating method of one, ``MODEL_VERBS``), where what the value is built from shows a
+    module (a module class, layer or loaded checkpoint bound at the top level: ``seg_model =
+    torch.load(path)``; ``self.x`` a module of the class; a parameter the function takes for
+    its model) or its name is a model's (``MODEL_NAME``, a generator's). With whether the value
+    showed it (True) or only the name (False; always for a method, which may switch autograd
+    off itself: transformers' ``generate``): TML501 then counts the call as the model only
+    where the function detaches its output (``.detach()``, ``.data``) on its way to the sinks,
+    the code saying that the output carries a graph (a transform, a cost function, a
+    distribution's ``sample`` are not named so and not built so). None for anything else (an
+    import, a function or class of the file, a method of the class, a local the function binds:
+    ``called_module`` judges those)."""
+    callee, function = event.func, facts.scope.function
+    if callee is None or function is None or test_suite_function(facts.scope):
+        return None
+    parts = callee.split(".")
+    receiver = parts[:-1] if len(parts) > 1 and parts[-1] in MODEL_VERBS else parts
+    if receiver[-1] == "module" and len(receiver) > 1:
+        receiver = receiver[:-1]  # a wrapped model (`DistributedDataParallel`'s `.module`)
+    head, last = receiver[0], receiver[-1]
+    named = MODEL_NAME.match(last) is not None or _GENERATOR_NAME.match(last) is not None
+    this = _first_param(function) if facts.scope.owner is not None and not is_static(function) else None
+    if head == this:
+        if len(receiver) != 2 or not _assigned_on_self(facts, last):
+            return None
+        shown = module_attribute(facts, last)
+    elif len(receiver) != 1:
+        return None  # `x.float()`, `a.b(...)`: a method, whatever it is
+    elif any(param.name.value == head for param in facts.scope.params()):
+        shown = facts.is_model(head) or module_call_name(facts, head)
+    elif any(event.targets == (head,) for event in facts.scope.assigns):
+        return None
+    else:
+        built = _built_at_top_level(facts, head)
+        if built is None:
+            return None
+        shown = _builds_module(facts, built)
+    if len(parts) > 1 and parts[-1] in MODEL_VERBS:
+        # a method: library models run theirs without autograd (transformers' `generate`), and a
+        # module class of the file may too (`@torch.no_grad()`, `with torch.no_grad():`); the
+        # caller's detach is needed to say that this one records a graph
+        if any(_may_switch_autograd(method) for method in _module_class_methods(facts).get(parts[-1], ())):
+            return None
+        shown = False
+    return (callee, shown) if shown or named else None
+
+
+def _may_switch_autograd(function: cst.FunctionDef) -> bool:
+    """The method is decorated or enters a context at its top level (``@torch.no_grad()``)."""
+    body = function.body
+    return bool(function.decorators) or (
+        type(body) is cst.IndentedBlock and any(type(statement) is cst.With for statement in body.body)
+    )
+
+
+def _assigned_on_self(facts: ScopeFacts, attr: str) -> bool:
+    """A method of the scope's class assigns ``self.<attr>`` (an attribute, not a method)."""
+    owner = facts.scope.owner
+    if owner is None or any(scope.name == attr for scope in owner.methods):
+        return False
+    wanted = f"self.{attr}"
+    return any(wanted in event.targets for scope in owner.methods for event in scope.assigns)
+
+
+def _built_at_top_level(facts: ScopeFacts, name: str) -> Optional[cst.Call]:
+    """What the module's top-level code binds ``name`` to, when that is one call (``generator =
+    Generator(...).to(device)``, ``G = torch.load(path)``)."""
+    found: Optional[cst.Call] = None
+    for scope in facts.walk.scopes:
+        if scope.function is not None or scope.owner is not None:
+            continue
+        for event in scope.assigns:
+            if name in event.targets:
+                if type(event.value) is not cst.Call or event.augmented or event.unpacked or found is not None:
+                    return None
+                found = event.value
+    return found
 
 
 def as_model(facts: ScopeFacts) -> bool:
@@ -150,6 +237,31 @@ def called_in_project(facts: ScopeFacts) -> bool:
     (``self.duration_head.predict_num_frames(...)`` in a pipeline): its caller there decides."""
     links, name = facts.walk.links, facts.scope.name
     return links is not None and bool(name) and links.read_by_importers(name)
+
+
+def part_of_forward(facts: ScopeFacts) -> bool:
+    """The scope is a method of a module class that the class's ``forward`` runs, itself or
+    through other methods (``self._block_sparse_attention(q, k, v)``): the training forward's
+    computation (a router whose scores serve only ``topk`` indices), not evaluation code."""
+    owner = facts.scope.owner
+    if owner is None or not module_method(facts):
+        return False
+    reached = getattr(owner, "_from_forward", None)
+    if reached is None:
+        by_name = {scope.name: scope for scope in owner.methods}
+        reached, todo = set(), ["forward"]
+        while todo:
+            scope = by_name.get(todo.pop())
+            if scope is None or scope.name in reached:
+                continue
+            reached.add(scope.name)
+            this = _first_param(scope.function) if scope.function is not None else None
+            todo.extend(
+                call.func.split(".", 1)[1] for call in scope.calls
+                if this and call.func and call.func.startswith(this + ".") and call.func.count(".") == 1
+            )
+        owner._from_forward = reached  # type: ignore[attr-defined]  # once per class
+    return facts.scope.name != "forward" and facts.scope.name in reached
 
 
 def callers_elsewhere(facts: ScopeFacts) -> bool:

@@ -20,6 +20,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
+from torchmemlint.analysis.loop_items import last_binding, taken_from_before
 from torchmemlint.analysis.model_names import lambda_arm, model_part_of
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
@@ -177,6 +178,9 @@ class ScopeFacts:
         if call.attr == "step" and call.receiver is not None:
             receiver = (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
             return "opt" in receiver or "scaler" in receiver
+        if call.attr == "update_params" and call.receiver is not None:
+            # mmengine's ``OptimWrapper.update_params(loss)``: backward, step and zero_grad in one
+            return "opt" in (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
         return False
 
     def _trains_inside(self, call: CallEvent) -> bool:
@@ -584,11 +588,8 @@ class ScopeFacts:
         names = list(_primary_names(receiver)) if receiver is not None else []
         loop = call.ctx.loops[-1]
         for name in names:
-            last = None
-            for event in self.scope.assigns:
-                if event.seq < call.seq and name in event.targets:
-                    last = event
-            if last is None or loop not in last.ctx.loops:
+            last = last_binding(self.scope, name, call.seq)
+            if last is None or loop not in last.ctx.loops or taken_from_before(self.scope, last, loop, call.seq):
                 return False
         return bool(names)
 

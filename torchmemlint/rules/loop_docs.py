@@ -10,7 +10,9 @@ TML501_DOCUMENTATION = """
     output is kept (bound or returned, not a bare `model(x)` warm-up), the callee is plainly a
     module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
     the file or a torch layer), nothing puts it back with `.train()` afterwards or
-    backpropagates in the function, and the function is not a test (`test_*`).
+    backpropagates in the function, and the function is not one a test runner collects (`test_*`
+    at the top level or in a `Test*` class or a `unittest.TestCase`; a model's or trainer's
+    `test_st()` is its evaluation code).
 
     Autograd counts as off (for the function and for the functions of this file it calls)
     under torch's `no_grad()`, `inference_mode()` and `set_grad_enabled(False)` used as a
@@ -34,7 +36,7 @@ TML501_DOCUMENTATION = """
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
     model; a `@property` named so is read as the attribute it returns: a pipeline's `model`
-    property unwrapping its DDP is the model, one returning `YOLO(path)` is not). Code that calls `backward`, `autograd.grad`, an optimizer `step` (itself, or through
+    property unwrapping its DDP is the model, one returning `YOLO(path)` is not). Code that calls `backward`, `autograd.grad`, an optimizer `step` or mmengine's `optim_wrapper.update_params(loss)` (itself, or through
     a function of the file or a method on `self` it calls, two levels down: test-time
     adaptation), or switches `enable_grad` / `requires_grad` (also `model.freeze()`, Lightning's and projects' own, which turns
     `requires_grad` off) is left alone.
@@ -57,7 +59,15 @@ TML501_DOCUMENTATION = """
     the model's run, judged at that call, where the helper's own call is left to its callers
     and the helper neither trains nor loops over its runs (`tests/test_tml501_helper_runs.py`).
     Elsewhere it is reported
-    when its output reaches only the ends below.
+    when its output reaches only the ends below (not in a method that the module's own
+    `forward` runs, itself or through other methods: a router whose scores serve only `topk`
+    indices is part of the training forward). A GAN's generator handed in as `G`, built at
+    the module's top level (`generator = Generator()`) or kept as `self.netG` of a plain class,
+    and its generating methods (`self.netG.sample(n)`, `model.module.generation(n)`), count
+    where the value is shown to be a module or named as a model or a generator, and only when
+    the function itself detaches the output on its way to those ends (`G(z).cpu().data.numpy()`:
+    the detach says the output carries a graph; a transform, a cost function or a
+    distribution's `sample` detached so stays quiet: `tests/test_tml501_detached_values.py`).
 
     A class counts as an `nn.Module` class of the file also when another file of the project
     defines it (`from models import *`, `from .models import Net`, a re-export through a

@@ -8,7 +8,6 @@ of each, so ``# noqa`` works per statement).
 
 from __future__ import annotations
 
-import re
 
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
@@ -29,8 +28,9 @@ from torchmemlint.analysis.leak_gate import (
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, library_hook, loss_module, module_method
+from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
     _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
@@ -40,6 +40,10 @@ from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_a
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.loop_docs import TML501_DOCUMENTATION, TML502_DOCUMENTATION
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
+
+
+# how the sinks of ``analysis.sinks`` name a detach
+_DETACHING = frozenset({"`.detach()`", "`.data`", "`.detach_()`"})
 
 
 class _LoopRule(Rule):
@@ -117,7 +121,8 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     Flags `loss.backward(retain_graph=True)` and `torch.autograd.backward(loss,
     retain_graph=True)` in a loop when nothing else in that loop
     backpropagates (no other `backward`, `autograd.grad` or `autograd.backward`) and the
-    tensor it backpropagates is computed in the same iteration.
+    tensor it backpropagates is computed in the same iteration (not an item of losses made
+    before the loop, `for name, loss in losses.items()`, `loss = losses[name]`).
 
     ## Why is this bad?
     `retain_graph=True` keeps the graph and all the activations it saved alive after backward,
@@ -375,6 +380,8 @@ class _Checks:
                 self._model_call(event, root)  # a part of the model: `model.forward_masks(x)`
             elif callee is not None:  # what the value is: `analysis.module_calls`
                 (self._model_call if as_model(self.facts) else self._output_only_sinks)(event, callee)
+            elif (value := called_value(self.facts, event)) is not None:  # `G(z)`, `self.netG.sample(n)`
+                self._output_only_sinks(event, value[0], detached=not value[1])
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
@@ -468,16 +475,20 @@ class _Checks:
         self._pend(event, message, target)
         return True
 
-    def _output_only_sinks(self, event: CallEvent, callee: str) -> None:
-        """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``."""
+    def _output_only_sinks(self, event: CallEvent, callee: str, detached: bool = False) -> None:
+        """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``.
+        ``detached``: a value known as a model by its name alone (``module_calls.called_value``)
+        counts only when the code detaches its output on the way to the sinks."""
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD] or loss_module(self.facts, callee):
             return  # (a loss: what made its inputs is the call to judge)
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
-        if reach is None:
+        if reach is None or (detached and not any(sink in _DETACHING for sink in reach.sinks)):
             return
         # asked last: it reads every module of the project that imports this one
-        if module_method(self.facts) and (called_in_project(self.facts) or callers_elsewhere(self.facts)):
-            return  # a file importing the class calls the method (under its own autograd mode)
+        if module_method(self.facts) and (
+            part_of_forward(self.facts) or called_in_project(self.facts) or callers_elsewhere(self.facts)
+        ):
+            return  # the forward runs it, or a file importing the class calls it (under its own autograd mode)
         message = (
             f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
             f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
@@ -517,10 +528,9 @@ class _Checks:
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
         """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when
         the output is kept, the callee is plainly a module, the function neither puts it back
-        in training mode afterwards nor backpropagates, and it is not a test (`test_*`)."""
+        in training mode afterwards nor backpropagates, and it is not a test (``test_suites``)."""
         facts = self.facts
-        name = self.scope.name or ""
-        if re.match(r"_*test(?:_|[A-Z]|$)", name):
+        if test_suite_function(self.scope):
             return False
         return (
             not facts.training_calls

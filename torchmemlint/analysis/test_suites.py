@@ -1,0 +1,33 @@
+"""Is a function one a test runner collects (pytest, unittest), rather than evaluation code?
+
+TML501 leaves test-suite functions alone: they run modules on purpose, with autograd on when
+they check gradients. A function named ``test*`` (``test_shape``, ``_test_outputs``,
+``testShape``) is one at the module's top level, or as a method of a class named ``Test*`` /
+``*Test`` / ``*Tests`` or deriving from a ``*TestCase`` (``unittest.TestCase``,
+``absltest.TestCase``). The same name on a model's or a trainer's class (SPACEL's
+``SpointModel.test_st``, a ``Trainer.test()``) is that class's evaluation code, judged like any
+other (``tests/test_tml501_detached_values.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from torchmemlint.analysis.names import dotted_name
+
+TEST_NAME = re.compile(r"_*test(?:_|[A-Z]|$)")
+_TEST_CLASS = re.compile(r"^Test|Tests?$|TestCase$")
+
+
+def test_suite_function(scope: Any) -> bool:
+    """``scope`` (an ``autograd.Scope``: ``name``, ``owner``) is a function a test runner collects."""
+    if not TEST_NAME.match(scope.name or ""):
+        return False
+    owner = scope.owner
+    if owner is None:
+        return True
+    node = owner.node
+    return _TEST_CLASS.search(node.name.value) is not None or any(
+        _TEST_CLASS.search((dotted_name(base.value) or "").rsplit(".", 1)[-1]) is not None for base in node.bases
+    )
