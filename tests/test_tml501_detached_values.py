@@ -128,6 +128,40 @@ CASES: Dict[str, str] = {
                 pred = self.model(x)  # expect: TML501
                 return F.mse_loss(pred, y)
     ''',
+    "test_method_a_training_caller_trains_on_stays_quiet": '''
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model, data):
+                self.model = model
+                self.data = data
+
+            def train(self, optimizer, epochs):
+                for epoch in range(epochs):
+                    self.model.train()
+                    embedding = self.test()
+                    loss = embedding.pow(2).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+
+            def test(self):
+                self.model.eval()
+                z = self.model(self.data)
+                return z
+
+            def validate(self):
+                self.model.eval()
+                z = self.model(self.data)  # expect: TML501
+                return z
+
+            def fit(self, optimizer):
+                loss = self.model(self.data).mean()
+                loss.backward()
+                optimizer.step()
+                print(self.validate().mean().item())
+    ''',
     "test_suite_functions_stay_quiet": '''
         import unittest
 

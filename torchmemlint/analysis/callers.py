@@ -49,6 +49,31 @@ def output_kept(facts: ScopeFacts, event: CallEvent) -> bool:
             return True
     return False
 
+def trained_by_callers(facts: ScopeFacts, analysis) -> bool:
+    """A function of the file that calls the scope's function (``embedding = self.test()`` in
+    ``train()``) backpropagates and does more with what it returns than read numbers from it
+    (``output_only_sinks`` in the caller: the output reaches something besides sinks): the
+    caller trains on it (scProtein's ``test()``, whose embedding feeds ``loss_proto``)."""
+    name, owner = facts.scope.name, facts.scope.owner
+    if analysis is None or not name:
+        return False
+    for scope in facts.walk.scopes:
+        if scope is facts.scope or scope.function is None or (owner is not None and scope.owner is not owner):
+            continue
+        caller = None
+        for call in scope.calls:
+            head, _, attr = (call.func or "").rpartition(".")
+            if attr != name and call.func != name:
+                continue
+            if caller is None:
+                caller = ScopeFacts(facts.walk, scope)
+                if not caller.training_calls:
+                    break
+            if not output_only_sinks(caller, call, analysis.flow(scope.function), analysis).only_sinks:
+                return True
+    return False
+
+
 def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
     """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here to an
     instance of a class of this file derived from `nn.Module` or to a torch layer."""

@@ -34,6 +34,8 @@ SINK_METHODS = frozenset(
      "all", "long", "int", "bool", "byte", "char", "short", "nelement", "element_size", "count_nonzero",
      "equal", "allclose", "data_ptr", "__len__", "multinomial"}
 )
+# how a reach names a detach (TML501 asks for one where only a name says "model")
+DETACHING = frozenset({"`.detach()`", "`.data`", "`.detach_()`"})
 # functions (qualified) whose result carries no graph or that consume a tensor for good
 SINK_FUNCTIONS = frozenset(
     {"print", "float", "int", "bool", "torch.save", "torch.argmax", "torch.argmin", "torch.argsort", "torch.eq", "torch.ne",

@@ -19,7 +19,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.callers import (
     borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
-    plainly_a_module, reduced_after, runs_model, switched_back,
+    plainly_a_module, reduced_after, runs_model, switched_back, trained_by_callers,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -30,6 +30,7 @@ from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
 from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
@@ -40,10 +41,6 @@ from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_a
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.loop_docs import TML501_DOCUMENTATION, TML502_DOCUMENTATION
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
-
-
-# how the sinks of ``analysis.sinks`` name a detach
-_DETACHING = frozenset({"`.detach()`", "`.data`", "`.detach_()`"})
 
 
 class _LoopRule(Rule):
@@ -402,7 +399,10 @@ class _Checks:
         # an evaluation-named method of a module class that another function of the file calls
         # (PRNet's ``predict_embedding``, run by ``forward``'s helpers) is part of the module's own
         # computation: its callers decide about autograd, as ``as_model`` says
-        named = is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts)) and not library_hook(self.facts)
+        named = (
+            is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts))
+            and not library_hook(self.facts) and not trained_by_callers(self.facts, self.analysis)
+        )
         if borrowed_model(self.facts, callee, event.ctx.iterating):
             return  # the caller, perhaps in another file, decides about autograd
         if mode_seq is not None and mode_seq[1] == "train":
@@ -482,7 +482,7 @@ class _Checks:
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD] or loss_module(self.facts, callee):
             return  # (a loss: what made its inputs is the call to judge)
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
-        if reach is None or (detached and not any(sink in _DETACHING for sink in reach.sinks)):
+        if reach is None or (detached and not any(sink in DETACHING for sink in reach.sinks)):
             return
         # asked last: it reads every module of the project that imports this one
         if module_method(self.facts) and (
@@ -528,15 +528,15 @@ class _Checks:
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
         """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when
         the output is kept, the callee is plainly a module, the function neither puts it back
-        in training mode afterwards nor backpropagates, and it is not a test (``test_suites``)."""
+        in training mode afterwards nor backpropagates, no caller of the file trains on what it
+        returns, and it is not a test (``test_suites``)."""
         facts = self.facts
-        if test_suite_function(self.scope):
-            return False
         return (
-            not facts.training_calls
+            not test_suite_function(self.scope) and not facts.training_calls
             and output_kept(facts, event)
             and plainly_a_module(facts, callee)
             and not switched_back(facts, callee, event.seq)
+            and not trained_by_callers(facts, self.analysis)
         )
 
     def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
