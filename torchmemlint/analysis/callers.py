@@ -49,27 +49,25 @@ def output_kept(facts: ScopeFacts, event: CallEvent) -> bool:
             return True
     return False
 
-def trained_by_callers(facts: ScopeFacts, analysis) -> bool:
-    """A function of the file that calls the scope's function (``embedding = self.test()`` in
-    ``train()``) backpropagates and does more with what it returns than read numbers from it
-    (``output_only_sinks`` in the caller: the output reaches something besides sinks): the
-    caller trains on it (scProtein's ``test()``, whose embedding feeds ``loss_proto``)."""
+def trained_by_callers(facts: ScopeFacts) -> bool:
+    """A function of the file that calls the scope's function binds what it returns to a
+    name whose value reaches its ``backward`` (``embedding = self.test()`` ... ``loss =
+    f(embedding)``; ``loss.backward()`` in ``train()``: ``ScopeFacts.backward_losses``): the
+    caller trains on it (scProtein's ``test()``). A caller that plots or logs it does not."""
     name, owner = facts.scope.name, facts.scope.owner
-    if analysis is None or not name:
+    if not name:
         return False
     for scope in facts.walk.scopes:
         if scope is facts.scope or scope.function is None or (owner is not None and scope.owner is not owner):
             continue
-        caller = None
-        for call in scope.calls:
-            head, _, attr = (call.func or "").rpartition(".")
-            if attr != name and call.func != name:
-                continue
-            if caller is None:
-                caller = ScopeFacts(facts.walk, scope)
-                if not caller.training_calls:
-                    break
-            if not output_only_sinks(caller, call, analysis.flow(scope.function), analysis).only_sinks:
+        calls = [c for c in scope.calls if c.func is not None and (c.func == name or c.func.rpartition(".")[2] == name)]
+        if not calls:
+            continue
+        trained = {name.split(".", 1)[0] for name in ScopeFacts(facts.walk, scope).backward_losses}  # (`embedding.pow`)
+        for event in scope.assigns:
+            if event.value is not None and trained.intersection(event.targets) and any(
+                event.value is c.node or any(n is c.node for n in walk(event.value)) for c in calls
+            ):
                 return True
     return False
 

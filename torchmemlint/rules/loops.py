@@ -401,7 +401,7 @@ class _Checks:
         # computation: its callers decide about autograd, as ``as_model`` says
         named = (
             is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts))
-            and not library_hook(self.facts) and not trained_by_callers(self.facts, self.analysis)
+            and not library_hook(self.facts) and not trained_by_callers(self.facts)
         )
         if borrowed_model(self.facts, callee, event.ctx.iterating):
             return  # the caller, perhaps in another file, decides about autograd
@@ -536,7 +536,7 @@ class _Checks:
             and output_kept(facts, event)
             and plainly_a_module(facts, callee)
             and not switched_back(facts, callee, event.seq)
-            and not trained_by_callers(facts, self.analysis)
+            and not trained_by_callers(facts)
         )
 
     def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
