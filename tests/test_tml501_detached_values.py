@@ -213,6 +213,22 @@ CASES: Dict[str, str] = {
             def inspect(self, x):
                 scores = self.gate(x)  # expect: TML501
                 print(scores.topk(2, dim=1).indices.tolist())
+
+
+        from neuralpkg.core.base import BaseAttention
+
+
+        class FusionAttention(BaseAttention):
+            def __init__(self, d):
+                super().__init__()
+                self.lora_attn_gate = nn.Linear(d, 1)
+
+            def _select_blocks(self, q):
+                q_gate = self.lora_attn_gate(q).squeeze(-1)
+                return torch.topk(q_gate, 2, dim=-1).indices
+
+            def forward(self, q):
+                return q[:, self._select_blocks(q)]
     ''',
     "output_through_a_submodule_built_by_a_factory": '''
         import hydra

@@ -485,8 +485,8 @@ class _Checks:
         if reach is None or (detached and not any(sink in DETACHING for sink in reach.sinks)):
             return
         # asked last: it reads every module of the project that imports this one
-        if module_method(self.facts) and (
-            part_of_forward(self.facts) or called_in_project(self.facts) or callers_elsewhere(self.facts)
+        if part_of_forward(self.facts) or module_method(self.facts) and (
+            called_in_project(self.facts) or callers_elsewhere(self.facts)
         ):
             return  # the forward runs it, or a file importing the class calls it (under its own autograd mode)
         message = (
