@@ -240,9 +240,10 @@ def called_in_project(facts: ScopeFacts) -> bool:
 
 
 def part_of_forward(facts: ScopeFacts) -> bool:
-    """The scope is a method that its class's ``forward`` runs (a module class, also one whose
-    base comes from a file or package not read), itself or through other methods (``self._block_sparse_attention(q, k, v)``): the training forward's
-    computation (a router whose scores serve only ``topk`` indices), not evaluation code."""
+    """The scope is a method that its class's ``forward`` runs, itself or through other methods
+    (``self._block_sparse_attention(q, k, v)``; a module class, also one whose base comes from a
+    file or package not read): the training forward's computation (a router whose scores serve
+    only ``topk`` indices), not evaluation code."""
     owner = facts.scope.owner
     if owner is None:
         return False
