@@ -90,6 +90,28 @@ CASES: Dict[str, str] = {
             x = transform(frame)
             print(x.detach().numpy())
     ''',
+    "wrapper_whose_method_turns_autograd_off_stays_quiet": '''
+        import torch
+
+
+        class PitchInfer:
+            def __init__(self, path):
+                self.model = torch.load(path)
+
+            def infer(self, wav):
+                import torch
+
+                with torch.no_grad():
+                    return self.model(wav)
+
+
+        class Provider:
+            def __init__(self, path):
+                self.model = PitchInfer(path)
+
+            def compute(self, x):
+                return self.model.infer(torch.from_numpy(x)).squeeze().detach().cpu().numpy()
+    ''',
     "self_attribute_of_plain_class_sampling_method": '''
         import numpy as np
         import torch

@@ -133,16 +133,21 @@ def called_value(facts: ScopeFacts, event: CallEvent) -> Optional[Tuple[str, boo
         shown = _builds_module(facts, built)
     if len(parts) > 1 and parts[-1] in MODEL_VERBS:
         # a method: library models run theirs without autograd (transformers' `generate`), and a
-        # module class of the file may too (`@torch.no_grad()`, `with torch.no_grad():`); the
-        # caller's detach is needed to say that this one records a graph
-        if any(_may_switch_autograd(method) for method in _module_class_methods(facts).get(parts[-1], ())):
+        # class of the file may too (`@torch.no_grad()`, `with torch.no_grad():`; a module or a
+        # wrapper, rvc's `FCPEInfer.infer`); the caller's detach is needed to say that this one
+        # records a graph
+        if any(
+            method.name == parts[-1] and method.function is not None and _may_switch_autograd(method.function)
+            for classfacts in facts.walk.classes for method in classfacts.methods
+        ):
             return None
         shown = False
     return (callee, shown) if shown or named else None
 
 
 def _may_switch_autograd(function: cst.FunctionDef) -> bool:
-    """The method is decorated or enters a context at its top level (``@torch.no_grad()``)."""
+    """The method is decorated or enters a context at its top level (``@torch.no_grad()``,
+    ``import torch`` then ``with torch.no_grad():``)."""
     body = function.body
     return bool(function.decorators) or (
         type(body) is cst.IndentedBlock and any(type(statement) is cst.With for statement in body.body)
