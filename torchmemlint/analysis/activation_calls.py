@@ -344,8 +344,9 @@ def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None) -> boo
     ``h = F.elu(h); h = F.dropout(h, 0.1, self.training)``: a dropout keeps only its mask), a
     ``torch.where``/``masked_fill`` that keeps it where a condition holds (its backward needs
     only the condition: pyGAT's ``torch.where(adj > 0, e, zero_vec)``), a softmax (it keeps its
-    own output), an addition (``elu(q) + 1`` of a linear attention's feature map). In place the activation then keeps its result instead of its input, as many
-    tensors (TML201, as ``feeds_dropout_only`` for a Sequential)."""
+    own output), an addition (``elu(q) + 1`` of a linear attention's feature map). In place the
+    activation then keeps its result instead of its input, as many tensors (TML201, as
+    ``feeds_dropout_only`` for a Sequential)."""
     found = False
     for _, reader in readers:
         if reader == "meta" or type(reader) is not str and reader.op == "meta":

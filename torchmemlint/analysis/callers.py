@@ -54,6 +54,13 @@ def trained_by_callers(facts: ScopeFacts) -> bool:
     name whose value reaches its ``backward`` (``embedding = self.test()`` ... ``loss =
     f(embedding)``; ``loss.backward()`` in ``train()``: ``ScopeFacts.backward_losses``): the
     caller trains on it (scProtein's ``test()``). A caller that plots or logs it does not."""
+    found = getattr(facts.scope, "_trained_by_callers", None)  # (asked per model call: once per scope)
+    if found is None:
+        found = facts.scope._trained_by_callers = _trained_by_callers(facts)  # type: ignore[attr-defined]
+    return found
+
+
+def _trained_by_callers(facts: ScopeFacts) -> bool:
     name, owner = facts.scope.name, facts.scope.owner
     if not name:
         return False
@@ -63,7 +70,7 @@ def trained_by_callers(facts: ScopeFacts) -> bool:
         calls = [c for c in scope.calls if c.func is not None and (c.func == name or c.func.rpartition(".")[2] == name)]
         if not calls:
             continue
-        trained = {name.split(".", 1)[0] for name in ScopeFacts(facts.walk, scope).backward_losses}  # (`embedding.pow`)
+        trained = {loss.split(".", 1)[0] for loss in ScopeFacts(facts.walk, scope).backward_losses}  # (`embedding.pow`)
         for event in scope.assigns:
             if event.value is not None and trained.intersection(event.targets) and any(
                 event.value is c.node or any(n is c.node for n in walk(event.value)) for c in calls
@@ -492,11 +499,16 @@ def _submodule_call(facts: ScopeFacts, call: CallEvent) -> bool:
     func = call.func or ""
     if owner is None or this is None or not func.startswith(this + ".") or func.count(".") != 1:
         return False
-    attr = func.split(".", 1)[1]
-    if any(method.name == attr for method in owner.methods) or owner.node.name.value not in facts.walk.module_classes():
+    return owner.node.name.value in facts.walk.module_classes() and assigned_on_self(facts, func.split(".", 1)[1])
+
+
+def assigned_on_self(facts: ScopeFacts, attr: str) -> bool:
+    """A method of the scope's class assigns ``self.<attr>`` (an attribute, not a method)."""
+    owner = facts.scope.owner
+    if owner is None or any(method.name == attr for method in owner.methods):
         return False
-    target = f"self.{attr}"
-    return any(target in event.targets for method in owner.methods for event in method.assigns)
+    wanted = f"self.{attr}"
+    return any(wanted in event.targets for method in owner.methods for event in method.assigns)
 
 
 def _self_name(facts: ScopeFacts) -> Optional[str]:

@@ -154,7 +154,10 @@ class FunctionFacts:
                     return True
                 continue
             if head == "self" and "." not in rest:
-                if rest in self.methods and rest not in self_bound and not MODEL_NAME.match(rest) and rest not in _FORWARD_PARTS:
+                if (
+                    rest in self.methods and rest not in self_bound and not MODEL_NAME.match(rest)
+                    and rest not in _FORWARD_PARTS  # (`self.encode(x)`: the model's own part)
+                ):
                     continue  # `self._lazy_init()`: a method of the class (``module_calls.module_attribute``)
                 return True
             last = callee.rsplit(".", 1)[-1]

@@ -35,7 +35,7 @@ from torchmemlint.analysis.autograd import (
     CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME, MODULE_METHODS as _MODULE_METHODS,
     MODULE_MOVES as _MOVES,
 )
-from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, module_call, module_instance
+from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
@@ -117,7 +117,7 @@ def called_value(facts: ScopeFacts, event: CallEvent) -> Optional[Tuple[str, boo
     named = MODEL_NAME.match(last) is not None or _GENERATOR_NAME.match(last) is not None
     this = _first_param(function) if facts.scope.owner is not None and not is_static(function) else None
     if head == this:
-        if len(receiver) != 2 or not _assigned_on_self(facts, last):
+        if len(receiver) != 2 or not assigned_on_self(facts, last):
             return None
         shown = module_attribute(facts, last)
     elif len(receiver) != 1:
@@ -152,15 +152,6 @@ def _may_switch_autograd(function: cst.FunctionDef) -> bool:
     return bool(function.decorators) or (
         type(body) is cst.IndentedBlock and any(type(statement) is cst.With for statement in body.body)
     )
-
-
-def _assigned_on_self(facts: ScopeFacts, attr: str) -> bool:
-    """A method of the scope's class assigns ``self.<attr>`` (an attribute, not a method)."""
-    owner = facts.scope.owner
-    if owner is None or any(scope.name == attr for scope in owner.methods):
-        return False
-    wanted = f"self.{attr}"
-    return any(wanted in event.targets for scope in owner.methods for event in scope.assigns)
 
 
 def _built_at_top_level(facts: ScopeFacts, name: str) -> Optional[cst.Call]:

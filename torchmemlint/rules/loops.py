@@ -8,7 +8,6 @@ of each, so ``# noqa`` works per statement).
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
@@ -485,8 +484,8 @@ class _Checks:
         if reach is None or (detached and not any(sink in DETACHING for sink in reach.sinks)):
             return
         # asked last: it reads every module of the project that imports this one
-        if part_of_forward(self.facts) or module_method(self.facts) and (
-            called_in_project(self.facts) or callers_elsewhere(self.facts)
+        if part_of_forward(self.facts) or (
+            module_method(self.facts) and (called_in_project(self.facts) or callers_elsewhere(self.facts))
         ):
             return  # the forward runs it, or a file importing the class calls it (under its own autograd mode)
         message = (
