@@ -278,3 +278,81 @@ def test_an_sdpa_path_on_by_default_or_unknown_stays_a_fallback(name):
     assert source not in (OPT_IN_FLASH, OPT_IN_PARAMETER)  # the replacement took
     found, why = quiet(source)
     assert found == [] and len(why) == 1
+
+
+# kappamodules' functional helper: SDPA takes its q, k, v through ``**sdpa_kwargs``, a ``dict(...)``
+# of them (with the caller's ``**kwargs``); the default ``backend="auto"`` runs SDPA, and the eager
+# arm only runs for ``"vanilla"``
+SPLATTED = HEADER + """
+def attention(query, key, value, attn_mask=None, dropout_p=0.0, backend="auto", **kwargs):
+    sdpa_kwargs = dict(query=query, key=key, value=value, attn_mask=attn_mask, dropout_p=dropout_p, **kwargs)
+    if backend == "auto":
+        return F.scaled_dot_product_attention(**sdpa_kwargs)
+    if backend == "vanilla":
+        attn = (query * query.shape[-1] ** -0.5) @ key.transpose(-2, -1)
+        if attn_mask is not None:
+            attn = attn + attn_mask
+        attn = F.dropout(attn.softmax(dim=-1), p=dropout_p)
+        return attn @ value
+    raise NotImplementedError(backend)
+"""
+
+SPLATTED_LOOK_ALIKES = {
+    # the dict holds the keys as values too: SDPA of other tensors, no fallback of this attention
+    "other-tensors": SPLATTED.replace("value=value, attn_mask", "value=key, attn_mask"),
+    # SDPA given the caller's own keywords: nothing says they hold q, k and v
+    "star-of-a-parameter": SPLATTED.replace("F.scaled_dot_product_attention(**sdpa_kwargs)",
+                                             "F.scaled_dot_product_attention(**kwargs)"),
+    # the SDPA arm is off by default: the eager arm is what training runs
+    "sdpa-off-by-default": SPLATTED.replace('backend="auto", **kwargs', 'backend="vanilla", **kwargs'),
+}
+
+
+def test_an_sdpa_call_given_its_tensors_through_a_splatted_dict_is_the_same_attention():
+    found, why = quiet(SPLATTED)
+    assert found == [] and why == [("attention", "the eager path of a function that returns the same attention "
+                                                 "from F.scaled_dot_product_attention on another path")]
+
+
+@pytest.mark.parametrize("name", sorted(SPLATTED_LOOK_ALIKES))
+def test_a_splatted_dict_of_other_tensors_or_an_sdpa_arm_off_by_default_still_reports(name):
+    source = SPLATTED_LOOK_ALIKES[name]
+    assert source != SPLATTED
+    assert len(found_sites(source)) == 1
+
+
+# a backend chosen by a string parameter: the arm the default takes is what training runs
+CHOSEN = HEADER + """
+def attend(q, k, v, backend="sdpa"):
+    if backend == "eager":
+        weights = (q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5).softmax(dim=-1)
+        return weights @ v
+    return F.scaled_dot_product_attention(q, k, v)
+"""
+
+CHOSEN_QUIET = {
+    "eager-arm-chosen-by-name": CHOSEN,
+    "eager-unless-the-default": CHOSEN.replace('if backend == "eager":', 'if backend != "sdpa":'),
+    "a-call-keeps-the-default": CHOSEN + '\n\ndef block(q, k, v):\n    return attend(q, k, v, backend="sdpa")\n',
+}
+
+CHOSEN_REPORTED = {
+    # the default takes the eager arm; SDPA runs past it only when a caller asks for it
+    "eager-by-default": CHOSEN.replace('backend="sdpa"', 'backend="eager"'),
+    "sdpa-arm-by-name-off": CHOSEN.replace('if backend == "eager":', 'if backend != "flash":'),
+    # the SDPA arm taken only when no caller of the file passes the default
+    "every-call-picks-eager": CHOSEN.replace('backend="sdpa"', 'backend="eager"')
+    + '\n\ndef block(q, k, v):\n    return attend(q, k, v, backend="eager")\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHOSEN_QUIET))
+def test_an_eager_arm_a_string_default_does_not_choose_is_left_alone(name):
+    assert found_sites(CHOSEN_QUIET[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(CHOSEN_REPORTED))
+def test_an_eager_arm_the_default_or_a_caller_chooses_reports(name):
+    source = CHOSEN_REPORTED[name]
+    assert source != CHOSEN
+    assert len(found_sites(source)) == 1

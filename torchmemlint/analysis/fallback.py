@@ -34,7 +34,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import grad_effect
-from torchmemlint.analysis.flags import off_by_default, turned_off
+from torchmemlint.analysis.flags import exits, off_by_default, turned_off
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to
 
@@ -122,7 +122,8 @@ def _in_training(graph: FunctionValues, call: Value, other: Value) -> bool:
     torch.is_grad_enabled():``) or a ``with`` enters ``torch.no_grad()``/``torch.inference_mode()``;
     nor when an ``if`` lets it run only while a flag that is off unless a caller turns it on is
     set (``if self.flash:`` with ``self.flash = flash`` and ``flash=False`` in ``__init__``, no
-    call of this file passing another value; ``flags.py``): the eager path is then the one
+    call of this file passing another value; ``flags.py``), or only past an ``if`` that returns
+    unless such a flag is set (``if backend == "eager": return ...`` with ``backend="eager"``): the eager path is then the one
     training runs, the attention TML601 is about, and no fallback."""
     inside = call.node is not None and path_to(graph.function, call.node) is not None
     node = call.node if inside else other.node
@@ -137,6 +138,10 @@ def _in_training(graph: FunctionValues, call: Value, other: Value) -> bool:
             return False
         if type(node) is cst.With and child is node.body and any(grad_effect(item.item, bindings) == "off" for item in node.items):
             return False
+        if type(node) is cst.IndentedBlock and child in node.body:  # past ``if backend == "eager": return ...``
+            before = node.body[:node.body.index(child)]
+            if any(type(s) is cst.If and s.orelse is None and exits(s.body) and off_by_default(graph, s.test, False) for s in before):
+                return False
     return True
 
 

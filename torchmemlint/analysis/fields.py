@@ -14,7 +14,7 @@ of spconv and mmcv.ops; neither is imported."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, Optional
+from typing import Any, Dict, FrozenSet, Optional, Sequence
 
 import libcst as cst
 
@@ -95,3 +95,29 @@ def opaque(graph: Any, node: cst.CSTNode, env: Dict[str, Any]) -> None:
             graph.uses.append(fields.use(env[name.value], "meta" if id(name) in sized else "opaque", name))
             if name.value in fields.bases:
                 fields.whole(graph, name, env)
+
+
+
+def starred_arguments(graph: Any, args: Sequence[cst.Arg], env: Dict[str, Any]) -> Dict[str, Any]:
+    """The keywords a call's ``**kw`` passes when ``kw`` is a local bound to ``dict(query=q, ...)``
+    (each name with the value the dict was built with; a ``**more`` inside it passes other names); any other ``*a``/``**kw`` is read in a
+    way the graph does not model (``opaque``)."""
+    spread: Dict[str, Any] = {}
+    for arg in args:
+        if arg.star:
+            found = _splatted(arg, env) if arg.star == "**" else None
+            if found is None:
+                opaque(graph, arg, env)
+            spread.update(found or {})
+    return spread
+
+
+def _splatted(arg: cst.Arg, env: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    made = env.get(arg.value.value) if type(arg.value) is cst.Name else None
+    call = made.node if made is not None else None
+    if type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "dict":
+        return None
+    named = [a for a in call.args if a.keyword is not None]  # (a ``**more`` of its own: read as opaque there)
+    if any(a.keyword is None and a.star != "**" for a in call.args) or made.op != "call" or len(made.inputs) != len(named):
+        return None
+    return {a.keyword.value: value for a, value in zip(named, made.inputs)}  # type: ignore[union-attr]

@@ -56,6 +56,9 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
         return off_by_default(graph, test.expression, not truth)
     if type(test) is cst.BooleanOperation and (type(test.operator) is cst.And) == truth:  # both must be ``truth``
         return off_by_default(graph, test.left, truth) or off_by_default(graph, test.right, truth)
+    chosen = _chosen_off(graph, test, truth)
+    if chosen is not None:  # ``if backend == "auto":`` with ``backend="vanilla"``
+        return chosen
     compared = _none_test(test)
     if compared is not None:  # ``if self.life_gate is None: return ...``
         attribute, is_not = compared
@@ -76,6 +79,29 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
     if graph.classdef is None or _own_flag(function, test) is None:
         return False  # not ``self.<flag>`` of a plain method
     return _attribute_off(graph, test.attr.value)
+
+
+def _chosen_off(graph: Any, test: cst.BaseExpression, truth: bool) -> Optional[bool]:
+    """``name == "text"`` (or ``!=``), ``name`` a parameter of the function not rebound there whose
+    default is a string: does the test come out ``truth`` only when a caller passes another string
+    than the default? (True: no call of the file passes it one that does; None: no such test.)"""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    target = test.comparisons[0]
+    if type(target.operator) not in (cst.Equal, cst.NotEqual) or type(target.comparator) is not cst.SimpleString:
+        return None
+    function = graph.function
+    param = parameter(function, test.left.value)
+    if param is None or type(param.default) is not cst.SimpleString or assigned_values(function, test.left.value):
+        return None
+    equal = type(target.operator) is cst.Equal
+    if ((param.default.evaluated_value == target.comparator.evaluated_value) == equal) == truth:
+        return False  # the default already takes this arm
+    passed = graph.file.analysis.factories.passed(function, param)
+    return passed is not None and all(
+        value is None or type(value) is cst.SimpleString and ((value.evaluated_value == target.comparator.evaluated_value) == equal) != truth
+        for value, _ in passed
+    )
 
 
 def _none_test(test: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, bool]]:
@@ -324,12 +350,12 @@ def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression
             for sibling in outer.body:
                 if sibling is inner:
                     break
-                if type(sibling) is cst.If and sibling.orelse is None and _exits(sibling.body) and off_by_default(graph, sibling.test, False):
+                if type(sibling) is cst.If and sibling.orelse is None and exits(sibling.body) and off_by_default(graph, sibling.test, False):
                     return sibling.test
     return None
 
 
-def _exits(suite: cst.BaseSuite) -> bool:
+def exits(suite: cst.BaseSuite) -> bool:
     last = suite.body[-1] if type(suite) is cst.IndentedBlock and suite.body else suite
     return type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) and bool(last.body) and type(last.body[-1]) in (cst.Return, cst.Raise)
 

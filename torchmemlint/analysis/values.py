@@ -46,7 +46,7 @@ from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
 from torchmemlint.analysis.axes import Axis, cat_layout, joined as _joined, kept_trailing, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
-from torchmemlint.analysis.fields import LocalFields, opaque
+from torchmemlint.analysis.fields import LocalFields, opaque, starred_arguments
 from torchmemlint.analysis.helper_runs import flag_truth, inherited_method, run_helper
 from torchmemlint.analysis.mapped import comprehension, mapped_call
 from torchmemlint.analysis.named_attributes import got_attribute
@@ -564,9 +564,7 @@ class FunctionValues:
             callee = made  # ``nn.Softmax(dim=-1)(s)``: the layer built and run at once
         positional = [self.expression(a.value, env) for a in node.args if a.keyword is None and not a.star]
         keywords = {a.keyword.value: self.expression(a.value, env) for a in node.args if a.keyword is not None}
-        for arg in node.args:
-            if arg.star:
-                opaque(self, arg, env)
+        keywords.update(starred_arguments(self, node.args, env))  # ``f(**kw)``, ``kw = dict(query=q)``: ``query=q``
         starred = any(a.star for a in node.args)
         if callee is not None:
             self.names[id(func)] = callee
