@@ -22,7 +22,10 @@
 * a list begun as ``nn.ModuleList()`` (or ``nn.ModuleList([...])``), an attribute or a local,
   extended in a loop and spliced into a Sequential (IVIM-NET's encoders);
 * a constructor's default activation instance (``activation=nn.LeakyReLU(0.2)``) appended after
-  each Linear of a module list that ``forward`` runs in turn.
+  each Linear of a module list that ``forward`` runs in turn;
+* a local list filled by appends in a loop and under ``if``s, then ``nn.ModuleList(modules)``
+  run in turn (fastbnns): what runs before each element is the successor relation
+  ``nn.Sequential(*modules)`` is read with.
 
 Look-alikes stay quiet: a pop at an index that is not the end, a slice by a variable, a popped value used, an
 activation passed after an ELU (its output is needed in backward), a passed layer the class
@@ -33,7 +36,8 @@ Sequential, an activation first in each summed round (what the round before ends
 Sequential's input), an activation list whose input is also kept (``feats.append(h)``) or that another
 method hands out, a ``ModuleList`` of what a call returns, an ELU after a Sigmoid (whose backward reads its output);
 a default activation appended first, after a Sigmoid, rebound in ``__init__``, or in a list
-whose every output ``forward`` keeps.
+whose every output ``forward`` keeps; in a local list, an activation a dropout follows, one that
+may follow a Sigmoid, one in a list whose elements all run on forward's input.
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -639,6 +643,78 @@ CASES: Dict[str, str] = {
                 for layer in self.layers:
                     x = layer(x)
                 return x
+    ''',
+    # fastbnns' MLP: a local list filled by appends (an activation class, the constructor's
+    # default, built after each Linear under ``if activation is not None``), then
+    # ``nn.ModuleList(modules)`` run in turn: each order of the list puts a Linear before it
+    "local_list_in_module_list": '''
+        import torch
+        import torch.nn as nn
+
+
+        class MLP(torch.nn.Module):
+            def __init__(self, a, b, hidden=128, n_hidden=3, activation: type = torch.nn.LeakyReLU):
+                super().__init__()
+                modules = [torch.nn.Linear(in_features=a, out_features=hidden)]
+                if activation is not None:
+                    modules.append(activation())  # expect: TML201
+                for _ in range(n_hidden):
+                    modules.append(torch.nn.Linear(in_features=hidden, out_features=hidden))
+                    if activation is not None:
+                        modules.append(activation())  # expect: TML201
+                modules.append(torch.nn.Linear(in_features=hidden, out_features=b))
+                self.module_list = torch.nn.ModuleList(modules)
+
+            def forward(self, x):
+                for layer in self.module_list:
+                    x = layer(x)
+                return x
+
+
+        class DropAfter(nn.Module):
+            def __init__(self, a, h, n=3):
+                super().__init__()
+                layers = [nn.Linear(a, h)]
+                for _ in range(n):
+                    layers.append(nn.LeakyReLU(0.1))
+                    layers.append(nn.Dropout(0.5))  # (what reads the result keeps only its mask)
+                    layers.append(nn.Linear(h, h))
+                self.layers = nn.ModuleList(layers)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class EitherBefore(nn.Module):
+            def __init__(self, a, h, n=3, squash=False):
+                super().__init__()
+                layers = [nn.Linear(a, h)]
+                for _ in range(n):
+                    if squash:
+                        layers.append(nn.Sigmoid())  # (then the ELU follows a Sigmoid)
+                    layers.append(nn.ELU())
+                    layers.append(nn.Linear(h, h))
+                self.layers = nn.ModuleList(layers)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class NotAChain(nn.Module):
+            def __init__(self, a, h, n=3):
+                super().__init__()
+                layers = [nn.Linear(a, h)]
+                for _ in range(n):
+                    layers.append(nn.LeakyReLU(0.1))
+                    layers.append(nn.Linear(h, h))
+                self.layers = nn.ModuleList(layers)
+
+            def forward(self, x):
+                return [layer(x) for layer in self.layers]  # (each on forward's input)
     ''',
 }
 

@@ -269,11 +269,30 @@ class ModuleLists:
         Sequential: every call of an element is ``x = block(x)``, the only statement of a
         ``for block in self.<attribute>`` loop, so each element consumes what the one before
         it in the list made. Known for an element of a list display (``self.tdnns.extend([conv,
-        act, norm])`` in a loop) after another of the same display; None otherwise (first in
+        act, norm])`` in a loop) after another of the same display, or of a local list the
+        ModuleList is made of whose every order puts one element before it; None otherwise (first in
         its display, a list that ``insert`` reorders, or a loop that does more)."""
         if self.elements(attribute) is None or not self._chained(attribute):
             return None
-        return self._before.get(id(element))
+        return self._before.get(id(element)) or self._ordered_before(attribute, element)
+
+    def _ordered_before(self, attribute: str, element: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """For ``self.<attribute> = nn.ModuleList(layers)``, ``layers`` a local list that
+        ``__init__`` fills by appends in loops and branches: the element right before
+        ``element`` in every order the list may hold (``LayerLists.order``, the successor
+        relation ``nn.Sequential(*layers)`` is read with), when it is the same one."""
+        init, assignments = self.model.init, self.model.assignments.get(attribute, [])
+        if init is None or len(assignments) != 1 or self._additions().get("self." + attribute):
+            return None
+        value = assignments[0].value
+        if type(value) is not cst.Call or self.file.resolver.qualify(value.func) not in _LISTS or len(value.args) != 1:
+            return None
+        arg = value.args[0]
+        if arg.keyword is not None or arg.star or type(arg.value) is not cst.Name:
+            return None
+        order = self.file.layer_lists.order(init, arg.value.value, assignments[0].statement)
+        before = order.predecessors(element) if order is not None else []
+        return before[0] if len(before) == 1 and element not in order.first else None  # type: ignore[union-attr]
 
     def chained(self, attribute: str) -> bool:
         """``forward`` runs ``self.<attribute>``'s elements in turn (as ``chained_before`` needs)."""

@@ -150,7 +150,8 @@ class EagerAttention(Rule):
     fallback, `analysis/fallback.py`): the output joins, after an `if`/`else`, a value that
     `scaled_dot_product_attention` computed (timm's `if self.fused_attn:` fallback), or it is
     returned where another `return` hands back SDPA of the same q, k and v (`if fused: return
-    F.scaled_dot_product_attention(q, k, v)` before the eager code; a patch of SDPA that runs
+    F.scaled_dot_product_attention(q, k, v)` before the eager code, also given q, k and v as
+    `**kwargs` of a local `dict(query=q, key=k, value=v)`; a patch of SDPA that runs
     the original under `torch.nn.attention.sdpa_kernel(...)` except where it takes the eager
     path; an eager attention written as a method of its own, every call of which in the file
     is such an `else` arm, likewise; not where a construction of the file turns the switch off
@@ -160,7 +161,8 @@ class EagerAttention(Rule):
     path that runs only while a flag is set that is off unless a caller turns it on (`if
     self.flash: return self.flash_attn(q, k, v, mask)` with `self.flash = flash` and
     `flash=False` the constructor's default, or `False` itself; a function's own
-    `use_sdpa=False`, also read through a helper that gives the caller's value or a fallback,
+    `use_sdpa=False`, or `backend="eager"` tested by `if backend == "sdpa":` (also as an `if`
+    that returns first), also read through a helper that gives the caller's value or a fallback,
     `flash = default(flash, self.flash)` with `flash=None` a `forward` parameter that no call
     of the module's instances in the file passes; a constructor parameter passed down,
     `Attend(flash=flash)` in a constructor whose own `flash=False` no caller sets; a flag of a

@@ -269,7 +269,8 @@ class MissingInplaceSavesMemory(_MissingInplace):
     tests/test_inplace_held_out5.py) is reported at each place a call of it puts the layer: an element of
     `nn.Sequential`, a list spliced into one (`layers.append(leaky())`, also through a local or
     a parameter rebound to it first, `activation = resolve_nn_activation(activation)`), `self.act = leaky()`
-    called in the class's methods, an element of a module list run as a chain or whose
+    called in the class's methods, an element of a module list run as a chain (also one made of a
+    local list: `nn.ModuleList(modules)`, `modules` filled by appends in loops and `if`s) or whose
     elements are called one by one (`for c1, a2 in zip(self.convs1, self.acts2): a2(c1(x))`,
     also for an activation built directly in the list, tests/test_inplace_lists.py; and the
     rounds of `nn.Sequential(*sum([[nn.Linear(a, b), act()] for ...], [])[:-1])`). A module a
@@ -277,8 +278,7 @@ class MissingInplaceSavesMemory(_MissingInplace):
     file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py); modules
     kept in attributes named at run time (`setattr(self, f"act_{i}", nn.LeakyReLU(0.2))`, run as
     `getattr(self, f"act_{i}")(h)`) are one attribute per template
-    (tests/test_inplace_named_attributes.py). Each place is
-    judged on its own, as a layer written there would be; the function itself is not reported
+    (tests/test_inplace_named_attributes.py). Each place is judged on its own, as a layer written there would be; the function itself is not reported
     (tests/test_inplace_factories.py). An activation that follows a layer inside a Sequential
     the function returns (`return nn.Sequential(conv, nn.LeakyReLU(0.1))`) is reported once,
     where it is built: its input is made there, the same at every place. A layer called as an element
