@@ -5,13 +5,13 @@ backpropagates it: the loss, or a dict holding it under ``"loss"``)."""
 
 from __future__ import annotations
 
-from typing import List, Set
+from typing import Any, List, Set
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import Scope, _names_in
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.tree import scan
+from torchmemlint.tree import contains, scan
 
 TRAINER_STEPS = frozenset({"training_step"})  # methods whose return value the trainer backpropagates
 
@@ -52,3 +52,20 @@ def scalar_losses(backward_calls: List) -> Set[str]:  # type: ignore[type-arg]
             if receiver is not None and not positional:
                 found.add(receiver)
     return found
+
+
+def trained_after_its_loop(scope: Scope, backward_calls: List, call: Any) -> bool:  # type: ignore[type-arg]
+    """Does a backward that runs after the loop holding ``call`` (a model call in a loop, outside
+    that loop, later in the function) reach what ``call``'s output is bound to in that loop?
+    The loop computes the loss the function trains on (GNNExplainer-style mask optimisation
+    whose ``loss.backward()`` sits after the loop): its rounds are training, not evaluation."""
+    if not call.ctx.loops:
+        return False
+    loop = call.ctx.loops[-1]
+    bound = {
+        name for event in scope.assigns
+        if loop in event.ctx.loops and event.value is not None and contains(event.value, call.node)
+        for name in event.targets
+    }
+    after = [c for c in backward_calls if c.seq > call.seq and loop not in c.ctx.loops]
+    return bool(bound) and any(bound & {name.split(".", 1)[0] for name in backward_losses(scope, [c])} for c in after)  # (`out.sum`)

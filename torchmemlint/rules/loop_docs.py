@@ -39,7 +39,9 @@ TML501_DOCUMENTATION = """
     property unwrapping its DDP is the model, one returning `YOLO(path)` is not). Code that calls `backward`, `autograd.grad`, an optimizer `step` or mmengine's `optim_wrapper.update_params(loss)` (itself, or through
     a function of the file or a method on `self` it calls, two levels down: test-time
     adaptation), or switches `enable_grad` / `requires_grad` (also `model.freeze()`, Lightning's and projects' own, which turns
-    `requires_grad` off) is left alone.
+    `requires_grad` off) is left alone; so is, after `.eval()`, a loop whose rounds compute the
+    loss a backward after the loop trains on (a mask optimised over the rounds,
+    tests/test_tml501_trained_after_loop.py).
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
     `self.<x>` that the class binds to a module instance, or to a parameter annotated as a

@@ -24,6 +24,7 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
+from torchmemlint.analysis.backward_names import trained_after_its_loop
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
@@ -404,8 +405,8 @@ class _Checks:
         )
         if borrowed_model(self.facts, callee, event.ctx.iterating):
             return  # the caller, perhaps in another file, decides about autograd
-        if mode_seq is not None and mode_seq[1] == "train":
-            return  # the model was put back in training mode
+        if mode_seq is not None and mode_seq[1] == "train" or trained_after_its_loop(scope, self.facts.backward_calls, event):
+            return  # the model was put back in training mode; the loop computes what a later backward trains on
         caller = None
         if not named and mode_seq is None:
             over_loader = any(iterates_loader(loop) for loop in event.ctx.loops)

@@ -1,0 +1,85 @@
+"""TML501 leaves alone a loop whose model calls compute the loss a backward after the loop
+trains on (GNNSubNet's explainer: ``self.model.eval()``, a mask optimised over rounds of
+``out = self.model(data * mask.sigmoid())``, ``loss.backward()`` and ``optimizer.step()`` past
+the loop): its rounds are training, ``torch.no_grad()`` there would leave the backward no graph
+(``backward_names.trained_after_its_loop``).
+
+Look-alikes still report: an evaluation loop after a training loop of the same function (its
+backward comes first), and an evaluation loop followed by a backward of a loss that is not made
+from the loop's outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pytest
+
+from marked_cases import Found, lint_cases, marked
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+CASES: Dict[str, str] = {
+    "mask_optimised_backward_after_the_loop": '''
+        import torch
+
+
+        class Explainer(torch.nn.Module):
+            def explain(self, data, epochs=100):
+                self.model.eval()
+                optimizer = torch.optim.Adam([self.node_feat_mask], lr=0.01)
+                for epoch in range(1, epochs + 1):
+                    optimizer.zero_grad()
+                    h = data * self.node_feat_mask.sigmoid()
+                    out = self.model(h)
+                    log_logits = torch.log_softmax(out, dim=-1)
+                    loss = -log_logits[0, 0]
+                loss.backward()
+                optimizer.step()
+                return self.node_feat_mask.detach()
+    ''',
+    "evaluation_after_training": '''
+        import torch
+
+
+        def fit(model, train_loader, val_loader, optimizer, criterion):
+            model.train()
+            for x, y in train_loader:
+                optimizer.zero_grad()
+                out = model(x)
+                loss = criterion(out, y)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            correct = 0
+            for x, y in val_loader:
+                out = model(x)  # expect: TML501
+                correct += (out.argmax(-1) == y).sum().item()
+            return correct
+    ''',
+    "backward_of_another_loss": '''
+        import torch
+
+
+        def score_then_regularise(model, loader, optimizer):
+            model.eval()
+            scores = []
+            for x in loader:
+                out = model(x)  # expect: TML501
+                scores.append(out.max().item())
+            penalty = sum(p.pow(2).sum() for p in model.parameters())
+            penalty.backward()
+            optimizer.step()
+            return scores
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("tml501_trained_after_loop"), CASES, "TML501")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows(findings, name):
+    assert set(findings[name]) == marked(CASES[name])
