@@ -11,7 +11,9 @@
 
 The attention's weights, returned only under ``return_attn``, are then not kept by default:
 reported without a fix. Look-alikes stay quiet: the call made unconditionally, or under a test
-that is not such a flag (``if self.training:``), or under the caller's flag on by default.
+that is not such a flag (``if self.training:``), or under the caller's flag on by default; and
+a function whose every call turns the flag on (behind the callers' flags or not): whenever it
+runs, its weights are returned.
 """
 
 from __future__ import annotations
@@ -69,3 +71,60 @@ def test_look_alikes_stay_quiet():
     on_by_default = GUARDED.replace("def forward(self, x, mask=None, return_attn: bool = False):", "def forward(self, x, mask=None, return_attn: bool = True):")
     for source in (always, training, on_by_default):
         assert source != GUARDED and found_sites(source) == [], source
+
+
+# explainable-attention's ``naive_flex_attention_with_scores``: a function that computes the
+# weights to hand them out, run only by a wrapper that asks for them (under its own flag, off by
+# default), passing its ``**kwargs`` on after the flag: whenever it runs, the weights are returned
+ONLY_GATED = '''
+import math
+
+import torch
+
+
+def naive_attention_with_scores(query, key, value, return_attention_scores: bool = False, **kwargs):
+    scores = query @ key.transpose(-2, -1)
+    scores *= kwargs.get("scale_factor", 1 / math.sqrt(query.shape[-1]))
+    scores = torch.softmax(scores, -1)
+    attention = torch.matmul(scores, value)
+    if return_attention_scores:
+        return attention, scores
+    return attention
+
+
+def attention_with_scores(query, key, value, *args, return_attention_scores: bool = False, **kwargs):
+    if return_attention_scores and not kwargs.get("return_lse", False):
+        return naive_attention_with_scores(query, key, value, return_attention_scores=True, **kwargs)
+    return torch.nn.functional.scaled_dot_product_attention(query, key, value)
+'''
+
+
+def test_a_function_every_call_of_which_turns_the_flag_on_returns_its_weights():
+    assert found_sites(ONLY_GATED) == []
+
+
+def test_a_call_that_leaves_the_flag_off_makes_it_off_by_default_again():
+    also_plain = ONLY_GATED + '''
+
+def block(q, k, v):
+    return naive_attention_with_scores(q, k, v)
+'''
+    (site,) = found_sites(also_plain)
+    assert site.function.name.value == "naive_attention_with_scores" and not site.fixable
+
+
+def test_a_splatted_kwargs_holds_no_position():
+    """``f(q, k, v, flag=True, **kwargs)``: the ``**kwargs`` is not the fourth positional argument."""
+    import libcst as cst
+
+    from torchmemlint.analysis.factories import parameter
+    from torchmemlint.analysis.file import FileAnalysis
+    from torchmemlint.analysis.names import Bindings
+
+    module = cst.parse_module(ONLY_GATED)
+    bindings = Bindings()
+    bindings.bind_statements(module.body)
+    analysis = FileAnalysis(module, bindings, text=module.code)
+    function = next(f for f in module.body if type(f) is cst.FunctionDef)
+    passed = analysis.factories.passed(function, parameter(function, "return_attention_scores"))
+    assert [module.code_for_node(value) for value, _ in passed] == ["True"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -113,6 +113,7 @@ class Factories:
         self._forwarding = 0  # calls followed through a caller's ``**kwargs`` (``_forwarded``)
         self._subclassed: set = set()
         self._module_assignments: Dict[str, List[cst.BaseExpression]] = {}
+        self.links: Optional[Callable[[], Any]] = None  # the file's ``ProjectLinks``, when asked (``constants.py``)
         self._names: Optional[FrozenSet[str]] = None
         self._cache: Dict[Tuple[int, int], Optional[Factory]] = {}
         # (id(class), attribute) -> every value a method of the class gives ``<self>.<attribute>``
@@ -435,9 +436,12 @@ class Factories:
                     if arg.keyword.value == param.name.value:
                         value = arg.value
                     continue
+                if arg.star:  # ``**kwargs`` holds no position; after ``*args`` none is known
+                    position = -1 if arg.star == "*" else position
+                    continue
                 if index is not None and position == index:
                     value = arg.value
-                position += 1
+                position += 1 if position >= 0 else 0
             if value is not None and caller is not None and param.default is not None and _in_defaults(value, caller):
                 if value.deep_equals(param.default):
                     continue  # ``**params`` copied from the caller's default dict: the default, as uncertain

@@ -47,6 +47,7 @@ class FileAnalysis:
         # layer factories (`act_layer()`, `partial(nn.X, ...)()`): defaults and aliases are
         # module-level expressions, qualified with the module's bindings
         self.factories = Factories(module, bindings.qualify)
+        self.factories.links = lambda: self.links  # (set by the context after this: read when asked)
         self.resolver = Resolver(
             self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify),
             ContainerHelpers(module, bindings.qualify),

@@ -302,6 +302,7 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
         passed = graph.file.analysis.factories.passed(function, param)
     if passed is None or (required and not passed):
         return False  # (a parameter without a default: off only when the file's calls, at least one, give it off)
+    gated = 0  # calls that turn it on only while their own flag is on
     for value, caller in passed:
         if value is None and required:
             return False  # (not found among the call's arguments: given by a ``**kwargs``)
@@ -314,8 +315,11 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
         if type(value) is cst.Attribute and caller is not None and _own_attribute_off(graph, caller, value):
             continue  # ``FullAttention(output_attention=self.output_attention)``, ``self.output_attention = False``
         if caller is not None and depth < CALLERS and flag_test(graph.file.analysis.values(caller), value) is not None:
-            continue  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
+            gated += 1  # ``if return_attn: self.attn(x, return_attn=True)``: only while the caller's own flag is on
+            continue
         return False
+    if passed and gated == len(passed):
+        return False  # every call turns it on: whenever the function runs, the flag is set
     if not passed and function.name.value == "__init__":
         if _STRICT.get():
             return not may_turn_on(graph.file.analysis, function, param)  # (``strict_flag_test``)

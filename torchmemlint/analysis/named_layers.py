@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
+from torchmemlint.analysis.constants import constant_text
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import _scope_of, walk
 
@@ -73,9 +74,12 @@ def _text(factories: Any, node: cst.BaseExpression, function: Optional[cst.Funct
     param = next(
         (p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == node.value), None
     )
-    if param is None or type(param.default) is not cst.SimpleString or _rebound(function, node.value):
+    if param is None or _rebound(function, node.value):
         return None
-    default = param.default.evaluated_value
+    if type(param.default) is cst.Name:  # ``nonlin: str = DEFAULT_NONLIN``, a module-level constant (``constants.py``)
+        default = constant_text(factories, param.default)
+    else:
+        default = param.default.evaluated_value if type(param.default) is cst.SimpleString else None
     if not isinstance(default, str):
         return None
     passed = factories.passed(function, param)

@@ -126,7 +126,9 @@ class EagerAttention(Rule):
     self.training:`, HTSAT-style Swin layers, tests/test_attention_dropped_by_callers.py), or stored only behind such a flag (BLIP's `if
     is_cross_attention and self.save_attention: self.save_attention_map(attention_probs)`,
     tests/test_attention_kept_behind_flag.py), or set to `None` unless the flag is set (`if not
-    output_attentions: attn_weights = None`), are not kept by default: reported without a fix.
+    output_attentions: attn_weights = None`), are not kept by default: reported without a fix
+    (not where every call of the function turns the flag on, maybe behind the caller's own flag:
+    whenever it runs, it returns them; tests/test_attention_flag_guarded_calls.py).
     transformers-style models thread `output_attentions` down: `output_attentions if
     output_attentions is not None else self.config.output_attentions` (transformers'
     `PretrainedConfig` defaults it to `False`; also `self.output_attentions =
