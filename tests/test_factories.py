@@ -365,7 +365,7 @@ def pick(name, table):
     ],
 )
 def test_possible_callees_of_a_constructor_table(call, expected):
-    from torchmemlint.analysis.factories import possible_callees
+    from torchmemlint.analysis.callees import possible_callees
 
     module, factories = _factories(TABLES)
     node = _call_in(module, call)

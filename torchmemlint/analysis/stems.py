@@ -28,7 +28,7 @@ from typing import Callable, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.classes import ClassModel, Part
-from torchmemlint.analysis.factories import possible_callees
+from torchmemlint.analysis.callees import possible_callees
 from torchmemlint.analysis.flow import ENTRY
 from torchmemlint.analysis.named_layers import method_qualify, stored_values
 from torchmemlint.analysis.names import dotted_name

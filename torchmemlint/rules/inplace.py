@@ -145,9 +145,10 @@ class _MissingInplace(Rule):
 
     saves: FrozenSet[Saves] = frozenset()
     # a module class or a layer factory of another file of the project is followed there; a
-    # factory's fix is offered only where no other file imports it
+    # factory's fix is offered only where no other file imports it; what importers pass a
+    # function's ``**kwargs`` is read in their texts (``factories._passed_elsewhere``)
     needs_project = True
-    project_facts = frozenset({"imports", "importers"})
+    project_facts = frozenset({"imports", "importers", "importer_texts"})
 
     def visit_Module(self, node: cst.Module) -> None:
         analysis = activation_sites(self.context)
@@ -498,7 +499,10 @@ class InplaceDropout(Rule):
 
     Quiet when the probability is 0 (no mask is drawn): a literal `p=0.0`, or a parameter whose
     default is 0 and that every call of its function (or class) in the file leaves at 0; for a
-    class its file never builds, every construction in the files importing it (none: its default).
+    class its file never builds, every construction in the files importing it (none: its default);
+    through builders that pass their `**kwargs` on (`iresnet50(**kwargs)` -> `IResNet(...,
+    **kwargs)`), what the calls of the builders pass, in the file or in the files importing them
+    (tests/test_tml204_builder_callers.py).
 
     ## Example
     ```python
@@ -546,6 +550,8 @@ class InplaceDropout(Rule):
 
     code = "TML204"
     needs = (("Dropout", "dropout"), ("True", "dropout_"))
+    needs_project = True  # a probability the files constructing the class, or calling its builders, pass
+    project_facts = frozenset({"imports", "importer_texts"})
     name = "inplace-dropout"
     summary = "Dropout with `inplace=True` keeps a float mask instead of CUDA's 1-byte mask"
     fix_availability = FixAvailability.ALWAYS
