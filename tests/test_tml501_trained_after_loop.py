@@ -5,8 +5,9 @@ the loop): its rounds are training, ``torch.no_grad()`` there would leave the ba
 (``backward_names.trained_after_its_loop``).
 
 Look-alikes still report: an evaluation loop after a training loop of the same function (its
-backward comes first), and an evaluation loop followed by a backward of a loss that is not made
-from the loop's outputs.
+backward comes first), one before a training loop that binds the same names (the backward's loss
+is the training loop's), and an evaluation loop followed by a backward of a loss that is not
+made from the loop's outputs.
 """
 
 from __future__ import annotations
@@ -56,6 +57,28 @@ CASES: Dict[str, str] = {
                 out = model(x)  # expect: TML501
                 correct += (out.argmax(-1) == y).sum().item()
             return correct
+    ''',
+    # fairmotion: an evaluation loop before the training loop, both binding ``outputs`` and ``loss``
+    "evaluation_before_training_same_names": '''
+        import torch
+
+
+        def train(model, loader, criterion, opt, epochs):
+            epoch_loss = 0
+            for src, tgt in loader:
+                model.eval()
+                outputs = model(src)  # expect: TML501
+                loss = criterion(outputs, tgt)
+                epoch_loss += loss.item()
+            for epoch in range(epochs):
+                model.train()
+                for src, tgt in loader:
+                    opt.zero_grad()
+                    outputs = model(src)
+                    loss = criterion(outputs, tgt)
+                    loss.backward()
+                    opt.step()
+            return epoch_loss
     ''',
     "backward_of_another_loss": '''
         import torch

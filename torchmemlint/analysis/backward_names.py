@@ -67,5 +67,20 @@ def trained_after_its_loop(scope: Scope, backward_calls: List, call: Any) -> boo
         if loop in event.ctx.loops and event.value is not None and contains(event.value, call.node)
         for name in event.targets
     }
-    after = [c for c in backward_calls if c.seq > call.seq and loop not in c.ctx.loops]
+    after = [c for c in backward_calls if c.seq > call.seq and loop not in c.ctx.loops and _made_in(scope, c, loop)]
     return bool(bound) and any(bound & {name.split(".", 1)[0] for name in backward_losses(scope, [c])} for c in after)  # (`out.sum`)
+
+
+def _made_in(scope: Scope, backward: Any, loop: Any) -> bool:
+    """Is what ``backward`` is called on last bound, before it, in ``loop`` (``loss_xx`` of the
+    last round), not by a later loop reusing the name (an evaluation loop before the training
+    loop, both binding ``outputs`` and ``loss``)?"""
+    names = set(_names_in(backward.receiver)) if backward.receiver is not None else set()
+    names |= {name for arg in backward.node.args for name in _names_in(arg.value)}
+    if not names:
+        return False
+    for name in names:
+        last = max((e for e in scope.assigns if name in e.targets and e.seq < backward.seq), key=lambda e: e.seq, default=None)
+        if last is None or loop not in last.ctx.loops:
+            return False
+    return True
