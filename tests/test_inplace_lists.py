@@ -37,7 +37,8 @@ Sequential's input), an activation list whose input is also kept (``feats.append
 method hands out, a ``ModuleList`` of what a call returns, an ELU after a Sigmoid (whose backward reads its output);
 a default activation appended first, after a Sigmoid, rebound in ``__init__``, or in a list
 whose every output ``forward`` keeps; in a local list, an activation a dropout follows, one that
-may follow a Sigmoid, one in a list whose elements all run on forward's input.
+may follow a Sigmoid, one in a list whose elements all run on forward's input; an element a
+dropout that drops or an in-place layer runs after (a display, or a local list).
 
 The CLI runs once, as a subprocess, over every case; each case must report exactly the rows
 marked ``# expect: CODE``.
@@ -715,6 +716,75 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return [layer(x) for layer in self.layers]  # (each on forward's input)
+    ''',
+    # what runs after an element of a module list run in turn: a dropout that drops (in place
+    # would keep as many tensors) or a layer that changes its input in place (backward would
+    # raise), in a display or in a local list made into the module list
+    "module_list_followers": '''
+        import torch.nn as nn
+
+
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4), nn.ELU(), nn.Linear(4, 4)])  # expect: TML201
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class InPlaceNext(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4), nn.ELU(), nn.ReLU(inplace=True), nn.Linear(4, 4)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class DropNext(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([nn.Linear(4, 4), nn.ELU(), nn.Dropout(0.5), nn.Linear(4, 4)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class LocalInPlaceNext(nn.Module):
+            def __init__(self):
+                super().__init__()
+                layers = [nn.Linear(4, 4)]
+                layers.append(nn.ELU())
+                layers.append(nn.ReLU(inplace=True))
+                layers.append(nn.Linear(4, 4))
+                self.layers = nn.ModuleList(layers)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        class LocalDropoutThatDropsNothing(nn.Module):
+            def __init__(self):
+                super().__init__()
+                layers = [nn.Linear(4, 4)]
+                layers.append(nn.ELU())  # expect: TML201
+                layers.append(nn.Dropout(0.0))
+                layers.append(nn.Linear(4, 4))
+                self.layers = nn.ModuleList(layers)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
     ''',
 }
 

@@ -207,13 +207,13 @@ def guarded_by_flag(statement_stack, call: cst.Call) -> bool:
     return False
 
 
-def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
-    """Every layer that may follow ``part`` in the Sequential ``order`` is a dropout that drops
-    (p > 0): it keeps only its mask, so in place the activation before it keeps its result
-    instead of its input, as many tensors as out of place (TML201; tests/test_module_rules.py).
-    Not when ``part`` may be last: what follows the Sequential is not known here."""
-    after = [b for a, b in order.pairs if a is part]
-    return part not in order.last and bool(after) and all(
+def feeds_dropout_only(file: Any, after: List[Any], last: bool) -> bool:
+    """Every layer that may follow (the parts ``after``; ``last``: the activation may also be
+    the last of its chain) is a dropout that drops (p > 0): it keeps only its mask, so in place
+    the activation before it keeps its result instead of its input, as many tensors as out of
+    place (TML201; tests/test_module_rules.py). Not when the activation may be last: what
+    follows the chain is not known here."""
+    return not last and bool(after) and all(
         b.layer is not None and b.layer.kind is not None and b.layer.kind.saves is Saves.MASK
         and not never_drops(file, SimpleNamespace(
             kind=b.layer.kind, form="module", arguments=b.layer.effective or b.layer.call, node=b.layer.call,
@@ -225,17 +225,20 @@ def feeds_dropout_only(file: Any, order: Any, part: Any) -> bool:
 def followers(file: Any, order: Any, part: Any) -> Tuple[bool, bool]:
     """What may follow ``part`` in the Sequential ``order``: only dropouts that drop
     (``feeds_dropout_only``), a layer that may change its input in place (``feeds_inplace``)."""
-    return feeds_dropout_only(file, order, part), feeds_inplace(order, part)
+    return parts_follow(file, [b for a, b in order.pairs if a is part], part in order.last)
 
 
-def feeds_inplace(order: Any, part: Any) -> bool:
-    """A layer that may follow ``part`` in the Sequential ``order`` may change its input in place
+def parts_follow(file: Any, after: List[Any], last: bool) -> Tuple[bool, bool]:
+    """``followers`` for the parts ``after`` that may follow an activation in any chain (a
+    Sequential's order, a module list ``forward`` runs in turn)."""
+    return feeds_dropout_only(file, after, last), feeds_inplace(after)
+
+
+def feeds_inplace(after: List[Any]) -> bool:
+    """A layer that may follow (the parts ``after``) may change its input in place
     (``nn.ELU(inplace=True)``, an in-place dropout; a switch not known counts): in place, the
     activation's result, which its backward then keeps, would be changed (autograd raises)."""
-    return any(
-        b.layer is not None and b.layer.kind is not None and b.layer.inplace() is not False
-        for a, b in order.pairs if a is part
-    )
+    return any(b.layer is not None and b.layer.kind is not None and b.layer.inplace() is not False for b in after)
 
 
 def sequential_elements(file: Any, model: Any, attribute: str) -> Optional[List[Tuple[Any, Any, Any]]]:

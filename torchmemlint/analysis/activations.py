@@ -346,7 +346,7 @@ class InplaceAnalysis:
                     placement.privates.append((model.node, holder))
                     lists = module_lists(self.file, model)
                     if before is not None:
-                        placement.uses.extend(chain_uses(self.file, model, site.node, [before]))
+                        placement.uses.extend(chain_uses(self.file, model, site.node, [before], holder, call))
                         placement.complete = True
                     elif not lists.chained(holder):  # its elements called one by one (``_chained``)
                         scratch = Site(site.name, site.kind, site.form, site.node, site.label, site.inplace)
@@ -400,7 +400,7 @@ class InplaceAnalysis:
             return site  # (else not complete)
 
         def settle(site: Site) -> None:
-            site.uses.extend(chain_uses(self.file, model, site.node, before))
+            site.uses.extend(chain_uses(self.file, model, site.node, before, holder))
             site.complete = True
 
         site.pending = settle
@@ -459,7 +459,7 @@ class InplaceAnalysis:
                 complete = complete and file.private_attribute(classdef, attribute)
         for file, owner, holder, read in flow.chains:  # ``self.layers.append(act)``, run in turn
             before = run_before(file, owner, holder, read)
-            site.uses.extend(chain_uses(file, owner, site.node, before or []))
+            site.uses.extend(chain_uses(file, owner, site.node, before or [], holder, read))
             complete = complete and bool(before)
         for kept in flow.kept:  # ``self.act = act`` too: the same module, run where ``self.act`` is
             complete = self._kept_uses(site, *kept, depth=depth) and complete

@@ -12,6 +12,7 @@ from typing import Any, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.activation_calls import parts_follow
 from torchmemlint.analysis.activation_sites import Use
 from torchmemlint.analysis.added_modules import added_before
 from torchmemlint.analysis.layer_lists import _statement_of
@@ -38,11 +39,22 @@ def run_before(file: Any, model: Any, holder: str, element: cst.CSTNode) -> Opti
     return added_before(file, init, element) or None  # type: ignore[arg-type]
 
 
-def chain_uses(file: Any, model: Any, node: cst.CSTNode, before: List[cst.BaseExpression]) -> List[Use]:
-    """A use of the module at ``node`` on what each of ``before`` (``run_before``) makes."""
+def chain_uses(
+    file: Any, model: Any, node: cst.CSTNode, before: List[cst.BaseExpression], holder: Optional[str] = None,
+    element: Optional[cst.CSTNode] = None,
+) -> List[Use]:
+    """A use of the module at ``node`` on what each of ``before`` (``run_before``) makes; with
+    ``holder``, the module list whose ``element`` (by default ``node``) it is, what may run after
+    it there: only dropouts that drop, or a layer that may change its input in place
+    (``activation_calls.parts_follow``)."""
     init = model.init
     self_name = model.self_name(init) if init is not None else None
+    dropout = changed = False
+    after = module_lists(file, model).chained_after(holder, element or node) if holder is not None else None  # type: ignore[arg-type]
+    if after is not None:
+        dropout, changed = parts_follow(file, [file.resolver.part(e, self_name, init) for e in after[0]], after[1])
     return [
-        Use(node, [Producers(file, model).part(file.resolver.part(previous, self_name, init))], single_use=True)
+        Use(node, [Producers(file, model).part(file.resolver.part(previous, self_name, init))], single_use=True,
+            to_dropout=dropout, to_inplace=changed)
         for previous in before
     ]

@@ -276,11 +276,23 @@ class ModuleLists:
             return None
         return self._before.get(id(element)) or self._ordered_before(attribute, element)
 
-    def _ordered_before(self, attribute: str, element: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-        """For ``self.<attribute> = nn.ModuleList(layers)``, ``layers`` a local list that
-        ``__init__`` fills by appends in loops and branches: the element right before
-        ``element`` in every order the list may hold (``LayerLists.order``, the successor
-        relation ``nn.Sequential(*layers)`` is read with), when it is the same one."""
+    def chained_after(self, attribute: str, element: cst.BaseExpression) -> Optional[Tuple[List[cst.BaseExpression], bool]]:
+        """The elements that may run right after ``element`` when ``self.<attribute>`` runs in
+        turn, and whether it may be the last: the next of its display, or, for a module list made
+        of a local list (``_local_order``), the successors in its orders; None when not known."""
+        if self.elements(attribute) is None or not self._chained(attribute):
+            return None
+        after = [e for e in self._expressions.get(attribute, ()) if self._before.get(id(e)) is element]
+        if after:
+            return after, False
+        order = self._local_order(attribute)
+        if order is None or element not in order.items:
+            return None
+        return [b for a, b in order.pairs if a is element], element in order.last
+
+    def _local_order(self, attribute: str) -> Optional[Any]:
+        """For ``self.<attribute> = nn.ModuleList(layers)``, ``layers`` a local list ``__init__``
+        fills (by appends in loops and branches): every order it may hold there (``LayerLists``)."""
         init, assignments = self.model.init, self.model.assignments.get(attribute, [])
         if init is None or len(assignments) != 1 or self._additions().get("self." + attribute):
             return None
@@ -290,7 +302,14 @@ class ModuleLists:
         arg = value.args[0]
         if arg.keyword is not None or arg.star or type(arg.value) is not cst.Name:
             return None
-        order = self.file.layer_lists.order(init, arg.value.value, assignments[0].statement)
+        return self.file.layer_lists.order(init, arg.value.value, assignments[0].statement)
+
+    def _ordered_before(self, attribute: str, element: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """For ``self.<attribute> = nn.ModuleList(layers)``, ``layers`` a local list that
+        ``__init__`` fills by appends in loops and branches: the element right before
+        ``element`` in every order the list may hold (``LayerLists.order``, the successor
+        relation ``nn.Sequential(*layers)`` is read with), when it is the same one."""
+        order = self._local_order(attribute)
         before = order.predecessors(element) if order is not None else []
         return before[0] if len(before) == 1 and element not in order.first else None  # type: ignore[union-attr]
 

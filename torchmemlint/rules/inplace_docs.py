@@ -10,7 +10,8 @@ TML201_DOCUMENTATION = """
     end in an aggregation and a bias; a project module whose builders return their argument,
     maybe `weight_norm`-wrapped, or `nn.Identity()`, as Encodec's `NormConv2d` does,
     tests/test_inplace_encodec_builders.py) and nothing else reads that input. Not where every layer that
-    may follow it in an `nn.Sequential` (also where a factory's call or a local places it), or
+    may follow it in an `nn.Sequential` (also where a factory's call or a local places it) or in
+    a module list `forward` runs in turn (tests/test_inplace_lists.py), or
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
     input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
@@ -25,7 +26,7 @@ TML201_DOCUMENTATION = """
     (they keep their own output), an addition or a subtraction (`F.elu(q) + 1`, a residual sum:
     its backward reads neither term); in place would keep as many tensors (saved-tensor bytes
     measured equal, tests/test_module_rules.py). Not where what follows may change its result in
-    place (`nn.ELU(inplace=True)` next in a Sequential, `h += x`, `h.mul_(s)`, `self.act2(h)`
+    place (`nn.ELU(inplace=True)` next in a Sequential or a module list run in turn, `h += x`, `h.mul_(s)`, `self.act2(h)`
     built in place): in place the activation keeps its result for backward, and that change
     would make backward raise (tests/test_inplace_alternatives.py). Layers built through
     factories are followed: `act_layer()` with `act_layer=nn.LeakyReLU` (the default, or what
