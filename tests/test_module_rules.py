@@ -324,7 +324,7 @@ class Block(nn.Module):
 """
 
 
-def _saved_bytes(layers) -> int:
+def _saved_bytes(layers, shape=(2, 4, 16, 16)) -> int:
     stored = {}
 
     def pack(tensor):
@@ -333,7 +333,7 @@ def _saved_bytes(layers) -> int:
 
     model = torch.nn.Sequential(*layers).train()
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(torch.randn(2, 4, 16, 16))
+        model(torch.randn(*shape))
     return sum(stored.values())
 
 
@@ -401,6 +401,33 @@ def test_an_activation_read_only_by_an_addition_saves_nothing_in_place():
     assert _saved_bytes(layers(False, [_AddOne()])) == _saved_bytes(layers(True, [_AddOne()]))
     assert _saved_bytes(layers(False, [_AddOne(), conv])) == _saved_bytes(layers(True, [_AddOne(), conv]))
     assert _saved_bytes(layers(False, [conv])) > _saved_bytes(layers(True, [conv]))
+
+
+class _ReflectPadConv(torch.nn.Module):
+    """EnCodec's ``EncodecConv1d``: the input padded first (``pad_mode="reflect"``, the default),
+    then convolved."""
+
+    def __init__(self, mode):
+        super().__init__()
+        self.mode = mode
+        self.conv = torch.nn.Conv1d(4, 4, 3)
+
+    def forward(self, x):
+        return self.conv(torch.nn.functional.pad(x, (2, 2), mode=self.mode))
+
+
+@pytest.mark.slow
+def test_an_activation_before_a_padded_conv_saves_in_place_only_when_the_pad_keeps_its_input():
+    """A reflection (or replication) pad keeps its input for backward, so the layer after the
+    activation keeps its result and in place saves one tensor; a constant pad keeps nothing, the
+    conv keeps the padded copy, and in place saves nothing."""
+    def layers(inplace, mode):
+        torch.manual_seed(0)
+        return [torch.nn.Conv1d(4, 4, 3, padding=1), torch.nn.ELU(inplace=inplace), _ReflectPadConv(mode)]
+
+    for mode in ("reflect", "replicate"):
+        assert _saved_bytes(layers(False, mode), (2, 4, 16)) > _saved_bytes(layers(True, mode), (2, 4, 16))
+    assert _saved_bytes(layers(False, "constant"), (2, 4, 16)) == _saved_bytes(layers(True, "constant"), (2, 4, 16))
 
 
 # -- what the unsafe in-place findings prevent ---------------------------------------------------
