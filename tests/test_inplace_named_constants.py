@@ -10,13 +10,12 @@ class that passes another key."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Set, Tuple
 
 import pytest
+
+from project_cli import lint_project
 
 pytestmark = pytest.mark.slow  # starts the CLI
 
@@ -44,14 +43,7 @@ ROWS = {BASE.splitlines().index(line) + 1 for line in BASE.splitlines() if line.
 
 
 def _lint(project: Path, *extra: str) -> Set[Tuple[str, int]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML201", "--output-format", "json",
-         "--exit-zero", *extra, "."],
-        capture_output=True, text=True, cwd=project, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    found: List[dict] = json.loads(result.stdout)
-    return {(Path(f["filename"]).name, f["location"]["row"]) for f in found if f["code"] == "TML201"}
+    return lint_project(project, "TML201", *extra)
 
 
 def _project(root: Path, importing: str, constants: str = 'DEFAULT_NONLIN = "elu"\n', extra: str = "") -> Path:

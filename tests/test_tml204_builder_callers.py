@@ -10,13 +10,12 @@ Look-alikes stay quiet: importers that pass 0 or nothing (the default, 0, drops 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Set, Tuple
 
 import pytest
+
+from project_cli import lint_project
 
 pytestmark = pytest.mark.slow  # starts the CLI
 
@@ -56,14 +55,7 @@ ROW = IRESNET.splitlines().index("        self.dropout = nn.Dropout(p=dropout_ke
 
 
 def _lint(project: Path, *extra: str) -> Set[Tuple[str, int]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML204", "--output-format", "json",
-         "--exit-zero", *extra, "."],
-        capture_output=True, text=True, cwd=project, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    found: List[dict] = json.loads(result.stdout)
-    return {(Path(f["filename"]).name, f["location"]["row"]) for f in found if f["code"] == "TML204"}
+    return lint_project(project, "TML204", *extra)
 
 
 def _project(root: Path, arcface: str) -> Path:

@@ -7,13 +7,12 @@ importing file makes the finding go on a warm run."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Set, Tuple
 
 import pytest
+
+from project_cli import lint_project
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,14 +64,7 @@ class Pipeline:
 
 
 def _lint(project: Path, *extra: str) -> Set[Tuple[str, int]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML501", "--output-format", "json",
-         "--exit-zero", *extra, "."],
-        capture_output=True, text=True, cwd=project, timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    found: List[dict] = json.loads(result.stdout)
-    return {(Path(f["filename"]).name, f["location"]["row"]) for f in found if f["code"] == "TML501"}
+    return lint_project(project, "TML501", *extra)
 
 
 def _project(root: Path, pipeline: str) -> Path:
