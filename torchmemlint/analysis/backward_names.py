@@ -59,15 +59,17 @@ def trained_after_its_loop(scope: Scope, backward_calls: List, call: Any) -> boo
     that loop, later in the function) reach what ``call``'s output is bound to in that loop?
     The loop computes the loss the function trains on (GNNExplainer-style mask optimisation
     whose ``loss.backward()`` sits after the loop): its rounds are training, not evaluation."""
-    if not call.ctx.loops:
+    if not call.ctx.loops or not backward_calls:
         return False
     loop = call.ctx.loops[-1]
+    after = [c for c in backward_calls if c.seq > call.seq and loop not in c.ctx.loops and _made_in(scope, c, loop)]
+    if not after:
+        return False
     bound = {
         name for event in scope.assigns
         if loop in event.ctx.loops and event.value is not None and contains(event.value, call.node)
         for name in event.targets
     }
-    after = [c for c in backward_calls if c.seq > call.seq and loop not in c.ctx.loops and _made_in(scope, c, loop)]
     return bool(bound) and any(bound & {name.split(".", 1)[0] for name in backward_losses(scope, [c])} for c in after)  # (`out.sum`)
 
 

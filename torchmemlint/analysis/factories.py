@@ -482,19 +482,11 @@ class Factories:
         iresnet50(**kwargs)``), each without its calling function (read as a value only); []
         when no file imports it, None when an importer cannot be read."""
         links = self.links() if self.links is not None else None
-        if links is None:
-            return []
-        index = links.index
-        module = index.module_of(links.path)
-        if module is None:
+        importing = links.importing(function.name.value) if links is not None else []
+        if importing is None:
             return None
-        dotted = "%s.%s" % (module.name, function.name.value)
         found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
-        for other in index.importers(links.path, function.name.value):
-            names = [local for local, target in other.imports.items() if target == dotted]
-            theirs = links.analysis_of(other.path, other.digest) if other.error is None and names else None
-            if theirs is None:
-                return None  # unread, or imported whole or by a star: its calls are not known
+        for theirs, names in importing:
             for name in names:
                 theirs.factories._index()
                 passed = theirs.factories._read_calls(name, [], cst.Param(name=cst.Name(keyword)), False)

@@ -34,7 +34,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.autograd import grad_effect
-from torchmemlint.analysis.flags import exits, off_by_default, turned_off
+from torchmemlint.analysis.flags import flag_test, turned_off
 from torchmemlint.analysis.values import FunctionValues, Value
 from torchmemlint.tree import path_to
 
@@ -122,26 +122,24 @@ def _in_training(graph: FunctionValues, call: Value, other: Value) -> bool:
     torch.is_grad_enabled():``) or a ``with`` enters ``torch.no_grad()``/``torch.inference_mode()``;
     nor when an ``if`` lets it run only while a flag that is off unless a caller turns it on is
     set (``if self.flash:`` with ``self.flash = flash`` and ``flash=False`` in ``__init__``, no
-    call of this file passing another value; ``flags.py``), or only past an ``if`` that returns
-    unless such a flag is set (``if backend == "eager": return ...`` with ``backend="eager"``): the eager path is then the one
-    training runs, the attention TML601 is about, and no fallback."""
+    call of this file passing another value), or only past an ``if`` that returns unless such a
+    flag is set (``if backend == "eager": return ...`` with ``backend="eager"``; both read by
+    ``flags.flag_test``): the eager path is then the one training runs, the attention TML601 is
+    about, and no fallback."""
     inside = call.node is not None and path_to(graph.function, call.node) is not None
     node = call.node if inside else other.node
+    if node is not None and flag_test(graph, node) is not None:
+        return False  # in an arm, or past an ``if ...: return``, that a flag off by default guards
     path = path_to(graph.function, node) if node is not None else None
     bindings = graph.file.bindings
     for node, child in zip(path or (), (path or ())[1:]):
         if type(node) is cst.If and (child is node.body or child is node.orelse) and (
             _grad_off_when(node.test, child is node.body, bindings.qualify)
-            or off_by_default(graph, node.test, child is node.body)
             or turned_off(graph, node.test, child is node.body)  # some instances are built to take the other arm
         ):
             return False
         if type(node) is cst.With and child is node.body and any(grad_effect(item.item, bindings) == "off" for item in node.items):
             return False
-        if type(node) is cst.IndentedBlock and child in node.body:  # past ``if backend == "eager": return ...``
-            before = node.body[:node.body.index(child)]
-            if any(type(s) is cst.If and s.orelse is None and exits(s.body) and off_by_default(graph, s.test, False) for s in before):
-                return False
     return True
 
 

@@ -97,11 +97,12 @@ def opaque(graph: Any, node: cst.CSTNode, env: Dict[str, Any]) -> None:
                 fields.whole(graph, name, env)
 
 
-
 def starred_arguments(graph: Any, args: Sequence[cst.Arg], env: Dict[str, Any]) -> Dict[str, Any]:
     """The keywords a call's ``**kw`` passes when ``kw`` is a local bound to ``dict(query=q, ...)``
-    (each name with the value the dict was built with; a ``**more`` inside it passes other names); any other ``*a``/``**kw`` is read in a
-    way the graph does not model (``opaque``)."""
+    (each name with the value the dict was built with; a ``**more`` inside it passes other
+    names); any other ``*a``/``**kw`` is read in a way the graph does not model (``opaque``).
+    ``factories.spelled_out`` reads such dicts as syntax, for what a call passes; this reads the
+    values the graph already made for them."""
     spread: Dict[str, Any] = {}
     for arg in args:
         if arg.star:

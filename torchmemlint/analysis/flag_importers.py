@@ -44,17 +44,11 @@ def constructions_elsewhere(analysis: Any, init: cst.FunctionDef, param: cst.Par
     ), None)
     if links is None or owner is None or init.name.value != "__init__":
         return None
-    index = links.index
-    module = index.module_of(links.path)
-    if module is None:
-        return None
-    dotted = "%s.%s" % (module.name, owner.name.value)
+    importing = links.importing(owner.name.value)
+    if importing is None:
+        return None  # unread, or the module itself or a star imported: its calls are not known
     found: List[Tuple[Any, Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
-    for other in index.importers(links.path, owner.name.value):
-        names = [local for local, target in other.imports.items() if target == dotted]
-        theirs = links.analysis_of(other.path, other.digest) if other.error is None and names else None
-        if theirs is None:
-            return None  # unread, or the module itself or a star imported: its calls are not known
+    for theirs, names in importing:
         for name in names:
             passed = theirs.factories.passed_to(name, init, param)
             if passed is None:

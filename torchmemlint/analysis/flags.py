@@ -354,12 +354,12 @@ def flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpression
             for sibling in outer.body:
                 if sibling is inner:
                     break
-                if type(sibling) is cst.If and sibling.orelse is None and exits(sibling.body) and off_by_default(graph, sibling.test, False):
+                if type(sibling) is cst.If and sibling.orelse is None and _exits(sibling.body) and off_by_default(graph, sibling.test, False):
                     return sibling.test
     return None
 
 
-def exits(suite: cst.BaseSuite) -> bool:
+def _exits(suite: cst.BaseSuite) -> bool:
     last = suite.body[-1] if type(suite) is cst.IndentedBlock and suite.body else suite
     return type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) and bool(last.body) and type(last.body[-1]) in (cst.Return, cst.Raise)
 

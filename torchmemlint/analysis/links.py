@@ -204,6 +204,24 @@ class ProjectLinks:
         node = (callables.classes if kind == "class" else callables.functions).get(located.name)
         return None if node is None else (analysis, node)
 
+    def importing(self, name: str) -> Optional[List[Tuple[Any, List[str]]]]:
+        """For each other project file that imports the top-level ``name`` of this file: its
+        analysis and the local names it gives it; None when one of them cannot be read (or
+        imports the module whole or by a star: its calls are not known)."""
+        index = self.index
+        module = index.module_of(self.path)
+        if module is None:
+            return None
+        dotted = "%s.%s" % (module.name, name)
+        found: List[Tuple[Any, List[str]]] = []
+        for other in index.importers(self.path, name):
+            names = [local for local, target in other.imports.items() if target == dotted]
+            theirs = self.analysis_of(other.path, other.digest) if other.error is None and names else None
+            if theirs is None:
+                return None
+            found.append((theirs, names))
+        return found
+
     def analysis_of(self, path: str, digest: str) -> Optional[Any]:
         """The shared analysis of another project file (None: it cannot be read or parsed)."""
         key = (os.path.abspath(path), digest)

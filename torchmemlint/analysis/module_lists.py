@@ -66,6 +66,7 @@ class ModuleLists:
         self._calls: Dict[str, Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]] = {}
         self._before: Dict[int, cst.BaseExpression] = {}  # element -> the one before it in its display
         self._rows: Optional[Dict[int, Tuple[str, int, int]]] = None  # element -> its place in rows
+        self._orders: Dict[str, Optional[Any]] = {}  # attribute -> the orders of the local list it is made of
 
     def elements(self, attribute: str) -> Optional[List[Any]]:
         """Every layer ``self.<attribute>`` may hold as an element (None: not all known): a
@@ -293,6 +294,11 @@ class ModuleLists:
     def _local_order(self, attribute: str) -> Optional[Any]:
         """For ``self.<attribute> = nn.ModuleList(layers)``, ``layers`` a local list ``__init__``
         fills (by appends in loops and branches): every order it may hold there (``LayerLists``)."""
+        if attribute not in self._orders:
+            self._orders[attribute] = self._read_local_order(attribute)
+        return self._orders[attribute]
+
+    def _read_local_order(self, attribute: str) -> Optional[Any]:
         init, assignments = self.model.init, self.model.assignments.get(attribute, [])
         if init is None or len(assignments) != 1 or self._additions().get("self." + attribute):
             return None
