@@ -1,0 +1,310 @@
+"""What an axis of a tensor of the value graph (``analysis/values.py``) holds: positions (tokens,
+pixels, time steps) or features (channels, a head's dimension).
+
+Attention's weights grow with the square of the sequence only when its scores contract the
+features of q and k, leaving positions × positions. Transposed ("channel") attention contracts
+the positions instead (Restormer's ``rearrange(q, "b (head c) h w -> b head c (h w)")``, XCiT's
+``q.transpose(-2, -1)`` before ``q @ kᵀ``: (B, h, C/h, C/h) weights), and so does linear
+attention's ``kᵀ @ v`` (features × features): their weights do not grow with the sequence, and
+``F.scaled_dot_product_attention`` has nothing to save there (``analysis/attention.py`` asks).
+
+An axis is followed back from where it is read to where its tensor was made, through the steps
+that keep or move axes (``transpose``/``permute``, ``chunk``/``unbind``/``qkv[0]``, elementwise
+steps, ``F.normalize``, ``view``/``reshape``/``flatten``/``einops.rearrange``), to:
+
+- an ``nn.Linear`` (features last: its last axis is the features, the others positions or batch);
+- an ``nn.Conv1d/2d/3d`` (channels first: axis 1 the features, the axes after it positions);
+- a size the code names (``b, c, h, w = x.shape``: ``view(b, -1, h * w)``), read where the sizes
+  come from (the shape of a tensor a layer of the module reads, or the names' conventional
+  meanings: ``c``/``dim``/``head_dim`` features, ``n``/``seq_len``/``h * w`` positions), and an
+  ``einops`` axis by where its letters come from.
+
+Anything else is not known (None): the question then treats the scores as it did before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.einsum import parse_rearrange
+from torchmemlint.analysis.ranks import CONV, rank as value_rank
+
+POSITION, FEATURE = "position", "feature"
+_BATCH, _HEADS = "batch", "heads"
+
+# steps whose result has the axes of their first input
+_KEEPS = frozenset({"same", "cast", "scale", "dropout", "activation", "norm", "fill", "add"})
+# functional layers that keep the axes of what they take (``F.normalize(q, dim=-1)``)
+_KEEPING_FUNCTIONS = frozenset({
+    "normalize", "layer_norm", "group_norm", "dropout", "gelu", "relu", "silu", "elu", "leaky_relu", "sigmoid", "tanh",
+    "softplus", "mish", "hardswish",
+})
+# the conventional names of sizes (``B, N, C = x.shape``) and of einops axes
+_FEATURE_NAMES = frozenset({
+    "c", "C", "ch", "channels", "channel", "dim", "d", "D", "head_dim", "dim_head", "d_k", "dk", "d_head", "d_model",
+    "e", "E", "embed_dim", "hidden", "hidden_dim", "hidden_size", "features", "n_embd", "c_", "C_", "head_size",
+})
+_POSITION_NAMES = frozenset({
+    "n", "N", "l", "L", "t", "T", "s", "S", "seq_len", "seqlen", "seq", "length", "num_tokens", "tokens", "hw", "HW",
+    "frames", "num_patches", "n_tokens", "seq_length", "time",
+})
+_SPATIAL_NAMES = frozenset({"h", "w", "H", "W", "height", "width", "hh", "ww", "x", "y", "z"})  # positions in a product: ``h * w``
+_BATCH_NAMES = frozenset({"b", "B", "bs", "batch", "batch_size", "B_", "bsz", "n_batch"})
+_HEAD_NAMES = frozenset({"head", "heads", "num_heads", "n_heads", "nh", "n_head", "num_head", "h_"})
+
+
+def contracted_kinds(graph: Any, scores: Any) -> Optional[List[Optional[str]]]:
+    """The kind of the axis each operand of the contraction ``scores`` contracts (``POSITION``,
+    ``FEATURE`` or None), None when it contracts more than one axis."""
+    contracted = scores.info.get("contracted") or ()
+    if len(contracted) != 1:
+        return None
+    letter = contracted[0]
+    kinds: List[Optional[str]] = []
+    for side in (0, 1):
+        spec = list(scores.info["specs"][side])
+        at = spec.index(letter) if letter in spec else None
+        if at is None or "..." in spec[at:]:
+            kinds.append(None)  # (its place from the end not known)
+            continue
+        kinds.append(axis_kind(graph, scores.inputs[side], at - len(spec)))
+    return kinds
+
+
+def positions_contracted(graph: Any, scores: Any) -> bool:
+    """Whether the scores contract positions, not features (channel attention, linear
+    attention's ``kᵀ @ v``): one operand's contracted axis known to hold positions and neither
+    known to hold features; an einsum letter named as positions (``"bhnd,bhne->bhde"``) counts
+    where the operands say nothing."""
+    kinds = contracted_kinds(graph, scores)
+    if kinds is None or FEATURE in kinds:
+        return False
+    if POSITION in kinds:
+        return True
+    letter = scores.info["contracted"][0]
+    return scores.info.get("spelling") in ("torch.einsum", "einops.einsum", "einsum") and letter in _POSITION_NAMES
+
+
+def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional[str]:
+    """The kind of ``value``'s axis at the negative index ``position``."""
+    for _ in range(32):
+        if depth > 6 or position >= 0:
+            return None
+        op, info, inputs = value.op, value.info, value.inputs
+        if op in _KEEPS and inputs:
+            value = inputs[0]
+            continue
+        if op == "helper" and info.get("helper") is not None and inputs:
+            value = inputs[0]  # (a same-file helper: what it returned)
+            continue
+        if op == "layer" and inputs and _short(info) in _KEEPING_FUNCTIONS:
+            value = inputs[0]
+            continue
+        if op == "element" and inputs:
+            source = inputs[0]
+            if source.op == "split" and source.inputs and _split_keeps(source, position):
+                value = source.inputs[0]  # ``q, k, v = qkv.chunk(3, dim=1)`` / ``qkv.unbind(0)``
+                continue
+            if source.op in ("relabel", "reshape", "linear", "same", "cast"):
+                value = source  # ``k, v = kv``: unpacked along the first axis
+                continue
+            return None
+        if op == "index" and inputs and _leading_integer(value.node):
+            value = inputs[0]  # ``qkv[0]``
+            continue
+        if op == "relabel" and inputs:
+            moved = _relabelled(graph, value, position)
+            if moved is None:
+                return None
+            position, value = moved, inputs[0]
+            continue
+        if op == "reshape" and inputs:
+            return _reshaped(graph, value, position, depth)
+        if op == "linear":
+            return _layer_kind(info.get("qualified") or "", position)
+        return None
+    return None
+
+
+def _short(info: dict) -> str:
+    layer = info.get("layer")
+    qualified = getattr(layer, "qualified", None) or info.get("qualified") or ""
+    return qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.") else ""
+
+
+def _layer_kind(qualified: str, position: int, rank: Optional[int] = None) -> Optional[str]:
+    """The kind of the axis at ``position`` of what the ``nn`` layer ``qualified`` makes (or
+    takes: both have their features in one place)."""
+    short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.nn.") else ""
+    if short in ("Linear", "LazyLinear"):
+        return FEATURE if position == -1 else POSITION if position == -2 else None
+    if short in CONV:
+        at = CONV[short] + position  # from the start
+        return FEATURE if at == 1 else POSITION if at >= 2 else None
+    return None
+
+
+def _split_keeps(split: Any, position: int) -> bool:
+    """``chunk``/``split`` keep every axis; ``unbind(d)`` drops axis ``d``, which leaves the
+    negative indices of the others as they were only when it is the first (``unbind(0)``)."""
+    node = split.node
+    if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+        return False
+    method = node.func.attr.value
+    if method in ("chunk", "split"):
+        return True
+    if method != "unbind":
+        return False
+    dims = [a.value for a in node.args if a.keyword is None or a.keyword.value == "dim"]
+    return not dims or (type(dims[0]) is cst.Integer and dims[0].value == "0")
+
+
+def _leading_integer(node: Optional[cst.CSTNode]) -> bool:
+    """``x[0]``: one integer index, on the first axis."""
+    if type(node) is not cst.Subscript or len(node.slice) != 1:
+        return False
+    index = node.slice[0].slice
+    return type(index) is cst.Index and type(index.value) is cst.Integer
+
+
+def _relabelled(graph: Any, value: Any, position: int) -> Optional[int]:
+    """The position in ``value``'s input of its axis at ``position`` (``transpose``/``permute``)."""
+    info = value.info
+    dims = list(info.get("dims", ()))
+    if info.get("transpose") and len(dims) == 2 and all(d < 0 for d in dims):
+        return dims[1] if position == dims[0] else dims[0] if position == dims[1] else position
+    rank = value.rank if value.rank is not None else value_rank(graph, value)
+    if rank is None:
+        return -3 - position if info.get("swap") and position in (-1, -2) and info.get("transpose") else None
+    norm = [d - rank if d >= 0 else d for d in dims]
+    if info.get("transpose") and len(norm) == 2:
+        return norm[1] if position == norm[0] else (norm[0] if position == norm[1] else position)
+    if len(norm) == rank and -rank <= position:
+        return norm[position]
+    return None
+
+
+def _reshaped(graph: Any, value: Any, position: int, depth: int) -> Optional[str]:
+    source = value.inputs[0]
+    if value.info.get("qualified") == "einops.rearrange":
+        return _rearranged(graph, value, position, depth)
+    node = value.node
+    method = node.func.attr.value if type(node) is cst.Call and type(node.func) is cst.Attribute else None
+    if method == "flatten":
+        return _flattened(graph, value, source, position, depth)
+    if method not in ("view", "reshape"):
+        return None
+    sizes = list(value.inputs[1:])
+    if len(sizes) == 1 and sizes[0].op == "tuple":
+        sizes = list(sizes[0].info.get("elements") or ())
+    if not sizes or any(s is None for s in sizes) or -len(sizes) > position:
+        return None
+    kinds = [_size_kind(graph, size, depth) for size in sizes]
+    kind = kinds[position]
+    if kind == "rest":  # ``-1``: what the other sizes leave, when that is one kind
+        named = {k for k in kinds if k in (POSITION, FEATURE)}
+        left = {POSITION, FEATURE} - named
+        return left.pop() if len(left) == 1 else None
+    return kind if kind in (POSITION, FEATURE) else None
+
+
+def _flattened(graph: Any, value: Any, source: Any, position: int, depth: int) -> Optional[str]:
+    """``x.flatten(start)`` (to the last axis): the axes before ``start`` kept, the rest one."""
+    node = value.node
+    args = [a.value for a in node.args if a.keyword is None or a.keyword.value == "start_dim"]
+    rank = value_rank(graph, source)
+    if len(node.args) > 1 or not args or type(args[0]) is not cst.Integer or rank is None:
+        return None
+    start = int(args[0].value)
+    if position == -1:  # the merged axes: of one kind, or not known
+        found = {axis_kind(graph, source, at - rank, depth + 1) for at in range(start, rank)}
+        return found.pop() if len(found) == 1 else None
+    return axis_kind(graph, source, start + 1 + position - rank, depth + 1)  # an axis before ``start``
+
+
+def _rearranged(graph: Any, value: Any, position: int, depth: int) -> Optional[str]:
+    """An ``einops.rearrange`` output axis: the kinds of the input axes its letters come from
+    (a letter of a split group, ``(head c)``, has that group's kind), else their names'."""
+    pattern = value.inputs[1].info.get("text") if len(value.inputs) > 1 else None
+    sides = parse_rearrange(pattern) if isinstance(pattern, str) else None
+    if sides is None:
+        return None
+    before, after = sides
+    if -len(after) > position:
+        return None
+    found = set()
+    for letter in after[position]:
+        group = next(i for i, g in enumerate(before) if letter in g)
+        kind = axis_kind(graph, value.inputs[0], group - len(before), depth + 1)
+        if kind is None:
+            kind = _name_kind(letter, alone=len(after[position]) == 1)
+        found.add(kind)
+    found.discard(_HEADS)
+    return found.pop() if len(found) == 1 and None not in found else None
+
+
+def _size_kind(graph: Any, size: Any, depth: int) -> Optional[str]:
+    """What a size given to ``view``/``reshape`` counts: ``POSITION``, ``FEATURE``, batch,
+    heads, "rest" (``-1``) or None."""
+    op, info = size.op, size.info
+    if op == "constant":
+        number = info.get("number")
+        return "rest" if number == -1 else None
+    if op == "element" and size.inputs and size.inputs[0].op == "meta" and size.inputs[0].inputs:
+        names = info.get("names") or []
+        named = _name_kind(names[0], alone=True) if len(names) == 1 else None
+        if named is not None:
+            return named
+        shaped = size.inputs[0].inputs[0]
+        index = info.get("index")
+        rank = value_rank(graph, shaped)
+        if isinstance(index, int) and rank is not None and 0 <= index < rank:
+            return axis_kind(graph, shaped, index - rank, depth + 1) or _read_by_layer(graph, shaped, index - rank)
+        return None
+    if op == "attribute":
+        return _name_kind(info.get("name") or "", alone=True)
+    if op == "arith" and type(size.node) is cst.BinaryOperation and len(size.inputs) == 2:
+        operator = type(size.node.operator)
+        if operator in (cst.FloorDivide, cst.Divide):  # ``C // self.num_heads``: a part of C
+            return _size_kind(graph, size.inputs[0], depth)
+        if operator is cst.Multiply:  # ``h * w``: positions when both are
+            kinds = [_size_kind(graph, part, depth) for part in size.inputs]
+            spatial = [_spatial(part) for part in size.inputs]
+            if all(k == POSITION or s for k, s in zip(kinds, spatial)):
+                return POSITION
+            if FEATURE in kinds and POSITION not in kinds:
+                return FEATURE
+        return None
+    return None
+
+
+def _spatial(size: Any) -> bool:
+    names = size.info.get("names") or [size.info.get("name")]
+    return bool(names) and names[0] in _SPATIAL_NAMES
+
+
+def _read_by_layer(graph: Any, tensor: Any, position: int) -> Optional[str]:
+    """The kind of an axis of a tensor the code made elsewhere (an argument), read off an ``nn``
+    layer of the module that takes it (``self.q(x)``: a Conv2d's input has its channels first)."""
+    if tensor.op != "argument":
+        return None
+    for value in graph.values:
+        if value.op == "linear" and value.inputs and value.inputs[0] is tensor:
+            return _layer_kind(value.info.get("qualified") or "", position)
+    return None
+
+
+def _name_kind(name: str, alone: bool) -> Optional[str]:
+    if name in _FEATURE_NAMES or name.endswith("_dim") or name.endswith("_channels"):
+        return FEATURE
+    if name in _POSITION_NAMES or name.startswith(("seq_len", "num_tokens")):
+        return POSITION
+    if name in _BATCH_NAMES:
+        return _BATCH
+    if name in _HEAD_NAMES:
+        return _HEADS
+    if not alone and name in _SPATIAL_NAMES:
+        return POSITION
+    return None
