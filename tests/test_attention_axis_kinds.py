@@ -1,7 +1,11 @@
 """TML601 asks which axis the scores contract (``analysis/axis_kinds.py``): attention over the
 positions contracts the features of q and k and keeps B·H·L·S weights; channel ("transposed")
 attention and linear attention's ``kᵀ @ v`` contract the positions, and their weights (features
-× features) do not grow with the sequence, so there is nothing for SDPA to save: quiet.
+× features) do not grow with the sequence, so there is nothing for SDPA to save: quiet. So is
+one learned query pooling the tokens (``nn.Parameter(torch.randn(1, 1, dim))``, or a size 1
+written at the query axis): its B·H·1·S weights grow linearly and are smaller than the keys. Many
+learned queries, latents whose number the code does not show, and a decoder step's
+``q.unsqueeze(-1)`` (run once per output step) stay reported.
 
 The axes are followed to where q and k were made (an ``nn.Linear``: features last; an
 ``nn.Conv2d``: channels first), through ``reshape``/``view`` sizes the code names
@@ -177,6 +181,60 @@ class SpatialRearranged(nn.Module):
         return torch.einsum("b i j, b j c -> b i c", attn, v)
 
 
+class LearnedQueryPool(nn.Module):
+    def __init__(self, dim=64, heads=4):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.query = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.wq, self.wk, self.wv = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+
+    def forward(self, tokens):
+        b, t, c = tokens.shape
+        q = self.wq(self.query).expand(b, 1, c)
+        h, dh = self.heads, self.head_dim
+        q = q.view(b, 1, h, dh).transpose(1, 2)
+        k = self.wk(tokens).view(b, t, h, dh).transpose(1, 2)
+        v = self.wv(tokens).view(b, t, h, dh).transpose(1, 2)
+        attn = F.softmax(torch.matmul(q, k.transpose(-2, -1)) * dh ** -0.5, dim=-1)  # ONE_QUERY
+        return torch.matmul(attn, v).transpose(1, 2).reshape(b, c)
+
+
+class Seeds(nn.Module):
+    def __init__(self, dim, num_heads=4, seeds=1):
+        super().__init__()
+        self.num_heads = num_heads
+        self.seed = nn.Parameter(torch.zeros(1, 1, dim))
+        self.many = nn.Parameter(torch.zeros(1, 16, dim))
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        k, v = self.kv(x).reshape(B, N, 2, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+        q = self.q(self.seed.expand(B, -1, -1)).reshape(B, -1, self.num_heads, C // self.num_heads).transpose(1, 2)
+        pooled = (q @ k.transpose(-2, -1)).softmax(dim=-1)  # ONE_QUERY
+        q16 = self.q(self.many.expand(B, -1, -1)).reshape(B, -1, self.num_heads, C // self.num_heads).transpose(1, 2)
+        sixteen = (q16 @ k.transpose(-2, -1)).softmax(dim=-1)  # POSITIONS
+        return (pooled @ v).transpose(1, 2).reshape(B, C), (sixteen @ v).transpose(1, 2).reshape(B, 16, C)
+
+
+class Latents(nn.Module):
+    def __init__(self, dim, num_latents=1):
+        super().__init__()
+        self.latents = nn.Parameter(torch.randn(num_latents, dim))
+
+    def forward(self, k, v):
+        q = self.latents.unsqueeze(0).expand(k.shape[0], -1, -1)
+        attn = torch.einsum("b i d, b j d -> b i j", q, k).softmax(dim=-1)  # POSITIONS
+        return torch.einsum("b i j, b j d -> b i d", attn, v)
+
+
+def decoder_step(h_src, q):
+    scores = torch.bmm(h_src, q.unsqueeze(-1)).squeeze(-1)
+    w = scores.softmax(dim=-1)  # POSITIONS
+    return torch.bmm(w.unsqueeze(1), h_src).squeeze(1)
+
+
 def handed_in(q, k, v, temperature):
     attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * temperature
     attn = attn.softmax(dim=-1)  # UNKNOWN
@@ -199,21 +257,21 @@ def test_scores_over_positions_are_reported_and_over_channels_quiet(tmp_path: Pa
     reported = sorted({int(line.split(":")[1]) for line in result.stdout.splitlines() if ": TML601 " in line})
     # a finding sits on the softmax's row or on the product's row just after it
     expected = _rows("POSITIONS") + _rows("UNKNOWN")
-    assert len(reported) == len(expected) == 5
+    assert len(reported) == len(expected) == 8
     for softmax_row in expected:
         assert any(0 <= row - softmax_row <= 2 for row in reported), (softmax_row, reported)
-    for quiet_row in _rows("CHANNEL"):
+    for quiet_row in _rows("CHANNEL") + _rows("ONE_QUERY"):
         assert not any(0 <= row - quiet_row <= 2 for row in reported), (quiet_row, reported)
 
 
-def _saved_weight_bytes(attention, x) -> int:
-    """Bytes of the saved tensors that are 4-D and square in their last two axes: the weights
-    (and the softmax output) autograd keeps for backward."""
+def _saved_weight_bytes(attention, x, square: bool = True) -> int:
+    """Bytes of the saved 4-D tensors that are square in their last two axes (``square``; else
+    those with one row): the weights (and the softmax output) autograd keeps for backward."""
     torch = pytest.importorskip("torch")
     saved: List[int] = []
 
     def pack(tensor):
-        if tensor.dim() == 4 and tensor.shape[-1] == tensor.shape[-2]:
+        if tensor.dim() == 4 and (tensor.shape[-1] == tensor.shape[-2] if square else tensor.shape[-2] == 1):
             saved.append(tensor.numel() * tensor.element_size())
         return tensor
 
@@ -234,3 +292,17 @@ def test_channel_attention_keeps_weights_that_do_not_grow_with_the_sequence() ->
     # (B, h, N, N), sixteen times as many for four times the tokens
     assert _saved_weight_bytes(channel, short) == _saved_weight_bytes(channel, long) > 0
     assert _saved_weight_bytes(tokens, long) == 16 * _saved_weight_bytes(tokens, short)
+
+
+def test_one_learned_query_keeps_weights_that_grow_linearly_and_are_smaller_than_the_keys() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("einops")
+    namespace: dict = {}
+    exec(compile(FORMS, "attention_kinds.py", "exec"), namespace)  # noqa: S102 - the forms above
+    torch.manual_seed(0)
+    pool = namespace["LearnedQueryPool"](64, heads=4)
+    short, long = torch.randn(2, 64, 64), torch.randn(2, 256, 64)
+    weights_short, weights_long = (_saved_weight_bytes(pool, x, square=False) for x in (short, long))
+    assert weights_long == 4 * weights_short > 0
+    keys_long = 2 * 256 * 64 * 4  # B·S·C float32: the keys of the long input
+    assert weights_long * 8 <= keys_long  # (B·H·1·S weights: a sixteenth of the keys here, d = 16)

@@ -11,7 +11,8 @@
 - a mask fill and an additive mask on the same scores (reported without a fix).
 
 Look-alikes stay quiet: weights returned, a softmax over the queries, a weight matrix that is
-no projection, a helper that also stores the scores.
+no projection, a helper that also stores the scores, and the keys laid out the same way but one
+query (``q.view(B, heads, 1, size)``: B·h·1·L weights, ``analysis/axis_kinds.py``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class KeyLaidOut(nn.Module):
         heads, size = self.heads, self.size
         B, H, L, _ = y.shape
         q, k, v = self.WQ(x), self.WK(y), self.WV(y)
-        q = q.view(B, heads, 1, size)
+        q = q.view(B, heads, size, -1).transpose(2, 3)
         k = k.view(B, heads, size, L)
         v = v.view(B, heads, size, L).permute(0, 1, 3, 2)
         pre_a = torch.matmul(q, k) / math.sqrt(size)
@@ -198,6 +199,25 @@ def add_rel_pos(attn, q, table, maps):
     return attn
 
 
+class KeyLaidOutOneQuery(nn.Module):
+    def __init__(self, width, heads, size):
+        super().__init__()
+        self.WQ = nn.Conv2d(width, heads * size, 1)
+        self.WK = nn.Conv2d(width, heads * size, 1)
+        self.WV = nn.Conv2d(width, heads * size, 1)
+        self.drop = nn.Dropout(0.1)
+        self.heads, self.size = heads, size
+
+    def forward(self, x, y, mask=None):
+        heads, size = self.heads, self.size
+        B, H, L, _ = y.shape
+        q, k, v = self.WQ(x), self.WK(y), self.WV(y)
+        q = q.view(B, heads, 1, size)
+        k = k.view(B, heads, size, L)
+        v = v.view(B, heads, size, L).permute(0, 1, 3, 2)
+        alphas = self.drop(F.softmax(torch.matmul(q, k) / math.sqrt(size), 3))  # one query: B·h·1·L weights
+        return torch.matmul(alphas, v).view(B, -1, 1, 1)
+
 class InlineWeightsReturned(nn.Module):
     def forward(self, q, k, v):
         w = nn.Softmax(dim=-1)(q @ k.transpose(-2, -1))
@@ -294,8 +314,8 @@ def test_the_fixed_forms_compute_what_the_eager_code_did(tmp_path):
     for name, make, inputs in (
         ("InlineSoftmax", lambda m: m(16, 2), (torch.randn(2, 6, 16), padding)),
         ("InlineImportedSoftmax", lambda m: m(16, 4), (torch.randn(2, 5, 16),)),
-        ("KeyLaidOut", lambda m: m(8, 2, 4), (torch.randn(2, 8, 1, 1), torch.randn(2, 8, 7, 1))),
-        ("KeyLaidOut", lambda m: m(8, 2, 4), (torch.randn(2, 8, 1, 1), torch.randn(2, 8, 7, 1), torch.tensor([[False] * 5 + [True] * 2] * 2))),
+        ("KeyLaidOut", lambda m: m(8, 2, 4), (torch.randn(2, 8, 3, 1), torch.randn(2, 8, 7, 1))),
+        ("KeyLaidOut", lambda m: m(8, 2, 4), (torch.randn(2, 8, 3, 1), torch.randn(2, 8, 7, 1), torch.tensor([[False] * 5 + [True] * 2] * 2))),
         ("ShapeInALocal", lambda m: m(16, 2, 9), (torch.randn(2, 7, 16),)),
     ):
         a, b = make(getattr(eager, name)).eval(), make(getattr(fixed, name)).eval()

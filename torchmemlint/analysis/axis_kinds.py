@@ -24,7 +24,7 @@ Anything else is not known (None): the question then treats the scores as it did
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import libcst as cst
 
@@ -87,45 +87,129 @@ def positions_contracted(graph: Any, scores: Any) -> bool:
     return scores.info.get("spelling") in ("torch.einsum", "einops.einsum", "einsum") and letter in _POSITION_NAMES
 
 
+def one_query(graph: Any, scores: Any, key_side: int) -> bool:
+    """Whether the scores have one query: the query operand's own axis (not contracted, not
+    shared with the keys' operand) has one element where it was made (``single_position``)."""
+    specs = scores.info["specs"]
+    spec, other = list(specs[1 - key_side]), set(specs[key_side])
+    own = [at for at, letter in enumerate(spec) if letter != "..." and letter not in other]
+    if len(own) != 1 or "..." in spec[own[0]:]:
+        return False
+    return single_position(graph, scores.inputs[1 - key_side], own[0] - len(spec))
+
+
 def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional[str]:
     """The kind of ``value``'s axis at the negative index ``position``."""
     for _ in range(32):
         if depth > 6 or position >= 0:
             return None
-        op, info, inputs = value.op, value.info, value.inputs
-        if op in _KEEPS and inputs:
-            value = inputs[0]
+        moved = _through(graph, value, position)
+        if moved is not None:
+            value, position = moved
             continue
-        if op == "helper" and info.get("helper") is not None and inputs:
-            value = inputs[0]  # (a same-file helper: what it returned)
-            continue
-        if op == "layer" and inputs and _short(info) in _KEEPING_FUNCTIONS:
-            value = inputs[0]
-            continue
-        if op == "element" and inputs:
-            source = inputs[0]
-            if source.op == "split" and source.inputs and _split_keeps(source, position):
-                value = source.inputs[0]  # ``q, k, v = qkv.chunk(3, dim=1)`` / ``qkv.unbind(0)``
-                continue
-            if source.op in ("relabel", "reshape", "linear", "same", "cast"):
-                value = source  # ``k, v = kv``: unpacked along the first axis
-                continue
-            return None
-        if op == "index" and inputs and _leading_integer(value.node):
-            value = inputs[0]  # ``qkv[0]``
-            continue
-        if op == "relabel" and inputs:
-            moved = _relabelled(graph, value, position)
-            if moved is None:
-                return None
-            position, value = moved, inputs[0]
-            continue
-        if op == "reshape" and inputs:
+        if value.op == "reshape" and value.inputs:
             return _reshaped(graph, value, position, depth)
-        if op == "linear":
-            return _layer_kind(info.get("qualified") or "", position)
+        if value.op == "linear":
+            return _layer_kind(value.info.get("qualified") or "", position)
         return None
     return None
+
+
+def single_position(graph: Any, value: Any, position: int) -> bool:
+    """Whether ``value``'s axis at ``position`` has one element where it was made: a learned
+    query ``nn.Parameter(torch.randn(1, 1, dim))`` (through ``nn.Linear``, ``expand(b, -1, -1)``
+    and a ``reshape`` whose ``-1`` is its positions), or a size ``1`` written at that axis
+    (``q.view(b, 1, h, dh)``)."""
+    for _ in range(32):
+        if position >= 0:
+            return False
+        moved = _through(graph, value, position)
+        if moved is not None:
+            value, position = moved
+            continue
+        op, inputs = value.op, value.inputs
+        if op == "linear" and inputs and position != -1 and (value.info.get("qualified") or "").rsplit(".", 1)[-1] in ("Linear", "LazyLinear"):
+            value = inputs[0]  # an nn.Linear keeps every axis but the last
+            continue
+        if op == "reshape" and inputs and type(value.node) is cst.Call and type(value.node.func) is cst.Attribute:
+            method = value.node.func.attr.value
+            sizes = _sizes(value) if method in ("view", "reshape", "expand") else None
+            if sizes is None or not -len(sizes) <= position:
+                return False
+            size = sizes[position]
+            if size.op == "constant" and size.info.get("number") == 1:
+                return True
+            if size.op != "constant" or size.info.get("number") != -1:
+                return False
+            if method == "expand":  # ``-1``: the axis as it was
+                value = inputs[0]
+                continue
+            if method not in ("view", "reshape") or _reshaped(graph, value, position, 0) != POSITION:
+                return False
+            rank = value_rank(graph, inputs[0]) or 4  # (not known: the axes an nn.Linear's output shows)
+            found = [at for at in range(-rank, 0) if axis_kind(graph, inputs[0], at) == POSITION]
+            if len(found) != 1:
+                return False
+            value, position = inputs[0], found[0]
+            continue
+        if op == "attribute":
+            shape = _parameter_shape(graph, value.info.get("name"))
+            return shape is not None and -len(shape) <= position and shape[position] == 1
+        return False
+    return False
+
+
+def _through(graph: Any, value: Any, position: int) -> Optional[Tuple[Any, int]]:
+    """One step back from ``value``'s axis at ``position`` to the same axis in what ``value``
+    was made from, through a step that keeps or moves axes; None for any other value."""
+    op, info, inputs = value.op, value.info, value.inputs
+    if not inputs:
+        return None
+    if op in _KEEPS or (op == "helper" and info.get("helper") is not None):
+        return inputs[0], position  # (a same-file helper: what it returned)
+    if op == "layer" and _short(info) in _KEEPING_FUNCTIONS:
+        return inputs[0], position
+    if op == "element":
+        source = inputs[0]
+        if source.op == "split" and source.inputs and _split_keeps(source, position):
+            return source.inputs[0], position  # ``q, k, v = qkv.chunk(3, dim=1)`` / ``qkv.unbind(0)``
+        if source.op in ("relabel", "reshape", "linear", "same", "cast"):
+            return source, position  # ``k, v = kv``: unpacked along the first axis
+        return None
+    if op == "index" and _leading_integer(value.node):
+        return inputs[0], position  # ``qkv[0]``
+    if op == "relabel":
+        moved = _relabelled(graph, value, position)
+        return None if moved is None else (inputs[0], moved)
+    return None
+
+
+def _sizes(value: Any) -> Optional[List[Any]]:
+    """The sizes given to ``view``/``reshape``/``expand`` (one tuple of them, or each)."""
+    sizes = list(value.inputs[1:])
+    if len(sizes) == 1 and sizes[0].op == "tuple":
+        sizes = list(sizes[0].info.get("elements") or ())
+    return sizes if sizes and all(s is not None for s in sizes) else None
+
+
+def _parameter_shape(graph: Any, name: Optional[str]) -> Optional[List[Optional[int]]]:
+    """The literal shape of ``self.<name> = nn.Parameter(torch.randn(1, 1, dim) * s)``."""
+    if name is None or getattr(graph, "classdef", None) is None:
+        return None
+    assignment = graph.file.analysis.class_model(graph.classdef).single_assignment(name)
+    made = assignment.value if assignment is not None else None
+    qualify = graph.file.bindings.qualify
+    if type(made) is not cst.Call or qualify(made.func) not in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") or not made.args:
+        return None
+    inner = made.args[0].value
+    while type(inner) is cst.BinaryOperation:  # ``torch.randn(...) * 0.02``
+        inner = inner.left
+    if type(inner) is not cst.Call or not (qualify(inner.func) or "").startswith("torch."):
+        return None
+    args = [a.value for a in inner.args if a.keyword is None]
+    if len(args) == 1 and type(args[0]) in (cst.Tuple, cst.List):
+        args = [e.value for e in args[0].elements]
+    return [int(a.value) if type(a) is cst.Integer else None for a in args] or None
 
 
 def _short(info: dict) -> str:
@@ -196,10 +280,8 @@ def _reshaped(graph: Any, value: Any, position: int, depth: int) -> Optional[str
         return _flattened(graph, value, source, position, depth)
     if method not in ("view", "reshape"):
         return None
-    sizes = list(value.inputs[1:])
-    if len(sizes) == 1 and sizes[0].op == "tuple":
-        sizes = list(sizes[0].info.get("elements") or ())
-    if not sizes or any(s is None for s in sizes) or -len(sizes) > position:
+    sizes = _sizes(value)
+    if sizes is None or -len(sizes) > position:
         return None
     kinds = [_size_kind(graph, size, depth) for size in sizes]
     kind = kinds[position]
