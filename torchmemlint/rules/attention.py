@@ -179,7 +179,18 @@ class EagerAttention(Rule):
     name, never runs by default: not reported (tests/test_attention_built_behind_flag.py). It is quiet
     for look-alikes too: a softmax over the queries,
     linear attention (a softmax of q or k themselves), a classification head times a matrix
-    (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It reports without a fix
+    (`F.softmax(x @ w, -1) @ v`: x and w are not laid out alike). It is quiet where the weights
+    do not grow with the square of the sequence (`analysis/axis_kinds.py`, which follows the
+    contracted axis to the `nn.Linear` (features last) or `nn.Conv2d` (channels first) that made
+    q and k, through `view`/`reshape` sizes the code names, `rearrange` groups, `flatten`,
+    `chunk`/`unbind` and transposes): scores that contract the positions, not the features —
+    channel ("transposed") attention (Restormer's `"b (head c) h w -> b head c (h w)"`, XCiT's
+    `q.transpose(-2, -1)` first: (B, H, C/H, C/H) weights whatever the length) and linear
+    attention's `softmax(kᵀ @ v)` — and one learned query pooling the tokens
+    (`nn.Parameter(torch.randn(1, 1, dim))`, or a size 1 written at the query axis:
+    B·H·1·S weights, smaller than the keys); both measured in
+    tests/test_attention_axis_kinds.py. Where the axis cannot be followed (q and k handed in
+    as arguments) it reports as before. It reports without a fix
     when SDPA cannot compute the same thing: the dropout is not a known `nn.Dropout`, the
     softmax takes a `dtype` or the weights or scores are cast, the scores pass through a helper
     or a module, the weights pass through a module or activation that keeps their shape or are
