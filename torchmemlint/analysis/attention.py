@@ -38,7 +38,7 @@ from torchmemlint.analysis.handed_out import handed_out
 from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
 from torchmemlint.analysis.attribute_calls import arm_off
 from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
-from torchmemlint.analysis.axis_kinds import one_query, positions_contracted
+from torchmemlint.analysis.axis_kinds import small_weights
 from torchmemlint.analysis.attention_site import AttentionSite
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
@@ -196,11 +196,8 @@ class _Question:
             raise _NoSite(fallback)
         if not _similarity(self.graph, scores):
             raise _NoSite()
-        if positions_contracted(self.graph, scores):  # channel attention, linear attention's kᵀ @ v (``axis_kinds.py``)
-            raise _NoSite("the scores contract the positions, not the features (channel or linear attention): "
-                          "the weights are features x features and do not grow with the sequence")
-        if one_query(self.graph, scores, key_side):  # a learned query pooling the tokens
-            raise _NoSite("one query attends over the keys: its B·H·1·S weights grow with the sequence, not its square, and are smaller than the keys")
+        if (small := small_weights(self.graph, scores, key_side)):  # channel or linear attention, one learned query (``axis_kinds.py``)
+            raise _NoSite(small)
         graph = self.graph
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]
         if product.function is not graph.function:  # run in a helper this function calls with its scores or weights

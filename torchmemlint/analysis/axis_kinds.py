@@ -55,6 +55,17 @@ _BATCH_NAMES = frozenset({"b", "B", "bs", "batch", "batch_size", "B_", "bsz", "n
 _HEAD_NAMES = frozenset({"head", "heads", "num_heads", "n_heads", "nh", "n_head", "num_head", "h_"})
 
 
+def small_weights(graph: Any, scores: Any, key_side: int) -> str:
+    """Why the weights of the scores ``scores`` (the keys from operand ``key_side``) do not grow
+    with the square of the sequence; "" when they may."""
+    if positions_contracted(graph, scores):
+        return ("the scores contract the positions, not the features (channel or linear attention): "
+                "the weights are features x features and do not grow with the sequence")
+    if one_query(graph, scores, key_side):  # a learned query pooling the tokens
+        return "one query attends over the keys: its B·H·1·S weights grow with the sequence, not its square, and are smaller than the keys"
+    return ""
+
+
 def contracted_kinds(graph: Any, scores: Any) -> Optional[List[Optional[str]]]:
     """The kind of the axis each operand of the contraction ``scores`` contracts (``POSITION``,
     ``FEATURE`` or None), None when it contracts more than one axis."""
