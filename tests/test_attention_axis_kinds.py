@@ -52,6 +52,23 @@ class RestormerAttention(nn.Module):
         return rearrange(out, "b head c (h w) -> b (head c) h w", head=self.num_heads, h=h, w=w)
 
 
+class PatchChannels(nn.Module):
+    def __init__(self, dim, heads, window_size=8):
+        super().__init__()
+        self.heads, self.ps = heads, window_size
+        self.temperature = nn.Parameter(torch.ones(heads, 1, 1))
+        self.qkv = nn.Conv2d(dim, dim * 3, kernel_size=1)
+
+    def forward(self, x):
+        q, k, v = (
+            rearrange(t, "b (head d) (h ph) (w pw) -> b (h w) head d (ph pw)", ph=self.ps, pw=self.ps, head=self.heads)
+            for t in self.qkv(x).chunk(3, dim=1)
+        )
+        attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * self.temperature
+        attn = attn.softmax(dim=-1)  # CHANNEL
+        return attn @ v
+
+
 class CrossCovariance(nn.Module):
     def __init__(self, dim, num_heads=8):
         super().__init__()

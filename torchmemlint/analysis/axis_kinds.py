@@ -186,7 +186,11 @@ def _through(graph: Any, value: Any, position: int) -> Optional[Tuple[Any, int]]
             return source.inputs[0], position  # ``q, k, v = qkv.chunk(3, dim=1)`` / ``qkv.unbind(0)``
         if source.op in ("relabel", "reshape", "linear", "same", "cast"):
             return source, position  # ``k, v = kv``: unpacked along the first axis
+        if source.op == "parts":
+            return source.inputs[0], position  # ``q, k, v = (rearrange(t, ...) for t in qkv)``: each part made alike
         return None
+    if op == "part" and inputs[0].op == "split" and inputs[0].inputs and _split_keeps(inputs[0], position):
+        return inputs[0].inputs[0], position  # ``t`` of ``for t in qkv.chunk(3, dim=1)``
     if op == "index" and _leading_integer(value.node):
         return inputs[0], position  # ``qkv[0]``
     if op == "relabel":
