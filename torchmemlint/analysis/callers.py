@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import _is_false, CallEvent, MODEL_NAME
+from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
@@ -77,6 +77,55 @@ def _trained_by_callers(facts: ScopeFacts) -> bool:
             ):
                 return True
     return False
+
+
+def returned_for_backward(facts: ScopeFacts, analysis: Optional[object], accumulator: str) -> bool:
+    """The function returns the accumulator, or a value computed from it, to a caller that
+    backpropagates what it returns: a function of the file (``trained_by_callers``), or a method
+    of a base class in another file of the project that runs ``self.<name>(...)`` and calls
+    ``backward`` on its result (an RL trainer's ``compute_loss`` summing the losses of a
+    trajectory, run by ``BaseRLTrainer.train_step``). The sum is then what training
+    backpropagates: every iteration's graph is needed (gradient accumulation)."""
+    if not _returns(facts.scope, accumulator):
+        return False
+    if trained_by_callers(facts):
+        return True
+    owner, links = facts.scope.owner, getattr(analysis, "links", None)
+    if owner is None or links is None:
+        return False
+    for base in owner.node.bases:
+        dotted = dotted_name(base.value)  # (as written: the links resolve the file's imports)
+        found = links.definition(dotted, "class") if dotted else None
+        if found is None:
+            continue
+        other, classdef = found
+        scopes = other.scopes
+        for scope in scopes.scopes:
+            if scope.owner is None or scope.owner.node is not classdef or scope.function is None:
+                continue
+            calls = [c for c in scope.calls if c.func == "self." + facts.scope.name]
+            trained = {loss.split(".", 1)[0] for loss in ScopeFacts(scopes, scope).backward_losses} if calls else set()
+            if any(event.value is not None and trained.intersection(event.targets)
+                   and any(n is c.node for c in calls for n in walk(event.value)) for event in scope.assigns):
+                return True
+    return False
+
+
+def _returns(scope, accumulator: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a ``return`` of the scope's function hands out ``accumulator`` or a value
+    computed from it (through the function's assignments)."""
+    function = scope.function
+    if function is None:
+        return False
+    carried = {accumulator}
+    for event in scope.assigns:
+        if event.value is not None and any(name.split(".", 1)[0] in carried for name in _names_in(event.value)):
+            carried.update(event.targets)
+    return any(
+        type(node) is cst.Return and node.value is not None
+        and any(name.split(".", 1)[0] in carried for name in _names_in(node.value))
+        for node in walk(function.body)
+    )
 
 
 def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:

@@ -18,7 +18,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.callers import (
     borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
-    plainly_a_module, reduced_after, runs_model, switched_back, trained_by_callers,
+    plainly_a_module, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -612,7 +612,7 @@ class _Checks:
                 value_node = binary.right if on_left else binary.left
             if folded is None:
                 appended = False
-        if accumulator is None or accumulator in self.facts.backward_losses:
+        if accumulator is None or accumulator in self.facts.backward_losses or returned_for_backward(self.facts, self.analysis, accumulator):
             return
         if not appended and self.facts.starts_as_text(accumulator, ctx):
             return  # `out_string += sp_model.decode(ids)`: text, not a tensor

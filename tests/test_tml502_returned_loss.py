@@ -1,0 +1,115 @@
+"""TML502 and a sum of losses handed back to be backpropagated (``callers.returned_for_backward``).
+
+A function that sums the losses of a rollout over a loop and returns the sum (or a value
+computed from it) to a caller that calls ``backward`` on it accumulates gradients on purpose:
+every iteration's graph is what that backward needs, and ``.item()`` would break training. The
+caller may be a function of the same file, or the base class of another file of the project
+whose training step runs ``self.compute_loss(...)`` (an RL trainer's subclass): quiet. A sum
+returned to a caller that only prints it, one a method of the same class returns to nobody who
+trains, and a sum never returned stay reported; so does the subclass once the base class stops
+backpropagating (the result cache keys the finding by the base's file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from project_cli import lint_project
+
+BASE = '''import torch
+
+
+class BaseRLTrainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    def compute_loss(self, trajectories):
+        raise NotImplementedError
+
+    def train_step(self, trajectories):
+        self.optimizer.zero_grad()
+        loss, metrics = self.compute_loss(trajectories)
+        loss.backward()
+        self.optimizer.step()
+        return metrics
+'''
+
+TRAINER = '''import torch
+import torch.nn.functional as F
+
+from .base import BaseRLTrainer
+
+
+class PolicyTrainer(BaseRLTrainer):
+    def compute_loss(self, trajectories):
+        total_policy_loss = 0.0
+        total_kl = 0.0
+        steps = 0
+        for traj in trajectories:
+            for state, action in zip(traj.states, traj.actions):
+                log_prob = F.log_softmax(self.model(state), dim=-1).gather(-1, action).sum()
+                total_policy_loss += -log_prob * traj.advantage
+                total_kl += log_prob - traj.ref_log_prob
+                steps += 1
+        total_loss = total_policy_loss / steps + 0.1 * total_kl / steps
+        return total_loss, {"loss": total_loss.item()}
+
+    def score(self, trajectories):
+        total = 0.0
+        for traj in trajectories:
+            for state in traj.states:
+                total += self.model(state).sum()  # SCORE
+        return total
+
+
+def rollout_loss(model, batches):
+    total = 0.0
+    for x, y in batches:
+        total += F.mse_loss(model(x), y)
+    return total
+
+
+def train(model, optimizer, data):
+    loss = rollout_loss(model, data)
+    loss.backward()
+    optimizer.step()
+
+
+def validate(model, batches):
+    total = 0.0
+    for x, y in batches:
+        total += F.mse_loss(model(x), y)  # VALIDATE
+    return total
+
+
+def report(model, data):
+    print(validate(model, data).item())
+
+
+def kept(model, batches):
+    total = 0.0
+    for x, y in batches:
+        total += F.mse_loss(model(x), y)  # KEPT
+    print(total)
+'''
+
+
+def _row(text: str, marker: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if line.endswith("# " + marker))
+
+
+def test_a_summed_loss_returned_to_a_backward_is_quiet_and_others_stay_reported(tmp_path: Path) -> None:
+    package = tmp_path / "rl"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(BASE)
+    (package / "trainer.py").write_text(TRAINER)
+    reported = {("trainer.py", _row(TRAINER, m)) for m in ("SCORE", "VALIDATE", "KEPT")}
+    assert lint_project(tmp_path, "TML502") == reported
+    # the base class no longer backpropagates: the subclass's sums are reported, also from a
+    # warm cache (the finding is keyed by base.py)
+    cache = str(tmp_path / "cache")
+    assert lint_project(tmp_path, "TML502", "--cache-dir", cache) == reported
+    (package / "base.py").write_text(BASE.replace("        loss.backward()\n", "        print(loss)\n"))
+    changed = lint_project(tmp_path, "TML502", "--cache-dir", cache)
+    assert changed == reported | {("trainer.py", 15), ("trainer.py", 16)}
