@@ -3,7 +3,8 @@ positions contracts the features of q and k and keeps B·H·L·S weights; channe
 attention and linear attention's ``kᵀ @ v`` contract the positions, and their weights (features
 × features) do not grow with the sequence, so there is nothing for SDPA to save: quiet. So is
 one learned query pooling the tokens (``nn.Parameter(torch.randn(1, 1, dim))``, or a size 1
-written at the query axis): its B·H·1·S weights grow linearly and are smaller than the keys. Many
+written at the query axis): its B·H·1·S weights grow linearly and are smaller than the keys; so
+is one key (a state vector viewed ``(B, 1, heads, d)``). Many
 learned queries, latents whose number the code does not show, and a decoder step's
 ``q.unsqueeze(-1)`` (run once per output step) stay reported.
 
@@ -233,6 +234,23 @@ class Seeds(nn.Module):
         q16 = self.q(self.many.expand(B, -1, -1)).reshape(B, -1, self.num_heads, C // self.num_heads).transpose(1, 2)
         sixteen = (q16 @ k.transpose(-2, -1)).softmax(dim=-1)  # POSITIONS
         return (pooled @ v).transpose(1, 2).reshape(B, C), (sixteen @ v).transpose(1, 2).reshape(B, 16, C)
+
+
+class StateInjection(nn.Module):
+    def __init__(self, hidden_size, state_dim, n_heads=4):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, hidden_size // n_heads
+        self.q_proj = nn.Linear(hidden_size, hidden_size)
+        self.k_proj = nn.Linear(state_dim, hidden_size)
+        self.v_proj = nn.Linear(state_dim, hidden_size)
+
+    def forward(self, hidden, state):
+        B, T, H = hidden.shape
+        Q = self.q_proj(hidden).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        K = self.k_proj(state.unsqueeze(1)).view(B, 1, self.n_heads, self.head_dim).transpose(1, 2)
+        V = self.v_proj(state.unsqueeze(1)).view(B, 1, self.n_heads, self.head_dim).transpose(1, 2)
+        weights = F.softmax(torch.matmul(Q, K.transpose(-2, -1)) * self.head_dim ** -0.5, dim=-1)  # ONE_QUERY
+        return torch.matmul(weights, V).transpose(1, 2).reshape(B, T, H)
 
 
 class Latents(nn.Module):

@@ -61,8 +61,10 @@ def small_weights(graph: Any, scores: Any, key_side: int) -> str:
     if positions_contracted(graph, scores):
         return ("the scores contract the positions, not the features (channel or linear attention): "
                 "the weights are features x features and do not grow with the sequence")
-    if one_query(graph, scores, key_side):  # a learned query pooling the tokens
-        return "one query attends over the keys: its B·H·1·S weights grow with the sequence, not its square, and are smaller than the keys"
+    one = one_position(graph, scores, key_side)  # a learned query pooling the tokens; a single state vector as the key
+    if one:
+        return ("one %s: the B·H·%s weights grow with the sequence, not its square, and are smaller than the %s"
+                % (one, "1·S" if one == "query" else "L·1", "keys" if one == "query" else "queries"))
     return ""
 
 
@@ -98,15 +100,17 @@ def positions_contracted(graph: Any, scores: Any) -> bool:
     return scores.info.get("spelling") in ("torch.einsum", "einops.einsum", "einsum") and letter in _POSITION_NAMES
 
 
-def one_query(graph: Any, scores: Any, key_side: int) -> bool:
-    """Whether the scores have one query: the query operand's own axis (not contracted, not
-    shared with the keys' operand) has one element where it was made (``single_position``)."""
+def one_position(graph: Any, scores: Any, key_side: int) -> str:
+    """"query" or "key" when the scores have one of them: that operand's own axis (not
+    contracted, not shared with the other operand) has one element where it was made
+    (``single_position``); "" otherwise."""
     specs = scores.info["specs"]
-    spec, other = list(specs[1 - key_side]), set(specs[key_side])
-    own = [at for at, letter in enumerate(spec) if letter != "..." and letter not in other]
-    if len(own) != 1 or "..." in spec[own[0]:]:
-        return False
-    return single_position(graph, scores.inputs[1 - key_side], own[0] - len(spec))
+    for side, what in ((1 - key_side, "query"), (key_side, "key")):
+        spec, other = list(specs[side]), set(specs[1 - side])
+        own = [at for at, letter in enumerate(spec) if letter != "..." and letter not in other]
+        if len(own) == 1 and "..." not in spec[own[0]:] and single_position(graph, scores.inputs[side], own[0] - len(spec)):
+            return what
+    return ""
 
 
 def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional[str]:

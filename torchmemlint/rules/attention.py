@@ -188,7 +188,8 @@ class EagerAttention(Rule):
     `q.transpose(-2, -1)` first: (B, H, C/H, C/H) weights whatever the length) and linear
     attention's `softmax(kᵀ @ v)` — and one learned query pooling the tokens
     (`nn.Parameter(torch.randn(1, 1, dim))`, or a size 1 written at the query axis:
-    B·H·1·S weights, smaller than the keys); both measured in
+    B·H·1·S weights, smaller than the keys) or one key (a state vector viewed `(B, 1, h, d)`);
+    measured in
     tests/test_attention_axis_kinds.py. Where the axis cannot be followed (q and k handed in
     as arguments) it reports as before. It reports without a fix
     when SDPA cannot compute the same thing: the dropout is not a known `nn.Dropout`, the
