@@ -4,7 +4,8 @@ attention and linear attention's ``kᵀ @ v`` contract the positions, and their 
 × features) do not grow with the sequence, so there is nothing for SDPA to save: quiet. So is
 one learned query pooling the tokens (``nn.Parameter(torch.randn(1, 1, dim))``, or a size 1
 written at the query axis): its B·H·1·S weights grow linearly and are smaller than the keys; so
-is one key (a state vector viewed ``(B, 1, heads, d)``). Many
+is one key (a state vector viewed ``(B, 1, heads, d)``), also with the heads moved to the batch
+(``torch.cat(q.split(d, dim=2), dim=0)``) and the number of queries a constructor default. Many
 learned queries, latents whose number the code does not show, and a decoder step's
 ``q.unsqueeze(-1)`` (run once per output step) stay reported.
 
@@ -27,6 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 FORMS = '''
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -236,6 +239,37 @@ class Seeds(nn.Module):
         return (pooled @ v).transpose(1, 2).reshape(B, C), (sixteen @ v).transpose(1, 2).reshape(B, 16, C)
 
 
+class SeedPooling(nn.Module):
+    def __init__(self, embed_dim, num_heads=4, num_seeds=1):
+        super().__init__()
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.seeds = nn.Parameter(torch.empty(1, num_seeds, embed_dim))
+        self.fc_q, self.fc_k, self.fc_v = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        q = self.fc_q(self.seeds.expand(x.size(0), -1, -1))
+        split = self.embed_dim // self.num_heads
+        q_ = torch.cat(q.split(split, dim=2), dim=0)
+        k_ = torch.cat(self.fc_k(x).split(split, dim=2), dim=0)
+        v_ = torch.cat(self.fc_v(x).split(split, dim=2), dim=0)
+        a = torch.softmax(q_.bmm(k_.transpose(1, 2)) / math.sqrt(self.embed_dim), dim=2)  # ONE_QUERY
+        return torch.cat(a.bmm(v_).split(x.size(0), dim=0), dim=2)
+
+
+class ManySeeds(SeedPooling):
+    def __init__(self, embed_dim, num_heads=4, num_seeds=8):
+        super().__init__(embed_dim, num_heads, num_seeds)
+        self.more = nn.Parameter(torch.empty(1, num_seeds, embed_dim))
+
+    def forward(self, x):
+        q = self.fc_q(self.more.expand(x.size(0), -1, -1))
+        split = self.embed_dim // self.num_heads
+        q_ = torch.cat(q.split(split, dim=2), dim=0)
+        k_ = torch.cat(self.fc_k(x).split(split, dim=2), dim=0)
+        a = torch.softmax(q_.bmm(k_.transpose(1, 2)), dim=2)  # POSITIONS
+        return a.bmm(torch.cat(self.fc_v(x).split(split, dim=2), dim=0))
+
+
 class StateInjection(nn.Module):
     def __init__(self, hidden_size, state_dim, n_heads=4):
         super().__init__()
@@ -292,7 +326,7 @@ def test_scores_over_positions_are_reported_and_over_channels_quiet(tmp_path: Pa
     reported = sorted({int(line.split(":")[1]) for line in result.stdout.splitlines() if ": TML601 " in line})
     # a finding sits on the softmax's row or on the product's row just after it
     expected = _rows("POSITIONS") + _rows("UNKNOWN")
-    assert len(reported) == len(expected) == 8
+    assert len(reported) == len(expected) == 9
     for softmax_row in expected:
         assert any(0 <= row - softmax_row <= 2 for row in reported), (softmax_row, reported)
     for quiet_row in _rows("CHANNEL") + _rows("ONE_QUERY"):

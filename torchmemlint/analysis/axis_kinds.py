@@ -197,9 +197,40 @@ def _through(graph: Any, value: Any, position: int) -> Optional[Tuple[Any, int]]
         return inputs[0].inputs[0], position  # ``t`` of ``for t in qkv.chunk(3, dim=1)``
     if op == "index" and _leading_integer(value.node):
         return inputs[0], position  # ``qkv[0]``
+    if op == "cat" and inputs[0].op == "split" and inputs[0].inputs and _heads_to_batch(graph, value, inputs[0], position):
+        return inputs[0].inputs[0], position  # ``torch.cat(q.split(d, dim=2), dim=0)``: the heads moved to the batch
     if op == "relabel":
         moved = _relabelled(graph, value, position)
         return None if moved is None else (inputs[0], moved)
+    return None
+
+
+def _heads_to_batch(graph: Any, cat: Any, split: Any, position: int) -> bool:
+    """``torch.cat(x.split(n, dim=d), dim=0)``: every axis of ``x`` but the first and ``d`` keeps
+    its place and size, the axis at ``position`` among them."""
+    def dim(node: Optional[cst.CSTNode]) -> Optional[int]:
+        if type(node) is not cst.Call:
+            return None
+        given = [a.value for a in node.args if (a.keyword is not None and a.keyword.value == "dim")]
+        given = given or [a.value for a in node.args[1:2] if a.keyword is None]
+        value = given[0] if given else None
+        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus and type(value.expression) is cst.Integer:
+            return -int(value.expression.value)
+        return int(value.value) if type(value) is cst.Integer else None
+    joined, parted = dim(cat.node), dim(split.node)
+    rank = _rank(graph, split.inputs[0])
+    if joined != 0 or parted is None or (parted >= 0 and rank is None):
+        return False
+    return position != (parted - rank if parted >= 0 else parted) and (rank is None or position != -rank)
+
+
+def _rank(graph: Any, value: Any) -> Optional[int]:
+    """``ranks.rank``, and through an ``nn.Linear`` (which keeps the rank of what it takes)."""
+    for _ in range(8):
+        rank = value_rank(graph, value)
+        if rank is not None or value.op != "linear" or not value.inputs or not (value.info.get("qualified") or "").endswith("Linear"):
+            return rank
+        value = value.inputs[0]
     return None
 
 
@@ -228,7 +259,20 @@ def _parameter_shape(graph: Any, name: Optional[str]) -> Optional[List[Optional[
     args = [a.value for a in inner.args if a.keyword is None]
     if len(args) == 1 and type(args[0]) in (cst.Tuple, cst.List):
         args = [e.value for e in args[0].elements]
-    return [int(a.value) if type(a) is cst.Integer else None for a in args] or None
+    defaults = _init_defaults(graph.classdef)  # ``torch.empty(1, num_seeds, dim)``, ``num_seeds=1`` by default
+    return [int(a.value) if type(a) is cst.Integer else defaults.get(a.value) if type(a) is cst.Name else None for a in args] or None
+
+
+def _init_defaults(classdef: cst.ClassDef) -> dict:
+    """The integer defaults of the class's ``__init__`` parameters (what an instance built
+    without them gets)."""
+    body = classdef.body.body if type(classdef.body) is cst.IndentedBlock else ()
+    for statement in body:
+        if type(statement) is cst.FunctionDef and statement.name.value == "__init__":
+            params = statement.params
+            return {p.name.value: int(p.default.value) for p in (*params.params, *params.kwonly_params)
+                    if p.default is not None and type(p.default) is cst.Integer}
+    return {}
 
 
 def _short(info: dict) -> str:
