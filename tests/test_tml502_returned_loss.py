@@ -4,9 +4,11 @@ A function that sums the losses of a rollout over a loop and returns the sum (or
 computed from it) to a caller that calls ``backward`` on it accumulates gradients on purpose:
 every iteration's graph is what that backward needs, and ``.item()`` would break training. The
 caller may be a function of the same file, or the base class of another file of the project
-whose training step runs ``self.compute_loss(...)`` (an RL trainer's subclass): quiet. A sum
-returned to a caller that only prints it, one a method of the same class returns to nobody who
-trains, and a sum never returned stay reported; so does the subclass once the base class stops
+whose training step runs ``self.compute_loss(...)`` then ``accelerator.backward(loss)`` (an RL
+trainer's subclass): quiet. A sum returned to a caller that only prints it (also when that
+caller called ``backward`` earlier on another value of the same name, deep-daze's warm-up loop),
+one a method of the same class returns to nobody who trains, and a sum never returned stay
+reported; so does the subclass once the base class stops
 backpropagating (the result cache keys the finding by the base's file)."""
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class BaseRLTrainer:
     def train_step(self, trajectories):
         self.optimizer.zero_grad()
         loss, metrics = self.compute_loss(trajectories)
-        loss.backward()
+        self.accelerator.backward(loss)
         self.optimizer.step()
         return metrics
 '''
@@ -86,6 +88,25 @@ def report(model, data):
     print(validate(model, data).item())
 
 
+def step_total(model, data, optimizer):
+    total = 0.0
+    for x, y in data:
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        total += loss  # STEP_TOTAL
+    optimizer.step()
+    return total
+
+
+def fit(model, data, optimizer, warmup):
+    for x in warmup:
+        loss = model(x).sum()
+        loss.backward()
+    for epoch in range(3):
+        loss = step_total(model, data, optimizer)
+        print(loss.item())
+
+
 def kept(model, batches):
     total = 0.0
     for x, y in batches:
@@ -104,12 +125,12 @@ def test_a_summed_loss_returned_to_a_backward_is_quiet_and_others_stay_reported(
     (package / "__init__.py").write_text("")
     (package / "base.py").write_text(BASE)
     (package / "trainer.py").write_text(TRAINER)
-    reported = {("trainer.py", _row(TRAINER, m)) for m in ("SCORE", "VALIDATE", "KEPT")}
+    reported = {("trainer.py", _row(TRAINER, m)) for m in ("SCORE", "VALIDATE", "STEP_TOTAL", "KEPT")}
     assert lint_project(tmp_path, "TML502") == reported
     # the base class no longer backpropagates: the subclass's sums are reported, also from a
     # warm cache (the finding is keyed by base.py)
     cache = str(tmp_path / "cache")
     assert lint_project(tmp_path, "TML502", "--cache-dir", cache) == reported
-    (package / "base.py").write_text(BASE.replace("        loss.backward()\n", "        print(loss)\n"))
+    (package / "base.py").write_text(BASE.replace("        self.accelerator.backward(loss)\n", "        print(loss)\n"))
     changed = lint_project(tmp_path, "TML502", "--cache-dir", cache)
     assert changed == reported | {("trainer.py", 15), ("trainer.py", 16)}

@@ -81,16 +81,21 @@ def _trained_by_callers(facts: ScopeFacts) -> bool:
 
 def returned_for_backward(facts: ScopeFacts, analysis: Optional[object], accumulator: str) -> bool:
     """The function returns the accumulator, or a value computed from it, to a caller that
-    backpropagates what it returns: a function of the file (``trained_by_callers``), or a method
-    of a base class in another file of the project that runs ``self.<name>(...)`` and calls
-    ``backward`` on its result (an RL trainer's ``compute_loss`` summing the losses of a
-    trajectory, run by ``BaseRLTrainer.train_step``). The sum is then what training
-    backpropagates: every iteration's graph is needed (gradient accumulation)."""
-    if not _returns(facts.scope, accumulator):
+    calls ``backward`` on what it gets, after getting it: a function of the file, or a method of
+    a base class in another file of the project that runs ``self.<name>(...)`` (an RL trainer's
+    ``compute_loss`` summing the losses of a trajectory, run by ``BaseRLTrainer.train_step``).
+    The sum is then what training backpropagates: every iteration's graph is needed (gradient
+    accumulation). A caller that only logs it (``loss.item()``) does not count, nor a
+    ``backward`` on another value of the same name before the call."""
+    scope, name = facts.scope, facts.scope.name
+    if not name or not _returns(scope, accumulator):
         return False
-    if trained_by_callers(facts):
-        return True
-    owner, links = facts.scope.owner, getattr(analysis, "links", None)
+    owner = scope.owner
+    for other in facts.walk.scopes:
+        if other is not scope and other.function is not None and (owner is None or other.owner is owner) \
+                and _backpropagated_after(facts.walk, other, ("self." + name) if owner is not None else name):
+            return True
+    links = getattr(analysis, "links", None)
     if owner is None or links is None:
         return False
     for base in owner.node.bases:
@@ -98,15 +103,30 @@ def returned_for_backward(facts: ScopeFacts, analysis: Optional[object], accumul
         found = links.definition(dotted, "class") if dotted else None
         if found is None:
             continue
-        other, classdef = found
-        scopes = other.scopes
-        for scope in scopes.scopes:
-            if scope.owner is None or scope.owner.node is not classdef or scope.function is None:
-                continue
-            calls = [c for c in scope.calls if c.func == "self." + facts.scope.name]
-            trained = {loss.split(".", 1)[0] for loss in ScopeFacts(scopes, scope).backward_losses} if calls else set()
-            if any(event.value is not None and trained.intersection(event.targets)
-                   and any(n is c.node for c in calls for n in walk(event.value)) for event in scope.assigns):
+        other_file, classdef = found
+        walk_ = other_file.scopes
+        for other in walk_.scopes:
+            if other.owner is not None and other.owner.node is classdef and other.function is not None \
+                    and _backpropagated_after(walk_, other, "self." + name):
+                return True
+    return False
+
+
+def _backpropagated_after(scopes, scope, func: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``scope`` binds what a call of ``func`` returns to a name that a later
+    ``backward`` of the scope is called on (``loss, metrics = self.compute_loss(...)``, then
+    ``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``)."""
+    calls = [c for c in scope.calls if c.func == func]
+    if not calls:
+        return False
+    backwards = ScopeFacts(scopes, scope).backward_calls
+    for event in scope.assigns:
+        if event.value is None or not any(n is c.node for c in calls for n in walk(event.value)):
+            continue
+        for call in backwards:
+            given = [call.receiver] if call.receiver is not None else []  # ``loss.backward()``, ``accelerator.backward(loss)``
+            read = {n.split(".", 1)[0] for part in given + [a.value for a in call.node.args] for n in _names_in(part)}
+            if call.seq > event.seq and read.intersection(event.targets):
                 return True
     return False
 

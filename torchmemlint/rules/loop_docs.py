@@ -210,10 +210,10 @@ TML502_DOCUMENTATION = """
     `.item()`, `float()`, `.detach()`, accumulation under `torch.no_grad()` and accumulators
     that are themselves backpropagated (gradient accumulation; also what a Lightning module's
     `training_step` returns, which the trainer backpropagates, tests/test_trainer_step_returns.py;
-    and a sum returned, or a value computed from it, to a caller that backpropagates it: a
-    function of the file, or a base class in another file of the project whose training step
-    runs `loss, metrics = self.compute_loss(...)` then `loss.backward()`,
-    tests/test_tml502_returned_loss.py)
+    and a sum returned, or a value computed from it, to a caller that calls `backward` on what
+    it gets, after getting it: a function of the file, or a base class in another file of the
+    project whose training step runs `loss, metrics = self.compute_loss(...)` then
+    `loss.backward()` or `accelerator.backward(loss)`, tests/test_tml502_returned_loss.py)
     are not reported. Nor are
     one batch's items: a list filled in a loop that neither iterates something named like a
     loader / data set / batches nor trains, and that is stacked or summed after the loop
