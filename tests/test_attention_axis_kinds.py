@@ -5,7 +5,8 @@ attention and linear attention's ``kᵀ @ v`` contract the positions, and their 
 one learned query pooling the tokens (``nn.Parameter(torch.randn(1, 1, dim))``, or a size 1
 written at the query axis): its B·H·1·S weights grow linearly and are smaller than the keys; so
 is one key (a state vector viewed ``(B, 1, heads, d)``), also with the heads moved to the batch
-(``torch.cat(q.split(d, dim=2), dim=0)``) and the number of queries a constructor default. Many
+(``torch.cat(q.split(d, dim=2), dim=0)``) and the number of queries a constructor default. A
+learned query a tensor is added to (which may broadcast it to many rows), many
 learned queries, latents whose number the code does not show, and a decoder step's
 ``q.unsqueeze(-1)`` (run once per output step) stay reported.
 
@@ -234,7 +235,7 @@ class Seeds(nn.Module):
         k, v = self.kv(x).reshape(B, N, 2, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
         q = self.q(self.seed.expand(B, -1, -1)).reshape(B, -1, self.num_heads, C // self.num_heads).transpose(1, 2)
         pooled = (q @ k.transpose(-2, -1)).softmax(dim=-1)  # ONE_QUERY
-        q16 = self.q(self.many.expand(B, -1, -1)).reshape(B, -1, self.num_heads, C // self.num_heads).transpose(1, 2)
+        q16 = self.q(self.seed.expand(B, -1, -1) + x[:, :16]).reshape(B, -1, self.num_heads, C // self.num_heads).transpose(1, 2)
         sixteen = (q16 @ k.transpose(-2, -1)).softmax(dim=-1)  # POSITIONS
         return (pooled @ v).transpose(1, 2).reshape(B, C), (sixteen @ v).transpose(1, 2).reshape(B, 16, C)
 

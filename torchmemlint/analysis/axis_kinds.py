@@ -36,6 +36,8 @@ _BATCH, _HEADS = "batch", "heads"
 
 # steps whose result has the axes of their first input
 _KEEPS = frozenset({"same", "cast", "scale", "dropout", "activation", "norm", "fill", "add"})
+# of those, the ones with a second tensor operand that may broadcast the first
+_BROADCASTING = frozenset({"add", "scale", "fill"})
 # functional layers that keep the axes of what they take (``F.normalize(q, dim=-1)``)
 _KEEPING_FUNCTIONS = frozenset({
     "normalize", "layer_norm", "group_norm", "dropout", "gelu", "relu", "silu", "elu", "leaky_relu", "sigmoid", "tanh",
@@ -138,6 +140,8 @@ def single_position(graph: Any, value: Any, position: int) -> bool:
     for _ in range(32):
         if position >= 0:
             return False
+        if value.op in _BROADCASTING and any(_tensor(other) for other in value.inputs[1:]):
+            return False  # (``query + pos_embed``: the other operand may give the axis its size; ``q * self.scale`` cannot)
         moved = _through(graph, value, position)
         if moved is not None:
             value, position = moved
@@ -172,6 +176,11 @@ def single_position(graph: Any, value: Any, position: int) -> bool:
             return shape is not None and -len(shape) <= position and shape[position] == 1
         return False
     return False
+
+
+def _tensor(value: Any) -> bool:
+    """Whether ``value`` may be a tensor (not a number, a size, an attribute of numbers)."""
+    return value.op not in ("constant", "attribute", "arith", "meta", "global", "finfo") and not value.info.get("scalar")
 
 
 def _through(graph: Any, value: Any, position: int) -> Optional[Tuple[Any, int]]:
