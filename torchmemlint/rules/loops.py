@@ -612,7 +612,7 @@ class _Checks:
                 value_node = binary.right if on_left else binary.left
             if folded is None:
                 appended = False
-        if accumulator is None or accumulator in self.facts.backward_losses or returned_for_backward(self.facts, self.analysis, accumulator):
+        if accumulator is None or accumulator in self.facts.backward_losses:
             return
         if not appended and self.facts.starts_as_text(accumulator, ctx):
             return  # `out_string += sp_model.decode(ids)`: text, not a tensor
@@ -642,8 +642,8 @@ class _Checks:
         if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return
         training = any(self.facts.loop_has(kept, self.facts.training_calls) for kept in persists)
-        if not training and self.facts.grad_controlled(event.seq):
-            return
+        if (not training and self.facts.grad_controlled(event.seq)) or returned_for_backward(self.facts, self.analysis, accumulator):
+            return  # (the second asked late: it reads the callers, maybe a base class in another file)
         if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
             return  # this scope trains elsewhere: which mode applies here is not clear
         shown = _short(self.walk.module.code_for_node(value_node))
