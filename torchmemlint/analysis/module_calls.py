@@ -489,9 +489,10 @@ def module_call_name(facts: ScopeFacts, name: str) -> bool:
     return "." not in name and module_instance(facts, name)
 
 
-def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str) -> Optional[cst.FunctionDef]:
+def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str, package: bool = False) -> Optional[cst.FunctionDef]:
     """The method ``method`` of the class ``func`` names (this file's, or another project
-    file's through ``links``); None when unknown."""
+    file's module class through ``links``; with ``package``, any class of the project, also one
+    imported by absolute name from the file's own package); None when unknown."""
     name = dotted_name(func)
     if name is None:
         return None
@@ -502,9 +503,9 @@ def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str) -> O
     qualified = facts.bindings.qualify(func)
     if links is None or (qualified or "").startswith(("torch.", "numpy.", "builtins.")) or (
         qualified is None and not facts.bindings.is_bound(name.split(".", 1)[0])
-    ) or not facts.walk.project_module_class(func):
+    ) or not (package or facts.walk.project_module_class(func)):
         return None
-    definition = links.definition(name, "class")
+    definition = links.definition(name, "class", package=package)
     if definition is None:
         return None
     body = definition[1].body
@@ -558,3 +559,55 @@ def _returns_output(function: cst.FunctionDef) -> bool:
         if type(statement) is cst.With:
             return False  # `with torch.no_grad():` (or anything that may switch autograd)
     return returned
+
+
+def runs_no_module(facts: ScopeFacts, event: CallEvent) -> bool:
+    """``receiver.method(...)`` runs no module: ``receiver`` is bound in this function to a
+    construction of a class (this file's or another project file's) whose own ``method`` calls
+    nothing but builtins and data methods (fusilli's ``get_data_from_batch``, which unpacks a
+    batch, and its static ``safe_squeeze``). Such a call records no graph of the model's.
+    Unknown (a method the class inherits, a receiver handed in): False."""
+    receiver, _, method = (event.func or "").rpartition(".")
+    if not receiver or "." in receiver:
+        return False
+    classes = [
+        _unwrapped(value).func for assign in facts.scope.assigns
+        if receiver in assign.targets and type(value := assign.value) is cst.Call
+    ]
+    return bool(classes) and all(
+        (found := _class_method(facts, func, method, package=True)) is not None and _calls_nothing(found) for func in classes
+    )
+
+
+# builtins that run no module, and methods of tensors, containers and strings no module has
+# (or that move, cast or switch one without running it)
+_PLAIN_FUNCTIONS = frozenset({
+    "len", "tuple", "list", "dict", "set", "isinstance", "issubclass", "range", "zip", "enumerate",
+    "min", "max", "str", "int", "float", "bool", "hasattr", "getattr", "print", "sorted", "reversed",
+    "ValueError", "TypeError", "KeyError", "RuntimeError", "NotImplementedError", "AssertionError",
+})
+_DATA_METHODS = frozenset({
+    "squeeze", "unsqueeze", "view", "reshape", "size", "dim", "numel", "cpu", "cuda", "to",
+    "detach", "float", "double", "half", "long", "int", "bool", "numpy", "item", "tolist",
+    "permute", "transpose", "contiguous", "clone", "flatten", "type",
+}) | _NOT_OUTPUT_METHODS - {"forward", "__call__"}
+
+
+def _calls_nothing(function: cst.FunctionDef) -> bool:
+    """Every call in ``function`` is of a builtin of ``_PLAIN_FUNCTIONS`` or a data method
+    (``_DATA_METHODS``) of a value; it does not yield."""
+    stack: List[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind in (cst.Yield, cst.Await):
+            return False
+        if kind is cst.Call:
+            func = node.func  # type: ignore[attr-defined]
+            if not (
+                type(func) is cst.Name and func.value in _PLAIN_FUNCTIONS
+                or type(func) is cst.Attribute and func.attr.value in _DATA_METHODS
+            ):
+                return False
+        stack.extend(node.children)
+    return True

@@ -28,7 +28,7 @@ from torchmemlint.analysis.backward_names import trained_after_its_loop
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward
+from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import test_suite_function
@@ -385,8 +385,8 @@ class _Checks:
     # TML501
     def _model_call(self, event: CallEvent, model: Optional[str] = None, through: Optional[str] = None) -> None:
         scope = self.scope
-        if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work:
-            return
+        if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work or runs_no_module(self.facts, event):
+            return  # (also a method of the model's class that runs no module: it records no graph)
         callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
