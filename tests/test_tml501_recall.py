@@ -73,6 +73,24 @@ def build():
 """
 
 # name -> (source, number of TML501 findings)
+# ctdGAN's form: a plain class trains its classifier in ``fit`` (freezing it or not) and
+# samples with its generator (``FROZEN.format(freeze=...)``: what ``fit`` does to gradients)
+FROZEN = """class Synthesizer:
+    def __init__(self):
+        self.gen = GPT()
+        self.clf = GPT()
+
+    def fit(self, data):
+{freeze}        self.clf.eval()
+
+    def sample(self, z, steps):
+        rows = []
+        for _ in range(steps):
+            fake = self.gen(z)
+            rows.append(fake.detach().cpu().numpy())
+        return rows
+"""
+
 CASES = {
     # -- 1. sampling: the output only becomes indices --------------------------------------
     "nanogpt_generate_method": (GPT + """    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
@@ -642,6 +660,23 @@ def sample_named(n):
     mask = scores > margin
     return scores[mask]
 """, 0),
+    # -- frozen weights: a class that freezes one module still records the graph of another;
+    # one that freezes the module it samples with (or turns gradients on unread) stays quiet
+    "frozen_classifier_generator_sampled": (GPT + FROZEN.format(freeze="""        for p in self.clf.parameters():
+            p.requires_grad = False
+"""), 1),
+    "frozen_named_parameters_of_generator": (GPT + FROZEN.format(freeze="""        for _, p in self.gen.named_parameters():
+            p.requires_grad = False
+"""), 0),
+    "generator_frozen_by_requires_grad_": (GPT + FROZEN.format(freeze="""        self.gen.requires_grad_(False)
+"""), 0),
+    "penalty_input_requires_grad": (GPT + FROZEN.format(freeze="""        mixed = torch.rand(4, 8)
+        mixed.requires_grad_(True)
+        self.clf(mixed).sum().backward()
+"""), 1),
+    "enable_grad_in_another_method": (GPT + FROZEN.format(freeze="""        with torch.enable_grad():
+            self.clf(torch.rand(4, 8)).sum().backward()
+"""), 0),
     "comparison_in_a_training_step": (HEAD + """def step(scorer: nn.Module, x, margin, opt):
     scores = scorer(x)
     loss = (scores - margin).clamp(min=0).mean()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, Set
 
 import libcst as cst
 
@@ -612,15 +612,66 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     if mode_seq is not None and mode_seq[1] == "train":
         return None
     self_name = _self_name(facts)
-    if self_name is not None and callee.split(".", 1)[0] == self_name and any(
-        method.grad_work for method in facts.scope.owner.methods  # type: ignore[union-attr]
-    ):
-        return None  # the class sets `requires_grad` (frozen weights record nothing)
+    if self_name is not None and callee.split(".", 1)[0] == self_name and _grad_set_for(facts, callee):
+        return None  # the class sets `requires_grad` of what it runs (frozen weights record nothing)
     text = analysis.text if analysis.text is not None else analysis.module.code
     if trained_through_hooks(facts, text):
         return None
     reach = output_only_sinks(facts, event, analysis.flow(function), analysis)
     return reach if reach.only_sinks else None
+
+
+def _grad_set_for(facts: ScopeFacts, callee: str) -> bool:
+    """A method of the class turns gradients on or off (``grad_work``) for the module ``callee``
+    (or a part of it, or one holding it), or in a way not read here (``enable_grad``, the
+    ``requires_grad`` of something else than a module's parameters). ctdGAN freezes its
+    classifiers ``self.Qy_``/``self.Qu_`` (``for p in self.Qy_.parameters(): p.requires_grad =
+    False``), not the generator ``self.G_`` its ``sample`` runs."""
+    for method in facts.scope.owner.methods:  # type: ignore[union-attr]
+        if not method.grad_work:
+            continue
+        modules = _grad_targets(method)
+        if modules is None or any(
+            module == callee or module.startswith(callee + ".") or callee.startswith(module + ".")
+            for module in modules
+        ):
+            return True
+    return False
+
+
+def _grad_targets(scope: Any) -> Optional[Set[str]]:
+    """The modules (dotted) whose parameters ``scope`` sets ``requires_grad`` of: ``for p in
+    X.parameters(): p.requires_grad = False`` (or ``p.requires_grad_(False)``), ``X.requires_grad_(False)``,
+    ``X.freeze()``; None when it also turns gradients on or sets them some other way."""
+    found: Set[str] = set()
+    for event in scope.assigns:
+        for target in event.targets:
+            if target.endswith(".requires_grad"):
+                module = _parameters_of(event.ctx, target[: -len(".requires_grad")])
+                if module is None:
+                    return None
+                found.add(module)
+    for call in scope.calls:
+        if call.attr in ("requires_grad_", "freeze") and call.func is not None:
+            holder = call.func.rpartition(".")[0]
+            found.add(_parameters_of(call.ctx, holder) or holder)
+    return found or None  # (none found: ``grad_work`` came from ``enable_grad`` or the like)
+
+
+def _parameters_of(ctx: Any, name: str) -> Optional[str]:
+    """The module ``X`` when ``name`` is the loop variable of ``for name in X.parameters()``
+    (or ``for _, name in X.named_parameters()``) around ``ctx``."""
+    for loop in reversed(ctx.loops):
+        if type(loop) is not cst.For or type(loop.iter) is not cst.Call or type(loop.iter.func) is not cst.Attribute:
+            continue
+        target = loop.target
+        if type(target) is cst.Tuple and len(target.elements) == 2:
+            target = target.elements[1].value
+        if type(target) is cst.Name and target.value == name:
+            if loop.iter.func.attr.value in ("parameters", "named_parameters"):
+                return dotted_name(loop.iter.func.value)
+            return None
+    return None
 
 
 def eval_by_callers(facts: ScopeFacts, name: str) -> Optional[str]:
