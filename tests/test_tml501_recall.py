@@ -73,6 +73,31 @@ def build():
 """
 
 # name -> (source, number of TML501 findings)
+TAGGER = """class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = GPT()
+
+    def forward(self, x):
+        return self.model(x)
+
+    def predict_batches(self, loader):
+        out = []
+        for x in loader:
+            out.append(self.model(x))
+        return out
+
+{caller}"""
+
+HELPER = """def get_model(path):
+{get}
+
+def visualize(path, loader, dump):
+    model = get_model(path)
+    for data in loader:
+{run}        dump(data)
+"""
+
 # ctdGAN's form: a plain class trains its classifier in ``fit`` (freezing it or not) and
 # samples with its generator (``FROZEN.format(freeze=...)``: what ``fit`` does to gradients)
 FROZEN = """class Synthesizer:
@@ -660,6 +685,45 @@ def sample_named(n):
     mask = scores > margin
     return scores[mask]
 """, 0),
+    # -- an evaluation method of a module class called only by another evaluation method with
+    # autograd on (parsnip's ``predict`` -> ``predict_dataset``): nobody decides for it; called
+    # by a method under ``no_grad`` (or by ``forward``), the caller decides
+    "eval_method_called_by_open_evaluation": (GPT + TAGGER.format(caller="""    def predict(self, loader):
+        return self.predict_batches(loader)
+"""), 1),
+    "eval_method_called_under_no_grad": (GPT + TAGGER.format(caller="""    @torch.no_grad()
+    def predict(self, loader):
+        return self.predict_batches(loader)
+"""), 0),
+    "eval_method_called_by_a_training_method": (GPT + TAGGER.format(caller="""    def fit_step(self, loader, opt):
+        loss = sum(p.float().sum() for p in self.predict_batches(loader))
+        loss.backward()
+        opt.step()
+"""), 0),
+    # -- a helper of the file returns the model in evaluation mode (ThreeDJCG's visualize
+    # scripts: ``model = get_model(args)``, the helper ending ``model.eval(); return model``)
+    "helper_returns_model_in_eval": (GPT + HELPER.format(get="""    model = GPT()
+    model.load_state_dict(torch.load(path))
+    model.eval()
+    return model
+""", run="        data = model(data)\n"), 1),
+    "helper_returns_model_eval_call": (GPT + HELPER.format(get="""    model = GPT()
+    return model.eval()
+""", run="        data = model(data)\n"), 1),
+    "helper_switches_only_in_a_branch": (GPT + HELPER.format(get="""    model = GPT()
+    if path:
+        model.eval()
+    return model
+""", run="        data = model(data)\n"), 0),
+    "helper_puts_it_back_in_training": (GPT + HELPER.format(get="""    model = GPT()
+    model.eval()
+    model.train()
+    return model
+""", run="        data = model(data)\n"), 0),
+    "helper_eval_model_under_no_grad": (GPT + HELPER.format(get="""    model = GPT()
+    model.eval()
+    return model
+""", run="        with torch.no_grad():\n            data = model(data)\n"), 0),
     # -- frozen weights: a class that freezes one module still records the graph of another;
     # one that freezes the module it samples with (or turns gradients on unread) stays quiet
     "frozen_classifier_generator_sampled": (GPT + FROZEN.format(freeze="""        for p in self.clf.parameters():

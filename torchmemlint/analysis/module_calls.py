@@ -27,7 +27,7 @@ mode-switch cases; elsewhere its output must reach only sinks (``callers.only_si
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -40,7 +40,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, terminal_name
-from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.training import ScopeFacts, is_eval_name
 
 # a module's own methods and a tensor's: never a model's method that returns an output
 _NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
@@ -208,8 +208,15 @@ def called_in_file(facts: ScopeFacts) -> bool:
     ``predict(model, x)``): the computation it is part of, and its autograd mode, are the
     caller's. Not the module's own top-level code (a ``__main__`` demo, ``print(model.generate(
     prefix))``) calling it with autograd on where that code never backpropagates: the function
-    then runs with autograd on and nothing trains on it."""
-    walk = facts.walk
+    then runs with autograd on and nothing trains on it. Nor evaluation code that is open in
+    turn (``_open_evaluation``: parsnip's ``predict`` calling ``predict_dataset`` with autograd
+    on, nobody deciding for either)."""
+    return _decided_by_callers(facts.walk, facts.scope, 0)
+
+
+def _callers_by_name(walk: Any) -> Dict[str, List[Tuple[Any, bool]]]:
+    """Per function name: each scope of the file that calls it, and whether autograd is off at
+    that call (top-level code that never trains, calling with autograd on, left out)."""
     callers = getattr(walk, "_callers_by_name", None)
     if callers is None:
         callers = {}
@@ -220,9 +227,29 @@ def called_in_file(facts: ScopeFacts) -> bool:
             for call in scope.calls:
                 grad_off = call.ctx.no_grad or scope.no_grad or (scope.grad_off_seq is not None and scope.grad_off_seq < call.seq)
                 if call.func is not None and not (script and not grad_off):  # (`torch.set_grad_enabled(False)` first: off)
-                    callers.setdefault(call.func.rsplit(".", 1)[-1], set()).add(id(scope))
+                    callers.setdefault(call.func.rsplit(".", 1)[-1], []).append((scope, grad_off))
         walk._callers_by_name = callers  # type: ignore[attr-defined]  # once per file
-    return bool(callers.get(facts.scope.name, set()) - {id(facts.scope)})
+    return callers
+
+
+def _decided_by_callers(walk: Any, scope: Any, depth: int) -> bool:
+    """Some call of ``scope``'s function in the file decides its autograd mode: made with
+    autograd off, or from code that is not open evaluation."""
+    return any(
+        caller is not scope and (grad_off or not _open_evaluation(walk, caller, depth + 1))
+        for caller, grad_off in _callers_by_name(walk).get(scope.name, ())
+    )
+
+
+def _open_evaluation(walk: Any, scope: Any, depth: int) -> bool:
+    """``scope`` is evaluation code (its name says so) that runs with autograd on, neither
+    trains nor turns gradients on, and whose own callers in the file decide nothing either."""
+    return (
+        depth < 4 and scope.function is not None and is_eval_name(scope.name) and not scope.no_grad
+        and not scope.grad_work and scope.name != "forward"
+        and not any(call.attr in _TRAINING_CALLS or (call.func or "").endswith("autograd.grad") for call in scope.calls)
+        and not _decided_by_callers(walk, scope, depth)
+    )
 
 
 _TRAINING_CALLS = frozenset({"backward", "step", "zero_grad", "fit", "train"})  # top-level code that may train

@@ -23,6 +23,7 @@ from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
 from torchmemlint.analysis.model_names import lambda_arm, model_part_of
 from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.analysis.returned_mode import returned_in_eval
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 from torchmemlint.analysis.syntax import property_returns
 
@@ -86,6 +87,8 @@ class ScopeFacts:
                     names.add(receiver)
         bound: Dict[str, bool] = {}  # `model = learn.model.G_B.to(device)`: a part of a model, by every binding
         for event in self.scope.assigns:
+            if len(event.targets) == 1 and returned_in_eval(self.walk, event.value):
+                names.add(event.targets[0])  # `net = get_model(args)`, which ends `model.eval()`
             for target in event.targets:
                 if MODEL_NAME.match(target):
                     bound[target] = bound.get(target, True) and not event.augmented and model_part_of(event.value)
@@ -481,6 +484,9 @@ class ScopeFacts:
                 to_eval = call.attr == "eval" or (args and _is_false(args[0].value))
                 mode = "eval" if to_eval else "train"
                 last = (call.seq, mode)
+        for event in self.scope.assigns:  # `model = get_model(args)`, the helper ending `model.eval()`
+            if event.seq < seq and event.targets == (callee,) and (last is None or event.seq > last[0]) and returned_in_eval(self.walk, event.value):
+                last = (event.seq, "eval")
         return last
 
     def wrap_target(self, event: CallEvent, after_seq: Optional[int]) -> Optional[Frame]:

@@ -425,12 +425,12 @@ class _Checks:
             switch = "eval()"
             where = f"after `{callee}.eval()` in its caller `{caller}()` with autograd on"
         else:
-            switch = next(
+            switch = next((
                 "train(False)" if call.attr == "train" else "eval()"
                 for call in scope.calls if call.seq == mode_seq[0]
-            )  # the switch as the code writes it
-            where = f"after `{callee}.{switch}` with autograd on"
-        off = "" if named else f"`{switch}` does not disable autograd. "
+            ), None)  # the switch as the code writes it; none: the helper that returned the model made it
+            where = f"after `{callee}.{switch}` with autograd on" if switch else f"after the helper that returned `{callee}` called its `eval()`, with autograd on"
+        off = "" if named else f"`{switch or 'eval()'}` does not disable autograd. "
         shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
         if single:
             message = (

@@ -1,0 +1,71 @@
+"""The mode a helper of the file leaves the model it returns in.
+
+``model = get_model(args)`` where ``get_model`` ends ``model.eval(); return model`` (ThreeDJCG's
+visualisation scripts) hands back a module in evaluation mode, as ``model.eval()`` in the caller
+would: ``ScopeFacts.last_mode_change`` counts the binding as that switch. Read only where it is
+certain: a function of the file (not a method), each of whose ``return`` statements is a
+top-level statement returning ``x.eval()`` or a name ``x`` that a top-level ``x.eval()`` before it
+switched (no ``x.train(...)`` between)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import libcst as cst
+
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.tree import scan
+
+
+def returned_in_eval(walk: Any, value: Optional[cst.BaseExpression]) -> Optional[str]:
+    """The name of the function of the file that ``value`` calls (``get_model(args)``) when
+    what it returns is a module it put in evaluation mode; None otherwise."""
+    if type(value) is not cst.Call or type(value.func) is not cst.Name:
+        return None
+    name = value.func.value
+    known = walk.__dict__.setdefault("_returned_in_eval", {})  # (once per function of the file)
+    if name not in known:
+        known[name] = _in_eval(walk, name)
+    return known[name]
+
+
+def _in_eval(walk: Any, name: str) -> Optional[str]:
+    functions = [s.function for s in walk.scopes if s.owner is None and s.function is not None and s.name == name]
+    if len(functions) != 1 or type(functions[0].body) is not cst.IndentedBlock:
+        return None
+    body = functions[0].body.body
+    nested = list(scan(functions[0].body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)))
+    switched = {}  # name -> its mode after each top-level statement read so far
+    returns = 0
+    for statement in body:
+        line = statement.body[0] if type(statement) is cst.SimpleStatementLine and len(statement.body) == 1 else None
+        if type(line) is cst.Expr and type(line.value) is cst.Call and _switch(line.value) is not None:
+            receiver, mode = _switch(line.value)  # type: ignore[misc]
+            switched[receiver] = mode
+        elif type(line) is cst.Return:
+            returned = line.value
+            if type(returned) is cst.Call and _switch(returned) == (_receiver(returned), "eval"):
+                returns += 1
+                continue
+            if type(returned) is not cst.Name or switched.get(returned.value) != "eval":
+                return None
+            returns += 1
+    return name if returns and returns == len(nested) else None
+
+
+def _receiver(call: cst.Call) -> Optional[str]:
+    return dotted_name(call.func.value) if type(call.func) is cst.Attribute else None
+
+
+def _switch(call: cst.Call) -> Optional[tuple]:
+    """``(receiver, "eval" | "train")`` for ``x.eval()``, ``x.train()``, ``x.train(False)``."""
+    receiver = _receiver(call)
+    if receiver is None or type(call.func) is not cst.Attribute:
+        return None
+    attr = call.func.attr.value
+    if attr == "eval" and not call.args:
+        return receiver, "eval"
+    if attr == "train":
+        off = call.args and type(call.args[0].value) is cst.Name and call.args[0].value.value == "False"
+        return receiver, "eval" if off else "train"
+    return None
