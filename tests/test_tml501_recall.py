@@ -73,6 +73,30 @@ def build():
 """
 
 # name -> (source, number of TML501 findings)
+HOLDER = """class AutoEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = GPT()
+
+    def forward(self, x):
+        return self.encoder(x)
+
+    def encode(self, x):
+        return self.encoder(x)
+
+    def size_of(self, x):
+        return x.shape[0] * 8
+
+
+class Fusion:
+    def __init__(self):
+        self.autoencoder = AutoEncoder()
+
+    def convert_to_latent(self, images):
+{switch}        latent = self.autoencoder.{method}(images)
+        return [images, latent.detach()]
+"""
+
 TAGGER = """class Tagger(nn.Module):
     def __init__(self):
         super().__init__()
@@ -700,6 +724,11 @@ def sample_named(n):
         loss.backward()
         opt.step()
 """), 0),
+    # -- a method of a module the class holds, after its ``eval()`` (fusilli's
+    # ``convert_to_latent``: ``self.autoencoder.eval(); self.autoencoder.encode_image(x)``)
+    "held_module_method_after_eval": (GPT + HOLDER.format(method="encode", switch="        self.autoencoder.eval()\n"), 1),
+    "held_module_method_without_eval": (GPT + HOLDER.format(method="encode", switch=""), 1),  # (only `.detach()` reached)
+    "held_module_method_not_an_output": (GPT + HOLDER.format(method="size_of", switch="        self.autoencoder.eval()\n"), 0),
     # -- a helper of the file returns the model in evaluation mode (ThreeDJCG's visualize
     # scripts: ``model = get_model(args)``, the helper ending ``model.eval(); return model``)
     "helper_returns_model_in_eval": (GPT + HELPER.format(get="""    model = GPT()

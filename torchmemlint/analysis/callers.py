@@ -149,12 +149,15 @@ def _returns(scope, accumulator: str) -> bool:  # type: ignore[no-untyped-def]
 
 
 def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
-    """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here to an
-    instance of a class of this file derived from `nn.Module` or to a torch layer."""
+    """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here (`self.x`:
+    in a method of the class) to an instance of a module class of this file or the project, or
+    to a torch layer."""
     if MODEL_NAME.match(callee.rsplit(".", 1)[-1]):
         return True
     modules = facts.walk.module_classes()
-    for event in facts.scope.assigns:
+    owner = facts.scope.owner
+    scopes = owner.methods if callee.startswith("self.") and callee.count(".") == 1 and owner is not None else [facts.scope]
+    for event in (event for scope in scopes for event in scope.assigns):
         if event.targets != (callee,) or type(event.value) is not cst.Call:
             continue
         func = event.value.func

@@ -79,6 +79,11 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
         and _output_method(facts, head, attr)
     ):
         return callee  # `model.generate(10)`: a method of the model returning a module's output
+    part, _, method = attr.partition(".")
+    if head == "self" and method and "." not in method and method not in _NOT_OUTPUT_METHODS and (
+        module_attribute(facts, part) and _output_method(facts, f"self.{part}", method)
+    ):
+        return callee  # `self.autoencoder.encode_image(x)`: a method of a module the class holds, returning an output
     if "." in callee:
         last = callee.rsplit(".", 1)[-1]
         # `self.learn.model(...)`: the model of another object, as `self.model` is one
@@ -470,12 +475,14 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     class (``model = VAE(...)``: that class, of this file or of the project; otherwise every
     module class of this file defining ``method``), returns what one of its submodules returns
     (``_returns_output``)."""
+    owner = facts.scope.owner
+    scopes = owner.methods if receiver.startswith("self.") and owner is not None else [facts.scope]
     classes = [
-        _unwrapped(event.value).func for event in facts.scope.assigns  # type: ignore[union-attr]
+        _unwrapped(event.value).func for scope in scopes for event in scope.assigns  # type: ignore[union-attr]
         if receiver in event.targets and type(event.value) is cst.Call
     ]
     if classes:
-        found = [_class_method(facts, func, method) for func in classes]
+        found = [_class_method(facts, func, method, package=True) for func in classes]
         if not all(node is not None and _returns_output(node) for node in found):
             return False
     else:
