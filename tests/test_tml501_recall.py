@@ -73,6 +73,12 @@ def build():
 """
 
 # name -> (source, number of TML501 findings)
+AGENT_STEPS = """class Agent:
+    def __init__(self):
+        self.policy_network = nn.Sequential(nn.Linear(8, 4), nn.Softmax(dim=-1))
+
+{body}"""
+
 HOLDER = """class AutoEncoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -724,6 +730,24 @@ def sample_named(n):
         loss.backward()
         opt.step()
 """), 0),
+    # -- a training step that computes its loss but never backpropagates it (causaltorch's
+    # ``_learn_policy_gradient`` stubs): the missing backward is the bug, not autograd; a
+    # function so named that computes no loss, and validation code computing a loss, stay reported
+    "training_step_missing_its_backward": (HEAD + AGENT_STEPS.format(body="""    def _learn_policy_gradient(self, states, actions, rewards):
+        log_probs = torch.log(self.policy_network(states).gather(1, actions))
+        policy_loss = -(log_probs.squeeze() * rewards).mean()
+        return {"policy_loss": policy_loss.item()}
+"""), 0),
+    "training_named_without_a_loss": (HEAD + AGENT_STEPS.format(body="""    def update_statistics(self, states, stats):
+        stats["mean_q"] = self.policy_network(states).mean().item()
+"""), 1),
+    "validation_computing_a_loss": (HEAD + """def validate(net, loader):
+    total = 0.0
+    for x, y in loader:
+        val_loss = F.mse_loss(net(x), y)
+        total += val_loss.item()
+    return total
+""", 1),
     # -- a method of a module the class holds, after its ``eval()`` (fusilli's
     # ``convert_to_latent``: ``self.autoencoder.eval(); self.autoencoder.encode_image(x)``)
     "held_module_method_after_eval": (GPT + HOLDER.format(method="encode", switch="        self.autoencoder.eval()\n"), 1),

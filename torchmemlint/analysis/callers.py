@@ -602,7 +602,7 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     output reaches something besides sinks (``analysis``: the ``FileAnalysis``)."""
     scope = facts.scope
     function = scope.function
-    if function is None or scope.name == "__init__" or test_suite_function(scope):
+    if function is None or scope.name == "__init__" or test_suite_function(scope) or _unfinished_training_step(facts):
         return None
     if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or facts.training_calls:
         return None
@@ -622,6 +622,21 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
         return None
     reach = output_only_sinks(facts, event, analysis.flow(function), analysis)
     return reach if reach.only_sinks else None
+
+
+# words of a function name that say it trains (``_learn_actor_critic``, ``update_policy``)
+_TRAINING_WORDS = frozenset({"learn", "train", "training", "update", "fit", "optimize", "optimise"})
+_LOSS_NAME = re.compile(r"(?i)loss")
+
+
+def _unfinished_training_step(facts: ScopeFacts) -> bool:
+    """A function named for training that computes a loss (a value it names ``*loss*``) but
+    never backpropagates it (causaltorch's ``_learn_policy_gradient`` stubs): what it lacks is
+    the backward, and ``no_grad`` would be the wrong fix."""
+    words = re.findall(r"[a-z]+|[A-Z][a-z]*", facts.scope.name)
+    return any(word.lower() in _TRAINING_WORDS for word in words) and any(
+        _LOSS_NAME.search(target) for event in facts.scope.assigns for target in event.targets
+    )
 
 
 def _grad_set_for(facts: ScopeFacts, callee: str) -> bool:
