@@ -134,3 +134,50 @@ def test_a_summed_loss_returned_to_a_backward_is_quiet_and_others_stay_reported(
     (package / "base.py").write_text(BASE.replace("        self.accelerator.backward(loss)\n", "        print(loss)\n"))
     changed = lint_project(tmp_path, "TML502", "--cache-dir", cache)
     assert changed == reported | {("trainer.py", 15), ("trainer.py", 16)}
+
+
+LOSSES = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def IBP_loss(xlat_batch, target_batch, batch_index, tau=0.1):
+    kl_loss = nn.KLDivLoss(reduction="batchmean")
+    batches = torch.unique(batch_index)
+    loss = 0
+    for cur_batch in batches:
+        idx = batch_index == cur_batch
+        log_p = F.log_softmax(xlat_batch[idx] @ xlat_batch[idx].t() / tau, dim=1)
+        q = F.softmax(target_batch[idx] @ target_batch[idx].t() / tau, dim=1)
+        loss += kl_loss(log_p, q)
+    return loss / len(batches)
+
+
+def compute_val_loss(model, batches):
+    loss = 0
+    for x, y in batches:
+        loss += F.mse_loss(model(x), y)  # VAL_LOSS
+    return loss / len(batches)
+
+
+def group_divergence(xlat_batch, target_batch, batch_index, tau=0.1):
+    kl_loss = nn.KLDivLoss(reduction="batchmean")
+    batches = torch.unique(batch_index)
+    total = 0
+    for cur_batch in batches:
+        idx = batch_index == cur_batch
+        log_p = F.log_softmax(xlat_batch[idx] @ xlat_batch[idx].t() / tau, dim=1)
+        q = F.softmax(target_batch[idx] @ target_batch[idx].t() / tau, dim=1)
+        total += kl_loss(log_p, q)  # NOT_A_LOSS_FUNCTION
+    return total / len(batches)
+'''
+
+
+def test_a_loss_function_summing_its_terms_is_quiet(tmp_path: Path) -> None:
+    """PRESENT's ``IBP_loss``: a function named as a loss, without backward, sums one term per
+    group of ``torch.unique(batch_index)`` (a loop over ``batches`` that is no loader) and runs no
+    model: the sum is the loss. A loss function whose loop runs the model over batches, and a sum
+    over groups in a function not named as a loss (the same code), stay reported."""
+    (tmp_path / "layers.py").write_text(LOSSES)
+    reported = {("layers.py", _row(LOSSES, m)) for m in ("VAL_LOSS", "NOT_A_LOSS_FUNCTION")}
+    assert lint_project(tmp_path, "TML502") == reported

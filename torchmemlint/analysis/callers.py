@@ -274,6 +274,20 @@ def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
         for call in facts.scope.calls
     )
 
+def loss_terms_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
+    """A loop of a function named as a loss (``IBP_loss``, ``compute_policy_loss``) that neither
+    backpropagates nor calls the model or anything named like one: it sums the terms of one
+    loss from the function's inputs (per group of ``torch.unique(batch_index)``, per head),
+    whatever the name of what it iterates says (``for cur_batch in batches``)."""
+    return "loss" in facts.scope.name.lower() and not facts.backward_calls and not any(
+        loop in call.ctx.loops and (
+            facts.is_model(call.func) or facts.is_training_step(call)
+            or bool(call.func and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]))
+        )
+        for call in facts.scope.calls
+    )
+
+
 def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:
     """`torch.stack(name)` / `torch.cat` / `sum(name)` ... after ``loop`` in this scope."""
     inside = [call.seq for call in facts.scope.calls if loop in call.ctx.loops]

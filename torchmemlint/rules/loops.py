@@ -18,7 +18,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.callers import (
     borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
-    plainly_a_module, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
+    loss_terms_loop, plainly_a_module, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
@@ -630,10 +630,11 @@ class _Checks:
             return  # started again in every batch of a loader: one batch's inner loop (KD-Lib's DML cohort)
         if not self.facts.loop_computes(loop):
             return
+        terms = loss_terms_loop(self.facts, loop)  # a loss function summing its terms (PRESENT's IBP_loss over batch labels)
         if (
-            not iterates_loader(loop)
+            (terms or not iterates_loader(loop))
             and not self.facts.loop_has(loop, self.facts.training_calls)
-            and ((not runs_model(self.facts, loop) and value.kind is Kind.LOSS)
+            and (((terms or not runs_model(self.facts, loop)) and value.kind is Kind.LOSS)
                  or (appended and reduced_after(self.facts, accumulator, loop)))
         ):
             return  # one batch's items (per-image losses handed on or summed, per-head losses
