@@ -275,14 +275,22 @@ def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     )
 
 def loss_terms_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
-    """A loop of a function named as a loss (``IBP_loss``, ``compute_policy_loss``) that neither
-    backpropagates nor calls the model or anything named like one: it sums the terms of one
-    loss from the function's inputs (per group of ``torch.unique(batch_index)``, per head),
-    whatever the name of what it iterates says (``for cur_batch in batches``)."""
-    return "loss" in facts.scope.name.lower() and not facts.backward_calls and not any(
+    """A loop of a function named as a loss (``IBP_loss``) that neither backpropagates nor calls
+    the model, anything named like one or a callable it is given, over something it computes
+    itself (not a parameter: a loader handed in): it sums the terms of one loss from the
+    function's inputs (per group of ``torch.unique(batch_index)``), whatever the name of what it
+    iterates says (``for cur_batch in batches``)."""
+    function = facts.scope.function
+    if "loss" not in facts.scope.name.lower() or facts.backward_calls or function is None or type(loop) is not cst.For:
+        return False
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+    if params.intersection(_names_in(loop.iter)):  # type: ignore[attr-defined]
+        return False  # iterating what the caller hands in: a loader (`for x, y in val_loader`)
+    return not any(
         loop in call.ctx.loops and (
             facts.is_model(call.func) or facts.is_training_step(call)
             or bool(call.func and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]))
+            or (call.func or "").split(".", 1)[0] in params  # a callable handed in (`predict(x)`)
         )
         for call in facts.scope.calls
     )

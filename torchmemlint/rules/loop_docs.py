@@ -50,12 +50,24 @@ TML501_DOCUMENTATION = """
     or attribute of one (`encoder = torch.load(path)["model"].g_a`), or moved like one
     (`model = expert.network; model.to(device)`); another object's model
     (`self.learn.model(...)`); a model's method that returns a submodule's output
-    (`model.generate(n)` with `def generate(self, n): return self.decoder(...)`). Known this
+    (`model.generate(n)` with `def generate(self, n): return self.decoder(...)`), also a method
+    of a module the class holds, its class read from what the class's methods assign, in this
+    file or another project file (`self.autoencoder.eval(); z = self.autoencoder.encode_image(x)`:
+    fusilli's `convert_to_latent`). A method of the model's class (of this file or another
+    project file, by relative or absolute import) that calls only builtins and data methods
+    (fusilli's `get_data_from_batch`, which unpacks a batch; a static `safe_squeeze`) runs no
+    module: not a model call (`tests/test_tml501_plain_methods.py`). A model a function of the
+    file returns in evaluation mode (`model = get_model(args)`, where `get_model` ends
+    `model.eval(); return model`, or returns `model.eval()`) is switched as by `model.eval()` in
+    the caller (ThreeDJCG's visualisation scripts; not when the switch is under an `if` or
+    followed by `.train()`). Known this
     way, it counts as the model in evaluation-named code only outside a module class's own
     methods (a `predict()` there is part of its forward) and in functions no other function of
     the file calls (the caller decides, and may train on the result), nor in the methods a
     library's module base class runs itself (scvi-tools' `BaseModuleClass.forward` calls
-    `inference`, `generative` and `loss` in training; `analysis/module_calls.py`). A call of a
+    `inference`, `generative` and `loss` in training; `analysis/module_calls.py`). A caller
+    that is itself open evaluation code (named so, autograd on, neither training nor called by
+    code that decides: parsnip's `predict` calling `predict_dataset`) decides nothing. A call of a
     helper of the file that receives the model and runs it (purediffusion's
     `self.ddpm_step(model, x, t)` after `model.eval()`, a `p_sample(model, x, t)` function) is
     the model's run, judged at that call, where the helper's own call is left to its callers
@@ -107,8 +119,14 @@ TML501_DOCUMENTATION = """
     called on `self` (a static method included) that returns what it computes from it
     (`fake = self._apply_activate(fake)`) or consumes it. A parameter annotated
     `nn.Module` or `LightningModule` is a module. Quiet when the output is returned, stored, passed to an unknown function,
-    or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` in
-    one of its methods (frozen weights record nothing: transformers' FLAVA image codebook).
+    or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` of
+    that module's parameters in one of its methods (frozen weights record nothing: transformers'
+    FLAVA image codebook), or turns gradients on there in a way not read; freezing another module
+    (ctdGAN freezes its classifiers, `for p in self.Qy_.parameters(): p.requires_grad = False`,
+    and samples with its generator `self.G_`) leaves the call reported. Quiet too in a function
+    named for training (`_learn_policy_gradient`, `update_policy`) that computes a loss (a value
+    it names `*loss*`) but never backpropagates it: an unfinished training step, whose fix is
+    the missing backward, not `no_grad` (causaltorch's RL stubs; `tests/test_tml501_recall.py`).
 
     A comprehension over something named like a loader, data set or batches that collects what
     the model (or a method or part of it: `self.model.validation_step(b)`) returns, with
@@ -222,7 +240,11 @@ TML502_DOCUMENTATION = """
     that holds losses (per-image losses handed on to the caller); nor a loss summed in such a
     loop that does not call the model (per-head losses of one forward, `lossd += lossr + lossf`
     over the discriminators' outputs: one batch's graphs, held by those outputs anyway,
-    tests/test_trainer_step_returns.py); nor a sum started again in every batch of a loader
+    tests/test_trainer_step_returns.py); nor a loss summed in a function named as a loss
+    (`IBP_loss`) that neither backpropagates nor calls in that loop the model, anything named
+    like one or a callable it is given, over something it computes itself (not a loader handed
+    in), whatever the name of what it iterates (`for cur_batch in torch.unique(batch_index)`:
+    one term per group, the sum is the loss; tests/test_tml502_returned_loss.py); nor a sum started again in every batch of a loader
     and added to over an inner loop that is not one (KD-Lib's DML: `avg_student_loss` over a
     cohort of students, one batch's graphs); nor a loop whose only models are borrowed (a class with a base from
     another file that never assigns `self.model` nor calls eval/backward: see TML501).
