@@ -94,3 +94,42 @@ def test_modules_kept_in_attributes_named_at_run_time():
     found = lint_in_process(SOURCE, ("TML201",))
     assert set(found) == marked(SOURCE)
     assert {row: fix_at(found, row) for row in marked_fixes(SOURCE)} == marked_fixes(SOURCE)
+
+
+# deepnog's DeepFam ablations: the base class adds `conv{i + 1}` modules in a loop of
+# `__init__`, a subclass that never assigns them runs `getattr(self, f'conv{i + 1}')(x)` in its
+# own `forward`: the inherited attribute is its template (`conv{}`, not an identifier), which
+# the rule reads without failing (it raised an internal error, TML900, and lost the file)
+INHERITED_TEMPLATE = '''
+import torch
+import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self, sizes, activation="selu"):
+        super().__init__()
+        self.sizes = sizes
+        if activation == "selu":
+            for i, kernel in enumerate(sizes):
+                self.add_module(f"conv{i + 1}", nn.Conv1d(4, 8, kernel))
+            self.activation1 = nn.SELU()
+        self.linear1 = nn.Linear(8, 2)
+
+
+class Ablation(Base):
+    def __init__(self, sizes):
+        super().__init__(sizes, activation="selu")
+
+    def forward(self, x):
+        outs = []
+        for i in range(len(self.sizes)):
+            x_conv = getattr(self, f"conv{i + 1}")(x)
+            x_conv = self.activation1(x_conv)
+            outs.append(x_conv)
+        return self.linear1(torch.cat(outs, 1).mean(-1))
+'''
+
+
+def test_an_inherited_attribute_named_at_run_time_is_read_without_an_internal_error():
+    found = lint_in_process(INHERITED_TEMPLATE, ("TML201", "TML203"))
+    assert not any(code == "TML900" for _, code in found), found

@@ -352,7 +352,9 @@ class Producers:
             return UNKNOWN_PRODUCER
         inner = Producers(file, file.class_model(classdef))
         inner.nesting = self.nesting
-        return inner.part(Part(cst.Name(attribute), attribute=attribute), depth + 1)
+        # (an attribute named at run time is its template, ``"conv{}"``: not an identifier)
+        node = cst.Name(attribute) if attribute.isidentifier() else cst.SimpleString(repr(attribute))
+        return inner.part(Part(node, attribute=attribute), depth + 1)
 
     def _rewrapped(self, attribute: str) -> Optional[List[Part]]:
         """``self.conv = nn.Conv1d(...)`` then ``self.conv = weight_norm(self.conv)`` in
