@@ -626,8 +626,11 @@ class FunctionValues:
         if name.startswith("math.") or (not name and type(node.func) is cst.Name and node.func.value in NUMBER_BUILTINS):  # type: ignore[attr-defined]
             return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None, "scalar": True})
         if not name.startswith(KNOWN_LIBRARIES) and positional and _tensorish(positional[0]):
-            # a function not defined here, on a tensor: assumed to keep its shape (conservatively)
-            return self._new("helper", [*positional, *keywords.values()], node, positional[0].axes, positional[0].rank, {"assumed": True})
+            # a function not defined here, on a tensor: assumed to keep its shape (conservatively);
+            # the first argument whose axes are known when the first's are not (``pe(pos, scores, q)``)
+            main = next((p for p in positional if p.axes is not None and _tensorish(p)), positional[0])
+            rest = [p for p in positional if p is not main]
+            return self._new("helper", [main, *rest, *keywords.values()], node, main.axes, main.rank, {"assumed": True})
         return self._new("call", [*positional, *keywords.values()], node, info={"qualified": name or None})
 
     def _call_value(self, callee: Value, node: cst.Call, positional: List[Value], keywords: Dict[str, Value]) -> Value:
