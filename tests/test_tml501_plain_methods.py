@@ -143,3 +143,45 @@ def test_methods_that_run_no_module_are_quiet_in_the_same_file(tmp_path: Path) -
     text = WRAPPER + "\n\n" + EVALUATE.format(source="os").replace("from os import Wrapper\n", "")
     (tmp_path / "evaluate.py").write_text(text)
     assert lint_project(tmp_path, "TML501") == {("evaluate.py", row) for row in _rows(text, *REPORTED)}
+
+
+REPORTER = '''class Reporter:
+    def __init__(self):
+        self.stats = {}
+
+    def sort_epochs(self, key):
+        return sorted(self.stats[key], key=lambda epoch: self.stats[key][epoch])
+
+    def get_best_epoch(self, key, nbest=0):
+        return self.sort_epochs(key)[nbest]
+
+    def load_state_dict(self, state):
+        self.stats = dict(state)
+'''
+
+RUN = '''import torch
+
+from fuse.reporter import Reporter
+
+
+def run(model, epochs, path):
+    reporter = Reporter()
+    reporter.load_state_dict(torch.load(path))
+    for epoch in range(epochs):
+        best_epoch = reporter.get_best_epoch("loss")
+        if best_epoch == epoch:
+            torch.save(model.state_dict(), path)
+'''
+
+
+def test_a_method_of_a_plain_class_of_the_package_is_not_a_model_run(tmp_path: Path) -> None:
+    """ESPnet's trainer: ``reporter.get_best_epoch(...)`` returns what another of its methods
+    returns, and the trainer loads its state (``reporter.load_state_dict(...)``, as a module's),
+    but ``Reporter`` (imported by absolute name from the package) is no module: the comparison
+    of its result is not a model output reaching a sink."""
+    package = tmp_path / "fuse"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "reporter.py").write_text(REPORTER)
+    (package / "trainer.py").write_text(RUN)
+    assert lint_project(tmp_path, "TML501") == set()

@@ -482,7 +482,8 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
         if receiver in event.targets and type(event.value) is cst.Call
     ]
     if classes:
-        found = [_class_method(facts, func, method, package=True) for func in classes]
+        held = receiver.startswith("self.")  # (a module of the class: any class of the project may be its)
+        found = [_class_method(facts, func, method, package=held) for func in classes]
         if not all(node is not None and _returns_output(node) for node in found):
             return False
     else:
