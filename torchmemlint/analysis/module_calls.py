@@ -18,7 +18,12 @@ model and the values of the function show:
 - a model's method that returns what one of its submodules returns (``model.generate(n)``
   with ``def generate(self, n): return self.decoder(torch.randn(n, d))``), looked up in the
   class the receiver is built from (this file's or another project file's) or, for a model
-  handed in, in every module class of this file that defines it.
+  handed in, in every module class of this file that defines it; also a method of a module the
+  class holds (``self.autoencoder.encode_image(x)``), its class read from what the class's
+  methods assign.
+
+``runs_no_module`` says the opposite of a call: a method of the model's class that calls only
+builtins and data methods (``get_data_from_batch`` unpacking a batch) runs no module at all.
 
 ``as_model`` says where such a call counts as the model for the evaluation-named and
 mode-switch cases; elsewhere its output must reach only sinks (``callers.only_sinks_reached``).
