@@ -264,15 +264,23 @@ def runs_model(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
         ]
         if any(_LOADER_WORDS.search(name) for name in names):
             return True
+    return _calls_model_in(facts, loop)
+
+
+def _calls_model_in(facts: ScopeFacts, loop: cst.CSTNode, given: frozenset = frozenset()) -> bool:
+    """A call in ``loop`` of the model, of something named like one or of a callable among the
+    names ``given`` (the function's parameters), or a training step."""
     return any(
         loop in call.ctx.loops
         and (
             facts.is_model(call.func)
             or facts.is_training_step(call)
             or bool(call.func and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]))
+            or (call.func or "").split(".", 1)[0] in given
         )
         for call in facts.scope.calls
     )
+
 
 def loss_terms_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     """A loop of a function named as a loss (``IBP_loss``) that neither backpropagates nor calls
@@ -283,17 +291,10 @@ def loss_terms_loop(facts: ScopeFacts, loop: cst.CSTNode) -> bool:
     function = facts.scope.function
     if "loss" not in facts.scope.name.lower() or facts.backward_calls or function is None or type(loop) is not cst.For:
         return False
-    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+    params = frozenset(p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params))
     if params.intersection(_names_in(loop.iter)):  # type: ignore[attr-defined]
         return False  # iterating what the caller hands in: a loader (`for x, y in val_loader`)
-    return not any(
-        loop in call.ctx.loops and (
-            facts.is_model(call.func) or facts.is_training_step(call)
-            or bool(call.func and MODEL_NAME.match(call.func.rsplit(".", 1)[-1]))
-            or (call.func or "").split(".", 1)[0] in params  # a callable handed in (`predict(x)`)
-        )
-        for call in facts.scope.calls
-    )
+    return not _calls_model_in(facts, loop, params)  # (nor a callable handed in: `predict(x)`)
 
 
 def reduced_after(facts: ScopeFacts, name: str, loop: cst.CSTNode) -> bool:

@@ -39,9 +39,8 @@ def _in_eval(walk: Any, name: str) -> Optional[str]:
     returns = 0
     for statement in body:
         line = statement.body[0] if type(statement) is cst.SimpleStatementLine and len(statement.body) == 1 else None
-        if type(line) is cst.Expr and type(line.value) is cst.Call and _switch(line.value) is not None:
-            receiver, mode = _switch(line.value)  # type: ignore[misc]
-            switched[receiver] = mode
+        if type(line) is cst.Expr and type(line.value) is cst.Call and (switch := _switch(line.value)) is not None:
+            switched[switch[0]] = switch[1]
         elif type(line) is cst.Return:
             returned = line.value
             if type(returned) is cst.Call and _switch(returned) == (_receiver(returned), "eval"):
