@@ -13,9 +13,10 @@ from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import one_activation
 from torchmemlint.analysis.inplace_switch import configured_inplace
 from torchmemlint.analysis.named_layers import spread_inplace
-from torchmemlint.analysis.producers import Producer
+from torchmemlint.analysis.activation_calls import followers
+from torchmemlint.analysis.producers import Producer, Producers
 from torchmemlint.analysis.syntax import has_star_args, terminal_name
-from torchmemlint.analysis.vocabulary import ActivationKind, Category, short_name
+from torchmemlint.analysis.vocabulary import ActivationKind, Category, Saves, short_name
 
 
 @dataclass
@@ -185,3 +186,35 @@ def via(layer: Layer) -> str:
 def spelled(func: cst.BaseExpression) -> str:
     """How a call's function reads: ``self.act_fn``, ``act``."""
     return f"{func.value.value}.{func.attr.value}" if type(func) is cst.Attribute and type(func.value) is cst.Name else terminal_name(func) or "?"
+
+
+def sequence_uses(file: Any, model: Any, order: Any, part: Any, anchor: cst.CSTNode) -> List[Use]:
+    """The uses of the activation at ``part`` of the layer order ``order`` (an
+    ``nn.Sequential``'s, a list's): one per element that may come right before it, with what may
+    follow it (``activation_calls.followers``)."""
+    dropout, changed = followers(file, order, part)
+    producers = Producers(file, model)
+    return [
+        Use(anchor, made, single_use=True, to_dropout=dropout, to_inplace=changed)
+        for made in _made_before(producers, order, part)
+    ]
+
+
+def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) -> List[List[Producer]]:
+    """What may make the input of ``part``: per element right before it, its producer. An
+    out-of-place dropout there is looked through: in training it makes a fresh tensor whose
+    value its backward never reads (it keeps only its mask), in evaluation or with ``p=0`` it
+    returns its input, so what makes that input counts too (nothing else reads it in an order:
+    tests/test_inplace_after_dropout.py)."""
+    found = []
+    for previous in order.predecessors(part):
+        layer = previous.layer
+        if (
+            depth < 4 and layer is not None and layer.kind is not None and layer.kind.saves is Saves.MASK
+            and layer.inplace() is False and previous not in order.first
+        ):
+            shown = Producer(Category.FRESH, f"`{short_name(layer.qualified)}`")
+            found.extend([shown, *made] for made in _made_before(producers, order, previous, depth + 1))
+            continue
+        found.append([producers.part(previous)])
+    return found

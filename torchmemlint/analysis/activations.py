@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS
-from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, Site, spelled, Use, via  # (the rules take them from here)
+from torchmemlint.analysis.activation_sites import layer_site, one_of, Placement, sequence_uses, Site, spelled, Use, via  # (the rules take them from here)
 from torchmemlint.analysis.classes import ClassModel, Layer
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flag_arms import may_come_first
@@ -338,9 +338,7 @@ class InplaceAnalysis:
                     for sequence, part in data:
                         before = sequence.predecessors(part)
                         placement.complete = placement.complete and bool(before) and part not in sequence.first
-                        dropout, changed = followers(self.file, sequence, part)
-                        for previous in before:
-                            placement.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
+                        placement.uses.extend(sequence_uses(self.file, None, sequence, part, site.node))
                 elif kind == "chain":
                     model, holder, before = data
                     placement.privates.append((model.node, holder))
@@ -465,9 +463,7 @@ class InplaceAnalysis:
             complete = self._kept_uses(site, *kept, depth=depth) and complete
         for file, sequence, part in flow.elements:
             complete = complete and part not in sequence.first
-            dropout, changed = followers(file, sequence, part)
-            for previous in sequence.predecessors(part):
-                site.uses.append(Use(site.node, [Producers(file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
+            site.uses.extend(sequence_uses(file, None, sequence, part, site.node))
         return complete and bool(site.uses)
 
     def _assigned(self, call: cst.Call) -> Optional[Tuple[ClassModel, str]]:
@@ -562,7 +558,6 @@ class InplaceAnalysis:
             self._in_sequential.add(id(inner))
         # its layers can be in a spliced list only through a ``*list`` in it
         spliced_here = any(arg.star for inner in (call, *nested) for arg in inner.args)
-        producers = Producers(self.file, model)
         destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
         for part in order.items:  # what may directly precede each layer, over every order
@@ -573,9 +568,8 @@ class InplaceAnalysis:
             if site is None:
                 site = sites[id(layer.call)] = layer_site(layer, function)
                 site.complete = True
-            (dropout, changed), start = followers(self.file, order, part), len(site.uses)
-            for previous in order.predecessors(part):
-                site.uses.append(Use(layer.call, [producers.part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
+            start = len(site.uses)
+            site.uses.extend(sequence_uses(self.file, model, order, part, layer.call))
             if part not in order.first:
                 continue
             holder = self._list_holder(model, call) if not destinations else None
@@ -596,6 +590,7 @@ class InplaceAnalysis:
                 site.complete = complete
             else:
                 site.complete = False  # what runs before it is not known here
+            dropout, changed = followers(self.file, order, part)
             for use in site.uses[start:]:  # (what follows it is the Sequential's to say)
                 use.to_dropout, use.to_inplace = dropout, use.to_inplace or changed
         for key, site in sites.items():
@@ -634,9 +629,7 @@ class InplaceAnalysis:
                     continue
                 if part in order.first:
                     site.complete = False
-                dropout, changed = followers(self.file, order, part)
-                for previous in order.predecessors(part):
-                    site.uses.append(Use(site.node, [Producers(self.file, None).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
+                site.uses.extend(sequence_uses(self.file, None, order, part, site.node))
 
     # -- uses -------------------------------------------------------------------------------------
     def _attribute_uses(self, site: Site, model: ClassModel, attribute: str, first: Optional[cst.Call] = None) -> None:
@@ -647,9 +640,7 @@ class InplaceAnalysis:
         site.privates.append((model.node, attribute, True))  # (its subclasses' uses read below)
         for order, part, _ in elements or ():  # ``nn.Sequential(self.conv1, self.relu1, ...)``
             complete = complete and part not in order.first  # (first: what the Sequential is given)
-            dropout, changed = followers(self.file, order, part)
-            for previous in order.predecessors(part):
-                site.uses.append(Use(part.node, [Producers(self.file, model).part(previous)], single_use=True, to_dropout=dropout, to_inplace=changed))
+            site.uses.extend(sequence_uses(self.file, model, order, part, part.node))
         callers = [(model, reference) for reference in model.calls(attribute)]
         for sub in self.file.subclasses(model.node):  # ``class Sub(Base)`` calling the ``self.act`` Base builds
             if sub.assignments.get(attribute):

@@ -495,11 +495,16 @@ class Producers:
         node = value.node
         where = value.info.get("layer")
         where = where if type(where) is tuple else None  # (attribute, position, count) of ``self.x(...)``
+        if op == "dropout" and value.inputs and depth < 8 and self._dropout_out_of_place(value):
+            if not self._read_only_by(value, value.inputs[0]):
+                return [UNKNOWN_PRODUCER]  # (in evaluation it returns its input, which is read again)
+            return [Producer(Category.FRESH, "a dropout")] + self.of(value.inputs[0], self_name, depth + 1)
         if op in ("call", "module") and depth < 8 and (passed := self._passed_through(value, self_name)) is not None:
             return passed + self.of(value.inputs[-1 if op == "call" else 0], self_name, depth + 1)
         if type(node) is cst.Call:
-            if where is not None and where[1] != where[2] - 1:
-                return [UNKNOWN_PRODUCER]  # a layer inside a Sequential the call runs whole
+            if where is not None and where[1] != where[2] - 1:  # a layer inside a Sequential the call runs whole
+                element = self._sequence_element(where)
+                return [UNKNOWN_PRODUCER if element is None else self.part(element)]
             callee = value.inputs[0] if op == "call" and value.inputs and type(node.func) is cst.Name else None
             first = node.args[0] if node.args and op == "call" and value.inputs else None
             if first is not None and not first.star and first.keyword is None and self.file.resolver.qualify(node.func) == CHECKPOINT:
@@ -518,6 +523,32 @@ class Producers:
             fresh = isinstance(node.operator, _FRESH_AUGMENTED)
             return [Producer(Category.FRESH, "an in-place addition") if fresh else UNKNOWN_PRODUCER]
         return [UNKNOWN_PRODUCER]
+
+    def _sequence_element(self, where: Tuple[str, int, int]) -> Optional[Part]:
+        """The module at ``position`` of the ``count`` that ``self.<attribute>(x)`` runs in turn
+        (the value graph's ``info["layer"]``)."""
+        attribute, position, count = where
+        sequence = self.model.attribute_sequence(attribute) if self.model is not None else None
+        return sequence[position] if sequence is not None and len(sequence) == count else None
+
+    def _dropout_out_of_place(self, value: "Value") -> bool:
+        """``F.dropout(h, p, training)`` or ``self.drop(h)`` (an ``nn.Dropout``, maybe inside a
+        Sequential) that makes a new tensor when it drops: in training a fresh one whose value
+        its backward never reads (it keeps only its mask); in evaluation, or with ``p=0``, its
+        input itself (what made that is asked too)."""
+        where = value.info.get("layer")
+        if type(where) is tuple:
+            element = self._sequence_element(where)
+            layer = element.layer if element is not None else None
+            return layer is not None and layer.kind is not None and layer.kind.saves is Saves.MASK and layer.inplace() is False
+        call = value.info.get("call")
+        if type(call) is not cst.Call or has_star_args(call):
+            return False
+        kind = KIND_BY_FUNCTION.get(self.file.resolver.qualify(call.func) or "")
+        if kind is None or kind.saves is not Saves.MASK:
+            return False
+        given = argument(call, kind.functional_params.index("inplace") + 1, "inplace")
+        return given is None or literal_bool(given.value) is False
 
     def _sparse_features(self, base: "Value", self_name: Optional[str]) -> Producer:
         """``out.features`` of ``out = self.conv(x)``, ``self.conv`` a sparse convolution of

@@ -9,7 +9,11 @@ TML201_DOCUMENTATION = """
     upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv` and `GATConv`, which
     end in an aggregation and a bias; a project module whose builders return their argument,
     maybe `weight_norm`-wrapped, or `nn.Identity()`, as Encodec's `NormConv2d` does,
-    tests/test_inplace_encodec_builders.py) and nothing else reads that input. Not where every layer that
+    tests/test_inplace_encodec_builders.py; also an out-of-place dropout after such a layer,
+    `Linear, LayerNorm, Dropout(p), LeakyReLU()`: in training it makes a fresh tensor it does
+    not keep, in evaluation or with `p=0` it returns its input, and out of place the activation
+    keeps that tensor besides its result, tests/test_inplace_after_dropout.py) and nothing else
+    reads that input. Not where every layer that
     may follow it in an `nn.Sequential` (also where a factory's call or a local places it) or in
     a module list `forward` runs in turn (tests/test_inplace_lists.py), or
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
