@@ -146,6 +146,7 @@ class Scope:
     grad_off_seq: Optional[int] = None  # `torch.set_grad_enabled(False)` as a statement
     calls: List[CallEvent] = field(default_factory=list)
     assigns: List[AssignEvent] = field(default_factory=list)
+    parent: Optional["Scope"] = None  # the scope the ``def`` is in
 
     @property
     def function(self) -> Optional[cst.FunctionDef]:
@@ -601,7 +602,7 @@ class ScopeWalk:
             ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
             or bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value))
         )
-        scope = Scope(node, node.name.value, bindings, no_grad, ctx.indents, owner)
+        scope = Scope(node, node.name.value, bindings, no_grad, ctx.indents, owner, parent=parent)
         scope.grad_work = "on" in effects
         self.scopes.append(scope)
         if owner is not None:

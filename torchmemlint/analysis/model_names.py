@@ -1,10 +1,12 @@
 """What a name or an attribute holds, read from how it is bound: a part of a model reached
 through attributes (``model = learn.model.G_B.to(device)``), a callable kept with a lambda
-default (``self.post_process = post_process if post_process is not None else lambda x: x``)."""
+default (``self.post_process = post_process if post_process is not None else lambda x: x``);
+the models a scope names: its parameters named like one, what it switches to evaluation or
+training mode, and in a nested function (a closure) those of the function around it it reads."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, Set
 
 import libcst as cst
 
@@ -27,3 +29,32 @@ def lambda_arm(expr: Optional[cst.BaseExpression]) -> bool:  # `f or (lambda x: 
     if type(expr) is cst.BooleanOperation:
         return lambda_arm(expr.left) or lambda_arm(expr.right)
     return type(expr) is cst.Lambda
+
+
+def named_models(scope: Any) -> Set[str]:
+    """The names ``scope`` (``autograd.Scope``) holds models under: parameters named like a
+    model, receivers of ``.eval()`` / ``.train(mode)``; in a nested function, also those of the
+    function around it that it reads without binding them itself (``def model_predict(data):
+    return detach_to_numpy(model(to_tensor(data)))`` inside ``def search(sample, model)``:
+    tests/test_tml501_closures.py)."""
+    names = _named_in(scope)
+    parent = getattr(scope, "parent", None)
+    if parent is not None and parent.function is not None:
+        own = scope.bindings.names
+        names |= {name for name in _named_in(parent) if name.partition(".")[0] not in own}
+    return names
+
+
+def _named_in(scope: Any) -> Set[str]:
+    names = {p.name.value for p in scope.params() if MODEL_NAME.match(p.name.value)}
+    for call in scope.calls:
+        if call.attr in ("eval", "train") and call.receiver is not None:
+            receiver = dotted_name(call.receiver)
+            if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
+                names.add(receiver)
+    return names
+
+
+def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` accepts
+    arg = call.args[0] if len(call.args) == 1 else None
+    return arg is not None and not arg.star and (arg.keyword is None or arg.keyword.value == "mode")

@@ -21,7 +21,7 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
-from torchmemlint.analysis.model_names import lambda_arm, model_part_of
+from torchmemlint.analysis.model_names import lambda_arm, model_part_of, named_models
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.returned_mode import returned_in_eval
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
@@ -79,12 +79,7 @@ class ScopeFacts:
 
     # what things are
     def _model_names(self) -> Set[str]:
-        names = {p.name.value for p in self.scope.params() if MODEL_NAME.match(p.name.value)}
-        for call in self.scope.calls:
-            if call.attr in ("eval", "train") and call.receiver is not None:
-                receiver = dotted_name(call.receiver)
-                if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
-                    names.add(receiver)
+        names = named_models(self.scope)
         bound: Dict[str, bool] = {}  # `model = learn.model.G_B.to(device)`: a part of a model, by every binding
         for event in self.scope.assigns:
             if len(event.targets) == 1 and returned_in_eval(self.walk, event.value):
@@ -707,11 +702,6 @@ def _is_number(expr: cst.BaseExpression) -> bool:
     if type(expr) is cst.UnaryOperation:
         expr = expr.expression
     return type(expr) in (cst.Integer, cst.Float)
-
-
-def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` accepts
-    arg = call.args[0] if len(call.args) == 1 else None
-    return arg is not None and not arg.star and (arg.keyword is None or arg.keyword.value == "mode")
 
 
 def _host_call(expr: cst.BaseExpression, qualify) -> bool:  # numpy's, math's: never a graph

@@ -36,7 +36,10 @@ TML501_DOCUMENTATION = """
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
     model; a `@property` named so is read as the attribute it returns: a pipeline's `model`
-    property unwrapping its DDP is the model, one returning `YOLO(path)` is not). Code that calls `backward`, `autograd.grad`, an optimizer `step` or mmengine's `optim_wrapper.update_params(loss)` (itself, or through
+    property unwrapping its DDP is the model, one returning `YOLO(path)` is not). A nested
+    function reads the models of the function around it that it does not bind itself (a
+    counterfactual search's `def model_predict(data): return detach_to_numpy(model(...))`
+    inside `def search(sample, model)`: tests/test_tml501_closures.py). Code that calls `backward`, `autograd.grad`, an optimizer `step` or mmengine's `optim_wrapper.update_params(loss)` (itself, or through
     a function of the file or a method on `self` it calls, two levels down: test-time
     adaptation), or switches `enable_grad` / `requires_grad` (also `model.freeze()`, Lightning's and projects' own, which turns
     `requires_grad` off) is left alone; so is, after `.eval()`, a loop whose rounds compute the
