@@ -14,7 +14,7 @@ from torchmemlint.analysis.factories import one_activation
 from torchmemlint.analysis.inplace_switch import configured_inplace
 from torchmemlint.analysis.named_layers import spread_inplace
 from torchmemlint.analysis.activation_calls import followers
-from torchmemlint.analysis.producers import Producer, Producers
+from torchmemlint.analysis.producers import joined, Producer, Producers
 from torchmemlint.analysis.syntax import has_star_args, terminal_name
 from torchmemlint.analysis.vocabulary import ActivationKind, Category, Saves, short_name
 
@@ -213,8 +213,10 @@ def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) ->
             depth < 4 and layer is not None and layer.kind is not None and layer.kind.saves is Saves.MASK
             and layer.inplace() is False and previous not in order.first
         ):
-            shown = Producer(Category.FRESH, f"`{short_name(layer.qualified)}`")
-            found.extend([shown, *made] for made in _made_before(producers, order, previous, depth + 1))
+            for made in _made_before(producers, order, previous, depth + 1):
+                both = joined([Producer(Category.FRESH), *made])
+                shown = " / ".join(dict.fromkeys(p.description for p in made))
+                found.append([Producer(both.category, f"`{short_name(layer.qualified)}` after {shown}")])
             continue
         found.append([producers.part(previous)])
     return found
