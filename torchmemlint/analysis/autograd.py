@@ -600,7 +600,7 @@ class ScopeWalk:
         effects = {self.context_effect(parent, d.decorator) for d in node.decorators}
         no_grad = (
             ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
-            or bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value))
+            or (owner is not None and bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value)))  # (a method: Lightning's hook)
         )
         scope = Scope(node, node.name.value, bindings, no_grad, ctx.indents, owner, parent=parent)
         scope.grad_work = "on" in effects

@@ -462,7 +462,7 @@ class ScopeFacts:
             return True
         name = scope.name
         return bool(name) and (
-            name in self.walk.no_grad_callees or bool(FRAMEWORK_NO_GRAD_HOOKS.match(name))
+            name in self.walk.no_grad_callees or (scope.owner is not None and bool(FRAMEWORK_NO_GRAD_HOOKS.match(name)))
         )
 
     def last_mode_change(self, callee: str, seq: int) -> Optional[Tuple[int, str]]:

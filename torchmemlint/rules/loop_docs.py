@@ -22,7 +22,8 @@ TML501_DOCUMENTATION = """
     (`*no_grad*`, `*inference_mode*`, `eval_mode`: ultralytics' `@smart_inference_mode()`,
     monai's `with eval_mode(model):`) or whose definition in this file uses torch's switches;
     and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
-    runs without autograd.
+    runs without autograd (methods: a function of the module named `test_step(model, ...)` is
+    no hook, tests/test_tml501_hook_names.py).
 
     Like every loop rule (TML5xx), it also reads files that never name torch (an evaluation
     helper importing only tqdm, a `train_model.py` importing nothing) when they ask a module
