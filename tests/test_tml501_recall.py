@@ -801,6 +801,35 @@ def sample_named(n):
     opt.step()
     return (scores > margin).float().mean().item()
 """, 0),
+    # a model taken from a container whose every item the function switched to eval mode
+    "items_switched_in_a_loop": ("""import torch.nn.functional as F
+
+
+def evaluate_classifier(networks, dataloader, options):
+    for net in networks.values():
+        net.eval()
+    if options.get("mode") == "baseline":
+        netC = networks["classifier_k"]
+    else:
+        netC = networks["classifier_kplusone"]
+    correct = total = 0
+    for images, labels in dataloader:
+        _, predicted = F.softmax(netC(images), dim=1).max(1)
+        correct += int((predicted == labels).sum())
+        total += len(labels)
+    return correct / total
+
+
+def look_alike(networks, dataloader, optimizer):
+    for net in networks.values():
+        net.train()
+    netC = networks["classifier"]
+    for images, labels in dataloader:
+        loss = F.cross_entropy(netC(images), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""", 1),
 }
 
 

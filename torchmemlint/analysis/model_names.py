@@ -47,12 +47,32 @@ def named_models(scope: Any) -> Set[str]:
 
 def _named_in(scope: Any) -> Set[str]:
     names = {p.name.value for p in scope.params() if MODEL_NAME.match(p.name.value)}
+    containers: Set[str] = set()
     for call in scope.calls:
         if call.attr in ("eval", "train") and call.receiver is not None:
             receiver = dotted_name(call.receiver)
             if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
                 names.add(receiver)
+                containers |= _iterated(call, receiver)
+    if containers:  # ``netC = networks["classifier_k"]`` after ``for net in networks.values(): net.eval()``
+        for event in scope.assigns:
+            value = event.value
+            if len(event.targets) == 1 and not event.augmented and type(value) is cst.Subscript and dotted_name(value.value) in containers:
+                names.add(event.targets[0])
     return names
+
+
+def _iterated(call: Any, receiver: str) -> Set[str]:
+    """The container whose items a loop around ``call`` binds to ``receiver`` (``for net in
+    networks.values():`` or ``for net in nets:``, then ``net.eval()``): its items are models."""
+    for loop in call.ctx.loops:
+        if type(loop) is cst.For and type(loop.target) is cst.Name and loop.target.value == receiver:
+            items = loop.iter
+            if type(items) is cst.Call and type(items.func) is cst.Attribute and items.func.attr.value == "values" and not items.args:
+                items = items.func.value
+            container = dotted_name(items)
+            return {container} if container is not None else set()
+    return set()
 
 
 def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` accepts

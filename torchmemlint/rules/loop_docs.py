@@ -31,7 +31,9 @@ TML501_DOCUMENTATION = """
     and import no other array framework (Paddle, JAX, TensorFlow ...: another library's
     `model`, fontTools' or scikit-learn's, stays unread: `tests/test_loops_mined.py`).
 
-    The model is what the code `.eval()`s or `.train()`s, a parameter named `model` / `net` /
+    The model is what the code `.eval()`s or `.train()`s (also an item of a container whose
+    items a loop switched: `for net in networks.values(): net.eval()`, then `netC =
+    networks["classifier"]`), a parameter named `model` / `net` /
     `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
     every value the class gives it is an instance of a class the file does not know to be an
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
