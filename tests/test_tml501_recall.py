@@ -830,6 +830,38 @@ def look_alike(networks, dataloader, optimizer):
         loss.backward()
         optimizer.step()
 """, 1),
+    # a method of the agent, switched to eval mode, stepped in an evaluation's environment loop
+    "agent_method_in_an_evaluation_loop": ("""import numpy as np
+import torch
+
+
+class Trainer:
+    def evaluate(self, num_episodes):
+        obs = self.test_env.reset()
+        returns, episodes = [], 0
+        self.agent.eval()
+        while episodes < num_episodes:
+            action = self.agent.Actor(obs).detach()
+            obs, reward, done, info = self.test_env.step(action.cpu().numpy())
+            obs = torch.as_tensor(obs)
+            returns.append(reward)
+            episodes += int(done)
+        self.agent.train()
+        return float(np.mean(returns))
+
+    def evaluate_unswitched(self, num_episodes):
+        obs = self.test_env.reset()
+        for _ in range(num_episodes):
+            action = self.agent.Actor(obs).detach()
+            obs, reward, done, info = self.test_env.step(action.cpu().numpy())
+
+    def rollout(self, steps):
+        self.agent.eval()
+        obs = self.env.reset()
+        for _ in range(steps):
+            action = self.agent.Actor(obs)
+            obs, reward, done, info = self.env.step(action)
+""", 1),
 }
 
 

@@ -18,7 +18,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import _COMPREHENSIONS as _COLLECTING, AssignEvent, CallEvent, Scope, _names_in
 from torchmemlint.analysis.callers import eval_by_callers, _LOADER_WORDS
-from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 from torchmemlint.tree import children
 
 
@@ -122,9 +122,14 @@ def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
     """``model.predict(batch, ...)`` (``ScopeFacts.model_part``) in a loop over a loader, after
     ``model.eval()`` in this scope (or, for a parameter, in every caller: ``eval_by_callers``):
     a method of a module put in evaluation mode, run on every batch, runs its forward
-    (pytorch_tabular's ``DeepFeatureExtractor.transform``)."""
+    (pytorch_tabular's ``DeepFeatureExtractor.transform``). Also in any loop of a function
+    named for evaluation, after that function's own ``eval()`` (an RL trainer's ``evaluate``
+    stepping its environments with ``self.agent.Actor(obs)``: tests/test_tml501_recall.py)."""
     receiver, _, method = (event.func or "").rpartition(".")
-    if not receiver or not any(iterates_loader(loop) for loop in event.ctx.loops):
+    if not receiver or not event.ctx.loops:
+        return False
+    over_loader = any(iterates_loader(loop) for loop in event.ctx.loops)
+    if not over_loader and not is_eval_name(facts.scope.name):
         return False
     if method in SELF_NO_GRAD_METHODS and not any(
         scope.name == method for classfacts in facts.walk.classes for scope in classfacts.methods
@@ -132,7 +137,7 @@ def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
         return False  # transformers' `generate`, which no class of this file redefines
     mode = facts.last_mode_change(receiver, event.seq)
     if mode is None:  # a parameter its callers put in evaluation mode
-        return eval_by_callers(facts, receiver) is not None
+        return over_loader and eval_by_callers(facts, receiver) is not None
     return mode[1] == "eval"
 
 

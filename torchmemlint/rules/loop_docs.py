@@ -59,7 +59,10 @@ TML501_DOCUMENTATION = """
     (`model.generate(n)` with `def generate(self, n): return self.decoder(...)`), also a method
     of a module the class holds, its class read from what the class's methods assign, in this
     file or another project file (`self.autoencoder.eval(); z = self.autoencoder.encode_image(x)`:
-    fusilli's `convert_to_latent`). A method of the model's class (of this file or another
+    fusilli's `convert_to_latent`); a method of a model switched to evaluation mode, given an
+    input by position, in a loop over a loader or in any loop of a function named for
+    evaluation (an RL trainer's `self.agent.eval()`, then `self.agent.Actor(obs)` per step of its
+    `evaluate`: `tests/test_tml501_recall.py`). A method of the model's class (of this file or another
     project file, by relative or absolute import) that calls only builtins and data methods
     (fusilli's `get_data_from_batch`, which unpacks a batch; a static `safe_squeeze`) runs no
     module: not a model call (`tests/test_tml501_plain_methods.py`). A model a function of the
