@@ -485,7 +485,8 @@ class Producers:
             return [p for arm in arms for p in self.of(arm, self_name, depth + 1)]
         if op == "helper" and value.info.get("helper") is not None and depth < 8:
             return self.of(value.inputs[0], self_name, depth + 1)  # what the same-file helper returns
-        if op in ("reshape", "relabel", "same") and value.inputs and depth < 8 and self._only_view(value):
+        viewed = op in ("reshape", "relabel", "same") or (op == "call" and value.info.get("method") in VIEWS)  # (``.movedim(-1, self.dim)``)
+        if viewed and value.inputs and depth < 8 and self._only_view(value):
             return self.of(value.inputs[0], self_name, depth + 1)  # a view of a value nothing else reads
         if op == "argument":
             name = value.info.get("name")
