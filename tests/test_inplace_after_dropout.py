@@ -200,3 +200,23 @@ def test_in_place_after_a_dropout_changes_no_output_or_gradient(mode, p):
         outputs.append((y.detach(), x.grad, model[0].weight.grad))
     for a, b in zip(*outputs):
         assert torch.equal(a, b)
+
+
+def test_in_place_saves_nothing_where_only_a_slice_of_the_result_is_added():
+    """``acc += F.leaky_relu(h)[:n]``: the slice's addition keeps nothing, so in place the
+    activation keeps its result instead of its input: as many bytes (TML201 stays quiet)."""
+    kept = []
+    for inplace in (False, True):
+        stored = {}
+
+        def pack(tensor):
+            stored[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
+            return tensor
+
+        torch.manual_seed(0)
+        linear = torch.nn.Linear(16, 32)
+        acc = torch.zeros(48, 32)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            acc += torch.nn.functional.leaky_relu(linear(torch.randn(64, 16)), inplace=inplace)[:48]
+        kept.append(sum(stored.values()))
+    assert kept[0] == kept[1]

@@ -428,6 +428,27 @@ CASES: Dict[str, str] = {
                 total = h + 1.0
                 return self.fc2(h) + total
     ''',
+    "slice_read_only_by_an_addition": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class Embedding(nn.Module):
+            def __init__(self, n, h):
+                super().__init__()
+                self.embed = nn.Linear(n, h)
+                self.extra_encoder = nn.Linear(n, h)
+                self.out = nn.Linear(h, h)
+
+            def forward(self, ids, batch_features):
+                input2 = self.embed(ids)
+                input2 += F.leaky_relu(F.dropout(self.extra_encoder(batch_features), p=0.2,
+                                                 training=self.training))[:input2.shape[0]]
+                return input2
+
+            def kept(self, ids, batch_features):
+                h = F.leaky_relu(self.extra_encoder(batch_features))  # expect: TML201
+                return self.out(h[: ids.shape[0]])
+    ''',
 }
 
 

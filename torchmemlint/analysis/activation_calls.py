@@ -369,12 +369,20 @@ GRAPH_SOFTMAXES = {
 }
 
 
-def _keeps_none_of(file: Any, reader: Any, value: Any) -> bool:
+def _keeps_none_of(file: Any, reader: Any, value: Any, depth: int = 0) -> bool:
     """``reader`` reads ``value`` as a tensor its backward does not need: a term of an addition
     or a subtraction, the kept tensor of a fill (not in place) or of ``torch.where`` between two
-    tensors, or the input of a softmax (also a graph library's softmax over edges)."""
+    tensors, or the input of a softmax (also a graph library's softmax over edges); or a slice
+    or view of it that only such readers read (``input2 += F.leaky_relu(h)[:n]``)."""
     if value is None or not reader.inputs:
         return False
+    if reader.op in ("index", "reshape", "relabel") and reader.inputs[0] is value and depth < 3 and reader.function is not None:
+        if any(i is value for i in reader.inputs[1:]):
+            return False
+        readers = file.values(reader.function).consumers(reader)
+        return bool(readers) and all(
+            type(r) is not str and (r.op == "meta" or _keeps_none_of(file, r, reader, depth + 1)) for r in readers
+        )
     if reader.op == "call" and reader.info.get("qualified") == "torch.where" and len(reader.inputs) == 3:
         return reader.inputs[0] is not value  # ``torch.where(c, e, other)``: needs only ``c``
     at = None
