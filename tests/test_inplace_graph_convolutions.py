@@ -2,6 +2,8 @@
 ...): their ``forward`` ends in an aggregation over the edges and an optional bias, with no
 activation of their own, so what they return is a fresh tensor nothing keeps for backward, like
 a ``Linear``'s output (``vocabulary.GRAPH_CONVOLUTIONS``, written from PyG's documentation).
+Also after PyG's own dense ``Linear`` (``F.linear``) and ``BatchNorm`` (``nn.BatchNorm1d``),
+imported as deepAntigen does, ``import torch_geometric.nn.dense.linear as pyg_linear``.
 
 Look-alikes stay quiet: a ``GINConv`` (it runs the user's own ``nn`` last, which may keep its
 output), a convolution's output also read by a residual sum, and a class of the same name that
@@ -20,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
 from torch_geometric.nn.conv import GATv2Conv
+from torch_geometric.nn.norm import BatchNorm
+import torch_geometric.nn.dense.linear as pyg_linear
 
 
 class Net(torch.nn.Module):
@@ -43,6 +47,20 @@ class Net(torch.nn.Module):
         return self.lin(h)
 
 
+class Dense(torch.nn.Module):
+    def __init__(self, c, h):
+        super().__init__()
+        self.layer_atom = pyg_linear.Linear(c, h, weight_initializer="kaiming_uniform")
+        self.layer_atom2 = pyg_linear.Linear(h, h, weight_initializer="kaiming_uniform")
+        self.norm = BatchNorm(h)
+        self.out = torch.nn.Linear(h, 1)
+
+    def forward(self, x):
+        h = F.leaky_relu(self.layer_atom(x), 0.1)  # expect
+        h = F.leaky_relu(self.layer_atom2(h), 0.1) + h
+        return self.out(F.elu(self.norm(h)))  # expect
+
+
 class GCNConv2(torch.nn.Module):
     def forward(self, x, edge_index):
         return torch.sigmoid(x)
@@ -62,5 +80,5 @@ def test_activations_after_graph_convolutions():
     text = textwrap.dedent(SOURCE)
     found = {f.location.row for f in lint_source(text, "case.py", Settings(select=("TML201",)))}
     marked = {row for row, line in enumerate(text.splitlines(), start=1) if line.endswith("# expect")}
-    assert len(marked) == 3
+    assert len(marked) == 5
     assert found == marked

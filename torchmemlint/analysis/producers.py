@@ -26,7 +26,7 @@ from torchmemlint.analysis.module_lists import (
 from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
-    Category, FRESH_FUNCTIONS, GRAPH_CONVOLUTIONS, NN, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
+    Category, FRESH_FUNCTIONS, GRAPH_CONVOLUTIONS, GRAPH_DENSE_LAYERS, NN, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
     FRESH_MODULES, OUTPUT_SAVING_METHODS, OUTPUT_SAVING_WHEN_INPLACE, POOL_FUNCTIONS, POOL_MODULES, Saves, short_name,
     VIEWS,
 )
@@ -158,6 +158,8 @@ class Producers:
         qualified = self.file.resolver.qualify(func)
         if qualified in GRAPH_CONVOLUTIONS:  # ``GATConv(c, h)``: aggregation and bias, kept by nothing
             return Producer(Category.FRESH, f"PyG's {qualified.rsplit('.', 1)[-1]}, a graph convolution")
+        if qualified in GRAPH_DENSE_LAYERS:  # ``pyg_linear.Linear(c, h)``: ``F.linear``
+            return Producer(Category.FRESH, f"PyG's {qualified.rsplit('.', 1)[-1]}")
         if qualified is not None and not (
             self.file.links is not None and self.file.links.may_come_from_package(_dotted(func))
         ):  # (``from speechbrain.nnet.CNN import Conv1d`` in speechbrain is qualified, and the project's)

@@ -124,6 +124,13 @@ GRAPH_CONVOLUTIONS = frozenset(
     for where in ("", "conv.")
     for name in ("GCNConv", "GATConv", "GATv2Conv", "GraphConv", "SAGEConv", "TransformerConv", "ChebConv", "RGATConv")
 )
+# PyTorch Geometric's own dense layers, as PyG documents them: ``Linear`` applies
+# ``F.linear`` (with lazy shapes and its own initialisers), ``BatchNorm`` wraps
+# ``nn.BatchNorm1d``; neither needs its output in backward.
+GRAPH_DENSE_LAYERS = frozenset(
+    f"torch_geometric.nn.{where}{name}"
+    for where, name in (("", "Linear"), ("dense.", "Linear"), ("dense.linear.", "Linear"), ("", "BatchNorm"), ("norm.", "BatchNorm"), ("norm.batch_norm.", "BatchNorm"))
+)
 # Shape-preserving layers a stem trace may walk through (TML3xx).
 NORM_MODULES = _names(
     NN,

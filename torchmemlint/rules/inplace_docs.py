@@ -7,7 +7,7 @@ TML201_DOCUMENTATION = """
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
     upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv` and `GATConv`, which
-    end in an aggregation and a bias; a project module whose builders return their argument,
+    end in an aggregation and a bias, and its dense `Linear` and `BatchNorm`; a project module whose builders return their argument,
     maybe `weight_norm`-wrapped, or `nn.Identity()`, as Encodec's `NormConv2d` does,
     tests/test_inplace_encodec_builders.py; also an out-of-place dropout after such a layer,
     `Linear, LayerNorm, Dropout(p), LeakyReLU()`: in training it makes a fresh tensor it does
