@@ -3,7 +3,8 @@ positions contracts the features of q and k and keeps B·H·L·S weights; channe
 attention and linear attention's ``kᵀ @ v`` contract the positions, and their weights (features
 × features) do not grow with the sequence, so there is nothing for SDPA to save: quiet. So is
 one learned query pooling the tokens (``nn.Parameter(torch.randn(1, 1, dim))``, or a size 1
-written at the query axis): its B·H·1·S weights grow linearly and are smaller than the keys; so
+written at the query axis, or an embedding's row with no axis of its own, ``einsum("hd,nhd->nh",
+q_0, k)``): its B·H·1·S weights grow linearly and are smaller than the keys; so
 is one key (a state vector viewed ``(B, 1, heads, d)``), also with the heads moved to the batch
 (``torch.cat(q.split(d, dim=2), dim=0)``) and the number of queries a constructor default. A
 learned query a tensor is added to (which may broadcast it to many rows), many
@@ -305,6 +306,30 @@ def decoder_step(h_src, q):
     return torch.bmm(w.unsqueeze(1), h_src).squeeze(1)
 
 
+class EmbeddedQuery(nn.Module):
+    """EHNN's pooling: one learned query per head, an embedding's row, with no axis of its own."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.q = nn.Embedding(2, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.n_heads, self.dh = h, d // h
+
+    def forward(self, x):
+        q_0 = self.q(torch.zeros(1, dtype=torch.long, device=x.device)).view(self.n_heads, self.dh)
+        k = torch.stack(self.k(x).split(self.dh, -1), 1)
+        v = torch.stack(self.v(x).split(self.dh, -1), 1)
+        logit0 = torch.einsum("hd,nhd->nh", q_0, k) / math.sqrt(self.dh)
+        alpha0 = torch.softmax(logit0, dim=0)  # ONE_QUERY
+        return torch.einsum("nh,nhd->hd", alpha0, v)
+
+
+def decode_step(q, k, v):
+    s = torch.einsum("bhd,bhnd->bhn", q, k)
+    return torch.einsum("bhn,bhnd->bhd", s.softmax(-1), v)  # POSITIONS
+
+
 def handed_in(q, k, v, temperature):
     attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * temperature
     attn = attn.softmax(dim=-1)  # UNKNOWN
@@ -327,7 +352,7 @@ def test_scores_over_positions_are_reported_and_over_channels_quiet(tmp_path: Pa
     reported = sorted({int(line.split(":")[1]) for line in result.stdout.splitlines() if ": TML601 " in line})
     # a finding sits on the softmax's row or on the product's row just after it
     expected = _rows("POSITIONS") + _rows("UNKNOWN")
-    assert len(reported) == len(expected) == 9
+    assert len(reported) == len(expected) == 10
     for softmax_row in expected:
         assert any(0 <= row - softmax_row <= 2 for row in reported), (softmax_row, reported)
     for quiet_row in _rows("CHANNEL") + _rows("ONE_QUERY"):

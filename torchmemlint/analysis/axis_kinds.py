@@ -105,14 +105,36 @@ def positions_contracted(graph: Any, scores: Any) -> bool:
 def one_position(graph: Any, scores: Any, key_side: int) -> str:
     """"query" or "key" when the scores have one of them: that operand's own axis (not
     contracted, not shared with the other operand) has one element where it was made
-    (``single_position``); "" otherwise."""
+    (``single_position``), or the operand, learned (``_learned``), has no axis of its own at all
+    (``einsum("hd,nhd->nh", q_0, k)``: one learned query per head, not a decoder's step); ""
+    otherwise."""
     specs = scores.info["specs"]
     for side, what in ((1 - key_side, "query"), (key_side, "key")):
         spec, other = list(specs[side]), set(specs[1 - side])
         own = [at for at, letter in enumerate(spec) if letter != "..." and letter not in other]
+        if not own and spec and "..." not in spec and _learned(scores.inputs[side]):
+            return what
         if len(own) == 1 and "..." not in spec[own[0]:] and single_position(graph, scores.inputs[side], own[0] - len(spec)):
             return what
     return ""
+
+
+_CONSTRUCTORS = frozenset({"torch.zeros", "torch.ones", "torch.arange", "torch.tensor", "torch.full", "torch.LongTensor"})
+
+
+def _learned(value: Any) -> bool:
+    """``value`` is made from the module's own state alone: a parameter (``self.query``), or a
+    layer run on a constant (``self.q(torch.zeros(1, dtype=torch.long))``, an embedding's row),
+    through views, casts and layers."""
+    for _ in range(16):
+        if value.op == "attribute":
+            return True
+        if value.op == "call" and value.info.get("qualified") in _CONSTRUCTORS:
+            return True
+        if value.op not in ("reshape", "relabel", "same", "cast", "linear", "module") or not value.inputs:
+            return False
+        value = value.inputs[0]
+    return False
 
 
 def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional[str]:

@@ -187,7 +187,8 @@ class EagerAttention(Rule):
     channel ("transposed") attention (Restormer's `"b (head c) h w -> b head c (h w)"`, XCiT's
     `q.transpose(-2, -1)` first: (B, H, C/H, C/H) weights whatever the length) and linear
     attention's `softmax(kᵀ @ v)` — and one learned query pooling the tokens
-    (`nn.Parameter(torch.randn(1, 1, dim))`, or a size 1 written at the query axis:
+    (`nn.Parameter(torch.randn(1, 1, dim))`, or a size 1 written at the query axis, or a
+    learned query with no axis of its own, `einsum("hd,nhd->nh", q_0, k)`:
     B·H·1·S weights, smaller than the keys) or one key (a state vector viewed `(B, 1, h, d)`);
     measured in
     tests/test_attention_axis_kinds.py. Where the axis cannot be followed (q and k handed in
