@@ -3,7 +3,8 @@
 activation of their own, so what they return is a fresh tensor nothing keeps for backward, like
 a ``Linear``'s output (``vocabulary.GRAPH_CONVOLUTIONS``, written from PyG's documentation).
 Also after PyG's own dense ``Linear`` (``F.linear``) and ``BatchNorm`` (``nn.BatchNorm1d``),
-imported as deepAntigen does, ``import torch_geometric.nn.dense.linear as pyg_linear``.
+imported as deepAntigen does, ``import torch_geometric.nn.dense.linear as pyg_linear``; and
+after an element of a module list of PyG's convolutions, run in a loop.
 
 Look-alikes stay quiet: a ``GINConv`` (it runs the user's own ``nn`` last, which may keep its
 output), a convolution's output also read by a residual sum, and a class of the same name that
@@ -61,6 +62,18 @@ class Dense(torch.nn.Module):
         return self.out(F.elu(self.norm(h)))  # expect
 
 
+class Stacked(torch.nn.Module):
+    def __init__(self, d, n):
+        super().__init__()
+        self.convs = torch.nn.ModuleList([GCNConv(d, d) for _ in range(n)])
+        self.final_layer = torch.nn.Linear(d, 1)
+
+    def forward(self, a, edge_index):
+        for conv in self.convs:
+            a = F.elu(conv(a, edge_index))  # expect
+        return self.final_layer(a)
+
+
 class GCNConv2(torch.nn.Module):
     def forward(self, x, edge_index):
         return torch.sigmoid(x)
@@ -80,5 +93,5 @@ def test_activations_after_graph_convolutions():
     text = textwrap.dedent(SOURCE)
     found = {f.location.row for f in lint_source(text, "case.py", Settings(select=("TML201",)))}
     marked = {row for row, line in enumerate(text.splitlines(), start=1) if line.endswith("# expect")}
-    assert len(marked) == 5
+    assert len(marked) == 6
     assert found == marked

@@ -17,6 +17,7 @@ from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
 from torchmemlint.analysis.container_helpers import MODULE_LIST
 from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.vocabulary import GRAPH_CONVOLUTIONS, GRAPH_DENSE_LAYERS
 from torchmemlint.tree import walk
 
 # A wrapper that returns the module it is given (its kind unchanged).
@@ -51,6 +52,9 @@ def wrapped_layer(resolver, call: cst.Call, function: Optional[cst.FunctionDef] 
         return None
     layer = resolver.layer(inner, function)
     return layer if layer is not None and layer.qualified not in WRAPPERS else None
+
+
+_GRAPH_LAYERS = GRAPH_CONVOLUTIONS | GRAPH_DENSE_LAYERS  # PyG's layers, read by ``Producers.block``
 
 
 class ModuleLists:
@@ -468,8 +472,8 @@ class ModuleLists:
                     return self._layer(args[0].value, depth + 1)  # ``norm_f(nn.Conv1d(...))``
                 return None
             layer = wrapped_layer(resolver, expression, init) or resolver.layer(expression, init)
-            if layer is None and self._project_class(expression.func):
-                return expression  # ``Conv1d(...)``, a module class of the project: the caller reads it
+            if layer is None and (self._project_class(expression.func) or resolver.qualify(expression.func) in _GRAPH_LAYERS):
+                return expression  # ``Conv1d(...)``, a module class of the project (or PyG's ``GCNConv``): the caller reads it
             return layer if layer is not None and layer.qualified not in WRAPPERS else None
         if type(expression) is cst.Name and depth < _DEPTH:
             bound = self._additions().get(expression.value, [])
