@@ -181,3 +181,35 @@ def test_a_loss_function_summing_its_terms_is_quiet(tmp_path: Path) -> None:
     (tmp_path / "layers.py").write_text(LOSSES)
     reported = {("layers.py", _row(LOSSES, m)) for m in ("VAL_LOSS", "NOT_A_LOSS_FUNCTION")}
     assert lint_project(tmp_path, "TML502") == reported
+
+
+SCRIPT = '''import torch
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.Adam(model.parameters())
+for epoch in range(6):
+    loss = 0
+    for x, y in train_dataset:
+        y_hat = model(x)
+        loss = loss + torch.mean((y_hat - y) ** 2)
+    loss = loss / len(train_dataset)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+model.eval()
+loss = 0
+for x, y in test_dataset:
+    y_hat = model(x)
+    loss = loss + torch.mean((y_hat - y) ** 2)  # TEST_LOSS
+print("MSE", loss.item() / len(test_dataset))
+'''
+
+
+def test_a_test_loss_summed_after_the_training_loop_is_reported(tmp_path: Path) -> None:
+    """A script that trains on ``loss`` (summed over each epoch's batches, then backpropagated)
+    and then sums the test loss into the same name, with autograd on: the training sum is what
+    its backward needs (quiet); the test sum, after which nothing backpropagates, keeps every
+    test batch's graph (graph-package's traffic prediction)."""
+    (tmp_path / "script.py").write_text(SCRIPT)
+    assert lint_project(tmp_path, "TML502") == {("script.py", _row(SCRIPT, "TEST_LOSS"))}

@@ -54,6 +54,18 @@ def scalar_losses(backward_calls: List) -> Set[str]:  # type: ignore[type-arg]
     return found
 
 
+def backpropagated_with(scope: Scope, backward_calls: List, name: str, event: Any) -> bool:  # type: ignore[type-arg]
+    """Does a backward that reaches ``name`` run with or after ``event`` (an accumulation in a
+    loop): later in the scope, or inside one of the loops around it? Not one that ran before
+    those loops only (a script's training loop, then an evaluation loop summing its test loss
+    into the same name: tests/test_tml502_returned_loss.py)."""
+    loops = set(map(id, event.ctx.loops))
+    return any(
+        (call.seq > event.seq or loops.intersection(map(id, call.ctx.loops))) and name in backward_losses(scope, [call])
+        for call in backward_calls
+    )
+
+
 def trained_after_its_loop(scope: Scope, backward_calls: List, call: Any) -> bool:  # type: ignore[type-arg]
     """Does a backward that runs after the loop holding ``call`` (a model call in a loop, outside
     that loop, later in the function) reach what ``call``'s output is bound to in that loop?

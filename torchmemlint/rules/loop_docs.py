@@ -241,7 +241,9 @@ TML502_DOCUMENTATION = """
     it gets, after getting it: a function of the file, or a base class in another file of the
     project whose training step runs `loss, metrics = self.compute_loss(...)` then
     `loss.backward()` or `accelerator.backward(loss)`, tests/test_tml502_returned_loss.py)
-    are not reported. Nor are
+    are not reported; a backward counts where it runs after the sum or inside its loops, not one
+    that ran before them (a script's training loop on `loss`, then a test loop summing into the
+    same name: reported). Nor are
     one batch's items: a list filled in a loop that neither iterates something named like a
     loader / data set / batches nor trains, and that is stacked or summed after the loop
     (`torch.stack(bbox_loss)`: torchvision SSD's `compute_loss`; the embeddings of a word

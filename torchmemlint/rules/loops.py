@@ -24,7 +24,7 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
-from torchmemlint.analysis.backward_names import trained_after_its_loop
+from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
@@ -612,7 +612,7 @@ class _Checks:
                 value_node = binary.right if on_left else binary.left
             if folded is None:
                 appended = False
-        if accumulator is None or accumulator in self.facts.backward_losses:
+        if accumulator is None or accumulator in self.facts.backward_losses and backpropagated_with(self.scope, self.facts.backward_calls, accumulator, event):
             return
         if not appended and self.facts.starts_as_text(accumulator, ctx):
             return  # `out_string += sp_model.decode(ids)`: text, not a tensor
