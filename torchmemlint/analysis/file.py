@@ -16,7 +16,7 @@ from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
-from torchmemlint.analysis.layer_lists import LayerLists
+from torchmemlint.analysis.layer_lists import enclosing_definitions, LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import block_indent, block_statements
 from torchmemlint.analysis.values import FileValues, FunctionValues
@@ -60,6 +60,7 @@ class FileAnalysis:
         self._subclassed: Optional[Set[str]] = None
         self._subclasses: Dict[int, List[ClassModel]] = {}  # id(ClassDef) -> its subclasses in the file
         self._foreign_attributes: Optional[Set[str]] = None
+        self._held_reads: Dict[str, List[cst.Attribute]] = {}
         self._import_names: Optional[List[str]] = None
         self._values: Optional[FileValues] = None
         self._dead: Optional[DeadArms] = None
@@ -190,6 +191,7 @@ class FileAnalysis:
         if self._subclassed is None or self._foreign_attributes is None:
             subclassed: Set[str] = set()
             foreign: Set[str] = set()
+            held: Dict[str, List[cst.Attribute]] = {}  # ``self.gnn.activation``: read through a module held
             dotted_modules: Set[int] = set()  # ``from einops.layers.torch import ...``: a module's name
             for node in nodes_of(self.module, cst.Attribute, cst.ClassDef, cst.Import, cst.ImportFrom):
                 node_type = type(node)
@@ -201,15 +203,40 @@ class FileAnalysis:
                         head = head.value  # type: ignore[attr-defined]
                     root = head.value if type(head) is cst.Name else None  # type: ignore[attr-defined]
                     own = root == "self" and head is node.value  # type: ignore[attr-defined]
-                    if not own and root not in self.imported:
+                    if own or root in self.imported:
+                        continue
+                    inner = node.value  # type: ignore[attr-defined]
+                    if root == "self" and type(inner) is cst.Attribute and inner.value is head:
+                        held.setdefault(node.attr.value, []).append(inner)  # type: ignore[attr-defined]
+                    else:
                         foreign.add(node.attr.value)  # type: ignore[attr-defined]
                 elif node_type is cst.ClassDef:
                     for base in node.bases:  # type: ignore[attr-defined]
                         dotted = dotted_name(base.value)
                         if dotted is not None:
                             subclassed.add(dotted.rsplit(".", 1)[-1])
-            self._subclassed, self._foreign_attributes = subclassed, foreign
-        return (subclasses_read or classdef.name.value not in self._subclassed) and name not in self._foreign_attributes
+            self._subclassed, self._foreign_attributes, self._held_reads = subclassed, foreign, held
+        if name in self._foreign_attributes or not (subclasses_read or classdef.name.value not in self._subclassed):
+            return False
+        return all(self._holds_another_class(holder, classdef) for holder in self._held_reads.get(name, ()))
+
+    def _holds_another_class(self, holder: cst.Attribute, classdef: cst.ClassDef) -> bool:
+        """``self.gnn`` (of ``self.gnn.activation``) is given, in its class, only instances of
+        other classes of this file than ``classdef`` and its subclasses (``Other(...)``, or an
+        alternative constructor, ``Other.load_from_checkpoint(...)``): that read is theirs."""
+        _, owner = enclosing_definitions(self.module, holder)
+        if owner is None:
+            return False
+        mine = {classdef.name.value} | {sub.node.name.value for sub in self.subclasses(classdef)}
+        others = {c.name.value for c in self.module.body if type(c) is cst.ClassDef} - mine
+        assignments = self.class_model(owner).assignments.get(holder.attr.value, [])
+
+        def other_class(func: cst.BaseExpression) -> bool:
+            if type(func) is cst.Attribute:
+                func = func.value
+            return type(func) is cst.Name and func.value in others
+
+        return bool(assignments) and all(type(a.value) is cst.Call and other_class(a.value.func) for a in assignments)
 
     def functional_prefix(self, bindings_qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""

@@ -69,7 +69,11 @@ TML201_DOCUMENTATION = """
     also for an activation built directly in the list, tests/test_inplace_lists.py; and the
     rounds of `nn.Sequential(*sum([[nn.Linear(a, b), act()] for ...], [])[:-1])`). A module a
     base class builds (`self.act = nn.ELU()`) runs wherever it or its subclasses of the same
-    file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py); modules
+    file call it, unless a subclass builds its own (tests/test_inplace_passed_on.py); a read of
+    an attribute of that name through another object (`model.activation`) may be this class's
+    and keeps it unknown, except through a module another class holds and gives only instances
+    of other classes (`self.gnn = Other(...)`, then `self.gnn.activation(h)`:
+    tests/test_inplace_held_reads.py); modules
     kept in attributes named at run time (`setattr(self, f"act_{i}", nn.LeakyReLU(0.2))`, run as
     `getattr(self, f"act_{i}")(h)`) are one attribute per template
     (tests/test_inplace_named_attributes.py). Each place is
