@@ -325,6 +325,23 @@ class EmbeddedQuery(nn.Module):
         return torch.einsum("nh,nhd->hd", alpha0, v)
 
 
+class ScaledQueries(nn.Module):
+    """ETSformer's classification pooling: learned queries per head, scaled, with no axis of their own."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.queries = nn.Parameter(torch.randn(h, d))
+        self.scale = d ** -0.5
+        self.to_kv = nn.Linear(d, d * 2)
+
+    def forward(self, x):
+        q = self.queries * self.scale
+        k, v = self.to_kv(x).chunk(2, dim=-1)
+        sim = torch.einsum("h d, b h j d -> b h j", q, k)
+        attn = sim.softmax(dim=-1)  # ONE_QUERY
+        return torch.einsum("b h j, b h j d -> b h d", attn, v)
+
+
 def decode_step(q, k, v):
     s = torch.einsum("bhd,bhnd->bhn", q, k)
     return torch.einsum("bhn,bhnd->bhd", s.softmax(-1), v)  # POSITIONS

@@ -122,18 +122,21 @@ def one_position(graph: Any, scores: Any, key_side: int) -> str:
 _CONSTRUCTORS = frozenset({"torch.zeros", "torch.ones", "torch.arange", "torch.tensor", "torch.full", "torch.LongTensor"})
 
 
-def _learned(value: Any) -> bool:
+def _learned(value: Any, depth: int = 0) -> bool:
     """``value`` is made from the module's own state alone: a parameter (``self.query``), or a
     layer run on a constant (``self.q(torch.zeros(1, dtype=torch.long))``, an embedding's row),
-    through views, casts and layers."""
-    for _ in range(16):
-        if value.op == "attribute":
-            return True
-        if value.op == "call" and value.info.get("qualified") in _CONSTRUCTORS:
-            return True
-        if value.op not in ("reshape", "relabel", "same", "cast", "linear", "module") or not value.inputs:
-            return False
-        value = value.inputs[0]
+    through views, casts, layers and arithmetic with other such values or constants
+    (``self.queries * self.scale``)."""
+    if depth > 16:
+        return False
+    if value.op in ("attribute", "constant"):
+        return True
+    if value.op == "call" and value.info.get("qualified") in _CONSTRUCTORS:
+        return True
+    if value.op in ("arith", "scale") and value.inputs:
+        return all(_learned(i, depth + 1) for i in value.inputs)
+    if value.op in ("reshape", "relabel", "same", "cast", "linear", "module") and value.inputs:
+        return _learned(value.inputs[0], depth + 1)
     return False
 
 
