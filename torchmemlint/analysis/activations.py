@@ -568,8 +568,8 @@ class InplaceAnalysis:
             if site is None:
                 site = sites[id(layer.call)] = layer_site(layer, function)
                 site.complete = True
-            start = len(site.uses)
             site.uses.extend(sequence_uses(self.file, model, order, part, layer.call))
+            start = len(site.uses)  # (the uses below come from where the Sequential runs)
             if part not in order.first:
                 continue
             holder = self._list_holder(model, call) if not destinations else None

@@ -6,11 +6,11 @@ training mode, and in a nested function (a closure) those of the function around
 
 from __future__ import annotations
 
-from typing import Any, Optional, Set
+from typing import Any, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import MODEL_NAME, MODULE_MOVES
+from torchmemlint.analysis.autograd import _is_false, MODEL_NAME, MODULE_MOVES
 from torchmemlint.analysis.names import dotted_name
 
 
@@ -38,7 +38,7 @@ def named_models(scope: Any) -> Set[str]:
     return detach_to_numpy(model(to_tensor(data)))`` inside ``def search(sample, model)``:
     tests/test_tml501_closures.py)."""
     names = _named_in(scope)
-    parent = getattr(scope, "parent", None)
+    parent = scope.parent
     if parent is not None and parent.function is not None:
         own = scope.bindings.names
         names |= {name for name in _named_in(parent) if name.partition(".")[0] not in own}
@@ -78,3 +78,16 @@ def _iterated(call: Any, receiver: str) -> Set[str]:
 def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` accepts
     arg = call.args[0] if len(call.args) == 1 else None
     return arg is not None and not arg.star and (arg.keyword is None or arg.keyword.value == "mode")
+
+
+def mode_switch(call: cst.Call) -> Optional[Tuple[str, str]]:
+    """``(receiver, "eval" | "train")`` for ``x.eval()``, ``x.train()``, ``x.train(False)`` (an
+    ``eval`` with arguments is not ``nn.Module.eval()``); None for anything else."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value not in ("eval", "train"):
+        return None
+    receiver = dotted_name(func.value)
+    if receiver is None or (func.attr.value == "eval" and call.args):
+        return None
+    off = func.attr.value == "eval" or (bool(call.args) and _is_false(call.args[0].value))
+    return receiver, "eval" if off else "train"

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.model_names import mode_switch
 from torchmemlint.tree import scan
 
 
@@ -39,32 +39,15 @@ def _in_eval(walk: Any, name: str) -> Optional[str]:
     returns = 0
     for statement in body:
         line = statement.body[0] if type(statement) is cst.SimpleStatementLine and len(statement.body) == 1 else None
-        if type(line) is cst.Expr and type(line.value) is cst.Call and (switch := _switch(line.value)) is not None:
+        if type(line) is cst.Expr and type(line.value) is cst.Call and (switch := mode_switch(line.value)) is not None:
             switched[switch[0]] = switch[1]
         elif type(line) is cst.Return:
             returned = line.value
-            if type(returned) is cst.Call and _switch(returned) == (_receiver(returned), "eval"):
+            switch = mode_switch(returned) if type(returned) is cst.Call else None
+            if switch is not None and switch[1] == "eval":  # ``return model.eval()``
                 returns += 1
                 continue
             if type(returned) is not cst.Name or switched.get(returned.value) != "eval":
                 return None
             returns += 1
     return name if returns and returns == len(nested) else None
-
-
-def _receiver(call: cst.Call) -> Optional[str]:
-    return dotted_name(call.func.value) if type(call.func) is cst.Attribute else None
-
-
-def _switch(call: cst.Call) -> Optional[tuple]:
-    """``(receiver, "eval" | "train")`` for ``x.eval()``, ``x.train()``, ``x.train(False)``."""
-    receiver = _receiver(call)
-    if receiver is None or type(call.func) is not cst.Attribute:
-        return None
-    attr = call.func.attr.value
-    if attr == "eval" and not call.args:
-        return receiver, "eval"
-    if attr == "train":
-        off = call.args and type(call.args[0].value) is cst.Name and call.args[0].value.value == "False"
-        return receiver, "eval" if off else "train"
-    return None

@@ -15,13 +15,13 @@ import libcst as cst
 from torchmemlint.analysis.autograd import (
     AssignEvent, AUTOGRAD_CALLS, CallEvent, ClassFacts, CRITERION_NAME, Ctx,
     DEVICE_KEEPING_METHODS, EVAL_WORDS, Frame, FRAMEWORK_NO_GRAD_HOOKS,
-    FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS, _is_false,
+    FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS,
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
-from torchmemlint.analysis.model_names import lambda_arm, model_part_of, named_models
+from torchmemlint.analysis.model_names import lambda_arm, mode_switch, model_part_of, named_models
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.returned_mode import returned_in_eval
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
@@ -470,15 +470,9 @@ class ScopeFacts:
         for call in self.scope.calls:
             if call.seq >= seq:
                 break
-            if call.attr in ("eval", "train") and call.receiver is not None:
-                if dotted_name(call.receiver) != callee:
-                    continue
-                args = call.node.args
-                if call.attr == "eval" and args:
-                    continue  # not nn.Module.eval()
-                to_eval = call.attr == "eval" or (args and _is_false(args[0].value))
-                mode = "eval" if to_eval else "train"
-                last = (call.seq, mode)
+            switch = mode_switch(call.node) if call.attr in ("eval", "train") else None
+            if switch is not None and switch[0] == callee:
+                last = (call.seq, switch[1])
         for event in self.scope.assigns:  # `model = get_model(args)`, the helper ending `model.eval()`
             if event.seq < seq and event.targets == (callee,) and (last is None or event.seq > last[0]) and returned_in_eval(self.walk, event.value):
                 last = (event.seq, "eval")
