@@ -189,7 +189,7 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     if callee in params:  # (`self` is the method's own module, not one it borrows)
         if _training_hook(facts):
             return False  # Lightning calls it from its training loop, with autograd on
-        return facts.scope.owner is not None and not iterating
+        return facts.scope.owner is not None and not iterating and not _called_with_grad(facts)
     head, _, attr = callee.partition(".")
     owner = facts.scope.owner
     if head != "self" or not attr or "." in attr or owner is None or not owner.node.bases:
@@ -204,6 +204,25 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
             if call.attr in ("eval", "train", "backward", "step", "zero_grad"):
                 return False
     return True
+
+def _called_with_grad(facts: ScopeFacts) -> bool:
+    """Other methods of the class call this one (``self.<method>(...)``), and every such call
+    runs with autograd on: the file says how the borrowed model runs (geogenie's
+    ``self.evaluate_and_save_results(model, ...)`` from ``train_test_predict``)."""
+    owner = facts.scope.owner
+    wanted = f"self.{facts.scope.name}"
+    found = False
+    for scope in owner.methods if owner is not None else ():
+        for call in scope.calls:
+            if call.func != wanted or scope is facts.scope:
+                continue
+            if call.ctx.no_grad or scope.grad_work or ScopeFacts(facts.walk, scope).grad_controlled(call.seq):
+                return False
+            if any(other.attr in ("eval", "train") for other in scope.calls):
+                return False  # the caller switches the model: its call is the one judged (``helper_runs``)
+            found = True
+    return found
+
 
 _CALLBACKS = frozenset({
     "pytorch_lightning.Callback", "pytorch_lightning.callbacks.Callback",
@@ -558,11 +577,30 @@ def _helper_of(facts: ScopeFacts, analysis) -> "Callable[[cst.Call], Optional[He
             # a static method called on `self` takes the arguments as written; a class
             # method's first parameter is the class, as a method's is `self`
             bound = "staticmethod" not in decorators
+        elif type(func) is cst.Name and func.value not in functions:
+            return _project_helper(func, facts, analysis)
         else:
             return None
         return Helper(function, analysis.flow(function), bound)
 
     return resolve
+
+
+def _project_helper(func: cst.Name, facts: ScopeFacts, analysis) -> Optional[Helper]:
+    """``cpunum(self(graph))``, ``cpunum`` imported from another file of the project or by
+    absolute name from the file's own package: that file's function, read with its names."""
+    links = getattr(analysis, "links", None)
+    if links is None or not links.may_come_from_package(func.value):
+        return None
+    # (asked only for a model's output in a function that never backpropagates)
+    found = links.definition(func.value, "function", package=True)
+    if found is None:
+        return None
+    other, function = found
+    local = {
+        scope.name for scope in other.scopes.scopes if scope.function is not None and scope.owner is None and scope.name
+    }
+    return Helper(function, other.flow(function), False, other.bindings.qualify, local)
 
 
 def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow, analysis=None) -> Reach:

@@ -123,6 +123,9 @@ class Helper:
     function: cst.FunctionDef
     flow: Flow
     bound: bool = False
+    # a function of another project file: that file's names (None: this file's)
+    qualify: Optional[Callable[[cst.BaseExpression], Optional[str]]] = None
+    local_functions: Optional[Set[str]] = None
 
 
 HELPER_DEPTH = 2  # helpers followed inside helpers, at most
@@ -378,7 +381,8 @@ class SinkFollower:
             result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
-        if type(func) is cst.Attribute and func.attr.value in ("append", "extend", "insert", "add"):
+        if type(func) is cst.Attribute and func.attr.value in ("append", "extend", "insert", "add") \
+                and not (qualified or "").startswith("torch."):  # `torch.add(a, b)` is arithmetic
             return self._stored_in(func.value, where)
         if qualified is not None and qualified.startswith("torch") and not (
             type(func) is cst.Name and func.value in self.local_functions
@@ -418,9 +422,15 @@ class SinkFollower:
             if position >= len(params):
                 raise _Escape("passed to a helper's *args")
             name = params[position]
-        inner = SinkFollower(
-            helper.flow, self.qualify, lambda _call: False, self.local_functions, self.helper, self.depth + 1
-        ).reach_parameter(name)
+        if helper.qualify is None:
+            inner = SinkFollower(
+                helper.flow, self.qualify, lambda _call: False, self.local_functions, self.helper, self.depth + 1
+            )
+        else:  # another file's function: read with that file's names, its own helpers not followed
+            inner = SinkFollower(
+                helper.flow, helper.qualify, lambda _call: False, helper.local_functions or set(), None, self.depth + 1
+            )
+        inner = inner.reach_parameter(name)
         if inner.escape is not None:
             raise _Escape(f"{inner.escape} in `{helper.function.name.value}`")
         result.sinks.extend(inner.sinks)
