@@ -81,6 +81,89 @@ CASES: Dict[str, str] = {
             def forward(self, a):
                 return self.gnn.activation(a) * a
     ''',
+    "read_through_a_pretrained_property": '''
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class GraphNet(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.lin = nn.Linear(d, d)
+                self.out = nn.Linear(d, 1)
+                self.activation = F.elu  # expect: TML201
+
+            def forward(self, a):
+                return self.out(self.activation(self.lin(a)))
+
+
+        class GatedBase(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.lin = nn.Linear(d, d)
+                self.activation = F.elu
+
+            def forward(self, a):
+                return self.activation(self.lin(a)) * a
+
+
+        class Pretrain(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.gnn = GatedBase(d)
+
+            @property
+            def as_pretrained(self):
+                return self.gnn
+
+
+        class GraphPred(nn.Module):
+            def __init__(self, d, checkpoint=None):
+                super().__init__()
+                if checkpoint:
+                    self.gnn = Pretrain.load_from_checkpoint(checkpoint).as_pretrained
+                else:
+                    self.gnn = GatedBase(d)
+                self.head = nn.Linear(d, d)
+                self.out = nn.Linear(d, 1)
+
+            def forward(self, a):
+                return self.out(self.gnn.activation(self.head(self.gnn(a))))
+    ''',
+    "pretrained_property_may_hold_this_class": '''
+        import torch.nn.functional as F
+        from torch import nn
+
+
+        class GraphNet(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.lin = nn.Linear(d, d)
+                self.out = nn.Linear(d, 1)
+                self.activation = F.elu
+
+            def forward(self, a):
+                return self.out(self.activation(self.lin(a)))
+
+
+        class Pretrain(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.gnn = GraphNet(d)
+
+            @property
+            def as_pretrained(self):
+                return self.gnn
+
+
+        class GraphPred(nn.Module):
+            def __init__(self, d, checkpoint):
+                super().__init__()
+                self.gnn = Pretrain.load_from_checkpoint(checkpoint).as_pretrained
+
+            def forward(self, a):
+                return self.gnn.activation(a) * a
+    ''',
     "read_through_a_local": '''
         import torch.nn.functional as F
         from torch import nn

@@ -228,15 +228,36 @@ class FileAnalysis:
         if owner is None:
             return False
         mine = {classdef.name.value} | {sub.node.name.value for sub in self.subclasses(classdef)}
-        others = {c.name.value for c in self.module.body if type(c) is cst.ClassDef} - mine
-        assignments = self.class_model(owner).assignments.get(holder.attr.value, [])
+        classes = {c.name.value: c for c in self.module.body if type(c) is cst.ClassDef}
+        others = set(classes) - mine
 
         def other_class(func: cst.BaseExpression) -> bool:
             if type(func) is cst.Attribute:
                 func = func.value
             return type(func) is cst.Name and func.value in others
 
-        return bool(assignments) and all(type(a.value) is cst.Call and other_class(a.value.func) for a in assignments)
+        def given_others(owner: cst.ClassDef, attribute: str, depth: int) -> bool:
+            assignments = self.class_model(owner).assignments.get(attribute, [])
+            return bool(assignments) and all(held(a.value, depth) for a in assignments)
+
+        def held(value: Optional[cst.BaseExpression], depth: int) -> bool:
+            if type(value) is cst.Call:
+                return other_class(value.func)
+            # ``Other.load_from_checkpoint(...).as_pretrained``: what another class of the file
+            # holds (an attribute, or a property returning ``self.<attribute>``), when that
+            # class is given only instances of other classes there too
+            if type(value) is not cst.Attribute or type(value.value) is not cst.Call or depth > 2:
+                return False
+            func = value.value.func
+            func = func.value if type(func) is cst.Attribute else func
+            if type(func) is not cst.Name or func.value not in others:
+                return False
+            other = classes[func.value]
+            name = value.attr.value
+            returned = _returned_self_attribute(other, name)
+            return given_others(other, returned or name, depth + 1)
+
+        return given_others(owner, holder.attr.value, 0)
 
     def functional_prefix(self, bindings_qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Optional[str]:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""
@@ -268,3 +289,14 @@ def _import_names(statement: cst.CSTNode) -> List[str]:
     return names
 
 
+def _returned_self_attribute(classdef: cst.ClassDef, name: str) -> Optional[str]:
+    """``attr`` when the method or property ``name`` of ``classdef`` is ``return self.attr``."""
+    for statement in classdef.body.body:
+        if type(statement) is cst.FunctionDef and statement.name.value == name:
+            body = statement.body.body
+            line = body[-1] if body else None
+            small = line.body[0] if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
+            value = small.value if type(small) is cst.Return else None
+            if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
+                return value.attr.value
+    return None

@@ -421,11 +421,15 @@ class ModuleLists:
             if any(arg.keyword is not None or arg.star == "**" for arg in args):
                 return None
             return self._displayed([(arg.star == "*", arg.value) for arg in args], depth)
+        if kind is cst.Call and self.file.resolver.qualify(expression.func) == SEQUENTIAL and all(  # type: ignore[attr-defined]
+            arg.keyword is None and arg.star != "**" for arg in expression.args  # type: ignore[attr-defined]
+        ):  # ``self.layers[i](x)`` of ``nn.Sequential(*layers)``: its modules, in order
+            return self._displayed([(arg.star == "*", arg.value) for arg in expression.args], depth)  # type: ignore[attr-defined]
         if kind is cst.Name:
             bound = self._additions().get(expression.value, [])  # type: ignore[attr-defined]
             binds = [value for how, value in bound if how == "bind"]
             if not binds:
-                return None
+                return self._module_level(expression, depth)  # type: ignore[arg-type]
             found = []
             for how, value in bound:
                 inner = [value] if how == "append" else self._items(value, depth + 1)
@@ -434,6 +438,23 @@ class ModuleLists:
                 found.extend(inner)
             return found
         return None
+
+    def _module_level(self, name: cst.Name, depth: int) -> Optional[List[cst.BaseExpression]]:
+        """``activate_functions = [nn.LeakyReLU(), nn.LeakyReLU()]`` at module level, assigned
+        once, then ``self.activate_functions = activate_functions`` in ``__init__`` (not a
+        parameter of it): the display's elements."""
+        init = self.model.init
+        params = init.params if init is not None else None
+        if params is None or any(
+            p.name.value == name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        ):
+            return None
+        factories = self.file.factories
+        factories._index()
+        values = factories._module_assignments.get(name.value, [])
+        if len(values) != 1 or type(values[0]) not in (cst.List, cst.Tuple):
+            return None
+        return self._items(values[0], depth + 1)
 
     def _displayed(self, elements: List[Tuple[bool, cst.BaseExpression]], depth: int) -> Optional[List[cst.BaseExpression]]:
         """The element expressions of a display (``(starred, value)`` each), noting which

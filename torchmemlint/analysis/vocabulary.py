@@ -122,7 +122,10 @@ OUTPUT_SAVING_MODULES = _names(NN, "ReLU Sigmoid Tanh Softmax Softmin LogSoftmax
 GRAPH_CONVOLUTIONS = frozenset(
     f"torch_geometric.nn.{where}{name}"
     for where in ("", "conv.")
-    for name in ("GCNConv", "GATConv", "GATv2Conv", "GraphConv", "SAGEConv", "TransformerConv", "ChebConv", "RGATConv")
+    for name in (
+        "GCNConv", "GATConv", "GATv2Conv", "GraphConv", "SAGEConv", "TransformerConv", "ChebConv", "RGATConv",
+        "ResGatedGraphConv", "SGConv", "TAGConv", "LEConv",
+    )
 )
 # PyTorch Geometric's own dense layers, as PyG documents them: ``Linear`` applies
 # ``F.linear`` (with lazy shapes and its own initialisers), ``BatchNorm`` wraps

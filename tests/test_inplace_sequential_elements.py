@@ -1,0 +1,124 @@
+"""TML201 on activations run by index next to the elements of an ``nn.Sequential``: a network
+whose forward walks ``self.layers[i](x)`` then ``self.activate_functions[i](x)`` (an MLP proxy
+model of a multi-objective optimiser) runs the Sequential's modules one by one, in the order
+they were given (``nn.Sequential(*layers)`` of a list built in ``__init__``), exactly as a
+``nn.ModuleList`` would. And PyTorch Geometric's gated and simplified convolutions
+(``ResGatedGraphConv``, ``SGConv``, ``TAGConv``, ``LEConv``), whose ``forward`` ends, as PyG
+documents them, in a sum of linear projections and aggregations with no activation of their
+own: a fresh tensor their backward does not read.
+
+Look-alikes stay quiet: a Sequential whose elements include a Sigmoid (its backward reads its
+output), PyG's GIN convolution (it ends in the user's own network), a Sequential built from an
+``OrderedDict`` (not followed).
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pytest
+
+from marked_cases import lint_cases, marked
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+CASES: Dict[str, str] = {
+    "sequential_by_index": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class SingleModel(nn.Module):
+            def __init__(self, input_size, hidden_size):
+                super().__init__()
+                layers = [nn.Linear(input_size, hidden_size[0])]
+                for i in range(len(hidden_size) - 1):
+                    layers.append(nn.Linear(hidden_size[i], hidden_size[i + 1]))
+                layers.append(nn.Linear(hidden_size[-1], 1))
+                self.layers = nn.Sequential(*layers)
+                self.activate_functions = [nn.LeakyReLU(), nn.LeakyReLU()]  # expect: TML201
+                self.hidden_size = hidden_size
+
+            def forward(self, x):
+                for i in range(len(self.hidden_size)):
+                    x = self.layers[i](x)
+                    x = self.activate_functions[i](x)
+                return self.layers[len(self.hidden_size)](x)
+
+
+        class Functional(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 2))
+
+            def forward(self, x):
+                for i in range(2):
+                    x = self.layers[i](x)
+                    x = F.leaky_relu(x)  # expect: TML201
+                return self.layers[2](x)
+
+
+        class Gated(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.Sequential(nn.Linear(8, 8), nn.Sigmoid(), nn.Linear(8, 2))
+
+            def forward(self, x):
+                for i in range(2):
+                    x = self.layers[i](x)
+                    x = F.leaky_relu(x)
+                return self.layers[2](x)
+    ''',
+    "graph_convolutions": '''
+        import torch.nn.functional as F
+        from torch import nn
+        from torch_geometric import nn as tgnn
+
+
+        class ResGated(nn.Module):
+            def __init__(self, d, n):
+                super().__init__()
+                self.convs = nn.ModuleList([tgnn.ResGatedGraphConv(d, d) for _ in range(n)])
+                self.activation = F.elu  # expect: TML201
+                self.out = nn.Linear(d, 1)
+
+            def forward(self, x, edge_index):
+                for conv in self.convs:
+                    x = self.activation(conv(x, edge_index))
+                return self.out(x)
+
+
+        class Simplified(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.sg = tgnn.SGConv(d, d, K=2)
+                self.tag = tgnn.TAGConv(d, d)
+                self.out = nn.Linear(d, 1)
+
+            def forward(self, x, edge_index):
+                x = F.elu(self.sg(x, edge_index))  # expect: TML201
+                x = F.elu(self.tag(x, edge_index))  # expect: TML201
+                return self.out(x)
+
+
+        class Gin(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.gin = tgnn.GINConv(nn.Sequential(nn.Linear(d, d), nn.Sigmoid()))
+                self.out = nn.Linear(d, 1)
+
+            def forward(self, x, edge_index):
+                return self.out(F.elu(self.gin(x, edge_index)))
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory):
+    return lint_cases(tmp_path_factory.mktemp("sequential_elements"), CASES, "TML201")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows(findings, name):
+    assert set(findings[name]) == marked(CASES[name])
