@@ -862,6 +862,34 @@ class Trainer:
             action = self.agent.Actor(obs)
             obs, reward, done, info = self.env.step(action)
 """, 1),
+    # the training arm and the prediction arm never run together: the prediction's call is
+    # judged as in a function that does not train (a deconvolution package's `predict`)
+    "training_in_another_arm": ("""import torch
+
+
+def adaptive_stage(model, x, optimizer, steps):
+    for _ in range(steps):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    return model(x).detach().numpy()
+
+
+def predict(model, test_x, optimizer, adaptive=False):
+    if adaptive:
+        return adaptive_stage(model, test_x, optimizer, 300)
+    else:
+        model.eval()
+        _, pred = model(test_x)
+        return pred.cpu().detach().numpy()
+
+
+def predict_then_adapt(model, test_x, optimizer):
+    model.eval()
+    _, pred = model(test_x)
+    adaptive_stage(model, test_x, optimizer, 10)
+    return pred.cpu().detach().numpy()
+""", 1),
 }
 
 

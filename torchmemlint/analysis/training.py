@@ -27,7 +27,7 @@ from torchmemlint.analysis.returned_mode import returned_in_eval
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 from torchmemlint.analysis.syntax import property_returns
 
-from torchmemlint.tree import children
+from torchmemlint.tree import children, node_index
 
 
 
@@ -77,7 +77,15 @@ class ScopeFacts:
         # `torch` in this scope is the package (a fix may write `torch.no_grad()`)
         self.torch_named = self.bindings.qualify(cst.Name("torch")) == "torch"
 
+    def trains_beside(self, event: CallEvent) -> bool:
+        """A training call (backward, an optimizer step, a helper that trains) that may run with
+        ``event``: one in another arm of an ``if`` (``if adaptive: adaptive_stage(model, ...)`` /
+        ``else: model.eval(); pred = model(x)``) never does."""
+        index = node_index(self.walk.module)
+        return any(not index.exclusive(event.node, call.node) for call in self.training_calls)
+
     # what things are
+
     def _model_names(self) -> Set[str]:
         names = named_models(self.scope)
         bound: Dict[str, bool] = {}  # `model = learn.model.G_B.to(device)`: a part of a model, by every binding

@@ -417,7 +417,7 @@ class _Checks:
         single = not named and not event.ctx.iterating
         if single and not self._straight_line_eval(event, callee):
             return
-        if (named or caller) and self.facts.training_calls:
+        if (named or caller) and self.facts.trains_beside(event):
             return
         if named:
             where = f"in `{scope.name}()` with autograd on"
@@ -532,7 +532,7 @@ class _Checks:
         returns, and it is not a test (``test_suites``)."""
         facts = self.facts
         return (
-            not test_suite_function(self.scope) and not facts.training_calls
+            not test_suite_function(self.scope) and not facts.trains_beside(event)
             and output_kept(facts, event)
             and plainly_a_module(facts, callee)
             and not switched_back(facts, callee, event.seq)
