@@ -19,6 +19,7 @@ from torchmemlint.analysis.chosen_functions import ChosenFunctions
 from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.module_level_layers import list_holder, module_level_reads
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.factory_arms import arm_not_taken, never_built
 from torchmemlint.analysis.placing import FactoryPlacing, bound, held_attribute, placing_of, switch_of, switched
@@ -294,7 +295,9 @@ class InplaceAnalysis:
                 site.label = f"`{short_name(qualified)}` (passed to `{terminal_name(outer.func)}`{via(layer)})"  # type: ignore[union-attr]
                 site.pending = self._placed_after([call])
                 return site
-            return self._local(site, layer, function) if type(function) is cst.FunctionDef else site
+            if type(function) is cst.FunctionDef:
+                return self._local(site, layer, function)
+            return self._module_level(site, layer) if function is None else site
         site.label = f"`self.{destinations[0][1]}` ({short_name(qualified)}{via(layer)})"
 
         def settle(site: Site) -> None:
@@ -437,6 +440,25 @@ class InplaceAnalysis:
         site.label = f"`{short_name(layer.qualified)}` (`{target.value}`{when}{via(layer)})"
 
         site.pending = self._placed_after(reads)
+        return site
+
+    def _module_level(self, site: Site, layer: Layer) -> Site:
+        """``ACT = nn.LeakyReLU(0.2)`` at module level, or an element of a module-level list
+        (``analysis/module_level_layers.py``): it runs where the reads of the name put it."""
+        statement = self.cursor.statement_stack[-1] if self.cursor.statement_stack else None
+        held = list_holder(self.file, statement, layer.call)
+        if held is not None:  # ``activate_functions = [nn.LeakyReLU(), ...]``, ``self.acts = activate_functions``
+            return self._chained(site, layer, *held)
+        found = module_level_reads(self.file, statement, layer.call)
+        if found is None:
+            return site
+        name, groups = found
+        site.label = f"`{short_name(layer.qualified)}` (`{name}`{via(layer)})"
+
+        def settle(site: Site) -> None:
+            site.complete = all([self._flow_uses(site, model, reads) for model, reads in groups])
+
+        site.pending = settle
         return site
 
     def _placed_after(self, reads: List[Any]) -> Callable[[Site], None]:
