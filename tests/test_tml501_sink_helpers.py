@@ -7,6 +7,9 @@ into the arithmetic torch spells as functions:
   ``predict`` is a number made of the output (a molecule filter's prediction API);
 - ``torch.add(a, b)`` is arithmetic, not ``set.add``: a voting head's
   ``w = p / torch.add(p, q)`` keeps following the output to its ``torch.argmax``;
+- a method that only returns what the class's module gives its argument
+  (``def action_probabilities(self, state): return self.model(FloatTensor(state))``): a
+  policy's ``predict`` drawing actions from it runs the module;
 - a model passed to a method of another class (``evaluate_and_save_results(self, model,
   ...)``) is the caller's to judge unless the class's own methods call it, all with autograd
   on: then the file says how it runs.
@@ -202,6 +205,35 @@ CASES: Dict[str, str] = {
             def score(self, network, patch):
                 out = network(patch)
                 print(out.detach().numpy())
+    ''',
+    "a_method_that_only_runs_the_module": '''
+        import torch
+        from torch import nn
+
+
+        class PolicyEstimator(nn.Module):
+            def __init__(self, sizes):
+                super().__init__()
+                self.model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.Tanh(), nn.Linear(sizes[1], sizes[2]), nn.Softmax(dim=-1))
+                self.optimizer = torch.optim.Adam(self.parameters())
+
+            def action_probabilities(self, state):
+                """The probability of each action."""
+                return self.model(torch.FloatTensor(state))
+
+            def predict(self, state, k=1):
+                probabilities = self.action_probabilities(state)  # expect: TML501
+                prediction = torch.multinomial(probabilities, num_samples=k, replacement=False)
+                return prediction.detach().numpy()
+
+            def update(self, state, reward):
+                loss = -(self.action_probabilities(state).log() * reward).sum()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+            def act(self, state):
+                return self.action_probabilities(state)
     ''',
 }
 

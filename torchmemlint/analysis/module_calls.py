@@ -358,8 +358,27 @@ def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
                 return None  # (a helper that loops over what it runs the model on is judged itself)
             if runs and not trains and all(not call.ctx.no_grad for call in runs):
                 return arg.value.value
-        return None
+        return _wrapped_module(facts, scope) if owner is not None and not event.node.args[1:] else None
     return None
+
+
+def _wrapped_module(facts: ScopeFacts, scope) -> Optional[str]:  # type: ignore[no-untyped-def]
+    """``self.model`` when the method ``scope`` only returns what the class's module gives its
+    argument (``def action_probabilities(self, state): return self.model(FloatTensor(state))``):
+    its caller's call of the method is the module's run (a policy's ``predict`` drawing
+    actions from it)."""
+    body = [statement for statement in scope.function.body.body if not _docstring(statement)]
+    line = body[-1] if len(body) == 1 else None
+    small = line.body[0] if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
+    value = small.value if type(small) is cst.Return else None
+    if type(value) is not cst.Call or len(scope.calls) > 3:
+        return None
+    name = dotted_name(value.func)
+    this = _first_param(scope.function)
+    if not name or not this or not name.startswith(this + ".") or name.count(".") != 1:
+        return None
+    attribute = "self." + name.split(".", 1)[1]
+    return attribute if facts.is_model(attribute) and module_attribute(facts, attribute[5:]) else None
 
 
 def module_attribute(facts: ScopeFacts, attr: str) -> bool:
@@ -651,3 +670,10 @@ def _calls_nothing(function: cst.FunctionDef) -> bool:
                 return False
         stack.extend(node.children)
     return True
+
+
+def _docstring(statement: cst.CSTNode) -> bool:
+    return (
+        type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
+        and type(statement.body[0]) is cst.Expr and type(statement.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
+    )
