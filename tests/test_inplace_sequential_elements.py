@@ -5,10 +5,13 @@ they were given (``nn.Sequential(*layers)`` of a list built in ``__init__``), ex
 ``nn.ModuleList`` would. And PyTorch Geometric's gated and simplified convolutions
 (``ResGatedGraphConv``, ``SGConv``, ``TAGConv``, ``LEConv``), whose ``forward`` ends, as PyG
 documents them, in a sum of linear projections and aggregations with no activation of their
-own: a fresh tensor their backward does not read.
+own: a fresh tensor their backward does not read; also imported from their own files
+(``torch_geometric.nn.conv.rgat_conv``), and the first item of what an attention convolution
+returns with ``return_attention_weights=True`` (``h, att = conv(...)``).
 
 Look-alikes stay quiet: a Sequential whose elements include a Sigmoid (its backward reads its
-output), PyG's GIN convolution (it ends in the user's own network), a Sequential built from an
+output), PyG's GIN convolution (it ends in the user's own network), the first item of a project
+block's ``(out, attention)`` (not known), a Sequential built from an
 ``OrderedDict`` (not followed).
 """
 
@@ -74,6 +77,8 @@ CASES: Dict[str, str] = {
         import torch.nn.functional as F
         from torch import nn
         from torch_geometric import nn as tgnn
+        from torch_geometric.nn.conv.rgat_conv import RGATConv
+        from .blocks import AttentionBlock
 
 
         class ResGated(nn.Module):
@@ -100,6 +105,24 @@ CASES: Dict[str, str] = {
                 x = F.elu(self.sg(x, edge_index))  # expect: TML201
                 x = F.elu(self.tag(x, edge_index))  # expect: TML201
                 return self.out(x)
+
+
+        class Relational(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.conv1 = RGATConv(d, d, num_relations=2, heads=1, concat=False, bias=False)
+                self.conv2 = RGATConv(d, d, num_relations=2, heads=1, concat=False, bias=False)
+                self.custom = AttentionBlock(d)
+                self.decoder = nn.Linear(d, d)
+
+            def forward(self, x, edge_index, edge_type):
+                h1, att1 = self.conv1(x, edge_index, edge_type, return_attention_weights=True)
+                h1 = F.elu(h1)  # expect: TML201
+                h2, att2 = self.conv2(h1, edge_index, edge_type, return_attention_weights=True)
+                h2 = F.elu(h2)  # expect: TML201
+                h3, att3 = self.custom(h2, return_attention_weights=True)
+                h3 = F.elu(h3)
+                return self.decoder(h3), att1, att2, att3
 
 
         class Gin(nn.Module):

@@ -495,6 +495,8 @@ class Producers:
             return [Producer(Category.UNKNOWN, f"`{name}`", from_parameter=name if name != self_name else None)]
         if op == "member" and value.info.get("name") == SPARSE_FIELD and value.inputs:
             return [self._sparse_features(value.inputs[0], self_name)]
+        if op == "element" and value.info.get("index") == 0 and value.inputs and depth < 8 and _with_attention(value.inputs[0].node):
+            return self.of(value.inputs[0], self_name, depth + 1)  # ``h, att = conv(x, e, return_attention_weights=True)``
         node = value.node
         where = value.info.get("layer")
         where = where if type(where) is tuple else None  # (attribute, position, count) of ``self.x(...)``
@@ -728,3 +730,13 @@ def _line_of(function: cst.FunctionDef, node: cst.CSTNode) -> Optional[cst.CSTNo
         if any(small is node for small in line.body):  # type: ignore[attr-defined]
             return line
     return None
+
+
+def _with_attention(node: Optional[cst.CSTNode]) -> bool:
+    """A call passing ``return_attention_weights=True``: PyG's attention convolutions then
+    return ``(out, (edge_index, alpha))``, ``out`` what the convolution makes (the value
+    graph asks what made the first item)."""
+    return type(node) is cst.Call and any(
+        arg.keyword is not None and arg.keyword.value == "return_attention_weights"
+        and type(arg.value) is cst.Name and arg.value.value == "True" for arg in node.args
+    )

@@ -119,13 +119,15 @@ OUTPUT_SAVING_MODULES = _names(NN, "ReLU Sigmoid Tanh Softmax Softmin LogSoftmax
 # linear projection, a sum/mean/max aggregation over the edges and an optional bias, with no
 # activation of their own: what they return is a fresh tensor their backward does not read.
 # Written from PyG's documentation; torch_geometric is never imported.
+_GRAPH_CONVOLUTION_FILES = {  # the class, and the file of ``torch_geometric/nn/conv/`` that defines it
+    "GCNConv": "gcn_conv", "GATConv": "gat_conv", "GATv2Conv": "gatv2_conv", "GraphConv": "graph_conv",
+    "SAGEConv": "sage_conv", "TransformerConv": "transformer_conv", "ChebConv": "cheb_conv", "RGATConv": "rgat_conv",
+    "ResGatedGraphConv": "res_gated_graph_conv", "SGConv": "sg_conv", "TAGConv": "tag_conv", "LEConv": "le_conv",
+}
 GRAPH_CONVOLUTIONS = frozenset(
     f"torch_geometric.nn.{where}{name}"
-    for where in ("", "conv.")
-    for name in (
-        "GCNConv", "GATConv", "GATv2Conv", "GraphConv", "SAGEConv", "TransformerConv", "ChebConv", "RGATConv",
-        "ResGatedGraphConv", "SGConv", "TAGConv", "LEConv",
-    )
+    for name, file in _GRAPH_CONVOLUTION_FILES.items()
+    for where in ("", "conv.", f"conv.{file}.")
 )
 # PyTorch Geometric's own dense layers, as PyG documents them: ``Linear`` applies
 # ``F.linear`` (with lazy shapes and its own initialisers), ``BatchNorm`` wraps
