@@ -2,7 +2,10 @@
 whose forward walks ``self.layers[i](x)`` then ``self.activate_functions[i](x)`` (an MLP proxy
 model of a multi-objective optimiser) runs the Sequential's modules one by one, in the order
 they were given (``nn.Sequential(*layers)`` of a list built in ``__init__``), exactly as a
-``nn.ModuleList`` would. And PyTorch Geometric's gated and simplified convolutions
+``nn.ModuleList`` would; and a builder that appends a block's modules to the ``nn.Sequential``
+it is given (``def add_cnn_block(cfg, model: nn.Sequential, ...)``: ``model.append(conv)``,
+``model.append(nn.ELU())``) runs each after the one appended before it (the first may follow
+whatever the caller put there: not reported, nor a parameter not annotated as a Sequential). And PyTorch Geometric's gated and simplified convolutions
 (``ResGatedGraphConv``, ``SGConv``, ``TAGConv``, ``LEConv``), whose ``forward`` ends, as PyG
 documents them, in a sum of linear projections and aggregations with no activation of their
 own: a fresh tensor their backward does not read; also imported from their own files
@@ -72,6 +75,38 @@ CASES: Dict[str, str] = {
                     x = self.layers[i](x)
                     x = F.leaky_relu(x)
                 return self.layers[2](x)
+    ''',
+    "appended_by_a_builder": '''
+        from torch import nn
+
+
+        def add_cnn_block(cfg, model: nn.Sequential, nchannels: int) -> int:
+            in_channels = out_channels = nchannels
+            for _ in range(cfg.num_cnn_layers):
+                out_channels = out_channels + cfg.cnn_expansion_factor
+                model.append(nn.Conv1d(in_channels, out_channels, kernel_size=3, padding="same"))
+                model.append(nn.ELU())  # expect: TML201
+                in_channels = out_channels
+            model.append(nn.ELU())
+            model.append(nn.BatchNorm1d(out_channels))
+            return out_channels
+
+
+        def add_dense_block(model: nn.Sequential, in_channels: int, hidden: int, out_channels: int):
+            model.append(nn.Flatten())
+            model.append(nn.Linear(in_channels, hidden))
+            model.append(nn.ELU())  # expect: TML201
+            model.append(nn.Linear(hidden, out_channels))
+
+
+        def add_head(model: nn.Sequential, hidden: int):
+            model.append(nn.ELU())
+            model.append(nn.Linear(hidden, 1))
+
+
+        def add_unknown(model, hidden: int):
+            model.append(nn.Linear(hidden, hidden))
+            model.append(nn.ELU())
     ''',
     "graph_convolutions": '''
         import torch.nn.functional as F

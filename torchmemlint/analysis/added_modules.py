@@ -115,9 +115,11 @@ def _start(file: Any, function: cst.FunctionDef, key: str) -> Optional[Tuple[Any
     ``nn.Sequential``, or ``self`` of an ``nn.Sequential`` subclass in its ``__init__``."""
     resolver = file.resolver
     params = function.params.params
-    if params and key == params[0].name.value:
+    if params and key == params[0].name.value and not _sequential_parameter(file, function, key):
         return (function.body, []) if function.name.value == "__init__" and _chained_self(file, function) else None
     built = _built(function, key)
+    if built is None and _sequential_parameter(file, function, key):
+        return function.body, []  # ``def add_block(model: nn.Sequential, ...)``: what it held before is the caller's
     if type(built) is not cst.Call or any(a.star or a.keyword is not None for a in built.args):
         return None
     block = _block_of(file.index, built)
@@ -143,6 +145,15 @@ def _start(file: Any, function: cst.FunctionDef, key: str) -> Optional[Tuple[Any
             return None
         initial.append(pair.elements[1].value)
     return block, initial
+
+
+def _sequential_parameter(file: Any, function: cst.FunctionDef, key: str) -> bool:
+    """``key`` is a parameter annotated ``nn.Sequential`` (a builder that appends a block's
+    modules to the Sequential it is given: ``model.append(nn.Conv1d(...)); model.append(nn.ELU())``)."""
+    params = function.params
+    found = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == key), None)
+    annotation = found.annotation.annotation if found is not None and found.annotation is not None else None
+    return annotation is not None and file.resolver.qualify(annotation) == SEQUENTIAL
 
 
 def _only_sequenced(file: Any, function: cst.FunctionDef, key: str) -> bool:
