@@ -5,7 +5,9 @@ they were given (``nn.Sequential(*layers)`` of a list built in ``__init__``), ex
 ``nn.ModuleList`` would; and a builder that appends a block's modules to the ``nn.Sequential``
 it is given (``def add_cnn_block(cfg, model: nn.Sequential, ...)``: ``model.append(conv)``,
 ``model.append(nn.ELU())``) runs each after the one appended before it (the first may follow
-whatever the caller put there: not reported, nor a parameter not annotated as a Sequential). And PyTorch Geometric's gated and simplified convolutions
+whatever the caller put there: not reported, nor a parameter not annotated as a Sequential);
+a ``nn.ModuleDict`` filled item by item (``self.block_dict["input"] = NNBlock(...)``), whose
+items are what calling one by key may run. And PyTorch Geometric's gated and simplified convolutions
 (``ResGatedGraphConv``, ``SGConv``, ``TAGConv``, ``LEConv``), whose ``forward`` ends, as PyG
 documents them, in a sum of linear projections and aggregations with no activation of their
 own: a fresh tensor their backward does not read; also imported from their own files
@@ -107,6 +109,55 @@ CASES: Dict[str, str] = {
         def add_unknown(model, hidden: int):
             model.append(nn.Linear(hidden, hidden))
             model.append(nn.ELU())
+    ''',
+    "module_dict_items": '''
+        import torch
+
+
+        class NNBlock(torch.nn.Module):
+            def __init__(self, input_dim, output_dim, hidden=50):
+                super().__init__()
+                self.input_layer = torch.nn.Linear(input_dim, hidden)
+                self.output_layer = torch.nn.Linear(hidden, output_dim)
+
+            def forward(self, x):
+                return self.output_layer(self.input_layer(x))
+
+
+        class GateBlock(torch.nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.lin = torch.nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return torch.sigmoid(self.lin(x))
+
+
+        class ParameterizerNN(torch.nn.Module):
+            def __init__(self, input_dim, output_dim, dist_params=("mu",), hidden=50):
+                super().__init__()
+                self.dist_params = dist_params
+                self.block_dict = torch.nn.ModuleDict()
+                self.block_dict["input"] = NNBlock(input_dim, hidden, hidden)
+                for parameter in dist_params:
+                    self.block_dict[parameter] = NNBlock(hidden, output_dim, hidden)
+                self.activation = torch.nn.ELU()  # expect: TML201
+
+            def forward(self, inputs):
+                hidden = self.activation(self.block_dict["input"](inputs))
+                return {p: self.block_dict[p](hidden) for p in self.dist_params}
+
+
+        class Gated(torch.nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.blocks = torch.nn.ModuleDict()
+                self.blocks["input"] = GateBlock(dim)
+                self.blocks["out"] = NNBlock(dim, 1, dim)
+                self.activation = torch.nn.ELU()
+
+            def forward(self, x):
+                return self.blocks["out"](self.activation(self.blocks["input"](x)))
     ''',
     "graph_convolutions": '''
         import torch.nn.functional as F

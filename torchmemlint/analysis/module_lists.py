@@ -379,6 +379,10 @@ class ModuleLists:
                     for target in node.targets:  # type: ignore[attr-defined]
                         if type(target.target) is cst.Name:
                             found.setdefault(target.target.value, []).append(("bind", node.value))  # type: ignore[attr-defined]
+                        elif type(target.target) is cst.Subscript:  # ``self.blocks["input"] = NNBlock(...)``
+                            held = _target(target.target.value, self_name)
+                            if held is not None:
+                                found.setdefault(held, []).append(("append", node.value))  # type: ignore[attr-defined]
             self._locals = found
         return self._locals
 
