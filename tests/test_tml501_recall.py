@@ -862,6 +862,44 @@ class Trainer:
             action = self.agent.Actor(obs)
             obs, reward, done, info = self.env.step(action)
 """, 1),
+    # a function named for updating whose `losses` list only ever holds counts: `losses = []`
+    # computes no loss, so it is no unfinished training step (an octave classifier's `update`)
+    "counts_in_a_losses_list": ("""import sys
+import torch
+from torch import nn
+
+
+class IterativeTrainer:
+    def __init__(self, model: nn.Module, loader):
+        self.model: nn.Module = model
+        self.loader = loader
+
+    def train(self, optimizer):
+        self.model.train(True)
+        for batch in self.loader:
+            loss = self.model(batch["z"]).mean()
+            loss.backward()
+            optimizer.step()
+
+    def update(self):
+        losses, octave_data = [], []
+        for ibatch in range(0, sys.maxsize):
+            batch = self.loader.next()
+            result = self.model(batch["z"])
+            max_idx = torch.argmax(result, dim=1, keepdim=False)
+            ncorrect = torch.eq(max_idx, batch["y"]).sum()
+            losses.append((ncorrect, result.shape[0]))
+            octave_data.extend(max_idx.cpu().tolist())
+        return octave_data
+
+    def update_policy(self, criterion):
+        losses = []
+        for batch in self.loader:
+            result = self.model(batch["z"])
+            loss = criterion(result, batch["y"])
+            losses.append(loss.item())
+        return losses
+""", 1),
     # the training arm and the prediction arm never run together: the prediction's call is
     # judged as in a function that does not train (a deconvolution package's `predict`)
     "training_in_another_arm": ("""import torch

@@ -697,7 +697,17 @@ def _unfinished_training_step(facts: ScopeFacts) -> bool:
     words = re.findall(r"[a-z]+|[A-Z][a-z]*", facts.scope.name)
     return any(word.lower() in _TRAINING_WORDS for word in words) and any(
         _LOSS_NAME.search(target) for event in facts.scope.assigns for target in event.targets
+        if not _empty_container(event.value)  # (``losses = []`` alone computes nothing)
     )
+
+
+def _empty_container(value: Optional[cst.BaseExpression]) -> bool:
+    """``[]``, ``{}``, ``([], [])``: containers, empty, bound before a loop fills them."""
+    if type(value) in (cst.List, cst.Dict, cst.Set):
+        return not value.elements  # type: ignore[union-attr]
+    if type(value) is cst.Tuple:
+        return all(_empty_container(e.value) for e in value.elements)
+    return False
 
 
 def _grad_set_for(facts: ScopeFacts, callee: str) -> bool:
