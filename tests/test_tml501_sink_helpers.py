@@ -10,6 +10,8 @@ into the arithmetic torch spells as functions:
 - a method that only returns what the class's module gives its argument
   (``def action_probabilities(self, state): return self.model(FloatTensor(state))``): a
   policy's ``predict`` drawing actions from it runs the module;
+- the values of an output dict iterated by ``.items()`` (``{k: head[k].distribution(
+  v.detach()).sample() for k, v in model_out.items()}``), not its keys (names);
 - a model passed to a method of another class (``evaluate_and_save_results(self, model,
   ...)``) is the caller's to judge unless the class's own methods call it, all with autograd
   on: then the file says how it runs.
@@ -205,6 +207,30 @@ CASES: Dict[str, str] = {
             def score(self, network, patch):
                 out = network(patch)
                 print(out.detach().numpy())
+    ''',
+    "output_items": '''
+        import torch
+
+
+        class ModelInference:
+            def __init__(self, model):
+                self.model = model
+                self.model.eval()
+
+            def _sample_output(self, batch):
+                model_out = self.model(batch)  # expect: TML501
+                sampling = {
+                    k: self.model.head_map[k].distribution(v.detach()).sample((1,)).flatten()
+                    for k, v in model_out.items()
+                    if k in self.model.head_map.keys()
+                }
+                data = {k[5:]: v for k, v in sampling.items() if k[:5] == "next_"}
+                data["churn"] = sampling["p_churn"]
+                return data
+
+            def _kept_output(self, batch):
+                model_out = self.model(batch)
+                return {k: v for k, v in model_out.items()}
     ''',
     "a_method_that_only_runs_the_module": '''
         import torch

@@ -319,7 +319,7 @@ class SinkFollower:
             result.sinks.append("a condition")
             return []
         if kind is cst.For and parent.iter is node:
-            return self._bound(parent.target, where)
+            return self._bound(_values_target(parent.iter, parent.target), where)
         if kind is cst.AssignTarget and type(node) is cst.Subscript:
             return []  # `logits[logits < v] = -inf`: written into, the value's later reads are followed
         if kind is cst.Return and self.returning:
@@ -333,7 +333,7 @@ class SinkFollower:
         self, compfor: cst.CompFor, parents: Dict[int, cst.CSTNode], where: int
     ) -> List[Tuple[cst.CSTNode, int]]:
         """``[p.cpu().numpy() for p in preds]``: the reads of ``p`` in the comprehension."""
-        names = {n.value for n in _walk_names(compfor.target)}
+        names = {n.value for n in _walk_names(_values_target(compfor.iter, compfor.target))}
         if not names:
             raise _Escape("a comprehension target")
         comprehension = parents.get(id(compfor))
@@ -345,9 +345,11 @@ class SinkFollower:
         stack: List[cst.CSTNode] = [comprehension]
         while stack:
             item = stack.pop()
+            if type(item) is cst.CompFor:  # its target binds names, it does not read them
+                stack.extend(n for n in children(item) if n is not item.target)
+                continue
             if type(item) is cst.Name and item.value in names and not _is_target(item, parents) \
-                    and not (type(parents.get(id(item))) is cst.Attribute and parents[id(item)].attr is item) \
-                    and not (type(parents.get(id(item))) is cst.CompFor and parents[id(item)].target is item):
+                    and not (type(parents.get(id(item))) is cst.Attribute and parents[id(item)].attr is item):
                 found.append(item)
                 continue
             stack.extend(children(item))
@@ -548,6 +550,17 @@ class SinkFollower:
                 continue
             stack.extend(children(node))
         return found
+
+
+def _values_target(iterated: cst.BaseExpression, target: cst.BaseExpression) -> cst.BaseExpression:
+    """What of ``target`` the output reaches when the loop iterates ``iterated``: for
+    ``for k, v in out.items()`` only ``v`` (the keys of a model's output dict are its names)."""
+    if (
+        type(iterated) is cst.Call and type(iterated.func) is cst.Attribute and iterated.func.attr.value == "items"
+        and not iterated.args and type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2  # type: ignore[union-attr]
+    ):
+        return target.elements[1].value  # type: ignore[union-attr]
+    return target
 
 
 def _is_target(node: cst.Name, parents: Dict[int, cst.CSTNode]) -> bool:
