@@ -4,7 +4,8 @@ size:
 - ``dots.masked_fill_(torch.eye(t, dtype=torch.bool), -100)`` (a local attention that keeps
   each step from attending to itself) gives those places almost no weight, not none: still
   eager attention keeping its weights, reported without a fix (SDPA's boolean mask would give
-  them none at all). A fill with 0 or more masks nothing and stays quiet, as before; a fill at
+  them none at all). A fill with 0 or more masks nothing and stays quiet, as before, unless
+  it guards the rows a masking fill left with no key (then reported without a fix); a fill at
   or below -1e4 is a mask the fix writes.
 - ``torch.ones_like(scores[0, :, :])`` (a causal mask built to the scores' size) and the other
   ``*_like`` factories read their first argument's size, dtype and device only
@@ -161,3 +162,54 @@ def test_an_einsum_whose_spec_a_partial_binds_is_read_without_error(tmp_path):
     path.write_text(BOUND_EINSUM)
     result = run_cli("--no-cache", "--select", "TML601", str(path))
     assert result.returncode == 0 and "internal error" not in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+GUARDED = '''
+import math
+
+import torch
+from torch import nn
+
+
+def _guarded_softmax(scores, allow):
+    neg = torch.finfo(scores.dtype).min
+    scores = scores.masked_fill(~allow, neg)
+    has_any = allow.any(dim=-1, keepdim=True)
+    scores = torch.where(has_any, scores, torch.zeros_like(scores))
+    attn = torch.softmax(scores, dim=-1)
+    return attn * has_any.to(attn.dtype)
+
+
+class MultiheadAttention(nn.Module):
+    def __init__(self, C, H, init_std=0.02):
+        super().__init__()
+        self.H = H
+        self.WQ = nn.Parameter(torch.randn(C, C) * init_std)
+        self.WK = nn.Parameter(torch.randn(C, C) * init_std)
+        self.WV = nn.Parameter(torch.randn(C, C) * init_std)
+
+    def forward(self, q_in, kv_in, key_mask=None):
+        B, nq, C = q_in.shape
+        nk = kv_in.shape[1]
+        H, dh = self.H, C // self.H
+        q = (q_in @ self.WQ).view(B, nq, H, dh)
+        k = (kv_in @ self.WK).view(B, nk, H, dh)
+        v = (kv_in @ self.WV).view(B, nk, H, dh)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(dh)
+        if key_mask is not None:
+            allow = key_mask[:, None, None, :].expand(B, H, nq, nk)
+            attn = _guarded_softmax(scores, allow)
+        else:
+            attn = torch.softmax(scores, dim=-1)
+        return torch.einsum("bhqk,bkhd->bqhd", attn, v).reshape(B, nq, C)
+'''
+
+
+def test_a_zero_fill_guarding_masked_rows_is_attention_still():
+    """``torch.where(has_any, s, zeros_like(s))`` after ``s.masked_fill(~allow, min)`` (rows with no
+    allowed key made uniform, then zeroed after the softmax: physis's ``_guarded_softmax``) guards
+    a mask: the attention is reported, without a fix; the same zero fill alone masks nothing."""
+    (site,) = found_sites(GUARDED)
+    assert site.reason, site.reason  # (no fix: SDPA has no such step)
+    unmasked = GUARDED.replace("    scores = scores.masked_fill(~allow, neg)\n", "")
+    assert found_sites(unmasked) == []

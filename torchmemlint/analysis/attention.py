@@ -39,7 +39,7 @@ from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated,
 from torchmemlint.analysis.attribute_calls import arm_off
 from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
 from torchmemlint.analysis.axis_kinds import small_weights
-from torchmemlint.analysis.attention_site import AttentionSite
+from torchmemlint.analysis.attention_site import AttentionSite, chain_deleted
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
 from torchmemlint.analysis.flag_returns import dropped_by_callers, kept_behind_flag, returned_behind_flag
@@ -149,6 +149,8 @@ class _Question:
         self.texts: List[cst.CSTNode] = []  # expressions the SDPA call re-evaluates
         self.memo: Dict[int, Value] = {}  # id(a scores value) -> the contraction it comes from
         self.why = ""  # after ``site()`` found none: why an eager attention there is left alone
+        self.zero_fills: List[Value] = []  # scores filled with 0 or more: a guard after a mask, else no attention
+        self.negative_fills = 0  # scores filled with a negative number: masked
         self.scaled = 0  # how many scales the path from the softmax back to the scores passed
         self.assumed: Optional[int] = None  # the scores' rank, taken from one operand (``_axis_at``)
         self.key_axis: Optional[Axis] = None  # the first part's key axis, when the scores are concatenated (``_catted``)
@@ -181,6 +183,10 @@ class _Question:
             self.reasons.insert(0, "the softmax is computed in `%s`, another function; the fix rewrites one function" % softmax.function.name.value)  # type: ignore[union-attr]
         weights_side = set(self.chain)  # the softmax and what follows it up to the product with v
         scores = self._scores(softmax.inputs[0], axis)
+        if self.zero_fills and not self.negative_fills:
+            raise _NoSite()  # (a fill with 0 or more masks nothing; only beside a masking fill is it a guard)
+        if self.zero_fills:
+            self.reasons.insert(0, "the masked scores are also filled with 0 where `%s`; SDPA has no such step" % _code(_bare(self.zero_fills[0].info["where"])))
         if scores.function is product.function is softmax.function is not self.graph.function:  # all in a helper: q, k laid out by the caller
             self.reasons[0] = "q and k are known to be laid out alike only where `%s` calls `%s`; the fix rewrites one function" % (self.graph.function.name.value, product.function.name.value)  # type: ignore[union-attr]
         self.reasons[:0] = foreign_steps(self.chain.values())  # through another file's code: no fix (``foreign.py``)
@@ -217,7 +223,7 @@ class _Question:
             self.reasons.append("more than one mask is applied to the scores")
         if not self.reasons and self._rebound():
             self.reasons.append("a name the scores are computed from is assigned again before the product with v")
-        if not self.reasons and self._deleted():  # ``del q, k, v, attention`` (GMAN): no read, but the fix removes the name
+        if not self.reasons and chain_deleted(self.graph, self.chain):  # ``del q, k, v, attention`` (GMAN): no read, but the fix removes the name
             self.reasons.append("a `del` names the scores or the weights; the fix removes the statements that bind them")
         site.reason = self.reasons[0] if self.reasons else ""
         site.mask = self.masks[0] if self.masks else None
@@ -414,10 +420,14 @@ class _Question:
             number = fill.info.get("number") if fill.op == "constant" else None
             if number is None:
                 self.reasons.append("the value the scores are filled with is not known to be a large negative number")
-            elif number >= 0 or math.isnan(number):
-                raise _NoSite()  # (a fill with 0 or more masks nothing)
+            elif math.isnan(number):
+                raise _NoSite()
+            elif number >= 0:  # masks nothing; after a mask (``torch.where(has_any, s, zeros_like(s))``) a guard of rows with no key
+                self.zero_fills.append(value)
+                return self._scores(value.inputs[0], axis)
             elif number > LARGE_NEGATIVE:  # ``masked_fill_(eye, -100)``: nearly no weight there, not none
                 self.reasons.append("the scores are filled with %g, not a large negative number; SDPA's boolean mask would give those places no weight at all" % number)
+            self.negative_fills += 1
             where = _bare(value.info["where"])  # ``torch.where(c, s, -inf)`` keeps ``s`` where ``c``: the mask is ``c``
             self.masks.append(_code(where) if value.info.get("keep") else _negated(where))
             self.texts.append(value.info["where"])
@@ -772,18 +782,6 @@ class _Question:
                     self.reasons.append("the `if` that applies the mask runs other statements too")
                 return node
         return None
-
-    def _deleted(self) -> bool:
-        """Does a ``del`` of the function name a value of the chain (bound to it there)?"""
-        for line in walk(self.graph.function):
-            if type(line) is not cst.SimpleStatementLine or not any(type(small) is cst.Del for small in line.body):
-                continue
-            before = self.graph.snapshots.get(id(line), {})
-            for small in line.body:
-                names = [n.value for n in walk(small) if type(n) is cst.Name] if type(small) is cst.Del else []
-                if any(id(before.get(name)) in self.chain for name in names):
-                    return True
-        return False
 
     def _rebound(self) -> bool:
         """Is a name the SDPA call reads bound to another value at the product with v?"""

@@ -5,9 +5,11 @@ be written (``reason``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
+
+from torchmemlint.tree import walk
 
 
 @dataclass
@@ -37,3 +39,17 @@ class AttentionSite:
     @property
     def fixable(self) -> bool:
         return not self.reason
+
+
+def chain_deleted(graph: Any, chain: Dict[int, Any]) -> bool:
+    """Does a ``del`` of the function name a value of ``chain`` (the values of one attention,
+    by id, bound to it there)? ``graph``: the function's ``values.FunctionValues``."""
+    for line in walk(graph.function):
+        if type(line) is not cst.SimpleStatementLine or not any(type(small) is cst.Del for small in line.body):
+            continue
+        before = graph.snapshots.get(id(line), {})
+        for small in line.body:
+            names = [n.value for n in walk(small) if type(n) is cst.Name] if type(small) is cst.Del else []
+            if any(id(before.get(name)) in chain for name in names):
+                return True
+    return False
