@@ -6,7 +6,8 @@ they were given (``nn.Sequential(*layers)`` of a list built in ``__init__``), ex
 it is given (``def add_cnn_block(cfg, model: nn.Sequential, ...)``: ``model.append(conv)``,
 ``model.append(nn.ELU())``) runs each after the one appended before it (the first may follow
 whatever the caller put there: not reported, nor a parameter not annotated as a Sequential);
-a ``nn.ModuleDict`` filled item by item (``self.block_dict["input"] = NNBlock(...)``), whose
+a layer class a local takes in the arms of an ``if`` by dimension (``conv = nn.Conv2d`` or
+``nn.Conv3d``, as ``self.conv`` already was); a ``nn.ModuleDict`` filled item by item (``self.block_dict["input"] = NNBlock(...)``), whose
 items are what calling one by key may run. And PyTorch Geometric's gated and simplified convolutions
 (``ResGatedGraphConv``, ``SGConv``, ``TAGConv``, ``LEConv``), whose ``forward`` ends, as PyG
 documents them, in a sum of linear projections and aggregations with no activation of their
@@ -109,6 +110,34 @@ CASES: Dict[str, str] = {
         def add_unknown(model, hidden: int):
             model.append(nn.Linear(hidden, hidden))
             model.append(nn.ELU())
+    ''',
+    "class_chosen_by_dimension": '''
+        from torch import nn
+
+
+        class ConfigurationNet(nn.Module):
+            def __init__(self, in_channels, channels, spatial_dim=2, gated=False):
+                super().__init__()
+                conv: type[nn.Conv2d | nn.Conv3d]
+                if spatial_dim == 2:
+                    conv = nn.Conv2d
+                elif spatial_dim == 3:
+                    conv = nn.Conv3d
+                else:
+                    raise ValueError(spatial_dim)
+                self.first_conv = nn.Sequential(
+                    conv(in_channels, channels, 3, padding="same"),
+                    nn.LeakyReLU(negative_slope=0.1),  # expect: TML201
+                    conv(channels, channels, 3, padding="same"),
+                )
+                if gated:
+                    step = nn.Sigmoid
+                else:
+                    step = nn.Conv2d
+                self.other = nn.Sequential(step(channels, channels, 1), nn.LeakyReLU(0.1), conv(channels, channels, 1))
+
+            def forward(self, x):
+                return self.other(self.first_conv(x))
     ''',
     "module_dict_items": '''
         import torch

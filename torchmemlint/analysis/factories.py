@@ -249,6 +249,8 @@ class Factories:
             if param is not None:
                 return self._parameter(function, param, depth)
             values = _local_values(function, name)
+            if len(values) > 1 and all(type(v) in (cst.Name, cst.Attribute) for v in values):
+                return self._by_dimension([self.resolve(v, function, depth + 1) for v in values])
             if values:
                 return self.resolve(values[0], function, depth + 1) if len(values) == 1 else None
         direct = self._class(expr)
@@ -291,6 +293,16 @@ class Factories:
         if inner is None or inner.alternatives:
             return None
         return Factory(inner.qualified, inner.preset, via or inner.via, certain and inner.certain)
+
+    @staticmethod
+    def _by_dimension(found: List[Optional[Factory]]) -> Optional[Factory]:
+        """``conv = nn.Conv2d`` in one arm, ``conv = nn.Conv3d`` in another (by ``spatial_dim``):
+        layer classes that differ only by dimension, the first standing for all; else None."""
+        if not found or any(f is None or f.alternatives or f.preset for f in found):
+            return None
+        if len({_DIMENSIONS.sub("", f.qualified) for f in found}) != 1:  # type: ignore[union-attr]
+            return None
+        return found[0]
 
     def _held_class(self, func: cst.Attribute, function: cst.FunctionDef) -> Optional[Factory]:
         """``self.conv(...)`` in a method, where every value the class gives ``self.conv`` is a
