@@ -79,6 +79,22 @@ CASES: Dict[str, str] = {
                     x = F.leaky_relu(x)
                 return self.layers[2](x)
     ''',
+    "sequential_appended_then_called_whole": '''
+        from torch import nn
+
+
+        class PerClusterHead(nn.Module):
+            def __init__(self, filters=512, layers=3, tasks=1):
+                super().__init__()
+                self.counts_head = nn.Sequential()
+                for _ in range(layers):
+                    self.counts_head.append(nn.LazyLinear(filters, bias=False))
+                    self.counts_head.append(nn.ELU())  # expect: TML201
+                self.counts_head.append(nn.LazyLinear(tasks))
+
+            def forward(self, x):
+                return self.counts_head(x)
+    ''',
     "appended_by_a_builder": '''
         from torch import nn
 

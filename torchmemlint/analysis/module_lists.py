@@ -113,10 +113,20 @@ class ModuleLists:
         if self._holders is None:
             self._holders = {}
             for attribute in self.model.assignments:
+                if self._sequential(attribute):
+                    continue  # (an ``nn.Sequential`` runs its modules itself: ``added_modules`` orders them)
                 self.elements(attribute)
                 for expression in self._expressions.get(attribute, ()):
                     self._holders.setdefault(id(expression), attribute)
         return self._holders.get(id(call))
+
+    def _sequential(self, attribute: str) -> bool:
+        """``self.<attribute>`` is built as an ``nn.Sequential``: its elements are read by index
+        (``self.layers[i](x)``), but it is no list whose elements the class calls itself."""
+        return any(
+            type(a.value) is cst.Call and self.file.resolver.qualify(a.value.func) == SEQUENTIAL
+            for a in self.model.assignments.get(attribute, [])
+        )
 
     def row(self, call: cst.CSTNode) -> Optional[Tuple[str, Tuple[int, ...], Tuple[int, ...]]]:
         """``(layers, path, widths)`` when ``call`` is at ``path`` of each row of the module list
