@@ -6,8 +6,10 @@ TML201_DOCUMENTATION = """
     Flags `LeakyReLU`, `ELU`, `CELU`, `SELU` and `RReLU` (modules or `F.*` calls) that run out of
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
-    upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv` and `GATConv`, which
-    end in an aggregation and a bias, and its dense `Linear` and `BatchNorm`; a project module whose builders return their argument,
+    upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv`, `GATConv` and
+    `ResGatedGraphConv`, which end in an aggregation and a bias (also imported from their own
+    files, and the first item of `(out, attention)` with `return_attention_weights=True`), and its
+    dense `Linear` and `BatchNorm`; a project module whose builders return their argument,
     maybe `weight_norm`-wrapped, or `nn.Identity()`, as Encodec's `NormConv2d` does,
     tests/test_inplace_encodec_builders.py; also an out-of-place dropout after such a layer,
     `Linear, LayerNorm, Dropout(p), LeakyReLU()`: in training it makes a fresh tensor it does
@@ -15,7 +17,11 @@ TML201_DOCUMENTATION = """
     keeps that tensor besides its result, tests/test_inplace_after_dropout.py) and nothing else
     reads that input. Not where every layer that
     may follow it in an `nn.Sequential` (also where a factory's call or a local places it) or in
-    a module list `forward` runs in turn (tests/test_inplace_lists.py), or
+    a module list `forward` runs in turn (tests/test_inplace_lists.py; also an `nn.Sequential` read
+    by index, a `ModuleDict` filled item by item, a Sequential a builder is given to append to as
+    a parameter annotated `nn.Sequential`, and an instance or list built at module level that the
+    classes of the file place: tests/test_inplace_sequential_elements.py,
+    tests/test_inplace_module_level.py), or
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
     input is the one tensor kept, in place its result (saved-tensor bytes measured equal,

@@ -111,7 +111,8 @@ TML501_DOCUMENTATION = """
     under `no_grad`. A base that only builds the model and calls `.eval()` does not turn
     autograd off: a sampler of its subclass is judged like any other code. A module-level
     `def predict(net, x): return net(x)` and a method that loops over its `network` argument
-    are still reported. Elsewhere, a module called in a function that never backpropagates
+    are still reported, and so is a borrowed model when the class's own methods call that method, all
+    with autograd on and none switching the model. Elsewhere, a module called in a function that never backpropagates
     (`self(idx)` or `self.forward(x)` in a method of a module class included, when no other
     function of the file calls that method and no file importing it reads `.<method>` (for a file
     of classes no file imports, loaded by name from a configuration: no file of the project; nor
@@ -126,7 +127,10 @@ TML501_DOCUMENTATION = """
     the indices of `topk`: a sampling or greedy decoding loop such as `generate`, whose tokens
     carry no graph even when they are returned); through a function of the file or a method
     called on `self` (a static method included) that returns what it computes from it
-    (`fake = self._apply_activate(fake)`) or consumes it. A parameter annotated
+    (`fake = self._apply_activate(fake)`) or consumes it, or through a function of another file of
+    the project imported relatively or by the package's own name (`cpunum(self(graph))`, read with
+    that file's names; `tests/test_tml501_sink_helpers.py`); of an output dict iterated by
+    `.items()` only the values are followed. A parameter annotated
     `nn.Module` or `LightningModule` is a module. Quiet when the output is returned, stored, passed to an unknown function,
     or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` of
     that module's parameters in one of its methods (frozen weights record nothing: transformers'
@@ -134,7 +138,7 @@ TML501_DOCUMENTATION = """
     (ctdGAN freezes its classifiers, `for p in self.Qy_.parameters(): p.requires_grad = False`,
     and samples with its generator `self.G_`) leaves the call reported. Quiet too in a function
     named for training (`_learn_policy_gradient`, `update_policy`) that computes a loss (a value
-    it names `*loss*`) but never backpropagates it: an unfinished training step, whose fix is
+    it names `*loss*`, an empty `losses = []` alone not counting) but never backpropagates it: an unfinished training step, whose fix is
     the missing backward, not `no_grad` (causaltorch's RL stubs; `tests/test_tml501_recall.py`).
 
     A comprehension over something named like a loader, data set or batches that collects what
