@@ -18,7 +18,9 @@ into the arithmetic torch spells as functions:
 
 Look-alikes stay quiet: a project helper that returns the output (the caller may train on it),
 an imported helper whose file stores it on an object, a method a ``@torch.no_grad()`` method
-calls, and one called from a method that switches the model itself (judged there).
+calls, one called from a method that switches the model itself (judged there), and one whose
+callers hand on a model they were given (monai's ``Inferer.__call__(inputs, network)``: borrowed
+there too).
 """
 
 from __future__ import annotations
@@ -179,7 +181,8 @@ CASES: Dict[str, str] = {
                     y_pred = y_pred.detach().numpy()
                 print(y_pred.mean())
 
-            def train_test_predict(self, model, features):
+            def train_test_predict(self, features):
+                model = self.fit(features)
                 self.evaluate_and_save_results(model, features)
 
 
@@ -201,6 +204,15 @@ CASES: Dict[str, str] = {
             def __call__(self, network, patch):
                 network.eval()
                 self._run_inference(network, patch)
+
+
+        class SlidingWindowInferer:
+            def _run_inference(self, network, patch):
+                out = network(patch)
+                print(out.detach().numpy())
+
+            def __call__(self, inputs, network):
+                return self._run_inference(network, inputs)
 
 
         class Borrowed:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Set
 import libcst as cst
 
 from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
+from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
@@ -189,7 +190,7 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     if callee in params:  # (`self` is the method's own module, not one it borrows)
         if _training_hook(facts):
             return False  # Lightning calls it from its training loop, with autograd on
-        return facts.scope.owner is not None and not iterating and not _called_with_grad(facts)
+        return facts.scope.owner is not None and not iterating and not called_with_grad(facts, callee)
     head, _, attr = callee.partition(".")
     owner = facts.scope.owner
     if head != "self" or not attr or "." in attr or owner is None or not owner.node.bases:
@@ -204,25 +205,6 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
             if call.attr in ("eval", "train", "backward", "step", "zero_grad"):
                 return False
     return True
-
-def _called_with_grad(facts: ScopeFacts) -> bool:
-    """Other methods of the class call this one (``self.<method>(...)``), and every such call
-    runs with autograd on: the file says how the borrowed model runs (geogenie's
-    ``self.evaluate_and_save_results(model, ...)`` from ``train_test_predict``)."""
-    owner = facts.scope.owner
-    wanted = f"self.{facts.scope.name}"
-    found = False
-    for scope in owner.methods if owner is not None else ():
-        for call in scope.calls:
-            if call.func != wanted or scope is facts.scope:
-                continue
-            if call.ctx.no_grad or scope.grad_work or ScopeFacts(facts.walk, scope).grad_controlled(call.seq):
-                return False
-            if any(other.attr in ("eval", "train") for other in scope.calls):
-                return False  # the caller switches the model: its call is the one judged (``helper_runs``)
-            found = True
-    return found
-
 
 _CALLBACKS = frozenset({
     "pytorch_lightning.Callback", "pytorch_lightning.callbacks.Callback",
