@@ -115,10 +115,11 @@ def _start(file: Any, function: cst.FunctionDef, key: str) -> Optional[Tuple[Any
     ``nn.Sequential``, or ``self`` of an ``nn.Sequential`` subclass in its ``__init__``."""
     resolver = file.resolver
     params = function.params.params
-    if params and key == params[0].name.value and not _sequential_parameter(file, function, key):
+    given = _sequential_parameter(file, function, key)
+    if params and key == params[0].name.value and not given:
         return (function.body, []) if function.name.value == "__init__" and _chained_self(file, function) else None
     built = _built(function, key)
-    if built is None and _sequential_parameter(file, function, key):
+    if built is None and given:
         return function.body, []  # ``def add_block(model: nn.Sequential, ...)``: what it held before is the caller's
     if type(built) is not cst.Call or any(a.star or a.keyword is not None for a in built.args):
         return None

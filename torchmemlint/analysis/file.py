@@ -18,7 +18,7 @@ from torchmemlint.analysis.factories import Factories
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.layer_lists import enclosing_definitions, LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.syntax import block_indent, block_statements
+from torchmemlint.analysis.syntax import block_indent, block_statements, sole_return
 from torchmemlint.analysis.values import FileValues, FunctionValues
 
 
@@ -293,10 +293,7 @@ def _returned_self_attribute(classdef: cst.ClassDef, name: str) -> Optional[str]
     """``attr`` when the method or property ``name`` of ``classdef`` is ``return self.attr``."""
     for statement in classdef.body.body:
         if type(statement) is cst.FunctionDef and statement.name.value == name:
-            body = statement.body.body
-            line = body[-1] if body else None
-            small = line.body[0] if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
-            value = small.value if type(small) is cst.Return else None
+            value = sole_return(statement)
             if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == "self":
                 return value.attr.value
     return None

@@ -44,7 +44,7 @@ from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
-from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, terminal_name
+from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, sole_return, terminal_name
 from torchmemlint.analysis.training import ScopeFacts, is_eval_name
 
 # a module's own methods and a tensor's: never a model's method that returns an output
@@ -367,10 +367,7 @@ def _wrapped_module(facts: ScopeFacts, scope) -> Optional[str]:  # type: ignore[
     argument (``def action_probabilities(self, state): return self.model(FloatTensor(state))``):
     its caller's call of the method is the module's run (a policy's ``predict`` drawing
     actions from it)."""
-    body = [statement for statement in scope.function.body.body if not _docstring(statement)]
-    line = body[-1] if len(body) == 1 else None
-    small = line.body[0] if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
-    value = small.value if type(small) is cst.Return else None
+    value = sole_return(scope.function)
     if type(value) is not cst.Call or len(scope.calls) > 3:
         return None
     name = dotted_name(value.func)
@@ -670,10 +667,3 @@ def _calls_nothing(function: cst.FunctionDef) -> bool:
                 return False
         stack.extend(node.children)
     return True
-
-
-def _docstring(statement: cst.CSTNode) -> bool:
-    return (
-        type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
-        and type(statement.body[0]) is cst.Expr and type(statement.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
-    )

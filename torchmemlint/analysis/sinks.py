@@ -424,15 +424,10 @@ class SinkFollower:
             if position >= len(params):
                 raise _Escape("passed to a helper's *args")
             name = params[position]
-        if helper.qualify is None:
-            inner = SinkFollower(
-                helper.flow, self.qualify, lambda _call: False, self.local_functions, self.helper, self.depth + 1
-            )
-        else:  # another file's function: read with that file's names, its own helpers not followed
-            inner = SinkFollower(
-                helper.flow, helper.qualify, lambda _call: False, helper.local_functions or set(), None, self.depth + 1
-            )
-        inner = inner.reach_parameter(name)
+        qualify, local, nested = (self.qualify, self.local_functions, self.helper) if helper.qualify is None else (
+            helper.qualify, helper.local_functions or set(), None  # another file's: its names, its helpers not followed
+        )
+        inner = SinkFollower(helper.flow, qualify, lambda _call: False, local, nested, self.depth + 1).reach_parameter(name)
         if inner.escape is not None:
             raise _Escape(f"{inner.escape} in `{helper.function.name.value}`")
         result.sinks.extend(inner.sinks)

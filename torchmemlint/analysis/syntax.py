@@ -338,6 +338,18 @@ def _small_statements(statements: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSma
             yield from statement.body
 
 
+def sole_return(function: cst.FunctionDef) -> Optional[cst.BaseExpression]:
+    """``value`` when the body of ``function``, its docstring aside, is one ``return value``."""
+    body = [
+        s for s in function.body.body
+        if not (type(s) is cst.SimpleStatementLine and len(s.body) == 1 and type(s.body[0]) is cst.Expr
+                and type(s.body[0].value) in (cst.SimpleString, cst.ConcatenatedString))
+    ]
+    line = body[0] if len(body) == 1 else None
+    small = line.body[0] if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
+    return small.value if type(small) is cst.Return else None
+
+
 def _first_param(function: cst.FunctionDef) -> Optional[str]:
     params = [*function.params.posonly_params, *function.params.params]
     return params[0].name.value if params else None
