@@ -12,14 +12,16 @@ comprehension over a loader is a loop whose every iteration's output the list ke
 
 from __future__ import annotations
 
+import re
 from typing import AbstractSet, Iterator, List, Optional, Set
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import _COMPREHENSIONS as _COLLECTING, AssignEvent, CallEvent, Scope, _names_in
 from torchmemlint.analysis.callers import eval_by_callers, _LOADER_WORDS
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
-from torchmemlint.tree import children
+from torchmemlint.tree import children, nodes_of
 
 
 def fed_by(scope: Scope, call: CallEvent, sources: AbstractSet[int]) -> bool:
@@ -103,10 +105,41 @@ def over_loader(value: Optional[cst.BaseExpression]) -> bool:
 
 
 def iterates_loader(loop: cst.CSTNode) -> bool:
-    """A ``for`` loop over something named like a loader, a data set or batches."""
-    return type(loop) is cst.For and any(
-        _LOADER_WORDS.search(name) for name in _names_in(loop.iter)  # type: ignore[attr-defined]
+    """A ``for`` loop over something named like a loader, a data set or batches, or over
+    batches cut by a batch size (``batched``)."""
+    return type(loop) is cst.For and (
+        any(_LOADER_WORDS.search(name) for name in _names_in(loop.iter))  # type: ignore[attr-defined]
+        or batched(loop.iter)  # type: ignore[attr-defined]
     )
+
+
+# a name for the size of a batch: `batch_size`, `self.eval_batch_size`, `bs`, `bsz`
+_BATCH_SIZE = re.compile(r"(?i)(?:^|_)(?:batch_?size|bsz?)$")
+
+
+def batched(iterated: cst.BaseExpression) -> bool:
+    """What a loop iterates is a sequence of batches cut by a batch size: the start of each
+    (``range(0, len(data), batch_size)``: the step), their count (``range(n // bs)``,
+    ``range(math.ceil(n / batch_size))``: the stop divided by it), or the batches themselves
+    (``torch.split(x, batch_size)``, ``chunked(items, bs)``: an argument after the first).
+    Not ``range(batch_size)``: the items of one batch."""
+    if type(iterated) is not cst.Call:
+        return False
+    args = [arg.value for arg in iterated.args if arg.keyword is None and not arg.star]
+    if dotted_name(iterated.func) == "range":
+        if len(args) == 3:
+            return _names_batch_size(args[2])
+        stop = args[-1] if args else None
+        return stop is not None and any(
+            type(node) is cst.BinaryOperation and type(node.operator) in (cst.FloorDivide, cst.Divide)
+            and _names_batch_size(node.right)
+            for node in nodes_of(stop, cst.BinaryOperation)
+        )
+    return any(_names_batch_size(arg) for arg in args[1:])
+
+
+def _names_batch_size(node: cst.BaseExpression) -> bool:
+    return any(_BATCH_SIZE.search(name.rsplit(".", 1)[-1]) for name in _names_in(node))
 
 
 def _for_clauses(comprehension: cst.BaseExpression) -> List[cst.CompFor]:

@@ -32,7 +32,11 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     if facts.depth > 0 or ctx.no_grad or any(arg.star for arg in call.args):
         return None
     given = [(arg.keyword.value if arg.keyword else None, facts.value_of(arg.value, ctx)) for arg in call.args]
-    if all(value is None for _, value in given):
+    models = [  # the model handed in (`_run_batch(batch, model, collate)`): the helper runs it
+        (arg.keyword.value if arg.keyword else None, index) for index, arg in enumerate(call.args)
+        if facts.is_model(dotted_name(arg.value))
+    ]
+    if all(value is None for _, value in given) and not models:
         return None  # nothing the caller knows goes in
     found = _helper_scope(facts, call.func)
     if found is None:
@@ -61,6 +65,10 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
         return None
     inner.depth = facts.depth + 1
     inner.env.update({name: value for name, value in seeded.items() if value is not None})
+    for keyword, index in models:
+        name = keyword if keyword is not None else params[index] if index < len(params) else None
+        if name is not None:
+            inner.model_names.add(name)
     for _ in inner.replay():
         pass
     end = Ctx()

@@ -26,7 +26,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.feeds import over_loader
 from torchmemlint.analysis.loop_facts import (  # (the facts and their ast reader)
-    _visible_methods, FunctionFacts, Loop, LoopFacts, MODE_ATTRS, MOVED_BY,
+    _visible_methods, FunctionFacts, HANDED, Loop, LoopFacts, MODE_ATTRS, MOVED_BY,
 )
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import (
@@ -378,6 +378,10 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                 if attr == "append":
                     loop.accumulates = True
                 loop.calls.append((attr, dotted_name(func)))
+                loop.calls.extend(
+                    (HANDED, argument.value.value) for argument in node.args
+                    if not argument.star and type(argument.value) is cst.Name
+                )
         facts.loops.append(loop)
     for here in index.positions(cst.Attribute):
         if order[here].attr.value == "data":

@@ -24,6 +24,9 @@ MOVED_BY = MODULE_METHODS | MODULE_MOVES
 MODE_ATTRS = frozenset({"eval", "train"})
 
 Call = Tuple[Optional[str], Optional[str]]  # (method name, dotted callee) of a call
+# in place of a method name: a name handed to a call as an argument (``_run_batch(b, model)``),
+# which computes in the loop when it names the model (``ScopeFacts._helper_runs_model``)
+HANDED = "(handed)"
 
 
 @dataclass
@@ -330,6 +333,9 @@ class _AstReader:
             if attr == "append":
                 loop.accumulates = True
             loop.calls.append((attr, _ast_dotted(func)))
+            for argument in (*node.args, *(keyword.value for keyword in node.keywords if keyword.arg)):
+                if type(argument) is ast.Name:  # a model handed to a helper that runs it
+                    loop.calls.append((HANDED, argument.id))
 
 
 def _ast_over_loader(node: ast.ListComp) -> bool:

@@ -540,11 +540,22 @@ class ScopeFacts:
                 continue
             if self.is_model(call.func) or self.model_part(call.node) or self.is_training_step(call):
                 return True
+            if self._helper_runs_model(call):
+                return True
             if self.loss_call(call.node) is not None and any(
                 self.computed_in(arg.value, loop, call.seq) for arg in call.node.args
             ):
                 return True
         return False
+
+    def _helper_runs_model(self, call: CallEvent) -> bool:
+        """A helper of this file handed the model (``_run_batch(batch, model, collate)``) that
+        returns what it ran the model on: its output (``helper_returns``)."""
+        if not any(self.is_model(dotted_name(arg.value)) for arg in call.node.args):
+            return False
+        returned = returned_by(self, call.node, call.ctx)
+        values = returned if type(returned) is tuple else (returned,)
+        return any(value is not None and value.kind is Kind.OUTPUT for value in values)
 
     def computed_in(self, expr: cst.BaseExpression, loop: cst.CSTNode, seq: int) -> bool:
         """`expr` is a call result, or a name last assigned a call result, in this loop."""

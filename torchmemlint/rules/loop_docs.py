@@ -228,7 +228,9 @@ TML502_DOCUMENTATION = """
     (`pred, truth = process_raw_pred(batch[i], out[i], n)`: its `pred` sliced and gathered
     from `out[i]`, not its `truth`; a loss such a helper makes afresh, KD-Lib's
     `loss = self.calculate_kd_loss(out, label)`, is made in each run of the caller's loops,
-    `tests/test_tml502_helper_losses.py`); a sum that starts as a string holds none
+    `tests/test_tml502_helper_losses.py`), and what such a helper handed the model returns
+    of its output (`preds, labels = _run_batch(data[i:i + bs], model, collate)`: the
+    `preds`, `tests/test_tml502_batched_loops.py`); a sum that starts as a string holds none
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
@@ -249,7 +251,8 @@ TML502_DOCUMENTATION = """
     that ran before them (a script's training loop on `loss`, then a test loop summing into the
     same name: reported). Nor are
     one batch's items: a list filled in a loop that neither iterates something named like a
-    loader / data set / batches nor trains, and that is stacked or summed after the loop
+    loader / data set / batches, nor batches cut by a batch size (`range(0, n, batch_size)`,
+    `range(n // bs)`, `torch.split(x, batch_size)`), nor trains, and that is stacked or summed after the loop
     (`torch.stack(bbox_loss)`: torchvision SSD's `compute_loss`; the embeddings of a word
     list) or, when the loop does not call the model (or a callee named like one) either,
     that holds losses (per-image losses handed on to the caller); nor a loss summed in such a
