@@ -358,6 +358,46 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.last(self.gated(self.up(self.down(x))))
+
+
+        class LocalBuilders(nn.Module):
+            """xreflection's VGG discriminator: a builder defined inside ``__init__``."""
+
+            def __init__(self, c):
+                super().__init__()
+
+                def conv(*args, **kwargs):
+                    return nn.Conv2d(*args, **kwargs)
+
+                def squash(dim):
+                    return nn.Sequential(nn.Conv2d(dim, dim, 1), nn.Sigmoid())
+
+                self.body = nn.Sequential(
+                    conv(c, 64, kernel_size=3, padding=1),
+                    nn.LeakyReLU(0.2),  # expect: TML201 fix=safe
+                    conv(64, 64, kernel_size=3, stride=2, padding=1),
+                    squash(64),
+                    nn.LeakyReLU(0.2),  # a sigmoid's output: quiet
+                    conv(64, 64, kernel_size=3, padding=1),
+                )
+
+            def forward(self, x):
+                return self.body(x)
+
+
+        class RenamedBuilder(nn.Module):
+            def __init__(self, c, gated=False):
+                super().__init__()
+
+                def conv(dim):
+                    return nn.Conv2d(dim, dim, 3, padding=1)
+
+                if gated:
+                    conv = gate  # another layer under the same name: unknown, quiet
+                self.body = nn.Sequential(conv(c), nn.LeakyReLU(0.2), nn.Conv2d(c, c, 1))
+
+            def forward(self, x):
+                return self.body(x)
     ''',
     # torchgan's form: one layer bound to a local (the default of a layer parameter), placed in Sequentials
     "locals": '''
@@ -559,7 +599,7 @@ def test_fixes(findings):
         for row, expected in marked_fixes(source).items():
             checked += 1
             assert fix_at(findings[name], row) == expected, (name, row)
-    assert checked == 17
+    assert checked == 18
 
 
 PROJECT = {

@@ -173,6 +173,8 @@ class Producers:
                 file, classdef = found
         if classdef is None:
             builder = file.callables.functions.get(func.value) if type(func) is cst.Name else None
+            if builder is None and type(func) is cst.Name and call is not None:
+                builder = _local_builder(file, call, func.value)
             if builder is None and file.links is not None:  # ``batch_norm_2d(c)`` from ``._defaults``
                 found = file.links.definition(_dotted(func), "function", package=True)
                 if found is not None:
@@ -624,6 +626,25 @@ class Producers:
         elif self.file.resolver.qualify(node.func) not in VIEW_FUNCTIONS:
             return False
         return self._read_only_by(value, base)
+
+
+def _local_builder(file: "FileAnalysis", call: cst.Call, name: str) -> Optional[cst.FunctionDef]:
+    """The function ``name`` that the function around ``call`` defines among its own
+    statements (``def conv(*args, **kwargs): return nn.Conv2d(*args, **kwargs)`` in an
+    ``__init__``), when it binds ``name`` nowhere else; None otherwise."""
+    index = file.index
+    here = index.find(call)
+    function = index.function_of(here) if here is not None else -1
+    if function < 0:
+        return None
+    body = index.order[function].body  # type: ignore[attr-defined]
+    found = [
+        statement for statement in (body.body if type(body) is cst.IndentedBlock else ())
+        if type(statement) is cst.FunctionDef and statement.name.value == name
+    ]
+    if len(found) != 1 or found[0].decorators or _rebound_in(index.order[function], name):  # type: ignore[arg-type]
+        return None
+    return found[0]
 
 
 def _dimension_template(node: cst.BaseExpression) -> Optional[str]:

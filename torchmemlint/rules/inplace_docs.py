@@ -176,7 +176,9 @@ TML201_DOCUMENTATION = """
     `checkpoint(layer, z)` (torch's, or such a helper of the file) follows the checkpointed
     module; a module class whose `forward` returns `rearrange(...)` of a convolution's output
     counts as that convolution (tests/test_inplace_helpers.py); a call of a builder function,
-    of the file or of another project file (`("bn", batch_norm_2d(c))`), as what its returns
+    of the file or of another project file (`("bn", batch_norm_2d(c))`), or one the calling
+    function defines itself (`def conv(*args, **kwargs): return nn.Conv2d(*args, **kwargs)` in
+    an `__init__`, tests/test_inplace_containers.py), as what its returns
     make (tests/test_inplace_project_builders.py). Rows of a module list unpacked
     by a loop (`for conv1, act, conv2, act in self.layers`) are followed into a module list a
     row holds (`for excite, (conv, noise, act), to_rgb in self.layers`), with the layers a
