@@ -5,7 +5,8 @@ the loop): its rounds are training, ``torch.no_grad()`` there would leave the ba
 (``backward_names.trained_after_its_loop``).
 
 Look-alikes still report: an evaluation loop after a training loop of the same function (its
-backward comes first), one before a training loop that binds the same names (the backward's loss
+backward comes first), a validation forward between the epochs of a training loop (its graph
+lives, bound to its output, into the next epoch), one before a training loop that binds the same names (the backward's loss
 is the training loop's), and an evaluation loop followed by a backward of a loss that is not
 made from the loop's outputs.
 """
@@ -57,6 +58,26 @@ CASES: Dict[str, str] = {
                 out = model(x)  # expect: TML501
                 correct += (out.argmax(-1) == y).sum().item()
             return correct
+    ''',
+    # colfi's and intercode's form: a whole validation set's forward between the epochs
+    "validation_between_epochs": '''
+        import torch
+
+
+        def train(net, optimizer, loss_func, inputs, target, x_val, y_val, epochs, batches):
+            vali_loss = []
+            for epoch in range(epochs):
+                for step in range(batches):
+                    pred = net(inputs[step])
+                    loss = loss_func(pred, target[step])
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                net.eval()
+                pred_vali = net(x_val)  # expect: TML501
+                vali_loss.append(loss_func(pred_vali, y_val).item())
+                net.train()
+            return vali_loss
     ''',
     # fairmotion: an evaluation loop before the training loop, both binding ``outputs`` and ``loss``
     "evaluation_before_training_same_names": '''

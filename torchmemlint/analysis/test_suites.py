@@ -6,7 +6,9 @@ they check gradients. A function named ``test*`` (``test_shape``, ``_test_output
 ``*Test`` / ``*Tests`` or deriving from a ``*TestCase`` (``unittest.TestCase``,
 ``absltest.TestCase``). The same name on a model's or a trainer's class (SPACEL's
 ``SpointModel.test_st``, a ``Trainer.test()``) is that class's evaluation code, judged like any
-other (``tests/test_tml501_detached_values.py``).
+other (``tests/test_tml501_detached_values.py``). A top-level one counts only in a file pytest
+collects (``test_*.py``, ``*_test.py``):
+``def test(model, loader)`` in a training script is its evaluation (``collected_test``).
 """
 
 from __future__ import annotations
@@ -31,3 +33,16 @@ def test_suite_function(scope: Any) -> bool:
     return _TEST_CLASS.search(node.name.value) is not None or any(
         _TEST_CLASS.search((dotted_name(base.value) or "").rsplit(".", 1)[-1]) is not None for base in node.bases
     )
+
+
+_TEST_FILE = re.compile(r"(?:^|[/\\])(?:test_[^/\\]*|[^/\\]*_test)\.py$")  # what pytest collects
+
+
+def collected_test(facts: Any) -> bool:
+    """The scope of ``facts`` (a ``ScopeFacts``) is a test-suite function
+    (``test_suite_function``) a test runner collects where it is: a method of a test class,
+    or a top-level function of a test file."""
+    scope, links = facts.scope, facts.walk.links
+    if not test_suite_function(scope):
+        return False
+    return scope.owner is not None or (links is not None and _TEST_FILE.search(links.path) is not None)

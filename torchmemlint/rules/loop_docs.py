@@ -12,7 +12,11 @@ TML501_DOCUMENTATION = """
     the file or a torch layer), nothing puts it back with `.train()` afterwards or
     backpropagates in the function, and the function is not one a test runner collects (`test_*`
     at the top level or in a `Test*` class or a `unittest.TestCase`; a model's or trainer's
-    `test_st()` is its evaluation code).
+    `test_st()` is its evaluation code). Nor is any call in a test of the test suite, after
+    `.eval()` or in a loop too: a method of such a test class, or a top-level `test_*`
+    function of a file pytest collects (`test_*.py`, `*_test.py`); a top-level `def
+    test(model, loader)` of a training script is that script's evaluation
+    (`tests/test_tml501_test_suites.py`).
 
     Autograd counts as off (for the function and for the functions of this file it calls)
     under torch's `no_grad()`, `inference_mode()` and `set_grad_enabled(False)` used as a
@@ -47,7 +51,11 @@ TML501_DOCUMENTATION = """
     adaptation), or switches `enable_grad` / `requires_grad` (also `model.freeze()`, Lightning's and projects' own, which turns
     `requires_grad` off) is left alone; so is, after `.eval()`, a loop whose rounds compute the
     loss a backward after the loop trains on (a mask optimised over the rounds,
-    tests/test_tml501_trained_after_loop.py).
+    tests/test_tml501_trained_after_loop.py). But a call after the model's own `.eval()` is
+    reported in a function that also trains when no backward after it trains on what it
+    computes: a validation after the training loop, or between epochs (`model.eval(); pred =
+    model(x_val); ...; model.train()` in the epoch loop), whose graph and saved activations stay
+    alive, bound to its output, into the next epoch's training (the same test file).
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
     `self.<x>` that the class binds to a module instance, or to a parameter annotated as a

@@ -31,7 +31,7 @@ from torchmemlint.analysis.flags import flag_test
 from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
-from torchmemlint.analysis.test_suites import test_suite_function
+from torchmemlint.analysis.test_suites import collected_test, test_suite_function
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
     _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
@@ -50,8 +50,7 @@ class _LoopRule(Rule):
     # the statements or calls a finding of this rule is keyed by
     flagged: Tuple[type, ...] = (cst.Call,)
     # A helper module of a training project need not name torch (`def validate(loader, model,
-    # criterion)` importing only tqdm; `train_model.py` importing nothing): read unless it
-    # imports another array framework (``leak_gate.torch_code_possible``).
+    # criterion)` importing only tqdm): read unless it imports another array framework.
     needs_torch = False
 
     @classmethod
@@ -387,6 +386,8 @@ class _Checks:
         scope = self.scope
         if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work or runs_no_module(self.facts, event):
             return  # (also a method of the model's class that runs no module: it records no graph)
+        if collected_test(self.facts):  # a test of the test suite runs the model on purpose
+            return
         callee = model or event.func or ""
         if callee.endswith(".forward"):
             callee = callee[: -len(".forward")]
@@ -772,7 +773,6 @@ class _Checks:
             "store a `.detach().cpu()` copy or return it instead"
         )
         self.findings[TENSOR_ON_SELF][id(event.node)] = Pending(event.node, message)
-
 
 
 # -- entry point ----------------------------------------------------------------------------
