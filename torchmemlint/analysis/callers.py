@@ -14,6 +14,7 @@ import libcst as cst
 from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
 from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
+from torchmemlint.analysis.module_annotations import returns_module
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
@@ -165,7 +166,7 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         if (qualified or "").startswith("torch.nn.") or (
             type(func) is cst.Name and func.value in modules and qualified is None
-        ) or facts.walk.project_module_class(func):
+        ) or facts.walk.project_module_class(func) or returns_module(facts, event.value):
             return True
     return False
 

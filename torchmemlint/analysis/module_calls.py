@@ -41,6 +41,7 @@ from torchmemlint.analysis.autograd import (
     MODULE_MOVES as _MOVES,
 )
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
+from torchmemlint.analysis.module_annotations import module_type
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
@@ -424,26 +425,7 @@ def loss_module(facts: ScopeFacts, callee: str) -> bool:
 def _module_annotation(facts: ScopeFacts, param: cst.Param) -> bool:
     """Annotated as a module (``nn.Module``, a module class) or a tensor function
     (``Callable[[Tensor], Tensor]``), possibly ``Optional[...]``."""
-    if param.annotation is None:
-        return False
-    annotation = param.annotation.annotation
-    for _ in range(2):  # `Optional[X]`
-        if not (
-            type(annotation) is cst.Subscript and len(annotation.slice) == 1
-            and type(annotation.slice[0].slice) is cst.Index
-            and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Optional"
-        ):
-            break
-        annotation = annotation.slice[0].slice.value
-    if type(annotation) in (cst.Name, cst.Attribute):
-        qualified = facts.bindings.qualify(annotation)
-        return qualified == "torch.nn.Module" or (
-            type(annotation) is cst.Name and annotation.value in facts.walk.module_classes()
-        ) or facts.walk.project_module_class(annotation)
-    if type(annotation) is cst.Subscript and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Callable":
-        text = cst.Module(body=[]).code_for_node(annotation)
-        return re.fullmatch(r"(?:typing\.)?Callable\[\[(?:torch\.)?Tensor\],\s*(?:torch\.)?Tensor\]", text) is not None
-    return False
+    return param.annotation is not None and module_type(facts, param.annotation.annotation)
 
 
 def module_local(facts: ScopeFacts, name: str, depth: int) -> bool:

@@ -9,7 +9,9 @@ TML501_DOCUMENTATION = """
     `model.eval()` (`model.eval(); out = model(x)`, `return model(x)`) is reported when its
     output is kept (bound or returned, not a bare `model(x)` warm-up), the callee is plainly a
     module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
-    the file or a torch layer), nothing puts it back with `.train()` afterwards or
+    the file or a torch layer, or by a method or function annotated to return a module:
+    `self.actor = self.build_actor().to(device)` with `def build_actor(self) ->
+    torch.nn.Module`, tests/test_tml501_annotated_builders.py), nothing puts it back with `.train()` afterwards or
     backpropagates in the function, and the function is not one a test runner collects (`test_*`
     at the top level or in a `Test*` class or a `unittest.TestCase`; a model's or trainer's
     `test_st()` is its evaluation code). Nor is any call in a test of the test suite, after
