@@ -1,10 +1,15 @@
 """Names a function imports from torch count at file level where nothing else gives them a
 meaning (``analysis/names.py``: ``Bindings.hoist_function_imports``), for the analyses that
-qualify a layer built in ``__init__`` and read in ``forward``."""
+qualify a layer built in ``__init__`` and read in ``forward``; and the modules a provider
+function imports and returns (``torch, nn, F = _require_torch()``, an optional dependency's
+guard) are bound where it is called (``Bindings.providers``)."""
 
 from __future__ import annotations
 
 import libcst as cst
+import pytest
+
+from marked_cases import lint_cases, marked
 
 from torchmemlint.analysis.names import Bindings
 
@@ -68,3 +73,93 @@ def test_a_try_bodys_import_wins_over_its_fallback():
     assert _qualified(bindings, "weight_norm") == "torch.nn.utils.weight_norm"
     assert _qualified(bindings, "nullcontext") == "contextlib.nullcontext"
     assert _qualified(bindings, "apex.amp") == "apex.amp"
+
+
+PROVIDER = '''
+def _require_torch():
+    try:
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        return torch, nn, F
+    except ImportError:
+        raise ImportError("torch required") from None
+
+
+def _lazy_nn():
+    """The layers."""
+    from torch import nn
+    return nn
+
+
+def _not_a_provider():
+    import torch.nn as nn
+    nn.Module.dump_patches = True
+    return nn
+
+
+def build():
+    torch, nn, F = _require_torch()
+    layers = _lazy_nn()
+    other = _not_a_provider()
+    short, = _lazy_nn(), 
+    a, b = _require_torch()
+    return nn.LeakyReLU, F.elu, layers.ELU, other.ELU, torch.cat
+'''
+
+
+def _function_bindings(source: str, name: str) -> Bindings:
+    """The bindings of the top-level function ``name`` of ``source``, its parent the file's."""
+    module = cst.parse_module(source)
+    file = Bindings()
+    file.bind_statements(module.body)
+    (function,) = [s for s in module.body if type(s) is cst.FunctionDef and s.name.value == name]
+    local = Bindings(file)
+    local.bind_statements(function.body.body)
+    return local
+
+
+def test_a_provider_functions_modules_are_bound_by_position():
+    """pygeovision's optional torch: ``torch, nn, F = _require_torch()`` in each builder, the
+    imports and the return inside one ``try``; a provider of one module (docstring aside)."""
+    local = _function_bindings(PROVIDER, "build")
+    assert _qualified(local, "nn.LeakyReLU") == "torch.nn.LeakyReLU"
+    assert _qualified(local, "F.elu") == "torch.nn.functional.elu"
+    assert _qualified(local, "torch.cat") == "torch.cat"
+    assert _qualified(local, "layers.ELU") == "torch.nn.ELU"
+
+
+def test_what_is_not_a_provider_stays_unknown():
+    """A function that does anything besides importing, and targets that do not match the
+    returned names one for one."""
+    local = _function_bindings(PROVIDER, "build")
+    assert _qualified(local, "other.ELU") is None
+    assert _qualified(local, "short") is None
+    assert _qualified(local, "a") is None and _qualified(local, "b") is None
+
+
+@pytest.mark.slow
+def test_a_layer_built_with_provided_modules_is_reported(tmp_path):
+    """The CLI over pygeovision's form: classes built inside builder functions from the
+    modules ``_require_torch()`` provides; a LeakyReLU after a BatchNorm is reported there as
+    anywhere, one after a Sigmoid is not."""
+    source = PROVIDER.split("def build():")[0] + '''
+def build_block():
+    torch, nn, F = _require_torch()
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.reduce = nn.Sequential(
+                nn.Conv1d(c, c, 1), nn.BatchNorm1d(c), nn.LeakyReLU(0.1),  # expect: TML201
+            )
+            self.gate = nn.Sequential(nn.Conv1d(c, c, 1), nn.Sigmoid(), nn.LeakyReLU(0.1))
+            self.out = nn.Conv1d(c, c, 1)
+
+        def forward(self, x):
+            return self.out(self.gate(self.reduce(x)))
+
+    return Block
+'''
+    found = lint_cases(tmp_path, {"kpconv": source}, "TML201")
+    assert set(found["kpconv"]) == marked(source)

@@ -12,7 +12,7 @@ binds the name as the import would.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -65,6 +65,9 @@ class Bindings:
         self.parent = parent
         self.names: Dict[str, Optional[str]] = {}
         self.star_modules: List[str] = []
+        # functions that import and return modules (``def _require_torch(): import torch; import
+        # torch.nn as nn; return torch, nn``): what each returns, element by element
+        self.providers: Dict[str, Tuple[Optional[str], ...]] = {}
 
     def lookup(self, name: str) -> Optional[str]:
         scope: Optional[Bindings] = self
@@ -141,6 +144,10 @@ class Bindings:
                 self._bind_small(small)
         elif type(statement) in (cst.ClassDef, cst.FunctionDef):
             self.names[statement.name.value] = None
+            self.providers.pop(statement.name.value, None)
+            provided = _provided(statement) if type(statement) is cst.FunctionDef else None
+            if provided is not None:
+                self.providers[statement.name.value] = provided
         elif type(statement) in (cst.If, cst.Try, cst.With):
             # Imports guarded by `if TYPE_CHECKING:` / `try: ... except ImportError:` count.
             self.bind_statements(statement.body.body)
@@ -201,6 +208,24 @@ class Bindings:
             for target in targets:
                 for name in _assigned_names(target):
                     self.names[name] = imported if type(target) is cst.Name else None
+            if type(small) is cst.Assign and len(targets) == 1:
+                self._bind_provided(targets[0], small.value)
+
+    def _bind_provided(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """``torch, nn, F = _require_torch()``: the modules a provider function of the file
+        imports and returns (``providers``), bound to the targets by position."""
+        if type(value) is not cst.Call or value.args or type(value.func) is not cst.Name:
+            return
+        scope: Optional[Bindings] = self
+        while scope is not None and value.func.value not in scope.names:
+            scope = scope.parent
+        provided = scope.providers.get(value.func.value) if scope is not None else None
+        if provided is None:
+            return
+        names = [target] if type(target) is cst.Name else [e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else []
+        if len(names) == len(provided) and all(type(name) is cst.Name for name in names):
+            for name, qualified in zip(names, provided):
+                self.names[name.value] = qualified  # type: ignore[attr-defined]
 
 
 def _imported_by_call(value: cst.BaseExpression) -> Optional[str]:
@@ -218,6 +243,39 @@ def _imported_by_call(value: cst.BaseExpression) -> Optional[str]:
     if not isinstance(dotted, str) or not _DOTTED.fullmatch(dotted):
         return None
     return dotted
+
+
+def _provided(function: cst.FunctionDef) -> Optional[Tuple[Optional[str], ...]]:
+    """What a function made only of imports (also in ``try``) and a last ``return`` of the names
+    they bind (maybe all inside one ``try``) returns, element by element (``return torch, nn,
+    F``); None for any other function."""
+    body = function.body
+    statements = list(body.body) if type(body) is cst.IndentedBlock else []
+    if len(statements) == 1 and type(statements[0]) is cst.Try:  # `try: import torch ... return torch, nn`
+        statements = list(statements[0].body.body)  # type: ignore[attr-defined]
+    if not statements or function.decorators:
+        return None
+    last = statements[-1]
+    returned = last.body[0] if type(last) is cst.SimpleStatementLine and len(last.body) == 1 else None
+    if type(returned) is not cst.Return or returned.value is None:
+        return None
+    local = Bindings()
+    for statement in statements[:-1]:
+        if type(statement) is cst.SimpleStatementLine and all(
+            type(small) in (cst.Import, cst.ImportFrom) or (type(small) is cst.Expr and type(small.value) is cst.SimpleString)
+            for small in statement.body
+        ):
+            local._bind_statement(statement)
+        elif type(statement) is cst.Try:
+            local._bind_statement(statement)
+        else:
+            return None
+    value = returned.value
+    elements = [e.value for e in value.elements] if type(value) is cst.Tuple else [value]
+    if not all(type(element) is cst.Name for element in elements):
+        return None
+    found = tuple(local.names.get(element.value) for element in elements)  # type: ignore[attr-defined]
+    return found if any(found) else None
 
 
 def _torch(qualified: Optional[str]) -> bool:
