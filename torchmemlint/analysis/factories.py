@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS, config_argument, literal_config
-from torchmemlint.analysis.named_layers import by_name
+from torchmemlint.analysis.named_layers import by_name, by_name_text, name_parameter
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
 from torchmemlint.analysis.vocabulary import FUNCTIONAL, KIND_BY_MODULE, NN, Saves, short_name
@@ -118,6 +118,8 @@ class Factories:
         self._cache: Dict[Tuple[int, int], Optional[Factory]] = {}
         # (id(class), attribute) -> every value a method of the class gives ``<self>.<attribute>``
         self._held: Dict[Tuple[int, str], List[Tuple[cst.BaseExpression, cst.FunctionDef]]] = {}
+        # top-level by-name builders (``named_layers.name_parameter``): name -> (function, parameter)
+        self._name_builders: Dict[str, Tuple[cst.FunctionDef, str]] = {}
 
     # -- one walk of the file -----------------------------------------------------------------
     def _index(self) -> None:
@@ -181,6 +183,13 @@ class Factories:
                 self._calls.setdefault(name, []).append(
                     (node, order[function] if function >= 0 else None)  # type: ignore[arg-type]
                 )
+        builders = {id(function): function for _, function in self._calls.get("getattr", ()) if function is not None}
+        for function in builders.values():
+            name = function.name.value
+            param = name_parameter(self.qualify, function) if function in self.module.body else None
+            if param is not None and len(self._definitions.get(name, ())) == 1:
+                self._name_builders[name] = (function, param)
+                found.add(name)
         self._names = frozenset(found)
         for statement in self.module.body:
             if type(statement) is cst.SimpleStatementLine:
@@ -211,6 +220,8 @@ class Factories:
             return self._configured(config, function, 0) if config is not None else None
         if type(func) is cst.Name and func.value not in self.names():
             return None
+        if type(func) is cst.Name and func.value in self._name_builders:
+            return self._built_by_name(call, function)
         if type(func) is cst.Attribute and type(func.value) is cst.Name and function is not None:
             return self._held_class(func, function)
         if type(func) not in (cst.Name, cst.Call, cst.Subscript):
@@ -293,6 +304,24 @@ class Factories:
         if inner is None or inner.alternatives:
             return None
         return Factory(inner.qualified, inner.preset, via or inner.via, certain and inner.certain)
+
+    def _built_by_name(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
+        """``get_activation(activation)`` of a by-name builder of the file: the ``torch.nn``
+        class its name argument names (a literal, or a parameter whose default is one, as
+        ``getattr(torch.nn, name)`` reads it), built with no arguments of the call's."""
+        builder, param = self._name_builders[call.func.value]  # type: ignore[attr-defined]
+        if builder is function or any(arg.star for arg in call.args):
+            return None
+        positional = [p.name.value for p in (*builder.params.posonly_params, *builder.params.params)]
+        given = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == param), None)
+        place = positional.index(param)
+        if given is None and place < len(call.args) and call.args[place].keyword is None:
+            given = call.args[place].value
+        text = by_name_text(self, given, function) if given is not None else None
+        if text is None:
+            return None
+        via = text[1] or f"`{call.func.value}({text[0]!r})`"  # type: ignore[attr-defined]
+        return Factory(f"torch.nn.{text[0]}", (), via, text[2], configured=True)
 
     @staticmethod
     def _by_dimension(found: List[Optional[Factory]]) -> Optional[Factory]:

@@ -376,12 +376,27 @@ class LayerLists:
             p.name.value == name for p in nodes_of(function.params, cst.Param)  # type: ignore[attr-defined]
         ):
             return value
-        # every mention: the target, or an element of a list/tuple literal
+        # every mention: the target, an element of a list/tuple literal or of an append, or a
+        # test of whether it is None (``norm = make_norm(kind)``; ``if norm is not None:
+        # layers.append(norm)``: a None is never placed)
         allowed = {id(assigned[0].targets[0].target)}
-        for node in scan(function.body, (cst.List, cst.Tuple), _NESTED):
-            for element in node.elements:  # type: ignore[attr-defined]
-                if type(element.value) is cst.Name and element.value.value == name:
-                    allowed.add(id(element.value))
+        for node in scan(function.body, (cst.List, cst.Tuple, cst.Call, cst.Comparison, cst.If), _NESTED):
+            kind = type(node)
+            if kind in (cst.List, cst.Tuple):
+                candidates = [element.value for element in node.elements]  # type: ignore[attr-defined]
+            elif kind is cst.Call:
+                func = node.func  # type: ignore[attr-defined]
+                appended = type(func) is cst.Attribute and func.attr.value == "append" and len(node.args) == 1  # type: ignore[attr-defined]
+                candidates = [node.args[0].value] if appended else []  # type: ignore[attr-defined]
+            elif kind is cst.Comparison:
+                targets = node.comparisons  # type: ignore[attr-defined]
+                none_test = len(targets) == 1 and type(targets[0].operator) in (cst.Is, cst.IsNot) and (
+                    type(targets[0].comparator) is cst.Name and targets[0].comparator.value == "None"
+                )
+                candidates = [node.left] if none_test else []  # type: ignore[attr-defined]
+            else:
+                candidates = [node.test]  # type: ignore[attr-defined]
+            allowed.update(id(c) for c in candidates if type(c) is cst.Name and c.value == name)
         mentions = [n for n in scan(function.body, (cst.Name,), _NESTED) if n.value == name]  # type: ignore[attr-defined]
         if any(id(n) not in allowed for n in mentions):
             return value

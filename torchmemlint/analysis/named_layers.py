@@ -14,9 +14,11 @@ import libcst as cst
 from torchmemlint.analysis.constants import constant_text
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import _scope_of, walk
+from torchmemlint.tree import scan
 
 _GETATTR = (None, "getattr", "builtins.getattr")
 _MODULES = ("torch.nn",)
+_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def by_name(factories: Any, expr: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[
@@ -63,6 +65,12 @@ def _module_dict(factories: Any, name: str) -> Optional[Dict[str, cst.BaseExpres
     return found
 
 
+def by_name_text(factories: Any, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Tuple[str, Optional[str], bool]]:
+    """The class name ``node`` gives a by-name lookup (``_text``): a capitalised identifier."""
+    text = _text(factories, node, function)
+    return text if text is not None and text[0][:1].isupper() and text[0].isidentifier() else None
+
+
 def _text(factories: Any, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Tuple[str, Optional[str], bool]]:
     """A string literal, or a parameter of ``function`` whose default is one: (text, how, certain)."""
     if type(node) is cst.SimpleString:
@@ -92,6 +100,60 @@ def _text(factories: Any, node: cst.BaseExpression, function: Optional[cst.Funct
         if value is not None and not (type(value) is cst.SimpleString and value.evaluated_value == default):
             return None
     return default, f"{label}, as every call in this file passes it", True
+
+
+def name_parameter(qualify: Callable[[cst.BaseExpression], Optional[str]], function: cst.FunctionDef) -> Optional[str]:
+    """The parameter a *by-name builder* reads a layer's class name from: a function whose
+    returns build ``getattr(torch.nn, <name>)`` with no arguments (``return getattr(nn,
+    name)()``, or ``cls = getattr(nn, name, None)`` ... ``return cls()``, the local maybe also
+    given a fallback lookup of the name), or hand back what they were given (``return name``,
+    ``return name()``: an instance or a class passed instead); flexray's ``get_activation``,
+    kevins-torch's ``activation_function_parser``. None for any other function."""
+    if function.decorators or type(function.body) is not cst.IndentedBlock:
+        return None
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    found: Optional[str] = None
+    returns = [r for r in scan(function.body, (cst.Return,), _NESTED) if r.value is not None]  # type: ignore[attr-defined]
+    for statement in returns:
+        value = statement.value  # type: ignore[attr-defined]
+        if type(value) is cst.Name and value.value in params:
+            continue  # an instance handed in
+        if type(value) is not cst.Call or value.args:
+            return None
+        func = value.func  # type: ignore[attr-defined]
+        if type(func) is cst.Name and func.value in params:
+            continue  # a class handed in
+        named = _looked_up(qualify, function, func, params)
+        if named is None or (found is not None and named != found):
+            return None
+        found = named
+    return found
+
+
+def _looked_up(qualify: Callable[[cst.BaseExpression], Optional[str]], function: cst.FunctionDef,
+               func: cst.BaseExpression, params: List[str]) -> Optional[str]:
+    """The parameter ``func`` is looked up by in ``torch.nn`` (``getattr(nn, name[, default])``,
+    or a local every value of which is that lookup or another call of the name)."""
+    values: List[cst.BaseExpression] = [func]
+    if type(func) is cst.Name:
+        values = [
+            node.value for node in scan(function.body, (cst.Assign,), _NESTED)  # type: ignore[attr-defined]
+            if any(binds(target.target, func.value) for target in node.targets)  # type: ignore[attr-defined]
+        ]
+    found: Optional[str] = None
+    for value in values:
+        if type(value) is not cst.Call or not value.args or value.args[0].star:  # type: ignore[attr-defined]
+            return None
+        args = value.args  # type: ignore[attr-defined]
+        if type(value.func) is cst.Name and value.func.value == "getattr" and len(args) in (2, 3) and (  # type: ignore[attr-defined]
+            qualify(args[0].value) in _MODULES and type(args[1].value) is cst.Name and args[1].value.value in params
+        ):
+            if found is not None and found != args[1].value.value:
+                return None
+            found = args[1].value.value
+        elif not (type(args[0].value) is cst.Name and args[0].value.value in params):
+            return None  # (a fallback lookup of the same name: `_case_insensitive_torch_nn_class(name)`)
+    return found
 
 
 def _rebound(function: cst.FunctionDef, name: str) -> bool:

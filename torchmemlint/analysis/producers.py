@@ -289,6 +289,8 @@ class Producers:
         inner.nesting = self.nesting + 1
         passes = False  # (``else: return nn.Identity()``: Encodec's ``get_norm_module``)
         for statement in scan(builder.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if type(statement.value) is cst.Name and statement.value.value == "None":  # type: ignore[attr-defined]
+                continue  # (``norm=None``: nothing to place; a None in a Sequential fails to build)
             given = self._returned_argument(file, builder, statement, call)  # type: ignore[arg-type]
             if given is not None:
                 made.append(given)

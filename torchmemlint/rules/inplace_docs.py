@@ -132,7 +132,12 @@ TML201_DOCUMENTATION = """
     built by name are read too: `getattr(torch.nn, name)(**params)` and `ACTS[name](...)` (a
     module-level dict of layer classes) where `name` is a literal or a parameter with a string
     default (`"LeakyReLU"`), with its slope read from a dict default of `params` (also when a
-    caller passes `**params` copied from a dict default of its own), and
+    caller passes `**params` copied from a dict default of its own), a function of the file
+    that looks the class up so (`cls = getattr(torch_nn, name, None)` ... `return cls()`, an
+    instance or class handed in returned as it is: `get_activation(activation)` with
+    `activation="LeakyReLU"`, reported without a fix; a builder's `return None` arm, a norm
+    left out, places nothing, and a local tested against `None` before it is appended is still
+    that layer, tests/test_inplace_by_name_builders.py), and
     functional aliases (`act = F.leaky_relu`); so are functions a configured key chooses,
     `self.activation_fn = get_activation_fn(activation)` with `activation="ELU"` and a helper
     returning `{"ELU": F.elu, ...}.get(name, F.elu)`, also `self.act = F.elu` and `fn =
