@@ -10,7 +10,10 @@ the output is a model output of each iteration, element by element.
 
 Look-alikes stay quiet: ``range(batch_size)`` (the items of one batch, stacked after the
 loop), the same loops under ``torch.no_grad()``, a helper handed the model that returns only
-what it was given, and the element of a helper's tuple that is not the output (the labels).
+what it was given or what a method of the model makes of the outputs (torchify's
+``validation_epoch_end``: numbers), the element of a helper's tuple that is not the output (the
+labels), and (TML501) a model method per batch whose own definition in the file is
+``@torch.no_grad()`` (uncorrupt-smiles' ``generate``).
 
 The CLI runs as a subprocess; each case must report exactly the rows marked ``# expect: CODE``.
 """
@@ -111,6 +114,26 @@ def evaluate_inline(model, data, batch_size):
             preds.append(model(data[i:i + batch_size]))
     return torch.cat(preds)
 """,
+    # torchify's fit_one_cycle: the helper returns what a method of the model makes of the
+    # outputs (``validation_epoch_end``: numbers), not an output
+    "helper_returns_a_summary": HEAD + """def evaluate_model(model, val_loader):
+    model.eval()
+    outputs = [model.validation_step(batch) for batch in val_loader]  # expect: TML502
+    return model.validation_epoch_end(outputs)
+
+
+def fit(model, train_loader, val_loader, optimizer, epochs):
+    history = []
+    for epoch in range(epochs):
+        for batch in train_loader:
+            loss = model.training_step(batch)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        result = evaluate_model(model, val_loader)
+        history.append(result)
+    return history
+""",
     "helper_returns_the_input": HEAD + """def _prepare(batch, model):
     model.to(batch.device)
     return batch * 2
@@ -133,3 +156,52 @@ def found(tmp_path_factory) -> Dict[str, Found]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reports_exactly_the_marked_rows(found, name):
     assert set(found[name]) == marked(CASES[name])
+
+
+TML501_CASES = {
+    # uncorrupt-smiles' fix_smiles: the batches of a list, a model method per batch after eval()
+    "own_generate": """import torch
+from torch import nn
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(8, 8)
+
+    @torch.no_grad()
+    def generate(self, src):
+        return self.encoder(src).argmax(-1)
+
+    def run_ids(self, src):
+        return self.encoder(src)
+
+    def fix(self, items, batch_size=64):
+        self.eval()
+        results = []
+        for start in range(0, len(items), batch_size):
+            ids = self.generate(items[start:start + batch_size])
+            results.extend(ids.tolist())
+        return results
+
+    def fix_plain(self, items, batch_size=64):
+        self.eval()
+        results = []
+        for start in range(0, len(items), batch_size):
+            logits = self.run_ids(items[start:start + batch_size])  # expect: TML501
+            results.extend(logits.argmax(-1).tolist())
+        return results
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def found_501(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("batched_loops_501"), TML501_CASES, "TML501")
+
+
+@pytest.mark.parametrize("name", sorted(TML501_CASES))
+def test_a_model_method_per_batch_is_judged_by_its_own_autograd(found_501, name):
+    """A model's method run on each batch after ``eval()`` is reported, unless the file's own
+    definition of that method turns autograd off (``@torch.no_grad() def generate``)."""
+    assert set(found_501[name]) == marked(TML501_CASES[name])

@@ -164,10 +164,11 @@ def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
     over_loader = any(iterates_loader(loop) for loop in event.ctx.loops)
     if not over_loader and not is_eval_name(facts.scope.name):
         return False
-    if method in SELF_NO_GRAD_METHODS and not any(
-        scope.name == method for classfacts in facts.walk.classes for scope in classfacts.methods
-    ):
+    defined = [scope for classfacts in facts.walk.classes for scope in classfacts.methods if scope.name == method]
+    if method in SELF_NO_GRAD_METHODS and not defined:
         return False  # transformers' `generate`, which no class of this file redefines
+    if defined and all(scope.no_grad for scope in defined):
+        return False  # the file's own `@torch.no_grad() def generate(...)`
     mode = facts.last_mode_change(receiver, event.seq)
     if mode is None:  # a parameter its callers put in evaluation mode
         return over_loader and eval_by_callers(facts, receiver) is not None

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.autograd import AssignEvent, Ctx, Scope
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import _small_statements
 from torchmemlint.tree import nodes_of
 
 
@@ -72,12 +73,51 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     for _ in inner.replay():
         pass
     end = Ctx()
+    # handed only the model, the helper's outputs are what it returns of calling it, not what a
+    # method of the model makes of them (`model.validation_epoch_end(outputs)`: numbers)
+    kept = _run_on(function, {name for keyword, index in models for name in [keyword or params[index]]}) \
+        if all(value is None for _, value in given) else None
     if type(returned) in (cst.Tuple, cst.List):
         elements = returned.elements  # type: ignore[attr-defined]
         if any(type(element) is not cst.Element for element in elements):
             return None
-        return tuple(_at_call(inner.value_of(element.value, end), ctx) for element in elements)
-    return _at_call(inner.value_of(returned, end), ctx)
+        return tuple(
+            _at_call(inner.value_of(element.value, end), ctx) if kept is None or kept(element.value) else None
+            for element in elements
+        )
+    return _at_call(inner.value_of(returned, end), ctx) if kept is None or kept(returned) else None
+
+
+def _run_on(function: cst.FunctionDef, models: Set[str]) -> Callable[[cst.BaseExpression], bool]:
+    """Whether an expression of ``function`` is what calling one of its parameters ``models``
+    returned (``model(x)``), or a tensor method, part or torch function of that (``out.sigmoid()``,
+    ``out[0]``, ``torch.sigmoid(out)``), through the body's plain assignments."""
+    bound: Dict[str, cst.BaseExpression] = {}
+    for small in _small_statements(function.body.body):  # type: ignore[attr-defined]
+        if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+            bound[small.targets[0].target.value] = small.value  # type: ignore[attr-defined]
+
+    def made(node: cst.BaseExpression, depth: int = 0) -> bool:
+        if depth > 8:
+            return False
+        if type(node) is cst.Name:
+            value = bound.get(node.value)
+            return value is not None and made(value, depth + 1)
+        if type(node) in (cst.Subscript, cst.Attribute):
+            return made(node.value, depth + 1)  # type: ignore[attr-defined]
+        if type(node) is not cst.Call:
+            return False
+        func = node.func  # type: ignore[attr-defined]
+        if type(func) is cst.Name:
+            return func.value in models
+        if type(func) is not cst.Attribute:
+            return False
+        if type(func.value) is cst.Name and func.value.value in ("torch", "F"):
+            args = node.args  # type: ignore[attr-defined]
+            return bool(args) and made(args[0].value, depth + 1)
+        return made(func.value, depth + 1) and not (type(func.value) is cst.Name and func.value.value in models)
+
+    return made
 
 
 def _at_call(value: Any, ctx: Ctx) -> Any:

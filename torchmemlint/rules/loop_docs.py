@@ -240,7 +240,8 @@ TML502_DOCUMENTATION = """
     `loss = self.calculate_kd_loss(out, label)`, is made in each run of the caller's loops,
     `tests/test_tml502_helper_losses.py`), and what such a helper handed the model returns
     of its output (`preds, labels = _run_batch(data[i:i + bs], model, collate)`: the
-    `preds`, `tests/test_tml502_batched_loops.py`); a sum that starts as a string holds none
+    `preds`; not what a method of the model makes of it, `model.validation_epoch_end(outputs)`,
+    `tests/test_tml502_batched_loops.py`); a sum that starts as a string holds none
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
