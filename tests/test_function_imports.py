@@ -163,3 +163,17 @@ def build_block():
 '''
     found = lint_cases(tmp_path, {"kpconv": source}, "TML201")
     assert set(found["kpconv"]) == marked(source)
+
+
+def test_an_optional_imports_none_fallback_keeps_the_import():
+    """pygeovision's guard: ``try: import torch`` / ``except ImportError: torch = None; nn =
+    None``, then ``if torch is not None: import torch.nn as nn`` / ``else: nn = None``: where
+    ``nn`` is used, it is torch's; a name that is not torch's is the fallback's."""
+    bindings = _bindings(
+        "try:\n    import torch\nexcept ImportError:\n    torch = None\n    nn = None\n"
+        "if torch is not None:\n    import torch.nn as nn\nelse:\n    nn = None\n"
+        "import numpy as np\nif np.__version__ < '1':\n    np = None\n"
+    )
+    assert _qualified(bindings, "nn.parallel.DistributedDataParallel") == "torch.nn.parallel.DistributedDataParallel"
+    assert _qualified(bindings, "torch.cat") == "torch.cat"
+    assert _qualified(bindings, "np.zeros") is None

@@ -205,6 +205,10 @@ class Bindings:
                 [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             )
             imported = _imported_by_call(small.value) if type(small) is cst.Assign and len(targets) == 1 else None
+            if type(small.value) is cst.Name and small.value.value == "None" and all(
+                type(t) is cst.Name and _torch(self.names.get(t.value)) for t in targets
+            ):
+                return  # `nn = None`, an optional import's fallback (`if torch is not None: import torch.nn as nn; else: nn = None`)
             for target in targets:
                 for name in _assigned_names(target):
                     self.names[name] = imported if type(target) is cst.Name else None
