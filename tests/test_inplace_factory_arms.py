@@ -8,10 +8,12 @@ asks for (pyhealth's ``elif activation == "leaky_relu": self.activation = nn.Lea
 ``activation="relu"``: ``factory_arms.never_built``); a literal key that takes another arm; a
 config class's field default that does; a
 parameter every construction of the calling class passes such a value for; a key that an
-earlier ``if ...: return`` catches first; keys tested by ``in``, ``startswith``, ``.lower()``.
+earlier ``if ...: return`` catches first; keys tested by ``in``, ``startswith``, ``.lower()``; an ``else`` arm the default reaches.
 Reported as before: the key that takes the arm (literal, field default, a construction passing
 it), a key nothing tells (a parameter without a default), a config field another construction
-of the class in the file sets to the layer's key.
+of the class in the file sets to the layer's key, and the default's arm of a local chosen
+before an ``else`` fallback, the local then appended after Linears rewrapped by
+``spectral_norm`` (the same module).
 """
 
 from __future__ import annotations
@@ -201,6 +203,56 @@ CASES: Dict[str, str] = {
 
         def build():
             return MLP(16, activation="leaky_relu")
+    ''',
+    # qgans-pro's WassersteinDiscriminator: the default's arm before an ``else`` fallback, one
+    # instance appended after each (spectral-normed) Linear
+    "local_arm_before_an_else": '''
+        import torch.nn as nn
+
+
+        class WassersteinDiscriminator(nn.Module):
+            def __init__(self, input_dim, hidden_dims=(512, 256), activation="leaky_relu", use_spectral_norm=True):
+                super().__init__()
+                if activation == "relu":
+                    act_fn = nn.ReLU()
+                elif activation == "leaky_relu":
+                    act_fn = nn.LeakyReLU(0.2)  # expect: TML201
+                else:
+                    act_fn = nn.LeakyReLU(0.2)
+                layers = []
+                current_dim = input_dim
+                for hidden_dim in hidden_dims:
+                    linear = nn.Linear(current_dim, hidden_dim)
+                    if use_spectral_norm:
+                        linear = nn.utils.spectral_norm(linear)
+                    layers.append(linear)
+                    layers.append(act_fn)
+                    current_dim = hidden_dim
+                layers.append(nn.Linear(current_dim, 1))
+                self.network = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.network(x)
+
+
+        class Gated(nn.Module):
+            """The else arm reached by the default: not the arm's to judge; and a wrapper that
+            is not the same module (a Sequential around the Linear, ending in a Sigmoid)."""
+
+            def __init__(self, d, activation="gelu"):
+                super().__init__()
+                if activation == "relu":
+                    act_fn = nn.ReLU()
+                elif activation == "leaky_relu":
+                    act_fn = nn.LeakyReLU(0.2)
+                else:
+                    act_fn = nn.LeakyReLU(0.1)
+                linear = nn.Linear(d, d)
+                linear = nn.Sequential(linear, nn.Sigmoid())
+                self.body = nn.Sequential(linear, act_fn, nn.Linear(d, 1))
+
+            def forward(self, x):
+                return self.body(x)
     ''',
     "early_returns_and_tests": '''
         import torch.nn as nn

@@ -370,6 +370,9 @@ class LayerLists:
                 for t in targets if t is not None
             ):
                 assigned.append(node)
+        # (``linear = spectral_norm(linear)`` after it: the same module, its weight reparametrised)
+        wrapped = [node for node in assigned if _rewrapped(node, name)]
+        assigned = [node for node in assigned if not _rewrapped(node, name)]
         if len(assigned) != 1 or type(assigned[0]) is not cst.Assign or len(assigned[0].targets) != 1:
             return value
         if type(assigned[0].value) is not cst.Call or any(
@@ -380,6 +383,8 @@ class LayerLists:
         # test of whether it is None (``norm = make_norm(kind)``; ``if norm is not None:
         # layers.append(norm)``: a None is never placed)
         allowed = {id(assigned[0].targets[0].target)}
+        for node in wrapped:
+            allowed.update((id(node.targets[0].target), id(node.value.args[0].value)))  # type: ignore[attr-defined]
         for node in scan(function.body, (cst.List, cst.Tuple, cst.Call, cst.Comparison, cst.If), _NESTED):
             kind = type(node)
             if kind in (cst.List, cst.Tuple):
@@ -599,6 +604,22 @@ class _Walk:
                 return None
             raise _Unknown()  # assigned on one path only
         return a.union(b)
+
+
+_SAME_MODULE_WRAPPERS = frozenset({"spectral_norm", "weight_norm"})  # (they return the module they are given)
+
+
+def _rewrapped(node: cst.CSTNode, name: str) -> bool:
+    """``name = spectral_norm(name)`` (or ``weight_norm``, also ``nn.utils.``'s): the module
+    ``name`` held, its weight reparametrised in place."""
+    if type(node) is not cst.Assign or len(node.targets) != 1 or not _is(node.targets[0].target, name):
+        return False
+    value = node.value
+    if type(value) is not cst.Call or not value.args or value.args[0].keyword is not None or value.args[0].star:
+        return False
+    func = value.func
+    last = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+    return last in _SAME_MODULE_WRAPPERS and _is(value.args[0].value, name)
 
 
 def _index(node: cst.BaseExpression, name: str):

@@ -231,6 +231,29 @@ def dispatch_test(index: Any, function: cst.FunctionDef, statement: Any) -> Opti
     return (param, right.evaluated_value, fold)
 
 
+def _fallback_arm(index: Any, function: cst.FunctionDef, chosen: cst.CSTNode, line: cst.CSTNode, param: Any) -> bool:
+    """``line`` sits in the final ``else`` of the ``if``/``elif`` chain whose arm testing
+    ``param`` holds ``chosen``, every ``if`` from that arm to the ``else`` testing ``param``
+    for a string: the default that picks ``chosen``'s arm never reaches the ``else``."""
+    here, parent, order = index.find(line), index.parent, index.order
+    block = parent[here] if here is not None else -1
+    arm = parent[block] if block >= 0 else -1
+    owner = order[parent[arm]] if arm >= 0 and parent[arm] >= 0 else None
+    if type(order[block]) is not cst.IndentedBlock or type(order[arm]) is not cst.Else or type(owner) is not cst.If:
+        return False
+    at = index.find(chosen)
+    start = order[parent[parent[at]]] if at is not None and parent[at] >= 0 and parent[parent[at]] >= 0 else None
+    current = start
+    while type(current) is cst.If:
+        body = current.body.body if type(current.body) is cst.IndentedBlock else ()  # type: ignore[attr-defined]
+        if not body or (dispatch_test(index, function, body[0]) or (None,))[0] is not param:
+            return False
+        if current is owner:
+            return True
+        current = current.orelse  # type: ignore[attr-defined]
+    return False
+
+
 def _unchanged(text: str) -> str:
     return text
 
@@ -300,6 +323,9 @@ def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpressi
             other = dispatch_test(index, function, line) if type(line) is cst.SimpleStatementLine and len(line.body) == 1 else None
             if other is not None and other[0] is test[0] and other[1] != test[1]:  # type: ignore[index]
                 targets.add(id(node.targets[0].target))
+                continue
+            if type(line) is cst.SimpleStatementLine and _fallback_arm(index, function, statement, line, test[0]):  # type: ignore[index]
+                targets.add(id(node.targets[0].target))  # ``else: act = nn.LeakyReLU(0.2)``, after the chosen arm
                 continue
         return None
     return [read for read in names_read(function, target) if id(read) not in targets]

@@ -201,9 +201,12 @@ TML201_DOCUMENTATION = """
     (tests/test_inplace_held_out16.py). A local bound in each arm of an `if` chain on a string
     parameter (`if activation == "leakyrelu": act = nn.LeakyReLU() elif activation == "elu":
     act = nn.ELU()`, then `fc_out.append(act)` or `self.act = act`) holds the layer of the arm
-    the parameter's default picks, and runs where the name is placed; not when the default picks
+    the parameter's default picks, and runs where the name is placed (a final `else:` fallback
+    after that arm is never reached by the default); not when the default picks
     no arm, or the parameter or the name is bound again elsewhere
-    (tests/test_inplace_held_out17.py).
+    (tests/test_inplace_held_out17.py). A local layer rewrapped by `spectral_norm` or
+    `weight_norm` (`linear = nn.utils.spectral_norm(linear)`) is still that layer where it is
+    appended (tests/test_inplace_factory_arms.py).
 
     ## Why is this bad?
     Out of place, these activations keep their *input* for backward, while the next layer keeps
