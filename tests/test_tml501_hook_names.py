@@ -1,7 +1,8 @@
 """TML501 and the names of Lightning's evaluation hooks: Lightning runs a module's
 ``validation_step`` / ``test_step`` / ``predict_step`` methods without autograd, but a function
 of the module with such a name (DGLD's ``test_step(model, g, ...)``, which calls ``model.eval()``
-and runs the model over a loader) is nobody's hook: what it does is read as any function's."""
+and runs the model over a loader) is nobody's hook: what it does is read as any function's.
+An inflected word of a name (``match_predicted_tree_species``) says evaluation as its stem does."""
 
 from __future__ import annotations
 
@@ -33,6 +34,32 @@ CASES: Dict[str, str] = {
                 _, score = loss_func(adj[indices], x_hat, feat)
                 predict_score[indices] = score.detach().cpu()
             return predict_score.numpy()
+    ''',
+    # treespec's match_predicted_tree_species: a name's word inflected ("predicted",
+    # "evaluating", "inferring") still says evaluation; a function that trains on what it
+    # predicts does not
+    "inflected_names": '''
+        import os
+
+        import torch
+
+
+        def match_predicted_tree_species(images_dir, classification_model, class_names):
+            classification_model.eval()
+            found = {}
+            for name in os.listdir(images_dir):
+                prediction = classification_model.predict(os.path.join(images_dir, name))  # expect: TML501
+                found[name] = class_names[prediction["category"]]
+            return found
+
+
+        def fit_predicted_residuals(model, batches, optimizer):
+            for x, y in batches:
+                predicted = model(x)
+                loss = ((predicted - y) ** 2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
     ''',
     "hook_methods": '''
         import lightning as L

@@ -36,7 +36,8 @@ MODULE_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloa
 # Words of a function name that make it evaluation code.
 EVAL_WORDS = frozenset(
     {"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid", "test",
-     "testing", "predict", "prediction", "infer", "inference"}
+     "testing", "predict", "prediction", "predicted", "predicting", "infer", "inference", "inferring",
+     "evaluating", "validating"}
 )
 # Lightning runs these hooks under `torch.inference_mode()` / `no_grad()` itself.
 FRAMEWORK_NO_GRAD_HOOKS = re.compile(

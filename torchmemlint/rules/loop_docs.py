@@ -5,7 +5,8 @@ TML501_DOCUMENTATION = """
     ## What it does
     Flags calls of the model in evaluation code that runs with autograd on: in a loop after
     `model.eval()`, or in a function named like `evaluate` / `validate` / `test` / `predict` /
-    `infer`, when nothing turns autograd off there. A single straight-line call after
+    `infer` (a word of the name, also inflected: `match_predicted_tree_species`,
+    tests/test_tml501_hook_names.py), when nothing turns autograd off there. A single straight-line call after
     `model.eval()` (`model.eval(); out = model(x)`, `return model(x)`) is reported when its
     output is kept (bound or returned, not a bare `model(x)` warm-up), the callee is plainly a
     module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
