@@ -11,9 +11,8 @@ import libcst as cst
 
 from torchmemlint.analysis.checkpoints import (
     agreed, BATCH_NORM, IDENTITY, _CONTAINERS, _F, Found, instantiated, _is_none, _function_op, _function_traits, _lambda_call,
-    _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS,
-    _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS,
-    relative_wrappers, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
+    _argument, _last_part, _module_traits, _NN, norm_config_traits, NORM_CONFIG_BUILDERS, relative_wrappers,
+    _PARAMETERLESS_MODULES, _PARAMETRIC_MODULES, _PARTIAL, RANDOM, _RANDOM_METHODS, _single_return_call, SingleOp, timm_layer_traits, Wrapper,
 )
 from torchmemlint.analysis.built_layers import built_op, either
 from torchmemlint.analysis.classes import Env, InitModel
@@ -21,6 +20,7 @@ from torchmemlint.analysis.configs import config_type
 from torchmemlint.analysis.inheritance import inherited_init, inherited_method
 from torchmemlint.analysis.factories import assigned_values, effective_call, Factories, parameter, spelled_out
 from torchmemlint.analysis.local_layers import bound_call as _bound_call, local_layer_classes
+from torchmemlint.analysis.library_parts import held_op
 from torchmemlint.analysis.names import Bindings, dotted_name as _dotted
 from torchmemlint.analysis.syntax import _first_param, _flat_statements, _scope_of, _walk_types, nodes_of, self_path
 from torchmemlint.tree import scan
@@ -702,6 +702,8 @@ class CallableModel:
             if method is not None:  # `def _fc(self, h): return self.fc(h)`, checkpointed as `self._fc`
                 call = _single_return_call(method, skip=1)
                 return self.single_op(call.func, env.owner.method_env(method), depth + 1) if call is not None else None  # type: ignore[union-attr]
+            if not followed and env.owner is not None and (op := held_op(self, path, env)) is not None:
+                return op  # `self.encoder.avgpool` of a torchvision ResNet (``library_parts``)
             return agreed([self.single_op(value, value_env, depth + 1) for value, value_env, _ in followed if not _is_none(value)])
         if type(expr) is cst.IfExp:  # `nn.Linear(a, b) if a != b else nn.Identity()`
             return agreed([self.single_op(arm, env, depth + 1) for arm in (expr.body, expr.orelse)])
@@ -772,12 +774,10 @@ class CallableModel:
         return agreed([self.single_op(element, element_env) for element, element_env, _ in elements])
 
 
-
 def _nested_function(function: Optional[cst.FunctionDef], name: cst.BaseExpression) -> Optional[cst.FunctionDef]:
     """A function defined once in ``function``'s body under ``name`` (``def _inner_forward``)."""
-    if function is None or type(name) is not cst.Name:
-        return None
-    found = [node for node in scan(function.body, (cst.FunctionDef,)) if node.name.value == name.value]
+    found = [] if function is None or type(name) is not cst.Name else [
+        node for node in scan(function.body, (cst.FunctionDef,)) if node.name.value == name.value]  # type: ignore[attr-defined]
     return found[0] if len(found) == 1 else None
 
 

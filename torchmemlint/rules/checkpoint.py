@@ -153,7 +153,10 @@ class SingleOpCheckpoint(Rule):
     normalisation, activation or average-pool module (`self.conv1` is followed to
     `self.conv1 = nn.Conv2d(...)` in `__init__`, also where it is that layer or else
     `nn.Identity()`, or built by a factory parameter (`self.norm = norm_layer(dim)` with
-    `norm_layer=nn.LayerNorm`); an inline `nn.Conv2d(...)`; the elements of a `ModuleList`
+    `norm_layer=nn.LayerNorm`); a layer torchvision documents of a ResNet the class holds
+    (`self.encoder.avgpool`, `.fc`, `.conv1` ... with `self.encoder = resnet18(...)`, or where a
+    method asserts `isinstance(self.encoder, ResNet)`, tests/test_checkpoint_library_parts.py);
+    an inline `nn.Conv2d(...)`; the elements of a `ModuleList`
     iterated by a `for` loop, also as `layer.__call__`, `layer.forward` or `lambda t: layer(t)`,
     through `enumerate`/`zip`, unpacked (`for norm, ff in self.layers`: every element's first)
     or indexed (`self.projections[i]`); a method that only forwards to one, `def _fc(self,
