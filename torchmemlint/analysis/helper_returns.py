@@ -66,17 +66,14 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
         return None
     inner.depth = facts.depth + 1
     inner.env.update({name: value for name, value in seeded.items() if value is not None})
-    for keyword, index in models:
-        name = keyword if keyword is not None else params[index] if index < len(params) else None
-        if name is not None:
-            inner.model_names.add(name)
+    handed = {keyword if keyword is not None else params[index] for keyword, index in models if keyword or index < len(params)}
+    inner.model_names.update(handed)
     for _ in inner.replay():
         pass
     end = Ctx()
     # handed only the model, the helper's outputs are what it returns of calling it, not what a
     # method of the model makes of them (`model.validation_epoch_end(outputs)`: numbers)
-    kept = _run_on(function, {name for keyword, index in models for name in [keyword or params[index]]}) \
-        if all(value is None for _, value in given) else None
+    kept = _run_on(function, handed) if all(value is None for _, value in given) else None
     if type(returned) in (cst.Tuple, cst.List):
         elements = returned.elements  # type: ignore[attr-defined]
         if any(type(element) is not cst.Element for element in elements):

@@ -238,9 +238,9 @@ def _fallback_arm(index: Any, function: cst.FunctionDef, chosen: cst.CSTNode, li
     here, parent, order = index.find(line), index.parent, index.order
     block = parent[here] if here is not None else -1
     arm = parent[block] if block >= 0 else -1
-    owner = order[parent[arm]] if arm >= 0 and parent[arm] >= 0 else None
-    if type(order[block]) is not cst.IndentedBlock or type(order[arm]) is not cst.Else or type(owner) is not cst.If:
+    if arm < 0 or parent[arm] < 0 or type(order[block]) is not cst.IndentedBlock or type(order[arm]) is not cst.Else:
         return False
+    owner = order[parent[arm]]
     at = index.find(chosen)
     start = order[parent[parent[at]]] if at is not None and parent[at] >= 0 and parent[parent[at]] >= 0 else None
     current = start
