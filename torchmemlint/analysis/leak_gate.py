@@ -381,6 +381,7 @@ def facts_from_index(index: NodeIndex) -> LoopFacts:
                 loop.calls.extend(
                     (HANDED, argument.value.value) for argument in node.args
                     if not argument.star and type(argument.value) is cst.Name
+                    and argument.value.value not in ("True", "False", "None")  # (constants in ``ast``)
                 )
         facts.loops.append(loop)
     for here in index.positions(cst.Attribute):
