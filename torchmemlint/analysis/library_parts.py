@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 import libcst as cst
 
 from torchmemlint.analysis.checkpoints import _PARAMETRIC_MODULES, SingleOp
+from torchmemlint.analysis.module_annotations import unmoved
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import scan
 
@@ -51,7 +52,7 @@ def held_part(qualify: Callable[[cst.BaseExpression], Optional[str]], classdef: 
     if layer is None or self_name is None:
         return None
     built = [value for value in values if type(value) is cst.Call]
-    if built and all(qualify(_unmoved(value).func) in RESNET_NAMES for value in built):
+    if built and all(qualify(unmoved(value).func) in RESNET_NAMES for value in built):
         return layer
     for node in scan(classdef.body, (cst.Assert,), (cst.ClassDef,)):
         test = node.test  # type: ignore[attr-defined]
@@ -62,10 +63,3 @@ def held_part(qualify: Callable[[cst.BaseExpression], Optional[str]], classdef: 
         ):
             return layer
     return None
-
-
-def _unmoved(call: cst.Call) -> cst.Call:
-    """``resnet18(weights=w).to(device)`` -> ``resnet18(weights=w)``."""
-    while type(call.func) is cst.Attribute and call.func.attr.value in ("to", "cuda", "eval", "train") and type(call.func.value) is cst.Call:
-        call = call.func.value
-    return call

@@ -38,18 +38,27 @@ def module_type(facts: Any, annotation: cst.BaseExpression) -> bool:
     return False
 
 
+def unmoved(call: cst.Call) -> cst.Call:
+    """``VAE(...).to(device).eval()`` -> ``VAE(...)``: the call that built the module, without
+    the moves and mode switches chained after it (each returns the same module)."""
+    while (
+        type(call.func) is cst.Attribute and call.func.attr.value in _CHAINED
+        and type(call.func.value) is cst.Call
+    ):
+        call = call.func.value
+    return call
+
+
+_CHAINED = MODULE_MOVES | {"eval", "train"}
+
+
 def returns_module(facts: Any, value: cst.BaseExpression) -> bool:
     """``value`` calls (maybe then moved: ``.to(device)``, ``.cuda()``, ``.eval()``) a method of
     the scope's class or a top-level function of the file, every definition of which is
     annotated to return a module."""
-    while (
-        type(value) is cst.Call and type(value.func) is cst.Attribute  # type: ignore[attr-defined]
-        and value.func.attr.value in MODULE_MOVES | {"eval", "train"}  # type: ignore[attr-defined]
-        and type(value.func.value) is cst.Call  # type: ignore[attr-defined]
-    ):
-        value = value.func.value  # type: ignore[attr-defined]
     if type(value) is not cst.Call:
         return False
+    value = unmoved(value)
     name = dotted_name(value.func) or ""  # type: ignore[attr-defined]
     owner = facts.scope.owner
     functions: List[cst.FunctionDef] = []

@@ -41,7 +41,7 @@ from torchmemlint.analysis.autograd import (
     MODULE_MOVES as _MOVES,
 )
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
-from torchmemlint.analysis.module_annotations import module_type
+from torchmemlint.analysis.module_annotations import module_type, unmoved
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
@@ -481,7 +481,7 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     owner = facts.scope.owner
     scopes = owner.methods if receiver.startswith("self.") and owner is not None else [facts.scope]
     classes = [
-        _unwrapped(event.value).func for scope in scopes for event in scope.assigns  # type: ignore[union-attr]
+        unmoved(event.value).func for scope in scopes for event in scope.assigns  # type: ignore[union-attr]
         if receiver in event.targets and type(event.value) is cst.Call
     ]
     if classes:
@@ -494,16 +494,6 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
         if not local or not all(_returns_output(node) for node in local):
             return False
     return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
-
-
-def _unwrapped(call: cst.Call) -> cst.Call:
-    """``VAE(...).to(device).eval()`` -> ``VAE(...)``."""
-    while (
-        type(call.func) is cst.Attribute and call.func.attr.value in _MOVES | {"eval", "train"}
-        and type(call.func.value) is cst.Call
-    ):
-        call = call.func.value
-    return call
 
 
 def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]:
@@ -609,7 +599,7 @@ def runs_no_module(facts: ScopeFacts, event: CallEvent) -> bool:
     if not receiver or "." in receiver:
         return False
     classes = [
-        _unwrapped(value).func for assign in facts.scope.assigns
+        unmoved(value).func for assign in facts.scope.assigns
         if receiver in assign.targets and type(value := assign.value) is cst.Call
     ]
     return bool(classes) and all(
