@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Where an in-process lint of a corpus spends its time, by phase: the libcst parse, the
-file's node index, the rules' walk (their analyses included), placing the findings
-(``resolve_findings``) and the loop-rule gate; the rest (text gates, contexts, noqa) is
-total minus those.
+file's node index, the rules' walk (their analyses included; the TML2xx activation sites
+shown apart, inside it), placing the findings (``resolve_findings``), the loop-rule gate and
+the project index's ``ast`` summaries; the rest (text gates, contexts, noqa) is total minus
+those.
 
     python benchmarks/lint_phases.py [PATH] [--all]    # default: the timm corpus of speed.py (M)
 
@@ -50,6 +51,13 @@ def main() -> int:
     timed(engine, "_loop_rules_may_report", "loop gate")
     timed(tree.NodeIndex, "__init__", "node index")
     timed(engine._BatchedWalker, "walk", "rules' walk")
+    # (inside the rules' walk: the TML2xx activation sites; and the project index's ``ast``
+    # summaries of the files not yet linted, read when a rule first asks for the project)
+    import torchmemlint.analysis.activations as activations
+    import torchmemlint.project as project
+
+    timed(activations.InplaceAnalysis, "sites", "  of which activation sites")
+    timed(project, "summarize", "project summaries (ast)")
     settings = load_settings(None)
     codes = frozenset(all_rules()) if "--all" in sys.argv else None
     files = sorted(str(path) for path in root.rglob("*.py"))
@@ -60,9 +68,16 @@ def main() -> int:
         engine.lint_source(text, path, settings, codes=codes)
     total = time.perf_counter() - start
     print(f"{len(files)} files of {root}, {'all rules' if codes else 'default rules'}: {total:.2f} s")
+    inner = {phase: seconds for phase, seconds in spent.items() if phase.startswith("  ")}
     for phase, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        if phase in inner:
+            continue
         print(f"  {seconds:6.2f} s  {phase}")
-    print(f"  {total - sum(spent.values()):6.2f} s  the rest")
+        if phase == "rules' walk":
+            for part, part_seconds in inner.items():
+                print(f"  {part_seconds:6.2f} s  {part}")
+    outside = sum(seconds for phase, seconds in spent.items() if phase not in inner)
+    print(f"  {total - outside:6.2f} s  the rest")
     return 0
 
 
