@@ -311,6 +311,32 @@ CASES: Dict[str, str] = {
                 optimizer.update_params(loss)  # (mmengine: backward and step)
                 return loss
     ''',
+    "a_parameter_run_on_a_loaders_batches_whatever_its_name": '''
+        import torch
+
+
+        def openset_scores(dataloader_test, netC):
+            scores = []
+            for images, labels in dataloader_test:
+                logits = netC(images)  # expect: TML501
+                scores.extend(logits.data.max(1)[0].cpu().numpy())
+            return scores
+
+
+        def features(classifier, loader):
+            found = [classifier(x).detach().cpu().numpy() for x, _ in loader]  # expect: TML501
+            return found
+
+
+        def smoothed(weight_fn, loader):
+            # not detached: a function's output is not known to carry a graph
+            return [weight_fn(x).cpu().numpy() for x, _ in loader]
+
+
+        def scaled(scale_fn, batch):
+            # no loader: one call of a callable handed in
+            return scale_fn(batch).detach().numpy()
+    ''',
     "values_that_are_not_models_stay_quiet": '''
         import torch
 

@@ -41,6 +41,7 @@ from torchmemlint.analysis.autograd import (
     MODULE_MOVES as _MOVES,
 )
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
+from torchmemlint.analysis.feeds import collected_over_loader, iterates_loader
 from torchmemlint.analysis.module_annotations import module_type, unmoved
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
@@ -135,6 +136,12 @@ def called_value(facts: ScopeFacts, event: CallEvent) -> Optional[Tuple[str, boo
         return None  # `x.float()`, `a.b(...)`: a method, whatever it is
     elif any(param.name.value == head for param in facts.scope.params()):
         shown = facts.is_model(head) or module_call_name(facts, head)
+        # a parameter called on the batches of a loader, whatever its name (``netC(images)``):
+        # counted where the function detaches the output on its way to the sinks (the code
+        # saying it has a graph)
+        named = named or (len(parts) == 1 and bool(event.node.args) and (
+            any(iterates_loader(loop) for loop in event.ctx.loops) or collected_over_loader(facts, event) is not None
+        ))
     elif any(event.targets == (head,) for event in facts.scope.assigns):
         return None
     else:
