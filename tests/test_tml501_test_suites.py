@@ -3,7 +3,9 @@
 method of a test class run the model on purpose, after ``.eval()`` and in loops too (hume-tada's
 ``test_token_values_are_local`` comparing two outputs). The same names in a training script
 are its evaluation code and stay reported: ``def test(model, loader)`` and ``def
-test_epoch(...)`` in ``train.py``.
+test_epoch(...)`` in ``train.py``, GDmicro's ``test_unknown(model, ...)`` in ``gcn_model.py``, a
+runner's ``test_model`` method (Lightning's ``test_step`` hook runs without autograd, and a
+``test_forward`` that asserts is a test wherever it is: quiet).
 
 The CLI runs as a subprocess; each case must report exactly the rows marked ``# expect: CODE``.
 """
@@ -62,6 +64,36 @@ def test_epoch(model, loader):
     model.eval()
     for x, y in loader:
         print(model(x).argmax(1).tolist())  # expect: TML501
+""",
+    # GDmicro's gcn_model.py: top-level ``test_*`` functions of a module pytest does not collect
+    "gcn_model": HEAD + """def test_unknown(model, features, adj, idx_test):
+    model.eval()
+    output = model(features, adj)  # expect: TML501
+    return torch.exp(output[idx_test]).data.numpy()
+
+
+def test_new_acc(model, features, adj, labels):
+    model.eval()
+    output = model(features, adj)  # expect: TML501
+    return (output.max(1)[1] == labels).float().mean().item()
+
+
+class Runner:
+    def test_model(self, x):
+        self.model.eval()
+        return self.model(x).detach().cpu().numpy()  # expect: TML501
+
+
+def test_forward(model, x):
+    model.eval()
+    out = model(x)
+    assert out.shape == x.shape
+
+
+class LitEncoder:
+    def test_step(self, batch, batch_idx):
+        self.model.eval()
+        return self.model(batch).detach().cpu().numpy()
 """,
 }
 

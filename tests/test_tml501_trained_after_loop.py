@@ -79,6 +79,34 @@ CASES: Dict[str, str] = {
                 net.train()
             return vali_loss
     ''',
+    # GDmicro: one epoch per call, the step, then the validation after ``model.eval()``; a
+    # forward after the switch that a later backward trains on is not a validation
+    "validation_after_the_step": '''
+        import torch
+        import torch.nn.functional as F
+
+
+        def train(epoch, model, optimizer, features, adj, labels, idx_train, idx_val):
+            model.train()
+            optimizer.zero_grad()
+            output = model(features, adj)
+            loss_train = F.nll_loss(output[idx_train], labels[idx_train])
+            loss_train.backward()
+            optimizer.step()
+            model.eval()
+            output = model(features, adj)  # expect: TML501
+            loss_val = F.nll_loss(output[idx_val], labels[idx_val])
+            return loss_val.item()
+
+
+        def adapt(model, optimizer, x, y):
+            model.eval()
+            out = model(x)
+            loss = F.mse_loss(out, y)
+            loss.backward()
+            optimizer.step()
+            return out.detach()
+    ''',
     # fairmotion: an evaluation loop before the training loop, both binding ``outputs`` and ``loss``
     "evaluation_before_training_same_names": '''
         import torch

@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import Scope, _names_in
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.tree import contains, scan
+from torchmemlint.tree import contains, node_index, scan
 
 TRAINER_STEPS = frozenset({"training_step"})  # methods whose return value the trainer backpropagates
 
@@ -98,3 +98,16 @@ def _made_in(scope: Scope, backward: Any, loop: Any) -> bool:
         if last is None or loop not in last.ctx.loops:
             return False
     return True
+
+
+def validated_after_step(facts: Any, event: Any, callee: str) -> bool:
+    """``event`` calls the model after its ``eval()`` (outside any loop), and every training
+    call of the function that may run with it (``ScopeFacts.training_calls``) runs before that
+    switch, outside any loop: a validation after the step of a function that trains one epoch
+    (GDmicro's ``train``), whose output no backward reads."""
+    mode = facts.last_mode_change(callee, event.seq)
+    if mode is None or mode[1] != "eval" or event.ctx.loops:
+        return False
+    index = node_index(facts.walk.module)
+    beside = [call for call in facts.training_calls if not index.exclusive(event.node, call.node)]
+    return bool(beside) and all(call.seq < mode[0] and not call.ctx.loops for call in beside)

@@ -8,7 +8,11 @@ they check gradients. A function named ``test*`` (``test_shape``, ``_test_output
 ``SpointModel.test_st``, a ``Trainer.test()``) is that class's evaluation code, judged like any
 other (``tests/test_tml501_detached_values.py``). A top-level one counts only in a file pytest
 collects (``test_*.py``, ``*_test.py``):
-``def test(model, loader)`` in a training script is its evaluation (``collected_test``).
+``def test(model, loader)`` in a training script is its evaluation (``collected_test``), and any
+other function named ``test*`` that no test runner collects where it is (GDmicro's
+``test_unknown(model, ...)`` in ``gcn_model.py``) is judged as any code: reported after the
+model's ``.eval()``, unless it asserts, as tests do (``def test_forward(model, x): ... assert
+out.shape == x.shape``: ``suite_test``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import libcst as cst
+
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.tree import nodes_of
 
 TEST_NAME = re.compile(r"_*test(?:_|[A-Z]|$)")
 _TEST_CLASS = re.compile(r"^Test|Tests?$|TestCase$")
@@ -46,3 +53,12 @@ def collected_test(facts: Any) -> bool:
     if not test_suite_function(scope):
         return False
     return scope.owner is not None or (links is not None and _TEST_FILE.search(links.path) is not None)
+
+
+def suite_test(facts: Any) -> bool:
+    """``collected_test``, or a function named as a test that asserts something, as tests do,
+    wherever it is (a ``conftest.py`` helper, an example's ``test_forward``)."""
+    scope = facts.scope
+    if collected_test(facts):
+        return True
+    return test_suite_function(scope) and scope.function is not None and any(nodes_of(scope.function, cst.Assert))

@@ -18,7 +18,9 @@ TML501_DOCUMENTATION = """
     `test_st()` is its evaluation code). Nor is any call in a test of the test suite, after
     `.eval()` or in a loop too: a method of such a test class, or a top-level `test_*`
     function of a file pytest collects (`test_*.py`, `*_test.py`); a top-level `def
-    test(model, loader)` of a training script is that script's evaluation
+    test(model, loader)` of any other file is evaluation code, named for it, and a `def
+    test_unknown(model, ...)` there (or a `test_model` method of a class that is no test class)
+    is judged as any code: reported after the model's `.eval()`
     (`tests/test_tml501_test_suites.py`).
 
     Autograd counts as off (for the function and for the functions of this file it calls)
@@ -58,7 +60,9 @@ TML501_DOCUMENTATION = """
     reported in a function that also trains when no backward after it trains on what it
     computes: a validation after the training loop, or between epochs (`model.eval(); pred =
     model(x_val); ...; model.train()` in the epoch loop), whose graph and saved activations stay
-    alive, bound to its output, into the next epoch's training (the same test file).
+    alive, bound to its output, into the next epoch's training, or after the step of a function
+    that trains one epoch per call (the step's backward, then `model.eval(); output =
+    model(x)` for the validation metrics) (the same test file).
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
     `self.<x>` that the class binds to a module instance, or to a parameter annotated as a

@@ -24,14 +24,14 @@ from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
-from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop
+from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
 from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
-from torchmemlint.analysis.test_suites import collected_test, test_suite_function
+from torchmemlint.analysis.test_suites import suite_test
 from torchmemlint.analysis.rendering import render, render_expression
 from torchmemlint.analysis.training import (
     _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
@@ -386,7 +386,7 @@ class _Checks:
         scope = self.scope
         if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work or runs_no_module(self.facts, event):
             return  # (also a method of the model's class that runs no module: it records no graph)
-        if collected_test(self.facts):  # a test of the test suite runs the model on purpose
+        if suite_test(self.facts):  # a test of the test suite runs the model on purpose
             return
         callee = model or event.func or ""
         if callee.endswith(".forward"):
@@ -529,11 +529,11 @@ class _Checks:
     def _straight_line_eval(self, event: CallEvent, callee: str) -> bool:
         """`model.eval(); out = model(x)` (or `return model(x)`) outside a loop: reported when
         the output is kept, the callee is plainly a module, the function neither puts it back
-        in training mode afterwards nor backpropagates, no caller of the file trains on what it
-        returns, and it is not a test (``test_suites``)."""
+        in training mode afterwards nor backpropagates (but before the `eval()`: a validation
+        after the step), no caller of the file trains on what it returns, and it is not a test."""
         facts = self.facts
         return (
-            not test_suite_function(self.scope) and not facts.trains_beside(event)
+            not suite_test(facts) and (not facts.trains_beside(event) or validated_after_step(facts, event, callee))
             and output_kept(facts, event)
             and plainly_a_module(facts, callee)
             and not switched_back(facts, callee, event.seq)
