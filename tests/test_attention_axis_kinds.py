@@ -5,8 +5,7 @@ attention and linear attention's ``kᵀ @ v`` contract the positions, and their 
 one learned query pooling the tokens (``nn.Parameter(torch.randn(1, 1, dim))``, or a size 1
 written at the query axis, or an embedding's row with no axis of its own, ``einsum("hd,nhd->nh",
 q_0, k)``): its B·H·1·S weights grow linearly and are smaller than the keys; so
-is one key (a state vector viewed ``(B, 1, heads, d)``), and a query per position over keys of
-its own (``einsum("bnkd,bnd->bnk", k, q)``: B·N·K weights, measured), also with the heads moved to the batch
+is one key (a state vector viewed ``(B, 1, heads, d)``), also with the heads moved to the batch
 (``torch.cat(q.split(d, dim=2), dim=0)``) and the number of queries a constructor default. A
 learned query a tensor is added to (which may broadcast it to many rows), many
 learned queries, latents whose number the code does not show, and a decoder step's
@@ -348,27 +347,6 @@ def decode_step(q, k, v):
     return torch.einsum("bhn,bhnd->bhd", s.softmax(-1), v)  # POSITIONS
 
 
-class MemoryRouter(nn.Module):
-    """Each position's query over its own K memory vectors (keys [B, N, K, d]): B·N·K weights."""
-
-    def __init__(self, d):
-        super().__init__()
-        self.W_q, self.W_k, self.W_v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-        self.scale = d ** -0.5
-
-    def forward(self, memory, x):
-        q = self.W_q(x)
-        k, v = self.W_k(memory), self.W_v(memory)
-        scores = torch.einsum("bikd,bid->bik", k, q) * self.scale
-        alpha = F.softmax(scores, dim=-1)  # OWN_KEYS
-        return torch.einsum("bikd,bik->bid", v, alpha)
-
-
-def neighbours(q, k, v):
-    attn = torch.einsum("bnd,bnkd->bnk", q, k).softmax(dim=-1)  # OWN_KEYS
-    return torch.einsum("bnk,bnkd->bnd", attn, v)
-
-
 def handed_in(q, k, v, temperature):
     attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * temperature
     attn = attn.softmax(dim=-1)  # UNKNOWN
@@ -394,32 +372,8 @@ def test_scores_over_positions_are_reported_and_over_channels_quiet(tmp_path: Pa
     assert len(reported) == len(expected) == 10
     for softmax_row in expected:
         assert any(0 <= row - softmax_row <= 2 for row in reported), (softmax_row, reported)
-    for quiet_row in _rows("CHANNEL") + _rows("ONE_QUERY") + _rows("OWN_KEYS"):
+    for quiet_row in _rows("CHANNEL") + _rows("ONE_QUERY"):
         assert not any(0 <= row - quiet_row <= 2 for row in reported), (quiet_row, reported)
-
-
-def test_a_query_per_position_over_its_own_keys_keeps_weights_smaller_than_the_keys() -> None:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("einops")
-    namespace: dict = {}
-    exec(compile(FORMS, "attention_kinds.py", "exec"), namespace)  # noqa: S102 - the forms above
-    torch.manual_seed(0)
-    router = namespace["MemoryRouter"](64)
-    saved: List[int] = []
-
-    for tokens in (64, 256):
-        def pack(tensor, tokens=tokens):
-            if tuple(tensor.shape) == (2, tokens, 8):  # (B, N, K): the weights
-                saved.append(tensor.numel() * tensor.element_size())
-            return tensor
-
-        saved.clear()
-        memory, x = torch.randn(2, tokens, 8, 64), torch.randn(2, tokens, 64)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            router(memory, x).sum()
-        keys = 2 * tokens * 8 * 64 * 4  # B·N·K·d float32
-        assert 0 < max(saved) * 64 == keys  # one weight per key: the keys' size over their 64 features
-        assert sum(saved) <= keys  # linear in the positions, never their square
 
 
 def _saved_weight_bytes(attention, x, square: bool = True) -> int:

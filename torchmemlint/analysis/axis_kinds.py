@@ -67,9 +67,6 @@ def small_weights(graph: Any, scores: Any, key_side: int) -> str:
     if one:
         return ("one %s: the B·H·%s weights grow with the sequence, not its square, and are smaller than the %s"
                 % (one, "1·S" if one == "query" else "L·1", "keys" if one == "query" else "queries"))
-    if keys_per_position(graph, scores, key_side):
-        return ("each position's query is weighed against keys of its own (the keys share the query's positions "
-                "axis): the weights have the keys' axes but their features, and do not grow with the square of the sequence")
     return ""
 
 
@@ -120,27 +117,6 @@ def one_position(graph: Any, scores: Any, key_side: int) -> str:
         if len(own) == 1 and "..." not in spec[own[0]:] and single_position(graph, scores.inputs[side], own[0] - len(spec)):
             return what
     return ""
-
-
-def keys_per_position(graph: Any, scores: Any, key_side: int) -> bool:
-    """Whether the query has no axis of its own and shares a positions axis with the keys
-    (``einsum("bnkd,bnd->bnk", k, q)``: each of N positions weighs its own K keys, B·N·K
-    weights, the keys' size over their features), not one query over a sequence of keys
-    (``"bd,bsd->bs"``, an RNN decoder's step, reported)."""
-    specs = scores.info["specs"]
-    query, keys = list(specs[1 - key_side]), list(specs[key_side])
-    if not query or "..." in query or "..." in keys or any(letter not in keys for letter in query):
-        return False
-    contracted = set(scores.info.get("contracted") or ())
-    for at, letter in enumerate(query):
-        if letter in contracted:
-            continue
-        kind = axis_kind(graph, scores.inputs[1 - key_side], at - len(query))
-        if kind is None and scores.info.get("spelling") in ("torch.einsum", "einops.einsum", "einsum"):
-            kind = _name_kind(letter, alone=True)
-        if kind == POSITION:
-            return True
-    return False
 
 
 _CONSTRUCTORS = frozenset({"torch.zeros", "torch.ones", "torch.arange", "torch.tensor", "torch.full", "torch.LongTensor"})

@@ -189,9 +189,7 @@ class EagerAttention(Rule):
     attention's `softmax(kᵀ @ v)` — and one learned query pooling the tokens
     (`nn.Parameter(torch.randn(1, 1, dim))`, or a size 1 written at the query axis, or a
     learned query with no axis of its own, `einsum("hd,nhd->nh", q_0, k)`:
-    B·H·1·S weights, smaller than the keys) or one key (a state vector viewed `(B, 1, h, d)`), or
-    a query per position over keys of its own (`einsum("bnkd,bnd->bnk", k, q)`, the keys sharing
-    the query's positions axis: B·N·K weights, the keys' size over their features);
+    B·H·1·S weights, smaller than the keys) or one key (a state vector viewed `(B, 1, h, d)`);
     measured in
     tests/test_attention_axis_kinds.py. Where the axis cannot be followed (q and k handed in
     as arguments) it reports as before. It reports without a fix
