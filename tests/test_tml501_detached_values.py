@@ -430,3 +430,43 @@ def findings(tmp_path_factory) -> Dict[str, Found]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reports_exactly_the_marked_rows(findings, name):
     assert set(findings[name]) == marked(CASES[name])
+
+
+# sharingan's memory tokens, in a package: a module's method that writes what its layers compute
+# into its own parameter's ``.data`` is a state update, whose callers (a streaming engine run
+# under ``torch.no_grad()`` elsewhere) decide about autograd; a method whose output only becomes
+# numpy stays reported
+STATE_UPDATE = '''
+import torch
+import torch.nn as nn
+
+
+class MemoryTokens(nn.Module):
+    def __init__(self, num_tokens=8, dim=64):
+        super().__init__()
+        self.memory = nn.Parameter(torch.randn(num_tokens, dim) * 0.02)
+        self.query_proj = nn.Linear(dim, dim)
+        self.key_proj = nn.Linear(dim, dim)
+        self.frame_count = 0
+
+    def update(self, frame: torch.Tensor) -> None:
+        if frame.dim() == 1:
+            frame = frame.unsqueeze(0)
+        queries = self.query_proj(self.memory)
+        keys = self.key_proj(frame)
+        new = queries * keys.mean(0)
+        self.memory.data = new.data
+        self.frame_count += 1
+
+    def snapshot(self, frame: torch.Tensor):
+        if frame.dim() == 1:
+            frame = frame.unsqueeze(0)
+        return self.key_proj(frame).detach().cpu().numpy()  # expect: TML501
+'''
+
+
+def test_a_state_update_into_the_modules_own_parameter_is_left_to_its_callers(tmp_path):
+    package = tmp_path / "memory"
+    package.mkdir()
+    found = lint_cases(package, {"__init__": "from memory.tokens import MemoryTokens\n", "tokens": STATE_UPDATE}, "TML501")
+    assert set(found["tokens"]) == marked(STATE_UPDATE) and not found["__init__"]

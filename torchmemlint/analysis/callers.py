@@ -661,6 +661,10 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     self_name = _self_name(facts)
     if self_name is not None and callee.split(".", 1)[0] == self_name and _grad_set_for(facts, callee):
         return None  # the class sets `requires_grad` of what it runs (frozen weights record nothing)
+    if self_name is not None and any(
+        target.startswith(self_name + ".") and target.endswith(".data") for event in scope.assigns for target in event.targets
+    ):
+        return None  # a state update (``self.memory.data = new.data``): the caller decides about autograd
     text = analysis.text if analysis.text is not None else analysis.module.code
     if trained_through_hooks(facts, text):
         return None

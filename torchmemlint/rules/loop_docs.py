@@ -105,7 +105,11 @@ TML501_DOCUMENTATION = """
     where the value is shown to be a module or named as a model or a generator, and only when
     the function itself detaches the output on its way to those ends (`G(z).cpu().data.numpy()`:
     the detach says the output carries a graph; a transform, a cost function or a
-    distribution's `sample` detached so stays quiet: `tests/test_tml501_detached_values.py`).
+    distribution's `sample` detached so stays quiet: `tests/test_tml501_detached_values.py`);
+    so does a parameter run on a loader's batches whatever its name (`netC(images)` over
+    `dataloader_test`, its output `.data.cpu().numpy()`). A module's method that writes what
+    its layers compute into its own parameter's `.data` (`self.memory.data = new.data`: a
+    state update, as streaming memories and moving averages do) is left to its callers.
 
     A class counts as an `nn.Module` class of the file also when another file of the project
     defines it (`from models import *`, `from .models import Net`, a re-export through a
