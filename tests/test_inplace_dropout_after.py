@@ -6,7 +6,8 @@ its mask, so out of place the activation's input is the one tensor kept, in plac
 Also where what the activation makes goes only to readers that keep nothing of it for backward:
 the kept tensor of ``torch.where(adj > 0, e, zero_vec)`` (pyGAT; its backward needs only the
 condition), a softmax (it keeps its own output), a graph library's softmax over edges (DGL's
-``edge_softmax``), an addition or subtraction (``F.elu(q * scale) + 1`` of a linear attention's
+``edge_softmax``), a layer of the file whose ``forward`` reads it only through dropouts that
+drop (Kipf's GCN layer, ``input = self.dropout(input)`` first; not one that also adds it), an addition or subtraction (``F.elu(q * scale) + 1`` of a linear attention's
 feature map, ``act(fc(x)) - skip``: its backward reads neither term); not where the result is
 also projected or multiplied, or is the ``where``'s condition.
 
@@ -91,6 +92,48 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.head(self.act(self.fc(x)))
+    ''',
+    # Kipf's GCN layer starts with ``input = self.dropout(input)``: the next layer, a class of
+    # the file, keeps nothing of the activation's result either (gcn4lp's GAT-GAE encoder)
+    "next_layer_drops_first": '''
+        import torch
+        import torch.nn as nn
+
+
+        class GraphConvolution(nn.Module):
+            def __init__(self, in_features, out_features, dropout):
+                super().__init__()
+                self.weight = nn.Parameter(torch.empty(in_features, out_features))
+                self.dropout = nn.Dropout(dropout)
+
+            def forward(self, input, adj):
+                input = self.dropout(input)
+                support = torch.mm(input, self.weight)
+                return torch.spmm(adj, support)
+
+
+        class Residual(nn.Module):
+            def __init__(self, features, dropout):
+                super().__init__()
+                self.weight = nn.Parameter(torch.empty(features, features))
+                self.dropout = nn.Dropout(dropout)
+
+            def forward(self, input, adj):
+                return input + torch.spmm(adj, torch.mm(self.dropout(input), self.weight))
+
+
+        class Encoder(nn.Module):
+            def __init__(self, n, hidden, dropout):
+                super().__init__()
+                self.fc = nn.Linear(n, hidden)
+                self.gc1 = GraphConvolution(hidden, hidden, dropout)
+                self.res = Residual(hidden, dropout)
+                self.elu = nn.ELU()
+                self.act = nn.ELU()  # expect: TML201
+
+            def forward(self, x, adj):
+                h = self.gc1(self.elu(self.fc(x)), adj)
+                return self.res(self.act(self.fc(x)), adj)
     ''',
     "forward_look_alikes": '''
         import torch.nn as nn

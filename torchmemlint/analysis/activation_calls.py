@@ -354,10 +354,37 @@ def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None) -> boo
     for _, reader in readers:
         if reader == "meta" or type(reader) is not str and reader.op == "meta":
             continue  # (``torch.ones_like(e)``: its size)
-        if type(reader) is str or not (_dropout_that_drops(file, reader, model) or _keeps_none_of(file, reader, value)):
+        if type(reader) is str or not (
+            _dropout_that_drops(file, reader, model) or _keeps_none_of(file, reader, value)
+            or _module_drops_it(file, reader, value, model)
+        ):
             return False
         found = True
     return found
+
+
+def _module_drops_it(file: Any, reader: Any, value: Any, model: Any, depth: int = 0) -> bool:
+    """``reader`` is ``self.<x>(..., value, ...)``, ``self.<x>`` an instance of a class of the
+    file (``self.gc1 = GraphConvolution(...)``) whose ``forward`` reads that parameter only
+    through dropouts that drop (Kipf's ``input = self.dropout(input)`` before ``torch.mm``):
+    the layer keeps nothing of ``value`` either (``dropouts_only``, one level in)."""
+    node = reader.node
+    if value is None or model is None or depth > 1 or reader.op != "call" or type(node) is not cst.Call:
+        return False
+    func = node.func
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.value.value != "self":
+        return False
+    assignment = model.single_assignment(func.attr.value)
+    built = assignment.value if assignment is not None else None
+    classdef = file.callables.classes.get(built.func.value) if type(built) is cst.Call and type(built.func) is cst.Name else None
+    forward = next((s for s in classdef.body.body if type(s) is cst.FunctionDef and s.name.value == "forward"), None) if classdef is not None else None
+    at = [i for i, arg in enumerate(node.args) if arg.keyword is None and not arg.star and i + 1 < len(reader.inputs) and reader.inputs[i + 1] is value] if forward is not None else []
+    params = forward.params.params[1:] if forward is not None else ()
+    if len(at) != 1 or at[0] >= len(params) or forward.params.star_arg is not cst.MaybeSentinel.DEFAULT and not params:
+        return False
+    graph = file.values(forward)
+    argument = next((v for v in graph.values if v.op == "argument" and v.info.get("name") == params[at[0]].name.value), None)
+    return argument is not None and dropouts_only(file, [(0, r) for r in graph.consumers(argument)], file.class_model(classdef))
 
 
 # Graph libraries' softmaxes over the edges of each node (by the position of the scores): like

@@ -22,7 +22,9 @@ TML201_DOCUMENTATION = """
     a parameter annotated `nn.Sequential`, and an instance or list built at module level that the
     classes of the file place: tests/test_inplace_sequential_elements.py,
     tests/test_inplace_module_level.py), or
-    everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`), is a
+    everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`, or a
+    layer of the file whose own `forward` reads that input only through such a dropout: Kipf's
+    GCN layer, `input = self.dropout(input)` first), is a
     dropout that drops (p > 0): a dropout keeps only its mask, so out of place the activation's
     input is the one tensor kept, in place its result (saved-tensor bytes measured equal,
     tests/test_module_rules.py; tests/test_inplace_dropout_after.py). A call whose result nothing
