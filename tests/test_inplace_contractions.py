@@ -54,7 +54,7 @@ CASES: Dict[str, str] = {
                 t = F.elu(t)  # expect: TML201
                 m = self.a(x).bmm(self.b(x).transpose(1, 2))
                 m = F.leaky_relu(m, 0.1)  # expect: TML201
-                return self.out(h) + self.out(t) + m.sum()
+                return self.out(h) + self.out(t) + self.out(m)  # (a sum alone would keep nothing of m)
 
 
         class LookAlikes(nn.Module):

@@ -8,7 +8,8 @@ the kept tensor of ``torch.where(adj > 0, e, zero_vec)`` (pyGAT; its backward ne
 condition), a softmax (it keeps its own output), a graph library's softmax over edges (DGL's
 ``edge_softmax``), a layer of the file whose ``forward`` reads it only through dropouts that
 drop (Kipf's GCN layer, ``input = self.dropout(input)`` first; not one that also adds it), an addition or subtraction (``F.elu(q * scale) + 1`` of a linear attention's
-feature map, ``act(fc(x)) - skip``: its backward reads neither term); not where the result is
+feature map, ``act(fc(x)) - skip``: its backward reads neither term), a ``.mean()``/``.sum()``
+(SuperGAT's negative scores: a reduction's backward reads nothing); not where the result is
 also projected or multiplied, or is the ``where``'s condition.
 
 The forms: forward code read from the value graph (``y = self.drop(self.act(self.fc(x)))``,
@@ -386,6 +387,18 @@ CASES: Dict[str, str] = {
             def forward(self, x, y):
                 e = F.elu(self.a(x))  # expect: TML201
                 return torch.where(e > 0, x, y)
+
+        class MeanScores(nn.Module):
+            """SuperGAT's negative scores: a reduction's backward reads nothing of its input."""
+
+            def __init__(self, dim):
+                super().__init__()
+                self.a = nn.Linear(dim, dim)
+
+            def forward(self, x, w):
+                mean = F.leaky_relu(self.a(x), 0.2).mean(dim=-1)
+                weighted = F.leaky_relu(self.a(x), 0.2).mean(dim=-1) * F.leaky_relu(self.a(x), 0.2)  # expect: TML201
+                return mean + weighted.sum(-1)
     ''',
     # pyara's block: the first call's result is overwritten unread (`out = self.conv1(signal)`
     # next), so it keeps nothing either way; the other call feeds only a dropout: quiet.

@@ -420,6 +420,8 @@ def _keeps_none_of(file: Any, reader: Any, value: Any, depth: int = 0) -> bool:
         return len(reader.inputs) > at and reader.inputs[at] is value and sum(i is value for i in reader.inputs) == 1
     if reader.op == "add":  # ``elu(q) + 1``, ``h + act(x)``: an addition's backward reads neither term
         return sum(i is value for i in reader.inputs) == 1
+    if reader.op == "call" and reader.info.get("method") in ("mean", "sum") and reader.inputs[0] is value:
+        return not any(i is value for i in reader.inputs[1:])  # ``act(s).mean(dim=-1)``: a sum's backward reads nothing
     if reader.inputs[0] is not value or any(i is value for i in reader.inputs[1:]):
         return False
     if reader.op == "fill":
