@@ -9,7 +9,9 @@ is one key (a state vector viewed ``(B, 1, heads, d)``), also with the heads mov
 (``torch.cat(q.split(d, dim=2), dim=0)``) and the number of queries a constructor default. A
 learned query a tensor is added to (which may broadcast it to many rows), many
 learned queries, latents whose number the code does not show, and a decoder step's
-``q.unsqueeze(-1)`` (run once per output step) stay reported.
+``q.unsqueeze(-1)`` (run once per output step, also ``dec[:, t]`` in a loop) stay reported; the
+last hidden state taken by a constant index as the one query (``h[:, -1, :].unsqueeze(2)``) and
+one query per sample over keys the batch shares (``einsum("bhd,thd->bht", q, k)``) are quiet.
 
 The axes are followed to where q and k were made (an ``nn.Linear``: features last; an
 ``nn.Conv2d``: channels first), through ``reshape``/``view`` sizes the code names
@@ -347,6 +349,36 @@ def decode_step(q, k, v):
     return torch.einsum("bhn,bhnd->bhd", s.softmax(-1), v)  # POSITIONS
 
 
+class LastStatePool(nn.Module):
+    """The last hidden state as the one query over the sequence (a sign-language decoder's pooling)."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(hidden, hidden, bias=False)
+
+    def forward(self, hidden_states):
+        h_t = hidden_states[:, -1, :]
+        score = torch.bmm(self.fc1(hidden_states), h_t.unsqueeze(2)).squeeze(2)
+        weights = F.softmax(score, dim=1)  # ONE_QUERY
+        return torch.bmm(hidden_states.permute(0, 2, 1), weights.unsqueeze(2)).squeeze(2)
+
+
+def decode_steps(h_src, dec):
+    out = []
+    for t in range(dec.shape[1]):
+        scores = torch.bmm(h_src, dec[:, t].unsqueeze(-1)).squeeze(-1)
+        w = scores.softmax(dim=-1)  # POSITIONS
+        out.append(torch.bmm(w.unsqueeze(1), h_src).squeeze(1))
+    return torch.stack(out, 1)
+
+
+def shared_keys(query, keys, values):
+    """One query per sample over keys the whole batch shares (a dilated temporal memory)."""
+    scores = torch.einsum("bhd,thd->bht", query, keys)
+    weights = F.softmax(scores, dim=-1)  # ONE_QUERY
+    return torch.einsum("bht,thd->bhd", weights, values)
+
+
 def handed_in(q, k, v, temperature):
     attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * temperature
     attn = attn.softmax(dim=-1)  # UNKNOWN
@@ -369,7 +401,7 @@ def test_scores_over_positions_are_reported_and_over_channels_quiet(tmp_path: Pa
     reported = sorted({int(line.split(":")[1]) for line in result.stdout.splitlines() if ": TML601 " in line})
     # a finding sits on the softmax's row or on the product's row just after it
     expected = _rows("POSITIONS") + _rows("UNKNOWN")
-    assert len(reported) == len(expected) == 10
+    assert len(reported) == len(expected) == 11
     for softmax_row in expected:
         assert any(0 <= row - softmax_row <= 2 for row in reported), (softmax_row, reported)
     for quiet_row in _rows("CHANNEL") + _rows("ONE_QUERY"):

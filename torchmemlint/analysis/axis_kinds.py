@@ -114,8 +114,13 @@ def one_position(graph: Any, scores: Any, key_side: int) -> str:
         own = [at for at, letter in enumerate(spec) if letter != "..." and letter not in other]
         if not own and spec and "..." not in spec and _learned(scores.inputs[side]):
             return what
-        if len(own) == 1 and "..." not in spec[own[0]:] and single_position(graph, scores.inputs[side], own[0] - len(spec)):
+        if len(own) == 1 and "..." not in spec[own[0]:] and single_position(
+            graph, scores.inputs[side], own[0] - len(spec),
+            3 if scores.info.get("spelling") in ("torch.bmm", "bmm") else None if "..." in spec else len(spec),
+        ):
             return what
+        if what == "query" and len(own) == 1 and scores.info.get("spelling") in ("torch.einsum", "einsum") and _name_kind(spec[own[0]], alone=True) == _BATCH:
+            return what  # ``einsum("bhd,thd->bht", q, k)``: one query per sample over keys the batch shares
     return ""
 
 
@@ -157,14 +162,24 @@ def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional
     return None
 
 
-def single_position(graph: Any, value: Any, position: int) -> bool:
+def single_position(graph: Any, value: Any, position: int, rank: Optional[int] = None) -> bool:
     """Whether ``value``'s axis at ``position`` has one element where it was made: a learned
     query ``nn.Parameter(torch.randn(1, 1, dim))`` (through ``nn.Linear``, ``expand(b, -1, -1)``
     and a ``reshape`` whose ``-1`` is its positions), or a size ``1`` written at that axis
-    (``q.view(b, 1, h, dh)``)."""
+    (``q.view(b, 1, h, dh)``), or one position selected by a constant index and given back an
+    axis of one (``h[:, -1, :].unsqueeze(2)``: the last hidden state as the query; ``rank``: the
+    rank the contraction shows for ``value``). A query handed in and unsqueezed (a decoder's
+    step) is not known to be one position."""
     for _ in range(32):
         if position >= 0:
             return False
+        step = value.info.get("step") if value.op == "reshape" and value.inputs else None
+        if step is not None and step[0] == "insert":
+            at = step[1]
+            known = value_rank(graph, value) or rank
+            if at is None and isinstance(value.info.get("dim"), int) and known is not None:
+                at = value.info["dim"] - known
+            return at == position and _selected_position(value.inputs[0])
         if value.op in _BROADCASTING and any(_tensor(other) for other in value.inputs[1:]):
             return False  # (``query + pos_embed``: the other operand may give the axis its size; ``q * self.scale`` cannot)
         moved = _through(graph, value, position)
@@ -200,6 +215,22 @@ def single_position(graph: Any, value: Any, position: int) -> bool:
             shape = _parameter_shape(graph, value.info.get("name"))
             return shape is not None and -len(shape) <= position and shape[position] == 1
         return False
+    return False
+
+
+def _selected_position(value: Any) -> bool:
+    """``x[:, -1]``, ``x[:, 0, :]``: one entry of an axis taken by a constant integer index."""
+    node = value.node
+    if value.op != "index" or type(node) is not cst.Subscript:
+        return False
+    for element in node.slice:
+        index = element.slice
+        if type(index) is cst.Index:
+            number = index.value
+            if type(number) is cst.UnaryOperation and type(number.operator) is cst.Minus:
+                number = number.expression
+            if type(number) is cst.Integer:
+                return True
     return False
 
 

@@ -189,7 +189,9 @@ class EagerAttention(Rule):
     attention's `softmax(kᵀ @ v)` — and one learned query pooling the tokens
     (`nn.Parameter(torch.randn(1, 1, dim))`, or a size 1 written at the query axis, or a
     learned query with no axis of its own, `einsum("hd,nhd->nh", q_0, k)`:
-    B·H·1·S weights, smaller than the keys) or one key (a state vector viewed `(B, 1, h, d)`);
+    B·H·1·S weights, smaller than the keys; the last hidden state taken by a constant index as
+    the one query, `h[:, -1, :].unsqueeze(2)`; one query per sample over keys the batch shares,
+    `einsum("bhd,thd->bht", q, k)`) or one key (a state vector viewed `(B, 1, h, d)`);
     measured in
     tests/test_attention_axis_kinds.py. Where the axis cannot be followed (q and k handed in
     as arguments) it reports as before. It reports without a fix
