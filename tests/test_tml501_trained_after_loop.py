@@ -99,6 +99,19 @@ CASES: Dict[str, str] = {
             return loss_val.item()
 
 
+        def train_embedding(model, optimizer, data, epochs):
+            for epoch in range(epochs):
+                model.train()
+                optimizer.zero_grad()
+                z, out = model(data.x, data.edge_index)
+                loss = F.mse_loss(out, data.x)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            z, out = model(data.x, data.edge_index)  # expect: TML501
+            return z.cpu().detach().numpy()
+
+
         def adapt(model, optimizer, x, y):
             model.eval()
             out = model(x)

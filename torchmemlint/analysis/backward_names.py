@@ -103,11 +103,12 @@ def _made_in(scope: Scope, backward: Any, loop: Any) -> bool:
 def validated_after_step(facts: Any, event: Any, callee: str) -> bool:
     """``event`` calls the model after its ``eval()`` (outside any loop), and every training
     call of the function that may run with it (``ScopeFacts.training_calls``) runs before that
-    switch, outside any loop: a validation after the step of a function that trains one epoch
-    (GDmicro's ``train``), whose output no backward reads."""
+    switch: a validation after the step of a function that trains one epoch (GDmicro's
+    ``train``), or the embedding computed after the training loop (STMGraph's
+    ``train_STMGraph``), whose output no backward reads."""
     mode = facts.last_mode_change(callee, event.seq)
     if mode is None or mode[1] != "eval" or event.ctx.loops:
         return False
     index = node_index(facts.walk.module)
     beside = [call for call in facts.training_calls if not index.exclusive(event.node, call.node)]
-    return bool(beside) and all(call.seq < mode[0] and not call.ctx.loops for call in beside)
+    return bool(beside) and all(call.seq < mode[0] for call in beside)
