@@ -8,7 +8,10 @@ appends every batch's output and concatenates them after the loop keeps every ba
 (``preds, labels = _run_batch(data[i:i + bs], model, collate)``) runs it: what it returns of
 the output is a model output of each iteration, element by element.
 
-Look-alikes stay quiet: ``range(batch_size)`` (the items of one batch, stacked after the
+Under ``torch.set_grad_enabled(phase == "train")`` around a backward (aisee's trainer, the
+fine-tuning tutorial's loop) autograd is on in the train phase: the outputs joined to an
+accumulator across batches keep their graphs. Look-alikes stay quiet: the same mode set by a
+flag around no backward (it may be off), ``range(batch_size)`` (the items of one batch, stacked after the
 loop), the same loops under ``torch.no_grad()``, a helper handed the model that returns only
 what it was given or what a method of the model makes of the outputs (torchify's
 ``validation_epoch_end``: numbers), the element of a helper's tuple that is not the output (the
@@ -86,6 +89,35 @@ def embed_items(model, items, bs=32):
     return torch.cat(out)
 """,
     # look-alikes
+    # aisee's trainer, torchvision's fine-tuning tutorial loop: autograd on in the train phase,
+    # where the backward inside ``set_grad_enabled(phase == "train")`` runs
+    "grad_enabled_by_phase": HEAD + """def train(model, dataloaders, criterion, optimizer, epochs):
+    for epoch in range(epochs):
+        for phase in ["train", "val"]:
+            epoch_outputs = torch.tensor([])
+            running_corrects = 0
+            for inputs, labels in dataloaders[phase]:
+                optimizer.zero_grad()
+                with torch.set_grad_enabled(phase == "train"):
+                    outputs = model(inputs)
+                    _, preds = torch.max(outputs, 1)
+                    loss = criterion(outputs, labels)
+                    if phase == "train":
+                        loss.backward()
+                        optimizer.step()
+                epoch_outputs = torch.cat((epoch_outputs, outputs), 0)  # expect: TML502
+                running_corrects += torch.sum(preds == labels.data)
+            print(epoch_outputs.detach().numpy().mean(), running_corrects.item())
+
+
+def evaluate(model, loader, use_grad):
+    outputs_all = torch.tensor([])
+    for inputs, _ in loader:
+        with torch.set_grad_enabled(use_grad):
+            outputs = model(inputs)
+        outputs_all = torch.cat((outputs_all, outputs), 0)
+    return outputs_all
+""",
     "items_of_one_batch": HEAD + """def per_item(model, x, batch_size):
     model.eval()
     rows = []

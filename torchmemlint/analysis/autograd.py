@@ -15,7 +15,7 @@ from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Sequence,
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.tree import children, indexed
+from torchmemlint.tree import children, indexed, nodes_of
 
 # Parameters and `self` attributes taken to be the model when they are called (`is_model`,
 # `build_model` are functions, not models).
@@ -181,6 +181,14 @@ def grad_effect(expr: cst.BaseExpression, bindings: Bindings) -> Optional[str]:
         if _grad_mode_name(name.rsplit(".", 1)[-1]):
             return "unknown"
     return None
+
+
+def _trains_inside(node: cst.With) -> bool:
+    """A ``with`` whose body calls ``.backward()`` (in an ``if`` too): the mode it sets may be
+    off, but it is on when that backward runs."""
+    return any(
+        type(call.func) is cst.Attribute and call.func.attr.value == "backward" for call in nodes_of(node.body, cst.Call)
+    )
 
 
 def _grad_mode_name(last: str) -> bool:
@@ -437,6 +445,8 @@ class ScopeWalk:
             body_ctx = inner
             for item in node.items:
                 effect = self.context_effect(scope, item.item)
+                if effect == "unknown" and _trains_inside(node):  # ``set_grad_enabled(phase == "train")``
+                    effect = "on"  # around a backward: autograd is on in the runs that train
                 if effect in ("off", "unknown"):
                     body_ctx = Ctx(body_ctx.loops, True, body_ctx.iterating, body_ctx.chain, body_ctx.indents)
                 elif effect == "on":

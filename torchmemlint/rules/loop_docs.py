@@ -32,7 +32,11 @@ TML501_DOCUMENTATION = """
     monai's `with eval_mode(model):`) or whose definition in this file uses torch's switches;
     and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
     runs without autograd (methods: a function of the module named `test_step(model, ...)` is
-    no hook, tests/test_tml501_hook_names.py).
+    no hook, tests/test_tml501_hook_names.py). `set_grad_enabled(flag)` with a flag the code
+    does not show counts as off, except around a `.backward()` (`with
+    torch.set_grad_enabled(phase == "train"):` ... `if phase == "train": loss.backward()`):
+    autograd is on in the runs that train (TML502 then reports outputs joined across batches
+    there, tests/test_tml502_batched_loops.py).
 
     Like every loop rule (TML5xx), it also reads files that never name torch (an evaluation
     helper importing only tqdm, a `train_model.py` importing nothing) when they ask a module
