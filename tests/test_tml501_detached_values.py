@@ -337,6 +337,30 @@ CASES: Dict[str, str] = {
             # no loader: one call of a callable handed in
             return scale_fn(batch).detach().numpy()
     ''',
+    # SpaMosaic's infer_emb: one model per modality, each put in eval mode and run by its key
+    "an_item_of_the_models_container": '''
+        import torch
+        import torch.nn as nn
+
+
+        class Framework:
+            def __init__(self, mods):
+                self.mod_model = nn.ModuleDict({k: nn.Linear(8, 8) for k in mods})
+
+            def infer_emb(self, graphs):
+                out = {}
+                for k in self.mod_model:
+                    self.mod_model[k].eval()
+                    z = self.mod_model[k](graphs[k])  # expect: TML501
+                    out[k] = z.detach().cpu().numpy()
+                return out
+
+            def fit(self, graphs, optimizer):
+                for k in self.mod_model:
+                    loss = self.mod_model[k](graphs[k]).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+    ''',
     "values_that_are_not_models_stay_quiet": '''
         import torch
 

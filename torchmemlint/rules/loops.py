@@ -28,7 +28,7 @@ from torchmemlint.analysis.backward_names import backpropagated_with, trained_af
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
+from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, held_model, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
@@ -361,8 +361,8 @@ class _Checks:
         if self.forward:
             self._list_on_self(event)
             return
-        if self.facts.is_model(event.func):
-            self._model_call(event)
+        if self.facts.is_model(event.func) or (held := held_model(self.facts, event)) is not None:
+            self._model_call(event, None if event.func else held)  # (``self.models[k](x)``: held)
         elif self.facts.model_part(event.node) and collected_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
         elif self.facts.model_part(event.node) and eval_method_over_loader(self.facts, event):
