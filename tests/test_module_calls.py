@@ -136,6 +136,24 @@ class LayerwiseScores:
             tokens[:, i] = torch.multinomial(F.softmax(logits, dim=-1), 1).squeeze(-1)
         return tokens.tolist()
 """,
+    # SPACE's load_SPACE_model: the model rebound to itself switched (`model = model.eval()`),
+    # then a method of its class that returns a submodule's output
+    "rebound_to_itself_switched": HEAD + """class Graph(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def encode(self, x, edge_index):
+        return self.encoder(x, edge_index), None
+
+
+def load_embeddings(encoder, data, path):
+    model = Graph(encoder=encoder)
+    model.load_state_dict(torch.load(path))
+    model = model.eval()
+    z_nodes, attn_w = model.encode(data.x, data.edge_index)  # <-
+    return z_nodes.cpu().detach().numpy()
+""",
     "loaded_checkpoint_part_over_a_data_set": HEAD + """def export_codes(path, images):
     state = torch.load(path, map_location="cpu")
     autoencoder = state["network"]
@@ -539,4 +557,4 @@ def test_model_calls_known_by_value(found, name):
 
 def test_every_case_says_what_it_expects():
     reported = [name for name, code in CASES.items() if _expected(code)]
-    assert len(reported) == 20 and len(CASES) - len(reported) == 22
+    assert len(reported) == 21 and len(CASES) - len(reported) == 22

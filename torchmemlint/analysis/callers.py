@@ -14,7 +14,7 @@ import libcst as cst
 from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
 from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
-from torchmemlint.analysis.module_annotations import returns_module
+from torchmemlint.analysis.module_annotations import moved_itself, returns_module
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
@@ -395,7 +395,10 @@ def module_instance(facts: ScopeFacts, callee: str) -> bool:
         )
     if "." in callee:
         return facts.is_model(callee)
-    assigned = [event.value for event in facts.scope.assigns if callee in event.targets]
+    assigned = [
+        event.value for event in facts.scope.assigns
+        if callee in event.targets and not (event.value is not None and moved_itself(event.value, callee))  # ``model = model.eval()``
+    ]
     if assigned:
         return all(
             value is not None and (_builds_module(facts, value) or _unwrapped_model(facts, callee, value))

@@ -52,6 +52,14 @@ def unmoved(call: cst.Call) -> cst.Call:
 _CHAINED = MODULE_MOVES | {"eval", "train"}
 
 
+def moved_itself(value: cst.BaseExpression, name: str) -> bool:
+    """``model = model.eval()``, ``net = net.to(device).train(False)``: ``name`` bound to
+    itself moved or switched (the same module)."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _CHAINED:
+        value = value.func.value
+    return type(value) in (cst.Name, cst.Attribute) and dotted_name(value) == name
+
+
 def returns_module(facts: Any, value: cst.BaseExpression) -> bool:
     """``value`` calls (maybe then moved: ``.to(device)``, ``.cuda()``, ``.eval()``) a method of
     the scope's class or a top-level function of the file, every definition of which is

@@ -42,7 +42,7 @@ from torchmemlint.analysis.autograd import (
 )
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
 from torchmemlint.analysis.feeds import collected_over_loader, iterates_loader
-from torchmemlint.analysis.module_annotations import module_type, unmoved
+from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
@@ -489,7 +489,7 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     scopes = owner.methods if receiver.startswith("self.") and owner is not None else [facts.scope]
     classes = [
         unmoved(event.value).func for scope in scopes for event in scope.assigns  # type: ignore[union-attr]
-        if receiver in event.targets and type(event.value) is cst.Call
+        if receiver in event.targets and type(event.value) is cst.Call and not moved_itself(event.value, receiver)
     ]
     if classes:
         held = receiver.startswith("self.")  # (a module of the class: any class of the project may be its)
