@@ -3,11 +3,14 @@ instance bound to a name (``ACT = nn.LeakyReLU(0.2)``) runs wherever the classes
 put it (``self.act = ACT``, ``nn.Sequential(nn.Linear(...), ACT, ...)``), and a list of
 instances (``activate_functions = [nn.LeakyReLU(), nn.LeakyReLU()]``, an MLP proxy model's)
 runs element by element where the one class that keeps it (``self.activate_functions =
-activate_functions``) calls ``self.activate_functions[i]``.
+activate_functions``) calls ``self.activate_functions[i]``; an entry of a module-level table
+(``ACTIVATION = {"leaky_relu": nn.LeakyReLU(), ...}``) runs where a class selects it by a literal
+key or by a parameter whose default is that key (``self.activation = ACTIVATION[activation]``).
 
 Look-alikes stay quiet: the instance also placed after a Sigmoid (whose backward reads its
 output), read by a module-level function (its callers are not known), a list that a function
-outside the class also reads, a name rebound in a function.
+outside the class also reads, a name rebound in a function, a table read by a key the code
+does not show (``ACTIVATION[config.activation]``).
 """
 
 from __future__ import annotations
@@ -134,6 +137,42 @@ CASES: Dict[str, str] = {
 
         def gate(x):
             return activate_functions[0](x.sigmoid())
+    ''',
+    # PELICAN's table: the entry a class selects by its parameter's default key
+    "entry_of_a_table": '''
+        import torch.nn as nn
+
+        ACTIVATION = {
+            "leaky_relu": nn.LeakyReLU(),  # expect: TML201
+            "relu": nn.ReLU(),
+        }
+
+
+        class Block(nn.Module):
+            def __init__(self, dim, activation="leaky_relu"):
+                super().__init__()
+                self.linear_in = nn.Linear(dim, dim)
+                self.activation = ACTIVATION[activation]
+                self.norm = nn.LayerNorm(dim)
+
+            def forward(self, x):
+                return self.norm(self.activation(self.linear_in(x)))
+    ''',
+    "entry_of_a_table_read_by_an_unknown_key": '''
+        import torch.nn as nn
+
+        ACTIVATION = {"leaky_relu": nn.LeakyReLU(), "relu": nn.ReLU()}
+
+
+        class Block(nn.Module):
+            def __init__(self, dim, config):
+                super().__init__()
+                self.linear_in = nn.Linear(dim, dim)
+                self.activation = ACTIVATION[config.activation]
+                self.norm = nn.LayerNorm(dim)
+
+            def forward(self, x):
+                return self.norm(self.activation(self.linear_in(x)))
     ''',
     "name_rebound": '''
         import torch.nn as nn

@@ -62,7 +62,7 @@ def module_flow(file: Any, reads: List[cst.CSTNode], model: Any, placing_of: Cal
             else:
                 flow.complete = False
             continue
-        kept = placing.kept_as(model, read) if model is not None and type(read) is cst.Name else None
+        kept = placing.kept_as(model, read) if model is not None and type(read) in (cst.Name, cst.Subscript) else None
         if kept is not None:  # ``self.act = act``: run where ``self.act`` is
             placed = attribute_reads(*kept) if depth < _DEPTH else None
             if placed is None:

@@ -1,6 +1,8 @@
 """Layers built at module level and used by the classes of the file: ``ACT = nn.LeakyReLU(0.2)``
 (one instance every class that reads ``ACT`` runs: ``self.act = ACT``, an element of
-``nn.Sequential(..., ACT, ...)``), or ``activate_functions = [nn.LeakyReLU(), nn.LeakyReLU()]``
+``nn.Sequential(..., ACT, ...)``), an entry of a module-level dict a class selects by a literal
+key or a parameter's default (``self.act = ACTIVATION[activation]``, ``activation="leaky_relu"``),
+or ``activate_functions = [nn.LeakyReLU(), nn.LeakyReLU()]``
 that one class keeps as a module list (``self.activate_functions = activate_functions``, run
 element by element next to ``self.layers[i]``). Asked by the activation sites
 (``analysis/activations.py``) for a construction outside any function."""
@@ -46,10 +48,14 @@ def module_level_reads(file: Any, statement: Optional[cst.CSTNode], call: cst.Ca
     """``(name, [(class model or None, reads in it)])`` for ``name = <call>`` at module level,
     the reads grouped by the class whose method holds them (None: a read in no method)."""
     assign = _assigned_name(statement)
-    if assign is None or assign.value is not call:
+    if assign is None:
         return None
     index = file.index
-    reads = _reads(index, assign)
+    reads: Optional[List[Any]] = None
+    if assign.value is call:
+        reads = _reads(index, assign)
+    elif type(assign.value) is cst.Dict:  # ``ACTIVATION = {"leaky_relu": nn.LeakyReLU(), ...}``
+        reads = _selected(index, assign, call)
     if not reads:
         return None
     groups: Dict[int, Tuple[Any, List[cst.Name]]] = {}
@@ -60,6 +66,42 @@ def module_level_reads(file: Any, statement: Optional[cst.CSTNode], call: cst.Ca
         model = file.class_model(owner) if owner is not None else None
         groups.setdefault(id(owner), (model, []))[1].append(read)
     return assign.targets[0].target.value, list(groups.values())  # type: ignore[union-attr]
+
+
+def _selected(index: Any, assign: cst.Assign, call: cst.Call) -> Optional[List[cst.Subscript]]:
+    """The reads ``NAME[key]`` of the module-level dict ``NAME`` whose key selects the entry
+    ``call`` (a literal key, or a parameter whose default is that key: ``ACTIVATION[activation]``
+    with ``activation="leaky_relu"``); None when a read's key cannot be told."""
+    key = next((e.key for e in assign.value.elements if type(e) is cst.DictElement and e.value is call), None)  # type: ignore[union-attr]
+    if type(key) is not cst.SimpleString:
+        return None
+    reads = _reads(index, assign)
+    selected = []
+    for read in reads or ():
+        subscript = index.above(read)
+        if type(subscript) is not cst.Subscript or subscript.value is not read or len(subscript.slice) != 1:
+            return None
+        given = subscript.slice[0].slice
+        chosen = _key_value(index, read, given.value) if type(given) is cst.Index else None
+        if chosen is None:
+            return None
+        if chosen == key.evaluated_value or type(given.value) is cst.Name:  # (a caller may pass this key)
+            selected.append(subscript)
+    return selected or None
+
+
+def _key_value(index: Any, read: cst.Name, key: cst.BaseExpression) -> Optional[str]:
+    """A string key: written, or the default of the enclosing function's parameter it names."""
+    if type(key) is cst.SimpleString:
+        return key.evaluated_value  # type: ignore[return-value]
+    if type(key) is not cst.Name:
+        return None
+    here = index.scope[index.find(read)]
+    function = index.order[here] if here >= 0 and type(index.order[here]) is cst.FunctionDef else None
+    params = function.params if function is not None else None
+    param = next((p for p in (*params.params, *params.kwonly_params) if p.name.value == key.value), None) if params else None
+    default = param.default if param is not None else None
+    return default.evaluated_value if type(default) is cst.SimpleString else None  # type: ignore[return-value]
 
 
 def list_holder(file: Any, statement: Optional[cst.CSTNode], call: cst.Call) -> Optional[Tuple[Any, str]]:

@@ -19,8 +19,9 @@ TML201_DOCUMENTATION = """
     may follow it in an `nn.Sequential` (also where a factory's call or a local places it) or in
     a module list `forward` runs in turn (tests/test_inplace_lists.py; also an `nn.Sequential` read
     by index, a `ModuleDict` filled item by item, a Sequential a builder is given to append to as
-    a parameter annotated `nn.Sequential`, and an instance or list built at module level that the
-    classes of the file place: tests/test_inplace_sequential_elements.py,
+    a parameter annotated `nn.Sequential`, and an instance, list or table entry built at module
+    level that the classes of the file place (`self.act = ACTIVATION[activation]`, the key a
+    literal or the parameter's default): tests/test_inplace_sequential_elements.py,
     tests/test_inplace_module_level.py), or
     everything that reads its result in `forward` (`self.drop(self.act(h))`, `F.dropout`, or a
     layer of the file whose own `forward` reads that input only through such a dropout: Kipf's
