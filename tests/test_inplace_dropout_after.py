@@ -7,7 +7,7 @@ Also where what the activation makes goes only to readers that keep nothing of i
 the kept tensor of ``torch.where(adj > 0, e, zero_vec)`` (pyGAT; its backward needs only the
 condition), a softmax (it keeps its own output), a graph library's softmax over edges (DGL's
 ``edge_softmax``), a layer of the file whose ``forward`` reads it only through dropouts that
-drop (Kipf's GCN layer, ``input = self.dropout(input)`` first; not one that also adds it), an addition or subtraction (``F.elu(q * scale) + 1`` of a linear attention's
+drop (Kipf's GCN layer, ``input = self.dropout(input)`` first; not one that also multiplies it), an addition or subtraction (``F.elu(q * scale) + 1`` of a linear attention's
 feature map, ``act(fc(x)) - skip``: its backward reads neither term), a ``.mean()``/``.sum()``
 (SuperGAT's negative scores: a reduction's backward reads nothing); not where the result is
 also projected or multiplied, or is the ``where``'s condition.
@@ -120,7 +120,7 @@ CASES: Dict[str, str] = {
                 self.dropout = nn.Dropout(dropout)
 
             def forward(self, input, adj):
-                return input + torch.spmm(adj, torch.mm(self.dropout(input), self.weight))
+                return torch.spmm(adj, torch.mm(input, self.weight)) + self.dropout(input)
 
 
         class Encoder(nn.Module):

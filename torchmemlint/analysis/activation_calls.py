@@ -340,7 +340,7 @@ def _held_layer(where: Tuple[str, int, int], model: Any) -> Any:
     return getattr(parts[where[1]], "layer", None) if parts and where[1] < len(parts) else None
 
 
-def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None) -> bool:
+def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None, depth: int = 0) -> bool:
     """``readers`` (of an activation's result ``value``, in its function's value graph:
     ``(position, reader)``) keep nothing of it for backward, at least one, and nothing else
     reads it but ``.shape``-like reads: dropouts that drop (``x = self.drop(self.act(x))``,
@@ -356,7 +356,7 @@ def dropouts_only(file: Any, readers: Any, model: Any, value: Any = None) -> boo
             continue  # (``torch.ones_like(e)``: its size)
         if type(reader) is str or not (
             _dropout_that_drops(file, reader, model) or _keeps_none_of(file, reader, value)
-            or _module_drops_it(file, reader, value, model)
+            or _module_drops_it(file, reader, value, model, depth)
         ):
             return False
         found = True
@@ -380,11 +380,12 @@ def _module_drops_it(file: Any, reader: Any, value: Any, model: Any, depth: int 
     forward = next((s for s in classdef.body.body if type(s) is cst.FunctionDef and s.name.value == "forward"), None) if classdef is not None else None
     at = [i for i, arg in enumerate(node.args) if arg.keyword is None and not arg.star and i + 1 < len(reader.inputs) and reader.inputs[i + 1] is value] if forward is not None else []
     params = forward.params.params[1:] if forward is not None else ()
-    if len(at) != 1 or at[0] >= len(params) or forward.params.star_arg is not cst.MaybeSentinel.DEFAULT and not params:
+    if len(at) != 1 or at[0] >= len(params):
         return False
     graph = file.values(forward)
     argument = next((v for v in graph.values if v.op == "argument" and v.info.get("name") == params[at[0]].name.value), None)
-    return argument is not None and dropouts_only(file, [(0, r) for r in graph.consumers(argument)], file.class_model(classdef))
+    readers = [(0, r) for r in graph.consumers(argument)] if argument is not None else []
+    return bool(readers) and dropouts_only(file, readers, file.class_model(classdef), argument, depth + 1)
 
 
 # Graph libraries' softmaxes over the edges of each node (by the position of the scores): like
