@@ -29,7 +29,7 @@ from typing import Any, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.einsum import parse_rearrange
-from torchmemlint.analysis.ranks import CONV, rank as value_rank
+from torchmemlint.analysis.ranks import CONV, _integer, rank as value_rank
 
 POSITION, FEATURE = "position", "feature"
 _BATCH, _HEADS = "batch", "heads"
@@ -223,15 +223,7 @@ def _selected_position(value: Any) -> bool:
     node = value.node
     if value.op != "index" or type(node) is not cst.Subscript:
         return False
-    for element in node.slice:
-        index = element.slice
-        if type(index) is cst.Index:
-            number = index.value
-            if type(number) is cst.UnaryOperation and type(number.operator) is cst.Minus:
-                number = number.expression
-            if type(number) is cst.Integer:
-                return True
-    return False
+    return any(type(e.slice) is cst.Index and _integer(e.slice.value, 0) is not None for e in node.slice)
 
 
 def _tensor(value: Any) -> bool:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import Scope, _names_in
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.tree import contains, node_index, scan
+from torchmemlint.tree import contains, scan
 
 TRAINER_STEPS = frozenset({"training_step"})  # methods whose return value the trainer backpropagates
 
@@ -109,6 +109,5 @@ def validated_after_step(facts: Any, event: Any, callee: str) -> bool:
     mode = facts.last_mode_change(callee, event.seq)
     if mode is None or mode[1] != "eval" or event.ctx.loops:
         return False
-    index = node_index(facts.walk.module)
-    beside = [call for call in facts.training_calls if not index.exclusive(event.node, call.node)]
+    beside = facts.training_beside(event)
     return bool(beside) and all(call.seq < mode[0] for call in beside)

@@ -74,15 +74,16 @@ class ScopeFacts:
         self.env: Dict[str, Value] = {}
         self.depth = 0  # 1 in a helper's scope replayed for a caller (``helper_returns``)
         self.returned: Dict[int, object] = {}  # what each helper call returns (``returned_by``)
-        # `torch` in this scope is the package (a fix may write `torch.no_grad()`)
-        self.torch_named = self.bindings.qualify(cst.Name("torch")) == "torch"
+        self.torch_named = self.bindings.qualify(cst.Name("torch")) == "torch"  # (a fix may write `torch.no_grad()`)
+
+    def training_beside(self, event: CallEvent) -> List[CallEvent]:
+        """The training calls (backward, a step, a helper that trains) that may run with ``event``:
+        not those in another arm of an ``if`` (``if adaptive: adapt(model)`` / ``else: model(x)``)."""
+        index = node_index(self.walk.module)
+        return [call for call in self.training_calls if not index.exclusive(event.node, call.node)]
 
     def trains_beside(self, event: CallEvent) -> bool:
-        """A training call (backward, an optimizer step, a helper that trains) that may run with
-        ``event``: one in another arm of an ``if`` (``if adaptive: adaptive_stage(model, ...)`` /
-        ``else: model.eval(); pred = model(x)``) never does."""
-        index = node_index(self.walk.module)
-        return any(not index.exclusive(event.node, call.node) for call in self.training_calls)
+        return bool(self.training_beside(event))
 
     # what things are
 
