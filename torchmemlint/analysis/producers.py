@@ -19,6 +19,7 @@ from torchmemlint.analysis.factories import PARTIAL, _rebound as _rebound_in, si
 from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.loop_runs import runs_at_least_once
+from torchmemlint.analysis.message_passing import aggregates_freshly
 from torchmemlint.analysis.named_attributes import got_attribute
 from torchmemlint.analysis.module_lists import (
     WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
@@ -88,6 +89,8 @@ class Producers:
         # ``self.<x>`` of a class followed into, kept from a module its construction was given
         # (``TimeDistributed(nn.Linear(a, b))``: ``self.module = module``): what that module makes
         self.given: Dict[str, Producer] = {}
+        # the construction of the class followed into (``GATConv(c, h, aggr="mean")``), where known
+        self.built_by: Optional[cst.Call] = None
 
     def part(self, part: Part, depth: int = 0) -> Producer:
         if part.layer is not None:
@@ -193,8 +196,13 @@ class Producers:
         inner.returned = True
         if call is not None:
             inner.given = self._given(classdef, call, inner.model)
-        # every return, and every arm of a join each returns: what any way through makes
-        made = joined([p for value in graph.returns for p in inner.of(value, graph.self_name)])
+            inner.built_by = call
+        # every return, and every arm of a join each returns: what any way through makes; a
+        # tuple returned beside a tensor is not what a layer reading the call's result gets
+        # (``return out, (edge_index, alpha)`` behind ``return_attention_weights``: the program
+        # would fail there)
+        returns = [value for value in graph.returns if value.op != "tuple"] or graph.returns
+        made = joined([p for value in returns for p in inner.of(value, graph.self_name)])
         if made.category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
         shown = made.description.replace("`", "")
@@ -436,6 +444,8 @@ class Producers:
         if nested is not None:
             return self.listed(nested, inner=True)
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
+            if func.attr.value == "propagate" and self.model is not None and aggregates_freshly(self.file, self.model.node, self.built_by):
+                return Producer(Category.FRESH, "PyG's `propagate`, a sum or mean aggregation")
             return self.part(Part(func, attribute=func.attr.value))
         if (named := got_attribute(func, self_name)) is not None:  # ``getattr(self, f"linear_{i}")(x)``
             return self.part(Part(func, attribute=named))

@@ -9,7 +9,11 @@ TML201_DOCUMENTATION = """
     upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv`, `GATConv` and
     `ResGatedGraphConv`, which end in an aggregation and a bias (also imported from their own
     files, and the first item of `(out, attention)` with `return_attention_weights=True`), and its
-    dense `Linear` and `BatchNorm`; a project module whose builders return their argument,
+    dense `Linear` and `BatchNorm`; a project's own `MessagePassing` layer whose `forward` returns
+    what `self.propagate(...)` aggregates with a sum or a mean (`aggr` `"add"`, `"sum"` or
+    `"mean"`, PyG's `"add"` when none is given; not `"max"`/`"min"`, whose backward reads the
+    result, nor a class that overrides `update` or `aggregate`; a tuple it returns in another arm
+    is never what a layer reading the call gets), tests/test_inplace_message_passing.py; a project module whose builders return their argument,
     maybe `weight_norm`-wrapped, or `nn.Identity()`, as Encodec's `NormConv2d` does,
     tests/test_inplace_encodec_builders.py; also an out-of-place dropout after such a layer,
     `Linear, LayerNorm, Dropout(p), LeakyReLU()`: in training it makes a fresh tensor it does
