@@ -142,7 +142,8 @@ class InplaceAnalysis:
             if id(call) in self._in_sequential or (self._assigned(call) is None and id(call) in self.spliced.all()):
                 return []
             return [self._module(Layer(qualified, call))]
-        if (qualified is None and type(call.func) is not cst.Attribute) or qualified in CONFIG_BUILDERS:
+        held = type(call.func) is cst.Attribute and type(call.func.value) is cst.Name and call.func.attr.value in self.file.factories.names()
+        if (qualified is None and (type(call.func) is not cst.Attribute or held)) or qualified in CONFIG_BUILDERS:  # (``self.act_layer()``)
             function = enclosing(self.cursor, cst.FunctionDef)
             function = function if type(function) is cst.FunctionDef else None
             layer = self.file.resolver.layer(call, function) or one_of(self.file, call, function)

@@ -160,6 +160,8 @@ class Factories:
                             self._held.setdefault((id(order[owner]), attribute.attr.value), []).append(
                                 (node.value, order[function])  # type: ignore[arg-type,attr-defined]
                             )
+                            if _layer_like(node.value):  # ``self.act_layer = nn.ELU`` ... ``self.act_layer()``
+                                found.add(attribute.attr.value)
         for node in index.of_types(0, (cst.ClassDef, cst.FunctionDef)):
             self._definitions.setdefault(node.name.value, []).append(node)  # type: ignore[attr-defined]
             if type(node) is cst.ClassDef:

@@ -158,6 +158,9 @@ class Producers:
             chosen = self._chosen(func, call)
             if chosen is not None:  # ``klass = nn.Conv2d if plain else partial(ModConv, k=2)``
                 return joined(chosen)
+        held = self._held_class(func)
+        if held is not None:  # ``self.conv = GATv2Conv`` ... ``self.layer1 = self.conv(c, h)``
+            return self._class_made(held, call)
         qualified = self.file.resolver.qualify(func)
         if qualified in GRAPH_CONVOLUTIONS:  # ``GATConv(c, h)``: aggregation and bias, kept by nothing
             return Producer(Category.FRESH, f"PyG's {qualified.rsplit('.', 1)[-1]}, a graph convolution")
@@ -207,6 +210,19 @@ class Producers:
             return UNKNOWN_PRODUCER
         shown = made.description.replace("`", "")
         return Producer(made.category, f"{classdef.name.value}, whose forward returns {shown}")
+
+    def _held_class(self, func: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """The class ``self.<attribute>`` names where its one assignment, at construction, is a
+        class's name (``self.conv = GATv2Conv``), not an instance."""
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name or self.model is None:
+            return None
+        assignment = self.model.single_assignment(func.attr.value)
+        if assignment is None or type(assignment.value) not in (cst.Name, cst.Attribute) or assignment.value is func:
+            return None
+        if self.model.self_name(assignment.method) != func.value.value:
+            return None
+        dotted = _dotted(assignment.value)
+        return assignment.value if dotted is not None and dotted.rsplit(".", 1)[-1][:1].isupper() else None
 
     def _given(self, classdef: cst.ClassDef, call: cst.Call, model: Any) -> Dict[str, Producer]:
         """For ``call`` constructing ``classdef`` (``model``: its class model): each ``self.<x> =
