@@ -16,6 +16,7 @@ import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.tree import children, indexed, nodes_of
+from torchmemlint.analysis.vocabulary import library_module
 
 # Parameters and `self` attributes taken to be the model when they are called (`is_model`,
 # `build_model` are functions, not models).
@@ -332,6 +333,7 @@ class ScopeWalk:
         may_contain: Callable[..., bool] = lambda *words: True,
     ) -> None:
         self.module = module
+        self.bindings = bindings
         self.seq = 0
         self.scopes: List[Scope] = []
         self.classes: List[ClassFacts] = []
@@ -387,7 +389,7 @@ class ScopeWalk:
                     bases = [arg.value for arg in facts.node.bases if arg.keyword is None]
                     if {(dotted_name(base) or "").rsplit(".", 1)[-1] for base in bases} & (
                         {"Module", "LightningModule"} | found
-                    ) or any(self.project_module_class(base) for base in bases):
+                    ) or any(self.project_module_class(base) or library_module(self.bindings.qualify(base)) for base in bases):
                         found.add(name)
                         changed = True
             self._module_classes = found

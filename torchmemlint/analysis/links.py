@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
+from torchmemlint.analysis.vocabulary import library_module
 from torchmemlint.analysis.star_names import expand_star_imports, has_relative_star
 from torchmemlint.project import ensure_reach, Located, package_root, ProjectIndex, REGISTRY
 from torchmemlint.tree import parse_module
@@ -150,6 +151,7 @@ class ProjectLinks:
                 ancestor.kind == "external" and (
                     ancestor.name.startswith("torch.nn.")
                     or ancestor.name.rsplit(".", 1)[-1] in ("Module", "LightningModule")
+                    or library_module(ancestor.name)  # (``class SPACE_Graph(GAE)``, PyG's)
                 )
                 for ancestor in ancestry
             )

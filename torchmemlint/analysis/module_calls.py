@@ -579,11 +579,17 @@ def _returns_output(function: cst.FunctionDef) -> bool:
 
     returned = False
     for small in _small_statements(function.body.body):
-        if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-            name = small.targets[0].target.value
-            (outputs.add if output(small.value) else outputs.discard)(name)
+        if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) in (cst.Name, cst.Tuple):
+            target = small.targets[0].target  # (``z, attention = self.encoder(x)``: each item an output)
+            names = [target] if type(target) is cst.Name else [e.value for e in target.elements]  # type: ignore[attr-defined]
+            made = output(small.value)
+            for name in names:
+                if type(name) is cst.Name:
+                    (outputs.add if made else outputs.discard)(name.value)
         elif type(small) is cst.Return and small.value is not None:
-            if not output(small.value):
+            value = small.value  # (``return z, attention``: the outputs it returns)
+            items = [e.value for e in value.elements] if type(value) is cst.Tuple else [value]
+            if not items or not all(output(item) for item in items):
                 return False
             returned = True
         elif type(small) is cst.Expr and type(small.value) is cst.Call and (

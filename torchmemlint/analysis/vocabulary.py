@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterator, Tuple
+from typing import Dict, FrozenSet, Iterator, Optional, Tuple
 
 
 
@@ -142,6 +142,22 @@ NORM_MODULES = _names(
     "BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm GroupNorm LayerNorm InstanceNorm1d "
     "InstanceNorm2d InstanceNorm3d Dropout Dropout1d Dropout2d Dropout3d Identity GELU Sigmoid Tanh",
 )
+
+# Packages whose classes are all ``torch.nn.Module`` subclasses, as their documentation says:
+# PyG's ``torch_geometric.nn`` (its layers, ``MessagePassing``, models such as ``GAE``) and DGL's
+# PyTorch ``dgl.nn``; also transformers' ``PreTrainedModel``. A project class deriving one is a
+# module (``class SPACE_Graph(GAE)``). Neither library is imported.
+_LIBRARY_MODULE_PACKAGES = ("torch_geometric.nn.", "dgl.nn.pytorch.", "dgl.nn.")
+
+
+def library_module(qualified: Optional[str]) -> bool:
+    """Whether ``qualified`` names a library class documented as an ``nn.Module``."""
+    if not qualified:
+        return False
+    last = qualified.rsplit(".", 1)[-1]
+    if last == "PreTrainedModel" and qualified.startswith("transformers."):
+        return True
+    return last[:1].isupper() and qualified.startswith(_LIBRARY_MODULE_PACKAGES)
 
 FRESH_FUNCTIONS = _names(
     FUNCTIONAL,

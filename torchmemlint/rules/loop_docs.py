@@ -118,7 +118,11 @@ TML501_DOCUMENTATION = """
 
     A class counts as an `nn.Module` class of the file also when another file of the project
     defines it (`from models import *`, `from .models import Net`, a re-export through a
-    package's `__init__.py`) and it derives from `nn.Module` there; the project is the files
+    package's `__init__.py`) and it derives from `nn.Module` there, or from a library class
+    documented as a module (PyG's `torch_geometric.nn` classes such as `GAE`, DGL's `dgl.nn`
+    layers, transformers' `PreTrainedModel`; `tests/test_tml501_library_modules.py`, where a
+    method unpacking and returning its module's outputs, `z, attention = self.encoder(x)`,
+    is the model's output too); the project is the files
     linted and the other modules of their packages, or a script's sibling files. The same code
     split into files gets the findings it gets pasted into one file
     (`tests/test_project_rules.py`).
