@@ -16,7 +16,7 @@ from torchmemlint.analysis.named_layers import spread_inplace
 from torchmemlint.analysis.activation_calls import followers
 from torchmemlint.analysis.producers import joined, Producer, Producers
 from torchmemlint.analysis.syntax import has_star_args, terminal_name
-from torchmemlint.analysis.vocabulary import ActivationKind, Category, Saves, short_name
+from torchmemlint.analysis.vocabulary import ActivationKind, Category, Saves, short_name, VIEW_MODULES
 
 
 @dataclass
@@ -205,7 +205,9 @@ def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) ->
     out-of-place dropout there is looked through: in training it makes a fresh tensor whose
     value its backward never reads (it keeps only its mask), in evaluation or with ``p=0`` it
     returns its input, so what makes that input counts too (nothing else reads it in an order:
-    tests/test_inplace_after_dropout.py)."""
+    tests/test_inplace_after_dropout.py). A view module there (``nn.Unflatten``, ``nn.Flatten``)
+    is looked through as well: the activation's input is then that element's input, viewed
+    (``Linear, Unflatten, LeakyReLU``: in place writes the Linear's output, which nothing keeps)."""
     found = []
     for previous in order.predecessors(part):
         layer = previous.layer
@@ -217,6 +219,11 @@ def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) ->
                 both = joined([Producer(Category.FRESH), *made])
                 shown = " / ".join(dict.fromkeys(p.description for p in made))
                 found.append([Producer(both.category, f"`{short_name(layer.qualified)}` after {shown}")])
+            continue
+        if depth < 4 and layer is not None and layer.qualified in VIEW_MODULES and previous not in order.first:
+            for made in _made_before(producers, order, previous, depth + 1):
+                shown = " / ".join(dict.fromkeys(p.description for p in made))
+                found.append([Producer(joined(made).category, f"`{short_name(layer.qualified)}` of {shown}")])
             continue
         found.append([producers.part(previous)])
     return found

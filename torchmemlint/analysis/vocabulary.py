@@ -249,6 +249,9 @@ def whole_words(pattern: "re.Pattern[str]", text: str) -> Iterator["re.Match[str
 
 
 # Methods whose result is the same storage (or a same-valued copy) as their receiver.
+# Modules that return a view of their input (``nn.Flatten`` a copy where it cannot view): in
+# place after one changes its input's storage, which nothing else in a Sequential reads.
+VIEW_MODULES = _names(NN, "Flatten Unflatten")
 VIEWS = frozenset({
     "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "transpose", "permute", "t",
     "contiguous", "view_as", "reshape_as", "swapaxes", "movedim",

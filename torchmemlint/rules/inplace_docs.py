@@ -18,7 +18,9 @@ TML201_DOCUMENTATION = """
     tests/test_inplace_encodec_builders.py; also an out-of-place dropout after such a layer,
     `Linear, LayerNorm, Dropout(p), LeakyReLU()`: in training it makes a fresh tensor it does
     not keep, in evaluation or with `p=0` it returns its input, and out of place the activation
-    keeps that tensor besides its result, tests/test_inplace_after_dropout.py) and nothing else
+    keeps that tensor besides its result, tests/test_inplace_after_dropout.py; and a view module
+    after such a layer, `Linear, Unflatten, LeakyReLU`: in place writes the layer's output through
+    the view, tests/test_inplace_after_views.py) and nothing else
     reads that input. Not where every layer that
     may follow it in an `nn.Sequential` (also where a factory's call or a local places it) or in
     a module list `forward` runs in turn (tests/test_inplace_lists.py; also an `nn.Sequential` read
