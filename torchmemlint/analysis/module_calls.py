@@ -44,6 +44,7 @@ from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_
 from torchmemlint.analysis.feeds import collected_over_loader, iterates_loader
 from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.quiet_methods import receiver_classes, without_autograd
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, sole_return, terminal_name
@@ -615,8 +616,14 @@ def runs_no_module(facts: ScopeFacts, event: CallEvent) -> bool:
         unmoved(value).func for assign in facts.scope.assigns
         if receiver in assign.targets and type(value := assign.value) is cst.Call
     ]
-    return bool(classes) and all(
+    if bool(classes) and all(
         (found := _class_method(facts, func, method, package=True)) is not None and _calls_nothing(found) for func in classes
+    ):
+        return True
+    # a method that runs its modules under ``no_grad`` itself (``analysis/quiet_methods.py``)
+    built = receiver_classes(facts, receiver)
+    return bool(built) and all(
+        (found := _class_method(facts, func, method, package=True)) is not None and without_autograd(found) for func in built  # type: ignore[union-attr]
     )
 
 

@@ -168,6 +168,10 @@ TML501_DOCUMENTATION = """
     named for training (`_learn_policy_gradient`, `update_policy`) that computes a loss (a value
     it names `*loss*`, an empty `losses = []` alone not counting) but never backpropagates it: an unfinished training step, whose fix is
     the missing backward, not `no_grad` (causaltorch's RL stubs; `tests/test_tml501_recall.py`).
+    Quiet as well for a method of the model's class that runs its modules under `no_grad` itself
+    (`with torch.no_grad():` around every call on `self`, or decorated so), the class read where
+    the model is built, also by the file's top level that hands it in (`run_virtual_screen(model,
+    loader)` in an `if __name__ == "__main__":` block; `tests/test_tml501_quiet_methods.py`).
 
     A comprehension over something named like a loader, data set or batches that collects what
     the model (or a method or part of it: `self.model.validation_step(b)`) returns, with

@@ -418,13 +418,13 @@ class _Checks:
         single = not named and not event.ctx.iterating
         if single and not self._straight_line_eval(event, callee):
             return
-        if (named or caller) and self.facts.trains_beside(event):
+        if (named or caller is not None) and self.facts.trains_beside(event):
             return
         if named:
             where = f"in `{scope.name}()` with autograd on"
         elif caller is not None:
             switch = "eval()"
-            where = f"after `{callee}.eval()` in its caller `{caller}()` with autograd on"
+            where = f"after `{callee}.eval()` in its caller {f'`{caller}()`' if caller else 'at the top level of the file'} with autograd on"
         else:
             switch = next((
                 "train(False)" if call.attr == "train" else "eval()"
@@ -446,8 +446,8 @@ class _Checks:
                 "`torch.no_grad()`; accumulating outputs or losses grows memory every batch); use "
                 "`torch.no_grad()`"
             )
-        target = self.facts.wrap_target(event, None if named or caller else mode_seq[0])
-        if not named and not caller and self.facts.trains_around(event, mode_seq[0], target):
+        target = self.facts.wrap_target(event, None if named or caller is not None else mode_seq[0])
+        if not named and caller is None and self.facts.trains_around(event, mode_seq[0], target):
             return  # eval() for frozen batch-norm or an attack: gradients are wanted
         self._pend(event, message + self._covered(target), target)
 
