@@ -36,13 +36,33 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
     if assignment is not None and _holds_function(file, assignment.value):
         return _applied(graph, assignment.value, assignment.method, node, positional, keywords, name, tensorish)
     parts = file.attribute_parts(graph.classdef, name)
-    if parts is not None and len(positional) == 1 and not keywords:
+    if parts is not None and len(positional) == 1 and (not keywords or _flags_only(file, parts, keywords)):
         return graph._layers(parts, positional[0], node, name)
     if graph.classdef is not None and (positional or keywords) and (found := foreign_method(file, graph.classdef, name)) is not None:
         return graph._helper(found[2], node, positional, keywords, bound_self=True, foreign=found[:2])  # a base class of another file's
     if tensorish and not keywords:  # a submodule the file does not show
         return graph._same("module", positional[0], node, [], assumed=True, attribute=name)
     return None
+
+
+def _flags_only(file: Any, parts: List[Any], keywords: Dict[str, Any]) -> bool:
+    """``self.dropout(w, force_mc=mc)`` where ``self.dropout`` holds one instance of a class of
+    this file whose ``forward`` takes each keyword as a parameter with a literal default other
+    than None (``force_mc: bool = False``): flags, never a second tensor (a mask defaults to None)."""
+    node = parts[0].node if len(parts) == 1 else None
+    classdef = file._classes.get(node.func.value) if type(node) is cst.Call and type(node.func) is cst.Name else None
+    forward = file.method(classdef, "forward") if classdef is not None else None
+    if forward is None:
+        return False
+    defaults = {p.name.value: p.default for p in (*forward.params.params, *forward.params.kwonly_params)}
+    return all(type(defaults.get(keyword)) in _FLAG_DEFAULTS or _is_bool(defaults.get(keyword)) for keyword in keywords)
+
+
+_FLAG_DEFAULTS = (cst.Integer, cst.Float, cst.SimpleString)
+
+
+def _is_bool(node: Any) -> bool:
+    return type(node) is cst.Name and node.value in ("True", "False")
 
 
 def partial_call(graph: Any, callee: Any, node: cst.Call, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:

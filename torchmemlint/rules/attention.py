@@ -33,7 +33,9 @@ class EagerAttention(Rule):
     of the file run with its arguments; one defined elsewhere assumed to keep the shape of the
     tensor it takes, and so a submodule the file does not show, `self.attn_drop(attn)` of an
     inherited attribute or in a function written as a method outside its class, `def
-    attention_forward(self, x)`: reported without a fix, tests/test_attention_held_out12.py),
+    attention_forward(self, x)`: reported without a fix, tests/test_attention_held_out12.py;
+    also a layer of the file given flags, `self.dropout(w, force_mc=mc)` whose `forward` takes
+    `force_mc: bool = False`, tests/test_attention_flag_keywords.py),
     contracted with a third value over that same axis. A scale may also be applied to q and k
     before their product (`((q * s) @ (k.transpose(2, 3) * s)).softmax(3)`: each keeps its
     layout; the fix hands the scaled operands to SDPA with `scale=1.0`,
