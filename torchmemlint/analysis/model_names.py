@@ -23,6 +23,14 @@ def model_part_of(expr: Optional[cst.BaseExpression]) -> bool:
     return dotted is not None and any(MODEL_NAME.match(part) for part in dotted.split(".")[1:])
 
 
+def moved_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    """The dotted name a chain of moves starts from (``model.to(device)`` -> ``model``: each
+    move returns the module itself); the dotted name of anything else, None if it has none."""
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in MODULE_MOVES:
+        expr = expr.func.value
+    return dotted_name(expr) if expr is not None else None
+
+
 def lambda_arm(expr: Optional[cst.BaseExpression]) -> bool:  # `f or (lambda x: x)`, `a if c else lambda: 0`
     if type(expr) is cst.IfExp:
         return lambda_arm(expr.body) or lambda_arm(expr.orelse)
@@ -50,7 +58,7 @@ def _named_in(scope: Any) -> Set[str]:
     containers: Set[str] = set()
     for call in scope.calls:
         if call.attr in ("eval", "train") and call.receiver is not None:
-            receiver = dotted_name(call.receiver)
+            receiver = moved_name(call.receiver)  # (``model.to(device).eval()``)
             if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
                 names.add(receiver)
                 containers |= _iterated(call, receiver)
@@ -86,7 +94,7 @@ def mode_switch(call: cst.Call) -> Optional[Tuple[str, str]]:
     func = call.func
     if type(func) is not cst.Attribute or func.attr.value not in ("eval", "train"):
         return None
-    receiver = dotted_name(func.value)
+    receiver = moved_name(func.value)  # (``model.to(device).eval()`` switches ``model``)
     if receiver is None or (func.attr.value == "eval" and call.args):
         return None
     off = func.attr.value == "eval" or (bool(call.args) and _is_false(call.args[0].value))

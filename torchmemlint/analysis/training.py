@@ -274,12 +274,12 @@ class ScopeFacts:
         return _held(returned) if type(returned) is tuple else returned  # type: ignore[return-value]
 
     def model_part(self, call: cst.Call) -> bool:
-        """`self.model.decoder1(z)`, `model.encode(x)`: a part or a method of the model run on
-        an input given by position, as a module's forward takes it (not one of a module's own
-        methods: `model.parameters()`, `model.to(device)`; not `eval_model.get_prompt()`)."""
+        """`self.model.decoder1(z)`, `model.encode(x)`: a part or a method of the model run on an input given by
+        position, as a module's forward takes it (not a module's own methods: `model.parameters()`, `model.to(device)`)."""
         head, _, last = (dotted_name(call.func) or "").rpartition(".")
+        by_keyword = bool(call.args) and MODEL_NAME.match(last) is not None  # a part named as a model: `model.model(input_ids=ids)`
         return (
-            any(arg.keyword is None and not arg.star for arg in call.args)
+            (by_keyword or any(arg.keyword is None and not arg.star for arg in call.args))
             and bool(head) and last not in MODULE_METHODS and last not in MODULE_MOVES
             and not last.startswith("_") and self.is_model(head)
             and not (head == "self" and self._hook_attribute(last))

@@ -81,7 +81,9 @@ TML501_DOCUMENTATION = """
     fusilli's `convert_to_latent`); a method of a model switched to evaluation mode, given an
     input by position, in a loop over a loader or in any loop of a function named for
     evaluation (an RL trainer's `self.agent.eval()`, then `self.agent.Actor(obs)` per step of its
-    `evaluate`: `tests/test_tml501_recall.py`). A method of the model's class (of this file or another
+    `evaluate`: `tests/test_tml501_recall.py`), or a part named as a model given its inputs
+    by keyword (`model.to(device).eval()`, a switch through moves, then
+    `model.model(input_ids=ids, labels=labels)` per batch: `tests/test_tml501_keyword_parts.py`). A method of the model's class (of this file or another
     project file, by relative or absolute import) that calls only builtins and data methods
     (fusilli's `get_data_from_batch`, which unpacks a batch; a static `safe_squeeze`) runs no
     module: not a model call (`tests/test_tml501_plain_methods.py`). A model a function of the
