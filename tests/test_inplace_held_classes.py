@@ -5,7 +5,7 @@ PyG's graph convolution makes: a fresh aggregation, so an activation on it may r
 a local alias of the class (``conv = GATv2Conv``) already was.
 
 Look-alikes stay quiet: the held class built with ``inplace=True``, a held function (not a
-class: what it returns is not known), a held ``GINConv`` (it runs the user's own ``nn`` last),
+class: what it returns is not known), attributes that name each other (never followed round), a held ``GINConv`` (it runs the user's own ``nn`` last),
 a class held in two arms that disagree (``nn.ELU`` or ``nn.Identity``).
 """
 
@@ -91,6 +91,18 @@ CASES: Dict[str, str] = {
                 self.conv = make_conv
                 self.hidden1 = self.conv(c, h)
                 self.hidden2 = self.conv(h, h)
+
+            def forward(self, x, edge_index):
+                return self.hidden2(F.leaky_relu(self.hidden1(x, edge_index)), edge_index)
+
+
+        class Circular(nn.Module):
+            def __init__(self, c, h):
+                super().__init__()
+                self.conv = self.other
+                self.other = self.conv
+                self.hidden1 = self.conv(c, h)
+                self.hidden2 = GATv2Conv(h, h)
 
             def forward(self, x, edge_index):
                 return self.hidden2(F.leaky_relu(self.hidden1(x, edge_index)), edge_index)

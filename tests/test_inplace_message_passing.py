@@ -9,12 +9,14 @@ handed to ``super().__init__``, ``**kwargs`` handed on where the construction pa
 an ``aggr`` parameter the construction leaves at ``"add"``, the layer's result viewed or averaged
 over heads before it is returned, a tuple returned in another arm (``return out, (edge_index,
 alpha)`` behind ``return_attention_weights``: a layer reading the call's result never gets it),
-the layer in another file of the package.
+``MessagePassing.__init__(self, aggr="mean")`` written out, the layer in another file of the
+package.
 
 Quiet: ``aggr="max"`` (the scatter's backward compares its result with the messages: in place
 would break backward), the construction passing ``aggr="max"`` through ``**kwargs`` or the
 parameter, a class that overrides ``update`` (or ``aggregate``), a look-alike ``propagate`` of a
-class that does not derive ``MessagePassing``.
+class that does not derive ``MessagePassing``, a class that initialises only ``nn.Module`` (its
+``aggr`` is not known).
 """
 
 from __future__ import annotations
@@ -126,6 +128,24 @@ class UpdatedConv(MessagePassing):
         return torch.sigmoid(aggregated)
 
 
+class ExplicitMean(MessagePassing):
+    def __init__(self, dim):
+        MessagePassing.__init__(self, aggr="mean")
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x, edge_index):
+        return self.propagate(edge_index, x=self.lin(x))
+
+
+class ModuleInit(MessagePassing):
+    def __init__(self, dim):
+        nn.Module.__init__(self)
+        self.lin = nn.Linear(dim, dim)
+
+    def forward(self, x, edge_index):
+        return self.propagate(edge_index, x=self.lin(x))
+
+
 class Plain(nn.Module):
     def __init__(self, dim):
         super().__init__()
@@ -147,6 +167,8 @@ class Net(nn.Module):
         self.chosen_max = ChosenConv(dim, aggr="max")
         self.updated = UpdatedConv(dim)
         self.plain = Plain(dim)
+        self.explicit = ExplicitMean(dim)
+        self.module_init = ModuleInit(dim)
         self.out = nn.Linear(dim, dim)
 
     def forward(self, x, edge_index):
@@ -156,7 +178,9 @@ class Net(nn.Module):
         d = F.leaky_relu(self.chosen_max(x, edge_index))
         e = F.leaky_relu(self.updated(x, edge_index))
         f = F.leaky_relu(self.plain(x, edge_index))
-        return self.out(a) + self.out(b) + self.out(c) + self.out(d) + self.out(e) + self.out(f)
+        g = F.leaky_relu(self.explicit(x, edge_index))  # expect: TML201
+        h = F.leaky_relu(self.module_init(x, edge_index))
+        return self.out(a) + self.out(b) + self.out(c) + self.out(d) + self.out(e) + self.out(f) + self.out(g) + self.out(h)
 ''',
 }
 

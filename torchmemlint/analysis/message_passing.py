@@ -44,7 +44,7 @@ def aggregates_freshly(file: "FileAnalysis", classdef: cst.ClassDef, built_by: O
     init = methods.get("__init__")
     if init is None:  # ``MessagePassing.__init__`` with what the construction passes
         return built_by is not None and _fresh(_passed(built_by, 0))
-    base_call = _base_init(init)
+    base_call = _base_init(file, init)
     if base_call is None:
         return False
     given = argument(base_call, 0, "aggr")
@@ -58,7 +58,7 @@ def aggregates_freshly(file: "FileAnalysis", classdef: cst.ClassDef, built_by: O
     return True  # ``MessagePassing``'s default, ``"add"``
 
 
-def _base_init(init: cst.FunctionDef) -> Optional[cst.Call]:
+def _base_init(file: "FileAnalysis", init: cst.FunctionDef) -> Optional[cst.Call]:
     """``super().__init__(...)``, ``super(C, self).__init__(...)`` or ``MessagePassing.__init__(self, ...)``
     among the top-level statements of ``__init__``."""
     for statement in init.body.body:
@@ -71,7 +71,7 @@ def _base_init(init: cst.FunctionDef) -> Optional[cst.Call]:
             owner = call.func.value
             if type(owner) is cst.Call and type(owner.func) is cst.Name and owner.func.value == "super":
                 return call
-            if type(owner) in (cst.Name, cst.Attribute) and call.args:  # ``MessagePassing.__init__(self, aggr="mean")``
+            if file.resolver.qualify(owner) in MESSAGE_PASSING and call.args:  # ``MessagePassing.__init__(self, aggr="mean")``
                 return call.with_changes(args=call.args[1:])
     return None
 

@@ -217,10 +217,10 @@ class Producers:
         if type(func) is not cst.Attribute or type(func.value) is not cst.Name or self.model is None:
             return None
         assignment = self.model.single_assignment(func.attr.value)
-        if assignment is None or type(assignment.value) not in (cst.Name, cst.Attribute) or assignment.value is func:
+        if assignment is None or type(assignment.value) not in (cst.Name, cst.Attribute):
             return None
-        if self.model.self_name(assignment.method) != func.value.value:
-            return None
+        if self.model.self_name(assignment.method) != func.value.value or _rooted_at(assignment.value, func.value.value):
+            return None  # (``self.conv = self.other``: another attribute, never followed round)
         dotted = _dotted(assignment.value)
         return assignment.value if dotted is not None and dotted.rsplit(".", 1)[-1][:1].isupper() else None
 
