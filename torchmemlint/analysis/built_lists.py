@@ -1,6 +1,7 @@
 """The calls of module instances a comprehension builds into a module list (``forward_calls.py``).
 
-``self.layer = nn.ModuleList([BertLayer(config, i) for i in range(n)])``: every element of
+``self.layer = nn.ModuleList([BertLayer(config, i) for i in range(n)])`` (or ``nn.Sequential(*[...])``,
+run by the file element by element, never whole): every element of
 ``self.layer`` is an instance of the class. When every other read of the attribute in the file
 is ``len(self.layer)``, a loop over it (``for m in self.layer``, ``for i, m in
 enumerate(self.layer)``), an element bound to a local (``m = self.layer[i]``) or called
@@ -41,8 +42,10 @@ def built_list(assign: cst.Assign, name: str) -> Optional[str]:
     short = func.value if type(func) is cst.Name else (func.attr.value if type(func) is cst.Attribute else None)
     if short not in MODULE_LISTS or len(value.args) != 1 or value.args[0].keyword is not None:
         return None
-    made = value.args[0].value  # (``nn.Sequential(*[...])``: the Sequential calls them, not the file)
-    if value.args[0].star or type(made) not in (cst.ListComp, cst.GeneratorExp):
+    # (``nn.Sequential(*[...])``: its elements too; where the Sequential itself is called, it
+    # calls them, a read of the attribute ``element_calls`` does not know: not known then)
+    made = value.args[0].value
+    if (value.args[0].star and not (short == "Sequential" and value.args[0].star == "*")) or type(made) not in (cst.ListComp, cst.GeneratorExp):
         return None
     element = made.elt  # type: ignore[attr-defined]
     if type(element) is not cst.Call or type(element.func) is not cst.Name or element.func.value != name:

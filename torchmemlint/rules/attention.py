@@ -137,7 +137,8 @@ class EagerAttention(Rule):
     config.output_attentions`), to layers built into a `ModuleList` by a comprehension and run
     as `self.layer[i]`, directly or through a checkpointed closure (`create_custom_forward`) or
     `self._gradient_checkpointing_func(layer.__call__, ...)`: off unless a caller passes it
-    (tests/test_attention_config_flags.py). Two
+    (tests/test_attention_config_flags.py; also an `nn.Sequential(*[Layer(...) for ...])` the
+    file runs layer by layer, not whole: tests/test_attention_sequential_of_layers.py). Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
