@@ -127,12 +127,13 @@ class ProjectLinks:
             self._located[dotted] = self.index.locate(self.path, dotted)
         return self._located[dotted]
 
-    def ancestry(self, dotted: Optional[str], own: bool = False) -> List[Located]:
+    def ancestry(self, dotted: Optional[str], own: bool = False, package: bool = False) -> List[Located]:
         """The class ``dotted`` names and the classes it derives from (``ProjectIndex.ancestry``);
-        for a class of this file only when a base may come from another file, or with ``own``."""
+        for a class of this file only when a base may come from another file, or with ``own``;
+        with ``package``, also a class imported by absolute name from the file's own package."""
         if not dotted:
             return []
-        if not (self.may_come_from_project(dotted) or self._own_class(dotted)):
+        if not (self.may_come_from_project(dotted) or (package and self.may_come_from_package(dotted)) or self._own_class(dotted)):
             if not own or self._module is None or not any(
                 type(statement) is cst.ClassDef and statement.name.value == dotted for statement in self._module.body
             ):
@@ -142,11 +143,12 @@ class ProjectLinks:
     def module_class(self, dotted: Optional[str]) -> bool:
         """``dotted`` names a class of the project that derives, through classes of the
         project, from torch's ``nn.Module`` (or a class named ``Module`` / ``LightningModule``,
-        as for a class of the file itself)."""
+        as for a class of the file itself; also one imported by absolute name from the file's own
+        package: ``from trecover.model import TRecover`` in ``trecover/utils/``)."""
         if not dotted:
             return False
         if dotted not in self._module_class:
-            ancestry = self.ancestry(dotted)
+            ancestry = self.ancestry(dotted, package=True)
             self._module_class[dotted] = bool(ancestry) and ancestry[0].kind == "class" and any(
                 ancestor.kind == "external" and (
                     ancestor.name.startswith("torch.nn.")

@@ -492,8 +492,11 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
         unmoved(event.value).func for scope in scopes for event in scope.assigns  # type: ignore[union-attr]
         if receiver in event.targets and type(event.value) is cst.Call and not moved_itself(event.value, receiver)
     ]
+    annotated = _annotated_class(facts, receiver) if not classes else []  # (``def beam_step(..., model: TRecover)``)
+    classes = classes or annotated
     if classes:
-        held = receiver.startswith("self.")  # (a module of the class: any class of the project may be its)
+        # (a module of the class, or one a parameter is annotated with: any class of the project may be its)
+        held = receiver.startswith("self.") or bool(annotated)
         found = [_class_method(facts, func, method, package=held) for func in classes]
         if not all(node is not None and _returns_output(node) for node in found):
             return False
@@ -502,6 +505,23 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
         if not local or not all(_returns_output(node) for node in local):
             return False
     return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
+
+
+def _annotated_class(facts: ScopeFacts, receiver: str) -> List[cst.BaseExpression]:
+    """The class a parameter ``receiver`` of the function (or of a function around it, for a
+    closure) is annotated with, where that names a module class of this file or of the project
+    (``model: TRecover``); else nothing."""
+    scope, param = facts.scope, None
+    while scope is not None and scope.function is not None and "." not in receiver and param is None:
+        params = scope.function.params
+        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == receiver), None)
+        if param is None and receiver in scope.bindings.names:
+            return []  # (bound here otherwise)
+        scope = scope.parent  # (a closure reads its enclosing function's parameter)
+    annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+    if type(annotation) not in (cst.Name, cst.Attribute) or facts.bindings.qualify(annotation) == "torch.nn.Module":
+        return []
+    return [annotation] if module_type(facts, annotation) else []  # type: ignore[list-item]
 
 
 def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]:

@@ -383,6 +383,13 @@ class SinkFollower:
             result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
+        if type(func) is cst.Name and func.value == "zip" and qualified in (None, "builtins.zip") and not arg.keyword and not arg.star:
+            loop = parents.get(id(call))  # `for prob, pos in zip(values, indices)`: its item of each row
+            target = loop.target if type(loop) is cst.For and loop.iter is call else None  # type: ignore[union-attr]
+            position = next(i for i, a in enumerate(call.args) if a is arg)
+            if type(target) in (cst.Tuple, cst.List) and len(target.elements) == len(call.args) and not any(a.star or a.keyword for a in call.args):  # type: ignore[union-attr]
+                return self._bound(target.elements[position].value, where)  # type: ignore[union-attr]
+            raise _Escape("passed to `zip`")
         if type(func) is cst.Attribute and func.attr.value in ("append", "extend", "insert", "add") \
                 and not (qualified or "").startswith("torch."):  # `torch.add(a, b)` is arithmetic
             return self._stored_in(func.value, where)

@@ -160,8 +160,12 @@ TML501_DOCUMENTATION = """
     (`fake = self._apply_activate(fake)`) or consumes it, or through a function of another file of
     the project imported relatively or by the package's own name (`cpunum(self(graph))`, read with
     that file's names; `tests/test_tml501_sink_helpers.py`); of an output dict iterated by
-    `.items()` only the values are followed. A parameter annotated
-    `nn.Module` or `LightningModule` is a module. Quiet when the output is returned, stored, passed to an unknown function,
+    `.items()` only the values are followed, of a `zip` a loop iterates only the items of its
+    own argument (`for prob, pos in zip(values, indices)`). A parameter annotated
+    `nn.Module` or `LightningModule` is a module; one annotated with a module class of the
+    project (also one imported by absolute name from the file's own package, and read by a
+    closure) is that class, whose methods are read (trecover's `model: TRecover`, then
+    `model.predict(chain, src)` in a beam search: `tests/test_tml501_annotated_receivers.py`). Quiet when the output is returned, stored, passed to an unknown function,
     or trained through hooks, and for `self.<module>` of a class that sets `requires_grad` of
     that module's parameters in one of its methods (frozen weights record nothing: transformers'
     FLAVA image codebook), or turns gradients on there in a way not read; freezing another module
