@@ -179,10 +179,28 @@ def _sink_functions(facts: LoopFacts) -> Iterator[FunctionFacts]:
     for function in facts.functions:
         by_name.setdefault(function.name, []).append(function)
     for function in facts.functions:
-        if function.may_run_module(facts.module_stores, facts.self_bound, facts.moved) and _sinks_in(
-            function, 2, facts.imported, by_name
-        ):
+        if _runs_module(facts, function, 2, by_name) and _sinks_in(function, 2, facts.imported, by_name):
             yield function
+
+
+def _runs_module(facts: LoopFacts, function: FunctionFacts, depth: int, by_name: Dict[str, List[FunctionFacts]]) -> bool:
+    """A call in ``function`` may run a module (``FunctionFacts.may_run_module``), or a helper of
+    the file it calls may (``classify_online(model, ...)``: TML501 finds the helper running the
+    model it is handed, ``callers.helper_run_model``), two levels deep as ``_sinks_in`` reads."""
+    if function.may_run_module(facts.module_stores, facts.self_bound, facts.moved):
+        return True
+    if depth == 0:
+        return False
+    for callee in function.callees:
+        head, _, rest = callee.partition(".")
+        name = rest if head == "self" and rest and "." not in rest else callee
+        if "." not in name and any(
+            helper is not function and helper.name not in ("__init__", "forward")
+            and _runs_module(facts, helper, depth - 1, by_name)
+            for helper in by_name.get(name, ())
+        ):
+            return True
+    return False
 
 
 def sink_only_functions(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> Optional[FrozenSet[int]]:
