@@ -397,16 +397,19 @@ class SinkFollower:
             type(func) is cst.Name and func.value in self.local_functions
         ):
             return [(call, where)]  # torch.cat, F.interpolate, make_grid: still the graph
-        if dotted is not None and sink_name(dotted) and not (
+        # a method of the class called on ``self`` is read, whatever its name says
+        # (``self.score_func(h, r, t)`` computes the model's score, no metric)
+        helper = self.helper(call) if self.helper is not None and type(func) is cst.Attribute else None
+        if dotted is not None and sink_name(dotted) and helper is None and not (
             type(func) is cst.Name and func.value in self.local_functions
         ):
             result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
-        if self.helper is not None:
+        if helper is None and self.helper is not None:
             helper = self.helper(call)
-            if helper is not None:
-                return self._through_helper(helper, arg, call, where, result)
+        if helper is not None:
+            return self._through_helper(helper, arg, call, where, result)
         raise _Escape(f"passed to `{dotted or 'a call'}`")
 
     def _through_helper(

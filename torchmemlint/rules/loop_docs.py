@@ -161,7 +161,9 @@ TML501_DOCUMENTATION = """
     the project imported relatively or by the package's own name (`cpunum(self(graph))`, read with
     that file's names; `tests/test_tml501_sink_helpers.py`); of an output dict iterated by
     `.items()` only the values are followed, of a `zip` a loop iterates only the items of its
-    own argument (`for prob, pos in zip(values, indices)`). A parameter annotated
+    own argument (`for prob, pos in zip(values, indices)`); a method of the class called on
+    `self` is followed whatever its name says (`self.score_func(h, t)`, the model's own scoring:
+    `tests/test_tml501_scoring_methods.py`). A parameter annotated
     `nn.Module` or `LightningModule` is a module; one annotated with a module class of the
     project (also one imported by absolute name from the file's own package, and read by a
     closure) is that class, whose methods are read (trecover's `model: TRecover`, then
