@@ -2,7 +2,9 @@
 knowledge-graph model's ``forward_enc_dec`` computes ``score = self.score_func(head, tail)`` and
 returns it for the trainer's loss (openukge's UPGAT): ``score_func`` is the model's own scoring,
 no metric, and what it returns goes back to the caller, so the method stays quiet. The same
-scores printed as a list (``print(self.score_func(head, tail).tolist())``) stay reported.
+scores printed as a list (``print(self.score_func(head, tail).tolist())``) stay reported, and so
+does an output handed to a method named for saving whose reading is lost (``self._save_to_file(seq,
+path)`` keeping it on ``self``: musicgen-trainer's ``_save_to_midi``): its name decides then.
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ CASES: Dict[str, str] = {
                 head = self.encoder(x)  # expect: TML501
                 tail = self.encoder(y)  # expect: TML501
                 print(self.score_func(head, tail).tolist())
+
+            def save_generated(self, x, path):
+                out = self.encoder(x)  # expect: TML501
+                self._save_to_file(out.detach().cpu().numpy(), path)
+
+            def _save_to_file(self, sequence, path):
+                self.last_saved = (sequence, path)
     ''',
 }
 

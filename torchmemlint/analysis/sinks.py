@@ -397,12 +397,17 @@ class SinkFollower:
             type(func) is cst.Name and func.value in self.local_functions
         ):
             return [(call, where)]  # torch.cat, F.interpolate, make_grid: still the graph
-        # a method of the class called on ``self`` is read, whatever its name says
-        # (``self.score_func(h, r, t)`` computes the model's score, no metric)
+        # a method of the class called on ``self`` is read first, whatever its name says
+        # (``self.score_func(h, r, t)`` computes the model's score, no metric); where its reading
+        # is lost (``self._save_to_midi(seq, path)`` hands it to a library), its name decides
         helper = self.helper(call) if self.helper is not None and type(func) is cst.Attribute else None
-        if dotted is not None and sink_name(dotted) and helper is None and not (
-            type(func) is cst.Name and func.value in self.local_functions
-        ):
+        named = dotted is not None and sink_name(dotted) and not (type(func) is cst.Name and func.value in self.local_functions)
+        if named and helper is not None:
+            try:
+                return self._through_helper(helper, arg, call, where, result)
+            except _Escape:
+                pass
+        if named:
             result.sinks.append(f"`{dotted}`")
             result.strong = True
             return []
