@@ -55,7 +55,7 @@ class ProjectLinks:
         self._make = make_analysis
         self._located: Dict[str, Optional[Located]] = {}
         self._package_names: Optional[FrozenSet[str]] = None
-        self._module_class: Dict[str, bool] = {}
+        self._module_class: Dict[Tuple[str, bool], bool] = {}
 
     @property
     def index(self) -> ProjectIndex:
@@ -140,16 +140,18 @@ class ProjectLinks:
                 return []
         return self.index.ancestry(self.path, dotted)
 
-    def module_class(self, dotted: Optional[str]) -> bool:
+    def module_class(self, dotted: Optional[str], package: bool = False) -> bool:
         """``dotted`` names a class of the project that derives, through classes of the
         project, from torch's ``nn.Module`` (or a class named ``Module`` / ``LightningModule``,
-        as for a class of the file itself; also one imported by absolute name from the file's own
-        package: ``from trecover.model import TRecover`` in ``trecover/utils/``)."""
+        as for a class of the file itself); with ``package``, also one imported by absolute name
+        from the file's own package (``from trecover.model import TRecover`` in ``trecover/utils/``:
+        asked only of a parameter's annotation, ``module_calls._annotated_class``)."""
         if not dotted:
             return False
-        if dotted not in self._module_class:
-            ancestry = self.ancestry(dotted, package=True)
-            self._module_class[dotted] = bool(ancestry) and ancestry[0].kind == "class" and any(
+        key = (dotted, package)
+        if key not in self._module_class:
+            ancestry = self.ancestry(dotted, package=package)
+            self._module_class[key] = bool(ancestry) and ancestry[0].kind == "class" and any(
                 ancestor.kind == "external" and (
                     ancestor.name.startswith("torch.nn.")
                     or ancestor.name.rsplit(".", 1)[-1] in ("Module", "LightningModule")
@@ -157,7 +159,7 @@ class ProjectLinks:
                 )
                 for ancestor in ancestry
             )
-        return self._module_class[dotted]
+        return self._module_class[key]
 
     def read_by_importers(self, attribute: str) -> bool:
         """Whether a file of the project that imports this one reads ``.<attribute>`` on some

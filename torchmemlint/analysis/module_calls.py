@@ -521,7 +521,9 @@ def _annotated_class(facts: ScopeFacts, receiver: str) -> List[cst.BaseExpressio
     annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
     if type(annotation) not in (cst.Name, cst.Attribute) or facts.bindings.qualify(annotation) == "torch.nn.Module":
         return []
-    return [annotation] if module_type(facts, annotation) else []  # type: ignore[list-item]
+    links = facts.walk.links
+    by_package = links is not None and links.module_class(dotted_name(annotation), package=True)  # (``from trecover.model import TRecover``)
+    return [annotation] if by_package or module_type(facts, annotation) else []  # type: ignore[list-item]
 
 
 def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]:
