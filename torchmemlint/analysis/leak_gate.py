@@ -151,18 +151,19 @@ def _sinks_in(
     `report(out)`): ``analysis.sinks`` follows an output into helpers two levels deep."""
     if function.sinks(imported):
         return True
-    if depth == 0:
-        return False
+    return depth > 0 and any(_sinks_in(helper, depth - 1, imported, by_name) for helper in _helpers(function, by_name))
+
+
+def _helpers(function: FunctionFacts, by_name: Dict[str, List[FunctionFacts]]) -> Iterator[FunctionFacts]:
+    """The functions of the file ``function`` calls by name (`report(out)`, `self._report(out)`),
+    other than itself, ``__init__`` and ``forward``."""
     for callee in function.callees:
         head, _, rest = callee.partition(".")
         name = rest if head == "self" and rest and "." not in rest else callee
-        if "." not in name and any(
-            helper is not function and helper.name not in ("__init__", "forward")
-            and _sinks_in(helper, depth - 1, imported, by_name)
-            for helper in by_name.get(name, ())
-        ):
-            return True
-    return False
+        if "." not in name:
+            for helper in by_name.get(name, ()):
+                if helper is not function and helper.name not in ("__init__", "forward"):
+                    yield helper
 
 
 def _sink_code(facts: LoopFacts) -> bool:
@@ -189,18 +190,7 @@ def _runs_module(facts: LoopFacts, function: FunctionFacts, depth: int, by_name:
     model it is handed, ``callers.helper_run_model``), two levels deep as ``_sinks_in`` reads."""
     if function.may_run_module(facts.module_stores, facts.self_bound, facts.moved):
         return True
-    if depth == 0:
-        return False
-    for callee in function.callees:
-        head, _, rest = callee.partition(".")
-        name = rest if head == "self" and rest and "." not in rest else callee
-        if "." not in name and any(
-            helper is not function and helper.name not in ("__init__", "forward")
-            and _runs_module(facts, helper, depth - 1, by_name)
-            for helper in by_name.get(name, ())
-        ):
-            return True
-    return False
+    return depth > 0 and any(_runs_module(facts, helper, depth - 1, by_name) for helper in _helpers(function, by_name))
 
 
 def sink_only_functions(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> Optional[FrozenSet[int]]:

@@ -626,26 +626,21 @@ def _returns_output(function: cst.FunctionDef) -> bool:
 
 
 def runs_no_module(facts: ScopeFacts, event: CallEvent) -> bool:
-    """``receiver.method(...)`` runs no module: ``receiver`` is bound in this function to a
-    construction of a class (this file's or another project file's) whose own ``method`` calls
-    nothing but builtins and data methods (fusilli's ``get_data_from_batch``, which unpacks a
-    batch, and its static ``safe_squeeze``). Such a call records no graph of the model's.
-    Unknown (a method the class inherits, a receiver handed in): False."""
+    """``receiver.method(...)`` records no graph of the model's: ``receiver`` is built from a
+    class (this file's or another project file's) in this function, or by every caller of the
+    file that hands it in (``quiet_methods.receiver_classes``), whose own ``method`` calls nothing
+    but builtins and data methods (fusilli's ``get_data_from_batch``, which unpacks a batch, and
+    its static ``safe_squeeze``) or runs its modules under ``no_grad`` itself. Unknown (a method
+    the class inherits, a receiver whose class is not known): False."""
     receiver, _, method = (event.func or "").rpartition(".")
     if not receiver or "." in receiver:
         return False
-    classes = [
-        unmoved(value).func for assign in facts.scope.assigns
-        if receiver in assign.targets and type(value := assign.value) is cst.Call
-    ]
-    if bool(classes) and all(
-        (found := _class_method(facts, func, method, package=True)) is not None and _calls_nothing(found) for func in classes
-    ):
-        return True
-    # a method that runs its modules under ``no_grad`` itself (``analysis/quiet_methods.py``)
+    # (also a method that runs its modules under ``no_grad`` itself: ``analysis/quiet_methods.py``)
     built = receiver_classes(facts, receiver)
     return bool(built) and all(
-        (found := _class_method(facts, func, method, package=True)) is not None and without_autograd(found) for func in built  # type: ignore[union-attr]
+        (found := _class_method(facts, func, method, package=True)) is not None  # type: ignore[arg-type]
+        and (_calls_nothing(found) or without_autograd(found))
+        for func in built  # type: ignore[union-attr]
     )
 
 
