@@ -74,7 +74,7 @@ class Site:
 
     name: str  # functional name: "leaky_relu", "sigmoid"
     kind: Optional[ActivationKind]
-    form: str  # "module", "functional", "underscore" or "method"
+    form: str  # "module", "functional", "torch" (``torch.selu(x)``), "underscore" or "method"
     node: cst.Call  # the constructor or the call; fixes edit it
     label: str  # how messages name it
     inplace: Optional[bool]

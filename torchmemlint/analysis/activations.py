@@ -40,7 +40,7 @@ from torchmemlint.analysis.returned_locals import returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
     INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
-    short_name,
+    TORCH_OUT_OF_PLACE, short_name,
 )
 
 SEQUENTIAL = NN + "Sequential"
@@ -153,10 +153,11 @@ class InplaceAnalysis:
                 ):
                     return []
                 return [self._module(layer)]
-        if qualified in KIND_BY_FUNCTION:
-            kind = KIND_BY_FUNCTION[qualified]
-            site = Site(kind.name, kind, "functional", call, f"`{short_name(qualified)}`", None)
-            if not has_star_args(call):
+        if qualified in KIND_BY_FUNCTION or qualified in TORCH_OUT_OF_PLACE:  # (``torch.selu(x)``: no ``inplace``)
+            kind = KIND_BY_FUNCTION.get(qualified) or KIND_BY_NAME[TORCH_OUT_OF_PLACE[qualified]]
+            form = "functional" if qualified in KIND_BY_FUNCTION else "torch"
+            site = Site(kind.name, kind, form, call, f"`{short_name(qualified)}`", None if form == "functional" else False)
+            if form == "functional" and not has_star_args(call):
                 inplace = argument(call, site.inplace_position(), "inplace")
                 site.inplace = False if inplace is None else literal_bool(inplace.value)
             self._functional_use(site, argument(call, 0, "input"))
@@ -229,12 +230,14 @@ class InplaceAnalysis:
         found = self.placing.foreign(call)
         if found is None:
             return []
-        spot, function, layers, shown = found
+        spot, function, layers, shown, home = found
         sites = []
         for layer in layers:
             kind = layer.kind
             if kind is None or kind.saves is Saves.MASK:
                 continue  # (dropout: TML204 reports the construction in its own file)
+            if arm_not_taken(self.file, function, layer.call, call, home):
+                continue  # (``get_act("relu")``: not the arm that builds it)
             site = layer_site(layer)
             site.node, site.effective, site.foreign = call, layer.effective, True
             sites.append(self._placed(site, layer, function.name.value, [spot], False, function, f", defined in `{shown}`"))
@@ -506,7 +509,7 @@ class InplaceAnalysis:
         if not (
             type(statement) is cst.SimpleStatementLine and len(statement.body) == 1
             and type(statement.body[0]) is cst.Return and statement.body[0].value is call
-        ) and not returned_local(self.file.flow(function), function, statement, call):  # ``act = nn.ELU()`` ... ``return act``
+        ) and not returned_local(self.file.flow(function), function, statement, call, self.file.index):  # ``act = nn.ELU()`` ... ``return act``
             return None
         return function.name.value
 

@@ -29,24 +29,29 @@ import libcst as cst
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.module_flow import _case_fold
 from torchmemlint.analysis.placing import passed
+from torchmemlint.analysis.returned_locals import table_entry
 
 _DEPTH = 3
 _UNKNOWN = None  # a test or a value that cannot be read
 
 
-def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode, call: cst.Call) -> bool:
-    """Whether ``call`` (a call of ``factory``, a function or method of ``file``) cannot take the
-    arm of ``factory`` that builds ``construction``."""
-    index = file.index
-    if index.find(construction) is None or index.find(call) is None or index.find(factory) is None:
+def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode, call: cst.Call, home: Any = None) -> bool:
+    """Whether ``call`` (a call in ``file`` of ``factory``, a function or method of ``home``:
+    ``file`` itself, or another file of the project that defines it) cannot take the arm of
+    ``factory`` that builds ``construction``."""
+    home = file if home is None else home
+    index = home.index
+    if index.find(construction) is None or file.index.find(call) is None or index.find(factory) is None:
         return False
-    here = index.function_of(index.find(call))
-    caller = index.order[here] if here >= 0 else None
+    here = file.index.function_of(file.index.find(call))
+    caller = file.index.order[here] if here >= 0 else None
     for name, tests in _tests_by_name(index, factory, construction).items():
         param, fold = parameter(factory, name), _same
         if param is None and _param(factory, name) is not None:  # ``act = act.upper()`` first
             param, fold = _param(factory, name), _case_fold(factory, name)
-        known, _, value = passed(factory, param, call) if param is not None and fold is not None else (False, None, None)
+        known, arg, value = passed(factory, param, call) if param is not None and fold is not None else (False, None, None)
+        if home is not file and arg is None and type(value) is not cst.SimpleString:
+            known = False  # (a default of another file, read there)
         found = _values(file, value, caller, 0) if known and value is not None else _UNKNOWN
         if found is not None and _excludes(tests, name, {fold(text) for text in found}):
             return True  # no value the parameter may have at this call takes the arm
@@ -101,6 +106,9 @@ def _conditions(index: Any, factory: cst.FunctionDef, construction: cst.CSTNode)
     if start is None:
         return []
     found: List[Tuple[cst.BaseExpression, bool]] = []
+    entry = table_entry(index, factory, construction)
+    if entry is not None and entry[1] is not None:  # ``return {"elu": nn.ELU(), ...}[name]``: ``name == "elu"``
+        found.append((cst.Comparison(entry[0], [cst.ComparisonTarget(cst.Equal(), cst.SimpleString(repr(entry[1])))]), True))
     order = index.order
     for up, down in zip(path[start:], path[start + 1:]):
         node, child = order[up], order[down]

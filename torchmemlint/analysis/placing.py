@@ -20,6 +20,7 @@ from torchmemlint.analysis.factories import parameter
 from torchmemlint.analysis.activation_calls import names_read
 from torchmemlint.analysis.module_flow import bound_name, dispatched_reads, receiver
 from torchmemlint.analysis.module_lists import module_lists
+from torchmemlint.analysis.returned_locals import table_entry
 from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, module_itself, terminal_name
 from torchmemlint.project import _resolve_relative, module_name, REGISTRY
 from torchmemlint.analysis.vocabulary import activation_words, whole_words
@@ -287,11 +288,12 @@ class FactoryPlacing:
             self._element_map = found
         return self._element_map
 
-    def foreign(self, call: cst.Call) -> Optional[Tuple[Tuple[cst.Call, str, Any], cst.FunctionDef, List[Any], str]]:
+    def foreign(self, call: cst.Call) -> Optional[Tuple[Tuple[cst.Call, str, Any], cst.FunctionDef, List[Any], str, Any]]:
         """For a call of a function another file of the project defines (``from .layers import
         leaky``; ``def leaky(p=0.1): return nn.LeakyReLU(p)`` there) that puts what it returns
         somewhere (``spot``): that place, the function, the layers its ``return`` statements
-        construct (``Layer``, read with that file's own analysis) and the file, as shown."""
+        construct (``Layer``, read with that file's own analysis), the file, as shown, and its
+        analysis."""
         links = self.file.links
         func = call.func
         if links is None or type(func) is not cst.Name or not links.may_come_from_package(func.value):
@@ -325,22 +327,30 @@ class FactoryPlacing:
             _NAMES_ACTIVATION[key] = any(True for _ in whole_words(_ACTIVATION_WORDS, text))
         return _NAMES_ACTIVATION[key]
 
-    def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str]]:
+    def _returned_layers(self, name: str) -> Optional[Tuple[cst.FunctionDef, List[Any], str, Any]]:
         """The project function ``name`` (of another file), the layers its ``return``
-        statements construct, and that file as shown; None when it returns none."""
+        statements construct (also as entries of a table they return an item of: ``return
+        mapping[name]``, ``returned_locals.table_entry``), that file as shown, and its analysis;
+        None when it returns none."""
         found = self.file.links.definition(name, "function", package=True)
         if found is None:
             return None
         other, function = found
+        nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+        made = [value.value for value in scan(function.body, (cst.Return,), nested)]  # type: ignore[attr-defined]
+        if any(type(value) in (cst.Subscript, cst.Call) for value in made):
+            made.extend(
+                call for call in scan(function.body, (cst.Call,), nested)
+                if type(other.index.above(call)) is cst.DictElement and table_entry(other.index, function, call) is not None
+            )
         layers = []
-        for value in scan(function.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            made = value.value  # type: ignore[attr-defined]
-            qualified = other.resolver.qualify(made.func) if type(made) is cst.Call else None
+        for value in made:
+            qualified = other.resolver.qualify(value.func) if type(value) is cst.Call else None
             if qualified is not None and qualified.startswith("torch.nn."):
-                layers.append(Layer(qualified, made))
+                layers.append(Layer(qualified, value))
         here = self.file.links.path
         shown = os.path.relpath(other.links.path, os.path.dirname(here)) if other.links is not None else "?"
-        return (function, layers, shown) if layers else None
+        return (function, layers, shown, other) if layers else None
 
     def imported_elsewhere(self, name: str) -> Optional[str]:
         """Another file of the project that may call the top-level function ``name`` of this

@@ -84,6 +84,10 @@ INPLACE_FUNCTIONS: Dict[str, str] = {
     },
 }
 INPLACE_METHODS: Dict[str, str] = {"relu_": "relu", "sigmoid_": "sigmoid", "tanh_": "tanh"}
+# ``torch.selu(x)``: the ``torch`` functions of activations that save their input, without an
+# ``inplace`` parameter; their in-place forms are ``torch.selu_`` (what ``F.selu(x, inplace=True)``
+# calls), so the fix adds the underscore.
+TORCH_OUT_OF_PLACE: Dict[str, str] = {"torch." + n: n for n in ("selu", "celu", "rrelu")}
 
 
 class Category(str, enum.Enum):

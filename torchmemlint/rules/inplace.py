@@ -25,8 +25,11 @@ Fixable = Union[bool, None, Placement]
 
 # -- fixes -----------------------------------------------------------------------------------------
 def set_inplace(rule: Rule, site: Site) -> Optional[NodeEdit]:
-    """An edit that adds ``inplace=True`` to ``site`` (module or functional form)."""
+    """An edit that adds ``inplace=True`` to ``site`` (module or functional form), or that
+    calls the in-place ``torch`` function (``torch.selu_``)."""
     call = site.node
+    if site.form == "torch":  # ``torch.selu(x)`` -> ``torch.selu_(x)`` (what ``F.selu(x, inplace=True)`` runs)
+        return NodeEdit(call.func.attr, call.func.attr.value + "_") if type(call.func) is cst.Attribute else None
     position = site.inplace_position()
     if position is None or has_star_args(site.arguments) or site.foreign or site.configured:
         return None
@@ -241,7 +244,9 @@ class MissingInplaceSavesMemory(_MissingInplace):
 
     def _report(self, at: cst.CSTNode, layers: List[Placed]) -> None:
         # through a factory default, a caller elsewhere may pass a layer without `inplace`
-        fix = self._fix(layers, "Pass `inplace=True`", lambda layer: (
+        torch_forms = sorted({layer.site.name for layer in layers if layer.site.form == "torch"})
+        title = f"Call `torch.{torch_forms[0]}_`" if torch_forms else "Pass `inplace=True`"
+        fix = self._fix(layers, title, lambda layer: (
             layer.site.kind.name in ("leaky_relu", "rrelu") and layer.negative() is False and layer.site.certain
         ))
         label = " or ".join(dict.fromkeys(layer.label for layer in layers))

@@ -3,7 +3,9 @@ that module stays under 800 lines (``tests/test_architecture.py``)."""
 
 TML201_DOCUMENTATION = """
     ## What it does
-    Flags `LeakyReLU`, `ELU`, `CELU`, `SELU` and `RReLU` (modules or `F.*` calls) that run out of
+    Flags `LeakyReLU`, `ELU`, `CELU`, `SELU` and `RReLU` (modules, `F.*` calls, or `torch.selu`,
+    `torch.celu` and `torch.rrelu`, whose in-place forms are `torch.selu_` and so on, what `F.selu(x,
+    inplace=True)` calls: the fix adds the underscore, tests/test_inplace_torch_functions.py) that run out of
     place although they could safely run in place: their input comes straight from a layer that
     does not need its own output in backward (convolution, linear, normalisation, pooling,
     upsampling, `cat`, addition; PyG's graph convolutions such as `GCNConv`, `GATConv` and
@@ -75,7 +77,10 @@ TML201_DOCUMENTATION = """
     `return leaky(**kwargs)`, and also a function of another file of the project, imported
     relatively; also through a local every `return` returns, `if activation == "elu": act =
     nn.ELU()` ... `return act`, not at a call that passes `activation` only other strings,
-    tests/test_inplace_held_out5.py) is reported at each place a call of it puts the layer: an element of
+    tests/test_inplace_held_out5.py; also an entry of a table every `return` returns an item of,
+    `mapping = {"elu": nn.ELU(), "relu": nn.ReLU()}` ... `return mapping[name]`, at the calls whose
+    key may be its label, the helper maybe of another file, whose arms are then read at each call
+    too, tests/test_inplace_returned_tables.py) is reported at each place a call of it puts the layer: an element of
     `nn.Sequential`, a list spliced into one (`layers.append(leaky())`, also through a local or
     a parameter rebound to it first, `activation = resolve_nn_activation(activation)`), `self.act = leaky()`
     called in the class's methods, an element of a module list run as a chain (also one made of a
