@@ -21,8 +21,8 @@ from torchmemlint.analysis.vocabulary import library_module
 # Parameters and `self` attributes taken to be the model when they are called (`is_model`,
 # `build_model` are functions, not models).
 MODEL_NAME = re.compile(
-    r"^(?:model|net|network|module|model_ema|"
-    r"(?!(?:is|get|build|load|make|create|init|save|set|to|has|prepare|wrap|unwrap|update|"
+    r"^(?:model|net|network|module|model_ema|_{1,2}(?:model|net|network)|"  # (``self._model``: detectron2's hooks)
+    r"(?!_*(?:is|get|build|load|make|create|init|save|set|to|has|prepare|wrap|unwrap|update|"
     r"compute|export|register|freeze|copy|reset|convert|check|apply|run|call)_)\w+_(?:model|net))$"
 )
 # Callables whose result is a loss.

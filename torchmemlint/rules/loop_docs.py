@@ -47,7 +47,8 @@ TML501_DOCUMENTATION = """
     The model is what the code `.eval()`s or `.train()`s (also an item of a container whose
     items a loop switched: `for net in networks.values(): net.eval()`, then `netC =
     networks["classifier"]`), a parameter named `model` / `net` /
-    `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net` ...) unless
+    `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net`, a private
+    `self._model` / `self.__net`, detectron2's hooks', tests/test_tml501_private_models.py ...) unless
     every value the class gives it is an instance of a class the file does not know to be an
     `nn.Module` (`self.model = YOLO(path)`, a wrapper object: quiet; `self.model = Net()` with
     `class Net(nn.Module)` in the file, `build_model(cfg)`, a parameter or a torch layer: the
