@@ -14,7 +14,9 @@ be that label (a literal, a parameter's default and what the constructions pass,
 dataclass field's default: ``factory_arms``). Also ``return {...}[name]`` and
 ``mapping.get(name)``, and a helper defined in another file of the project
 (``from .acts import get_act``), whose arms are now read at each call as well: an ``if``/``elif``
-factory of another file called with ``"relu"`` does not build its ``nn.ELU()`` there.
+factory of another file called with ``"relu"`` does not build its ``nn.ELU()`` there; a key read
+from a config class of another file (``cfg.act_conv``, ``cfg: Config`` imported from
+``.config``) is that class's field default (allin1's ``act_conv='elu'``, ``act_transformer='gelu'``).
 
 Quiet: a key that picks another entry (a literal, a default, a config field default), a table
 the helper does not return an item of (it returns the whole table, or items by two different
@@ -204,8 +206,19 @@ def table_act(name):
     return mapping[name]
 """
 
+CONFIG = """from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    width: int = 4
+    act_conv: str = "lrelu"
+    act_transformer: str = "relu"
+"""
+
 MODEL = """import torch.nn as nn
 from .acts import get_act, table_act
+from .config import Config
 
 
 class M(nn.Module):
@@ -226,6 +239,19 @@ class M(nn.Module):
 
 
 model = M(act="elu")
+
+
+class FromConfig(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.conv = nn.Linear(cfg.width, cfg.width)
+        self.act = table_act(cfg.act_conv)  # expect
+        self.dense = nn.Linear(cfg.width, cfg.width)
+        self.dense_act = table_act(cfg.act_transformer)
+        self.out = nn.Linear(cfg.width, 2)
+
+    def forward(self, x):
+        return self.out(self.dense_act(self.dense(self.act(self.conv(x)))))
 """
 
 
@@ -234,7 +260,8 @@ def test_helpers_of_another_file_are_read_at_each_call(tmp_path):
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "acts.py").write_text(ACTS)
+    (package / "config.py").write_text(CONFIG)
     (package / "model.py").write_text(MODEL)
     expected = {("model.py", n) for n, line in enumerate(MODEL.splitlines(), 1) if line.endswith("# expect")}
-    assert len(expected) == 3
+    assert len(expected) == 4
     assert project_findings(tmp_path, "TML201") == expected

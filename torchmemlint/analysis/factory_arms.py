@@ -209,8 +209,9 @@ def _parameter_values(file: Any, function: cst.FunctionDef, name: str, depth: in
 
 def _field_default(file: Any, function: cst.FunctionDef, holder: str, field: str) -> Optional[FrozenSet[str]]:
     """``cfg.<field>`` where ``cfg`` is a parameter of ``function`` annotated with a class of the
-    file that gives ``field`` a literal default (``act_type: str = "gelu"``), with the values
-    the file's constructions of that class pass for it."""
+    file (or of another project file it imports: allin1's ``from ..config import Config``) that
+    gives ``field`` a literal default (``act_type: str = "gelu"``), with the values the file's
+    constructions of that class pass for it."""
     param = parameter(function, holder)
     if param is None or param.annotation is None or assigned_values(function, holder):
         return _UNKNOWN
@@ -218,7 +219,10 @@ def _field_default(file: Any, function: cst.FunctionDef, holder: str, field: str
     if type(annotation) is not cst.Name:
         return _UNKNOWN
     classdef = next((s for s in file.module.body if type(s) is cst.ClassDef and s.name.value == annotation.value), None)
-    if classdef is None or type(classdef.body) is not cst.IndentedBlock:
+    if classdef is None and file.links is not None:  # ``from ..config import Config``: a class of another project file
+        found = file.links.definition(annotation.value, "class", package=True)
+        classdef = found[1] if found is not None else None
+    if type(classdef) is not cst.ClassDef or type(classdef.body) is not cst.IndentedBlock:
         return _UNKNOWN
     default: Optional[cst.BaseExpression] = None
     for statement in classdef.body.body:

@@ -138,7 +138,8 @@ TML201_DOCUMENTATION = """
     tests/test_inplace_spliced_attribute.py). A factory's layer is judged only at the calls that
     can take the arm building it (`if act_type == "gelu": return nn.GELU() elif
     act_type.startswith("elu"): return nn.ELU()`, read with the key each call passes: a literal,
-    a default, a config dataclass field's default, what every construction passes;
+    a default, a config dataclass field's default (the class maybe of another project file,
+    tests/test_inplace_returned_tables.py), what every construction passes;
     tests/test_inplace_factory_arms.py; an arm of `__init__` no configuration takes,
     `elif activation == "leaky_relu": self.activation = nn.LeakyReLU()` with `activation="relu"`
     and no construction asking for it, builds nothing), and a builder's parameter without a default holds what
