@@ -52,7 +52,7 @@ class InplaceAnalysis:
 
     def __init__(self, context) -> None:
         self.file: FileAnalysis = context.analysis
-        self.watched_names = watched_names(context, _WATCHED | frozenset(CONFIG_BUILDERS), (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__"}
+        self.watched_names = watched_names(context, _WATCHED | frozenset(CONFIG_BUILDERS), (".Sequential",)) | frozenset(INPLACE_METHODS) | {"__init__", "add_module"}
         self._in_sequential: Set[int] = set()
         self.spliced = SplicedLayers(self.file)  # layers of lists spliced into a Sequential
         self._claimed: Set[int] = set()  # layers already given a site through a Sequential
@@ -127,7 +127,7 @@ class InplaceAnalysis:
     def _discover(self, call: cst.Call) -> List[Site]:
         qualified = self.cursor.qualify(call.func) or self._aliases().resolve(call.func, enclosing(self.cursor, cst.FunctionDef))
         if (qualified is None and (type(call.func) is cst.Name or (
-            type(call.func) is cst.Attribute and call.func.attr.value == "__init__"
+            type(call.func) is cst.Attribute and call.func.attr.value in ("__init__", "add_module")
         ))) or (
             qualified is not None and qualified.endswith(".Sequential") and not qualified.startswith(NN)
         ):  # ``super().__init__(*layers)`` of a Sequential; another package's Sequential of modules;
@@ -582,8 +582,8 @@ class InplaceAnalysis:
         nested = nested_calls(call, self.file.resolver, function)
         for inner in nested:
             self._in_sequential.add(id(inner))
-        # its layers can be in a spliced list only through a ``*list`` in it
-        spliced_here = any(arg.star for inner in (call, *nested) for arg in inner.args)
+        # its layers can be in a spliced list only through a ``*list`` in it (or ``self.add_module`` over one)
+        spliced_here = terminal_name(call.func) == "add_module" or any(arg.star for inner in (call, *nested) for arg in inner.args)
         destinations, kept_complete = self._destinations(call)
         sites: Dict[int, Site] = {}
         for part in order.items:  # what may directly precede each layer, over every order

@@ -13,7 +13,7 @@ from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.summed_lists import summed_order
-from torchmemlint.analysis.layer_lists import LayerLists, enclosing_definitions, list_index, literal_elements as _literal_list, Order
+from torchmemlint.analysis.layer_lists import LayerLists, list_index, literal_elements as _literal_list, Order
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -24,6 +24,7 @@ from torchmemlint.analysis.vocabulary import (
     OUTPUT_SAVING_WHEN_INPLACE, POOL_MODULES, Saves, SENET_STEM,
 )
 from torchmemlint.analysis.named_attributes import got_attribute, set_attribute
+from torchmemlint.analysis.registered_layers import registered_list, sequential_of_init
 from torchmemlint.tree import children
 
 
@@ -129,8 +130,8 @@ class Resolver:
                 return qualified
             if qualified is not None and qualified.rsplit(".", 1)[-1] == "Sequential" and self._modules_only(node):
                 return NN + "Sequential"
-            if qualified is None and type(func) is cst.Attribute and func.attr.value == "__init__":
-                return self._super_sequential(node)
+            if qualified is None and type(func) is cst.Attribute and func.attr.value in ("__init__", "add_module"):
+                return self._super_sequential(node)  # (``self.add_module(f"{i}", layer)`` over a list: ``registered_layers``)
             if qualified is None and type(func) is cst.Name and self.helpers is not None:
                 # a function of the file that returns ``nn.Sequential`` of the modules it is given
                 if self.helpers.container(func.value) == NN + "Sequential":
@@ -163,17 +164,9 @@ class Resolver:
         return torch_layers >= 2
 
     def _super_sequential(self, call: cst.Call) -> Optional[str]:
-        """``super().__init__(*layers)`` in ``__init__`` of a class deriving ``nn.Sequential``:
-        the Sequential of those layers, as ``nn.Sequential(*layers)`` would build it."""
-        func = call.func
-        inner = func.value  # type: ignore[attr-defined]
-        if not (type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value == "super") or self.lists is None:
-            return None
-        function, classdef = enclosing_definitions(self.lists.module, call)
-        if function is None or classdef is None or function.name.value != "__init__":
-            return None
-        sequential = NN + "Sequential"
-        return sequential if any(self.qualify(base.value) == sequential for base in classdef.bases) else None
+        """``super().__init__(*layers)`` in ``__init__`` of a class deriving ``nn.Sequential`` (or
+        ``self.add_module`` in a loop over a list there): ``registered_layers.sequential_of_init``."""
+        return sequential_of_init(self.lists.module, self.qualify, call) if self.lists is not None else None
 
     def layer(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef] = None) -> Optional[Layer]:
         """The torch layer ``node`` constructs: ``nn.X(...)``, or a factory call
@@ -240,7 +233,9 @@ class Resolver:
         statement: Optional[cst.CSTNode], every: bool, depth: int = 0,
     ) -> Optional[Order]:
         result = Order.empty()
-        for arg in call.args:
+        registered = registered_list(self.lists.module, self.qualify, call) if self.lists is not None else None
+        statement = registered[1] if registered is not None else statement  # (the list before the loop registering it)
+        for arg in (registered[0],) if registered is not None else call.args:
             if arg.keyword is not None or depth > 8:
                 return None
             sliced = self.children.sliced(arg.value, function) if arg.star == "*" and self.children else None

@@ -727,7 +727,9 @@ def splices(module: cst.Module):
     order, parent = index.order, index.parent
     for here in index.positions(cst.Call):
         node = order[here]
-        if not any(arg.star == "*" for arg in node.args):  # type: ignore[attr-defined]
+        if not any(arg.star == "*" for arg in node.args) and not (  # type: ignore[attr-defined]
+            type(node.func) is cst.Attribute and node.func.attr.value == "add_module"  # type: ignore[attr-defined]
+        ):  # (``self.add_module(f"{i}", layer)`` over a list in a Sequential: ``registered_layers``)
             continue
         above = parent[here]
         while above >= 0:  # the innermost statement line; none when a function comes first

@@ -11,6 +11,7 @@ import libcst as cst
 
 from torchmemlint.analysis.activation_calls import nested_calls
 from torchmemlint.analysis.layer_lists import splices
+from torchmemlint.analysis.registered_layers import registered_list
 from torchmemlint.analysis.vocabulary import NN
 
 SEQUENTIAL = NN + "Sequential"
@@ -36,7 +37,9 @@ class SplicedLayers:
         if key not in self._by_call:
             found: Set[int] = set()
             resolver = self.file.resolver
-            for arg in call.args:
+            registered = registered_list(self.file.module, resolver.qualify, call)  # ``self.add_module`` over a list
+            statement = registered[1] if registered is not None else statement
+            for arg in (registered[0],) if registered is not None else call.args:
                 spliced = resolver.spliced_order(arg, function, statement)
                 for value in spliced.items if spliced is not None else ():
                     if type(value) is cst.Call:
