@@ -265,3 +265,71 @@ def test_helpers_of_another_file_are_read_at_each_call(tmp_path):
     expected = {("model.py", n) for n, line in enumerate(MODEL.splitlines(), 1) if line.endswith("# expect")}
     assert len(expected) == 4
     assert project_findings(tmp_path, "TML201") == expected
+
+
+NAMESPACE_CONFIG = """from dataclasses import dataclass
+
+
+@dataclass
+class MLPConfig:
+    hidden: int = 8
+    activation: str = "elu"
+
+
+@dataclass
+class HeadConfig:
+    activation: str = "relu"
+"""
+
+NAMESPACE_MODELS = """import torch.nn as nn
+
+from telekinesis.rlbotics.config import HeadConfig, MLPConfig
+
+
+def _resolve_activation(act_name):
+    activations = {"relu": nn.ReLU(), "elu": nn.ELU()}
+    return activations[act_name]
+
+
+class MLP(nn.Module):
+    def __init__(self, width, activation="relu"):
+        super().__init__()
+        act = _resolve_activation(activation)  # expect
+        self.net = nn.Sequential(nn.Linear(width, width), act, nn.Linear(width, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Head(nn.Module):
+    def __init__(self, width, activation="relu"):
+        super().__init__()
+        act = _resolve_activation(activation)
+        self.net = nn.Sequential(nn.Linear(width, width), act, nn.Linear(width, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Model(nn.Module):
+    def __init__(self, cfg: MLPConfig, head: HeadConfig):
+        super().__init__()
+        self.mlp = MLP(cfg.hidden, activation=cfg.activation)
+        self.head = Head(cfg.hidden, activation=head.activation)
+
+    def forward(self, x):
+        return self.mlp(x) + self.head(x)
+"""
+
+
+def test_a_config_class_imported_through_a_namespace_package(tmp_path):
+    # ``telekinesis/`` has no ``__init__.py``: ``telekinesis.rlbotics.config`` is the package's
+    # own ``config`` module, imported through the namespace package that holds it
+    package = tmp_path / "telekinesis" / "rlbotics"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "config.py").write_text(NAMESPACE_CONFIG)
+    (package / "models.py").write_text(NAMESPACE_MODELS)
+    expected = {("models.py", n) for n, line in enumerate(NAMESPACE_MODELS.splitlines(), 1) if line.endswith("# expect")}
+    assert len(expected) == 1
+    assert project_findings(tmp_path, "TML201") == expected

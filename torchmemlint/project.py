@@ -434,6 +434,14 @@ class ProjectIndex:
                 return self._locate(module, attribute, depth)
             module_part, _, head = module_part.rpartition(".")
             attribute = f"{head}.{attribute}"
+        head, _, rest = full.partition(".")
+        if rest and head not in self._roots() and rest.partition(".")[0] in self._roots():
+            # ``telekinesis.rlbotics.config``: a namespace package (no ``__init__.py``) above the
+            # project's outermost package, named by the directory that holds that package
+            found = self._locate_absolute(rest, depth + 1)
+            module = found.module if found is not None else None
+            if module is not None and os.path.basename(os.path.dirname(package_root(module.path))) == head:
+                return found
         return None
 
     def _roots(self) -> FrozenSet[str]:

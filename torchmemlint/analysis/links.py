@@ -330,11 +330,18 @@ def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
     if not os.path.isfile(os.path.join(root, "__init__.py")):
         return frozenset()
     top = os.path.basename(root)
+    # (``from telekinesis.rlbotics.config import MLPConfig`` in ``telekinesis/rlbotics/models.py``:
+    # the package also imported through the namespace package, no ``__init__.py``, that holds it)
+    namespace = f"{os.path.basename(os.path.dirname(root))}.{top}"
+
+    def own(source: str) -> bool:
+        return source.partition(".")[0] == top or source == namespace or source.startswith(namespace + ".")
+
     names = set()
     for small in _top_level_smalls(module.body):
         if type(small) is cst.ImportFrom and not small.relative and small.module is not None:
             source = dotted_name(small.module) or ""
-            if source.partition(".")[0] == top and type(small.names) is not cst.ImportStar:
+            if own(source) and type(small.names) is not cst.ImportStar:
                 for alias in small.names:
                     bound = dotted_name(alias.asname.name if alias.asname is not None else alias.name)  # type: ignore[arg-type]
                     if bound:
@@ -343,7 +350,7 @@ def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
             for alias in small.names:
                 full = dotted_name(alias.name) or ""
                 bound = dotted_name(alias.asname.name) if alias.asname is not None else full  # type: ignore[arg-type]
-                if full.partition(".")[0] == top and bound:
+                if own(full) and bound:
                     names.add(bound.partition(".")[0])
     return frozenset(names)
 

@@ -81,7 +81,9 @@ TML201_DOCUMENTATION = """
     `mapping = {"elu": nn.ELU(), "relu": nn.ReLU()}` ... `return mapping[name]`, at the calls whose
     key may be its label, the helper maybe of another file, whose arms are then read at each call
     too, tests/test_inplace_returned_tables.py) is reported at each place a call of it puts the layer: an element of
-    `nn.Sequential`, a list spliced into one (`layers.append(leaky())`, also through a local or
+    `nn.Sequential`, a list spliced into one (also registered one by one by a Sequential subclass,
+    `for idx, layer in enumerate(layers): self.add_module(f"{idx}", layer)`, rsl_rl's `MLP`,
+    tests/test_inplace_registered_layers.py; `layers.append(leaky())`, also through a local or
     a parameter rebound to it first, `activation = resolve_nn_activation(activation)`), `self.act = leaky()`
     called in the class's methods, an element of a module list run as a chain (also one made of a
     local list: `nn.ModuleList(modules)`, `modules` filled by appends in loops and `if`s) or whose
