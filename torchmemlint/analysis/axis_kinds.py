@@ -63,6 +63,9 @@ def small_weights(graph: Any, scores: Any, key_side: int) -> str:
     if positions_contracted(graph, scores):
         return ("the scores contract the positions, not the features (channel or linear attention): "
                 "the weights are features x features and do not grow with the sequence")
+    if heads_only(graph, scores):  # ``q.view(b, n, heads, d)`` contracted with no transpose of the heads
+        return ("the scores' own axes are the heads (q and k laid out (B, L, H, D), not transposed to (B, H, L, D)): "
+                "the softmax runs over the heads, and the B·L·H·H weights grow with the sequence, not its square")
     one = one_position(graph, scores, key_side)  # a learned query pooling the tokens; a single state vector as the key
     if one:
         return ("one %s: the B·H·%s weights grow with the sequence, not its square, and are smaller than the %s"
@@ -100,6 +103,19 @@ def positions_contracted(graph: Any, scores: Any) -> bool:
         return True
     letter = scores.info["contracted"][0]
     return scores.info.get("spelling") in ("torch.einsum", "einops.einsum", "einsum") and letter in _POSITION_NAMES
+
+
+def heads_only(graph: Any, scores: Any) -> bool:
+    """Whether the own axis of each operand of the scores (the query's and the key's: not
+    contracted, not shared) is known to hold the heads (a ``view``/``reshape`` size named
+    ``num_heads``, ``heads`` ...): q and k kept (B, L, H, D) and multiplied as they are."""
+    specs = scores.info["specs"]
+    for side in (0, 1):
+        spec, other = list(specs[side]), set(specs[1 - side])
+        own = [at for at, letter in enumerate(spec) if letter != "..." and letter not in other]
+        if len(own) != 1 or "..." in spec[own[0]:] or axis_kind(graph, scores.inputs[side], own[0] - len(spec), heads=True) != _HEADS:
+            return False
+    return True
 
 
 def one_position(graph: Any, scores: Any, key_side: int) -> str:
@@ -145,8 +161,9 @@ def _learned(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional[str]:
-    """The kind of ``value``'s axis at the negative index ``position``."""
+def axis_kind(graph: Any, value: Any, position: int, depth: int = 0, heads: bool = False) -> Optional[str]:
+    """The kind of ``value``'s axis at the negative index ``position`` (``heads``: also an axis
+    a ``view`` names the heads, ``_HEADS``)."""
     for _ in range(32):
         if depth > 6 or position >= 0:
             return None
@@ -155,7 +172,10 @@ def axis_kind(graph: Any, value: Any, position: int, depth: int = 0) -> Optional
             value, position = moved
             continue
         if value.op == "reshape" and value.inputs:
-            return _reshaped(graph, value, position, depth)
+            return _reshaped(graph, value, position, depth, heads)
+        if value.op == "join" and value.inputs:  # ``if use_rotary: q, k = rotary(q, k)``: where every arm agrees
+            kinds = {axis_kind(graph, arm, position, depth + 1, heads) for arm in value.inputs}
+            return kinds.pop() if len(kinds) == 1 else None
         if value.op == "linear":
             return _layer_kind(value.info.get("qualified") or "", position)
         return None
@@ -252,8 +272,8 @@ def _through(graph: Any, value: Any, position: int) -> Optional[Tuple[Any, int]]
         return None
     if op == "part" and inputs[0].op == "split" and inputs[0].inputs and _split_keeps(inputs[0], position):
         return inputs[0].inputs[0], position  # ``t`` of ``for t in qkv.chunk(3, dim=1)``
-    if op == "index" and _leading_integer(value.node):
-        return inputs[0], position  # ``qkv[0]``
+    if op == "index" and (_leading_integer(value.node) or _slices_only(value.node)):
+        return inputs[0], position  # ``qkv[0]``; ``q[:, start:end]``: every axis kept
     if op == "cat" and inputs[0].op == "split" and inputs[0].inputs and _heads_to_batch(graph, value, inputs[0], position):
         return inputs[0].inputs[0], position  # ``torch.cat(q.split(d, dim=2), dim=0)``: the heads moved to the batch
     if op == "relabel":
@@ -373,6 +393,11 @@ def _leading_integer(node: Optional[cst.CSTNode]) -> bool:
     return type(index) is cst.Index and type(index.value) is cst.Integer
 
 
+def _slices_only(node: Optional[cst.CSTNode]) -> bool:
+    """``x[:, a:b]``: slices only (no integer, ``None`` or ``...``): every axis keeps its place."""
+    return type(node) is cst.Subscript and all(type(element.slice) is cst.Slice for element in node.slice)
+
+
 def _relabelled(graph: Any, value: Any, position: int) -> Optional[int]:
     """The position in ``value``'s input of its axis at ``position`` (``transpose``/``permute``)."""
     info = value.info
@@ -390,7 +415,7 @@ def _relabelled(graph: Any, value: Any, position: int) -> Optional[int]:
     return None
 
 
-def _reshaped(graph: Any, value: Any, position: int, depth: int) -> Optional[str]:
+def _reshaped(graph: Any, value: Any, position: int, depth: int, heads: bool = False) -> Optional[str]:
     source = value.inputs[0]
     if value.info.get("qualified") == "einops.rearrange":
         return _rearranged(graph, value, position, depth)
@@ -409,7 +434,7 @@ def _reshaped(graph: Any, value: Any, position: int, depth: int) -> Optional[str
         named = {k for k in kinds if k in (POSITION, FEATURE)}
         left = {POSITION, FEATURE} - named
         return left.pop() if len(left) == 1 else None
-    return kind if kind in (POSITION, FEATURE) else None
+    return kind if kind in (POSITION, FEATURE) or (heads and kind == _HEADS) else None
 
 
 def _flattened(graph: Any, value: Any, source: Any, position: int, depth: int) -> Optional[str]:

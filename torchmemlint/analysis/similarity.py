@@ -47,7 +47,9 @@ def _projected(value: Value) -> bool:
     for _ in range(16):
         if value.op == "linear":
             return True
-        if value.op not in ("reshape", "relabel", "same", "cast") or not value.inputs:
+        if value.op not in ("reshape", "relabel", "same", "cast", "unary", "activation") and not (
+            value.op == "helper" and value.info.get("elementwise")
+        ) or not value.inputs:
             return False
         value = value.inputs[0]
     return False
@@ -95,8 +97,11 @@ def _origin(graph: FunctionValues, value: Value, position: int, through_rearrang
             return found.pop() if len(found) == 1 else position
         if not every_step and (value.op != "relabel" or not info.get("swap")) and not (value.op == "reshape" and through_rearrange):
             return position
-        if (value.op in ("same", "cast", "scale") or value.op == "helper" and info.get("helper") is not None) and value.inputs:
-            value = value.inputs[0]  # (a same-file helper: what it returned, ``x.permute(0, 2, 3, 1)``; ``.to(dtype)``; ``q * scale``)
+        if (value.op in ("same", "cast", "scale", "unary", "activation") or value.op == "helper" and (
+            info.get("helper") is not None or info.get("elementwise")
+        )) and value.inputs:
+            value = value.inputs[0]  # (a same-file helper: what it returned, ``x.permute(0, 2, 3, 1)``; ``.to(dtype)``;
+            # ``q * scale``; steps on each element, ``-F.logsigmoid(-k)``, ``torch.sigmoid(k)``)
             continue
         if value.op == "reshape" and through_rearrange and info.get("swap") and position in (-1, -2):
             position, value = -3 - position, value.inputs[0]

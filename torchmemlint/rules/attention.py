@@ -196,7 +196,11 @@ class EagerAttention(Rule):
     the one query, `h[:, -1, :].unsqueeze(2)`; one query per sample over keys the batch shares,
     `einsum("bhd,thd->bht", q, k)`) or one key (a state vector viewed `(B, 1, h, d)`);
     measured in
-    tests/test_attention_axis_kinds.py. Where the axis cannot be followed (q and k handed in
+    tests/test_attention_axis_kinds.py; and q and k left (B, L, H, D), multiplied with no
+    transpose of the heads (`query.view(b, n, self.num_heads, self.head_dim)`): a softmax over
+    the heads, B·L·H·H weights, tests/test_attention_heads_layout.py. Keys or queries made by
+    pointwise steps (`-F.logsigmoid(-k)`, `torch.sigmoid(k)`, `k.abs()`) are still q and k,
+    tests/test_attention_pointwise_keys.py. Where the axis cannot be followed (q and k handed in
     as arguments) it reports as before. It reports without a fix
     when SDPA cannot compute the same thing: the dropout is not a known `nn.Dropout`, the
     softmax takes a `dtype` or the weights or scores are cast, the scores pass through a helper
