@@ -18,7 +18,9 @@ factory of another file called with ``"relu"`` does not build its ``nn.ELU()`` t
 from a config class of another file (``cfg.act_conv``, ``cfg: Config`` imported from
 ``.config``) is that class's field default (allin1's ``act_conv='elu'``, ``act_transformer='gelu'``).
 
-Quiet: a key that picks another entry (a literal, a default, a config field default), a table
+Quiet: a key that picks another entry (a literal, a default, a config field default; also
+through ``self._activation = activation`` and a case fold into a local of its own,
+``activation_lower = activation.lower()``, cph-imgclassification's ``_get_activation``), a table
 the helper does not return an item of (it returns the whole table, or items by two different
 keys), and an entry whose call is followed by a dropout that drops.
 """
@@ -164,6 +166,49 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.b(self.a(x))
+    ''',
+    "held_attribute_and_folded_key": '''
+        import torch.nn as nn
+
+
+        class ModelFactory(nn.Module):
+            def __init__(self, hidden, activation: str = "relu"):
+                super().__init__()
+                self._activation = activation
+                self._build(hidden)
+
+            def _build(self, hidden):
+                act = self._get_activation(self._activation)
+                self.fc = nn.Sequential(nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), act, nn.Linear(hidden, 2))
+
+            def _get_activation(self, activation: str) -> nn.Module:
+                activation_map = {"relu": nn.ReLU(), "leaky_relu": nn.LeakyReLU(), "elu": nn.ELU()}
+                activation_lower = activation.lower()
+                if activation_lower not in activation_map:
+                    raise ValueError(activation)
+                return activation_map[activation_lower]
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        class Elu(nn.Module):
+            def __init__(self, hidden, activation: str = "relu"):
+                super().__init__()
+                self._activation = activation
+                act = self._activation_of(self._activation)  # expect: TML201
+                self.fc = nn.Sequential(nn.Linear(hidden, hidden), act, nn.Linear(hidden, 2))
+
+            def _activation_of(self, activation: str) -> nn.Module:
+                activation_map = {"relu": nn.ReLU(), "elu": nn.ELU()}
+                activation_lower = activation.lower()
+                return activation_map[activation_lower]
+
+            def forward(self, x):
+                return self.fc(x)
+
+
+        model = Elu(8, activation="ELU")
     ''',
     "dropout_after": HELPER + '''
 

@@ -27,7 +27,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
-from torchmemlint.analysis.module_flow import _case_fold
+from torchmemlint.analysis.module_flow import _FOLDS, _case_fold
 from torchmemlint.analysis.placing import passed
 from torchmemlint.analysis.returned_locals import table_entry
 
@@ -49,6 +49,8 @@ def arm_not_taken(file: Any, factory: cst.FunctionDef, construction: cst.CSTNode
         param, fold = parameter(factory, name), _same
         if param is None and _param(factory, name) is not None:  # ``act = act.upper()`` first
             param, fold = _param(factory, name), _case_fold(factory, name)
+        elif param is None:  # ``activation_lower = activation.lower()``, a local of its own
+            param, fold = _folded_local(factory, name)
         known, arg, value = passed(factory, param, call) if param is not None and fold is not None else (False, None, None)
         if home is not file and arg is None and type(value) is not cst.SimpleString:
             known = False  # (a default of another file, read there)
@@ -75,6 +77,25 @@ def never_built(file: Any, function: cst.FunctionDef, construction: cst.CSTNode)
         if possible is not None and _excludes(tests, name, possible):
             return True
     return False
+
+
+def _folded_local(function: cst.FunctionDef, name: str) -> Tuple[Optional[cst.Param], Any]:
+    """``(parameter, fold)`` for a local bound once, to a case fold of a parameter the function
+    never rebinds (``activation_lower = activation.lower()``); ``(None, None)`` otherwise."""
+    values = assigned_values(function, name)
+    value, steps = (values[0] if len(values) == 1 else None), []
+    while type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value in _FOLDS:
+        steps.append(_FOLDS[value.func.attr.value])
+        value = value.func.value
+    param = parameter(function, value.value) if steps and type(value) is cst.Name else None
+    if param is None or assigned_values(function, param.name.value):
+        return None, None
+
+    def fold(text: str) -> str:
+        for step in reversed(steps):
+            text = step(text)
+        return text
+    return param, fold
 
 
 def _tests_by_name(index: Any, function: cst.FunctionDef, construction: cst.CSTNode) -> Dict[str, List[Tuple[cst.BaseExpression, bool]]]:
@@ -167,8 +188,27 @@ def _values(file: Any, value: cst.BaseExpression, function: Optional[cst.Functio
     if type(value) is cst.Name:
         return _parameter_values(file, function, value.value, depth)
     if type(value) is cst.Attribute and type(value.value) is cst.Name:
-        return _field_default(file, function, value.value.value, value.attr.value)
+        found = _field_default(file, function, value.value.value, value.attr.value)
+        return found if found is not None else _held_parameter(file, function, value, depth)
     return _UNKNOWN
+
+
+def _held_parameter(file: Any, function: cst.FunctionDef, value: cst.Attribute, depth: int) -> Optional[FrozenSet[str]]:
+    """``self.<attribute>`` read in a method, where the class sets it once, in ``__init__`` (or a
+    method it calls once), to one of that method's parameters (``self._activation = activation``):
+    the strings that parameter may be."""
+    params = function.params.params
+    if not params or params[0].name.value != value.value.value:  # type: ignore[attr-defined]
+        return _UNKNOWN
+    here = file.index.find(function)
+    owner = file.index.order[file.index.scope[here]] if here is not None and file.index.scope[here] >= 0 else None
+    if type(owner) is not cst.ClassDef:
+        return _UNKNOWN
+    assignment = file.class_model(owner).single_assignment(value.attr.value)
+    held = assignment.value if assignment is not None else None
+    if type(held) is not cst.Name or parameter(assignment.method, held.value) is None:
+        return _UNKNOWN
+    return _parameter_values(file, assignment.method, held.value, depth + 1)
 
 
 def _parameter_values(file: Any, function: cst.FunctionDef, name: str, depth: int) -> Optional[FrozenSet[str]]:
