@@ -399,22 +399,6 @@ CASES: Dict[str, str] = {
                 mean = F.leaky_relu(self.a(x), 0.2).mean(dim=-1)
                 weighted = F.leaky_relu(self.a(x), 0.2).mean(dim=-1) * F.leaky_relu(self.a(x), 0.2)  # expect: TML201
                 return mean + weighted.sum(-1)
-
-        class Concatenated(nn.Module):
-            """samudra's spatio-temporal GNN: a part of a torch.cat keeps nothing (cat's backward
-            only splits the gradient); a part the next layer also reads directly does."""
-
-            def __init__(self, dim):
-                super().__init__()
-                self.a = nn.Linear(dim, dim)
-                self.b = nn.Linear(2 * dim, dim)
-                self.act = nn.LeakyReLU(0.2)
-
-            def forward(self, x, y):
-                h = self.act(self.a(x))
-                joined = self.b(torch.cat([h, y], dim=-1))
-                kept = F.leaky_relu(self.a(y), 0.2)  # expect: TML201
-                return joined + self.b(torch.cat((kept, x), -1)) + self.a(kept)
     ''',
     # pyara's block: the first call's result is overwritten unread (`out = self.conv1(signal)`
     # next), so it keeps nothing either way; the other call feeds only a dropout: quiet.

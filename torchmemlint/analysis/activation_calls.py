@@ -399,7 +399,7 @@ GRAPH_SOFTMAXES = {
 
 def _keeps_none_of(file: Any, reader: Any, value: Any, depth: int = 0) -> bool:
     """``reader`` reads ``value`` as a tensor its backward does not need: a term of an addition
-    or a subtraction, a part of a ``torch.cat``/``stack``, the kept tensor of a fill (not in place) or of ``torch.where`` between two
+    or a subtraction, the kept tensor of a fill (not in place) or of ``torch.where`` between two
     tensors, or the input of a softmax (also a graph library's softmax over edges); or a slice
     or view of it that only such readers read (``input2 += F.leaky_relu(h)[:n]``)."""
     if value is None or not reader.inputs:
@@ -421,9 +421,6 @@ def _keeps_none_of(file: Any, reader: Any, value: Any, depth: int = 0) -> bool:
         return len(reader.inputs) > at and reader.inputs[at] is value and sum(i is value for i in reader.inputs) == 1
     if reader.op == "add":  # ``elu(q) + 1``, ``h + act(x)``: an addition's backward reads neither term
         return sum(i is value for i in reader.inputs) == 1
-    if reader.op == "tuple" and depth < 3 and reader.function is not None and sum(i is value for i in reader.inputs) == 1:
-        readers = file.values(reader.function).consumers(reader)  # ``torch.cat((act(h), x), -1)``: cat's backward only splits
-        return bool(readers) and all(type(r) is not str and r.op == "cat" and r.inputs[0] is reader for r in readers)
     if reader.op == "call" and reader.info.get("method") in ("mean", "sum") and reader.inputs[0] is value:
         return not any(i is value for i in reader.inputs[1:])  # ``act(s).mean(dim=-1)``: a sum's backward reads nothing
     if reader.inputs[0] is not value or any(i is value for i in reader.inputs[1:]):

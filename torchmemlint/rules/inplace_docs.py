@@ -45,8 +45,7 @@ TML201_DOCUMENTATION = """
     where what reads its result keeps nothing of it either: `torch.where(adj > 0, e, zero_vec)`
     (its backward needs only the condition), a softmax, DGL's `edge_softmax` or PyG's `softmax`
     (they keep their own output), an addition or a subtraction (`F.elu(q) + 1`, a residual sum:
-    its backward reads neither term), a `torch.cat` of it with other tensors (its backward only splits the
-    gradient), a `.mean()` / `.sum()` (its backward reads nothing), or a slice or view of the result that only such readers
+    its backward reads neither term), a `.mean()` / `.sum()` (its backward reads nothing), or a slice or view of the result that only such readers
     read (`acc += F.leaky_relu(h)[:n]`, tests/test_inplace_dropout_after.py); in place would
     keep as many tensors (saved-tensor bytes measured equal, tests/test_module_rules.py). Not where what follows may change its result in
     place (`nn.ELU(inplace=True)` next in a Sequential or a module list run in turn, `h += x`, `h.mul_(s)`, `self.act2(h)`
