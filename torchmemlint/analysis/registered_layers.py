@@ -1,5 +1,5 @@
 """A Sequential subclass that registers a list's layers one by one, in order (rsl_rl's ``MLP``,
-copied into many robotics packages)::
+copied into robotics packages)::
 
     class MLP(nn.Sequential):
         def __init__(self, ...):
