@@ -23,15 +23,18 @@ CASES: Dict[str, str] = {
         import torch
         import torch.nn as nn
         import torch.nn.functional as F
+        from rotary_embedding_torch import RotaryEmbedding
 
 
         class MultiHeadAttention(nn.Module):
-            def __init__(self, hidden_size, num_heads, add_bias=False):
+            def __init__(self, hidden_size, num_heads, add_bias=False, use_rotary: bool = False):
                 super().__init__()
                 self.num_heads = num_heads
                 self.head_dim = hidden_size // num_heads
                 self.hidden_size = hidden_size
                 self.add_bias = add_bias
+                self.use_rotary = use_rotary
+                self.rotary_emb = RotaryEmbedding(self.head_dim)
                 self.qkv_proj = nn.Linear(hidden_size, 3 * hidden_size)
                 self.scale = self.head_dim ** -0.5
                 self.dropout = nn.Dropout(0.1)
@@ -45,6 +48,8 @@ CASES: Dict[str, str] = {
                 value = value.view(batch_size, seq_length, self.num_heads, self.head_dim)
                 if self.add_bias:
                     query = query + 1.0
+                if self.use_rotary:
+                    query, key = self.rotary_emb(query, key)
                 scores = torch.matmul(query, key.transpose(-2, -1)) * self.scale
                 probs = self.dropout(F.softmax(scores, dim=-1))
                 context = torch.matmul(probs, value)
@@ -72,6 +77,33 @@ CASES: Dict[str, str] = {
                     scores = torch.matmul(q_block, k.transpose(-2, -1)) * self.head_dim ** -0.5
                     output[:, start:start + self.block_size] = torch.matmul(F.softmax(scores, dim=-1), v)
                 return output.reshape(b, n, -1)
+    ''',
+    "rotary_on_by_default": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from rotary_embedding_torch import RotaryEmbedding
+
+
+        class MultiHeadAttention(nn.Module):
+            def __init__(self, hidden_size, num_heads, use_rotary: bool = True):
+                super().__init__()
+                self.num_heads = num_heads
+                self.head_dim = hidden_size // num_heads
+                self.use_rotary = use_rotary
+                self.rotary_emb = RotaryEmbedding(self.head_dim)
+                self.qkv_proj = nn.Linear(hidden_size, 3 * hidden_size)
+
+            def forward(self, hidden_states):
+                batch_size, seq_length = hidden_states.shape[:2]
+                query, key, value = self.qkv_proj(hidden_states).chunk(3, dim=-1)
+                query = query.view(batch_size, seq_length, self.num_heads, self.head_dim)
+                key = key.view(batch_size, seq_length, self.num_heads, self.head_dim)
+                value = value.view(batch_size, seq_length, self.num_heads, self.head_dim)
+                if self.use_rotary:
+                    query, key = self.rotary_emb(query, key)
+                scores = torch.matmul(query, key.transpose(-2, -1)) * self.head_dim ** -0.5
+                return torch.matmul(F.softmax(scores, dim=-1), value)  # expect: TML601
     ''',
     "heads_transposed": '''
         import torch

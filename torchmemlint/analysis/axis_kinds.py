@@ -173,13 +173,25 @@ def axis_kind(graph: Any, value: Any, position: int, depth: int = 0, heads: bool
             continue
         if value.op == "reshape" and value.inputs:
             return _reshaped(graph, value, position, depth, heads)
-        if value.op == "join" and value.inputs:  # ``if use_rotary: q, k = rotary(q, k)``: where every arm agrees
-            kinds = {axis_kind(graph, arm, position, depth + 1, heads) for arm in value.inputs}
+        if value.op == "join" and value.inputs:  # an ``if``'s arms: where every arm that may run by default agrees
+            kinds = {axis_kind(graph, arm, position, depth + 1, heads) for arm in _default_arms(graph, value)}
             return kinds.pop() if len(kinds) == 1 else None
         if value.op == "linear":
             return _layer_kind(value.info.get("qualified") or "", position)
         return None
     return None
+
+
+def _default_arms(graph: Any, join: Any) -> List[Any]:
+    """The arms of ``join`` that may run by default: not one behind a flag off unless a caller
+    turns it on (``if self.use_rotary: q, k = self.rotary_emb(q, k)``, ``use_rotary=False``)."""
+    from torchmemlint.analysis.flags import off_by_default  # (the flags read the factories, which read the graph)
+
+    test, branches = join.info.get("test"), join.info.get("branches") or ()
+    if test is None or len(branches) != len(join.inputs):
+        return list(join.inputs)
+    kept = [arm for arm, branch in zip(join.inputs, branches) if type(branch) is not bool or not off_by_default(graph, test, branch)]
+    return kept or list(join.inputs)
 
 
 def single_position(graph: Any, value: Any, position: int, rank: Optional[int] = None) -> bool:
