@@ -1,7 +1,7 @@
 """TML601 where the keys (or the queries) go through pointwise functions before the scores:
 AutoBERT's searched attentions build ``matmul(q, -F.logsigmoid(-k).transpose(-1, -2))``,
 ``torch.sigmoid(k)``, ``k.abs()`` keys, and may use the queries as the values. A pointwise step
-keeps the tensor's axes (``compound.ELEMENTWISE``, ``POINTWISE_FUNCTIONAL``; unary minus), so the
+keeps the tensor's axes (``compound.UNARY``; unary minus), so the
 contraction is still q·k over the features, and SDPA takes the transformed keys as they are: the
 fix passes them (numerics checked below).
 

@@ -14,8 +14,9 @@
   (``e / e.sum(-1, keepdim=True)``, also through ``.detach()``/casts of either) is the
   ``softmax`` over that axis of what ``exp`` took (``written_softmax``; ``info["parts"]``: the
   ``exp`` and the sum, which only compute it): a softmax written out, as assignments do;
-- ``torch.nan_to_num(w)``, ``s.clamp(min=-50)``, ``torch.clip``, ``torch.sigmoid``, ``k.abs()``,
-  ``F.logsigmoid(k)`` and the other pointwise functions change values one by one and keep the axes: a step whose shape is its input's (a ``helper`` noted ``elementwise``: the
+- ``torch.nan_to_num(w)``, ``s.clamp(min=-50)``, ``torch.clip``, and the pointwise functions of
+  one tensor (``torch.sigmoid(k)``, ``k.abs()``, ``F.logsigmoid(k)``) change values one by one and
+  keep the axes: a step whose shape is its input's (a ``helper`` noted ``elementwise``: the
   chain of an attention runs through it, and SDPA does not run it: stribor's ``safe_softmax``).
 """
 
@@ -30,16 +31,15 @@ from torchmemlint.tree import nodes_of
 
 BMM_SPECS = (("...", "i", "c"), ("...", "c", "j"), ("...", "i", "j"))
 REDUCTIONS = frozenset({"amax", "max", "logsumexp", "sum"})
-ELEMENTWISE = frozenset({
-    "nan_to_num", "clamp", "clip", "clamp_min", "clamp_max",
-    # pointwise functions of one tensor (``torch.sigmoid(k)``, ``k.abs()``)
+ELEMENTWISE = frozenset({"nan_to_num", "clamp", "clip", "clamp_min", "clamp_max"})
+# pointwise functions of one tensor and nothing else (``torch.sigmoid(k)``, ``k.abs()``; with
+# ``nn.functional.``: ``F.logsigmoid(k)``, AutoBERT's keys), read as the steps above; never a call
+# given more (Lightning's ``self.log("loss", loss)`` is no ``log``)
+UNARY = frozenset({
     "sigmoid", "tanh", "abs", "neg", "sqrt", "rsqrt", "square", "log", "log1p", "expm1", "sin", "cos", "erf", "sign",
     "reciprocal",
-})
-# ``F.logsigmoid(k)``, ``F.softsign(k)``: pointwise functional layers (no ``inplace``), read as the
-# elementwise steps above (AutoBERT's searched attentions build keys of them)
-POINTWISE_FUNCTIONAL = frozenset({"logsigmoid", "softsign", "softplus", "tanhshrink", "sigmoid", "tanh"})
-COMPOSED = REDUCTIONS | ELEMENTWISE | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
+}) | frozenset("nn.functional." + name for name in ("logsigmoid", "softsign", "softplus", "tanhshrink", "sigmoid", "tanh"))
+COMPOSED = REDUCTIONS | ELEMENTWISE | UNARY | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
 ALIASES = {"axis": "dim", "keepdims": "keepdim"}  # numpy's names, which torch also takes
 LIKE_NUMBERS = {"torch.zeros_like": 0.0, "torch.ones_like": 1.0}  # a tensor of one number, shaped as its argument
 
@@ -59,7 +59,7 @@ def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positio
         return graph._same("exp", operands[0], node)
     if name == "where":
         return _where(graph, node, operands, arguments, keywords, receiver is not None)
-    if (name in ELEMENTWISE or (name.startswith("nn.functional.") and name[14:] in POINTWISE_FUNCTIONAL)) and operands:
+    if (name in ELEMENTWISE and operands) or (name in UNARY and len(operands) == 1 and not keywords):
         first = operands[0]
         return graph._new("helper", [*operands, *keywords.values()], node, first.axes, first.rank, {"qualified": "torch." + name, "elementwise": True})
     return None

@@ -27,7 +27,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
-from torchmemlint.analysis.module_flow import _FOLDS, _case_fold
+from torchmemlint.analysis.module_flow import _case_fold, case_folded
 from torchmemlint.analysis.placing import passed
 from torchmemlint.analysis.returned_locals import table_entry
 
@@ -83,19 +83,11 @@ def _folded_local(function: cst.FunctionDef, name: str) -> Tuple[Optional[cst.Pa
     """``(parameter, fold)`` for a local bound once, to a case fold of a parameter the function
     never rebinds (``activation_lower = activation.lower()``); ``(None, None)`` otherwise."""
     values = assigned_values(function, name)
-    value, steps = (values[0] if len(values) == 1 else None), []
-    while type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value in _FOLDS:
-        steps.append(_FOLDS[value.func.attr.value])
-        value = value.func.value
-    param = parameter(function, value.value) if steps and type(value) is cst.Name else None
+    folded = case_folded(values[0]) if len(values) == 1 else None
+    param = parameter(function, folded[0]) if folded is not None else None
     if param is None or assigned_values(function, param.name.value):
         return None, None
-
-    def fold(text: str) -> str:
-        for step in reversed(steps):
-            text = step(text)
-        return text
-    return param, fold
+    return param, folded[1]  # type: ignore[index]
 
 
 def _tests_by_name(index: Any, function: cst.FunctionDef, construction: cst.CSTNode) -> Dict[str, List[Tuple[cst.BaseExpression, bool]]]:

@@ -266,25 +266,32 @@ def _case_fold(function: cst.FunctionDef, name: str) -> Optional[Callable[[str],
     parameter ``name``, when that is its only binding: a statement of the function's own body
     that no statement before it reads (``_rebinds_parameter``)."""
     values = assigned_values(function, name)
-    if len(values) != 1:
-        return None
-    value, steps = values[0], []
-    while type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value in _FOLDS:
-        steps.append(_FOLDS[value.func.attr.value])
-        value = value.func.value
-    if not steps or type(value) is not cst.Name or value.value != name:
+    folded = case_folded(values[0]) if len(values) == 1 else None
+    if folded is None or folded[0] != name:
         return None
     body = function.body.body if type(function.body) is cst.IndentedBlock else ()
     statement = next((line for line in body if type(line) is cst.SimpleStatementLine and any(
         type(small) is cst.Assign and small.value is values[0] for small in line.body)), None)
     if statement is None or not _rebinds_parameter(function, statement, name):
         return None
+    return folded[1]
+
+
+def case_folded(value: cst.BaseExpression) -> Optional[Tuple[str, Callable[[str], str]]]:
+    """``(name, fold)`` for ``name.lower()`` (``upper``, ``casefold``, ``strip``, chained): the
+    name folded and what the calls do to a string; None for anything else."""
+    steps = []
+    while type(value) is cst.Call and not value.args and type(value.func) is cst.Attribute and value.func.attr.value in _FOLDS:
+        steps.append(_FOLDS[value.func.attr.value])
+        value = value.func.value
+    if not steps or type(value) is not cst.Name:
+        return None
 
     def fold(text: str) -> str:
         for step in reversed(steps):
             text = step(text)
         return text
-    return fold
+    return value.value, fold
 
 
 def dispatched_reads(index: Any, statement: cst.CSTNode, value: cst.BaseExpression, function: cst.FunctionDef) -> Optional[List[cst.Name]]:

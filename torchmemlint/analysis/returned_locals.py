@@ -15,6 +15,7 @@ from typing import Any, List, Optional, Tuple
 
 import libcst as cst
 
+from torchmemlint.analysis.factories import assigned_values
 from torchmemlint.tree import scan
 
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -71,66 +72,34 @@ def table_entry(index: Any, function: cst.FunctionDef, call: cst.CSTNode) -> Opt
     if type(element) is not cst.DictElement or element.value is not call:
         return None
     table = index.above(element)
-    if type(table) is not cst.Dict:
+    if type(table) is not cst.Dict or index.function_of(index.find(table)) != index.find(function):
         return None
     label = element.key.evaluated_value if type(element.key) is cst.SimpleString else None
     label = label if type(label) is str else None
-    item = _item(index, table)
-    if item is not None:
-        reader, key = item
-        return (key, label) if type(index.above(reader)) is cst.Return and index.function_of(index.find(reader)) == index.find(function) else None
     holder = index.above(table)
-    if type(holder) is not cst.Assign or holder.value is not table or len(holder.targets) != 1:
+    reader = index.above(holder) if type(holder) is cst.Attribute else holder  # (``{...}.get(key)``)
+    item = _item(reader)
+    if item is not None and item[0] is table:
+        return (item[1], label) if type(index.above(reader)) is cst.Return else None
+    if type(holder) is not cst.Assign or len(holder.targets) != 1 or type(holder.targets[0].target) is not cst.Name:
         return None
-    target = holder.targets[0].target
-    if type(target) is not cst.Name or index.function_of(index.find(holder)) != index.find(function):
+    name = holder.targets[0].target.value
+    if len(assigned_values(function, name)) != 1:
         return None
-    if sum(1 for node in scan(function.body, (cst.Assign, cst.AugAssign, cst.AnnAssign), _NESTED) if _binds(node, target.value)) != 1:
+    items = [_item(line.body[0].value) for line in _returns(function)]
+    if not items or any(i is None or type(i[0]) is not cst.Name or i[0].value != name for i in items):
         return None
-    keys = []
-    for line in _returns(function):
-        value = line.body[0].value
-        found = _item_of_name(value, target.value)
-        if found is None:
-            return None
-        keys.append(found)
-    if not keys or any(not key.deep_equals(keys[0]) for key in keys[1:]):
-        return None
-    return keys[0], label
+    key = items[0][1]  # type: ignore[index]
+    return (key, label) if all(i[1].deep_equals(key) for i in items) else None  # type: ignore[index]
 
 
-def _item(index: Any, table: cst.Dict) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
-    """``(reader, key)`` for ``{...}[key]`` / ``{...}.get(key[, default])`` read off ``table``."""
-    above = index.above(table)
-    if type(above) is cst.Subscript and above.value is table:
-        key = _index_key(above)
-        return (above, key) if key is not None else None
-    if type(above) is cst.Attribute and above.value is table and above.attr.value == "get":
-        call = index.above(above)
-        if type(call) is cst.Call and call.func is above and 1 <= len(call.args) <= 2 and not any(a.star or a.keyword for a in call.args):
-            return call, call.args[0].value
-    return None
-
-
-def _item_of_name(value: Optional[cst.BaseExpression], name: str) -> Optional[cst.BaseExpression]:
-    """The key of ``name[key]`` / ``name.get(key[, default])``; None for anything else."""
-    if type(value) is cst.Subscript and type(value.value) is cst.Name and value.value.value == name:
-        return _index_key(value)
+def _item(value: Optional[cst.CSTNode]) -> Optional[Tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """``(container, key)`` of ``container[key]`` or ``container.get(key[, default])``."""
+    if type(value) is cst.Subscript and len(value.slice) == 1 and type(value.slice[0].slice) is cst.Index:
+        return value.value, value.slice[0].slice.value
     if (
         type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get"
-        and type(value.func.value) is cst.Name and value.func.value.value == name
         and 1 <= len(value.args) <= 2 and not any(a.star or a.keyword for a in value.args)
     ):
-        return value.args[0].value
+        return value.func.value, value.args[0].value
     return None
-
-
-def _index_key(subscript: cst.Subscript) -> Optional[cst.BaseExpression]:
-    if len(subscript.slice) != 1 or type(subscript.slice[0].slice) is not cst.Index:
-        return None
-    return subscript.slice[0].slice.value
-
-
-def _binds(node: cst.CSTNode, name: str) -> bool:
-    targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]  # type: ignore[attr-defined]
-    return any(type(t) is cst.Name and t.value == name for t in targets)
