@@ -328,8 +328,9 @@ def train_gan(generator, discriminator, criterion, optimizer_g, noise, trick, ep
     # is not `nn.Module.train(mode)`: `self` is no model, and what its `predict`/`evaluate`
     # return is not a model output; a module's `self.train(False)` still makes `self` one
     # a method of the model (`predict`, defined in another file) run on every batch of an
-    # inference loader after `.eval()`: its forward records a graph. Under no_grad, over a
-    # range, after switching back to train, or a module's own method (`load_state_dict`): quiet
+    # inference loader after `.eval()`: its forward records a graph; so it does over a range
+    # of rows after `.eval()` (`analysis/feeds.evaluated_method`: the function evaluates). Under
+    # no_grad, after switching back to train, or a module's own method (`load_state_dict`): quiet
     "eval_model_method_over_a_loader": ("""from collections import defaultdict
 import torch
 
@@ -371,7 +372,7 @@ class DeepFeatureExtractor:
         self.model.eval()
         for state in checkpoints_loader:
             self.model.load_state_dict(state)
-""", {"TML501": [12, 14]}),
+""", {"TML501": [12, 14, 29]}),
     # the model a method is given, run on every batch of an inference loader, after its only
     # caller put it in eval mode (`model.eval()` then `self._generate_predictions(model, ...)`):
     # TML501 at the model's methods. A caller under no_grad, or callers that disagree (one

@@ -158,6 +158,8 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         return True
     modules = facts.walk.module_classes()
     owner = facts.scope.owner
+    if owner is not None and callee == _self_name(facts) and owner.node.name.value in modules:
+        return True  # `self.eval(); return self(x)` in a method of a module class
     scopes = owner.methods if callee.startswith("self.") and callee.count(".") == 1 and owner is not None else [facts.scope]
     for event in (event for scope in scopes for event in scope.assigns):
         if event.targets != (callee,) or type(event.value) is not cst.Call:

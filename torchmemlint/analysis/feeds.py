@@ -164,11 +164,8 @@ def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
     over_loader = any(iterates_loader(loop) for loop in event.ctx.loops)
     if not over_loader and not is_eval_name(facts.scope.name):
         return False
-    defined = [scope for classfacts in facts.walk.classes for scope in classfacts.methods if scope.name == method]
-    if method in SELF_NO_GRAD_METHODS and not defined:
-        return False  # transformers' `generate`, which no class of this file redefines
-    if defined and all(scope.no_grad for scope in defined):
-        return False  # the file's own `@torch.no_grad() def generate(...)`
+    if turns_off_autograd(facts, method):
+        return False
     mode = facts.last_mode_change(receiver, event.seq)
     if mode is None:  # a parameter its callers put in evaluation mode
         return over_loader and eval_by_callers(facts, receiver) is not None
@@ -178,3 +175,23 @@ def eval_method_over_loader(facts: ScopeFacts, event: CallEvent) -> bool:
 # methods of the ecosystem's models that turn autograd off themselves: transformers'
 # `GenerationMixin.generate` is decorated with `@torch.no_grad()`
 SELF_NO_GRAD_METHODS = frozenset({"generate"})
+
+
+def turns_off_autograd(facts: ScopeFacts, method: str) -> bool:
+    """Whether ``method`` runs without autograd by itself: transformers' ``generate``, which no
+    class of this file redefines, or a method every class of the file defining it runs under
+    ``no_grad`` (``defined_without_grad``)."""
+    if method in SELF_NO_GRAD_METHODS and not _defined(facts, method):
+        return True
+    return defined_without_grad(facts, method)
+
+
+def defined_without_grad(facts: ScopeFacts, method: str) -> bool:
+    """Every class of the file that defines ``method`` runs it under ``no_grad``
+    (``@torch.no_grad() def embed(self, x)``), and one does."""
+    defined = _defined(facts, method)
+    return bool(defined) and all(scope.no_grad for scope in defined)
+
+
+def _defined(facts: ScopeFacts, method: str) -> List[Scope]:
+    return [scope for classfacts in facts.walk.classes for scope in classfacts.methods if scope.name == method]

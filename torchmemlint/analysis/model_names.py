@@ -60,6 +60,8 @@ def _named_in(scope: Any) -> Set[str]:
         if call.attr in ("eval", "train") and call.receiver is not None:
             receiver = moved_name(call.receiver)  # (``model.to(device).eval()``)
             if receiver is not None and not (call.node.args and (call.attr == "eval" or not _mode_only(call.node))):
+                if receiver == "self" and scope.owner is not None and not scope.owner.node.bases:
+                    continue  # `self.eval()` of a class deriving from nothing: its own `eval`, no module's
                 names.add(receiver)
                 containers |= _iterated(call, receiver)
     if containers:  # ``netC = networks["classifier_k"]`` after ``for net in networks.values(): net.eval()``
@@ -91,11 +93,17 @@ def _mode_only(call: cst.Call) -> bool:  # what `nn.Module.train(mode=True)` acc
 def mode_switch(call: cst.Call) -> Optional[Tuple[str, str]]:
     """``(receiver, "eval" | "train")`` for ``x.eval()``, ``x.train()``, ``x.train(False)`` (an
     ``eval`` with arguments is not ``nn.Module.eval()``); None for anything else."""
-    func = call.func
-    if type(func) is not cst.Attribute or func.attr.value not in ("eval", "train"):
+    mode = switched_to(call)
+    receiver = moved_name(call.func.value) if mode is not None else None  # type: ignore[attr-defined]
+    return None if receiver is None or mode is None else (receiver, mode)  # (``model.to(device).eval()`` switches ``model``)
+
+
+def switched_to(call: cst.BaseExpression) -> Optional[str]:
+    """``"eval"`` or ``"train"`` for a call of ``eval()`` or ``train(flag)`` on anything
+    (``cast(nn.Module, torch.load(path)).eval()``); None for any other expression."""
+    func = getattr(call, "func", None)
+    if type(call) is not cst.Call or type(func) is not cst.Attribute or func.attr.value not in ("eval", "train"):
         return None
-    receiver = moved_name(func.value)  # (``model.to(device).eval()`` switches ``model``)
-    if receiver is None or (func.attr.value == "eval" and call.args):
-        return None
-    off = func.attr.value == "eval" or (bool(call.args) and _is_false(call.args[0].value))
-    return receiver, "eval" if off else "train"
+    if func.attr.value == "eval":
+        return None if call.args else "eval"
+    return "eval" if call.args and _is_false(call.args[0].value) else "train"

@@ -41,7 +41,7 @@ from torchmemlint.analysis.autograd import (
     MODULE_MOVES as _MOVES,
 )
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
-from torchmemlint.analysis.feeds import collected_over_loader, iterates_loader
+from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
 from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.quiet_methods import receiver_classes, without_autograd
@@ -486,6 +486,30 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     class (``model = VAE(...)``: that class, of this file or of the project; otherwise every
     module class of this file defining ``method``), returns what one of its submodules returns
     (``_returns_output``)."""
+    found = _receiver_methods(facts, receiver, method)
+    if found is not None and not all(node is not None and _returns_output(node) for node in found):
+        return False
+    if found is None:
+        local = _module_class_methods(facts).get(method)
+        if not local or not all(_returns_output(node) for node in local):
+            return False
+    return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
+
+
+def class_method_output(facts: ScopeFacts, receiver: str, method: str) -> Optional[bool]:
+    """Whether ``receiver.method(...)`` returns what one of the submodules of ``receiver``'s
+    class returns (``_returns_output``), where that class and its method are known
+    (``model = VAE(...)``, ``self.vae = VAE()``, a parameter annotated ``model: VAE``, of this
+    file or the project); None where they are not (a library's class)."""
+    found = _receiver_methods(facts, receiver, method)
+    if found is None or any(node is None for node in found):
+        return None
+    return all(_returns_output(node) for node in found)  # type: ignore[arg-type]
+
+
+def _receiver_methods(facts: ScopeFacts, receiver: str, method: str) -> Optional[List[Any]]:
+    """``method`` of each class ``receiver`` is built from or annotated with (None where the
+    class does not define it); None where no such class is known."""
     owner = facts.scope.owner
     scopes = owner.methods if receiver.startswith("self.") and owner is not None else [facts.scope]
     classes = [
@@ -494,17 +518,11 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     ]
     annotated = _annotated_class(facts, receiver) if not classes else []  # (``def beam_step(..., model: TRecover)``)
     classes = classes or annotated
-    if classes:
-        # (a module of the class, or one a parameter is annotated with: any class of the project may be its)
-        held = receiver.startswith("self.") or bool(annotated)
-        found = [_class_method(facts, func, method, package=held) for func in classes]
-        if not all(node is not None and _returns_output(node) for node in found):
-            return False
-    else:
-        local = _module_class_methods(facts).get(method)
-        if not local or not all(_returns_output(node) for node in local):
-            return False
-    return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
+    if not classes:
+        return None
+    # (a module of the class, or one a parameter is annotated with: any class of the project may be its)
+    held = receiver.startswith("self.") or bool(annotated)
+    return [_class_method(facts, func, method, package=held) for func in classes]
 
 
 def _annotated_class(facts: ScopeFacts, receiver: str) -> List[cst.BaseExpression]:
@@ -633,6 +651,8 @@ def runs_no_module(facts: ScopeFacts, event: CallEvent) -> bool:
     its static ``safe_squeeze``) or runs its modules under ``no_grad`` itself. Unknown (a method
     the class inherits, a receiver whose class is not known): False."""
     receiver, _, method = (event.func or "").rpartition(".")
+    if receiver and defined_without_grad(facts, method):
+        return True  # every class of the file defining it runs it under ``no_grad``
     if not receiver or "." in receiver:
         return False
     # (also a method that runs its modules under ``no_grad`` itself: ``analysis/quiet_methods.py``)

@@ -28,3 +28,9 @@ def _unix_newlines(module: cst.Module, code: str) -> str:
     """Edits are written with "\n"; the fixer turns them into the file's own line ending."""
     newline = module.default_newline
     return code if newline == "\n" else code.replace(newline, "\n")
+
+
+def shortened(code: str, limit: int = 40) -> str:
+    """``code`` on one line, cut to ``limit`` characters with an ellipsis (for messages)."""
+    code = " ".join(code.split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."

@@ -9,11 +9,11 @@ switched (no ``x.train(...)`` between)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.model_names import mode_switch
+from torchmemlint.analysis.model_names import mode_switch, switched_to
 from torchmemlint.tree import scan
 
 
@@ -51,3 +51,34 @@ def _in_eval(walk: Any, name: str) -> Optional[str]:
                 return None
             returns += 1
     return name if returns and returns == len(nested) else None
+
+
+def last_mode_change(walk: Any, scope: Any, callee: str, seq: int) -> Optional[Tuple[int, str]]:
+    """The last switch of ``callee``'s mode before ``seq`` in ``scope``: ``(seq, "eval" | "train")``
+    of ``callee.eval()``, of ``callee = get_model(args)`` (a helper ending ``model.eval()``) or
+    of ``callee = cast(nn.Module, torch.load(path)).to(device).eval()``; None when none."""
+    last = None
+    for call in scope.calls:
+        if call.seq >= seq:
+            break
+        switch = mode_switch(call.node) if call.attr in ("eval", "train") else None
+        if switch is not None and switch[0] == callee:
+            last = (call.seq, switch[1])
+    for event in scope.assigns:
+        if event.seq < seq and event.targets == (callee,) and (last is None or event.seq > last[0]):
+            mode = switched_to(event.value) or ("eval" if returned_in_eval(walk, event.value) else None)
+            if mode is not None:
+                last = (event.seq, mode)
+    return last
+
+
+def switch_written(scope: Any, seq: int) -> Optional[str]:
+    """The mode switch ``last_mode_change`` found at ``seq`` as the code writes it (``eval()``,
+    ``train(False)``); None where a helper that returned the model made it."""
+    calls = [call.node for call in scope.calls if call.seq == seq]
+    calls += [event.value for event in scope.assigns if event.seq == seq]
+    return next((
+        "train(False)" if call.func.attr.value == "train" else "eval()"  # type: ignore[union-attr]
+        for call in calls if switched_to(call) is not None
+    ), None)
+

@@ -21,9 +21,9 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
-from torchmemlint.analysis.model_names import lambda_arm, mode_switch, model_part_of, named_models
+from torchmemlint.analysis.model_names import lambda_arm, mode_switch, model_part_of, named_models, switched_to
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.returned_mode import returned_in_eval
+from torchmemlint.analysis.returned_mode import last_mode_change, returned_in_eval, switch_written
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 from torchmemlint.analysis.syntax import property_returns
 
@@ -91,8 +91,8 @@ class ScopeFacts:
         names = named_models(self.scope)
         bound: Dict[str, bool] = {}  # `model = learn.model.G_B.to(device)`: a part of a model, by every binding
         for event in self.scope.assigns:
-            if len(event.targets) == 1 and returned_in_eval(self.walk, event.value):
-                names.add(event.targets[0])  # `net = get_model(args)`, which ends `model.eval()`
+            if len(event.targets) == 1 and (returned_in_eval(self.walk, event.value) or switched_to(event.value) == "eval"):
+                names.add(event.targets[0])  # `net = get_model(args)`, which ends `model.eval()`; `net = load(p).eval()`
             for target in event.targets:
                 if MODEL_NAME.match(target):
                     bound[target] = bound.get(target, True) and not event.augmented and model_part_of(event.value)
@@ -475,17 +475,10 @@ class ScopeFacts:
         )
 
     def last_mode_change(self, callee: str, seq: int) -> Optional[Tuple[int, str]]:
-        last = None
-        for call in self.scope.calls:
-            if call.seq >= seq:
-                break
-            switch = mode_switch(call.node) if call.attr in ("eval", "train") else None
-            if switch is not None and switch[0] == callee:
-                last = (call.seq, switch[1])
-        for event in self.scope.assigns:  # `model = get_model(args)`, the helper ending `model.eval()`
-            if event.seq < seq and event.targets == (callee,) and (last is None or event.seq > last[0]) and returned_in_eval(self.walk, event.value):
-                last = (event.seq, "eval")
-        return last
+        return last_mode_change(self.walk, self.scope, callee, seq)
+
+    def switch_written(self, seq: int) -> Optional[str]:
+        return switch_written(self.scope, seq)
 
     def wrap_target(self, event: CallEvent, after_seq: Optional[int]) -> Optional[Frame]:
         """The statement to wrap in `no_grad`; None: decorate the function instead."""

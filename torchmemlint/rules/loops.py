@@ -25,6 +25,7 @@ from torchmemlint.analysis.leak_gate import (
     ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
 )
 from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
+from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluation
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
@@ -32,7 +33,7 @@ from torchmemlint.analysis.module_calls import as_model, called_in_file, callers
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
-from torchmemlint.analysis.rendering import render, render_expression
+from torchmemlint.analysis.rendering import render, render_expression, shortened
 from torchmemlint.analysis.training import (
     _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
     _self_attribute_name, Value,
@@ -306,11 +307,6 @@ RETAIN_GRAPH_PEAK = "+40 %"  # retain_graph_peak_change_pct
 LIST_GROWTH = "2.1 MB"  # feats_list_growth_per_iteration
 
 
-def _short(code: str, limit: int = 40) -> str:
-    code = " ".join(code.split())
-    return code if len(code) <= limit else code[: limit - 3] + "..."
-
-
 @dataclass(frozen=True)
 class Pending:
     node: cst.CSTNode
@@ -378,6 +374,11 @@ class _Checks:
                 (self._model_call if as_model(self.facts) else self._output_only_sinks)(event, callee)
             elif (value := called_value(self.facts, event)) is not None:  # `G(z)`, `self.netG.sample(n)`
                 self._output_only_sinks(event, value[0], detached=not value[1])
+            elif (evaluated := evaluated_method(self.facts, event)) is not None:  # `model.eval(); model.encode(src)`
+                if in_evaluation(self.facts, event):
+                    self._model_call(event, evaluated, event.func)
+                else:
+                    self._output_only_sinks(event, evaluated)
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
@@ -426,10 +427,7 @@ class _Checks:
             switch = "eval()"
             where = f"after `{callee}.eval()` in its caller {f'`{caller}()`' if caller else 'at the top level of the file'} with autograd on"
         else:
-            switch = next((
-                "train(False)" if call.attr == "train" else "eval()"
-                for call in scope.calls if call.seq == mode_seq[0]
-            ), None)  # the switch as the code writes it; none: the helper that returned the model made it
+            switch = self.facts.switch_written(mode_seq[0])  # none: the helper that returned the model made it
             where = f"after `{callee}.{switch}` with autograd on" if switch else f"after the helper that returned `{callee}` called its `eval()`, with autograd on"
         off = "" if named else f"`{switch or 'eval()'}` does not disable autograd. "
         shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
@@ -457,7 +455,7 @@ class _Checks:
         other forms stay quiet there). Whether that TML501 was reported here."""
         if borrowed_model(self.facts, callee, True):
             return False
-        shown = _short(self.walk.module.code_for_node(event.node))
+        shown = shortened(self.walk.module.code_for_node(event.node))
         self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(event.node, (
             f"`{assign.targets[0]}` collects `{shown}` over every batch of a loader, with autograd on "
             "and never backpropagated: every batch's graph stays alive with all its saved "
@@ -648,14 +646,14 @@ class _Checks:
             return  # (the second asked late: it reads the callers, maybe a base class in another file)
         if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
             return  # this scope trains elsewhere: which mode applies here is not clear
-        shown = _short(self.walk.module.code_for_node(value_node))
+        shown = shortened(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
         if folded is not None:
             head = f"`{accumulator}` joins the {what} `{shown}` of every iteration to itself"
         elif appended:
             holder = shown_accumulator or accumulator
             room = 90 - len(f"`{holder}.append()` keeps the {what} of every iteration.")
-            shown = _short(self.walk.module.code_for_node(value_node), max(12, min(40, room)))
+            shown = shortened(self.walk.module.code_for_node(value_node), max(12, min(40, room)))
             head = f"`{holder}.append({shown})` keeps the {what} of every iteration"
         else:
             head = f"`{accumulator}` sums the {what} `{shown}` across iterations"

@@ -1,0 +1,61 @@
+"""Which module a method call runs, where the function put that module in evaluation mode
+before the call (``model.eval(); enc = model.encode_source(src)``): asked by TML501 after every
+other reading of the call (a model's own call, a part of it, a helper given it) found nothing.
+
+A method of a module switched to evaluation mode runs its modules, unless it moves, inspects,
+trains, saves or configures the model (its name says so), is private, turns autograd off
+itself (``feeds.turns_off_autograd``), or belongs to a known class where it returns no
+submodule's output (``module_calls.class_method_output``: ``size_of(x)``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODULE_METHODS, MODULE_MOVES
+from torchmemlint.analysis.feeds import iterates_loader, turns_off_autograd
+from torchmemlint.analysis.module_calls import class_method_output
+from torchmemlint.analysis.training import is_eval_name, ScopeFacts
+
+
+# a module's own methods and a tensor's, and the words of a method that trains, saves or
+# changes a model rather than running it
+_NOT_RUNS = MODULE_METHODS | MODULE_MOVES | GRAD_KEEPING_METHODS | {"apply", "register_buffer", "add_module"}
+_CHANGES = re.compile(
+    r"(?:^|_)(?:fit|train|training|learn|update|optimi[sz]e|step|backward|save|load|reset|init|"
+    r"initiali[sz]e|set|setup|configure|build|prepare|enable|disable|register|freeze|unfreeze|"
+    r"compile|fuse|prune|quantize|export)(?:_|$)"
+)
+
+
+def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
+    """The module a method call runs when the function put that module in evaluation mode
+    before it: ``model.eval(); enc = model.encode_source(src)`` (or a part of it,
+    ``model.model.get_audio_embedding(x)``), anywhere in the function (in a loop over a loader:
+    ``eval_method_over_loader``). A method of a module put in evaluation mode runs its
+    modules; methods that move, inspect, train or save a model, private ones, and methods that
+    turn autograd off themselves are not. The module switched (``model``); None otherwise."""
+    receiver, _, method = (event.func or "").rpartition(".")
+    if (
+        not receiver or not event.node.args or method.startswith("_") or method in _NOT_RUNS
+        or _CHANGES.search(method) or turns_off_autograd(facts, method)
+        or class_method_output(facts, receiver, method) is False
+    ):
+        return None
+    parts = receiver.split(".")
+    for end in range(len(parts), 0, -1):
+        head = ".".join(parts[:end])
+        if head == "self":
+            return None  # the class's own methods are judged where they run
+        mode = facts.last_mode_change(head, event.seq)
+        if mode is not None:
+            return head if mode[1] == "eval" else None
+    return None
+
+
+def in_evaluation(facts: ScopeFacts, event: CallEvent) -> bool:
+    """The call is evaluation code's: its function is named for evaluation, or it runs in a
+    loop over a loader. Elsewhere (an RL ``rollout`` handing the action to ``env.step``) what
+    the output reaches decides."""
+    return is_eval_name(facts.scope.name) or any(iterates_loader(loop) for loop in event.ctx.loops)
+
