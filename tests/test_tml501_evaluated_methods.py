@@ -4,7 +4,8 @@ search (``model.eval(); model.encode_source(src)``), a CLAP metric calling
 ``model.model.get_audio_embedding(x)`` and ``model.get_audio_embedding_from_filelist(x=[f])``
 after ``model.eval()``, an RL script's ``model = cast(nn.Module, torch.load(p)).to(device).eval()``
 followed by ``model.get_distribution(obs)`` over a loader, an ensemble's ``predict`` running
-``self.eval(); return self.forward(x)`` (whose forward calls each member's ``predict``).
+``self.eval(); return self.forward(x)`` (whose forward calls each member's ``predict``), and
+``self.__call__(x)`` (the module's own call, spelled out) over a loader after ``self.eval()``.
 
 Look-alikes stay quiet: methods that configure, save, load or train the model, a method of a
 known class that returns no submodule's output, a method the file runs under ``no_grad``,
@@ -153,6 +154,13 @@ CASES: Dict[str, str] = {
         def predict(self, x):
             self.eval()
             return self.forward(x)  # expect: TML501
+
+        def validate(self, loader):
+            self.eval()
+            hits = 0
+            for x, y in loader:
+                hits += int((self.__call__(x)[0] > 0).eq(y).sum())  # expect: TML501
+            return hits
 
 
     class Scorer:

@@ -587,6 +587,8 @@ class ScopeWalk:
         attr = func.attr.value if type(func) is cst.Attribute else None
         receiver = func.value if type(func) is cst.Attribute else None
         dotted = dotted_name(func)
+        if dotted is not None and dotted.endswith(".__call__"):
+            dotted = dotted[: -len(".__call__")]  # `self.__call__(x)` runs what `self(x)` runs
         scope.calls.append(CallEvent(node, self._next(), ctx, dotted, attr, receiver))
         if ctx.no_grad or scope.no_grad:
             callee = attr or (func.value if type(func) is cst.Name else None)
