@@ -2,7 +2,8 @@
 methods rather than the module itself (``analysis/evaluated_methods.py``): torchlingo's beam
 search (``model.eval(); model.encode_source(src)``), a CLAP metric calling
 ``model.model.get_audio_embedding(x)`` and ``model.get_audio_embedding_from_filelist(x=[f])``
-after ``model.eval()``, an RL script's ``model = cast(nn.Module, torch.load(p)).to(device).eval()``
+after ``model.eval()``, a translation script's ``model.encode(...)``/``model.decode(...)`` at the top
+level after ``model.eval()``, an RL script's ``model = cast(nn.Module, torch.load(p)).to(device).eval()``
 followed by ``model.get_distribution(obs)`` over a loader, an ensemble's ``predict`` running
 ``self.eval(); return self.forward(x)`` (whose forward calls each member's ``predict``), and
 ``self.__call__(x)`` (the module's own call, spelled out) over a loader after ``self.eval()``.
@@ -10,8 +11,8 @@ followed by ``model.get_distribution(obs)`` over a loader, an ensemble's ``predi
 Look-alikes stay quiet: methods that configure, save, load or train the model, a method of a
 known class that returns no submodule's output, a method the file runs under ``no_grad``,
 transformers' ``generate``, the model put back in training mode, the call under ``no_grad``,
-and a method whose output an RL rollout hands to ``env.step`` in a function not named for
-evaluation (a differentiable simulator may want it).
+and a method whose output an RL rollout (or a script that trains) hands to ``env.step`` in a
+function not named for evaluation (a differentiable simulator may want it).
 """
 
 from __future__ import annotations
@@ -173,6 +174,31 @@ CASES: Dict[str, str] = {
 
         def __call__(self, x):
             return x * 2
+''',
+    "script": HEADER + '''
+
+    model = Seq2Seq()
+    model.load_state_dict(torch.load("checkpoint.pth"))
+    model.eval()
+    source = torch.randn(5, 1, 8)
+    memory, state = model.encode_source(source)  # expect: TML501
+    target = memory[-1:]
+    for _ in range(10):
+        target = torch.cat([target, model.decode_step(target, state)[-1:]])  # expect: TML501
+    print(target.argmax(-1).tolist())
+''',
+    "training_script": HEADER + '''
+
+    model = Seq2Seq()
+    optimizer = torch.optim.Adam(model.parameters())
+    for source, target in zip(sources, targets):
+        loss = (model(source, target) - target).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    memory, state = model.encode_source(sources[0])
+    for _ in range(10):
+        env.step(model.decode_step(memory, state))
 ''',
     "look_alikes": HEADER + '''
 

@@ -22,7 +22,7 @@ from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 # changes a model rather than running it
 _NOT_RUNS = MODULE_METHODS | MODULE_MOVES | GRAD_KEEPING_METHODS | {"apply", "register_buffer", "add_module"}
 _CHANGES = re.compile(
-    r"(?:^|_)(?:fit|train|training|learn|update|optimi[sz]e|step|backward|save|load|reset|init|"
+    r"(?:^|_)(?:fit|train|training|learn|update|optimi[sz]er?|backward|save|load|reset|init|"
     r"initiali[sz]e|set|setup|configure|build|prepare|enable|disable|register|freeze|unfreeze|"
     r"compile|fuse|prune|quantize|export)(?:_|$)"
 )
@@ -54,8 +54,11 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
 
 
 def in_evaluation(facts: ScopeFacts, event: CallEvent) -> bool:
-    """The call is evaluation code's: its function is named for evaluation, or it runs in a
-    loop over a loader. Elsewhere (an RL ``rollout`` handing the action to ``env.step``) what
-    the output reaches decides."""
-    return is_eval_name(facts.scope.name) or any(iterates_loader(loop) for loop in event.ctx.loops)
+    """The call is evaluation code's: its function is named for evaluation, it runs in a loop
+    over a loader, or it is a script's (top-level code) that trains nothing. Elsewhere (an RL
+    ``rollout`` handing the action to ``env.step``) what the output reaches decides."""
+    return (
+        is_eval_name(facts.scope.name) or any(iterates_loader(loop) for loop in event.ctx.loops)
+        or (facts.scope.function is None and not facts.training_calls)
+    )
 

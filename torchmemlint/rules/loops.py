@@ -33,7 +33,7 @@ from torchmemlint.analysis.module_calls import as_model, called_in_file, callers
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
-from torchmemlint.analysis.rendering import render, render_expression, shortened
+from torchmemlint.analysis.rendering import render_expression, shortened
 from torchmemlint.analysis.training import (
     _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
     _self_attribute_name, Value,
@@ -42,6 +42,7 @@ from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_a
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.loop_docs import TML501_DOCUMENTATION, TML502_DOCUMENTATION
 from torchmemlint.rules.base import FixAvailability, FixSpec, NodeEdit, Rule
+from torchmemlint.rules.loop_fixes import no_grad_fix
 
 
 class _LoopRule(Rule):
@@ -374,15 +375,23 @@ class _Checks:
                 (self._model_call if as_model(self.facts) else self._output_only_sinks)(event, callee)
             elif (value := called_value(self.facts, event)) is not None:  # `G(z)`, `self.netG.sample(n)`
                 self._output_only_sinks(event, value[0], detached=not value[1])
-            elif (evaluated := evaluated_method(self.facts, event)) is not None:  # `model.eval(); model.encode(src)`
-                if in_evaluation(self.facts, event):
-                    self._model_call(event, evaluated, event.func)
-                else:
-                    self._output_only_sinks(event, evaluated)
+            else:
+                self._evaluated_method(event)
+        elif self.analysis is not None:
+            self._evaluated_method(event)  # top-level code
         if event.attr == "append" and event.receiver is not None and len(event.node.args) == 1:
             self._accumulation(event)
 
     # TML501
+    def _evaluated_method(self, event: CallEvent) -> None:
+        """`model.eval(); enc = model.encode(src)`: ``analysis/evaluated_methods.py``."""
+        if (evaluated := evaluated_method(self.facts, event)) is None:
+            return
+        if in_evaluation(self.facts, event):
+            self._model_call(event, evaluated, event.func)
+        else:
+            self._output_only_sinks(event, evaluated)
+
     def _model_call(self, event: CallEvent, model: Optional[str] = None, through: Optional[str] = None) -> None:
         scope = self.scope
         if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work or runs_no_module(self.facts, event):
@@ -509,7 +518,7 @@ class _Checks:
         else:  # a loss, or a method or part of the model (`model.crf(feats, masks)`): judged at the end
             self.losses.append(event)
         if key not in self.wrapped:
-            self.wrapped[key] = self._no_grad_fix(target)
+            self.wrapped[key] = no_grad_fix(self.facts, target)
         self.findings[EVAL_WITHOUT_NO_GRAD][id(event.node)] = Pending(
             event.node, message, self.wrapped[key]
         )
@@ -536,36 +545,6 @@ class _Checks:
             and plainly_a_module(facts, callee)
             and not switched_back(facts, callee, event.seq)
             and not trained_by_callers(facts)
-        )
-
-    def _no_grad_fix(self, target: Optional[Frame]) -> Optional[FixSpec]:
-        if not self.facts.torch_named:
-            return None
-        module = self.walk.module
-        if target is None:
-            function = self.scope.function
-            assert function is not None
-            if function.asynchronous is not None:
-                return None
-            decorator = cst.Decorator(decorator=cst.parse_expression("torch.no_grad()"))
-            new = function.with_changes(decorators=[*function.decorators, decorator])
-            text = render(module, new, self.scope.indents)
-            return FixSpec(
-                Applicability.UNSAFE,
-                "Decorate the function with `@torch.no_grad()`",
-                (NodeEdit(function, text),),
-            )
-        statement = target.statement
-        wrapped = cst.With(
-            items=[cst.WithItem(item=cst.parse_expression("torch.no_grad()"))],
-            body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
-            leading_lines=statement.leading_lines,
-        )
-        what = "loop" if type(statement) in (cst.For, cst.While) else "statement"
-        return FixSpec(
-            Applicability.UNSAFE,
-            f"Wrap the {what} in `with torch.no_grad():`",
-            (NodeEdit(statement, render(module, wrapped, target.indents)),),
         )
 
     # TML502
