@@ -29,6 +29,7 @@ from torchmemlint.analysis.loop_facts import (  # (the facts and their ast reade
     _visible_methods, FunctionFacts, HANDED, Loop, LoopFacts, MODE_ATTRS, MOVED_BY,
 )
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.step_hooks import STEP_HOOKS
 from torchmemlint.analysis.sinks import (
     metric_call, SINK_MODULE_ROOTS, STRONG_METHODS, STRONG_NAMES, sink_name, tensor_comparison,
 )
@@ -133,8 +134,13 @@ def may_report(facts: LoopFacts, codes: FrozenSet[str], text: Optional[str]) -> 
             _eval_code(facts) or _sink_code(facts) or any(loop.comprehension for loop in facts.loops)))
         or (LIST_ON_SELF in codes and facts.forward_appends)
         or (TENSOR_ON_SELF in codes and facts.forward_assigns)
-        or (ACCUMULATED_TENSOR in codes and _accumulating_loop(facts, text))
+        or (ACCUMULATED_TENSOR in codes and (_accumulating_loop(facts, text) or _step_hooks(facts)))
     )
+
+
+def _step_hooks(facts: LoopFacts) -> bool:
+    """TML502: a method a framework runs once per batch (``step_hooks.STEP_HOOKS``)."""
+    return not STEP_HOOKS.isdisjoint(facts.function_names)
 
 
 def _eval_code(facts: LoopFacts) -> bool:
@@ -203,7 +209,7 @@ def sink_only_functions(facts: LoopFacts, codes: FrozenSet[str], text: Optional[
         EVAL_WITHOUT_NO_GRAD not in codes or RETAIN_GRAPH in codes
         or (LIST_ON_SELF in codes and facts.forward_appends)
         or (TENSOR_ON_SELF in codes and facts.forward_assigns)
-        or (ACCUMULATED_TENSOR in codes and _accumulating_loop(facts, text))
+        or (ACCUMULATED_TENSOR in codes and (_accumulating_loop(facts, text) or _step_hooks(facts)))
         or _eval_code(facts) or any(loop.comprehension for loop in facts.loops)
     ):
         return None
@@ -489,6 +495,11 @@ def scope_may_leak(scope: Scope) -> bool:
             not event.augmented and any(_self_attribute_name(t) for t in event.targets)
             for event in scope.assigns
         )
+    if scope.name in STEP_HOOKS and scope.owner is not None and (
+        any(event.augmented and any(_self_attribute_name(t) for t in event.targets) for event in scope.assigns)
+        or any(call.attr == "append" and call.receiver is not None and _self_attribute(call.receiver) is not None for call in scope.calls)
+    ):
+        return True  # `self.val_loss += loss` in a `training_step` (TML502: ``step_hooks``)
     sinks = scope.function is not None and scope.name not in ("__init__", "forward")
     if sinks and is_eval_name(scope.name) and scope.calls:
         return True  # `predict()`: any module it calls is a model call (analysis.module_calls)

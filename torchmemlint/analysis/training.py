@@ -577,6 +577,8 @@ class ScopeFacts:
         return isinstance(self._start(name, ctx), (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
 
     def _start(self, name: str, ctx: Ctx) -> Optional[cst.BaseExpression]:
+        if not ctx.loops:
+            return None  # (a step hook's attribute: ``step_hooks``)
         loop = ctx.loops[-1]
         loop_seq = next(frame.seq for frame in ctx.chain if frame.statement is loop)
         start = None

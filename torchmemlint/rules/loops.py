@@ -26,6 +26,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
 from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluation
+from torchmemlint.analysis.step_hooks import kept_across_steps, STEP_HOOKS
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
@@ -550,7 +551,7 @@ class _Checks:
     # TML502
     def _accumulation(self, event: Union[AssignEvent, CallEvent]) -> None:
         ctx = event.ctx
-        if not ctx.loops or ctx.no_grad:
+        if ctx.no_grad or not (ctx.loops or self.scope.name in STEP_HOOKS):
             return
         if self.scope.owner is not None and self.scope.name == "__init__":
             return  # a constructor builds modules (`self.down.append(self.module(...))`)
@@ -597,45 +598,24 @@ class _Checks:
         value = self.facts.value_of(value_node, ctx)
         if value is None or value.kind is Kind.ACTIVATION:
             return
-        # the innermost loop whose iterations the accumulator outlives and that computes the
-        # value: also an outer one (`y_pred = torch.cat([y_pred, pred])` over each item of the
-        # output the loop over batches computed)
-        persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
-        loop = next((kept for kept in persists if kept in value.loops), None)
-        if loop is None:
+        if ctx.loops:
+            training = self._kept_over_loop(event, accumulator, value, appended)
+        else:  # `self.val_loss += loss` in a `training_step`, run by the framework's loop
+            training = True if kept_across_steps(self.facts, accumulator, event.seq) else None
+        if training is None:
             return
-        if not any(iterates_loader(kept) for kept in persists) and any(iterates_loader(outer) for outer in ctx.loops):
-            return  # started again in every batch of a loader: one batch's inner loop (KD-Lib's DML cohort)
-        if not self.facts.loop_computes(loop):
-            return
-        terms = loss_terms_loop(self.facts, loop)  # a loss function summing its terms (PRESENT's IBP_loss over batch labels)
-        if (
-            (terms or not iterates_loader(loop))
-            and not self.facts.loop_has(loop, self.facts.training_calls)
-            and (((terms or not runs_model(self.facts, loop)) and value.kind is Kind.LOSS)
-                 or (appended and reduced_after(self.facts, accumulator, loop)))
-        ):
-            return  # one batch's items (per-image losses handed on or summed, per-head losses
-            # of one forward: ``lossd += lossr + lossf`` over the discriminators' outputs;
-            # embeddings stacked after)
-        if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
-            return
-        training = any(self.facts.loop_has(kept, self.facts.training_calls) for kept in persists)
-        if (not training and self.facts.grad_controlled(event.seq)) or returned_for_backward(self.facts, self.analysis, accumulator):
-            return  # (the second asked late: it reads the callers, maybe a base class in another file)
-        if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
-            return  # this scope trains elsewhere: which mode applies here is not clear
         shown = shortened(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
+        each = "every iteration" if ctx.loops else f"every `{self.scope.name}` call"
         if folded is not None:
-            head = f"`{accumulator}` joins the {what} `{shown}` of every iteration to itself"
+            head = f"`{accumulator}` joins the {what} `{shown}` of {each} to itself"
         elif appended:
             holder = shown_accumulator or accumulator
-            room = 90 - len(f"`{holder}.append()` keeps the {what} of every iteration.")
+            room = 90 - len(f"`{holder}.append()` keeps the {what} of {each}.")
             shown = shortened(self.walk.module.code_for_node(value_node), max(12, min(40, room)))
-            head = f"`{holder}.append({shown})` keeps the {what} of every iteration"
+            head = f"`{holder}.append({shown})` keeps the {what} of {each}"
         else:
-            head = f"`{accumulator}` sums the {what} `{shown}` across iterations"
+            head = f"`{accumulator}` sums the {what} `{shown}` of {each}"
         if training:
             tail = (
                 ". Backward frees the saved activations (device memory does not grow), but "
@@ -663,6 +643,39 @@ class _Checks:
         self.findings[ACCUMULATED_TENSOR][id(event.node)] = Pending(
             event.node, head + tail + advice, fix
         )
+
+    def _kept_over_loop(self, event: Union[AssignEvent, CallEvent], accumulator: str, value: Value, appended: bool) -> Optional[bool]:
+        """Whether the loop the accumulator outlives trains (None: no finding). The innermost
+        loop whose iterations the accumulator outlives and that computes the value: also an
+        outer one (`y_pred = torch.cat([y_pred, pred])` over each item of the output the loop
+        over batches computed)."""
+        ctx = event.ctx
+        persists = self.facts.loops_kept_across(accumulator, ctx.loops, event.node)
+        loop = next((kept for kept in persists if kept in value.loops), None)
+        if loop is None:
+            return None
+        if not any(iterates_loader(kept) for kept in persists) and any(iterates_loader(outer) for outer in ctx.loops):
+            return None  # started again in every batch of a loader: one batch's inner loop (KD-Lib's DML cohort)
+        if not self.facts.loop_computes(loop):
+            return None
+        terms = loss_terms_loop(self.facts, loop)  # a loss function summing its terms (PRESENT's IBP_loss over batch labels)
+        if (
+            (terms or not iterates_loader(loop))
+            and not self.facts.loop_has(loop, self.facts.training_calls)
+            and (((terms or not runs_model(self.facts, loop)) and value.kind is Kind.LOSS)
+                 or (appended and reduced_after(self.facts, accumulator, loop)))
+        ):
+            return None  # one batch's items (per-image losses handed on or summed, per-head losses
+            # of one forward: ``lossd += lossr + lossf`` over the discriminators' outputs;
+            # embeddings stacked after)
+        if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
+            return None
+        training = any(self.facts.loop_has(kept, self.facts.training_calls) for kept in persists)
+        if (not training and self.facts.grad_controlled(event.seq)) or returned_for_backward(self.facts, self.analysis, accumulator):
+            return None  # (the second asked late: it reads the callers, maybe a base class in another file)
+        if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
+            return None  # this scope trains elsewhere: which mode applies here is not clear
+        return training
 
     def _item_fix(
         self,
