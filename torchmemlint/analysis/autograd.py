@@ -358,7 +358,7 @@ class ScopeWalk:
         that derives from an ``nn.Module`` there (``from models import *``; ``Net()``)."""
         if self.links is None or type(func) not in (cst.Name, cst.Attribute):
             return False
-        return self.links.module_class(dotted_name(func))
+        return self.links.module_class(dotted_name(func), package=True)
 
     def defined_names(self) -> FrozenSet[str]:
         """The names of the file's functions (each a scope) and classes, as walked so far
