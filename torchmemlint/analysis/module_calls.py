@@ -274,6 +274,20 @@ def _open_evaluation(walk: Any, scope: Any, depth: int) -> bool:
 _TRAINING_CALLS = frozenset({"backward", "step", "zero_grad", "fit", "train"})  # top-level code that may train
 
 
+def opened_by_caller(facts: ScopeFacts) -> bool:
+    """A helper some caller of the file runs under ``no_grad`` (``ScopeFacts.grad_controlled``)
+    that another caller runs with autograd on from open evaluation code (``_open_evaluation``:
+    hypermodule's ``predict`` calling ``_predict_image`` after ``self.model.eval()``, while
+    ``_predict_dataloader`` calls it under ``no_grad``): that caller records the graph."""
+    scope = facts.scope
+    if scope.function is None or scope.no_grad or scope.grad_off_seq is not None:
+        return False
+    return any(
+        caller is not scope and not grad_off and _open_evaluation(facts.walk, caller, 1)
+        for caller, grad_off in _callers_by_name(facts.walk).get(scope.name, ())
+    )
+
+
 def called_in_project(facts: ScopeFacts) -> bool:
     """A file of the project that imports this one may call the scope's method
     (``self.duration_head.predict_num_frames(...)`` in a pipeline): its caller there decides."""

@@ -30,7 +30,7 @@ from torchmemlint.analysis.step_hooks import kept_across_steps, STEP_HOOKS
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, callers_elsewhere, held_model, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
+from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, held_model, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
@@ -395,7 +395,7 @@ class _Checks:
 
     def _model_call(self, event: CallEvent, model: Optional[str] = None, through: Optional[str] = None) -> None:
         scope = self.scope
-        if event.ctx.no_grad or self.facts.grad_controlled(event.seq) or scope.grad_work or runs_no_module(self.facts, event):
+        if event.ctx.no_grad or (self.facts.grad_controlled(event.seq) and not opened_by_caller(self.facts)) or scope.grad_work or runs_no_module(self.facts, event):
             return  # (also a method of the model's class that runs no module: it records no graph)
         if suite_test(self.facts):  # a test of the test suite runs the model on purpose
             return
