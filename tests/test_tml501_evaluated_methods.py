@@ -8,8 +8,12 @@ followed by ``model.get_distribution(obs)`` over a loader, an ensemble's ``predi
 ``self.eval(); return self.forward(x)`` (whose forward calls each member's ``predict``), and
 ``self.__call__(x)`` (the module's own call, spelled out) over a loader after ``self.eval()``.
 
+A Lightning-style ``validation_step`` run by hand over a loader is reported (called by hand, a
+hook the framework would run under ``no_grad`` runs with autograd on).
+
 Look-alikes stay quiet: methods that configure, save, load or train the model, a method of a
-known class that returns no submodule's output, a method the file runs under ``no_grad``,
+known class that returns no submodule's output, a method of the file's module classes calling
+nothing of the instance (``validation_epoch_end(outputs)``), a method the file runs under ``no_grad``,
 transformers' ``generate``, the model put back in training mode, the call under ``no_grad``,
 and a method whose output an RL rollout (or a script that trains) hands to ``env.step`` in a
 function not named for evaluation (a differentiable simulator may want it).
@@ -199,6 +203,33 @@ CASES: Dict[str, str] = {
     memory, state = model.encode_source(sources[0])
     for _ in range(10):
         env.step(model.decode_step(memory, state))
+''',
+    "hooks_run_by_hand": '''
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.lin(x)
+
+        def validation_step(self, batch):
+            x, y = batch
+            return {"loss": F.cross_entropy(self(x), y)}
+
+        def validation_epoch_end(self, outputs):
+            return torch.stack([o["loss"] for o in outputs]).mean().item()
+
+
+    def evaluate_model(model, loader):
+        model.eval()
+        outputs = [model.validation_step(batch) for batch in loader]  # expect: TML501
+        return model.validation_epoch_end(outputs)
 ''',
     "look_alikes": HEADER + '''
 

@@ -4,8 +4,10 @@ other reading of the call (a model's own call, a part of it, a helper given it) 
 
 A method of a module switched to evaluation mode runs its modules, unless it moves, inspects,
 trains, saves or configures the model (its name says so), is private, turns autograd off
-itself (``feeds.turns_off_autograd``), or belongs to a known class where it returns no
-submodule's output (``module_calls.class_method_output``: ``size_of(x)``)."""
+itself (``feeds.turns_off_autograd``), belongs to a known class where it returns no
+submodule's output (``module_calls.class_method_output``: ``size_of(x)``), or is defined by the
+file's module classes without calling anything of the instance (``module_calls.runs_own_parts``:
+``validation_epoch_end(outputs)`` stacking what it is given)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Optional
 
 from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODULE_METHODS, MODULE_MOVES
 from torchmemlint.analysis.feeds import iterates_loader, turns_off_autograd
-from torchmemlint.analysis.module_calls import class_method_output
+from torchmemlint.analysis.module_calls import class_method_output, runs_own_parts
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 
 
@@ -39,7 +41,7 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     if (
         not receiver or not event.node.args or method.startswith("_") or method in _NOT_RUNS
         or _CHANGES.search(method) or turns_off_autograd(facts, method)
-        or class_method_output(facts, receiver, method) is False
+        or class_method_output(facts, receiver, method) is False or runs_own_parts(facts, method) is False
     ):
         return None
     parts = receiver.split(".")

@@ -17,7 +17,9 @@ from typing import AbstractSet, Iterator, List, Optional, Set
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import _COMPREHENSIONS as _COLLECTING, AssignEvent, CallEvent, Scope, _names_in
+from torchmemlint.analysis.autograd import (
+    _COMPREHENSIONS as _COLLECTING, AssignEvent, CallEvent, FRAMEWORK_NO_GRAD_HOOKS, Scope, _names_in,
+)
 from torchmemlint.analysis.callers import eval_by_callers, _LOADER_WORDS
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
@@ -188,9 +190,11 @@ def turns_off_autograd(facts: ScopeFacts, method: str) -> bool:
 
 def defined_without_grad(facts: ScopeFacts, method: str) -> bool:
     """Every class of the file that defines ``method`` runs it under ``no_grad``
-    (``@torch.no_grad() def embed(self, x)``), and one does."""
+    (``@torch.no_grad() def embed(self, x)``), and one does. Not a method named as a
+    framework's hook the framework runs without autograd (``validation_step``): called by
+    hand, it runs with autograd on."""
     defined = _defined(facts, method)
-    return bool(defined) and all(scope.no_grad for scope in defined)
+    return bool(defined) and not FRAMEWORK_NO_GRAD_HOOKS.match(method) and all(scope.no_grad for scope in defined)
 
 
 def _defined(facts: ScopeFacts, method: str) -> List[Scope]:

@@ -49,6 +49,7 @@ from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, sole_return, terminal_name
 from torchmemlint.analysis.training import ScopeFacts, is_eval_name
+from torchmemlint.tree import nodes_of
 
 # a module's own methods and a tensor's: never a model's method that returns an output
 _NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
@@ -572,6 +573,28 @@ def _module_class_methods(facts: ScopeFacts) -> Dict[str, List[cst.FunctionDef]]
                         methods.setdefault(scope.name, []).append(scope.function)
         walk._module_class_methods = methods  # type: ignore[attr-defined]
     return methods
+
+
+def runs_own_parts(facts: ScopeFacts, method: str) -> Optional[bool]:
+    """Whether some module class of this file defining ``method`` calls something of its own
+    in it (``self(x)``, ``self.encoder(x)``, ``self.decode(z)``): a method that calls nothing of
+    its instance (``validation_epoch_end`` stacking the outputs it is given) runs no module.
+    None where no module class of the file defines it."""
+    defined = _module_class_methods(facts).get(method)
+    if not defined:
+        return None
+    return any(_calls_itself(function) for function in defined)
+
+
+def _calls_itself(function: cst.FunctionDef) -> bool:
+    this = _first_param(function)
+    for call in nodes_of(function.body, cst.Call):
+        node = call.func
+        while type(node) is cst.Attribute:
+            node = node.value
+        if type(node) is cst.Name and node.value == this:
+            return True
+    return False
 
 
 def module_call_name(facts: ScopeFacts, name: str) -> bool:
