@@ -23,6 +23,12 @@ from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 # a module's own methods and a tensor's, and the words of a method that trains, saves or
 # changes a model rather than running it
 _NOT_RUNS = MODULE_METHODS | MODULE_MOVES | GRAD_KEEPING_METHODS | {"apply", "register_buffer", "add_module"}
+# words of a method that handles data (``safe_squeeze``, ``get_output_size``), not the model
+_DATA_WORDS = frozenset({
+    "squeeze", "unsqueeze", "reshape", "view", "flatten", "permute", "transpose", "detach", "numpy",
+    "cpu", "cuda", "to", "float", "half", "clone", "contiguous", "pad", "crop", "item", "tolist",
+    "size", "shape", "dim", "numel", "device", "dtype",
+})
 _CHANGES = re.compile(
     r"(?:^|_)(?:fit|train|training|learn|update|optimi[sz]er?|backward|save|load|reset|init|"
     r"initiali[sz]e|set|setup|configure|build|prepare|enable|disable|register|freeze|unfreeze|"
@@ -40,7 +46,8 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     receiver, _, method = (event.func or "").rpartition(".")
     if (
         not receiver or not event.node.args or method.startswith("_") or method in _NOT_RUNS
-        or _CHANGES.search(method) or turns_off_autograd(facts, method)
+        or _CHANGES.search(method) or not _DATA_WORDS.isdisjoint(method.split("_"))
+        or turns_off_autograd(facts, method)
         or class_method_output(facts, receiver, method) is False or runs_own_parts(facts, method) is False
     ):
         return None
