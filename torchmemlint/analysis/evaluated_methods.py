@@ -44,19 +44,30 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     modules; methods that move, inspect, train or save a model, private ones, and methods that
     turn autograd off themselves are not. The module switched (``model``); None otherwise."""
     receiver, _, method = (event.func or "").rpartition(".")
-    if (
-        not receiver or not event.node.args or method.startswith("_") or method in _NOT_RUNS
-        or _CHANGES.search(method) or not _DATA_WORDS.isdisjoint(method.split("_"))
+    if not receiver or not event.node.args or method.startswith("_"):
+        return None
+    switched = _switched(facts, receiver, event.seq)  # (asked first: most receivers never are)
+    if switched is None or (
+        method in _NOT_RUNS or _CHANGES.search(method) or not _DATA_WORDS.isdisjoint(method.split("_"))
         or turns_off_autograd(facts, method)
         or class_method_output(facts, receiver, method) is False or runs_own_parts(facts, method) is False
     ):
         return None
+    return switched
+
+
+def _switched(facts: ScopeFacts, receiver: str, seq: int) -> Optional[str]:
+    """``receiver`` or the module it is a part of (``model`` of ``model.model``), when the
+    function switched it to evaluation mode before ``seq`` (``self`` itself excluded: the
+    class's own methods are judged where they run)."""
     parts = receiver.split(".")
     for end in range(len(parts), 0, -1):
         head = ".".join(parts[:end])
         if head == "self":
-            return None  # the class's own methods are judged where they run
-        mode = facts.last_mode_change(head, event.seq)
+            return None
+        if head not in facts.model_names:
+            continue  # (every receiver of a switch is one: ``model_names.named_models``)
+        mode = facts.last_mode_change(head, seq)
         if mode is not None:
             return head if mode[1] == "eval" else None
     return None
