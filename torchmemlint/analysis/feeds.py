@@ -198,4 +198,13 @@ def defined_without_grad(facts: ScopeFacts, method: str) -> bool:
 
 
 def _defined(facts: ScopeFacts, method: str) -> List[Scope]:
-    return [scope for classfacts in facts.walk.classes for scope in classfacts.methods if scope.name == method]
+    """The methods named ``method`` of the file's classes (indexed once per file)."""
+    walk = facts.walk
+    kept = getattr(walk, "_methods_by_name", None)
+    if kept is None or kept[0] != len(walk.classes):
+        by_name: dict = {}
+        for classfacts in walk.classes:
+            for scope in classfacts.methods:
+                by_name.setdefault(scope.name, []).append(scope)
+        kept = walk._methods_by_name = (len(walk.classes), by_name)  # type: ignore[attr-defined]
+    return kept[1].get(method, [])
