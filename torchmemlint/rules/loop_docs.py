@@ -84,7 +84,20 @@ TML501_DOCUMENTATION = """
     evaluation (an RL trainer's `self.agent.eval()`, then `self.agent.Actor(obs)` per step of its
     `evaluate`: `tests/test_tml501_recall.py`), or a part named as a model given its inputs
     by keyword (`model.to(device).eval()`, a switch through moves, then
-    `model.model(input_ids=ids, labels=labels)` per batch: `tests/test_tml501_keyword_parts.py`). A method of the model's class (of this file or another
+    `model.model(input_ids=ids, labels=labels)` per batch: `tests/test_tml501_keyword_parts.py`).
+    Outside such loops too, a method of a module the function switched to evaluation mode
+    (`model.eval(); enc = model.encode_source(src)`, a part of it, `model.model.get_embedding(x)`,
+    or keyword inputs; also a switch in an assignment, `model = cast(nn.Module,
+    torch.load(p)).eval()`) runs it: reported in evaluation code (named for it, over a loader, or a
+    script that trains nothing), elsewhere only when its output reaches the ends below (an RL
+    rollout handing the action to `env.step` stays quiet). Methods that configure, save, load or
+    train (by their name's words), that handle data (`safe_squeeze`), that turn autograd off
+    themselves, that a known class defines without returning a submodule's output, or that the
+    file's module classes define without calling anything of the instance
+    (`validation_epoch_end(outputs)`) are no runs (`analysis/evaluated_methods.py`,
+    `tests/test_tml501_evaluated_methods.py`); `self.__call__(x)` is `self(x)`. A helper one caller
+    runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
+    that open run (`tests/test_tml501_opened_helpers.py`). A method of the model's class (of this file or another
     project file, by relative or absolute import) that calls only builtins and data methods
     (fusilli's `get_data_from_batch`, which unpacks a batch; a static `safe_squeeze`) runs no
     module: not a model call (`tests/test_tml501_plain_methods.py`). A model a function of the
@@ -276,6 +289,11 @@ TML502_DOCUMENTATION = """
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
     is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
+    A `training_step` is a loop body (Lightning's loop, or a trainer's, runs it once per batch):
+    an attribute it adds its loss or a model output to (`self.val_loss += loss`,
+    `self.train_outputs.append(preds)`) outlives every step and is reported, unless the step binds
+    it afresh first; `validation_step` runs under `no_grad` (`analysis/step_hooks.py`,
+    `tests/test_tml502_step_hooks.py`).
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
     `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
