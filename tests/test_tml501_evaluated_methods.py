@@ -13,7 +13,8 @@ hook the framework would run under ``no_grad`` runs with autograd on).
 
 Look-alikes stay quiet: methods that configure, save, load or train the model, a method of a
 known class that returns no submodule's output, a method of the file's module classes calling
-nothing of the instance (``validation_epoch_end(outputs)``), a method the file runs under ``no_grad``, one named for a data step (``safe_squeeze``),
+nothing of the instance (``validation_epoch_end(outputs)``), a method the file runs under ``no_grad``, one named for a data step (``safe_squeeze``), a container's method on a part
+(``model.default_cfg.get(key)``),
 transformers' ``generate``, the model put back in training mode, the call under ``no_grad``,
 and a method whose output an RL rollout (or a script that trains) hands to ``env.step`` in a
 function not named for evaluation (a differentiable simulator may want it).
@@ -238,7 +239,8 @@ CASES: Dict[str, str] = {
         size = model.size_of(src)
         embedded = model.embed(src)
         squeezed = model.safe_squeeze(src)
-        return size, embedded.tolist(), squeezed.tolist()
+        shape = model.default_cfg.get(src)
+        return size, embedded.tolist(), squeezed.tolist(), shape.tolist()
 
 
     def sample(model, ids):

@@ -4,8 +4,10 @@ wraps its loop in ``no_grad``, ``predict(images)`` calls it directly after
 ``self.model.eval()``): the open caller records the graph, so the helper's model call is
 reported (``module_calls.opened_by_caller``).
 
-Look-alikes stay quiet: a helper every caller runs under ``no_grad``, and one whose other
-caller trains on what it returns."""
+Look-alikes stay quiet: a helper every caller runs under ``no_grad``, one whose other caller
+trains on what it returns, and one whose open caller is a method of a class deriving from a
+base of another file or library (ultralytics' predictors: ``BasePredictor`` runs ``inference``
+under inference mode)."""
 
 from __future__ import annotations
 
@@ -42,7 +44,25 @@ CLASS = '''
                 return [self._predict_image(images) for images, _ in loader]
 '''
 
+LIBRARY_BASE = '''
+    import torch
+    from ultralytics.engine.predictor import BasePredictor
+
+
+    class SAMPredictor(BasePredictor):
+        def inference(self, images):
+            return self._inference_features(self.get_im_features(images))
+
+        def _inference_features(self, features):
+            return self.model.forward_grounding(features)
+
+        def batch_inference(self, batches):
+            with torch.no_grad():
+                return [self._inference_features(features) for features in batches]
+'''
+
 CASES: Dict[str, str] = {
+    "library_base_runs_it": LIBRARY_BASE,
     "opened_by_predict": CLASS.format(direct="self._predict_image(images)", mark="  # expect: TML501"),
     "every_caller_under_no_grad": CLASS.format(direct="self._predict_loader([(images, None)])", mark=""),
     "other_caller_trains": CLASS.format(direct="self._predict_loader([(images, None)])", mark="") + '''

@@ -375,7 +375,7 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
         )
     else:
         known = type(func) is cst.Name and func.value in facts.walk.module_classes()
-    return known or facts.walk.project_module_class(func, package=True)  # a module class of another file
+    return known or facts.walk.project_module_class(func)  # a module class of another file
 
 
 def module_instance(facts: ScopeFacts, callee: str) -> bool:

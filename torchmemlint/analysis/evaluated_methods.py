@@ -14,15 +14,15 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from torchmemlint.analysis.autograd import CallEvent, GRAD_KEEPING_METHODS, MODULE_METHODS, MODULE_MOVES
+from torchmemlint.analysis.autograd import CallEvent
 from torchmemlint.analysis.feeds import iterates_loader, turns_off_autograd
-from torchmemlint.analysis.module_calls import class_method_output, runs_own_parts
+from torchmemlint.analysis.module_calls import class_method_output, NOT_OUTPUT_METHODS, runs_own_parts
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 
 
-# a module's own methods and a tensor's, and the words of a method that trains, saves or
-# changes a model rather than running it
-_NOT_RUNS = MODULE_METHODS | MODULE_MOVES | GRAD_KEEPING_METHODS | {"apply", "register_buffer", "add_module"}
+# a module's own methods, a tensor's and a container's (``model.default_cfg.get(key)``), and
+# the words of a method that trains, saves or changes a model rather than running it
+_NOT_RUNS = NOT_OUTPUT_METHODS | {"apply", "register_buffer", "add_module", "pop", "setdefault", "copy"}
 # words of a method that handles data (``safe_squeeze``, ``get_output_size``), not the model
 _DATA_WORDS = frozenset({
     "squeeze", "unsqueeze", "reshape", "view", "flatten", "permute", "transpose", "detach", "numpy",

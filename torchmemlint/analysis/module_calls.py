@@ -52,7 +52,7 @@ from torchmemlint.analysis.training import ScopeFacts, is_eval_name
 from torchmemlint.tree import nodes_of
 
 # a module's own methods and a tensor's: never a model's method that returns an output
-_NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
+NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
     "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
 _DEPTH = 4  # local bindings followed, at most
 
@@ -84,12 +84,12 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     if facts.bindings.qualify(cst.Name(head)) is not None:
         return None  # `torch.cat`, `F.relu`, `np.mean`: imported
     if (
-        head != "self" and attr and "." not in attr and attr not in _NOT_OUTPUT_METHODS
+        head != "self" and attr and "." not in attr and attr not in NOT_OUTPUT_METHODS
         and _output_method(facts, head, attr)
     ):
         return callee  # `model.generate(10)`: a method of the model returning a module's output
     part, _, method = attr.partition(".")
-    if head == "self" and method and "." not in method and method not in _NOT_OUTPUT_METHODS and (
+    if head == "self" and method and "." not in method and method not in NOT_OUTPUT_METHODS and (
         module_attribute(facts, part) and _output_method(facts, f"self.{part}", method)
     ):
         return callee  # `self.autoencoder.encode_image(x)`: a method of a module the class holds, returning an output
@@ -283,10 +283,25 @@ def opened_by_caller(facts: ScopeFacts) -> bool:
     scope = facts.scope
     if scope.function is None or scope.no_grad or scope.grad_off_seq is not None:
         return False
+    local = {classfacts.node.name.value: classfacts.node for classfacts in facts.walk.classes}
     return any(
         caller is not scope and not grad_off and _open_evaluation(facts.walk, caller, 1)
+        and (caller.owner is None or _own_lineage(caller.owner.node, local, 0))
         for caller, grad_off in _callers_by_name(facts.walk).get(scope.name, ())
     )
+
+
+def _own_lineage(classdef: cst.ClassDef, local: Dict[str, cst.ClassDef], depth: int) -> bool:
+    """Every base of the class, through the file's own classes, is of this file (or
+    ``object``): no base class from elsewhere may run its methods under its own autograd mode
+    (ultralytics' predictors, whose ``BasePredictor`` runs inference under inference mode)."""
+    for base in classdef.bases:
+        name = dotted_name(base.value)
+        if name == "object":
+            continue
+        if name not in local or local[name] is classdef or depth > 8 or not _own_lineage(local[name], local, depth + 1):
+            return False
+    return True
 
 
 def called_in_project(facts: ScopeFacts) -> bool:
@@ -712,7 +727,7 @@ _DATA_METHODS = frozenset({
     "squeeze", "unsqueeze", "view", "reshape", "size", "dim", "numel", "cpu", "cuda", "to",
     "detach", "float", "double", "half", "long", "int", "bool", "numpy", "item", "tolist",
     "permute", "transpose", "contiguous", "clone", "flatten", "type",
-}) | _NOT_OUTPUT_METHODS - {"forward", "__call__"}
+}) | NOT_OUTPUT_METHODS - {"forward", "__call__"}
 
 
 def _calls_nothing(function: cst.FunctionDef) -> bool:
