@@ -3,8 +3,8 @@ before the call (``model.eval(); enc = model.encode_source(src)``): asked by TML
 other reading of the call (a model's own call, a part of it, a helper given it) found nothing.
 
 A method of a module switched to evaluation mode runs its modules, unless it moves, inspects,
-trains, saves or configures the model (its name says so), is private, turns autograd off
-itself (``feeds.turns_off_autograd``), belongs to a known class where it returns no
+trains, saves or configures the model (its name's words say so), handles data (``safe_squeeze``),
+is a container's (``model.default_cfg.get(key)``), is private, turns autograd off itself (``feeds.turns_off_autograd``), belongs to a known class where it returns no
 submodule's output (``module_calls.class_method_output``: ``size_of(x)``), or is defined by the
 file's module classes without calling anything of the instance (``module_calls.runs_own_parts``:
 ``validation_epoch_end(outputs)`` stacking what it is given)."""
@@ -40,9 +40,8 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     """The module a method call runs when the function put that module in evaluation mode
     before it: ``model.eval(); enc = model.encode_source(src)`` (or a part of it,
     ``model.model.get_audio_embedding(x)``), anywhere in the function (in a loop over a loader:
-    ``eval_method_over_loader``). A method of a module put in evaluation mode runs its
-    modules; methods that move, inspect, train or save a model, private ones, and methods that
-    turn autograd off themselves are not. The module switched (``model``); None otherwise."""
+    ``eval_method_over_loader``). The module switched (``model``); None otherwise, and for
+    the methods the module docstring names as no runs."""
     receiver, _, method = (event.func or "").rpartition(".")
     if not receiver or not event.node.args or method.startswith("_"):
         return None
