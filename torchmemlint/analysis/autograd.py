@@ -353,14 +353,12 @@ class ScopeWalk:
             facts.methods.clear()
         self.__dict__.clear()
 
-    def project_module_class(self, func: cst.BaseExpression, package: bool = False) -> bool:
+    def project_module_class(self, func: cst.BaseExpression) -> bool:
         """``func`` names a class that another file of the project (or this one) defines and
-        that derives from an ``nn.Module`` there (``from models import *``; ``Net()``); with
-        ``package``, also one imported by absolute name from the file's own package (asked of
-        what a call builds, not of every base class: ``ProjectLinks.may_come_from_package``)."""
+        that derives from an ``nn.Module`` there (``from models import *``; ``Net()``)."""
         if self.links is None or type(func) not in (cst.Name, cst.Attribute):
             return False
-        return self.links.module_class(dotted_name(func), package=package)
+        return self.links.module_class(dotted_name(func))
 
     def defined_names(self) -> FrozenSet[str]:
         """The names of the file's functions (each a scope) and classes, as walked so far

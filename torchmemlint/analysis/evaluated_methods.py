@@ -80,4 +80,3 @@ def in_evaluation(facts: ScopeFacts, event: CallEvent) -> bool:
         is_eval_name(facts.scope.name) or any(iterates_loader(loop) for loop in event.ctx.loops)
         or (facts.scope.function is None and not facts.training_calls)
     )
-

@@ -81,4 +81,3 @@ def switch_written(scope: Any, seq: int) -> Optional[str]:
         "train(False)" if call.func.attr.value == "train" else "eval()"  # type: ignore[union-attr]
         for call in calls if switched_to(call) is not None
     ), None)
-

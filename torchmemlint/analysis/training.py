@@ -21,7 +21,7 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
-from torchmemlint.analysis.model_names import lambda_arm, mode_switch, model_part_of, named_models, switched_to
+from torchmemlint.analysis.model_names import lambda_arm, model_part_of, named_models, switched_to
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.returned_mode import last_mode_change, returned_in_eval, switch_written
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
