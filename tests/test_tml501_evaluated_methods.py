@@ -14,7 +14,8 @@ hook the framework would run under ``no_grad`` runs with autograd on).
 Look-alikes stay quiet: methods that configure, save, load or train the model, a method of a
 known class that returns no submodule's output, a method of the file's module classes calling
 nothing of the instance (``validation_epoch_end(outputs)``), a method the file runs under ``no_grad``, one named for a data step (``safe_squeeze``), a container's method on a part
-(``model.default_cfg.get(key)``),
+(``model.default_cfg.get(key)``), a method of a part not named as a model
+(``model.fairness_metric.compute_gap(x)``), a copy (``model.copy_with_new_structure(x)``),
 transformers' ``generate``, the model put back in training mode, the call under ``no_grad``,
 and a method whose output an RL rollout (or a script that trains) hands to ``env.step`` in a
 function not named for evaluation (a differentiable simulator may want it).
@@ -240,7 +241,9 @@ CASES: Dict[str, str] = {
         embedded = model.embed(src)
         squeezed = model.safe_squeeze(src)
         shape = model.default_cfg.get(src)
-        return size, embedded.tolist(), squeezed.tolist(), shape.tolist()
+        gap = model.fairness_metric.compute_gap(src)
+        twin = model.copy_with_new_structure(src)
+        return size, embedded.tolist(), squeezed.tolist(), shape.tolist(), gap.tolist(), twin
 
 
     def sample(model, ids):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from torchmemlint.analysis.autograd import CallEvent
+from torchmemlint.analysis.autograd import CallEvent, MODEL_NAME
 from torchmemlint.analysis.feeds import iterates_loader, turns_off_autograd
 from torchmemlint.analysis.module_calls import class_method_output, NOT_OUTPUT_METHODS, runs_own_parts
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
@@ -32,7 +32,7 @@ _DATA_WORDS = frozenset({
 _CHANGES = re.compile(
     r"(?:^|_)(?:fit|train|training|learn|update|optimi[sz]er?|backward|save|load|reset|init|"
     r"initiali[sz]e|set|setup|configure|build|prepare|enable|disable|register|freeze|unfreeze|"
-    r"compile|fuse|prune|quantize|export)(?:_|$)"
+    r"compile|fuse|prune|quantize|export|copy)(?:_|$)"
 )
 
 
@@ -56,15 +56,17 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
 
 
 def _switched(facts: ScopeFacts, receiver: str, seq: int) -> Optional[str]:
-    """``receiver`` or the module it is a part of (``model`` of ``model.model``), when the
-    function switched it to evaluation mode before ``seq`` (``self`` itself excluded: the
-    class's own methods are judged where they run)."""
+    """``receiver`` or the module it is a part of (``model`` of ``model.model``: every part
+    between them named as a model), when the function switched it to evaluation mode before
+    ``seq`` (``self`` itself excluded: the class's own methods are judged where they run)."""
     parts = receiver.split(".")
     for end in range(len(parts), 0, -1):
         head = ".".join(parts[:end])
         if head == "self":
             return None
         if head not in facts.model_names:
+            if not MODEL_NAME.match(parts[end - 1]):
+                return None  # a part of the module not named as one (``model.fairness_metric``): may be no module
             continue  # (every receiver of a switch is one: ``model_names.named_models``)
         mode = facts.last_mode_change(head, seq)
         if mode is not None:
