@@ -2,12 +2,18 @@
 ``self.ddpm_step(model, x, t)`` after ``model.eval()``, guided diffusion's ``p_sample(model, x,
 t)`` in a sampling loop): the helper's own call is left to its callers (a borrowed model), so
 the caller's call of the helper is the model's run, judged there and reported at that call
-(``module_calls.helper_run_model``).
+(``model_helpers.helper_run_model``).
+
+A method that runs a module of its own class and returns what it made (steganogan's
+``_encode_decode``, called from a validation loop and from a sample writer) is such a helper too,
+reported at its caller's call.
 
 Look-alikes stay quiet: a helper that trains (backward inside), a helper decorated with
 ``torch.no_grad()``, a helper whose own call of the model is under ``no_grad``, a caller under
 ``no_grad``, a caller that backpropagates what the helper returns, an argument that is not a
-model (a tensor the helper only indexes).
+model (a tensor the helper only indexes); for a method running its class's modules: one that
+trains, one whose module call is under ``no_grad``, one that loops over the module itself, one
+that returns nothing the module made, and its call from a training loop.
 """
 
 from __future__ import annotations
@@ -32,6 +38,28 @@ DENOISER = '''
 
             def forward(self, x, t):
                 return self.net(x) * t
+'''
+
+
+CODER = '''
+        import torch
+        import torch.nn as nn
+
+
+        class Coder:
+            def __init__(self, encoder, decoder):
+                self.encoder = encoder
+                self.decoder = decoder
+                self.optimizer = torch.optim.Adam(
+                    list(self.encoder.parameters()) + list(self.decoder.parameters()))
+
+            def _encode_decode(self, cover, quantize=False):
+                payload = torch.rand_like(cover)
+                generated = self.encoder(cover, payload)
+                if quantize:
+                    generated = (255.0 * (generated + 1.0) / 2.0).long().float()
+                decoded = self.decoder(generated)
+                return generated, payload, decoded
 '''
 
 CASES: Dict[str, str] = {
@@ -126,6 +154,54 @@ CASES: Dict[str, str] = {
             loss = (x - target).pow(2).mean()
             loss.backward()
             return loss.item()
+    ''',
+    "own_module_in_validation": CODER + '''
+
+            def _validate(self, loader, metrics):
+                for cover, _ in loader:
+                    generated, payload, decoded = self._encode_decode(cover, quantize=True)  # expect: TML501
+                    metrics.append((decoded - payload).abs().mean().item())
+
+            def write_samples(self, cover, path):
+                generated, _, _ = self._encode_decode(cover)  # expect: TML501
+                torch.save(generated.detach().cpu(), path)
+    ''',
+    "own_module_trained_or_quiet": CODER + '''
+
+            def _fit(self, loader):
+                for cover, _ in loader:
+                    generated, payload, decoded = self._encode_decode(cover)
+                    loss = (decoded - payload).pow(2).mean()
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+
+            def _step(self, cover):
+                generated = self.encoder(cover, cover)
+                loss = generated.mean()
+                loss.backward()
+                return generated
+
+            def _encode_quiet(self, cover):
+                with torch.no_grad():
+                    generated = self.encoder(cover, cover)
+                return generated
+
+            def _roll(self, cover, steps):
+                for _ in range(steps):
+                    cover = self.decoder(cover)
+                return cover
+
+            def _shape(self, cover):
+                self.encoder(cover, cover)
+                return cover.shape
+
+            def _validate(self, loader, metrics):
+                for cover, _ in loader:
+                    metrics.append(self._step(cover).mean().item())
+                    metrics.append(self._encode_quiet(cover).mean().item())
+                    metrics.append(self._shape(cover))
+                    metrics.append(self._roll(cover, 3).mean().item())
     ''',
     "argument_not_a_model": DENOISER + '''
 

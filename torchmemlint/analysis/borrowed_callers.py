@@ -2,7 +2,7 @@
 (``evaluate_and_save_results(self, model, ...)``) is the caller's to judge (``callers.borrowed_model``)
 unless the class's own methods call it, all with autograd on, with a model they made
 themselves (not one handed on from their own parameters, nor one they see as the model and are
-judged for: ``module_calls.helper_run_model``)."""
+judged for: ``model_helpers.helper_run_model``)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def called_with_grad(facts: ScopeFacts, callee: str) -> bool:
             if given is None or (type(given) is cst.Name and given.value in {p.name.value for p in scope.params()}):
                 return False  # handed on from the caller's own parameters (monai's ``__call__(inputs, network)``): borrowed there too
             if type(given) is cst.Name and ScopeFacts(facts.walk, scope).is_model(given.value):
-                return False  # a model to the caller: its call is the model's run (``module_calls.helper_run_model``)
+                return False  # a model to the caller: its call is the model's run (``model_helpers.helper_run_model``)
             found = True
     return found
 

@@ -193,7 +193,7 @@ def _sink_functions(facts: LoopFacts) -> Iterator[FunctionFacts]:
 def _runs_module(facts: LoopFacts, function: FunctionFacts, depth: int, by_name: Dict[str, List[FunctionFacts]]) -> bool:
     """A call in ``function`` may run a module (``FunctionFacts.may_run_module``), or a helper of
     the file it calls may (``classify_online(model, ...)``: TML501 finds the helper running the
-    model it is handed, ``callers.helper_run_model``), two levels deep as ``_sinks_in`` reads."""
+    model it is handed, ``model_helpers.helper_run_model``), two levels deep as ``_sinks_in`` reads."""
     if function.may_run_module(facts.module_stores, facts.self_bound, facts.moved):
         return True
     return depth > 0 and any(_runs_module(facts, helper, depth - 1, by_name) for helper in _helpers(function, by_name))

@@ -47,7 +47,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.quiet_methods import receiver_classes, without_autograd
 from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
-from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, sole_return, terminal_name
+from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, terminal_name
 from torchmemlint.analysis.training import ScopeFacts, is_eval_name
 from torchmemlint.tree import nodes_of
 
@@ -360,61 +360,6 @@ def callers_elsewhere(facts: ScopeFacts) -> bool:
             else:
                 return False
     return found
-
-
-def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
-    """The model ``event`` runs through a helper of the file: ``self.ddpm_step(model, x, t)``
-    (or ``p_sample(model, x, t)``) where the method (function) takes it as a parameter and calls
-    it with autograd on, without training (purediffusion's samplers, guided diffusion's
-    ``p_sample_loop`` -> ``p_sample``): the helper's own call of it is left to its callers
-    (``callers.borrowed_model``), so the caller's call of the helper is the model's run. The
-    argument's name, when the caller sees it as a model (``ScopeFacts.is_model``); None
-    otherwise."""
-    func = event.func
-    if func is None or any(arg.star for arg in event.node.args):
-        return None
-    name = func[5:] if func.startswith("self.") else func
-    if "." in name or not name:
-        return None
-    owner = facts.scope.owner if func.startswith("self.") else None
-    for scope in facts.walk.scopes:
-        function = scope.function
-        if function is None or scope.name != name or scope is facts.scope or (scope.owner is not owner):
-            continue
-        if scope.no_grad or scope.grad_work or scope.grad_off_seq is not None:
-            return None
-        params = scope.params()
-        if owner is not None and params:
-            params = params[1:]
-        for position, arg in enumerate(event.node.args):
-            keyword = arg.keyword.value if arg.keyword is not None else None
-            param = next((p for p in params if p.name.value == keyword), None) if keyword else (params[position] if position < len(params) else None)
-            if param is None or type(arg.value) is not cst.Name or not facts.is_model(arg.value.value):
-                continue
-            runs = [call for call in scope.calls if call.func in (param.name.value, param.name.value + ".forward")]
-            trains = any(call.attr in _TRAINING_CALLS for call in scope.calls)
-            if any(call.ctx.loops for call in runs):
-                return None  # (a helper that loops over what it runs the model on is judged itself)
-            if runs and not trains and all(not call.ctx.no_grad for call in runs):
-                return arg.value.value
-        return _wrapped_module(facts, scope) if owner is not None and not event.node.args[1:] else None
-    return None
-
-
-def _wrapped_module(facts: ScopeFacts, scope) -> Optional[str]:  # type: ignore[no-untyped-def]
-    """``self.model`` when the method ``scope`` only returns what the class's module gives its
-    argument (``def action_probabilities(self, state): return self.model(FloatTensor(state))``):
-    its caller's call of the method is the module's run (a policy's ``predict`` drawing
-    actions from it)."""
-    value = sole_return(scope.function)
-    if type(value) is not cst.Call or len(scope.calls) > 3:
-        return None
-    name = dotted_name(value.func)
-    this = _first_param(scope.function)
-    if not name or not this or not name.startswith(this + ".") or name.count(".") != 1:
-        return None
-    attribute = "self." + name.split(".", 1)[1]
-    return attribute if facts.is_model(attribute) and module_attribute(facts, attribute[5:]) else None
 
 
 def module_attribute(facts: ScopeFacts, attr: str) -> bool:

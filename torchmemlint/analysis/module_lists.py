@@ -88,6 +88,8 @@ class ModuleLists:
             return None  # (a method ``__init__`` calls once may build it whole: ``self._init_layers()``)
         expressions: List[cst.BaseExpression] = []
         for assignment in assignments:
+            if self._rewrapped_list(assignment, attribute):
+                continue  # ``self.convs = nn.ModuleList(self.convs)``: the elements it was given
             found = self._items(assignment.value, 0)
             if found is None:
                 return None
@@ -105,6 +107,19 @@ class ModuleLists:
                 return None
             layers.append(layer)
         return layers or None
+
+    def _rewrapped_list(self, assignment: Any, attribute: str) -> bool:
+        """``self.convs = nn.ModuleList(self.convs)`` in ``__init__``, after ``self.convs = []``
+        and its ``append``s: the elements the plain list got."""
+        value = assignment.value
+        if type(value) is not cst.Call or self.file.resolver.qualify(value.func) not in _LISTS or len(value.args) != 1:
+            return False
+        arg = value.args[0]
+        self_name = self.model.self_name(assignment.method)
+        return (
+            arg.keyword is None and not arg.star and _target(arg.value, self_name) == "self." + attribute
+            and any(type(other.value) in (cst.List, cst.Tuple) for other in self.model.assignments.get(attribute, []))
+        )
 
     def holder(self, call: cst.CSTNode) -> Optional[str]:
         """``upsamples`` when ``call`` (``nn.Sequential(...)`` in ``__init__``) is an element

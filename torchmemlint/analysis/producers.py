@@ -102,6 +102,9 @@ class Producers:
                     return Producer(inner.category(), f"`{wrapper}({short_name(inner.qualified)})`")
                 first = layer.call.args[0].value if layer.call.args else None  # ``weight_norm(conv)``, ``conv`` a local
                 bound = self._bound(first) if type(first) is cst.Name and depth < 4 else None
+                if type(first) is cst.Call and depth < 4:  # ``spectral_norm(conv2d(ni, nf, 3))``: what the builder's module makes
+                    made = self.block(first)
+                    return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}` of {made.description}")
                 made = self.part(bound, depth + 1) if bound is not None else UNKNOWN_PRODUCER
                 return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}({made.description.strip('`')})`")
             return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
@@ -124,6 +127,10 @@ class Producers:
                 return joined(made)
         if type(part.node) is cst.Call:
             return self.block(part.node)
+        if type(part.node) is cst.IfExp and depth < 4:  # ``weight_norm(conv(...)) if wn else conv(...)``: what either arm makes
+            function, classdef = enclosing_definitions(self.file.module, part.node)
+            self_name = self.model.self_name(function) if self.model is not None and classdef is not None and function is not None else None
+            return joined([self.part(self.file.resolver.part(arm, self_name, function), depth + 1) for arm in (part.node.body, part.node.orelse)])  # type: ignore[attr-defined]
         if type(part.node) is cst.Name and depth < 4:
             bound = self._bound(part.node)
             if bound is not None:

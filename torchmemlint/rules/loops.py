@@ -30,7 +30,8 @@ from torchmemlint.analysis.step_hooks import kept_across_steps, STEP_HOOKS
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, held_model, helper_run_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
+from torchmemlint.analysis.model_helpers import helper_run_model
+from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, held_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
@@ -424,7 +425,7 @@ class _Checks:
             over_loader = any(iterates_loader(loop) for loop in event.ctx.loops)
             caller = eval_by_callers(self.facts, callee) if over_loader else None
             if caller is None:
-                self._output_only_sinks(event, callee)
+                self._output_only_sinks(event, callee, through=through)
                 return
         single = not named and not event.ctx.iterating
         if single and not self._straight_line_eval(event, callee):
@@ -484,7 +485,7 @@ class _Checks:
         self._pend(event, message, target)
         return True
 
-    def _output_only_sinks(self, event: CallEvent, callee: str, detached: bool = False) -> None:
+    def _output_only_sinks(self, event: CallEvent, callee: str, detached: bool = False, through: Optional[str] = None) -> None:
         """GAN sampling functions, ``greedy_decode(model, ...)``: ``callers.only_sinks_reached``.
         ``detached``: a value known as a model by its name alone (``module_calls.called_value``)
         counts only when the code detaches its output on the way to the sinks."""
@@ -498,8 +499,9 @@ class _Checks:
             module_method(self.facts) and (called_in_project(self.facts) or callers_elsewhere(self.facts))
         ):
             return  # the forward runs it, or a file importing the class calls it (under its own autograd mode)
+        shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
         message = (
-            f"`{callee}` is called with autograd on in `{self.scope.name}()`. That function never "
+            f"{shown} is called with autograd on in `{self.scope.name}()`. That function never "
             f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
             "the forward records its graph and keeps every activation saved for backward alive "
             "while the output lives; use `torch.no_grad()`" + self._covered(None)
