@@ -6,7 +6,9 @@ every step's graph stays reachable, as in a written loop.
 
 Look-alikes stay quiet: a number (``loss.item()``) or a detached copy, an attribute the step
 binds afresh first (one step's list), a local sum, and ``validation_step`` (Lightning runs it
-under ``no_grad``).
+under ``no_grad``). A value the step returns as its loss (``return {"loss": loss}``) is a loss
+whatever made it (a project helper's ``mse_loss`` scaled by attributes); other values of
+helpers the rule cannot read (``spread``, a value returned under another key) stay quiet.
 """
 
 from __future__ import annotations
@@ -56,6 +58,34 @@ CASES: Dict[str, str] = {
                 loss = F.cross_entropy(self(x), y)
                 self.train_outputs.append(loss)
                 return loss
+    ''',
+    "returned_loss": '''
+        import torch
+        from pytorch_lightning import LightningModule
+
+        from . import utils
+
+
+        class Encoder(LightningModule):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+                self.dis_loss_w = 100.0
+                self.val_loss = 0.0
+                self.spread = 0.0
+                self.logged = 0.0
+
+            def training_step(self, batch, batch_idx):
+                encoding = self.net(batch["seqs"])
+                distance = utils.distance(encoding, encoding.detach())
+                dis_loss = utils.mse_loss(distance, batch["distance"])
+                loss = self.dis_loss_w * dis_loss * self.hparams.ratio
+                self.val_loss += loss  # expect: TML502
+                spread = utils.spread(encoding)
+                self.spread += spread
+                note = utils.norm(encoding)
+                self.logged += note
+                return {"loss": loss, "log": note}
     ''',
     "look_alikes": '''
         import torch

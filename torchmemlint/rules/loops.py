@@ -26,7 +26,7 @@ from torchmemlint.analysis.leak_gate import (
 )
 from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
 from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluation
-from torchmemlint.analysis.step_hooks import kept_across_steps, STEP_HOOKS
+from torchmemlint.analysis.step_hooks import kept_across_steps, returned_as_loss, STEP_HOOKS
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
@@ -598,6 +598,8 @@ class _Checks:
         if not appended and self.facts.starts_as_text(accumulator, ctx):
             return  # `out_string += sp_model.decode(ids)`: text, not a tensor
         value = self.facts.value_of(value_node, ctx)
+        if value is None and not ctx.loops and returned_as_loss(self.facts, value_node):
+            value = Value(Kind.LOSS, ())  # what the framework backpropagates
         if value is None or value.kind is Kind.ACTIVATION:
             return
         if ctx.loops:
