@@ -6,11 +6,14 @@
   use_weight_norm else nn.Conv1d(...)``): what either arm makes;
 * a module list one of whose elements is replaced by index (``self.layers[0] =
   nn.Embedding(...)``: an embedding makes a fresh tensor its backward does not read);
-* a plain list filled by ``append`` and then rewrapped (``self.convs = nn.ModuleList(self.convs)``).
+* a plain list filled by ``append`` and then rewrapped (``self.convs = nn.ModuleList(self.convs)``);
+* a list built in a loop that puts the activation before each layer but the first (``if i >
+  0: layers.append(activation)``, ``i`` counting from 0: ``analysis/loop_counters.py``).
 
 Look-alikes stay quiet: a wrapper around a builder of a class the file does not know, a
 conditional whose other arm is such a class, an element replaced by such a class, a rewrapped
-list whose element output is read again by a residual.
+list whose element output is read again by a residual, a loop whose counter starts at 1 or
+whose test lets the activation come first (``if i < 2:``).
 """
 
 from __future__ import annotations
@@ -146,6 +149,57 @@ CASES: Dict[str, str] = {
                     y = conv(x)
                     x = F.leaky_relu(y, negative_slope=0.01) + y
                 return x
+    ''',
+    "counted_loop": '''
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class MaskedLinear(nn.Linear):
+            def forward(self, x):
+                return F.linear(x, self.weight * self.mask, self.bias)
+
+
+        class MADE(nn.Module):
+            def __init__(self, *dims, activation=nn.LeakyReLU()):  # expect: TML201
+                super().__init__()
+                layers = []
+                for i, (in_dim, out_dim) in enumerate(zip(dims, dims[1:])):
+                    if i > 0:
+                        layers.append(activation)
+                    layers.append(MaskedLinear(in_dim, out_dim))
+                self.mlp = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.mlp(x)
+
+
+        class FromOne(nn.Module):
+            def __init__(self, *dims, activation=nn.ELU()):
+                super().__init__()
+                layers = []
+                for i in range(1, len(dims)):
+                    if i > 0:
+                        layers.append(activation)
+                    layers.append(nn.Linear(dims[i - 1], dims[i]))
+                self.mlp = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.mlp(x)
+
+
+        class Early(nn.Module):
+            def __init__(self, *dims, activation=nn.CELU()):
+                super().__init__()
+                layers = []
+                for i in range(len(dims) - 1):
+                    if i < 2:
+                        layers.append(activation)
+                    layers.append(nn.Linear(dims[i], dims[i + 1]))
+                self.mlp = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.mlp(x)
     ''',
 }
 

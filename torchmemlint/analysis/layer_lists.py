@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 
 import libcst as cst
 
+from torchmemlint.analysis.loop_counters import counter, counter_truth, tested
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import block_statements, literal_number
 from torchmemlint.tree import contains as holds, node_index, nodes_of, scan
@@ -585,6 +586,9 @@ class _Walk:
         """The orders after a loop: its body taken 0, 1, 2 ... times, until nothing new follows (at least
         once over a list written out). A target in the body sees what the rounds reaching it assign."""
         current, inside = held, holds(statement, self.target)
+        name = counter(statement)
+        if name is not None and not inside and name not in self.lists._assume and tested(body, name):
+            return self._counted(statement, body, held, name)
         if type(statement) is cst.For and _never_empty(self.function, statement.iter):
             current = self.block(body, held)
         for _ in range(_LOOP_ROUNDS):
@@ -596,6 +600,25 @@ class _Walk:
                 return current
             current = merged
         raise _Unknown()
+
+    def _counted(self, statement: cst.CSTNode, body: List[cst.CSTNode], held: Optional[Order], name: str) -> Optional[Order]:
+        """``_loop`` for a loop whose body tests its counter ``name`` (``if i > 0:``): the first
+        round with the counter 0, the later ones with it above 0."""
+        assumed = self.lists._assume
+        try:
+            self.lists._assume = {**assumed, name: False}
+            current = self.block(body, held)
+            self.lists._assume = {**assumed, name: True}
+            for _ in range(_LOOP_ROUNDS):
+                merged = self._union(current, self.block(body, current))
+                if merged == current:
+                    break
+                current = merged
+            else:
+                raise _Unknown()
+        finally:
+            self.lists._assume = assumed
+        return current if _never_empty(self.function, statement.iter) else self._union(held, current)  # type: ignore[attr-defined]
 
     @staticmethod
     def _union(a: Optional[Order], b: Optional[Order]) -> Optional[Order]:
@@ -684,7 +707,7 @@ def _truth(test: cst.BaseExpression, assume: Dict[str, bool]) -> Optional[bool]:
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         inner = _truth(test.expression, assume)
         return None if inner is None else not inner
-    return None
+    return counter_truth(test, assume)  # ``i > 0`` of a loop's counter (``loop_counters.py``)
 
 
 def _sized(test: cst.BaseExpression, name: str) -> bool:
