@@ -64,6 +64,7 @@ class FileAnalysis:
         self._import_names: Optional[List[str]] = None
         self._values: Optional[FileValues] = None
         self._dead: Optional[DeadArms] = None
+        self._index: Optional[NodeIndex] = None
         # The file's project (``analysis/links.py``: where a name the file does not define
         # comes from), set by the context that lints it; None: the file alone.
         self.links: Optional[Any] = None
@@ -79,7 +80,9 @@ class FileAnalysis:
     def index(self) -> NodeIndex:
         """The file's nodes in pre-order with parents, subtree ranges and nodes by type
         (``tree.NodeIndex``), built once per file: the engine's traversal uses it too."""
-        return node_index(self.module)
+        if self._index is None:  # (held here: ``tree.node_index`` keeps only weak references)
+            self._index = node_index(self.module)
+        return self._index
 
     @property
     def dead(self) -> DeadArms:
