@@ -13,7 +13,9 @@ Look-alikes stay quiet: a helper that trains (backward inside), a helper decorat
 ``no_grad``, a caller that backpropagates what the helper returns, an argument that is not a
 model (a tensor the helper only indexes); for a method running its class's modules: one that
 trains, one whose module call is under ``no_grad``, one that loops over the module itself, one
-that returns nothing the module made, and its call from a training loop.
+that returns nothing the module made, and its call from a training loop; in a module class,
+a method calling ``self.forward`` (its callers decide about autograd) unless the method switched
+the part ``forward`` runs to evaluation first (``self.net.eval(); res = self.forward(x)``).
 """
 
 from __future__ import annotations
@@ -202,6 +204,28 @@ CASES: Dict[str, str] = {
                     metrics.append(self._encode_quiet(cover).mean().item())
                     metrics.append(self._shape(cover))
                     metrics.append(self._roll(cover, 3).mean().item())
+    ''',
+    "module_class_methods": '''
+        import torch
+        import torch.nn as nn
+
+
+        class Segmenter(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = nn.Conv2d(3, 1, 3)
+
+            def forward(self, x):
+                out = self.net(x)
+                return out.sigmoid()
+
+            def predict(self, x):
+                return self.forward(x)
+
+            def run(self, x):
+                self.net.eval()
+                res = self.forward(x)  # expect: TML501
+                return res.detach().cpu().numpy()
     ''',
     "argument_not_a_model": DENOISER + '''
 

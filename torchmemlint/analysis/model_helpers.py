@@ -62,7 +62,7 @@ def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
                 return arg.value.value
         if owner is None:
             return None
-        return (_wrapped_module(facts, scope) if not event.node.args[1:] else None) or _own_module_run(facts, scope)
+        return (_wrapped_module(facts, scope) if not event.node.args[1:] else None) or _own_module_run(facts, scope, event.seq)
     return None
 
 
@@ -82,13 +82,18 @@ def _wrapped_module(facts: ScopeFacts, scope) -> Optional[str]:  # type: ignore[
     return attribute if facts.is_model(attribute) and module_attribute(facts, attribute[5:]) else None
 
 
-def _own_module_run(facts: ScopeFacts, scope) -> Optional[str]:  # type: ignore[no-untyped-def]
-    """``self.encoder`` when the method ``scope`` runs modules of its class outside loops, with
-    autograd on, trains nothing, and returns what they made (steganogan's ``_encode_decode``:
+def _own_module_run(facts: ScopeFacts, scope, seq: int) -> Optional[str]:  # type: ignore[no-untyped-def]
+    """``self.encoder`` when the method ``scope`` runs modules its class holds outside loops,
+    with autograd on, trains nothing, and returns what they made, in a class that is no module
+    (a trainer, a pipeline) or, in a module class, one the caller switched to evaluation before
+    ``seq`` (steganogan's ``_encode_decode``:
     ``generated = self.encoder(cover, payload)``, ``decoded = self.decoder(generated)``,
     ``return generated, payload, decoded``): the first module it runs."""
     if any(call.attr in _TRAINING_CALLS for call in scope.calls):
         return None
+    if scope.owner is None:
+        return None
+    module = scope.owner.node.name.value in facts.walk.module_classes()
     runs = [
         call for call in scope.calls
         if call.func is not None and call.func.startswith("self.") and call.func.count(".") == 1
@@ -96,6 +101,11 @@ def _own_module_run(facts: ScopeFacts, scope) -> Optional[str]:  # type: ignore[
     ]
     if not runs or any(call.ctx.no_grad or call.ctx.loops for call in runs):
         return None
+    if module:  # a module's own method: its callers decide about autograd (``as_model``), unless
+        # this one switched the part it runs to evaluation (``self.net.eval(); self.forward(x)``)
+        runs = [call for call in runs if (facts.last_mode_change(call.func, seq) or (0, ""))[1] == "eval"]
+        if not runs:
+            return None
     nodes = {id(call.node) for call in runs}
     made: Set[str] = set()
     for event in scope.assigns:  # (in the order they run)
