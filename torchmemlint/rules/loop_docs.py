@@ -115,7 +115,11 @@ TML501_DOCUMENTATION = """
     helper of the file that receives the model and runs it (purediffusion's
     `self.ddpm_step(model, x, t)` after `model.eval()`, a `p_sample(model, x, t)` function) is
     the model's run, judged at that call, where the helper's own call is left to its callers
-    and the helper neither trains nor loops over its runs (`tests/test_tml501_helper_runs.py`).
+    and the helper neither trains nor loops over its runs (`tests/test_tml501_helper_runs.py`);
+    so is a method of a trainer or pipeline class that runs a module it holds and returns what
+    the module made (steganogan's `self._encode_decode(cover)` in `_validate`), and, in a module
+    class, a method calling `self.forward(x)` after switching the part it runs to evaluation
+    (`analysis/model_helpers.py`).
     Elsewhere it is reported
     when its output reaches only the ends below (not in a method that the module's own
     `forward` runs, itself or through other methods: a router whose scores serve only `topk`
@@ -293,7 +297,8 @@ TML502_DOCUMENTATION = """
     an attribute it adds its loss or a model output to (`self.val_loss += loss`,
     `self.train_outputs.append(preds)`) outlives every step and is reported, unless the step binds
     it afresh first; `validation_step` runs under `no_grad` (`analysis/step_hooks.py`,
-    `tests/test_tml502_step_hooks.py`).
+    `tests/test_tml502_step_hooks.py`). What the step returns as its loss (`return loss`,
+    `return {"loss": loss}`) is a loss whatever made it.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
     `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
