@@ -13,7 +13,9 @@ Look-alikes stay quiet: a helper that trains (backward inside), a helper decorat
 ``no_grad``, a caller that backpropagates what the helper returns, an argument that is not a
 model (a tensor the helper only indexes); for a method running its class's modules: one that
 trains, one whose module call is under ``no_grad``, one that loops over the module itself, one
-that returns nothing the module made, and its call from a training loop; in a module class,
+that returns nothing the module made or returns it detached (``.detach().cpu().numpy()``: the
+helper's own call is judged, and reported, there), one that switches the module to evaluation
+itself, and its call from a training loop; in a module class,
 a method calling ``self.forward`` (its callers decide about autograd) unless the method switched
 the part ``forward`` runs to evaluation first (``self.net.eval(); res = self.forward(x)``).
 """
@@ -198,8 +200,12 @@ CASES: Dict[str, str] = {
                 self.encoder(cover, cover)
                 return cover.shape
 
+            def _numbers(self, cover):
+                return self.encoder(cover, cover).detach().cpu().numpy()  # expect: TML501
+
             def _validate(self, loader, metrics):
                 for cover, _ in loader:
+                    metrics.append(self._numbers(cover).mean())
                     metrics.append(self._step(cover).mean().item())
                     metrics.append(self._encode_quiet(cover).mean().item())
                     metrics.append(self._shape(cover))

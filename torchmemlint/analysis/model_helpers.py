@@ -20,8 +20,9 @@ import libcst as cst
 from torchmemlint.analysis.autograd import CallEvent
 from torchmemlint.analysis.module_calls import _TRAINING_CALLS, module_attribute
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.returned_mode import last_mode_change
 from torchmemlint.analysis.syntax import _first_param, sole_return
-from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.training import ScopeFacts, is_eval_name
 from torchmemlint.tree import nodes_of
 
 
@@ -91,8 +92,8 @@ def _own_module_run(facts: ScopeFacts, scope, seq: int) -> Optional[str]:  # typ
     ``return generated, payload, decoded``): the first module it runs."""
     if any(call.attr in _TRAINING_CALLS for call in scope.calls):
         return None
-    if scope.owner is None:
-        return None
+    if scope.owner is None or is_eval_name(scope.name):
+        return None  # (an evaluation method is judged itself: ``wavedp``'s ``predict_probability``)
     module = scope.owner.node.name.value in facts.walk.module_classes()
     runs = [
         call for call in scope.calls
@@ -101,6 +102,8 @@ def _own_module_run(facts: ScopeFacts, scope, seq: int) -> Optional[str]:  # typ
     ]
     if not runs or any(call.ctx.no_grad or call.ctx.loops for call in runs):
         return None
+    if any(last_mode_change(facts.walk, scope, call.func, call.seq) is not None for call in runs):
+        return None  # (``self.model.eval(); out = self.model(x)`` in the helper: judged there)
     if module:  # a module's own method: its callers decide about autograd (``as_model``), unless
         # this one switched the part it runs to evaluation (``self.net.eval(); self.forward(x)``)
         runs = [call for call in runs if (facts.last_mode_change(call.func, seq) or (0, ""))[1] == "eval"]
@@ -116,9 +119,16 @@ def _own_module_run(facts: ScopeFacts, scope, seq: int) -> Optional[str]:  # typ
 
 
 def _made_of(expression: cst.BaseExpression, runs: Set[int], made: Set[str]) -> bool:
-    """``expression`` holds one of the ``runs`` or a name bound to what they made."""
+    """``expression`` holds one of the ``runs`` or a name bound to what they made, with its
+    graph: not through ``.detach()``, ``.numpy()``, ``.item()`` or ``.tolist()`` (a helper that
+    returns numbers is judged itself, where its output reaches only those ends)."""
+    if any(type(call.func) is cst.Attribute and call.func.attr.value in _DETACHED for call in nodes_of(expression, cst.Call)):
+        return False
     names: List[cst.CSTNode] = [*nodes_of(expression, cst.Name), *nodes_of(expression, cst.Call)]
     return any(
         id(node) in runs or (type(node) is cst.Name and node.value in made)
         for node in names
     )
+
+
+_DETACHED = frozenset({"detach", "numpy", "item", "tolist"})
