@@ -6,9 +6,13 @@ autograd as its caller has it, and
 
 - takes the model as a parameter and calls it (``self.ddpm_step(model, x, t)``, guided
   diffusion's ``p_sample(model, x, t)``), or
-- is a method that runs a module of its own class and returns what the module made
-  (``def _encode_decode(self, cover): generated = self.encoder(cover, payload); decoded =
-  self.decoder(generated); return generated, payload, decoded``, called from a validation loop).
+- is a method that runs a module its class holds and returns what the module made, with its
+  graph (``def _encode_decode(self, cover): generated = self.encoder(cover, payload); decoded =
+  self.decoder(generated); return generated, payload, decoded``, called from a validation loop):
+  in a class that is no module, or, in a module class, where the caller switched that part to
+  evaluation first (``self.net.eval(); res = self.forward(x)``). A method that detaches what it
+  returns, switches the module to evaluation itself or is named for evaluation is judged
+  itself, so its callers make no second report of the same forward.
 """
 
 from __future__ import annotations
