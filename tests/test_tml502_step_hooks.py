@@ -8,7 +8,10 @@ Look-alikes stay quiet: a number (``loss.item()``) or a detached copy, an attrib
 binds afresh first (one step's list), a local sum, and ``validation_step`` (Lightning runs it
 under ``no_grad``). A value the step returns as its loss (``return {"loss": loss}``) is a loss
 whatever made it (a project helper's ``mse_loss`` scaled by attributes); other values of
-helpers the rule cannot read (``spread``, a value returned under another key) stay quiet.
+helpers the rule cannot read (``spread``, a value returned under another key) stay quiet; so
+does an accumulation in an arm a constructor's string default does not take (``if
+self.cost_type == "average":`` with ``cost_type="smooth"``), unless a construction in the file
+passes that string.
 """
 
 from __future__ import annotations
@@ -86,6 +89,48 @@ CASES: Dict[str, str] = {
                 note = utils.norm(encoding)
                 self.logged += note
                 return {"loss": loss, "log": note}
+    ''',
+    "arms_by_default": '''
+        import torch
+        import torch.nn.functional as F
+        from pytorch_lightning import LightningModule
+
+
+        class Velocity(LightningModule):
+            def __init__(self, net, cost_type="smooth"):
+                super().__init__()
+                self.net = net
+                self.cost_type = cost_type
+                self.cost_window = []
+                self.total = 0.0
+
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                cost = F.mse_loss(self.net(x), y)
+                if self.cost_type == "average":
+                    self.cost_window.append(cost)
+                if self.cost_type == "smooth":
+                    self.total += cost  # expect: TML502
+                return {"loss": cost}
+
+
+        class Windowed(LightningModule):
+            def __init__(self, net, cost_type="smooth"):
+                super().__init__()
+                self.net = net
+                self.cost_type = cost_type
+                self.cost_window = []
+
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                cost = F.mse_loss(self.net(x), y)
+                if self.cost_type == "average":
+                    self.cost_window.append(cost)  # expect: TML502
+                return {"loss": cost}
+
+
+        def build(net):
+            return Windowed(net, cost_type="average")
     ''',
     "look_alikes": '''
         import torch

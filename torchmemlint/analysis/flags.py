@@ -83,16 +83,24 @@ def off_by_default(graph: Any, test: cst.BaseExpression, truth: bool) -> bool:
 
 def _chosen_off(graph: Any, test: cst.BaseExpression, truth: bool) -> Optional[bool]:
     """``name == "text"`` (or ``!=``), ``name`` a parameter of the function not rebound there whose
-    default is a string: does the test come out ``truth`` only when a caller passes another string
+    default is a string (or ``self.<name>``, set once in the class from such a parameter): does the test come out ``truth`` only when a caller passes another string
     than the default? (True: no call of the file passes it one that does; None: no such test.)"""
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) not in (cst.Name, cst.Attribute):
         return None
     target = test.comparisons[0]
     if type(target.operator) not in (cst.Equal, cst.NotEqual) or type(target.comparator) is not cst.SimpleString:
         return None
     function = graph.function
-    param = parameter(function, test.left.value)
-    if param is None or type(param.default) is not cst.SimpleString or assigned_values(function, test.left.value):
+    if type(test.left) is cst.Attribute:  # ``self.cost_type == "average"``, set once from ``cost_type="smooth"``
+        flag = _own_flag(function, test.left) if graph.classdef is not None else None
+        assignment = graph.file.analysis.class_model(graph.classdef).single_assignment(flag) if flag else None
+        if assignment is None or type(assignment.value) is not cst.Name:
+            return None
+        function, name = assignment.method, assignment.value.value
+    else:
+        name = test.left.value
+    param = parameter(function, name)
+    if param is None or type(param.default) is not cst.SimpleString or assigned_values(function, name):
         return None
     equal = type(target.operator) is cst.Equal
     if ((param.default.evaluated_value == target.comparator.evaluated_value) == equal) == truth:

@@ -508,14 +508,19 @@ class _Checks:
         )
         self._pend(event, message, None)
 
+    def _behind_flag(self, event: Union[AssignEvent, CallEvent]) -> bool:
+        """In an arm that runs only when a caller changes a flag from its default (``flags.py``:
+        ``if self.cost_type == "average":`` with ``cost_type="smooth"``)."""
+        function = self.scope.node
+        return self.analysis is not None and type(function) is cst.FunctionDef and flag_test(self.analysis.values(function), event.node) is not None
+
     def _pend(self, event: CallEvent, message: str, target: Optional[Frame]) -> None:
         """One finding per model call, each at its own line (`# noqa` is per line); every call
         under the same loop or function (``target``: the statement to wrap, None: decorate the
         function) gets the same fix, which the fixer applies once."""
         key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
-        function = self.scope.node
-        if self.analysis is not None and type(function) is cst.FunctionDef and flag_test(self.analysis.values(function), event.node) is not None:
-            return  # in an arm that runs only when a caller changes a flag from its default (``flags.py``)
+        if self._behind_flag(event):
+            return  # in an arm that runs only when a caller changes a flag from its default
         if self.facts.loss_call(event.node) is None and (self.facts.is_model(event.func) or not self.facts.model_part(event.node)):
             self.reported.add(id(event.node))
         else:  # a loss, or a method or part of the model (`model.crf(feats, masks)`): judged at the end
@@ -606,7 +611,7 @@ class _Checks:
             training = self._kept_over_loop(event, accumulator, value, appended)
         else:  # `self.val_loss += loss` in a `training_step`, run by the framework's loop
             training = True if kept_across_steps(self.facts, accumulator, event.seq) else None
-        if training is None:
+        if training is None or self._behind_flag(event):
             return
         shown = shortened(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
