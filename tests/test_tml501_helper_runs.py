@@ -203,9 +203,12 @@ CASES: Dict[str, str] = {
             def _numbers(self, cover):
                 return self.encoder(cover, cover).detach().cpu().numpy()  # expect: TML501
 
-            def _validate(self, loader, metrics):
+            def _evaluate(self, loader, metrics):
                 for cover, _ in loader:
                     metrics.append(self._numbers(cover).mean())
+
+            def _validate(self, loader, metrics):
+                for cover, _ in loader:
                     metrics.append(self._step(cover).mean().item())
                     metrics.append(self._encode_quiet(cover).mean().item())
                     metrics.append(self._shape(cover))
