@@ -16,7 +16,7 @@ from typing import Optional
 
 from torchmemlint.analysis.autograd import CallEvent, MODEL_NAME
 from torchmemlint.analysis.feeds import iterates_loader, turns_off_autograd
-from torchmemlint.analysis.module_calls import class_method_output, NOT_OUTPUT_METHODS, runs_own_parts
+from torchmemlint.analysis.module_calls import class_method_output, NOT_OUTPUT_METHODS, runs_own_parts, TENSOR_DATA_METHODS
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 
 
@@ -24,11 +24,7 @@ from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 # the words of a method that trains, saves or changes a model rather than running it
 _NOT_RUNS = NOT_OUTPUT_METHODS | {"apply", "register_buffer", "add_module", "pop", "setdefault", "copy"}
 # words of a method that handles data (``safe_squeeze``, ``get_output_size``), not the model
-_DATA_WORDS = frozenset({
-    "squeeze", "unsqueeze", "reshape", "view", "flatten", "permute", "transpose", "detach", "numpy",
-    "cpu", "cuda", "to", "float", "half", "clone", "contiguous", "pad", "crop", "item", "tolist",
-    "size", "shape", "dim", "numel", "device", "dtype",
-})
+_DATA_WORDS = TENSOR_DATA_METHODS | {"pad", "crop", "shape", "device", "dtype"}
 _CHANGES = re.compile(
     r"(?:^|_)(?:fit|train|training|learn|update|optimi[sz]er?|backward|save|load|reset|init|"
     r"initiali[sz]e|set|setup|configure|build|prepare|enable|disable|register|freeze|unfreeze|"

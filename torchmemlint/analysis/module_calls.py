@@ -668,11 +668,14 @@ _PLAIN_FUNCTIONS = frozenset({
     "min", "max", "str", "int", "float", "bool", "hasattr", "getattr", "print", "sorted", "reversed",
     "ValueError", "TypeError", "KeyError", "RuntimeError", "NotImplementedError", "AssertionError",
 })
-_DATA_METHODS = frozenset({
+# a tensor's methods that reshape, move, copy or read it (also words of a data step's name:
+# ``evaluated_methods``' ``safe_squeeze``)
+TENSOR_DATA_METHODS = frozenset({
     "squeeze", "unsqueeze", "view", "reshape", "size", "dim", "numel", "cpu", "cuda", "to",
-    "detach", "float", "double", "half", "long", "int", "bool", "numpy", "item", "tolist",
-    "permute", "transpose", "contiguous", "clone", "flatten", "type",
-}) | NOT_OUTPUT_METHODS - {"forward", "__call__"}
+    "detach", "float", "half", "numpy", "item", "tolist", "permute", "transpose", "contiguous",
+    "clone", "flatten",
+})
+_DATA_METHODS = TENSOR_DATA_METHODS | {"double", "long", "int", "bool", "type"} | NOT_OUTPUT_METHODS - {"forward", "__call__"}
 
 
 def _calls_nothing(function: cst.FunctionDef) -> bool:
