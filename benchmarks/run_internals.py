@@ -13,7 +13,9 @@ unless ``--cache``, which uses a fresh cache directory: a cold run) and prints:
   (``links.ProjectLinks.analysis_of``), and the linted files whose lint took such a tree instead
   of parsing (``links.kept_tree``): counts and bytes;
 * the project files summarized with ``ast`` before their own lint (``project.summarize``
-  without a tree): count and bytes.
+  without a tree): count and bytes;
+* the libcst parses and the node indexes built (``tree.NodeIndex``: one per parsed tree when
+  each analysis keeps its own, more when an index is dropped and built again).
 
 ``--path-order`` lints the files in the order of their paths instead of ``lint_order``'s.
 The default directory is timm's extraction by ``speed.py --corpus M`` (``/tmp/tml-corpus/M/timm``).
@@ -33,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from torchmemlint import engine, pool, project  # noqa: E402
+from torchmemlint import engine, pool, project, tree  # noqa: E402
 from torchmemlint.analysis import links  # noqa: E402
 
 
@@ -49,7 +51,7 @@ def main() -> int:
               file=sys.stderr)
         return 2
 
-    counts = {"summaries": [0, 0], "follow": [0, 0], "kept": [0, 0]}
+    counts = {"summaries": [0, 0], "follow": [0, 0], "kept": [0, 0], "parses": [0], "indexes": [0]}
     summarize = project.summarize
 
     def counted_summarize(path, text, reach=True, tree=None):
@@ -82,6 +84,18 @@ def main() -> int:
             pool.between_items()
         return results
 
+    parse_module, index_init = tree.parse_module, tree.NodeIndex.__init__
+
+    def counted_parse(*a, **k):
+        counts["parses"][0] += 1
+        return parse_module(*a, **k)
+
+    def counted_index(self, *a, **k):
+        counts["indexes"][0] += 1
+        index_init(self, *a, **k)
+
+    engine.parse_module = links.parse_module = counted_parse  # (both import it by name)
+    tree.NodeIndex.__init__ = counted_index
     project.summarize = counted_summarize
     links.ProjectLinks.analysis_of = counted_analysis_of
     engine.kept_tree = counted_kept_tree
@@ -126,6 +140,7 @@ def main() -> int:
     print(f"  second libcst parses to follow names: {counts['follow'][0]} files, {counts['follow'][1] / 1e3:.0f} KB")
     print(f"  of which a linted file's own lint took the tree: {counts['kept'][0]} files, {counts['kept'][1] / 1e3:.0f} KB")
     print(f"  files summarized with ast before their lint: {counts['summaries'][0]}, {counts['summaries'][1] / 1e6:.2f} MB")
+    print(f"  libcst parses: {counts['parses'][0]}; node indexes built: {counts['indexes'][0]}")
     return 0
 
 
