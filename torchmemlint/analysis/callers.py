@@ -481,7 +481,16 @@ def _global_module(facts: ScopeFacts, name: str) -> bool:
     if module_scope is None or module_scope.function is not None:
         return False
     values = [event.value for event in module_scope.assigns if name in event.targets]
-    return bool(values) and all(value is not None and _builds_module(facts, value) for value in values)
+    built = [value for value in values if not _moved_itself(value, name)]  # (``model = model.to(device)``: still the module)
+    return bool(built) and all(value is not None and _builds_module(facts, value) for value in built)
+
+
+def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
+    """``name.to(device)``, ``name.cuda().eval()``: the value ``name`` holds, moved or switched."""
+    moved = False
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _WRAPPERS:
+        value, moved = value.func.value, True
+    return moved and type(value) is cst.Name and value.value == name
 
 
 def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
