@@ -1,10 +1,12 @@
 """TML601 where a helper returns the weights with the output (the Annotated Transformer's
 ``return torch.matmul(p_attn, value), p_attn``) and every call of it in the file drops them:
-``x, _ = attention(q, k, v)``, ``attention(q, k, v)[0]``. The weights are not kept: reported,
+``x, _ = attention(q, k, v)``, ``attention(q, k, v)[0]``, or through an attribute holding it
+(``self.attention = attention``; ``x, scores = self.attention(...)`` with ``scores`` unread). The weights are not kept: reported,
 without a fix (the fix would change what the helper returns; ``flag_returns.dropped_by_callers``).
 
 Look-alikes stay quiet: a caller that keeps the weights (``x, self.attn = attention(...)``, the
-original), one caller that keeps them among several that drop them.
+original), one caller that keeps them among several that drop them, an attribute holding the function
+that is also handed on or read from another object, or that also holds something else.
 """
 
 from __future__ import annotations
@@ -61,6 +63,27 @@ def probe(q, k, v):
     return attention(q, k, v)
 '''
     assert found_sites(another) == []
+
+
+def test_weights_dropped_where_an_attribute_holds_the_function():
+    # ``self.self_attention = self_attention`` in the constructor, called through the attribute
+    held = ANNOTATED.replace(
+        "        self.linears = nn.ModuleList(", "        self.attention = attention\n        self.linears = nn.ModuleList("
+    ).replace("x, _ = attention(", "x, scores = self.attention(")
+    (site,) = found_sites(held)
+    assert site.reason == "the weights are also returned, to callers that drop them; the fix would change what the function returns"
+
+
+def test_an_attribute_holding_the_function_that_is_handed_on_stays_quiet():
+    held = ANNOTATED.replace(
+        "        self.linears = nn.ModuleList(", "        self.attention = attention\n        self.linears = nn.ModuleList("
+    ).replace("x, _ = attention(", "x, _ = self.attention(")
+    assert len(found_sites(held)) == 1
+    assert found_sites(held + "\n\ndef attend_with(block, q, k, v):\n    return probe(block.attention, q, k, v)\n") == []  # handed on from another object
+    assert found_sites(held.replace("        x = x.transpose(1, 2)", "        self.hook(self.attention)\n        x = x.transpose(1, 2)")) == []
+    assert found_sites(held.replace("x, _ = self.attention(", "x, self.kept = self.attention(")) == []
+    rebound = held.replace("        self.d_k, self.h = d_model // h, h", "        self.d_k, self.h = d_model // h, h\n        self.attention = None")
+    assert found_sites(rebound) == []  # (the attribute also holds something else)
 
 
 METHOD = '''

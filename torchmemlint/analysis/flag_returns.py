@@ -118,7 +118,8 @@ def _flag_test(graph: Any, statement: cst.CSTNode) -> Optional[cst.BaseExpressio
 def dropped_by_callers(graph: Any, value: Any, consumer: Union[Any, str]) -> bool:
     """``return torch.matmul(p_attn, value), p_attn`` in a function of the file whose every call
     (at least one) drops that position: ``x, _ = attention(q, k, v)``, ``attention(...)[0]``,
-    ``self.attend(q, k, v)`` alone on its line. ``consumer`` is the tuple that holds ``value``,
+    ``self.attend(q, k, v)`` alone on its line; a call through an attribute holding the function
+    (``self.attention = attention``) is one of its calls. ``consumer`` is the tuple that holds ``value``,
     returned as it is; a call the file does not show (another file's, a call through an alias)
     would keep it, so the function must be the file's own and called only so there."""
     if isinstance(consumer, str) or consumer.op != "tuple" or consumer.function is None:
@@ -159,14 +160,18 @@ def _dropped(analysis: Any, function: cst.FunctionDef, position: int, depth: int
         links.read_by_importers(name) if method else bool(links.index.importers(links.path, name))
     ):
         return False  # (another file may call it and keep what it returns)
+    aliases = set() if method else _held_by_self(index, name)
+    if aliases is None:
+        return False  # (``self.attend = attention`` read otherwise than called: handed on)
     calls = 0
     for here in index.positions(cst.Call):
         call = index.order[here]
         func = call.func  # type: ignore[attr-defined]
         if method and type(func) is cst.Attribute and func.attr.value == name and not (type(func.value) is cst.Name and func.value.value == "self"):
             return False  # ``block.attend(q, k, v)``: another object's call, its use not read here
+        on_self = type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
         named = func.value if type(func) is cst.Name and not method else (
-            func.attr.value if method and type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self" else None
+            func.attr.value if method and on_self else name if on_self and func.attr.value in aliases else None
         )
         if named != name:
             continue
@@ -177,6 +182,34 @@ def _dropped(analysis: Any, function: cst.FunctionDef, position: int, depth: int
 
 
 _DEPTH = 4  # how many callers up weights handed on by ``return x, attn`` are followed
+
+
+def _held_by_self(index: Any, name: str) -> Optional[set]:
+    """The attributes ``self.<a>`` that hold the function ``name`` (``self.self_attention =
+    self_attention`` in a constructor: each is bound to it alone in the file), whose calls are
+    the function's calls; None when one is also read otherwise than called (handed on)."""
+    held: set = set()
+    others: set = set()
+    for here in index.positions(cst.Assign):
+        node = index.order[here]
+        for target in node.targets:
+            attribute = target.target
+            if type(attribute) is cst.Attribute and type(attribute.value) is cst.Name and attribute.value.value == "self":
+                bound = type(node.value) is cst.Name and node.value.value == name
+                (held if bound else others).add(attribute.attr.value)
+    held -= others
+    if not held:
+        return held
+    for here in index.positions(cst.Attribute):
+        node = index.order[here]
+        if node.attr.value not in held:
+            continue
+        if type(node.value) is not cst.Name or node.value.value != "self":
+            return None  # ``block.attention``: another object's, read where the file does not follow it
+        above = index.above(node)
+        if not ((type(above) is cst.Call and above.func is node) or (type(above) is cst.AssignTarget and above.target is node)):
+            return None
+    return held
 
 
 def _drops(index: Any, here: int, position: int, analysis: Any = None, depth: int = 0) -> bool:
