@@ -43,7 +43,7 @@ from torchmemlint.analysis.attention_site import AttentionSite, chain_deleted
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
 from torchmemlint.analysis.flag_returns import dropped_by_callers, kept_behind_flag, returned_behind_flag
-from torchmemlint.analysis.foreign import foreign_result, foreign_steps
+from torchmemlint.analysis.foreign import foreign_inspects, foreign_result, foreign_steps
 from torchmemlint.analysis.ranks import rank as value_rank
 from torchmemlint.analysis.similarity import similarity as _similarity
 from torchmemlint.analysis.syntax import _scope_of
@@ -531,6 +531,8 @@ class _Question:
                 continue
             elif consumer.op == "helper" and consumer.info.get("helper") is self.product.function:
                 continue  # the scores passed to the helper that applies the softmax and the product (its values are here)
+            elif consumer.op == "helper" and foreign_inspects(self.graph, consumer, value):
+                continue  # ``check_mask_broadcasts(scores, mask)``: another file's function reading only their shape
             elif consumer.op == "join":
                 if id(consumer) not in seen and not self._flagged(value, consumer):  # (``if not flag: w = None``)
                     seen.add(id(consumer))

@@ -113,7 +113,9 @@ class EagerAttention(Rule):
     (`table[s.argmax(-1)]`, `log.append(s.amax(-1))`): `F.scaled_dot_product_attention`
     never materialises them, so it cannot replace that code; a read of their size (`if
     s.size() != shape: raise ValueError(f"... {s.size()}")`) is no read of them (reported
-    without a fix: the check stays), nor is a computation in another arm of an `if` than the
+    without a fix: the check stays), nor is a call of a function of another project file that
+    only reads their shape, type or device and returns nothing (`check_mask(scores, mask)`,
+    tests/test_attention_inspecting_helpers.py), nor is a computation in another arm of an `if` than the
     softmax and the product with v (`if self.use_global: torch.cat((s, s_global), -1)` ...
     `else: softmax(s) @ v`: reported without a fix, tests/test_attention_other_arm_reads.py).
     Weights returned only under an `if` whose flag is off
