@@ -93,14 +93,15 @@ def split_requirement(requirement: str) -> Tuple[str, str]:
     return re.sub(r"[-_.]+", "_", name.strip()), version.strip()
 
 
-def wheel_prefix(requirement: str) -> str:
-    name, version = split_requirement(requirement)
-    return f"{name}-{version}-"
-
-
 def find_wheel(wheels: Path, requirement: str) -> Optional[Path]:
-    prefix = wheel_prefix(requirement).lower()
-    hits = sorted(p for p in wheels.glob("*.whl") if p.name.lower().startswith(prefix))
+    """The wheel of ``requirement`` in ``wheels``, its name compared normalised (an old wheel
+    keeps the project's own spelling: ``murel.bootstrap.pytorch-0.0.0-py3-none-any.whl``)."""
+    name, version = split_requirement(requirement)
+    hits = sorted(
+        p for p in wheels.glob("*.whl")
+        if p.name.count("-") >= 2 and split_requirement("==".join(p.name.split("-")[:2]))[0].lower() == name.lower()
+        and p.name.split("-")[1] == version
+    )
     return hits[0] if hits else None
 
 

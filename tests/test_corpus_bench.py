@@ -270,6 +270,10 @@ def test_requirements_and_wheel_names(tmp_path):
     assert cf.find_wheel(tmp_path, "open_clip_torch==3.3.0").name == (
         "open_clip_torch-3.3.0-py3-none-any.whl")
     assert cf.find_wheel(tmp_path, "timm==1.0.31") is None
+    (tmp_path / "murel.bootstrap.pytorch-0.0.0-py3-none-any.whl").write_bytes(b"")  # an old wheel's own spelling
+    assert cf.find_wheel(tmp_path, "murel.bootstrap.pytorch==0.0.0").name == "murel.bootstrap.pytorch-0.0.0-py3-none-any.whl"
+    assert cf.find_wheel(tmp_path, "murel-bootstrap-pytorch==0.0.0") is not None
+    assert cf.find_wheel(tmp_path, "murel.bootstrap.pytorch==0.0") is None
     for name, requirement in cf.PACKAGES.items():
         assert cf.split_requirement(requirement)[0] == name
 
