@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.names import Bindings
-from torchmemlint.analysis.star_names import bind_reexports, expand_star_imports, has_relative_star, may_import_reexports
+from torchmemlint.analysis.star_names import bind_reexports, expand_star_imports, has_project_star, may_import_reexports
 from torchmemlint.tree import node_index
 
 from torchmemlint.findings import Applicability
@@ -78,7 +78,7 @@ class FileContext:
         self.bindings = Bindings()
         self.bindings.bind_statements(module.body)
         self.bindings.hoist_function_imports(module, text)
-        if star_imports and has_relative_star(text):
+        if star_imports and has_project_star(text):
             # ``from .torch_core import *`` giving ``torch``, ``F``, ``nn``: read off the project
             expand_star_imports(self.bindings, filename, self.project)
         if star_imports and may_import_reexports(text):  # ``from mlagents.torch_utils import torch, nn``

@@ -21,7 +21,7 @@ import libcst as cst
 
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.vocabulary import library_module
-from torchmemlint.analysis.star_names import expand_star_imports, has_relative_star
+from torchmemlint.analysis.star_names import expand_star_imports, has_project_star
 from torchmemlint.project import ensure_reach, Located, package_root, ProjectIndex, REGISTRY
 from torchmemlint.tree import parse_module
 
@@ -246,7 +246,7 @@ class ProjectLinks:
         bindings = Bindings()
         bindings.bind_statements(module.body)
         bindings.hoist_function_imports(module, text)
-        if has_relative_star(text):
+        if has_project_star(text):
             expand_star_imports(bindings, path, index)
         analysis = self._make(module, bindings, text)
         analysis.links = ProjectLinks(path, lambda: index, self._make, module)

@@ -1,4 +1,5 @@
 """Names a file gets from another module of its project through ``from .torch_core import *``
+(or the module named in full: ``from torchfusion.gan.layers.layers import *``)
 (fastai v1: ``layers.py`` star-imports ``torch_core``, which star-imports ``imports/torch.py``,
 where ``import torch, torch.nn.functional as F`` and ``from torch import nn`` are written): the
 file reads ``torch.bmm``, ``F.softmax`` and ``nn.Conv1d`` without importing them itself.
@@ -19,14 +20,19 @@ from typing import Any, Dict, Optional, Set
 
 from torchmemlint.analysis.names import Bindings
 
-_RELATIVE_STAR = re.compile(r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[ \t]+\*", re.MULTILINE)
+# ``from .x import *``, ``from . import *``, or a module of the project named in full
+# (``from torchfusion.gan.layers.layers import *``); not one of the libraries' own modules
+_PROJECT_STAR = re.compile(
+    r"^[ \t]*from[ \t]+(?:\.[\w.]*|(?!(?:torch|einops|functools|math)\b)[A-Za-z_][\w.]*)[ \t]+import[ \t]+\*", re.MULTILINE
+)
 _LIBRARIES = ("torch", "einops", "functools", "math")
 _DEPTH = 6  # star imports followed this deep
 
 
-def has_relative_star(text: Optional[str]) -> bool:
-    """A cheap test of the text: ``from .x import *`` (or ``from . import *``) somewhere."""
-    return text is not None and _RELATIVE_STAR.search(text) is not None
+def has_project_star(text: Optional[str]) -> bool:
+    """A cheap test of the text: ``from .x import *`` (or ``from . import *``, or ``from
+    package.module import *``, which may be a module of the project) somewhere."""
+    return text is not None and _PROJECT_STAR.search(text) is not None
 
 
 def expand_star_imports(bindings: Bindings, path: str, index: Any) -> None:
