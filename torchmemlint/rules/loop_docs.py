@@ -124,7 +124,8 @@ TML501_DOCUMENTATION = """
     when its output reaches only the ends below (not in a method that the module's own
     `forward` runs, itself or through other methods: a router whose scores serve only `topk`
     indices is part of the training forward). A GAN's generator handed in as `G`, built at
-    the module's top level (`generator = Generator()`) or kept as `self.netG` of a plain class,
+    the module's top level (`generator = Generator()`, also when rebound to itself moved:
+    `model = model.to(device)`, tests/test_tml501_moved_globals.py) or kept as `self.netG` of a plain class,
     and its generating methods (`self.netG.sample(n)`, `model.module.generation(n)`), count
     where the value is shown to be a module or named as a model or a generator, and only when
     the function itself detaches the output on its way to those ends (`G(z).cpu().data.numpy()`:
