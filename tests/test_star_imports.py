@@ -110,3 +110,55 @@ def test_the_project_module_named_in_full(tmp_path):
     assert (20, "TML201") in found  # (the attention's TML601 is not found this way yet: see benchmarks/README.md)
     outside = _package(tmp_path / "e", IMPORTS, "from torchvision.models import *\n")
     assert _rows(_lint([outside]), "layers.py") == []  # (a library's module: its names are not read)
+
+
+LINEAR = """
+import torch.nn as nn
+
+
+class Linear(nn.Linear):
+    def __init__(self, in_features, out_features, bias=True, init=None):
+        super(Linear, self).__init__(in_features, out_features, bias)
+        if init is not None:
+            init(self.weight)
+"""
+
+GENERATOR = """
+import torch
+{imports}
+
+
+class MLPGenerator(nn.Module):
+    def __init__(self, latent, hidden, out):
+        super().__init__()
+        layers = [Linear(latent, hidden), nn.LeakyReLU(0.2)]
+        layers += [Linear(hidden, out), nn.Tanh()]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, z):
+        return self.net(z)
+"""
+
+
+def test_a_project_class_through_a_star_import_of_its_package(tmp_path):
+    # torchfusion's applications: ``from torchfusion.gan.layers.layers import *`` brings the
+    # project's own ``Linear`` (an ``nn.Linear`` with an initialiser): what it makes is fresh
+    root = tmp_path / "f"
+    package = root / "gan"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "layers.py").write_text(textwrap.dedent(LINEAR))
+    (package / "layers_star.py").write_text("from gan.layers import *\n")
+    for name, imports in {
+        "named": "import torch.nn as nn\nfrom gan.layers import Linear",
+        "star": "from gan.layers import *",
+        "star_of_star": "from gan.layers_star import *",
+        "relative": "from .layers import *",
+    }.items():
+        (package / f"{name}.py").write_text(textwrap.dedent(GENERATOR).format(imports=imports))
+    found = _lint([package])
+    for name in ("named", "star", "star_of_star", "relative"):
+        assert [code for _, code in _rows(found, f"{name}.py")] == ["TML201"], name
+    # a class the file defines itself under that name, not the project's: what it makes is not known
+    (package / "own.py").write_text(textwrap.dedent(GENERATOR).format(imports="from gan.layers import *\n\nLinear = make_linear"))
+    assert _rows(_lint([package]), "own.py") == []

@@ -116,7 +116,14 @@ class ProjectLinks:
             return False
         if self._package_names is None:
             self._package_names = _package_imports(self._module, self.path)
-        return dotted.partition(".")[0] in self._package_names
+        head = dotted.partition(".")[0]
+        if head in self._package_names:
+            return True
+        # a star import of a module of its own package: a name the file binds otherwise is not from it
+        return (
+            "*" in self._package_names and "=" + head not in self._package_names
+            and self._from_project is not None and head not in self._from_project[0]
+        )
 
     def locate(self, dotted: Optional[str], package: bool = False) -> Optional[Located]:
         """Where the module-level name ``dotted`` of this file is defined (``ProjectIndex.locate``);
@@ -325,7 +332,9 @@ def _beside(root: str, top: str) -> Tuple[str, ...]:
 
 
 def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
-    """The module-level names a file binds by absolute import from its own top-level package."""
+    """The module-level names a file binds by absolute import from its own top-level package
+    (``"*"`` among them: it star-imports a module of that package; then ``"=name"`` for each
+    name it assigns at its top level, which the star import does not give it)."""
     root = package_root(path)
     if not os.path.isfile(os.path.join(root, "__init__.py")):
         return frozenset()
@@ -338,10 +347,17 @@ def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
         return source.partition(".")[0] == top or source == namespace or source.startswith(namespace + ".")
 
     names = set()
+    assigned = {  # (a name the file assigns at its top level is its own, whatever a star import gives)
+        target.target.value for small in _top_level_smalls(module.body) if type(small) is cst.Assign
+        for target in small.targets if type(target.target) is cst.Name
+    }
     for small in _top_level_smalls(module.body):
         if type(small) is cst.ImportFrom and not small.relative and small.module is not None:
             source = dotted_name(small.module) or ""
-            if own(source) and type(small.names) is not cst.ImportStar:
+            if own(source) and type(small.names) is cst.ImportStar:
+                names.add("*")  # (``from torchfusion.gan.layers.layers import *``: any name it does not bind)
+                names.update("=" + name for name in assigned)
+            elif own(source):
                 for alias in small.names:
                     bound = dotted_name(alias.asname.name if alias.asname is not None else alias.name)  # type: ignore[arg-type]
                     if bound:
