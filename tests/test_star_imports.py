@@ -5,7 +5,10 @@ findings the same code has with the imports written in it (``analysis/star_names
 
 Look-alikes: a star-imported module that binds ``F`` to something else (a project's own
 ``F``) leaves the file's ``F.softmax`` unknown, and a name the file binds itself wins over
-the star import.
+the star import. A module of the project named in full (``from torchfusion.gan.layers.layers
+import *``) gives its torch names and its own classes too (``Linear``, an ``nn.Linear`` of the
+project: what it makes is fresh), through a second such import as well; a name the file assigns
+itself is its own.
 """
 
 from __future__ import annotations
