@@ -120,10 +120,10 @@ class ProjectLinks:
         if head in self._package_names:
             return True
         # a star import of a module of its own package: a name the file binds otherwise is not from it
-        return (
-            "*" in self._package_names and "=" + head not in self._package_names
-            and self._from_project is not None and head not in self._from_project[0]
-        )
+        if "*" not in self._package_names or "=" + head in self._package_names or self._from_project is None or head in self._from_project[0]:
+            return False
+        located = self.index.locate(self.path, head)  # (``nn`` through the import is torch's: not the project's)
+        return located is not None and located.module is not None
 
     def locate(self, dotted: Optional[str], package: bool = False) -> Optional[Located]:
         """Where the module-level name ``dotted`` of this file is defined (``ProjectIndex.locate``);
