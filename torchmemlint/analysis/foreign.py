@@ -31,6 +31,27 @@ def foreign_result(graph: FunctionValues, value: Value) -> Optional[Value]:
     define) returns, run in the file of the project that defines the callee; None when the
     callee is not a function of another project file, takes ``*args``, or returns more than one
     value."""
+    run = _run(graph, value)
+    return run.returns[0] if run is not None and len(run.returns) == 1 else None
+
+
+def foreign_inspects(graph: FunctionValues, value: Value, given: Value) -> bool:
+    """``check_attention_mask_broadcasts(scores, mask)`` alone on its line, a function of another
+    project file: it reads only the shape, type or device of ``given`` (one of its arguments,
+    a tensor of the caller) and returns nothing, so nothing of ``given`` outlives the call. Run
+    in its own file as ``foreign_result`` runs it, every read of ``given`` there is a ``meta``
+    value (``scores.shape``) or a test, and no ``return`` gives a value."""
+    run = _run(graph, value)
+    if run is None or run.returns:
+        return False
+    reads = run.consumers(given)
+    return bool(reads) and all(read in ("test", "meta") if isinstance(read, str) else read.op == "meta" for read in reads)
+
+
+def _run(graph: FunctionValues, value: Value) -> Optional[FunctionValues]:
+    """The callee of ``value`` (an assumed ``helper``), a function of another project file, run
+    in its file with the call's values (``value.inputs``) bound to its parameters; None when it
+    is not one, or the call passes ``*args``."""
     node = value.node
     if value.op != "helper" or not value.info.get("assumed") or "helper" in value.info or type(node) is not cst.Call:
         return None
@@ -43,36 +64,6 @@ def foreign_result(graph: FunctionValues, value: Value) -> Optional[Value]:
     dotted = dotted_name(node.func) if type(head) is cst.Name and id(head) not in graph.names else None
     if links is None or dotted is None or any(arg.star for arg in node.args) or len(value.inputs) != len(node.args):
         return None
-    run = _run(links, dotted, node, value)
-    return run.returns[0] if run is not None and len(run.returns) == 1 else None
-
-
-def foreign_inspects(graph: FunctionValues, value: Value, given: Value) -> bool:
-    """``check_attention_mask_broadcasts(scores, mask)`` alone on its line, a function of another
-    project file: it reads only the shape, type or device of ``given`` (one of its arguments,
-    a tensor of the caller) and returns nothing, so nothing of ``given`` outlives the call. Run
-    in its own file as ``foreign_result`` runs it, every read of ``given`` there is a ``meta``
-    value (``scores.shape``) or a test, and no ``return`` gives a value."""
-    node = value.node
-    if value.op != "helper" or not value.info.get("assumed") or "helper" in value.info or type(node) is not cst.Call:
-        return False
-    links = getattr(graph.file.analysis, "links", None)
-    head = node.func
-    while type(head) is cst.Attribute:
-        head = head.value
-    dotted = dotted_name(node.func) if type(head) is cst.Name and id(head) not in graph.names else None
-    if links is None or dotted is None or any(arg.star for arg in node.args) or len(value.inputs) != len(node.args):
-        return False
-    run = _run(links, dotted, node, value)
-    if run is None or run.returns:
-        return False
-    reads = run.consumers(given)
-    return bool(reads) and all(read in ("test", "meta") if isinstance(read, str) else read.op == "meta" for read in reads)
-
-
-def _run(links: Any, dotted: str, node: cst.Call, value: Value) -> Optional[FunctionValues]:
-    """The callee of ``node`` (``dotted``), a function of another project file, run in its file
-    with the call's values (``value.inputs``) bound to its parameters; None when not found."""
     found: Any = links.definition(dotted, "function", package=True)  # (asked only on an attention chain)
     if found is None:
         return None
