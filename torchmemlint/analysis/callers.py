@@ -355,11 +355,7 @@ _HOOKS = re.compile(r"(?:register_(?:full_)?(?:forward|backward)(?:_pre)?_hook|r
 def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     """``Generator()``, ``Generator(ngpu).to(device)``, ``nn.Linear(...)``: an instance of a
     class of this file derived from ``nn.Module``, or of a torch layer."""
-    while (
-        type(value) is cst.Call and type(value.func) is cst.Attribute
-        and value.func.attr.value in _WRAPPERS
-    ):
-        value = value.func.value
+    value = _unwrapped(value)
     if type(value) is not cst.Call:
         return False
     func = value.func
@@ -487,10 +483,16 @@ def _global_module(facts: ScopeFacts, name: str) -> bool:
 
 def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
     """``name.to(device)``, ``name.cuda().eval()``: the value ``name`` holds, moved or switched."""
-    moved = False
+    inner = _unwrapped(value)
+    return inner is not value and type(inner) is cst.Name and inner.value == name
+
+
+def _unwrapped(value: Any) -> Any:
+    """``value`` without the moves and switches around it (``Generator(ngpu).to(device)``:
+    ``Generator(ngpu)``)."""
     while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _WRAPPERS:
-        value, moved = value.func.value, True
-    return moved and type(value) is cst.Name and value.value == name
+        value = value.func.value
+    return value
 
 
 def module_call(facts: ScopeFacts, event: CallEvent) -> Optional[str]:

@@ -55,6 +55,7 @@ class ProjectLinks:
         self._make = make_analysis
         self._located: Dict[str, Optional[Located]] = {}
         self._package_names: Optional[FrozenSet[str]] = None
+        self._assigned: Optional[FrozenSet[str]] = None  # the names the file assigns at its top level
         self._module_class: Dict[Tuple[str, bool], bool] = {}
 
     @property
@@ -119,10 +120,16 @@ class ProjectLinks:
         head = dotted.partition(".")[0]
         if head in self._package_names:
             return True
-        # a star import of a module of its own package: a name the file binds otherwise is not from it
-        if "*" not in self._package_names or "=" + head in self._package_names or self._from_project is None or head in self._from_project[0]:
+        # a star import of a module of its own package: a name the file binds or assigns itself is not from it
+        if "*" not in self._package_names or self._from_project is None or head in self._from_project[0]:
             return False
-        located = self.index.locate(self.path, head)  # (``nn`` through the import is torch's: not the project's)
+        if self._assigned is None:
+            self._assigned = _assigned_names(self._module)
+        if head in self._assigned:
+            return False
+        if head not in self._located:
+            self._located[head] = self.index.locate(self.path, head)
+        located = self._located[head]  # (``nn`` through the import is torch's: not the project's)
         return located is not None and located.module is not None
 
     def locate(self, dotted: Optional[str], package: bool = False) -> Optional[Located]:
@@ -331,10 +338,18 @@ def _beside(root: str, top: str) -> Tuple[str, ...]:
     return (os.path.dirname(root),)
 
 
+def _assigned_names(module: cst.Module) -> FrozenSet[str]:
+    """The names a file assigns at its top level (``Linear = make_linear``): its own, whatever a
+    star import gives it."""
+    return frozenset(
+        target.target.value for small in _top_level_smalls(module.body) if type(small) is cst.Assign
+        for target in small.targets if type(target.target) is cst.Name
+    )
+
+
 def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
     """The module-level names a file binds by absolute import from its own top-level package
-    (``"*"`` among them: it star-imports a module of that package; then ``"=name"`` for each
-    name it assigns at its top level, which the star import does not give it)."""
+    (``"*"`` among them: it star-imports a module of that package)."""
     root = package_root(path)
     if not os.path.isfile(os.path.join(root, "__init__.py")):
         return frozenset()
@@ -347,16 +362,11 @@ def _package_imports(module: cst.Module, path: str) -> FrozenSet[str]:
         return source.partition(".")[0] == top or source == namespace or source.startswith(namespace + ".")
 
     names = set()
-    assigned = {  # (a name the file assigns at its top level is its own, whatever a star import gives)
-        target.target.value for small in _top_level_smalls(module.body) if type(small) is cst.Assign
-        for target in small.targets if type(target.target) is cst.Name
-    }
     for small in _top_level_smalls(module.body):
         if type(small) is cst.ImportFrom and not small.relative and small.module is not None:
             source = dotted_name(small.module) or ""
             if own(source) and type(small.names) is cst.ImportStar:
                 names.add("*")  # (``from torchfusion.gan.layers.layers import *``: any name it does not bind)
-                names.update("=" + name for name in assigned)
             elif own(source):
                 for alias in small.names:
                     bound = dotted_name(alias.asname.name if alias.asname is not None else alias.name)  # type: ignore[arg-type]
