@@ -140,11 +140,20 @@ def passed_to(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.
     if above < 0 or type(index.order[above]) is not cst.Arg:
         return None
     arg, outer = index.order[above], index.order[index.parent[above]]
-    if arg.star or type(outer) is not cst.Call or type(outer.func) is not cst.Name:  # type: ignore[attr-defined]
+    if arg.star or type(outer) is not cst.Call:  # type: ignore[attr-defined]
         return None
-    name = outer.func.value  # type: ignore[attr-defined]
+    if type(outer.func) is cst.Attribute:  # ``self._conv_block(16, 32, activation=nn.LeakyReLU())``
+        method = _own_method(file, outer)
+        if method is None:
+            return None
+        target, skip = method
+        name = target.name.value
+    elif type(outer.func) is not cst.Name:
+        return None
+    else:
+        name = outer.func.value  # type: ignore[attr-defined]
+        target, skip = file.callables.functions.get(name), 0
     callables = file.callables
-    target, skip = callables.functions.get(name), 0
     if target is None and name in callables.classes:
         body = callables.classes[name].body.body
         target = next((f for f in body if type(f) is cst.FunctionDef and f.name.value == "__init__"), None)
@@ -159,6 +168,27 @@ def passed_to(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.
         position = next(i for i, a in enumerate(a for a in outer.args if a.keyword is None) if a is arg)  # type: ignore[attr-defined]
         chosen = params[position] if position < len(params) else None
     return (target, chosen.name, name) if chosen is not None else None
+
+
+def _own_method(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, int]]:
+    """The method of the calling method's own class that ``self.name(...)`` / ``cls.name(...)``
+    runs, defined once there, and how many leading parameters the call does not fill (``self``
+    or ``cls``; none for a ``@staticmethod``)."""
+    func = call.func
+    if type(func.value) is not cst.Name or func.value.value not in ("self", "cls"):  # type: ignore[attr-defined]
+        return None
+    _, owner = enclosing_definitions(file.module, call)
+    if owner is None:
+        return None
+    methods = [f for f in owner.body.body if type(f) is cst.FunctionDef and f.name.value == func.attr.value]  # type: ignore[attr-defined]
+    if len(methods) != 1:
+        return None
+    decorators = [d.decorator for d in methods[0].decorators]
+    if any(type(d) is cst.Name and d.value == "staticmethod" for d in decorators):
+        return methods[0], 0
+    if decorators and not all(type(d) is cst.Name and d.value == "classmethod" for d in decorators):
+        return None  # (a ``property``, a wrapper: what runs is not the body as written)
+    return methods[0], 1
 
 
 def default_of(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, cst.Name, str]]:

@@ -264,6 +264,9 @@ class LayerLists:
         func = call.func
         if dotted_name(func) in _MODULE_LISTS and len(call.args) <= 1 and all(arg.keyword is None and not arg.star for arg in call.args):
             return self._literal(None, call.args[0].value, depth) if call.args else Order.empty()
+        if type(func) is cst.Name and func.value == "list" and "list" not in self._by_name() and len(call.args) <= 1 \
+                and all(arg.keyword is None and not arg.star for arg in call.args):  # `list()`, `list((a, b))`
+            return self._literal(None, call.args[0].value, depth) if call.args else Order.empty()
         if type(func) is cst.Name:
             name = func.value
         elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value in ("self", "cls"):
