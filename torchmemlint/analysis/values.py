@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
-from torchmemlint.analysis.axes import Axis, cat_layout, joined as _joined, kept_trailing, squeezed
+from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, kept_trailing, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque, starred_arguments
@@ -715,7 +715,7 @@ class FunctionValues:
 
     def _softmax(self, source: Value, node: cst.Call, rest: Sequence[Value], keywords: Dict[str, Value]) -> Value:
         dim_value = keywords.get("dim", rest[0] if rest else None)
-        dim = _int(dim_value)
+        dim = _int(dim_value) if dim_value is not None else implicit_softmax_dim(source)
         extra = sorted(set(keywords) - {"dim"}) + (["dtype"] if len(rest) > 1 else [])
         return self._same("softmax", source, node, [*rest, *keywords.values()], dim=dim, axis=source.axis(dim), extra=extra)
 
@@ -756,7 +756,7 @@ class FunctionValues:
             short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.nn.") else ""
             where = (attribute, position, len(parts))
             if short == "Softmax":
-                dim = None
+                dim = None if layer.effective.args else implicit_softmax_dim(value)  # (``nn.Softmax()``: torch's choice)
                 for index, arg in enumerate(layer.effective.args):
                     if (arg.keyword is None and index == 0) or (arg.keyword is not None and arg.keyword.value == "dim"):
                         dim = _int_of(_number(arg.value))
