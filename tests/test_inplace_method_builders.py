@@ -1,15 +1,18 @@
-"""TML201 through two more ways real code builds its layer lists (measured misses of the
-held-out sets: pytorch_candle's ``BasicCNNClassifier``, pytorch-wrapper's ``SequenceDenseCNN``):
+"""TML201 through three more ways real code builds its layer lists (measured misses of the
+held-out sets: pytorch_candle's ``BasicCNNClassifier``, pytorch-wrapper's ``SequenceDenseCNN``,
+torch-salad's ``conv2d`` builder):
 
 - an activation passed to a builder *method* of the same class (``self._conv_block(16, 32,
   activation=nn.LeakyReLU(), pooling=...)``, a ``@staticmethod`` or a plain method), which puts
   it in the ``nn.Sequential`` it returns: it runs on what precedes it there, as for a
   module-level builder (``activation_calls._own_method``);
 - a layer list started with the builtin ``list()`` instead of ``[]`` (``layers = list()`` ...
-  ``layers.append(activation())`` ... ``nn.Sequential(*layers)``; ``layer_lists.helper_order``).
+  ``layers.append(activation())`` ... ``nn.Sequential(*layers)``; ``layer_lists.helper_order``);
+- a layer added under an ``if`` written on one line (``if act: layers += [nn.ELU()]``): the
+  statement after the colon is read as an indented one would be (``layer_lists``' walker).
 
 Look-alikes stay quiet: the builder of another object (``other._conv_block(...)``), a builder
-that puts the activation before a dropout, a method defined twice (which one runs is not
+that puts the activation before a dropout (one-line ``if`` too), a method defined twice (which one runs is not
 known), a property, a ``list(...)`` of an unknown iterable, and a file that defines its own
 ``list``.
 """
@@ -84,6 +87,31 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.out(self.proj(x))
+    ''',
+    "one_line_if": '''
+        from torch import nn
+
+
+        def conv2d(m, n, k, act=True):
+            layers = [nn.Conv2d(m, n, k, padding=1)]
+            if act: layers += [nn.ELU()]  # expect: TML201 fix=unsafe
+            return nn.Sequential(*layers)
+
+
+        def dropped(m, n, act=True):
+            layers = [nn.Linear(m, n)]
+            if act: layers += [nn.ELU(), nn.Dropout(0.5)]
+            return nn.Sequential(*layers)
+
+
+        class Features(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(conv2d(1, 32, 3), conv2d(32, 32, 3), nn.MaxPool2d(2, 2))
+                self.head = dropped(32, 10)
+
+            def forward(self, x):
+                return self.head(self.body(x).mean((2, 3)))
     ''',
     "quiet_other_objects_builder": '''
         from torch import nn

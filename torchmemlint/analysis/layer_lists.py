@@ -58,6 +58,7 @@ def literal_elements(node: cst.BaseExpression) -> Optional[List[cst.BaseExpressi
 
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # not entered: their own scopes
 _MODULE_LISTS = frozenset({"nn.ModuleList", "torch.nn.ModuleList", "ModuleList"})
+_SIMPLE = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
 _BINDERS = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)
 
 
@@ -533,12 +534,12 @@ class _Walk:
 
     def statement(self, statement: cst.CSTNode, held: Optional[Order]) -> Optional[Order]:
         contains = statement is self.target or holds(statement, self.target)
-        if statement is self.target or (contains and type(statement) is cst.SimpleStatementLine):
+        if statement is self.target or (contains and type(statement) in _SIMPLE):
             self._reached(held)
             return held
         if not contains and not _mentions_name(statement, self.name):
             return held
-        if type(statement) is cst.SimpleStatementLine:
+        if type(statement) in _SIMPLE:  # (a line, or the body of ``if act: layers += [nn.ELU()]``)
             for small in statement.body:
                 if not _mentions_name(small, self.name):
                     continue
