@@ -7,7 +7,8 @@ torch-salad's ``conv2d`` builder):
   it in the ``nn.Sequential`` it returns: it runs on what precedes it there, as for a
   module-level builder (``activation_calls._own_method``);
 - a layer list started with the builtin ``list()`` instead of ``[]`` (``layers = list()`` ...
-  ``layers.append(activation())`` ... ``nn.Sequential(*layers)``; ``layer_lists.helper_order``);
+  ``layers.append(activation())`` ... ``nn.Sequential(*layers)`` or ``nn.ModuleList(layers)``;
+  ``layer_lists.helper_order``, ``module_lists``);
 - a layer added under an ``if`` written on one line (``if act: layers += [nn.ELU()]``): the
   statement after the colon is read as an indented one would be (``layer_lists``' walker).
 
@@ -112,6 +113,24 @@ CASES: Dict[str, str] = {
 
             def forward(self, x):
                 return self.head(self.body(x).mean((2, 3)))
+    ''',
+    "list_builtin_module_list": '''
+        from torch import nn
+
+
+        class Stack(nn.Module):
+            def __init__(self, d, n=3):
+                super().__init__()
+                layers = list()
+                for i in range(n):
+                    layers.append(nn.Linear(d, d))
+                    layers.append(nn.LeakyReLU(0.2))  # expect: TML201 fix=safe
+                self.layers = nn.ModuleList(layers)
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
     ''',
     "quiet_other_objects_builder": '''
         from torch import nn

@@ -437,7 +437,9 @@ class ModuleLists:
             if type(mapping) is cst.Dict and all(type(e) is cst.DictElement for e in mapping.elements):
                 return [e.value for e in mapping.elements]  # type: ignore[union-attr]
             return None
-        if kind is cst.Call and self.file.resolver.qualify(expression.func) in _LISTS:  # type: ignore[attr-defined]
+        if kind is cst.Call and (self.file.resolver.qualify(expression.func) in _LISTS or (  # type: ignore[attr-defined]
+            type(expression.func) is cst.Name and expression.func.value == "list" and not self.file.bindings.is_bound("list")  # type: ignore[attr-defined]
+        )):  # (``layers = list()`` ... ``nn.ModuleList(layers)``: the builtin list, as ``[]``)
             args = expression.args  # type: ignore[attr-defined]
             if not args:
                 return []
