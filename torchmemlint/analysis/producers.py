@@ -466,6 +466,8 @@ class Producers:
         nested = nested_listed(func, callee, self_name, self.file.resolver.qualify, self._reader(callee))
         if nested is not None:
             return self.listed(nested, inner=True)
+        if type(func) is cst.Name and callee is not None and callee.op == "attribute" and type(callee.node) is cst.Attribute and _is_self(callee.node.value, self_name):
+            func = callee.node  # ``bn(x)`` in ``def call_bn(bn, x)``, run as ``call_bn(self.bn1, h)``: ``self.bn1``
         if type(func) is cst.Attribute and _is_self(func.value, self_name):
             if func.attr.value == "propagate" and self.model is not None and aggregates_freshly(self.file, self.model.node, self.built_by):
                 return Producer(Category.FRESH, "PyG's `propagate`, a sum or mean aggregation")
