@@ -233,6 +233,7 @@ class _Reached(Exception):
 
 
 _OTHER = Order.empty()  # (by identity: the name was given a value that is not a list known here)
+_ENDED = Order.empty()  # (by identity: the path raised, ``else: raise ValueError(...)``; no order goes on from it)
 
 
 class LayerLists:
@@ -530,6 +531,8 @@ class _Walk:
     def block(self, statements: List[cst.CSTNode], held: Optional[Order]) -> Optional[Order]:
         for statement in statements:
             held = self.statement(statement, held)
+            if held is _ENDED:
+                break
         return held
 
     def statement(self, statement: cst.CSTNode, held: Optional[Order]) -> Optional[Order]:
@@ -537,6 +540,9 @@ class _Walk:
         if statement is self.target or (contains and type(statement) in _SIMPLE):
             self._reached(held)
             return held
+        if type(statement) in _SIMPLE and not contains and any(type(small) in (cst.Raise, cst.Return) for small in statement.body):
+            if not _mentions_name(statement, self.name):
+                return _ENDED  # (``else: raise ValueError(mode)``: no order goes on along this path)
         if not contains and not _mentions_name(statement, self.name):
             return held
         if type(statement) in _SIMPLE:  # (a line, or the body of ``if act: layers += [nn.ELU()]``)
@@ -626,6 +632,8 @@ class _Walk:
 
     @staticmethod
     def _union(a: Optional[Order], b: Optional[Order]) -> Optional[Order]:
+        if a is _ENDED or b is _ENDED:
+            return b if a is _ENDED else a
         if a is None or b is None:
             if a is None and b is None:
                 return None
