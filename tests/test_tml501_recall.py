@@ -632,7 +632,7 @@ def get_preds(learn, test_dl, load):
 def embed(model, batches):
     kept = []
     for batch in batches:
-        kept.append(model(batch).last_hidden_state.cpu().numpy())
+        kept.append(model(batch).last_hidden_state.detach().cpu().numpy())
     return kept
 
 

@@ -217,12 +217,12 @@ INVALID = (
     Invalid(
         "import torch\n\nclass Runner:\n    def run(self, batches):\n"
         "        self.model.eval()\n        outs = []\n        for b in batches:\n"
-        "            outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
+        "            outs.append(self.model(b).softmax(-1).detach().cpu().numpy())\n"
         "        return outs\n",
         fixed="import torch\n\nclass Runner:\n    def run(self, batches):\n"
         "        self.model.eval()\n"
         "        outs = []\n        with torch.no_grad():\n            for b in batches:\n"
-        "                outs.append(self.model(b).softmax(-1).cpu().numpy())\n"
+        "                outs.append(self.model(b).softmax(-1).detach().cpu().numpy())\n"
         "        return outs\n",
     ),
     # Issue 12 look-alikes that must still be reported: `self.model` built as a module of
@@ -393,7 +393,7 @@ INVALID = (
         '        logits = net(x)\n'
         '        scores.append(logits.softmax(1)[:, 1])\n'
         '        writer.add_scalar("max", logits.max(), i)\n'
-        '    return np.concatenate([s.cpu().numpy() for s in scores])\n',
+        '    return np.concatenate([s.detach().cpu().numpy() for s in scores])\n',
         fixed=(
         'import numpy as np\n'
         'import torch\n'
@@ -406,7 +406,7 @@ INVALID = (
         '        logits = net(x)\n'
         '        scores.append(logits.softmax(1)[:, 1])\n'
         '        writer.add_scalar("max", logits.max(), i)\n'
-        '    return np.concatenate([s.cpu().numpy() for s in scores])\n'
+        '    return np.concatenate([s.detach().cpu().numpy() for s in scores])\n'
         ),
         line=8,
     ),

@@ -40,7 +40,7 @@ from torchmemlint.analysis.autograd import (
     CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME, MODULE_METHODS as _MODULE_METHODS,
     MODULE_MOVES as _MOVES,
 )
-from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance
+from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance, output_only_sinks
 from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
 from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
 from torchmemlint.analysis.names import dotted_name
@@ -640,13 +640,19 @@ def _returns_output(function: cst.FunctionDef) -> bool:
     return returned
 
 
-def runs_no_module(facts: ScopeFacts, event: CallEvent) -> bool:
-    """``receiver.method(...)`` records no graph of the model's: ``receiver`` is built from a
+def runs_no_module(facts: ScopeFacts, event: CallEvent, analysis: Any = None) -> bool:
+    """The call records no graph: what it returns reaches ``.numpy()`` undetached (with
+    ``analysis``, the ``FileAnalysis``: torch would raise there if it required grad;
+    hummingbird's containers run an executor that turns autograd off itself); or
+    ``receiver.method(...)`` records no graph of the model's: ``receiver`` is built from a
     class (this file's or another project file's) in this function, or by every caller of the
     file that hands it in (``quiet_methods.receiver_classes``), whose own ``method`` calls nothing
     but builtins and data methods (fusilli's ``get_data_from_batch``, which unpacks a batch, and
     its static ``safe_squeeze``) or runs its modules under ``no_grad`` itself. Unknown (a method
     the class inherits, a receiver whose class is not known): False."""
+    function = facts.scope.function
+    if analysis is not None and function is not None and output_only_sinks(facts, event, analysis.flow(function), analysis).attached_numpy:
+        return True
     receiver, _, method = (event.func or "").rpartition(".")
     if receiver and defined_without_grad(facts, method):
         return True  # every class of the file defining it runs it under ``no_grad``

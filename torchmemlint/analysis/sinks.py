@@ -109,6 +109,9 @@ class Reach:
     escape: Optional[str] = None
     strong: bool = False  # saved, printed, logged, made a number or detached somewhere
     returned: bool = False  # (a helper's parameter) handed back to the caller
+    # ``.numpy()`` read it with its graph (no detach on the way): torch raises there for a tensor
+    # that requires grad, so the value carries none (a model that turns autograd off itself)
+    attached_numpy: bool = False
 
     @property
     def only_sinks(self) -> bool:
@@ -253,6 +256,7 @@ class SinkFollower:
             call = parents.get(id(parent))
             if type(call) is cst.Call and call.func is parent:
                 if attr in SINK_METHODS or sink_name(attr):
+                    result.attached_numpy = result.attached_numpy or attr == "numpy"
                     result.sinks.append(f"`.{attr}()`")
                     result.strong = result.strong or attr not in SINK_METHODS or attr in STRONG_METHODS
                     return []

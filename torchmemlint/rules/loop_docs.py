@@ -97,7 +97,11 @@ TML501_DOCUMENTATION = """
     (`validation_epoch_end(outputs)`) are no runs (`analysis/evaluated_methods.py`,
     `tests/test_tml501_evaluated_methods.py`); `self.__call__(x)` is `self(x)`. A helper one caller
     runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
-    that open run (`tests/test_tml501_opened_helpers.py`). A method of the model's class (of this file or another
+    that open run (`tests/test_tml501_opened_helpers.py`). A call whose output reaches `.numpy()`
+    with its graph (no `.detach()`, `.data` or `.argmax()` on the way: `out[0].cpu().numpy()`)
+    records none: torch raises there for a tensor that requires grad, so the code runs only where
+    something turned autograd off (hummingbird's containers, whose executor does it itself;
+    `tests/test_tml501_numpy_attached.py`). A method of the model's class (of this file or another
     project file, by relative or absolute import) that calls only builtins and data methods
     (fusilli's `get_data_from_batch`, which unpacks a batch; a static `safe_squeeze`) runs no
     module: not a model call (`tests/test_tml501_plain_methods.py`). A model a function of the

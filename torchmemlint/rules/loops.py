@@ -396,7 +396,7 @@ class _Checks:
 
     def _model_call(self, event: CallEvent, model: Optional[str] = None, through: Optional[str] = None) -> None:
         scope = self.scope
-        if event.ctx.no_grad or (self.facts.grad_controlled(event.seq) and not opened_by_caller(self.facts)) or scope.grad_work or runs_no_module(self.facts, event):
+        if event.ctx.no_grad or (self.facts.grad_controlled(event.seq) and not opened_by_caller(self.facts)) or scope.grad_work or runs_no_module(self.facts, event, self.analysis):
             return  # (also a method of the model's class that runs no module: it records no graph)
         if suite_test(self.facts):  # a test of the test suite runs the model on purpose
             return
@@ -492,7 +492,7 @@ class _Checks:
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD] or loss_module(self.facts, callee):
             return  # (a loss: what made its inputs is the call to judge)
         reach = only_sinks_reached(self.facts, event, callee, self.analysis)
-        if reach is None or (detached and not any(sink in DETACHING for sink in reach.sinks)):
+        if reach is None or reach.attached_numpy or (detached and not any(sink in DETACHING for sink in reach.sinks)):
             return
         # asked last: it reads every module of the project that imports this one
         if part_of_forward(self.facts) or (
