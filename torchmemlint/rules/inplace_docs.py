@@ -189,8 +189,13 @@ TML201_DOCUMENTATION = """
     `inplace=True` would clash with (tests/test_inplace_forms.py). Lists are followed through
     `layers.pop()`, `layers = layers[:-1]` and `del layers[-1]`, into `super().__init__(*layers)`
     of an `nn.Sequential` subclass; a layer passed to a class of the file
-    (`FullyConnected(sizes, final_activation=nn.ELU())`) runs after what precedes it where that
-    class places it; a `ModuleList` run as `for block in self.blocks: x = block(x)` runs its
+    (`FullyConnected(sizes, final_activation=nn.ELU())`), or to a builder method of the same class
+    (`self._conv_block(16, 32, activation=nn.LeakyReLU())`, static or not), runs after what
+    precedes it where that class or method places it (tests/test_inplace_method_builders.py, with a
+    list started as `list()` and a layer added under a one-line `if act: layers += [nn.ELU()]`; an
+    arm that raises ends its path, tests/test_inplace_raising_arms.py); a layer run by a helper
+    of the file it is handed to (`call_bn(self.bn1, h)`, `def call_bn(bn, x): return bn(x)`)
+    makes what that module makes (tests/test_inplace_module_handed_to_helper.py); a `ModuleList` run as `for block in self.blocks: x = block(x)` runs its
     elements in order, like a Sequential; and module lists are followed through
     `enumerate(zip(...))` (tests/test_inplace_lists.py). A function of the file that returns
     `nn.Sequential` (or `nn.ModuleList`) of the modules it is given (`def Sequential(*modules)`
