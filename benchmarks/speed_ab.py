@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two commits of torchmemlint timed in one run, interleaved: which one lints faster here.
 
-    python benchmarks/speed_ab.py BASE [HEAD] [--corpus /tmp/tml-corpus/M] [--rounds 3]
+    python benchmarks/speed_ab.py BASE [HEAD] [--corpus /tmp/tml-corpus/M] [--rounds 3] [--select ALL]
 
 Each commit's ``torchmemlint/`` is extracted with ``git archive`` into a scratch directory and
 byte-compiled (as pip install does); every round runs, in an order that alternates, for each
@@ -50,6 +50,7 @@ def main() -> int:
     parser.add_argument("head", nargs="?", default="HEAD")
     parser.add_argument("--corpus", default="/tmp/tml-corpus/M")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--select", help="the rules both commits run (e.g. ALL); default: their default rules")
     parser.add_argument("--scratch", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tml-speed-ab")
     args = parser.parse_args()
     corpus = Path(args.corpus)
@@ -64,6 +65,7 @@ def main() -> int:
         env = f"PYTHONPATH={args.scratch / label}"
         cache = args.scratch / f"cache-{label}"
         lint = f"cd /tmp && {env} {python} -m torchmemlint check --exit-zero -j 1"
+        lint += f" --select {args.select}" if args.select else ""
         commands[f"{label}-default"] = (f"{lint} --no-cache {root}", None)
         commands[f"{label}-cold"] = (f"{lint} --cache-dir {cache} {root}", cache)
     commands["parse"] = (f"{python} {REPO / 'benchmarks/speed.py'} --floor parse {root}", None)
@@ -84,7 +86,7 @@ def main() -> int:
         rounds.append(row)
         print(f"round {number + 1}: " + ", ".join(f"{k} {v:.2f}s" for k, v in row.items()), flush=True)
     print(f"{root} ({sum(1 for _ in root.rglob('*.py'))} files), base {names['base']}, head {names['head']}, "
-          f"{args.rounds} rounds, CPU seconds, {os.cpu_count()} CPUs shared, load average "
+          f"{args.rounds} rounds, rules {args.select or 'default'}, CPU seconds, {os.cpu_count()} CPUs shared, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name in names_order:
         if name == "parse":

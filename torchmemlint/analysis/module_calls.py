@@ -651,8 +651,9 @@ def runs_no_module(facts: ScopeFacts, event: CallEvent, analysis: Any = None) ->
     its static ``safe_squeeze``) or runs its modules under ``no_grad`` itself. Unknown (a method
     the class inherits, a receiver whose class is not known): False."""
     function = facts.scope.function
-    if analysis is not None and function is not None and output_only_sinks(facts, event, analysis.flow(function), analysis).attached_numpy:
-        return True
+    if analysis is not None and function is not None and any(call.attr == "numpy" for call in facts.scope.calls) \
+            and output_only_sinks(facts, event, analysis.flow(function), analysis).attached_numpy:
+        return True  # (asked only where the function calls ``.numpy()`` at all)
     receiver, _, method = (event.func or "").rpartition(".")
     if receiver and defined_without_grad(facts, method):
         return True  # every class of the file defining it runs it under ``no_grad``
