@@ -74,8 +74,9 @@ class EagerAttention(Rule):
       arm runs only behind a flag off by default, tests/test_attention_held_out16.py), over `dim=-1` or the same axis by its
       index (`dim=2` of 3-D scores; of `matmul(q.permute(0, 2, 1), k)` too, the rank taken
       from the operand that shows it), or with no `dim` at all (torch 0.3 code: the axis torch
-  picks from the rank, 1 for 2-D scores `torch.mm(q, k.t())`; 3-D and 4-D scores are then
-  softmaxed over the batch or the heads, no attention, tests/test_attention_implicit_softmax_dim.py); the scores' maximum subtracted first
+      picks from the rank, 1 for 2-D scores `torch.mm(q, k.t())`; 3-D and 4-D scores are then
+      softmaxed over the batch or the heads, no attention,
+      tests/test_attention_implicit_softmax_dim.py); the scores' maximum subtracted first
       (`s - s.amax(-1, keepdim=True).detach()`, `s.max(-1, keepdim=True).values` or `[0]`,
       `torch.logsumexp(s, -1, keepdim=True)`: the softmax is the same, the fix drops it);
       written in place into two complementary slices of the

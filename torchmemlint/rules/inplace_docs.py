@@ -195,7 +195,8 @@ TML201_DOCUMENTATION = """
     list started as `list()` and a layer added under a one-line `if act: layers += [nn.ELU()]`; an
     arm that raises ends its path, tests/test_inplace_raising_arms.py); a layer run by a helper
     of the file it is handed to (`call_bn(self.bn1, h)`, `def call_bn(bn, x): return bn(x)`)
-    makes what that module makes (tests/test_inplace_module_handed_to_helper.py); a `ModuleList` run as `for block in self.blocks: x = block(x)` runs its
+    makes what that module makes (tests/test_inplace_module_handed_to_helper.py); a `ModuleList`
+    run as `for block in self.blocks: x = block(x)` runs its
     elements in order, like a Sequential; and module lists are followed through
     `enumerate(zip(...))` (tests/test_inplace_lists.py). A function of the file that returns
     `nn.Sequential` (or `nn.ModuleList`) of the modules it is given (`def Sequential(*modules)`
