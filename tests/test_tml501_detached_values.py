@@ -15,7 +15,9 @@ A model's own generating method (``self.encode(x)``) whose output is only saved 
 wherever it is called (the file gate knows such methods: ``callers.MODEL_VERBS``).
 
 Look-alikes stay quiet: values not shown to be modules nor named so (a cost function, a
-transform, a weight function, a distribution's ``sample``), the same calls without a detach (a callback returning numbers), an
+transform, a weight function, a distribution's ``sample``; a parameter run on a loader's
+batches but named for what it does with the model's output, ``metric(y, out)``,
+``criterion(out, y)``), the same calls without a detach (a callback returning numbers), an
 output returned to the caller, a function that trains (mmengine's
 ``optimizer.update_params(loss)`` included), calls under ``no_grad``, a tensor's
 own methods (``x.float().detach()``), a method of the class (``self.helper(x)``), an imported
@@ -331,6 +333,14 @@ CASES: Dict[str, str] = {
         def smoothed(weight_fn, loader):
             # not detached: a function's output is not known to carry a graph
             return [weight_fn(x).cpu().numpy() for x, _ in loader]
+
+
+        def evaluate_batches(self_forward, batches, metric, criterion):
+            total = 0
+            for x, y in batches:
+                out = self_forward(x)  # expect: TML501
+                total += metric(y, out).data[0] + criterion(out, y).detach().item()
+            return total
 
 
         def scaled(scale_fn, batch):

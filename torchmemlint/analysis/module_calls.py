@@ -102,6 +102,8 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
 
 # what GAN code names its generator (``G(z)``, ``self.netG(z)``, ``g_ema(z)``): with the
 # names ``MODEL_NAME`` takes, the names that say a called value is a model
+# a parameter named for what it does with a model's output: a metric, a loss
+_CONSUMER_NAME = re.compile(r"(?i)(?:^|_)(?:metric|metrics|accuracy|acc|loss|losses|criterion)(?:$|_)")
 _GENERATOR_NAME = re.compile(r"^(?:G|netG|net_G|G_ema|g_ema|netG_ema|gen|generator|generator_ema)$")
 
 
@@ -141,9 +143,9 @@ def called_value(facts: ScopeFacts, event: CallEvent) -> Optional[Tuple[str, boo
         # a parameter called on the batches of a loader, whatever its name (``netC(images)``):
         # counted where the function detaches the output on its way to the sinks (the code
         # saying it has a graph)
-        named = named or (len(parts) == 1 and bool(event.node.args) and (
+        named = named or (len(parts) == 1 and bool(event.node.args) and not _CONSUMER_NAME.search(head) and (
             any(iterates_loader(loop) for loop in event.ctx.loops) or collected_over_loader(facts, event) is not None
-        ))
+        ))  # (not ``metric(y, out)``, ``criterion(out, y)``: named for taking the model's output)
     elif any(event.targets == (head,) for event in facts.scope.assigns):
         return None
     else:
