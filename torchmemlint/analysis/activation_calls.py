@@ -13,7 +13,7 @@ from torchmemlint.tree import walk
 
 from torchmemlint.analysis.dropout_probabilities import zero_probability
 from torchmemlint.analysis.layer_lists import enclosing_definitions
-from torchmemlint.analysis.syntax import argument, has_star_args, literal_bool, literal_number, mentions, path_to, presence_test
+from torchmemlint.analysis.syntax import argument, has_star_args, is_staticmethod, literal_bool, literal_number, mentions, path_to, presence_test
 from torchmemlint.analysis.vocabulary import INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves
 
 ACTIVATION_FUNCTIONS = frozenset(n for n in (*KIND_BY_FUNCTION, *INPLACE_FUNCTIONS) if "dropout" not in n)
@@ -183,10 +183,9 @@ def _own_method(file: Any, call: cst.Call) -> Optional[Tuple[cst.FunctionDef, in
     methods = [f for f in owner.body.body if type(f) is cst.FunctionDef and f.name.value == func.attr.value]  # type: ignore[attr-defined]
     if len(methods) != 1:
         return None
-    decorators = [d.decorator for d in methods[0].decorators]
-    if any(type(d) is cst.Name and d.value == "staticmethod" for d in decorators):
+    if is_staticmethod(methods[0]):
         return methods[0], 0
-    if decorators and not all(type(d) is cst.Name and d.value == "classmethod" for d in decorators):
+    if any(not (type(d.decorator) is cst.Name and d.decorator.value == "classmethod") for d in methods[0].decorators):
         return None  # (a ``property``, a wrapper: what runs is not the body as written)
     return methods[0], 1
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import libcst as cst
-
 
 class Axis:
     """One axis of a tensor: its identity, and (``side``) which operand of the contraction
@@ -146,15 +144,8 @@ def cat_layout(name: str, positional: Sequence[Any], keywords: Dict[str, Any]) -
     return catted(positional[0].info["elements"], number)
 
 
-def implicit_softmax_dim(source: Any) -> Optional[int]:
-    """The axis ``F.softmax(x)`` / ``nn.Softmax()`` take without ``dim`` (torch's legacy choice,
-    ``_get_softmax_dim``): 0 for 0-, 1- and 3-D input, else 1; None when the rank is unknown."""
-    rank = source.rank
-    node = source.node
-    if rank is None and source.op == "reshape" and type(node) is cst.Call and type(node.func) is cst.Attribute \
-            and node.func.attr.value in ("view", "reshape") and node.args and not any(a.star or a.keyword for a in node.args):
-        shape = node.args[0].value if len(node.args) == 1 else None  # ``s.view(-1, t)``, ``s.view((n, t))``
-        rank = len(shape.elements) if type(shape) in (cst.Tuple, cst.List) else (len(node.args) if shape is None else None)
-    if rank is None:
-        return None
-    return 0 if rank in (0, 1, 3) else 1
+def implicit_softmax_dim(rank: Optional[int]) -> Optional[int]:
+    """The axis ``F.softmax(x)`` / ``nn.Softmax()`` take without ``dim`` from an input of ``rank``
+    axes (torch's legacy choice, ``_get_softmax_dim``): 0 for 0-, 1- and 3-D input, else 1; None
+    when the rank is unknown."""
+    return None if rank is None else 0 if rank in (0, 1, 3) else 1

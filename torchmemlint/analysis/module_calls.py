@@ -102,9 +102,9 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
 
 # what GAN code names its generator (``G(z)``, ``self.netG(z)``, ``g_ema(z)``): with the
 # names ``MODEL_NAME`` takes, the names that say a called value is a model
+_GENERATOR_NAME = re.compile(r"^(?:G|netG|net_G|G_ema|g_ema|netG_ema|gen|generator|generator_ema)$")
 # a parameter named for what it does with a model's output: a metric, a loss
 _CONSUMER_NAME = re.compile(r"(?i)(?:^|_)(?:metric|metrics|accuracy|acc|loss|losses|criterion)(?:$|_)")
-_GENERATOR_NAME = re.compile(r"^(?:G|netG|net_G|G_ema|g_ema|netG_ema|gen|generator|generator_ema)$")
 
 
 def called_value(facts: ScopeFacts, event: CallEvent) -> Optional[Tuple[str, bool]]:

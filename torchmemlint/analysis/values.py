@@ -715,7 +715,7 @@ class FunctionValues:
 
     def _softmax(self, source: Value, node: cst.Call, rest: Sequence[Value], keywords: Dict[str, Value]) -> Value:
         dim_value = keywords.get("dim", rest[0] if rest else None)
-        dim = _int(dim_value) if dim_value is not None else implicit_softmax_dim(source)
+        dim = _int(dim_value) if dim_value is not None else implicit_softmax_dim(source.rank)
         extra = sorted(set(keywords) - {"dim"}) + (["dtype"] if len(rest) > 1 else [])
         return self._same("softmax", source, node, [*rest, *keywords.values()], dim=dim, axis=source.axis(dim), extra=extra)
 
@@ -756,7 +756,7 @@ class FunctionValues:
             short = qualified.rsplit(".", 1)[-1] if qualified.startswith("torch.nn.") else ""
             where = (attribute, position, len(parts))
             if short == "Softmax":
-                dim = None if layer.effective.args else implicit_softmax_dim(value)  # (``nn.Softmax()``: torch's choice)
+                dim = None if layer.effective.args else implicit_softmax_dim(value.rank)  # (``nn.Softmax()``: torch's choice)
                 for index, arg in enumerate(layer.effective.args):
                     if (arg.keyword is None and index == 0) or (arg.keyword is not None and arg.keyword.value == "dim"):
                         dim = _int_of(_number(arg.value))
