@@ -104,6 +104,9 @@ _TORCH_IDIOMS = re.compile(
 )
 
 
+_TORCH_WORD = re.compile(r"\btorch")
+
+
 def torch_code_possible(text: str) -> bool:
     """Whether the file may be torch code: it names torch, or it imports no other array
     framework and asks a module or tensor what torch code asks (``model.eval()``,
@@ -111,8 +114,9 @@ def torch_code_possible(text: str) -> bool:
     never names torch (`def validate(loader, model, criterion)` beside `from tqdm import tqdm`,
     a helper of `train.py`) is read; a Paddle or JAX file whose loops look alike is not, nor
     one whose `model` is another library's (fontTools' `model.interpolateFromMasters(loc, v)`
-    collected in a loop)."""
-    if "torch" in text:
+    collected in a loop). "torch" inside another word (a comment's `pytorch_ema` link in a JAX
+    file) does not name it."""
+    if "torch" in text and _TORCH_WORD.search(text) is not None:
         return True
     return _OTHER_FRAMEWORK_IMPORT.search(text) is None and _TORCH_IDIOMS.search(text) is not None
 

@@ -41,6 +41,7 @@ from torchmemlint.analysis.autograd import (
     MODULE_MOVES as _MOVES,
 )
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance, output_only_sinks
+from torchmemlint.analysis.gradient_models import forward_reach
 from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
 from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
 from torchmemlint.analysis.names import dotted_name
@@ -321,21 +322,7 @@ def part_of_forward(facts: ScopeFacts) -> bool:
     owner = facts.scope.owner
     if owner is None:
         return False
-    reached = getattr(owner, "_from_forward", None)
-    if reached is None:
-        by_name = {scope.name: scope for scope in owner.methods}
-        reached, todo = set(), ["forward"]
-        while todo:
-            scope = by_name.get(todo.pop())
-            if scope is None or scope.name in reached:
-                continue
-            reached.add(scope.name)
-            this = _first_param(scope.function) if scope.function is not None else None
-            todo.extend(
-                call.func.split(".", 1)[1] for call in scope.calls
-                if this and call.func and call.func.startswith(this + ".") and call.func.count(".") == 1
-            )
-        owner._from_forward = reached  # type: ignore[attr-defined]  # once per class
+    reached = forward_reach(owner)
     return facts.scope.name != "forward" and facts.scope.name in reached
 
 

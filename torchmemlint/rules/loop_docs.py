@@ -42,7 +42,15 @@ TML501_DOCUMENTATION = """
     helper importing only tqdm, a `train_model.py` importing nothing) when they ask a module
     what torch code asks (`.eval()`, `.train()`, `.backward(`, `zero_grad(`, `no_grad` ...)
     and import no other array framework (Paddle, JAX, TensorFlow ...: another library's
-    `model`, fontTools' or scikit-learn's, stays unread: `tests/test_loops_mined.py`).
+    `model`, fontTools' or scikit-learn's, stays unread: `tests/test_loops_mined.py`; "torch"
+    inside another word, a JAX script's comment citing `pytorch_ema`, names no torch).
+
+    A file that may evaluate a model whose `forward` computes gradients itself (an interatomic
+    potential's forces, `-torch.autograd.grad(energy, positions)`, in `forward` or a method it
+    runs on `self`), one of its own module classes or of a project file it imports (directly
+    or through others), is left alone: under `torch.no_grad()` the energy carries no graph and
+    `autograd.grad` raises (`analysis/gradient_models.py`, tests/test_tml501_gradient_models.py;
+    a critic's gradient-penalty method that `forward` does not run is no such model).
 
     The model is what the code `.eval()`s or `.train()`s (also an item of a container whose
     items a loop switched: `for net in networks.values(): net.eval()`, then `netC =
