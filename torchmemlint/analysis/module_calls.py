@@ -50,6 +50,7 @@ from torchmemlint.analysis.sinks import SINK_METHODS
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.syntax import _first_param, is_static, _small_statements, terminal_name
 from torchmemlint.analysis.training import ScopeFacts, is_eval_name
+from torchmemlint.project import ensure_reach
 from torchmemlint.tree import nodes_of
 
 # a module's own methods and a tensor's: never a model's method that returns an output
@@ -81,7 +82,11 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
         return known
     head, _, attr = callee.partition(".")
     if head == "self" and attr and "." not in attr:
-        return callee if module_attribute(facts, attr) else None
+        if module_attribute(facts, attr):
+            return callee
+        # `self._get_model_output(texts)`, a method of the module class returning its own
+        # forward's (or a submodule's) output: a run of the module, judged as `self(x)` is
+        return callee if _own_output_method(facts, attr) and not (called_in_file(facts) or called_in_project(facts)) else None
     if facts.bindings.qualify(cst.Name(head)) is not None:
         return None  # `torch.cat`, `F.relu`, `np.mean`: imported
     if (
@@ -309,9 +314,27 @@ def _own_lineage(classdef: cst.ClassDef, local: Dict[str, cst.ClassDef], depth: 
 
 def called_in_project(facts: ScopeFacts) -> bool:
     """A file of the project that imports this one may call the scope's method
-    (``self.duration_head.predict_num_frames(...)`` in a pipeline): its caller there decides."""
+    (``self.duration_head.predict_num_frames(...)`` in a pipeline): its caller there decides,
+    unless every call there is open evaluation code in turn (``_open_evaluation``: caver's
+    ``CaverModel.predict`` handing ``self._inside_model.predict(texts)`` on with autograd on)."""
     links, name = facts.walk.links, facts.scope.name
-    return links is not None and bool(name) and links.read_by_importers(name)
+    return links is not None and bool(name) and links.read_by_importers(name) and not _opened_in_project(links, name)
+
+
+def _opened_in_project(links: Any, name: str) -> bool:
+    """Every importer reading ``.<name>`` calls it, and only from open evaluation code."""
+    found = False
+    for other in links.index.readers(links.path):
+        if ensure_reach(other).error is not None:
+            return False
+        if name not in other.foreign_reads:
+            continue
+        theirs = links.analysis_of(other.path, other.digest)
+        callers = None if theirs is None else _callers_by_name(theirs.scopes).get(name)
+        if not callers or not all(not grad_off and _open_evaluation(theirs.scopes, caller, 1) for caller, grad_off in callers):
+            return False
+        found = True
+    return found
 
 
 def part_of_forward(facts: ScopeFacts) -> bool:
@@ -575,6 +598,18 @@ def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str, pack
         if type(statement) is cst.FunctionDef and statement.name.value == method:
             return statement
     return None
+
+
+def _own_output_method(facts: ScopeFacts, name: str) -> bool:
+    """``name`` is a method of the scope's module class (not ``forward``, nor a module's or a
+    tensor's own) that returns what its class's forward or one of its submodules returns."""
+    owner = facts.scope.owner
+    if owner is None or name == "forward" or name in NOT_OUTPUT_METHODS or not module_method(facts):
+        return False
+    return any(
+        method.name == name and method.function is not None and _returns_output(method.function)
+        for method in owner.methods
+    )
 
 
 def _returns_output(function: cst.FunctionDef) -> bool:

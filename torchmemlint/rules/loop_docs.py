@@ -103,7 +103,9 @@ TML501_DOCUMENTATION = """
     themselves, that a known class defines without returning a submodule's output, or that the
     file's module classes define without calling anything of the instance
     (`validation_epoch_end(outputs)`) are no runs (`analysis/evaluated_methods.py`,
-    `tests/test_tml501_evaluated_methods.py`); `self.__call__(x)` is `self(x)`. A helper one caller
+    `tests/test_tml501_evaluated_methods.py`); `self.__call__(x)` is `self(x)`, and so is a method
+    of the class returning its forward's or a submodule's output (`self._get_model_output(texts)`
+    with `return self.forward(indexed)`: caver's `predict`, tests/test_tml501_own_output_helpers.py). A helper one caller
     runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
     that open run (`tests/test_tml501_opened_helpers.py`). A call whose output reaches `.numpy()`
     with its graph (no `.detach()`, `.data` or `.argmax()` on the way: `out[0].cpu().numpy()`)
@@ -182,7 +184,9 @@ TML501_DOCUMENTATION = """
     method another file calls: transkun's `transcribeFrames`): a landmark
     detector's `get_landmarks`; a pipeline calling `self.head.predict_num_frames(...)` decides for it;
     so does one calling any other module method of the class, `self.rnd.get_intrinsic_reward(s)`
-    for `self.target(s).detach()` there, also through namespace packages, tests/test_tml501_project_callers.py) is reported when its output
+    for `self.target(s).detach()` there, also through namespace packages, tests/test_tml501_project_callers.py;
+    not one whose every call there is itself open evaluation code, `CaverModel.predict` handing
+    `self._inside_model.predict(texts)` on with autograd on) is reported when its output
     (followed through the statement flow) ends only saved, printed, logged (a name saying so: `logger.log_metrics`,
     not a logarithm such as `dist.log_prob(y)` or `.log_softmax(-1)`, which keep the graph), made a number or
     numpy array, detached, given to a metric (`acc.update(out, y)`), or made indices (`torch.multinomial`, `argmax`,
