@@ -78,6 +78,7 @@ class FileContext:
         self.bindings = Bindings()
         self.bindings.bind_statements(module.body)
         self.bindings.hoist_function_imports(module, text)
+        self.bindings.keep_locals_from_star(module)
         if star_imports and has_project_star(text):
             # ``from .torch_core import *`` giving ``torch``, ``F``, ``nn``: read off the project
             expand_star_imports(self.bindings, filename, self.project)

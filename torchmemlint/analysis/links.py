@@ -260,6 +260,7 @@ class ProjectLinks:
         bindings = Bindings()
         bindings.bind_statements(module.body)
         bindings.hoist_function_imports(module, text)
+        bindings.keep_locals_from_star(module)
         if has_project_star(text):
             expand_star_imports(bindings, path, index)
         analysis = self._make(module, bindings, text)

@@ -12,9 +12,11 @@ binds the name as the import would.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+
+from torchmemlint.tree import walk
 
 # Private module paths that torch re-exports under a public name.
 _CANONICAL_PREFIXES = (
@@ -65,6 +67,9 @@ class Bindings:
         self.parent = parent
         self.names: Dict[str, Optional[str]] = {}
         self.star_modules: List[str] = []
+        # names the file binds in a function, a loop, a ``with`` or a comprehension: a star
+        # import does not give them (``keep_locals_from_star``)
+        self.star_locals: FrozenSet[str] = frozenset()
         # functions that import and return modules (``def _require_torch(): import torch; import
         # torch.nn as nn; return torch, nn``): what each returns, element by element
         self.providers: Dict[str, Tuple[Optional[str], ...]] = {}
@@ -89,7 +94,7 @@ class Bindings:
         scope: Optional[Bindings] = self
         while scope is not None:
             if scope.star_modules:
-                return f"{scope.star_modules[0]}.{name}"
+                return None if name in scope.star_locals else f"{scope.star_modules[0]}.{name}"
             scope = scope.parent
         return None
 
@@ -106,6 +111,23 @@ class Bindings:
         if base is None:
             return None
         return canonical(f"{base}.{rest}" if rest else base)
+
+    def keep_locals_from_star(self, module: cst.Module) -> None:
+        """With a star import (``from typing import *``), the names the file binds itself below
+        its top level (parameters, ``self``, assignment, loop, ``with`` and comprehension
+        targets: ``q``, ``k``, ``wei``) are its own, not the star module's: a function's
+        ``k.transpose(-2, -1)`` is no ``typing.k.transpose``. Walked only in a file with one."""
+        if not self.star_modules:
+            return
+        found: Set[str] = set()
+        for node in walk(module):
+            kind = type(node)
+            if kind is cst.Param:
+                found.add(node.name.value)  # type: ignore[attr-defined]
+            elif kind in (cst.AssignTarget, cst.For, cst.CompFor, cst.AsName, cst.NamedExpr, cst.AnnAssign):
+                target = node.name if kind is cst.AsName else node.target  # type: ignore[attr-defined]
+                found.update(_target_names(target))
+        self.star_locals = frozenset(found)
 
     def bind_statements(self, statements: Iterable[cst.CSTNode]) -> None:
         """Record the bindings made directly by a block of statements (no descent into defs)."""
@@ -344,3 +366,15 @@ def _assigned_names(target: cst.BaseExpression) -> Iterable[str]:
             yield from _assigned_names(element.value)
     elif type(target) is cst.StarredElement:
         yield from _assigned_names(target.value)
+
+
+def _target_names(target: cst.BaseExpression) -> List[str]:
+    """The names an assignment target binds (``B, T, C``, ``*rest``, ``(a, [b, c])``)."""
+    kind = type(target)
+    if kind is cst.Name:
+        return [target.value]  # type: ignore[attr-defined]
+    if kind in (cst.Tuple, cst.List):
+        return [name for element in target.elements for name in _target_names(element.value)]  # type: ignore[attr-defined]
+    if kind is cst.StarredElement:
+        return _target_names(target.value)  # type: ignore[attr-defined]
+    return []
