@@ -2,7 +2,8 @@
 
 ``self.f(x)`` runs a method of the class (or one a base class of the file defines, else one a
 base class of another project file defines, run there: ``helper_runs.foreign_method``) as a
-helper; an attribute ``__init__`` gives layers (one, or a Sequential's) runs those layers; an
+helper; an attribute ``__init__`` gives layers (one, or a Sequential's; or a base class of the
+file's ``__init__``, when the class assigns none) runs those layers; an
 attribute ``__init__`` gives a function runs that function: ``functools.partial(F.softmax,
 dim=-1)`` (the partial's preset arguments before the call's), ``torch.sigmoid``, a same-file
 function or a partial of one, or either of two by a constructor flag (Mega's
@@ -21,6 +22,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import joined
 from torchmemlint.analysis.helper_runs import foreign_method
+from torchmemlint.analysis.names import dotted_name
 
 PARTIAL = "functools.partial"
 
@@ -36,12 +38,31 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
     if assignment is not None and _holds_function(file, assignment.value):
         return _applied(graph, assignment.value, assignment.method, node, positional, keywords, name, tensorish)
     parts = file.attribute_parts(graph.classdef, name)
+    if parts is None and graph.classdef is not None:
+        parts = _inherited_parts(file, graph.classdef, name, 0)
     if parts is not None and len(positional) == 1 and (not keywords or _flags_only(file, parts, keywords)):
         return graph._layers(parts, positional[0], node, name)
     if graph.classdef is not None and (positional or keywords) and (found := foreign_method(file, graph.classdef, name)) is not None:
         return graph._helper(found[2], node, positional, keywords, bound_self=True, foreign=found[:2])  # a base class of another file's
     if tensorish and not keywords:  # a submodule the file does not show
         return graph._same("module", positional[0], node, [], assumed=True, attribute=name)
+    return None
+
+
+def _inherited_parts(file: Any, classdef: cst.ClassDef, name: str, depth: int) -> Optional[List[Any]]:
+    """The layers a base class of this file assigns to ``self.<name>`` when the class assigns
+    none itself (``class Masked(MultiHeadAttention)`` reading the parent's ``self.key_weights``)."""
+    if depth > 4 or file.analysis.class_model(classdef).assignments.get(name):
+        return None
+    for base in classdef.bases:
+        parent = file._classes.get(dotted_name(base.value) or "")
+        if parent is None or parent is classdef:
+            continue
+        parts = file.attribute_parts(parent, name)
+        if parts is None:
+            parts = _inherited_parts(file, parent, name, depth + 1)
+        if parts is not None:
+            return parts
     return None
 
 
