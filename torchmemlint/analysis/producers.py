@@ -716,23 +716,21 @@ def _super_forward(func: cst.BaseExpression) -> bool:
     )
 
 
-def _inherited(file: "FileAnalysis", classdef: cst.ClassDef, own_forward: bool = False) -> Producer:
+def _inherited(file: "FileAnalysis", classdef: cst.ClassDef, own_forward: bool = False, depth: int = 0) -> Producer:
     """A module class without its own ``forward`` (nor ``__call__``) that derives one torch
-    layer (``class Conv1d(nn.Conv1d)`` that only initialises its weights): what that layer's
-    ``forward`` makes. An activation or dropout base is not read (its ``inplace``/``p`` is the
-    subclass's ``__init__``'s business). ``own_forward``: the class's ``forward`` calls its
-    base's (``return super().forward(x)``), which makes the same."""
+    layer (``class Conv1d(nn.Conv1d)`` that only initialises its weights), also through classes
+    of the file without one (torchfusion's ``BatchNorm2d(BatchNorm)``, ``BatchNorm(_BatchNorm)``):
+    what that layer's ``forward`` makes. An activation or dropout base is not read (its
+    ``inplace``/``p`` is the subclass's ``__init__``'s business). ``own_forward``: the class's
+    ``forward`` calls its base's (``return super().forward(x)``), which makes the same."""
     graphs = file.value_graphs
     if (not own_forward and graphs.method(classdef, "__call__") is not None) or len(classdef.bases) != 1:
         return UNKNOWN_PRODUCER
-    qualified = file.resolver.qualify(classdef.bases[0].value)
-    if qualified in POOL_MODULES:
-        category = Category.POOL
-    elif qualified in FRESH_MODULES:
-        category = Category.FRESH
-    else:
-        return UNKNOWN_PRODUCER
-    return Producer(category, f"{classdef.name.value}, a subclass of `{short_name(qualified)}`")
+    qualified, parent = file.resolver.qualify(classdef.bases[0].value), file.callables.classes.get(_dotted(classdef.bases[0].value) or "")
+    if parent is not None and parent is not classdef and depth < 4 and graphs.method(parent, "forward") is None:
+        return _inherited(file, parent, depth=depth + 1)
+    category = Category.POOL if qualified in POOL_MODULES else Category.FRESH if qualified in FRESH_MODULES else None
+    return UNKNOWN_PRODUCER if category is None else Producer(category, f"{classdef.name.value}, a subclass of `{short_name(qualified)}`")
 
 
 def joined(made: List[Producer]) -> Producer:

@@ -110,7 +110,7 @@ FRESH_MODULES = _names(
     "Bilinear BatchNorm1d BatchNorm2d BatchNorm3d LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d "
     "SyncBatchNorm GroupNorm LayerNorm RMSNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d "
     "Upsample UpsamplingNearest2d "
-    "UpsamplingBilinear2d GELU Softplus Embedding EmbeddingBag",
+    "UpsamplingBilinear2d GELU Softplus Embedding EmbeddingBag _BatchNorm _InstanceNorm",
 )
 POOL_MODULES = _names(
     NN,
