@@ -165,3 +165,10 @@ def test_a_jax_file_that_names_pytorch_in_a_comment_is_not_read(tmp_path):
     (tmp_path / "train.py").write_text(JAX_TRAIN.replace("import optax", "import optax\nimport torch"))
     row = JAX_TRAIN.splitlines().index("        out = model(batch)") + 2
     assert lint_project(tmp_path, "TML501", "--no-cache") == {("train.py", row)}
+
+
+def test_a_file_naming_pytorch_in_a_comment_without_another_framework_is_read(tmp_path):
+    # enniolearning's `prediction_fcts.py`: torch only in a comment's link, its model from a helper
+    (tmp_path / "predict.py").write_text(JAX_TRAIN.replace("import jax\nimport optax\n", "import numpy as np\n"))
+    row = JAX_TRAIN.splitlines().index("        out = model(batch)")
+    assert lint_project(tmp_path, "TML501", "--no-cache") == {("predict.py", row)}

@@ -139,6 +139,32 @@ CASES: Dict[str, str] = {
             def predict(self, x):
                 return self._output(x).argmax(1).tolist()
     ''',
+    # torchify's `performance`: `self.predict(dataset)`, whose helper runs the model under no_grad
+    "method_whose_helper_turns_autograd_off": '''
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.body(x)
+
+            def _predict_from_tensor(self, x):
+                with torch.no_grad():
+                    return self(x).argmax(1)
+
+            def predict(self, x):
+                return self._predict_from_tensor(x)
+
+            def performance(self, x, y):
+                self.eval()
+                predictions = self.predict(x)
+                return (predictions == y).float().mean().item()
+    ''',
 }
 
 

@@ -114,9 +114,9 @@ def torch_code_possible(text: str) -> bool:
     never names torch (`def validate(loader, model, criterion)` beside `from tqdm import tqdm`,
     a helper of `train.py`) is read; a Paddle or JAX file whose loops look alike is not, nor
     one whose `model` is another library's (fontTools' `model.interpolateFromMasters(loc, v)`
-    collected in a loop). "torch" inside another word (a comment's `pytorch_ema` link in a JAX
-    file) does not name it."""
-    if "torch" in text and _TORCH_WORD.search(text) is not None:
+    collected in a loop). "torch" inside another word (a comment's `pytorch_ema` link) names it
+    only in a file that imports no other array framework (not nequix's JAX `train.py`)."""
+    if "torch" in text and (_TORCH_WORD.search(text) is not None or _OTHER_FRAMEWORK_IMPORT.search(text) is None):
         return True
     return _OTHER_FRAMEWORK_IMPORT.search(text) is None and _TORCH_IDIOMS.search(text) is not None
 
