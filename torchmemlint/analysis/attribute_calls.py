@@ -21,8 +21,7 @@ from typing import Any, Dict, List, Optional
 import libcst as cst
 
 from torchmemlint.analysis.axes import joined
-from torchmemlint.analysis.helper_runs import foreign_method
-from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.helper_runs import BASE_DEPTH, file_bases, foreign_method
 
 PARTIAL = "functools.partial"
 
@@ -52,12 +51,9 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
 def _inherited_parts(file: Any, classdef: cst.ClassDef, name: str, depth: int) -> Optional[List[Any]]:
     """The layers a base class of this file assigns to ``self.<name>`` when the class assigns
     none itself (``class Masked(MultiHeadAttention)`` reading the parent's ``self.key_weights``)."""
-    if depth > 4 or file.analysis.class_model(classdef).assignments.get(name):
+    if depth >= BASE_DEPTH or file.analysis.class_model(classdef).assignments.get(name):
         return None
-    for base in classdef.bases:
-        parent = file._classes.get(dotted_name(base.value) or "")
-        if parent is None or parent is classdef:
-            continue
+    for parent in file_bases(file, classdef):
         parts = file.attribute_parts(parent, name)
         if parts is None:
             parts = _inherited_parts(file, parent, name, depth + 1)

@@ -70,6 +70,8 @@ def _is_grad(func: Optional[str], bindings: Any) -> bool:
 def evaluates_gradient_model(analysis: Any) -> bool:
     """Whether the file of ``analysis`` may evaluate a model whose forward computes gradients
     (see the module doc): one of its own module classes, or of a project file it imports."""
+    if analysis is None:
+        return False
     known = getattr(analysis, "_gradient_models", None)
     if known is None:
         known = analysis._gradient_models = _own_or_imported(analysis)

@@ -9,7 +9,7 @@ selects (``flag_truth``: ``split_heads(key, k=True)`` runs ``if k:``'s arm only)
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -61,13 +61,19 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
 def inherited_method(file: Any, classdef: cst.ClassDef, name: str, depth: int = 0) -> Optional[cst.FunctionDef]:
     """The method ``name`` a base class of ``file`` (a ``values.FileValues``) gives ``classdef``
     (``class RelAttention(Attention)`` calling ``self.attend(...)`` defined in ``Attention``)."""
-    for base in classdef.bases if depth < BASE_DEPTH else ():
+    for parent in file_bases(file, classdef) if depth < BASE_DEPTH else ():
+        found = file.method(parent, name, True, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def file_bases(file: Any, classdef: cst.ClassDef) -> Iterator[cst.ClassDef]:
+    """The base classes of ``classdef`` that ``file`` (a ``values.FileValues``) defines itself."""
+    for base in classdef.bases:
         parent = file._classes.get(base.value.value) if type(base.value) is cst.Name and base.keyword is None else None
         if parent is not None and parent is not classdef and file.bindings.qualify(base.value) is None:
-            found = file.method(parent, name, True, depth + 1)
-            if found is not None:
-                return found
-    return None
+            yield parent
 
 
 def foreign_method(file: Any, classdef: cst.ClassDef, name: str, depth: int = 0) -> Optional[Tuple[Any, cst.ClassDef, cst.FunctionDef]]:

@@ -600,14 +600,22 @@ def _class_method(facts: ScopeFacts, func: cst.BaseExpression, method: str, pack
     return None
 
 
-def _own_output_method(facts: ScopeFacts, name: str, depth: int = 0) -> bool:
+def _own_output_method(facts: ScopeFacts, name: str) -> bool:
     """``name`` is a method of the scope's module class (not ``forward``, nor a module's or a
     tensor's own) that returns what its class's forward or one of its submodules returns, and
     runs one (``self.forward(x)``, ``self.encoder(x)``), any other method of the class it calls
     being such a method too (not torchify's ``predict``, whose helper runs under ``no_grad``)."""
     owner = facts.scope.owner
-    if owner is None or name == "forward" or name in NOT_OUTPUT_METHODS or depth > 2 or not module_method(facts):
+    if owner is None or name == "forward" or name in NOT_OUTPUT_METHODS or not module_method(facts):
         return False
+    known = owner.__dict__.setdefault("_own_outputs", {})  # once per class and name
+    if name not in known:
+        known[name] = False  # (a method calling itself back: not known to run a module)
+        known[name] = _runs_own_output(facts, owner, name)
+    return known[name]
+
+
+def _runs_own_output(facts: ScopeFacts, owner: Any, name: str) -> bool:
     method = next((m for m in owner.methods if m.name == name), None)
     if method is None or method.function is None or not _returns_output(method.function):
         return False
@@ -619,7 +627,7 @@ def _own_output_method(facts: ScopeFacts, name: str, depth: int = 0) -> bool:
         if attr == "forward" or module_attribute(facts, attr):
             runs = True
         elif any(other.name == attr for other in owner.methods):
-            if not _own_output_method(facts, attr, depth + 1):
+            if not _own_output_method(facts, attr):
                 return False
             runs = True
     return runs

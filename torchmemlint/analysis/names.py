@@ -126,7 +126,7 @@ class Bindings:
                 found.add(node.name.value)  # type: ignore[attr-defined]
             elif kind in (cst.AssignTarget, cst.For, cst.CompFor, cst.AsName, cst.NamedExpr, cst.AnnAssign):
                 target = node.name if kind is cst.AsName else node.target  # type: ignore[attr-defined]
-                found.update(_target_names(target))
+                found.update(_assigned_names(target))
         self.star_locals = frozenset(found)
 
     def bind_statements(self, statements: Iterable[cst.CSTNode]) -> None:
@@ -366,15 +366,3 @@ def _assigned_names(target: cst.BaseExpression) -> Iterable[str]:
             yield from _assigned_names(element.value)
     elif type(target) is cst.StarredElement:
         yield from _assigned_names(target.value)
-
-
-def _target_names(target: cst.BaseExpression) -> List[str]:
-    """The names an assignment target binds (``B, T, C``, ``*rest``, ``(a, [b, c])``)."""
-    kind = type(target)
-    if kind is cst.Name:
-        return [target.value]  # type: ignore[attr-defined]
-    if kind in (cst.Tuple, cst.List):
-        return [name for element in target.elements for name in _target_names(element.value)]  # type: ignore[attr-defined]
-    if kind is cst.StarredElement:
-        return _target_names(target.value)  # type: ignore[attr-defined]
-    return []
