@@ -212,12 +212,14 @@ class SinkFollower:
         self._unpacked_indices = []
         return result
 
-    def _indices_reach(self, target: cst.BaseExpression, where: int) -> Reach:
+    def _indices_reach(self, target: cst.BaseExpression, where: int, flowing: bool = False) -> Reach:
+        """Where the indices bound to ``target`` in statement ``where`` go (``flowing``: the
+        indices are the expression ``target`` itself, read on in that statement)."""
         follower = SinkFollower(self.flow, self.qualify, self.is_model_call, self.local_functions)
         follower._in_indices = True
         reach = Reach()
         try:
-            reads = follower._bound(target, where)
+            reads = [(target, where)] if flowing else follower._bound(target, where)
         except _Escape:
             return reach
         return follower._follow(reads, reach)
@@ -270,9 +272,9 @@ class SinkFollower:
             return [(parent, where)]  # `out.logits`, `out.sample`
         if kind is cst.Subscript:
             if parent.value is node:
-                if self._indices_of(node, parent):
+                if self._indices_of(node, parent):  # (``torch.max(out, 1)[1]``: what the indices reach says what the output was for)
                     result.sinks.append("indices")
-                    result.strong = result.strong or self._sampled(node)
+                    result.strong = result.strong or self._sampled(node) or (not self._in_indices and self._indices_reach(parent, where, True).strong)
                     return []
                 return [(parent, where)]
             result.sinks.append("an index")

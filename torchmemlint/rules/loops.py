@@ -13,9 +13,8 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import (
-    AssignEvent, CallEvent, Frame, _is_false, _is_true,
-)
+from torchmemlint.analysis.autograd import AssignEvent, CallEvent, Frame, _is_false, _is_true
+from torchmemlint.analysis.held_out_loops import held_out_loop
 from torchmemlint.analysis.callers import (
     borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
     loss_terms_loop, plainly_a_module, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
@@ -500,14 +499,15 @@ class _Checks:
             module_method(self.facts) and (called_in_project(self.facts) or callers_elsewhere(self.facts))
         ):
             return  # the forward runs it, or a file importing the class calls it (under its own autograd mode)
+        loop = held_out_loop(self.facts, event)  # (in a function that trains: the loop over held-out data after it)
         shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
         message = (
-            f"{shown} is called with autograd on in `{self.scope.name}()`. That function never "
+            f"{shown} is called with autograd on in `{self.scope.name}()`. {'That loop comes after the training and never' if loop else 'That function never'} "
             f"backpropagates, and the output only reaches {', '.join(dict.fromkeys(reach.sinks))}: "
             "the forward records its graph and keeps every activation saved for backward alive "
-            "while the output lives; use `torch.no_grad()`" + self._covered(None)
+            "while the output lives; use `torch.no_grad()`" + self._covered(loop)
         )
-        self._pend(event, message, None)
+        self._pend(event, message, loop)
 
     def _behind_flag(self, event: Union[AssignEvent, CallEvent]) -> bool:
         """In an arm that runs only when a caller changes a flag from its default (``flags.py``:
