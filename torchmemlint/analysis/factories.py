@@ -444,7 +444,7 @@ class Factories:
             callee = function.name.value
             if len(self._definitions.get(callee, [])) != 1:
                 return None
-        return self._read_calls(callee, positional, param, owner is not None and function.name.value != "__init__")
+        return self._read_calls(callee, positional, param, owner is not None and function.name.value != "__init__", own=True)
 
     def passed_to(
         self, name: str, init: cst.FunctionDef, param: cst.Param
@@ -458,12 +458,16 @@ class Factories:
         return self._read_calls(name, [*init.params.posonly_params, *init.params.params][1:], param, False)
 
     def _read_calls(
-        self, callee: str, positional: List[cst.Param], param: cst.Param, method: bool
+        self, callee: str, positional: List[cst.Param], param: cst.Param, method: bool, own: bool = False
     ) -> Optional[List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]]]:
-        """``_passed`` for the calls of ``callee`` (``method``: only ``x.callee(...)``)."""
+        """``_passed`` for the calls of ``callee`` (``method``: only ``x.callee(...)``; ``own``:
+        a top-level class or function of this file, which ``layers.Conv(...)`` or
+        ``nn.Linear(...)`` does not call, whatever its name)."""
         index = next((i for i, p in enumerate(positional) if p is param), None)
         found: List[Tuple[Optional[cst.BaseExpression], Optional[cst.FunctionDef]]] = []
         for call, caller in self._calls.get(callee, []):
+            if own and not method and type(call.func) is cst.Attribute:
+                continue  # another module's (or object's) callable of the same name
             call = spelled_out(call, caller)
             if method and type(call.func) is not cst.Attribute:
                 continue  # a function of the same name, not the method
