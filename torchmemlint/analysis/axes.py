@@ -114,6 +114,46 @@ def catted(parts: Sequence[Any], dim: Optional[float]) -> Tuple[Optional[Tuple[O
     return tuple(axes), rank
 
 
+class PartAxis(Axis):
+    """One of the axes ``rearrange`` splits an axis into (``"(b nw) h i j -> b nw h i j"``):
+    ``whole``, the split axis, ``at`` its place among the ``of`` parts. A rearrange that merges
+    every part back, in order (``"b nw h i j -> (b nw) h i j"``: a window mask added between
+    the two), gives ``whole`` again."""
+    __slots__ = ("whole", "at", "of")
+
+    def __init__(self, whole: Axis, at: int, of: int) -> None:
+        super().__init__(whole.side)
+        self.whole, self.at, self.of = whole, at, of
+
+
+def rearranged_axes(source: Any, groups: Optional[Tuple[List[List[str]], List[List[str]]]]) -> Optional[Tuple[Optional[Axis], ...]]:
+    """The axes of ``rearrange(source, pattern)`` (``groups``: the pattern's axis groups,
+    ``einsum.parse_rearrange``), as many as the result has: an axis named alone on both sides
+    is itself, the parts of a split axis are ``PartAxis``es, and all of them merged back in
+    order are the axis they were split from; None at a position otherwise. Where ``source``'s
+    axes are not all known: ``kept_trailing``."""
+    if groups is None or source.axes is None:
+        return None
+    before, after = groups
+    if len(source.axes) != len(before):
+        return kept_trailing(source, groups)
+    piece: Dict[str, Optional[Axis]] = {}
+    for axis, group in zip(source.axes, before):
+        for at, name in enumerate(group):
+            piece[name] = axis if len(group) == 1 else PartAxis(axis, at, len(group)) if axis is not None else None
+    axes: List[Optional[Axis]] = []
+    for group in after:
+        parts = [piece[name] for name in group]
+        if len(parts) == 1:
+            axes.append(parts[0])
+            continue
+        first = parts[0]
+        whole = first.whole if isinstance(first, PartAxis) and first.of == len(parts) else None
+        merged = whole is not None and all(isinstance(p, PartAxis) and p.whole is whole and p.at == at for at, p in enumerate(parts))
+        axes.append(whole if merged else None)
+    return tuple(axes) if any(axis is not None for axis in axes) else None
+
+
 def kept_trailing(source: Any, groups: Optional[Tuple[List[List[str]], List[List[str]]]]) -> Optional[Tuple[Optional[Axis], ...]]:
     """The trailing axes of ``rearrange(source, pattern)`` (``groups``: the pattern's axis groups,
     ``einsum.parse_rearrange``) that stay themselves: ``"b (w n) r -> b w n r"`` keeps ``r``, the

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
-from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, kept_trailing, squeezed
+from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, squeezed
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque, starred_arguments
@@ -612,8 +612,8 @@ class FunctionValues:
             if how is not None and how[0] is not None:  # ``"b i j -> b j i"``: a permute
                 return self._relabel(positional[0], node, how[0], transpose=False)
             if how is not None:  # axes grouped or split: ``swap``, the features moved past the positions
-                kept = kept_trailing(positional[0], parse_rearrange(positional[1].info["text"]))  # ``"b (w n) r -> b w n r"`` keeps ``r``
-                return self._new("reshape", [*positional, *keywords.values()], node, kept, info={"qualified": name, "swap": how[1]})
+                groups = parse_rearrange(positional[1].info["text"])  # ``"b (w n) r -> b w n r"`` keeps ``r``; ``"(b w) ..."`` merged back is ``b w``'s axis
+                return self._new("reshape", [*positional, *keywords.values()], node, rearranged_axes(positional[0], groups), len(groups[1]) if groups else None, {"qualified": name, "swap": how[1]})
         if name.startswith("einops."):
             return self._new("reshape", [*positional, *keywords.values()], node, info={"qualified": name})
         if name in LIKE and positional:  # ``torch.zeros_like(s)``: a fresh tensor of s's layout; no read of its values
