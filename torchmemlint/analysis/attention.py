@@ -542,8 +542,8 @@ class _Question:
                 continue  # ``return out, scores``, ``self.kept = scores.detach()``
             elif self._sibling(consumer) or self._other_arm(consumer) or self._apart(consumer) or self._flagged(value, consumer):
                 continue
-            elif consumer.inputs and consumer.inputs[0] is value and consumer.info.get("method") and unread(self.graph, consumer):
-                continue  # ``s.mask_fill(m, v)`` alone on its line: a method of the scores whose result nothing takes
+            elif consumer.inputs and consumer.inputs[0] is value and (consumer.info.get("method") or consumer.op == "fill" and not consumer.info["inplace"]) and unread(self.graph, consumer):
+                continue  # ``s.mask_fill(m, v)``, ``s.masked_fill(m, v)`` alone on its line: a method of the scores whose result nothing takes
             elif not self._alternative(consumer, 8):
                 return True
         return False

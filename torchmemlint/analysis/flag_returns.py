@@ -11,7 +11,7 @@ it. Every such statement must be in the arm of an ``if`` that runs only while th
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
@@ -142,15 +142,21 @@ def _dropped(analysis: Any, function: cst.FunctionDef, position: int, depth: int
     index = analysis.index
     if function.name.value == "forward" and depth <= _DEPTH:
         graph = analysis.values(function)
-        calls = forward_calls(graph, function) if graph.classdef is not None else None
-        if not calls or any(not args for args, _ in calls):
+        own = forward_calls(graph, function) if graph.classdef is not None else None
+        if own is None:
             return False
+        calls = [(analysis, args) for args, _ in own]
         if analysis.links is not None and analysis.links.may_name(graph.classdef.name.value):
-            return False  # (another file may build it and keep what it returns)
-        for args, _ in calls:
-            call = index.above(args[0])  # (the Arg's Call)
-            here = index.find(call) if type(call) is cst.Call else None
-            if here is None or not _drops(index, here, position, analysis, depth):
+            elsewhere = _calls_elsewhere(analysis, graph.classdef.name.value)
+            if elsewhere is None:
+                return False  # (another file may build it and keep what it returns)
+            calls += elsewhere
+        if not calls or any(not args for _, args in calls):
+            return False
+        for theirs, args in calls:
+            call = theirs.index.above(args[0])  # (the Arg's Call)
+            here = theirs.index.find(call) if type(call) is cst.Call else None
+            if here is None or not _drops(theirs.index, here, position, theirs, depth):
                 return False
         return True
     params = [*function.params.posonly_params, *function.params.params]
@@ -182,6 +188,26 @@ def _dropped(analysis: Any, function: cst.FunctionDef, position: int, depth: int
 
 
 _DEPTH = 4  # how many callers up weights handed on by ``return x, attn`` are followed
+
+
+def _calls_elsewhere(analysis: Any, name: str) -> Optional[List[Tuple[Any, Sequence[cst.Arg]]]]:
+    """The calls of the module class ``name``'s instances in the project files that import it
+    by name (``from DeepSecE.module import TransformerLayer``; ``for layer in self.layers: x,
+    attn = layer(x)``), each with that file's analysis; None when a file may name it otherwise
+    (a module import, a star), or builds none (a re-export: its own importers are not read)."""
+    from torchmemlint.analysis.forward_calls import instance_calls  # (as ``forward_calls`` above)
+
+    importing = analysis.links.importing(name)
+    if not importing:
+        return None
+    found: List[Tuple[Any, Sequence[cst.Arg]]] = []
+    for theirs, names in importing:
+        for local in names:
+            calls = instance_calls(theirs, local)
+            if not calls:
+                return None
+            found.extend((theirs, args) for args, _ in calls)
+    return found
 
 
 def _held_by_self(index: Any, name: str) -> Optional[set]:
@@ -250,6 +276,8 @@ def _handed_on(analysis: Any, here: int, target: cst.Name, depth: int) -> bool:
             spot = [element.value for element in outer.elements].index(node)
             if _dropped(analysis, function, spot, depth + 1):  # type: ignore[arg-type]
                 continue
+            if _flag_test(analysis.values(function), outer) is not None:
+                continue  # ``if self.return_attn: return logits, attn`` with ``return_attn=False``
         return False
     return True
 

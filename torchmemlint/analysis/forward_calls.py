@@ -50,14 +50,26 @@ def forward_calls(graph: Any, function: cst.FunctionDef) -> Optional[List[Tuple[
     name = classdef.name.value
     if analysis.callables.classes.get(name) is not classdef:
         return None
-    nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]] = []
-    _collect(analysis.module, classdef, None, nodes)
     own = _own_calls(classdef, name)
     if own is None:
         return None  # the class names itself in its body (a child of its kind, ``type(self)(...)``)
-    references = sum(1 for node, where in nodes if type(node) is cst.Name and node.value == name and not _typed(analysis.index, node, where))
+    calls = instance_calls(analysis, name, classdef)
+    return None if calls is None else [*calls, *own]
+
+
+def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None) -> Optional[List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]]:
+    """The calls in the file of ``analysis`` of the instances of the class it knows as ``name``
+    (defined there: ``skip``, whose body is not read; or imported by that name, ``from .module
+    import TransformerLayer``), as the module doc says; [] when the file never builds or names
+    it; None when they are not known."""
+    nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]] = []
+    _collect(analysis.module, skip, None, nodes)
+    references = sum(
+        1 for node, where in nodes
+        if type(node) is cst.Name and node.value == name and not _typed(analysis.index, node, where) and type(analysis.index.above(node)) is not cst.ImportAlias
+    )
     if not references:
-        return own  # never built, subclassed or named in its file: its other calls are other files'
+        return []  # never built, subclassed or named in the file: its other calls are other files'
     holders: Set[str] = set()
     lists: Set[str] = set()  # ``self.layers``, into which a local instance is put (``ModuleList([attn, ff])``)
     built: Set[str] = set()  # ``self.layer = nn.ModuleList([Cls(c) for _ in range(n)])`` (``built_lists.py``)
@@ -101,7 +113,7 @@ def forward_calls(graph: Any, function: cst.FunctionDef) -> Optional[List[Tuple[
     if built and (elements := element_calls(analysis, nodes, built, builds)) is None:
         return None
     calls += elements if built else []
-    return [*calls, *own]
+    return calls
 
 
 def _passed(function: cst.FunctionDef, param: cst.Param, calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]) -> Optional[Passed]:
@@ -121,7 +133,7 @@ def _passed(function: cst.FunctionDef, param: cst.Param, calls: List[Tuple[Seque
     return found
 
 
-def _collect(node: cst.CSTNode, skip: cst.ClassDef, function: Optional[cst.FunctionDef], out: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]]) -> None:
+def _collect(node: cst.CSTNode, skip: Optional[cst.ClassDef], function: Optional[cst.FunctionDef], out: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]]) -> None:
     """Every node of ``node`` but ``skip``'s, with the function it is in."""
     for child in node.children:
         if child is skip:
