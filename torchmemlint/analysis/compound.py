@@ -13,7 +13,8 @@
 - ``x.exp()``/``torch.exp(x)`` is ``exp``, and an ``exp`` divided by its own sum over one axis
   (``e / e.sum(-1, keepdim=True)``, also through ``.detach()``/casts of either) is the
   ``softmax`` over that axis of what ``exp`` took (``written_softmax``; ``info["parts"]``: the
-  ``exp`` and the sum, which only compute it): a softmax written out, as assignments do;
+  ``exp`` and the sum, which only compute it): a softmax written out, as assignments do; so is
+  the ``exp`` of a ``log_softmax`` (``F.log_softmax(s, dim=-1).exp()``);
 - ``torch.nan_to_num(w)``, ``s.clamp(min=-50)``, ``torch.clip``, and the pointwise functions of
   one tensor (``torch.sigmoid(k)``, ``k.abs()``, ``F.logsigmoid(k)``) change values one by one and
   keep the axes: a step whose shape is its input's (a ``helper`` noted ``elementwise``: the
@@ -56,7 +57,7 @@ def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positio
     if name in REDUCTIONS:
         return _reduction(graph, name, node, operands, {ALIASES.get(k, k): v for k, v in keywords.items()})
     if name == "exp" and len(operands) == 1 and not keywords:
-        return graph._same("exp", operands[0], node)
+        return _exp(graph, operands[0], node)
     if name == "where":
         return _where(graph, node, operands, arguments, keywords, receiver is not None)
     if (name in ELEMENTWISE and operands) or (name in UNARY and len(operands) == 1 and not keywords):
@@ -92,6 +93,35 @@ def written_softmax(graph: Any, numerator: Any, denominator: Any, node: cst.CSTN
     source = exponential.inputs[0]
     return graph._same("softmax", source, node, [denominator], dim=None, axis=axis, extra=[], parts=(exponential, *steps),
                        written=True, epsilon=epsilon)
+
+
+LOG_SOFTMAX = frozenset({"torch.nn.functional.log_softmax", "torch.log_softmax", "torch.special.log_softmax"})
+
+
+def _exp(graph: Any, operand: Any, node: cst.Call) -> Any:
+    """``x.exp()``; of a ``log_softmax`` over one axis given as a literal (``F.log_softmax(s,
+    dim=-1).exp()``, ``torch.exp(s.log_softmax(-1))``, nothing else passed), the ``softmax`` of
+    ``s`` over that axis, written out (``info["parts"]``: the ``log_softmax``, which only
+    computes it)."""
+    call = operand.node
+    if operand.op in ("call", "layer") and type(call) is cst.Call and operand.inputs and operand.function is graph.function:
+        method = operand.info.get("method") == "log_softmax"
+        layer = operand.info.get("layer")  # (``F.log_softmax``, which the resolver reads as a functional layer)
+        if method or (layer.qualified if layer is not None else operand.info.get("qualified")) in LOG_SOFTMAX:
+            args = call.args if method else call.args[1:]
+            dim = _literal_dim(args)
+            source = operand.inputs[0]
+            if dim is not None:
+                return graph._same("softmax", source, node, dim=dim, axis=source.axis(dim), extra=[], parts=(operand,), written=True)
+    return graph._same("exp", operand, node)
+
+
+def _literal_dim(args: Any) -> Optional[int]:
+    """The axis of ``args`` (what follows the tensor): one literal integer, by position or as ``dim=``."""
+    if len(args) != 1 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "dim"):
+        return None
+    number = literal_number(args[0].value)
+    return int(number) if isinstance(number, (int, float)) and number == int(number) else None
 
 
 def _number(value: Optional[Any]) -> Optional[float]:
