@@ -51,7 +51,10 @@ class EagerAttention(Rule):
       tests/test_attention_held_out14.py); `k` transposed in the product
       or earlier (`transpose`, `permute`, `.mT`, an `einops.rearrange` that reorders axes:
       `rearrange(w, "b i j -> b j i")`), `v` on either side (`bmm(v, w.permute(0, 2, 1))`),
-      q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`); the feature axis
+      q and k rearranged from a channel-first map (`"b c h w -> b (h w) c"`), the scores split
+      and merged back by two rearranges (Swin's window mask, `"(b nw) h i j -> b nw h i j"`
+      then `"b nw h i j -> (b nw) h i j"`: reported without a fix,
+      tests/test_attention_split_axes.py); the feature axis
       followed through `reshape`/`permute`/`.contiguous()` to where each operand was made, so
       `k` projected straight to (b, h, d, s) (`.reshape(b, s, h, -1).permute(0, 2, 3, 1)`) and
       a channel-first key (B, C, N) used as it is count, and so do q and k both made by layers
@@ -86,7 +89,8 @@ class EagerAttention(Rule):
       keepdim=True))`, `e / e.sum(-1, keepdim=True)`; in a same-file `softmax` helper it is
       reported without a fix; with a small constant added to the sum, `e / (e.sum(-1,
       keepdim=True) + 1e-6)`, also without a fix: SDPA adds nothing,
-      tests/test_attention_stable_softmax.py); through elementwise steps that keep the axes,
+      tests/test_attention_stable_softmax.py); the `exp` of a `log_softmax` over the keys
+      (`F.log_softmax(s, dim=-1).exp()`, tests/test_attention_log_softmax.py); through elementwise steps that keep the axes,
       `torch.nan_to_num(softmax(s))`, `.clamp(min=...)`, `torch.clip` (reported without a fix:
       SDPA does not run them, tests/test_attention_elementwise_steps.py); a `softmax(x, dim)` helper imported from another file of the
       project (`from .utils import softmax`, also by absolute name from the file's own package,
@@ -130,7 +134,9 @@ class EagerAttention(Rule):
     which drops them (`x, _ = attention(q, k, v)`, `attention(...)[0]`; no other file imports it;
     also a module's `forward`, through the attributes holding its instances, and weights handed
     up by callers that return them to callers that drop them or keep them only under `if not
-    self.training:`, HTSAT-style Swin layers, tests/test_attention_dropped_by_callers.py), or stored only behind such a flag (BLIP's `if
+    self.training:`, HTSAT-style Swin layers, tests/test_attention_dropped_by_callers.py; callers
+    in the package's files that import the class by name count, and a caller returning them
+    only behind a flag off by default drops them, tests/test_attention_dropped_across_files.py), or stored only behind such a flag (BLIP's `if
     is_cross_attention and self.save_attention: self.save_attention_map(attention_probs)`,
     tests/test_attention_kept_behind_flag.py), or set to `None` unless the flag is set (`if not
     output_attentions: attn_weights = None`), are not kept by default: reported without a fix

@@ -75,7 +75,12 @@ TML501_DOCUMENTATION = """
     model(x_val); ...; model.train()` in the epoch loop), whose graph and saved activations stay
     alive, bound to its output, into the next epoch's training, or after the step of a function
     that trains one epoch per call (the step's backward, then `model.eval(); output =
-    model(x)` for the validation metrics) (the same test file).
+    model(x)` for the validation metrics) (the same test file). Without any `.eval()`, a loop
+    over held-out data (`validation_loader`, `testloader`, `x_test`: a name of its `for` clauses)
+    that comes after every training call of the function (`main()` trains, then reports test
+    accuracy from `torch.max(outputs, 1)[1].numpy()`) is evaluation code when the outputs only
+    reach the ends below; the fix wraps that loop, not the function
+    (`analysis/held_out_loops.py`, tests/test_tml501_held_out_loops.py).
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
     `self.<x>` that the class binds to a module instance, or to a parameter annotated as a
