@@ -14,7 +14,6 @@ import libcst as cst
 from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
 from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
-from torchmemlint.analysis.held_out_loops import held_out_loop
 from torchmemlint.analysis.module_annotations import moved_itself, returns_module
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
@@ -653,10 +652,10 @@ def _self_name(facts: ScopeFacts) -> Optional[str]:
     return function.params.params[0].name.value
 
 
-def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysis) -> Optional[Reach]:
+def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysis, held_out: bool = False) -> Optional[Reach]:
     """Where the output of a module called where nothing says "evaluation" goes, when TML501
     may report it: in a function (not ``__init__``, not a test) that never backpropagates
-    (or in a loop over held-out data after it trains: ``held_out_loops``),
+    (``held_out``: or in a loop over held-out data after it trains, ``held_out_loops``),
     with autograd on and not switched by its callers, the model neither borrowed nor put back
     in training mode, and no caller training through hooks; None otherwise, or when the
     output reaches something besides sinks (``analysis``: the ``FileAnalysis``)."""
@@ -664,7 +663,7 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     function = scope.function
     if function is None or scope.name == "__init__" or test_suite_function(scope) or _unfinished_training_step(facts):
         return None
-    if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or (facts.training_calls and held_out_loop(facts, event) is None):
+    if event.ctx.no_grad or facts.grad_controlled(event.seq) or scope.grad_work or (facts.training_calls and not held_out):
         return None
     root = callee.rpartition(".")[0]
     if borrowed_model(facts, callee, event.ctx.iterating) or (

@@ -121,7 +121,7 @@ def _literal_dim(args: Any) -> Optional[int]:
     if len(args) != 1 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "dim"):
         return None
     number = literal_number(args[0].value)
-    return int(number) if isinstance(number, (int, float)) and number == int(number) else None
+    return int(number) if number is not None and number == int(number) else None
 
 
 def _number(value: Optional[Any]) -> Optional[float]:

@@ -491,7 +491,8 @@ class _Checks:
         counts only when the code detaches its output on the way to the sinks."""
         if self.analysis is None or id(event.node) in self.findings[EVAL_WITHOUT_NO_GRAD] or loss_module(self.facts, callee):
             return  # (a loss: what made its inputs is the call to judge)
-        reach = only_sinks_reached(self.facts, event, callee, self.analysis)
+        loop = held_out_loop(self.facts, event)  # (in a function that trains: the loop over held-out data after it)
+        reach = only_sinks_reached(self.facts, event, callee, self.analysis, held_out=loop is not None)
         if reach is None or reach.attached_numpy or (detached and not any(sink in DETACHING for sink in reach.sinks)):
             return
         # asked last: it reads every module of the project that imports this one
@@ -499,7 +500,6 @@ class _Checks:
             module_method(self.facts) and (called_in_project(self.facts) or callers_elsewhere(self.facts))
         ):
             return  # the forward runs it, or a file importing the class calls it (under its own autograd mode)
-        loop = held_out_loop(self.facts, event)  # (in a function that trains: the loop over held-out data after it)
         shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
         message = (
             f"{shown} is called with autograd on in `{self.scope.name}()`. {'That loop comes after the training and never' if loop else 'That function never'} "
