@@ -229,6 +229,49 @@ def test_zero_grad_wrapper_passing_on_a_false_default(tmp_path):
     assert found == [(11, None), (24, None)]
 
 
+ZERO_GRAD_CONTAINERS = """\
+from typing import Dict
+
+import torch
+
+
+class Container:
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+
+    def zero_grad(self, set_to_none: bool = False, force: bool = False):
+        if force:
+            return
+        self.optimizer.zero_grad(set_to_none)
+
+
+class Wrapper:
+    models: Dict[str, Container] = {}
+
+    def zero_grad(self, keys=None, set_to_none: bool = False, force: bool = False):
+        if keys:
+            self.models[keys].zero_grad(set_to_none, force)
+            for key in keys:
+                self.models[key].zero_grad(set_to_none=set_to_none, force=force)
+        else:
+            for container in self.models.values():
+                container.zero_grad(set_to_none, force)
+            for container in self.models.values():
+                container.zero_grad(set_to_none)
+"""
+
+
+@pytest.mark.slow
+def test_zero_grad_handed_to_a_project_method_is_not_the_site(tmp_path):
+    path = tmp_path / "optimizers.py"
+    path.write_text(ZERO_GRAD_CONTAINERS)
+    findings, run = _findings("TML704", path)
+    # the torch call the value reaches (row 13) is the site; calls with a second argument
+    # cannot be torch's zero_grad(set_to_none) (the project's own Container.zero_grad); a
+    # one-argument call still could be (row 28)
+    assert sorted(f["location"]["row"] for f in findings) == [13, 28]
+
+
 MMENGINE_WRAPPERS = """\
 import torch
 import mmengine.model as mm_model

@@ -262,6 +262,8 @@ class DistributedFacts:
             if call.attr != "zero_grad":
                 continue
             node = call.node
+            if not _may_be_torch_zero_grad(node):
+                continue
             arg = argument(node, 0, "set_to_none")
             if arg is not None:
                 value = arg.value
@@ -282,6 +284,17 @@ def distributed_facts(context) -> DistributedFacts:
     return context.shared(
         "distributed-facts", lambda: DistributedFacts(context.module, context.analysis.scopes)
     )
+
+
+def _may_be_torch_zero_grad(node: cst.Call) -> bool:
+    """Whether the call fits the signature of torch's ``zero_grad(set_to_none=True)`` (the
+    optimizer's and the module's alike): one argument at most, by position or as
+    ``set_to_none``. ``self.models[k].zero_grad(set_to_none, force)`` is a project's own method,
+    which hands the value on to a torch call the rule sees there."""
+    named = [arg for arg in node.args if not arg.star]
+    if len(named) > 1:
+        return False
+    return all(arg.keyword is None or arg.keyword.value == "set_to_none" for arg in named)
 
 
 def _parameter_default(scope: Scope, value: cst.BaseExpression) -> Optional[cst.BaseExpression]:

@@ -310,7 +310,9 @@ class ZeroGradKeepsGradients(Rule):
     Flags `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)`
     (also `zero_grad(False)`, the keyword spread from a dict built beside the call, and a
     method's own parameter passed on, `def zero_grad(self, set_to_none=False): ...
-    opt.zero_grad(set_to_none=set_to_none)`, whose default is False).
+    opt.zero_grad(set_to_none=set_to_none)`, whose default is False). A call with a second
+    argument (`self.containers[k].zero_grad(set_to_none, force)`) is a project's own method,
+    not torch's `zero_grad(set_to_none=True)`: the torch call it hands the value to is the site.
 
     ## Why is this bad?
     With `set_to_none=False` every gradient stays allocated, filled with zeros, through the
