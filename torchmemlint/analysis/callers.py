@@ -545,7 +545,7 @@ def trained_through_hooks(facts: ScopeFacts, text: str) -> bool:
     return False
 
 
-def _helper_of(facts: ScopeFacts, analysis) -> "Callable[[cst.Call], Optional[Helper]]":
+def helper_of(facts: ScopeFacts, analysis) -> "Callable[[cst.Call], Optional[Helper]]":
     """What a call runs when it is a function of this file (``postprocess(out)``) or a method
     of the scope's class called on ``self`` (``self._apply_activate(fake)``)."""
     functions = {
@@ -606,7 +606,7 @@ def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow, analysis=
     """Where the output of the module call ``event`` goes in its function (``SinkFollower``);
     another call of a module passes it on (an encoder's output to the decoder), and so does a
     loss computed from it. With ``analysis`` (the ``FileAnalysis``), a function of the file or
-    a method on ``self`` the output is passed to is followed (``_helper_of``)."""
+    a method on ``self`` the output is passed to is followed (``helper_of``)."""
     by_node = {id(call.node): call for call in facts.scope.calls}
     local = {scope.name for scope in facts.walk.scopes if scope.function is not None}
 
@@ -619,7 +619,7 @@ def output_only_sinks(facts: ScopeFacts, event: CallEvent, flow: Flow, analysis=
     statement = event.ctx.chain[-1].statement if event.ctx.chain else None
     if statement is None:
         return Reach(escape="not in a statement")
-    helper = None if analysis is None else _helper_of(facts, analysis)
+    helper = None if analysis is None else helper_of(facts, analysis)
     return SinkFollower(flow, facts.bindings.qualify, is_module_call, local, helper).reach(event.node, statement)
 
 

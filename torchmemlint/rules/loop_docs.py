@@ -50,7 +50,10 @@ TML501_DOCUMENTATION = """
     runs on `self`), one of its own module classes or of a project file it imports (directly
     or through others), is left alone: under `torch.no_grad()` the energy carries no graph and
     `autograd.grad` raises (`analysis/gradient_models.py`, tests/test_tml501_gradient_models.py;
-    a critic's gradient-penalty method that `forward` does not run is no such model).
+    a critic's gradient-penalty method that `forward` does not run is no such model). So is a
+    call whose output the code differentiates after it: `eps = strain(model(x), x)`, a helper
+    of the file or of another project file whose body runs `torch.autograd.grad` on that
+    parameter (`analysis/differentiated_outputs.py`, tests/test_tml501_differentiated_outputs.py).
 
     The model is what the code `.eval()`s or `.train()`s (also an item of a container whose
     items a loop switched: `for net in networks.values(): net.eval()`, then `netC =

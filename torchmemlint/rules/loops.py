@@ -29,7 +29,7 @@ from torchmemlint.analysis.step_hooks import kept_across_steps, returned_as_loss
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
-from torchmemlint.analysis.gradient_models import evaluates_gradient_model
+from torchmemlint.analysis.differentiated_outputs import gradients_wanted
 from torchmemlint.analysis.model_helpers import helper_run_model
 from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, held_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
@@ -520,8 +520,8 @@ class _Checks:
         under the same loop or function (``target``: the statement to wrap, None: decorate the
         function) gets the same fix, which the fixer applies once."""
         key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
-        if self._behind_flag(event) or evaluates_gradient_model(self.analysis):
-            return  # in an arm that runs only when a caller changes a flag from its default; a potential's forces need autograd
+        if self._behind_flag(event) or gradients_wanted(self.facts, event, self.analysis):
+            return  # in an arm that runs only when a caller changes a flag from its default; a potential's forces, a differentiated output need autograd
         if self.facts.loss_call(event.node) is None and (self.facts.is_model(event.func) or not self.facts.model_part(event.node)):
             self.reported.add(id(event.node))
         else:  # a loss, or a method or part of the model (`model.crf(feats, masks)`): judged at the end
