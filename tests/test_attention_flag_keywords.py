@@ -5,8 +5,10 @@ default other than None is a flag, never a second tensor: the call keeps its inp
 same call without the flag does, and the eager attention around it is reported (without a fix:
 SDPA does not take the file's dropout).
 
-Look-alikes stay quiet: the held layer given a keyword whose default is None (a mask: a second
-tensor), and the weights stored beside the product (they escape: the user wants them).
+The held layer given a keyword whose default is None (a mask: a second tensor) is no flag: its
+``forward`` is run with the mask (``attribute_calls._held_module_call``), and ``x * mask`` keeps
+the weights' axes, as the same product written inline does: reported, without a fix. The
+weights stored beside the product stay quiet (they escape: the user wants them).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ CASES: Dict[str, str] = {
                 q, k, v = self.q_proj(query), self.k_proj(key_value), self.v_proj(key_value)
                 weights = torch.softmax(torch.matmul(q, k.transpose(-2, -1)), dim=-1)
                 weights = self.masked(weights, mask=mask)
-                return torch.matmul(weights, v)
+                return torch.matmul(weights, v)  # expect: TML601 fix=none
     ''',
 }
 

@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.axes import joined
-from torchmemlint.analysis.helper_runs import BASE_DEPTH, file_bases, foreign_method
+from torchmemlint.analysis.axes import joined, tensorish
+from torchmemlint.analysis.helper_runs import BASE_DEPTH, file_bases, foreign_method, run_helper
 
 PARTIAL = "functools.partial"
 
@@ -41,11 +41,38 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
         parts = _inherited_parts(file, graph.classdef, name, 0)
     if parts is not None and len(positional) == 1 and (not keywords or _flags_only(file, parts, keywords)):
         return graph._layers(parts, positional[0], node, name)
+    if graph.classdef is not None and (positional or keywords) and (held := _held_module_call(graph, name, node, positional, keywords)) is not None:
+        return held  # ``self.make_causal(attn, q, k)``: the forward of the file's class it holds
     if graph.classdef is not None and (positional or keywords) and (found := foreign_method(file, graph.classdef, name)) is not None:
         return graph._helper(found[2], node, positional, keywords, bound_self=True, foreign=found[:2])  # a base class of another file's
     if tensorish and not keywords:  # a submodule the file does not show
         return graph._same("module", positional[0], node, [], assumed=True, attribute=name)
     return None
+
+
+def _held_module_call(graph: Any, name: str, node: cst.Call, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
+    """``self.<name>(attn, q, k)`` where ``__init__`` assigns ``self.<name>`` an instance of a
+    class of this file (or, in the arms of an ``if``/``else``, one of several: ``Causal(...)`` or
+    ``NonCausal()``): each class's ``forward`` run with the arguments, its own ``self``; a
+    ``join`` of them. None when any assignment is something else."""
+    file = graph.file
+    model = file.analysis.class_model(graph.classdef)
+    found = model.assignments.get(name, [])
+    if not found or len(found) > 2 or (len(found) > 1 and not model.exclusive_assignments(name)):
+        return None
+    runs = []
+    for assignment in found:
+        value = assignment.value
+        made = value.func if type(value) is cst.Call else None
+        classdef = file._classes.get(made.value) if type(made) is cst.Name and file.bindings.qualify(made) is None else None
+        forward = file.method(classdef, "forward", inherited=True) if classdef is not None else None
+        if forward is None or classdef is graph.classdef:
+            return None
+        runs.append(run_helper(graph, forward, node, positional, keywords, True, bool(positional) and tensorish(positional[0]), owner=classdef))
+    if len(runs) == 1:
+        return runs[0]
+    axes, rank = joined(runs)
+    return graph._new("join", runs, node, axes, rank)
 
 
 def _inherited_parts(file: Any, classdef: cst.ClassDef, name: str, depth: int) -> Optional[List[Any]]:

@@ -189,3 +189,11 @@ def implicit_softmax_dim(rank: Optional[int]) -> Optional[int]:
     axes (torch's legacy choice, ``_get_softmax_dim``): 0 for 0-, 1- and 3-D input, else 1; None
     when the rank is unknown."""
     return None if rank is None else 0 if rank in (0, 1, 3) else 1
+
+
+def tensorish(value: Any) -> bool:
+    """Whether a value of the value graph may be a tensor (not a size, a constant, a module's
+    attribute or a dtype's limits)."""
+    if value.op in ("element", "index") and value.inputs and value.inputs[0].op == "meta":
+        return False  # ``B, L, E = x.shape``, ``x.shape[-1]``: sizes
+    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")

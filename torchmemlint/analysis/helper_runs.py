@@ -22,10 +22,11 @@ HELPER_NODES = 600
 BASE_DEPTH = 4
 
 
-def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool, foreign: Optional[Tuple[Any, cst.ClassDef]] = None) -> Any:
+def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool, foreign: Optional[Tuple[Any, cst.ClassDef]] = None, owner: Optional[cst.ClassDef] = None) -> Any:
     """``helper`` run from ``graph`` (a ``values.FunctionValues``) with its arguments bound
     (``tensor_first``: the first is a tensor, not a size or a constant; ``foreign``: a method
-    of another file's class, ``(that file's FileValues, the class)``, from ``foreign_method``)."""
+    of another file's class, ``(that file's FileValues, the class)``, from ``foreign_method``;
+    ``owner``: the class of this file whose method it is, when not the graph's own)."""
     params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
     if bound_self:
         params = params[1:]
@@ -34,7 +35,7 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
         return graph._new("call", everything, node, info={"helper": helper})
     bound = dict(zip(params, positional))
     bound.update(keywords)
-    file, classdef = foreign if foreign is not None else (graph.file, graph.classdef if bound_self else None)
+    file, classdef = foreign if foreign is not None else (graph.file, owner or (graph.classdef if bound_self else None))
     start = len(graph.uses)
     inner = type(graph)(file, helper, classdef, bound, graph.depth + 1, graph.uses)
     graph.uses[start:] = [u._replace(statement=graph._statement) if u.statement is not None else u for u in graph.uses[start:]]  # (sinks at the call)

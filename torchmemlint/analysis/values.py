@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
-from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, squeezed
+from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, squeezed, tensorish as _tensorish
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque, starred_arguments
@@ -788,12 +788,6 @@ MM_SPECS = (("i", "c"), ("c", "j"), ("i", "j"))  # ``torch.mm``: two matrices
 
 def _statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     return suite.body if type(suite) is cst.IndentedBlock else [suite]  # type: ignore[return-value]
-
-
-def _tensorish(value: Value) -> bool:
-    if value.op in ("element", "index") and value.inputs and value.inputs[0].op == "meta":
-        return False  # ``B, L, E = x.shape``, ``x.shape[-1]``: sizes
-    return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
 
 
 def _int(value: Optional[Value]) -> Optional[int]:
