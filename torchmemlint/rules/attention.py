@@ -98,7 +98,10 @@ class EagerAttention(Rule):
       without a fix; the result cache keys the finding by that file); a method a base class
       of another project file defines (`self._softmax_dropout_pattern(scores)` of
       `from .attention import AttentionBridge`, through re-exports and a chain of bases), run
-      there (reported without a fix: the fix edits only this file);
+      there (reported without a fix: the fix edits only this file); a module of the file
+      held by an attribute and called with the scores and more (`self.make_causal(attn, q,
+      k)`, `Causal(...)` or `NonCausal()` by an `if` in `__init__`), its `forward` run with
+      them (reported without a fix, tests/test_attention_held_modules.py);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
       (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
       module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
