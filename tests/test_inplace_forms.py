@@ -1,7 +1,7 @@
 """TML201 on the forms vocoder, GAN and detection code writes its layers in: a convolution
 reached through a module list (iterated, indexed, zipped, enumerated; the list a display, a
 comprehension, filled by ``append``/``extend``), a layer wrapped by ``weight_norm`` /
-``spectral_norm`` (``torch.nn.utils`` and its ``parametrizations``), an activation built by
+``spectral_norm`` (``torch.nn.utils`` and its ``parametrizations``, also ``orthogonal``), an activation built by
 name (``getattr(torch.nn, name)(**params)`` with string and dict defaults, ``ACTS[name](...)``)
 and a functional alias (``act = F.leaky_relu``). Look-alikes stay quiet: a list that mixes
 convolutions with other layers, an input also read by a residual, a wrapped Linear whose
@@ -158,6 +158,26 @@ CASES: Dict[str, str] = {
                     x = F.leaky_relu(conv(x), 0.2)  # expect: TML201
                 h = self.fc(x)
                 return F.leaky_relu(h, 0.2) * h, y  # h is read again
+    ''',
+    # transject: a Linear given an orthogonal weight (``parametrizations.orthogonal`` returns
+    # the module it is given); the look-alike reads the Linear's output again
+    "orthogonal": '''
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.nn.utils.parametrizations import orthogonal
+
+
+        class OrthogonalFeedForward(nn.Module):
+            def __init__(self, d_model):
+                super().__init__()
+                self.linear_1 = orthogonal(nn.Linear(d_model, d_model))
+                self.linear_2 = torch.nn.utils.parametrizations.orthogonal(nn.Linear(d_model, d_model))
+
+            def forward(self, x):
+                h = self.linear_1(x)
+                x = F.elu(h) + h
+                return F.elu(self.linear_2(x))  # expect: TML201
     ''',
     # ParallelWaveGAN / MelGAN: the activation is named by a constructor argument
     "by_name": '''

@@ -3,7 +3,8 @@
 ``__init__`` builds into ``self.<name>`` (``nn.ModuleList([...])``, a list display, a
 comprehension, a local list filled by ``append``/``extend``/``+=``, ``self.<name>.append``);
 the value of calling one of its elements is "a call of one of its element kinds". Layers
-wrapped by ``weight_norm``/``spectral_norm`` (``torch.nn.utils`` and its ``parametrizations``)
+wrapped by ``weight_norm``/``spectral_norm`` (``torch.nn.utils`` and its ``parametrizations``,
+whose ``orthogonal`` returns its module too)
 are the layer they wrap."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ WRAPPERS = frozenset(
     f"torch.nn.utils.{place}{name}"
     for place in ("", "parametrizations.", "weight_norm.", "spectral_norm.")
     for name in ("weight_norm", "spectral_norm")
-)
+) | {"torch.nn.utils.parametrizations.orthogonal"}
 _LISTS = frozenset({"torch.nn.ModuleList"})
 MODULE_DICT = "torch.nn.ModuleDict"  # its values, read by key: ``self.heads[name](x)``
 SEQUENTIAL = "torch.nn.Sequential"
