@@ -4,8 +4,7 @@
 comprehension, a local list filled by ``append``/``extend``/``+=``, ``self.<name>.append``);
 the value of calling one of its elements is "a call of one of its element kinds". Layers
 wrapped by ``weight_norm``/``spectral_norm`` (``torch.nn.utils`` and its ``parametrizations``,
-whose ``orthogonal`` returns its module too)
-are the layer they wrap."""
+whose ``orthogonal`` returns its module too) are the layer they wrap."""
 
 from __future__ import annotations
 
