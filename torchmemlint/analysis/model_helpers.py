@@ -5,7 +5,9 @@ is left to its callers: ``callers.borrowed_model``), when the helper trains noth
 autograd as its caller has it, and
 
 - takes the model as a parameter and calls it (``self.ddpm_step(model, x, t)``, guided
-  diffusion's ``p_sample(model, x, t)``), or
+  diffusion's ``p_sample(model, x, t)``), or hands it to a library function that runs it
+  (``LIBRARY_RUNNERS``: monai's ``sliding_window_inference(image, roi, n, predictor=model)``,
+  which is itself such a run of the model where the code calls it), or
 - is a method that runs a module its class holds and returns what the module made, with its
   graph (``def _encode_decode(self, cover): generated = self.encoder(cover, payload); decoded =
   self.decoder(generated); return generated, payload, decoded``, called from a validation loop):
@@ -30,6 +32,36 @@ from torchmemlint.analysis.training import ScopeFacts, is_eval_name
 from torchmemlint.tree import nodes_of
 
 
+# Library functions that run a module handed to them: qualified name -> (position among the
+# positional arguments, keyword) of the module. monai's sliding-window inference runs the
+# predictor on every window and stitches the outputs: with autograd on, every window's graph
+# stays alive through the stitched result (``tests/test_tml501_library_runners.py``).
+LIBRARY_RUNNERS = {
+    "monai.inferers.sliding_window_inference": (3, "predictor"),
+    "monai.inferers.utils.sliding_window_inference": (3, "predictor"),
+}
+
+
+def library_run(facts: ScopeFacts, call: CallEvent) -> Optional[str]:
+    """The module a library function of ``LIBRARY_RUNNERS`` runs at ``call``, when the code
+    names it plainly (a name the function sees as a model, or ``model``-like); None otherwise."""
+    name = _handed_to_runner(facts, call)
+    return name if name is not None and facts.is_model(name) else None
+
+
+def _handed_to_runner(facts: ScopeFacts, call: CallEvent) -> Optional[str]:
+    func = call.node.func
+    spec = LIBRARY_RUNNERS.get(facts.bindings.qualify(func) or "") if type(func) in (cst.Name, cst.Attribute) else None
+    if spec is None or any(arg.star for arg in call.node.args):
+        return None
+    position, keyword = spec
+    positional = [arg for arg in call.node.args if arg.keyword is None]
+    arg = next((a for a in call.node.args if a.keyword is not None and a.keyword.value == keyword), None)
+    if arg is None and position < len(positional):
+        arg = positional[position]
+    return arg.value.value if arg is not None and type(arg.value) is cst.Name else None
+
+
 def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     """The model ``event`` runs through a helper of the file: ``self.ddpm_step(model, x, t)``
     (or ``p_sample(model, x, t)``) where the method (function) takes it as a parameter and calls
@@ -41,6 +73,8 @@ def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     func = event.func
     if func is None or any(arg.star for arg in event.node.args):
         return None
+    if (run := library_run(facts, event)) is not None:
+        return run
     name = func[5:] if func.startswith("self.") else func
     if "." in name or not name:
         return None
@@ -59,7 +93,10 @@ def helper_run_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
             param = next((p for p in params if p.name.value == keyword), None) if keyword else (params[position] if position < len(params) else None)
             if param is None or type(arg.value) is not cst.Name or not facts.is_model(arg.value.value):
                 continue
-            runs = [call for call in scope.calls if call.func in (param.name.value, param.name.value + ".forward")]
+            runs = [
+                call for call in scope.calls
+                if call.func in (param.name.value, param.name.value + ".forward") or _handed_to_runner(facts, call) == param.name.value
+            ]
             trains = any(call.attr in _TRAINING_CALLS for call in scope.calls)
             if any(call.ctx.loops for call in runs):
                 return None  # (a helper that loops over what it runs the model on is judged itself)

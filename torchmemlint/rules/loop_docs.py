@@ -141,7 +141,9 @@ TML501_DOCUMENTATION = """
     so is a method of a trainer or pipeline class that runs a module it holds and returns what
     the module made (steganogan's `self._encode_decode(cover)` in `_validate`), and, in a module
     class, a method calling `self.forward(x)` after switching the part it runs to evaluation
-    (`analysis/model_helpers.py`).
+    (`analysis/model_helpers.py`); so is a library function given the model to run, monai's
+    `sliding_window_inference(image, roi, n, model)`, also inside such a helper
+    (`tests/test_tml501_library_runners.py`).
     Elsewhere it is reported
     when its output reaches only the ends below (not in a method that the module's own
     `forward` runs, itself or through other methods: a router whose scores serve only `topk`
