@@ -54,6 +54,9 @@ TML501_DOCUMENTATION = """
     call whose output the code differentiates after it: `eps = strain(model(x), x)`, a helper
     of the file or of another project file whose body runs `torch.autograd.grad` on that
     parameter (`analysis/differentiated_outputs.py`, tests/test_tml501_differentiated_outputs.py).
+    A function of the file that the project files importing it call only with autograd off
+    (`with torch.inference_mode(): score = validate(model, val_loader)` in the training script)
+    is left to them (`analysis/importer_modes.py`, tests/test_tml501_importer_modes.py).
 
     The model is what the code `.eval()`s or `.train()`s (also an item of a container whose
     items a loop switched: `for net in networks.values(): net.eval()`, then `netC =

@@ -20,9 +20,8 @@ from torchmemlint.analysis.callers import (
     loss_terms_loop, plainly_a_module, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
 )
 from torchmemlint.analysis import leak_gate
-from torchmemlint.analysis.leak_gate import (
-    ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF,
-)
+from torchmemlint.analysis.leak_gate import ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF
+from torchmemlint.analysis.importer_modes import run_without_grad_by_importers
 from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
 from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluation
 from torchmemlint.analysis.step_hooks import kept_across_steps, returned_as_loss, STEP_HOOKS
@@ -520,8 +519,8 @@ class _Checks:
         under the same loop or function (``target``: the statement to wrap, None: decorate the
         function) gets the same fix, which the fixer applies once."""
         key = ("decorate", id(self.scope.node)) if target is None else ("wrap", id(target.statement))
-        if self._behind_flag(event) or gradients_wanted(self.facts, event, self.analysis):
-            return  # in an arm that runs only when a caller changes a flag from its default; a potential's forces, a differentiated output need autograd
+        if self._behind_flag(event) or gradients_wanted(self.facts, event, self.analysis) or run_without_grad_by_importers(self.facts):
+            return  # in an arm that runs only when a caller changes a flag from its default; a potential's forces, a differentiated output need autograd; callers in other files turn it off
         if self.facts.loss_call(event.node) is None and (self.facts.is_model(event.func) or not self.facts.model_part(event.node)):
             self.reported.add(id(event.node))
         else:  # a loss, or a method or part of the model (`model.crf(feats, masks)`): judged at the end
