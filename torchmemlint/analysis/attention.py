@@ -208,6 +208,7 @@ class _Question:
         site = AttentionSite(graph.function, product.node, product.statement)  # type: ignore[arg-type]
         if product.function is not graph.function:  # run in a helper this function calls with its scores or weights
             calls = [v for v in graph.values if v.info.get("helper") is not None and any(id(i) in self.chain for i in v.inputs)]
+            calls = [v for v in calls if v.inputs[0] is product] or calls  # (the one returning the product: `self.matmul_qkv(p, v)`)
             site.anchor = calls[0].node if len(calls) == 1 else None  # (one that takes q, k, v: reported in the helper)
         site.has_dropout, site.has_mask = self.has_dropout, bool(self.masks)
         chosen = scores.info.get("choices") or product.info.get("choices")
@@ -383,10 +384,8 @@ class _Question:
             return False
         assignment = self.graph.file.analysis.class_model(classdef).single_assignment(attribute)
         value = assignment.value if assignment is not None else None
-        return (
-            type(value) is cst.Call and self.graph.file.bindings.qualify(value.func) == "torch.nn.Sequential"
-            and len(value.args) == count and not any(a.star for a in value.args)
-        )
+        sequential = type(value) is cst.Call and self.graph.file.bindings.qualify(value.func) == "torch.nn.Sequential"
+        return sequential and len(value.args) == count and not any(a.star for a in value.args)  # type: ignore[union-attr]
 
     # -- the scores ----------------------------------------------------------------------------
     def _scores(self, value: Value, axis: object) -> Value:

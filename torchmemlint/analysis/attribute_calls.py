@@ -22,6 +22,7 @@ import libcst as cst
 
 from torchmemlint.analysis.axes import joined, tensorish
 from torchmemlint.analysis.helper_runs import BASE_DEPTH, file_bases, foreign_method, run_helper
+from torchmemlint.tree import nodes_of
 
 PARTIAL = "functools.partial"
 
@@ -54,25 +55,47 @@ def _held_module_call(graph: Any, name: str, node: cst.Call, positional: List[An
     """``self.<name>(attn, q, k)`` where ``__init__`` assigns ``self.<name>`` an instance of a
     class of this file (or, in the arms of an ``if``/``else``, one of several: ``Causal(...)`` or
     ``NonCausal()``): each class's ``forward`` run with the arguments, its own ``self``; a
-    ``join`` of them. None when any assignment is something else."""
+    ``join`` of them. None when any assignment is something else, or a forward runs parts of
+    its own module (``_runs_own_parts``)."""
     file = graph.file
     model = file.analysis.class_model(graph.classdef)
     found = model.assignments.get(name, [])
     if not found or len(found) > 2 or (len(found) > 1 and not model.exclusive_assignments(name)):
         return None
-    runs = []
-    for assignment in found:
+    held = []
+    for assignment in found:  # (all known before any is run: a run adds to the graph)
         value = assignment.value
         made = value.func if type(value) is cst.Call else None
         classdef = file._classes.get(made.value) if type(made) is cst.Name and file.bindings.qualify(made) is None else None
         forward = file.method(classdef, "forward", inherited=True) if classdef is not None else None
-        if forward is None or classdef is graph.classdef:
+        if forward is None or classdef is graph.classdef or _runs_own_parts(forward):
             return None
-        runs.append(run_helper(graph, forward, node, positional, keywords, True, bool(positional) and tensorish(positional[0]), owner=classdef))
+        held.append((classdef, forward))
+    first = bool(positional) and tensorish(positional[0])
+    runs = [run_helper(graph, forward, node, positional, keywords, True, first, owner=classdef) for classdef, forward in held]
+    for run in runs:
+        if run.node is node:  # (what the call made, not a constant the forward returns)
+            run.info["held"] = name  # the layer analyses read the call itself (``producers.Producers.of``)
     if len(runs) == 1:
         return runs[0]
     axes, rank = joined(runs)
-    return graph._new("join", runs, node, axes, rank)
+    return graph._new("join", runs, node, axes, rank, {"held": name})
+
+
+def _runs_own_parts(forward: cst.FunctionDef) -> bool:
+    """``forward`` calls something of its own module (``self.dropout(input)``,
+    ``self.propagate(...)``, ``self.lin.weight.t()``): a layer with parts, which the layer
+    analyses read as one call; only a forward computed from its arguments and its own tensors
+    (a mask buffer, ``torch.matmul(a, b)``) is run in the caller's graph."""
+    params = forward.params.params
+    this = params[0].name.value if params else None
+    for call in nodes_of(forward, cst.Call):
+        func = call.func  # type: ignore[attr-defined]
+        while type(func) is cst.Attribute:
+            func = func.value
+        if type(func) is cst.Name and func.value == this:
+            return True
+    return False
 
 
 def _inherited_parts(file: Any, classdef: cst.ClassDef, name: str, depth: int) -> Optional[List[Any]]:

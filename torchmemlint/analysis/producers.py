@@ -518,7 +518,7 @@ class Producers:
     def of(self, value: "Value", self_name: Optional[str], depth: int = 0) -> List[Producer]:
         """Every producer that may have made ``value`` (a node of the value graph): through the
         arms of a join, what made each."""
-        op = value.op
+        op = value.op if not value.info.get("held") else "held"  # (``self.conv(x, e)`` run through its class's forward: the call)
         if op == "join" and depth < 8:
             arms = value.inputs
             if len(arms) == 2 and type(value.node) is cst.For and runs_at_least_once(self.file, self.model, value.node):
