@@ -6,7 +6,8 @@ An evaluation helper written in one file and called from the training script of 
 the model over every batch; ``training.py`` calls it inside ``with torch.inference_mode():``)
 records no graph: its callers decide. The file's own calls of it are read as before
 (``ScopeWalk.no_grad_callees``); here, every call of the function in the files importing it by
-name, each under ``torch.no_grad()``/``torch.inference_mode()`` or after
+name (``links.importing``, passing over a file that imports the module whole but reads
+nothing of it), each under ``torch.no_grad()``/``torch.inference_mode()`` or after
 ``torch.set_grad_enabled(False)``, and none with autograd on in its own file
 (``tests/test_tml501_importer_modes.py``). A file that imports the module whole and reads
 ``.<name>`` on something, imports it by a star, or cannot be read, may call it otherwise: then
@@ -15,9 +16,7 @@ the function is judged itself, as is one nobody imports (a package's ``__init__.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
-
-from torchmemlint.project import ensure_reach
+from typing import Any
 
 
 def run_without_grad_by_importers(facts: Any) -> bool:
@@ -28,7 +27,7 @@ def run_without_grad_by_importers(facts: Any) -> bool:
         return False
     if not _all_calls_off(walk, scope.name, {scope.name}, skip=scope)[0]:
         return False  # called in its own file with autograd on
-    importing = _importing(walk.links, scope.name)
+    importing = walk.links.importing(scope.name, unread=True)
     if not importing:
         return False
     found = False
@@ -55,26 +54,3 @@ def _all_calls_off(walk: Any, name: str, names: set, skip: Any = None) -> "tuple
             seen = True
     return True, seen
 
-
-def _importing(links: Any, name: str) -> Optional[List[Tuple[Any, List[str]]]]:
-    """As ``links.importing``, but a file that imports the module whole without reading
-    ``.<name>`` anywhere is passed over: it cannot call the function."""
-    index = links.index
-    module = index.module_of(links.path)
-    if module is None:
-        return None
-    dotted = "%s.%s" % (module.name, name)
-    found: List[Tuple[Any, List[str]]] = []
-    for other in index.importers(links.path, name):
-        if other.error is not None or module.name in other.star:
-            return None
-        names = [local for local, target in other.imports.items() if target == dotted]
-        if not names:
-            if name in ensure_reach(other).foreign_reads or other.error is not None:
-                return None  # ``inference.validate(...)``: called through the module, not followed
-            continue
-        theirs = links.analysis_of(other.path, other.digest)
-        if theirs is None:
-            return None
-        found.append((theirs, names))
-    return found

@@ -224,10 +224,12 @@ class ProjectLinks:
         node = (callables.classes if kind == "class" else callables.functions).get(located.name)
         return None if node is None else (analysis, node)
 
-    def importing(self, name: str) -> Optional[List[Tuple[Any, List[str]]]]:
+    def importing(self, name: str, unread: bool = False) -> Optional[List[Tuple[Any, List[str]]]]:
         """For each other project file that imports the top-level ``name`` of this file: its
         analysis and the local names it gives it; None when one of them cannot be read (or
-        imports the module whole or by a star: its calls are not known)."""
+        imports the module whole or by a star: its calls are not known). ``unread``: a file
+        that imports the module whole but reads ``.<name>`` on nothing is passed over (a
+        package's ``from . import inference`` cannot call ``inference.validate``)."""
         index = self.index
         module = index.module_of(self.path)
         if module is None:
@@ -236,6 +238,8 @@ class ProjectLinks:
         found: List[Tuple[Any, List[str]]] = []
         for other in index.importers(self.path, name):
             names = [local for local, target in other.imports.items() if target == dotted]
+            if unread and not names and module.name not in other.star and name not in ensure_reach(other).foreign_reads and other.error is None:
+                continue
             theirs = self.analysis_of(other.path, other.digest) if other.error is None and names else None
             if theirs is None:
                 return None
