@@ -14,14 +14,14 @@ parameter it binds is read in the ``outputs`` of a ``torch.autograd.grad`` of it
 
 from __future__ import annotations
 
-from typing import Any, Optional, Set
+from typing import Any, Optional
 
 import libcst as cst
 
 from torchmemlint.analysis.callers import helper_of
 from torchmemlint.analysis.gradient_models import evaluates_gradient_model
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.sinks import Helper
+from torchmemlint.analysis.sinks import bound_parameter, Helper
 from torchmemlint.tree import nodes_of
 
 
@@ -43,7 +43,7 @@ def output_differentiated(facts: Any, event: Any, analysis: Any) -> bool:
     }
     resolve = None
     for call in facts.scope.calls:
-        for position, arg in enumerate(call.node.args):
+        for arg in call.node.args:
             if not (arg.value is event.node or (type(arg.value) is cst.Name and arg.value.value in bound)):
                 continue
             if _grad_call(call.node, facts.bindings.qualify):
@@ -53,7 +53,7 @@ def output_differentiated(facts: Any, event: Any, analysis: Any) -> bool:
             if resolve is None:
                 resolve = helper_of(facts, analysis)
             helper = resolve(call.node)
-            name = None if helper is None else _parameter(helper, call.node, arg)
+            name = None if helper is None else bound_parameter(helper, call.node, arg)
             if name is not None and _differentiates(helper, name, facts.bindings.qualify):  # type: ignore[arg-type]
                 return True
     return False
@@ -75,24 +75,6 @@ def _outputs(call: cst.Call) -> Optional[cst.Arg]:
             return arg
     first = call.args[0] if call.args else None
     return first if first is not None and first.keyword is None and not first.star else None
-
-
-def _parameter(helper: Helper, call: cst.Call, arg: cst.Arg) -> Optional[str]:
-    """The parameter of the helper that ``arg`` of ``call`` binds, when it is plain to see."""
-    params = helper.function.params
-    names = [p.name.value for p in (*params.posonly_params, *params.params)]
-    if helper.bound:
-        names = names[1:]
-    if arg.star:
-        return None
-    if arg.keyword is not None:
-        keyword = arg.keyword.value
-        return keyword if keyword in names or keyword in {p.name.value for p in params.kwonly_params} else None
-    positional = [a for a in call.args if a.keyword is None]
-    if any(a.star for a in positional):
-        return None
-    position = next(i for i, a in enumerate(positional) if a is arg)
-    return names[position] if position < len(names) else None
 
 
 def _differentiates(helper: Helper, name: str, qualify: Any) -> bool:

@@ -138,6 +138,25 @@ class _Escape(Exception):
     pass
 
 
+def bound_parameter(helper: Helper, call: cst.Call, arg: cst.Arg) -> Optional[str]:
+    """The parameter of ``helper`` that the argument ``arg`` of ``call`` binds; None where it
+    goes to ``*args``/``**kwargs`` or comes through a star."""
+    params = helper.function.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if helper.bound:
+        names = names[1:]
+    if arg.star:
+        return None
+    if arg.keyword is not None:
+        keyword = arg.keyword.value
+        return keyword if keyword in names or keyword in {p.name.value for p in params.kwonly_params} else None
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional):
+        return None
+    position = next(i for i, a in enumerate(positional) if a is arg)
+    return names[position] if position < len(names) else None
+
+
 class SinkFollower:
     """Follows one value through a function (``Flow``), read by read."""
 
@@ -430,21 +449,9 @@ class SinkFollower:
         the argument binds; what it returns computed from it is the call's value here."""
         if self.depth >= HELPER_DEPTH or arg.star:
             raise _Escape("passed to a helper not followed")
-        params = [p.name.value for p in (*helper.function.params.posonly_params, *helper.function.params.params)]
-        if helper.bound:
-            params = params[1:]
-        if arg.keyword is not None:
-            name = arg.keyword.value
-            if name not in params and name not in {p.name.value for p in helper.function.params.kwonly_params}:
-                raise _Escape("passed to a helper by **kwargs")
-        else:
-            positional = [a for a in call.args if a.keyword is None]
-            if any(a.star for a in positional):
-                raise _Escape("passed to a helper with *args")
-            position = next(i for i, a in enumerate(positional) if a is arg)
-            if position >= len(params):
-                raise _Escape("passed to a helper's *args")
-            name = params[position]
+        name = bound_parameter(helper, call, arg)
+        if name is None:
+            raise _Escape("passed to a helper's *args or **kwargs")
         qualify, local, nested = (self.qualify, self.local_functions, self.helper) if helper.qualify is None else (
             helper.qualify, helper.local_functions or set(), None  # another file's: its names, its helpers not followed
         )
