@@ -79,7 +79,8 @@ def test_forms_real_code_uses(example_rule, init, forward, expected):
         ("self.act = ReLU()", "        y = self.act(x)\n        return y + x\n"),
         # a constructor argument the file does not pin down (no layer default)
         ("self.act = act_layer()", "        y = self.act(x)\n        return y + x\n"),
-        # a constructor argument whose default a call in the file overrides with another layer
+        # a constructor argument whose default one call in the file overrides with another
+        # layer while another call leaves it (either may run)
         ("self.act = act_layer2()", "        y = self.act(x)\n        return y + x\n"),
         # another attribute
         ("self.gate = nn.ReLU()", "        y = self.gate(x)\n        return y + x\n"),
@@ -90,7 +91,7 @@ def test_look_alikes_stay_quiet(example_rule, assignment, forward):
         "import torch.nn as nn\n\nclass ReLU:\n    pass\n\nclass Block(nn.Module):\n"
         "    def __init__(self, act_layer=None, act_layer2=nn.ReLU):\n        super().__init__()\n"
         f"        {assignment}\n\n    def forward(self, x):\n" + forward
-        + "\nblock = Block(act_layer2=nn.SiLU)\n"
+        + "\nblock = Block(act_layer2=nn.SiLU)\nplain = Block()\n"
     )
     assert _lint(code) == []
 

@@ -403,8 +403,10 @@ class Factories:
             return Factory(default.qualified, default.preset, f"{label}'s default", False, configured)
         certain = True
         options: Dict[Tuple[str, Tuple[str, ...]], Factory] = {option.key(): option for option in default.options()}
+        left, given = self._imported(function), set()  # (a call leaving the default: also another file's)
         for value, caller in passed:
             if value is None or (_is_none(value) and _is_none(param.default)):
+                left = True
                 continue  # left out, or ``None`` where ``None`` means the filled-in default
             other = follow(value, caller, depth + 1)
             if other is None:
@@ -412,6 +414,10 @@ class Factories:
             certain = certain and other.certain
             for option in other.options():
                 options.setdefault(option.key(), option)
+                given.add(option.key())
+        if not left:  # every call passes its own: the default is never built
+            options = {key: option for key, option in options.items() if key in given}
+            default = next(iter(options.values()))
         if len(options) > 1:  # the calls disagree: each layer one of them builds
             if configured:
                 return None
@@ -419,6 +425,12 @@ class Factories:
             return Factory(default.qualified, default.preset, f"{label}, which the calls in this file pass as {names}",
                            False, alternatives=tuple(options.values()))
         return Factory(default.qualified, default.preset, f"{label}, as every call in this file passes it", certain, configured)
+
+    def _imported(self, function: cst.FunctionDef) -> bool:
+        """Whether another file may call ``function`` (or its class), or that is not known."""
+        owner = self._owner.get(id(function))
+        links = self.links() if self.links is not None else None
+        return links is None or links.importing((owner or function).name.value) != []
 
     def _passed(
         self, function: cst.FunctionDef, param: cst.Param
