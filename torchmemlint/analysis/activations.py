@@ -20,7 +20,7 @@ from torchmemlint.analysis.spliced_layers import SplicedLayers
 from torchmemlint.analysis.module_flow import attribute_reads, dispatched_reads, module_flow, receiver
 from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.module_level_layers import list_holder, module_level_reads
-from torchmemlint.analysis.passed_layers import parameter_layers
+from torchmemlint.analysis.project_sites import ProjectSites
 from torchmemlint.analysis.factory_arms import arm_not_taken, never_built
 from torchmemlint.analysis.placing import FactoryPlacing, bound, held_attribute, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
@@ -39,7 +39,7 @@ from torchmemlint.analysis.helper_activations import helper_uses
 from torchmemlint.analysis.returned_locals import returned_local
 from torchmemlint.analysis.syntax import argument, enclosing, has_star_args, literal_bool, terminal_name, watched_names
 from torchmemlint.analysis.vocabulary import (
-    INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN, Saves,
+    INPLACE_FUNCTIONS, INPLACE_METHODS, KIND_BY_FUNCTION, KIND_BY_MODULE, KIND_BY_NAME, NN,
     TORCH_OUT_OF_PLACE, short_name,
 )
 
@@ -47,7 +47,7 @@ SEQUENTIAL = NN + "Sequential"
 _WATCHED = frozenset(KIND_BY_MODULE) | frozenset(KIND_BY_FUNCTION) | frozenset(INPLACE_FUNCTIONS) | {SEQUENTIAL}
 
 
-class InplaceAnalysis:
+class InplaceAnalysis(ProjectSites):
     """Activation sites of one file, found from its calls (``sites()``)."""
 
     def __init__(self, context) -> None:
@@ -90,33 +90,6 @@ class InplaceAnalysis:
             or (type(call.func) is cst.Name and self.file.resolver.helpers.container(name) is not None)
             or (type(call.func) in (cst.Name, cst.Attribute) and name in self._chosen().names)  # ``self.act_fn(x)``
         )
-
-    def _parameter_sites(self) -> List[Site]:
-        """``def create_mlp(sizes, n, activation)`` placing ``activation`` in Sequentials, every
-        caller passing a layer for it (``analysis/passed_layers.py``): a site at the element for
-        each layer kind passed, out of place when every caller leaves it so, judged where the
-        parameter is placed (never fixed here: the construction is the callers')."""
-        sites: List[Site] = []
-        for node, function, param, passed in parameter_layers(self.file, self.placing.elements()):
-            kinds: Dict[str, Tuple[Layer, Optional[bool]]] = {}
-            for layer, inplace in passed:
-                known = kinds.get(layer.qualified)
-                kinds[layer.qualified] = (layer, inplace if known is None or known[1] == inplace else None)
-            for layer, inplace in kinds.values():
-                if layer.kind is None:
-                    continue
-                site = layer_site(layer)
-                site.node, site.effective, site.inplace, site.foreign = node, layer.effective, inplace, True  # type: ignore[assignment]
-                site.label = f"`{short_name(layer.qualified)}` (`{param.value}` of `{function.name.value}`, as its callers pass it)"
-                reads = [r for r in names_read(function, param) if not none_test(function, r)]
-                site.pending = lambda site, reads=reads: setattr(site, "complete", self._flow_uses(site, None, reads))
-                sites.append(site)
-        return sites
-
-    def _from_project(self, name: Optional[str]) -> bool:
-        """Whether another file of the project may define ``name`` (also of its own package)."""
-        links = self.file.links
-        return links is not None and links.may_come_from_package(name)
 
     def _aliases(self) -> FunctionAliases:
         if self._alias_names is None:
@@ -222,26 +195,6 @@ class InplaceAnalysis:
             return None  # (calls that choose ``inplace`` differently)
         self._attribute_uses(site, model, func.attr.value)
         return site
-
-    def _foreign(self, call: cst.Call) -> List[Site]:
-        """A call of a factory another file of the project defines, placed here: a site for each
-        activation it may return, judged at this place (the edit of the factory is that file's:
-        never offered here; a call passing the factory's ``inplace`` parameter is fixed here)."""
-        found = self.placing.foreign(call)
-        if found is None:
-            return []
-        spot, function, layers, shown, home = found
-        sites = []
-        for layer in layers:
-            kind = layer.kind
-            if kind is None or kind.saves is Saves.MASK:
-                continue  # (dropout: TML204 reports the construction in its own file)
-            if arm_not_taken(self.file, function, layer.call, call, home):
-                continue  # (``get_act("relu")``: not the arm that builds it)
-            site = layer_site(layer)
-            site.node, site.effective, site.foreign = call, layer.effective, True
-            sites.append(self._placed(site, layer, function.name.value, [spot], False, function, f", defined in `{shown}`"))
-        return sites
 
     def _class(self) -> Optional[ClassModel]:
         node = enclosing(self.cursor, cst.ClassDef)

@@ -102,6 +102,7 @@ class FactoryPlacing:
         self.file = file
         self._spots_by: Dict[str, Tuple[List[Tuple[cst.Call, str, Any]], bool]] = {}
         self._element_map: Optional[Dict[int, List[Tuple[Any, Any]]]] = None
+        self._built_elements: Dict[int, List[Tuple[Any, Any]]] = {}  # the elements that are calls
         self._foreign: Dict[str, Optional[Tuple[cst.FunctionDef, List[Any], str]]] = {}
         self._definitions: Dict[str, Optional[cst.FunctionDef]] = {}
 
@@ -282,11 +283,19 @@ class FactoryPlacing:
                     self_name = self.file.class_model(order[owner]).self_name(function)  # type: ignore[arg-type]
                 sequence = resolver.sequential_order(call, self_name, function, statement)  # type: ignore[arg-type]
                 for part in sequence.items if sequence is not None else ():
+                    if type(part.node) is cst.Call:
+                        self._built_elements.setdefault(id(part.node), []).append((sequence, part))
                     if part.layer is None and (type(part.node) in (cst.Call, cst.Name) or part.attribute is not None):
                         # (``nl``: ``_local``; ``self.activation``: a module the constructor was given)
                         found.setdefault(id(part.node), []).append((sequence, part))
             self._element_map = found
         return self._element_map
+
+    def built_elements(self) -> Dict[int, List[Tuple[Any, Any]]]:
+        """``elements``, for every call that is an element (a layer read as one too:
+        ``activation()`` with ``activation=nn.Tanh`` the parameter's default)."""
+        self.elements()
+        return self._built_elements
 
     def foreign(self, call: cst.Call) -> Optional[Tuple[Tuple[cst.Call, str, Any], cst.FunctionDef, List[Any], str, Any]]:
         """For a call of a function another file of the project defines (``from .layers import
