@@ -604,7 +604,8 @@ def _own_output_method(facts: ScopeFacts, name: str) -> bool:
     """``name`` is a method of the scope's module class (not ``forward``, nor a module's or a
     tensor's own) that returns what its class's forward or one of its submodules returns, and
     runs one (``self.forward(x)``, ``self.encoder(x)``), any other method of the class it calls
-    being such a method too (not torchify's ``predict``, whose helper runs under ``no_grad``)."""
+    being such a method too or one that leaves autograd as it is (not torchify's ``predict``,
+    whose helper runs under ``no_grad``)."""
     owner = facts.scope.owner
     if owner is None or name == "forward" or name in NOT_OUTPUT_METHODS or not module_method(facts):
         return False
@@ -627,16 +628,37 @@ def _runs_own_output(facts: ScopeFacts, owner: Any, name: str) -> bool:
         if attr == "forward" or module_attribute(facts, attr):
             runs = True
         elif any(other.name == attr for other in owner.methods):
-            if not _own_output_method(facts, attr):
-                return False
-            runs = True
+            if _own_output_method(facts, attr):
+                runs = True
+            elif _switches_autograd(next(other for other in owner.methods if other.name == attr)):
+                return False  # (torchify's ``predict``: its helper runs the model under ``no_grad``)
     return runs
+
+
+def _switches_autograd(method: Any) -> bool:
+    """A method of the class that may turn autograd off or backpropagate (a decorator, or a
+    call of ``no_grad``, ``inference_mode``, ``set_grad_enabled``, ``backward`` ...); a helper
+    preparing the input (``self._get_basal_embedding(xs)``) does neither."""
+    function = method.function
+    return function is None or bool(function.decorators) or any(
+        (call.func or "").rsplit(".", 1)[-1] in _AUTOGRAD_SWITCHES for call in method.calls)
+
+
+_AUTOGRAD_SWITCHES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "enable_grad", "backward", "grad", "step"})
+
+
+# what a method may do with an output that gives no tensor computed from it
+_NO_GRAPH = frozenset({
+    "detach", "item", "tolist", "numpy", "len", "int", "float", "bool", "str", "isinstance", "type", "id", "print",
+    "argmax", "argmin", "size", "dim", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+})
 
 
 def _returns_output(function: cst.FunctionDef) -> bool:
     """Every value the method returns is what a call of one of its class's attributes
     returned (``return self.decoder(z)``; ``res = self.decoder(z); res = res.squeeze(0);
-    return res``), and it neither turns autograd off nor backpropagates."""
+    return res``), or computed from it (``dist.Dirichlet(alpha.exp()).mean``, ``theta * n``),
+    and it neither turns autograd off nor backpropagates."""
     if function.decorators:
         return False  # `@torch.no_grad()`, `@property`, `@staticmethod` ...
     this = _first_param(function)
@@ -652,9 +674,15 @@ def _returns_output(function: cst.FunctionDef) -> bool:
                 func = node.func
                 if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == this:
                     return True  # `self.decoder(z)`
-                if type(func) is not cst.Attribute or func.attr.value in ("detach", "item", "tolist", "numpy"):
+                if terminal_name(func) in _NO_GRAPH:
+                    return False
+                if any(output(arg.value) for arg in node.args if not arg.star):
+                    return True  # `torch.matmul(ns, cb)`, `dist.Dirichlet(alpha.exp())`: computed from an output
+                if type(func) is not cst.Attribute:
                     return False
                 node = func.value  # `res.squeeze(0)`, `self.decoder(z).view(...)`
+            elif type(node) is cst.BinaryOperation:
+                return output(node.left) or output(node.right)  # `theta * library_size`
             elif type(node) in (cst.Subscript, cst.Attribute):
                 node = node.value
             else:

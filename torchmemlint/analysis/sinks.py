@@ -21,7 +21,7 @@ import libcst as cst
 
 from torchmemlint.analysis.flow import ENTRY, Flow
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.tree import children
+from torchmemlint.tree import children, walk
 
 # a tensor's attributes that carry no graph (`.data` is detached)
 _PLAIN_ATTRIBUTES = frozenset(
@@ -176,6 +176,7 @@ class SinkFollower:
         self.helper = helper  # a same-file function or method a call runs, when known
         self.depth = depth
         self.returning = False  # following a helper's parameter: a return hands it back
+        self._no_tensor: Set[int] = set()  # returns where the parameter is known to be no tensor
         # `v, ix = topk(...)` met: (sampled, the indices' target, its statement)
         self._unpacked_indices: List[Tuple[bool, cst.BaseExpression, int]] = []
         self._in_indices = False  # following indices already (``_indices_reach``): not again
@@ -196,6 +197,7 @@ class SinkFollower:
         """Where the parameter ``name`` goes in this (helper) function; a ``return`` of it (or
         of what is computed from it) sets ``returned`` instead of ending the answer."""
         self.returning = True
+        self._no_tensor = no_tensor_returns(self.flow.function, name, self.qualify)
         result = Reach()
         if not self.flow.reliable or name in self.flow.captured:
             result.escape = "a helper whose flow is not followed"
@@ -348,7 +350,7 @@ class SinkFollower:
         if kind is cst.AssignTarget and type(node) is cst.Subscript:
             return []  # `logits[logits < v] = -inf`: written into, the value's later reads are followed
         if kind is cst.Return and self.returning:
-            result.returned = True
+            result.returned = result.returned or id(parent) not in self._no_tensor
             return []
         if kind in (cst.Return, cst.Yield, cst.Await):
             raise _Escape("returned to the caller")
@@ -652,3 +654,42 @@ def indices_target(statement: cst.CSTNode, value: Optional[cst.BaseExpression], 
     if value is None or not returns_indices(value, qualify):
         return None
     return dotted_name(target.elements[1].value)
+
+
+# what ``isinstance`` may test a value against that no tensor is (numpy's arrays, Python's values)
+_NO_TENSOR_TYPES = frozenset({
+    "numpy.ndarray", "list", "tuple", "dict", "int", "float", "bool", "str", "bytes", "numpy.generic",
+})
+
+
+def no_tensor_returns(function: Optional[cst.CSTNode], name: str, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> Set[int]:
+    """The ``return`` statements of ``function`` inside an ``if`` arm that only a value of
+    ``name`` that is no tensor enters (``if not isinstance(tensor, torch.Tensor):``, ``if
+    isinstance(tensor, np.ndarray):``), the arm never rebinding ``name``: a helper converting
+    its input (``tensor_to_numpy``) hands back the input there, never a tensor."""
+    found: Set[int] = set()
+    if type(function) is not cst.FunctionDef:
+        return found
+    for node in walk(function.body):
+        if type(node) is not cst.If or not _excludes_tensor(node.test, name, qualify):
+            continue
+        arm = walk(node.body)
+        if any(type(n) is cst.AssignTarget and type(n.target) is cst.Name and n.target.value == name for n in arm):
+            continue
+        found.update(id(n) for n in arm if type(n) is cst.Return)
+    return found
+
+
+def _excludes_tensor(test: cst.BaseExpression, name: str, qualify: Callable[[cst.BaseExpression], Optional[str]]) -> bool:
+    negated = type(test) is cst.UnaryOperation and type(test.operator) is cst.Not
+    call = test.expression if negated else test  # type: ignore[attr-defined]
+    if type(call) is not cst.Call or len(call.args) != 2 or dotted_name(call.func) != "isinstance":
+        return False
+    value, kinds = call.args[0].value, call.args[1].value
+    if type(value) is not cst.Name or value.value != name:
+        return False
+    types = [e.value for e in kinds.elements] if type(kinds) is cst.Tuple else [kinds]
+    qualified = [qualify(t) or dotted_name(t) for t in types]
+    if negated:  # ``not isinstance(x, torch.Tensor)``
+        return any(q in ("torch.Tensor", "torch.nn.Parameter") for q in qualified)
+    return all(q in _NO_TENSOR_TYPES for q in qualified)
