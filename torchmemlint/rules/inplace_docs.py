@@ -207,7 +207,13 @@ TML201_DOCUMENTATION = """
     of the file or of another project file (`("bn", batch_norm_2d(c))`), or one the calling
     function defines itself (`def conv(*args, **kwargs): return nn.Conv2d(*args, **kwargs)` in
     an `__init__`, tests/test_inplace_containers.py), as what its returns
-    make (tests/test_inplace_project_builders.py). Rows of a module list unpacked
+    make (tests/test_inplace_project_builders.py). An activation class handed to a builder of
+    another project file (`build_mlp(obs_dim, n, hidden, activation=nn.ELU)`, which appends
+    `activation()` after each Linear of the Sequential it returns; also through a class of that
+    file handing it on, `VNetwork(n, sizes, nn.ELU)`) is reported at the argument, judged where
+    the builder places what it builds, never fixed there; a builder of the file itself whose every
+    call passes a class (its own default never built, nor imported by another file) builds that
+    class (tests/test_inplace_passed_classes.py). Rows of a module list unpacked
     by a loop (`for conv1, act, conv2, act in self.layers`) are followed into a module list a
     row holds (`for excite, (conv, noise, act), to_rgb in self.layers`), with the layers a
     function returns placed in them and convs built by a local bound to either of two classes

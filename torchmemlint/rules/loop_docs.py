@@ -116,7 +116,10 @@ TML501_DOCUMENTATION = """
     (`validation_epoch_end(outputs)`) are no runs (`analysis/evaluated_methods.py`,
     `tests/test_tml501_evaluated_methods.py`); `self.__call__(x)` is `self(x)`, and so is a method
     of the class returning its forward's or a submodule's output (`self._get_model_output(texts)`
-    with `return self.forward(indexed)`: caver's `predict`, tests/test_tml501_own_output_helpers.py). A helper one caller
+    with `return self.forward(indexed)`: caver's `predict`, tests/test_tml501_own_output_helpers.py),
+    also when it first calls a method of the class that leaves autograd alone or returns what it
+    computes from that output (`dist.Dirichlet(self.encoder_n(z).exp()).mean`: densityflow2's
+    batched `code()` and `soft_assignments()`, tests/test_tml501_own_method_runs.py). A helper one caller
     runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
     that open run (`tests/test_tml501_opened_helpers.py`). A call whose output reaches `.numpy()`
     with its graph (no `.detach()`, `.data` or `.argmax()` on the way: `out[0].cpu().numpy()`)
