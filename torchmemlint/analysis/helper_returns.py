@@ -6,7 +6,9 @@ slices, gathers or reshapes its ``raw_pred`` parameter and returns it beside som
 the helper's own scope is replayed (``ScopeFacts`` over the walk's scope of that function) with
 each parameter bound to what the caller knows of its argument, and its single ``return`` read,
 element by element when it returns a tuple. Only values that stay what the caller gave keep
-the caller's loops; what the helper computes itself (a model run or a loss inside it) carries
+the caller's loops (a plain method that runs its own instance, ``outputs = self(x)``, is read so
+even when nothing the caller knows goes in: voodoonet's ``fwd_pass`` returning its loss, its
+``self`` the model there); what the helper computes itself (a model run or a loss inside it) carries
 the helper's own loops, so the caller's loop questions do not take it for one of their
 iterations' values. Conservative: one level deep, a single ``return`` as the last statement
 of the body, no ``yield``, no ``*args`` at the call, no decorator; anything else is unknown.
@@ -37,14 +39,14 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
         (arg.keyword.value if arg.keyword else None, index) for index, arg in enumerate(call.args)
         if facts.is_model(dotted_name(arg.value))
     ]
-    if all(value is None for _, value in given) and not models:
-        return None  # nothing the caller knows goes in
     found = _helper_scope(facts, call.func)
     if found is None:
         return None
     scope, bound_self = found
     function = scope.function
     assert function is not None
+    if all(value is None for _, value in given) and not models and not (bound_self and _runs_itself(function)):
+        return None  # nothing the caller knows goes in, and the helper does not run its module
     returned = _single_return(function)
     if returned is None or scope.no_grad or scope is facts.scope:
         return None
@@ -67,13 +69,17 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     inner.depth = facts.depth + 1
     inner.env.update({name: value for name, value in seeded.items() if value is not None})
     handed = {keyword if keyword is not None else params[index] for keyword, index in models if keyword or index < len(params)}
+    itself = bound_self and _runs_itself(function)
+    if itself:
+        handed.add(function.params.params[0].name.value)  # (``outputs = self(x)``: the module's run)
     inner.model_names.update(handed)
     for _ in inner.replay():
         pass
     end = Ctx()
     # handed only the model, the helper's outputs are what it returns of calling it, not what a
     # method of the model makes of them (`model.validation_epoch_end(outputs)`: numbers)
-    kept = _run_on(function, handed) if all(value is None for _, value in given) else None
+    # (a method running its own module: what it returns is what its scope makes of the run)
+    kept = _run_on(function, handed) if all(value is None for _, value in given) and not itself else None
     if type(returned) in (cst.Tuple, cst.List):
         elements = returned.elements  # type: ignore[attr-defined]
         if any(type(element) is not cst.Element for element in elements):
@@ -83,6 +89,15 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
             for element in elements
         )
     return _at_call(inner.value_of(returned, end), ctx) if kept is None or kept(returned) else None
+
+
+def _runs_itself(method: cst.FunctionDef) -> bool:
+    """The method calls its own instance (``outputs = self(x)``): it runs the module, whose
+    outputs and losses it returns are the caller's to know (voodoonet's ``fwd_pass``)."""
+    params = method.params.params
+    this = params[0].name.value if params else None
+    return this is not None and any(
+        type(call.func) is cst.Name and call.func.value == this for call in nodes_of(method.body, cst.Call))  # type: ignore[attr-defined]
 
 
 def _run_on(function: cst.FunctionDef, models: Set[str]) -> Callable[[cst.BaseExpression], bool]:
