@@ -340,11 +340,14 @@ def _opened_in_project(links: Any, name: str) -> bool:
 def part_of_forward(facts: ScopeFacts) -> bool:
     """The scope is a method that its class's ``forward`` runs, itself or through other methods
     (``self._block_sparse_attention(q, k, v)``; a module class, also one whose base comes from a
-    file or package not read): the training forward's computation (a router whose scores serve
-    only ``topk`` indices), not evaluation code."""
+    file or package not read), or a function of the file that only such methods call: the
+    training forward's computation (a router whose scores serve only ``topk`` indices), not
+    evaluation code."""
     owner = facts.scope.owner
-    if owner is None:
-        return False
+    if owner is None:  # a function of the file that only forwards call (torch-encoding's ``module_inference``)
+        callers = [scope for scope in facts.walk.scopes for call in scope.calls if call.func == facts.scope.name]
+        return bool(callers) and all(scope.owner is not None and (scope.name == "forward" or (  # (``forward``: a module's)
+            scope.owner.node.name.value in facts.walk.module_classes() and scope.name in forward_reach(scope.owner))) for scope in callers)
     reached = forward_reach(owner)
     return facts.scope.name != "forward" and facts.scope.name in reached
 

@@ -119,7 +119,10 @@ TML501_DOCUMENTATION = """
     with `return self.forward(indexed)`: caver's `predict`, tests/test_tml501_own_output_helpers.py),
     also when it first calls a method of the class that leaves autograd alone or returns what it
     computes from that output (`dist.Dirichlet(self.encoder_n(z).exp()).mean`: densityflow2's
-    batched `code()` and `soft_assignments()`, tests/test_tml501_own_method_runs.py). A helper one caller
+    batched `code()` and `soft_assignments()`, tests/test_tml501_own_method_runs.py). A function
+    of the file that only a module's `forward` (or what it runs) calls is that module's
+    computation, even when named for inference (torch-encoding's `module_inference`,
+    tests/test_tml501_forward_helpers.py). A helper one caller
     runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
     that open run (`tests/test_tml501_opened_helpers.py`). A call whose output reaches `.numpy()`
     with its graph (no `.detach()`, `.data` or `.argmax()` on the way: `out[0].cpu().numpy()`)

@@ -413,7 +413,7 @@ class _Checks:
         # computation: its callers decide about autograd, as ``as_model`` says
         named = (
             is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts))
-            and not library_hook(self.facts) and not trained_by_callers(self.facts)
+            and not library_hook(self.facts) and not trained_by_callers(self.facts) and not part_of_forward(self.facts)
         )
         if borrowed_model(self.facts, callee, event.ctx.iterating):
             return  # the caller, perhaps in another file, decides about autograd
