@@ -403,7 +403,7 @@ class Factories:
             return Factory(default.qualified, default.preset, f"{label}'s default", False, configured)
         certain = True
         options: Dict[Tuple[str, Tuple[str, ...]], Factory] = {option.key(): option for option in default.options()}
-        left, given = self._imported(function), set()  # (a call leaving the default: also another file's)
+        left, given = False, set()  # (a call leaving the default: also another file's, ``_imported``)
         for value, caller in passed:
             if value is None or (_is_none(value) and _is_none(param.default)):
                 left = True
@@ -415,7 +415,7 @@ class Factories:
             for option in other.options():
                 options.setdefault(option.key(), option)
                 given.add(option.key())
-        if not left:  # every call passes its own: the default is never built
+        if not left and not self._imported(function):  # every call passes its own: the default is never built
             options = {key: option for key, option in options.items() if key in given}
             default = next(iter(options.values()))
         if len(options) > 1:  # the calls disagree: each layer one of them builds
@@ -430,7 +430,7 @@ class Factories:
         """Whether another file may call ``function`` (or its class), or that is not known."""
         owner = self._owner.get(id(function))
         links = self.links() if self.links is not None else None
-        return links is None or links.importing((owner or function).name.value) != []
+        return links is None or bool(links.index.importers(links.path, (owner or function).name.value))
 
     def _passed(
         self, function: cst.FunctionDef, param: cst.Param

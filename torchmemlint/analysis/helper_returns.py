@@ -24,7 +24,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import AssignEvent, Ctx, Scope
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.syntax import _small_statements
+from torchmemlint.analysis.syntax import _first_param, _small_statements
 from torchmemlint.tree import nodes_of
 
 
@@ -39,13 +39,17 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
         (arg.keyword.value if arg.keyword else None, index) for index, arg in enumerate(call.args)
         if facts.is_model(dotted_name(arg.value))
     ]
+    nothing = all(value is None for _, value in given) and not models
+    if nothing and type(call.func) is not cst.Attribute:
+        return None  # nothing the caller knows goes in (a method on ``self`` may run its module)
     found = _helper_scope(facts, call.func)
     if found is None:
         return None
     scope, bound_self = found
     function = scope.function
     assert function is not None
-    if all(value is None for _, value in given) and not models and not (bound_self and _runs_itself(function)):
+    itself = bound_self and _runs_itself(function)
+    if nothing and not itself:
         return None  # nothing the caller knows goes in, and the helper does not run its module
     returned = _single_return(function)
     if returned is None or scope.no_grad or scope is facts.scope:
@@ -69,9 +73,8 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     inner.depth = facts.depth + 1
     inner.env.update({name: value for name, value in seeded.items() if value is not None})
     handed = {keyword if keyword is not None else params[index] for keyword, index in models if keyword or index < len(params)}
-    itself = bound_self and _runs_itself(function)
     if itself:
-        handed.add(function.params.params[0].name.value)  # (``outputs = self(x)``: the module's run)
+        handed.add(_first_param(function))  # type: ignore[arg-type]  (``outputs = self(x)``: the module's run)
     inner.model_names.update(handed)
     for _ in inner.replay():
         pass
@@ -94,8 +97,7 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
 def _runs_itself(method: cst.FunctionDef) -> bool:
     """The method calls its own instance (``outputs = self(x)``): it runs the module, whose
     outputs and losses it returns are the caller's to know (voodoonet's ``fwd_pass``)."""
-    params = method.params.params
-    this = params[0].name.value if params else None
+    this = _first_param(method)
     return this is not None and any(
         type(call.func) is cst.Name and call.func.value == this for call in nodes_of(method.body, cst.Call))  # type: ignore[attr-defined]
 

@@ -650,10 +650,10 @@ def _switches_autograd(method: Any) -> bool:
 _AUTOGRAD_SWITCHES = frozenset({"no_grad", "inference_mode", "set_grad_enabled", "enable_grad", "backward", "grad", "step"})
 
 
-# what a method may do with an output that gives no tensor computed from it
+# functions that, given an output, make no tensor computed from it
 _NO_GRAPH = frozenset({
-    "detach", "item", "tolist", "numpy", "len", "int", "float", "bool", "str", "isinstance", "type", "id", "print",
-    "argmax", "argmin", "size", "dim", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+    "len", "int", "float", "bool", "str", "isinstance", "type", "id", "print", "argmax", "argmin",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
 })
 
 
@@ -677,9 +677,9 @@ def _returns_output(function: cst.FunctionDef) -> bool:
                 func = node.func
                 if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == this:
                     return True  # `self.decoder(z)`
-                if terminal_name(func) in _NO_GRAPH:
+                if type(func) is cst.Attribute and func.attr.value in ("detach", "item", "tolist", "numpy"):
                     return False
-                if any(output(arg.value) for arg in node.args if not arg.star):
+                if terminal_name(func) not in _NO_GRAPH and any(output(arg.value) for arg in node.args if not arg.star):
                     return True  # `torch.matmul(ns, cb)`, `dist.Dirichlet(alpha.exp())`: computed from an output
                 if type(func) is not cst.Attribute:
                     return False

@@ -29,6 +29,7 @@ class PassedClass(NamedTuple):
     layer: Layer  # the class, built as the builder builds it (``activation()`` there)
     made: List[Tuple[Any, cst.Call]]  # each place a builder builds it: (its file's analysis, the call)
     shown: str  # the file of the function or class called, relative to the caller's
+    callee: str  # its name as called (``build_mlp``)
 
 
 def passed_classes(file: Any, call: cst.Call) -> List[PassedClass]:
@@ -55,7 +56,7 @@ def passed_classes(file: Any, call: cst.Call) -> List[PassedClass]:
             continue  # (built with different arguments at different places: not one layer)
         other = received[0]
         shown = os.path.relpath(other.links.path, os.path.dirname(file.links.path)) if other.links is not None else "?"
-        found.append(PassedClass(value, Layer(qualified, made[0][1]), made, shown))
+        found.append(PassedClass(value, Layer(qualified, made[0][1]), made, shown, call.func.value))
     return found
 
 

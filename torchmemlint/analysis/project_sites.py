@@ -18,7 +18,6 @@ from torchmemlint.analysis.factory_arms import arm_not_taken
 from torchmemlint.analysis.passed_classes import PassedClass, passed_classes
 from torchmemlint.analysis.passed_layers import parameter_layers
 from torchmemlint.analysis.placing import placing_of
-from torchmemlint.analysis.syntax import terminal_name
 from torchmemlint.analysis.vocabulary import Saves, short_name
 
 
@@ -76,7 +75,7 @@ class ProjectSites:
         """``build_mlp(..., activation=nn.ELU)``: judged where the builder runs what it builds."""
         site = layer_site(passed.layer)
         site.node, site.effective, site.foreign = passed.node, passed.layer.effective, True  # type: ignore[assignment]
-        site.label = f"`{short_name(passed.layer.qualified)}` (built by `{terminal_name(self.file.index.above(self.file.index.above(passed.node)).func)}`, defined in `{passed.shown}`)"  # type: ignore[union-attr]
+        site.label = f"`{short_name(passed.layer.qualified)}` (built by `{passed.callee}`, defined in `{passed.shown}`)"
         site.pending = lambda site: setattr(site, "complete", self._built_uses(site, passed))
         return site
 
