@@ -142,12 +142,16 @@ class Bindings:
         if text is None or _LOCAL_TORCH_IMPORT.search(text) is None:
             return
         found: Dict[str, Optional[str]] = {}
+        known = Bindings(self)  # what the functions imported so far: `import torch; nn = torch.nn`
         for statement in _function_statements(module.body, False):
-            scope = Bindings()
+            scope = Bindings(known)
             scope._bind_statement(statement)
             for name, qualified in scope.names.items():
-                if not self.is_bound(name):  # (a relative import binds None: another meaning)
-                    found[name] = qualified if found.get(name, qualified) == qualified else None
+                if type(statement.body[0]) is not cst.Assign or qualified in _TORCH_MODULES:  # type: ignore[attr-defined]
+                    if not self.is_bound(name):  # (a relative import binds None: another meaning)
+                        found[name] = qualified if found.get(name, qualified) == qualified else None
+                    if _torch(qualified):
+                        known.names[name] = qualified
         for name, qualified in found.items():
             if _torch(qualified):
                 self.names[name] = qualified
@@ -226,16 +230,37 @@ class Bindings:
             targets = (
                 [t.target for t in small.targets] if type(small) is cst.Assign else [small.target]
             )
-            imported = _imported_by_call(small.value) if type(small) is cst.Assign and len(targets) == 1 else None
+            imported = self._assigned_module(targets, small.value) if type(small) is cst.Assign and len(targets) == 1 else None
             if type(small.value) is cst.Name and small.value.value == "None" and all(
                 type(t) is cst.Name and _torch(self.names.get(t.value)) for t in targets
             ):
                 return  # `nn = None`, an optional import's fallback (`if torch is not None: import torch.nn as nn; else: nn = None`)
             for target in targets:
                 for name in _assigned_names(target):
-                    self.names[name] = imported if type(target) is cst.Name else None
+                    if imported is not None and name in self.names and self.names[name] != imported:
+                        self.names[name] = None  # `Act = nn.ELU` then `Act = nn.GELU`: not one of them
+                    else:
+                        self.names[name] = imported if type(target) is cst.Name else None
             if type(small) is cst.Assign and len(targets) == 1:
                 self._bind_provided(targets[0], small.value)
+
+    def _assigned_module(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> Optional[str]:
+        """What one name assigned a torch path is: an import by call (``_imported_by_call``), an
+        alias of a torch path the file already knows (``nn = torch.nn``, ``F =
+        torch.nn.functional``, ``softmax = torch.softmax``), or ``torch = _require_torch()`` (a
+        function the project defines elsewhere that imports torch lazily: the target is named
+        ``torch`` and the called function names torch)."""
+        imported = _imported_by_call(value)
+        if imported is not None:
+            return imported
+        target = targets[0]
+        if type(value) in (cst.Name, cst.Attribute):
+            qualified = self.qualify(value)
+            return qualified if _torch(qualified) else None
+        if type(target) is cst.Name and target.value == "torch" and type(value) is cst.Call and not value.args:
+            called = dotted_name(value.func)
+            return "torch" if called is not None and "torch" in called.rpartition(".")[2].lower() else None
+        return None
 
     def _bind_provided(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """``torch, nn, F = _require_torch()``: the modules a provider function of the file
@@ -318,7 +343,12 @@ def _bound_by(statements: Iterable[cst.CSTNode]) -> List[str]:
 
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-_LOCAL_TORCH_IMPORT = re.compile(r"\n[ \t]+(?:from[ \t]+torch[\w.]*[ \t]+import|import[ \t]+torch)")
+_LOCAL_TORCH_IMPORT = re.compile(r"\n[ \t]+(?:from[ \t]+torch[\w.]*[ \t]+import|import[ \t]+torch|torch[ \t]*=)")
+# the torch modules a function's alias (``nn = torch.nn``) may give the file's own table
+_TORCH_MODULES = frozenset((
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.distributed", "torch.optim",
+    "torch.utils.checkpoint", "torch.cuda", "torch.amp", "torch.autograd",
+))
 
 
 def _function_statements(statements: Iterable[cst.CSTNode], inside: bool) -> Iterable[cst.CSTNode]:
@@ -327,7 +357,10 @@ def _function_statements(statements: Iterable[cst.CSTNode], inside: bool) -> Ite
     for statement in statements:
         kind = type(statement)
         if kind is cst.SimpleStatementLine:
-            if inside and any(type(small) in (cst.Import, cst.ImportFrom) for small in statement.body):  # type: ignore[attr-defined]
+            if inside and (
+                any(type(small) in (cst.Import, cst.ImportFrom) for small in statement.body)  # type: ignore[attr-defined]
+                or _module_alias(statement)  # type: ignore[arg-type]
+            ):
                 yield statement
         elif kind in (cst.FunctionDef, cst.ClassDef):
             body = statement.body  # type: ignore[attr-defined]
@@ -336,6 +369,18 @@ def _function_statements(statements: Iterable[cst.CSTNode], inside: bool) -> Ite
         else:
             for block in _child_blocks(statement):
                 yield from _function_statements(block, inside)
+
+
+def _module_alias(line: cst.SimpleStatementLine) -> bool:
+    """``nn = torch.nn``, ``torch = _require_torch()``: a line assigning one name a dotted name
+    or a call without arguments (what it binds is ``Bindings._assigned_module``'s question)."""
+    if len(line.body) != 1 or type(line.body[0]) is not cst.Assign:
+        return False
+    assign = line.body[0]
+    value = assign.value
+    return len(assign.targets) == 1 and type(assign.targets[0].target) is cst.Name and (
+        type(value) in (cst.Name, cst.Attribute) or (type(value) is cst.Call and not value.args)
+    )
 
 
 def _body_statements(block: cst.BaseSuite) -> Sequence[cst.CSTNode]:

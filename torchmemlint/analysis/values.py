@@ -126,7 +126,7 @@ class FileValues:
         self._ordered: Optional[List[Tuple[cst.FunctionDef, Optional[cst.ClassDef]]]] = None
         self._owners: Dict[int, Optional[cst.ClassDef]] = {}
         self._functions: Dict[str, cst.FunctionDef] = {}
-        self._constants: Dict[str, cst.BaseExpression] = {}
+        self._constants: Dict[str, Optional[cst.BaseExpression]] = {}
         self._classes: Dict[str, cst.ClassDef] = {}
         for statement in analysis.module.body:
             if type(statement) is cst.FunctionDef:
@@ -136,7 +136,8 @@ class FileValues:
             elif type(statement) is cst.SimpleStatementLine:
                 for small in statement.body:
                     if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
-                        self._constants[small.targets[0].target.value] = small.value  # type: ignore[attr-defined]
+                        name = small.targets[0].target.value  # type: ignore[attr-defined]
+                        self._constants[name] = None if name in self._constants else small.value  # (twice: no one value)
 
     def close(self) -> None:
         """Drop the graphs, which refer back to this file (``FileAnalysis.close``)."""
@@ -184,7 +185,8 @@ class FileValues:
         return self.analysis.class_model(classdef).attribute_sequence(name)
 
     def module_value(self, node: cst.Name, graph: "FunctionValues") -> Value:
-        """A name the function does not bind: an import, a same-file function, a constant."""
+        """A name the function does not bind: an import, a same-file function, a constant (a
+        number, or a string: ``_EINSUM_QK = "bhld,bhmd->bhlm"``)."""
         qualified = self.bindings.qualify(node)
         if qualified is not None:
             if qualified in ("math.inf", "numpy.inf", "torch.inf"):
@@ -194,7 +196,7 @@ class FileValues:
         if function is not None:
             return graph._new("function", node=node, info={"define": function})
         constant = self._constants.get(node.value)
-        if constant is not None and type(constant) in (cst.Integer, cst.Float, cst.UnaryOperation):
+        if constant is not None and type(constant) in (cst.Integer, cst.Float, cst.UnaryOperation, cst.SimpleString, cst.ConcatenatedString):
             return graph.expression(constant, {})
         return graph._new("global", node=node, info={"qualified": None, "name": node.value})
 
