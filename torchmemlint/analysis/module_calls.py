@@ -444,7 +444,9 @@ def module_local(facts: ScopeFacts, name: str, depth: int) -> bool:
 
 def _moved_like_a_module(facts: ScopeFacts, name: str) -> bool:
     """``name.eval()``, ``name.parameters()`` ... or ``name.to(device)`` as a statement of its
-    own (a tensor's ``.to`` is bound, a module's is not needed)."""
+    own (a tensor's ``.to`` is bound, a module's is not needed), or bound back to the name that
+    is then called (``probe = probe.cuda()``, then ``probe(inputs)``: a tensor is not called,
+    and a function has no ``.cuda()``)."""
     for call in facts.scope.calls:
         if call.receiver is None or type(call.receiver) is not cst.Name or call.receiver.value != name:
             continue
@@ -452,7 +454,11 @@ def _moved_like_a_module(facts: ScopeFacts, name: str) -> bool:
             return True
         statement = call.ctx.chain[-1].statement if call.ctx.chain else None
         if call.attr in _MOVES and type(statement) is cst.SimpleStatementLine and any(
-            type(small) is cst.Expr and small.value is call.node for small in statement.body
+            (type(small) is cst.Expr and small.value is call.node) or (
+                type(small) is cst.Assign and small.value is call.node and moved_itself(call.node, name)
+                and [dotted_name(t.target) for t in small.targets] == [name]
+            )
+            for small in statement.body
         ):
             return True
     return False

@@ -246,8 +246,8 @@ class Bindings:
 
     def _assigned_module(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression) -> Optional[str]:
         """What one name assigned a torch path is: an import by call (``_imported_by_call``), an
-        alias of a torch path the file already knows (``nn = torch.nn``, ``F =
-        torch.nn.functional``, ``softmax = torch.softmax``), or ``torch = _require_torch()`` (a
+        alias of a torch module the file already knows (``nn = torch.nn``, ``F =
+        torch.nn.functional``), or ``torch = _require_torch()`` (a
         function the project defines elsewhere that imports torch lazily: the target is named
         ``torch`` and the called function names torch)."""
         imported = _imported_by_call(value)
@@ -255,8 +255,8 @@ class Bindings:
             return imported
         target = targets[0]
         if type(value) in (cst.Name, cst.Attribute):
-            qualified = self.qualify(value)
-            return qualified if _torch(qualified) else None
+            qualified = self.qualify(value)  # (a function's alias, ``ckpt = checkpoint``, is the value graph's: a loop may rebind it)
+            return qualified if qualified in _TORCH_MODULES else None
         if type(target) is cst.Name and target.value == "torch" and type(value) is cst.Call and not value.args:
             called = dotted_name(value.func)
             return "torch" if called is not None and "torch" in called.rpartition(".")[2].lower() else None

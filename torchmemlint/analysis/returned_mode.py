@@ -3,7 +3,8 @@
 ``model = get_model(args)`` where ``get_model`` ends ``model.eval(); return model`` (ThreeDJCG's
 visualisation scripts) hands back a module in evaluation mode, as ``model.eval()`` in the caller
 would: ``ScopeFacts.last_mode_change`` counts the binding as that switch. Read only where it is
-certain: a function of the file (not a method), each of whose ``return`` statements is a
+certain: a function of the file (not a method), or of another file of the project it imports
+(that file's walk), each of whose ``return`` statements is a
 top-level statement returning ``x.eval()`` or a name ``x`` that a top-level ``x.eval()`` before it
 switched (no ``x.train(...)`` between)."""
 
@@ -26,6 +27,13 @@ def returned_in_eval(walk: Any, value: Optional[cst.BaseExpression]) -> Optional
     known = walk.__dict__.setdefault("_returned_in_eval", {})  # (once per function of the file)
     if name not in known:
         known[name] = _in_eval(walk, name)
+        links = getattr(walk, "links", None)
+        if known[name] is None and links is not None and name not in walk.defined_names():
+            # imported from another file of the project (mag_net's ``nn = model(material=m)``,
+            # ``from .net import model``): that file's function, read in its own walk
+            found = links.definition(name, "function", package=True)
+            if found is not None and _in_eval(found[0].scopes, found[1].name.value) is not None:
+                known[name] = name
     return known[name]
 
 
