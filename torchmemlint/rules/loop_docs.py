@@ -135,7 +135,11 @@ TML501_DOCUMENTATION = """
     file returns in evaluation mode (`model = get_model(args)`, where `get_model` ends
     `model.eval(); return model`, or returns `model.eval()`) is switched as by `model.eval()` in
     the caller (ThreeDJCG's visualisation scripts; not when the switch is under an `if` or
-    followed by `.train()`). Known this
+    followed by `.train()`), also a function of another project file the caller imports
+    (mag_net's `nn = model(material=m)` of `from .net import model`,
+    `tests/test_tml501_project_eval_helpers.py`). A parameter bound back to itself moved and
+    then called (`probe = probe.cuda()`, then `probe(inputs)`: a tensor is not called, a
+    function has no `.cuda()`) is a module (`tests/test_tml501_moved_parameters.py`). Known this
     way, it counts as the model in evaluation-named code only outside a module class's own
     methods (a `predict()` there is part of its forward) and in functions no other function of
     the file calls (the caller decides, and may train on the result), nor in the methods a
