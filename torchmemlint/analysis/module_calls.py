@@ -785,13 +785,3 @@ def _calls_nothing(function: cst.FunctionDef) -> bool:
                 return False
         stack.extend(node.children)
     return True
-
-
-def held_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
-    """``self.mod_model[k](x)``, ``models[i](x)``: an item of a container named as the model's,
-    called in a function named for evaluation: ``"self.mod_model[...]"``; None otherwise."""
-    func = event.node.func
-    if event.func is not None or type(func) is not cst.Subscript or not is_eval_name(facts.scope.name):
-        return None
-    base = dotted_name(func.value)
-    return f"{base}[...]" if base is not None and facts.is_model(base) else None

@@ -30,7 +30,8 @@ from torchmemlint.analysis.file import FileAnalysis
 from torchmemlint.analysis.flags import flag_test
 from torchmemlint.analysis.differentiated_outputs import gradients_wanted
 from torchmemlint.analysis.model_helpers import helper_run_model
-from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, held_model, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
+from torchmemlint.analysis.held_models import held_model
+from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
