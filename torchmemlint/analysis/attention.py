@@ -688,8 +688,8 @@ class _Question:
         explicit = [len(spec) for spelling, spec in zip(spellings, (s_out, o_out)) if spelling == "einsum" and "..." not in spec]
         if {"torch.bmm", "bmm"} & set(spellings):  # the rank is in the code
             rank = 3
-        elif {"torch.mm", "mm"} & set(spellings):
-            rank = 2
+        elif {"torch.mm", "mm"} & set(spellings) or (scores.inputs[key_side].rank == 2 and scores.inputs[key_side].op == "relabel"):
+            rank = 2  # (`q @ k.transpose(0, 1)`: matrices, ``values.FunctionValues._contract``)
         elif explicit:
             rank = explicit[0]
         else:  # `@`/`matmul`, an einsum over `...`: the rank where the value graph shows it (q, k and v agree)

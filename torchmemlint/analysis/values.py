@@ -673,8 +673,10 @@ class FunctionValues:
             dims = numbers if len(positional) > 1 or positional[0].op != "tuple" else [_int(v) for v in positional[0].inputs]
             if dims and None not in dims:
                 return self._relabel(receiver, node, dims, transpose=False)  # type: ignore[arg-type]
-        if method == "t" and not positional:
-            return self._relabel(receiver, node, [-2, -1], transpose=True)
+        if method == "t" and not positional:  # (a matrix's transpose: ``t()`` takes at most 2-D)
+            made = self._relabel(receiver, node, [-2, -1], transpose=True)
+            made.rank = made.rank or 2
+            return made
         if method in CASTS:
             return self._same("cast", receiver, node, [*positional, *keywords.values()], method=method)
         if method in KEEPS_AXES:
@@ -727,6 +729,8 @@ class FunctionValues:
         """``out = sum over the labels not in out of left[lspec] * right[rspec]`` (``...``: the
         leading axes, broadcast). ``info["known"]``: the operands' axes at their labels."""
         lspec, rspec, out = specs
+        if spelling in ("@", "matmul", "torch.matmul", "mm", "torch.mm") and right.op == "relabel" and right.rank is None and right.info.get("dims") in ((0, 1), (1, 0)):
+            right.info["swap"], right.rank = True, 2  # ``q @ k.transpose(0, 1)``: only a matrix's transpose makes sense there
         in_left, in_right = set(lspec) - {"..."}, set(rspec) - {"..."}
         result_axes = []
         for letter in out:

@@ -44,8 +44,10 @@ class EagerAttention(Rule):
     - the contractions: `@`, `torch.matmul`, `torch.bmm`, `x.matmul(y)`, `torch.einsum` or
       `einops.einsum` in any layout (`"b h i d, b h j d -> b h i j"`, channel-first
       `"bct,bcs->bts"`, an f-string whose parts are constants, the operands in one list:
-      `torch.einsum("bqd,bkd->bqk", [q, k])`), `torch.mm` (two matrices: reported without a
-      fix); a spec an `if` chooses (`kv = "b j d" if k.ndim == 3 else "b h j d"`, then
+      `torch.einsum("bqd,bkd->bqk", [q, k])`), a module-level string constant as the spec
+      (`_QK = "bhld,bhmd->bhlm"`), `torch.mm` (two matrices: reported without a
+      fix; so are `q @ k.transpose(0, 1)` and `k.t()`, a matrix's transpose,
+      tests/test_attention_matrix_transpose.py); a spec an `if` chooses (`kv = "b j d" if k.ndim == 3 else "b h j d"`, then
       `f"b h i d, {kv} -> b h i j"`, or the whole spec) whose texts all contract the same labels
       into the same output (reported without a fix: the layouts differ,
       tests/test_attention_held_out14.py); `k` transposed in the product
