@@ -503,6 +503,17 @@ def class_method_output(facts: ScopeFacts, receiver: str, method: str) -> Option
     return all(_returns_output(node) for node in found)  # type: ignore[arg-type]
 
 
+def class_method_steps(facts: ScopeFacts, receiver: str, method: str) -> bool:
+    """``receiver.method(...)``, of a known class, runs the instance's parts in a loop (a decoder
+    stepped by ``self.decode(...)`` in stanfordnlp's ``Seq2SeqModel.predict``): whatever it
+    returns (token ids), each step's graph is built with autograd on and chained to the next."""
+    found = _receiver_methods(facts, receiver, method)
+    return bool(found) and all(node is not None and not node.decorators and any(
+        type(call.func) is cst.Attribute and type(call.func.value) is cst.Name and call.func.value.value == _first_param(node)
+        for loop in nodes_of(node.body, cst.For, cst.While) for call in nodes_of(loop.body, cst.Call)
+    ) for node in found)
+
+
 def _receiver_methods(facts: ScopeFacts, receiver: str, method: str) -> Optional[List[Any]]:
     """``method`` of each class ``receiver`` is built from or annotated with (None where the
     class does not define it); None where no such class is known."""

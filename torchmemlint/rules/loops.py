@@ -377,6 +377,8 @@ class _Checks:
                 (self._model_call if as_model(self.facts) else self._output_only_sinks)(event, callee)
             elif (value := called_value(self.facts, event)) is not None:  # `G(z)`, `self.netG.sample(n)`
                 self._output_only_sinks(event, value[0], detached=not value[1])
+                if id(event.node) not in self.findings[EVAL_WITHOUT_NO_GRAD]:
+                    self._evaluated_method(event)  # `self.model.eval(); self.model.predict(src)`: a decoder run in steps
             else:
                 self._evaluated_method(event)
         elif self.analysis is not None:
