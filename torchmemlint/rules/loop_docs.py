@@ -139,7 +139,13 @@ TML501_DOCUMENTATION = """
     (mag_net's `nn = model(material=m)` of `from .net import model`,
     `tests/test_tml501_project_eval_helpers.py`). A parameter bound back to itself moved and
     then called (`probe = probe.cuda()`, then `probe(inputs)`: a tensor is not called, a
-    function has no `.cuda()`) is a module (`tests/test_tml501_moved_parameters.py`). Known this
+    function has no `.cuda()`) is a module (`tests/test_tml501_moved_parameters.py`). A method
+    of the model's class that runs the instance's parts in a loop (stanfordnlp's
+    `Seq2SeqModel.predict` stepping a decoder and returning token ids), called after `.eval()`
+    in evaluation code, is a run of the model whatever it returns
+    (`tests/test_tml501_stepped_methods.py`); so is a model a dict holds under a key naming it
+    (monk's `self.system_dict["local"]["model"](inputs)`, `tests/test_tml501_keyed_models.py`).
+    Known this
     way, it counts as the model in evaluation-named code only outside a module class's own
     methods (a `predict()` there is part of its forward) and in functions no other function of
     the file calls (the caller decides, and may train on the result), nor in the methods a
