@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
+from torchmemlint.analysis.identity_modules import identity_class
 from torchmemlint.analysis.factories import PARTIAL, _rebound as _rebound_in, single_local_value
 from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
@@ -632,7 +633,7 @@ class Producers:
             return None
         qualify, identity, made = self.file.resolver.qualify, False, []
         for expression, assignment in arms_of:
-            if type(expression) is cst.Call and not expression.args and qualify(expression.func) == NN + "Identity":
+            if type(expression) is cst.Call and not expression.args and (qualify(expression.func) == NN + "Identity" or identity_class(self.file, expression.func)):
                 identity = True
                 continue
             part = self.file.resolver.part(expression, model.self_name(assignment.method), assignment.method)

@@ -167,7 +167,9 @@ TML201_DOCUMENTATION = """
     `activation(inplace=inplace)` with `inplace=False`, is read as its default unless a call of
     the class in the file passes otherwise, reported without a fix, the switch being the
     configuration's (tests/test_inplace_optional_layers.py). A norm that is `nn.Identity()` in
-    one arm of its construction (`nn.BatchNorm2d(c) if norm else nn.Identity()`) hands on what it
+    one arm of its construction (`nn.BatchNorm2d(c) if norm else nn.Identity()`, or a class of
+    the project whose `forward` only returns its input, Deeplodocus's `EmptyLayer`,
+    tests/test_inplace_identity_classes.py) hands on what it
     is given, which must then be a layer's output that nothing else reads; one activation
     instance passed to every block (`ConvBlock(..., activation=self.activation)`, also through a
     block that passes it on) runs wherever each block calls it; `bn = self.bns[i]` is an element

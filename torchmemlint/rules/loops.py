@@ -37,8 +37,7 @@ from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
 from torchmemlint.analysis.rendering import render_expression, shortened
 from torchmemlint.analysis.training import (
-    _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute,
-    _self_attribute_name, Value,
+    _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute, _self_attribute_name, Value,
 )
 from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_allow
 from torchmemlint.findings import Applicability
@@ -324,8 +323,7 @@ class _Checks:
     """Replays one scope (``ScopeFacts``) and records the TML5xx findings in it."""
 
     def __init__(
-        self, facts: ScopeFacts, findings: Findings,
-        wrapped: Dict[Tuple[str, int], Optional[FixSpec]],
+        self, facts: ScopeFacts, findings: Findings, wrapped: Dict[Tuple[str, int], Optional[FixSpec]],
         analysis: Optional[FileAnalysis] = None,
     ) -> None:
         self.analysis = analysis
