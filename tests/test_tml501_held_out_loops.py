@@ -6,8 +6,8 @@ never backpropagates and nothing trains after it: each batch records a graph and
 activations while the output lives. The fix wraps that loop, not the function, in
 ``torch.no_grad()``.
 
-Quiet: a validation loop inside the epoch loop that trains (the epoch loop holds the
-backward), a held-out loop followed by more training, a loop over the training data with no
+A validation loop inside the epoch loop, after the epoch's training, is reported too (the
+forty-first session). Quiet: a held-out loop followed by more training, a loop over the training data with no
 backward after the training (not held-out by its name), a held-out loop whose losses a later
 backward trains on, and one under ``torch.no_grad()``."""
 
@@ -82,7 +82,8 @@ CASES: Dict[str, str] = {
                     errors.append((self.model(x) - y).abs().mean().item())  # expect: TML501
                 return sum(errors) / len(errors)
     ''',
-    # look-alikes
+    # (the forty-first session: a held-out loop after the epoch's training reads nothing the
+    # next epoch trains on, as upside-down-rl's test loop, set 146)
     "validation_inside_the_epoch_loop": '''
         import torch
 
@@ -95,9 +96,10 @@ CASES: Dict[str, str] = {
                     optimizer.step()
                 correct = 0
                 for x, y in val_loader:
-                    correct += (model(x).argmax(1) == y).sum().item()
+                    correct += (model(x).argmax(1) == y).sum().item()  # expect: TML501
                 print(epoch, correct)
     ''',
+    # look-alikes
     "held_out_loop_then_more_training": '''
         import torch
 

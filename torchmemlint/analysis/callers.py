@@ -697,7 +697,7 @@ def _unfinished_training_step(facts: ScopeFacts) -> bool:
     never backpropagates it (causaltorch's ``_learn_policy_gradient`` stubs): what it lacks is
     the backward, and ``no_grad`` would be the wrong fix."""
     words = re.findall(r"[a-z]+|[A-Z][a-z]*", facts.scope.name)
-    return any(word.lower() in _TRAINING_WORDS for word in words) and any(
+    return not facts.training_calls and any(word.lower() in _TRAINING_WORDS for word in words) and any(
         _LOSS_NAME.search(target) for event in facts.scope.assigns for target in event.targets
         if not _empty_container(event.value)  # (``losses = []`` alone computes nothing)
     )

@@ -11,8 +11,10 @@ batch records a graph and keeps its activations while the output lives.
 named for held-out data (``val_loader``, ``validation_loader``, ``testloader``, ``x_test``,
 ``dev_batches``) in one of its ``for`` clauses, and every training call of the function (a
 backward, an optimizer step, a helper that trains) lies before that loop, outside it. The loop
-is then the statement ``torch.no_grad()`` wraps; a loop inside an epoch loop that trains
-(validation between epochs) is not this case (the epoch loop holds training calls).
+is then the statement ``torch.no_grad()`` wraps. A held-out loop inside an epoch loop, after
+the epoch's training (upside-down-rl's ``for st_t, cmd_t, act_t in test_data_loader:`` after
+its training batches), is this case too: the next epoch's training reads none of its outputs;
+not one with a training call after it in the epoch, nor one that trains inside.
 """
 
 from __future__ import annotations
@@ -43,16 +45,15 @@ def held_out_loop(facts: Any, event: CallEvent) -> Optional[Frame]:
     it is a held-out loop after the function's training; None otherwise (also in a function
     that does not train: that case is the sink case's own)."""
     loops = event.ctx.loops
-    if not loops or not facts.training_calls or type(loops[0]) is not cst.For:
+    if not loops or not facts.training_calls:
         return None
-    if not any(type(loop) is cst.For and any(_held_out_name(name) for name in _names_in(loop.iter)) for loop in loops):
-        return None
+    held = next((loop for loop in loops if type(loop) is cst.For and any(_held_out_name(name) for name in _names_in(loop.iter))), None)
     index = node_index(facts.walk.module)
-    outer = index.find(loops[0])
+    outer = index.find(held) if held is not None else None
     if outer is None:
         return None
     for call in facts.training_calls:
         here = index.find(call.node)
         if here is None or here >= outer:
             return None  # (a training call inside the loop or after it)
-    return next((frame for frame in event.ctx.chain if frame.statement is loops[0]), None)
+    return next((frame for frame in event.ctx.chain if frame.statement is held), None)

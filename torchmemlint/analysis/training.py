@@ -145,9 +145,13 @@ class ScopeFacts:
         return True
 
     def _loss_instances(self) -> Dict[str, bool]:
-        """Names bound to `nn.*Loss(...)` here -> whether the loss they compute is reduced."""
+        """Names bound to `nn.*Loss(...)` here, and attributes of `self` another method of the
+        class binds to one (`self.loss = nn.CrossEntropyLoss()` in `__init__`) -> whether the
+        loss they compute is reduced."""
         found: Dict[str, bool] = {}
-        for event in self.scope.assigns:
+        owner = self.scope.owner
+        others = [e for m in (owner.methods if owner is not None else ()) if m is not self.scope for e in m.assigns]
+        for event in [*self.scope.assigns, *(e for e in others if all(t.startswith("self.") for t in e.targets))]:
             value = event.value
             if type(value) is cst.Call and not event.unpacked and not event.augmented:
                 qualified = self.bindings.qualify(value.func) if dotted_name(value.func) else None

@@ -84,8 +84,10 @@ TML501_DOCUMENTATION = """
     model(x)` for the validation metrics) (the same test file). Without any `.eval()`, a loop
     over held-out data (`validation_loader`, `testloader`, `x_test`: a name of its `for` clauses)
     that comes after every training call of the function (`main()` trains, then reports test
-    accuracy from `torch.max(outputs, 1)[1].numpy()`) is evaluation code when the outputs only
-    reach the ends below; the fix wraps that loop, not the function
+    accuracy from `torch.max(outputs, 1)[1].numpy()`; also inside the epoch loop, after that
+    epoch's training, tests/test_tml501_epoch_held_out.py) is evaluation code when the outputs
+    only reach the ends below (a loss held by an attribute, `self.loss = nn.CrossEntropyLoss()`,
+    hands them on); the fix wraps that loop, not the function
     (`analysis/held_out_loops.py`, tests/test_tml501_held_out_loops.py).
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
