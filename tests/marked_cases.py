@@ -81,3 +81,16 @@ def project_findings(root: Path, select: str) -> Set[Tuple[str, int]]:
     )
     assert result.returncode == 0, result.stderr
     return {(Path(f["filename"]).name, f["location"]["row"]) for f in json.loads(result.stdout)}
+
+
+def write_package(root: Path, files: Mapping[str, str]) -> None:
+    """Write each ``relative path -> source`` (dedented) under ``root``, every folder on the way
+    a package (an empty ``__init__.py``)."""
+    for relative, source in files.items():
+        path = root / relative
+        folder = path.parent
+        while folder != root and not (folder / "__init__.py").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "__init__.py").write_text("")
+            folder = folder.parent
+        path.write_text(textwrap.dedent(source), encoding="utf-8")

@@ -7,9 +7,7 @@ reads that output (an in-place activation on it would fail backward)."""
 
 from __future__ import annotations
 
-import textwrap
-
-from marked_cases import project_findings
+from marked_cases import project_findings, write_package
 
 EMPTY = """import torch
 import torch.nn as nn
@@ -69,11 +67,5 @@ class GatedLayer(nn.Module):
 
 
 def test_identity_classes_of_the_project(tmp_path):
-    app = tmp_path / "app"
-    for part in ("layers", "models"):
-        (app / part).mkdir(parents=True)
-        (app / part / "__init__.py").write_text("")
-    (app / "__init__.py").write_text("")
-    (app / "layers" / "empty.py").write_text(textwrap.dedent(EMPTY))
-    (app / "models" / "yolo.py").write_text(textwrap.dedent(MODEL))
+    write_package(tmp_path, {"app/layers/empty.py": EMPTY, "app/models/yolo.py": MODEL})
     assert project_findings(tmp_path, "TML201") == {("yolo.py", 14)}

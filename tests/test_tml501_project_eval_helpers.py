@@ -6,9 +6,7 @@ training mode, and one that switches it back to training before returning it."""
 
 from __future__ import annotations
 
-import textwrap
-
-from marked_cases import project_findings
+from marked_cases import project_findings, write_package
 
 NET = """import torch
 from torch import nn
@@ -76,10 +74,6 @@ def switched_losses(freqs, flux, material):
 
 
 def test_eval_helper_of_another_file(tmp_path):
-    package = tmp_path / "magnet"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "net.py").write_text(textwrap.dedent(NET))
-    (package / "core.py").write_text(textwrap.dedent(CORE))
+    write_package(tmp_path, {"magnet/net.py": NET, "magnet/core.py": CORE})
     found = project_findings(tmp_path, "TML501")
     assert found == {("core.py", 11)}

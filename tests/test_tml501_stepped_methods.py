@@ -6,9 +6,7 @@ and returns a count, one decorated with ``torch.no_grad()``, and the trainer's t
 
 from __future__ import annotations
 
-import textwrap
-
-from marked_cases import project_findings
+from marked_cases import project_findings, write_package
 
 MODEL = """import torch
 from torch import nn
@@ -83,11 +81,7 @@ class Trainer:
 
 
 def test_stepped_method_after_eval(tmp_path):
-    package = tmp_path / "lemma"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "model.py").write_text(textwrap.dedent(MODEL))
-    (package / "trainer.py").write_text(textwrap.dedent(TRAINER))
+    write_package(tmp_path, {"lemma/model.py": MODEL, "lemma/trainer.py": TRAINER})
     found = project_findings(tmp_path, "TML501")
     # (the model's own ``predict`` is judged as before, by what its callers do: not asked here)
     assert {row for name, row in found if name == "trainer.py"} == {20}

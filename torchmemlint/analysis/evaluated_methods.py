@@ -5,9 +5,9 @@ other reading of the call (a model's own call, a part of it, a helper given it) 
 A method of a module switched to evaluation mode runs its modules, unless it moves, inspects,
 trains, saves or configures the model (its name's words say so), handles data (``safe_squeeze``),
 is a container's (``model.default_cfg.get(key)``), is private, turns autograd off itself (``feeds.turns_off_autograd``), belongs to a known class where it returns no
-submodule's output (``module_calls.class_method_output``: ``size_of(x)``) and runs none of the
-instance's parts in a loop (``class_method_steps``: a decoder stepped by ``predict`` returning
-token ids still builds every step's graph), or is defined by the
+submodule's output and runs none of the instance's parts in a loop (``module_calls.
+class_method_runs``: ``size_of(x)``; a decoder stepped by ``predict`` returning token ids still
+builds every step's graph), or is defined by the
 file's module classes without calling anything of the instance (``module_calls.runs_own_parts``:
 ``validation_epoch_end(outputs)`` stacking what it is given)."""
 
@@ -18,7 +18,7 @@ from typing import Optional
 
 from torchmemlint.analysis.autograd import CallEvent, MODEL_NAME
 from torchmemlint.analysis.feeds import iterates_loader, turns_off_autograd
-from torchmemlint.analysis.module_calls import class_method_output, class_method_steps, NOT_OUTPUT_METHODS, runs_own_parts, TENSOR_DATA_METHODS
+from torchmemlint.analysis.module_calls import class_method_runs, NOT_OUTPUT_METHODS, runs_own_parts, TENSOR_DATA_METHODS
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 
 
@@ -47,8 +47,7 @@ def evaluated_method(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     if switched is None or (
         method in _NOT_RUNS or _CHANGES.search(method) or not _DATA_WORDS.isdisjoint(method.split("_"))
         or turns_off_autograd(facts, method)
-        or (class_method_output(facts, receiver, method) is False and not class_method_steps(facts, receiver, method))
-        or runs_own_parts(facts, method) is False
+        or class_method_runs(facts, receiver, method) is False or runs_own_parts(facts, method) is False
     ):
         return None
     return switched

@@ -5,23 +5,30 @@ EmptyLayer()``): an ``nn.Identity`` by another name (``producers.Producers._pass
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.names import dotted_name
 
 
+def defined_class(file: Any, func: cst.BaseExpression) -> Tuple[Any, Optional[cst.ClassDef]]:
+    """The class ``func`` names: this file's (a plain name), else the one another file of the
+    project defines (also imported by absolute name from the file's own package), with the
+    analysis of the file that defines it; ``(file, None)`` when neither."""
+    classdef = file.callables.classes.get(func.value) if type(func) is cst.Name else None
+    name = dotted_name(func)
+    if classdef is None and file.links is not None and name is not None:
+        found = file.links.definition(name, "class", package=True)
+        if found is not None:
+            return found
+    return file, classdef
+
+
 def identity_class(file: Any, func: cst.BaseExpression) -> bool:
     """``func`` names a class of this file or of another file of the project whose ``forward``
     is only ``return <its first argument>`` (a docstring or ``pass`` aside)."""
-    name = dotted_name(func)
-    if name is None:
-        return False
-    classdef = file.callables.classes.get(name) if type(func) is cst.Name else None
-    if classdef is None and file.links is not None:
-        found = file.links.definition(name, "class", package=True)
-        classdef = found[1] if found is not None else None
+    classdef = defined_class(file, func)[1]
     body = classdef.body.body if classdef is not None and type(classdef.body) is cst.IndentedBlock else ()
     forward = next((s for s in body if type(s) is cst.FunctionDef and s.name.value == "forward"), None)
     if forward is None or forward.decorators or type(forward.body) is not cst.IndentedBlock:

@@ -455,7 +455,7 @@ def _moved_like_a_module(facts: ScopeFacts, name: str) -> bool:
         statement = call.ctx.chain[-1].statement if call.ctx.chain else None
         if call.attr in _MOVES and type(statement) is cst.SimpleStatementLine and any(
             (type(small) is cst.Expr and small.value is call.node) or (
-                type(small) is cst.Assign and small.value is call.node and moved_itself(call.node, name)
+                type(small) is cst.Assign and small.value is call.node  # (the receiver is the name)
                 and [dotted_name(t.target) for t in small.targets] == [name]
             )
             for small in statement.body
@@ -492,26 +492,27 @@ def _output_method(facts: ScopeFacts, receiver: str, method: str) -> bool:
     return facts.is_model(receiver) or module_local(facts, receiver, 0) or module_call_name(facts, receiver)
 
 
-def class_method_output(facts: ScopeFacts, receiver: str, method: str) -> Optional[bool]:
-    """Whether ``receiver.method(...)`` returns what one of the submodules of ``receiver``'s
-    class returns (``_returns_output``), where that class and its method are known
+def class_method_runs(facts: ScopeFacts, receiver: str, method: str) -> Optional[bool]:
+    """Whether ``receiver.method(...)``, where the class of ``receiver`` and its method are known
     (``model = VAE(...)``, ``self.vae = VAE()``, a parameter annotated ``model: VAE``, of this
-    file or the project); None where they are not (a library's class)."""
+    file or the project), runs the instance's modules: it returns what one of its submodules
+    returns (``_returns_output``), or runs the instance's parts in a loop (a decoder stepped by
+    ``self.decode(...)`` in stanfordnlp's ``Seq2SeqModel.predict``: whatever it returns, token
+    ids, each step's graph is built with autograd on). None where they are not known (a
+    library's class)."""
     found = _receiver_methods(facts, receiver, method)
     if found is None or any(node is None for node in found):
         return None
-    return all(_returns_output(node) for node in found)  # type: ignore[arg-type]
+    return all(_returns_output(node) or _steps(node) for node in found)  # type: ignore[arg-type]
 
 
-def class_method_steps(facts: ScopeFacts, receiver: str, method: str) -> bool:
-    """``receiver.method(...)``, of a known class, runs the instance's parts in a loop (a decoder
-    stepped by ``self.decode(...)`` in stanfordnlp's ``Seq2SeqModel.predict``): whatever it
-    returns (token ids), each step's graph is built with autograd on and chained to the next."""
-    found = _receiver_methods(facts, receiver, method)
-    return bool(found) and all(node is not None and not node.decorators and any(
-        type(call.func) is cst.Attribute and type(call.func.value) is cst.Name and call.func.value.value == _first_param(node)
-        for loop in nodes_of(node.body, cst.For, cst.While) for call in nodes_of(loop.body, cst.Call)
-    ) for node in found)
+def _steps(function: cst.FunctionDef) -> bool:
+    """A loop of the method (not decorated: ``@torch.no_grad()``) calls a part of the instance."""
+    this = _first_param(function)
+    return not function.decorators and any(
+        type(call.func) is cst.Attribute and type(call.func.value) is cst.Name and call.func.value.value == this
+        for loop in nodes_of(function.body, cst.For, cst.While) for call in nodes_of(loop.body, cst.Call)
+    )
 
 
 def _receiver_methods(facts: ScopeFacts, receiver: str, method: str) -> Optional[List[Any]]:

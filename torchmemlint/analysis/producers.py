@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from torchmemlint.analysis.checkpoints import CHECKPOINT
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self, Part, _rooted_at
-from torchmemlint.analysis.identity_modules import identity_class
+from torchmemlint.analysis.identity_modules import defined_class, identity_class
 from torchmemlint.analysis.factories import PARTIAL, _rebound as _rebound_in, single_local_value
 from torchmemlint.analysis.fields import SPARSE_CONVS, SPARSE_FIELD
 from torchmemlint.analysis.layer_lists import enclosing_definitions
@@ -178,13 +178,7 @@ class Producers:
             self.file.links is not None and self.file.links.may_come_from_package(_dotted(func))
         ):  # (``from speechbrain.nnet.CNN import Conv1d`` in speechbrain is qualified, and the project's)
             return UNKNOWN_PRODUCER
-        file, classdef = self.file, None
-        if type(func) is cst.Name:
-            classdef = file.callables.classes.get(func.value)
-        if classdef is None and file.links is not None:
-            found = file.links.definition(_dotted(func), "class", package=True)
-            if found is not None:
-                file, classdef = found
+        file, classdef = defined_class(self.file, func)
         if classdef is None:
             builder = file.callables.functions.get(func.value) if type(func) is cst.Name else None
             if builder is None and type(func) is cst.Name and call is not None:

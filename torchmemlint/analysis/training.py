@@ -150,8 +150,9 @@ class ScopeFacts:
         loss they compute is reduced."""
         found: Dict[str, bool] = {}
         owner = self.scope.owner
-        others = [e for m in (owner.methods if owner is not None else ()) if m is not self.scope for e in m.assigns]
-        for event in [*self.scope.assigns, *(e for e in others if all(t.startswith("self.") for t in e.targets))]:
+        if owner is not None and "_self_assigns" not in owner.__dict__:  # (once per class)
+            owner._self_assigns = [e for m in owner.methods for e in m.assigns if e.targets and all(t.startswith("self.") for t in e.targets)]
+        for event in [*self.scope.assigns, *(owner._self_assigns if owner is not None else ())]:
             value = event.value
             if type(value) is cst.Call and not event.unpacked and not event.augmented:
                 qualified = self.bindings.qualify(value.func) if dotted_name(value.func) else None
