@@ -424,15 +424,6 @@ class ScopeFacts:
         else:
             self.env.pop(target, None)
 
-    def is_self_increment(self, event: AssignEvent) -> bool:
-        value = event.value
-        return (
-            len(event.targets) == 1
-            and type(value) is cst.BinaryOperation
-            and type(value.operator) is cst.Add
-            and event.targets[0] in (dotted_name(value.left), dotted_name(value.right))
-        )
-
     def folded(self, event: AssignEvent) -> Optional[cst.BaseExpression]:
         """``acc = torch.cat((acc, out), 0)`` (``torch.stack``, ``vstack`` ..., also as one arm
         of ``out if acc is None else torch.cat(...)``): the other tensor the call joins to the

@@ -322,7 +322,11 @@ TML501_DOCUMENTATION = """
 TML502_DOCUMENTATION = """
     ## What it does
     Flags a loss or model output accumulated across loop iterations without turning it into a
-    number or detaching it: `total += loss`, `total = total + loss`, `losses.append(loss)`,
+    number or detaching it: `total += loss`, `total = total + loss`, and any arithmetic that
+    adds a term to the value it carries (a running mean `mean = (n * mean + k * loss) / (n +
+    k)`, a moving average `ma = 0.99 * ma + 0.01 * out.mean()`, `acc = acc + a + b`; not a
+    value only scaled, `x = x * 0.5`, nor one also read inside a call, `acc = f(acc) + out`:
+    `analysis/folds.py`, `tests/test_tml502_arithmetic_folds.py`), `losses.append(loss)`,
     `preds = torch.cat((preds, out))` (`torch.stack` ..., also in `x if c else ...`; no fix),
     `outputs.append(model(x))` (or a tuple, list or dict holding one: `outputs.append((out, y))`), `history["loss"].append(loss)` (a list under a literal key;
     no fix offered), and a comprehension over something named like a loader, data set or

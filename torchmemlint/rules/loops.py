@@ -27,6 +27,7 @@ from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluat
 from torchmemlint.analysis.step_hooks import kept_across_steps, returned_as_loss, STEP_HOOKS
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
 from torchmemlint.analysis.file import FileAnalysis
+from torchmemlint.analysis.folds import assigned_terms as _fold_terms
 from torchmemlint.analysis.flags import flag_test
 from torchmemlint.analysis.differentiated_outputs import gradients_wanted
 from torchmemlint.analysis.model_helpers import helper_run_model
@@ -349,7 +350,7 @@ class _Checks:
                 self.findings[EVAL_WITHOUT_NO_GRAD].pop(id(event.node), None)
 
     def _assignment(self, event: AssignEvent) -> None:
-        if event.augmented or self.facts.is_self_increment(event) or self.facts.folded(event) is not None:
+        if event.augmented or _fold_terms(event) is not None or self.facts.folded(event) is not None:
             self._accumulation(event)
         if self.forward and event.value is not None and not event.augmented:
             self._tensor_on_self(event)
@@ -592,11 +593,9 @@ class _Checks:
             if folded is not None:  # acc = torch.cat((acc, out), 0)
                 value_node = folded
                 appended = True
-            elif not event.augmented:  # total = total + loss
-                binary = event.value
-                assert type(binary) is cst.BinaryOperation
-                on_left = dotted_name(binary.left) == accumulator
-                value_node = binary.right if on_left else binary.left
+            elif not event.augmented:  # total = total + loss, x = 0.9 * x + 0.1 * eps: what it adds
+                terms = _fold_terms(event) or ()
+                value_node = next((t for t in terms if self.facts.value_of(t, ctx) is not None), terms[0])
             if folded is None:
                 appended = False
         if accumulator is None or accumulator in self.facts.backward_losses and backpropagated_with(self.scope, self.facts.backward_calls, accumulator, event):
