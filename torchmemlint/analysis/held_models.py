@@ -17,9 +17,14 @@ def held_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     """``self.mod_model[k](x)``, ``models[i](x)``: an item of a container named as the model's,
     called in a function named for evaluation: ``"self.mod_model[...]"``; also an item a
     string key names as a model (``self.system_dict["local"]["model"](inputs)``, shown as the
-    code writes it); None otherwise."""
+    code writes it), and in any function an item it put in evaluation mode first
+    (``self.SEEDER_LIST[index].eval()``); None otherwise."""
     func = event.node.func
-    if event.func is not None or type(func) is not cst.Subscript or not is_eval_name(facts.scope.name):
+    if event.func is not None or type(func) is not cst.Subscript:
+        return None
+    if _switched_before(facts, event, func):
+        return facts.walk.module.code_for_node(func)  # ``self.SEEDER_LIST[index].eval()`` first: that item is a module
+    if not is_eval_name(facts.scope.name):
         return None
     key = func.slice[0].slice if len(func.slice) == 1 and type(func.slice[0].slice) is cst.Index else None
     text = key.value.evaluated_value if key is not None and type(key.value) is cst.SimpleString else None
@@ -27,6 +32,15 @@ def held_model(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
         return facts.walk.module.code_for_node(func)
     base = dotted_name(func.value)
     return f"{base}[...]" if base is not None and facts.is_model(base) else None
+
+
+def _switched_before(facts: ScopeFacts, event: CallEvent, item: cst.Subscript) -> bool:
+    """The function put this very item in evaluation mode before the call (``models[i].eval()``;
+    the same code, compared node by node)."""
+    return any(
+        call.attr == "eval" and call.seq < event.seq and type(call.receiver) is cst.Subscript and call.receiver.deep_equals(item)
+        for call in facts.scope.calls
+    )
 
 
 def _calls_torch(facts: ScopeFacts) -> bool:

@@ -179,7 +179,9 @@ TML501_DOCUMENTATION = """
     so does a parameter run on a loader's batches whatever its name (`netC(images)` over
     `dataloader_test`, its output `.data.cpu().numpy()`), unless the name says it takes the
     model's output (`metric(y, out)`, `criterion(out, y)`: a metric or a loss). An item of a container named as the
-    model's (`self.mod_model[k](x)`) is the model in a function named for evaluation. A module's method that writes what
+    model's (`self.mod_model[k](x)`) is the model in a function named for evaluation, and in any
+    function an item it put in evaluation mode first (`self.SEEDER_LIST[index].eval()`, then that
+    item called: `tests/test_tml501_switched_items.py`). A module's method that writes what
     its layers compute into its own parameter's `.data` (`self.memory.data = new.data`: a
     state update, as streaming memories and moving averages do) is left to its callers.
 
