@@ -350,8 +350,9 @@ class _Checks:
                 self.findings[EVAL_WITHOUT_NO_GRAD].pop(id(event.node), None)
 
     def _assignment(self, event: AssignEvent) -> None:
-        if event.augmented or _fold_terms(event) is not None or self.facts.folded(event) is not None:
-            self._accumulation(event)
+        terms = _fold_terms(event)  # (total = total + loss, x = 0.9 * x + 0.1 * eps: what it adds)
+        if event.augmented or terms is not None or self.facts.folded(event) is not None:
+            self._accumulation(event, terms or ())
         if self.forward and event.value is not None and not event.augmented:
             self._tensor_on_self(event)
 
@@ -558,7 +559,7 @@ class _Checks:
         )
 
     # TML502
-    def _accumulation(self, event: Union[AssignEvent, CallEvent]) -> None:
+    def _accumulation(self, event: Union[AssignEvent, CallEvent], terms: Tuple[cst.BaseExpression, ...] = ()) -> None:
         ctx = event.ctx
         if ctx.no_grad or not (ctx.loops or self.scope.name in STEP_HOOKS):
             return
@@ -593,9 +594,8 @@ class _Checks:
             if folded is not None:  # acc = torch.cat((acc, out), 0)
                 value_node = folded
                 appended = True
-            elif not event.augmented:  # total = total + loss, x = 0.9 * x + 0.1 * eps: what it adds
-                terms = _fold_terms(event) or ()
-                value_node = next((t for t in terms if self.facts.value_of(t, ctx) is not None), terms[0])
+            elif not event.augmented:  # the first term added that holds a loss or an output
+                value_node = next((t for t in terms if (held := self.facts.value_of(t, ctx)) is not None and held.kind is not Kind.ACTIVATION), terms[0])
             if folded is None:
                 appended = False
         if accumulator is None or accumulator in self.facts.backward_losses and backpropagated_with(self.scope, self.facts.backward_calls, accumulator, event):
