@@ -13,6 +13,8 @@ only one of them gives is printed (``NEW`` / ``LOST``), then the counts. A full 
 * ``folds``: an assignment whose target is read once among the operands of ``+ - * /`` with an
   addition on the way to it, other than ``t = t + x`` (``analysis/folds.py``'s accumulations);
 * ``eval-items``: a file that calls ``.eval()`` on an item (``x[...].eval()``);
+* ``subclasses``: a file with a class deriving from another class of the file
+  (``analysis/class_lineage.py``: attributes a base or a subclass binds);
 * ``all``: every labelled file.
 """
 
@@ -81,9 +83,20 @@ def has_fold(text: str) -> bool:
     return False
 
 
+def has_subclass(text: str) -> bool:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    names = {node.name for node in classes}
+    return any(_dotted(base) in names for node in classes for base in node.bases)
+
+
 FILTERS = {
     "folds": has_fold,
     "eval-items": lambda text: re.search(r"\]\s*\.eval\(\)", text) is not None,
+    "subclasses": has_subclass,
     "all": lambda text: True,
 }
 

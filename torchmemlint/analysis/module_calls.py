@@ -4,11 +4,11 @@
 ``torch.load``), by an annotation, or by a model-like name. This module adds what the class
 model and the values of the function show:
 
-- ``self.<x>`` that a method of the class binds to a module build, or to a parameter of that
-  method annotated as a module or as a tensor function (``encoder: nn.Module``,
-  ``Optional[Callable[[Tensor], Tensor]]``), or, in a class derived from ``nn.Module``, to a
-  parameter at all (a submodule handed in: ``self.encoder = encoder``); or on which the class
-  calls a method only modules have (``self.x.eval()``, ``self.x.parameters()``);
+- ``self.<x>`` that a method of the class, or of a base or subclass in the file
+  (``class_lineage.py``), binds to a module build, or to a parameter of that method annotated
+  as a module or a tensor function (``encoder: nn.Module``, ``Optional[Callable[[Tensor],
+  Tensor]]``), or, in a class derived from ``nn.Module``, to a parameter at all (a submodule
+  handed in: ``self.encoder = encoder``); or on which it calls a module's method (``.eval()``);
 - a local name whose every binding is a module value: a module build, an item or attribute of
   one (``encoder = torch.load(path)["model"].g_a``: a loaded checkpoint's model, a part of a
   model), or a name the function also moves or switches like a module (``model =
@@ -40,6 +40,7 @@ from torchmemlint.analysis.autograd import (
     CallEvent, GRAD_KEEPING_METHODS, MODEL_NAME, MODULE_METHODS as _MODULE_METHODS,
     MODULE_MOVES as _MOVES,
 )
+from torchmemlint.analysis.class_lineage import lineage
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance, output_only_sinks
 from torchmemlint.analysis.gradient_models import forward_reach
 from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
@@ -380,11 +381,11 @@ def callers_elsewhere(facts: ScopeFacts) -> bool:
 def module_attribute(facts: ScopeFacts, attr: str) -> bool:
     """``self.<attr>`` is a module in the scope's class (see the module docstring)."""
     owner = facts.scope.owner
-    if owner is None or any(method.name == attr for method in owner.methods):
+    related = lineage(facts.walk, owner) if owner is not None else []  # (a subclass may bind it)
+    if owner is None or any(method.name == attr for klass in related for method in klass.methods):
         return False
     target = f"self.{attr}"
-    module_class = owner.node.name.value in facts.walk.module_classes()
-    for method in owner.methods:
+    for method in (method for klass in related for method in klass.methods):
         for call in method.calls:
             if call.attr in _MODULE_METHODS and call.receiver is not None and dotted_name(call.receiver) == target:
                 return True
@@ -396,7 +397,7 @@ def module_attribute(facts: ScopeFacts, attr: str) -> bool:
             if _builds_module(facts, value):
                 return True
             if type(value) is cst.Name and value.value in params:
-                if module_class or _module_annotation(facts, params[value.value]):
+                if method.owner.node.name.value in facts.walk.module_classes() or _module_annotation(facts, params[value.value]):
                     return True
     return False
 
