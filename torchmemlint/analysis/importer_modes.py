@@ -1,5 +1,5 @@
 """A function of the file whose callers, in the project files that import it, run it with
-autograd off (TML501).
+autograd off (TML501, and TML502 where a loop without backward keeps outputs).
 
 An evaluation helper written in one file and called from the training script of another
 (fluospotter's ``def validate(model, loader, ...)`` in ``inference.py``: ``model.eval()``, then
@@ -17,6 +17,30 @@ the function is judged itself, as is one nobody imports (a package's ``__init__.
 from __future__ import annotations
 
 from typing import Any
+
+from torchmemlint.analysis.module_calls import callers_elsewhere, called_in_project, module_method
+
+
+def decided_elsewhere(facts: Any) -> bool:
+    """Whether the autograd mode the scope's function runs in is its callers': a top-level
+    function every importer runs with autograd off, or a method of a module class that a file
+    importing it may call (none of its own file calling it with autograd on), or whose callers
+    in the file turn autograd off (``module_calls``).
+    TML501 and the evaluation case of TML502 leave such a function to them (DMLP's
+    ``DDPM.sample``, whose importer samples under ``torch.no_grad()``:
+    tests/test_tml502_importer_modes.py)."""
+    if run_without_grad_by_importers(facts):
+        return True
+    if not module_method(facts):
+        return False
+    if callers_elsewhere(facts):
+        return True
+    name = facts.scope.name
+    called_here = any(  # (a caller of its own file with autograd on: judged here)
+        call.func is not None and call.func.rsplit(".", 1)[-1] == name
+        for scope in facts.walk.scopes if scope is not facts.scope for call in scope.calls
+    )
+    return not called_here and called_in_project(facts)
 
 
 def run_without_grad_by_importers(facts: Any) -> bool:

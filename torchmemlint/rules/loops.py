@@ -21,7 +21,7 @@ from torchmemlint.analysis.callers import (
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF
-from torchmemlint.analysis.importer_modes import run_without_grad_by_importers
+from torchmemlint.analysis.importer_modes import decided_elsewhere, run_without_grad_by_importers
 from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
 from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluation
 from torchmemlint.analysis.step_hooks import kept_across_steps, returned_as_loss, STEP_HOOKS
@@ -611,8 +611,8 @@ class _Checks:
             training = self._kept_over_loop(event, accumulator, value, appended)
         else:  # `self.val_loss += loss` in a `training_step`, run by the framework's loop
             training = True if kept_across_steps(self.facts, accumulator, event.seq) else None
-        if training is None or self._behind_flag(event):
-            return
+        if training is None or self._behind_flag(event) or (training is False and decided_elsewhere(self.facts)):
+            return  # (evaluation code whose callers set the autograd mode: theirs to judge)
         shown = shortened(self.walk.module.code_for_node(value_node))
         what = "loss tensor" if value.kind is Kind.LOSS else "model output"
         each = "every iteration" if ctx.loops else f"every `{self.scope.name}` call"
