@@ -29,8 +29,8 @@ WRAPPERS = frozenset(
 _LISTS = frozenset({"torch.nn.ModuleList"})
 MODULE_DICT = "torch.nn.ModuleDict"  # its values, read by key: ``self.heads[name](x)``
 SEQUENTIAL = "torch.nn.Sequential"
-_ADDS = ("append", "extend", "insert")
-_DEPTH = 4
+_ADDS, _DEPTH = ("append", "extend", "insert"), 4
+_READS_ONLY = frozenset({"len", "type", "isinstance", "repr", "str", "print", "id"})  # (read a list or an element, run none)
 
 
 def unwrap(call: cst.Call, qualify) -> cst.Call:
@@ -261,10 +261,10 @@ class ModuleLists:
 
     def element_calls(self, attribute: str) -> Tuple[List[Tuple[cst.Call, cst.FunctionDef]], bool]:
         """Every call of an element of ``self.<attribute>`` in the class's methods other than
-        ``__init__`` (``self.convs[i](x)``, ``for conv in self.convs: conv(x)``, through ``zip``
-        and ``enumerate``), with its method; and whether those are all that can run one: every
-        other read of ``self.<attribute>`` is ``len(...)`` or a loop whose variable is only
-        called or has its attributes read (``layer.remove_weight_norm()``)."""
+        ``__init__`` (``self.convs[i](x)``, ``for conv in self.convs: conv(x)``, through ``zip`` and
+        ``enumerate``), with its method; and whether those are all that can run one: every other read
+        of ``self.<attribute>`` is ``len(...)``, ``type(...[0])`` or a loop whose variable is only called or
+        has its attributes read (``layer.remove_weight_norm()``)."""
         if attribute not in self._calls:
             self._calls[attribute] = self._element_calls(attribute)
         return self._calls[attribute]
@@ -290,8 +290,8 @@ class ModuleLists:
                 if source is not None and source.attr.value == attribute:
                     found.append((node, method))  # type: ignore[arg-type]
                     accounted.add(id(source))
-                elif type(func) is cst.Name and func.value == "len":
-                    accounted.update(id(arg.value) for arg in node.args)  # type: ignore[attr-defined]
+                elif type(func) is cst.Name and func.value in _READS_ONLY:  # ``type(self.acts[0]).__name__`` runs none
+                    accounted.update(id(arg.value.value if type(arg.value) is cst.Subscript else arg.value) for arg in node.args)  # type: ignore[attr-defined]
         return found, bool(found) and all(id(r.node) in accounted for r in references)
 
     def chained_before(self, attribute: str, element: cst.BaseExpression) -> Optional[cst.BaseExpression]:

@@ -429,18 +429,22 @@ class Producers:
             layers = lists.row_elements(attribute, position)
         else:
             layers = lists.elements(attribute) if lists is not None else None
-        if not layers:
+        kept = [layer for layer in layers or () if not self._identity(layer)]  # (``nn.Identity()`` in one arm: passes its input)
+        if not kept:
             return UNKNOWN_PRODUCER
+        passes, layers = len(kept) < len(layers), kept  # type: ignore[arg-type]
         made = [self._element(layer, lists) for layer in layers]
-        category = joined([
-            Producer(layer.category(), "") if found is None else found for layer, found in zip(layers, made)
-        ]).category
+        category = joined([Producer(layer.category(), "") if found is None else found for layer, found in zip(layers, made)]).category
         if category is Category.UNKNOWN:
             return UNKNOWN_PRODUCER
         kinds = "/".join(sorted({
             short_name(layer.qualified) if found is None else found.description for layer, found in zip(layers, made)
         }))
-        return Producer(category, f"{'a module of ' if inner else ''}an element of `self.{attribute}` ({kinds})")
+        return Producer(category, f"{'a module of ' if inner else ''}an element of `self.{attribute}` ({kinds}{' or nn.Identity' if passes else ''})", passes=passes)
+
+    def _identity(self, layer: Any) -> bool:
+        call = layer if type(layer) is cst.Call else getattr(layer, "call", None)  # (a ``Layer``: its construction)
+        return type(call) is cst.Call and not call.args and (self.file.resolver.qualify(call.func) == IDENTITY or identity_class(self.file, call.func))
 
     def _element(self, layer: Any, lists: Any) -> Optional[Producer]:
         if type(layer) is cst.Call:
@@ -554,6 +558,8 @@ class Producers:
             made = self.call(node, self_name, callee)
             if made.passes and op == "module" and value.inputs and depth < 8:  # ``self.norm(x)``, maybe an ``nn.Identity``
                 return [replace(made, passes=False)] + self.of(value.inputs[0], self_name, depth + 1)
+            if made.passes and op == "call" and len(value.inputs) == 2 and depth < 8 and self._read_only_by(value, value.inputs[1]):
+                return [replace(made, passes=False)] + self.of(value.inputs[1], self_name, depth + 1)  # ``bn(h)``, ``bn`` of a list
             return [replace(made, passes=False) if made.passes else made]
         if type(node) is cst.BinaryOperation and op in ("add", "scale", "arith", "contract"):
             if isinstance(node.operator, _FRESH_OPERATORS):
