@@ -169,7 +169,9 @@ TML201_DOCUMENTATION = """
     configuration's (tests/test_inplace_optional_layers.py). A norm that is `nn.Identity()` in
     one arm of its construction (`nn.BatchNorm2d(c) if norm else nn.Identity()`, or a class of
     the project whose `forward` only returns its input, Deeplodocus's `EmptyLayer`,
-    tests/test_inplace_identity_classes.py) hands on what it
+    tests/test_inplace_identity_classes.py), also the elements of a module list built so
+    (`self.bns` of `nn.Identity()` in the `else` arm, run as `act(bn(fc(x)))` over zipped lists,
+    tests/test_tml201_identity_list_arms.py), hands on what it
     is given, which must then be a layer's output that nothing else reads; one activation
     instance passed to every block (`ConvBlock(..., activation=self.activation)`, also through a
     block that passes it on) runs wherever each block calls it; `bn = self.bns[i]` is an element

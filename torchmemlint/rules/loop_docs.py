@@ -91,7 +91,9 @@ TML501_DOCUMENTATION = """
     (`analysis/held_out_loops.py`, tests/test_tml501_held_out_loops.py).
 
     A model is also what the called value is, whatever its name (`tests/test_module_calls.py`):
-    `self.<x>` that the class binds to a module instance, or to a parameter annotated as a
+    `self.<x>` that the class (or a base or subclass of it in the file: a base class's
+    `get_prediction_list` calling `self.neural_network`, which only its subclasses build,
+    `analysis/class_lineage.py`, tests/test_tml501_inherited_attributes.py) binds to a module instance, or to a parameter annotated as a
     module or a tensor function (`encoder: nn.Module`, `Optional[Callable[[Tensor], Tensor]]`),
     or on which it calls `.eval()` / `.parameters()` ...; a local bound to a module, to an item
     or attribute of one (`encoder = torch.load(path)["model"].g_a`), or moved like one
@@ -369,7 +371,11 @@ TML502_DOCUMENTATION = """
     `loss.backward()` or `accelerator.backward(loss)`, tests/test_tml502_returned_loss.py)
     are not reported; a backward counts where it runs after the sum or inside its loops, not one
     that ran before them (a script's training loop on `loss`, then a test loop summing into the
-    same name: reported). Nor are
+    same name: reported). Nor is a loop without backward in a function whose callers set the
+    autograd mode, as for TML501: a top-level function every importer runs under `no_grad`, or
+    a method of a module class that a file importing it may call while no caller of its own file
+    runs it with autograd on (a diffusion model's `sample`, run by the generation script under
+    `torch.no_grad()`: `analysis/importer_modes.py`, tests/test_tml502_importer_modes.py). Nor are
     one batch's items: a list filled in a loop that neither iterates something named like a
     loader / data set / batches, nor batches cut by a batch size (`range(0, n, batch_size)`,
     `range(n // bs)`, `torch.split(x, batch_size)`), nor trains, and that is stacked or summed after the loop
