@@ -15,6 +15,9 @@ only one of them gives is printed (``NEW`` / ``LOST``), then the counts. A full 
 * ``eval-items``: a file that calls ``.eval()`` on an item (``x[...].eval()``);
 * ``subclasses``: a file with a class deriving from another class of the file
   (``analysis/class_lineage.py``: attributes a base or a subclass binds);
+* ``module-lists``: a file building a ``ModuleList`` that names ``Identity`` or reads a list
+  attribute with ``type`` / ``isinstance`` / ``repr`` / ``str`` / ``print`` / ``id`` (TML201's
+  identity elements, ``module_lists._READS_ONLY``);
 * ``all``: every labelled file.
 """
 
@@ -97,6 +100,7 @@ FILTERS = {
     "folds": has_fold,
     "eval-items": lambda text: re.search(r"\]\s*\.eval\(\)", text) is not None,
     "subclasses": has_subclass,
+    "module-lists": lambda text: "ModuleList" in text and re.search(r"Identity|\b(?:type|isinstance|repr|str|print|id)\(self\.", text) is not None,
     "all": lambda text: True,
 }
 
