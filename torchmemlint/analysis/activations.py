@@ -713,14 +713,16 @@ class InplaceAnalysis(ProjectSites):
             use.name = expression.value  # type: ignore[union-attr]
         reads = facts.reads.get(id(source), [])
         at = next((position for position, reader in reads if reader is consumer), None)
+        returns = type(consumer.statement) is cst.SimpleStatementLine and any(type(s) is cst.Return for s in consumer.statement.body)
         others = [  # a join of the branch or loop the activation is in: the way where it did not run;
             # a size read (``ret.shape[-1]``) keeps nothing; a read in the other arm of an ``if``
-            # (``x = F.leaky_relu(x)`` / ``else: x = torch.sigmoid(x)``) never runs with it
+            # (``x = F.leaky_relu(x)`` / ``else: x = torch.sigmoid(x)``) never runs with it, nor
+            # one after the ``return`` it is in; an inlined helper's read runs at its call
             (position, reader) for position, reader in reads if reader is not consumer and reader is not beside and not (
                 type(reader) is not str and (
                     (reader.op == "join" and facts.passed_by(source, consumer, reader)) or reader.op == "meta"
-                    or facts.exclusive(consumer.statement, reader.statement)
-                    or facts.exclusive(consumer.node, reader.node)
+                    or facts.exclusive(consumer.statement, _site(reader)[1]) or facts.exclusive(consumer.node, _site(reader)[0])
+                    or (returns and at is not None and position > at and _site(reader)[1] is not consumer.statement)
                 )
             )
         ]
@@ -745,6 +747,12 @@ class InplaceAnalysis(ProjectSites):
         if facts is None or facts.graph is not graph:
             facts = self._graph_facts[id(graph)] = GraphFacts(graph, self.file)
         return facts
+
+
+def _site(reader: Any) -> Tuple[Any, Any]:
+    """Where ``reader`` runs in the graph read: its node and statement, or, for a value of a
+    helper run inline, the helper's call (``helper_runs.run_helper``)."""
+    return reader.info.get("site") or (reader.node, reader.statement)
 
 
 def activation_sites(context) -> InplaceAnalysis:

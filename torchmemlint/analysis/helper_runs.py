@@ -39,8 +39,10 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
     start = len(graph.uses)
     inner = type(graph)(file, helper, classdef, bound, graph.depth + 1, graph.uses)
     graph.uses[start:] = [u._replace(statement=graph._statement) if u.statement is not None else u for u in graph.uses[start:]]  # (sinks at the call)
-    for made in (*inner.values, *inner.inlined) if foreign is not None else ():
-        made.info.setdefault("foreign", file)  # (a deeper file's own mark kept)
+    for made in (*inner.values, *inner.inlined):
+        if foreign is not None:
+            made.info.setdefault("foreign", file)  # (a deeper file's own mark kept)
+        made.info["site"] = (node, graph._statement)  # where it runs in this graph: the outermost call
     graph._consumers, graph.inlined = None, [*graph.inlined, *inner.values, *inner.inlined]
     if len(inner.returns) > 1 and all(r.axes is not None for r in inner.returns):  # either return: ``if plain: return softmax(s)``
         graph.uses[:] = [u for u in graph.uses if not (u.consumer == "return" and any(u.value is r for r in inner.returns))]
