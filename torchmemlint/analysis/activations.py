@@ -713,7 +713,8 @@ class InplaceAnalysis(ProjectSites):
             use.name = expression.value  # type: ignore[union-attr]
         reads = facts.reads.get(id(source), [])
         at = next((position for position, reader in reads if reader is consumer), None)
-        returns = type(consumer.statement) is cst.SimpleStatementLine and any(type(s) is cst.Return for s in consumer.statement.body)
+        returns = "site" not in consumer.info and type(consumer.statement) is cst.SimpleStatementLine and any(
+            type(s) is cst.Return for s in consumer.statement.body)  # (an inlined helper's ``return`` ends the helper only)
         others = [  # a join of the branch or loop the activation is in: the way where it did not run;
             # a size read (``ret.shape[-1]``) keeps nothing; a read in the other arm of an ``if``
             # (``x = F.leaky_relu(x)`` / ``else: x = torch.sigmoid(x)``) never runs with it, nor

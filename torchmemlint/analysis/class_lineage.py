@@ -19,17 +19,17 @@ _DEPTH = 8  # classes followed up or down, at most
 
 def lineage(walk: Any, owner: Any) -> List[Any]:
     """``owner`` (a ``ClassFacts`` of ``walk``) first, then its ancestors and descendants
-    among the file's classes (each once)."""
-    classes = walk.__dict__.get("_classes_by_name")
-    if classes is None:
-        classes = {}
+    among the file's classes (each once; found once per class and walk)."""
+    known = walk.__dict__.setdefault("_lineages", {})
+    if id(owner) not in known:
+        classes: Dict[str, Any] = {}
         for facts in walk.classes:
             classes.setdefault(facts.node.name.value, facts)
-        walk.__dict__["_classes_by_name"] = classes
-    found: Dict[int, Any] = {id(owner): owner}
-    _ancestors(owner, classes, found, 0)
-    _descendants(owner, walk.classes, found, 0)
-    return list(found.values())
+        found: Dict[int, Any] = {id(owner): owner}
+        _ancestors(owner, classes, found, 0)
+        _descendants(owner, walk.classes, found, 0)
+        known[id(owner)] = list(found.values())
+    return known[id(owner)]
 
 
 def _base_names(facts: Any) -> List[str]:

@@ -23,12 +23,12 @@ from torchmemlint.analysis.module_calls import callers_elsewhere, called_in_proj
 
 def decided_elsewhere(facts: Any) -> bool:
     """Whether the autograd mode the scope's function runs in is its callers': a top-level
-    function every importer runs with autograd off, or a method of a module class that a file
-    importing it may call (none of its own file calling it with autograd on), or whose callers
-    in the file turn autograd off (``module_calls``).
-    TML501 and the evaluation case of TML502 leave such a function to them (DMLP's
+    function every importer runs with autograd off, or a method of a module class whose callers
+    in the file turn autograd off, or that a file importing it may call while no function of
+    its own file calls it (``module_calls``). TML502's evaluation case asks it (DMLP's
     ``DDPM.sample``, whose importer samples under ``torch.no_grad()``:
-    tests/test_tml502_importer_modes.py)."""
+    tests/test_tml502_importer_modes.py). TML501 asks the same parts separately and, for a
+    module method an importer reads, does not look for a caller in its own file."""
     if run_without_grad_by_importers(facts):
         return True
     if not module_method(facts):
