@@ -71,12 +71,16 @@ def _fold(target: str, value: ast.AST) -> bool:
     return adds
 
 
-def has_fold(text: str) -> bool:
+def _nodes(text: str) -> list:
+    """Every node of the file's ``ast`` (none when it does not parse)."""
     try:
-        tree = ast.parse(text)
+        return list(ast.walk(ast.parse(text)))
     except (SyntaxError, ValueError):
-        return False
-    for node in ast.walk(tree):
+        return []
+
+
+def has_fold(text: str) -> bool:
+    for node in _nodes(text):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp):
             target, value = _dotted(node.targets[0]), node.value
             if target is None or (isinstance(value.op, ast.Add) and target in (_dotted(value.left), _dotted(value.right))):
@@ -87,11 +91,7 @@ def has_fold(text: str) -> bool:
 
 
 def has_subclass(text: str) -> bool:
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    classes = [node for node in _nodes(text) if isinstance(node, ast.ClassDef)]
     names = {node.name for node in classes}
     return any(_dotted(base) in names for node in classes for base in node.bases)
 
