@@ -101,6 +101,8 @@ FILTERS = {
     "eval-items": lambda text: re.search(r"\]\s*\.eval\(\)", text) is not None,
     "subclasses": has_subclass,
     "module-lists": lambda text: "ModuleList" in text and re.search(r"Identity|\b(?:type|isinstance|repr|str|print|id)\(self\.", text) is not None,
+    "filled-tensors": lambda text: re.search(r"\.new_(?:zeros|ones|empty|full|tensor)\(", text) is not None or (
+        "where(" in text and re.search(r"_like\(|torch\.(?:full|tensor|as_tensor|scalar_tensor|zeros|ones)\(", text) is not None),
     "all": lambda text: True,
 }
 

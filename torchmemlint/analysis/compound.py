@@ -42,7 +42,8 @@ UNARY = frozenset({
 }) | frozenset("nn.functional." + name for name in ("logsigmoid", "softsign", "softplus", "tanhshrink", "sigmoid", "tanh"))
 COMPOSED = REDUCTIONS | ELEMENTWISE | UNARY | {"baddbmm", "exp", "where"}  # the methods and ``torch.`` functions composed here
 ALIASES = {"axis": "dim", "keepdims": "keepdim"}  # numpy's names, which torch also takes
-LIKE_NUMBERS = {"torch.zeros_like": 0.0, "torch.ones_like": 1.0}  # a tensor of one number, shaped as its argument
+LIKE_NUMBERS = {"torch.zeros_like": 0.0, "torch.ones_like": 1.0, "torch.zeros": 0.0, "torch.ones": 1.0}  # a tensor of one number
+NEW_NUMBERS = {"new_zeros": 0.0, "new_ones": 1.0}  # ``s.new_zeros(shape)``: the same, with s's dtype and device
 
 
 def compound_value(graph: Any, name: str, node: cst.Call, receiver: Any, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Any]:
@@ -159,13 +160,37 @@ def _where(graph: Any, node: cst.Call, operands: List[Any], arguments: List[Any]
     return None
 
 
+FILLED = frozenset({"torch.full_like", "torch.full", "torch.tensor", "torch.as_tensor", "torch.scalar_tensor"})  # one number given, any shape
+NEW_FILLED = frozenset({"new_full", "new_tensor"})  # ``s.new_full(shape, n)``, ``s.new_tensor(n)``
+
+
+def _filled(value: Any) -> Optional[float]:
+    """The one number every element of ``value`` holds, when a call makes it so: ``torch.zeros_like(w)``,
+    ``torch.full_like(s, -inf)``, ``torch.full(shape, -1e9)``, ``torch.tensor(-1e9, device=d)``,
+    ``s.new_full(shape, n)``, ``s.new_tensor(n)``, ``torch.ones_like(s) * n``, each also cast; else None."""
+    while value.op == "cast" and value.inputs:
+        value = value.inputs[0]
+    if value.op == "scale" and not value.info.get("divide") and len(value.inputs) == 2:
+        base, factor = _filled(value.inputs[0]), _number(value.inputs[1])
+        return base * factor if base is not None and factor is not None else None
+    if value.op != "call":
+        return None
+    qualified = value.info.get("qualified")
+    if qualified in LIKE_NUMBERS or value.info.get("method") in NEW_NUMBERS:
+        return LIKE_NUMBERS.get(qualified, NEW_NUMBERS.get(value.info.get("method")))
+    given = value.inputs if qualified in FILLED or value.info.get("method") in NEW_FILLED else None
+    numbers = [part for part in given or () if part.op == "constant"]
+    return _number(numbers[0]) if len(numbers) == 1 else None
+
+
 def _buffered(graph: Any, value: Any) -> Any:
     """A tensor of one known number, as a constant: ``torch.zeros_like(w)`` (0), or
     ``self.masked_bias`` (also cast, ``.to(w.dtype)``) where the class registers it once as a
     number, ``self.register_buffer("masked_bias", torch.tensor(-1e4))`` (GPT-2's causal fill), and
     nothing else assigns it; else ``value``."""
-    if value.op == "call" and value.info.get("qualified") in LIKE_NUMBERS:  # ``torch.zeros_like(w)``: 0 everywhere
-        return graph._new("constant", [value], value.node, info={"number": LIKE_NUMBERS[value.info["qualified"]]})
+    number = _filled(value)
+    if number is not None:
+        return graph._new("constant", [value], value.node, info={"number": number})
     inner = value
     while inner.op == "cast" and inner.inputs:
         inner = inner.inputs[0]

@@ -64,6 +64,7 @@ CASTS = frozenset({"to", "type_as", "type", "float", "half", "bfloat16", "double
 RESHAPES = frozenset({"view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "expand", "repeat", "view_as", "reshape_as", "expand_as"})
 KEEPS_AXES = frozenset({"contiguous", "clone", "detach", "requires_grad_"})
 META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "size", "dim", "numel", "stride", "data_ptr"})
+NEW_TENSORS = frozenset(f"new_{kind}" for kind in ("zeros", "ones", "empty", "full", "tensor"))  # the receiver's dtype and device only
 LIKE = frozenset(f"torch.{kind}_like" for kind in ("zeros", "ones", "empty", "full", "rand", "randn", "randint"))  # x's layout only
 KNOWN_LIBRARIES = ("torch.", "math.", "numpy.", "einops.", "builtins.", "functools.", "operator.")
 NUMBER_BUILTINS = frozenset({"float", "int", "len"})  # what they return is a Python number, not a tensor
@@ -687,6 +688,8 @@ class FunctionValues:
             return self._same("add", receiver, node, positional, other=node.args[0].value if node.args else None)
         if method in META:
             return self._new("meta", [receiver, *positional], node)
+        if method in NEW_TENSORS:  # ``s.new_full(shape, n)``: a fresh tensor of s's dtype and device; no read of its values
+            return self._new("call", [*positional, *keywords.values()], node, info={"method": method})
         dim = numbers[0] if len(positional) == 1 and not keywords else (_int(keywords["dim"]) if not positional and list(keywords) == ["dim"] else None)
         if method in ("unsqueeze", "squeeze") and dim is not None:  # the same axes, one more or fewer
             return self._new("reshape", [receiver, *positional, *keywords.values()], node, *squeezed(receiver, method, dim))
