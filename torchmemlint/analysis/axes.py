@@ -197,3 +197,25 @@ def tensorish(value: Any) -> bool:
     if value.op in ("element", "index") and value.inputs and value.inputs[0].op == "meta":
         return False  # ``B, L, E = x.shape``, ``x.shape[-1]``: sizes
     return value.op not in ("constant", "meta", "attribute", "global", "member", "unknown", "finfo") and not value.info.get("scalar")
+
+
+def relabel(graph: Any, source: Any, node: Any, dims: List[int], transpose: bool) -> Any:
+    """``transpose(a, b)`` (``transpose=True``) or ``permute(*dims)``: the same axes, reordered."""
+    if transpose:
+        rank = source.rank
+        norm = [d if d < 0 else (d - rank if rank is not None else None) for d in dims]
+        axes = None
+        if None not in norm and source.axes is not None and all(-len(source.axes) <= d for d in norm):  # type: ignore[operator]
+            known = list(source.axes)
+            a, b = norm
+            known[a], known[b] = known[b], known[a]  # type: ignore[index]
+            axes = tuple(known)
+        swap = None not in norm and sorted(norm) == [-2, -1]  # type: ignore[type-var]
+        return graph._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims), "transpose": True})
+    rank = len(dims)
+    if source.rank is not None and source.rank != rank:
+        return graph._new("reshape", [source], node)
+    norm = [d - rank if d >= 0 else d for d in dims]
+    axes = tuple(source.axis(d) for d in norm) if source.axes is not None else None
+    swap = rank >= 2 and norm[:-2] == list(range(-rank, -2)) and norm[-2:] == [-1, -2]
+    return graph._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims)})

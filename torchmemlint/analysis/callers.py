@@ -14,7 +14,7 @@ import libcst as cst
 from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
 from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
-from torchmemlint.analysis.module_annotations import moved_itself, returns_module
+from torchmemlint.analysis.module_annotations import moved_itself
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
@@ -149,28 +149,6 @@ def _returns(scope, accumulator: str) -> bool:  # type: ignore[no-untyped-def]
         for node in walk(function.body)
     )
 
-
-def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
-    """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here (`self.x`:
-    in a method of the class) to an instance of a module class of this file or the project, or
-    to a torch layer."""
-    if MODEL_NAME.match(callee.rsplit(".", 1)[-1]):
-        return True
-    modules = facts.walk.module_classes()
-    owner = facts.scope.owner
-    if owner is not None and callee == _self_name(facts) and owner.node.name.value in modules:
-        return True  # `self.eval(); return self(x)` in a method of a module class
-    scopes = owner.methods if callee.startswith("self.") and callee.count(".") == 1 and owner is not None else [facts.scope]
-    for event in (event for scope in scopes for event in scope.assigns):
-        if event.targets != (callee,) or type(event.value) is not cst.Call:
-            continue
-        func = event.value.func
-        qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
-        if (qualified or "").startswith("torch.nn.") or (
-            type(func) is cst.Name and func.value in modules and qualified is None
-        ) or facts.walk.project_module_class(func) or returns_module(facts, event.value):
-            return True
-    return False
 
 def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     """The function runs a model it does not own, in code whose autograd mode its caller

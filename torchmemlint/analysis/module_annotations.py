@@ -38,6 +38,22 @@ def module_type(facts: Any, annotation: cst.BaseExpression) -> bool:
     return False
 
 
+def annotated_module(facts: Any, name: str) -> bool:
+    """``name`` is a parameter of the scope's function annotated as a module (``first_module:
+    torch.nn.Module``, ``dag: dag_module.DagModule`` with ``from torch_dag.core import dag_module``
+    in a file of that package), not as a tensor function."""
+    for param in facts.scope.params():
+        if param.name.value == name and param.annotation is not None:
+            annotation = param.annotation.annotation
+            if type(annotation) is cst.Subscript and (dotted_name(annotation.value) or "").endswith("Callable"):
+                return False
+            links = facts.walk.links
+            return module_type(facts, annotation) or (
+                links is not None and type(annotation) in (cst.Name, cst.Attribute) and links.module_class(dotted_name(annotation), package=True)
+            )
+    return False
+
+
 def unmoved(call: cst.Call) -> cst.Call:
     """``VAE(...).to(device).eval()`` -> ``VAE(...)``: the call that built the module, without
     the moves and mode switches chained after it (each returns the same module)."""

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 import libcst as cst
 
 from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
-from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, squeezed, tensorish as _tensorish
+from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, relabel, squeezed, tensorish as _tensorish
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
 from torchmemlint.analysis.fields import LocalFields, opaque, starred_arguments
@@ -613,7 +613,7 @@ class FunctionValues:
         if name == "einops.rearrange" and len(positional) > 1 and isinstance(positional[1].info.get("text"), str):
             how = rearranged(positional[1].info["text"])
             if how is not None and how[0] is not None:  # ``"b i j -> b j i"``: a permute
-                return self._relabel(positional[0], node, how[0], transpose=False)
+                return relabel(self, positional[0], node, how[0], transpose=False)
             if how is not None:  # axes grouped or split: ``swap``, the features moved past the positions
                 groups = parse_rearrange(positional[1].info["text"])  # ``"b (w n) r -> b w n r"`` keeps ``r``; ``"(b w) ..."`` merged back is ``b w``'s axis
                 return self._new("reshape", [*positional, *keywords.values()], node, rearranged_axes(positional[0], groups), len(groups[1]) if groups else None, {"qualified": name, "swap": how[1]})
@@ -669,13 +669,13 @@ class FunctionValues:
         if method in ("masked_fill", "masked_fill_") and len(positional) == 2 and not keywords:
             return self._same("fill", receiver, node, positional, where=node.args[0].value, fill=positional[1], inplace=method.endswith("_"))
         if method in ("transpose", "swapaxes") and len(positional) == 2 and None not in numbers:
-            return self._relabel(receiver, node, numbers, transpose=True)  # type: ignore[arg-type]
+            return relabel(self, receiver, node, numbers, transpose=True)  # type: ignore[arg-type]
         if method == "permute" and positional:
             dims = numbers if len(positional) > 1 or positional[0].op != "tuple" else [_int(v) for v in positional[0].inputs]
             if dims and None not in dims:
-                return self._relabel(receiver, node, dims, transpose=False)  # type: ignore[arg-type]
+                return relabel(self, receiver, node, dims, transpose=False)  # type: ignore[arg-type]
         if method == "t" and not positional:  # (a matrix's transpose: ``t()`` takes at most 2-D)
-            made = self._relabel(receiver, node, [-2, -1], transpose=True)
+            made = relabel(self, receiver, node, [-2, -1], transpose=True)
             made.rank = made.rank or 2
             return made
         if method in CASTS:
@@ -698,27 +698,6 @@ class FunctionValues:
         if method in ("chunk", "split", "unbind"):
             return self._new("split", [receiver, *positional], node)
         return self._new("call", [receiver, *positional, *keywords.values()], node, info={"method": method})
-
-    def _relabel(self, source: Value, node: cst.CSTNode, dims: List[int], transpose: bool) -> Value:
-        """``transpose(a, b)`` (``transpose=True``) or ``permute(*dims)``: the same axes, reordered."""
-        if transpose:
-            rank = source.rank
-            norm = [d if d < 0 else (d - rank if rank is not None else None) for d in dims]
-            axes = None
-            if None not in norm and source.axes is not None and all(-len(source.axes) <= d for d in norm):  # type: ignore[operator]
-                known = list(source.axes)
-                a, b = norm
-                known[a], known[b] = known[b], known[a]  # type: ignore[index]
-                axes = tuple(known)
-            swap = None not in norm and sorted(norm) == [-2, -1]  # type: ignore[type-var]
-            return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims), "transpose": True})
-        rank = len(dims)
-        if source.rank is not None and source.rank != rank:
-            return self._new("reshape", [source], node)
-        norm = [d - rank if d >= 0 else d for d in dims]
-        axes = tuple(source.axis(d) for d in norm) if source.axes is not None else None
-        swap = rank >= 2 and norm[:-2] == list(range(-rank, -2)) and norm[-2:] == [-1, -2]
-        return self._new("relabel", [source], node, axes, rank, {"swap": swap, "dims": tuple(dims)})
 
     def _softmax(self, source: Value, node: cst.Call, rest: Sequence[Value], keywords: Dict[str, Value]) -> Value:
         dim_value = keywords.get("dim", rest[0] if rest else None)

@@ -15,9 +15,10 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import AssignEvent, CallEvent, Frame, _is_false, _is_true
 from torchmemlint.analysis.held_out_loops import held_out_loop
+from torchmemlint.analysis.plain_modules import plainly_a_module
 from torchmemlint.analysis.callers import (
     borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
-    loss_terms_loop, plainly_a_module, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
+    loss_terms_loop, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
 )
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF
