@@ -96,6 +96,24 @@ def has_subclass(text: str) -> bool:
     return any(_dotted(base) in names for node in classes for base in node.bases)
 
 
+def has_held_module(text: str) -> bool:
+    """A class of the file whose ``forward`` calls nothing of its own ``self``, built into an
+    attribute of another class (``self.attention_matmul = TfMatmulModule(...)``)."""
+    nodes = _nodes(text)
+    plain = set()
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward" and not any(
+                    isinstance(call, ast.Call) and (_dotted(call.func) or "").startswith("self.") for call in ast.walk(item)
+                ):
+                    plain.add(node.name)
+    return bool(plain) and any(
+        isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _dotted(node.value.func) in plain
+        and any((_dotted(t) or "").startswith("self.") for t in node.targets) for node in nodes
+    )
+
+
 FILTERS = {
     "folds": has_fold,
     "eval-items": lambda text: re.search(r"\]\s*\.eval\(\)", text) is not None,
@@ -103,6 +121,7 @@ FILTERS = {
     "module-lists": lambda text: "ModuleList" in text and re.search(r"Identity|\b(?:type|isinstance|repr|str|print|id)\(self\.", text) is not None,
     "filled-tensors": lambda text: re.search(r"\.new_(?:zeros|ones|empty|full|tensor)\(", text) is not None or (
         "where(" in text and re.search(r"_like\(|torch\.(?:full|tensor|as_tensor|scalar_tensor|zeros|ones)\(", text) is not None),
+    "held-modules": has_held_module,
     "all": lambda text: True,
 }
 

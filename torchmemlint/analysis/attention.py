@@ -35,11 +35,12 @@ import libcst as cst
 from torchmemlint.analysis.built_behind_flags import built_only_behind_flags
 
 from torchmemlint.analysis.handed_out import handed_out
-from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _order, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
+from torchmemlint.analysis.attention_text import _bare, _code, _first, _negated, _oriented, _parenthesised, _simple, _sliced, _tensor_attribute
 from torchmemlint.analysis.attribute_calls import arm_off
 from torchmemlint.analysis.axes import Axis, CatAxis, arm_axis
 from torchmemlint.analysis.axis_kinds import small_weights
 from torchmemlint.analysis.attention_site import AttentionSite, chain_deleted
+from torchmemlint.analysis.attention_statements import removable_statements
 from torchmemlint.analysis.contractions import calls_contracting_helper, may_hold_softmax, mentions_contraction
 from torchmemlint.analysis.fallback import sdpa_fallback
 from torchmemlint.analysis.flag_returns import dropped_by_callers, kept_behind_flag, returned_behind_flag
@@ -96,6 +97,7 @@ class AttentionSites:
             mentions: Dict[int, bool] = {}
             callers_quiet: Dict[int, Tuple[cst.FunctionDef, cst.CSTNode, str]] = {}  # id(a helper's product) -> why a caller leaves it
             built: Dict[int, bool] = {}
+            owners = {id(function): classdef for function, classdef in graphs.functions()}
             for function, classdef in graphs.functions():
                 if not mentions_contraction(function, mentions) and not calls_contracting_helper(graphs, function, classdef, mentions):
                     continue
@@ -105,6 +107,9 @@ class AttentionSites:
                 for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
                     if value.op == "contract" and "foreign" not in value.info:  # (another file's product: its own file's)
                         question = _Question(graph, value)
+                        helper_class = owners.get(id(value.function)) if value.function is not function else None
+                        if helper_class is not None and helper_class is not classdef and built_only_behind_flags(self.analysis, helper_class, built):
+                            continue  # (a held module's forward that never runs: its class is built only behind a flag)
                         site = question.site()
                         if site is not None:
                             found.setdefault(id(value.node), []).append((value.function is function, site))
@@ -219,7 +224,7 @@ class _Question:
         if not self.reasons:
             self._layout(site, scores, key_side, side, values, axis)
         if not self.reasons:
-            self._statements(site)
+            removable_statements(self, site)
         if not self.reasons and len(self.masks) > 1:
             self.reasons.append("more than one mask is applied to the scores")
         if not self.reasons and self._rebound():
@@ -528,7 +533,7 @@ class _Question:
                     return True
             elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
                 continue
-            elif consumer.op == "helper" and consumer.info.get("helper") is self.product.function:
+            elif self._into_product_helper(consumer):
                 continue  # the scores passed to the helper that applies the softmax and the product (its values are here)
             elif consumer.op == "helper" and foreign_inspects(self.graph, consumer, value):
                 continue  # ``check_mask_broadcasts(scores, mask)``: another file's function reading only their shape
@@ -546,6 +551,17 @@ class _Question:
             elif not self._alternative(consumer, 8):
                 return True
         return False
+
+    def _into_product_helper(self, consumer: Value) -> bool:
+        """``consumer`` is the helper whose run makes the product, or a list handed only to it
+        (``self.final_matmul([weights, v])``, whose forward unpacks the list)."""
+        if consumer.op == "tuple":  # (an argument of the call, not what a helper returns: ``return out, weights``)
+            readers = self.graph.consumers(consumer)
+            return bool(readers) and all(
+                not isinstance(r, str) and type(r.node) is cst.Call and any(arg.value is consumer.node for arg in r.node.args)
+                and self._into_product_helper(r) for r in readers
+            )
+        return consumer.op == "helper" and consumer.info.get("helper") is self.product.function
 
     def _flagged(self, value: Value, consumer: object) -> bool:
         """Is ``consumer`` a return of ``value`` only while a flag off by default is set (``flag_returns.py``)?"""
@@ -704,85 +720,6 @@ class _Question:
                 self.reasons.append("the tensors are %d-D; CUDA's fused kernels take 4-D (batch, heads, L, E)" % rank)
             elif rank == 3 and self.masks:
                 self.reasons.append("3-D tensors with a mask: the mask's dims for SDPA's 4-D form are not known")
-
-    def _statements(self, site: AttentionSite) -> None:
-        """The statements that only compute the chain (SDPA replaces them)."""
-        graph, product = self.graph, self.product
-        inside = {id(node) for node in walk(product.node)}  # type: ignore[arg-type]
-        removable: Dict[int, cst.CSTNode] = {}
-        for value in self.chain.values():
-            if value.function is not graph.function:
-                self.reasons.append("part of the computation is in another function")
-                return
-            if value.op == "join":
-                continue
-            statement = value.statement
-            if statement is product.statement:
-                if value.node is not None and id(value.node) in inside:
-                    continue
-                self.reasons.append("the statement of the product with v also computes other things")
-                return
-            if type(statement) is not cst.SimpleStatementLine:
-                self.reasons.append("the scores are computed in a compound statement")
-                return
-            for small in statement.body:
-                result = graph.results.get(id(small))
-                if result is None or id(result) not in self.chain:
-                    self.reasons.append("a statement that computes the scores also does other things")
-                    return
-            outer = self._outer_if(statement)
-            if self.reasons:
-                return
-            removable[id(outer or statement)] = outer or statement
-            removable[id(statement)] = outer or statement
-        if not self._readers(removable):
-            return
-        kept = {id(s): s for s in removable.values()}
-        site.removable = sorted(kept.values(), key=lambda s: _order(graph.function, s))
-
-    def _readers(self, removable: Dict[int, cst.CSTNode]) -> bool:
-        """Whether no statement that stays reads a value of the chain (``n = attn.shape[-1]``);
-        a statement whose values only feed the chain (``max_neg = -torch.finfo(s.dtype).max``)
-        goes with it."""
-        graph, product = self.graph, self.product
-        read = {id(graph.names.get(id(n))) for text in self.texts for n in walk(text) if type(n) is cst.Name}  # what the SDPA call reads
-        for value in list(self.chain.values()):
-            for consumer in graph.consumers(value):
-                if isinstance(consumer, str):
-                    if consumer == "test":
-                        self.reasons.append("an `if` tests the scores or the weights")
-                        return False
-                    continue
-                if id(consumer) in self.chain or consumer is product or consumer.op == "join":
-                    continue
-                statement = consumer.statement
-                if statement is product.statement or id(statement) in removable:
-                    continue
-                if type(statement) is cst.SimpleStatementLine and all(
-                    id(small) in graph.results and all(
-                        not isinstance(c, str) and id(c) in self.chain for c in graph.consumers(graph.results[id(small)])
-                    ) for small in statement.body
-                ):
-                    if any(id(graph.results[id(small)]) in read for small in statement.body):  # ``causal = torch.ones(*s.shape[-2:])``
-                        self.reasons.append("the mask is made from the scores' sizes; the fix removes the scores")
-                        return False
-                    removable[id(statement)] = statement
-                    continue
-                self.reasons.append("a statement that stays reads the scores or the weights")
-                return False
-        return True
-
-    def _outer_if(self, statement: cst.CSTNode) -> Optional[cst.CSTNode]:
-        """The ``if`` (without ``else``) a mask statement is in, when the product is not in it."""
-        path = path_to(self.graph.function, statement) or []
-        product_path = {id(n) for n in (path_to(self.graph.function, self.product.statement) or [])}  # type: ignore[arg-type]
-        for node in path:
-            if type(node) is cst.If and id(node) not in product_path:
-                body = node.body.body if type(node.body) is cst.IndentedBlock else []
-                if node.orelse is not None or len(body) != 1:
-                    self.reasons.append("the `if` that applies the mask runs other statements too")
-                return node
-        return None
 
     def _rebound(self) -> bool:
         """Is a name the SDPA call reads bound to another value at the product with v?"""

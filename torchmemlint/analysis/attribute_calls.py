@@ -41,6 +41,10 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
     if parts is None and graph.classdef is not None:
         parts = _inherited_parts(file, graph.classdef, name, 0)
     if parts is not None and len(positional) == 1 and (not keywords or _flags_only(file, parts, keywords)):
+        if len(parts) == 1 and not getattr(getattr(parts[0], "layer", parts[0]), "qualified", None) and (
+            held := _held_module_call(graph, name, node, positional, keywords)
+        ) is not None:
+            return held  # ``self.attention_matmul([q, k])``: the forward of the file's class, computed from its input
         return graph._layers(parts, positional[0], node, name)
     if graph.classdef is not None and (positional or keywords) and (held := _held_module_call(graph, name, node, positional, keywords)) is not None:
         return held  # ``self.make_causal(attn, q, k)``: the forward of the file's class it holds
@@ -70,9 +74,9 @@ def _held_module_call(graph: Any, name: str, node: cst.Call, positional: List[An
         forward = file.method(classdef, "forward", inherited=True) if classdef is not None else None
         if forward is None or classdef is graph.classdef or _runs_own_parts(forward):
             return None
-        held.append((classdef, forward))
+        held.append((classdef, forward, _receiver(graph, constructor_flags(file, classdef, value), node)))
     first = bool(positional) and tensorish(positional[0])
-    runs = [run_helper(graph, forward, node, positional, keywords, True, first, owner=classdef) for classdef, forward in held]
+    runs = [run_helper(graph, forward, node, positional, keywords, True, first, owner=classdef, receiver=receiver) for classdef, forward, receiver in held]
     for run in runs:
         if run.node is node:  # (what the call made, not a constant the forward returns)
             run.info["held"] = name  # the layer analyses read the call itself (``producers.Producers.of``)
@@ -80,6 +84,33 @@ def _held_module_call(graph: Any, name: str, node: cst.Call, positional: List[An
         return runs[0]
     axes, rank = joined(runs)
     return graph._new("join", runs, node, axes, rank, {"held": name})
+
+
+def constructor_flags(file: Any, classdef: cst.ClassDef, call: cst.Call) -> Dict[str, bool]:
+    """``self.<attr>`` that ``__init__`` sets once from a parameter, where ``call`` (which builds
+    ``classdef``) passes ``True``/``False`` for it or leaves its literal default:
+    ``TfMatmulModule(transpose=True, normalize=False)`` gives ``{"transpose": True, "normalize": False}``."""
+    init = file.method(classdef, "__init__")
+    if init is None or any(arg.star for arg in call.args):
+        return {}
+    params = [*init.params.posonly_params, *init.params.params][1:]
+    given: Dict[str, cst.BaseExpression] = {p.name.value: arg.value for p, arg in zip(params, (a for a in call.args if a.keyword is None))}
+    given.update({arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None})
+    for param in (*params, *init.params.kwonly_params):
+        if param.name.value not in given and param.default is not None:
+            given[param.name.value] = param.default
+    truths = {name: value.value == "True" for name, value in given.items() if type(value) is cst.Name and value.value in ("True", "False")}
+    flags = {}
+    for attribute, assignments in file.analysis.class_model(classdef).assignments.items():
+        value = assignments[0].value
+        if len(assignments) == 1 and assignments[0].method is init and type(value) is cst.Name and value.value in truths:
+            flags[attribute] = truths[value.value]
+    return flags
+
+
+def _receiver(graph: Any, flags: Dict[str, bool], node: cst.Call) -> Optional[Any]:
+    """The ``self`` a held module's forward runs with, knowing its constructor's flags (None: none known)."""
+    return graph._new("argument", node=node, info={"name": "self", "flags": flags}) if flags else None
 
 
 def _runs_own_parts(forward: cst.FunctionDef) -> bool:

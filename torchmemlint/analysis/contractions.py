@@ -6,7 +6,7 @@ that does (``self._attn(q, k, v)``: its graph runs the helper with what the call
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import libcst as cst
 
@@ -30,9 +30,23 @@ def calls_contracting_helper(graphs, function: cst.FunctionDef, classdef: Option
             helper = graphs.function_named(func.value)
         elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == first and classdef is not None:
             helper = graphs.method(classdef, func.attr.value, inherited=True)
+            if helper is None and any(mentions_contraction(forward, mentions) for forward in _held_forwards(graphs, classdef, func.attr.value)):
+                return True  # ``self.pair_scores(q, k)``: a module of the file whose forward contracts
         if helper is not None and helper is not function and mentions_contraction(helper, mentions):
             return True
     return False
+
+
+def _held_forwards(graphs, classdef: cst.ClassDef, name: str) -> List[cst.FunctionDef]:  # type: ignore[no-untyped-def]
+    """The ``forward`` of each class of the file that ``self.<name>`` is built as (``attribute_calls._held_module_call`` runs them)."""
+    forwards = []
+    for assignment in graphs.analysis.class_model(classdef).assignments.get(name, []):
+        made = assignment.value.func if type(assignment.value) is cst.Call else None
+        held = graphs._classes.get(made.value) if type(made) is cst.Name else None
+        forward = graphs.method(held, "forward", inherited=True) if held is not None and held is not classdef else None
+        if forward is not None:
+            forwards.append(forward)
+    return forwards
 
 
 def mentions_contraction(function: cst.FunctionDef, mentions: Optional[Dict[int, bool]] = None) -> bool:

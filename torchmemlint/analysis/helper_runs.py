@@ -22,11 +22,12 @@ HELPER_NODES = 600
 BASE_DEPTH = 4
 
 
-def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool, foreign: Optional[Tuple[Any, cst.ClassDef]] = None, owner: Optional[cst.ClassDef] = None) -> Any:
+def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: List[Any], keywords: Dict[str, Any], bound_self: bool, tensor_first: bool, foreign: Optional[Tuple[Any, cst.ClassDef]] = None, owner: Optional[cst.ClassDef] = None, receiver: Optional[Any] = None) -> Any:
     """``helper`` run from ``graph`` (a ``values.FunctionValues``) with its arguments bound
     (``tensor_first``: the first is a tensor, not a size or a constant; ``foreign``: a method
     of another file's class, ``(that file's FileValues, the class)``, from ``foreign_method``;
-    ``owner``: the class of this file whose method it is, when not the graph's own)."""
+    ``owner``: the class of this file whose method it is, when not the graph's own; ``receiver``:
+    the value its ``self`` is, when known: a held module with its constructor's flags)."""
     params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
     if bound_self:
         params = params[1:]
@@ -35,6 +36,8 @@ def run_helper(graph: Any, helper: cst.FunctionDef, node: cst.Call, positional: 
         return graph._new("call", everything, node, info={"helper": helper})
     bound = dict(zip(params, positional))
     bound.update(keywords)
+    if receiver is not None and bound_self and helper.params.params:
+        bound[helper.params.params[0].name.value] = receiver
     file, classdef = foreign if foreign is not None else (graph.file, owner or (graph.classdef if bound_self else None))
     start = len(graph.uses)
     inner = type(graph)(file, helper, classdef, bound, graph.depth + 1, graph.uses)
@@ -117,6 +120,8 @@ def flag_truth(value: Any) -> Optional[bool]:
     negate = False
     if value.op == "unary" and type(value.node) is cst.UnaryOperation and type(value.node.operator) is cst.Not and value.inputs:
         negate, value = True, value.inputs[0]
+    if value.op == "global" and "truth" in value.info:  # ``self.transpose`` of a held module built with ``transpose=True``
+        return value.info["truth"] != negate
     name = value.node.value if value.op == "global" and type(value.node) is cst.Name else None
     if name not in ("True", "False"):
         return None

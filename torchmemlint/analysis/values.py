@@ -522,6 +522,8 @@ class FunctionValues:
         if name in META:
             return self._new("meta", [base], node)
         if self.self_name is not None and type(node.value) is cst.Name and node.value.value == self.self_name:
+            if name in base.info.get("flags", ()):  # a held module's flag its constructor set (``attribute_calls.constructor_flags``)
+                return self._new("global", [base], node, info={"truth": base.info["flags"][name]})
             return self._new("attribute", [base], node, info={"name": name})
         return self._new("member", [base], node, info={"name": name})
 
