@@ -122,6 +122,7 @@ FILTERS = {
     "filled-tensors": lambda text: re.search(r"\.new_(?:zeros|ones|empty|full|tensor)\(", text) is not None or (
         "where(" in text and re.search(r"_like\(|torch\.(?:full|tensor|as_tensor|scalar_tensor|zeros|ones)\(", text) is not None),
     "held-modules": has_held_module,
+    "eval-copies": lambda text: ".eval()" in text and re.search(r"deepcopy\(|__class__\(|type\(self\)\(|\w\s*:\s*(?:torch\.)?(?:nn\.)?[A-Z]\w*\s*[,)=]", text) is not None,
     "all": lambda text: True,
 }
 
