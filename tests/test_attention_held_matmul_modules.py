@@ -9,9 +9,9 @@ forward (also with one argument) knowing the flags its constructor set
 product is not another reader of the weights (``attention._Question._into_product_helper``).
 Reported without a fix: SDPA cannot run the modules.
 
-Quiet: the weights also returned, the weights also kept in a list of the module, and a held
-module built with ``transpose=False`` for the scores (``q @ k`` over the wrong axes: no key
-axis for the softmax).
+Quiet: the weights also returned, the weights also kept in a list of the module, and XCiT's
+channel attention through the same modules (a held ``PermuteModule(perm=(0, 2, 1))`` moves
+the tokens last: d x d weights); the same heads with ``perm=(0, 1, 2)`` are reported.
 """
 
 from __future__ import annotations
@@ -108,11 +108,73 @@ KEPT = HEADER.replace("TRANSPOSED", "True") + '''
         return self.final_matmul(pair)
 '''
 
-UNTRANSPOSED = LISTED.replace("TRANSPOSED", "False").replace("  # expect: TML601", "").replace(
-    "self.attention_matmul = TfMatmulModule(transpose=True", "self.attention_matmul = TfMatmulModule(transpose=False"
+PERMUTE = '''
+
+class PermuteModule(torch.nn.Module):
+    def __init__(self, perm):
+        super().__init__()
+        self.perm = perm
+
+    def forward(self, inputs):
+        return torch.permute(inputs, self.perm)
+'''
+
+# XCiT's cross-covariance attention through the same modules: q, k, v moved to (B, d, T) by a
+# held ``PermuteModule(perm=(0, 2, 1))`` (its literal known), so the scores contract the tokens
+# and the softmax runs over the channels: d x d weights, quiet (``axis_kinds.small_weights``,
+# through ``self.q[k]`` of a ModuleList of ``nn.Linear``: ``attribute_calls.listed_layer``).
+CHANNELS = HEADER.replace("\n\nclass Heads(", PERMUTE + "\n\nclass Heads(").replace("TRANSPOSED", "True").replace(
+    "        self.kept = []\n", "        self.kept = []\n        self.to_channels = PermuteModule(perm=(0, 2, 1))\n"
+) + '''
+    def forward(self, x):
+        carriers = []
+        for k in range(self.num_heads):
+            x_q = self.to_channels(self.q[k](x))
+            x_k = self.to_channels(self.k[k](x))
+            x_v = self.to_channels(self.v[k](x))
+            qk = self.softmax(self.attention_matmul([x_q, x_k]))
+            carriers.append(self.to_channels(self.final_matmul([qk, x_v])))
+        return torch.cat(carriers, dim=-1)
+'''
+
+# the same heads over the tokens, the permute given as ``perm=(0, 1, 2)``: reported
+TOKENS = CHANNELS.replace("PermuteModule(perm=(0, 2, 1))", "PermuteModule(perm=(0, 1, 2))").replace(
+    "qk = self.softmax(self.attention_matmul([x_q, x_k]))", "qk = self.softmax(self.attention_matmul([x_q, x_k]))  # expect: TML601"
 )
 
-CASES = {"listed": LISTED, "paired": PAIRED, "returned": RETURNED, "kept": KEPT, "untransposed": UNTRANSPOSED}
+# a held quantiser on the weights whose forward the graph cannot follow (``torch.floor``,
+# ``torch.clamp``: its result's axes not known): the weights keep their axes through it,
+# conservatively (``attention._Question._weights``), and its inner steps do not read them
+# elsewhere (``_inside_step``): reported, without a fix (spikingjelly's SpikeZIP example)
+QUANTISED = HEADER.replace("\n\nclass Heads(", '''
+
+
+class Quantiser(torch.nn.Module):
+    def __init__(self, level=8, scale=0.125):
+        super().__init__()
+        self.s = torch.nn.Parameter(torch.tensor(float(scale)))
+        self.level = level
+
+    def forward(self, x):
+        q = torch.floor(x / self.s + 0.5)
+        q = torch.clamp(q, min=0.0, max=float(self.level - 1))
+        return q * self.s
+
+
+class Heads(''').replace("TRANSPOSED", "True").replace(
+    "        self.kept = []\n", "        self.kept = []\n        self.attn_quan = Quantiser()\n"
+) + '''
+    def forward(self, x):
+        x_q, x_k, x_v = self.q[0](x), self.k[0](x), self.v[0](x)
+        scores = torch.matmul(x_q, x_k.transpose(-1, -2)) / 8.0
+        probs = self.attn_quan(self.attn_drop(torch.softmax(scores, dim=-1)))
+        return torch.matmul(probs, x_v)  # expect: TML601
+'''
+
+CASES = {
+    "listed": LISTED, "quantised": QUANTISED, "paired": PAIRED, "returned": RETURNED, "kept": KEPT,
+    "channels": CHANNELS, "tokens": TOKENS,
+}
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +187,36 @@ def test_reports_exactly_the_marked_rows(findings, name):
     assert set(findings[name]) == marked(CASES[name]), findings[name]
 
 
-@pytest.mark.parametrize("name", ["listed", "paired"])
+@pytest.mark.parametrize("name", ["listed", "paired", "quantised"])
 def test_reported_without_a_fix(findings, name):
     (row, _), = findings[name]
     assert fix_at(findings[name], row) is None
+
+
+def test_a_held_module_of_another_file(tmp_path):
+    # torch-dag's prunable modules: ``from torch_dag import structured_modules as smodules``,
+    # ``self.attention_matmul = smodules.TfMatmulModule(...)``: the class's forward is run from
+    # the file that defines it (``attribute_calls.held_class``), the weights are this file's
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    package = tmp_path / "dagpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    header = textwrap.dedent(HEADER)
+    modules, heads = header.split("\nclass Heads(", 1)
+    (package / "smodules.py").write_text(modules)
+    user = "from typing import List\n\nimport torch\n\nfrom dagpkg import smodules\n\n\nclass Heads(" + heads.replace("TRANSPOSED", "True")
+    user = user.replace("= TfMatmulModule(", "= smodules.TfMatmulModule(").replace("= PairMatmul(", "= smodules.PairMatmul(")
+    user += LISTED.split("        self.kept = []\n", 1)[1]
+    (package / "heads.py").write_text(user)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchmemlint", "check", "--select", "TML601", "--output-format", "json",
+         "--no-cache", "--isolated", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    found = [(item["filename"].rsplit("/", 1)[-1], item["location"]["row"]) for item in json.loads(proc.stdout)]
+    row = next(n for n, line in enumerate(user.splitlines(), 1) if "self.attention_matmul([x_q, x_k])" in line)
+    assert found == [("heads.py", row)], (found, proc.stderr)

@@ -105,12 +105,14 @@ class AttentionSites:
                     continue  # its methods never run unless a caller turns the flag on (``built_behind_flags.py``)
                 graph = self.analysis.values(function)
                 for value in (*graph.values, *graph.inlined):  # a helper's product: the scores may be the caller's
-                    if value.op == "contract" and "foreign" not in value.info:  # (another file's product: its own file's)
+                    if value.op == "contract":
                         question = _Question(graph, value)
                         helper_class = owners.get(id(value.function)) if value.function is not function else None
                         if helper_class is not None and helper_class is not classdef and built_only_behind_flags(self.analysis, helper_class, built):
                             continue  # (a held module's forward that never runs: its class is built only behind a flag)
                         site = question.site()
+                        if "foreign" in value.info and (site is None or not question.weighed_here()):
+                            continue  # another file's product is its own file's, unless the weights are this file's
                         if site is not None:
                             found.setdefault(id(value.node), []).append((value.function is function, site))
                         elif question.why and value.function is function:
@@ -270,6 +272,8 @@ class _Question:
             return self._weights(made, axis)  # ``softmax(s, dim=-1)`` imported from another file of the project (``nan_to_num(softmax(s))`` too)
         elif value.op in ("helper", "module", "activation"):  # a step that keeps their shape: ``self.quantise(p)``
             self.reasons.append("the weights pass through `%s`, which SDPA cannot run" % _code(getattr(value.node, "func", value.node))[:60])  # type: ignore[arg-type]
+            if value.op == "helper" and value.info.get("assumed") and value.info.get("helper") is not None and len(value.inputs) > 1:
+                return self._weights(value.inputs[1], axis)  # a helper run whose result's axes are not known: its argument's, conservatively
         elif value.op == "relabel" and not value.info.get("swap"):
             self.reasons.append("the weights' axes are permuted before the product with v")
         elif value.op in ("scale", "fill"):  # ``gate * softmax(s)``, ``torch.where(any_key, w, 0)``: SDPA scales or masks the scores
@@ -531,7 +535,7 @@ class _Question:
             if isinstance(consumer, str):
                 if consumer not in ("test", "meta") and (kept or consumer not in ("return", "store")) and not self._flagged(value, consumer):
                     return True
-            elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta":
+            elif consumer is self.product or id(consumer) in self.chain or consumer.op == "meta" or self._inside_step(consumer):
                 continue
             elif self._into_product_helper(consumer):
                 continue  # the scores passed to the helper that applies the softmax and the product (its values are here)
@@ -551,6 +555,18 @@ class _Question:
             elif not self._alternative(consumer, 8):
                 return True
         return False
+
+    def _inside_step(self, consumer: Value) -> bool:
+        """``consumer`` is computed inside a helper run that is a step of the chain (a quantiser's
+        ``floor(x / self.s)``, run inline for ``self.attn_quan(p)``)."""
+        site = consumer.info.get("site")
+        if site is None or (consumer.op == "call" and not (consumer.info.get("qualified") or "").startswith("torch.")):
+            return False  # (``maps.append(attn)`` inside the helper keeps them)
+        return any(value.node is site[0] and value.op == "helper" for value in self.chain.values())
+
+    def weighed_here(self) -> bool:
+        """Is the softmax of the chain this file's (not one run in another file's code)?"""
+        return any(value.op == "softmax" and "foreign" not in value.info for value in self.chain.values())
 
     def _into_product_helper(self, consumer: Value) -> bool:
         """``consumer`` is the helper whose run makes the product, or a list handed only to it

@@ -16,12 +16,13 @@ later is ``f`` called with the preset arguments too (``partial_call``).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from torchmemlint.analysis.axes import joined, tensorish
 from torchmemlint.analysis.helper_runs import BASE_DEPTH, file_bases, foreign_method, run_helper
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import nodes_of
 
 PARTIAL = "functools.partial"
@@ -41,7 +42,7 @@ def attribute_call(graph: Any, name: str, node: cst.Call, positional: List[Any],
     if parts is None and graph.classdef is not None:
         parts = _inherited_parts(file, graph.classdef, name, 0)
     if parts is not None and len(positional) == 1 and (not keywords or _flags_only(file, parts, keywords)):
-        if len(parts) == 1 and not getattr(getattr(parts[0], "layer", parts[0]), "qualified", None) and (
+        if len(parts) == 1 and not (getattr(getattr(parts[0], "layer", parts[0]), "qualified", None) or "").startswith("torch.") and (
             held := _held_module_call(graph, name, node, positional, keywords)
         ) is not None:
             return held  # ``self.attention_matmul([q, k])``: the forward of the file's class, computed from its input
@@ -71,12 +72,19 @@ def _held_module_call(graph: Any, name: str, node: cst.Call, positional: List[An
         value = assignment.value
         made = value.func if type(value) is cst.Call else None
         classdef = file._classes.get(made.value) if type(made) is cst.Name and file.bindings.qualify(made) is None else None
-        forward = file.method(classdef, "forward", inherited=True) if classdef is not None else None
+        home = file
+        if classdef is None and (defined := held_class(file, made)) is not None:
+            home, classdef = defined  # ``smodules.TfMatmulModule(...)``: a class of another file of the project
+        forward = home.method(classdef, "forward", inherited=True) if classdef is not None else None
         if forward is None or classdef is graph.classdef or _runs_own_parts(forward):
             return None
-        held.append((classdef, forward, _receiver(graph, constructor_flags(file, classdef, value), node)))
+        held.append((home, classdef, forward, _receiver(graph, constructor_flags(home, classdef, value), node)))
     first = bool(positional) and tensorish(positional[0])
-    runs = [run_helper(graph, forward, node, positional, keywords, True, first, owner=classdef, receiver=receiver) for classdef, forward, receiver in held]
+    runs = [
+        run_helper(graph, forward, node, positional, keywords, True, first, owner=classdef, receiver=receiver,
+                   foreign=None if home is file else (home, classdef))
+        for home, classdef, forward, receiver in held
+    ]
     for run in runs:
         if run.node is node:  # (what the call made, not a constant the forward returns)
             run.info["held"] = name  # the layer analyses read the call itself (``producers.Producers.of``)
@@ -86,10 +94,45 @@ def _held_module_call(graph: Any, name: str, node: cst.Call, positional: List[An
     return graph._new("join", runs, node, axes, rank, {"held": name})
 
 
-def constructor_flags(file: Any, classdef: cst.ClassDef, call: cst.Call) -> Dict[str, bool]:
+def listed_layer(file: Any, classdef: Optional[cst.ClassDef], func: cst.BaseExpression, self_name: Optional[str]) -> Optional[Any]:
+    """The torch layer every element of ``self.<name>`` is, for ``self.<name>[i](x)``, where
+    ``__init__`` builds it as ``nn.ModuleList([nn.Linear(...) for _ in range(n)])`` or a list of
+    calls of one torch layer class: that layer (a ``resolve.Layer``); None otherwise."""
+    if type(func) is not cst.Subscript or type(func.value) is not cst.Attribute or classdef is None:
+        return None
+    owner = func.value.value
+    if type(owner) is not cst.Name or owner.value != self_name:
+        return None
+    parts = file.attribute_parts(classdef, func.value.attr.value)
+    layer = getattr(parts[0], "layer", None) if parts and len(parts) == 1 else None
+    call = getattr(layer, "call", None)
+    if layer is None or layer.qualified != "torch.nn.ModuleList" or type(call) is not cst.Call or len(call.args) != 1:
+        return None
+    listed = call.args[0].value
+    elements = [listed.elt] if type(listed) is cst.ListComp else [e.value for e in listed.elements] if type(listed) is cst.List else []
+    layers = [file.resolver.layer(e) if type(e) is cst.Call else None for e in elements]
+    kinds = {getattr(found, "qualified", None) for found in layers}
+    if not layers or None in layers or len(kinds) != 1 or not str(kinds.pop()).startswith("torch.nn."):
+        return None
+    return layers[0]
+
+
+def held_class(file: Any, made: Any) -> Optional[Tuple[Any, cst.ClassDef]]:
+    """The class another file of the project defines that ``made`` (the callee of a constructor
+    call) names: ``(that file's FileValues, the class)``; None when the project index does not know it."""
+    links = getattr(file.analysis, "links", None)
+    dotted = dotted_name(made) if type(made) in (cst.Name, cst.Attribute) else None
+    if links is None or dotted is None or (defined := links.definition(dotted, "class", package=True)) is None:
+        return None
+    return defined[0].value_graphs, defined[1]
+
+
+def constructor_flags(file: Any, classdef: cst.ClassDef, call: cst.Call) -> Dict[str, cst.BaseExpression]:
     """``self.<attr>`` that ``__init__`` sets once from a parameter, where ``call`` (which builds
-    ``classdef``) passes ``True``/``False`` for it or leaves its literal default:
-    ``TfMatmulModule(transpose=True, normalize=False)`` gives ``{"transpose": True, "normalize": False}``."""
+    ``classdef``) passes a literal for it or leaves its literal default (``True``/``False``, a
+    number, a tuple of numbers): ``TfMatmulModule(transpose=True, normalize=False)`` gives
+    ``{"transpose": True, "normalize": False}``, ``PermuteModule(perm=(0, 2, 1))`` ``{"perm": (0, 2, 1)}``
+    (as the expressions written)."""
     init = file.method(classdef, "__init__")
     if init is None or any(arg.star for arg in call.args):
         return {}
@@ -99,17 +142,30 @@ def constructor_flags(file: Any, classdef: cst.ClassDef, call: cst.Call) -> Dict
     for param in (*params, *init.params.kwonly_params):
         if param.name.value not in given and param.default is not None:
             given[param.name.value] = param.default
-    truths = {name: value.value == "True" for name, value in given.items() if type(value) is cst.Name and value.value in ("True", "False")}
+    literals = {name: value for name, value in given.items() if _literal(value)}
     flags = {}
     for attribute, assignments in file.analysis.class_model(classdef).assignments.items():
         value = assignments[0].value
-        if len(assignments) == 1 and assignments[0].method is init and type(value) is cst.Name and value.value in truths:
-            flags[attribute] = truths[value.value]
+        if len(assignments) == 1 and assignments[0].method is init and type(value) is cst.Name and value.value in literals:
+            flags[attribute] = literals[value.value]
     return flags
 
 
-def _receiver(graph: Any, flags: Dict[str, bool], node: cst.Call) -> Optional[Any]:
-    """The ``self`` a held module's forward runs with, knowing its constructor's flags (None: none known)."""
+def _literal(value: cst.BaseExpression) -> bool:
+    """``True``, ``False``, a number (maybe negative), a tuple or list of them."""
+    if type(value) is cst.Name:
+        return value.value in ("True", "False")
+    if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
+        value = value.expression
+    if type(value) in (cst.Integer, cst.Float):
+        return True
+    return type(value) in (cst.Tuple, cst.List) and bool(value.elements) and all(
+        type(element) is cst.Element and _literal(element.value) for element in value.elements
+    )
+
+
+def _receiver(graph: Any, flags: Dict[str, cst.BaseExpression], node: cst.Call) -> Optional[Any]:
+    """The ``self`` a held module's forward runs with, knowing its constructor's literals (None: none known)."""
     return graph._new("argument", node=node, info={"name": "self", "flags": flags}) if flags else None
 
 

@@ -42,7 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.attribute_calls import attribute_call, partial_call
+from torchmemlint.analysis.attribute_calls import attribute_call, listed_layer, partial_call
 from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, relabel, squeezed, tensorish as _tensorish
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
 from torchmemlint.analysis.einsum import einsum_value, float_text, int_of as _int_of, literal_number as _number, parse_rearrange, rearranged, spec_axes as _spec_axes, string_info
@@ -522,8 +522,11 @@ class FunctionValues:
         if name in META:
             return self._new("meta", [base], node)
         if self.self_name is not None and type(node.value) is cst.Name and node.value.value == self.self_name:
-            if name in base.info.get("flags", ()):  # a held module's flag its constructor set (``attribute_calls.constructor_flags``)
-                return self._new("global", [base], node, info={"truth": base.info["flags"][name]})
+            if name in base.info.get("flags", ()):  # a held module's literal its constructor set (``attribute_calls.constructor_flags``)
+                literal = base.info["flags"][name]
+                if type(literal) is cst.Name:  # ``True``/``False``
+                    return self._new("global", [base], node, info={"truth": literal.value == "True"})
+                return self.expression(literal, {})
             return self._new("attribute", [base], node, info={"name": name})
         return self._new("member", [base], node, info={"name": name})
 
@@ -577,6 +580,8 @@ class FunctionValues:
         tensorish = len(positional) == 1 and _tensorish(positional[0])
         if on_self and not starred and (made := attribute_call(self, method, node, positional, keywords, tensorish)) is not None:  # type: ignore[arg-type]
             return made  # a method, the layers or the function ``self.<method>`` holds, a module (``attribute_calls.py``)
+        if len(positional) == 1 and not keywords and (listed := listed_layer(self.file, self.classdef, func, self.self_name)) is not None:
+            return self._layers([listed], positional[0], node, None)  # ``self.q[i](x)`` of ``nn.ModuleList([nn.Linear(...) ...])``
         if qualified is None and type(func) is cst.Name:
             helper = self.file.function_named(func.value)
             if helper is not None and not starred:
