@@ -103,7 +103,12 @@ class EagerAttention(Rule):
       there (reported without a fix: the fix edits only this file); a module of the file
       held by an attribute and called with the scores and more (`self.make_causal(attn, q,
       k)`, `Causal(...)` or `NonCausal()` by an `if` in `__init__`), its `forward` run with
-      them (reported without a fix, tests/test_attention_held_modules.py);
+      them (reported without a fix, tests/test_attention_held_modules.py); held modules that
+      make the contractions themselves, also with one argument, a list the `forward` unpacks,
+      flags and literals their constructor sets (torch-dag's `TfMatmulModule(transpose=True)`
+      called as `self.attention_matmul([q, k])`, `PermuteModule(perm=(0, 2, 1))`), also a class of
+      another project file (`smodules.TfMatmulModule(...)`) (reported without a fix,
+      tests/test_attention_held_matmul_modules.py);
     - the mask: `.masked_fill(cond, value)` / `masked_fill_` with a large negative value
       (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
       module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
@@ -116,7 +121,10 @@ class EagerAttention(Rule):
       to the scores' size (`torch.ones_like(scores[0])`) reads only their size
       (tests/test_attention_fills.py); weights zeroed where no key is valid
       (`torch.where(valid.any(-1, keepdim=True), w, torch.zeros_like(w))`) are reported without
-      a fix;
+      a fix; `torch.where(keep, s, fill)` whose `fill` is a tensor of one large negative
+      number (`torch.full_like(s, -inf)`, `s.new_full(s.shape, -inf)`, `torch.full(shape,
+      -1e9)`, `torch.tensor(-1e9, device=d)`, `s.new_tensor(-1e4)`, `torch.ones_like(s) * -1e9`)
+      is a mask (tests/test_attention_filled_tensors.py);
     - the dropout: an `nn.Dropout` attribute (or element of an `nn.Sequential`) or
       `F.dropout(p, training=...)`.
 

@@ -12,7 +12,10 @@ TML501_DOCUMENTATION = """
     module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
     the file or a torch layer, or by a method or function annotated to return a module:
     `self.actor = self.build_actor().to(device)` with `def build_actor(self) ->
-    torch.nn.Module`, tests/test_tml501_annotated_builders.py), nothing puts it back with `.train()` afterwards or
+    torch.nn.Module`, tests/test_tml501_annotated_builders.py; or a deep copy of a module,
+    `copy.deepcopy(self)`, or the class rebuilt, `self.__class__(...)`, or a parameter annotated
+    as a module, `first_module: torch.nn.Module`, `dag: dag_module.DagModule`: verification code
+    that compares outputs, tests/test_tml501_compared_copies.py), nothing puts it back with `.train()` afterwards or
     backpropagates in the function, and the function is not one a test runner collects (`test_*`
     at the top level or in a `Test*` class or a `unittest.TestCase`; a model's or trainer's
     `test_st()` is its evaluation code). Nor is any call in a test of the test suite, after
