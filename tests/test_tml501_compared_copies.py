@@ -7,7 +7,8 @@ deep copy of a model) and the class rebuilt (``self.__class__(...)``, ``type(sel
 
 Look-alikes stay quiet: a parameter without an annotation or annotated as a tensor function, a
 deep copy of a configuration, the comparison under ``torch.no_grad()``, a copy that is trained
-on after the comparison, and a plain class (not a module) rebuilding itself.
+on after the comparison, a plain class (not a module) rebuilding itself, and two names copied
+from each other (no module among them: the question ends).
 """
 
 from __future__ import annotations
@@ -112,6 +113,14 @@ CASES = {
             settings.eval()
             found = settings(x)
             return torch.allclose(out, found)
+
+
+        def swapped(a, b, x):
+            a = copy.deepcopy(b)
+            b = copy.deepcopy(a)
+            a.eval()
+            out = a(x)
+            return torch.allclose(out, x)
 
 
         def trained_after(network, x, optimizer):

@@ -15,7 +15,7 @@ from torchmemlint.analysis.training import ScopeFacts
 COPIES = frozenset({"copy.deepcopy"})
 
 
-def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
+def plainly_a_module(facts: ScopeFacts, callee: str, seen: frozenset = frozenset()) -> bool:
     """Named like a model (`model`, `net`, `self.model`, `*_model`), or bound here (`self.x`:
     in a method of the class) to an instance of a module class of this file or the project, to
     a torch layer or to a copy of a module, or a parameter annotated as a module."""
@@ -33,14 +33,15 @@ def plainly_a_module(facts: ScopeFacts, callee: str) -> bool:
         qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         if (qualified or "").startswith("torch.nn.") or (
             type(func) is cst.Name and func.value in modules and qualified is None
-        ) or facts.walk.project_module_class(func) or returns_module(facts, event.value) or _copied(facts, event.value, callee):
+        ) or facts.walk.project_module_class(func) or returns_module(facts, event.value) or _copied(facts, event.value, seen | {callee}):
             return True
     return annotated_module(facts, callee)  # ``def compare(first: nn.Module, ...)``
 
 
-def _copied(facts: ScopeFacts, value: cst.Call, callee: str) -> bool:
+def _copied(facts: ScopeFacts, value: cst.Call, seen: frozenset) -> bool:
     """``copy.deepcopy(m)`` of a module (``self`` in a module class, a name plainly a module),
-    or ``self.__class__(...)`` / ``type(self)(...)`` in a method of a module class."""
+    or ``self.__class__(...)`` / ``type(self)(...)`` in a method of a module class (``seen``: the
+    names asked on the way, so that ``a = deepcopy(b)``, ``b = deepcopy(a)`` ends)."""
     func = value.func
     own = _self_name(facts)
     modular = own is not None and facts.scope.owner is not None and facts.scope.owner.node.name.value in facts.walk.module_classes()
@@ -52,6 +53,6 @@ def _copied(facts: ScopeFacts, value: cst.Call, callee: str) -> bool:
     if qualified not in COPIES or len(value.args) != 1:
         return False
     copied = dotted_name(value.args[0].value)
-    if copied is None or copied == callee:
+    if copied is None or copied in seen:
         return False
-    return (modular and copied == own) or plainly_a_module(facts, copied)
+    return (modular and copied == own) or plainly_a_module(facts, copied, seen)
