@@ -193,10 +193,13 @@ def test_reported_without_a_fix(findings, name):
     assert fix_at(findings[name], row) is None
 
 
-def test_a_held_module_of_another_file(tmp_path):
+@pytest.mark.parametrize("name", ["listed", "paired"])
+def test_a_held_module_of_another_file(tmp_path, name):
     # torch-dag's prunable modules: ``from torch_dag import structured_modules as smodules``,
     # ``self.attention_matmul = smodules.TfMatmulModule(...)``: the class's forward is run from
-    # the file that defines it (``attribute_calls.held_class``), the weights are this file's
+    # the file that defines it (``attribute_calls.held_class``), the weights are this file's;
+    # "paired" names no contraction in the caller (``self.pair_scores``, ``self.pair_values``):
+    # the held forwards of the other file say it contracts (``contractions._held_forwards``)
     import json
     import subprocess
     import sys
@@ -210,7 +213,7 @@ def test_a_held_module_of_another_file(tmp_path):
     (package / "smodules.py").write_text(modules)
     user = "from typing import List\n\nimport torch\n\nfrom dagpkg import smodules\n\n\nclass Heads(" + heads.replace("TRANSPOSED", "True")
     user = user.replace("= TfMatmulModule(", "= smodules.TfMatmulModule(").replace("= PairMatmul(", "= smodules.PairMatmul(")
-    user += LISTED.split("        self.kept = []\n", 1)[1]
+    user += CASES[name].split("        self.kept = []\n", 1)[1]
     (package / "heads.py").write_text(user)
     proc = subprocess.run(
         [sys.executable, "-m", "torchmemlint", "check", "--select", "TML601", "--output-format", "json",
@@ -218,5 +221,5 @@ def test_a_held_module_of_another_file(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     found = [(item["filename"].rsplit("/", 1)[-1], item["location"]["row"]) for item in json.loads(proc.stdout)]
-    row = next(n for n, line in enumerate(user.splitlines(), 1) if "self.attention_matmul([x_q, x_k])" in line)
+    row = next(n for n, line in enumerate(user.splitlines(), 1) if "# expect: TML601" in line)
     assert found == [("heads.py", row)], (found, proc.stderr)

@@ -10,6 +10,8 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from torchmemlint.analysis.attribute_calls import held_class
+
 from torchmemlint.analysis.vocabulary import whole_words
 from torchmemlint.tree import nodes_of, walk
 
@@ -38,12 +40,16 @@ def calls_contracting_helper(graphs, function: cst.FunctionDef, classdef: Option
 
 
 def _held_forwards(graphs, classdef: cst.ClassDef, name: str) -> List[cst.FunctionDef]:  # type: ignore[no-untyped-def]
-    """The ``forward`` of each class of the file that ``self.<name>`` is built as (``attribute_calls._held_module_call`` runs them)."""
+    """The ``forward`` of each class, of the file or of another project file
+    (``attribute_calls.held_class``), that ``self.<name>`` is built as
+    (``attribute_calls._held_module_call`` runs them)."""
     forwards = []
     for assignment in graphs.analysis.class_model(classdef).assignments.get(name, []):
         made = assignment.value.func if type(assignment.value) is cst.Call else None
-        held = graphs._classes.get(made.value) if type(made) is cst.Name else None
-        forward = graphs.method(held, "forward", inherited=True) if held is not None and held is not classdef else None
+        home, held = graphs, graphs._classes.get(made.value) if type(made) is cst.Name else None
+        if held is None and made is not None and (defined := held_class(graphs, made)) is not None:
+            home, held = defined
+        forward = home.method(held, "forward", inherited=True) if held is not None and held is not classdef else None
         if forward is not None:
             forwards.append(forward)
     return forwards
