@@ -177,3 +177,47 @@ def test_an_optional_imports_none_fallback_keeps_the_import():
     assert _qualified(bindings, "nn.parallel.DistributedDataParallel") == "torch.nn.parallel.DistributedDataParallel"
     assert _qualified(bindings, "torch.cat") == "torch.cat"
     assert _qualified(bindings, "np.zeros") is None
+
+
+def test_a_mock_or_false_fallback_keeps_the_import():
+    """regelum's guard: ``try: import torch; from torch import nn`` / ``except
+    ModuleNotFoundError: torch = MagicMock(); nn = MagicMock()`` (``unittest.mock``), and
+    ``torch = False``: code that runs has torch's names. A fallback of the project's own (a
+    function, a call of something not a mock) stays the fallback's."""
+    bindings = _bindings(
+        "try:\n    import torch\n    from torch import nn\nexcept ModuleNotFoundError:\n"
+        "    from unittest.mock import MagicMock\n    torch = MagicMock()\n    nn = MagicMock()\n"
+        "try:\n    import torch.nn.functional as F\nexcept ImportError:\n    F = False\n"
+        "try:\n    from torch.utils.checkpoint import checkpoint\nexcept ImportError:\n"
+        "    checkpoint = make_checkpoint()\n"
+    )
+    assert _qualified(bindings, "nn.LeakyReLU") == "torch.nn.LeakyReLU"
+    assert _qualified(bindings, "torch.cat") == "torch.cat"
+    assert _qualified(bindings, "F.relu") == "torch.nn.functional.relu"
+    assert _qualified(bindings, "checkpoint") is None
+
+
+def test_a_module_guarded_by_a_mock_fallback_is_linted(tmp_path):
+    source = '''
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError:
+    from unittest.mock import MagicMock
+
+    torch = MagicMock()
+    nn = MagicMock()
+
+
+class Perceptron(nn.Module):
+    def __init__(self, d, hidden_activation=None):
+        super().__init__()
+        self.a = nn.Linear(d, d)
+        self.b = nn.Linear(d, d)
+        self.act = hidden_activation if hidden_activation is not None else nn.LeakyReLU(0.15)  # expect: TML201
+
+    def forward(self, x):
+        return self.b(self.act(self.a(x)))
+'''
+    found = lint_cases(tmp_path, {"guarded": source}, "TML201")
+    assert set(found["guarded"]) == marked(source)

@@ -191,14 +191,18 @@ class Bindings:
 
     def _unavailable(self, statement: cst.CSTNode) -> bool:
         """``f = None`` in ``except ImportError:`` after ``from m import f`` in the ``try``: the
-        optional import's fallback; where ``f`` is called, it is ``m.f``."""
+        optional import's fallback; where ``f`` is called, it is ``m.f``. So is a mock standing in
+        for it (``nn = MagicMock()`` from ``unittest.mock``): code that runs has the import."""
         if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
             return False
         small = statement.body[0]
-        return (
-            type(small) is cst.Assign and type(small.value) is cst.Name and small.value.value == "None"
-            and all(type(t.target) is cst.Name and self.names.get(t.target.value) for t in small.targets)
+        if type(small) is not cst.Assign:
+            return False
+        value = small.value
+        placeholder = (type(value) is cst.Name and value.value in ("None", "False")) or (
+            type(value) is cst.Call and (self.qualify(value.func) or "").startswith("unittest.mock.")
         )
+        return placeholder and all(type(t.target) is cst.Name and self.names.get(t.target.value) for t in small.targets)
 
     def _bind_small(self, small: cst.BaseSmallStatement) -> None:
         if type(small) is cst.Import:
