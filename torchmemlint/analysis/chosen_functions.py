@@ -17,13 +17,26 @@ gives None: the site is then not read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Optional
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.factories import parameter, single_local_value
+from torchmemlint.analysis.factories import _local_values, _param, assigned_values, parameter, single_local_value
+from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import walk
 
 _DEPTH = 4
+
+# (the expression a chain of choices ends at, its function, that function's parameters bound
+# to constants, how a key chose it, the file analysis it is written in)
+Leaf = Tuple[cst.BaseExpression, Optional[cst.FunctionDef], Dict[str, str], Optional[str], Any]
+
+
+def _chose(found: Optional[List[Leaf]], how: Optional[str]) -> Optional[List[Leaf]]:
+    """``found`` with ``how`` as the reason where nothing deeper chose a leaf."""
+    if found is None or how is None:
+        return found
+    return [leaf if leaf[3] is not None else (leaf[0], leaf[1], leaf[2], how, leaf[4]) for leaf in found]
 
 
 @dataclass(frozen=True)
@@ -87,32 +100,94 @@ class ChosenFunctions:
     def value(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], bound: Dict[str, str], depth: int = 0) -> Optional[Choice]:
         """The torch function ``expr`` (in ``function``, its parameters ``bound`` to constants)
         holds; None: not known, or not one of ``functions``."""
+        found = self.leaf(expr, function, bound, depth)
+        if found is None:
+            return None
+        node, where, inner, how, file = found
+        if type(node) not in (cst.Name, cst.Attribute):
+            return None
+        qualified = file.qualify(node)
+        if qualified in self.functions:
+            return Choice(qualified, how)
+        if (
+            file is self.file and qualified is None and type(node) is cst.Name and where is not None
+            and node.value not in inner and node.value in self._defaulted
+            and (param := parameter(where, node.value)) is not None
+        ):
+            return self._defaulted_parameter(where, param, depth)
+        return None
+
+    def leaf(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], bound: Dict[str, str], depth: int = 0) -> Optional[Leaf]:
+        """The one leaf of ``leaves`` (None: none, or several)."""
+        found = self.leaves(expr, function, bound, depth)
+        return found[0] if found is not None and len(found) == 1 else None
+
+    def leaves(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], bound: Dict[str, str], depth: int = 0) -> Optional[List[Leaf]]:
+        """What ``expr`` (in ``function``, its parameters ``bound`` to constants) is chosen to
+        be by constant keys: a local bound once, a lookup of a literal dict by a constant key
+        (by a key not known: every entry) and a call of a one-``return`` function of the file
+        (or of another project file) are followed; following stops at anything else, which is
+        a leaf: ``(leaf, its function, its bound parameters, how a key chose it, the file
+        analysis it is in)``. A parameter rebound once from itself (``activation =
+        get_activation(activation)``) is followed through that value, its own reads there the
+        parameter. None: a lookup of a table not known, or too deep."""
         if depth > _DEPTH:
             return None
         kind = type(expr)
-        if kind in (cst.Name, cst.Attribute):
-            qualified = self.file.qualify(expr)
-            if qualified in self.functions:
-                return Choice(qualified)
-            if kind is cst.Name and function is not None and expr.value not in bound:  # type: ignore[attr-defined]
-                if expr.value in self._defaulted and (param := parameter(function, expr.value)) is not None:  # type: ignore[attr-defined]
-                    return self._defaulted_parameter(function, param, depth)
-                local = single_local_value(function, expr.value)  # type: ignore[attr-defined]
-                return self.value(local, function, bound, depth + 1) if local is not None else None
-            return None
+        here = [(expr, function, bound, None, self.file)]
+        if kind is cst.Name and function is not None and expr.value not in bound and self.file.qualify(expr) is None:  # type: ignore[attr-defined]
+            name = expr.value  # type: ignore[attr-defined]
+            local = single_local_value(function, name)
+            if local is None:
+                local = self._rebinding(function, name)
+                if local is not None:
+                    entry = self.constant(expr, function, bound, entry=True)
+                    if entry is None:
+                        return None
+                    return _chose(self.leaves(local, function, {**bound, name: entry[0]}, depth + 1), entry[1])
+            return self.leaves(local, function, bound, depth + 1) if local is not None else here
         if kind is cst.Subscript:
             elements = expr.slice  # type: ignore[attr-defined]
             if len(elements) != 1 or type(elements[0].slice) is not cst.Index:
-                return None
+                return here
             return self._lookup(expr.value, elements[0].slice.value, None, function, bound, depth)  # type: ignore[attr-defined]
         if kind is not cst.Call or any(arg.star or arg.keyword is not None for arg in expr.args):  # type: ignore[attr-defined]
-            return None
+            return here
         func, args = expr.func, expr.args  # type: ignore[attr-defined]
         if type(func) is cst.Attribute and func.attr.value == "get" and 1 <= len(args) <= 2:
             return self._lookup(func.value, args[0].value, args[1].value if len(args) == 2 else None, function, bound, depth)
         if type(func) is cst.Name and func.value in self._top and self.file.qualify(func) is None:
-            return self._returned(self._top[func.value], args, function, bound, depth)
-        return None
+            return self._returned(self, self._top[func.value], args, function, bound, depth)
+        foreign = self._foreign_function(func)
+        if foreign is not None:
+            return self._returned(*foreign, args, function, bound, depth)
+        return here
+
+    def _rebinding(self, function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
+        """The one value a parameter ``name`` is rebound to, when that value reads the parameter
+        itself (``activation = get_activation(activation)``: a lookup of what was passed)."""
+        if _param(function, name) is None:
+            return None
+        values = assigned_values(function, name)
+        if len(values) != 1 or len(_local_values(function, name)) != 1:
+            return None
+        reads = any(type(node) is cst.Name and node.value == name for node in walk(values[0]))
+        return values[0] if reads else None
+
+    def _foreign_function(self, func: cst.BaseExpression) -> Optional[Tuple["ChosenFunctions", cst.FunctionDef]]:
+        """The chooser of another project file and its top-level function ``func`` names
+        (``from ..utils import get_activation``)."""
+        links = getattr(self.file, "links", None)
+        dotted = dotted_name(func) if links is not None else None
+        if dotted is None or (self.file.qualify(func) or "").startswith(("torch.", "builtins.")):
+            return None
+        found = links.definition(dotted, "function", package=True)
+        if found is None:
+            return None
+        analysis, node = found
+        if node not in analysis.module.body:
+            return None
+        return analysis.choices, node
 
     def _defaulted_parameter(self, function: cst.FunctionDef, param: cst.Param, depth: int) -> Optional[Choice]:
         """A parameter defaulting to one of the functions (``activation=F.leaky_relu``) that every
@@ -131,36 +206,46 @@ class ChosenFunctions:
                     return None  # a call chooses another function, or one not known
         return Choice(default.qualified, f"`{param.name.value}`'s default")
 
-    def _lookup(self, table, key, default, function, bound, depth) -> Optional[Choice]:
-        """``table[key]`` / ``table.get(key, default)`` of a literal dict by a constant key."""
+    def _lookup(self, table, key, default, function, bound, depth) -> Optional[List[Leaf]]:
+        """``table[key]`` / ``table.get(key, default)`` of a literal dict by a constant key; by
+        a key not known, every entry (and the default)."""
         entries = self._table(table, function)
-        constant = self.constant(key, function, bound)
-        if entries is None or constant is None:
+        if entries is None:
             return None
+        constant = self.constant(key, function, bound)
+        if constant is None:
+            found: List[Leaf] = []
+            for value in [*entries.values(), *([default] if default is not None else [])]:
+                more = self.leaves(value, function, bound, depth + 1)
+                if more is None:
+                    return None
+                found.extend(more)
+            return found
         value = entries.get(constant[0], default)
         if value is None:
             return None  # (a missing key: a KeyError, or None from ``.get``)
-        found = self.value(value, function, bound, depth + 1)
-        return Choice(found.qualified, found.chosen_by or constant[1]) if found is not None else None
+        return _chose(self.leaves(value, function, bound, depth + 1), constant[1])
 
-    def _table(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Dict[str, cst.BaseExpression]]:
+    def _table(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[Dict[Any, cst.BaseExpression]]:
         if type(node) is cst.Name:
             local = single_local_value(function, node.value) if function is not None else None
             node = local if local is not None else self._tables.get(node.value)  # type: ignore[assignment]
         if type(node) is not cst.Dict:
             return None
-        entries: Dict[str, cst.BaseExpression] = {}
+        entries: Dict[Any, cst.BaseExpression] = {}
         for element in node.elements:
-            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+            if type(element) is not cst.DictElement or type(element.key) not in (cst.SimpleString, cst.Integer):
                 return None
-            entries[str(element.key.evaluated_value)] = element.value
+            key = element.key  # (an integer key, ``{1: nn.Conv1d, 2: nn.Conv2d}``, is never a string's)
+            entries[str(key.evaluated_value) if type(key) is cst.SimpleString else ("int", key.evaluated_value)] = element.value
         return entries
 
-    def _returned(self, callee: cst.FunctionDef, args, function, bound, depth) -> Optional[Choice]:
-        """What a call of ``callee`` (one ``return`` of a value) returns, its parameters bound
-        to the call's constant arguments."""
-        returns = [node for node in _returns(callee.body)]
-        if len(returns) != 1 or returns[0].value is None:
+    def _returned(self, chooser: "ChosenFunctions", callee: cst.FunctionDef, args, function, bound, depth) -> Optional[Leaf]:
+        """What a call of ``callee`` (one ``return`` of a value besides those of None; a
+        function of ``chooser``'s file) returns, its parameters bound to the call's constant
+        arguments."""
+        returns = [node for node in _returns(callee.body) if not _is_none(node.value)]  # (``if name is None: return``)
+        if len(returns) != 1:
             return None
         params = [*callee.params.posonly_params, *callee.params.params]
         if len(args) > len(params):
@@ -172,16 +257,14 @@ class ChosenFunctions:
             if constant is not None:
                 inner[param.name.value] = constant[0]
                 how = how or constant[1]
-        found = self.value(returns[0].value, callee, inner, depth + 1)
-        if found is None:
-            return None
-        return Choice(found.qualified, found.chosen_by or how) if found.chosen_by or how else found
+        return _chose(chooser.leaves(returns[0].value, callee, inner, depth + 1), how)
 
-    def constant(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef], bound: Dict[str, str], depth: int = 0):
+    def constant(self, node: cst.BaseExpression, function: Optional[cst.FunctionDef], bound: Dict[str, str], depth: int = 0, entry: bool = False):
         """``(value, how)`` of a string key: a literal; a bound parameter; a parameter of
         ``function`` that every call of it in this file leaves at its literal default or gives
-        the same constant (followed into the callers' own parameters); ``self.x`` that
-        ``__init__`` assigns once a constant."""
+        the same constant (followed into the callers' own parameters; ``entry``: the value it
+        enters with, also where the function rebinds it later); ``self.x`` that ``__init__``
+        assigns once a constant."""
         if depth > 2 * _DEPTH:
             return None
         if type(node) is cst.SimpleString:
@@ -197,7 +280,7 @@ class ChosenFunctions:
             return None
         if node.value in bound:
             return bound[node.value], None
-        param = parameter(function, node.value) if function is not None else None
+        param = (_param if entry else parameter)(function, node.value) if function is not None else None
         if param is None:
             return None
         default = None
@@ -228,6 +311,10 @@ class ChosenFunctions:
         inside = index.scope[here] if here is not None else -1
         owner = index.order[inside] if inside >= 0 else None
         return self.file.class_model(owner) if type(owner) is cst.ClassDef else None
+
+
+def _is_none(value: Optional[cst.BaseExpression]) -> bool:
+    return value is None or (type(value) is cst.Name and value.value == "None")
 
 
 def _returns(node: cst.CSTNode):

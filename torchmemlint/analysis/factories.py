@@ -26,6 +26,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.activation_configs import CONFIG_BUILDERS, config_argument, literal_config
+from torchmemlint.analysis.local_values import _assigned, _local_values, _param, _rebound, assigned_values
+from torchmemlint.analysis.local_values import parameter, single_local_value  # noqa: F401  (re-exported)
 from torchmemlint.analysis.named_layers import by_name, by_name_text, name_parameter
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
@@ -114,6 +116,7 @@ class Factories:
         self._subclassed: set = set()
         self._module_assignments: Dict[str, List[cst.BaseExpression]] = {}
         self.links: Optional[Callable[[], Any]] = None  # the file's ``ProjectLinks``, when asked (``constants.py``)
+        self.choices: Optional[Callable[[], Any]] = None  # the file's ``ChosenFunctions`` (``_chosen``)
         self._names: Optional[FrozenSet[str]] = None
         self._cache: Dict[Tuple[int, int], Optional[Factory]] = {}
         # (id(class), attribute) -> every value a method of the class gives ``<self>.<attribute>``
@@ -241,7 +244,7 @@ class Factories:
 
     def _resolve(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
         if type(expr) is cst.Subscript or (type(expr) is cst.Call and self.qualify(expr.func) != PARTIAL):
-            return self._named(expr, function, depth)
+            return self._named(expr, function, depth) or self._chosen(expr, function, depth)
         if type(expr) is cst.Call:
             if self.qualify(expr.func) != PARTIAL or not expr.args or expr.args[0].keyword is not None:
                 return None
@@ -260,7 +263,7 @@ class Factories:
         if function is not None:
             param = _param(function, name)
             if param is not None:
-                return self._parameter(function, param, depth)
+                return self._parameter(function, param, depth) or self._chosen(expr, function, depth)
             values = _local_values(function, name)
             if len(values) > 1 and all(type(v) in (cst.Name, cst.Attribute) for v in values):
                 return self._by_dimension([self.resolve(v, function, depth + 1) for v in values])
@@ -306,6 +309,28 @@ class Factories:
         if inner is None or inner.alternatives:
             return None
         return Factory(inner.qualified, inner.preset, via or inner.via, certain and inner.certain)
+
+    def _chosen(self, expr: cst.BaseExpression, function: Optional[cst.FunctionDef], depth: int) -> Optional[Factory]:
+        """The layer class a choice by constant keys ends at (``ChosenFunctions.leaves``): ``act
+        = get_activation(activation)`` with ``def get_activation(name): return {"lrelu":
+        nn.LeakyReLU, ...}[name]`` (also another project file's), a parameter rebound from itself
+        (``activation = get_activation(activation)``), a local dict of classes by a key; by a
+        key not known, classes that differ only by dimension (``{1: nn.Conv1d, 2:
+        nn.Conv2d}[dim]``, ``_by_dimension``)."""
+        if self.choices is None or depth > _MAX_DEPTH:
+            return None
+        found = self.choices().leaves(expr, function, {}, 0)
+        if not found or any(leaf[0] is expr or type(leaf[0]) not in (cst.Name, cst.Attribute, cst.Call) for leaf in found):
+            return None
+        options = [
+            (self if file.factories is self else file.factories).resolve(leaf, where, depth + 1)
+            for leaf, where, _, _, file in found
+        ]
+        factory = options[0] if len(options) == 1 else self._by_dimension(options)
+        if factory is None or factory.alternatives:
+            return None
+        how = found[0][3] if len(found) == 1 else None
+        return Factory(factory.qualified, factory.preset, factory.via or how, False, factory.configured or how is not None)
 
     def _built_by_name(self, call: cst.Call, function: Optional[cst.FunctionDef]) -> Optional[Factory]:
         """``get_activation(activation)`` of a by-name builder of the file: the ``torch.nn``
@@ -584,18 +609,11 @@ def _layer_like(node: cst.BaseExpression) -> bool:
     if type(node) is cst.Call:
         if type(node.func) is cst.Name and node.func.value == "getattr" and len(node.args) >= 2:
             return True  # (``act = getattr(nn, activation)``: ``named_layers.by_name`` reads it)
+        if type(node.func) is cst.Name and len(node.args) == 1 and type(node.args[0].value) in (cst.Name, cst.SimpleString):
+            return True  # (``act = get_activation(activation)``: a choice, ``Factories._chosen``)
         return bool(node.args) and _layer_like(node.args[0].value)
     dotted = dotted_name(node)
     return dotted is not None and dotted.rsplit(".", 1)[-1][:1].isupper()
-
-
-def _assigned(small: cst.CSTNode):
-    if type(small) is cst.Assign:
-        for target in small.targets:
-            if type(target.target) is cst.Name:
-                yield target.target.value, small.value
-    elif type(small) is cst.AnnAssign and small.value is not None and type(small.target) is cst.Name:
-        yield small.target.value, small.value
 
 
 def _is_none(node: Optional[cst.BaseExpression]) -> bool:
@@ -624,86 +642,6 @@ def _none_filled(function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpre
                     and small.targets[0].target.value == name:
                 return small.value
     return None
-
-
-def _param(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
-    params = function.params
-    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
-        if param.name.value == name:
-            return param
-    return None
-
-
-def _local_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
-    """Every value assigned to ``name`` in ``function`` (not in nested functions); a name also
-    bound by a loop, ``with``, augmented assignment or import is given as two values."""
-    values: List[cst.BaseExpression] = []
-    for child in scan(function.body, _BINDERS, _NESTED, strict=True):
-        if type(child) is cst.Assign or type(child) is cst.AnnAssign:
-            for target, value in _assigned(child):
-                if target == name:
-                    values.append(value)
-        elif any(type(n) is cst.Name and n.value == name for n in _targets(child)):
-            values.extend([child, child])  # type: ignore[list-item]
-    return values
-
-
-_NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_BINDERS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.AsName, cst.NamedExpr)
-
-
-def _targets(node: cst.CSTNode):
-    if type(node) is cst.AugAssign:
-        return walk(node.target)
-    if type(node) is cst.For:
-        return walk(node.target)
-    if type(node) is cst.AsName:
-        return walk(node.name)
-    if type(node) is cst.NamedExpr:
-        return walk(node.target)
-    return ()
-
-
-def _rebound(function: cst.FunctionDef, name: str) -> bool:
-    return bool(_local_values(function, name))
-
-
-def single_local_value(function: cst.FunctionDef, name: str) -> Optional[cst.BaseExpression]:
-    """The one value the local ``name`` of ``function`` is ever given (None for a parameter, or
-    a name bound twice, by a loop, ``with``, an augmented assignment or unpacking)."""
-    if _param(function, name) is not None:
-        return None
-    values = _local_values(function, name)
-    if len(values) != 1 or len(assigned_values(function, name)) != 1:  # (``a, name = ...``)
-        return None
-    return values[0]
-
-
-def assigned_values(function: cst.FunctionDef, name: str) -> List[cst.BaseExpression]:
-    """What ``name`` is assigned in ``function`` (not in nested functions), also where it is
-    one of several targets unpacked from a call (``self.norm_name, norm = build(...)``: the
-    call is given)."""
-    values: List[cst.BaseExpression] = []
-    for child in scan(function.body, (cst.Assign, cst.AnnAssign), _NESTED, strict=True):
-        if type(child) is cst.AnnAssign:  # ``layers: "OrderedDict[str, nn.Module]" = OrderedDict()``
-            if child.value is not None and type(child.target) is cst.Name and child.target.value == name:
-                values.append(child.value)
-            continue
-        for target in child.targets:  # type: ignore[attr-defined]
-            node = target.target
-            if type(node) is cst.Name and node.value == name:
-                values.append(child.value)  # type: ignore[attr-defined]
-            elif type(node) in (cst.Tuple, cst.List) and any(
-                type(element.value) is cst.Name and element.value.value == name for element in node.elements
-            ):
-                values.append(child.value)  # type: ignore[attr-defined]
-    return values
-
-
-def parameter(function: cst.FunctionDef, name: str) -> Optional[cst.Param]:
-    """The parameter ``name`` of ``function``, when it is not rebound in its body."""
-    param = _param(function, name)
-    return None if param is None or _rebound(function, name) else param
 
 
 def spelled_out(call: cst.Call, function: Optional[cst.FunctionDef]) -> cst.Call:

@@ -10,6 +10,7 @@ from torchmemlint.tree import NodeIndex, children, node_index, nodes_of
 
 from torchmemlint.analysis.autograd import ScopeWalk
 from torchmemlint.analysis.callables import CallableModel
+from torchmemlint.analysis.chosen_functions import ChosenFunctions
 from torchmemlint.analysis.classes import ClassModel, Resolver
 from torchmemlint.analysis.dead_arms import DeadArms
 from torchmemlint.analysis.children import Children
@@ -48,6 +49,7 @@ class FileAnalysis:
         # module-level expressions, qualified with the module's bindings
         self.factories = Factories(module, bindings.qualify)
         self.factories.links = lambda: self.links  # (set by the context after this: read when asked)
+        self.factories.choices = lambda: self.choices
         self.resolver = Resolver(
             self.qualify, self.layer_lists, self.factories, Children(module, bindings.qualify),
             ContainerHelpers(module, bindings.qualify),
@@ -65,6 +67,7 @@ class FileAnalysis:
         self._values: Optional[FileValues] = None
         self._dead: Optional[DeadArms] = None
         self._index: Optional[NodeIndex] = None
+        self._choices: Optional[ChosenFunctions] = None
         # The file's project (``analysis/links.py``: where a name the file does not define
         # comes from), set by the context that lints it; None: the file alone.
         self.links: Optional[Any] = None
@@ -83,6 +86,14 @@ class FileAnalysis:
         if self._index is None:  # (held here: ``tree.node_index`` keeps only weak references)
             self._index = node_index(self.module)
         return self._index
+
+    @property
+    def choices(self) -> ChosenFunctions:
+        """What a value is chosen to be by constant keys (``ChosenFunctions.leaf``: locals,
+        lookups of literal dicts, one-``return`` functions, also of other project files)."""
+        if self._choices is None:
+            self._choices = ChosenFunctions(self, frozenset())
+        return self._choices
 
     @property
     def dead(self) -> DeadArms:

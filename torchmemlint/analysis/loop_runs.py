@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 import libcst as cst
 
-from torchmemlint.analysis.layer_lists import _never_empty, enclosing_definitions
+from torchmemlint.analysis.layer_lists import enclosing_definitions
+from torchmemlint.analysis.list_reads import _never_empty
 
 _CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential"})
 
