@@ -4,10 +4,13 @@ the name up in a dict of its own (``def get_activation(name): ... return activat
 also when it returns None for None first; a parameter rebound from itself (``activation =
 get_activation(activation)``); the helper in another file of the package, re-exported by its
 ``__init__``; a convolution chosen by dimension (``{1: nn.Conv1d, 2: nn.Conv2d}[dim]``); a list
-of layers read by a loop while it is built (``for l in all_layers[::-1]: ... break``).
+of layers read by a loop while it is built (``for l in all_layers[::-1]: ... break``); a
+Sequential element written ``nn.BatchNorm2d(c) if i else nn.Identity()`` (either arm; the
+Identity returns its input, neuralsat's PatchGAN discriminator).
 Look-alikes stay quiet: a key that chooses Tanh, a key no one knows over activations of
-different kinds, a parameter rebound to something not read from itself, and a loop over the
-list that also changes it."""
+different kinds, a parameter rebound to something not read from itself, a loop over the
+list that also changes it, and an activation after ``nn.Sigmoid() if gate else nn.Identity()``
+(the Sigmoid keeps its output)."""
 
 from __future__ import annotations
 
@@ -101,6 +104,43 @@ class Head(nn.Module):
 
     def forward(self, x):
         return self.layers(x)
+''',
+    "either_arm_elements": '''
+import torch.nn as nn
+
+
+class PatchDiscriminator(nn.Module):
+    def __init__(self, im_channels=3, conv_channels=(64, 128, 256)):
+        super().__init__()
+        activation = nn.LeakyReLU(0.2)  # expect: TML201
+        dims = [im_channels, *conv_channels, 1]
+        self.layers = nn.ModuleList([
+            nn.Sequential(
+                nn.Conv2d(dims[i], dims[i + 1], kernel_size=4, stride=2, padding=1),
+                nn.BatchNorm2d(dims[i + 1]) if i != len(dims) - 2 and i != 0 else nn.Identity(),
+                activation if i != len(dims) - 2 else nn.Identity(),
+            )
+            for i in range(len(dims) - 1)
+        ])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class GatedStack(nn.Module):
+    def __init__(self, d, gate=True):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Linear(d, d),
+            nn.Sigmoid() if gate else nn.Identity(),
+            nn.LeakyReLU(0.2),
+            nn.Linear(d, d),
+        )
+
+    def forward(self, x):
+        return self.body(x)
 ''',
     "loop_changes_list": HELPER + '''
 

@@ -200,6 +200,9 @@ def sequence_uses(file: Any, model: Any, order: Any, part: Any, anchor: cst.CSTN
     ]
 
 
+_LOOKED_THROUGH = VIEW_MODULES | {"torch.nn.Identity"}
+
+
 def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) -> List[List[Producer]]:
     """What may make the input of ``part``: per element right before it, its producer. An
     out-of-place dropout there is looked through: in training it makes a fresh tensor whose
@@ -207,7 +210,9 @@ def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) ->
     returns its input, so what makes that input counts too (nothing else reads it in an order:
     tests/test_inplace_after_dropout.py). A view module there (``nn.Unflatten``, ``nn.Flatten``)
     is looked through as well: the activation's input is then that element's input, viewed
-    (``Linear, Unflatten, LeakyReLU``: in place writes the Linear's output, which nothing keeps)."""
+    (``Linear, Unflatten, LeakyReLU``: in place writes the Linear's output, which nothing keeps),
+    and so is an ``nn.Identity`` (``Conv2d, BatchNorm2d(c) if i else nn.Identity(), LeakyReLU``:
+    it returns its input itself)."""
     found = []
     for previous in order.predecessors(part):
         layer = previous.layer
@@ -220,7 +225,7 @@ def _made_before(producers: Producers, order: Any, part: Any, depth: int = 0) ->
                 shown = " / ".join(dict.fromkeys(p.description for p in made))
                 found.append([Producer(both.category, f"`{short_name(layer.qualified)}` after {shown}")])
             continue
-        if depth < 4 and layer is not None and layer.qualified in VIEW_MODULES and previous not in order.first:
+        if depth < 4 and layer is not None and layer.qualified in _LOOKED_THROUGH and previous not in order.first:
             for made in _made_before(producers, order, previous, depth + 1):
                 shown = " / ".join(dict.fromkeys(p.description for p in made))
                 found.append([Producer(joined(made).category, f"`{short_name(layer.qualified)}` of {shown}")])

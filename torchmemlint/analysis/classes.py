@@ -13,7 +13,7 @@ from torchmemlint.analysis.children import Children
 from torchmemlint.analysis.container_helpers import ContainerHelpers
 from torchmemlint.analysis.factories import effective_call, Factories, Factory
 from torchmemlint.analysis.summed_lists import summed_order
-from torchmemlint.analysis.layer_lists import LayerLists, list_index, literal_elements as _literal_list, Order
+from torchmemlint.analysis.layer_lists import either_order, LayerLists, list_index, literal_elements as _literal_list, Order
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import (
     argument, block_indent, block_statements, _body_statements, _child_blocks, _first_param,
@@ -250,7 +250,7 @@ class Resolver:
                 options = spliced
             else:
                 ordered = self._ordered_dict_values(arg.value)
-                options = Order.sequence(ordered if ordered is not None else [arg.value])
+                options = Order.sequence(ordered) if ordered is not None else either_order(arg.value)
             parts = options.substitute(lambda value: self._element(value, self_name, function, statement, every, depth))
             if parts is None:
                 return None

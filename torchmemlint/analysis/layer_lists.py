@@ -210,6 +210,14 @@ class _Reached(Exception):
     """The statement asked about was reached outside any loop (or its outermost loop is done)."""
 
 
+def either_order(value: cst.BaseExpression, depth: int = 0) -> Order:
+    """The element ``value`` of a Sequential: ``nn.BatchNorm2d(c) if i else nn.Identity()`` is
+    either arm (a branch of the order), any other value itself."""
+    if type(value) is cst.IfExp and depth < 4:
+        return either_order(value.body, depth + 1).union(either_order(value.orelse, depth + 1))
+    return Order.of(value)
+
+
 _OTHER = Order.empty()  # (by identity: the name was given a value that is not a list known here)
 _ENDED = Order.empty()  # (by identity: the path raised, ``else: raise ValueError(...)``; no order goes on from it)
 
