@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -399,6 +399,34 @@ class ScopeWalk:
         scope = Scope(self.module, "", module_bindings, False, ())
         self.scopes.append(scope)
         self.block(scope, self.module.body, Ctx())
+        self._close_no_grad_callees()
+
+    def _close_no_grad_callees(self) -> None:
+        """A function of the file every call of which (in the file) runs with autograd off,
+        directly or inside a function every call of which does (``predict`` opens ``no_grad``
+        around ``self.batch_predict(...)``, its only caller, which calls
+        ``self.model_prediction(...)``): called where autograd is off too."""
+        defined = {scope.name for scope in self.scopes if scope.function is not None}
+        sites: Dict[str, List[Tuple[Scope, CallEvent]]] = {}
+        for scope in self.scopes:
+            for event in scope.calls:
+                func = event.node.func
+                callee = event.attr or (func.value if type(func) is cst.Name else None)
+                if callee in defined:
+                    sites.setdefault(callee, []).append((scope, event))
+        only: Set[str] = set()  # functions every call of which runs with autograd off
+        changed = True
+        while changed:
+            changed = False
+            for callee, found in sites.items():
+                if callee not in only and all(
+                    event.ctx.no_grad or scope.no_grad
+                    or (scope.function is not None and scope.name in only and scope.name != callee)
+                    for scope, event in found
+                ):
+                    only.add(callee)
+                    changed = True
+        self.no_grad_callees |= only
 
     # statements
     def block(self, scope: Scope, statements: Sequence[cst.CSTNode], ctx: Ctx) -> None:

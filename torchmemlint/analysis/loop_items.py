@@ -15,6 +15,7 @@ from typing import Any, Optional
 import libcst as cst
 
 from torchmemlint.analysis.autograd import AssignEvent
+from torchmemlint.tree import contains
 
 # methods of a collection that hand out what it holds
 _ITEMS = frozenset({"items", "values", "get"})
@@ -45,3 +46,45 @@ def taken_from_before(scope: Any, event: AssignEvent, loop: cst.CSTNode, seq: in
         return False  # (``loss = total``: an alias, judged where ``total`` is made)
     before = last_binding(scope, source.value, seq)
     return before is None or loop not in before.ctx.loops
+
+
+_ADDERS = frozenset({"append", "extend", "insert"})
+
+
+def graph_from_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -> bool:
+    """What ``call`` (a ``backward`` in ``loop``) backpropagates reads a result of a call
+    made before the loop and never rebound in it (its value graph followed back, through the
+    lists it is appended to): every iteration backpropagates through that older graph again,
+    so its ``retain_graph=True`` is needed (monitizer's ``acti = model.get_activations(x)``,
+    then a backward per layer of ``acti``). A loop-carried value (an RNN's hidden state, rebound
+    in the loop) is not one: detaching it is the fix."""
+    function = scope.function
+    if analysis is None or function is None or type(call.node.func) is not cst.Attribute:
+        return False
+    graph = analysis.value_graphs.of(function)
+    receiver = graph.names.get(id(call.node.func.value)) if type(call.node.func.value) is cst.Name else None
+    if receiver is None:
+        receiver = next((v for v in graph.values if v.node is call.node.func.value), None)
+    rebound = {name for event in scope.assigns if loop in event.ctx.loops for name in event.targets}
+    seen, stack = set(), [receiver] if receiver is not None else []
+    while stack and len(seen) < 400:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        made_here = value.statement is not None and contains(loop, value.statement)
+        if (
+            not made_here and value.op == "call" and value.statement is not None and not value.info.get("scalar")
+            and value.info.get("qualified") is None and value.info.get("method") not in _ADDERS
+            and not rebound.intersection(value.info.get("names") or ())
+        ):
+            return True
+        if value.op == "element" and "index" not in value.info:
+            continue  # an item of the loop's iterable: made by the iteration
+        callee = value.op == "call" and ("method" in value.info or "qualified" not in value.info)
+        stack.extend(value.inputs[1:] if callee else value.inputs)  # (not the module or object called)
+        stack.extend(  # ``items.append(c)``: what the list ``items`` holds
+            use.inputs[1] for use in graph.consumers(value)
+            if not isinstance(use, str) and use.op == "call" and use.info.get("method") in _ADDERS and use.inputs[:1] == (value,) and len(use.inputs) > 1
+        )
+    return False

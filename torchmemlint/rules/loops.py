@@ -15,6 +15,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import AssignEvent, CallEvent, Frame, _is_false, _is_true
 from torchmemlint.analysis.held_out_loops import held_out_loop
+from torchmemlint.analysis.loop_items import graph_from_before
 from torchmemlint.analysis.plain_modules import plainly_a_module
 from torchmemlint.analysis.callers import (
     borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
@@ -721,17 +722,14 @@ class _Checks:
                 continue
             outer = call.ctx.loops[0]
             others = [c for c in self.facts.backward_calls if c is not call and outer in c.ctx.loops]
-            if others or not self.facts.built_in_loop(call):
+            if others or not self.facts.built_in_loop(call) or graph_from_before(self.analysis, self.scope, call, call.ctx.loops[-1]):
                 continue
             args = [a for a in call.node.args if a is not retain]
             if args and call.node.args[-1] is retain:
                 args[-1] = args[-1].with_changes(comma=retain.comma)
             new = call.node.with_changes(args=args)
-            fix = FixSpec(
-                Applicability.UNSAFE,
-                "Remove `retain_graph=True`",
-                (NodeEdit(call.node, render_expression(self.walk.module, new)),),
-            )
+            edit = NodeEdit(call.node, render_expression(self.walk.module, new))
+            fix = FixSpec(Applicability.UNSAFE, "Remove `retain_graph=True`", (edit,))
             message = (
                 "`retain_graph=True` with no second backward through this graph in the loop. The "
                 "graph and its saved activations stay alive into the next iteration's forward "
