@@ -18,6 +18,9 @@ only one of them gives is printed (``NEW`` / ``LOST``), then the counts. A full 
 * ``module-lists``: a file building a ``ModuleList`` that names ``Identity`` or reads a list
   attribute with ``type`` / ``isinstance`` / ``repr`` / ``str`` / ``print`` / ``id`` (TML201's
   identity elements, ``module_lists._READS_ONLY``);
+* ``choices``: a file with ``retain_graph``, a ``MagicMock`` import fallback, a layer chosen
+  as ``... else nn.Identity()``, a name rebound from itself (``act = get_act(act)``) or a table
+  of layers by dimension (the forty-fifth session's TML201/TML503 changes);
 * ``all``: every labelled file.
 """
 
@@ -123,6 +126,8 @@ FILTERS = {
         "where(" in text and re.search(r"_like\(|torch\.(?:full|tensor|as_tensor|scalar_tensor|zeros|ones)\(", text) is not None),
     "held-modules": has_held_module,
     "eval-copies": lambda text: ".eval()" in text and re.search(r"deepcopy\(|__class__\(|type\(self\)\(|\w\s*:\s*(?:torch\.)?(?:nn\.)?[A-Z]\w*\s*[,)=]", text) is not None,
+    "choices": lambda text: "retain_graph" in text or "MagicMock" in text or re.search(
+        r"else\s+(?:nn\.)?Identity\(\)|(\w+)\s*=\s*\w+\(\1\)|\{\s*1\s*:\s*(?:nn\.)?\w+[123]d", text) is not None,
     "all": lambda text: True,
 }
 
