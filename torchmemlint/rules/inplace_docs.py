@@ -161,7 +161,13 @@ TML201_DOCUMENTATION = """
     ACTS[act]`: a literal dict read by a literal key, or by a parameter whose default every call
     of the file leaves or passes alike (also through its callers' own parameters), reported
     where the function is chosen and judged at every call, without a fix: another key may choose
-    a function without `inplace` (tests/test_inplace_chosen_functions.py). A module that is
+    a function without `inplace` (tests/test_inplace_chosen_functions.py). Layer classes are
+    chosen the same way: `act = get_activation(activation)` (also rebinding the parameter,
+    `activation = get_activation(activation)`) with a helper of the file or of another project
+    file returning `{"lrelu": nn.LeakyReLU, ...}[name]`, reported without a fix; a table read by
+    a key not known holds what every entry holds (`{1: nn.Conv1d, 2: nn.Conv2d}[dim]`: a
+    convolution); a Sequential element `nn.BatchNorm2d(c) if i else nn.Identity()` is either arm
+    (tests/test_activation_table_choices.py). A module that is
     optional, `self.bn = nn.BatchNorm2d(c) if batchnorm else None`, is the layer it may be, and
     `if self.act:` / `if self.act is not None:` only tests it; an `__init__` switch,
     `activation(inplace=inplace)` with `inplace=False`, is read as its default unless a call of

@@ -131,7 +131,10 @@ TML501_DOCUMENTATION = """
     computation, even when named for inference (torch-encoding's `module_inference`,
     tests/test_tml501_forward_helpers.py). A helper one caller
     runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
-    that open run (`tests/test_tml501_opened_helpers.py`). A call whose output reaches `.numpy()`
+    that open run (`tests/test_tml501_opened_helpers.py`); one every call of which in the file runs
+    under `no_grad`, also through callers only ever run so (`predict` opens it around
+    `self.batch_predict(...)`, which calls `self.model_prediction(...)`), is quiet
+    (`tests/test_tml501_callers_no_grad.py`). A call whose output reaches `.numpy()`
     with its graph (no `.detach()`, `.data` or `.argmax()` on the way: `out[0].cpu().numpy()`)
     records none: torch raises there for a tensor that requires grad, so the code runs only where
     something turned autograd off (hummingbird's containers, whose executor does it itself;

@@ -124,7 +124,9 @@ class RetainGraphWithoutSecondBackward(_LoopRule):
     retain_graph=True)` in a loop when nothing else in that loop
     backpropagates (no other `backward`, `autograd.grad` or `autograd.backward`) and the
     tensor it backpropagates is computed in the same iteration (not an item of losses made
-    before the loop, `for name, loss in losses.items()`, `loss = losses[name]`).
+    before the loop, `for name, loss in losses.items()`, `loss = losses[name]`), from nothing
+    a call before the loop made and the loop never rebinds (`acti = model.activations(x)`, then
+    one backward per layer of `acti`: each goes through that graph again, the retain is needed).
 
     ## Why is this bad?
     `retain_graph=True` keeps the graph and all the activations it saved alive after backward,
