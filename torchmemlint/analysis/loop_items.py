@@ -52,6 +52,11 @@ _ADDERS = frozenset({"append", "extend", "insert"})
 
 
 def graph_from_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -> bool:
+    """Whether ``source_before`` finds one."""
+    return source_before(analysis, scope, call, loop) is not None
+
+
+def source_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -> Optional[Any]:
     """What ``call`` (a ``backward`` in ``loop``) backpropagates reads a result of a call
     made before the loop and never rebound in it (its value graph followed back, through the
     lists it is appended to): every iteration backpropagates through that older graph again,
@@ -60,7 +65,7 @@ def graph_from_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -
     in the loop) is not one: detaching it is the fix."""
     function = scope.function
     if analysis is None or function is None or type(call.node.func) is not cst.Attribute:
-        return False
+        return None
     graph = analysis.value_graphs.of(function)
     receiver = graph.names.get(id(call.node.func.value)) if type(call.node.func.value) is cst.Name else None
     if receiver is None:
@@ -72,19 +77,19 @@ def graph_from_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -
         if id(value) in seen:
             continue
         seen.add(id(value))
-        made_here = value.statement is not None and contains(loop, value.statement)
-        if (
-            not made_here and value.op == "call" and value.statement is not None and not value.info.get("scalar")
-            and value.info.get("qualified") is None and value.info.get("method") not in _ADDERS
-            and not rebound.intersection(value.info.get("names") or ())
-        ):
-            return True
         if value.op == "element" and "index" not in value.info:
             continue  # an item of the loop's iterable: made by the iteration
-        callee = value.op == "call" and ("method" in value.info or "qualified" not in value.info)
-        stack.extend(value.inputs[1:] if callee else value.inputs)  # (not the module or object called)
+        called = value.op == "call" and ("method" in value.info or "qualified" not in value.info) and bool(value.inputs)
+        module = called and value.inputs[0].op in ("attribute", "argument", "global", "layer")  # ``self.model.f(x)``
+        if (
+            module and value.function is function and value.statement is not None
+            and not contains(loop, value.statement) and not value.info.get("scalar")
+            and value.info.get("method") not in _ADDERS and not rebound.intersection(value.info.get("names") or ())
+        ):
+            return value
+        stack.extend(value.inputs[1:] if module else value.inputs)  # (not the module or object called)
         stack.extend(  # ``items.append(c)``: what the list ``items`` holds
             use.inputs[1] for use in graph.consumers(value)
             if not isinstance(use, str) and use.op == "call" and use.info.get("method") in _ADDERS and use.inputs[:1] == (value,) and len(use.inputs) > 1
         )
-    return False
+    return None
