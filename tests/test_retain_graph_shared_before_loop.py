@@ -3,7 +3,8 @@
 layer of them, each through the same graph: the retain is needed), also when the loss reaches
 those activations through a list it was appended to. It still reports a loop whose graph is made
 in the iteration, a hidden state carried across iterations (rebound in the loop: detaching is
-the fix), and a loader or a model built before the loop (neither is a graph the loss reads)."""
+the fix), a loader or a model built before the loop (neither is a graph the loss reads), and a
+size read from a parameter before the loop (timm_vis's feature inversion: a shape, no graph)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,30 @@ def train(loader, epochs):
             loss = ((net(model(x)) - y) ** 2).mean()
             loss.backward(retain_graph=True)  # expect: TML503
             optimizer.step()
+''',
+    "shape_read_before": '''
+import torch
+
+
+def invert(model, module, orig_img, epochs, lr):
+    acts = [0]
+
+    def hook_fn(self, input, output):
+        acts[0] = output
+
+    module.register_forward_hook(hook_fn)
+    _ = model(orig_img)
+    orig_features = acts[0]
+    name, weights = next(model.named_parameters())
+    noise = torch.randn([1, weights.size()[1], 224, 224])
+    noise.requires_grad = True
+    opt = torch.optim.SGD([noise], lr=lr)
+    for i in range(epochs):
+        opt.zero_grad()
+        _ = model(noise)
+        loss = ((orig_features - acts[0]) ** 2).sum() + noise.abs().mean()
+        loss.backward(retain_graph=True)  # expect: TML503
+        opt.step()
 ''',
     "carried_hidden_state": '''
 import torch

@@ -49,6 +49,7 @@ def taken_from_before(scope: Any, event: AssignEvent, loop: cst.CSTNode, seq: in
 
 
 _ADDERS = frozenset({"append", "extend", "insert"})
+_NO_GRAPH = frozenset({"size", "shape", "dim", "ndim", "numel", "item", "tolist", "argmax", "argmin", "dtype", "device"})
 
 
 def graph_from_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -> bool:
@@ -79,6 +80,8 @@ def source_before(analysis: Any, scope: Any, call: Any, loop: cst.CSTNode) -> Op
         seen.add(id(value))
         if value.op == "element" and "index" not in value.info:
             continue  # an item of the loop's iterable: made by the iteration
+        if value.op == "meta" or value.info.get("scalar") or value.info.get("method") in _NO_GRAPH or (value.op == "member" and value.info.get("name") in _NO_GRAPH):
+            continue  # a size, a shape, an index: no graph (``in_size = w.size()[1]``)
         called = value.op == "call" and ("method" in value.info or "qualified" not in value.info) and bool(value.inputs)
         module = called and value.inputs[0].op in ("attribute", "argument", "global", "layer")  # ``self.model.f(x)``
         if (
