@@ -60,7 +60,6 @@ class InplaceAnalysis(ProjectSites):
         self._kept_by: Dict[str, Tuple[List[Tuple[ClassModel, str]], bool]] = {}
         self.placing = FactoryPlacing(self.file)  # where the file's factories' layers are put
         self._alias_names: Optional[FunctionAliases] = None
-        self._chosen_functions: Optional[ChosenFunctions] = None
         self._chosen_attributes: Set[Tuple[int, str]] = set()
         # where discovery is: the statements and names around the call it reads
         self.cursor = Cursor(self.file.index, context.module_bindings)
@@ -153,9 +152,7 @@ class InplaceAnalysis(ProjectSites):
         return self._foreign(call) if type(func) is cst.Name else []
 
     def _chosen(self) -> ChosenFunctions:
-        if self._chosen_functions is None:
-            self._chosen_functions = ChosenFunctions(self.file, frozenset(KIND_BY_FUNCTION))
-        return self._chosen_functions
+        return self.file.choices  # (the file's one: the layer factories ask it too)
 
     def _chosen_function(self, call: cst.Call) -> Optional[Site]:
         """``self.act_fn(x)`` / ``fn(x)`` where the attribute or local holds a torch activation

@@ -1,18 +1,22 @@
-"""The activation function a configured name chooses, for the TML2xx sites
-(``analysis/activations.py``): ``self.activation_fn = get_activation_fn(activation)`` with
-``def __init__(..., activation="ELU")`` and ``def get_activation_fn(name): return {"ReLU":
-F.relu, "ELU": F.elu}.get(name, F.elu)``, later ``self.activation_fn(x)``; also a local
-(``fn = ACTS[act]``; ``fn(h)``) and a plain alias (``self.act = F.elu``).
+"""What a value is chosen to be by constant keys (``ChosenFunctions.leaves``), for the TML2xx
+sites: the activation function a configured name chooses (``analysis/activations.py``:
+``self.activation_fn = get_activation_fn(activation)`` with ``def __init__(...,
+activation="ELU")`` and ``def get_activation_fn(name): return {"ReLU": F.relu, "ELU":
+F.elu}.get(name, F.elu)``, later ``self.activation_fn(x)``; also a local, ``fn = ACTS[act]``,
+and a plain alias, ``self.act = F.elu``), and the layer class one chooses
+(``analysis/factories.py``'s ``_chosen``: ``act = get_activation(activation)`` returning
+``{"lrelu": nn.LeakyReLU, ...}[name]``).
 
-A value is followed to a torch function through: a name or attribute that qualifies to one; a
-local the function binds once; ``self.x`` that ``__init__`` assigns once; a lookup of a
-literal dict (local, or bound once at module level) by a constant key, ``table[key]`` or
-``table.get(key, default)``; a call of a module-level function of the file that returns one
-expression, its parameters bound to the call's constant arguments. A key is constant when it
-is a literal, or a parameter whose literal default no call of the function in this file
-changes (``analysis/factories.py``'s ``passed``: an argument of another literal, one that
-cannot be read, or a call that cannot be read, and the key is not known). What is not known
-gives None: the site is then not read."""
+A value is followed through: a local the function binds once (a parameter rebound once from
+itself, ``activation = get_activation(activation)``, through that value); ``self.x`` that
+``__init__`` assigns once; a lookup of a literal dict (local, or bound once at module level) by
+a constant key, ``table[key]`` or ``table.get(key, default)`` (by a key not known: every
+entry); a call of a module-level function of the file, or of another project file, that returns
+one expression besides ``None``, its parameters bound to the call's constant arguments. A key
+is constant when it is a literal, or a parameter whose literal default no call of the function
+in this file changes (``analysis/factories.py``'s ``passed``: an argument of another literal,
+one that cannot be read, or a call that cannot be read, and the key is not known). What is not
+known gives None: the site is then not read."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.factories import _local_values, _param, assigned_values, parameter, single_local_value
+from torchmemlint.analysis.factories import _is_none, _local_values, _param, assigned_values, parameter, single_local_value
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
 
@@ -240,11 +244,11 @@ class ChosenFunctions:
             entries[str(key.evaluated_value) if type(key) is cst.SimpleString else ("int", key.evaluated_value)] = element.value
         return entries
 
-    def _returned(self, chooser: "ChosenFunctions", callee: cst.FunctionDef, args, function, bound, depth) -> Optional[Leaf]:
+    def _returned(self, chooser: "ChosenFunctions", callee: cst.FunctionDef, args, function, bound, depth) -> Optional[List[Leaf]]:
         """What a call of ``callee`` (one ``return`` of a value besides those of None; a
         function of ``chooser``'s file) returns, its parameters bound to the call's constant
         arguments."""
-        returns = [node for node in _returns(callee.body) if not _is_none(node.value)]  # (``if name is None: return``)
+        returns = [node for node in _returns(callee.body) if node.value is not None and not _is_none(node.value)]  # (``if name is None: return``)
         if len(returns) != 1:
             return None
         params = [*callee.params.posonly_params, *callee.params.params]
@@ -311,10 +315,6 @@ class ChosenFunctions:
         inside = index.scope[here] if here is not None else -1
         owner = index.order[inside] if inside >= 0 else None
         return self.file.class_model(owner) if type(owner) is cst.ClassDef else None
-
-
-def _is_none(value: Optional[cst.BaseExpression]) -> bool:
-    return value is None or (type(value) is cst.Name and value.value == "None")
 
 
 def _returns(node: cst.CSTNode):

@@ -322,10 +322,7 @@ class Factories:
         found = self.choices().leaves(expr, function, {}, 0)
         if not found or any(leaf[0] is expr or type(leaf[0]) not in (cst.Name, cst.Attribute, cst.Call) for leaf in found):
             return None
-        options = [
-            (self if file.factories is self else file.factories).resolve(leaf, where, depth + 1)
-            for leaf, where, _, _, file in found
-        ]
+        options = [file.factories.resolve(leaf, where, depth + 1) for leaf, where, _, _, file in found]
         factory = options[0] if len(options) == 1 else self._by_dimension(options)
         if factory is None or factory.alternatives:
             return None

@@ -21,6 +21,7 @@ from torchmemlint.analysis.layer_lists import enclosing_definitions, LayerLists
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.syntax import block_indent, block_statements, sole_return
 from torchmemlint.analysis.values import FileValues, FunctionValues
+from torchmemlint.analysis.vocabulary import KIND_BY_FUNCTION
 
 
 
@@ -89,10 +90,11 @@ class FileAnalysis:
 
     @property
     def choices(self) -> ChosenFunctions:
-        """What a value is chosen to be by constant keys (``ChosenFunctions.leaf``: locals,
-        lookups of literal dicts, one-``return`` functions, also of other project files)."""
+        """What a value is chosen to be by constant keys (``ChosenFunctions``: locals, lookups
+        of literal dicts, one-``return`` functions, also of other project files), one for the
+        file: the layer factories and the activation sites ask it."""
         if self._choices is None:
-            self._choices = ChosenFunctions(self, frozenset())
+            self._choices = ChosenFunctions(self, frozenset(KIND_BY_FUNCTION))
         return self._choices
 
     @property
