@@ -39,9 +39,12 @@ import json
 import os
 import platform
 import re
+import hashlib
 import subprocess
 import sys
+import tarfile
 import time
+import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -119,6 +122,59 @@ def download(requirement: str, wheels: Path) -> Path:
     return wheel
 
 
+def find_sdist(archives: Path, requirement: str) -> Optional[Path]:
+    """The source distribution of ``requirement`` in ``archives``."""
+    hits = [path for path in sorted(archives.glob("*")) if find_sdist_name(path.name, requirement)]
+    return hits[0] if hits else None
+
+
+def sdist_links(name: str, index: str = "https://pypi.org/simple") -> Dict[str, Tuple[str, str]]:
+    """The files of a project on a PEP 503 index page: file name -> (address, sha256)."""
+    url = f"{index}/{re.sub(r'[-_.]+', '-', name).lower()}/"
+    print("+ GET", url, file=sys.stderr)
+    with urllib.request.urlopen(url, timeout=60) as response:
+        page = response.read().decode("utf-8", "replace")
+    links = {}
+    for address, filename in re.findall(r'<a href="([^"]+)"[^>]*>([^<]+)</a>', page):
+        address = address.replace("&amp;", "&")
+        location, _, fragment = address.partition("#sha256=")
+        links[filename.strip()] = (location, fragment)
+    return links
+
+
+def download_sdist(requirement: str, archives: Path) -> Path:
+    """The source distribution (sdist) of an exact requirement, for a package that publishes no
+    wheel: fetched as PyPI's simple index lists it, its sha256 checked, never built or installed
+    (``pip download`` of an sdist runs its build backend to read its metadata)."""
+    found = find_sdist(archives, requirement)
+    if found is not None:
+        return found
+    name, version = split_requirement(requirement)
+    archives.mkdir(parents=True, exist_ok=True)
+    for filename, (address, digest) in sorted(sdist_links(name).items()):
+        target = archives / filename
+        if not filename.endswith((".tar.gz", ".zip")) or find_sdist_name(filename, requirement) is False:
+            continue
+        with urllib.request.urlopen(address, timeout=180) as response:
+            data = response.read()
+        if not digest or hashlib.sha256(data).hexdigest() != digest:
+            raise SystemExit(f"{requirement}: the sdist's sha256 differs from the index's")
+        target.write_bytes(data)
+        return target
+    raise SystemExit(f"no sdist for {requirement} on PyPI")
+
+
+def find_sdist_name(filename: str, requirement: str) -> bool:
+    """Whether ``filename`` is the sdist of ``requirement`` (``name-version.tar.gz`` / ``.zip``,
+    the name compared normalised)."""
+    name, version = split_requirement(requirement)
+    stem = filename[: -len(".tar.gz")] if filename.endswith(".tar.gz") else filename[: -len(".zip")] if filename.endswith(".zip") else None
+    if not stem or "-" not in stem:
+        return False
+    project, _, found = stem.rpartition("-")
+    return found == version and re.sub(r"[-_.]+", "_", project).lower() == name.lower()
+
+
 def is_source_member(name: str) -> bool:
     """A ``.py`` file of the package itself, not of its ``.dist-info`` / ``.data`` metadata."""
     if not name.endswith(".py") or name.endswith("/"):
@@ -134,11 +190,42 @@ def extract(wheel: Path, dest: Path) -> None:
     if dest.exists():
         subprocess.run(["rm", "-rf", str(dest)], check=True)
     dest.mkdir(parents=True)
-    with zipfile.ZipFile(wheel) as archive:
-        for info in archive.infolist():
-            if is_source_member(info.filename):
-                archive.extract(info, dest)  # raw bytes: encodings, BOMs, CRLF kept
+    if wheel.name.endswith(".whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                if is_source_member(info.filename):
+                    archive.extract(info, dest)  # raw bytes: encodings, BOMs, CRLF kept
+    else:
+        extract_sdist(wheel, dest)
     stamp.write_text(wheel.name)
+
+
+def extract_sdist(sdist: Path, dest: Path) -> None:
+    """The ``.py`` files of a source distribution, its top directory (``name-version/``) taken
+    off so that paths read as a wheel's (``package/module.py``); ``*.egg-info`` left out, and
+    nothing outside ``dest`` written (no absolute paths, ``..``, links or devices)."""
+
+    def members():
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as archive:
+                for info in archive.infolist():
+                    if not info.is_dir():
+                        yield info.filename, lambda info=info, archive=archive: archive.read(info)
+        else:
+            with tarfile.open(sdist, "r:*") as archive:
+                for info in archive:
+                    if info.isfile():
+                        yield info.name, lambda info=info, archive=archive: archive.extractfile(info).read()
+
+    for name, read in members():
+        parts = name.replace("\\", "/").split("/")[1:]  # below the top directory
+        if not parts or not parts[-1].endswith(".py") or any(p in ("", ".", "..") for p in parts):
+            continue
+        if any(p.endswith(".egg-info") for p in parts):
+            continue
+        target = dest.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(read())  # raw bytes: encodings, BOMs, CRLF kept
 
 
 def top_level(dest: Path) -> List[str]:

@@ -15,7 +15,10 @@ Two label sets, both hand-labelled by reading the code before any rule ran on it
 No package of either set is in another corpus of this repository, and no test or rule example is
 written from them. Wheels are fetched with ``pip download --no-deps`` into ``<cache>/wheels``
 (``--cache``, else $TML_CORPUS_DIR, else $XDG_CACHE_HOME/tml-corpus, else /tmp/tml-corpus) and
-extracted to ``<cache>/recall-families/<name>-<version>/``. Only the labelled files are linted,
+extracted to ``<cache>/recall-families/<name>-<version>/``; a package a label file names in its
+``sdists`` list publishes no wheel, and its source distribution is fetched from PyPI instead
+(sha256 checked, never built; its top directory taken off, so that paths read as a wheel's).
+Only the labelled files are linted,
 from the directory of each package:
 
     torchmemlint --select <codes> --output-format json --isolated --exit-zero --no-cache -j 1 <files>
@@ -50,7 +53,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_findings import cache_dir, download, extract, split_requirement  # noqa: E402
+from corpus_findings import cache_dir, download, download_sdist, extract, split_requirement  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results"
@@ -93,8 +96,12 @@ def normalise(labels: dict, name: str) -> dict:
                 "sites": sites, "ignore": [], "judged": labels.get("judged", []),
                 "codes": list(RULES_SET_CODES)}
     sites = [dict(s, rows=s.get("rows", [s["row"]])) for s in labels["true_sites"]]
+    unknown = set(labels.get("sdists", [])) - set(labels["packages"])
+    if unknown:
+        raise ValueError(f"sdists names no package of the set: {sorted(unknown)}")
     return {"packages": labels["packages"], "files": labels["files"], "sites": sites,
-            "ignore": labels.get("ignore", []), "judged": labels.get("judged", []), "codes": None}
+            "ignore": labels.get("ignore", []), "judged": labels.get("judged", []), "codes": None,
+            "sdists": list(labels.get("sdists", []))}
 
 
 def enclosing_function(source: str, row: int) -> str:
@@ -132,7 +139,9 @@ def measure(name: str, labels: dict, cache: Path, tool: Path, corpus: Optional[P
             continue
         pkg, version = split_requirement(requirement)
         dest = corpus / f"{pkg}-{version}"
-        extract(download(requirement, wheels), dest)
+        # (a package that publishes no wheel is read from its source distribution: ``sdists``)
+        fetch = download_sdist if key in labels.get("sdists", ()) else download
+        extract(fetch(requirement, wheels), dest)
         missing = [f for f in files if not (dest / f).is_file()]
         if missing:
             raise SystemExit(f"{requirement}: no {missing}")

@@ -381,3 +381,50 @@ def test_every_default_finding_is_judged_and_the_readme_shows_the_table():
     proc = subprocess.run([sys.executable, str(SCRIPT), "--judged-table"], capture_output=True,
                           text=True)
     assert proc.returncode == 0 and proc.stdout == table
+
+
+def _sdist(tmp_path, name, members):
+    import io
+    import tarfile
+
+    archive = tmp_path / name
+    with tarfile.open(archive, "w:gz") as tar:
+        for member, data in members.items():
+            info = tarfile.TarInfo(member)
+            if data is None:  # a link pointing out of the tree
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                tar.addfile(info)
+                continue
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return archive
+
+
+def test_an_sdist_is_extracted_as_a_wheel_would_be(tmp_path):
+    archive = _sdist(tmp_path, "My.Pkg-0.3.tar.gz", {
+        "My.Pkg-0.3/mypkg/__init__.py": b"",
+        "My.Pkg-0.3/mypkg/model.py": b"import torch\r\nx = 1\r\n",  # bytes kept as they are
+        "My.Pkg-0.3/setup.py": b"from setuptools import setup\n",
+        "My.Pkg-0.3/README.md": b"# not python\n",
+        "My.Pkg-0.3/My.Pkg.egg-info/x.py": b"",
+        "My.Pkg-0.3/../escape.py": b"",
+        "My.Pkg-0.3/mypkg/link.py": None,
+    })
+    assert cf.find_sdist(tmp_path, "my-pkg==0.3") == archive
+    assert cf.find_sdist(tmp_path, "my-pkg==0.4") is None
+    dest = tmp_path / "out"
+    cf.extract(archive, dest)
+    found = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert found == [".complete", "mypkg/__init__.py", "mypkg/model.py", "setup.py"]
+    assert (dest / "mypkg/model.py").read_bytes() == b"import torch\r\nx = 1\r\n"
+    assert not (tmp_path / "escape.py").exists()
+
+
+def test_a_label_file_names_its_sdists_among_its_packages():
+    spec = importlib.util.spec_from_file_location("recall_families", SCRIPT.parent / "recall_families.py")
+    families = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(families)
+    labels = {"packages": {"a": "a==1", "b": "b==2"}, "files": {}, "true_sites": [], "sdists": ["b"]}
+    assert families.normalise(labels, "families")["sdists"] == ["b"]
+    with pytest.raises(ValueError, match="c"):
+        families.normalise(dict(labels, sdists=["c"]), "families")
