@@ -49,8 +49,12 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     function = scope.function
     assert function is not None
     itself = bound_self and _runs_itself(function)
-    if nothing and not itself:
-        return None  # nothing the caller knows goes in, and the helper does not run its module
+    # nothing the caller knows goes in: a plain method may still make its own loss or output
+    # (rlprop's ``loss = self.optimize(transitions)``: runs ``self.policy_net``, backward, and
+    # returns the loss), which the replay below finds; a module-level function cannot
+    own = nothing and bound_self and not itself
+    if nothing and not itself and not own:
+        return None
     returned = _single_return(function)
     if returned is None or scope.no_grad or scope is facts.scope:
         return None
@@ -82,7 +86,7 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     # handed only the model, the helper's outputs are what it returns of calling it, not what a
     # method of the model makes of them (`model.validation_epoch_end(outputs)`: numbers)
     # (a method running its own module: what it returns is what its scope makes of the run)
-    kept = _run_on(function, handed) if all(value is None for _, value in given) and not itself else None
+    kept = _run_on(function, handed) if all(value is None for _, value in given) and not itself and not own else None
     if type(returned) in (cst.Tuple, cst.List):
         elements = returned.elements  # type: ignore[attr-defined]
         if any(type(element) is not cst.Element for element in elements):

@@ -186,9 +186,7 @@ def _sink_code(facts: LoopFacts) -> bool:
 
 def _sink_functions(facts: LoopFacts) -> Iterator[FunctionFacts]:
     """The functions ``_sink_code`` asks for: each where such a finding may be."""
-    by_name: Dict[str, List[FunctionFacts]] = {}
-    for function in facts.functions:
-        by_name.setdefault(function.name, []).append(function)
+    by_name = _functions_by_name(facts)
     for function in facts.functions:
         if _runs_module(facts, function, 2, by_name) and _sinks_in(function, 2, facts.imported, by_name):
             yield function
@@ -232,11 +230,47 @@ def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
     # a name bound to an `nn.*Loss` instance computes a loss whatever it is called
     # (``ScopeFacts._loss_instances``): its class's name is written in the file
     loss_class = text is None or "Loss" in text
+    by_name: Optional[Dict[str, List[FunctionFacts]]] = None
     for loop in facts.loops:
-        if (loop.accumulates or any(_folds(dotted, facts.renamed) for _, dotted in loop.calls)) and any(
-            _computes(attr, dotted, switched, facts.renamed, loss_class)
-            for attr, dotted in loop.calls
-        ):
+        if not (loop.accumulates or any(_folds(dotted, facts.renamed) for _, dotted in loop.calls)):
+            continue
+        if any(_computes(attr, dotted, switched, facts.renamed, loss_class) for attr, dotted in loop.calls):
+            return True
+        if by_name is None:
+            by_name = _functions_by_name(facts)
+        # `loss = self.optimize(batch)`: a helper of the file that runs the model, a loss or
+        # backward (two levels deep, as the rules' helper summaries read)
+        if any(_helper_computes(facts, dotted, 2, by_name, switched, loss_class) for _, dotted in loop.calls):
+            return True
+    return False
+
+
+def _functions_by_name(facts: LoopFacts) -> Dict[str, List[FunctionFacts]]:
+    by_name: Dict[str, List[FunctionFacts]] = {}
+    for function in facts.functions:
+        by_name.setdefault(function.name, []).append(function)
+    return by_name
+
+
+def _helper_computes(
+    facts: LoopFacts, dotted: Optional[str], depth: int, by_name: Dict[str, List[FunctionFacts]], switched, loss_class: bool
+) -> bool:
+    """``dotted`` (`helper`, `self.helper`) names a function of the file (not ``__init__`` /
+    ``forward``) a call of which computes (``_computes``), or one of whose helpers does."""
+    if dotted is None:
+        return False
+    head, _, rest = dotted.partition(".")
+    name = rest if head == "self" and rest and "." not in rest else dotted
+    if "." in name:
+        return False
+    for helper in by_name.get(name, ()):
+        if helper.name in ("__init__", "forward"):
+            continue
+        for callee in helper.callees:
+            attr = callee.rsplit(".", 1)[-1] if "." in callee else None
+            if _computes(attr, callee, switched, facts.renamed, loss_class):
+                return True
+        if depth > 1 and any(_helper_computes(facts, callee, depth - 1, by_name, switched, loss_class) for callee in helper.callees if callee != dotted):
             return True
     return False
 

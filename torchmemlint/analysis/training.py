@@ -512,10 +512,12 @@ class ScopeFacts:
     def reassigned_in(self, name: str, loop: cst.CSTNode, accumulation: cst.CSTNode) -> bool:
         """`name` is rebound on every iteration of `loop`. A reset under an `if` inside the
         loop (`if step % 100 == 99: running_loss = 0.0`, the PyTorch FAQ's example) is not
-        one: up to N iterations' graphs stay alive."""
+        one: up to N iterations' graphs stay alive; nor is keeping a slice of itself
+        (`recent = recent[-k:]`, rlprop's DQN: the last k iterations' graphs stay alive)."""
         return any(
             name in event.targets and not event.augmented and loop in event.ctx.loops
             and event.node is not accumulation and not _conditional_in(event.ctx, loop)
+            and not _slice_of(event.value, name)
             for event in self.scope.assigns
         )
 
@@ -530,7 +532,7 @@ class ScopeFacts:
                 continue
             if self.is_model(call.func) or self.model_part(call.node) or self.is_training_step(call):
                 return True
-            if self._helper_runs_model(call):
+            if self._helper_runs_model(call) or self._trains_inside(call):  # (`loss = self.optimize(batch)`)
                 return True
             if self.loss_call(call.node) is not None and any(
                 self.computed_in(arg.value, loop, call.seq) for arg in call.node.args
@@ -616,6 +618,14 @@ class ScopeFacts:
                     if call.attr in ("clear", "pop", "popleft", "remove"):
                         return False
         return initialised and not _deleted(owner, target)
+
+
+def _slice_of(value: Optional[cst.BaseExpression], name: str) -> bool:
+    """``value`` is ``name[a:b]``: a part of the list ``name`` kept."""
+    return (
+        type(value) is cst.Subscript and dotted_name(value.value) == name  # type: ignore[union-attr]
+        and all(type(element.slice) is cst.Slice for element in value.slice)  # type: ignore[union-attr]
+    )
 
 
 def _conditional_in(ctx: Ctx, loop: cst.CSTNode) -> bool:

@@ -1,9 +1,8 @@
 """TML5xx: training and evaluation loop leaks.
 
 The checks replay each scope over the shared analysis (``context.analysis.scopes``: autograd
-state, loops and events of every scope; ``ScopeFacts``: what its values are) once per file;
-each rule reports its findings from ``visit_Module`` (``FileContext.report`` finds the statement
-of each, so ``# noqa`` works per statement).
+state, loops and events of every scope; ``ModuleValues``: what its values are) once per file;
+each rule reports from ``visit_Module`` (``FileContext.report`` finds the statement: noqa works).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from torchmemlint.analysis.differentiated_outputs import gradients_wanted
 from torchmemlint.analysis.model_helpers import helper_run_model
 from torchmemlint.analysis.held_models import held_model
 from torchmemlint.analysis.module_calls import as_model, called_in_file, opened_by_caller, callers_elsewhere, called_in_project, called_module, called_value, library_hook, loss_module, module_method, part_of_forward, runs_no_module
+from torchmemlint.analysis.module_values import ModuleValues
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
@@ -796,5 +796,5 @@ def analyse(analysis: FileAnalysis, codes: Optional[FrozenSet[str]] = None) -> F
         if only is not None and id(scope.node) not in only:
             continue
         if leak_gate.scope_may_leak(scope):
-            _Checks(ScopeFacts(walk, scope), findings, wrapped, analysis).run()
+            _Checks(ModuleValues(walk, scope), findings, wrapped, analysis).run()
     return findings
