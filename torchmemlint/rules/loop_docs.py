@@ -343,7 +343,8 @@ TML502_DOCUMENTATION = """
     batches that collects model outputs (`outs = [model(b) for b in val_loader]`; what it
     collects never backpropagated, outside `no_grad`). A model output is also what a part or
     method of the model given its input by position returns (`self.model.decoder1(z)`;
-    unpacked, only the loss beside it), and a torch function of one
+    unpacked, only the loss beside it), also of a module the class builds whatever its name
+    (`self._actor = Actor(...)`; `self._actor.log_prob(obs, a)`), and a torch function of one
     (`torch.mean((x - w) ** 2)`) keeps its graph, and so does what a function of the same
     file (or a plain method of the class) returns of one, element by element
     (`pred, truth = process_raw_pred(batch[i], out[i], n)`: its `pred` sliced and gathered
@@ -352,10 +353,13 @@ TML502_DOCUMENTATION = """
     `tests/test_tml502_helper_losses.py`), and what such a helper handed the model returns
     of its output (`preds, labels = _run_batch(data[i:i + bs], model, collate)`: the
     `preds`; not what a method of the model makes of it, `model.validation_epoch_end(outputs)`,
-    `tests/test_tml502_batched_loops.py`); a sum that starts as a string holds none
+    `tests/test_tml502_batched_loops.py`), and the loss or output a plain method makes of the
+    class's own modules and returns (`loss = self.optimize(batch)`, which runs the network,
+    backpropagates and returns the loss: a loop calling a method that trains is a training
+    loop, `tests/test_tml502_training_helpers.py`); a sum that starts as a string holds none
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
-    (`if step % 100 == 99: running_loss = 0.0`) still keeps up to N iterations' graphs and
-    is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
+    (`if step % 100 == 99: running_loss = 0.0`), or kept as a slice of itself
+    (`recent = recent[-k:]`), still keeps up to N iterations' graphs and is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A `training_step` is a loop body (Lightning's loop, or a trainer's, runs it once per batch):
     an attribute it adds its loss or a model output to (`self.val_loss += loss`,
     `self.train_outputs.append(preds)`) outlives every step and is reported, unless the step binds
