@@ -419,3 +419,11 @@ def unpacked(target: cst.BaseExpression, value: cst.BaseExpression) -> list:
     if len(targets) != len(values) or any(type(e) is cst.StarredElement for e in (*targets, *values)):
         return []
     return [(t.value, v.value) for t, v in zip(targets, values)]
+
+
+def slice_of(value: Optional[cst.BaseExpression], name: str) -> bool:
+    """``value`` is ``name[a:b]`` (``recent = recent[-k:]``): a part of ``name`` kept."""
+    return (
+        type(value) is cst.Subscript and dotted_name(value.value) == name  # type: ignore[union-attr]
+        and all(type(element.slice) is cst.Slice for element in value.slice)  # type: ignore[union-attr]
+    )

@@ -25,7 +25,7 @@ from torchmemlint.analysis.model_names import lambda_arm, model_part_of, named_m
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.returned_mode import last_mode_change, returned_in_eval, switch_written
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
-from torchmemlint.analysis.syntax import property_returns
+from torchmemlint.analysis.syntax import property_returns, slice_of
 
 from torchmemlint.tree import children, node_index
 
@@ -517,7 +517,7 @@ class ScopeFacts:
         return any(
             name in event.targets and not event.augmented and loop in event.ctx.loops
             and event.node is not accumulation and not _conditional_in(event.ctx, loop)
-            and not _slice_of(event.value, name)
+            and not slice_of(event.value, name)
             for event in self.scope.assigns
         )
 
@@ -618,14 +618,6 @@ class ScopeFacts:
                     if call.attr in ("clear", "pop", "popleft", "remove"):
                         return False
         return initialised and not _deleted(owner, target)
-
-
-def _slice_of(value: Optional[cst.BaseExpression], name: str) -> bool:
-    """``value`` is ``name[a:b]``: a part of the list ``name`` kept."""
-    return (
-        type(value) is cst.Subscript and dotted_name(value.value) == name  # type: ignore[union-attr]
-        and all(type(element.slice) is cst.Slice for element in value.slice)  # type: ignore[union-attr]
-    )
 
 
 def _conditional_in(ctx: Ctx, loop: cst.CSTNode) -> bool:
