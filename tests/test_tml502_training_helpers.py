@@ -12,7 +12,8 @@ network, backpropagates and returns the loss tensor; ``recent_loss.append(loss)`
 
 Look-alikes stay quiet: a helper that returns ``loss.item()``; one that runs under
 ``torch.no_grad()``; a list started afresh every iteration; a method of a plain object the
-class holds (a replay buffer's ``sample``).
+class holds (a replay buffer's ``sample``); the handles of hooks registered on a model's
+modules (``handles.append(module.register_backward_hook(f))``: a handle, not an output).
 """
 
 from __future__ import annotations
@@ -140,6 +141,13 @@ CASES: Dict[str, str] = {
                     self.optimizer.step()
                     total += self._buffer.sample(8).sum()
                 return total
+    ''',
+    "hook_handles_kept": AGENT + '''
+            def guide(self, module):
+                self.handles = []
+                for module in module.modules():
+                    if isinstance(module, nn.ReLU):
+                        self.handles.append(module.register_backward_hook(lambda m, gi, go: (go[0].clamp(min=0),)))
     ''',
 }
 

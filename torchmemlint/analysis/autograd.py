@@ -31,7 +31,11 @@ CRITERION_NAME = re.compile(r"(?:^|_)(?:criterion|loss_?fn|loss_?func|loss_?func
 MODULE_METHODS = frozenset(
     {"eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
      "state_dict", "load_state_dict", "requires_grad_", "zero_grad", "buffers", "named_buffers",
-     "named_children", "get_submodule", "get_parameter", "get_buffer"}
+     "named_children", "get_submodule", "get_parameter", "get_buffer",
+     # (a hook's handle, not an output: `handles.append(module.register_backward_hook(f))`)
+     "register_forward_hook", "register_forward_pre_hook", "register_backward_hook",
+     "register_full_backward_hook", "register_full_backward_pre_hook", "register_buffer",
+     "register_parameter", "register_module", "add_module"}
 )
 MODULE_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
 # Words of a function name that make it evaluation code.
