@@ -152,13 +152,13 @@ def download_sdist(requirement: str, archives: Path) -> Path:
     name, version = split_requirement(requirement)
     archives.mkdir(parents=True, exist_ok=True)
     for filename, (address, digest) in sorted(sdist_links(name).items()):
-        target = archives / filename
-        if not filename.endswith((".tar.gz", ".zip")) or find_sdist_name(filename, requirement) is False:
+        if not find_sdist_name(filename, requirement):
             continue
         with urllib.request.urlopen(address, timeout=180) as response:
             data = response.read()
         if not digest or hashlib.sha256(data).hexdigest() != digest:
             raise SystemExit(f"{requirement}: the sdist's sha256 differs from the index's")
+        target = archives / filename
         target.write_bytes(data)
         return target
     raise SystemExit(f"no sdist for {requirement} on PyPI")

@@ -52,9 +52,9 @@ def helper_returns(facts: Any, call: cst.Call, ctx: Ctx) -> Any:
     # nothing the caller knows goes in: a plain method may still make its own loss or output
     # (rlprop's ``loss = self.optimize(transitions)``: runs ``self.policy_net``, backward, and
     # returns the loss), which the replay below finds; a module-level function cannot
-    own = nothing and bound_self and not itself
-    if nothing and not itself and not own:
+    if nothing and not bound_self:
         return None
+    own = nothing and not itself
     returned = _single_return(function)
     if returned is None or scope.no_grad or scope is facts.scope:
         return None

@@ -25,6 +25,10 @@ from torchmemlint.analysis.training import Kind, ScopeFacts, Value
 class ModuleValues(ScopeFacts):
     """``ScopeFacts`` that also knows the modules the scope's class holds."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._held_modules: Dict[str, bool] = {}  # attribute -> a module the class holds
+
     def _call_value(self, call: cst.Call, ctx: Ctx) -> Optional[Value]:
         value = super()._call_value(call, ctx)
         if value is not None or self.forward or self.scope.owner is None:
@@ -46,7 +50,6 @@ class ModuleValues(ScopeFacts):
         return self._held(func.attr.value)
 
     def _held(self, attr: str) -> bool:
-        known: Dict[str, bool] = self.__dict__.setdefault("_held_modules", {})
-        if attr not in known:
-            known[attr] = module_attribute(self, attr)
-        return known[attr]
+        if attr not in self._held_modules:
+            self._held_modules[attr] = module_attribute(self, attr)
+        return self._held_modules[attr]

@@ -359,7 +359,8 @@ TML502_DOCUMENTATION = """
     loop, `tests/test_tml502_training_helpers.py`); a sum that starts as a string holds none
     (`tests/test_loop_computations.py`). An accumulator reset only under an `if` in the loop
     (`if step % 100 == 99: running_loss = 0.0`), or kept as a slice of itself
-    (`recent = recent[-k:]`), still keeps up to N iterations' graphs and is reported; `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
+    (`recent = recent[-k:]`), still keeps up to N iterations' graphs and is reported;
+    `__init__` of a class (filling a `ModuleList`) is not a loop over batches.
     A `training_step` is a loop body (Lightning's loop, or a trainer's, runs it once per batch):
     an attribute it adds its loss or a model output to (`self.val_loss += loss`,
     `self.train_outputs.append(preds)`) outlives every step and is reported, unless the step binds
