@@ -14,7 +14,8 @@ PACKAGE = ROOT / "torchmemlint"
 # The layers from the bottom up: a module may import only from its own layer or below.
 LAYERS = [
     {"torchmemlint.findings", "torchmemlint.tree", "torchmemlint.analysis", "torchmemlint.names",
-     "torchmemlint.project", "torchmemlint.project_ast", "torchmemlint.project_files"},
+     "torchmemlint.project", "torchmemlint.project_ast", "torchmemlint.project_files",
+     "torchmemlint.project_importers"},
     {"torchmemlint.context"},
     {"torchmemlint.rules"},
 ]  # above them: the engine, the CLI and the other surfaces

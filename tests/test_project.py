@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import torchmemlint.project as project_module
 from torchmemlint.project import ProjectIndex, module_name, summarize
 
 pytestmark = pytest.mark.slow  # CLI subprocesses
@@ -244,6 +245,51 @@ def test_importers_of_a_function(tmp_path):
     assert names(None) == ["__init__.py", "a.py", "b.py", "c.py", "d.py"]
     alone = ProjectIndex.for_files([layers], neighbours=False)
     assert alone.importers(layers, "leaky") == []
+
+
+def test_importers_read_only_the_files_that_spell_the_name(tmp_path, monkeypatch):
+    """``importers`` of a name summarizes only the files whose text spells it, the module's
+    last part or a star import, and answers as the map of every file's imports does (an
+    index made of every summary); a file that does not parse counts only where it spells one."""
+    (tmp_path / "p" / "sub").mkdir(parents=True)
+    files = {
+        "p/__init__.py": "from .layers import shared\nfrom . import sub\n",
+        "p/layers.py": "def leaky():\n    pass\n\ndef other():\n    pass\n\ndef shared():\n    pass\n",
+        "p/a.py": "from .layers import other\n",
+        "p/b.py": "from . import layers as L\n",
+        "p/c.py": "from .layers import \\\n    *\n",
+        "p/d.py": "from p.layers import other as leaky\n",
+        "p/e.py": "import p.layers\n",
+        "p/f.py": "from p import shared as s\n",  # the package's re-export
+        "p/sub/__init__.py": "from ..layers import leaky as relu\n",
+        "p/sub/g.py": "x = 1  # leaky, in a comment: read, not an importer\n",
+        "p/broken_quiet.py": "def (:\n",
+        "p/broken_leaky.py": "def (: leaky\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = [str(tmp_path / name) for name in files]
+    layers = str(tmp_path / "p" / "layers.py")
+    lazy = ProjectIndex.for_files(paths)
+    whole = ProjectIndex([summarize(path, Path(path).read_text()) for path in paths])
+    names = lambda index, path, name: sorted(  # noqa: E731
+        str(Path(m.path).relative_to(tmp_path)) for m in index.importers(path, name)
+    )
+    summarized = []
+    real = project_module.summarize
+    monkeypatch.setattr(project_module, "summarize", lambda path, *a, **k: summarized.append(path) or real(path, *a, **k))
+    assert names(lazy, layers, "leaky") == ["p/b.py", "p/broken_leaky.py", "p/c.py", "p/sub/__init__.py"]
+    unread = set(files) - {str(Path(path).relative_to(tmp_path)) for path in summarized}
+    assert unread == {"p/f.py", "p/broken_quiet.py"}  # (spelling neither `leaky` nor `layers`)
+    for path in paths:
+        for name in ("leaky", "other", "shared", "sub", "relu", "s"):
+            last = module_name(path)[0].rpartition(".")[2]
+            expected = [  # (a file that does not parse: an importer only where it spells one)
+                m for m in names(whole, path, name) if "broken" not in m or name in files[m] or last in files[m]
+            ]
+            assert names(lazy, path, name) == expected, (path, name)
+    assert names(lazy, layers, None) == names(whole, layers, None)  # any name: every file, the broken ones too
+    assert "p/broken_quiet.py" in names(lazy, layers, None)
 
 
 def test_a_summary_reads_what_others_may_reach():

@@ -33,9 +33,10 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchmemlint.project_ast import ORDERED_WALKS, _builds, _dotted, _nodes, _read_reach, _statements  # noqa: F401 (re-exported)
+from torchmemlint.project_importers import Importers
 from torchmemlint.project_files import MAX_NEIGHBOURS, LazySummaries, SummaryStore, _neighbours, _read, _stamp
 
 
@@ -291,8 +292,10 @@ class ProjectIndex:
     def __init__(self, summaries: Iterable[ModuleSummary] = (), lazy: Optional[LazySummaries] = None) -> None:
         self.by_path: Mapping[str, ModuleSummary]
         self.by_name: Mapping[str, ModuleSummary]
+        texts: Optional[Callable[[str], Optional[str]]] = None
         if lazy is not None:  # summarized on first need (``for_files``)
             self.by_path, self.by_name = lazy.by_path, lazy.by_name
+            texts = lazy.text
         else:
             by_path: Dict[str, ModuleSummary] = {}
             by_name: Dict[str, ModuleSummary] = {}
@@ -305,7 +308,7 @@ class ProjectIndex:
         self._root_names: Optional[FrozenSet[str]] = None
         self._direct: Dict[str, List[Tuple[ModuleSummary, bool]]] = {}
         self._dependencies: Dict[str, List[ModuleSummary]] = {}
-        self._importers: Optional[Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]] = None
+        self._importers = Importers(self.by_path, texts)
 
     # -- building --------------------------------------------------------------------------
     @classmethod
@@ -324,7 +327,17 @@ class ProjectIndex:
         names: Dict[str, str] = {}
         for path in paths:
             names.setdefault(module_name(path)[0], path)
-        return cls(lazy=LazySummaries(list(paths), names, lambda path: _load(path, texts)))
+        read: Dict[str, Optional[str]] = {}  # (the texts read off the disk: each read once)
+
+        def text(path: str) -> Optional[str]:
+            found = texts.get(path)
+            if found is None:
+                if path not in read:
+                    read[path] = _read(path)
+                found = read[path]
+            return found
+
+        return cls(lazy=LazySummaries(list(paths), names, lambda path: _load(path, text), text))
 
     # -- names across modules --------------------------------------------------------------
     def resolve_class(self, module: ModuleSummary, dotted: str) -> Optional[Tuple[ModuleSummary, ClassSummary]]:
@@ -598,17 +611,9 @@ class ProjectIndex:
         """The other project modules that may call the top-level ``name`` (None: any name) of
         the module at ``path``: that import it (``from .layers import leaky``, also through a
         re-export), import the module itself (``import pkg.layers as L``), star-import it or
-        cannot be read (every module of the project is read)."""
+        cannot be read (``project_importers.Importers``)."""
         module = self.module_of(path)
-        if module is None:
-            return []
-        exact, under, star, unread = self._importer_map()
-        found = set(unread) | star.get(module.name, set()) | exact.get(module.name, set())
-        if name is None:
-            found |= under.get(module.name, set())
-        else:
-            found |= exact.get(f"{module.name}.{name}", set())
-        return [other for other in (self.by_path[p] for p in sorted(found)) if other is not module]
+        return [] if module is None else self._importers.of(module, name)
 
     def readers(self, path: str) -> List[ModuleSummary]:
         """The other project modules whose code may call methods of the classes of the module
@@ -624,30 +629,6 @@ class ProjectIndex:
             self.by_path[p] for p in sorted(self.by_path)
             if self.by_path[p] is not module and (not self.by_path[p].classes or self.by_path[p].error is not None)
         ]
-
-    def _importer_map(self) -> Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]:
-        """Who imports what, read once from every module of the project (``importers``): the
-        modules that import each dotted target, that import a name under each dotted prefix,
-        that star-import each module, and those that cannot be read."""
-        if self._importers is None:
-            exact: Dict[str, Set[str]] = {}
-            under: Dict[str, Set[str]] = {}
-            star: Dict[str, Set[str]] = {}
-            unread: List[str] = []
-            for path in self.by_path:
-                other = self.by_path[path]
-                if other.error is not None:
-                    unread.append(path)
-                for target in other.imports.values():
-                    exact.setdefault(target, set()).add(path)
-                    head = target
-                    while "." in head:
-                        head = head.rpartition(".")[0]
-                        under.setdefault(head, set()).add(path)
-                for starred in other.star:
-                    star.setdefault(starred, set()).add(path)
-            self._importers = (exact, under, star, unread)
-        return self._importers
 
     def _reach_order(self, module: ModuleSummary) -> Iterator[ModuleSummary]:
         seen = {module.path}
@@ -688,11 +669,9 @@ class ProjectIndex:
         return key
 
 
-def _load(path: str, texts: Mapping[str, str]) -> ModuleSummary:
-    """The summary of the module at ``path``: of its text in ``texts``, else on disk."""
-    text = texts.get(path)
-    if text is None:
-        text = _read(path)
+def _load(path: str, text_of: Callable[[str], Optional[str]]) -> ModuleSummary:
+    """The summary of the module at ``path``, of its text (``text_of``: None, unreadable)."""
+    text = text_of(path)
     if text is None:
         summary = ModuleSummary(path, *module_name(path))
         summary.error = "unreadable"

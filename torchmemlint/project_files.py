@@ -38,9 +38,15 @@ class LazySummaries:
     from the files' places in their packages, without reading any), each read and summarized
     by ``load`` on first access: one summary object per path, for both mappings."""
 
-    def __init__(self, paths: List[str], names: Dict[str, str], load: Callable[[str], Any]) -> None:
+    def __init__(
+        self, paths: List[str], names: Dict[str, str], load: Callable[[str], Any],
+        text: Optional[Callable[[str], Optional[str]]] = None,
+    ) -> None:
         done: Dict[str, Any] = {}
         lock = threading.Lock()
+        # the text a summary is (or would be) read from, without summarizing it (None: unknown,
+        # unreadable): ``ProjectIndex.importers`` reads only the files that spell a name
+        self.text = text
 
         def summary(path: str) -> Any:  # (refers to no self: no reference cycle to collect)
             with lock:
