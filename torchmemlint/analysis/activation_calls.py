@@ -5,7 +5,7 @@ overwrites it."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -338,13 +338,24 @@ def _statement(index: Any, node: cst.CSTNode) -> cst.CSTNode:
     return index.order[here]
 
 
-def changes_in_place(value: Any, readers: Any, model: Any) -> bool:
+def changes_in_place(value: Any, readers: Any, model: Any, reads: Any = None, seen: Optional[Set[int]] = None) -> bool:
     """One of ``readers`` of ``value`` (an activation's result, in its function's value graph)
     may change it in place: ``h += x``, ``h.mul_(s)``, ``F.elu(h, inplace=True)``, a layer of
     ``model`` built in place (``self.act2(h)``): the in-place activation's kept result would be
-    changed. A reader that takes ``value`` after its first input (``x += h``) does not."""
+    changed. A reader that takes ``value`` after its first input (``x += h``) does not. With
+    the graph's ``reads`` (id of a value -> its readers), also a reader of a join ``value``
+    may be (``if a: h = F.elu(h)`` ... ``if b: h += x``: the ``+=`` may change the result)."""
     for _, reader in readers:
-        if type(reader) is str or not reader.inputs or reader.inputs[0] is not value:
+        if type(reader) is str:
+            continue
+        if reader.op == "join" and reads is not None and value in reader.inputs:
+            seen = set() if seen is None else seen
+            if id(reader) not in seen:
+                seen.add(id(reader))
+                if changes_in_place(reader, reads.get(id(reader), ()), model, reads, seen):
+                    return True
+            continue
+        if not reader.inputs or reader.inputs[0] is not value:
             continue
         node = reader.node
         if type(node) is cst.AugAssign or reader.info.get("inplace"):

@@ -735,7 +735,7 @@ class InplaceAnalysis(ProjectSites):
         )
         use.dead = type(consumer) is not str and consumer.op != "argument" and unread(facts, consumer)
         use.to_dropout = dropouts_only(self.file, facts.reads.get(id(consumer), ()), model, consumer)
-        use.to_inplace = changes_in_place(consumer, facts.reads.get(id(consumer), ()), model)
+        use.to_inplace = changes_in_place(consumer, facts.reads.get(id(consumer), ()), model, facts.reads)
         if function.name.value == "forward":
             use.caller_tensor = next((p.from_parameter for p in producers if p.from_parameter), None)
         return use

@@ -51,7 +51,7 @@ def helper_uses(sites: Any, site: Site, function: cst.FunctionDef) -> Optional[L
         use = sites._use_of(their_facts, ran.inputs[0], ran, site.node, None, caller, model, self_name, wrapper)
         reads = their_facts.reads.get(id(wrapper), ())
         use.to_dropout = dropouts_only(sites.file, reads, model, wrapper)
-        use.to_inplace = use.to_inplace or changes_in_place(wrapper, reads, model)
+        use.to_inplace = use.to_inplace or changes_in_place(wrapper, reads, model, their_facts.reads)
         uses.append(use)
     return uses
 
