@@ -279,7 +279,13 @@ class FileAnalysis:
         """How this file can spell ``torch.nn.functional``: ``F``, ``nn.functional`` or None."""
         candidates: List[Tuple[int, str]] = []
         if self._import_names is None:  # the file's imported names, once (asked per call)
-            self._import_names = [node for statement in self.module.body for node in _import_names(statement)]
+            # (also an optional import's ``try:`` body: ``try: from torch.nn import functional
+            # as F`` / ``except ImportError: F = object``, which ``Bindings`` reads as the import)
+            statements = [
+                inner for statement in self.module.body
+                for inner in (statement.body.body if type(statement) is cst.Try else [statement])  # type: ignore[attr-defined]
+            ]
+            self._import_names = [node for statement in statements for node in _import_names(statement)]
         for node in self._import_names:
             qualified = bindings_qualify(cst.Name(node))
             if qualified == "torch.nn.functional":

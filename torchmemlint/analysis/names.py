@@ -191,7 +191,8 @@ class Bindings:
 
     def _unavailable(self, statement: cst.CSTNode) -> bool:
         """``f = None`` in ``except ImportError:`` after ``from m import f`` in the ``try``: the
-        optional import's fallback; where ``f`` is called, it is ``m.f``. So is a mock standing in
+        optional import's fallback (also ``nn = object``, a base class for the file's classes to
+        still be defined); where ``f`` is called, it is ``m.f``. So is a mock standing in
         for it (``nn = MagicMock()`` from ``unittest.mock``): code that runs has the import."""
         if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
             return False
@@ -199,7 +200,7 @@ class Bindings:
         if type(small) is not cst.Assign:
             return False
         value = small.value
-        placeholder = (type(value) is cst.Name and value.value in ("None", "False")) or (
+        placeholder = (type(value) is cst.Name and value.value in ("None", "False", "object")) or (
             type(value) is cst.Call and (self.qualify(value.func) or "").startswith("unittest.mock.")
         )
         return placeholder and all(type(t.target) is cst.Name and self.names.get(t.target.value) for t in small.targets)
