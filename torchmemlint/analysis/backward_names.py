@@ -5,7 +5,7 @@ backpropagates it: the loss, or a dict holding it under ``"loss"``)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -111,3 +111,85 @@ def validated_after_step(facts: Any, event: Any, callee: str) -> bool:
         return False
     beside = facts.training_beside(event)
     return bool(beside) and all(call.seq < mode[0] for call in beside)
+
+
+# Methods through which a term keeps its graph and stays a term (``entropy().mean()``).
+_TERM_METHODS = frozenset({"mean", "sum", "squeeze", "unsqueeze", "view", "reshape", "float", "to", "clone"})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+
+def loss_terms(scope: Scope, backward: Any) -> Dict[str, Tuple[cst.CSTNode, ...]]:
+    """The names a backward's loss is a sum (or product) of, each with the loops around its
+    last binding before it: ``loss = policy_loss + w * value_loss - c * entropy`` then
+    ``loss.backward()`` makes ``policy_loss``, ``value_loss`` and ``entropy`` parts of the
+    backpropagated graph, whatever computed them (a static method of the class, a
+    distribution's ``entropy()``). Only arithmetic is followed, not a call's arguments (the
+    targets of ``criterion(out, y)`` are no loss), and only names bound to a computed value
+    (a call somewhere in it: not ``w = 0.5`` nor ``w = self.alpha``)."""
+    if backward.attr != "backward" or backward.receiver is None:
+        return {}
+    loop = backward.ctx.loops[-1] if backward.ctx.loops else None
+    # name -> (the loops of its last binding, whether a call computes it, the names it sums)
+    graph: Dict[str, Tuple[Tuple[cst.CSTNode, ...], bool, List[str]]] = {}
+    pending = _terms(backward.receiver)
+    while pending:
+        name = pending.pop()
+        if name in graph:
+            continue
+        bindings = [  # (every binding of the round: ``loss = a`` then ``loss = loss + b``)
+            e for e in scope.assigns
+            if name in e.targets and e.seq < backward.seq and (loop is None or loop in e.ctx.loops)
+        ]
+        if not bindings or any(e.value is None or e.unpacked or len(e.targets) != 1 for e in bindings):
+            continue
+        terms = [term for e in bindings for term in _terms(e.value)]
+        computed = any(_computed(e.value) for e in bindings)  # type: ignore[arg-type]
+        if not computed and not terms:
+            continue
+        graph[name] = (max(bindings, key=lambda e: e.seq).ctx.loops, computed, terms)
+        pending.extend(terms)
+    found: Dict[str, Tuple[cst.CSTNode, ...]] = {name: entry[0] for name, entry in graph.items() if entry[1]}
+    changed = True
+    while changed:  # (``loss = policy_loss``: a sum of computed terms is one too)
+        changed = False
+        for name, (loops, _, terms) in graph.items():
+            if name not in found and any(term in found for term in terms):
+                found[name] = loops
+                changed = True
+    return found
+
+
+def _terms(node: Optional[cst.BaseExpression]) -> List[str]:
+    if type(node) is cst.Name:
+        return [node.value]
+    if type(node) is cst.BinaryOperation and type(node.operator) in _ARITHMETIC:
+        return _terms(node.left) + _terms(node.right)
+    if type(node) is cst.UnaryOperation:
+        return _terms(node.expression)
+    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _TERM_METHODS:
+        return _terms(node.func.value)
+    return []
+
+
+def _computed(node: cst.BaseExpression) -> bool:
+    """A value some call computes (not a constant, a name or an attribute read alone)."""
+    return any(True for _ in scan(node, (cst.Call,), (cst.Lambda,)))
+
+
+
+def backpropagated_term(scope: Scope, backward_calls: List, node: cst.CSTNode, event: Any) -> Optional[Tuple[cst.CSTNode, ...]]:  # type: ignore[type-arg]
+    """Where ``event`` (an accumulation of ``node``) reads a name that is a term of the loss a
+    backward of its loop backpropagates (``loss_terms``), and nothing binds it again between
+    the two (``policy_losses.append(policy_loss)`` after or before ``loss.backward()``: the
+    list keeps every round's graph): the loops of the name's binding; None otherwise."""
+    if type(node) is not cst.Name:
+        return None
+    name = node.value
+    for call in backward_calls:
+        if not call.ctx.loops or call.ctx.loops[-1] not in event.ctx.loops:
+            continue
+        loops = loss_terms(scope, call).get(name)
+        first, last = sorted((call.seq, event.seq))
+        if loops is not None and not any(name in e.targets and first < e.seq < last for e in scope.assigns):
+            return loops
+    return None

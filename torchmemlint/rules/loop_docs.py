@@ -166,7 +166,9 @@ TML501_DOCUMENTATION = """
     helper of the file that receives the model and runs it (purediffusion's
     `self.ddpm_step(model, x, t)` after `model.eval()`, a `p_sample(model, x, t)` function) is
     the model's run, judged at that call, where the helper's own call is left to its callers
-    and the helper neither trains nor loops over its runs (`tests/test_tml501_helper_runs.py`);
+    and the helper neither trains nor loops over its runs (`tests/test_tml501_helper_runs.py`;
+    also from a script's top-level code, learn2learn's `loss, acc = fast_adapt(model, batch)`
+    in a validation loop after `model.eval()`, `tests/test_tml501_script_helpers.py`);
     so is a method of a trainer or pipeline class that runs a module it holds and returns what
     the module made (steganogan's `self._encode_decode(cover)` in `_validate`), and, in a module
     class, a method calling `self.forward(x)` after switching the part it runs to evaluation
@@ -369,7 +371,11 @@ TML502_DOCUMENTATION = """
     `return {"loss": loss}`) is a loss whatever made it.
     A loss is what a criterion (`criterion(...)`, `loss_fn(...)`, an
     `nn.*Loss()` instance) or an `F.*_loss` / `F.cross_entropy` call returns, or what
-    `.backward()` is called on (and a `*loss*` unpacked beside it); the model as in TML501. Only loops that run the model, compute
+    `.backward()` is called on (and a `*loss*` unpacked beside it), and every name that loss
+    sums or multiplies before the backward of its loop, whatever computed it (PPO's
+    `loss = policy_loss + w * value_loss - c * entropy`: `policy_losses.append(policy_loss)`;
+    not what reaches it through a call's arguments, the targets, nor a constant weight,
+    `tests/test_tml502_loss_terms.py`); the model as in TML501. Only loops that run the model, compute
     a loss or step are considered, and only values computed in the same iteration of a loop
     the accumulator outlives (also an outer one: `y_pred = torch.cat([y_pred, pred])` for
     each item of the output a loop over batches computed).

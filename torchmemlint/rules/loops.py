@@ -23,7 +23,7 @@ from torchmemlint.analysis.callers import (
 from torchmemlint.analysis import leak_gate
 from torchmemlint.analysis.leak_gate import ACCUMULATED_TENSOR, EVAL_WITHOUT_NO_GRAD, LIST_ON_SELF, RETAIN_GRAPH, TENSOR_ON_SELF
 from torchmemlint.analysis.importer_modes import decided_elsewhere, run_without_grad_by_importers
-from torchmemlint.analysis.backward_names import backpropagated_with, trained_after_its_loop, validated_after_step
+from torchmemlint.analysis.backward_names import backpropagated_term, backpropagated_with, trained_after_its_loop, validated_after_step
 from torchmemlint.analysis.evaluated_methods import evaluated_method, in_evaluation
 from torchmemlint.analysis.step_hooks import kept_across_steps, returned_as_loss, STEP_HOOKS
 from torchmemlint.analysis.feeds import collected_over_loader, eval_method_over_loader, fed_by, iterates_loader
@@ -39,9 +39,7 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import DETACHING
 from torchmemlint.analysis.test_suites import suite_test
 from torchmemlint.analysis.rendering import render_expression, shortened
-from torchmemlint.analysis.training import (
-    _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute, _self_attribute_name, Value,
-)
+from torchmemlint.analysis.training import _buffers, is_eval_name, _keyed_list, _keyword, Kind, ScopeFacts, _self_attribute, _self_attribute_name, Value
 from torchmemlint.analysis.accumulator_uses import _float_use, _list_use, uses_allow
 from torchmemlint.findings import Applicability
 from torchmemlint.rules.loop_docs import TML501_DOCUMENTATION, TML502_DOCUMENTATION
@@ -370,7 +368,7 @@ class _Checks:
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `[model.step(b) for b in loader]`
         elif self.facts.model_part(event.node) and eval_method_over_loader(self.facts, event):
             self._model_call(event, (event.func or "").rpartition(".")[0])  # `model.predict(batch)`
-        elif self.scope.function is not None and (through := helper_run_model(self.facts, event)) is not None:
+        elif (through := helper_run_model(self.facts, event)) is not None:
             self._model_call(event, through, event.func)  # ``self.p_sample(model, x, t)``
         elif self.scope.function is not None and self.analysis is not None:
             callee = called_module(self.facts, event)
@@ -609,6 +607,8 @@ class _Checks:
         value = self.facts.value_of(value_node, ctx)
         if value is None and not ctx.loops and returned_as_loss(self.facts, value_node):
             value = Value(Kind.LOSS, ())  # what the framework backpropagates
+        elif value is None and (term := backpropagated_term(self.scope, self.facts.backward_calls, value_node, event)) is not None:
+            value = Value(Kind.LOSS, term)  # a term of the loss its loop backpropagates
         if value is None or value.kind is Kind.ACTIVATION:
             return
         if ctx.loops:
