@@ -37,7 +37,7 @@ import libcst as cst
 
 from torchmemlint.analysis.factories import _param, assigned_values, parameter
 from torchmemlint.analysis.flag_importers import may_turn_on, turned_on
-from torchmemlint.analysis.forward_calls import forward_passed
+from torchmemlint.analysis.forward_calls import forward_passed, passed_elsewhere
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import literal_bool
 from torchmemlint.tree import path_to, walk
@@ -306,6 +306,11 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
     through the calls of the attributes that hold its class's instances (``forward_calls``)."""
     if function.name.value == "forward":
         passed = forward_passed(graph, function, param)
+        if passed is not None and any(  # (a call in another file turning it on keeps what it gates)
+            value is not None and literal_bool(value) is not False and not _is_none(value)
+            for value, _ in passed_elsewhere(graph, function, param)
+        ):
+            return False
     else:
         passed = graph.file.analysis.factories.passed(function, param)
     if passed is None or (required and not passed):

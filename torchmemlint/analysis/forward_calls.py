@@ -40,6 +40,24 @@ def forward_passed(graph: Any, function: cst.FunctionDef, param: cst.Param) -> O
     return None if calls is None else _passed(function, param, calls)
 
 
+def passed_elsewhere(graph: Any, function: cst.FunctionDef, param: cst.Param) -> Passed:
+    """What the calls of ``function`` (the ``forward`` of ``graph``'s top-level class) in the
+    project files importing the class by name pass for ``param``, each with that call's caller
+    in its own file (relation_module1's ``self.self_attn[i](f, f, f, output_attn=True)``);
+    empty where no such call is read (a file importing the module itself is not read)."""
+    analysis = graph.file.analysis
+    classdef, links = graph.classdef, analysis.links
+    if classdef is None or links is None or analysis.callables.classes.get(classdef.name.value) is not classdef:
+        return []
+    importing = links.importing(classdef.name.value) if links.may_name(classdef.name.value) else None
+    found: Passed = []
+    for theirs, names in importing or ():
+        for local in names:
+            calls = instance_calls(theirs, local)
+            found.extend(_passed(function, param, calls or []) or [])
+    return found
+
+
 def forward_calls(graph: Any, function: cst.FunctionDef) -> Optional[List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]]:
     """The arguments of each call of ``function`` (the ``forward`` of ``graph``'s class) in its
     file, with the function making it; None when they are not known (see the module doc)."""

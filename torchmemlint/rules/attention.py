@@ -154,7 +154,10 @@ class EagerAttention(Rule):
     tests/test_attention_kept_behind_flag.py), or set to `None` unless the flag is set (`if not
     output_attentions: attn_weights = None`), are not kept by default: reported without a fix
     (not where every call of the function turns the flag on, maybe behind the caller's own flag:
-    whenever it runs, it returns them; tests/test_attention_flag_guarded_calls.py).
+    whenever it runs, it returns them; tests/test_attention_flag_guarded_calls.py; nor where a
+    call of a module's `forward` in another file of the project that imports the class turns it
+    on, ThreeDJCG's `self.self_attn[i](f, f, f, output_attn=True)`,
+    tests/test_attention_flag_across_files.py).
     transformers-style models thread `output_attentions` down: `output_attentions if
     output_attentions is not None else self.config.output_attentions` (transformers'
     `PretrainedConfig` defaults it to `False`; also `self.output_attentions =
