@@ -290,6 +290,11 @@ def test_importers_read_only_the_files_that_spell_the_name(tmp_path, monkeypatch
             assert names(lazy, path, name) == expected, (path, name)
     assert names(lazy, layers, None) == names(whole, layers, None)  # any name: every file, the broken ones too
     assert "p/broken_quiet.py" in names(lazy, layers, None)
+    mapped = ProjectIndex.for_files(paths)  # every file summarized first (any name): the same answers
+    mapped.importers(layers, None)
+    for path in paths:
+        for name in ("leaky", "other", "shared", "sub", "relu", "s"):
+            assert names(mapped, path, name) == names(lazy, path, name), (path, name)
 
 
 def test_a_summary_reads_what_others_may_reach():

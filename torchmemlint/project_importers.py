@@ -49,18 +49,27 @@ class Importers:
         words = (name, module.name.rpartition(".")[2])
         dotted = f"{module.name}.{name}"
         found: List[Any] = []
-        for path in sorted(self.by_path):
-            text = self.texts(path)  # type: ignore[misc]
-            if text is not None and not any(word in text for word in words) and not self._star_importing(path, text):
-                continue
-            other = self.by_path[path]
-            if other is module:
-                continue
-            targets = other.imports.values()
-            if other.error is not None or module.name in other.star or module.name in targets or dotted in targets:
-                found.append(other)
+        if self._map is not None:  # (every file summarized already, a cache's run: the map answers)
+            exact, _, star, unread = self._map
+            paths = set(star.get(module.name, ())) | exact.get(module.name, set()) | exact.get(dotted, set())
+            paths |= {path for path in unread if self._spelled_in(path, words)}
+            found = [other for other in (self.by_path[p] for p in sorted(paths)) if other is not module]
+        else:
+            for path in sorted(self.by_path):
+                if not self._spelled_in(path, words):
+                    continue
+                other = self.by_path[path]
+                if other is module:
+                    continue
+                targets = other.imports.values()
+                if other.error is not None or module.name in other.star or module.name in targets or dotted in targets:
+                    found.append(other)
         self._spelled[key] = found
         return found
+
+    def _spelled_in(self, path: str, words: Tuple[str, ...]) -> bool:
+        text = self.texts(path)  # type: ignore[misc]
+        return text is None or any(word in text for word in words) or self._star_importing(path, text)
 
     def _star_importing(self, path: str, text: str) -> bool:
         found = self._stars.get(path)
