@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import Scope, _names_in
+from torchmemlint.analysis.autograd import GRAD_KEEPING_METHODS, Scope, _names_in
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import contains, scan
 
@@ -113,8 +113,6 @@ def validated_after_step(facts: Any, event: Any, callee: str) -> bool:
     return bool(beside) and all(call.seq < mode[0] for call in beside)
 
 
-# Methods through which a term keeps its graph and stays a term (``entropy().mean()``).
-_TERM_METHODS = frozenset({"mean", "sum", "squeeze", "unsqueeze", "view", "reshape", "float", "to", "clone"})
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 
 
@@ -166,7 +164,7 @@ def _terms(node: Optional[cst.BaseExpression]) -> List[str]:
         return _terms(node.left) + _terms(node.right)
     if type(node) is cst.UnaryOperation:
         return _terms(node.expression)
-    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _TERM_METHODS:
+    if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in GRAD_KEEPING_METHODS:  # (``entropy().mean()``)
         return _terms(node.func.value)
     return []
 
@@ -174,7 +172,6 @@ def _terms(node: Optional[cst.BaseExpression]) -> List[str]:
 def _computed(node: cst.BaseExpression) -> bool:
     """A value some call computes (not a constant, a name or an attribute read alone)."""
     return any(True for _ in scan(node, (cst.Call,), (cst.Lambda,)))
-
 
 
 def backpropagated_term(scope: Scope, backward_calls: List, node: cst.CSTNode, event: Any) -> Optional[Tuple[cst.CSTNode, ...]]:  # type: ignore[type-arg]
@@ -185,10 +182,13 @@ def backpropagated_term(scope: Scope, backward_calls: List, node: cst.CSTNode, e
     if type(node) is not cst.Name:
         return None
     name = node.value
+    known = scope.__dict__.setdefault("_loss_terms", {})  # (each backward's terms, once per scope)
     for call in backward_calls:
         if not call.ctx.loops or call.ctx.loops[-1] not in event.ctx.loops:
             continue
-        loops = loss_terms(scope, call).get(name)
+        if id(call) not in known:
+            known[id(call)] = loss_terms(scope, call)
+        loops = known[id(call)].get(name)
         first, last = sorted((call.seq, event.seq))
         if loops is not None and not any(name in e.targets and first < e.seq < last for e in scope.assigns):
             return loops

@@ -306,11 +306,6 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
     through the calls of the attributes that hold its class's instances (``forward_calls``)."""
     if function.name.value == "forward":
         passed = forward_passed(graph, function, param)
-        if passed is not None and any(  # (a call in another file turning it on keeps what it gates)
-            value is not None and literal_bool(value) is not False and not _is_none(value)
-            for value, _ in passed_elsewhere(graph, function, param)
-        ):
-            return False
     else:
         passed = graph.file.analysis.factories.passed(function, param)
     if passed is None or (required and not passed):
@@ -338,6 +333,11 @@ def _read_unset(graph: Any, function: cst.FunctionDef, param: cst.Param, depth: 
             return not may_turn_on(graph.file.analysis, function, param)  # (``strict_flag_test``)
         if turned_on(graph.file.analysis, function, param, depth):
             return False  # built only in other files of the project, each turning it on (``flag_importers.py``)
+    if function.name.value == "forward" and any(  # (a call in another file turning it on keeps what it gates)
+        value is not None and literal_bool(value) is not False and not _is_none(value)
+        for value, _ in passed_elsewhere(graph, function, param)
+    ):
+        return False
     return True
 
 
