@@ -2,7 +2,7 @@
 """Where an in-process lint of a corpus spends its time, by phase: the libcst parse, the
 file's node index, the rules' walk (their analyses included; the TML2xx activation sites
 shown apart, inside it), placing the findings (``resolve_findings``), the loop-rule gate and
-the project index's ``ast`` summaries; the rest (text gates, contexts, noqa) is total minus
+the project index's ``ast`` summaries (and how many files they summarized); the rest (text gates, contexts, noqa) is total minus
 those.
 
     python benchmarks/lint_phases.py [PATH] [--all]    # default: the timm corpus of speed.py (M)
@@ -34,6 +34,7 @@ def main() -> int:
     from torchmemlint.rules import all_rules
 
     spent: dict = {}
+    calls: dict = {}
 
     def timed(owner, name: str, phase: str) -> None:
         original = getattr(owner, name)
@@ -44,6 +45,7 @@ def main() -> int:
                 return original(*a, **k)
             finally:
                 spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - start
+                calls[phase] = calls.get(phase, 0) + 1
 
         setattr(owner, name, wrapper)
 
@@ -76,7 +78,8 @@ def main() -> int:
     for phase, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         if phase in inner:
             continue
-        print(f"  {seconds:6.2f} s  {phase}")
+        counted = f" ({calls[phase]} files)" if phase == "project summaries (ast)" else ""
+        print(f"  {seconds:6.2f} s  {phase}{counted}")
         if phase == "rules' walk":
             for part, part_seconds in inner.items():
                 print(f"  {part_seconds:6.2f} s  {part}")
