@@ -10,7 +10,7 @@ pyhealth's SparcNet):
   activation=self.activation)``, also through a block that passes it on): it runs wherever
   each block calls it (``activations._kept_uses``, ``module_flow``);
 - an element of a module list bound to a local first (``bn = self.mlp_bns[i]``), then called
-  (``module_lists.listed_node``);
+  (``listed_modules.listed_node``);
 - a layer class named by a string and bound to a local first (``act = getattr(nn,
   activation)`` ... ``act(**activation_params)``), as it is when called in place;
 - a torch layer class chosen by its dimension (``getattr(nn, "Conv%dd" % ndims)``,

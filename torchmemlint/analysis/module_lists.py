@@ -16,6 +16,7 @@ import libcst as cst
 from torchmemlint.analysis.classes import ClassModel, Layer, _is_self
 from torchmemlint.analysis.container_helpers import MODULE_LIST
 from torchmemlint.analysis.factories import parameter
+from torchmemlint.analysis.listed_modules import _DEPTH, listed_node
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.vocabulary import GRAPH_CONVOLUTIONS, GRAPH_DENSE_LAYERS
 from torchmemlint.tree import walk
@@ -29,7 +30,7 @@ WRAPPERS = frozenset(
 _LISTS = frozenset({"torch.nn.ModuleList"})
 MODULE_DICT = "torch.nn.ModuleDict"  # its values, read by key: ``self.heads[name](x)``
 SEQUENTIAL = "torch.nn.Sequential"
-_ADDS, _DEPTH = ("append", "extend", "insert"), 4
+_ADDS = ("append", "extend", "insert", "setdefault", "update")
 _READS_ONLY = frozenset({"len", "type", "isinstance", "repr", "str", "print", "id"})  # (read a list or an element, run none)
 
 
@@ -393,8 +394,11 @@ class ModuleLists:
                 if kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _ADDS:  # type: ignore[attr-defined]
                     target = _target(node.func.value, self_name)  # type: ignore[attr-defined]
                     args = [a for a in node.args if a.keyword is None and not a.star]  # type: ignore[attr-defined]
-                    if target is not None and args:
-                        how = node.func.attr.value  # type: ignore[attr-defined]
+                    how = node.func.attr.value  # type: ignore[attr-defined]
+                    if target is not None and how == "update":  # (a mapping: its values; ``update(act=m)``)
+                        for arg in node.args:  # type: ignore[attr-defined]
+                            found.setdefault(target, []).append(("extend" if arg.keyword is None else "append", arg.value))
+                    elif target is not None and args:
                         found.setdefault(target, []).append(("extend" if how == "extend" else "append", args[-1].value))
                 elif kind is cst.AugAssign and type(node.operator) is cst.AddAssign:  # type: ignore[attr-defined]
                     target = _target(node.target, self_name)  # type: ignore[attr-defined]
@@ -434,9 +438,9 @@ class ModuleLists:
                 return None
             if type(mapping) is cst.DictComp:  # ``nn.ModuleDict({str(r): nn.Sequential(...) for r in ...})``
                 return [mapping.value]
-            if type(mapping) is cst.Dict and all(type(e) is cst.DictElement for e in mapping.elements):
-                return [e.value for e in mapping.elements]  # type: ignore[union-attr]
-            return None
+            return self._mapping_values(mapping, depth + 1)
+        if kind is cst.Dict:  # (a local ``components = {}`` filled by key, then given to ``nn.ModuleDict``)
+            return self._mapping_values(expression, depth)
         if kind is cst.Call and (self.file.resolver.qualify(expression.func) in _LISTS or (  # type: ignore[attr-defined]
             type(expression.func) is cst.Name and expression.func.value == "list" and not self.file.bindings.is_bound("list")  # type: ignore[attr-defined]
         )):  # (``layers = list()`` ... ``nn.ModuleList(layers)``: the builtin list, as ``[]``)
@@ -468,6 +472,22 @@ class ModuleLists:
                     return None
                 found.extend(inner)
             return found
+        return None
+
+    def _mapping_values(self, mapping: cst.BaseExpression, depth: int) -> Optional[List[cst.BaseExpression]]:
+        """The values of a mapping of modules: a dict display, ``dict(key=module, ...)``, a local
+        bound to one and filled by key (``components["act"] = nn.ELU()``); None when not known
+        (``**`` unpacking, a mapping of another kind)."""
+        if type(mapping) is cst.Dict:
+            if not all(type(e) is cst.DictElement for e in mapping.elements):
+                return None
+            return [e.value for e in mapping.elements]  # type: ignore[union-attr]
+        if type(mapping) is cst.Call and type(mapping.func) is cst.Name and mapping.func.value == "dict" and not self.file.bindings.is_bound("dict"):
+            if any(arg.keyword is None or arg.star for arg in mapping.args):
+                return None
+            return [arg.value for arg in mapping.args]
+        if type(mapping) is cst.Name:
+            return self._items(mapping, depth)
         return None
 
     def _module_level(self, name: cst.Name, depth: int) -> Optional[List[cst.BaseExpression]]:
@@ -669,32 +689,6 @@ def _target(node: cst.BaseExpression, self_name: Optional[str]) -> Optional[str]
     return None
 
 
-def listed_attribute(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify) -> Optional[str]:
-    """For the module called by ``func`` (its value ``callee`` in the value graph, or None):
-    ``convs`` when it is an element of ``self.convs`` (``self.convs[i]``, a loop variable over
-    ``self.convs``, or over ``zip(self.a, self.convs)`` / ``enumerate(self.convs)``)."""
-    node = listed_node(func, callee, self_name, qualify)
-    return node.attr.value if node is not None else None
-
-
-def listed_row(func: cst.BaseExpression, callee: Any, self_name: Optional[str]) -> Optional[Tuple[str, Tuple[int, ...]]]:
-    """``("layers", path)`` when ``func`` is the name bound at ``path`` of ``for a, (b, c) in
-    self.layers`` (``callee``: its value in the value graph): a module of each row."""
-    if type(func) is not cst.Name or callee is None:
-        return None
-    path: List[int] = []
-    value = callee
-    while value.op == "element" and value.info.get("index") is not None and value.inputs and len(path) <= _DEPTH:
-        path.append(value.info["index"])
-        value = value.inputs[0]
-    if not path or value.op != "element" or value.info.get("index") is not None or not value.inputs:
-        return None
-    node = value.inputs[0].node
-    if type(node) is cst.Attribute and _is_self(node.value, self_name):
-        return node.attr.value, tuple(reversed(path))
-    return None
-
-
 def _unpacked(target: cst.BaseExpression, path: Tuple[int, ...], widths: Tuple[int, ...]) -> Optional[cst.Name]:
     """The name ``target`` (of a ``for``) binds at ``path`` of each item, when every level on
     the way unpacks exactly ``widths`` names (nested tuples of names only)."""
@@ -733,68 +727,3 @@ def _iterated(loop: cst.For, self_name: Optional[str], attribute: str) -> List[i
         if type(node) is cst.Name and node.value in bound and id(node) not in allowed:  # type: ignore[attr-defined]
             return []  # ``checkpoint(layer, x)``, ``outs.append(layer)``: it may run on anything
     return [id(source) for source in mine]
-
-
-def listed_node(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify) -> Optional[cst.Attribute]:
-    """The ``self.convs`` (its node) that the module called by ``func`` is an element of
-    (see ``listed_attribute``; also a loop over a slice of it, ``self.convs[1:]``)."""
-    if type(func) is cst.Subscript:
-        base = func.value
-        if type(base) is cst.Attribute and _is_self(base.value, self_name):
-            return base
-        return None
-    if type(func) is cst.Name and callee is not None and callee.op == "index" and type(callee.node) is cst.Subscript:
-        return listed_node(callee.node, None, self_name, qualify)  # ``bn = self.bns[i]`` ... ``bn(x)``
-    node = _loop_source(func, callee, qualify)
-    if type(node) is cst.Attribute and _is_self(node.value, self_name):
-        return node
-    return None
-
-
-def nested_listed(func: cst.BaseExpression, callee: Any, self_name: Optional[str], qualify, lookup) -> Optional[str]:
-    """``convs`` when the module called by ``func`` is an element of an element of the module
-    list ``self.convs`` (``for band, stack in zip(bands, self.convs): for layer in stack:``);
-    ``lookup``: the value of a name where the function reads it."""
-    node = _loop_source(func, callee, qualify)
-    inner = lookup(node) if type(node) is cst.Name else None
-    outer = listed_node(node, inner, self_name, qualify) if inner is not None else None  # type: ignore[arg-type]
-    return outer.attr.value if outer is not None else None
-
-
-def _loop_source(func: cst.BaseExpression, callee: Any, qualify) -> Optional[cst.BaseExpression]:
-    """The expression whose elements a loop binds to the name ``func`` (``callee``: its value),
-    through ``zip``/``enumerate`` and a slice (``self.convs[1:]``)."""
-    if type(func) is not cst.Name or callee is None or callee.op != "element":
-        return None
-    indices: List[int] = []  # ``for i, (conv, norm) in enumerate(zip(...))``: conv is [1][0]
-    value = callee
-    while value.op == "element" and value.info.get("index") is not None and len(indices) < _DEPTH:
-        indices.append(value.info["index"])
-        value = value.inputs[0] if value.inputs else None
-        if value is None:
-            return None
-    if value.op != "element" or value.info.get("index") is not None or not value.inputs:
-        return None
-    node = value.inputs[0].node  # what the loop iterates
-    for index in reversed(indices):
-        node = _zipped(node, index, qualify)
-        if node is None:
-            return None
-    if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Slice:
-        node = node.value  # ``for layer in self.convs[1:]``: some of its elements
-    return node
-
-
-def _zipped(node: Any, index: int, qualify) -> Optional[cst.BaseExpression]:
-    """What position ``index`` of an element of ``zip(a, b)`` / ``enumerate(a)`` iterates."""
-    if type(node) is not cst.Call:
-        return None
-    name = qualify(node.func)
-    if name is None and type(node.func) is cst.Name:
-        name = node.func.value
-    args = [a.value for a in node.args if a.keyword is None and not a.star]
-    if name in ("zip", "builtins.zip") and index < len(args):
-        return args[index]
-    if name in ("enumerate", "builtins.enumerate") and index == 1 and args:
-        return args[0]
-    return None

@@ -22,9 +22,8 @@ from torchmemlint.analysis.layer_lists import enclosing_definitions
 from torchmemlint.analysis.loop_runs import runs_at_least_once
 from torchmemlint.analysis.message_passing import aggregates_freshly
 from torchmemlint.analysis.named_attributes import got_attribute
-from torchmemlint.analysis.module_lists import (
-    WRAPPERS, listed_attribute, listed_row, module_lists, nested_listed, wrapped_layer,
-)
+from torchmemlint.analysis.listed_modules import listed_attribute, listed_row, nested_listed
+from torchmemlint.analysis.module_lists import WRAPPERS, module_lists, wrapped_layer
 from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
