@@ -19,7 +19,7 @@ from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
 from torchmemlint.analysis.syntax import is_staticmethod, walk
-from torchmemlint.analysis.training import ScopeFacts
+from torchmemlint.analysis.training import is_eval_name, ScopeFacts
 from torchmemlint.analysis.vocabulary import KIND_BY_MODULE, whole_words
 
 _LOADER_WORDS = re.compile(r"(?i)loader|dataset|batches")
@@ -171,7 +171,10 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
     if callee in params:  # (`self` is the method's own module, not one it borrows)
         if _training_hook(facts):
             return False  # Lightning calls it from its training loop, with autograd on
-        return facts.scope.owner is not None and not iterating and not called_with_grad(facts, callee)
+        return (
+            facts.scope.owner is not None and not iterating and not called_with_grad(facts, callee)
+            and not _evaluation_of_a_trainer(facts)
+        )
     head, _, attr = callee.partition(".")
     owner = facts.scope.owner
     if head != "self" or not attr or "." in attr or owner is None or not owner.node.bases:
@@ -186,6 +189,20 @@ def borrowed_model(facts: ScopeFacts, callee: str, iterating: bool) -> bool:
             if call.attr in ("eval", "train", "backward", "step", "zero_grad"):
                 return False
     return True
+
+def _evaluation_of_a_trainer(facts: ScopeFacts) -> bool:
+    """An evaluation-named method (``eval_step(self, inputs, labels, model)``) of a class whose
+    other methods backpropagate (``train_step`` ... ``loss.backward()``): the class is the
+    training loop, and this method its evaluation, not a runner's helper that evaluators and
+    trainers share (parse-pytorch's ``TrainLoop``)."""
+    owner = facts.scope.owner
+    if owner is None or not is_eval_name(facts.scope.name):
+        return False
+    return any(
+        method is not facts.scope and any(call.attr == "backward" for call in method.calls)
+        for method in owner.methods
+    )
+
 
 _CALLBACKS = frozenset({
     "pytorch_lightning.Callback", "pytorch_lightning.callbacks.Callback",
