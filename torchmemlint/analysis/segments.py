@@ -101,7 +101,19 @@ class CheckpointCall:
             self.wrapper.omitted_use_reentrant_is_reentrant
             and "use_reentrant" not in self.keywords
             and (not self.star_kwargs or self._star_kwargs_are_the_callables())
+            and not self.checkpoints_nothing
         )
+
+    @property
+    def checkpoints_nothing(self) -> bool:
+        """``checkpoint_sequential(layers, 1, x)``: one segment, the last, which torch runs
+        without a checkpoint (it checkpoints all but the last)."""
+        if self.form != SEQUENTIAL:
+            return False
+        given = self.keywords.get("segments")
+        positional = _positional(self.node)
+        segments = given.value if given is not None else (positional[1].value if len(positional) > 1 and not positional[1].star else None)
+        return type(segments) is cst.Integer and segments.evaluated_value == 1
 
     def _star_kwargs_are_the_callables(self) -> bool:
         """Every ``**name`` the call passes is also passed, in the same function, to a plain call

@@ -37,6 +37,9 @@ class CheckpointWithoutUseReentrant(Rule):
     `checkpoint(self.inner_attn, qkv, **kwargs)`): they are the callable's keywords; otherwise
     they may hold `use_reentrant`.
 
+    `checkpoint_sequential(layers, 1, x)` is not reported: torch checkpoints every segment but
+    the last, so one segment runs without a checkpoint (tests/test_tml401_one_segment.py).
+
     Other checkpoint functions are not reported: timm's `checkpoint`/`checkpoint_seq`
     (`timm.models`, `timm.models._manipulate`, `timm.models.helpers`) are non-reentrant unless
     `TIMM_REENTRANT_CKPT` or `set_reentrant_ckpt()` says otherwise, torch's
