@@ -2,7 +2,9 @@
 
 ``self.layer = nn.ModuleList([BertLayer(config, i) for i in range(n)])`` (or ``nn.Sequential(*[...])``,
 run by the file element by element, never whole): every element of
-``self.layer`` is an instance of the class. When every other read of the attribute in the file
+``self.layer`` is an instance of the class. A list built empty and filled by ``append``s
+(``self.layers = nn.ModuleList()``, ``self.layers.append(LFM2Block(config))``, maybe of other
+classes too) holds some: each call of an element may be one of theirs. When every other read of the attribute in the file
 is ``len(self.layer)``, a loop over it (``for m in self.layer``, ``for i, m in
 enumerate(self.layer)``), an element bound to a local (``m = self.layer[i]``) or called
 (``self.layer[i](x)``) or a member of one read (``self.layer[i].attention``), and every read of such a local is a use below, these are all the calls
@@ -53,6 +55,44 @@ def built_list(assign: cst.Assign, name: str) -> Optional[str]:
     return assign.targets[0].target.attr.value  # type: ignore[attr-defined]
 
 
+def appended_list(call: cst.Call, name: str) -> Optional[str]:
+    """The attribute ``call`` appends an instance of the class ``name`` to
+    (``self.layers.append(LFM2Block(config))``, its only argument)."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value != "append" or type(func.value) is not cst.Attribute or len(call.args) != 1:
+        return None
+    made = call.args[0].value
+    if call.args[0].keyword is not None or call.args[0].star or type(made) is not cst.Call or type(made.func) is not cst.Name or made.func.value != name:
+        return None
+    return func.value.attr.value
+
+
+def list_building(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]], attributes: Set[str]) -> Optional[Set[int]]:
+    """The statements that build the module lists ``attributes`` filled by ``append`` (``self.layers
+    = nn.ModuleList()``, then each ``self.layers.append(Block(c))``, of whatever class): their ids,
+    or None when such a list is also bound to something else or grown otherwise."""
+    index = analysis.index
+    found: Set[int] = set()
+    for node, _ in nodes:
+        if type(node) is not cst.Attribute or node.attr.value not in attributes:
+            continue
+        parent = index.above(node)
+        if type(parent) is cst.AssignTarget:
+            assign = index.above(parent)
+            value = assign.value if type(assign) is cst.Assign else None
+            short = value.func.value if type(value) is cst.Call and type(value.func) is cst.Name else (
+                value.func.attr.value if type(value) is cst.Call and type(value.func) is cst.Attribute else None)
+            if short not in MODULE_LISTS or value.args:  # type: ignore[union-attr]
+                return None
+            found.add(id(assign))
+        elif type(parent) is cst.Attribute and parent.value is node and parent.attr.value in ("append", "extend", "insert"):
+            call = index.above(parent)
+            if type(call) is not cst.Call or parent.attr.value != "append" or len(call.args) != 1 or type(call.args[0].value) is not cst.Call:
+                return None  # (``extend(blocks)``: modules it does not show)
+            found.add(id(call))
+    return found
+
+
 def element_calls(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.FunctionDef]]], built: Set[str], builds: Set[int]) -> Optional[Calls]:
     """The calls of the elements of the attributes ``built`` (``nodes``: the file's nodes outside
     the class, each with its function; ``builds``: the ids of the assignments that build them);
@@ -67,6 +107,8 @@ def element_calls(analysis: Any, nodes: List[Tuple[cst.CSTNode, Optional[cst.Fun
             if id(index.above(parent)) not in builds:
                 return None  # assigned otherwise too
             continue
+        if type(parent) is cst.Attribute and parent.value is node and id(index.above(parent)) in builds:
+            continue  # ``self.layers.append(Block(c))``: built
         if type(parent) is cst.Arg and type(call := index.above(parent)) is cst.Call and type(call.func) is cst.Name:
             if call.func.value == "len":
                 continue
@@ -111,11 +153,20 @@ def _local_calls(analysis: Any, function: Optional[cst.FunctionDef], target: cst
             continue
         if type(parent) is cst.Attribute and parent.value is node and parent.attr.value in ("__call__", "forward"):
             node, parent = parent, index.above(parent)
+        if type(parent) is cst.Arg and parent.keyword is None and not parent.star and _type_test(index.above(parent), parent):
+            continue  # ``isinstance(layer, LFM2ConvBlock)``: reads its class only
         found = _checkpointed(analysis, function, node, parent)
         if found is None:
             return None  # rebound, or read otherwise (``m.training``, passed on)
         calls.append((found, function))
     return calls
+
+
+def _type_test(call: Optional[cst.CSTNode], arg: cst.Arg) -> bool:
+    """``call`` is ``isinstance(<arg>, ...)`` / ``type(<arg>)``."""
+    return type(call) is cst.Call and type(call.func) is cst.Name and call.args[0] is arg and (
+        (call.func.value == "isinstance" and len(call.args) == 2) or (call.func.value == "type" and len(call.args) == 1)
+    )
 
 
 def _checkpointed(analysis: Any, function: cst.FunctionDef, node: cst.CSTNode, parent: Optional[cst.CSTNode]) -> Optional[Sequence[cst.Arg]]:

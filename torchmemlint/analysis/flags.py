@@ -19,7 +19,7 @@ given) and the flag: off when the flag is. A flag from a call (timm's ``self.fus
 use_fused_attn()``), a flag defaulting to ``True`` or ``None`` itself, a property, or a value
 set in another method is not known to be off, but transformers' ``output_attentions``
 configuration flag is (``PretrainedConfig`` defaults it to ``False``), where the file's models
-take those configurations; a caller's name is read in its own value graph (``output_attentions
+take those configurations or a configuration class of the file defaults it to ``False``; a caller's name is read in its own value graph (``output_attentions
 if output_attentions is not None else self.config.output_attentions``). ``not`` and ``and`` are read as
 ``analysis/fallback.py`` reads the autograd tests. The ``else`` of a flag on by default (``if
 self.double:`` with ``double=True``, no call of the file passing anything else) is read the same
@@ -440,6 +440,8 @@ def _model_configuration(analysis: Any, flag: str) -> bool:
         return False
     if "PretrainedConfig" in analysis.bindings.names:
         return True  # (imported from wherever the package keeps it: pytorch-transformers' modeling_utils)
+    if _own_configuration_off(analysis, flag):
+        return True  # (a configuration class of the file, transformers' style: ``output_attentions: bool = False``)
     for qualified in analysis.bindings.names.values():
         if qualified is not None and (qualified == "transformers" or qualified.startswith("transformers.")):
             return True
@@ -447,6 +449,28 @@ def _model_configuration(analysis: Any, flag: str) -> bool:
         type(small) is cst.ImportFrom and small.relative and small.module is not None and (dotted_name(small.module) or "").rsplit(".", 1)[-1].startswith("configuration_")
         for statement in analysis.module.body if type(statement) is cst.SimpleStatementLine for small in statement.body
     )
+
+
+def _own_configuration_off(analysis: Any, flag: str) -> bool:
+    """The file defines a configuration class (its name ends in ``Config``) whose class body
+    gives ``flag`` the default ``False`` (a dataclass field ``output_attentions: bool = False``
+    or a class attribute), and no class of the file gives it another default."""
+    found = False
+    for classdef in analysis.callables.classes.values():
+        for statement in classdef.body.body if type(classdef.body) is cst.IndentedBlock else ():
+            if type(statement) is not cst.SimpleStatementLine:
+                continue
+            for small in statement.body:
+                if type(small) is cst.AnnAssign and type(small.target) is cst.Name and small.target.value == flag:
+                    value = small.value
+                elif type(small) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == flag for t in small.targets):
+                    value = small.value
+                else:
+                    continue
+                if value is None or literal_bool(value) is not False:
+                    return False
+                found = found or classdef.name.value.endswith("Config")
+    return found
 
 
 def _turned_on_in_file(analysis: Any, flag: str) -> bool:

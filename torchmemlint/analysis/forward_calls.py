@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.built_lists import built_list, element_calls
+from torchmemlint.analysis.built_lists import appended_list, built_list, element_calls, list_building
 from torchmemlint.analysis.looped_instances import looped_calls, placed
 from torchmemlint.tree import walk
 
@@ -92,11 +92,15 @@ def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None
     lists: Set[str] = set()  # ``self.layers``, into which a local instance is put (``ModuleList([attn, ff])``)
     built: Set[str] = set()  # ``self.layer = nn.ModuleList([Cls(c) for _ in range(n)])`` (``built_lists.py``)
     builds: Set[int] = set()
+    appended: Set[str] = set()  # ``self.layers = nn.ModuleList()`` and its ``append``s (``built_lists.py``)
     owners: Dict[str, Set[int]] = {}  # the classes whose methods assign each holder
     for node, where in nodes:
         if type(node) is cst.Assign and (attribute := built_list(node, name)) is not None:
             built.add(attribute)
             builds.add(id(node))
+            references -= 1
+        elif type(node) is cst.Call and (attribute := appended_list(node, name)) is not None:
+            appended.add(attribute)  # ``self.layers.append(LFM2Block(config))``
             references -= 1
         elif type(node) is cst.Assign and type(node.value) is cst.Call and type(node.value.func) is cst.Name and node.value.func.value == name:
             target = node.targets[0].target if len(node.targets) == 1 else None
@@ -111,6 +115,14 @@ def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None
             else:
                 return None
             references -= 1
+    if appended:
+        building = list_building(analysis, nodes, appended)
+        if building is None or appended & built:
+            return None
+        built |= appended
+        builds |= building
+        # (``isinstance(layer, LFM2Block)`` of an element the loop calls: ``element_calls`` has its calls)
+        references -= sum(1 for node, where in nodes if type(node) is cst.Name and node.value == name and _tested_element(analysis.index, node, where, built))
     if references or not (holders or lists or built) or len(holders) + len(lists) + len(built) != len(holders | lists | built):
         return None  # the class is also used otherwise (a base, a local instance, a factory)
     ours = _holders_read(analysis, nodes, holders, owners)
@@ -241,6 +253,27 @@ def _of_self(node: cst.Attribute, where: Optional[cst.FunctionDef]) -> bool:
     """``node`` is ``self.<name>`` in a method ``where`` whose first parameter is ``self``."""
     params = where.params.params if where is not None else ()
     return bool(params) and type(node.value) is cst.Name and node.value.value == params[0].name.value
+
+
+def _tested_element(index: Any, node: cst.Name, where: Optional[cst.FunctionDef], built: Set[str]) -> bool:
+    """``node`` is the class of ``isinstance(layer, Cls)`` where ``layer`` is what a ``for`` of
+    ``where`` binds from a module list ``self.<built>`` (``for i, layer in enumerate(self.layers)``)."""
+    above = index.above(node)
+    call = index.above(above) if type(above) is cst.Arg else None
+    if where is None or type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "isinstance" or len(call.args) != 2 or call.args[1] is not above:
+        return False
+    tested = call.args[0].value
+    if type(tested) is not cst.Name:
+        return False
+    for loop in walk(where.body):
+        if type(loop) is not cst.For:
+            continue
+        source, target = loop.iter, loop.target
+        if type(source) is cst.Call and type(source.func) is cst.Name and source.func.value == "enumerate" and len(source.args) == 1 and type(target) is cst.Tuple and len(target.elements) == 2:
+            source, target = source.args[0].value, target.elements[1].value
+        if type(source) is cst.Attribute and source.attr.value in built and type(target) is cst.Name and target.value == tested.value:
+            return True
+    return False
 
 
 def _typed(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]) -> bool:

@@ -160,12 +160,16 @@ class EagerAttention(Rule):
     tests/test_attention_flag_across_files.py).
     transformers-style models thread `output_attentions` down: `output_attentions if
     output_attentions is not None else self.config.output_attentions` (transformers'
-    `PretrainedConfig` defaults it to `False`; also `self.output_attentions =
+    `PretrainedConfig` defaults it to `False`, as does a configuration class of the file with
+    `output_attentions: bool = False`; also `self.output_attentions =
     config.output_attentions`), to layers built into a `ModuleList` by a comprehension and run
     as `self.layer[i]`, directly or through a checkpointed closure (`create_custom_forward`) or
     `self._gradient_checkpointing_func(layer.__call__, ...)`: off unless a caller passes it
     (tests/test_attention_config_flags.py; also an `nn.Sequential(*[Layer(...) for ...])` the
-    file runs layer by layer, not whole: tests/test_attention_sequential_of_layers.py). Two
+    file runs layer by layer, not whole: tests/test_attention_sequential_of_layers.py; a
+    `ModuleList()` filled by `append`, blocks of several classes told apart by `isinstance`:
+    tests/test_attention_flag_appended_layers.py). A model the file only hands out (`model =
+    Model(config); return model` in a factory) is run by callers it does not show: not known. Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
