@@ -117,3 +117,35 @@ def test_a_list_extended_with_modules_the_file_does_not_show_stays_quiet(tmp_pat
         "        for _ in range(config.num_attention_blocks):\n            self.layers.append(Block(config))\n        self.layers.extend(config.extra_blocks)\n",
     )
     assert extended != MODEL and _rows(tmp_path, extended) == []
+
+
+FACTORY = MODEL + textwrap.dedent(
+    """\
+
+
+    def create_model(size="tiny", **overrides):
+        config = TinyConfig(**overrides)
+        model = Model(config)
+        print(sum(p.numel() for p in model.parameters()))
+        return model
+
+
+    def demo():
+        model = create_model()
+        model.eval()
+        return model(torch.randn(2, 8, model.config.hidden_size)).shape
+    """
+)
+
+
+def test_a_model_a_factory_hands_out_is_run_as_its_callers_in_the_file_say(tmp_path):
+    """lfm2's ``model = LFM2ForCausalLM(config); return model``: the file's own calls of what
+    the factory returns leave the flag off; one turning it on keeps the weights, one handing
+    the model on is not known."""
+    assert _rows(tmp_path, FACTORY) == [30]
+    turned_on = FACTORY.replace(
+        "model.config.hidden_size)).shape", "model.config.hidden_size), output_attentions=True).shape"
+    )
+    assert turned_on != FACTORY and _rows(tmp_path, turned_on) == []
+    handed_on = FACTORY.replace("    model.eval()\n", "    model.eval()\n    register(model)\n")
+    assert handed_on != FACTORY and _rows(tmp_path, handed_on) == []

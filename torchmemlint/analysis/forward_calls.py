@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.built_lists import appended_list, built_list, element_calls, list_building
+from torchmemlint.analysis.handed_instances import handed_out
 from torchmemlint.analysis.looped_instances import looped_calls, placed
 from torchmemlint.tree import walk
 
@@ -93,6 +94,8 @@ def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None
     built: Set[str] = set()  # ``self.layer = nn.ModuleList([Cls(c) for _ in range(n)])`` (``built_lists.py``)
     builds: Set[int] = set()
     appended: Set[str] = set()  # ``self.layers = nn.ModuleList()`` and its ``append``s (``built_lists.py``)
+    factory_calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]] = []  # (``handed_instances.py``)
+    handed = False
     owners: Dict[str, Set[int]] = {}  # the classes whose methods assign each holder
     for node, where in nodes:
         if type(node) is cst.Assign and (attribute := built_list(node, name)) is not None:
@@ -112,6 +115,9 @@ def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None
                 family.update(id(sub.node) for sub in (analysis.subclasses(owner) if owner is not None else ()))  # (they read the holder's)
             elif type(target) is cst.Name and where is not None and (held := placed(where, target.value)) is not None:
                 lists.add(held)
+            elif type(target) is cst.Name and (made := handed_out(analysis, where, node)) is not None:
+                factory_calls.extend(made)  # ``model = Model(config); return model`` in a factory
+                handed = True
             else:
                 return None
             references -= 1
@@ -123,7 +129,7 @@ def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None
         builds |= building
         # (``isinstance(layer, LFM2Block)`` of an element the loop calls: ``element_calls`` has its calls)
         references -= sum(1 for node, where in nodes if type(node) is cst.Name and node.value == name and _tested_element(analysis.index, node, where, built))
-    if references or not (holders or lists or built) or len(holders) + len(lists) + len(built) != len(holders | lists | built):
+    if references or not (holders or lists or built or handed) or len(holders) + len(lists) + len(built) != len(holders | lists | built):
         return None  # the class is also used otherwise (a base, a local instance, a factory)
     ours = _holders_read(analysis, nodes, holders, owners)
     calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]] = [
@@ -143,7 +149,7 @@ def instance_calls(analysis: Any, name: str, skip: Optional[cst.ClassDef] = None
     if built and (elements := element_calls(analysis, nodes, built, builds)) is None:
         return None
     calls += elements if built else []
-    return calls
+    return calls + factory_calls
 
 
 def _passed(function: cst.FunctionDef, param: cst.Param, calls: List[Tuple[Sequence[cst.Arg], Optional[cst.FunctionDef]]]) -> Optional[Passed]:

@@ -168,8 +168,9 @@ class EagerAttention(Rule):
     (tests/test_attention_config_flags.py; also an `nn.Sequential(*[Layer(...) for ...])` the
     file runs layer by layer, not whole: tests/test_attention_sequential_of_layers.py; a
     `ModuleList()` filled by `append`, blocks of several classes told apart by `isinstance`:
-    tests/test_attention_flag_appended_layers.py). A model the file only hands out (`model =
-    Model(config); return model` in a factory) is run by callers it does not show: not known. Two
+    tests/test_attention_flag_appended_layers.py; a model a factory of the file builds and
+    returns, `model = Model(config); return model`, runs as the file's calls of what the factory
+    returns say: `analysis/handed_instances.py`). Two
     softmaxes of one score tensor, each contracted with its own values over its own axis
     (bidirectional cross-attention: `sim.softmax(dim=-1)` with the context's values,
     `sim.softmax(dim=-2)` with the sequence's), are two attentions, each reported without a
