@@ -5,14 +5,13 @@ The CLI's ``--fix`` on such a file leaves every option combination training, gra
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from project_cli import load_module, rule_rows, rule_run
 
 SKIP_BLOCK = textwrap.dedent(
     """\
@@ -75,14 +74,11 @@ SKIP_BLOCK = textwrap.dedent(
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--isolated", "--no-cache", "--select", "TML201", *args],
-        cwd=cwd, capture_output=True, text=True,
-    )
+    return rule_run("TML201", *args, cwd=cwd)
 
 
 def _rows(output: str) -> list:
-    return sorted(int(line.split(":")[1]) for line in output.splitlines() if ":" in line and "TML201" in line)
+    return rule_rows(output, "TML201")
 
 
 def test_a_change_in_place_after_the_join_keeps_the_activation_out_of_place(tmp_path):
@@ -91,11 +87,7 @@ def test_a_change_in_place_after_the_join_keeps_the_activation_out_of_place(tmp_
     assert _rows(result.stdout) == [31, 37, 51], result.stdout + result.stderr
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+_load = load_module
 
 
 def _step(module, upsample: bool, skip: bool):

@@ -7,13 +7,12 @@ the CLI keeps the model's gradients."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from project_cli import load_module, rule_rows, rule_run
 
 MODELS = textwrap.dedent(
     """\
@@ -109,14 +108,11 @@ MODELS = textwrap.dedent(
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "torchmemlint", "check", "--isolated", "--no-cache", "--select", "TML201", *args],
-        cwd=cwd, capture_output=True, text=True,
-    )
+    return rule_run("TML201", *args, cwd=cwd)
 
 
 def _rows(output: str) -> list:
-    return sorted(int(line.split(":")[1]) for line in output.splitlines() if ":" in line and "TML201" in line)
+    return rule_rows(output, "TML201")
 
 
 def test_the_values_of_a_module_mapping_are_what_a_key_read_calls(tmp_path):
@@ -125,11 +121,7 @@ def test_the_values_of_a_module_mapping_are_what_a_key_read_calls(tmp_path):
     assert _rows(result.stdout) == [11, 24, 24, 36], result.stdout + result.stderr
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+_load = load_module
 
 
 def _grads(module, name, kwargs):
