@@ -266,7 +266,7 @@ def _tested_element(index: Any, node: cst.Name, where: Optional[cst.FunctionDef]
     ``where`` binds from a module list ``self.<built>`` (``for i, layer in enumerate(self.layers)``)."""
     above = index.above(node)
     call = index.above(above) if type(above) is cst.Arg else None
-    if where is None or type(call) is not cst.Call or type(call.func) is not cst.Name or call.func.value != "isinstance" or len(call.args) != 2 or call.args[1] is not above:
+    if where is None or not _is_isinstance(call) or len(call.args) != 2 or call.args[1] is not above:  # type: ignore[union-attr]
         return False
     tested = call.args[0].value
     if type(tested) is not cst.Name:

@@ -30,15 +30,16 @@ def handed_out(analysis: Any, function: Optional[cst.FunctionDef], assign: cst.A
     returned = _reads(index, function, target.value, calls, exclude=target)
     if returned is None or not returned:
         return None
-    for node in walk(analysis.module):  # every use of the factory's name in the file
-        if type(node) is not cst.Name or node.value != function.name.value or node is function.name:
+    for at in index.positions(cst.Name):  # every use of the factory's name in the file
+        node = index.order[at]
+        if node.value != function.name.value or node is function.name:
             continue
         call = index.above(node)
         bound = index.above(call) if type(call) is cst.Call and call.func is node else None
         if type(bound) is not cst.Assign or len(bound.targets) != 1 or type(bound.targets[0].target) is not cst.Name:
             return None  # (``return create(...)``, ``run(create(...))``: handed on further)
-        caller = _function_of(index, bound)
-        if caller is None or _reads(index, caller, bound.targets[0].target.value, calls, exclude=bound.targets[0].target) != 0:
+        caller = index.function_of(at)
+        if caller < 0 or _reads(index, index.order[caller], bound.targets[0].target.value, calls, exclude=bound.targets[0].target) != 0:
             return None
     return calls
 
@@ -61,14 +62,3 @@ def _reads(index: Any, function: cst.FunctionDef, name: str, calls: Calls, exclu
             return None  # (bound again, passed on, stored)
     return returns
 
-
-def _function_of(index: Any, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-    here = index.find(node)
-    while here is not None and here >= 0:
-        here = index.scope[here]
-        if here < 0:
-            return None
-        found = index.order[here]
-        if type(found) is cst.FunctionDef:
-            return found
-    return None
