@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -262,9 +263,11 @@ def test_importers_read_only_the_files_that_spell_the_name(tmp_path, monkeypatch
         "p/e.py": "import p.layers\n",
         "p/f.py": "from p import shared as s\n",  # the package's re-export
         "p/sub/__init__.py": "from ..layers import leaky as relu\n",
-        "p/sub/g.py": "x = 1  # leaky, in a comment: read, not an importer\n",
+        "p/sub/g.py": "x = 1  # leaky, in a comment: not read (the name alone)\n",
         "p/broken_quiet.py": "def (:\n",
-        "p/broken_leaky.py": "def (: leaky\n",
+        "p/broken_leaky.py": "def (: leaky\n",  # (the name alone: no import of the module)
+        "p/broken_layers.py": "def (: from .layers\n",
+        "p/h.py": "x = 'layers_extra'  # a longer word: not read\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -278,14 +281,16 @@ def test_importers_read_only_the_files_that_spell_the_name(tmp_path, monkeypatch
     summarized = []
     real = project_module.summarize
     monkeypatch.setattr(project_module, "summarize", lambda path, *a, **k: summarized.append(path) or real(path, *a, **k))
-    assert names(lazy, layers, "leaky") == ["p/b.py", "p/broken_leaky.py", "p/c.py", "p/sub/__init__.py"]
+    assert names(lazy, layers, "leaky") == ["p/b.py", "p/broken_layers.py", "p/c.py", "p/sub/__init__.py"]
     unread = set(files) - {str(Path(path).relative_to(tmp_path)) for path in summarized}
-    assert unread == {"p/f.py", "p/broken_quiet.py"}  # (spelling neither `leaky` nor `layers`)
+    # (no word `layers`, no star import)
+    assert unread == {"p/f.py", "p/broken_quiet.py", "p/broken_leaky.py", "p/sub/g.py", "p/h.py"}
     for path in paths:
         for name in ("leaky", "other", "shared", "sub", "relu", "s"):
             last = module_name(path)[0].rpartition(".")[2]
-            expected = [  # (a file that does not parse: an importer only where it spells one)
-                m for m in names(whole, path, name) if "broken" not in m or name in files[m] or last in files[m]
+            words = {last, name} if path.endswith("__init__.py") else {last}
+            expected = [  # (a file that does not parse: an importer only where it has one of the words)
+                m for m in names(whole, path, name) if "broken" not in m or words & set(re.findall(r"\w+", files[m]))
             ]
             assert names(lazy, path, name) == expected, (path, name)
     assert names(lazy, layers, None) == names(whole, layers, None)  # any name: every file, the broken ones too

@@ -4,11 +4,13 @@ spells it are read."""
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 # ``from x import *`` (a continuation line between the two words too)
 _STAR_IMPORT = re.compile(r"import[\s\\]*\*")
+_WORD = re.compile(r"\w+")
 
 
 class Importers:
@@ -21,6 +23,7 @@ class Importers:
         self._map: Optional[Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]] = None
         self._spelled: Dict[Tuple[str, str], List[Any]] = {}
         self._stars: Dict[str, bool] = {}
+        self._words: Dict[str, Tuple[str, FrozenSet[str]]] = {}  # path -> (text, its words)
 
     def of(self, module: Any, name: Optional[str]) -> List[Any]:
         """The other modules that import ``name`` of ``module`` (None: any name, or the module
@@ -36,17 +39,21 @@ class Importers:
         return [other for other in (self.by_path[p] for p in sorted(found)) if other is not module]
 
     def _spelling(self, module: Any, name: str) -> List[Any]:
-        """The importers of ``name``, reading and summarizing only the files whose text spells
-        the name (``from .layers import leaky``, also re-exported), the module's last part
-        (``import pkg.layers as L``) or a star import: another cannot import it, even one that
-        does not parse. The same modules as the map of every file's imports otherwise, without
-        summarizing the project's other files (most of them: timm's ``get_act_layer``). Who
-        may read a class's attributes (any name: ``readers``, for the TML101 fix) still counts
-        every file that cannot be read, spelled or not."""
+        """The importers of ``name``, reading and summarizing only the files that may import
+        it: those whose text has the module's last part as a word (every import of a module
+        spells it: ``from .layers import leaky``, ``import pkg.layers as L``, ``from pkg import
+        layers``, a star import of it) or a star import; for a package's ``__init__.py``, also
+        those spelling ``name`` (``from . import leaky`` in the package). Another cannot import
+        it, even one that does not parse. The same modules as the map of every file's imports
+        otherwise, without summarizing the project's other files (most of them: timm's
+        ``get_act_layer``). Who may read a class's attributes (any name: ``readers``, for the
+        TML101 fix) still counts every file that cannot be read, spelled or not."""
         key = (module.path, name)
         if key in self._spelled:
             return self._spelled[key]
-        words = (name, module.name.rpartition(".")[2])
+        last = module.name.rpartition(".")[2]
+        package = os.path.basename(module.path) == "__init__.py"
+        words = (last, name) if package else (last,)
         dotted = f"{module.name}.{name}"
         found: List[Any] = []
         if self._map is not None:  # (every file summarized already, a cache's run: the map answers)
@@ -69,7 +76,12 @@ class Importers:
 
     def _spelled_in(self, path: str, words: Tuple[str, ...]) -> bool:
         text = self.texts(path)  # type: ignore[misc]
-        return text is None or any(word in text for word in words) or self._star_importing(path, text)
+        if text is None:
+            return True
+        kept = self._words.get(path)
+        if kept is None or kept[0] is not text:  # (words read once per text: an editor's buffer may change)
+            kept = self._words[path] = (text, frozenset(_WORD.findall(text)))
+        return any(word in kept[1] for word in words) or self._star_importing(path, text)
 
     def _star_importing(self, path: str, text: str) -> bool:
         found = self._stars.get(path)
