@@ -691,12 +691,10 @@ def _store(
     if any(finding.code == INTERNAL_ERROR for finding in result.findings):
         return
     codes = settings.codes_for_file(path)
-    digest = project_content_hash(path, data, codes)
-    if project_key(path, codes) and any(
-        changed(module.path) for module in REGISTRY.index_for(path).dependencies(path)
-    ):
+    key = project_key(path, codes)
+    if key and any(changed(module.path) for module in REGISTRY.index_for(path).dependencies(path)):
         return
-    cache.put(cache.entry_path(path, settings, codes, ignore_noqa), digest, path, result.findings)
+    cache.put(cache.entry_path(path, settings, codes, ignore_noqa), keyed_hash(data, key), path, result.findings)
 
 
 class _ChangedSince:
@@ -738,7 +736,11 @@ def project_key(path: str, codes: FrozenSet[str], text: Optional[str] = None) ->
 def project_content_hash(path: str, data: bytes, codes: FrozenSet[str]) -> str:
     """The cache's content key of a file: its bytes, and the project facts its findings may
     depend on (``project_key``): an edit elsewhere that changes them makes this file a miss."""
-    key = project_key(path, codes)
+    return keyed_hash(data, project_key(path, codes))
+
+
+def keyed_hash(data: bytes, key: str) -> str:
+    """The content key of bytes ``data`` with the project facts ``key`` (``project_key``)."""
     return content_hash(data + b"\0" + key.encode("ascii")) if key else content_hash(data)
 
 
