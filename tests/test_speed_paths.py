@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 import pytest
 
@@ -300,6 +302,51 @@ def test_unchecked_parse_restores_the_checks_after_success_and_after_a_syntax_er
         cst.Name("")
     with pytest.raises(cst.CSTValidationError):
         cst.Call(func=cst.Name("f"), lpar=[cst.LeftParen()])  # unbalanced parentheses
+
+
+# -- libcst's node constructors, written once at import (tree.py) ------------------------------
+def _bare(signature):
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values()]
+
+
+def test_node_constructors_take_what_the_dataclass_constructors_take():
+    import inspect
+
+    from torchmemlint.tree import ORIGINAL_CONSTRUCTORS
+
+    assert len(ORIGINAL_CONSTRUCTORS) > 300  # every concrete node class of libcst
+    for node_type, original in ORIGINAL_CONSTRUCTORS.items():
+        assert node_type.__init__ is not original
+        assert _bare(inspect.signature(node_type.__init__)) == _bare(inspect.signature(original)), node_type
+    # a field's default factory runs for each node, as the dataclass's does
+    first, second = cst.Call(func=cst.Name("f")), cst.Call(func=cst.Name("g"))
+    assert first.whitespace_after_func is not second.whitespace_after_func
+    assert first.whitespace_after_func.deep_equals(cst.SimpleWhitespace(""))
+    with pytest.raises(TypeError):
+        cst.Name()  # (a field without a default is required)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.func = cst.Name("h")  # (still frozen)
+
+
+@pytest.mark.slow
+def test_node_constructors_build_the_trees_the_dataclass_constructors_build():
+    from torchmemlint.tree import ORIGINAL_CONSTRUCTORS, parse_module
+
+    texts = _fixture_texts() + list(CASES.values()) + [NOQA]
+    faster = {node_type: node_type.__init__ for node_type in ORIGINAL_CONSTRUCTORS}
+    ours = [parse_module(text) for text in texts]
+    try:
+        for node_type, original in ORIGINAL_CONSTRUCTORS.items():
+            node_type.__init__ = original
+        theirs = [cst.parse_module(text) for text in texts]
+        built = cst.Call(func=cst.Attribute(cst.Name("torch"), cst.Name("relu")), args=[cst.Arg(cst.Name("x"))])
+    finally:
+        for node_type, constructor in faster.items():
+            node_type.__init__ = constructor
+    for mine, libcst_tree in zip(ours, theirs):
+        assert mine.deep_equals(libcst_tree)
+        assert mine.code == libcst_tree.code
+    assert cst.Call(func=cst.Attribute(cst.Name("torch"), cst.Name("relu")), args=[cst.Arg(cst.Name("x"))]).deep_equals(built)
 
 
 # -- the engine's walk meets only the nodes that matter, in the order a recursive walk would ---

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import gc
+import sys
 import typing
 import weakref
 from bisect import bisect_left
@@ -143,6 +144,79 @@ def _post_init(self: cst.CSTNode) -> None:
 # node class, paid again by the analyses after each parse (a re-lint in the language server
 # parses a few lines), and it is visible to every thread for the parse's duration.
 cst.CSTNode.__post_init__ = _post_init  # type: ignore[method-assign]
+
+
+# The constructors of libcst's node classes, written once at import. Each is a frozen dataclass,
+# whose generated ``__init__`` sets every field with ``object.__setattr__(self, name, value)``
+# and then calls ``__post_init__``; the parser builds every node through it (2.4 million on
+# timm), which was a sixth of a parse. The constructors below take the same parameters with the
+# same defaults (a field's ``default_factory`` called when the argument is left out, as the
+# dataclass does), set each field through its slot's descriptor (``object.__setattr__`` where
+# the field is not a slot) and run libcst's checks unless ``parse_module`` is parsing: the same
+# nodes, an eighth less time per parse (benchmarks/README.md, "The forty-ninth session";
+# tests/test_speed_paths.py compares the signatures and the trees with libcst's constructors).
+# Only constructors the dataclass machinery generated are replaced.
+ORIGINAL_CONSTRUCTORS: Dict[type, Callable[..., None]] = {}
+
+
+def _node_classes() -> List[type]:
+    seen: Dict[type, None] = {}
+    stack = [cst.CSTNode]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen[sub] = None
+                stack.append(sub)
+    return list(seen)
+
+
+def _constructor(node_type: type) -> Optional[Callable[..., None]]:
+    """The faster ``__init__`` of one node class; None when it is not a generated one."""
+    generated = node_type.__dict__.get("__init__")
+    if generated is None or not dataclasses.is_dataclass(node_type) or getattr(generated, "__code__", None) is None:
+        return None
+    if generated.__code__.co_filename != "<string>" or node_type.__dict__.get("__post_init__") is not None:
+        return None
+    namespace: Dict[str, object] = {
+        "_tree": sys.modules[__name__], "_set": object.__setattr__,
+        "_FACTORY": dataclasses._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
+    }
+    params, lines = [], []
+    for number, field in enumerate(dataclasses.fields(node_type)):
+        if not field.init or field.kw_only:
+            return None  # (libcst declares none such: left to the dataclass)
+        value = field.name
+        if field.default is not dataclasses.MISSING:
+            namespace[f"_default{number}"] = field.default
+            params.append(f"{field.name}=_default{number}")
+        elif field.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory{number}"] = field.default_factory
+            params.append(f"{field.name}=_FACTORY")
+            value = f"_factory{number}() if {field.name} is _FACTORY else {field.name}"
+        else:
+            params.append(field.name)
+        slot = next((klass.__dict__[field.name] for klass in node_type.__mro__ if field.name in klass.__dict__), None)
+        if type(slot).__name__ == "member_descriptor":
+            namespace[f"_slot{number}"] = slot.__set__  # type: ignore[union-attr]
+            lines.append(f"    _slot{number}(self, {value})")
+        else:
+            lines.append(f"    _set(self, {field.name!r}, {value})")
+    source = "\n".join([
+        f"def __init__(self, {', '.join(params)}):" if params else "def __init__(self):", *lines,
+        "    if _tree._validating:", "        self._validate()",
+    ])
+    exec(source, namespace)  # noqa: S102 - code written above from the dataclass's fields
+    constructor = namespace["__init__"]
+    constructor.__qualname__ = f"{node_type.__qualname__}.__init__"  # type: ignore[attr-defined]
+    return constructor  # type: ignore[return-value]
+
+
+for _node_type in _node_classes():
+    _faster = _constructor(_node_type)
+    if _faster is not None:
+        ORIGINAL_CONSTRUCTORS[_node_type] = _node_type.__init__  # type: ignore[misc]
+        _node_type.__init__ = _faster  # type: ignore[misc]
+del _node_type, _faster
 
 
 # ``evaluated_value`` of a literal: libcst's calls ``ast.literal_eval`` on the text, which
