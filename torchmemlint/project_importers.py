@@ -6,11 +6,22 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 # ``from x import *`` (a continuation line between the two words too)
 _STAR_IMPORT = re.compile(r"import[\s\\]*\*")
-_WORD = re.compile(r"\w+")
+_WORD_CHARACTER = re.compile(r"\w")
+
+
+def _has_word(text: str, word: str) -> bool:
+    """Whether ``word`` is in ``text`` as a whole word (not inside a longer name)."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if (start == 0 or not _WORD_CHARACTER.match(text, start - 1)) and not _WORD_CHARACTER.match(text, end):
+            return True
+        start = text.find(word, start + 1)
+    return False
 
 
 class Importers:
@@ -23,7 +34,6 @@ class Importers:
         self._map: Optional[Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]] = None
         self._spelled: Dict[Tuple[str, str], List[Any]] = {}
         self._stars: Dict[str, bool] = {}
-        self._words: Dict[str, Tuple[str, FrozenSet[str]]] = {}  # path -> (text, its words)
 
     def of(self, module: Any, name: Optional[str]) -> List[Any]:
         """The other modules that import ``name`` of ``module`` (None: any name, or the module
@@ -78,10 +88,7 @@ class Importers:
         text = self.texts(path)  # type: ignore[misc]
         if text is None:
             return True
-        kept = self._words.get(path)
-        if kept is None or kept[0] is not text:  # (words read once per text: an editor's buffer may change)
-            kept = self._words[path] = (text, frozenset(_WORD.findall(text)))
-        return any(word in kept[1] for word in words) or self._star_importing(path, text)
+        return any(_has_word(text, word) for word in words) or self._star_importing(path, text)
 
     def _star_importing(self, path: str, text: str) -> bool:
         found = self._stars.get(path)
