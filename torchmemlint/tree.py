@@ -148,14 +148,14 @@ cst.CSTNode.__post_init__ = _post_init  # type: ignore[method-assign]
 
 # The constructors of libcst's node classes, written once at import. Each is a frozen dataclass,
 # whose generated ``__init__`` sets every field with ``object.__setattr__(self, name, value)``
-# and then calls ``__post_init__``; the parser builds every node through it (2.4 million on
-# timm), which was a sixth of a parse. The constructors below take the same parameters with the
-# same defaults (a field's ``default_factory`` called when the argument is left out, as the
-# dataclass does), set each field through its slot's descriptor (``object.__setattr__`` where
-# the field is not a slot) and run libcst's checks unless ``parse_module`` is parsing: the same
-# nodes, an eighth less time per parse (benchmarks/README.md, "The forty-ninth session";
-# tests/test_speed_paths.py compares the signatures and the trees with libcst's constructors).
-# Only constructors the dataclass machinery generated are replaced.
+# and then calls ``__post_init__``; the parser builds every node of every file through it. The
+# constructors below take the same parameters with the same defaults (a field's
+# ``default_factory`` called when the argument is left out, as the dataclass does), set each
+# field through its slot's descriptor (``object.__setattr__`` where the field is not a slot)
+# and run libcst's checks unless ``parse_module`` is parsing: the same nodes, built faster
+# (benchmarks/README.md, "Parsing"; tests/test_speed_paths.py compares the signatures and the
+# trees with libcst's constructors). Only constructors the dataclass machinery generated are
+# replaced; libcst's own are kept here.
 ORIGINAL_CONSTRUCTORS: Dict[type, Callable[..., None]] = {}
 
 
@@ -211,12 +211,15 @@ def _constructor(node_type: type) -> Optional[Callable[..., None]]:
     return constructor  # type: ignore[return-value]
 
 
-for _node_type in _node_classes():
-    _faster = _constructor(_node_type)
-    if _faster is not None:
-        ORIGINAL_CONSTRUCTORS[_node_type] = _node_type.__init__  # type: ignore[misc]
-        _node_type.__init__ = _faster  # type: ignore[misc]
-del _node_type, _faster
+def _install_constructors() -> None:
+    for node_type in _node_classes():
+        faster = _constructor(node_type)
+        if faster is not None:
+            ORIGINAL_CONSTRUCTORS[node_type] = node_type.__init__  # type: ignore[misc]
+            node_type.__init__ = faster  # type: ignore[misc]
+
+
+_install_constructors()
 
 
 # ``evaluated_value`` of a literal: libcst's calls ``ast.literal_eval`` on the text, which
