@@ -28,6 +28,7 @@ import libcst as cst
 from torchmemlint.analysis.factories import _is_none, _local_values, _param, assigned_values, parameter, single_local_value
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import walk
+from torchmemlint.tree import scan
 
 _DEPTH = 4
 
@@ -248,7 +249,10 @@ class ChosenFunctions:
         """What a call of ``callee`` (one ``return`` of a value besides those of None; a
         function of ``chooser``'s file) returns, its parameters bound to the call's constant
         arguments."""
-        returns = [node for node in _returns(callee.body) if node.value is not None and not _is_none(node.value)]  # (``if name is None: return``)
+        returns = [  # (``if name is None: return``; not the returns of nested functions or classes)
+            node for node in scan(callee.body, (cst.Return,), (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            if node.value is not None and not _is_none(node.value)  # type: ignore[attr-defined]
+        ]
         if len(returns) != 1:
             return None
         params = [*callee.params.posonly_params, *callee.params.params]
@@ -315,14 +319,3 @@ class ChosenFunctions:
         inside = index.scope[here] if here is not None else -1
         owner = index.order[inside] if inside >= 0 else None
         return self.file.class_model(owner) if type(owner) is cst.ClassDef else None
-
-
-def _returns(node: cst.CSTNode):
-    """The ``return`` statements of a function body (not of nested functions or classes)."""
-    for child in node.children:
-        if type(child) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            continue
-        if type(child) is cst.Return:
-            yield child
-        else:
-            yield from _returns(child)
