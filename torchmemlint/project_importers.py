@@ -8,20 +8,10 @@ import os
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
+from torchmemlint.analysis.vocabulary import whole_words
+
 # ``from x import *`` (a continuation line between the two words too)
 _STAR_IMPORT = re.compile(r"import[\s\\]*\*")
-_WORD_CHARACTER = re.compile(r"\w")
-
-
-def _has_word(text: str, word: str) -> bool:
-    """Whether ``word`` is in ``text`` as a whole word (not inside a longer name)."""
-    start = text.find(word)
-    while start >= 0:
-        end = start + len(word)
-        if (start == 0 or not _WORD_CHARACTER.match(text, start - 1)) and not _WORD_CHARACTER.match(text, end):
-            return True
-        start = text.find(word, start + 1)
-    return False
 
 
 class Importers:
@@ -63,7 +53,7 @@ class Importers:
             return self._spelled[key]
         last = module.name.rpartition(".")[2]
         package = os.path.basename(module.path) == "__init__.py"
-        words = (last, name) if package else (last,)
+        words = re.compile("(?:%s)\\b" % "|".join(re.escape(word) for word in ((last, name) if package else (last,))))
         dotted = f"{module.name}.{name}"
         found: List[Any] = []
         if self._map is not None:  # (every file summarized already, a cache's run: the map answers)
@@ -84,11 +74,10 @@ class Importers:
         self._spelled[key] = found
         return found
 
-    def _spelled_in(self, path: str, words: Tuple[str, ...]) -> bool:
+    def _spelled_in(self, path: str, words: "re.Pattern[str]") -> bool:
+        """Whether the text of ``path`` has one of ``words`` as a whole word, or a star import."""
         text = self.texts(path)  # type: ignore[misc]
-        if text is None:
-            return True
-        return any(_has_word(text, word) for word in words) or self._star_importing(path, text)
+        return text is None or any(True for _ in whole_words(words, text)) or self._star_importing(path, text)
 
     def _star_importing(self, path: str, text: str) -> bool:
         found = self._stars.get(path)
