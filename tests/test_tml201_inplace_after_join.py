@@ -6,9 +6,7 @@ The CLI's ``--fix`` on such a file leaves every option combination training, gra
 from __future__ import annotations
 
 import itertools
-import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 from project_cli import load_module, rule_rows, rule_run
@@ -73,21 +71,11 @@ SKIP_BLOCK = textwrap.dedent(
 )
 
 
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return rule_run("TML201", *args, cwd=cwd)
-
-
-def _rows(output: str) -> list:
-    return rule_rows(output, "TML201")
-
-
 def test_a_change_in_place_after_the_join_keeps_the_activation_out_of_place(tmp_path):
     (tmp_path / "blocks.py").write_text(SKIP_BLOCK)
-    result = _run("blocks.py", cwd=tmp_path)
-    assert _rows(result.stdout) == [31, 37, 51], result.stdout + result.stderr
+    result = rule_run("TML201", "blocks.py", cwd=tmp_path)
+    assert rule_rows(result.stdout, "TML201") == [31, 37, 51], result.stdout + result.stderr
 
-
-_load = load_module
 
 
 def _step(module, upsample: bool, skip: bool):
@@ -105,14 +93,14 @@ def test_the_fixed_file_trains_under_every_option_and_the_reported_rows_alone_ar
     fixed = tmp_path / "fixed"
     fixed.mkdir()
     (fixed / "blocks.py").write_text(SKIP_BLOCK)
-    result = _run("--fix", "blocks.py", cwd=fixed)
+    result = rule_run("TML201", "--fix", "blocks.py", cwd=fixed)
     assert result.returncode in (0, 1), result.stderr
     assert (fixed / "blocks.py").read_text() != SKIP_BLOCK  # (rows 31 and 37: safe fixes)
-    original, changed = _load(tmp_path / "blocks.py", "blocks_original"), _load(fixed / "blocks.py", "blocks_fixed")
+    original, changed = load_module(tmp_path / "blocks.py", "blocks_original"), load_module(fixed / "blocks.py", "blocks_fixed")
     for upsample, skip in itertools.product((False, True), repeat=2):  # (as many channels out as in)
         assert torch.equal(_step(original, upsample, skip), _step(changed, upsample, skip))
     # the row the rule leaves alone, made in place by hand: the += after it breaks backward
     by_hand = SKIP_BLOCK.replace("negative_slope=0.2)  # row 26", "negative_slope=0.2, inplace=True)  # row 26")
     (tmp_path / "by_hand.py").write_text(by_hand)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        _step(_load(tmp_path / "by_hand.py", "blocks_by_hand"), False, True)
+        _step(load_module(tmp_path / "by_hand.py", "blocks_by_hand"), False, True)

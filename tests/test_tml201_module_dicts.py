@@ -7,9 +7,7 @@ the CLI keeps the model's gradients."""
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
 from project_cli import load_module, rule_rows, rule_run
@@ -107,21 +105,11 @@ MODELS = textwrap.dedent(
 )
 
 
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return rule_run("TML201", *args, cwd=cwd)
-
-
-def _rows(output: str) -> list:
-    return rule_rows(output, "TML201")
-
-
 def test_the_values_of_a_module_mapping_are_what_a_key_read_calls(tmp_path):
     (tmp_path / "models.py").write_text(MODELS)
-    result = _run("models.py", cwd=tmp_path)
-    assert _rows(result.stdout) == [11, 24, 24, 36], result.stdout + result.stderr
+    result = rule_run("TML201", "models.py", cwd=tmp_path)
+    assert rule_rows(result.stdout, "TML201") == [11, 24, 24, 36], result.stdout + result.stderr
 
-
-_load = load_module
 
 
 def _grads(module, name, kwargs):
@@ -146,14 +134,14 @@ def test_the_fixed_mappings_train(tmp_path, unsafe):
     fixed = tmp_path / "fixed"
     fixed.mkdir()
     (fixed / "models.py").write_text(MODELS)
-    result = _run("--fix", *(["--unsafe-fixes"] if unsafe else []), "models.py", cwd=fixed)
+    result = rule_run("TML201", "--fix", *(["--unsafe-fixes"] if unsafe else []), "models.py", cwd=fixed)
     assert result.returncode in (0, 1), result.stderr
     text = (fixed / "models.py").read_text()
     assert "nn.LeakyReLU(0.1, inplace=True)" in text
     assert ('components["nonlinearity"] = nn.ELU(inplace=True)' in text) == unsafe
     assert 'acts["a"] = nn.ELU()  #' in text  # (the look-alike after the sigmoid is left alone)
     tag = "unsafe" if unsafe else "safe"
-    original, changed = _load(tmp_path / "models.py", f"dicts_original_{tag}"), _load(fixed / "models.py", f"dicts_fixed_{tag}")
+    original, changed = load_module(tmp_path / "models.py", f"dicts_original_{tag}"), load_module(fixed / "models.py", f"dicts_fixed_{tag}")
     for name, kwargs in CASES:
         before, after = _grads(original, name, kwargs), _grads(changed, name, kwargs)
         same = torch.equal if not unsafe else (lambda a, b: float((a - b).abs().max()) <= 1e-5 * max(1.0, float(a.abs().max())))
