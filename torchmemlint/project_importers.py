@@ -14,6 +14,11 @@ from torchmemlint.analysis.vocabulary import whole_words
 _STAR_IMPORT = re.compile(r"import[\s\\]*\*")
 
 
+def _words_pattern(words: Tuple[str, ...]) -> "re.Pattern[str]":
+    """One of ``words``, ended as a word (``vocabulary.whole_words`` checks where it starts)."""
+    return re.compile("(?:%s)\\b" % "|".join(re.escape(word) for word in words))
+
+
 class Importers:
     """The importers of the modules of one index: ``by_path`` (path -> module summary, made on
     access), ``texts`` (path -> the text a summary is read from; None where not known)."""
@@ -24,6 +29,9 @@ class Importers:
         self._map: Optional[Tuple[Dict[str, Set[str]], Dict[str, Set[str]], Dict[str, Set[str]], List[str]]] = None
         self._spelled: Dict[Tuple[str, str], List[Any]] = {}
         self._stars: Dict[str, bool] = {}
+        # the files that spell one set of words (a module's last part, and a package's name
+        # asked), read once per set: a module's names all ask for its last part
+        self._spellers: Dict[Tuple[str, ...], Set[str]] = {}
 
     def of(self, module: Any, name: Optional[str]) -> List[Any]:
         """The other modules that import ``name`` of ``module`` (None: any name, or the module
@@ -53,18 +61,17 @@ class Importers:
             return self._spelled[key]
         last = module.name.rpartition(".")[2]
         package = os.path.basename(module.path) == "__init__.py"
-        words = re.compile("(?:%s)\\b" % "|".join(re.escape(word) for word in ((last, name) if package else (last,))))
+        words = (last, name) if package else (last,)
         dotted = f"{module.name}.{name}"
         found: List[Any] = []
         if self._map is not None:  # (every file summarized already, a cache's run: the map answers)
             exact, _, star, unread = self._map
             paths = set(star.get(module.name, ())) | exact.get(module.name, set()) | exact.get(dotted, set())
-            paths |= {path for path in unread if self._spelled_in(path, words)}
+            pattern = _words_pattern(words)
+            paths |= {path for path in unread if self._spelled_in(path, words, pattern)}
             found = [other for other in (self.by_path[p] for p in sorted(paths)) if other is not module]
         else:
-            for path in sorted(self.by_path):
-                if not self._spelled_in(path, words):
-                    continue
+            for path in sorted(self._spelling_files(words)):
                 other = self.by_path[path]
                 if other is module:
                     continue
@@ -74,10 +81,21 @@ class Importers:
         self._spelled[key] = found
         return found
 
-    def _spelled_in(self, path: str, words: "re.Pattern[str]") -> bool:
-        """Whether the text of ``path`` has one of ``words`` as a whole word, or a star import."""
+    def _spelling_files(self, words: Tuple[str, ...]) -> Set[str]:
+        """The files whose text has one of ``words`` as a whole word, or a star import (or
+        cannot be read)."""
+        found = self._spellers.get(words)
+        if found is None:
+            pattern = _words_pattern(words)
+            found = self._spellers[words] = {path for path in self.by_path if self._spelled_in(path, words, pattern)}
+        return found
+
+    def _spelled_in(self, path: str, words: Tuple[str, ...], pattern: "re.Pattern[str]") -> bool:
         text = self.texts(path)  # type: ignore[misc]
-        return text is None or any(True for _ in whole_words(words, text)) or self._star_importing(path, text)
+        if text is None or self._star_importing(path, text):
+            return True
+        # (a substring test first: most files do not hold the words at all)
+        return any(word in text for word in words) and any(True for _ in whole_words(pattern, text))
 
     def _star_importing(self, path: str, text: str) -> bool:
         found = self._stars.get(path)
