@@ -73,6 +73,31 @@ def score(m, loader):
         outs.append(m(x))
     return outs
 """, ["TML502", "TML501"]),
+    "model-handed-to-a-helper": ("""import torch
+
+
+def _run_batch(batch, net):
+    return net(batch)
+
+
+def collect(loader, model):
+    outs = []
+    for batch in loader:
+        outs.append(_run_batch(batch, model))
+    return outs
+""", ["TML502"]),
+    "loss-class-imported-under-an-alias": ("""import torch
+from torch.nn import SmoothL1Loss as Smooth
+
+
+def run(encoder, loader):
+    crit = Smooth()
+    history = []
+    for x, y in loader:
+        err = crit(encoder(x), y)
+        history.append(err)
+    return history
+""", ["TML502"]),
     # TML501's sink case: the module call and the strong sink in one function
     "sink-module-parameter": ("""import torch
 import torch.nn as nn
@@ -285,6 +310,33 @@ def test_a_file_only_loop_rules_could_read_is_not_parsed_by_libcst(monkeypatch):
     )
     assert [f.code for f in lint_source(training, "a.py", Settings())] == ["TML502"]
     assert len(parsed) == 1
+
+
+@pytest.mark.parametrize("reader", ["ast", "index"])
+def test_an_optimizer_loop_and_a_docstring_loss_do_not_let_the_accumulation_case_in(reader):
+    # An optimizer's loop hands `grad` (a tensor, not `torch.autograd.grad`) to `add_` and
+    # adds (`sqrt() + eps`); "Loss" is written only in the docstring: TML502 cannot report there. The
+    # same loop handing a model, or a loss class named in the code, is let in.
+    import ast
+
+    def may_report(code):
+        if reader == "ast":
+            facts = loop_facts.facts_from_ast(ast.parse(code))
+        else:
+            facts = leak_gate.facts_from_index(node_index(parse_module(code)))
+        return leak_gate.may_report(facts, frozenset({"TML502"}), code)
+
+    optimizer = (
+        '"""Adam. Loss scaling is left to the caller."""\nimport torch\n\n\n'
+        "def adam_step(params, grads, exp_avgs, lr):\n"
+        "    for param, grad, exp_avg in zip(params, grads, exp_avgs):\n"
+        "        exp_avg.mul_(0.9).add_(grad, alpha=0.1)\n"
+        "        param.addcdiv_(exp_avg, exp_avg.sqrt() + 1e-8, value=-lr)\n"
+    )
+    assert not may_report(optimizer)
+    assert may_report(optimizer.replace("add_(grad,", "add_(model,"))
+    assert may_report(optimizer.replace("import torch", "import torch\nfrom torch.nn import MSELoss"))
+    assert not may_report(optimizer.replace("import torch", "import torch  # MSELoss"))
 
 
 def test_sinks_without_a_module_call_in_their_function_leave_the_file_unparsed(monkeypatch):

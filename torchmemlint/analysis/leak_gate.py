@@ -228,13 +228,18 @@ def _accumulating_loop(facts: LoopFacts, text: Optional[str]) -> bool:
     # what `.eval()` / `.train(...)` is called on is a model (``ScopeFacts._model_names``)
     switched = {name for name, _ in facts.mode_calls if name is not None}
     # a name bound to an `nn.*Loss` instance computes a loss whatever it is called
-    # (``ScopeFacts._loss_instances``): its class's name is written in the file
-    loss_class = text is None or "Loss" in text
+    # (``ScopeFacts._loss_instances``): its class's name is written in the file's code
+    loss_class = text is None or ("Loss" in text and facts.loss_named())
     by_name: Optional[Dict[str, List[FunctionFacts]]] = None
     for loop in facts.loops:
         if not (loop.accumulates or any(_folds(dotted, facts.renamed) for _, dotted in loop.calls)):
             continue
-        if any(_computes(attr, dotted, switched, facts.renamed, loss_class) for attr, dotted in loop.calls):
+        # (a name handed to a call computes only as a model a helper runs: ``_helper_runs_model``)
+        if any(
+            _handed_model(dotted, switched) if attr == HANDED  # type: ignore[arg-type]
+            else _computes(attr, dotted, switched, facts.renamed, loss_class)
+            for attr, dotted in loop.calls
+        ):
             return True
         if by_name is None:
             by_name = _functions_by_name(facts)
@@ -286,6 +291,12 @@ def _folds(dotted: Optional[str], renamed: Dict[str, str]) -> bool:
     return last in FOLDING_NAMES
 
 
+def _handed_model(name: str, switched: Set[str]) -> bool:
+    """``ScopeFacts.is_model`` of a bare name, as the gate reads a called one (``_computes``):
+    a receiver of ``.eval()`` / ``.train()``, or a name like a model's."""
+    return name in switched or MODEL_NAME.match(name) is not None
+
+
 def _computes(
     attr: Optional[str], dotted: Optional[str], switched, renamed: Dict[str, str], loss_class: bool
 ) -> bool:
@@ -311,8 +322,8 @@ def _computes(
 
 # -- reading the facts from the node index (libcst) -------------------------------------------
 def facts_from_index(index: NodeIndex) -> LoopFacts:
-    facts = LoopFacts()
     order = index.order
+    facts = LoopFacts(identifiers=lambda: (order[here].value for here in index.positions(cst.Name)))
 
     def nodes(node_type: type) -> List[cst.CSTNode]:
         return [order[here] for here in index.positions(node_type)]

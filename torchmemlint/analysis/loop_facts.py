@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from torchmemlint.analysis.autograd import MODEL_NAME, MODULE_METHODS, MODULE_MOVES
 from torchmemlint.analysis.callers import _FORWARD_PARTS, _LOADER_WORDS, MODEL_VERBS
@@ -61,6 +61,15 @@ class LoopFacts:
     self_bound: Set[str] = field(default_factory=set)
     # bare names given a call only modules answer or a move (`net.eval()`, `net.to(device)`)
     moved: Set[str] = field(default_factory=set)
+    # every identifier the file writes (names, attributes, imported modules and names,
+    # parameters, keywords, definitions), listed on demand by the reader (``loss_named``)
+    identifiers: Callable[[], Iterable[str]] = field(default=lambda: (), compare=False, repr=False)
+
+    def loss_named(self) -> bool:
+        """An identifier ends in ``Loss``: no `nn.*Loss` can be named without one (a
+        qualified name is made of the identifiers of the code and its imports), so without
+        one no name is bound to a loss instance (``ScopeFacts._loss_instances``)."""
+        return any(name.endswith("Loss") for name in self.identifiers())
 
     def normalised(self) -> tuple:
         """For comparing two readers: order does not matter."""
@@ -72,7 +81,7 @@ class LoopFacts:
             sorted(self.renamed.items()),
             sorted(function.normalised() for function in self.functions),
             sorted(self.module_stores), sorted(self.imported.items()), sorted(self.self_bound),
-            sorted(self.moved),
+            sorted(self.moved), sorted({name for name in self.identifiers() if name.endswith("Loss")}),
         )
 
     def function(self, name: str) -> "FunctionFacts":
@@ -194,7 +203,7 @@ def _visible_methods(
 
 # -- reading the same facts from Python's ast --------------------------------------------------
 def facts_from_ast(tree: ast.Module) -> LoopFacts:
-    facts = LoopFacts()
+    facts = LoopFacts(identifiers=lambda: _ast_identifiers(tree))
     reader = _AstReader(facts)
     reader.read(tree, owner=None, forward=False, loop=None, function=None)
     classes: Dict[str, List[Tuple[List[str], Set[str]]]] = {}
@@ -214,6 +223,30 @@ def facts_from_ast(tree: ast.Module) -> LoopFacts:
                 }
                 record.methods = _visible_methods(_ast_bases(node), _ast_methods(node), classes)
     return facts
+
+
+# ``ast`` fields holding identifiers as strings (libcst holds each as a ``Name`` node)
+_AST_IDENTIFIERS = {
+    ast.Name: ("id",), ast.Attribute: ("attr",), ast.alias: ("name", "asname"), ast.arg: ("arg",),
+    ast.keyword: ("arg",), ast.FunctionDef: ("name",), ast.AsyncFunctionDef: ("name",),
+    ast.ClassDef: ("name",), ast.ImportFrom: ("module",), ast.Global: ("names",),
+    ast.Nonlocal: ("names",), ast.ExceptHandler: ("name",), ast.MatchAs: ("name",),
+    ast.MatchStar: ("name",), ast.MatchMapping: ("rest",), ast.MatchClass: ("kwd_attrs",),
+}
+
+
+def _ast_identifiers(tree: ast.AST) -> Iterator[str]:
+    """Every identifier of ``tree``, as the ``Name`` nodes of libcst's tree of the same code
+    hold them (a dotted import, one per part)."""
+    for node in ast.walk(tree):
+        fields = _AST_IDENTIFIERS.get(type(node))
+        if fields is None:
+            continue
+        for name in fields:
+            value = getattr(node, name)
+            for one in value if type(value) is list else (value,):
+                if one:
+                    yield from one.split(".")
 
 
 def _ast_bases(node: ast.ClassDef) -> List[str]:
