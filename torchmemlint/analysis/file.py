@@ -78,6 +78,8 @@ class FileAnalysis:
         for part in (self._scopes, self._values):
             if part is not None:
                 part.close()
+        if self._callables is not None:  # (the class models it keeps refer back to it)
+            self._callables.__dict__.clear()
         self.__dict__.clear()
 
     @property

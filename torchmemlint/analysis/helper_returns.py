@@ -17,7 +17,7 @@ of the body, no ``yield``, no ``*args`` at the call, no decorator; anything else
 from __future__ import annotations
 
 from dataclasses import replace
-
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -106,6 +106,28 @@ def _runs_itself(method: cst.FunctionDef) -> bool:
         type(call.func) is cst.Name and call.func.value == this for call in nodes_of(method.body, cst.Call))  # type: ignore[attr-defined]
 
 
+def _made(bound: Dict[str, cst.BaseExpression], models: Set[str], node: cst.BaseExpression, depth: int = 0) -> bool:
+    """``_run_on``'s question of one expression (``bound``: the body's plain assignments)."""
+    if depth > 8:
+        return False
+    if type(node) is cst.Name:
+        value = bound.get(node.value)
+        return value is not None and _made(bound, models, value, depth + 1)
+    if type(node) in (cst.Subscript, cst.Attribute):
+        return _made(bound, models, node.value, depth + 1)  # type: ignore[attr-defined]
+    if type(node) is not cst.Call:
+        return False
+    func = node.func  # type: ignore[attr-defined]
+    if type(func) is cst.Name:
+        return func.value in models
+    if type(func) is not cst.Attribute:
+        return False
+    if type(func.value) is cst.Name and func.value.value in ("torch", "F"):
+        args = node.args  # type: ignore[attr-defined]
+        return bool(args) and _made(bound, models, args[0].value, depth + 1)
+    return _made(bound, models, func.value, depth + 1) and not (type(func.value) is cst.Name and func.value.value in models)
+
+
 def _run_on(function: cst.FunctionDef, models: Set[str]) -> Callable[[cst.BaseExpression], bool]:
     """Whether an expression of ``function`` is what calling one of its parameters ``models``
     returned (``model(x)``), or a tensor method, part or torch function of that (``out.sigmoid()``,
@@ -115,27 +137,7 @@ def _run_on(function: cst.FunctionDef, models: Set[str]) -> Callable[[cst.BaseEx
         if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
             bound[small.targets[0].target.value] = small.value  # type: ignore[attr-defined]
 
-    def made(node: cst.BaseExpression, depth: int = 0) -> bool:
-        if depth > 8:
-            return False
-        if type(node) is cst.Name:
-            value = bound.get(node.value)
-            return value is not None and made(value, depth + 1)
-        if type(node) in (cst.Subscript, cst.Attribute):
-            return made(node.value, depth + 1)  # type: ignore[attr-defined]
-        if type(node) is not cst.Call:
-            return False
-        func = node.func  # type: ignore[attr-defined]
-        if type(func) is cst.Name:
-            return func.value in models
-        if type(func) is not cst.Attribute:
-            return False
-        if type(func.value) is cst.Name and func.value.value in ("torch", "F"):
-            args = node.args  # type: ignore[attr-defined]
-            return bool(args) and made(args[0].value, depth + 1)
-        return made(func.value, depth + 1) and not (type(func.value) is cst.Name and func.value.value in models)
-
-    return made
+    return partial(_made, bound, models)
 
 
 def _at_call(value: Any, ctx: Ctx) -> Any:

@@ -26,13 +26,12 @@ model and the values of the function show:
 builtins and data methods (``get_data_from_batch`` unpacking a batch) runs no module at all.
 
 ``as_model`` says where such a call counts as the model for the evaluation-named and
-mode-switch cases; elsewhere its output must reach only sinks (``callers.only_sinks_reached``).
-"""
+mode-switch cases; elsewhere its output must reach only sinks (``callers.only_sinks_reached``)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -676,6 +675,30 @@ _NO_GRAPH = frozenset({
 })
 
 
+def _output(node: cst.BaseExpression, this: str, outputs: Set[str]) -> bool:
+    """``node`` is, or is made from, what an attribute of ``this`` returned (``_returns_output``)."""
+    while True:
+        if type(node) is cst.Name:
+            return node.value in outputs
+        if type(node) is cst.Call:
+            func = node.func
+            if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == this:
+                return True  # `self.decoder(z)`
+            if type(func) is cst.Attribute and func.attr.value in ("detach", "item", "tolist", "numpy"):
+                return False
+            if terminal_name(func) not in _NO_GRAPH and any(_output(arg.value, this, outputs) for arg in node.args if not arg.star):
+                return True  # `torch.matmul(ns, cb)`, `dist.Dirichlet(alpha.exp())`: computed from an output
+            if type(func) is not cst.Attribute:
+                return False
+            node = func.value  # `res.squeeze(0)`, `self.decoder(z).view(...)`
+        elif type(node) is cst.BinaryOperation:
+            return _output(node.left, this, outputs) or _output(node.right, this, outputs)  # `theta * library_size`
+        elif type(node) in (cst.Subscript, cst.Attribute):
+            node = node.value
+        else:
+            return False
+
+
 def _returns_output(function: cst.FunctionDef) -> bool:
     """Every value the method returns is what a call of one of its class's attributes
     returned (``return self.decoder(z)``; ``res = self.decoder(z); res = res.squeeze(0);
@@ -686,43 +709,20 @@ def _returns_output(function: cst.FunctionDef) -> bool:
     this = _first_param(function)
     if this is None or type(function.body) is not cst.IndentedBlock:
         return False
-    outputs: set = set()
-
-    def output(node: cst.BaseExpression) -> bool:
-        while True:
-            if type(node) is cst.Name:
-                return node.value in outputs
-            if type(node) is cst.Call:
-                func = node.func
-                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == this:
-                    return True  # `self.decoder(z)`
-                if type(func) is cst.Attribute and func.attr.value in ("detach", "item", "tolist", "numpy"):
-                    return False
-                if terminal_name(func) not in _NO_GRAPH and any(output(arg.value) for arg in node.args if not arg.star):
-                    return True  # `torch.matmul(ns, cb)`, `dist.Dirichlet(alpha.exp())`: computed from an output
-                if type(func) is not cst.Attribute:
-                    return False
-                node = func.value  # `res.squeeze(0)`, `self.decoder(z).view(...)`
-            elif type(node) is cst.BinaryOperation:
-                return output(node.left) or output(node.right)  # `theta * library_size`
-            elif type(node) in (cst.Subscript, cst.Attribute):
-                node = node.value
-            else:
-                return False
-
+    outputs: Set[str] = set()  # the names bound to an output so far
     returned = False
     for small in _small_statements(function.body.body):
         if type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) in (cst.Name, cst.Tuple):
             target = small.targets[0].target  # (``z, attention = self.encoder(x)``: each item an output)
             names = [target] if type(target) is cst.Name else [e.value for e in target.elements]  # type: ignore[attr-defined]
-            made = output(small.value)
+            made = _output(small.value, this, outputs)
             for name in names:
                 if type(name) is cst.Name:
                     (outputs.add if made else outputs.discard)(name.value)
         elif type(small) is cst.Return and small.value is not None:
             value = small.value  # (``return z, attention``: the outputs it returns)
             items = [e.value for e in value.elements] if type(value) is cst.Tuple else [value]
-            if not items or not all(output(item) for item in items):
+            if not items or not all(_output(item, this, outputs) for item in items):
                 return False
             returned = True
         elif type(small) is cst.Expr and type(small.value) is cst.Call and (

@@ -42,23 +42,24 @@ def expand_star_imports(bindings: Bindings, path: str, index: Any) -> None:
     if summary is None:
         return
     found: Dict[str, str] = {}
-    seen: Set[str] = set()
-
-    def visit(module: Any, depth: int) -> None:
-        for star in module.star:
-            if star in seen or depth > _DEPTH or star not in index.by_name:
-                continue  # (an outside module: ``from torch.nn import *`` is the file's own star module)
-            seen.add(star)
-            source = index.by_name[star]
-            for name, target in source.imports.items():
-                if not name.startswith("_") and target.split(".", 1)[0] in _LIBRARIES:
-                    found.setdefault(name, target)
-            visit(source, depth + 1)
-
-    visit(summary, 0)
+    _visit_stars(summary, 0, index, found, set())
     for name, target in found.items():
         if not bindings.is_bound(name):
             bindings.names[name] = target
+
+
+def _visit_stars(module: Any, depth: int, index: Any, found: Dict[str, str], seen: Set[str]) -> None:
+    """The library names the modules ``module`` star-imports import, into ``found``, and
+    those of the modules they star-import (``_DEPTH`` deep)."""
+    for star in module.star:
+        if star in seen or depth > _DEPTH or star not in index.by_name:
+            continue  # (an outside module: ``from torch.nn import *`` is the file's own star module)
+        seen.add(star)
+        source = index.by_name[star]
+        for name, target in source.imports.items():
+            if not name.startswith("_") and target.split(".", 1)[0] in _LIBRARIES:
+                found.setdefault(name, target)
+        _visit_stars(source, depth + 1, index, found, seen)
 
 
 # ``from mlagents.torch_utils import torch, nn``: a name a library module is usually bound to,
