@@ -444,7 +444,7 @@ class _Question:
             if value.info.get("subtract") and len(value.inputs) == 2 and self._along(value.inputs[1], axis):
                 return self._scores(value.inputs[0], axis)  # ``s - s.amax(-1, keepdim=True)``: softmax is the same
             subtract = bool(value.info.get("subtract"))
-            from_it = subtract and type(value.node) is cst.BinaryOperation and value.node.left is other  # ``c - s``: -s
+            from_it = subtract and (value.info.get("reversed") or type(value.node) is cst.BinaryOperation and value.node.left is other)  # ``c - s``: -s
             number = value.inputs[1].info.get("number") if len(value.inputs) == 2 and value.inputs[1].op == "constant" else None
             if isinstance(number, float) and math.isfinite(number) and not from_it:
                 return self._scores(value.inputs[0], axis)  # ``s + 1.0``, ``s - c``: the softmax is the same

@@ -17,7 +17,7 @@ Spellings are normalised here, once:
   ``view``/``reshape``/``rearrange``/``flatten`` are ``reshape`` (axes no longer known), but a
   ``rearrange`` that only reorders axes (``"b i j -> b j i"``) is ``relabel``, and
   ``unsqueeze(d)``/``squeeze(d)`` keep the other axes (``axes.squeezed``);
-- ``* s``/``/ s`` are ``scale``; ``masked_fill(_)`` is ``fill`` (its value a ``constant``
+- ``* s``/``/ s`` are ``scale`` (``torch.mul``/``s.div(d)``... too: ``arithmetic_calls.py``); ``masked_fill(_)`` is ``fill`` (its value a ``constant``
   when one can be computed: ``-torch.finfo(x.dtype).max`` held in a local, ``float('-inf')``,
   a module constant, a helper that returns one, ``float("-1e20")``); ``+`` is ``add``;
 - ``x[h:] = x[h:].softmax(-1)`` then ``x[:h] = ...`` is ``softmax`` of ``x`` (``writes.py``);
@@ -42,6 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from torchmemlint.analysis.arithmetic_calls import arithmetic_call, in_place_step
 from torchmemlint.analysis.attribute_calls import attribute_call, listed_layer, partial_call
 from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, relabel, squeezed, tensorish as _tensorish
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
@@ -530,7 +531,9 @@ class FunctionValues:
             return self._new("attribute", [base], node, info={"name": name})
         return self._new("member", [base], node, info={"name": name})
 
-    def _binary(self, operator: str, left: Value, right: Value, node: cst.CSTNode, right_node: cst.CSTNode) -> Value:
+    def _binary(self, operator: str, left: Value, right: Value, node: cst.CSTNode, right_node: cst.CSTNode,
+                left_node: Optional[cst.CSTNode] = None) -> Value:  # (``node``: also a call spelling it)
+        left_node = getattr(node, "left", None) if left_node is None else left_node
         if operator == "MatrixMultiply":
             return self._contract(left, right, node, MATMUL_SPECS, "@")
         numbers = [v.info.get("number") for v in (left, right)]
@@ -546,12 +549,13 @@ class FunctionValues:
             if operator == "Divide" and not _tensorish(left) and _tensorish(right):
                 return self._same("arith", right, node, [left])
             tensor, factor = (left, right) if _tensorish(left) or not _tensorish(right) else (right, left)
-            factor_node = right_node if tensor is left else getattr(node, "left", None)
+            factor_node = right_node if tensor is left else left_node
             return self._same("scale", tensor, node, [factor], divide=operator == "Divide", factor=factor_node)
         if operator in ("Add", "Subtract"):  # the tensor whose axes are known, when one's are: ``bias(s) + s``
             tensor, other = (left, right) if _tensorish(left) and (left.axes is not None or right.axes is None) or not _tensorish(right) else (right, left)
-            other_node = right_node if tensor is left else getattr(node, "left", None)
-            return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node)
+            other_node = right_node if tensor is left else left_node
+            info = {"reversed": True} if operator == "Subtract" and tensor is not left else {}  # ``c - s``: ``-s + c``
+            return self._same("add", tensor, node, [other], subtract=operator == "Subtract", other=other_node, **info)
         return self._same("arith", left, node, [right], scalar=not (_tensorish(left) or _tensorish(right)))
 
     # -- calls ---------------------------------------------------------------------------------
@@ -597,6 +601,8 @@ class FunctionValues:
             return activation
         if name.startswith("torch.") and (compound := compound_value(self, name[6:], node, None, positional, keywords)) is not None:
             return compound  # ``torch.baddbmm``, ``torch.amax``: composed of the graph's operations
+        if name.startswith("torch.") and (spelled := arithmetic_call(node, name[6:], None, positional, keywords)) is not None:
+            return self._binary(*spelled[:3], node, spelled[4], spelled[3])  # ``torch.mul(s, m)``: ``s * m``
         if name in SOFTMAX and positional:
             return self._softmax(positional[0], node, positional[1:], keywords)
         if name in MATMUL and len(positional) == 2 and not keywords:
@@ -693,6 +699,10 @@ class FunctionValues:
             return self._same("scale", receiver, node, positional, divide=method == "div_", factor=node.args[0].value if node.args else None)
         if method == "add_":
             return self._same("add", receiver, node, positional, other=node.args[0].value if node.args else None)
+        if (step := in_place_step(method, node, positional, keywords)) is not None:  # ``s.sub_(m)``
+            return self._same(step[0], receiver, node, positional, **step[1])
+        if _tensorish(receiver) and (spelled := arithmetic_call(node, method, receiver, positional, keywords)) is not None:
+            return self._binary(*spelled[:3], node, spelled[4], spelled[3])  # ``s.div(d)``: ``s / d``
         if method in META:
             return self._new("meta", [receiver, *positional], node)
         if method in NEW_TENSORS:  # ``s.new_full(shape, n)``: a fresh tensor of s's dtype and device; no read of its values

@@ -113,7 +113,10 @@ class EagerAttention(Rule):
       (`-inf`, `-1e9`, `float("-1e20")`, `-torch.finfo(x.dtype).max`, also held in a local, a
       module constant or returned by a helper), or `+ mask` / `+= mask`, or `- t` / `-= t`
       (the additive mask `-t`; a number added or subtracted leaves the softmax as it is),
-      possibly under an `if` without an `else` (so can the scale be); the value may be a
+      possibly under an `if` without an `else` (so can the scale be); the arithmetic may be
+      written as a call (`torch.add(s, mask)`, `s.sub(t)`, `s.sub_(t)`, `torch.div(s, d)`,
+      `s.mul(c)`, `torch.true_divide`; not with `alpha=` or `rounding_mode=`: same finding and
+      fix, tests/test_attention_arithmetic_calls.py); the value may be a
       buffer registered once as such a number (GPT-2's `self.masked_bias`,
       tests/test_attention_buffered_fill.py); a fill with a moderate negative number
       (`masked_fill_(eye, -100)`) is reported without a fix, as SDPA's mask would give those
