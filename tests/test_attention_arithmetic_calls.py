@@ -6,8 +6,9 @@ arguments (ruDOLPH, CogView). The value graph reads each call as the operator it
 ``s * c``, ``s + mask``, ``s - mask`` (numerically checked against the eager module, outputs
 and gradients).
 
-Not read so, as before: ``torch.add(s, m, alpha=2)`` (``s + 2 m``) and ``torch.div(s, d,
-rounding_mode="floor")``; ``torch.sub(mask, s)`` (``mask - s``) is reported without a fix, never
+Not read so: ``torch.add(s, m, alpha=2)`` (``s + 2 m``), ``torch.div(s, d,
+rounding_mode="floor")`` and their in-place forms (``s.add_(m, alpha=2)`` was read as ``s += m``
+before, and the fix took ``m`` for the mask); ``torch.sub(mask, s)`` (``mask - s``) is reported without a fix, never
 as an added mask. Weights that the module returns stay quiet, as with the operators.
 """
 
@@ -143,6 +144,9 @@ def test_calls_that_are_not_the_plain_operator_are_not_read_as_one():
     assert found_sites(_source('torch.div(s, 4.0, rounding_mode="floor")')) == []
     (site,) = found_sites(_source("torch.sub(mask, s)"))  # ``mask - s``: not an added mask
     assert site.reason and site.mask is None
+    for in_place in ("s.add_(mask, alpha=2.0)", 's.div_(4.0, rounding_mode="floor")'):  # no fix as ``s += mask``, ``s /= 4.0``
+        source = _source("s").replace("        s = s\n", "        %s\n" % in_place)
+        assert all(site.reason for site in found_sites(source)), in_place
 
 
 def test_weights_the_module_returns_stay_quiet():

@@ -5,7 +5,7 @@ added mask (``attention.py``) finds it however the code spells it.
 
 Only the plain two-operand forms are read so: a call with ``alpha=`` (``a + alpha * b``),
 ``rounding_mode=`` (a floor or truncating division), ``out=`` or a star stays a call of unknown
-effect, as before.
+effect (``s.add_(m, alpha=2)`` is no ``s += m``: read as one, TML601's fix took ``m`` for the mask).
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ OPERATORS = {
     "div": "Divide", "divide": "Divide", "true_divide": "Divide",
     "add": "Add", "sub": "Subtract", "subtract": "Subtract",
 }
-# ``s.sub_(m)``: the in-place methods not written as operators (``mul_``, ``div_``, ``add_``
-# are read by ``values.py`` itself)
-IN_PLACE = {"sub_": "Subtract", "subtract_": "Subtract", "multiply_": "Multiply", "divide_": "Divide",
-            "true_divide_": "Divide"}
+# ``s.mul_(c)``, ``s.sub_(m)``: the in-place forms (the receiver is then the result)
+IN_PLACE = {name + "_": operator for name, operator in OPERATORS.items()}
 
 Operands = Tuple[str, Any, Any, cst.BaseExpression, cst.BaseExpression]
 
@@ -51,11 +49,11 @@ def arithmetic_call(
 
 
 def in_place_step(method: str, node: cst.Call, positional: List[Any], keywords: Dict[str, Any]) -> Optional[Tuple[str, Dict[str, Any]]]:
-    """``(op, info)`` of ``s.<method>(x)`` for a method of ``IN_PLACE`` given one operand: what
-    ``values.py`` reads ``mul_``/``div_``/``add_`` as (``scale``, ``add``), else None."""
+    """``(op, info)`` of ``s.<method>(x)`` for a method of ``IN_PLACE`` given one operand and no
+    keyword: ``scale`` (``factor``, ``divide``) or ``add`` (``other``, ``subtract``), else None."""
     operator = IN_PLACE.get(method)
     if operator is None or len(positional) != 1 or keywords or node.args[0].star:
         return None
-    if operator == "Subtract":
-        return "add", {"other": node.args[0].value, "subtract": True}
+    if operator in ("Add", "Subtract"):
+        return "add", {"other": node.args[0].value, "subtract": operator == "Subtract"}
     return "scale", {"divide": operator == "Divide", "factor": node.args[0].value}

@@ -42,7 +42,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchmemlint.analysis.arithmetic_calls import arithmetic_call, in_place_step
+from torchmemlint.analysis.arithmetic_calls import arithmetic_call, in_place_step, OPERATORS
 from torchmemlint.analysis.attribute_calls import attribute_call, listed_layer, partial_call
 from torchmemlint.analysis.axes import Axis, cat_layout, implicit_softmax_dim, joined as _joined, rearranged_axes, relabel, squeezed, tensorish as _tensorish
 from torchmemlint.analysis.compound import COMPOSED, compound_value, written_softmax
@@ -695,13 +695,9 @@ class FunctionValues:
             return self._same("cast", receiver, node, [*positional, *keywords.values()], method=method)
         if method in KEEPS_AXES:
             return self._same("same", receiver, node, positional)
-        if method in ("mul_", "div_"):
-            return self._same("scale", receiver, node, positional, divide=method == "div_", factor=node.args[0].value if node.args else None)
-        if method == "add_":
-            return self._same("add", receiver, node, positional, other=node.args[0].value if node.args else None)
-        if (step := in_place_step(method, node, positional, keywords)) is not None:  # ``s.sub_(m)``
+        if (step := in_place_step(method, node, positional, keywords)) is not None:  # ``s.mul_(c)``, ``s.sub_(m)``
             return self._same(step[0], receiver, node, positional, **step[1])
-        if _tensorish(receiver) and (spelled := arithmetic_call(node, method, receiver, positional, keywords)) is not None:
+        if method in OPERATORS and _tensorish(receiver) and (spelled := arithmetic_call(node, method, receiver, positional, keywords)) is not None:
             return self._binary(*spelled[:3], node, spelled[4], spelled[3])  # ``s.div(d)``: ``s / d``
         if method in META:
             return self._new("meta", [receiver, *positional], node)
