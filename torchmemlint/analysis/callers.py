@@ -15,6 +15,7 @@ from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODE
 from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.module_annotations import moved_itself
+from torchmemlint.analysis.module_builders import built_by_builder, copied_module
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
@@ -326,7 +327,7 @@ MODEL_VERBS = frozenset({"sample", "generate", "generation", "predict", "decode"
                           "infer", "inference", "forward", "synthesize", "translate", "denoise"})
 
 
-_WRAPPERS = frozenset({"to", "cuda", "eval", "float", "half", "train", "requires_grad_"})
+_WRAPPERS = frozenset({"to", "cuda", "cpu", "eval", "float", "half", "double", "bfloat16", "train", "requires_grad_"})
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
 # torch layers without parameters: on an input that does not require grad (`fbank =
 # pad(torch.from_numpy(a))`) they record nothing
@@ -366,7 +367,9 @@ def _builds_module(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
         )
     else:
         known = type(func) is cst.Name and func.value in facts.walk.module_classes()
-    return known or facts.walk.project_module_class(func)  # a module class of another file
+    # a module class of another file; a builder of this file returning modules (``self.build_actor()``); a deep copy
+    return known or facts.walk.project_module_class(func) or built_by_builder(facts, value, _builds_module) or (
+        copied_module(facts, value, _builds_module))
 
 
 def module_instance(facts: ScopeFacts, callee: str) -> bool:
