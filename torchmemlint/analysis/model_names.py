@@ -107,3 +107,18 @@ def switched_to(call: cst.BaseExpression) -> Optional[str]:
     if func.attr.value == "eval":
         return None if call.args else "eval"
     return "eval" if call.args and _is_false(call.args[0].value) else "train"
+
+
+def bound_switch(value: Optional[cst.BaseExpression]) -> Optional[cst.Call]:
+    """The mode switch a bound value ends in, past the moves chained after it (``model =
+    from_pretrained(name).eval().to(device)``: the ``eval()``; torchao's SmoothQuant example);
+    None when it ends in none (``switched_to``)."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in MODULE_MOVES:
+        value = value.func.value
+    return value if value is not None and switched_to(value) is not None else None  # type: ignore[return-value]
+
+
+def bound_mode(value: Optional[cst.BaseExpression]) -> Optional[str]:
+    """``"eval"`` / ``"train"`` for a bound value that ends in a mode switch (``bound_switch``)."""
+    switch = bound_switch(value)
+    return None if switch is None else switched_to(switch)

@@ -14,7 +14,7 @@ from typing import Any, Optional, Tuple
 
 import libcst as cst
 
-from torchmemlint.analysis.model_names import mode_switch, switched_to
+from torchmemlint.analysis.model_names import bound_mode, bound_switch, mode_switch, switched_to
 from torchmemlint.tree import scan
 
 
@@ -74,7 +74,7 @@ def last_mode_change(walk: Any, scope: Any, callee: str, seq: int) -> Optional[T
             last = (call.seq, switch[1])
     for event in scope.assigns:
         if event.seq < seq and event.targets == (callee,) and (last is None or event.seq > last[0]):
-            mode = switched_to(event.value) or ("eval" if returned_in_eval(walk, event.value) else None)
+            mode = bound_mode(event.value) or ("eval" if returned_in_eval(walk, event.value) else None)
             if mode is not None:
                 last = (event.seq, mode)
     return last
@@ -84,7 +84,7 @@ def switch_written(scope: Any, seq: int) -> Optional[str]:
     """The mode switch ``last_mode_change`` found at ``seq`` as the code writes it (``eval()``,
     ``train(False)``); None where a helper that returned the model made it."""
     calls = [call.node for call in scope.calls if call.seq == seq]
-    calls += [event.value for event in scope.assigns if event.seq == seq]
+    calls += [bound_switch(event.value) for event in scope.assigns if event.seq == seq]
     return next((
         "train(False)" if call.func.attr.value == "train" else "eval()"  # type: ignore[union-attr]
         for call in calls if switched_to(call) is not None

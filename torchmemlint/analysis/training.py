@@ -21,7 +21,7 @@ from torchmemlint.analysis.autograd import (
 from torchmemlint.analysis.backward_names import backward_losses, scalar_losses
 from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
-from torchmemlint.analysis.model_names import lambda_arm, model_part_of, named_models, switched_to
+from torchmemlint.analysis.model_names import bound_mode, lambda_arm, model_part_of, named_models
 from torchmemlint.analysis.names import Bindings, dotted_name
 from torchmemlint.analysis.returned_mode import last_mode_change, returned_in_eval, switch_written
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
@@ -91,7 +91,7 @@ class ScopeFacts:
         names = named_models(self.scope)
         bound: Dict[str, bool] = {}  # `model = learn.model.G_B.to(device)`: a part of a model, by every binding
         for event in self.scope.assigns:
-            if len(event.targets) == 1 and (returned_in_eval(self.walk, event.value) or switched_to(event.value) == "eval"):
+            if len(event.targets) == 1 and (returned_in_eval(self.walk, event.value) or bound_mode(event.value) == "eval"):
                 names.add(event.targets[0])  # `net = get_model(args)`, which ends `model.eval()`; `net = load(p).eval()`
             for target in event.targets:
                 if MODEL_NAME.match(target):
