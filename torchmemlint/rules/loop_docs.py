@@ -12,7 +12,12 @@ TML501_DOCUMENTATION = """
     module (named `model` / `net` / `*_model` ..., or built here from an `nn.Module` class of
     the file or a torch layer, or by a method or function annotated to return a module:
     `self.actor = self.build_actor().to(device)` with `def build_actor(self) ->
-    torch.nn.Module`, tests/test_tml501_annotated_builders.py; or a deep copy of a module,
+    torch.nn.Module`, tests/test_tml501_annotated_builders.py, or by a method or function of
+    the file every `return` of which returns a module build: `self.mlp_left =
+    self.make_mlp_layer(4, 2)` with `return nn.Sequential(*mlp)`, `model = load_tagger(path)`
+    with `model = Tagger(n); ...; return model`, tests/test_tml501_returned_modules.py, wherever
+    TML501 asks what a value is built from (a deep copy of the model too: `self.bestModel =
+    copy.deepcopy(self.model)`); or a deep copy of a module,
     `copy.deepcopy(self)`, or the class rebuilt, `self.__class__(...)`, or a parameter annotated
     as a module, `first_module: torch.nn.Module`, `dag: dag_module.DagModule`: verification code
     that compares outputs, tests/test_tml501_compared_copies.py), nothing puts it back with `.train()` afterwards or
@@ -61,7 +66,9 @@ TML501_DOCUMENTATION = """
     (`with torch.inference_mode(): score = validate(model, val_loader)` in the training script)
     is left to them (`analysis/importer_modes.py`, tests/test_tml501_importer_modes.py).
 
-    The model is what the code `.eval()`s or `.train()`s (also an item of a container whose
+    The model is what the code `.eval()`s or `.train()`s (also a name bound to a value that
+    ends in the switch, moves after it included: `model = from_pretrained(name).eval().to(device)`,
+    tests/test_tml501_switch_in_moves.py; also an item of a container whose
     items a loop switched: `for net in networks.values(): net.eval()`, then `netC =
     networks["classifier"]`), a parameter named `model` / `net` /
     `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net`, a private
