@@ -10,7 +10,9 @@ would be.
 Look-alikes stay quiet in the same evaluation loop where a builder returning ``nn.Linear`` is
 reported: a builder returning a plain class's instance through a local, one that may return
 ``None``, one that returns its parameter, a generator, a function returning a tokenizer, and a
-deep copy of a plain class's instance.
+deep copy of a plain class's instance; a builder of a loss (parlai's ``build_criterion``: a loss
+records a graph only from its inputs) and one that freezes what it returns
+(``extractor.requires_grad_(False)``: a frozen network records no graph of its own).
 
 The CLI runs as a subprocess; each case must report exactly the rows marked ``# expect: CODE``.
 """
@@ -145,6 +147,17 @@ class Ranker:
         self.given = self.build_given(net)
         self.many = self.build_many(size)
         self.ok = self.build_ok(size)
+        self.criterion = self.build_criterion()
+        self.extractor = self.build_extractor(size)
+
+    def build_criterion(self):
+        weight = torch.ones(2)
+        return torch.nn.CrossEntropyLoss(weight=weight, reduction="none")
+
+    def build_extractor(self, size):
+        extractor = nn.Linear(size, size)
+        extractor.requires_grad_(False)
+        return extractor
 
     def build_scorer(self):
         scorer = Scorer()
@@ -172,6 +185,8 @@ class Ranker:
             out.append(self.given(x).tolist())
             out.append(self.many(x).tolist())
             out.append(self.ok(x).tolist())  # expect: TML501
+            out.append(self.criterion(x, x).tolist())
+            out.append(self.extractor(x).tolist())
         return out
 
 

@@ -78,15 +78,44 @@ def _definitions(facts: ScopeFacts, func: cst.BaseExpression) -> List[Any]:
     return [s for s in facts.walk.scopes if s.owner is None and s.parent is top and s.name == func.value and s.function is not None]
 
 
-def _returns_modules(facts: ScopeFacts, builds: Builds) -> bool:
-    function = facts.scope.function
-    assert function is not None
-    if function.returns is not None and module_type(facts, function.returns.annotation):
-        return True
+def builds_loss(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
+    """``value`` calls a builder of the file every ``return`` of which builds a loss (a class
+    named ``...Loss``: parlai's ``self.criterion = self.build_criterion()`` returning
+    ``torch.nn.CrossEntropyLoss(...)``): a loss, as ``module_calls.loss_module`` reads one built in place."""
+    if type(value) is not cst.Call:
+        return False
+    definitions = _definitions(facts, unmoved(value).func)
+    return bool(definitions) and all(
+        _returns(scope.function, lambda node: _loss_build(ScopeFacts(facts.walk, scope), node)) for scope in definitions
+    )
+
+
+def _loss_build(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
+    return _module(facts, value, lambda _, node: type(node) is cst.Call and (dotted_name(unmoved(node).func) or "").endswith("Loss"))
+
+
+def _returns(function: cst.FunctionDef, returned: Callable[[cst.BaseExpression], bool]) -> bool:
+    """Every ``return`` of ``function`` (not of a function nested in it) returns a value that
+    ``returned`` accepts; a generator, or a function that never returns, does not."""
     found = scan(function.body, (cst.Return, cst.Yield), _NESTED, strict=True)
     if not found or any(type(node) is cst.Yield for node in found):
         return False
-    return all(node.value is not None and _module(facts, node.value, builds) for node in found)  # type: ignore[attr-defined]
+    return all(node.value is not None and returned(node.value) for node in found)  # type: ignore[attr-defined]
+
+
+def _returns_modules(facts: ScopeFacts, builds: Builds) -> bool:
+    """Every ``return`` returns a module (or the builder is annotated so), and the builder
+    freezes nothing (``extractor.requires_grad_(False)``: a frozen network records no graph of its
+    own, which a module built in place and frozen there shows the rules)."""
+    function = facts.scope.function
+    assert function is not None
+    if any(call.attr == "requires_grad_" for call in facts.scope.calls) or any(
+        target.endswith(".requires_grad") for event in facts.scope.assigns for target in event.targets
+    ):
+        return False
+    if function.returns is not None and module_type(facts, function.returns.annotation):
+        return True
+    return _returns(function, lambda node: _module(facts, node, builds))
 
 
 def _module(facts: ScopeFacts, value: cst.BaseExpression, builds: Builds) -> bool:

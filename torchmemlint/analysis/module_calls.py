@@ -44,6 +44,7 @@ from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_
 from torchmemlint.analysis.gradient_models import forward_reach
 from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
 from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
+from torchmemlint.analysis.module_builders import builds_loss
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.quiet_methods import receiver_classes, without_autograd
 from torchmemlint.analysis.sinks import SINK_METHODS
@@ -54,8 +55,7 @@ from torchmemlint.project import ensure_reach
 from torchmemlint.tree import nodes_of
 
 # a module's own methods and a tensor's: never a model's method that returns an output
-NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
-    "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
+NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {"append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
 _DEPTH = 4  # local bindings followed, at most
 
 
@@ -404,8 +404,8 @@ def module_attribute(facts: ScopeFacts, attr: str) -> bool:
 def loss_module(facts: ScopeFacts, callee: str) -> bool:
     """``callee`` (``self.loss``, ``criterion``) is only ever bound, in the scope's class or in
     the scope, to a loss: a class whose name ends in ``Loss`` (``nn.MSELoss()``, a project's
-    ``MaskedLogCoshLoss(...)``). A loss records a graph only from its inputs, whose makers are
-    the calls to judge."""
+    ``MaskedLogCoshLoss(...)``) or a builder of losses (``module_builders.builds_loss``). A loss
+    records a graph only from its inputs, whose makers are the calls to judge."""
     if callee.startswith("self.") and "." not in callee[5:]:
         owner = facts.scope.owner
         events = [e for method in owner.methods for e in method.assigns] if owner is not None else []
@@ -415,7 +415,7 @@ def loss_module(facts: ScopeFacts, callee: str) -> bool:
         return False
     bound = [e for e in events if callee in e.targets]
     return bool(bound) and all(
-        not e.augmented and type(e.value) is cst.Call and (terminal_name(e.value.func) or "").endswith("Loss")
+        not e.augmented and type(e.value) is cst.Call and ((terminal_name(e.value.func) or "").endswith("Loss") or builds_loss(facts, e.value))
         for e in bound
     )
 
