@@ -15,6 +15,7 @@ from typing import Any, Optional, Tuple
 import libcst as cst
 
 from torchmemlint.analysis.model_names import bound_mode, bound_switch, mode_switch, switched_to
+from torchmemlint.analysis.names import dotted_name
 from torchmemlint.tree import scan
 
 
@@ -72,6 +73,8 @@ def last_mode_change(walk: Any, scope: Any, callee: str, seq: int) -> Optional[T
         switch = mode_switch(call.node) if call.attr in ("eval", "train") else None
         if switch is not None and switch[0] == callee:
             last = (call.seq, switch[1])
+        elif switch is None and call.func is not None and "." not in call.func and left_in_eval(walk, call.node, callee) is not None:
+            last = (call.seq, "eval")  # ``check(model, x)``, which switches its parameter to eval
     for event in scope.assigns:
         if event.seq < seq and event.targets == (callee,) and (last is None or event.seq > last[0]):
             mode = bound_mode(event.value) or ("eval" if returned_in_eval(walk, event.value) else None)
@@ -80,9 +83,56 @@ def last_mode_change(walk: Any, scope: Any, callee: str, seq: int) -> Optional[T
     return last
 
 
-def switch_written(scope: Any, seq: int) -> Optional[str]:
+def left_in_eval(walk: Any, call: cst.Call, callee: str) -> Optional[str]:
+    """The name of the top-level function of the file that ``call`` runs (``check(model, x)``)
+    when it is handed ``callee`` and leaves that parameter in evaluation mode: a top-level
+    statement of its body switches it to eval, and nothing in it switches it back
+    (attentionodorify's ``check_accuracy_per_epoch(model, ...)`` ends with the caller's model in
+    evaluation mode, as ``model.eval()`` in the caller would); None otherwise."""
+    if type(call.func) is not cst.Name or call.func.value not in walk.defined_names():
+        return None
+    name = call.func.value
+    functions = [s.function for s in walk.scopes if s.owner is None and s.function is not None and s.name == name]
+    if len(functions) != 1:
+        return None
+    params = functions[0].params
+    positional = [*params.posonly_params, *params.params]
+    given = None
+    for index, arg in enumerate(call.args):
+        if arg.star or dotted_name(arg.value) != callee:
+            continue
+        if arg.keyword is not None:
+            given = arg.keyword.value
+        elif index < len(positional):
+            given = positional[index].name.value
+    if given is None:
+        return None
+    known = walk.__dict__.setdefault("_left_in_eval", {})  # (once per function and parameter)
+    if (name, given) not in known:
+        known[(name, given)] = _leaves_in_eval(functions[0], given)
+    return name if known[(name, given)] else None
+
+
+def _leaves_in_eval(function: cst.FunctionDef, param: str) -> bool:
+    switches = [mode_switch(call) for call in scan(function.body, (cst.Call,), (cst.FunctionDef, cst.ClassDef, cst.Lambda))]
+    modes = [switch[1] for switch in switches if switch is not None and switch[0] == param]
+    if not modes or any(mode != "eval" for mode in modes) or type(function.body) is not cst.IndentedBlock:
+        return False
+    return any(
+        type(statement) is cst.SimpleStatementLine and len(statement.body) == 1 and type(statement.body[0]) is cst.Expr
+        and type(statement.body[0].value) is cst.Call and mode_switch(statement.body[0].value) == (param, "eval")
+        for statement in function.body.body
+    )
+
+
+def switch_written(scope: Any, seq: int, walk: Any = None, callee: Optional[str] = None) -> Optional[str]:
     """The mode switch ``last_mode_change`` found at ``seq`` as the code writes it (``eval()``,
-    ``train(False)``); None where a helper that returned the model made it."""
+    ``train(False)``; ``eval()` in `check()``: a helper given the model switched it); None where a
+    helper that returned the model made it."""
+    if walk is not None and callee is not None:
+        helper = next((left_in_eval(walk, call.node, callee) for call in scope.calls if call.seq == seq and call.attr is None), None)
+        if helper is not None:
+            return f"eval()` in `{helper}()"
     calls = [call.node for call in scope.calls if call.seq == seq]
     calls += [bound_switch(event.value) for event in scope.assigns if event.seq == seq]
     return next((

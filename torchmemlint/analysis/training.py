@@ -473,8 +473,8 @@ class ScopeFacts:
     def last_mode_change(self, callee: str, seq: int) -> Optional[Tuple[int, str]]:
         return last_mode_change(self.walk, self.scope, callee, seq)
 
-    def switch_written(self, seq: int) -> Optional[str]:
-        return switch_written(self.scope, seq)
+    def switch_written(self, seq: int, callee: Optional[str] = None) -> Optional[str]:
+        return switch_written(self.scope, seq, self.walk, callee)
 
     def wrap_target(self, event: CallEvent, after_seq: Optional[int]) -> Optional[Frame]:
         """The statement to wrap in `no_grad`; None: decorate the function instead."""

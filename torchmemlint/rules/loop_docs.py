@@ -68,7 +68,10 @@ TML501_DOCUMENTATION = """
 
     The model is what the code `.eval()`s or `.train()`s (also a name bound to a value that
     ends in the switch, moves after it included: `model = from_pretrained(name).eval().to(device)`,
-    tests/test_tml501_switch_in_moves.py; also an item of a container whose
+    tests/test_tml501_switch_in_moves.py; a model handed to a helper of the file whose body
+    switches that parameter to eval in a top-level statement and never back is in evaluation
+    mode after the call, `check_accuracy(model, x)` then a loop of `model(x_test)`:
+    tests/test_tml501_switching_helpers.py; also an item of a container whose
     items a loop switched: `for net in networks.values(): net.eval()`, then `netC =
     networks["classifier"]`), a parameter named `model` / `net` /
     `network` / `module` (or `*_model`, `*_net`), or `self.model` (and `self.*_net`, a private

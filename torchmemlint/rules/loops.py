@@ -442,7 +442,7 @@ class _Checks:
             switch = "eval()"
             where = f"after `{callee}.eval()` in its caller {f'`{caller}()`' if caller else 'at the top level of the file'} with autograd on"
         else:
-            switch = self.facts.switch_written(mode_seq[0])  # none: the helper that returned the model made it
+            switch = self.facts.switch_written(mode_seq[0], callee)  # none: the helper that returned the model made it
             where = f"after `{callee}.{switch}` with autograd on" if switch else f"after the helper that returned `{callee}` called its `eval()`, with autograd on"
         off = "" if named else f"`{switch or 'eval()'}` does not disable autograd. "
         shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
