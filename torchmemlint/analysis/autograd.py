@@ -168,6 +168,19 @@ class Scope:
 # -- the walk ---------------------------------------------------------------------------------
 
 
+def framework_hook(owner: Optional[ClassFacts], name: str, bindings: Bindings) -> bool:
+    """``name`` is a hook Lightning runs without autograd (``validation_step`` ...) of a method
+    of ``owner``, unless that class derives from torch's ``nn.Module`` itself: Lightning runs a
+    ``LightningModule``'s hooks only, and a plain module's ``validation_step`` runs as its
+    callers run it (torchlaplace's ``GeneralNeuralLaplace``, called by hand with autograd on)."""
+    if owner is None or not FRAMEWORK_NO_GRAD_HOOKS.match(name):
+        return False
+    return not any(
+        arg.keyword is None and type(arg.value) in (cst.Name, cst.Attribute) and bindings.qualify(arg.value) == "torch.nn.Module"
+        for arg in owner.node.bases
+    )
+
+
 def grad_effect(expr: cst.BaseExpression, bindings: Bindings) -> Optional[str]:
     """"off", "on", "unknown" (grad mode switched in a way we cannot read) or None."""
     call = expr if type(expr) is cst.Call else None
@@ -647,7 +660,7 @@ class ScopeWalk:
         effects = {self.context_effect(parent, d.decorator) for d in node.decorators}
         no_grad = (
             ctx.no_grad or parent.no_grad or bool(effects & {"off", "unknown"})
-            or (owner is not None and bool(FRAMEWORK_NO_GRAD_HOOKS.match(node.name.value)))  # (a method: Lightning's hook)
+            or framework_hook(owner, node.name.value, parent.bindings)  # (a method: Lightning's hook)
         )
         scope = Scope(node, node.name.value, bindings, no_grad, ctx.indents, owner, parent=parent)
         scope.grad_work = "on" in effects

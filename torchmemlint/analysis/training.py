@@ -14,7 +14,7 @@ import libcst as cst
 
 from torchmemlint.analysis.autograd import (
     AssignEvent, AUTOGRAD_CALLS, CallEvent, ClassFacts, CRITERION_NAME, Ctx,
-    DEVICE_KEEPING_METHODS, EVAL_WORDS, Frame, FRAMEWORK_NO_GRAD_HOOKS,
+    DEVICE_KEEPING_METHODS, EVAL_WORDS, Frame, framework_hook, FRAMEWORK_NO_GRAD_HOOKS,
     FUNCTIONAL_LOSSES, GRAD_KEEPING_METHODS, GRAD_KEEPING_TORCH_FUNCTIONS,
     MODEL_NAME, MODULE_METHODS, MODULE_MOVES, _names_in, NON_TENSOR_TORCH, Scope, ScopeWalk,
 )
@@ -467,7 +467,7 @@ class ScopeFacts:
             return True
         name = scope.name
         return bool(name) and (
-            name in self.walk.no_grad_callees or (scope.owner is not None and bool(FRAMEWORK_NO_GRAD_HOOKS.match(name)))
+            name in self.walk.no_grad_callees or framework_hook(scope.owner, name, scope.bindings)
         )
 
     def last_mode_change(self, callee: str, seq: int) -> Optional[Tuple[int, str]]:

@@ -40,7 +40,9 @@ TML501_DOCUMENTATION = """
     monai's `with eval_mode(model):`) or whose definition in this file uses torch's switches;
     and in Lightning's `validation_step` / `test_step` / `predict_step` hooks, which Lightning
     runs without autograd (methods: a function of the module named `test_step(model, ...)` is
-    no hook, tests/test_tml501_hook_names.py). `set_grad_enabled(flag)` with a flag the code
+    no hook, tests/test_tml501_hook_names.py; nor is a method of a class that derives from
+    `nn.Module` itself, which Lightning never runs: tests/test_tml502_plain_module_hooks.py).
+    `set_grad_enabled(flag)` with a flag the code
     does not show counts as off, except around a `.backward()` (`with
     torch.set_grad_enabled(phase == "train"):` ... `if phase == "train": loss.backward()`):
     autograd is on in the runs that train (TML502 then reports outputs joined across batches
