@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Set
 
 import libcst as cst
 
-from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME
+from torchmemlint.analysis.autograd import _is_false, _names_in, CallEvent, MODEL_NAME, MODULE_MOVES
 from torchmemlint.analysis.borrowed_callers import called_with_grad
 from torchmemlint.analysis.flow import Flow
 from torchmemlint.analysis.module_annotations import moved_itself
@@ -327,7 +327,7 @@ MODEL_VERBS = frozenset({"sample", "generate", "generation", "predict", "decode"
                           "infer", "inference", "forward", "synthesize", "translate", "denoise"})
 
 
-_WRAPPERS = frozenset({"to", "cuda", "cpu", "eval", "float", "half", "double", "bfloat16", "train", "requires_grad_"})
+_WRAPPERS = MODULE_MOVES | {"eval", "train", "requires_grad_"}  # each returns the module it is called on
 _LOADERS = frozenset({"torch.load", "torch.jit.load", "timm.create_model"})
 # torch layers without parameters: on an input that does not require grad (`fbank =
 # pad(torch.from_numpy(a))`) they record nothing

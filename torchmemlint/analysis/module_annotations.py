@@ -1,13 +1,13 @@
 """What annotations say is a module: a parameter annotated ``nn.Module`` (or a module class, or
-a tensor function), and a call of a function or method whose return annotation says so
-(``self.actor = self.build_actor().to(device)`` with ``def build_actor(self) -> torch.nn.Module``:
-an abstract builder its subclasses fill in, maslourl's DDPG).
+a tensor function), and a return annotation that says so (``module_type``; a builder annotated
+``def build_actor(self) -> torch.nn.Module``, an abstract one its subclasses fill in, maslourl's
+DDPG, is read by ``module_builders.py``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, List
+from typing import Any
 
 import libcst as cst
 
@@ -74,23 +74,3 @@ def moved_itself(value: cst.BaseExpression, name: str) -> bool:
     while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _CHAINED:
         value = value.func.value
     return type(value) in (cst.Name, cst.Attribute) and dotted_name(value) == name
-
-
-def returns_module(facts: Any, value: cst.BaseExpression) -> bool:
-    """``value`` calls (maybe then moved: ``.to(device)``, ``.cuda()``, ``.eval()``) a method of
-    the scope's class or a top-level function of the file, every definition of which is
-    annotated to return a module."""
-    if type(value) is not cst.Call:
-        return False
-    value = unmoved(value)
-    name = dotted_name(value.func) or ""  # type: ignore[attr-defined]
-    owner = facts.scope.owner
-    functions: List[cst.FunctionDef] = []
-    if name.startswith("self.") and name.count(".") == 1 and owner is not None:
-        functions = [m.function for m in owner.methods if m.name == name[5:] and m.function is not None]
-    elif name and "." not in name:
-        functions = [
-            s.function for s in facts.walk.scopes
-            if s.owner is None and s.name == name and s.function is not None and s.parent is facts.walk.scopes[0]
-        ]
-    return bool(functions) and all(f.returns is not None and module_type(facts, f.returns.annotation) for f in functions)

@@ -33,6 +33,12 @@ _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 def built_by_builder(facts: ScopeFacts, value: cst.BaseExpression, builds: Builds) -> bool:
     """``value`` calls (maybe then moved or switched: ``.to(device)``, ``.eval()``) a builder of
     the file, every definition of which returns a module (see the module docstring)."""
+    return _every_definition(facts, value, "module", lambda builder: _returns_modules(builder, builds))
+
+
+def _every_definition(facts: ScopeFacts, value: cst.BaseExpression, kind: str, read: Callable[[ScopeFacts], bool]) -> bool:
+    """``value`` calls a builder of the file (``_definitions``) and ``read`` accepts every
+    definition of it (each read once per walk and ``kind``)."""
     if type(value) is not cst.Call:
         return False
     definitions = _definitions(facts, unmoved(value).func)
@@ -40,10 +46,10 @@ def built_by_builder(facts: ScopeFacts, value: cst.BaseExpression, builds: Build
         return False
     known = facts.walk.__dict__.setdefault("_module_builders", {})
     for scope in definitions:
-        key = id(scope.node)
+        key = (kind, id(scope.node))
         if key not in known:
             known[key] = False  # (asked again while it is read, by recursion: not known to be one)
-            known[key] = _returns_modules(ScopeFacts(facts.walk, scope), builds)
+            known[key] = read(ScopeFacts(facts.walk, scope))
         if not known[key]:
             return False
     return True
@@ -82,16 +88,13 @@ def builds_loss(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
     """``value`` calls a builder of the file every ``return`` of which builds a loss (a class
     named ``...Loss``: parlai's ``self.criterion = self.build_criterion()`` returning
     ``torch.nn.CrossEntropyLoss(...)``): a loss, as ``module_calls.loss_module`` reads one built in place."""
-    if type(value) is not cst.Call:
-        return False
-    definitions = _definitions(facts, unmoved(value).func)
-    return bool(definitions) and all(
-        _returns(scope.function, lambda node: _loss_build(ScopeFacts(facts.walk, scope), node)) for scope in definitions
+    return _every_definition(
+        facts, value, "loss", lambda builder: _returns(builder.scope.function, lambda node: _module(builder, node, _loss_build))
     )
 
 
 def _loss_build(facts: ScopeFacts, value: cst.BaseExpression) -> bool:
-    return _module(facts, value, lambda _, node: type(node) is cst.Call and (dotted_name(unmoved(node).func) or "").endswith("Loss"))
+    return type(value) is cst.Call and (dotted_name(unmoved(value).func) or "").endswith("Loss")
 
 
 def _returns(function: cst.FunctionDef, returned: Callable[[cst.BaseExpression], bool]) -> bool:

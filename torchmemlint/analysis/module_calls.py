@@ -55,7 +55,8 @@ from torchmemlint.project import ensure_reach
 from torchmemlint.tree import nodes_of
 
 # a module's own methods and a tensor's: never a model's method that returns an output
-NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {"append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
+NOT_OUTPUT_METHODS = _MODULE_METHODS | _MOVES | GRAD_KEEPING_METHODS | SINK_METHODS | {
+    "append", "extend", "items", "keys", "values", "get", "update", "format", "join", "split"}
 _DEPTH = 4  # local bindings followed, at most
 
 
@@ -402,10 +403,9 @@ def module_attribute(facts: ScopeFacts, attr: str) -> bool:
 
 
 def loss_module(facts: ScopeFacts, callee: str) -> bool:
-    """``callee`` (``self.loss``, ``criterion``) is only ever bound, in the scope's class or in
-    the scope, to a loss: a class whose name ends in ``Loss`` (``nn.MSELoss()``, a project's
-    ``MaskedLogCoshLoss(...)``) or a builder of losses (``module_builders.builds_loss``). A loss
-    records a graph only from its inputs, whose makers are the calls to judge."""
+    """``callee`` (``self.loss``, ``criterion``) is only ever bound, in its class or the scope, to a loss: a
+    ``...Loss(...)`` class (``nn.MSELoss()``, a project's ``MaskedLogCoshLoss``) or a builder of losses
+    (``module_builders.builds_loss``). A loss records a graph only from its inputs: their makers are judged."""
     if callee.startswith("self.") and "." not in callee[5:]:
         owner = facts.scope.owner
         events = [e for method in owner.methods for e in method.assigns] if owner is not None else []

@@ -7,8 +7,9 @@ from __future__ import annotations
 import libcst as cst
 
 from torchmemlint.analysis.autograd import MODEL_NAME
-from torchmemlint.analysis.callers import _self_name
-from torchmemlint.analysis.module_annotations import annotated_module, returns_module
+from torchmemlint.analysis.callers import _builds_module, _self_name
+from torchmemlint.analysis.module_annotations import annotated_module
+from torchmemlint.analysis.module_builders import built_by_builder
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.training import ScopeFacts
 
@@ -33,7 +34,7 @@ def plainly_a_module(facts: ScopeFacts, callee: str, seen: frozenset = frozenset
         qualified = facts.bindings.qualify(func) if type(func) in (cst.Name, cst.Attribute) else None
         if (qualified or "").startswith("torch.nn.") or (
             type(func) is cst.Name and func.value in modules and qualified is None
-        ) or facts.walk.project_module_class(func) or returns_module(facts, event.value) or _copied(facts, event.value, seen | {callee}):
+        ) or facts.walk.project_module_class(func) or built_by_builder(facts, event.value, _builds_module) or _copied(facts, event.value, seen | {callee}):
             return True
     return annotated_module(facts, callee)  # ``def compare(first: nn.Module, ...)``
 

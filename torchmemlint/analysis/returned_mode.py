@@ -89,7 +89,9 @@ def left_in_eval(walk: Any, call: cst.Call, callee: str) -> Optional[str]:
     statement of its body switches it to eval, and nothing in it switches it back
     (attentionodorify's ``check_accuracy_per_epoch(model, ...)`` ends with the caller's model in
     evaluation mode, as ``model.eval()`` in the caller would); None otherwise."""
-    if type(call.func) is not cst.Name or call.func.value not in walk.defined_names():
+    if type(call.func) is not cst.Name or call.func.value not in walk.defined_names() or not any(
+        dotted_name(arg.value) == callee for arg in call.args
+    ):
         return None
     name = call.func.value
     functions = [s.function for s in walk.scopes if s.owner is None and s.function is not None and s.name == name]
@@ -125,14 +127,16 @@ def _leaves_in_eval(function: cst.FunctionDef, param: str) -> bool:
     )
 
 
-def switch_written(scope: Any, seq: int, walk: Any = None, callee: Optional[str] = None) -> Optional[str]:
+def switching_helper(walk: Any, scope: Any, seq: int, callee: str) -> Optional[str]:
+    """The helper of the file whose call at ``seq`` left ``callee`` in evaluation mode
+    (``left_in_eval``), as ``last_mode_change`` found it; None when the switch is not one."""
+    return next((left_in_eval(walk, call.node, callee) for call in scope.calls if call.seq == seq and call.attr is None), None)
+
+
+def switch_written(scope: Any, seq: int) -> Optional[str]:
     """The mode switch ``last_mode_change`` found at ``seq`` as the code writes it (``eval()``,
-    ``train(False)``; ``eval()` in `check()``: a helper given the model switched it); None where a
-    helper that returned the model made it."""
-    if walk is not None and callee is not None:
-        helper = next((left_in_eval(walk, call.node, callee) for call in scope.calls if call.seq == seq and call.attr is None), None)
-        if helper is not None:
-            return f"eval()` in `{helper}()"
+    ``train(False)``); None where a helper that returned the model made it, or one given it
+    (``switching_helper``)."""
     calls = [call.node for call in scope.calls if call.seq == seq]
     calls += [bound_switch(event.value) for event in scope.assigns if event.seq == seq]
     return next((

@@ -23,7 +23,7 @@ from torchmemlint.analysis.helper_returns import returned_by, unpacked
 from torchmemlint.analysis.loop_items import last_binding, taken_from_before
 from torchmemlint.analysis.model_names import bound_mode, lambda_arm, model_part_of, named_models
 from torchmemlint.analysis.names import Bindings, dotted_name
-from torchmemlint.analysis.returned_mode import last_mode_change, returned_in_eval, switch_written
+from torchmemlint.analysis.returned_mode import last_mode_change, returned_in_eval, switch_written, switching_helper
 from torchmemlint.analysis.sinks import indices_target, SINK_FUNCTIONS
 from torchmemlint.analysis.syntax import property_returns, slice_of
 
@@ -473,8 +473,11 @@ class ScopeFacts:
     def last_mode_change(self, callee: str, seq: int) -> Optional[Tuple[int, str]]:
         return last_mode_change(self.walk, self.scope, callee, seq)
 
-    def switch_written(self, seq: int, callee: Optional[str] = None) -> Optional[str]:
-        return switch_written(self.scope, seq, self.walk, callee)
+    def switch_written(self, seq: int) -> Optional[str]:
+        return switch_written(self.scope, seq)
+
+    def switching_helper(self, seq: int, callee: str) -> Optional[str]:
+        return switching_helper(self.walk, self.scope, seq, callee)
 
     def wrap_target(self, event: CallEvent, after_seq: Optional[int]) -> Optional[Frame]:
         """The statement to wrap in `no_grad`; None: decorate the function instead."""

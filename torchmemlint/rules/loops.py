@@ -413,9 +413,8 @@ class _Checks:
         if collected is not None and self._collected(event, collected, callee):
             return
         mode_seq = self.facts.last_mode_change(callee, event.seq)
-        # an evaluation-named method of a module class that another function of the file calls
-        # (PRNet's ``predict_embedding``, run by ``forward``'s helpers) is part of the module's own
-        # computation: its callers decide about autograd, as ``as_model`` says
+        # an evaluation-named method of a module class another function of the file calls (PRNet's ``predict_embedding``,
+        # run by ``forward``'s helpers) is part of the module's own computation: its callers decide, as ``as_model`` says
         named = (
             is_eval_name(scope.name) and not (module_method(self.facts) and called_in_file(self.facts))
             and not library_hook(self.facts) and not trained_by_callers(self.facts) and not part_of_forward(self.facts)
@@ -442,8 +441,9 @@ class _Checks:
             switch = "eval()"
             where = f"after `{callee}.eval()` in its caller {f'`{caller}()`' if caller else 'at the top level of the file'} with autograd on"
         else:
-            switch = self.facts.switch_written(mode_seq[0], callee)  # none: the helper that returned the model made it
-            where = f"after `{callee}.{switch}` with autograd on" if switch else f"after the helper that returned `{callee}` called its `eval()`, with autograd on"
+            switch = self.facts.switch_written(mode_seq[0])  # none: a helper that returned the model, or was given it (`check(model, x)`), made it
+            helper = None if switch else self.facts.switching_helper(mode_seq[0], callee)
+            where = (f"after `{callee}.{switch}`" if switch else f"after `{callee}.eval()` in `{helper}()`" if helper else f"after the helper that returned `{callee}` called its `eval()`,") + " with autograd on"
         off = "" if named else f"`{switch or 'eval()'}` does not disable autograd. "
         shown = f"`{callee}`" + (f" (run by `{through}`)" if through else "")
         if single:
