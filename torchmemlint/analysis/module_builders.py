@@ -23,6 +23,7 @@ import libcst as cst
 from torchmemlint.analysis.class_lineage import lineage
 from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
 from torchmemlint.analysis.names import dotted_name
+from torchmemlint.analysis.syntax import terminal_name
 from torchmemlint.analysis.training import ScopeFacts
 from torchmemlint.tree import scan
 
@@ -134,4 +135,22 @@ def _module(facts: ScopeFacts, value: cst.BaseExpression, builds: Builds) -> boo
     return bool(built) and all(
         event.value is not None and not event.augmented and not event.unpacked and builds(facts, event.value)
         for event in built
+    )
+
+
+def loss_module(facts: ScopeFacts, callee: str) -> bool:
+    """``callee`` (``self.loss``, ``criterion``) is only ever bound, in its class or the scope, to a loss: a
+    ``...Loss(...)`` class (``nn.MSELoss()``, a project's ``MaskedLogCoshLoss``) or a builder of losses
+    (``module_builders.builds_loss``). A loss records a graph only from its inputs: their makers are judged."""
+    if callee.startswith("self.") and "." not in callee[5:]:
+        owner = facts.scope.owner
+        events = [e for method in owner.methods for e in method.assigns] if owner is not None else []
+    elif "." not in callee:
+        events = list(facts.scope.assigns)
+    else:
+        return False
+    bound = [e for e in events if callee in e.targets]
+    return bool(bound) and all(
+        not e.augmented and type(e.value) is cst.Call and ((terminal_name(e.value.func) or "").endswith("Loss") or builds_loss(facts, e.value))
+        for e in bound
     )

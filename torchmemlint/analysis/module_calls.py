@@ -43,8 +43,9 @@ from torchmemlint.analysis.class_lineage import lineage
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance, output_only_sinks
 from torchmemlint.analysis.gradient_models import forward_reach
 from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
-from torchmemlint.analysis.module_annotations import module_type, moved_itself, unmoved
-from torchmemlint.analysis.module_builders import builds_loss
+from torchmemlint.analysis.module_annotations import annotated_module, module_type, moved_itself, unmoved
+from torchmemlint.analysis.module_builders import loss_module  # noqa: F401 (asked from here by rules/loops.py)
+from torchmemlint.analysis.module_items import held_item, loop_item
 from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.quiet_methods import receiver_classes, without_autograd
 from torchmemlint.analysis.sinks import SINK_METHODS
@@ -66,8 +67,10 @@ def called_module(facts: ScopeFacts, event: CallEvent) -> Optional[str]:
     exercises modules on purpose: None there; so is a module class's method running its own
     forward (``self(x)``) that another function of the file, or a file importing this one, calls."""
     callee = event.func
-    if callee is None or test_suite_function(facts.scope):
+    if test_suite_function(facts.scope):
         return None
+    if callee is None:  # ``self.layers[i](x)``, ``models[k](x)``: an item of a container of modules
+        return held_item(facts, event.node, lambda value: held_value(facts, value, 1))
     if callee.endswith(".forward"):
         callee = callee[: -len(".forward")]
     known = module_call(facts, event)
@@ -402,24 +405,6 @@ def module_attribute(facts: ScopeFacts, attr: str) -> bool:
     return False
 
 
-def loss_module(facts: ScopeFacts, callee: str) -> bool:
-    """``callee`` (``self.loss``, ``criterion``) is only ever bound, in its class or the scope, to a loss: a
-    ``...Loss(...)`` class (``nn.MSELoss()``, a project's ``MaskedLogCoshLoss``) or a builder of losses
-    (``module_builders.builds_loss``). A loss records a graph only from its inputs: their makers are judged."""
-    if callee.startswith("self.") and "." not in callee[5:]:
-        owner = facts.scope.owner
-        events = [e for method in owner.methods for e in method.assigns] if owner is not None else []
-    elif "." not in callee:
-        events = list(facts.scope.assigns)
-    else:
-        return False
-    bound = [e for e in events if callee in e.targets]
-    return bool(bound) and all(
-        not e.augmented and type(e.value) is cst.Call and ((terminal_name(e.value.func) or "").endswith("Loss") or builds_loss(facts, e.value))
-        for e in bound
-    )
-
-
 def _module_annotation(facts: ScopeFacts, param: cst.Param) -> bool:
     """Annotated as a module (``nn.Module``, a module class) or a tensor function
     (``Callable[[Tensor], Tensor]``), possibly ``Optional[...]``."""
@@ -435,11 +420,22 @@ def module_local(facts: ScopeFacts, name: str, depth: int) -> bool:
         return True
     if not assigned:
         return False
-    return all(
-        event.value is not None and not event.augmented and not event.unpacked
-        and _module_value(facts, event.value, depth)
+    return all(  # (or an item of a container of modules a loop binds: ``module_items.loop_item``)
+        (event.value is not None and not event.augmented and not event.unpacked and _module_value(facts, event.value, depth))
+        or loop_item(facts, event, name, lambda value: held_value(facts, value, depth + 1))
         for event in assigned
     )
+
+
+def held_value(facts: ScopeFacts, value: cst.BaseExpression, depth: int) -> bool:
+    """A module value (``_module_value``; not an attribute of one, which may be a dict of metric
+    functions: ``new_model.metrics``), a module attribute of the class (``self.layers``), or a
+    parameter annotated as a module."""
+    if type(value) is cst.Attribute:
+        return type(value.value) is cst.Name and value.value.value == "self" and module_attribute(facts, value.attr.value)
+    if type(value) is cst.Name and (_moved_like_a_module(facts, value.value) or annotated_module(facts, value.value)):
+        return True  # (``sub_model.eval()``, then ``models.append(sub_model)``; ``heads: Heads``)
+    return _module_value(facts, value, depth)
 
 
 def _moved_like_a_module(facts: ScopeFacts, name: str) -> bool:
