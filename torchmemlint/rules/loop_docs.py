@@ -203,7 +203,14 @@ TML501_DOCUMENTATION = """
     model's output (`metric(y, out)`, `criterion(out, y)`: a metric or a loss). An item of a container named as the
     model's (`self.mod_model[k](x)`) is the model in a function named for evaluation, and in any
     function an item it put in evaluation mode first (`self.SEEDER_LIST[index].eval()`, then that
-    item called: `tests/test_tml501_switched_items.py`). A module's method that writes what
+    item called: `tests/test_tml501_switched_items.py`). A module held in a container is
+    judged as the model itself would be (`analysis/module_items.py`): a loop target over
+    `list(model)`, `model.children()`, a `ModuleList` or `ModuleDict` of the class, a parameter
+    annotated `list[nn.Module]`, a list only ever given modules, or a plural model name
+    (`for m in models`, `self.net_lst[i](x)`), and an item of one called by index
+    (`self.layers[i](x)` after `self.eval()`); a dict of metric functions kept on a model
+    (`new_model.metrics`) is no container of modules (`tests/test_tml501_module_containers.py`).
+    A module's method that writes what
     its layers compute into its own parameter's `.data` (`self.memory.data = new.data`: a
     state update, as streaming memories and moving averages do) is left to its callers.
 
