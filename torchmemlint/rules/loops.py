@@ -684,8 +684,8 @@ class _Checks:
         if self.facts.training_calls == [] and borrowed_loop(self.facts, loop):
             return None
         training = any(self.facts.loop_has(kept, self.facts.training_calls) for kept in persists)
-        if (not training and self.facts.grad_controlled(event.seq)) or returned_for_backward(self.facts, self.analysis, accumulator):
-            return None  # (the second asked late: it reads the callers, maybe a base class in another file)
+        if (not training and (self.facts.grad_controlled(event.seq) or part_of_forward(self.facts))) or returned_for_backward(self.facts, self.analysis, accumulator):
+            return None  # (a method the module's forward runs: its graph is the forward's; the last asked late: it reads the callers)
         if not training and self.facts.training_calls and not self.facts.in_eval_mode(event.seq):
             return None  # this scope trains elsewhere: which mode applies here is not clear
         return training
