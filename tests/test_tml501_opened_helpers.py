@@ -65,7 +65,9 @@ CASES: Dict[str, str] = {
     "library_base_runs_it": LIBRARY_BASE,
     "opened_by_predict": CLASS.format(direct="self._predict_image(images)", mark="  # expect: TML501"),
     "every_caller_under_no_grad": CLASS.format(direct="self._predict_loader([(images, None)])", mark=""),
-    "other_caller_trains": CLASS.format(direct="self._predict_loader([(images, None)])", mark="") + '''
+    # (what it returns carries the graph there: the probabilities, not their argmax, which no loss could train on)
+    "other_caller_trains": CLASS.format(direct="self._predict_loader([(images, None)])", mark="").replace(
+        "return torch.argmax(softmax(logits, dim=1), dim=1)", "return softmax(logits, dim=1)") + '''
         def fit(self, images, labels):
             self.model.train()
             scores = self._predict_image(images)

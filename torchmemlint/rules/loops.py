@@ -391,17 +391,17 @@ class _Checks:
     # TML501
     def _evaluated_method(self, event: CallEvent) -> None:
         """`model.eval(); enc = model.encode(src)`: ``analysis/evaluated_methods.py``."""
-        if (evaluated := evaluated_method(self.facts, event)) is None:
-            return
-        if in_evaluation(self.facts, event):
+        if (evaluated := evaluated_method(self.facts, event)) is not None and in_evaluation(self.facts, event):
             self._model_call(event, evaluated, event.func)
-        else:
+        elif evaluated is not None:
             self._output_only_sinks(event, evaluated)
 
     def _model_call(self, event: CallEvent, model: Optional[str] = None, through: Optional[str] = None) -> None:
         scope = self.scope
-        if event.ctx.no_grad or (self.facts.grad_controlled(event.seq) and not opened_by_caller(self.facts)) or scope.grad_work or runs_no_module(self.facts, event, self.analysis):
+        if event.ctx.no_grad or scope.grad_work or runs_no_module(self.facts, event, self.analysis):
             return  # (also a method of the model's class that runs no module: it records no graph)
+        if self.facts.grad_controlled(event.seq) and not opened_by_caller(self.facts):
+            return self._output_only_sinks(event, model or event.func or "", through=through)  # a caller runs it under no_grad: only if another opens it and the output only reaches sinks (``open_callers.py``)
         if suite_test(self.facts):  # a test of the test suite runs the model on purpose
             return
         callee = model or event.func or ""
