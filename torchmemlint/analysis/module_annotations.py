@@ -7,7 +7,7 @@ DDPG, is read by ``module_builders.py``).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, List
 
 import libcst as cst
 
@@ -74,3 +74,28 @@ def moved_itself(value: cst.BaseExpression, name: str) -> bool:
     while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _CHAINED:
         value = value.func.value
     return type(value) in (cst.Name, cst.Attribute) and dotted_name(value) == name
+
+
+def held_annotation(facts: Any, receiver: str) -> List[cst.BaseExpression]:
+    """For ``self.<attr>`` that a method of the class binds only to a parameter annotated with a
+    class (``def __init__(self, model: ENFORCE): self.model = model``), that class where it is a
+    module class of the file or the project; else nothing."""
+    owner = facts.scope.owner
+    if owner is None or not receiver.startswith("self.") or receiver.count(".") != 1:
+        return []
+    found: List[cst.BaseExpression] = []
+    for method in owner.methods:
+        for event in method.assigns:
+            if receiver not in event.targets:
+                continue
+            params = {param.name.value: param for param in method.params()}
+            param = params.get(event.value.value) if type(event.value) is cst.Name else None
+            annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+            if type(annotation) not in (cst.Name, cst.Attribute) or facts.bindings.qualify(annotation) == "torch.nn.Module":
+                return []  # (bound to anything else: not known)
+            found.append(annotation)
+    links = facts.walk.links
+    return found if found and all(
+        module_type(facts, annotation) or (links is not None and links.module_class(dotted_name(annotation), package=True))
+        for annotation in found
+    ) else []

@@ -43,7 +43,7 @@ from torchmemlint.analysis.class_lineage import lineage
 from torchmemlint.analysis.callers import MODEL_VERBS, _builds_module, assigned_on_self, module_call, module_instance, output_only_sinks
 from torchmemlint.analysis.gradient_models import forward_reach
 from torchmemlint.analysis.feeds import collected_over_loader, defined_without_grad, iterates_loader
-from torchmemlint.analysis.module_annotations import annotated_module, module_type, moved_itself, unmoved
+from torchmemlint.analysis.module_annotations import annotated_module, held_annotation, module_type, moved_itself, unmoved
 from torchmemlint.analysis.module_builders import loss_module  # noqa: F401 (asked from here by rules/loops.py)
 from torchmemlint.analysis.module_items import held_item, loop_item
 from torchmemlint.analysis.names import dotted_name
@@ -496,7 +496,7 @@ def class_method_runs(facts: ScopeFacts, receiver: str, method: str) -> Optional
     ``self.decode(...)`` in stanfordnlp's ``Seq2SeqModel.predict``: whatever it returns, token
     ids, each step's graph is built with autograd on). None where they are not known (a
     library's class)."""
-    found = _receiver_methods(facts, receiver, method)
+    found = _receiver_methods(facts, receiver, method, handed=True)
     if found is None or any(node is None for node in found):
         return None
     return all(_returns_output(node) or _steps(node) for node in found)  # type: ignore[arg-type]
@@ -511,16 +511,18 @@ def _steps(function: cst.FunctionDef) -> bool:
     )
 
 
-def _receiver_methods(facts: ScopeFacts, receiver: str, method: str) -> Optional[List[Any]]:
+def _receiver_methods(facts: ScopeFacts, receiver: str, method: str, handed: bool = False) -> Optional[List[Any]]:
     """``method`` of each class ``receiver`` is built from or annotated with (None where the
-    class does not define it); None where no such class is known."""
+    class does not define it); None where no such class is known. ``handed``: also the class
+    a parameter bound to ``self.<attr>`` is annotated with (``module_annotations.held_annotation``:
+    asked only to say that a method runs no module)."""
     owner = facts.scope.owner
     scopes = owner.methods if receiver.startswith("self.") and owner is not None else [facts.scope]
     classes = [
         unmoved(event.value).func for scope in scopes for event in scope.assigns  # type: ignore[union-attr]
         if receiver in event.targets and type(event.value) is cst.Call and not moved_itself(event.value, receiver)
     ]
-    annotated = _annotated_class(facts, receiver) if not classes else []  # (``def beam_step(..., model: TRecover)``)
+    annotated = (_annotated_class(facts, receiver) or (held_annotation(facts, receiver) if handed else [])) if not classes else []  # (``model: TRecover``)
     classes = classes or annotated
     if not classes:
         return None
