@@ -63,6 +63,10 @@ class Placement:
     switch: Optional[str] = None
     switch_arg: Optional[cst.Arg] = None
     inplace: Optional[bool] = None
+    # ``def get_activation(name, **kwargs): ... return nn.LeakyReLU(**kwargs)``: ``inplace``
+    # reaches the layer through the factory's ``**kwargs`` (``placing.forwarded_switch``); no edit
+    # is offered (another arm may take the same keywords and no ``inplace``: ``nn.GELU(**kwargs)``)
+    forwarded: bool = False
     # the layer's parameters the factory passes its own for (``nn.LeakyReLU(slope)``:
     # ``negative_slope``), with what each gets from this call (None: not known)
     bound: Dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)

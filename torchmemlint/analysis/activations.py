@@ -22,7 +22,7 @@ from torchmemlint.analysis.module_lists import module_lists
 from torchmemlint.analysis.module_level_layers import list_holder, module_level_reads
 from torchmemlint.analysis.project_sites import ProjectSites
 from torchmemlint.analysis.factory_arms import arm_not_taken, never_built
-from torchmemlint.analysis.placing import FactoryPlacing, bound, held_attribute, placing_of, switch_of, switched
+from torchmemlint.analysis.placing import FactoryPlacing, bound, forwarded_inplace, forwarded_switch, held_attribute, placing_of, switch_of, switched
 from torchmemlint.analysis.activation_calls import (
     ACTIVATION_FUNCTIONS, bound_local, changes_in_place, default_of, dropouts_only, followers,
     guarded_by_flag, names_read, nested_calls, none_test, passed_to, sequential_elements, unread,
@@ -285,6 +285,7 @@ class InplaceAnalysis(ProjectSites):
         site.label = f"`{name}` (returned by `{returning}`{where}{via(layer)})"
         factory = factory or enclosing(self.cursor, cst.FunctionDef)
         switch = switch_of(layer, factory) if site.inplace is None and type(factory) is cst.FunctionDef else None
+        spread = switch is None and site.inplace is None and type(factory) is cst.FunctionDef and forwarded_switch(layer, factory)
 
         def settle(site: Site) -> None:
             complete = every
@@ -329,6 +330,8 @@ class InplaceAnalysis(ProjectSites):
                 if switch is not None:
                     placement.switch = switch.name.value
                     placement.switch_arg, placement.inplace = switched(factory, switch, call)  # type: ignore[arg-type]
+                elif spread:  # ``get_activation(activation)``: ``inplace`` through its ``**kwargs``
+                    placement.switch, placement.forwarded, placement.inplace = "inplace", True, forwarded_inplace(call)
                 site._placements.append(placement)
                 site._uses.extend(placement.uses)
                 site.privates.extend(placement.privates)

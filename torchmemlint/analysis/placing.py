@@ -17,6 +17,7 @@ import libcst as cst
 from torchmemlint.analysis.chosen_layers import arm_of, arm_off
 from torchmemlint.analysis.classes import Layer
 from torchmemlint.analysis.factories import parameter
+from torchmemlint.analysis.local_values import _rebound
 from torchmemlint.analysis.activation_calls import names_read
 from torchmemlint.analysis.module_flow import bound_name, dispatched_reads, receiver
 from torchmemlint.analysis.module_lists import module_lists
@@ -438,6 +439,33 @@ def switch_of(layer: Any, factory: cst.FunctionDef) -> Optional[cst.Param]:
     if param is None or param.default is None or literal_bool(param.default) is None:
         return None
     return param
+
+
+def forwarded_switch(layer: Any, factory: cst.FunctionDef) -> bool:
+    """The layer takes ``inplace`` only through the factory's own ``**kwargs``
+    (``nn.LeakyReLU(**kwargs)`` in ``def get_activation(name, **kwargs)``), which the factory
+    never rebinds: what each call of the factory passes decides (``forwarded_inplace``)."""
+    kind = layer.kind
+    assert kind is not None
+    call = layer.effective
+    spread = factory.params.star_kwarg
+    stars = [arg for arg in call.args if arg.star]
+    return (
+        isinstance(spread, cst.Param) and len(stars) == 1 and stars[0].star == "**"
+        and type(stars[0].value) is cst.Name and stars[0].value.value == spread.name.value
+        and argument(call, kind.module_params.index("inplace"), "inplace") is None
+        and not _rebound(factory, spread.name.value)
+    )
+
+
+def forwarded_inplace(call: cst.Call) -> Optional[bool]:
+    """The ``inplace`` a factory call hands on through the factory's ``**kwargs``: its literal
+    ``inplace=`` keyword, False when it passes none (the layer's default), None when it spreads
+    arguments of its own (``**options``: not known)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "inplace":
+            return literal_bool(arg.value)
+    return None if any(arg.star for arg in call.args) else False
 
 
 def switched(factory: cst.FunctionDef, param: cst.Param, call: cst.Call) -> Tuple[Optional[cst.Arg], Optional[bool]]:

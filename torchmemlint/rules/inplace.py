@@ -165,7 +165,7 @@ class _MissingInplace(Rule):
                 for placement in site.placements:  # ``act(inplace=False)``: each call chooses
                     if placement.inplace is False and self._qualifies(file, site, placement, placement.complete, placement.privates, placement.uses):
                         placed.setdefault(id(placement.node), []).append(
-                            Placed(site, placement, placement.label or site.label, placement.uses, placement)
+                            Placed(site, placement, placement.label or site.label, placement.uses, None if placement.forwarded else placement)
                         )
                 continue
             if site.inplace is not False:

@@ -80,7 +80,11 @@ TML201_DOCUMENTATION = """
     tests/test_inplace_held_out5.py; also an entry of a table every `return` returns an item of,
     `mapping = {"elu": nn.ELU(), "relu": nn.ReLU()}` ... `return mapping[name]`, at the calls whose
     key may be its label, the helper maybe of another file, whose arms are then read at each call
-    too, tests/test_inplace_returned_tables.py) is reported at each place a call of it puts the layer: an element of
+    too, tests/test_inplace_returned_tables.py; also a layer that takes `inplace` only through
+    the function's own `**kwargs`, `def get_activation(name, **kwargs)` ... `return
+    nn.LeakyReLU(**kwargs)`, at the calls that pass no `inplace`, without an edit: another arm
+    may take the same keywords and no `inplace`, `nn.GELU(**kwargs)`,
+    tests/test_inplace_forwarded_kwargs.py) is reported at each place a call of it puts the layer: an element of
     `nn.Sequential`, a list spliced into one (also registered one by one by a Sequential subclass,
     `for idx, layer in enumerate(layers): self.add_module(f"{idx}", layer)`, rsl_rl's `MLP`,
     tests/test_inplace_registered_layers.py; `layers.append(leaky())`, also through a local or

@@ -1,0 +1,71 @@
+"""TML201 follows ``inplace`` through a factory's own ``**kwargs``: sppppgnet's
+``get_activation(name, **kwargs)`` returns ``nn.LeakyReLU(**kwargs)`` for its default
+``"leaky"``, and ``ResConvBlock`` builds ``self.activation = get_activation(activation)``
+passing no ``inplace``: the layer runs out of place after a BatchNorm, as ``nn.LeakyReLU()``
+written there would (``placing.forwarded_switch``, ``forwarded_inplace``). The finding offers no
+edit: another arm takes the same keywords and no ``inplace`` (``nn.GELU(**kwargs)``).
+
+Look-alikes stay quiet: a call passing ``inplace=True`` through the keywords, and one spreading
+options of its own (``**options``: not known).
+
+The CLI runs as a subprocess; each case must report exactly the rows marked ``# expect: CODE``,
+none with a fix.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import pytest
+
+from marked_cases import Found, lint_cases, marked
+
+pytestmark = pytest.mark.slow  # starts the CLI
+
+FACTORY = """import torch
+from torch import nn
+
+
+def get_activation(name: str, **kwargs):
+    \"\"\"Return an activation function from its name.\"\"\"
+    if name == 'relu':
+        return nn.ReLU(**kwargs)
+    elif name == 'leaky':
+        return nn.LeakyReLU(**kwargs)
+    elif name == 'gelu':
+        return nn.GELU(**kwargs)
+    elif name == 'linear':
+        return nn.Identity()
+    else:
+        raise ValueError(f'{{name=}} is unsupported.')
+
+
+class ResConvBlock(nn.Module):
+    def __init__(self, channels, activation="leaky", options=None):
+        super().__init__()
+        self.conv1 = nn.Conv1d(channels, channels, 3, padding=1)
+        self.norm1 = nn.BatchNorm1d(channels)
+        self.conv2 = nn.Conv1d(channels, channels, 3, padding=1)
+        self.activation = get_activation(activation{extra}){mark}
+
+    def forward(self, x):
+        out = self.activation(self.norm1(self.conv1(x)))
+        return self.conv2(out)
+"""
+
+CASES = {
+    "keywords_left_to_the_layer": FACTORY.format(extra="", mark="  # expect: TML201"),
+    "inplace_passed_through": FACTORY.format(extra=", inplace=True", mark=""),
+    "options_of_its_own": FACTORY.format(extra=", **(options or {})", mark=""),
+}
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory) -> Dict[str, Found]:
+    return lint_cases(tmp_path_factory.mktemp("forwarded_kwargs"), CASES, "TML201")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reports_exactly_the_marked_rows_without_a_fix(found, name):
+    assert set(found[name]) == marked(CASES[name])
+    assert all(fix is None for fix in found[name].values())
