@@ -24,7 +24,7 @@ from torchmemlint.analysis.message_passing import aggregates_freshly
 from torchmemlint.analysis.named_attributes import got_attribute
 from torchmemlint.analysis.listed_modules import listed_attribute, listed_row, nested_listed
 from torchmemlint.analysis.module_lists import WRAPPERS, module_lists, wrapped_layer
-from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool
+from torchmemlint.analysis.syntax import argument, arms, has_star_args, literal_bool, unquoted
 from torchmemlint.tree import scan
 from torchmemlint.analysis.vocabulary import (
     Category, FRESH_FUNCTIONS, GRAPH_CONVOLUTIONS, GRAPH_DENSE_LAYERS, NN, FRESH_METHODS, KIND_BY_FUNCTION, OUTPUT_SAVING_FUNCTIONS,
@@ -106,7 +106,7 @@ class Producers:
                     made = self.block(first)
                     return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}` of {made.description}")
                 made = self.part(bound, depth + 1) if bound is not None else UNKNOWN_PRODUCER
-                return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}({made.description.strip('`')})`")
+                return UNKNOWN_PRODUCER if made.category is Category.UNKNOWN else Producer(made.category, f"`{wrapper}({unquoted(made.description)})`" if "`" not in unquoted(made.description) else f"`{wrapper}` of {made.description}")
             return Producer(layer.category(), f"`{short_name(layer.qualified)}`")
         if part.attribute is not None and part.attribute in self.given:
             return self.given[part.attribute]
@@ -118,7 +118,7 @@ class Producers:
                 inner = self.part(sequence[-1], depth + 1)
                 if inner.category is Category.UNKNOWN:
                     return UNKNOWN_PRODUCER
-                return Producer(inner.category, f"`self.{part.attribute}` ({inner.description.strip('`')})", passes=inner.passes and len(sequence) == 1)
+                return Producer(inner.category, f"`self.{part.attribute}` ({unquoted(inner.description)})", passes=inner.passes and len(sequence) == 1)
             if self.model.exclusive_assignments(part.attribute):  # one per arm of an ``if``: what any arm's makes
                 made = []
                 for assignment in self.model.assignments[part.attribute]:
@@ -637,7 +637,7 @@ class Producers:
                 continue
             part = self.file.resolver.part(expression, model.self_name(assignment.method), assignment.method)
             arm = self.part(part, 1)
-            shown = f"`self.{node.func.attr.value}` ({arm.description.strip('`')} or nn.Identity)"
+            shown = f"`self.{node.func.attr.value}` ({unquoted(arm.description)} or nn.Identity)"
             made.append(arm if arm.category is Category.UNKNOWN else Producer(arm.category, shown))
         if not identity or not self._read_only_by(value, value.inputs[-1 if value.op == "call" else 0]):
             return None

@@ -427,3 +427,12 @@ def slice_of(value: Optional[cst.BaseExpression], name: str) -> bool:
         type(value) is cst.Subscript and dotted_name(value.value) == name  # type: ignore[union-attr]
         and all(type(element.slice) is cst.Slice for element in value.slice)  # type: ignore[union-attr]
     )
+
+
+def unquoted(description: str) -> str:
+    """A message's description without its code quotes when it is one code span (```nn.Conv1d```
+    -> ``nn.Conv1d``), to be set inside another; one holding spans of its own is kept whole
+    (```get_norm``, which returns ... or ``nn.Identity```)."""
+    if description.count("`") == 2 and description.startswith("`") and description.endswith("`"):
+        return description[1:-1]
+    return description
