@@ -69,3 +69,42 @@ def found(tmp_path_factory) -> Dict[str, Found]:
 def test_reports_exactly_the_marked_rows_without_a_fix(found, name):
     assert set(found[name]) == marked(CASES[name])
     assert all(fix is None for fix in found[name].values())
+
+
+NORM_FACTORY = '''
+import torch
+from torch import nn
+
+
+def get_norm(name="batch", *args, **kwargs):
+    if name == "batch":
+        return nn.BatchNorm1d(*args, **kwargs)
+    elif name is None:
+        return nn.Identity()
+    raise ValueError(name)
+
+
+class Block(nn.Module):
+    def __init__(self, channels, norm="batch"):
+        super().__init__()
+        self.conv1 = nn.Conv1d(channels, channels, 3, padding=1)
+        self.norm1 = get_norm(norm, channels)
+        self.conv2 = nn.Conv1d(channels, channels, 3, padding=1)
+        self.act = nn.LeakyReLU()
+
+    def forward(self, x):
+        return self.conv2(self.act(self.norm1(self.conv1(x))))
+'''
+
+
+def test_a_producer_described_with_code_spans_keeps_them_whole():
+    """The message sets ```get_norm``, which returns ... or ``nn.Identity``` whole inside the
+    attribute's parentheses (it once lost its first and last backtick)."""
+    from marked_cases import lint_in_process  # (in process: the message is what is read)
+    from torchmemlint.config import Settings
+    from torchmemlint.engine import lint_source
+
+    assert set(lint_in_process(NORM_FACTORY, ["TML201"])) == {(20, "TML201")}
+    message = lint_source(NORM_FACTORY, "case.py", Settings(select=("TML201",)))[0].message
+    assert "`self.norm1` (`get_norm`, which returns nn.BatchNorm1d or `nn.Identity`)" in message
+    assert message.count("`") % 2 == 0
