@@ -143,7 +143,11 @@ TML501_DOCUMENTATION = """
     computation, even when named for inference (torch-encoding's `module_inference`,
     tests/test_tml501_forward_helpers.py). A helper one caller
     runs under `no_grad` and another, open evaluation code, runs with autograd on is judged in
-    that open run (`tests/test_tml501_opened_helpers.py`); one every call of which in the file runs
+    that open run (`tests/test_tml501_opened_helpers.py`); so is one whose model output reaches
+    only the ends below when another caller that trains (`.backward()`, an optimizer's `step`,
+    itself or through the methods it calls) runs it with autograd on: abimca's
+    `_get_score_of_models_for_known_sequences`, wrapped by `predict`, called per step by `fit`
+    (`analysis/open_callers.py`, `tests/test_tml501_open_callers.py`); one every call of which in the file runs
     under `no_grad`, also through callers only ever run so (`predict` opens it around
     `self.batch_predict(...)`, which calls `self.model_prediction(...)`), is quiet
     (`tests/test_tml501_callers_no_grad.py`). A call whose output reaches `.numpy()`
@@ -153,7 +157,10 @@ TML501_DOCUMENTATION = """
     `tests/test_tml501_numpy_attached.py`). A method of the model's class (of this file or another
     project file, by relative or absolute import) that calls only builtins and data methods
     (fusilli's `get_data_from_batch`, which unpacks a batch; a static `safe_squeeze`) runs no
-    module: not a model call (`tests/test_tml501_plain_methods.py`). A model a function of the
+    module: not a model call (`tests/test_tml501_plain_methods.py`); so does a method of a model
+    a plain class is handed and keeps, `def __init__(self, model: Enforce): self.model = model`,
+    that returns no output of the model's layers (enforce-nn's `self.model.unscale(...)` after
+    `self.model.eval()`, arithmetic on buffers: `tests/test_tml501_handed_classes.py`). A model a function of the
     file returns in evaluation mode (`model = get_model(args)`, where `get_model` ends
     `model.eval(); return model`, or returns `model.eval()`) is switched as by `model.eval()` in
     the caller (ThreeDJCG's visualisation scripts; not when the switch is under an `if` or
