@@ -171,6 +171,6 @@ def _module_list(facts: Any, name: str, is_module: IsModule) -> bool:
             if not call.node.args or not is_module(call.node.args[-1].value):
                 return False
             found = True
-        elif call.attr in ("extend", "__setitem__"):
-            return False
+        elif call.attr == "extend":
+            return False  # (items of another container: not read)
     return found
