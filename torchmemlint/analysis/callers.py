@@ -18,7 +18,7 @@ from torchmemlint.analysis.module_annotations import moved_itself
 from torchmemlint.analysis.module_builders import built_by_builder, copied_module
 from torchmemlint.analysis.test_suites import test_suite_function
 from torchmemlint.analysis.names import dotted_name
-from torchmemlint.analysis.open_callers import opened_by_a_caller
+from torchmemlint.analysis.open_callers import opened_by_training_caller
 from torchmemlint.analysis.sinks import Helper, Reach, SinkFollower
 from torchmemlint.analysis.syntax import is_staticmethod, walk
 from torchmemlint.analysis.training import is_eval_name, ScopeFacts
@@ -662,7 +662,7 @@ def only_sinks_reached(facts: ScopeFacts, event: CallEvent, callee: str, analysi
     function = scope.function
     if function is None or scope.name == "__init__" or test_suite_function(scope) or _unfinished_training_step(facts):
         return None
-    if event.ctx.no_grad or (facts.grad_controlled(event.seq) and not opened_by_a_caller(facts)) or scope.grad_work or (facts.training_calls and not held_out):
+    if event.ctx.no_grad or (facts.grad_controlled(event.seq) and not opened_by_training_caller(facts)) or scope.grad_work or (facts.training_calls and not held_out):
         return None
     root = callee.rpartition(".")[0]
     if borrowed_model(facts, callee, event.ctx.iterating) or (

@@ -12,13 +12,13 @@ A call counts when it is the function's own name called plainly (a top-level fun
 ``self`` in a method of the same class (a method), outside ``no_grad``, in a function that trains
 (``.backward()``, ``zero_grad()``, an optimizer's ``step()``), itself or through such calls of
 functions that do (abimca's ``fit`` runs ``self.base_model_train_step(x)``): a function that
-trains runs with autograd on whoever calls it, while any other caller may itself be run under ``no_grad`` by code
-this file does not show (cogdl's ``val_step``, which its trainer wraps in ``no_grad`` in another
-file, calling ``eval_step`` as the hook ``test_step`` does)."""
+trains runs with autograd on whoever calls it, while any other caller may itself be run under
+``no_grad`` by code this file does not show (cogdl's ``val_step``, which its trainer wraps in
+``no_grad`` in another file, calling ``eval_step`` as the hook ``test_step`` does)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 import libcst as cst
 
@@ -27,26 +27,28 @@ from torchmemlint.analysis.names import dotted_name
 from torchmemlint.analysis.syntax import _first_param
 
 
-def opened_by_a_caller(facts: Any) -> bool:
-    """Some call of the scope's function in the file runs it with autograd on (see the module
-    docstring); False for a function the file never calls so."""
+def opened_by_training_caller(facts: Any) -> bool:
+    """Some call of the scope's function in the file, from a function that trains, runs it with
+    autograd on (see the module docstring)."""
     scope = facts.scope
     if scope.function is None or not scope.name or scope.no_grad or scope.grad_off_seq is not None or framework_hook(scope.owner, scope.name, scope.bindings):
         return False  # (a hook Lightning runs without autograd stays its own)
-    key = (scope.name, id(scope.owner.node) if scope.owner is not None else None)
-    return key in _open_calls(facts.walk)
+    return _key(scope) in _open_calls(facts.walk)
 
 
-def _open_calls(walk: Any) -> Dict[Tuple[str, Any], bool]:
-    """(name, id of the class or None) of every function some call in the file runs with autograd
-    on, read once per file."""
+def _key(scope: Any) -> Tuple[str, Any]:
+    return scope.name, id(scope.owner.node) if scope.owner is not None else None
+
+
+def _open_calls(walk: Any) -> Set[Tuple[str, Any]]:
+    """(name, id of the class or None) of every function that a function that trains calls with
+    autograd on, read once per file."""
     found = getattr(walk, "_open_calls", None)
     if found is not None:
         return found
+    functions = [scope for scope in walk.scopes if scope.function is not None and not scope.no_grad]
     opened: Dict[int, List[Tuple[str, Any]]] = {}  # per function: what it calls with autograd on
-    for other in walk.scopes:
-        if other.no_grad or other.function is None:
-            continue
+    for other in functions:
         this = _first_param(other.function) if other.owner is not None else None
         for call in other.calls:
             if call.ctx.no_grad or (other.grad_off_seq is not None and other.grad_off_seq < call.seq):
@@ -54,18 +56,17 @@ def _open_calls(walk: Any) -> Dict[Tuple[str, Any], bool]:
             func = call.node.func
             if type(func) is cst.Name:
                 opened.setdefault(id(other), []).append((func.value, None))
-            elif this is not None and call.receiver is not None and type(call.receiver) is cst.Name and call.receiver.value == this:
+            elif this is not None and type(call.receiver) is cst.Name and call.receiver.value == this:
                 opened.setdefault(id(other), []).append((call.attr, id(other.owner.node)))
-    keys = {id(other): (other.name, id(other.owner.node) if other.owner is not None else None) for other in walk.scopes}
-    training = {key for key in (keys[id(other)] for other in walk.scopes if id(other) in opened and any(_trains(call) for call in other.calls))}
+    training = {_key(other) for other in functions if any(_trains(call) for call in other.calls)}
     changed = True
     while changed:  # (abimca's ``fit`` trains through ``self.base_model_train_step(x)``)
         changed = False
-        for number, called in opened.items():
-            if keys[number] not in training and any(key in training for key in called):
-                training.add(keys[number])
+        for other in functions:
+            if _key(other) not in training and any(key in training for key in opened.get(id(other), ())):
+                training.add(_key(other))
                 changed = True
-    found = {key: True for number, called in opened.items() if keys[number] in training for key in called}
+    found = {key for other in functions if _key(other) in training for key in opened.get(id(other), ())}
     walk._open_calls = found  # type: ignore[attr-defined]  # once per file
     return found
 

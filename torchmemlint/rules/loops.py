@@ -17,7 +17,7 @@ from torchmemlint.analysis.held_out_loops import held_out_loop
 from torchmemlint.analysis.loop_items import graph_from_before
 from torchmemlint.analysis.plain_modules import plainly_a_module
 from torchmemlint.analysis.callers import (
-    borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, output_kept,
+    borrowed_loop, borrowed_model, eval_by_callers, model_calls_under, only_sinks_reached, opened_by_training_caller, output_kept,
     loss_terms_loop, reduced_after, returned_for_backward, runs_model, switched_back, trained_by_callers,
 )
 from torchmemlint.analysis import leak_gate
@@ -401,7 +401,7 @@ class _Checks:
         if event.ctx.no_grad or scope.grad_work or runs_no_module(self.facts, event, self.analysis):
             return  # (also a method of the model's class that runs no module: it records no graph)
         if self.facts.grad_controlled(event.seq) and not opened_by_caller(self.facts):
-            return self._output_only_sinks(event, model or event.func or "", through=through)  # a caller runs it under no_grad: only if another opens it and the output only reaches sinks (``open_callers.py``)
+            return self._output_only_sinks(event, model or event.func or "", through=through) if opened_by_training_caller(self.facts) else None  # (``open_callers.py``)
         if suite_test(self.facts):  # a test of the test suite runs the model on purpose
             return
         callee = model or event.func or ""
